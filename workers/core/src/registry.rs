@@ -1,0 +1,232 @@
+//! The registry of families: names, parameter schemas, defaults and constructors.
+//!
+//! Validation happens once, before any work: [`Registry::validate`] checks every name
+//! and parameter of a [`JobSpec`], fills in defaults, and returns a [`ValidJob`] whose
+//! key is computed from the canonical, completed spec.
+
+use crate::{JobError, JobKey, JobSpec, JobStreams, MetricDef, ParamValue, Params, SpecError};
+
+/// The type, range and default of one parameter.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ParamKind {
+    Float { min: f64, max: f64, default: f64 },
+    Int { min: i64, max: i64, default: i64 },
+    Bool { default: bool },
+    Choice { options: &'static [&'static str], default: &'static str },
+}
+
+/// One parameter of a benchmark or an algorithm.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ParamDef {
+    pub name: &'static str,
+    pub kind: ParamKind,
+    pub doc: &'static str,
+}
+
+/// A benchmark or an algorithm of a family: its name, what it is, its parameters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ComponentDef {
+    pub name: &'static str,
+    pub doc: &'static str,
+    pub params: &'static [ParamDef],
+}
+
+/// A running job: plain synchronous code that yields the metrics of one step at a time.
+pub trait Episode {
+    /// Metrics of step 0: the state after the initial design, before any acquisition.
+    fn initial(&mut self) -> Result<Vec<f64>, JobError>;
+    /// Perform acquisition `step` (1-based) and return the metrics after it.
+    fn step(&mut self, step: u32) -> Result<Vec<f64>, JobError>;
+}
+
+/// A family crate's entry point: its benchmarks, algorithms, metric schema and constructor.
+pub trait Family: Send + Sync {
+    fn name(&self) -> &'static str;
+    fn doc(&self) -> &'static str;
+    fn benchmarks(&self) -> &'static [ComponentDef];
+    fn algorithms(&self) -> &'static [ComponentDef];
+    /// The metrics of every step, in the order of [`crate::StepRecord::values`].
+    fn metrics(&self) -> &'static [MetricDef];
+    /// Start a validated job. Randomness must come only from `streams`.
+    fn start(&self, job: &ValidJob, streams: &JobStreams) -> Result<Box<dyn Episode>, JobError>;
+}
+
+/// A job whose spec passed validation: complete, canonical, and keyed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ValidJob {
+    pub spec: JobSpec,
+    pub key: JobKey,
+}
+
+/// All families known to this build.
+pub struct Registry {
+    families: Vec<Box<dyn Family>>,
+}
+
+impl Registry {
+    pub fn new(families: Vec<Box<dyn Family>>) -> Self {
+        Registry { families }
+    }
+
+    pub fn families(&self) -> impl Iterator<Item = &dyn Family> {
+        self.families.iter().map(|f| f.as_ref())
+    }
+
+    pub fn family(&self, name: &str) -> Result<&dyn Family, SpecError> {
+        self.families().find(|f| f.name() == name).ok_or_else(|| {
+            SpecError::new(
+                "family",
+                format!("unknown family `{name}`; known: {}", self.families().map(|f| f.name()).collect::<Vec<_>>().join(", ")),
+            )
+        })
+    }
+
+    /// Check names and parameters, fill defaults, and key the completed spec.
+    pub fn validate(&self, spec: &JobSpec) -> Result<ValidJob, SpecError> {
+        let family = self.family(&spec.family)?;
+        let bench = find_component(family.benchmarks(), &spec.benchmark, "benchmark", family.name())?;
+        let algo = find_component(family.algorithms(), &spec.algorithm, "algorithm", family.name())?;
+        let mut complete = spec.clone();
+        complete.benchmark_params = check_params(bench, &spec.benchmark_params).map_err(|e| e.within("benchmark_params"))?;
+        complete.algorithm_params = check_params(algo, &spec.algorithm_params).map_err(|e| e.within("algorithm_params"))?;
+        if complete.horizon == 0 {
+            return Err(SpecError::new("horizon", "must be at least 1"));
+        }
+        let key = complete.key();
+        Ok(ValidJob { spec: complete, key })
+    }
+}
+
+/// Look up a benchmark or algorithm by name; the error lists the names there are.
+pub fn find_component(
+    defs: &'static [ComponentDef],
+    name: &str,
+    what: &str,
+    family: &str,
+) -> Result<&'static ComponentDef, SpecError> {
+    defs.iter().find(|d| d.name == name).ok_or_else(|| {
+        SpecError::new(
+            what,
+            format!(
+                "unknown {what} `{name}` in family `{family}`; allowed: {}",
+                defs.iter().map(|d| d.name).collect::<Vec<_>>().join(", ")
+            ),
+        )
+    })
+}
+
+/// Validate `given` against the schema of `def` and return the completed parameters.
+pub fn check_params(def: &ComponentDef, given: &Params) -> Result<Params, SpecError> {
+    for name in given.0.keys() {
+        if !def.params.iter().any(|p| p.name == name) {
+            let allowed: Vec<_> = def.params.iter().map(|p| p.name).collect();
+            let allowed = if allowed.is_empty() { "none".to_string() } else { allowed.join(", ") };
+            return Err(SpecError::new(
+                name.as_str(),
+                format!("unknown parameter of `{}`; allowed: {allowed}", def.name),
+            ));
+        }
+    }
+    let mut out = Params::new();
+    for p in def.params {
+        let value = match given.get(p.name) {
+            None => default_value(&p.kind),
+            Some(v) => check_value(&p.kind, v).map_err(|m| SpecError::new(p.name, m))?,
+        };
+        out.insert(p.name.to_string(), value);
+    }
+    Ok(out)
+}
+
+fn default_value(kind: &ParamKind) -> ParamValue {
+    match *kind {
+        ParamKind::Float { default, .. } => ParamValue::Float(default),
+        ParamKind::Int { default, .. } => ParamValue::Int(default),
+        ParamKind::Bool { default } => ParamValue::Bool(default),
+        ParamKind::Choice { default, .. } => ParamValue::Str(default.to_string()),
+    }
+}
+
+fn check_value(kind: &ParamKind, v: &ParamValue) -> Result<ParamValue, String> {
+    match (*kind, v) {
+        (ParamKind::Float { min, max, .. }, ParamValue::Float(_) | ParamValue::Int(_)) => {
+            let x = v.as_f64().unwrap_or(f64::NAN);
+            if x.is_finite() && (min..=max).contains(&x) {
+                Ok(ParamValue::Float(x))
+            } else {
+                Err(format!("{x} is out of range; expected a float in [{min}, {max}]"))
+            }
+        }
+        (ParamKind::Int { min, max, .. }, ParamValue::Int(x)) => {
+            if (min..=max).contains(x) {
+                Ok(ParamValue::Int(*x))
+            } else {
+                Err(format!("{x} is out of range; expected an integer in [{min}, {max}]"))
+            }
+        }
+        (ParamKind::Bool { .. }, ParamValue::Bool(b)) => Ok(ParamValue::Bool(*b)),
+        (ParamKind::Choice { options, .. }, ParamValue::Str(s)) => {
+            if options.contains(&s.as_str()) {
+                Ok(ParamValue::Str(s.clone()))
+            } else {
+                Err(format!("`{s}` is not allowed; expected one of: {}", options.join(", ")))
+            }
+        }
+        (kind, v) => Err(format!("expected {}, got {}", kind_name(&kind), v.type_name())),
+    }
+}
+
+fn kind_name(kind: &ParamKind) -> String {
+    match kind {
+        ParamKind::Float { min, max, .. } => format!("a float in [{min}, {max}]"),
+        ParamKind::Int { min, max, .. } => format!("an integer in [{min}, {max}]"),
+        ParamKind::Bool { .. } => "a boolean".into(),
+        ParamKind::Choice { options, .. } => format!("one of: {}", options.join(", ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DEF: ComponentDef = ComponentDef {
+        name: "straddle",
+        doc: "",
+        params: &[
+            ParamDef { name: "beta_sqrt", kind: ParamKind::Float { min: 0.0, max: 100.0, default: 3.0 }, doc: "" },
+            ParamDef { name: "tie_break", kind: ParamKind::Choice { options: &["first", "random"], default: "first" }, doc: "" },
+        ],
+    };
+
+    fn params(pairs: &[(&str, ParamValue)]) -> Params {
+        let mut p = Params::new();
+        for (k, v) in pairs {
+            p.insert(k.to_string(), v.clone());
+        }
+        p
+    }
+
+    #[test]
+    fn defaults_are_filled_and_ints_widen_to_floats() {
+        let out = check_params(&DEF, &params(&[("beta_sqrt", ParamValue::Int(2))])).unwrap();
+        assert_eq!(out.get("beta_sqrt"), Some(&ParamValue::Float(2.0)));
+        assert_eq!(out.get("tie_break"), Some(&ParamValue::Str("first".into())));
+        // An explicit default and an omitted one give the same canonical parameters.
+        let explicit = check_params(&DEF, &params(&[("tie_break", ParamValue::Str("first".into()))])).unwrap();
+        assert_eq!(explicit, check_params(&DEF, &Params::new()).unwrap());
+    }
+
+    #[test]
+    fn errors_name_the_field_and_the_allowed_values() {
+        let e = check_params(&DEF, &params(&[("beta", ParamValue::Float(1.0))])).unwrap_err();
+        assert_eq!(e.field_path, "beta");
+        assert!(e.message.contains("allowed: beta_sqrt, tie_break"), "{e}");
+        let e = check_params(&DEF, &params(&[("beta_sqrt", ParamValue::Str("x".into()))])).unwrap_err();
+        assert_eq!(e.to_string(), "beta_sqrt: expected a float in [0, 100], got a string");
+        let e = check_params(&DEF, &params(&[("beta_sqrt", ParamValue::Float(-1.0))])).unwrap_err();
+        assert!(e.message.contains("out of range"), "{e}");
+        let e = check_params(&DEF, &params(&[("tie_break", ParamValue::Str("last".into()))])).unwrap_err();
+        assert_eq!(e.to_string(), "tie_break: `last` is not allowed; expected one of: first, random");
+        assert_eq!(e.within("algorithm[0].params").field_path, "algorithm[0].params.tie_break");
+    }
+}
