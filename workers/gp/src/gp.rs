@@ -1,0 +1,302 @@
+//! Exact GP regression with zero prior mean and fixed noise, held as a growable Cholesky factor.
+//!
+//! Model: `f ~ GP(0, k)`, `y_i = f(x_i) + eps_i`, `eps_i ~ N(0, lambda)`. With
+//! `C = K(X, X) + lambda I (+ jitter)` and its lower factor `C = L L^T`, we keep `w = L^{-1} y`.
+//! For query points `Q`, with `V = L^{-1} K(X, Q)`:
+//!
+//! * posterior mean      `mu(Q)      = V^T w`
+//! * posterior covariance `Sigma(Q)  = K(Q, Q) - V^T V`
+//! * log marginal likelihood `log p(y) = -1/2 w^T w - sum_i log L_ii - n/2 log 2 pi`.
+//!
+//! Appending `(x, y)` extends the factor by one row (Rasmussen & Williams, A.4 / LSE spec 1.2):
+//! `l = L^{-1} k(X, x)`, `d = sqrt(k(x, x) + lambda - l^T l)`, `w_new = (y - l^T w) / d`.
+
+use faer::linalg::matmul::matmul;
+use faer::linalg::triangular_solve::solve_lower_triangular_in_place;
+use faer::{Accum, Mat, Par};
+
+use crate::chol::{cholesky_jittered, dot, next_jitter, pivot_floor, JitterReport, PackedLower, JITTER_MAX_ATTEMPTS};
+use crate::error::GpError;
+use crate::kernel::Kernel;
+use crate::points::Points;
+
+const LN_2PI: f64 = 1.837_877_066_409_345_5;
+
+/// Exact GP regression with zero prior mean and a fixed noise variance, held as the lower
+/// Cholesky factor `L` of `K + noise*I` (+ any reported jitter).
+#[derive(Clone, Debug)]
+pub struct Gp {
+    kernel: Kernel,
+    noise_var: f64,
+    x: Points,
+    y: Vec<f64>,
+    /// Lower factor `L` of `C = K + lambda I + diag(jitter)`.
+    chol: PackedLower,
+    /// `w = L^{-1} y`.
+    w: Vec<f64>,
+    /// Jitter added to each observation's diagonal entry of `C`.
+    jitter: Vec<f64>,
+}
+
+impl Gp {
+    /// A GP with no data. Hyperparameters are validated on the first `fit`/`append`.
+    pub fn new(kernel: Kernel, noise_var: f64) -> Self {
+        let dim = kernel.dim().max(1);
+        Self {
+            kernel,
+            noise_var,
+            x: Points::new(dim),
+            y: Vec::new(),
+            chol: PackedLower::default(),
+            w: Vec::new(),
+            jitter: Vec::new(),
+        }
+    }
+
+    /// Conditions on `(x, y)` with a full O(n^3) factorisation of `K + lambda I` (faer, sequential).
+    /// If the factorisation fails, jitter is added to the whole diagonal and reported.
+    pub fn fit(kernel: Kernel, noise_var: f64, x: Points, y: Vec<f64>) -> Result<(Self, JitterReport), GpError> {
+        check_hyper(&kernel, noise_var)?;
+        if x.dim() != kernel.dim() {
+            return Err(GpError::DimensionMismatch { expected: kernel.dim(), got: x.dim() });
+        }
+        if y.len() != x.len() {
+            return Err(GpError::LengthMismatch { expected: x.len(), got: y.len() });
+        }
+        if !x.all_finite() {
+            return Err(GpError::NonFinite("x"));
+        }
+        if !y.iter().all(|v| v.is_finite()) {
+            return Err(GpError::NonFinite("y"));
+        }
+        let n = x.len();
+        let mut c = kernel.gram(&x);
+        for i in 0..n {
+            c[(i, i)] += noise_var;
+        }
+        let (l, report) = cholesky_jittered(c.as_ref(), kernel.variance)?;
+        let chol = PackedLower::from_mat(l.as_ref());
+        let mut w = y.clone();
+        chol.forward_solve_in_place(&mut w);
+        let gp = Self { kernel, noise_var, x, y, chol, w, jitter: vec![report.jitter; n] };
+        Ok((gp, report))
+    }
+
+    /// O(n^2) conditioning on one more observation: extends `L` by the row `[l^T, d]` with
+    /// `l = L^{-1} k(X, x)` and `d = sqrt(k(x,x) + lambda - l^T l)`, and `w` by `(y - l^T w)/d`.
+    ///
+    /// If the new pivot `d^2` fails (see [`Gp::push_observation`]), jitter is added to this
+    /// observation's diagonal entry only.
+    pub fn append(&mut self, x: &[f64], y: f64) -> Result<JitterReport, GpError> {
+        self.check_observation(x, y)?;
+        let mut l = vec![0.0; self.n_obs()];
+        self.kernel.cross_into(x, &self.x, &mut l);
+        self.chol.forward_solve_in_place(&mut l);
+        let kxx = self.kernel.eval(x, x);
+        self.push_observation(x, y, &l, kxx).map(|(_, _, r)| r)
+    }
+
+    /// Validates hyperparameters and one observation before any work.
+    pub(crate) fn check_observation(&self, x: &[f64], y: f64) -> Result<(), GpError> {
+        check_hyper(&self.kernel, self.noise_var)?;
+        if x.len() != self.kernel.dim() {
+            return Err(GpError::DimensionMismatch { expected: self.kernel.dim(), got: x.len() });
+        }
+        if !x.iter().all(|v| v.is_finite()) {
+            return Err(GpError::NonFinite("x"));
+        }
+        if !y.is_finite() {
+            return Err(GpError::NonFinite("y"));
+        }
+        Ok(())
+    }
+
+    /// Appends the factor row `[l^T, d]` given the forward-solve vector `l = L^{-1} k(X, x)` and
+    /// `kxx = k(x, x)`. Returns `(d, w_new, report)`.
+    ///
+    /// Failed pivot: `d^2 = k(x,x) + lambda - l^T l <= (n+1) eps (k(x,x) + lambda)`, i.e. the new
+    /// Schur complement is lost in the rounding error of `l^T l`. Then jitter (escalated as in
+    /// [`crate::chol`]) is added to this observation's diagonal entry only. That is exactly
+    /// equivalent to a slightly larger noise variance on this one observation, so the factor stays
+    /// an exact Cholesky factor of a (documented) covariance, the update stays O(n^2), and every
+    /// `V = L^{-1} K(X, C)` built from the factor stays valid.
+    pub(crate) fn push_observation(
+        &mut self,
+        x: &[f64],
+        y: f64,
+        l: &[f64],
+        kxx: f64,
+    ) -> Result<(f64, f64, JitterReport), GpError> {
+        let c = kxx + self.noise_var;
+        let d2 = c - dot(l, l);
+        if !d2.is_finite() {
+            return Err(GpError::NonFinite("new Cholesky pivot"));
+        }
+        let floor = pivot_floor(self.n_obs() + 1, c);
+        let mut report = JitterReport::default();
+        while d2 + report.jitter <= floor {
+            if report.attempts == JITTER_MAX_ATTEMPTS {
+                return Err(GpError::NotPositiveDefinite { attempts: report.attempts, jitter: report.jitter });
+            }
+            report.attempts += 1;
+            report.jitter = next_jitter(report.jitter, self.kernel.variance);
+        }
+        let d = (d2 + report.jitter).sqrt();
+        let w_new = (y - dot(l, &self.w)) / d;
+        self.chol.push_row(l, d);
+        self.w.push(w_new);
+        self.x.push(x);
+        self.y.push(y);
+        self.jitter.push(report.jitter);
+        Ok((d, w_new, report))
+    }
+
+    /// Number of observations `n`.
+    pub fn n_obs(&self) -> usize {
+        self.y.len()
+    }
+
+    /// The covariance function.
+    pub fn kernel(&self) -> &Kernel {
+        &self.kernel
+    }
+
+    /// The fixed noise variance `lambda`.
+    pub fn noise_var(&self) -> f64 {
+        self.noise_var
+    }
+
+    /// Observed inputs.
+    pub fn x(&self) -> &Points {
+        &self.x
+    }
+
+    /// Observed outputs.
+    pub fn y(&self) -> &[f64] {
+        &self.y
+    }
+
+    /// Sum over observations of the jitter added to their diagonal entries of `C`
+    /// (0.0 if the model is exactly `K + lambda I`).
+    pub fn total_jitter(&self) -> f64 {
+        self.jitter.iter().sum()
+    }
+
+    /// Jitter added to each observation's diagonal entry of `C` (effective extra noise).
+    pub fn jitter(&self) -> &[f64] {
+        &self.jitter
+    }
+
+    /// `w = L^{-1} y`.
+    pub fn whitened_y(&self) -> &[f64] {
+        &self.w
+    }
+
+    /// Lower Cholesky factor `L` of `C` as a dense matrix (a copy).
+    pub fn cholesky_factor(&self) -> Mat<f64> {
+        self.chol.to_mat()
+    }
+
+    /// `L^{-1} b` in O(n^2).
+    pub fn forward_solve(&self, b: &[f64]) -> Result<Vec<f64>, GpError> {
+        if b.len() != self.n_obs() {
+            return Err(GpError::LengthMismatch { expected: self.n_obs(), got: b.len() });
+        }
+        let mut z = b.to_vec();
+        self.chol.forward_solve_in_place(&mut z);
+        Ok(z)
+    }
+
+    /// `L^{-1} b` in place; `b.len()` must equal `n_obs()`.
+    pub(crate) fn forward_solve_in_place(&self, b: &mut [f64]) {
+        self.chol.forward_solve_in_place(b);
+    }
+
+    /// `V = L^{-1} K(X, Q)` (n x |Q|), by a blocked sequential triangular solve.
+    pub(crate) fn whitened_cross(&self, xq: &Points) -> Mat<f64> {
+        let mut v = self.kernel.cross(&self.x, xq);
+        if self.n_obs() > 0 {
+            let l = self.chol.to_mat();
+            solve_lower_triangular_in_place(l.as_ref(), v.as_mut(), Par::Seq);
+        }
+        v
+    }
+
+    /// Posterior mean `V^T w` and variance `k(q,q) - ||V_q||^2` (clamped at 0) at each query.
+    ///
+    /// # Panics
+    /// If `xq.dim() != self.kernel().dim()` (programmer error).
+    pub fn predict(&self, xq: &Points) -> (Vec<f64>, Vec<f64>) {
+        assert_eq!(xq.dim(), self.kernel.dim(), "Gp::predict: wrong dimension");
+        let v = self.whitened_cross(xq);
+        let mut mean = Vec::with_capacity(xq.len());
+        let mut var = Vec::with_capacity(xq.len());
+        for (j, q) in xq.iter().enumerate() {
+            let col = v.col(j);
+            let (mut m, mut s) = (0.0, 0.0);
+            for (i, &vij) in col.iter().enumerate() {
+                m += vij * self.w[i];
+                s += vij * vij;
+            }
+            mean.push(m);
+            var.push((self.kernel.eval(q, q) - s).max(0.0));
+        }
+        (mean, var)
+    }
+
+    /// Posterior covariance `K(Q, Q) - V^T V` (|Q| x |Q|).
+    ///
+    /// # Panics
+    /// If `xq.dim() != self.kernel().dim()` (programmer error).
+    pub fn posterior_cov(&self, xq: &Points) -> Mat<f64> {
+        assert_eq!(xq.dim(), self.kernel.dim(), "Gp::posterior_cov: wrong dimension");
+        let mut cov = self.kernel.gram(xq);
+        if self.n_obs() > 0 {
+            let v = self.whitened_cross(xq);
+            matmul(cov.as_mut(), Accum::Add, v.transpose(), v.as_ref(), -1.0, Par::Seq);
+        }
+        cov
+    }
+
+    /// `log p(y) = -1/2 y^T C^{-1} y - sum_i log L_ii - n/2 log 2 pi`, with `y^T C^{-1} y = w^T w`.
+    pub fn log_marginal_likelihood(&self) -> f64 {
+        let n = self.n_obs();
+        let logdet_half: f64 = (0..n).map(|i| self.chol.diag(i).ln()).sum();
+        -0.5 * dot(&self.w, &self.w) - logdet_half - 0.5 * n as f64 * LN_2PI
+    }
+}
+
+/// Kernel hyperparameters valid and noise finite and `>= 0`.
+pub(crate) fn check_hyper(kernel: &Kernel, noise_var: f64) -> Result<(), GpError> {
+    kernel.validate()?;
+    if !(noise_var.is_finite() && noise_var >= 0.0) {
+        return Err(GpError::InvalidParameter(format!("noise variance must be finite and >= 0, got {noise_var}")));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn factor_reconstructs_covariance() {
+        let kernel = Kernel::matern52(1.3, vec![0.4, 0.7]);
+        let x = Points::from_rows(2, (0..20).map(|i| (i as f64 * 0.37).sin()).collect());
+        let y: Vec<f64> = (0..10).map(|i| i as f64 * 0.1).collect();
+        let (gp, rep) = Gp::fit(kernel.clone(), 0.01, x.clone(), y).unwrap();
+        assert_eq!(rep, JitterReport::default());
+        assert_eq!(gp.cholesky_factor().nrows(), 10);
+        let l = gp.cholesky_factor();
+        let llt = &l * l.transpose();
+        let mut c = kernel.gram(&x);
+        for i in 0..10 {
+            c[(i, i)] += 0.01;
+        }
+        for i in 0..10 {
+            for j in 0..10 {
+                assert!((llt[(i, j)] - c[(i, j)]).abs() <= 10.0 * f64::EPSILON * 1.31);
+            }
+        }
+    }
+}

@@ -1,0 +1,177 @@
+//! Stationary covariance functions with ARD lengthscales and an output scale.
+//!
+//! With the scaled distance `r^2 = sum_i (a_i - b_i)^2 / l_i^2` and output variance `v`:
+//!
+//! * squared exponential: `k = v exp(-r^2 / 2)`
+//! * Matern 3/2:          `k = v (1 + sqrt3 r) exp(-sqrt3 r)`
+//! * Matern 5/2:          `k = v (1 + sqrt5 r + 5 r^2 / 3) exp(-sqrt5 r)`
+//!
+//! Every kind satisfies `dk / d log l_i = g(r) (a_i - b_i)^2 / l_i^2` for a radial factor `g`
+//! ([`Kernel::lengthscale_grad_factor`]), which is what MAP fitting differentiates.
+
+use faer::Mat;
+
+use crate::error::GpError;
+use crate::points::Points;
+
+const SQRT3: f64 = 1.732_050_807_568_877_2;
+const SQRT5: f64 = 2.236_067_977_499_79;
+
+/// Which stationary covariance function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KernelKind {
+    /// `v exp(-r^2/2)` (RBF).
+    SquaredExponential,
+    /// `v (1 + sqrt3 r) exp(-sqrt3 r)`.
+    Matern32,
+    /// `v (1 + sqrt5 r + 5r^2/3) exp(-sqrt5 r)`.
+    Matern52,
+}
+
+/// A stationary ARD kernel: kind, output variance `v` and one lengthscale per input dimension.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Kernel {
+    /// Functional form.
+    pub kind: KernelKind,
+    /// Output variance `v = k(x, x)`.
+    pub variance: f64,
+    /// ARD lengthscales `l_1..l_d`.
+    pub lengthscales: Vec<f64>,
+}
+
+impl Kernel {
+    /// `v exp(-0.5 sum_i (a_i - b_i)^2 / l_i^2)`.
+    pub fn squared_exponential(variance: f64, lengthscales: Vec<f64>) -> Self {
+        Self { kind: KernelKind::SquaredExponential, variance, lengthscales }
+    }
+
+    /// The LSE paper's convention `k = v exp(-||x - x'||^2 / L)`: isotropic, lengthscale
+    /// `ell = sqrt(L/2)` in every one of `dim` dims (since `r^2/2 = ||x-x'||^2 / (2 ell^2)`).
+    pub fn squared_exponential_paper_l(variance: f64, l_div: f64, dim: usize) -> Self {
+        Self::squared_exponential(variance, vec![(l_div / 2.0).sqrt(); dim])
+    }
+
+    /// `v (1 + sqrt3 r) exp(-sqrt3 r)`.
+    pub fn matern32(variance: f64, lengthscales: Vec<f64>) -> Self {
+        Self { kind: KernelKind::Matern32, variance, lengthscales }
+    }
+
+    /// `v (1 + sqrt5 r + 5 r^2 / 3) exp(-sqrt5 r)`.
+    pub fn matern52(variance: f64, lengthscales: Vec<f64>) -> Self {
+        Self { kind: KernelKind::Matern52, variance, lengthscales }
+    }
+
+    /// A kernel of `kind` with the given hyperparameters.
+    pub fn with_kind(kind: KernelKind, variance: f64, lengthscales: Vec<f64>) -> Self {
+        Self { kind, variance, lengthscales }
+    }
+
+    /// Input dimension (number of lengthscales).
+    pub fn dim(&self) -> usize {
+        self.lengthscales.len()
+    }
+
+    /// Checks `v > 0`, every `l_i > 0`, all finite, and `dim > 0`.
+    pub fn validate(&self) -> Result<(), GpError> {
+        if self.lengthscales.is_empty() {
+            return Err(GpError::InvalidParameter("kernel has no lengthscales".into()));
+        }
+        if !(self.variance.is_finite() && self.variance > 0.0) {
+            return Err(GpError::InvalidParameter(format!(
+                "kernel variance must be finite and > 0, got {}",
+                self.variance
+            )));
+        }
+        if let Some(l) = self.lengthscales.iter().find(|l| !(l.is_finite() && **l > 0.0)) {
+            return Err(GpError::InvalidParameter(format!("lengthscales must be finite and > 0, got {l}")));
+        }
+        Ok(())
+    }
+
+    /// Scaled squared distance `r^2 = sum_i (a_i - b_i)^2 / l_i^2`.
+    #[inline]
+    pub fn scaled_sq_dist(&self, a: &[f64], b: &[f64]) -> f64 {
+        debug_assert_eq!(a.len(), self.dim());
+        debug_assert_eq!(b.len(), self.dim());
+        a.iter()
+            .zip(b)
+            .zip(&self.lengthscales)
+            .map(|((ai, bi), l)| {
+                let z = (ai - bi) / l;
+                z * z
+            })
+            .sum()
+    }
+
+    /// `k(r^2)` for this kind and variance.
+    #[inline]
+    pub fn k_of_r2(&self, r2: f64) -> f64 {
+        let v = self.variance;
+        match self.kind {
+            KernelKind::SquaredExponential => v * (-0.5 * r2).exp(),
+            KernelKind::Matern32 => {
+                let s = SQRT3 * r2.sqrt();
+                v * (1.0 + s) * (-s).exp()
+            }
+            KernelKind::Matern52 => {
+                let r = r2.sqrt();
+                let s = SQRT5 * r;
+                v * (1.0 + s + 5.0 / 3.0 * r2) * (-s).exp()
+            }
+        }
+    }
+
+    /// The radial factor `g(r)` with `dk / d log l_i = g(r) (a_i - b_i)^2 / l_i^2`:
+    ///
+    /// * SE: `g = k` (from `d(-r^2/2)/d log l_i = (a_i-b_i)^2/l_i^2`);
+    /// * Matern 3/2: `g = 3 v exp(-sqrt3 r)`;
+    /// * Matern 5/2: `g = (5/3) v (1 + sqrt5 r) exp(-sqrt5 r)`.
+    ///
+    /// For the Matern kinds this is `-(dk/dr)/r`, which stays finite at `r = 0`.
+    #[inline]
+    pub fn lengthscale_grad_factor(&self, r2: f64) -> f64 {
+        let v = self.variance;
+        match self.kind {
+            KernelKind::SquaredExponential => self.k_of_r2(r2),
+            KernelKind::Matern32 => 3.0 * v * (-SQRT3 * r2.sqrt()).exp(),
+            KernelKind::Matern52 => {
+                let s = SQRT5 * r2.sqrt();
+                5.0 / 3.0 * v * (1.0 + s) * (-s).exp()
+            }
+        }
+    }
+
+    /// `k(a, b)`. Slices must both have length `self.dim()` (checked in debug builds).
+    #[inline]
+    pub fn eval(&self, a: &[f64], b: &[f64]) -> f64 {
+        self.k_of_r2(self.scaled_sq_dist(a, b))
+    }
+
+    /// Gram matrix `K_ij = k(x_i, x_j)` (n x n, exactly symmetric).
+    pub fn gram(&self, x: &Points) -> Mat<f64> {
+        let n = x.len();
+        let mut k = Mat::zeros(n, n);
+        for j in 0..n {
+            k[(j, j)] = self.variance;
+            for i in j + 1..n {
+                let kij = self.eval(x.row(i), x.row(j));
+                k[(i, j)] = kij;
+                k[(j, i)] = kij;
+            }
+        }
+        k
+    }
+
+    /// Cross-covariance `K_ij = k(a_i, b_j)` (|a| x |b|).
+    pub fn cross(&self, a: &Points, b: &Points) -> Mat<f64> {
+        Mat::from_fn(a.len(), b.len(), |i, j| self.eval(a.row(i), b.row(j)))
+    }
+
+    /// `out[j] = k(x, b_j)` into a caller-provided buffer (no allocation).
+    pub(crate) fn cross_into(&self, x: &[f64], b: &Points, out: &mut [f64]) {
+        debug_assert_eq!(out.len(), b.len());
+        for (o, bj) in out.iter_mut().zip(b.iter()) {
+            *o = self.eval(x, bj);
+        }
+    }
+}
