@@ -1,0 +1,70 @@
+//! armada-lse: level-set estimation with the randomized straddle
+//! (Inatsu, Takeno, Kutsukake, Takeuchi, arXiv:2408.03144; spec `specs/lse_straddle.md`).
+//!
+//! Given a threshold `theta`, estimate the upper set `H* = {x : f(x) >= theta}` of an
+//! expensive black box from noisy queries. Every method classifies by the posterior
+//! mean (`H_t = {mu_{t-1} >= theta}`) and differs only in its acquisition function.
+//!
+//! This crate holds the finite 2-D block of the paper's section 5.1: benchmarks
+//! [`benchmarks::sinusoidal`], [`benchmarks::himmelblau`] and a fresh GP sample path
+//! per seed, and the algorithms Random, US, Straddle and the proposed randomized
+//! straddle. It is plain synchronous Rust: run an episode directly in tests.
+//!
+//! ```
+//! use armada_core::{Family, JobSpec, Registry, run_job};
+//! let registry = Registry::new(vec![Box::new(armada_lse::LseFamily)]);
+//! let mut spec = JobSpec::new("lse", "sinusoidal", "rand-straddle");
+//! spec.horizon = 5;
+//! let job = registry.validate(&spec).unwrap();
+//! let mut n = 0;
+//! run_job(&registry, &job, &mut |_| { n += 1; std::ops::ControlFlow::Continue(()) }).unwrap();
+//! assert_eq!(n, 6); // step 0 (the initial point) + 5 acquisitions
+//! ```
+
+pub mod algorithms;
+pub mod benchmarks;
+mod episode;
+pub mod metrics;
+
+pub use episode::{FiniteEpisode, METRICS};
+
+use algorithms::{Acquisition, ALGORITHMS};
+use armada_core::{ComponentDef, Episode, Family, JobError, JobStreams, MetricDef, ValidJob};
+use benchmarks::FINITE_2D;
+
+/// The `lse` family as the registry sees it.
+pub struct LseFamily;
+
+impl Family for LseFamily {
+    fn name(&self) -> &'static str {
+        "lse"
+    }
+
+    fn doc(&self) -> &'static str {
+        "level-set estimation with the randomized straddle (Inatsu et al., arXiv:2408.03144)"
+    }
+
+    fn benchmarks(&self) -> &'static [ComponentDef] {
+        &FINITE_2D
+    }
+
+    fn algorithms(&self) -> &'static [ComponentDef] {
+        &ALGORITHMS
+    }
+
+    fn metrics(&self) -> &'static [MetricDef] {
+        &METRICS
+    }
+
+    fn start(&self, job: &ValidJob, streams: &JobStreams) -> Result<Box<dyn Episode>, JobError> {
+        let spec = &job.spec;
+        let problem = match spec.benchmark.as_str() {
+            "gp-sample-path" => benchmarks::gp_sample_path_kron(&mut streams.env("fpath"))?,
+            "sinusoidal" => benchmarks::sinusoidal(),
+            "himmelblau" => benchmarks::himmelblau(),
+            other => return Err(JobError::Invalid(format!("unknown lse benchmark `{other}`"))),
+        };
+        let acquisition = Acquisition::from_params(&spec.algorithm, &spec.algorithm_params, problem.f.len())?;
+        Ok(Box::new(FiniteEpisode::new(problem, acquisition, streams)))
+    }
+}

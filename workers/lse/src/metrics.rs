@@ -1,0 +1,69 @@
+//! Classification metrics of the LSE spec, section 1.4, for the posterior-mean rule
+//! `H_t = {x : mu(x) >= theta}` (Definition 3.1), computed with the noise-free true `f`.
+
+/// Average loss `r_t = (1/|X|) sum_x |f(x) - theta| 1[x misclassified]` (divided by |X|,
+/// not by the number of misclassified points).
+pub fn average_loss(mean: &[f64], f: &[f64], theta: f64) -> f64 {
+    debug_assert_eq!(mean.len(), f.len());
+    let total: f64 = mean
+        .iter()
+        .zip(f)
+        .filter(|(&mu, &fx)| (mu >= theta) != (fx >= theta))
+        .map(|(_, &fx)| (fx - theta).abs())
+        .sum();
+    total / f.len() as f64
+}
+
+/// F-score of the estimated upper set against `H* = {f >= theta}`, with the spec's
+/// convention `0/0 := 0` (an empty estimate or an empty true set scores 0).
+pub fn upper_set_fscore(mean: &[f64], f: &[f64], theta: f64) -> f64 {
+    let (mut tp, mut n_est, mut n_true) = (0usize, 0usize, 0usize);
+    for (&mu, &fx) in mean.iter().zip(f) {
+        let est = mu >= theta;
+        let truth = fx >= theta;
+        n_est += est as usize;
+        n_true += truth as usize;
+        tp += (est && truth) as usize;
+    }
+    let precision = if n_est == 0 { 0.0 } else { tp as f64 / n_est as f64 };
+    let recall = if n_true == 0 { 0.0 } else { tp as f64 / n_true as f64 };
+    if precision + recall == 0.0 {
+        0.0
+    } else {
+        2.0 * precision * recall / (precision + recall)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn perfect_estimate_has_zero_loss_and_unit_fscore() {
+        let f = [0.3, -1.0, 2.0, 0.5];
+        assert_eq!(average_loss(&f, &f, 0.5), 0.0);
+        assert_eq!(upper_set_fscore(&f, &f, 0.5), 1.0);
+    }
+
+    #[test]
+    fn loss_divides_by_all_points_and_uses_true_distance_to_threshold() {
+        let f = [2.0, -1.0, 0.0, 0.0];
+        // x0 is upper but estimated lower (loss 2 - 0.5), x1 is lower but estimated upper (loss 1.5).
+        let mean = [0.0, 1.0, 0.0, 0.0];
+        assert_eq!(average_loss(&mean, &f, 0.5), (1.5 + 1.5) / 4.0);
+        // `>=`: a point exactly at theta is upper, so mu = theta classifies it correctly.
+        assert_eq!(average_loss(&[0.5], &[0.5], 0.5), 0.0);
+    }
+
+    #[test]
+    fn fscore_edge_cases() {
+        let f = [1.0, 1.0, -1.0, -1.0];
+        assert_eq!(upper_set_fscore(&[-1.0; 4], &f, 0.0), 0.0); // empty estimate
+        assert_eq!(upper_set_fscore(&[1.0; 4], &[-1.0; 4], 0.0), 0.0); // empty truth
+        // precision 1/2 (x0 right, x2 wrong), recall 1/2 -> F = 1/2.
+        assert_eq!(upper_set_fscore(&[1.0, -1.0, 1.0, -1.0], &f, 0.0), 0.5);
+        // precision 2/3, recall 1 -> F = 0.8.
+        let fs = upper_set_fscore(&[1.0, 1.0, 1.0, -1.0], &f, 0.0);
+        assert!((fs - 0.8).abs() < 1e-15);
+    }
+}
