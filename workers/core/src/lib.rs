@@ -35,7 +35,9 @@ mod spec;
 pub use error::{JobError, SpecError};
 pub use params::{ParamValue, Params};
 pub use record::{MetricDef, MetricKind, StepRecord};
-pub use registry::{check_params, find_component, ComponentDef, Episode, Family, ParamDef, ParamKind, Registry, ValidJob};
+pub use registry::{
+    check_params, find_component, ComponentDef, Episode, Family, ParamDef, ParamKind, Registry, ValidJob,
+};
 pub use rng::{JobStreams, StreamRng};
 pub use runner::{run_job, RunOutcome};
 pub use spec::{JobKey, JobSpec, KEY_SALT};

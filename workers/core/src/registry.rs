@@ -47,6 +47,10 @@ pub trait Family: Send + Sync {
     fn algorithms(&self) -> &'static [ComponentDef];
     /// The metrics of every step, in the order of [`crate::StepRecord::values`].
     fn metrics(&self) -> &'static [MetricDef];
+    /// The metrics a terminal summary shows (all float metrics when empty).
+    fn headline_metrics(&self) -> &'static [&'static str] {
+        &[]
+    }
     /// Start a validated job. Randomness must come only from `streams`.
     fn start(&self, job: &ValidJob, streams: &JobStreams) -> Result<Box<dyn Episode>, JobError>;
 }
@@ -76,7 +80,10 @@ impl Registry {
         self.families().find(|f| f.name() == name).ok_or_else(|| {
             SpecError::new(
                 "family",
-                format!("unknown family `{name}`; known: {}", self.families().map(|f| f.name()).collect::<Vec<_>>().join(", ")),
+                format!(
+                    "unknown family `{name}`; known: {}",
+                    self.families().map(|f| f.name()).collect::<Vec<_>>().join(", ")
+                ),
             )
         })
     }
@@ -87,8 +94,10 @@ impl Registry {
         let bench = find_component(family.benchmarks(), &spec.benchmark, "benchmark", family.name())?;
         let algo = find_component(family.algorithms(), &spec.algorithm, "algorithm", family.name())?;
         let mut complete = spec.clone();
-        complete.benchmark_params = check_params(bench, &spec.benchmark_params).map_err(|e| e.within("benchmark_params"))?;
-        complete.algorithm_params = check_params(algo, &spec.algorithm_params).map_err(|e| e.within("algorithm_params"))?;
+        complete.benchmark_params =
+            check_params(bench, &spec.benchmark_params).map_err(|e| e.within("benchmark_params"))?;
+        complete.algorithm_params =
+            check_params(algo, &spec.algorithm_params).map_err(|e| e.within("algorithm_params"))?;
         if complete.horizon == 0 {
             return Err(SpecError::new("horizon", "must be at least 1"));
         }
@@ -194,7 +203,11 @@ mod tests {
         doc: "",
         params: &[
             ParamDef { name: "beta_sqrt", kind: ParamKind::Float { min: 0.0, max: 100.0, default: 3.0 }, doc: "" },
-            ParamDef { name: "tie_break", kind: ParamKind::Choice { options: &["first", "random"], default: "first" }, doc: "" },
+            ParamDef {
+                name: "tie_break",
+                kind: ParamKind::Choice { options: &["first", "random"], default: "first" },
+                doc: "",
+            },
         ],
     };
 

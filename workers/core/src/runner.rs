@@ -101,7 +101,10 @@ mod tests {
             &[ComponentDef { name: "b", doc: "", params: &[] }]
         }
         fn algorithms(&self) -> &'static [ComponentDef] {
-            &[ComponentDef { name: "calm", doc: "", params: &[] }, ComponentDef { name: "explode", doc: "", params: &[] }]
+            &[
+                ComponentDef { name: "calm", doc: "", params: &[] },
+                ComponentDef { name: "explode", doc: "", params: &[] },
+            ]
         }
         fn metrics(&self) -> &'static [MetricDef] {
             &[MetricDef { name: "x", kind: MetricKind::Float, doc: "" }]

@@ -64,8 +64,7 @@ impl FiniteEpisode {
     fn observe(&mut self, choice: Choice) -> Result<Vec<f64>, JobError> {
         let eps: f64 = self.noise_rng.sample(StandardNormal);
         let y = self.problem.f[choice.index] + self.problem.noise_var.sqrt() * eps;
-        let report =
-            self.cache.observe_candidate(choice.index, y).map_err(|e| JobError::Numerical(e.to_string()))?;
+        let report = self.cache.observe_candidate(choice.index, y).map_err(|e| JobError::Numerical(e.to_string()))?;
         self.jitter += report.jitter;
         let p = &self.problem;
         Ok(vec![

@@ -56,6 +56,10 @@ impl Family for LseFamily {
         &METRICS
     }
 
+    fn headline_metrics(&self) -> &'static [&'static str] {
+        &["loss", "fscore"]
+    }
+
     fn start(&self, job: &ValidJob, streams: &JobStreams) -> Result<Box<dyn Episode>, JobError> {
         let spec = &job.spec;
         let problem = match spec.benchmark.as_str() {

@@ -5,12 +5,8 @@
 /// not by the number of misclassified points).
 pub fn average_loss(mean: &[f64], f: &[f64], theta: f64) -> f64 {
     debug_assert_eq!(mean.len(), f.len());
-    let total: f64 = mean
-        .iter()
-        .zip(f)
-        .filter(|(&mu, &fx)| (mu >= theta) != (fx >= theta))
-        .map(|(_, &fx)| (fx - theta).abs())
-        .sum();
+    let total: f64 =
+        mean.iter().zip(f).filter(|(&mu, &fx)| (mu >= theta) != (fx >= theta)).map(|(_, &fx)| (fx - theta).abs()).sum();
     total / f.len() as f64
 }
 
@@ -60,7 +56,7 @@ mod tests {
         let f = [1.0, 1.0, -1.0, -1.0];
         assert_eq!(upper_set_fscore(&[-1.0; 4], &f, 0.0), 0.0); // empty estimate
         assert_eq!(upper_set_fscore(&[1.0; 4], &[-1.0; 4], 0.0), 0.0); // empty truth
-        // precision 1/2 (x0 right, x2 wrong), recall 1/2 -> F = 1/2.
+                                                                       // precision 1/2 (x0 right, x2 wrong), recall 1/2 -> F = 1/2.
         assert_eq!(upper_set_fscore(&[1.0, -1.0, 1.0, -1.0], &f, 0.0), 0.5);
         // precision 2/3, recall 1 -> F = 0.8.
         let fs = upper_set_fscore(&[1.0, 1.0, 1.0, -1.0], &f, 0.0);

@@ -66,7 +66,11 @@ const TIE_BREAK: ParamDef = ParamDef {
 /// The registry entries of the finite-set algorithms.
 pub const ALGORITHMS: [ComponentDef; 5] = [
     ComponentDef { name: "random", doc: "uniform random candidate, with replacement (spec 2.3)", params: &[] },
-    ComponentDef { name: "us", doc: "uncertainty sampling: argmax of the posterior variance (spec 2.2)", params: &[TIE_BREAK] },
+    ComponentDef {
+        name: "us",
+        doc: "uncertainty sampling: argmax of the posterior variance (spec 2.2)",
+        params: &[TIE_BREAK],
+    },
     ComponentDef {
         name: "straddle",
         doc: "straddle heuristic of Bryan et al. 2005 with a fixed beta^1/2 (spec 2.4)",
@@ -237,7 +241,8 @@ mod tests {
         assert_eq!(c.af_max, 0.0);
         // beta^1/2 sigma - |mu|: index 2 has |mu| = 3, the smallest distance, and it dominates for beta^1/2 < 10.
         assert_eq!(c.index, 2);
-        let mut literal = Acquisition::RandomizedStraddle { zero_rule: ZeroRule::FirstIndex, tie: TieBreak::LowestIndex };
+        let mut literal =
+            Acquisition::RandomizedStraddle { zero_rule: ZeroRule::FirstIndex, tie: TieBreak::LowestIndex };
         assert_eq!(literal.select(1, &mean, &var, 0.0, &mut rng).index, 0);
     }
 

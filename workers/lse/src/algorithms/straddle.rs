@@ -4,12 +4,7 @@ use rand::Rng;
 
 /// `STR(x) = beta^{1/2} sigma(x) - |mu(x) - theta|`
 /// `= min(ucb(x) - theta, theta - lcb(x))` (spec 2.4). Variances are clamped at 0.
-pub fn straddle_af<'a>(
-    mean: &'a [f64],
-    var: &'a [f64],
-    theta: f64,
-    beta_sqrt: f64,
-) -> impl Iterator<Item = f64> + 'a {
+pub fn straddle_af<'a>(mean: &'a [f64], var: &'a [f64], theta: f64, beta_sqrt: f64) -> impl Iterator<Item = f64> + 'a {
     mean.iter().zip(var).map(move |(&mu, &v)| beta_sqrt * v.max(0.0).sqrt() - (mu - theta).abs())
 }
 
