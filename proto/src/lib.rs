@@ -1,0 +1,9 @@
+//! armada's wire contract: the generated types of `proto/armada/v1/*.proto`.
+//!
+//! Architecture invariant: prost types never leave the coordinator's and the worker
+//! runtime's service modules; the rest of armada speaks `armada_core` types.
+
+/// Version 1 of the contract.
+pub mod v1 {
+    include!(concat!(env!("OUT_DIR"), "/armada.v1.rs"));
+}
