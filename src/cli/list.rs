@@ -1,0 +1,32 @@
+//! `armada list`: what this build can run, with every parameter, its range and default.
+
+use armada_core::{ComponentDef, ParamKind};
+use std::process::ExitCode;
+
+#[derive(clap::Args, Debug)]
+pub struct ListArgs {}
+
+pub fn list(_args: ListArgs) -> anyhow::Result<ExitCode> {
+    for family in armada::registry().families() {
+        println!("family {}: {}", family.name(), family.doc());
+        print_components("benchmark", family.benchmarks());
+        print_components("algorithm", family.algorithms());
+        println!("  metrics: {}", family.metrics().iter().map(|m| m.name).collect::<Vec<_>>().join(", "));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_components(what: &str, defs: &[ComponentDef]) {
+    for d in defs {
+        println!("  {what} {}: {}", d.name, d.doc);
+        for p in d.params {
+            let kind = match p.kind {
+                ParamKind::Float { min, max, default } => format!("float in [{min}, {max}], default {default}"),
+                ParamKind::Int { min, max, default } => format!("integer in [{min}, {max}], default {default}"),
+                ParamKind::Bool { default } => format!("boolean, default {default}"),
+                ParamKind::Choice { options, default } => format!("one of {}, default {default}", options.join("|")),
+            };
+            println!("      {} ({kind}): {}", p.name, p.doc);
+        }
+    }
+}

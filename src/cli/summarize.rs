@@ -1,0 +1,28 @@
+//! `armada summarize DIR/<sweep>`: rebuild the summary tables from whatever shards exist.
+
+use armada::results;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args, Debug)]
+pub struct SummarizeArgs {
+    /// A sweep's results directory (the one holding trajectories/).
+    sweep_dir: PathBuf,
+    /// Show these metrics in the printed table (default: every float metric).
+    #[arg(long, value_delimiter = ',')]
+    metrics: Vec<String>,
+}
+
+pub fn summarize(args: SummarizeArgs) -> anyhow::Result<ExitCode> {
+    let report = results::summarize(&args.sweep_dir)?;
+    eprintln!(
+        "wrote {} and {} from {} shards ({} rows)",
+        report.summary_path.display(),
+        report.final_path.display(),
+        report.n_shards,
+        report.n_rows
+    );
+    let only: Vec<&str> = args.metrics.iter().map(String::as_str).collect();
+    println!("{}", results::final_table(&args.sweep_dir, &only)?);
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,174 @@
+//! Results on disk: one Parquet shard per committed job, and the summary tables polars
+//! rebuilds from them.
+//!
+//! # Layout
+//!
+//! ```text
+//! DIR/<sweep>/
+//!   trajectories/<job-key>.parquet   one file per job, written by `write_shard`
+//!   summary.parquet                  statistics over seeds, every step  (`summarize`)
+//!   final.parquet                    statistics over seeds, last step   (`summarize`)
+//! ```
+//!
+//! Every file is written atomically: to `.<name>.<pid>.<n>.tmp` in the same directory,
+//! fsynced, renamed over the final name, and the directory fsynced. A crash leaves either
+//! no file or a complete one, so "the shard exists" is the commit record of a job and
+//! resuming a sweep means skipping the keys of [`read_shard_keys`]. Leftover `.tmp` files
+//! are ignored by every reader.
+//!
+//! Files are deterministic: zstd at its default level, a fixed row group size, no
+//! timestamps or random ids in the metadata. Two runs of the same job give byte-identical
+//! shards except for the `elapsed_ms` values, and summarizing the same shards twice gives
+//! byte-identical summaries.
+//!
+//! # Trajectory shard schema (one row per step, in this column order)
+//!
+//! | column             | type    | meaning                                                      |
+//! |--------------------|---------|--------------------------------------------------------------|
+//! | `job_key`          | String  | content hash of the spec, also the file stem                 |
+//! | `family`           | String  | family name                                                  |
+//! | `benchmark`        | String  | benchmark name                                               |
+//! | `benchmark_params` | String  | canonical parameter text, e.g. `{noise_sd=0.1}`               |
+//! | `algorithm`        | String  | algorithm name                                               |
+//! | `algorithm_params` | String  | canonical parameter text, e.g. `{beta_sqrt=3.0}`              |
+//! | `seed`             | Int64   | seed index (simulation number within the sweep)              |
+//! | `sweep_seed`       | Int64   | the sweep seed, a `u64` stored bit-for-bit: values >= 2^63    |
+//! |                    |         | read back negative; cast to UInt64 to recover them           |
+//! | `horizon`          | Int64   | steps after the initial design                               |
+//! | `step`             | Int64   | step index, 0 = initial state                                |
+//! | `elapsed_ms`       | Float64 | wall clock of the step: the only column that may differ      |
+//! |                    |         | between two runs of the same job                             |
+//! | `<metric>`...      | Float64 | one column per metric of the family, in the family's order:  |
+//! |                    | / Int64 | Float64 for `MetricKind::Float`, Int64 for `MetricKind::Int` |
+//!
+//! Float metrics are stored as produced, NaN included. An Int metric that is NaN is stored
+//! as null.
+//!
+//! # Summary schemas (`summary.parquet`, `final.parquet`)
+//!
+//! Long ("tidy") tables: one row per group (family, benchmark, benchmark_params, algorithm,
+//! algorithm_params, horizon, step, metric) over the seeds, for every Float64 metric
+//! (never `elapsed_ms`, never Int64 metrics). Columns in this order:
+//!
+//! | column                        | type    | meaning                                           |
+//! |-------------------------------|---------|---------------------------------------------------|
+//! | `family` .. `algorithm_params`| String  | as in the shards                                  |
+//! | `horizon`, `step`             | Int64   | as in the shards                                  |
+//! | `metric`                      | String  | metric column name                                |
+//! | `n`                           | Int64   | number of seeds with a value (not null, not NaN)  |
+//! | `mean`                        | Float64 |                                                   |
+//! | `std`                         | Float64 | sample standard deviation (ddof = 1), null if n<2 |
+//! | `se`                          | Float64 | std / sqrt(n), null if n < 2                      |
+//! | `median`                      | Float64 |                                                   |
+//! | `q10`, `q90`                  | Float64 | quantiles, linear interpolation (numpy default)   |
+//!
+//! **NaN is missing**: a NaN metric value is excluded from `n` and from every statistic;
+//! a group with no values has `n = 0` and null statistics.
+//!
+//! Rows are sorted by the group columns in the order above (strings lexically).
+//! `final.parquet` has the same columns, computed on each job's last row (its largest
+//! step); `step` is that step. Jobs cut short (a smaller last step) therefore form their
+//! own group rather than being mixed with complete ones.
+
+mod shard;
+mod summary;
+mod table;
+
+pub use shard::{read_shard_keys, shard_path, trajectories_dir, write_shard};
+pub use summary::{summarize, SummaryReport};
+pub use table::final_table;
+
+use anyhow::Context;
+use polars::prelude::*;
+use std::fs::{self, File};
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Rows per Parquet row group. Fixed so that files do not depend on how a DataFrame
+/// happens to be chunked; large enough that a shard or a summary is one row group.
+const ROW_GROUP_ROWS: usize = 1 << 20;
+
+/// File names of the summaries inside a sweep directory.
+const SUMMARY_FILE: &str = "summary.parquet";
+const FINAL_FILE: &str = "final.parquet";
+
+/// Id columns of a shard, before `elapsed_ms` and the metrics, in file order.
+const JOB_KEY: &str = "job_key";
+const FAMILY: &str = "family";
+const BENCHMARK: &str = "benchmark";
+const BENCHMARK_PARAMS: &str = "benchmark_params";
+const ALGORITHM: &str = "algorithm";
+const ALGORITHM_PARAMS: &str = "algorithm_params";
+const SEED: &str = "seed";
+const SWEEP_SEED: &str = "sweep_seed";
+const HORIZON: &str = "horizon";
+const STEP: &str = "step";
+const ELAPSED_MS: &str = "elapsed_ms";
+
+/// Every non-metric column of a shard, in file order. A metric may not use these names.
+const SHARD_FIXED_COLUMNS: [&str; 11] = [
+    JOB_KEY,
+    FAMILY,
+    BENCHMARK,
+    BENCHMARK_PARAMS,
+    ALGORITHM,
+    ALGORITHM_PARAMS,
+    SEED,
+    SWEEP_SEED,
+    HORIZON,
+    STEP,
+    ELAPSED_MS,
+];
+
+/// Distinguishes temp files of concurrent writers of the same name within one process.
+static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Whether a directory entry is an in-progress or abandoned temp file.
+fn is_temp_name(name: &str) -> bool {
+    name.starts_with('.') || name.ends_with(".tmp")
+}
+
+/// Write `df` as Parquet to `path` atomically: temp file in the same directory, fsync,
+/// rename over `path`, fsync the directory. The temp file is removed on failure.
+fn write_parquet_atomic(path: &Path, df: &mut DataFrame) -> anyhow::Result<()> {
+    let dir = path.parent().context("output path has no parent directory")?;
+    let name = path.file_name().and_then(|n| n.to_str()).context("output path has no UTF-8 file name")?;
+    let tmp = dir.join(format!(".{name}.{}.{}.tmp", std::process::id(), TMP_COUNTER.fetch_add(1, Ordering::Relaxed)));
+    let result = write_then_rename(&tmp, path, df);
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result.with_context(|| format!("writing {}", path.display()))?;
+    // Make the rename itself durable.
+    File::open(dir).and_then(|d| d.sync_all()).with_context(|| format!("syncing directory {}", dir.display()))
+}
+
+fn write_then_rename(tmp: &Path, path: &Path, df: &mut DataFrame) -> anyhow::Result<()> {
+    let file = File::options().write(true).create_new(true).open(tmp)?;
+    let mut out = BufWriter::new(file);
+    ParquetWriter::new(&mut out)
+        .with_compression(ParquetCompression::Zstd(None))
+        .with_statistics(StatisticsOptions::default())
+        .with_row_group_size(Some(ROW_GROUP_ROWS))
+        .set_parallel(false)
+        .finish(df)?;
+    out.flush()?;
+    let file = out.into_inner().map_err(|e| e.into_error())?;
+    file.sync_all()?;
+    drop(file);
+    fs::rename(tmp, path)?;
+    Ok(())
+}
+
+/// Read a whole Parquet file.
+fn read_parquet(path: &Path) -> anyhow::Result<DataFrame> {
+    let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    ParquetReader::new(file)
+        .finish()
+        .map_err(anyhow::Error::from)
+        .with_context(|| format!("reading {}", path.display()))
+}
+
+#[cfg(test)]
+mod test_support;

@@ -1,0 +1,409 @@
+//! `summary.parquet` and `final.parquet`: statistics over seeds, rebuilt from the shards.
+//!
+//! Shards of different families have different metric columns, so each shard is turned
+//! into long rows (cell, step, metric, value) first. The string id columns are interned
+//! into integer ids numbered in sorted order, which keeps the long frame small and makes
+//! sorting by the ids the same as sorting by the strings; polars then does the
+//! group-by, and the strings are put back on the (much smaller) aggregated rows.
+
+use super::shard::shard_files;
+use super::*;
+use anyhow::{bail, ensure};
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::path::PathBuf;
+
+/// What [`summarize`] read and wrote.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SummaryReport {
+    /// Shards read.
+    pub n_shards: usize,
+    /// Trajectory rows (steps) read, over all shards.
+    pub n_rows: usize,
+    pub summary_path: PathBuf,
+    pub final_path: PathBuf,
+}
+
+/// Read every shard under `trajectories/` and write `summary.parquet` and
+/// `final.parquet` (atomically) into `sweep_dir`. See the module docs of
+/// [`crate::results`] for their schemas. Fails when there are no shards.
+pub fn summarize(sweep_dir: &Path) -> anyhow::Result<SummaryReport> {
+    let shards = shard_files(sweep_dir).with_context(|| format!("listing shards in {}", sweep_dir.display()))?;
+    ensure!(
+        !shards.is_empty(),
+        "nothing to summarize: no trajectory shards in {}",
+        trajectories_dir(sweep_dir).display()
+    );
+    let mut long = LongRows::new();
+    let mut n_rows = 0;
+    for (_, path) in &shards {
+        let df = read_parquet(path)?;
+        n_rows += df.height();
+        long.add_shard(&df).with_context(|| format!("summarizing {}", path.display()))?;
+    }
+    let (mut summary, mut last) = long.aggregate()?;
+    let summary_path = sweep_dir.join(SUMMARY_FILE);
+    let final_path = sweep_dir.join(FINAL_FILE);
+    write_parquet_atomic(&summary_path, &mut summary)?;
+    write_parquet_atomic(&final_path, &mut last)?;
+    Ok(SummaryReport { n_shards: shards.len(), n_rows, summary_path, final_path })
+}
+
+/// The group columns above step: constant within a job.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+struct Cell {
+    family: String,
+    benchmark: String,
+    benchmark_params: String,
+    algorithm: String,
+    algorithm_params: String,
+    horizon: i64,
+}
+
+/// Values numbered in order of first appearance.
+struct Interner<T> {
+    values: Vec<T>,
+    ids: HashMap<T, usize>,
+}
+
+impl<T: Clone + Eq + Hash + Ord> Interner<T> {
+    fn new() -> Self {
+        Interner { values: Vec::new(), ids: HashMap::new() }
+    }
+
+    fn id(&mut self, value: &T) -> usize {
+        if let Some(&id) = self.ids.get(value) {
+            return id;
+        }
+        self.values.push(value.clone());
+        self.ids.insert(value.clone(), self.values.len() - 1);
+        self.values.len() - 1
+    }
+
+    /// The values sorted, and for each id its position in that order.
+    fn sorted(&self) -> (Vec<T>, Vec<i64>) {
+        let mut order: Vec<usize> = (0..self.values.len()).collect();
+        order.sort_by(|&a, &b| self.values[a].cmp(&self.values[b]));
+        let mut rank = vec![0; order.len()];
+        for (pos, &id) in order.iter().enumerate() {
+            rank[id] = pos as i64;
+        }
+        (order.iter().map(|&id| self.values[id].clone()).collect(), rank)
+    }
+}
+
+/// Long rows (cell id, step, metric id, value) with NaN already turned into null.
+#[derive(Default)]
+struct Rows {
+    cell: Vec<usize>,
+    step: Vec<i64>,
+    metric: Vec<usize>,
+    value: Vec<Option<f64>>,
+}
+
+impl Rows {
+    fn push(&mut self, cell: usize, step: i64, metric: usize, value: Option<f64>) {
+        self.cell.push(cell);
+        self.step.push(step);
+        self.metric.push(metric);
+        // NaN is missing: it counts neither in n nor in any statistic.
+        self.value.push(value.filter(|v| !v.is_nan()));
+    }
+}
+
+struct LongRows {
+    cells: Interner<Cell>,
+    metrics: Interner<String>,
+    /// Every step of every job.
+    all: Rows,
+    /// The last step of every job.
+    last: Rows,
+}
+
+impl LongRows {
+    fn new() -> Self {
+        LongRows { cells: Interner::new(), metrics: Interner::new(), all: Rows::default(), last: Rows::default() }
+    }
+
+    /// Add one shard (one job): every Float64 column that is not a fixed shard column
+    /// is a metric; Int64 metrics are skipped.
+    fn add_shard(&mut self, df: &DataFrame) -> anyhow::Result<()> {
+        for name in SHARD_FIXED_COLUMNS {
+            ensure!(df.column(name).is_ok(), "shard has no column {name:?}");
+        }
+        if df.height() == 0 {
+            return Ok(());
+        }
+        let text = |name: &str| -> anyhow::Result<String> {
+            let value = df.column(name)?.str()?.get(0);
+            Ok(value.with_context(|| format!("column {name:?} is null"))?.to_owned())
+        };
+        let cell = Cell {
+            family: text(FAMILY)?,
+            benchmark: text(BENCHMARK)?,
+            benchmark_params: text(BENCHMARK_PARAMS)?,
+            algorithm: text(ALGORITHM)?,
+            algorithm_params: text(ALGORITHM_PARAMS)?,
+            horizon: df.column(HORIZON)?.i64()?.get(0).context("column \"horizon\" is null")?,
+        };
+        let cell = self.cells.id(&cell);
+        let steps =
+            df.column(STEP)?.i64()?.iter().collect::<Option<Vec<i64>>>().context("column \"step\" has nulls")?;
+        let last_step = steps.iter().copied().max().unwrap_or_default();
+        for column in df.columns() {
+            let name = column.name().as_str();
+            if SHARD_FIXED_COLUMNS.contains(&name) {
+                continue;
+            }
+            match column.dtype() {
+                DataType::Float64 => {}
+                DataType::Int64 => continue,
+                other => bail!("metric column {name:?} has type {other}, expected Float64 or Int64"),
+            }
+            let metric = self.metrics.id(&name.to_owned());
+            for (&step, value) in steps.iter().zip(column.f64()?.iter()) {
+                self.all.push(cell, step, metric, value);
+                if step == last_step {
+                    self.last.push(cell, step, metric, value);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `(summary, final)` frames in the output schema.
+    fn aggregate(self) -> anyhow::Result<(DataFrame, DataFrame)> {
+        let (cells, cell_rank) = self.cells.sorted();
+        let (metrics, metric_rank) = self.metrics.sorted();
+        let finish = |rows: Rows| -> anyhow::Result<DataFrame> {
+            let stats = statistics(rows, &cell_rank, &metric_rank)?;
+            with_names(&stats, &cells, &metrics)
+        };
+        Ok((finish(self.all)?, finish(self.last)?))
+    }
+}
+
+/// Group by (cell, step, metric) with polars; sorted by those ids, which are ranks.
+fn statistics(rows: Rows, cell_rank: &[i64], metric_rank: &[i64]) -> anyhow::Result<DataFrame> {
+    let height = rows.value.len();
+    let cell: Vec<i64> = rows.cell.iter().map(|&id| cell_rank[id]).collect();
+    let metric: Vec<i64> = rows.metric.iter().map(|&id| metric_rank[id]).collect();
+    let long = DataFrame::new(
+        height,
+        vec![
+            Column::new("cell".into(), cell),
+            Column::new(STEP.into(), rows.step),
+            Column::new("metric".into(), metric),
+            Column::new("value".into(), rows.value),
+        ],
+    )?;
+    let value = || col("value");
+    let stats = long
+        .lazy()
+        .group_by([col("cell"), col(STEP), col("metric")])
+        .agg([
+            // `count` skips nulls, and NaN has been turned into null.
+            value().count().cast(DataType::Int64).alias("n"),
+            value().mean().alias("mean"),
+            value().std(1).alias("std"),
+            value().median().alias("median"),
+            value().quantile(lit(0.1), QuantileMethod::Linear).alias("q10"),
+            value().quantile(lit(0.9), QuantileMethod::Linear).alias("q90"),
+        ])
+        .with_column(
+            when(col("n").gt_eq(lit(2i64))).then(col("std")).otherwise(lit(NULL).cast(DataType::Float64)).alias("std"),
+        )
+        .with_column((col("std") / col("n").cast(DataType::Float64).sqrt()).alias("se"))
+        .sort(["cell", STEP, "metric"], SortMultipleOptions::default())
+        .collect()?;
+    Ok(stats)
+}
+
+/// Replace the cell and metric ids by their columns, in the output column order.
+fn with_names(stats: &DataFrame, cells: &[Cell], metrics: &[String]) -> anyhow::Result<DataFrame> {
+    let cell_of = |id: Option<i64>| -> &Cell { &cells[id.expect("group keys are not null") as usize] };
+    let cell_ids = stats.column("cell")?.i64()?;
+    let text = |name: &str, field: fn(&Cell) -> &str| {
+        let values: Vec<&str> = cell_ids.iter().map(|id| field(cell_of(id))).collect();
+        Column::new(name.into(), values)
+    };
+    let horizon: Vec<i64> = cell_ids.iter().map(|id| cell_of(id).horizon).collect();
+    let metric: Vec<&str> = stats
+        .column("metric")?
+        .i64()?
+        .iter()
+        .map(|id| metrics[id.expect("group keys are not null") as usize].as_str())
+        .collect();
+    let mut columns = vec![
+        text(FAMILY, |c| c.family.as_str()),
+        text(BENCHMARK, |c| c.benchmark.as_str()),
+        text(BENCHMARK_PARAMS, |c| c.benchmark_params.as_str()),
+        text(ALGORITHM, |c| c.algorithm.as_str()),
+        text(ALGORITHM_PARAMS, |c| c.algorithm_params.as_str()),
+        Column::new(HORIZON.into(), horizon),
+        stats.column(STEP)?.clone(),
+        Column::new("metric".into(), metric),
+    ];
+    for name in ["n", "mean", "std", "se", "median", "q10", "q90"] {
+        columns.push(stats.column(name)?.clone());
+    }
+    Ok(DataFrame::new(stats.height(), columns)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::*;
+    use super::*;
+
+    type Row = (String, String, i64, String, i64, Option<f64>, Option<f64>, Option<f64>);
+
+    /// (family, algorithm, step, metric, n, mean, std, se) of every row.
+    fn rows(df: &DataFrame) -> Vec<Row> {
+        let (family, algorithm, step, metric) =
+            (strs(df, "family"), strs(df, "algorithm"), ints(df, "step"), strs(df, "metric"));
+        let (n, mean, std, se) = (ints(df, "n"), floats(df, "mean"), floats(df, "std"), floats(df, "se"));
+        (0..df.height())
+            .map(|i| {
+                let (f, a, m) = (family[i].clone(), algorithm[i].clone(), metric[i].clone());
+                (f, a, step[i].unwrap(), m, n[i].unwrap(), mean[i], std[i], se[i])
+            })
+            .collect()
+    }
+
+    fn close(actual: Option<f64>, expected: Option<f64>) -> bool {
+        match (actual, expected) {
+            (Some(a), Some(e)) => (a - e).abs() <= 1e-12 * e.abs().max(1.0),
+            (a, e) => a == e,
+        }
+    }
+
+    fn assert_row(actual: &Row, expected: &Row) {
+        let ok = actual.0 == expected.0
+            && actual.1 == expected.1
+            && actual.2 == expected.2
+            && actual.3 == expected.3
+            && actual.4 == expected.4
+            && close(actual.5, expected.5)
+            && close(actual.6, expected.6)
+            && close(actual.7, expected.7);
+        assert!(ok, "\nactual   {actual:?}\nexpected {expected:?}");
+    }
+
+    fn row(f: &str, a: &str, step: i64, m: &str, n: i64, mean: f64, std: Option<f64>) -> Row {
+        let se = std.map(|s| s / (n as f64).sqrt());
+        (f.into(), a.into(), step, m.into(), n, Some(mean), std, se)
+    }
+
+    #[test]
+    fn summary_statistics_match_hand_computed_values() {
+        let dir = tempfile::tempdir().unwrap();
+        write_fixture(dir.path());
+        let report = summarize(dir.path()).unwrap();
+        assert_eq!(report.n_shards, 7);
+        assert_eq!(report.n_rows, 6 * 3 + 2);
+
+        let summary = read_parquet(&report.summary_path).unwrap();
+        let names: Vec<_> = summary.get_column_names().iter().map(|n| n.to_string()).collect();
+        let expected_names = [
+            "family",
+            "benchmark",
+            "benchmark_params",
+            "algorithm",
+            "algorithm_params",
+            "horizon",
+            "step",
+            "metric",
+            "n",
+            "mean",
+            "std",
+            "se",
+            "median",
+            "q10",
+            "q90",
+        ];
+        assert_eq!(names, expected_names);
+        for (name, dtype) in summary.schema().iter() {
+            let expected = match name.as_str() {
+                "horizon" | "step" | "n" => DataType::Int64,
+                "mean" | "std" | "se" | "median" | "q10" | "q90" => DataType::Float64,
+                _ => DataType::String,
+            };
+            assert_eq!(dtype, &expected, "{name}");
+        }
+        assert!(!strs(&summary, "metric").iter().any(|m| m == "chosen" || m == "arm"));
+
+        // Hand-computed: [10, 20, 30] has std 10; [1, 2, 4] has mean 7/3 and variance
+        // ((4/3)^2 + (1/3)^2 + (5/3)^2) / 2 = 7/3; UCB step 1 is [1, 3] (a NaN dropped).
+        let expected = [
+            row("bandit", "thompson", 0, "reward", 1, 0.0, None),
+            row("bandit", "thompson", 1, "reward", 1, 1.0, None),
+            row("lse", "straddle", 0, "regret", 3, 20.0, Some(10.0)),
+            row("lse", "straddle", 1, "regret", 3, 6.0, Some(1.0)),
+            row("lse", "straddle", 2, "regret", 3, 7.0 / 3.0, Some((7.0f64 / 3.0).sqrt())),
+            row("lse", "ucb", 0, "regret", 1, 5.0, None),
+            row("lse", "ucb", 1, "regret", 2, 2.0, Some(2f64.sqrt())),
+            row("lse", "ucb", 2, "regret", 3, 0.5, Some(0.0)),
+        ];
+        let actual = rows(&summary);
+        assert_eq!(actual.len(), expected.len(), "{actual:?}");
+        for (a, e) in actual.iter().zip(&expected) {
+            assert_row(a, e);
+        }
+        // Order statistics, linear interpolation at (n - 1) q as numpy does.
+        let (median, q10, q90) = (floats(&summary, "median"), floats(&summary, "q10"), floats(&summary, "q90"));
+        let straddle0 = 2;
+        assert_eq!((median[straddle0], q10[straddle0], q90[straddle0]), (Some(20.0), Some(12.0), Some(28.0)));
+        let straddle2 = 4;
+        assert!(close(median[straddle2], Some(2.0)));
+        assert!(close(q10[straddle2], Some(1.2)), "{:?}", q10[straddle2]);
+        assert!(close(q90[straddle2], Some(3.6)), "{:?}", q90[straddle2]);
+        let ucb0 = 5;
+        assert_eq!((median[ucb0], q10[ucb0], q90[ucb0]), (Some(5.0), Some(5.0), Some(5.0)));
+        let ucb1 = 6;
+        assert!(close(median[ucb1], Some(2.0)));
+        assert!(close(q10[ucb1], Some(1.2)), "{:?}", q10[ucb1]);
+        assert!(close(q90[ucb1], Some(2.8)), "{:?}", q90[ucb1]);
+        assert_eq!(strs(&summary, "benchmark_params")[2], "{noise_sd=0.1}");
+        assert_eq!(strs(&summary, "algorithm_params")[2], "{beta_sqrt=3.0}");
+        assert_eq!(ints(&summary, "horizon"), vec![Some(2); 8]);
+
+        // final.parquet: each job's last step only.
+        let last = read_parquet(&report.final_path).unwrap();
+        assert_eq!(last.get_column_names(), summary.get_column_names());
+        let expected = [expected[1].clone(), expected[4].clone(), expected[7].clone()];
+        let actual = rows(&last);
+        assert_eq!(actual.len(), expected.len(), "{actual:?}");
+        for (a, e) in actual.iter().zip(&expected) {
+            assert_row(a, e);
+        }
+        assert!(close(floats(&last, "q90")[1], Some(3.6)));
+    }
+
+    #[test]
+    fn summarize_twice_gives_identical_files() {
+        let dir = tempfile::tempdir().unwrap();
+        write_fixture(dir.path());
+        let first = summarize(dir.path()).unwrap();
+        let summary = fs::read(&first.summary_path).unwrap();
+        let last = fs::read(&first.final_path).unwrap();
+        let second = summarize(dir.path()).unwrap();
+        assert_eq!(first, second);
+        assert!(fs::read(&second.summary_path).unwrap() == summary);
+        assert!(fs::read(&second.final_path).unwrap() == last);
+        let mut names: Vec<_> =
+            fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        names.sort();
+        assert_eq!(names, ["final.parquet", "summary.parquet", "trajectories"], "no temp file left behind");
+    }
+
+    #[test]
+    fn summarize_without_shards_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = summarize(dir.path()).unwrap_err();
+        assert!(format!("{err:#}").contains("nothing to summarize"), "{err:#}");
+        fs::create_dir_all(trajectories_dir(dir.path())).unwrap();
+        let err = summarize(dir.path()).unwrap_err();
+        assert!(format!("{err:#}").contains("nothing to summarize"), "{err:#}");
+        assert!(!dir.path().join(SUMMARY_FILE).exists());
+    }
+}

@@ -1,0 +1,342 @@
+//! Sweep files: a TOML description of algorithms x benchmarks x seeds, expanded into
+//! validated jobs before anything runs.
+//!
+//! ```toml
+//! name = "lse-finite-quick"   # optional; the file stem by default; names the results directory
+//! family = "lse"
+//! seeds = 5                   # seed indices 0..5, or an explicit list [0, 3, 7]
+//! sweep_seed = 0              # optional (default 0): root of every RNG stream
+//! horizon = 50                # steps after the initial design
+//!
+//! [[benchmarks]]
+//! name = "sinusoidal"
+//! # horizon = 100             # optional per-benchmark override
+//!
+//! [[algorithms]]
+//! name = "straddle"
+//! params = { beta_sqrt = [1.0, 3.0] }   # a list is a grid: one variant per value
+//! ```
+//!
+//! Every error names its field (`algorithms[1].params.beta_sqrt`) and what is allowed.
+
+use armada_core::{check_params, find_component, JobSpec, ParamValue, Params, Registry, SpecError, ValidJob};
+use std::collections::HashMap;
+use std::path::Path;
+use toml::{Table, Value};
+
+/// A validated sweep: its name and every job, in a deterministic order.
+#[derive(Clone, Debug)]
+pub struct Sweep {
+    pub name: String,
+    pub family: String,
+    pub jobs: Vec<ValidJob>,
+}
+
+const TOP_KEYS: &[&str] = &["name", "family", "seeds", "sweep_seed", "horizon", "benchmarks", "algorithms"];
+const BENCHMARK_KEYS: &[&str] = &["name", "params", "horizon"];
+const ALGORITHM_KEYS: &[&str] = &["name", "params"];
+
+/// Read and validate a sweep file; the sweep's default name is the file stem.
+pub fn load_sweep(path: &Path, registry: &Registry) -> Result<Sweep, SpecError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| SpecError::new("", format!("cannot read sweep file {}: {e}", path.display())))?;
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("sweep");
+    parse_sweep(&text, stem, registry)
+}
+
+/// Parse and validate sweep text. Nothing is written anywhere.
+pub fn parse_sweep(text: &str, default_name: &str, registry: &Registry) -> Result<Sweep, SpecError> {
+    let top: Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| SpecError::new("", format!("malformed TOML: {}", e.to_string().trim_end())))?;
+    check_keys(&top, TOP_KEYS, "")?;
+    let name = match top.get("name") {
+        None => default_name.to_string(),
+        Some(v) => string(v, "name")?.to_string(),
+    };
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)) || name.starts_with('.')
+    {
+        return Err(SpecError::new(
+            "name",
+            format!("`{name}` is not a usable directory name; use letters, digits, '.', '_' and '-'"),
+        ));
+    }
+    let family_name = string(required(&top, "family")?, "family")?;
+    let family = registry.family(family_name)?;
+    let seeds = seeds(required(&top, "seeds")?)?;
+    let sweep_seed = match top.get("sweep_seed") {
+        None => 0,
+        Some(v) => integer(v, "sweep_seed", 0, i64::MAX)? as u64,
+    };
+    let horizon = integer(required(&top, "horizon")?, "horizon", 1, u32::MAX as i64)? as u32;
+
+    let benchmarks = components(&top, "benchmarks", BENCHMARK_KEYS, family.benchmarks(), family_name)?;
+    let algorithms = components(&top, "algorithms", ALGORITHM_KEYS, family.algorithms(), family_name)?;
+
+    let mut jobs = Vec::new();
+    let mut seen: HashMap<String, String> = HashMap::new();
+    for bench in &benchmarks {
+        let horizon = match bench.table.get("horizon") {
+            None => horizon,
+            Some(v) => integer(v, &format!("{}.horizon", bench.path), 1, u32::MAX as i64)? as u32,
+        };
+        for (bp_idx, bparams) in bench.variants.iter().enumerate() {
+            for algo in &algorithms {
+                for (ap_idx, aparams) in algo.variants.iter().enumerate() {
+                    let origin = format!("{}#{bp_idx} x {}#{ap_idx}", bench.path, algo.path);
+                    for &seed in &seeds {
+                        let spec = JobSpec {
+                            family: family_name.to_string(),
+                            benchmark: bench.name.clone(),
+                            benchmark_params: bparams.clone(),
+                            algorithm: algo.name.clone(),
+                            algorithm_params: aparams.clone(),
+                            seed,
+                            horizon,
+                            sweep_seed,
+                        };
+                        let job = registry.validate(&spec)?;
+                        if let Some(first) = seen.insert(job.key.0.clone(), origin.clone()) {
+                            if first != origin {
+                                return Err(SpecError::new(
+                                    algo.path.clone(),
+                                    format!("duplicates the job of {first}: the same benchmark, algorithm and parameters (after defaults) appear twice"),
+                                ));
+                            }
+                            return Err(SpecError::new("seeds", format!("seed {seed} is listed twice")));
+                        }
+                        jobs.push(job);
+                    }
+                }
+            }
+        }
+    }
+    Ok(Sweep { name, family: family_name.to_string(), jobs })
+}
+
+/// One `[[benchmarks]]` or `[[algorithms]]` entry, with its parameter grid expanded and checked.
+struct Component<'a> {
+    path: String,
+    name: String,
+    table: &'a Table,
+    variants: Vec<Params>,
+}
+
+fn components<'a>(
+    top: &'a Table,
+    key: &str,
+    allowed_keys: &[&str],
+    defs: &'static [armada_core::ComponentDef],
+    family: &str,
+) -> Result<Vec<Component<'a>>, SpecError> {
+    let entries = match required(top, key)? {
+        Value::Array(a) if !a.is_empty() => a,
+        Value::Array(_) => return Err(SpecError::new(key, "must list at least one entry")),
+        other => {
+            return Err(SpecError::new(
+                key,
+                format!("expected an array of tables ([[{key}]]), got {}", other.type_str()),
+            ))
+        }
+    };
+    let what = key.trim_end_matches('s');
+    let mut out = Vec::new();
+    for (i, entry) in entries.iter().enumerate() {
+        let path = format!("{key}[{i}]");
+        let table = entry
+            .as_table()
+            .ok_or_else(|| SpecError::new(path.clone(), format!("expected a table, got {}", entry.type_str())))?;
+        check_keys(table, allowed_keys, &path)?;
+        let name = string(required(table, "name").map_err(|e| e.within(&path))?, &format!("{path}.name"))?;
+        let def =
+            find_component(defs, name, what, family).map_err(|e| SpecError::new(format!("{path}.name"), e.message))?;
+        let grid = match table.get("params") {
+            None => vec![Params::new()],
+            Some(Value::Table(t)) => param_grid(t).map_err(|e| e.within(&format!("{path}.params")))?,
+            Some(other) => {
+                return Err(SpecError::new(
+                    format!("{path}.params"),
+                    format!("expected a table, got {}", other.type_str()),
+                ))
+            }
+        };
+        let variants = grid
+            .iter()
+            .map(|p| check_params(def, p).map_err(|e| e.within(&format!("{path}.params"))))
+            .collect::<Result<Vec<_>, _>>()?;
+        out.push(Component { path, name: name.to_string(), table, variants });
+    }
+    Ok(out)
+}
+
+/// Expand `{a = [1, 2], b = "x"}` into the grid `[{a=1,b="x"}, {a=2,b="x"}]` (keys in sorted order,
+/// the last key varying fastest).
+fn param_grid(table: &Table) -> Result<Vec<Params>, SpecError> {
+    let mut grid = vec![Params::new()];
+    let mut keys: Vec<_> = table.keys().collect();
+    keys.sort();
+    for key in keys {
+        let values: Vec<ParamValue> = match &table[key.as_str()] {
+            Value::Array(items) if items.is_empty() => {
+                return Err(SpecError::new(key.as_str(), "an empty list gives no variants"))
+            }
+            Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| scalar(v).map_err(|m| SpecError::new(format!("{key}[{i}]"), m)))
+                .collect::<Result<_, _>>()?,
+            v => vec![scalar(v).map_err(|m| SpecError::new(key.as_str(), m))?],
+        };
+        grid = grid
+            .into_iter()
+            .flat_map(|p| {
+                values.iter().map(move |v| {
+                    let mut q = p.clone();
+                    q.insert(key.clone(), v.clone());
+                    q
+                })
+            })
+            .collect();
+    }
+    Ok(grid)
+}
+
+fn scalar(v: &Value) -> Result<ParamValue, String> {
+    Ok(match v {
+        Value::Boolean(b) => ParamValue::Bool(*b),
+        Value::Integer(i) => ParamValue::Int(*i),
+        Value::Float(x) => ParamValue::Float(*x),
+        Value::String(s) => ParamValue::Str(s.clone()),
+        other => {
+            return Err(format!("expected a boolean, number or string (or a list of them), got {}", other.type_str()))
+        }
+    })
+}
+
+fn seeds(v: &Value) -> Result<Vec<u64>, SpecError> {
+    match v {
+        Value::Integer(_) => {
+            let n = integer(v, "seeds", 1, 1_000_000)?;
+            Ok((0..n as u64).collect())
+        }
+        Value::Array(items) if !items.is_empty() => items
+            .iter()
+            .enumerate()
+            .map(|(i, s)| integer(s, &format!("seeds[{i}]"), 0, i64::MAX).map(|s| s as u64))
+            .collect(),
+        _ => Err(SpecError::new(
+            "seeds",
+            format!(
+                "expected a positive integer (the number of seeds) or a non-empty list of seed indices, got {}",
+                describe(v)
+            ),
+        )),
+    }
+}
+
+fn check_keys(table: &Table, allowed: &[&str], path: &str) -> Result<(), SpecError> {
+    for key in table.keys() {
+        if !allowed.contains(&key.as_str()) {
+            let field = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+            return Err(SpecError::new(field, format!("unknown field; allowed: {}", allowed.join(", "))));
+        }
+    }
+    Ok(())
+}
+
+fn required<'a>(table: &'a Table, key: &str) -> Result<&'a Value, SpecError> {
+    table.get(key).ok_or_else(|| SpecError::new(key, "missing required field"))
+}
+
+fn string<'a>(v: &'a Value, path: &str) -> Result<&'a str, SpecError> {
+    v.as_str().ok_or_else(|| SpecError::new(path, format!("expected a string, got {}", describe(v))))
+}
+
+fn integer(v: &Value, path: &str, min: i64, max: i64) -> Result<i64, SpecError> {
+    match v.as_integer() {
+        Some(i) if (min..=max).contains(&i) => Ok(i),
+        Some(i) => Err(SpecError::new(path, format!("{i} is out of range; expected an integer in [{min}, {max}]"))),
+        None => Err(SpecError::new(path, format!("expected an integer, got {}", describe(v)))),
+    }
+}
+
+fn describe(v: &Value) -> String {
+    match v {
+        Value::String(s) => format!("string \"{s}\""),
+        Value::Integer(i) => format!("integer {i}"),
+        Value::Float(x) => format!("float {x}"),
+        Value::Boolean(b) => format!("boolean {b}"),
+        other => other.type_str().to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+family = "lse"
+seeds = 2
+horizon = 10
+[[benchmarks]]
+name = "sinusoidal"
+[[benchmarks]]
+name = "himmelblau"
+horizon = 20
+[[algorithms]]
+name = "straddle"
+params = { beta_sqrt = [1, 3.0], tie_break = "random" }
+[[algorithms]]
+name = "random"
+"#;
+
+    fn err(text: &str) -> String {
+        parse_sweep(text, "t", &crate::registry()).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn expands_benchmarks_grids_and_seeds_in_order() {
+        let s = parse_sweep(GOOD, "good", &crate::registry()).unwrap();
+        assert_eq!(s.name, "good");
+        // 2 benchmarks x (2 straddle variants + 1 random) x 2 seeds.
+        assert_eq!(s.jobs.len(), 12);
+        let first = &s.jobs[0].spec;
+        assert_eq!((first.benchmark.as_str(), first.algorithm.as_str(), first.seed), ("sinusoidal", "straddle", 0));
+        assert_eq!(first.algorithm_params.get("beta_sqrt"), Some(&ParamValue::Float(1.0)));
+        assert_eq!(first.horizon, 10);
+        assert_eq!(s.jobs[6].spec.horizon, 20);
+        let keys: std::collections::HashSet<_> = s.jobs.iter().map(|j| &j.key).collect();
+        assert_eq!(keys.len(), 12);
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        assert_eq!(
+            err(&GOOD.replace("name = \"random\"", "name = \"ranodm\"")),
+            "algorithms[1].name: unknown algorithm `ranodm` in family `lse`; allowed: random, us, straddle, rand-straddle, lse"
+        );
+        assert_eq!(
+            err(&GOOD.replace("horizon = 10", "horizon = \"10\"")),
+            "horizon: expected an integer, got string \"10\""
+        );
+        assert_eq!(err(&GOOD.replace("horizon = 10\n", "")), "horizon: missing required field");
+        assert_eq!(
+            err(&GOOD.replace("beta_sqrt = [1, 3.0]", "beta_sqrt = [1, \"x\"]")),
+            "algorithms[0].params.beta_sqrt: expected a float in [0, 1000], got a string"
+        );
+        assert_eq!(
+            err(&GOOD.replace("tie_break", "tiebreak")),
+            "algorithms[0].params.tiebreak: unknown parameter of `straddle`; allowed: beta_sqrt, tie_break"
+        );
+        assert_eq!(
+            err(&GOOD.replace("seeds = 2", "seeds = 0")),
+            "seeds: 0 is out of range; expected an integer in [1, 1000000]"
+        );
+        assert_eq!(err(&format!("seed = 3\n{GOOD}")), format!("seed: unknown field; allowed: {}", TOP_KEYS.join(", ")));
+        // After a table header, a key belongs to that table.
+        assert_eq!(err(&format!("{GOOD}\nseed = 3")), "algorithms[1].seed: unknown field; allowed: name, params");
+        assert!(err("family = ").starts_with("malformed TOML: TOML parse error at line 1"), "{}", err("family = "));
+        assert_eq!(err(&GOOD.replace("\"lse\"", "\"lsee\"")), "family: unknown family `lsee`; known: lse");
+        assert!(err(&format!("{GOOD}\n[[algorithms]]\nname = \"random\"")).starts_with("algorithms[2]: duplicates"));
+    }
+}

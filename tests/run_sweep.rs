@@ -1,0 +1,200 @@
+//! End-to-end tests of `armada run` and `armada summarize` through the real binary.
+
+use polars::prelude::*;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn armada(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_armada"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("the armada binary runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn shards(sweep_dir: &Path) -> BTreeMap<String, PathBuf> {
+    std::fs::read_dir(sweep_dir.join("trajectories"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), p))
+        .collect()
+}
+
+fn read(path: &Path) -> DataFrame {
+    let file = std::fs::File::open(path).unwrap();
+    ParquetReader::new(file).finish().unwrap()
+}
+
+/// Every column but `elapsed_ms`, bit for bit (NaN included).
+fn assert_same_trajectory(a: &DataFrame, b: &DataFrame, what: &str) {
+    assert_eq!(a.get_column_names(), b.get_column_names(), "{what}");
+    assert_eq!(a.height(), b.height(), "{what}");
+    for col in a.columns() {
+        let name = col.name().as_str();
+        if name == "elapsed_ms" {
+            continue;
+        }
+        let other = b.column(name).unwrap();
+        assert_eq!(col.dtype(), other.dtype(), "{what}: {name}");
+        if col.dtype() == &DataType::Float64 {
+            let x: Vec<Option<u64>> = col.f64().unwrap().iter().map(|v| v.map(f64::to_bits)).collect();
+            let y: Vec<Option<u64>> = other.f64().unwrap().iter().map(|v| v.map(f64::to_bits)).collect();
+            assert_eq!(x, y, "{what}: column {name}");
+        } else {
+            assert!(
+                col.as_materialized_series().equals_missing(other.as_materialized_series()),
+                "{what}: column {name}"
+            );
+        }
+    }
+}
+
+const SMALL: &str = r#"
+family = "lse"
+seeds = 3
+horizon = 15
+[[benchmarks]]
+name = "gp-sample-path"
+[[benchmarks]]
+name = "sinusoidal"
+[[algorithms]]
+name = "rand-straddle"
+[[algorithms]]
+name = "us"
+params = { tie_break = "random" }
+[[algorithms]]
+name = "random"
+"#;
+
+#[test]
+fn quick_sweep_prints_a_table_writes_summaries_and_resumes() {
+    let out = tempfile::tempdir().unwrap();
+    let out_dir = out.path().to_str().unwrap();
+    let first = armada(&["run", "sweeps/lse-finite-quick.toml", "--out", out_dir]);
+    assert!(first.status.success(), "{}", text(&first.stderr));
+    let stdout = text(&first.stdout);
+    for name in
+        ["gp-sample-path", "sinusoidal", "himmelblau", "random", "us", "straddle", "rand-straddle", "lse", "fscore"]
+    {
+        assert!(stdout.contains(name), "table lacks {name}:\n{stdout}");
+    }
+    let sweep_dir = out.path().join("lse-finite-quick");
+    let written = shards(&sweep_dir);
+    assert_eq!(written.len(), 3 * 5 * 5);
+    let summary = read(&sweep_dir.join("summary.parquet"));
+    let final_ = read(&sweep_dir.join("final.parquet"));
+    // 15 (benchmark, algorithm) cells, 51 steps each, and the float metrics of the lse family.
+    let metrics = summary.column("metric").unwrap().str().unwrap().unique().unwrap().len();
+    assert_eq!(summary.height(), 15 * 51 * metrics);
+    assert_eq!(final_.height(), 15 * metrics);
+    let n = final_.column("n").unwrap().i64().unwrap();
+    assert!(n.iter().all(|v| v.unwrap() <= 5));
+
+    let mtimes: Vec<_> = written.values().map(|p| std::fs::metadata(p).unwrap().modified().unwrap()).collect();
+    let second = armada(&["run", "sweeps/lse-finite-quick.toml", "--out", out_dir]);
+    assert!(second.status.success(), "{}", text(&second.stderr));
+    assert!(text(&second.stderr).contains("75 jobs, 75 already done, 0 run, 0 failed"), "{}", text(&second.stderr));
+    let again: Vec<_> =
+        shards(&sweep_dir).values().map(|p| std::fs::metadata(p).unwrap().modified().unwrap()).collect();
+    assert_eq!(mtimes, again, "a resumed run must not rewrite shards");
+}
+
+#[test]
+fn two_runs_into_different_directories_give_identical_trajectories() {
+    let dir = tempfile::tempdir().unwrap();
+    let sweep = dir.path().join("small.toml");
+    std::fs::write(&sweep, SMALL).unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    // Different thread counts too: a job's trajectory depends only on its key.
+    for (out, jobs) in [(&a, "1"), (&b, "2")] {
+        let o = armada(&["run", sweep.to_str().unwrap(), "--out", out.to_str().unwrap(), "--jobs", jobs]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+    }
+    let (sa, sb) = (shards(&a.join("small")), shards(&b.join("small")));
+    assert_eq!(sa.len(), 2 * 3 * 3);
+    assert_eq!(sa.keys().collect::<Vec<_>>(), sb.keys().collect::<Vec<_>>());
+    for (name, path) in &sa {
+        assert_same_trajectory(&read(path), &read(&sb[name]), name);
+    }
+    // Common random numbers: all algorithms of a seed start from the same initial point.
+    let frames: Vec<DataFrame> = sa.values().map(|p| read(p)).collect();
+    let mut initial: BTreeMap<(String, i64), Vec<i64>> = BTreeMap::new();
+    for df in &frames {
+        let bench = df.column("benchmark").unwrap().str().unwrap().get(0).unwrap().to_string();
+        let seed = df.column("seed").unwrap().i64().unwrap().get(0).unwrap();
+        let idx = df.column("chosen_index").unwrap().i64().unwrap().get(0).unwrap();
+        initial.entry((bench, seed)).or_default().push(idx);
+    }
+    assert_eq!(initial.len(), 6);
+    for (cell, idx) in &initial {
+        assert_eq!(idx.len(), 3);
+        assert!(idx.iter().all(|&i| i == idx[0]), "{cell:?}: {idx:?}");
+    }
+    let distinct: std::collections::BTreeSet<i64> = initial.values().map(|v| v[0]).collect();
+    assert!(distinct.len() > 1, "seeds must differ");
+}
+
+#[test]
+fn bad_sweep_files_exit_nonzero_with_one_clear_message_and_write_nothing() {
+    let cases = [
+        (SMALL.replace("\"us\"", "\"usx\""), "algorithms[1].name: unknown algorithm `usx` in family `lse`; allowed: random, us, straddle, rand-straddle, lse"),
+        (SMALL.replace("horizon = 15", "horizon = 1.5"), "horizon: expected an integer, got float 1.5"),
+        (SMALL.replace("seeds = 3\n", ""), "seeds: missing required field"),
+        (SMALL.replace("tie_break = \"random\"", "tie_break = 1"), "algorithms[1].params.tie_break: expected one of: lowest-index, random, got an integer"),
+        (SMALL.replace("[[benchmarks]]\nname = \"sinusoidal\"", "[[benchmarks]\nname = \"sinusoidal\""), "malformed TOML"),
+    ];
+    for (i, (body, expected)) in cases.iter().enumerate() {
+        let dir = tempfile::tempdir().unwrap();
+        let sweep = dir.path().join(format!("bad{i}.toml"));
+        std::fs::write(&sweep, body).unwrap();
+        let out = dir.path().join("out");
+        let o = armada(&["run", sweep.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "case {i}");
+        let stderr = text(&o.stderr);
+        assert!(stderr.starts_with("error: ") && stderr.contains(expected), "case {i}: {stderr}");
+        if !expected.starts_with("malformed") {
+            assert_eq!(stderr.lines().count(), 1, "case {i}: one line expected:\n{stderr}");
+        }
+        assert!(!out.exists(), "case {i}: a bad sweep must write nothing");
+    }
+}
+
+#[test]
+fn summarize_rebuilds_from_existing_shards() {
+    let dir = tempfile::tempdir().unwrap();
+    let sweep = dir.path().join("small.toml");
+    std::fs::write(&sweep, SMALL).unwrap();
+    let out = dir.path().join("out");
+    let o = armada(&["run", sweep.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let sweep_dir = out.join("small");
+    let before = std::fs::read(sweep_dir.join("final.parquet")).unwrap();
+    // Drop two shards: the summary must reflect exactly the shards that remain.
+    for path in shards(&sweep_dir).values().take(2) {
+        std::fs::remove_file(path).unwrap();
+    }
+    std::fs::remove_file(sweep_dir.join("final.parquet")).unwrap();
+    let o = armada(&["summarize", sweep_dir.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("from 16 shards"), "{}", text(&o.stderr));
+    let after = read(&sweep_dir.join("final.parquet"));
+    let total_n: i64 = after
+        .lazy()
+        .filter(col("metric").eq(lit("loss")))
+        .select([col("n").sum()])
+        .collect()
+        .unwrap()
+        .column("n")
+        .unwrap()
+        .i64()
+        .unwrap()
+        .get(0)
+        .unwrap();
+    assert_eq!(total_n, 16);
+    assert_ne!(before, std::fs::read(sweep_dir.join("final.parquet")).unwrap());
+}
