@@ -12,10 +12,11 @@
 //! * `log p(y) = -1/2 w^T w - sum_i log L_ii - n/2 log 2pi`.
 //!
 //! [`Gp::append`] extends `L` by one row in O(n^2); [`CandidateCache`] extends `V` on a fixed
-//! candidate set by one row in O(n m). Jitter is added only when a factorisation fails, and is
-//! always reported ([`JitterReport`]). [`fit_map`] fits `[log v, log l_i]` by MAP with
-//! prior-screened multi-start bounded L-BFGS ([`lbfgs`]); [`sample_prior`] / [`sample_posterior`]
-//! draw joint samples.
+//! candidate set by one row in O(n m); [`CandidateCovariance`] keeps the full posterior
+//! covariance on the candidates by exact rank-1 downdates, O(m^2) per observation. Jitter is
+//! added only when a factorisation fails, and is always reported ([`JitterReport`]).
+//! [`fit_map`] fits `[log v, log l_i]` by MAP with prior-screened multi-start bounded L-BFGS
+//! ([`lbfgs`]); [`sample_prior`] / [`sample_posterior`] draw joint samples.
 //!
 //! # Example
 //!
@@ -34,6 +35,7 @@
 mod chol;
 
 pub mod candidates;
+pub mod covariance;
 pub mod error;
 pub mod fit;
 pub mod gp;
@@ -44,6 +46,7 @@ pub mod sample;
 
 pub use candidates::CandidateCache;
 pub use chol::JitterReport;
+pub use covariance::CandidateCovariance;
 pub use error::GpError;
 pub use fit::{fit_map, log_posterior_and_grad, LogNormalPrior, MapConfig, MapFit};
 pub use gp::Gp;

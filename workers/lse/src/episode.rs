@@ -1,15 +1,20 @@
 //! The common experiment loop of the finite experiments (spec section 2.1).
 //!
-//! Step 0 observes one uniformly random initial candidate; step `t` chooses `x_t`
-//! from the posterior given everything observed so far, observes `y_t = f(x_t) + eps_t`,
-//! updates the GP, and records the metrics of the posterior-mean classification
-//! conditioned on all data (one row per number of acquisitions, as the spec recommends).
+//! Step 0 observes one uniformly random initial candidate (or the problem's fixed one,
+//! spec 4.1); step `t` chooses `x_t` from the posterior given everything observed so far,
+//! observes `y_t = f(x_t) + eps_t` (or `f(x_t)` exactly, spec 4.4), updates the GP, and
+//! records the metrics of the posterior-mean classification conditioned on all data (one row
+//! per number of acquisitions, as the spec recommends). Without repeats (spec 4.4) observed
+//! candidates are excluded from every choice.
+//!
+//! The posterior is the O(n N) mean/variance cache, or the O(N^2) full covariance when the
+//! acquisition reads covariance rows (MILE, spec 2.7).
 
-use crate::algorithms::{Acquisition, Choice};
+use crate::algorithms::{Acquisition, Choice, PosteriorView};
 use crate::benchmarks::FiniteProblem;
 use crate::metrics::{average_loss, upper_set_fscore};
 use armada_core::{Episode, JobError, JobStreams, MetricDef, MetricKind, StreamRng};
-use armada_gp::CandidateCache;
+use armada_gp::{CandidateCache, CandidateCovariance, GpError, JitterReport};
 use rand::Rng;
 use rand_distr::StandardNormal;
 
@@ -35,41 +40,106 @@ pub const METRICS: [MetricDef; 6] = [
     MetricDef { name: "chosen_index", kind: MetricKind::Int, doc: "candidate index observed at this step" },
 ];
 
+/// The posterior an episode keeps on the candidate set.
+#[derive(Clone, Debug)]
+pub enum CandidatePosterior {
+    /// Mean and variance only, O(n N) per observation: every rule but MILE.
+    Cache(CandidateCache),
+    /// Mean and the full N x N covariance, O(N^2) per observation: MILE.
+    Full(CandidateCovariance),
+}
+
+impl CandidatePosterior {
+    /// The cheapest posterior that `acquisition` can work with.
+    pub fn for_acquisition(acquisition: &Acquisition, problem: &FiniteProblem) -> Self {
+        let (kernel, noise, cands) = (problem.kernel.clone(), problem.noise_var, problem.candidates.clone());
+        if acquisition.needs_covariance() {
+            CandidatePosterior::Full(CandidateCovariance::new(kernel, noise, cands))
+        } else {
+            CandidatePosterior::Cache(CandidateCache::new(kernel, noise, cands))
+        }
+    }
+
+    pub fn mean(&self) -> &[f64] {
+        match self {
+            CandidatePosterior::Cache(c) => c.mean(),
+            CandidatePosterior::Full(c) => c.mean(),
+        }
+    }
+
+    pub fn var(&self) -> &[f64] {
+        match self {
+            CandidatePosterior::Cache(c) => c.var(),
+            CandidatePosterior::Full(c) => c.var(),
+        }
+    }
+
+    pub fn observe_candidate(&mut self, j: usize, y: f64) -> Result<JitterReport, GpError> {
+        match self {
+            CandidatePosterior::Cache(c) => c.observe_candidate(j, y),
+            CandidatePosterior::Full(c) => c.observe_candidate(j, y),
+        }
+    }
+
+    /// What the acquisition rules read.
+    pub fn view(&self) -> PosteriorView<'_> {
+        match self {
+            CandidatePosterior::Cache(c) => PosteriorView::new(c.mean(), c.var()),
+            CandidatePosterior::Full(c) => PosteriorView::full(c),
+        }
+    }
+}
+
 /// A running finite-set LSE job.
 pub struct FiniteEpisode {
     problem: FiniteProblem,
     acquisition: Acquisition,
-    cache: CandidateCache,
+    posterior: CandidatePosterior,
     noise_rng: StreamRng,
     algo_rng: StreamRng,
     init_rng: StreamRng,
     jitter: f64,
+    /// `observed[i]`: candidate `i` has been queried (the exclusion mask when repeats are off).
+    observed: Vec<bool>,
+    n_observed: usize,
 }
 
 impl FiniteEpisode {
     pub fn new(problem: FiniteProblem, acquisition: Acquisition, streams: &JobStreams) -> Self {
-        let cache = CandidateCache::new(problem.kernel.clone(), problem.noise_var, problem.candidates.clone());
+        let posterior = CandidatePosterior::for_acquisition(&acquisition, &problem);
+        let problem_len = problem.f.len();
         FiniteEpisode {
             problem,
             acquisition,
-            cache,
+            posterior,
             noise_rng: streams.env("noise"),
             init_rng: streams.env("init"),
             algo_rng: streams.algo("acquisition"),
             jitter: 0.0,
+            observed: vec![false; problem_len],
+            n_observed: 0,
         }
     }
 
-    /// Observe candidate `index` with noise, update the posterior, and report the metrics.
+    /// Observe candidate `index` (with noise unless the protocol says exact), update the
+    /// posterior, and report the metrics.
     fn observe(&mut self, choice: Choice) -> Result<Vec<f64>, JobError> {
-        let eps: f64 = self.noise_rng.sample(StandardNormal);
-        let y = self.problem.f[choice.index] + self.problem.noise_var.sqrt() * eps;
-        let report = self.cache.observe_candidate(choice.index, y).map_err(|e| JobError::Numerical(e.to_string()))?;
+        let fx = self.problem.f[choice.index];
+        let y = if self.problem.protocol.noisy_observations {
+            let eps: f64 = self.noise_rng.sample(StandardNormal);
+            fx + self.problem.noise_var.sqrt() * eps
+        } else {
+            fx
+        };
+        self.n_observed += usize::from(!self.observed[choice.index]);
+        self.observed[choice.index] = true;
+        let report =
+            self.posterior.observe_candidate(choice.index, y).map_err(|e| JobError::Numerical(e.to_string()))?;
         self.jitter += report.jitter;
         let p = &self.problem;
         Ok(vec![
-            average_loss(self.cache.mean(), &p.f, p.theta),
-            upper_set_fscore(self.cache.mean(), &p.f, p.theta),
+            average_loss(self.posterior.mean(), &p.f, p.theta),
+            upper_set_fscore(self.posterior.mean(), &p.f, p.theta),
             choice.beta_sqrt,
             choice.af_max,
             self.jitter,
@@ -81,20 +151,40 @@ impl FiniteEpisode {
         &self.problem
     }
 
-    pub fn cache(&self) -> &CandidateCache {
-        &self.cache
+    pub fn posterior(&self) -> &CandidatePosterior {
+        &self.posterior
+    }
+
+    /// Which candidates have been queried so far.
+    pub fn observed(&self) -> &[bool] {
+        &self.observed
     }
 }
 
 impl Episode for FiniteEpisode {
     fn initial(&mut self) -> Result<Vec<f64>, JobError> {
-        let index = self.init_rng.random_range(0..self.problem.f.len());
+        let n = self.problem.f.len();
+        let index = match self.problem.protocol.initial_index {
+            Some(i) if i < n => i,
+            Some(i) => return Err(JobError::Invalid(format!("initial index {i} out of range for {n} candidates"))),
+            None => self.init_rng.random_range(0..n),
+        };
         self.observe(Choice { index, beta_sqrt: f64::NAN, af_max: f64::NAN })
     }
 
     fn step(&mut self, step: u32) -> Result<Vec<f64>, JobError> {
+        let excluded = if self.problem.protocol.allow_repeats {
+            None
+        } else if self.n_observed == self.observed.len() {
+            return Err(JobError::Invalid(format!(
+                "step {step}: all {} candidates are observed and repeats are off",
+                self.observed.len()
+            )));
+        } else {
+            Some(self.observed.as_slice())
+        };
         let choice =
-            self.acquisition.select(step, self.cache.mean(), self.cache.var(), self.problem.theta, &mut self.algo_rng);
+            self.acquisition.select_in(step, self.posterior.view(), self.problem.theta, excluded, &mut self.algo_rng);
         self.observe(choice)
     }
 }

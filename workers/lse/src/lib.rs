@@ -5,10 +5,13 @@
 //! expensive black box from noisy queries. Every method classifies by the posterior
 //! mean (`H_t = {mu_{t-1} >= theta}`) and differs only in its acquisition function.
 //!
-//! This crate holds the finite 2-D block of the paper's section 5.1: benchmarks
-//! [`benchmarks::sinusoidal`], [`benchmarks::himmelblau`] and a fresh GP sample path
-//! per seed, and the algorithms Random, US, Straddle and the proposed randomized
-//! straddle. It is plain synchronous Rust: run an episode directly in tests.
+//! This crate holds the finite blocks: the 2-D benchmarks of the paper's section 5.1
+//! ([`benchmarks::sinusoidal`], [`benchmarks::himmelblau`] and a fresh GP sample path
+//! per seed), the stand-in for the carrier-lifetime map of section 5.3
+//! ([`benchmarks::carrier_lifetime`]: exact observations, no re-observation) and the 1-D
+//! toy of Figure 2 ([`benchmarks::toy_1d`]); and the algorithms Random, US, Straddle, LSE,
+//! MILE and the proposed randomized straddle. It is plain synchronous Rust: run an episode
+//! directly in tests.
 //!
 //! ```
 //! use armada_core::{Family, JobSpec, Registry, run_job};
@@ -26,11 +29,11 @@ pub mod benchmarks;
 mod episode;
 pub mod metrics;
 
-pub use episode::{FiniteEpisode, METRICS};
+pub use episode::{CandidatePosterior, FiniteEpisode, METRICS};
 
 use algorithms::{Acquisition, ALGORITHMS};
 use armada_core::{ComponentDef, Episode, Family, JobError, JobStreams, MetricDef, ValidJob};
-use benchmarks::FINITE_2D;
+use benchmarks::BENCHMARKS;
 
 /// The `lse` family as the registry sees it.
 pub struct LseFamily;
@@ -45,7 +48,7 @@ impl Family for LseFamily {
     }
 
     fn benchmarks(&self) -> &'static [ComponentDef] {
-        &FINITE_2D
+        &BENCHMARKS
     }
 
     fn algorithms(&self) -> &'static [ComponentDef] {
@@ -66,6 +69,8 @@ impl Family for LseFamily {
             "gp-sample-path" => benchmarks::gp_sample_path_kron(&mut streams.env("fpath"))?,
             "sinusoidal" => benchmarks::sinusoidal(),
             "himmelblau" => benchmarks::himmelblau(),
+            "carrier-lifetime" => benchmarks::carrier_lifetime(),
+            "toy-1d" => benchmarks::toy_1d(),
             other => return Err(JobError::Invalid(format!("unknown lse benchmark `{other}`"))),
         };
         let acquisition = Acquisition::from_params(&spec.algorithm, &spec.algorithm_params, problem.f.len())?;

@@ -1,13 +1,19 @@
 //! Acquisition rules of the finite experiments (spec section 2): each picks the next
-//! candidate index from the current posterior mean and variance on the candidate set.
+//! candidate index from the current posterior mean and variance on the candidate set (MILE
+//! also reads the full covariance), optionally excluding already observed candidates (the
+//! noise-free protocol of spec 4.4).
 
 mod gotovos;
+pub mod max_value;
+mod mile;
 mod straddle;
 
 pub use gotovos::{lse_beta_sqrt, RunningIntersection};
+pub use mile::{mile_af, mile_probability, std_normal_cdf, C_TINY};
 pub use straddle::{chi2_2_sqrt, randomized_straddle_af, straddle_af};
 
 use armada_core::{ComponentDef, JobError, ParamDef, ParamKind, Params};
+use armada_gp::CandidateCovariance;
 use rand::Rng;
 
 /// How remaining exact ties in an argmax are broken (spec section 2.8).
@@ -45,6 +51,32 @@ pub enum Acquisition {
     /// `ucbT`/`lcbT` are running intersections over iterations when `intersection` is set
     /// (finite sets), and this iteration's bounds otherwise.
     Lse { card_x: f64, delta: f64, intersection: Option<RunningIntersection>, tie: TieBreak },
+    /// MILE of Zanette et al. 2019 as the paper runs it (section 2.7): the expected number of
+    /// confident upper-set points one step ahead, `sum_x' p(x'|x) - |S_{t-1}|`, with a fixed
+    /// `beta^{1/2}`. Needs the full posterior covariance ([`PosteriorView::cov`]).
+    Mile { beta_sqrt: f64, tie: TieBreak },
+}
+
+/// What an acquisition rule reads of the posterior on the candidate set.
+#[derive(Clone, Copy, Debug)]
+pub struct PosteriorView<'a> {
+    pub mean: &'a [f64],
+    pub var: &'a [f64],
+    /// The full posterior covariance; required by the rules whose
+    /// [`Acquisition::needs_covariance`] is true (MILE), ignored by the others.
+    pub cov: Option<&'a CandidateCovariance>,
+}
+
+impl<'a> PosteriorView<'a> {
+    /// Mean and variance only.
+    pub fn new(mean: &'a [f64], var: &'a [f64]) -> Self {
+        PosteriorView { mean, var, cov: None }
+    }
+
+    /// Mean, variance and covariance of a [`CandidateCovariance`].
+    pub fn full(cov: &'a CandidateCovariance) -> Self {
+        PosteriorView { mean: cov.mean(), var: cov.var(), cov: Some(cov) }
+    }
 }
 
 /// One acquisition decision and what the records report about it.
@@ -64,7 +96,7 @@ const TIE_BREAK: ParamDef = ParamDef {
 };
 
 /// The registry entries of the finite-set algorithms.
-pub const ALGORITHMS: [ComponentDef; 5] = [
+pub const ALGORITHMS: [ComponentDef; 6] = [
     ComponentDef { name: "random", doc: "uniform random candidate, with replacement (spec 2.3)", params: &[] },
     ComponentDef {
         name: "us",
@@ -118,6 +150,19 @@ pub const ALGORITHMS: [ComponentDef; 5] = [
             TIE_BREAK,
         ],
     },
+    ComponentDef {
+        name: "mile",
+        doc: "MILE of Zanette et al. 2019 (RMILE with eps = 0, gamma = -inf): expected confident upper-set size \
+              one step ahead; finite sets only, O(N^2) per step (spec 2.7)",
+        params: &[
+            ParamDef {
+                name: "beta_sqrt",
+                kind: ParamKind::Float { min: 0.0, max: 1e3, default: 3.0 },
+                doc: "the fixed confidence multiplier beta^1/2 of the confident set (paper: 3)",
+            },
+            TIE_BREAK,
+        ],
+    },
 ];
 
 impl Acquisition {
@@ -149,30 +194,65 @@ impl Acquisition {
                 intersection: params.bool("intersection")?.then(|| RunningIntersection::new(n_candidates)),
                 tie: tie()?,
             },
+            "mile" => Acquisition::Mile { beta_sqrt: params.float("beta_sqrt")?, tie: tie()? },
             other => return Err(JobError::Invalid(format!("unknown lse algorithm `{other}`"))),
         })
     }
 
-    /// Choose the candidate of iteration `t` (from 1). `rng` is the algorithm's private stream.
+    /// Whether the rule reads the full posterior covariance (then the episode keeps a
+    /// [`CandidateCovariance`] instead of the cheaper mean/variance cache).
+    pub fn needs_covariance(&self) -> bool {
+        matches!(self, Acquisition::Mile { .. })
+    }
+
+    /// Choose the candidate of iteration `t` (from 1) from the mean and variance, with repeats
+    /// allowed. `rng` is the algorithm's private stream.
+    ///
+    /// # Panics
+    /// For MILE, which needs the covariance: use [`Acquisition::select_in`].
     pub fn select<R: Rng + ?Sized>(&mut self, t: u32, mean: &[f64], var: &[f64], theta: f64, rng: &mut R) -> Choice {
+        self.select_in(t, PosteriorView::new(mean, var), theta, None, rng)
+    }
+
+    /// Choose the candidate of iteration `t` (from 1). Candidates with `excluded[i]` set are
+    /// never chosen (spec 4.4: no re-observation in the noise-free experiment): every argmax
+    /// skips them, Random draws uniformly from the rest. At least one candidate must be allowed.
+    ///
+    /// # Panics
+    /// If the rule needs the covariance and `post.cov` is `None` (programmer error).
+    pub fn select_in<R: Rng + ?Sized>(
+        &mut self,
+        t: u32,
+        post: PosteriorView<'_>,
+        theta: f64,
+        excluded: Option<&[bool]>,
+        rng: &mut R,
+    ) -> Choice {
+        let (mean, var) = (post.mean, post.var);
         let n = mean.len();
         match self {
-            Acquisition::Random => Choice { index: rng.random_range(0..n), beta_sqrt: f64::NAN, af_max: f64::NAN },
+            Acquisition::Random => {
+                Choice { index: uniform_allowed(n, excluded, rng), beta_sqrt: f64::NAN, af_max: f64::NAN }
+            }
             &mut Acquisition::Uncertainty { tie } => {
-                let (index, af_max) = argmax(var.iter().copied(), tie, rng);
+                let (index, af_max) = argmax_allowed(var.iter().copied(), excluded, tie, rng);
                 Choice { index, beta_sqrt: f64::NAN, af_max }
             }
             &mut Acquisition::Straddle { beta_sqrt, tie } => {
-                let (index, af_max) = argmax(straddle_af(mean, var, theta, beta_sqrt), tie, rng);
+                let (index, af_max) = argmax_allowed(straddle_af(mean, var, theta, beta_sqrt), excluded, tie, rng);
                 Choice { index, beta_sqrt, af_max }
             }
             &mut Acquisition::RandomizedStraddle { zero_rule, tie } => {
                 let beta_sqrt = chi2_2_sqrt(rng);
-                let (index, af_max) = argmax(randomized_straddle_af(mean, var, theta, beta_sqrt), tie, rng);
+                let (index, af_max) =
+                    argmax_allowed(randomized_straddle_af(mean, var, theta, beta_sqrt), excluded, tie, rng);
                 let index = match (af_max > 0.0, zero_rule) {
                     (true, _) => index,
-                    (false, ZeroRule::Straddle) => argmax(straddle_af(mean, var, theta, beta_sqrt), tie, rng).0,
-                    (false, ZeroRule::FirstIndex) => 0,
+                    (false, ZeroRule::Straddle) => {
+                        argmax_allowed(straddle_af(mean, var, theta, beta_sqrt), excluded, tie, rng).0
+                    }
+                    // numpy `argmax` of an all-zero AF: the first (allowed) index.
+                    (false, ZeroRule::FirstIndex) => excluded.map_or(0, |m| m.iter().position(|&e| !e).unwrap_or(0)),
                 };
                 Choice { index, beta_sqrt, af_max }
             }
@@ -181,13 +261,44 @@ impl Acquisition {
                 let (index, af_max) = match intersection {
                     Some(bounds) => {
                         bounds.update(mean, var, beta_sqrt);
-                        argmax(bounds.ambiguity(theta), *tie, rng)
+                        argmax_allowed(bounds.ambiguity(theta), excluded, *tie, rng)
                     }
                     // Without intersection the ambiguity is exactly the straddle with the growing beta_t.
-                    None => argmax(straddle_af(mean, var, theta, beta_sqrt), *tie, rng),
+                    None => argmax_allowed(straddle_af(mean, var, theta, beta_sqrt), excluded, *tie, rng),
                 };
                 Choice { index, beta_sqrt, af_max }
             }
+            &mut Acquisition::Mile { beta_sqrt, tie } => {
+                let cov = post.cov.expect("MILE needs the full posterior covariance (PosteriorView::cov)");
+                // Excluded candidates are NaN in the AF already, so a plain argmax skips them.
+                let (index, af_max) = argmax(mile_af(cov, theta, beta_sqrt, excluded).into_iter(), tie, rng);
+                Choice { index, beta_sqrt, af_max }
+            }
+        }
+    }
+}
+
+/// [`argmax`] over the candidates not `excluded` (excluded entries never win).
+pub fn argmax_allowed<R: Rng + ?Sized>(
+    values: impl Iterator<Item = f64>,
+    excluded: Option<&[bool]>,
+    tie: TieBreak,
+    rng: &mut R,
+) -> (usize, f64) {
+    match excluded {
+        None => argmax(values, tie, rng),
+        Some(mask) => argmax(values.zip(mask).map(|(v, &e)| if e { f64::NAN } else { v }), tie, rng),
+    }
+}
+
+/// A uniform index among the candidates not `excluded` (all of `0..n` when `None`).
+fn uniform_allowed<R: Rng + ?Sized>(n: usize, excluded: Option<&[bool]>, rng: &mut R) -> usize {
+    match excluded {
+        None => rng.random_range(0..n),
+        Some(mask) => {
+            let n_allowed = mask.iter().filter(|&&e| !e).count();
+            let r = rng.random_range(0..n_allowed);
+            mask.iter().enumerate().filter(|(_, &e)| !e).nth(r).map_or(0, |(i, _)| i)
         }
     }
 }
@@ -227,6 +338,34 @@ mod tests {
         for i in [1, 3, 5] {
             assert!((900..1100).contains(&counts[i]), "{counts:?}");
         }
+    }
+
+    /// Spec 4.4: excluded candidates never win an argmax (even when they hold the maximum),
+    /// and Random draws uniformly from the allowed ones only.
+    #[test]
+    fn exclusion_mask_is_respected() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(8);
+        let v = [1.0, 3.0, 2.0, 3.0, 0.5, 2.0];
+        let excluded = [false, true, false, true, false, false];
+        assert_eq!(argmax_allowed(v.iter().copied(), Some(&excluded), TieBreak::LowestIndex, &mut rng), (2, 2.0));
+        assert_eq!(argmax_allowed(v.iter().copied(), None, TieBreak::LowestIndex, &mut rng), (1, 3.0));
+        let mut counts = [0u32; 6];
+        let mut random = Acquisition::Random;
+        for _ in 0..4000 {
+            let post = PosteriorView::new(&v, &v);
+            counts[random.select_in(1, post, 0.0, Some(&excluded), &mut rng).index] += 1;
+        }
+        assert_eq!(counts[1] + counts[3], 0);
+        // 1000 expected per allowed index; sd sqrt(4000 * 1/4 * 3/4) = 27.
+        for i in [0, 2, 4, 5] {
+            assert!((880..1120).contains(&counts[i]), "{counts:?}");
+        }
+        // Paper-literal zero rule: the first allowed index.
+        let mut literal =
+            Acquisition::RandomizedStraddle { zero_rule: ZeroRule::FirstIndex, tie: TieBreak::LowestIndex };
+        let (mean, var) = ([5.0, 4.0, -3.0], [0.01, 0.04, 0.01]);
+        let c = literal.select_in(1, PosteriorView::new(&mean, &var), 0.0, Some(&[true, false, false]), &mut rng);
+        assert_eq!((c.index, c.af_max), (1, 0.0));
     }
 
     #[test]

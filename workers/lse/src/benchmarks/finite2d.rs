@@ -1,7 +1,7 @@
 //! The finite 2-D synthetic block (spec section 4.2, paper section 5.1): three cases on
 //! a 50 x 50 grid, each with the paper's Gaussian kernel `sf2 * exp(-||x-x'||^2 / L)`.
 
-use super::FiniteProblem;
+use super::{FiniteProblem, Protocol};
 use armada_core::{ComponentDef, JobError};
 use armada_gp::{Kernel, Points};
 use faer::{Mat, Side};
@@ -46,7 +46,7 @@ pub fn grid_2d(n: usize, (l1, u1): (f64, f64), (l2, u2): (f64, f64)) -> Points {
     Points::from_rows(2, data)
 }
 
-fn linspace(lo: f64, hi: f64, n: usize) -> Vec<f64> {
+pub(crate) fn linspace(lo: f64, hi: f64, n: usize) -> Vec<f64> {
     let step = (hi - lo) / (n - 1) as f64;
     (0..n).map(|i| if i == n - 1 { hi } else { lo + step * i as f64 }).collect()
 }
@@ -66,6 +66,7 @@ pub fn sinusoidal() -> FiniteProblem {
         theta: 1.0,
         kernel: Kernel::squared_exponential_paper_l(2f64.exp(), 2.0 * (-3f64).exp(), 2),
         noise_var: (-2f64).exp(),
+        protocol: Protocol::NOISY,
     }
 }
 
@@ -84,6 +85,7 @@ pub fn himmelblau() -> FiniteProblem {
         theta: 0.0,
         kernel: Kernel::squared_exponential_paper_l(8f64.exp(), 2.0, 2),
         noise_var: 4f64.exp(),
+        protocol: Protocol::NOISY,
     }
 }
 
@@ -111,6 +113,7 @@ pub fn gp_sample_path_kron<R: Rng + ?Sized>(rng: &mut R) -> Result<FiniteProblem
         theta: 0.5,
         kernel: Kernel::squared_exponential_paper_l(1.0, 2.0, 2),
         noise_var: 1e-6,
+        protocol: Protocol::NOISY,
     })
 }
 

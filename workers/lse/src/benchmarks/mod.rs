@@ -1,15 +1,24 @@
 //! Benchmarks of the LSE paper: a finite candidate set, the true function on it,
 //! the threshold, and the GP model the paper fixes for it (spec sections 3 and 4).
 
+mod carrier;
 mod finite2d;
+mod toy1d;
 
+pub use carrier::{carrier_lifetime, carrier_lifetime_raw, CARRIER_LIFETIME};
 pub use finite2d::{gp_sample_path_kron, grid_2d, himmelblau, sinusoidal, FINITE_2D};
+pub use toy1d::{toy_1d, toy_1d_f, TOY_1D};
 
+use armada_core::ComponentDef;
 use armada_gp::{Kernel, Points};
 
+/// Every finite benchmark of the family, in registry order.
+pub const BENCHMARKS: [ComponentDef; 5] = [FINITE_2D[0], FINITE_2D[1], FINITE_2D[2], CARRIER_LIFETIME, TOY_1D];
+
 /// A finite level-set problem: the candidate set `X`, the noise-free `f` on it,
-/// the threshold `theta`, and the fixed GP model (kernel and noise variance, which is
-/// also the variance of the observation noise).
+/// the threshold `theta`, the fixed GP model (kernel and noise variance, which is
+/// also the variance of the observation noise when observations are noisy), and how the
+/// experiment observes.
 #[derive(Clone, Debug)]
 pub struct FiniteProblem {
     pub candidates: Points,
@@ -17,6 +26,35 @@ pub struct FiniteProblem {
     pub theta: f64,
     pub kernel: Kernel,
     pub noise_var: f64,
+    pub protocol: Protocol,
+}
+
+/// How a finite experiment observes (spec sections 2.1, 4.1 and 4.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Protocol {
+    /// `y = f(x) + eps`, `eps ~ N(0, noise_var)`. When false, `y = f(x)` exactly and
+    /// `noise_var` is only the GP's nugget (spec 4.4).
+    pub noisy_observations: bool,
+    /// Whether a candidate may be queried again. When false, observed candidates are excluded
+    /// from every argmax and Random draws from the unobserved ones (spec 4.4, gotcha 11).
+    pub allow_repeats: bool,
+    /// A fixed initial candidate instead of a uniform random one (spec 4.1: Figure 2 starts
+    /// at `x = -5`).
+    pub initial_index: Option<usize>,
+}
+
+impl Protocol {
+    /// The synthetic experiments (spec 2.1): noisy data, repeats allowed, random initial point.
+    pub const NOISY: Protocol = Protocol { noisy_observations: true, allow_repeats: true, initial_index: None };
+    /// The real-data experiment (spec 4.4): exact observations, no candidate queried twice.
+    pub const NOISE_FREE_NO_REPEAT: Protocol =
+        Protocol { noisy_observations: false, allow_repeats: false, initial_index: None };
+}
+
+impl Default for Protocol {
+    fn default() -> Self {
+        Protocol::NOISY
+    }
 }
 
 impl FiniteProblem {

@@ -1,0 +1,317 @@
+//! MILE (Zanette et al. 2019) as the randomized-straddle paper runs it (spec section 2.7):
+//! RMILE with `eps = 0` and `gamma = -inf`, confidence `beta^{1/2} = 3`, finite sets only.
+//!
+//! With the current confident super-level set `S_{t-1} = {x' : mu(x') - beta^{1/2} sigma(x') > theta}`
+//! (strict `>`), for a candidate query `x`:
+//!
+//! ```text
+//! s(x)^2          = sigma^2(x) + sigma_noise^2
+//! c(x', x)        = Cov(f(x'), f(x))
+//! sigma_t^2(x'|x) = max(sigma^2(x') - c^2 / s^2, 0)
+//! p(x'|x)         = Phi((mu(x') - beta^{1/2} sigma_t(x'|x) - theta) s / |c|)     if c != 0
+//!                 = 1[mu(x') - beta^{1/2} sigma(x') > theta]                      if c == 0
+//! a(x)            = sum_{x'} p(x'|x) - |S_{t-1}|
+//! ```
+//!
+//! `p(x'|x)` is the probability, over the fantasy `y ~ N(mu(x), s^2)`, that `x'` is in the
+//! confident set after observing `(x, y)`: `mu_t(x') = mu(x') + (c/s) Z` with `Z ~ N(0, 1)`.
+//!
+//! Cost: `N^2` terms per iteration. [`mile_af`] reads one contiguous covariance row per `x`,
+//! precomputes the per-`x'` quantities once per iteration, and skips the `x'` whose term is
+//! the same for every `x` (see [`mile_af`]), without allocating inside the double loop.
+
+use armada_gp::CandidateCovariance;
+
+/// `|c|` below this is treated as 0 (spec 2.7 numerics): it only guards the `0/0` of a zero
+/// numerator, since for any larger `|c|` the saturation tests below are exact.
+pub const C_TINY: f64 = 1e-300;
+
+/// `Phi(z)` rounds to exactly 1.0 in double precision for `z >= Z_ONE` (`1 - Phi(8.5) = 9.5e-18`,
+/// below half an ulp of 1).
+const Z_ONE: f64 = 8.5;
+
+/// `Phi(z)` is treated as 0 for `z <= -Z_ZERO`: `Phi(-10) = 7.6e-24`, so over `N <= 10^6` terms
+/// the sum changes by less than `1e-17`, far below its own rounding error.
+const Z_ZERO: f64 = 10.0;
+
+/// Standard normal CDF `Phi(z) = erfc(-z / sqrt 2) / 2` (libm's erfc: accurate in both tails,
+/// unlike `1 - erf`).
+#[inline]
+pub fn std_normal_cdf(z: f64) -> f64 {
+    0.5 * libm::erfc(-z * std::f64::consts::FRAC_1_SQRT_2)
+}
+
+/// `p(x'|x)` of spec 2.7 for one pair, straight from the formula: `dmu = mu(x') - theta`,
+/// `var_p = sigma^2(x')`, `c = Cov(f(x'), f(x))`, `s2 = sigma^2(x) + sigma_noise^2`.
+pub fn mile_probability(dmu: f64, var_p: f64, c: f64, s2: f64, beta_sqrt: f64) -> f64 {
+    if c.abs() < C_TINY {
+        return if dmu - beta_sqrt * var_p.max(0.0).sqrt() > 0.0 { 1.0 } else { 0.0 };
+    }
+    let sigma_t = (var_p.max(0.0) - c * c / s2).max(0.0).sqrt();
+    std_normal_cdf((dmu - beta_sqrt * sigma_t) * s2.sqrt() / c.abs())
+}
+
+/// One `x'` whose term depends on `x` (see [`mile_af`]).
+#[derive(Clone, Copy)]
+struct Active {
+    index: usize,
+    /// `mu(x') - theta`.
+    dmu: f64,
+    /// `sigma^2(x')`.
+    var: f64,
+    /// `1[x' in S_{t-1}]`, the term when `c = 0`.
+    confident: f64,
+}
+
+/// The MILE acquisition `a(x)` for every candidate `x` (spec 2.7); excluded `x` get NaN so an
+/// argmax never picks them. Every `x'` still counts in the sums.
+///
+/// Speed: with `num = mu(x') - theta - beta^{1/2} sigma_t(x'|x)` and `z = num s / |c|`,
+/// Cauchy-Schwarz (`|c| <= sigma(x) sigma(x')`) and `s >= sigma(x)` give, for every `x`:
+/// if `mu(x') - theta - beta^{1/2} sigma(x') > Z_ONE sigma(x')` then `z >= Z_ONE` and the term is
+/// exactly 1.0; if `mu(x') - theta < 0` and `<= -Z_ZERO sigma(x')`, then `z <= -Z_ZERO` and the
+/// term is below `Phi(-10)`. Those `x'` are counted once per iteration; the double loop runs
+/// over the rest only, and inside it the same saturation tests on `z` skip most `erfc` calls.
+pub fn mile_af(cov: &CandidateCovariance, theta: f64, beta_sqrt: f64, excluded: Option<&[bool]>) -> Vec<f64> {
+    let n = cov.len();
+    let (mean, var) = (cov.mean(), cov.var());
+    let noise = cov.noise_var();
+    let mut n_confident = 0usize; // |S_{t-1}|
+    let mut n_always_one = 0usize;
+    let mut active = Vec::with_capacity(n);
+    for (index, (&mu, &v)) in mean.iter().zip(var).enumerate() {
+        let dmu = mu - theta;
+        let sd = v.max(0.0).sqrt();
+        let margin = dmu - beta_sqrt * sd;
+        n_confident += (margin > 0.0) as usize;
+        if margin > Z_ONE * sd {
+            n_always_one += 1;
+        } else if !(dmu < 0.0 && dmu <= -Z_ZERO * sd) {
+            active.push(Active { index, dmu, var: v.max(0.0), confident: f64::from(margin > 0.0) });
+        }
+    }
+    // The integer part is exact; the fractional sums are added to it at the end.
+    let offset = n_always_one as f64 - n_confident as f64;
+
+    let mut af = vec![f64::NAN; n];
+    for (x, a) in af.iter_mut().enumerate() {
+        if excluded.is_some_and(|mask| mask[x]) {
+            continue;
+        }
+        let row = cov.cov_row(x);
+        let s2 = var[x] + noise;
+        let s = s2.sqrt();
+        let inv_s2 = 1.0 / s2;
+        let mut sum = 0.0;
+        for p in &active {
+            let c = row[p.index];
+            let abs_c = c.abs();
+            if abs_c < C_TINY {
+                sum += p.confident;
+                continue;
+            }
+            let sigma_t = (p.var - c * c * inv_s2).max(0.0).sqrt();
+            let num_s = (p.dmu - beta_sqrt * sigma_t) * s;
+            // z = num_s / |c|, compared without dividing first.
+            if num_s >= Z_ONE * abs_c {
+                sum += 1.0;
+            } else if num_s > -Z_ZERO * abs_c {
+                sum += std_normal_cdf(num_s / abs_c);
+            }
+        }
+        *a = sum + offset;
+    }
+    af
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use armada_gp::{Gp, Kernel, Points};
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+    use rand_distr::StandardNormal;
+
+    /// Reference values of `Phi` from mpmath at 40 digits (`mpmath.ncdf(z)`, the script is
+    /// `for z in [...]: print(mp.nstr(mp.ncdf(z), 20))` with `mp.mp.dps = 40`).
+    #[test]
+    #[allow(clippy::excessive_precision)] // the digits as mpmath printed them
+    fn normal_cdf_matches_reference_values_in_both_tails() {
+        let table = [
+            (0.0, 0.5),
+            (1.0, 0.841_344_746_068_542_95),
+            (-1.0, 0.158_655_253_931_457_05),
+            (1.96, 0.975_002_104_851_779_56),
+            (-1.96, 0.024_997_895_148_220_436),
+            (-3.0, 0.001_349_898_031_630_094_5),
+            (3.5, 0.999_767_370_920_964_47),
+            (-5.0, 2.866_515_718_791_939_1e-7),
+            (-10.0, 7.619_853_024_160_526e-24),
+            (-20.0, 2.753_624_118_606_233_7e-89),
+            (-37.0, 5.725_571_222_524_576_8e-300),
+        ];
+        for (z, want) in table {
+            let got = std_normal_cdf(z);
+            // The rounding of -z/sqrt2 alone is amplified by the tail's condition number ~ z^2.
+            let tol = 2e-15 * (1.0 + z * z);
+            assert!((got - want).abs() <= tol * want, "Phi({z}) = {got:e}, want {want:e}");
+        }
+        // 1 - Phi(8) = 6.22e-16 is still resolved; 1 - Phi(8.5) = 9.5e-18 rounds to exactly 1,
+        // which is what the saturation shortcut Z_ONE relies on.
+        assert!((1.0 - std_normal_cdf(8.0) - 6.220_960_574_271_784e-16).abs() < 1.2e-16);
+        assert_eq!(std_normal_cdf(Z_ONE), 1.0);
+        assert!(std_normal_cdf(-Z_ZERO) < 1e-23);
+    }
+
+    /// A small problem with data: 25 candidates on [0, 4], 4 noisy observations.
+    fn small_problem(noise: f64) -> (Kernel, Points, Vec<usize>, Vec<f64>, CandidateCovariance) {
+        let kernel = Kernel::squared_exponential(1.5, vec![0.6]);
+        let cands = Points::from_rows(1, (0..25).map(|i| i as f64 / 6.0).collect());
+        let obs = vec![3usize, 9, 14, 21];
+        let ys = vec![1.2, -0.4, 0.9, 1.6];
+        let mut cov = CandidateCovariance::new(kernel.clone(), noise, cands.clone());
+        for (&j, &y) in obs.iter().zip(&ys) {
+            cov.observe_candidate(j, y).unwrap();
+        }
+        (kernel, cands, obs, ys, cov)
+    }
+
+    /// Spec appendix A.5: `p(x'|x)` against a Monte-Carlo over 1e5 fantasy observations
+    /// `y ~ N(mu(x), s^2)`, each refitting the GP with `(x, y)` through `Gp::append` + `predict`
+    /// (an independent route: Cholesky appends, not the covariance downdate). Pairs with
+    /// positive and negative covariance and probabilities away from 0 and 1.
+    #[test]
+    fn probability_matches_monte_carlo_refits() {
+        let noise = 0.05;
+        let (theta, beta_sqrt) = (0.3, 1.0);
+        let (kernel, cands, obs, ys, cov) = small_problem(noise);
+        let mut x_obs = Points::new(1);
+        for &j in &obs {
+            x_obs.push(cands.row(j));
+        }
+        let (base, _) = Gp::fit(kernel, noise, x_obs, ys).unwrap();
+        let (mu, var) = base.predict(&cands);
+
+        // Pick pairs (x', x) deterministically: the ones with the most extreme covariances
+        // of each sign among pairs whose p is in (0.05, 0.95).
+        let mut pairs = Vec::new();
+        for sign in [1.0, -1.0] {
+            let mut best = None;
+            for x in 0..25 {
+                for xp in 0..25 {
+                    let c = cov.cov(xp, x);
+                    let p = mile_probability(mu[xp] - theta, var[xp], c, var[x] + noise, beta_sqrt);
+                    if c * sign > 0.0 && (0.05..0.95).contains(&p) && best.is_none_or(|(_, _, b)| c * sign > b) {
+                        best = Some((xp, x, c * sign));
+                    }
+                }
+            }
+            let (xp, x, _) = best.expect("a pair with a moderate probability");
+            pairs.push((xp, x));
+        }
+        assert!(cov.cov(pairs[1].0, pairs[1].1) < 0.0);
+
+        let mut rng = ChaCha8Rng::seed_from_u64(99);
+        let n_draws = 100_000;
+        for (xp, x) in pairs {
+            let s2 = var[x] + noise;
+            let p = mile_probability(mu[xp] - theta, var[xp], cov.cov(xp, x), s2, beta_sqrt);
+            let q = Points::from_rows(1, cands.row(xp).to_vec());
+            let mut hits = 0usize;
+            let mut var_after = f64::NAN;
+            for _ in 0..n_draws {
+                let y = mu[x] + s2.sqrt() * rng.sample::<f64, _>(StandardNormal);
+                let mut gp = base.clone();
+                gp.append(cands.row(x), y).unwrap();
+                let (m1, v1) = gp.predict(&q);
+                var_after = v1[0];
+                hits += (m1[0] - beta_sqrt * v1[0].sqrt() > theta) as usize;
+            }
+            // The one-step-ahead variance is deterministic: check it exactly.
+            let c = cov.cov(xp, x);
+            let sigma_t2 = var[xp] - c * c / s2;
+            assert!((var_after - sigma_t2).abs() < 1e-10, "sigma_t^2: {var_after} vs {sigma_t2}");
+            let freq = hits as f64 / n_draws as f64;
+            let se = (p * (1.0 - p) / n_draws as f64).sqrt();
+            assert!((freq - p).abs() < 4.5 * se, "pair ({xp},{x}) c={c:.3}: MC {freq} vs p {p} (se {se:.1e})");
+        }
+    }
+
+    /// The pruned double loop of `mile_af` against the formula applied to every pair, with a
+    /// mask, on a problem where some x' are saturated at 1, some at 0 and some are active.
+    #[test]
+    fn pruned_af_equals_the_plain_double_sum() {
+        let noise = 1e-4;
+        let (theta, beta_sqrt) = (0.5, 3.0);
+        let (_, _, _, _, mut cov) = small_problem(noise);
+        for (j, y) in [(0, 3.0), (1, 3.1), (2, 3.0), (24, -4.0), (23, -4.2), (22, -4.1), (22, -4.1)] {
+            cov.observe_candidate(j, y).unwrap();
+        }
+        let mut excluded = vec![false; 25];
+        excluded[5] = true;
+        let af = mile_af(&cov, theta, beta_sqrt, Some(&excluded));
+        let (mu, var) = (cov.mean(), cov.var());
+        let s_count = (0..25).filter(|&k| mu[k] - beta_sqrt * var[k].sqrt() > theta).count();
+        let mut n_saturated = (0, 0);
+        for x in 0..25 {
+            let plain: f64 = (0..25)
+                .map(|xp| mile_probability(mu[xp] - theta, var[xp], cov.cov(xp, x), var[x] + noise, beta_sqrt))
+                .sum::<f64>()
+                - s_count as f64;
+            if x == 5 {
+                assert!(af[x].is_nan());
+            } else {
+                assert!((af[x] - plain).abs() < 1e-12, "x={x}: {} vs {plain}", af[x]);
+            }
+        }
+        for xp in 0..25 {
+            let (dmu, sd) = (mu[xp] - theta, var[xp].sqrt());
+            n_saturated.0 += (dmu - beta_sqrt * sd > Z_ONE * sd) as usize;
+            n_saturated.1 += (dmu <= -Z_ZERO * sd) as usize;
+        }
+        // The test covers both shortcuts.
+        assert!(n_saturated.0 > 0 && n_saturated.1 > 0, "{n_saturated:?}");
+        assert!(s_count > 0);
+    }
+
+    /// Hand-built case: a tight cluster of five candidates (spacing 0.1, lengthscale 1) and one
+    /// isolated candidate 50 away, prior only, `theta = -1` (every mean is 1 above it; nothing is
+    /// confident since `1 - 3 sigma < 0`). One observation in the cluster pins all five points
+    /// (correlations >= 0.92), each then confident with probability about Phi(1) ~ 0.8; the
+    /// isolated point can only gain itself. So MILE must query the cluster, and there its
+    /// middle point (index 2), the one most correlated with the other four. The exact AF is
+    /// also checked against a Monte-Carlo of the expected confident-set size by GP refits.
+    #[test]
+    fn picks_the_middle_of_the_correlated_cluster() {
+        let noise = 0.01;
+        let (theta, beta_sqrt) = (-1.0, 3.0);
+        let kernel = Kernel::squared_exponential(1.0, vec![1.0]);
+        let cands = Points::from_rows(1, vec![0.0, 0.1, 0.2, 0.3, 0.4, 50.0]);
+        let cov = CandidateCovariance::new(kernel.clone(), noise, cands.clone());
+        let af = mile_af(&cov, theta, beta_sqrt, None);
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let argmax = crate::algorithms::argmax(af.iter().copied(), crate::algorithms::TieBreak::LowestIndex, &mut rng);
+        assert_eq!(argmax.0, 2, "{af:?}");
+        // Symmetry of the cluster, and the isolated point far behind.
+        assert!((af[0] - af[4]).abs() < 1e-12 && (af[1] - af[3]).abs() < 1e-12);
+        assert!(af[2] > af[1] && af[1] > af[0] && af[0] > 3.0 * af[5]);
+
+        let n_draws = 20_000;
+        for x in [0usize, 2, 5] {
+            let mut total = 0.0;
+            let mut total_sq = 0.0;
+            for _ in 0..n_draws {
+                let y = (1.0 + noise).sqrt() * rng.sample::<f64, _>(StandardNormal);
+                let mut gp = Gp::new(kernel.clone(), noise);
+                gp.append(cands.row(x), y).unwrap();
+                let (m1, v1) = gp.predict(&cands);
+                let size = m1.iter().zip(&v1).filter(|(m, v)| *m - beta_sqrt * v.sqrt() > theta).count() as f64;
+                total += size;
+                total_sq += size * size;
+            }
+            let mean = total / n_draws as f64;
+            let se = ((total_sq / n_draws as f64 - mean * mean) / n_draws as f64).sqrt();
+            assert!((mean - af[x]).abs() < 4.5 * se + 1e-9, "x={x}: MC {mean} vs a {} (se {se:.1e})", af[x]);
+        }
+    }
+}

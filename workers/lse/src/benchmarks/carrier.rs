@@ -1,0 +1,132 @@
+//! The real-data block (spec section 4.4, paper section 5.3): the carrier-lifetime map of a
+//! silicon-ingot surface on an 89 x 74 grid. The measured map is not public, so this is the
+//! spec's deterministic stand-in with the same grid, value range, kernel and protocol.
+
+use super::{FiniteProblem, Protocol};
+use armada_core::ComponentDef;
+use armada_gp::{Kernel, Points};
+use std::f64::consts::PI;
+
+/// Grid sizes: `x1 in {8, 10, ..., 184}` (89 values), `x2 in {8, 10, ..., 154}` (74 values).
+pub const N_X1: usize = 89;
+pub const N_X2: usize = 74;
+/// Range of the raw lifetime map stated by the paper.
+pub const LIFETIME_MIN: f64 = 0.091587;
+pub const LIFETIME_MAX: f64 = 7.4613;
+
+/// The registry entry of this block.
+pub const CARRIER_LIFETIME: ComponentDef = ComponentDef {
+    name: "carrier-lifetime",
+    doc: "deterministic stand-in for the non-public carrier-lifetime map (spec 4.4); curves will not match the \
+          paper's Figure 5 numerically. 89x74 grid x1 in {8..184}, x2 in {8..154} step 2; f = 3 - lifetime, \
+          theta = 0; Matern 3/2 variance 4 lengthscale 25, nugget 1e-6; noise-free observations, no candidate \
+          queried twice",
+    params: &[],
+};
+
+/// The grid `{(2a + 6, 2b + 6) : 1 <= a <= 89, 1 <= b <= 74}`, flattened x1-major like
+/// [`super::grid_2d`]: index `i * 74 + j` holds `(8 + 2i, 8 + 2j)`.
+pub fn carrier_grid() -> Points {
+    let mut data = Vec::with_capacity(2 * N_X1 * N_X2);
+    for i in 0..N_X1 {
+        for j in 0..N_X2 {
+            data.extend_from_slice(&[8.0 + 2.0 * i as f64, 8.0 + 2.0 * j as f64]);
+        }
+    }
+    Points::from_rows(2, data)
+}
+
+/// The stand-in's raw surface before rescaling (spec 4.4): a low-lifetime frame along the
+/// edges, two round dislocation-cluster blobs, one thin horizontal streak, and a small wave.
+///
+/// With `u = (x1 - 8)/176`, `v = (x2 - 8)/146`, `s(z) = 1/(1 + e^-z)`:
+/// `raw = edge (1 - blobs) + waves edge`.
+pub fn carrier_lifetime_raw(x1: f64, x2: f64) -> f64 {
+    let u = (x1 - 8.0) / 176.0;
+    let v = (x2 - 8.0) / 146.0;
+    let s = |z: f64| 1.0 / (1.0 + (-z).exp());
+    let edge = s((v - 0.10) / 0.03) * s((0.93 - v) / 0.02) * s((u - 0.05) / 0.02) * s((0.95 - u) / 0.02);
+    let blobs = 0.85 * (-((u - 0.30).powi(2) + (v - 0.55).powi(2)) / (2.0 * 0.06 * 0.06)).exp()
+        + 0.75 * (-((u - 0.70).powi(2) + (v - 0.35).powi(2)) / (2.0 * 0.05 * 0.05)).exp()
+        + 0.70 * (-((u - 0.55).powi(2) / (2.0 * 0.12 * 0.12) + (v - 0.75).powi(2) / (2.0 * 0.03 * 0.03))).exp();
+    let waves = 0.08 * (2.0 * PI * 3.0 * u).sin() * (2.0 * PI * 2.0 * v).sin();
+    edge * (1.0 - blobs) + waves * edge
+}
+
+/// The carrier-lifetime stand-in as an LSE problem (spec 4.4): the raw surface rescaled over
+/// the grid to `[0.091587, 7.4613]` (the lifetime `f~`), the black box `f = 3 - f~` with
+/// `theta = 0` (so `H*` is the red zone `f~ <= 3`), Matern 3/2 with variance 4 and
+/// lengthscale 25 in grid units, nugget `1e-6`, exact observations and no repeats.
+pub fn carrier_lifetime() -> FiniteProblem {
+    let candidates = carrier_grid();
+    let raw: Vec<f64> = candidates.iter().map(|x| carrier_lifetime_raw(x[0], x[1])).collect();
+    let (lo, hi) = raw.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &r| (lo.min(r), hi.max(r)));
+    let f = raw
+        .iter()
+        .map(|&r| {
+            let lifetime = LIFETIME_MIN + (LIFETIME_MAX - LIFETIME_MIN) * (r - lo) / (hi - lo);
+            3.0 - lifetime
+        })
+        .collect();
+    FiniteProblem {
+        candidates,
+        f,
+        theta: 0.0,
+        kernel: Kernel::matern32(4.0, vec![25.0, 25.0]),
+        noise_var: 1e-6,
+        protocol: Protocol::NOISE_FREE_NO_REPEAT,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grid_is_89_by_74_x1_major() {
+        let g = carrier_grid();
+        assert_eq!(g.len(), 6586);
+        assert_eq!(g.row(0), &[8.0, 8.0]);
+        assert_eq!(g.row(1), &[8.0, 10.0]);
+        assert_eq!(g.row(73), &[8.0, 154.0]);
+        assert_eq!(g.row(74), &[10.0, 8.0]);
+        assert_eq!(g.row(6585), &[184.0, 154.0]);
+    }
+
+    /// Spec 4.4 check values (spec author's numpy; re-computed with numpy from the same
+    /// formula: min 0.091587, max 7.4613, mean 4.72706, 1767 red-zone points).
+    #[test]
+    fn stand_in_matches_the_spec_check_values() {
+        let p = carrier_lifetime();
+        let lifetime: Vec<f64> = p.f.iter().map(|f| 3.0 - f).collect();
+        let (lo, hi) = lifetime.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &r| (lo.min(r), hi.max(r)));
+        assert!((lo - 0.091587).abs() < 1e-12 && (hi - 7.4613).abs() < 1e-12, "{lo} {hi}");
+        let mean = lifetime.iter().sum::<f64>() / 6586.0;
+        assert!((mean - 4.727).abs() < 5e-4, "{mean}");
+        let red = p.f.iter().filter(|&&f| f >= p.theta).count();
+        assert_eq!(red, 1767);
+        assert!((p.upper_fraction() - 0.2683).abs() < 5e-5);
+        // H* = {f >= 0} is exactly the red zone {lifetime <= 3}.
+        assert_eq!(lifetime.iter().filter(|&&l| l <= 3.0).count(), red);
+    }
+
+    /// The described shape: the frame (grid border) is red, the two blob centres and the
+    /// streak centre are red, and a point inside the frame away from the defects is not.
+    #[test]
+    fn stand_in_has_the_described_defects() {
+        let p = carrier_lifetime();
+        let at = |x1: usize, x2: usize| p.f[(x1 - 8) / 2 * N_X2 + (x2 - 8) / 2];
+        for (x1, x2) in [(8, 80), (184, 80), (96, 8), (96, 154)] {
+            assert!(at(x1, x2) > 0.0, "edge ({x1},{x2})");
+        }
+        // Centres (u, v) = (0.30, 0.55), (0.70, 0.35), (0.55, 0.75) at x = 8 + (176u, 146v), on the grid.
+        for (x1, x2) in [(60, 88), (130, 58), (104, 118)] {
+            assert!(at(x1, x2) > 0.0, "defect ({x1},{x2})");
+        }
+        // (u, v) = (0.5, 0.22): inside the frame, away from every defect.
+        assert!(at(96, 40) < 0.0);
+        let k25 = p.kernel.eval(&[0.0, 0.0], &[0.0, 25.0]);
+        let want = 4.0 * (1.0 + 3f64.sqrt()) * (-(3f64.sqrt())).exp();
+        assert!((k25 - want).abs() < 1e-15 * want);
+    }
+}
