@@ -44,7 +44,10 @@ pub fn run_sweep(
     let started = Instant::now();
     std::fs::create_dir_all(results::trajectories_dir(sweep_dir))?;
     let done = results::read_shard_keys(sweep_dir)?;
-    let pending: Vec<&ValidJob> = sweep.jobs.iter().filter(|j| !done.contains(&j.key.0)).collect();
+    let mut pending: Vec<&ValidJob> = sweep.jobs.iter().filter(|j| !done.contains(&j.key.0)).collect();
+    // Seed-major order (stable within a seed): an interrupted sweep has every cell at
+    // about the same number of seeds, so its partial summaries are balanced.
+    pending.sort_by_key(|j| j.spec.seed);
     let mut report =
         LocalReport { n_jobs: sweep.jobs.len(), n_skipped: sweep.jobs.len() - pending.len(), ..Default::default() };
     if pending.is_empty() {

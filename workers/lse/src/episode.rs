@@ -10,6 +10,7 @@
 //! The posterior is the O(n N) mean/variance cache, or the O(N^2) full covariance when the
 //! acquisition reads covariance rows (MILE, spec 2.7).
 
+use crate::algorithms::max_value::{choose_returned, max_value_loss};
 use crate::algorithms::{Acquisition, Choice, PosteriorView};
 use crate::benchmarks::FiniteProblem;
 use crate::metrics::{average_loss, upper_set_fscore};
@@ -19,7 +20,7 @@ use rand::Rng;
 use rand_distr::StandardNormal;
 
 /// The per-step metrics of the family, in record order.
-pub const METRICS: [MetricDef; 6] = [
+pub const METRICS: [MetricDef; 10] = [
     MetricDef { name: "loss", kind: MetricKind::Float, doc: "average misclassification loss r_t (spec 1.4)" },
     MetricDef { name: "fscore", kind: MetricKind::Float, doc: "F-score of the estimated upper set (spec 1.4)" },
     MetricDef {
@@ -38,6 +39,26 @@ pub const METRICS: [MetricDef; 6] = [
         doc: "total diagonal jitter the GP needed so far (0 unless a factorisation failed)",
     },
     MetricDef { name: "chosen_index", kind: MetricKind::Int, doc: "candidate index observed at this step" },
+    MetricDef {
+        name: "max_loss",
+        kind: MetricKind::Float,
+        doc: "max-value loss: the largest |f(x) - theta| over misclassified x (spec 1.4)",
+    },
+    MetricDef {
+        name: "returned_step",
+        kind: MetricKind::Int,
+        doc: "rand-straddle-max, last step only: the step whose classification Algorithm 2 returns (eq. A.2)",
+    },
+    MetricDef {
+        name: "returned_loss",
+        kind: MetricKind::Float,
+        doc: "rand-straddle-max, last step only: average loss of the returned classification",
+    },
+    MetricDef {
+        name: "returned_max_loss",
+        kind: MetricKind::Float,
+        doc: "rand-straddle-max, last step only: max-value loss of the returned classification",
+    },
 ];
 
 /// The posterior an episode keeps on the candidate set.
@@ -98,15 +119,35 @@ pub struct FiniteEpisode {
     noise_rng: StreamRng,
     algo_rng: StreamRng,
     init_rng: StreamRng,
+    mc_rng: StreamRng,
     jitter: f64,
     /// `observed[i]`: candidate `i` has been queried (the exclusion mask when repeats are off).
     observed: Vec<bool>,
     n_observed: usize,
+    horizon: u32,
+    /// Algorithm 2 only: the classification `mu >= theta` recorded at every step, the
+    /// candidates for the returned classification.
+    history: Option<Vec<Vec<bool>>>,
+    /// Algorithm 2's choice, made at the last step before its observation.
+    returned: Option<Returned>,
+}
+
+/// The classification Algorithm 2 returns and how good it really is.
+#[derive(Clone, Copy, Debug)]
+struct Returned {
+    step: usize,
+    loss: f64,
+    max_loss: f64,
 }
 
 impl FiniteEpisode {
-    pub fn new(problem: FiniteProblem, acquisition: Acquisition, streams: &JobStreams) -> Self {
+    /// `horizon` is the job's last step (Algorithm 2 makes its Monte-Carlo choice there).
+    pub fn new(problem: FiniteProblem, acquisition: Acquisition, streams: &JobStreams, horizon: u32) -> Self {
         let posterior = CandidatePosterior::for_acquisition(&acquisition, &problem);
+        let mc_paths = match acquisition {
+            Acquisition::RandomizedStraddleMax { mc_paths, .. } => Some(mc_paths),
+            _ => None,
+        };
         let problem_len = problem.f.len();
         FiniteEpisode {
             problem,
@@ -114,10 +155,14 @@ impl FiniteEpisode {
             posterior,
             noise_rng: streams.env("noise"),
             init_rng: streams.env("init"),
+            mc_rng: streams.algo("returned-classification"),
             algo_rng: streams.algo("acquisition"),
             jitter: 0.0,
             observed: vec![false; problem_len],
             n_observed: 0,
+            horizon,
+            history: mc_paths.map(|_| Vec::new()),
+            returned: None,
         }
     }
 
@@ -137,14 +182,46 @@ impl FiniteEpisode {
             self.posterior.observe_candidate(choice.index, y).map_err(|e| JobError::Numerical(e.to_string()))?;
         self.jitter += report.jitter;
         let p = &self.problem;
-        Ok(vec![
+        let upper: Vec<bool> = self.posterior.mean().iter().map(|&mu| mu >= p.theta).collect();
+        let returned = self.returned.take();
+        let values = vec![
             average_loss(self.posterior.mean(), &p.f, p.theta),
             upper_set_fscore(self.posterior.mean(), &p.f, p.theta),
             choice.beta_sqrt,
             choice.af_max,
             self.jitter,
             choice.index as f64,
-        ])
+            max_value_loss(&upper, &p.f, p.theta),
+            returned.map_or(f64::NAN, |r| r.step as f64),
+            returned.map_or(f64::NAN, |r| r.loss),
+            returned.map_or(f64::NAN, |r| r.max_loss),
+        ];
+        if let Some(history) = &mut self.history {
+            history.push(upper);
+        }
+        Ok(values)
+    }
+
+    /// Algorithm 2's returned classification (spec 2.5.2): among the classifications of
+    /// steps `0..T-1` (the paper's `H_1..H_T`), the one with the least mean max-value loss
+    /// over `mc_paths` joint sample paths of the posterior given `D_{T-1}` (the current one).
+    fn choose_returned(&mut self, mc_paths: usize) -> Result<(), JobError> {
+        let (Some(history), CandidatePosterior::Cache(cache)) = (&self.history, &self.posterior) else {
+            return Ok(());
+        };
+        let (paths, _) = armada_gp::sample_posterior(cache.gp(), cache.candidates(), mc_paths, &mut self.mc_rng)
+            .map_err(|e| JobError::Numerical(format!("sampling posterior paths for Algorithm 2: {e}")))?;
+        let samples: Vec<Vec<f64>> = (0..paths.ncols()).map(|j| paths.col_as_slice(j).to_vec()).collect();
+        let p = &self.problem;
+        let (step, _) = choose_returned(history, &samples, p.theta);
+        let upper = &history[step];
+        let mean_as_classifier: Vec<f64> = upper.iter().map(|&h| if h { p.theta } else { f64::NEG_INFINITY }).collect();
+        self.returned = Some(Returned {
+            step,
+            loss: average_loss(&mean_as_classifier, &p.f, p.theta),
+            max_loss: max_value_loss(upper, &p.f, p.theta),
+        });
+        Ok(())
     }
 
     pub fn problem(&self) -> &FiniteProblem {
@@ -173,6 +250,11 @@ impl Episode for FiniteEpisode {
     }
 
     fn step(&mut self, step: u32) -> Result<Vec<f64>, JobError> {
+        if step == self.horizon {
+            if let Acquisition::RandomizedStraddleMax { mc_paths, .. } = self.acquisition {
+                self.choose_returned(mc_paths)?;
+            }
+        }
         let excluded = if self.problem.protocol.allow_repeats {
             None
         } else if self.n_observed == self.observed.len() {

@@ -74,6 +74,6 @@ impl Family for LseFamily {
             other => return Err(JobError::Invalid(format!("unknown lse benchmark `{other}`"))),
         };
         let acquisition = Acquisition::from_params(&spec.algorithm, &spec.algorithm_params, problem.f.len())?;
-        Ok(Box::new(FiniteEpisode::new(problem, acquisition, streams)))
+        Ok(Box::new(FiniteEpisode::new(problem, acquisition, streams, spec.horizon)))
     }
 }

@@ -41,7 +41,8 @@ fn no_repeats_visit_every_candidate_once_for_every_algorithm() {
         for seed in 0..3 {
             let mut spec = JobSpec::new("lse", "test", def.name);
             spec.seed = seed;
-            let mut ep = FiniteEpisode::new(problem.clone(), acquisition(def.name, n), &JobStreams::new(&spec));
+            let mut ep =
+                FiniteEpisode::new(problem.clone(), acquisition(def.name, n), &JobStreams::new(&spec), spec.horizon);
             let mut seen = vec![false; n];
             let first = ep.initial().unwrap();
             seen[first[CHOSEN] as usize] = true;
@@ -62,14 +63,14 @@ fn no_repeats_visit_every_candidate_once_for_every_algorithm() {
 fn noise_free_observations_are_exact() {
     let problem = small_noise_free_problem();
     let spec = JobSpec::new("lse", "test", "us");
-    let mut ep = FiniteEpisode::new(problem.clone(), acquisition("us", 30), &JobStreams::new(&spec));
+    let mut ep = FiniteEpisode::new(problem.clone(), acquisition("us", 30), &JobStreams::new(&spec), spec.horizon);
     let idx = ep.initial().unwrap()[CHOSEN] as usize;
     let want = 4.0 / (4.0 + 1e-6) * problem.f[idx];
     assert!((ep.posterior().mean()[idx] - want).abs() < 1e-15, "{} vs {want}", ep.posterior().mean()[idx]);
     // The same problem with noisy observations does not reproduce f there (noise sd 1e-3 >> 1e-15).
     let mut noisy = problem.clone();
     noisy.protocol = Protocol::NOISY;
-    let mut ep = FiniteEpisode::new(noisy, acquisition("us", 30), &JobStreams::new(&spec));
+    let mut ep = FiniteEpisode::new(noisy, acquisition("us", 30), &JobStreams::new(&spec), spec.horizon);
     let idx = ep.initial().unwrap()[CHOSEN] as usize;
     assert!((ep.posterior().mean()[idx] - want).abs() > 1e-9);
 }
@@ -83,13 +84,14 @@ fn fixed_initial_index_is_used() {
         for seed in 0..4 {
             let mut spec = JobSpec::new("lse", "test", "random");
             spec.seed = seed;
-            let mut ep = FiniteEpisode::new(problem.clone(), acquisition("random", 30), &JobStreams::new(&spec));
+            let mut ep =
+                FiniteEpisode::new(problem.clone(), acquisition("random", 30), &JobStreams::new(&spec), spec.horizon);
             assert_eq!(ep.initial().unwrap()[CHOSEN] as usize, i);
         }
     }
     problem.protocol.initial_index = Some(30);
     let spec = JobSpec::new("lse", "test", "random");
-    let mut ep = FiniteEpisode::new(problem, acquisition("random", 30), &JobStreams::new(&spec));
+    let mut ep = FiniteEpisode::new(problem, acquisition("random", 30), &JobStreams::new(&spec), spec.horizon);
     assert!(ep.initial().is_err());
 }
 

@@ -46,6 +46,10 @@ pub enum Acquisition {
     /// The proposed randomized straddle, Algorithm 1 (section 2.5.1): `beta_t ~ chi2_2` fresh each step,
     /// `a = max(beta_t^{1/2} sigma - |mu - theta|, 0)`.
     RandomizedStraddle { zero_rule: ZeroRule, tie: TieBreak },
+    /// Algorithm 2 (max-value loss, finite X; spec 2.5.2): the randomized straddle with
+    /// `beta_t = xi_t + 2 ln |X|`, `xi_t ~ chi2_2`. The episode also returns the past
+    /// classification with the least Monte-Carlo expected max-value loss (`mc_paths` paths).
+    RandomizedStraddleMax { zero_rule: ZeroRule, tie: TieBreak, card_x: f64, mc_paths: usize },
     /// LSE of Gotovos et al. as the paper runs it (section 2.6.2): the ambiguity
     /// `min(ucbT - theta, theta - lcbT)` with `beta_t^{1/2} = sqrt(2 ln(|X| pi^2 t^2 / (6 delta)))`;
     /// `ucbT`/`lcbT` are running intersections over iterations when `intersection` is set
@@ -95,8 +99,15 @@ const TIE_BREAK: ParamDef = ParamDef {
     doc: "how exact ties in the argmax are broken (spec 2.8)",
 };
 
+const ZERO_RULE: ParamDef = ParamDef {
+    name: "zero_rule",
+    kind: ParamKind::Choice { options: &["straddle", "first-index"], default: "straddle" },
+    doc: "when the clipped AF is 0 everywhere: the straddle argmax with the same beta_t (default), \
+          or the paper-literal first index",
+};
+
 /// The registry entries of the finite-set algorithms.
-pub const ALGORITHMS: [ComponentDef; 6] = [
+pub const ALGORITHMS: [ComponentDef; 7] = [
     ComponentDef { name: "random", doc: "uniform random candidate, with replacement (spec 2.3)", params: &[] },
     ComponentDef {
         name: "us",
@@ -118,12 +129,18 @@ pub const ALGORITHMS: [ComponentDef; 6] = [
     ComponentDef {
         name: "rand-straddle",
         doc: "the proposed randomized straddle, Algorithm 1: beta_t ~ chi2_2 each step (spec 2.5.1)",
+        params: &[ZERO_RULE, TIE_BREAK],
+    },
+    ComponentDef {
+        name: "rand-straddle-max",
+        doc: "randomized straddle for the max-value loss, Algorithm 2: beta_t = xi_t + 2 ln|X|, and the returned \
+              classification chosen by Monte Carlo (spec 2.5.2; not in the paper's experiments)",
         params: &[
+            ZERO_RULE,
             ParamDef {
-                name: "zero_rule",
-                kind: ParamKind::Choice { options: &["straddle", "first-index"], default: "straddle" },
-                doc: "when the clipped AF is 0 everywhere: the straddle argmax with the same beta_t (default), \
-                      or the paper-literal first index",
+                name: "mc_paths",
+                kind: ParamKind::Int { min: 1, max: 100_000, default: 1000 },
+                doc: "joint posterior sample paths for the choice of the returned classification",
             },
             TIE_BREAK,
         ],
@@ -174,16 +191,22 @@ impl Acquisition {
                 _ => TieBreak::LowestIndex,
             })
         };
+        let zero_rule = || -> Result<ZeroRule, JobError> {
+            Ok(match params.str("zero_rule")? {
+                "first-index" => ZeroRule::FirstIndex,
+                _ => ZeroRule::Straddle,
+            })
+        };
         Ok(match name {
             "random" => Acquisition::Random,
             "us" => Acquisition::Uncertainty { tie: tie()? },
             "straddle" => Acquisition::Straddle { beta_sqrt: params.float("beta_sqrt")?, tie: tie()? },
-            "rand-straddle" => Acquisition::RandomizedStraddle {
-                zero_rule: match params.str("zero_rule")? {
-                    "first-index" => ZeroRule::FirstIndex,
-                    _ => ZeroRule::Straddle,
-                },
+            "rand-straddle" => Acquisition::RandomizedStraddle { zero_rule: zero_rule()?, tie: tie()? },
+            "rand-straddle-max" => Acquisition::RandomizedStraddleMax {
+                zero_rule: zero_rule()?,
                 tie: tie()?,
+                card_x: n_candidates as f64,
+                mc_paths: params.int("mc_paths")? as usize,
             },
             "lse" => Acquisition::Lse {
                 card_x: match params.float("card_x")? {
@@ -244,17 +267,11 @@ impl Acquisition {
             }
             &mut Acquisition::RandomizedStraddle { zero_rule, tie } => {
                 let beta_sqrt = chi2_2_sqrt(rng);
-                let (index, af_max) =
-                    argmax_allowed(randomized_straddle_af(mean, var, theta, beta_sqrt), excluded, tie, rng);
-                let index = match (af_max > 0.0, zero_rule) {
-                    (true, _) => index,
-                    (false, ZeroRule::Straddle) => {
-                        argmax_allowed(straddle_af(mean, var, theta, beta_sqrt), excluded, tie, rng).0
-                    }
-                    // numpy `argmax` of an all-zero AF: the first (allowed) index.
-                    (false, ZeroRule::FirstIndex) => excluded.map_or(0, |m| m.iter().position(|&e| !e).unwrap_or(0)),
-                };
-                Choice { index, beta_sqrt, af_max }
+                clipped_straddle_choice(beta_sqrt, mean, var, theta, zero_rule, tie, excluded, rng)
+            }
+            &mut Acquisition::RandomizedStraddleMax { zero_rule, tie, card_x, .. } => {
+                let beta_sqrt = max_value::finite_beta_sqrt(card_x, rng);
+                clipped_straddle_choice(beta_sqrt, mean, var, theta, zero_rule, tie, excluded, rng)
             }
             Acquisition::Lse { card_x, delta, intersection, tie } => {
                 let beta_sqrt = lse_beta_sqrt(*card_x, t, *delta);
@@ -301,6 +318,29 @@ fn uniform_allowed<R: Rng + ?Sized>(n: usize, excluded: Option<&[bool]>, rng: &m
             mask.iter().enumerate().filter(|(_, &e)| !e).nth(r).map_or(0, |(i, _)| i)
         }
     }
+}
+
+/// The clipped straddle `max(beta^{1/2} sigma - |mu - theta|, 0)` with the zero rule of
+/// spec 2.8 for an all-zero AF (Algorithms 1 and 2 differ only in how beta is drawn).
+#[allow(clippy::too_many_arguments)]
+fn clipped_straddle_choice<R: Rng + ?Sized>(
+    beta_sqrt: f64,
+    mean: &[f64],
+    var: &[f64],
+    theta: f64,
+    zero_rule: ZeroRule,
+    tie: TieBreak,
+    excluded: Option<&[bool]>,
+    rng: &mut R,
+) -> Choice {
+    let (index, af_max) = argmax_allowed(randomized_straddle_af(mean, var, theta, beta_sqrt), excluded, tie, rng);
+    let index = match (af_max > 0.0, zero_rule) {
+        (true, _) => index,
+        (false, ZeroRule::Straddle) => argmax_allowed(straddle_af(mean, var, theta, beta_sqrt), excluded, tie, rng).0,
+        // numpy `argmax` of an all-zero AF: the first (allowed) index.
+        (false, ZeroRule::FirstIndex) => excluded.map_or(0, |m| m.iter().position(|&e| !e).unwrap_or(0)),
+    };
+    Choice { index, beta_sqrt, af_max }
 }
 
 /// Index and value of the maximum; exact ties broken by `tie` (reservoir sampling for
