@@ -210,3 +210,24 @@ fn summarize_rebuilds_from_existing_shards() {
 fn all_algorithms() -> String {
     armada_lse::algorithms::ALGORITHMS.iter().map(|d| d.name).collect::<Vec<_>>().join(", ")
 }
+
+#[test]
+fn run_summarizes_only_the_jobs_of_its_sweep() {
+    let dir = tempfile::tempdir().unwrap();
+    let sweep = dir.path().join("small.toml");
+    let out = dir.path().join("out");
+    std::fs::write(&sweep, SMALL).unwrap();
+    let o = armada(&["run", sweep.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    // Edit the sweep: drop `random`. Its 6 shards stay on disk but must not be summarized.
+    std::fs::write(&sweep, SMALL.replace("[[algorithms]]\nname = \"random\"\n", "")).unwrap();
+    let o = armada(&["run", sweep.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let stderr = text(&o.stderr);
+    assert!(stderr.contains("12 jobs, 12 already done, 0 run"), "{stderr}");
+    assert!(stderr.contains("note: 6 shards"), "{stderr}");
+    let final_ = read(&out.join("small").join("final.parquet"));
+    let algorithms = final_.column("algorithm").unwrap().str().unwrap().unique().unwrap();
+    assert_eq!(algorithms.len(), 2);
+    assert!(algorithms.iter().all(|a| a != Some("random")));
+}

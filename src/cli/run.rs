@@ -2,6 +2,7 @@
 
 use anyhow::Context;
 use armada::{local, registry, results, sweep};
+use std::collections::BTreeSet;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -39,13 +40,21 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         report.failures.len(),
         report.seconds
     );
-    let summary = results::summarize(&sweep_dir).context("building summaries")?;
+    let keys: BTreeSet<String> = sweep.jobs.iter().map(|j| j.key.0.clone()).collect();
+    let summary = results::summarize(&sweep_dir, Some(&keys)).context("building summaries")?;
     eprintln!(
         "wrote {} and {} ({} shards)",
         summary.summary_path.display(),
         summary.final_path.display(),
         summary.n_shards
     );
+    if summary.n_left_out > 0 {
+        eprintln!(
+            "note: {} shards in {} are not jobs of this sweep (an edited sweep file or older code) and were left out",
+            summary.n_left_out,
+            results::trajectories_dir(&sweep_dir).display()
+        );
+    }
     let headline = registry.family(&sweep.family)?.headline_metrics();
     println!("{}", results::final_table(&sweep_dir, headline)?);
     if report.failures.is_empty() {

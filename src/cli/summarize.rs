@@ -14,7 +14,7 @@ pub struct SummarizeArgs {
 }
 
 pub fn summarize(args: SummarizeArgs) -> anyhow::Result<ExitCode> {
-    let report = results::summarize(&args.sweep_dir)?;
+    let report = results::summarize(&args.sweep_dir, None)?;
     eprintln!(
         "wrote {} and {} from {} shards ({} rows)",
         report.summary_path.display(),

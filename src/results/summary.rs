@@ -9,7 +9,7 @@
 use super::shard::shard_files;
 use super::*;
 use anyhow::{bail, ensure};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::hash::Hash;
 use std::path::PathBuf;
 
@@ -18,17 +18,27 @@ use std::path::PathBuf;
 pub struct SummaryReport {
     /// Shards read.
     pub n_shards: usize,
+    /// Shards present but not in the requested key set, hence not summarized.
+    pub n_left_out: usize,
     /// Trajectory rows (steps) read, over all shards.
     pub n_rows: usize,
     pub summary_path: PathBuf,
     pub final_path: PathBuf,
 }
 
-/// Read every shard under `trajectories/` and write `summary.parquet` and
-/// `final.parquet` (atomically) into `sweep_dir`. See the module docs of
-/// [`crate::results`] for their schemas. Fails when there are no shards.
-pub fn summarize(sweep_dir: &Path) -> anyhow::Result<SummaryReport> {
-    let shards = shard_files(sweep_dir).with_context(|| format!("listing shards in {}", sweep_dir.display()))?;
+/// Read the shards under `trajectories/` (those whose key is in `only`, when given) and
+/// write `summary.parquet` and `final.parquet` (atomically) into `sweep_dir`. See the
+/// module docs of [`crate::results`] for their schemas. Fails when there are no shards.
+///
+/// `armada run` passes the keys of its sweep, so that shards left by an edited sweep
+/// file or by older code (another `KEY_SALT`) never leak into its summaries.
+pub fn summarize(sweep_dir: &Path, only: Option<&BTreeSet<String>>) -> anyhow::Result<SummaryReport> {
+    let mut shards = shard_files(sweep_dir).with_context(|| format!("listing shards in {}", sweep_dir.display()))?;
+    let n_found = shards.len();
+    if let Some(keys) = only {
+        shards.retain(|(key, _)| keys.contains(key));
+    }
+    let n_left_out = n_found - shards.len();
     ensure!(
         !shards.is_empty(),
         "nothing to summarize: no trajectory shards in {}",
@@ -46,7 +56,7 @@ pub fn summarize(sweep_dir: &Path) -> anyhow::Result<SummaryReport> {
     let final_path = sweep_dir.join(FINAL_FILE);
     write_parquet_atomic(&summary_path, &mut summary)?;
     write_parquet_atomic(&final_path, &mut last)?;
-    Ok(SummaryReport { n_shards: shards.len(), n_rows, summary_path, final_path })
+    Ok(SummaryReport { n_shards: shards.len(), n_left_out, n_rows, summary_path, final_path })
 }
 
 /// The group columns above step: constant within a job.
@@ -298,7 +308,7 @@ mod tests {
     fn summary_statistics_match_hand_computed_values() {
         let dir = tempfile::tempdir().unwrap();
         write_fixture(dir.path());
-        let report = summarize(dir.path()).unwrap();
+        let report = summarize(dir.path(), None).unwrap();
         assert_eq!(report.n_shards, 7);
         assert_eq!(report.n_rows, 6 * 3 + 2);
 
@@ -383,10 +393,10 @@ mod tests {
     fn summarize_twice_gives_identical_files() {
         let dir = tempfile::tempdir().unwrap();
         write_fixture(dir.path());
-        let first = summarize(dir.path()).unwrap();
+        let first = summarize(dir.path(), None).unwrap();
         let summary = fs::read(&first.summary_path).unwrap();
         let last = fs::read(&first.final_path).unwrap();
-        let second = summarize(dir.path()).unwrap();
+        let second = summarize(dir.path(), None).unwrap();
         assert_eq!(first, second);
         assert!(fs::read(&second.summary_path).unwrap() == summary);
         assert!(fs::read(&second.final_path).unwrap() == last);
@@ -399,10 +409,10 @@ mod tests {
     #[test]
     fn summarize_without_shards_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
-        let err = summarize(dir.path()).unwrap_err();
+        let err = summarize(dir.path(), None).unwrap_err();
         assert!(format!("{err:#}").contains("nothing to summarize"), "{err:#}");
         fs::create_dir_all(trajectories_dir(dir.path())).unwrap();
-        let err = summarize(dir.path()).unwrap_err();
+        let err = summarize(dir.path(), None).unwrap_err();
         assert!(format!("{err:#}").contains("nothing to summarize"), "{err:#}");
         assert!(!dir.path().join(SUMMARY_FILE).exists());
     }

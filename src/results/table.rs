@@ -177,7 +177,7 @@ mod tests {
     fn final_table_shows_mean_and_se_per_row() {
         let dir = tempfile::tempdir().unwrap();
         write_fixture(dir.path());
-        summarize(dir.path()).unwrap();
+        summarize(dir.path(), None).unwrap();
         let table = final_table(dir.path(), &[]).unwrap();
         let lines: Vec<&str> = table.lines().collect();
         assert_eq!(lines.len(), 2 + 3, "{table}");
