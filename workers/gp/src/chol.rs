@@ -48,6 +48,20 @@ pub(crate) fn pivot_floor(n: usize, scale: f64) -> f64 {
 
 /// Next jitter in the escalation `1e-10 v, 1e-9 v, ...`.
 #[inline]
+/// Jitter for one new pivot: 0 when `pivot` clears `floor`, else the first of the
+/// escalating values `1e-10 v, 1e-9 v, ...` that does (shared by every O(n^2) update).
+pub(crate) fn pivot_jitter(pivot: f64, floor: f64, variance: f64) -> Result<JitterReport, GpError> {
+    let mut report = JitterReport::default();
+    while pivot + report.jitter <= floor {
+        if report.attempts == JITTER_MAX_ATTEMPTS {
+            return Err(GpError::NotPositiveDefinite { attempts: report.attempts, jitter: report.jitter });
+        }
+        report.attempts += 1;
+        report.jitter = next_jitter(report.jitter, variance);
+    }
+    Ok(report)
+}
+
 pub(crate) fn next_jitter(jitter: f64, variance: f64) -> f64 {
     if jitter == 0.0 {
         JITTER_START_REL * variance

@@ -10,7 +10,7 @@
 //! against O(N n) for [`crate::CandidateCache`], which keeps only the variances. It exists for
 //! acquisition rules that read whole covariance rows, such as MILE (spec 2.7).
 
-use crate::chol::{next_jitter, pivot_floor, JitterReport, JITTER_MAX_ATTEMPTS};
+use crate::chol::{pivot_floor, pivot_jitter, JitterReport};
 use crate::error::GpError;
 use crate::gp::check_hyper;
 use crate::kernel::Kernel;
@@ -94,14 +94,7 @@ impl CandidateCovariance {
             return Err(GpError::NonFinite("predictive variance"));
         }
         let floor = pivot_floor(self.n_obs + 1, self.prior_var[j] + self.noise_var);
-        let mut report = JitterReport::default();
-        while s0 + report.jitter <= floor {
-            if report.attempts == JITTER_MAX_ATTEMPTS {
-                return Err(GpError::NotPositiveDefinite { attempts: report.attempts, jitter: report.jitter });
-            }
-            report.attempts += 1;
-            report.jitter = next_jitter(report.jitter, self.kernel.variance);
-        }
+        let report = pivot_jitter(s0, floor, self.kernel.variance)?;
         let s = s0 + report.jitter;
 
         self.col.clear();

@@ -182,19 +182,7 @@ pub fn log_posterior_and_grad(
 
 fn check_data(x: &Points, y: &[f64], kernel: &Kernel) -> Result<(), GpError> {
     kernel.validate()?;
-    if x.dim() != kernel.dim() {
-        return Err(GpError::DimensionMismatch { expected: kernel.dim(), got: x.dim() });
-    }
-    if y.len() != x.len() {
-        return Err(GpError::LengthMismatch { expected: x.len(), got: y.len() });
-    }
-    if !x.all_finite() {
-        return Err(GpError::NonFinite("x"));
-    }
-    if !y.iter().all(|v| v.is_finite()) {
-        return Err(GpError::NonFinite("y"));
-    }
-    Ok(())
+    crate::gp::check_data(x, y, kernel.dim())
 }
 
 /// Log marginal likelihood and its gradient in `[log v, log l_1..l_d]` (dense, O(n^3 + n^2 d)).

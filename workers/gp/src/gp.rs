@@ -15,7 +15,7 @@ use faer::linalg::matmul::matmul;
 use faer::linalg::triangular_solve::solve_lower_triangular_in_place;
 use faer::{Accum, Mat, Par};
 
-use crate::chol::{cholesky_jittered, dot, next_jitter, pivot_floor, JitterReport, PackedLower, JITTER_MAX_ATTEMPTS};
+use crate::chol::{cholesky_jittered, dot, pivot_floor, pivot_jitter, JitterReport, PackedLower};
 use crate::error::GpError;
 use crate::kernel::Kernel;
 use crate::points::Points;
@@ -57,18 +57,7 @@ impl Gp {
     /// If the factorisation fails, jitter is added to the whole diagonal and reported.
     pub fn fit(kernel: Kernel, noise_var: f64, x: Points, y: Vec<f64>) -> Result<(Self, JitterReport), GpError> {
         check_hyper(&kernel, noise_var)?;
-        if x.dim() != kernel.dim() {
-            return Err(GpError::DimensionMismatch { expected: kernel.dim(), got: x.dim() });
-        }
-        if y.len() != x.len() {
-            return Err(GpError::LengthMismatch { expected: x.len(), got: y.len() });
-        }
-        if !x.all_finite() {
-            return Err(GpError::NonFinite("x"));
-        }
-        if !y.iter().all(|v| v.is_finite()) {
-            return Err(GpError::NonFinite("y"));
-        }
+        check_data(&x, &y, kernel.dim())?;
         let n = x.len();
         let mut c = kernel.gram(&x);
         for i in 0..n {
@@ -133,14 +122,7 @@ impl Gp {
             return Err(GpError::NonFinite("new Cholesky pivot"));
         }
         let floor = pivot_floor(self.n_obs() + 1, c);
-        let mut report = JitterReport::default();
-        while d2 + report.jitter <= floor {
-            if report.attempts == JITTER_MAX_ATTEMPTS {
-                return Err(GpError::NotPositiveDefinite { attempts: report.attempts, jitter: report.jitter });
-            }
-            report.attempts += 1;
-            report.jitter = next_jitter(report.jitter, self.kernel.variance);
-        }
+        let report = pivot_jitter(d2, floor, self.kernel.variance)?;
         let d = (d2 + report.jitter).sqrt();
         let w_new = (y - dot(l, &self.w)) / d;
         self.chol.push_row(l, d);
@@ -271,6 +253,23 @@ pub(crate) fn check_hyper(kernel: &Kernel, noise_var: f64) -> Result<(), GpError
     kernel.validate()?;
     if !(noise_var.is_finite() && noise_var >= 0.0) {
         return Err(GpError::InvalidParameter(format!("noise variance must be finite and >= 0, got {noise_var}")));
+    }
+    Ok(())
+}
+
+/// Training inputs of the kernel's dimension, one finite value per finite input.
+pub(crate) fn check_data(x: &Points, y: &[f64], dim: usize) -> Result<(), GpError> {
+    if x.dim() != dim {
+        return Err(GpError::DimensionMismatch { expected: dim, got: x.dim() });
+    }
+    if y.len() != x.len() {
+        return Err(GpError::LengthMismatch { expected: x.len(), got: y.len() });
+    }
+    if !x.all_finite() {
+        return Err(GpError::NonFinite("x"));
+    }
+    if !y.iter().all(|v| v.is_finite()) {
+        return Err(GpError::NonFinite("y"));
     }
     Ok(())
 }
