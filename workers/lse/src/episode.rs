@@ -38,7 +38,12 @@ pub const METRICS: [MetricDef; 10] = [
         kind: MetricKind::Float,
         doc: "total diagonal jitter the GP needed so far (0 unless a factorisation failed)",
     },
-    MetricDef { name: "chosen_index", kind: MetricKind::Int, doc: "candidate index observed at this step" },
+    MetricDef {
+        name: "chosen_index",
+        kind: MetricKind::Int,
+        doc: "candidate index observed at this step; continuous benchmarks: the pool index when the observed point \
+              is exactly a pool point (unpolished argmax), -1 for a polished, random or initial point",
+    },
     MetricDef {
         name: "max_loss",
         kind: MetricKind::Float,

@@ -9,8 +9,10 @@
 //! ([`benchmarks::sinusoidal`], [`benchmarks::himmelblau`] and a fresh GP sample path
 //! per seed), the stand-in for the carrier-lifetime map of section 5.3
 //! ([`benchmarks::carrier_lifetime`]: exact observations, no re-observation) and the 1-D
-//! toy of Figure 2 ([`benchmarks::toy_1d`]); and the algorithms Random, US, Straddle, LSE,
-//! MILE and the proposed randomized straddle. It is plain synchronous Rust: run an episode
+//! toy of Figure 2 ([`benchmarks::toy_1d`]); the continuous 5-D block of section 5.2
+//! ([`benchmarks::ContinuousProblem`], run by [`ContinuousEpisode`]: AF argmax over a random
+//! pool, metrics on a random evaluation set; no MILE); and the algorithms Random, US,
+//! Straddle, LSE, MILE and the proposed randomized straddle. It is plain synchronous Rust: run an episode
 //! directly in tests.
 //!
 //! ```
@@ -26,9 +28,14 @@
 
 pub mod algorithms;
 pub mod benchmarks;
+mod continuous_episode;
 mod episode;
 pub mod metrics;
 
+pub use continuous_episode::{
+    continuous_acquisition, nelder_mead_box, predict_one, uniform_points, ContinuousConfig, ContinuousEpisode,
+    EvalSetMean, PolishStart, Polished,
+};
 pub use episode::{CandidatePosterior, FiniteEpisode, METRICS};
 
 use algorithms::{Acquisition, ALGORITHMS};
@@ -65,6 +72,9 @@ impl Family for LseFamily {
 
     fn start(&self, job: &ValidJob, streams: &JobStreams) -> Result<Box<dyn Episode>, JobError> {
         let spec = &job.spec;
+        if let Some(problem) = benchmarks::ContinuousProblem::by_name(&spec.benchmark) {
+            return continuous_episode::start(job, streams, problem);
+        }
         let problem = match spec.benchmark.as_str() {
             "gp-sample-path" => benchmarks::gp_sample_path_kron(&mut streams.env("fpath"))?,
             "sinusoidal" => benchmarks::sinusoidal(),

@@ -222,6 +222,27 @@ impl Acquisition {
         })
     }
 
+    /// The rule's acquisition value at one point from its posterior mean and variance, with
+    /// the `beta_sqrt` of this step's [`Choice`] (so a randomized straddle evaluated off the
+    /// candidate set uses the SAME `beta_t` as its argmax; spec 2.5.1, 4.3 item 2). Exactly
+    /// the per-candidate formula of [`Acquisition::select`]: `var` for US,
+    /// `beta^{1/2} sigma - |mu - theta|` for Straddle and LSE without intersection, and its
+    /// clip at 0 for the randomized straddles. `None` for rules without a pointwise AF
+    /// (Random, LSE with a running intersection, MILE).
+    pub fn af_value(&self, mu: f64, var: f64, theta: f64, beta_sqrt: f64) -> Option<f64> {
+        let straddle = |b: f64| straddle_af(&[mu], &[var], theta, b).next();
+        match self {
+            Acquisition::Uncertainty { .. } => Some(var),
+            &Acquisition::Straddle { beta_sqrt: b, .. } => straddle(b),
+            Acquisition::RandomizedStraddle { .. } | Acquisition::RandomizedStraddleMax { .. } => {
+                straddle(beta_sqrt).map(|a| a.max(0.0))
+            }
+            Acquisition::Lse { intersection: None, .. } => straddle(beta_sqrt),
+            // Random, LSE with a running intersection, MILE (and any rule added later until it says otherwise).
+            _ => None,
+        }
+    }
+
     /// Whether the rule reads the full posterior covariance (then the episode keeps a
     /// [`CandidateCovariance`] instead of the cheaper mean/variance cache).
     pub fn needs_covariance(&self) -> bool {

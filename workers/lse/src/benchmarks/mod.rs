@@ -2,18 +2,32 @@
 //! the threshold, and the GP model the paper fixes for it (spec sections 3 and 4).
 
 mod carrier;
+mod continuous;
 mod finite2d;
 mod toy1d;
 
 pub use carrier::{carrier_lifetime, carrier_lifetime_raw, CARRIER_LIFETIME};
+pub use continuous::{
+    rosenbrock, sphere, styblinski_tang, BlackBox, ContinuousProblem, CONTINUOUS_5D, CONTINUOUS_PARAMS, NOMINAL_CARD_X,
+};
 pub use finite2d::{gp_sample_path_kron, grid_2d, himmelblau, sinusoidal, FINITE_2D};
 pub use toy1d::{toy_1d, toy_1d_f, TOY_1D};
 
 use armada_core::ComponentDef;
 use armada_gp::{Kernel, Points};
 
-/// Every finite benchmark of the family, in registry order.
-pub const BENCHMARKS: [ComponentDef; 5] = [FINITE_2D[0], FINITE_2D[1], FINITE_2D[2], CARRIER_LIFETIME, TOY_1D];
+/// Every benchmark of the family, in registry order: the finite ones, then the continuous
+/// 5-D block (spec 4.3, [`ContinuousProblem`]).
+pub const BENCHMARKS: [ComponentDef; 8] = [
+    FINITE_2D[0],
+    FINITE_2D[1],
+    FINITE_2D[2],
+    CARRIER_LIFETIME,
+    TOY_1D,
+    CONTINUOUS_5D[0],
+    CONTINUOUS_5D[1],
+    CONTINUOUS_5D[2],
+];
 
 /// A finite level-set problem: the candidate set `X`, the noise-free `f` on it,
 /// the threshold `theta`, the fixed GP model (kernel and noise variance, which is
