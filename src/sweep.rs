@@ -95,7 +95,12 @@ pub fn parse_sweep(text: &str, default_name: &str, registry: &Registry) -> Resul
                             horizon,
                             sweep_seed,
                         };
-                        let job = registry.validate(&spec)?;
+                        let job = registry.validate(&spec).map_err(|e| {
+                            SpecError::new(
+                                algo.path.clone(),
+                                format!("with benchmark `{}` ({}): {e}", bench.name, bench.path),
+                            )
+                        })?;
                         if let Some(first) = seen.insert(job.key.0.clone(), origin.clone()) {
                             if first != origin {
                                 return Err(SpecError::new(
@@ -338,6 +343,13 @@ name = "random"
         assert!(err("family = ").starts_with("malformed TOML: TOML parse error at line 1"), "{}", err("family = "));
         assert_eq!(err(&GOOD.replace("\"lse\"", "\"lsee\"")), "family: unknown family `lsee`; known: lse");
         assert!(err(&format!("{GOOD}\n[[algorithms]]\nname = \"random\"")).starts_with("algorithms[2]: duplicates"));
+        // Cross-field checks of the family run at validation time too.
+        let continuous = GOOD.replace("sinusoidal", "sphere-5d").replace("himmelblau", "rosenbrock-5d");
+        let e = err(&format!("{continuous}\n[[algorithms]]\nname = \"mile\""));
+        assert!(
+            e.starts_with("algorithms[2]: with benchmark `sphere-5d` (benchmarks[0]): algorithm: mile needs a finite"),
+            "{e}"
+        );
     }
 
     /// The lse family's algorithm names, in registry order, as error messages list them.

@@ -51,6 +51,12 @@ pub trait Family: Send + Sync {
     fn headline_metrics(&self) -> &'static [&'static str] {
         &[]
     }
+    /// Checks across fields that parameter schemas cannot express (an algorithm that does
+    /// not apply to a benchmark, parameters that must agree). Runs during validation, so a
+    /// bad combination is refused before anything is queued.
+    fn check(&self, _spec: &JobSpec) -> Result<(), SpecError> {
+        Ok(())
+    }
     /// Start a validated job. Randomness must come only from `streams`.
     fn start(&self, job: &ValidJob, streams: &JobStreams) -> Result<Box<dyn Episode>, JobError>;
 }
@@ -101,6 +107,7 @@ impl Registry {
         if complete.horizon == 0 {
             return Err(SpecError::new("horizon", "must be at least 1"));
         }
+        family.check(&complete)?;
         let key = complete.key();
         Ok(ValidJob { spec: complete, key })
     }

@@ -39,7 +39,7 @@ pub use continuous_episode::{
 pub use episode::{CandidatePosterior, FiniteEpisode, METRICS};
 
 use algorithms::{Acquisition, ALGORITHMS};
-use armada_core::{ComponentDef, Episode, Family, JobError, JobStreams, MetricDef, ValidJob};
+use armada_core::{ComponentDef, Episode, Family, JobError, JobSpec, JobStreams, MetricDef, SpecError, ValidJob};
 use benchmarks::BENCHMARKS;
 
 /// The `lse` family as the registry sees it.
@@ -68,6 +68,22 @@ impl Family for LseFamily {
 
     fn headline_metrics(&self) -> &'static [&'static str] {
         &["loss", "fscore"]
+    }
+
+    /// The continuous block runs only the methods that apply to a box (spec 4.3), with
+    /// consistent pool and polishing sizes.
+    fn check(&self, spec: &JobSpec) -> Result<(), SpecError> {
+        if benchmarks::ContinuousProblem::by_name(&spec.benchmark).is_some() {
+            let message = |e: JobError| match e {
+                JobError::Invalid(m) => m,
+                other => other.to_string(),
+            };
+            continuous_episode::continuous_acquisition(&spec.algorithm, &spec.algorithm_params)
+                .map_err(|e| SpecError::new("algorithm", message(e)))?;
+            continuous_episode::ContinuousConfig::from_params(&spec.benchmark_params)
+                .map_err(|e| SpecError::new("benchmark_params", message(e)))?;
+        }
+        Ok(())
     }
 
     fn start(&self, job: &ValidJob, streams: &JobStreams) -> Result<Box<dyn Episode>, JobError> {
