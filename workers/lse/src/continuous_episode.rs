@@ -643,7 +643,8 @@ impl Episode for ContinuousEpisode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algorithms::{lse_beta_sqrt, straddle_af, RunningIntersection, TieBreak};
+    use crate::algorithms::{lse_beta_sqrt, straddle_af, RunningIntersection, TieBreak, ALGORITHMS};
+    use crate::benchmarks::CONTINUOUS_5D;
     use crate::LseFamily;
     use armada_core::{run_job, Family, JobSpec, ParamValue, Registry};
     use rand::SeedableRng;
@@ -966,7 +967,8 @@ mod tests {
 
     /// MILE, Algorithm 2 and LSE with the running intersection are finite-X rules: the
     /// family refuses them on continuous benchmarks with a clear message, as it refuses a
-    /// polishing budget larger than the pool.
+    /// polishing budget larger than the pool, at validation time (naming the field) and,
+    /// should a job get past validation, when it starts.
     #[test]
     fn finite_only_rules_and_bad_sizes_are_rejected() {
         let registry = Registry::new(vec![Box::new(LseFamily)]);
@@ -979,8 +981,30 @@ mod tests {
             ("rand-straddle", &[("pool_size", 5), ("polish_top_k", 6)], "exceeds pool_size"),
         ];
         for (algo, bp, needle) in cases {
-            let j = job("sphere-5d", algo, 2, bp, &[]);
-            match run_job(&registry, &j, &mut |_| ControlFlow::Continue(())) {
+            let mut spec = JobSpec::new("lse", "sphere-5d", algo);
+            spec.horizon = 2;
+            for (k, v) in bp {
+                spec.benchmark_params.insert(k.to_string(), ParamValue::Int(*v));
+            }
+            let err = registry.validate(&spec).expect_err(algo);
+            let field = if algo == "rand-straddle" { "benchmark_params" } else { "algorithm" };
+            assert_eq!(err.field_path, field, "{algo}");
+            assert!(err.message.contains(needle), "{algo}: {err}");
+            // Bypass validation (as a stale queued job would) to check the start-time guard.
+            let key = spec.key();
+            let complete = ValidJob {
+                spec: JobSpec {
+                    benchmark_params: armada_core::check_params(&CONTINUOUS_5D[0], &spec.benchmark_params).unwrap(),
+                    algorithm_params: armada_core::check_params(
+                        ALGORITHMS.iter().find(|d| d.name == algo).unwrap(),
+                        &spec.algorithm_params,
+                    )
+                    .unwrap(),
+                    ..spec
+                },
+                key,
+            };
+            match run_job(&registry, &complete, &mut |_| ControlFlow::Continue(())) {
                 Err(JobError::Invalid(msg)) => assert!(msg.contains(needle), "{algo}: {msg}"),
                 other => panic!("{algo}: expected JobError::Invalid, got {other:?}"),
             }
