@@ -46,8 +46,6 @@ pub(crate) fn pivot_floor(n: usize, scale: f64) -> f64 {
     n.max(1) as f64 * f64::EPSILON * scale
 }
 
-/// Next jitter in the escalation `1e-10 v, 1e-9 v, ...`.
-#[inline]
 /// Jitter for one new pivot: 0 when `pivot` clears `floor`, else the first of the
 /// escalating values `1e-10 v, 1e-9 v, ...` that does (shared by every O(n^2) update).
 pub(crate) fn pivot_jitter(pivot: f64, floor: f64, variance: f64) -> Result<JitterReport, GpError> {
@@ -62,6 +60,8 @@ pub(crate) fn pivot_jitter(pivot: f64, floor: f64, variance: f64) -> Result<Jitt
     Ok(report)
 }
 
+/// Next jitter in the escalation `1e-10 v, 1e-9 v, ...`.
+#[inline]
 pub(crate) fn next_jitter(jitter: f64, variance: f64) -> f64 {
     if jitter == 0.0 {
         JITTER_START_REL * variance
@@ -157,6 +157,20 @@ impl PackedLower {
             let row = self.row(i);
             let s = dot(&row[..i], &b[..i]);
             b[i] = (b[i] - s) / row[i];
+        }
+    }
+
+    /// Backward substitution `L^{-T} b` in place, O(n^2), column-oriented over the packed rows:
+    /// once `z_i = b_i / L_ii` is final, `b[..i] -= z_i L[i, ..i]`.
+    pub(crate) fn backward_solve_in_place(&self, b: &mut [f64]) {
+        debug_assert_eq!(b.len(), self.n);
+        for i in (0..self.n).rev() {
+            let row = self.row(i);
+            b[i] /= row[i];
+            let zi = b[i];
+            for (bj, &lij) in b[..i].iter_mut().zip(&row[..i]) {
+                *bj -= zi * lij;
+            }
         }
     }
 

@@ -22,12 +22,23 @@
 //!   elsewhere.
 //!
 //! Algorithms: Random, US, Straddle, LSE (without running intersection; `card_x = 0` means
-//! the nominal `|X| = 1e15` of spec 2.6.2) and the randomized straddle. MILE (finite X only,
-//! spec 2.7), Algorithm 2 (finite X, spec 2.5.2) and LSE with the running intersection
-//! (finite sets only, spec 2.6.2, gotcha 9) are rejected by [`continuous_acquisition`].
+//! the nominal `|X| = 1e15` of spec 2.6.2), the randomized straddle, and Algorithm 3
+//! (`rand-straddle-max`, spec 2.5.3; not in the paper's experiments). MILE (finite X only,
+//! spec 2.7) and LSE with the running intersection (finite sets only, spec 2.6.2, gotcha 9)
+//! are rejected by [`continuous_acquisition`].
+//!
+//! Algorithm 3 here: `beta_t = xi_t + 2 d ln tau_t` on the box of edge `r = hi - lo` and the
+//! pool argmax like every rule. Its classification `H_t = {x : mu_{t-1}([x]_t) >= theta}`
+//! (eq. A.3, `[x]_t` the nearest centre of the `tau_t`-per-axis grid) is recorded after every
+//! step on `check_points` uniform points `C` (algorithm stream `check-points`); at the
+//! horizon, before the last observation, `mc_paths` joint posterior paths on `C` pick the
+//! returned step `T^` (eq. A.2, the sup over X taken over `C`), whose classification is then
+//! rebuilt on `X~` from the first `T^ + 1` observations and scored (`returned_*` metrics).
+//! The per-step metrics stay those of the plain posterior-mean classification, as for every
+//! algorithm.
 
-use crate::algorithms::max_value::max_value_loss;
-use crate::algorithms::{Acquisition, Choice, ZeroRule};
+use crate::algorithms::max_value::{choose_returned, max_value_loss, nearest_grid_point, tau};
+use crate::algorithms::{Acquisition, Choice, MaxValueBeta, ZeroRule};
 use crate::benchmarks::{ContinuousProblem, NOMINAL_CARD_X};
 use crate::metrics::{average_loss, upper_set_fscore};
 use crate::METRICS;
@@ -98,22 +109,20 @@ impl ContinuousConfig {
     }
 }
 
-/// The acquisition rule of a continuous job: the finite rules that apply to a box
-/// (spec 4.3 "Methods"), with LSE's `card_x = 0` read as the nominal `|X| = 1e15`.
-pub fn continuous_acquisition(name: &str, params: &Params) -> Result<Acquisition, JobError> {
+/// The acquisition rule of a continuous job on `problem`: the finite rules that apply to a
+/// box (spec 4.3 "Methods"), with LSE's `card_x = 0` read as the nominal `|X| = 1e15`, and
+/// `rand-straddle-max` as Algorithm 3 on the box.
+pub fn continuous_acquisition(
+    name: &str,
+    params: &Params,
+    problem: &ContinuousProblem,
+) -> Result<Acquisition, JobError> {
     match name {
         "mile" => return Err(JobError::Invalid(
             "mile needs a finite candidate set (its AF sums over all of X, spec 2.7) and the paper does not run it \
-                 on the continuous block (spec 4.3); use random, us, straddle, lse or rand-straddle"
+                 on the continuous block (spec 4.3); use random, us, straddle, lse, rand-straddle or rand-straddle-max"
                 .into(),
         )),
-        "rand-straddle-max" => {
-            return Err(JobError::Invalid(
-                "rand-straddle-max is Algorithm 2, for finite X (spec 2.5.2); the continuous block runs random, us, \
-                 straddle, lse or rand-straddle"
-                    .into(),
-            ))
-        }
         "lse" if params.bool("intersection")? => {
             return Err(JobError::Invalid(
                 "lse on a continuous benchmark runs without the running intersection (spec 2.6.2, gotcha 9): \
@@ -123,12 +132,20 @@ pub fn continuous_acquisition(name: &str, params: &Params) -> Result<Acquisition
         }
         _ => {}
     }
-    // n_candidates only feeds LSE's card_x default (replaced below) and the intersection (rejected above).
+    // n_candidates only feeds LSE's card_x default and Algorithm 2's |X| (both replaced below)
+    // and the intersection (rejected above).
     let mut acquisition = Acquisition::from_params(name, params, 1)?;
-    if let Acquisition::Lse { card_x, .. } = &mut acquisition {
-        if params.float("card_x")? == 0.0 {
-            *card_x = NOMINAL_CARD_X;
+    match &mut acquisition {
+        Acquisition::Lse { card_x, .. } if params.float("card_x")? == 0.0 => *card_x = NOMINAL_CARD_X,
+        Acquisition::RandomizedStraddleMax { beta, .. } => {
+            *beta = MaxValueBeta::Infinite {
+                dim: problem.dim,
+                width: problem.hi - problem.lo,
+                a: params.float("sup_a")?,
+                b: params.float("sup_b")?,
+            }
         }
+        _ => {}
     }
     Ok(acquisition)
 }
@@ -142,8 +159,12 @@ pub(crate) fn start(
 ) -> Result<Box<dyn Episode>, JobError> {
     let spec = &job.spec;
     let config = ContinuousConfig::from_params(&spec.benchmark_params)?;
-    let acquisition = continuous_acquisition(&spec.algorithm, &spec.algorithm_params)?;
-    Ok(Box::new(ContinuousEpisode::new(problem, acquisition, config, streams, spec.horizon)))
+    let acquisition = continuous_acquisition(&spec.algorithm, &spec.algorithm_params, &problem)?;
+    let check_points = match acquisition {
+        Acquisition::RandomizedStraddleMax { .. } => spec.algorithm_params.int("check_points")? as usize,
+        _ => 0,
+    };
+    Ok(Box::new(ContinuousEpisode::new(problem, acquisition, config, streams, spec.horizon, check_points)))
 }
 
 /// `n` iid uniform points of `[lo, hi]^dim`, drawn row by row.
@@ -417,6 +438,38 @@ pub struct PolishStart {
     pub polished: Polished,
 }
 
+/// Algorithm 3's bookkeeping for its returned classification (spec 2.5.3; module docs).
+struct MaxValueReturn {
+    mc_paths: usize,
+    /// The check set `C`.
+    check: Points,
+    /// `history[s]`: `H_{s+1}` on `C`, recorded after `s` acquisitions.
+    history: Vec<Vec<bool>>,
+    mc_rng: StreamRng,
+    /// The choice, made at the horizon before its observation.
+    returned: Option<Returned>,
+}
+
+/// The classification Algorithm 3 returns and how good it really is on `X~`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Returned {
+    pub step: usize,
+    pub loss: f64,
+    pub max_loss: f64,
+}
+
+/// `[x]_t` for every point: the nearest centre of the grid with `tau` points per axis on
+/// `[lo, lo + width]^d` ([`nearest_grid_point`] on the box shifted to the origin).
+pub fn on_grid(points: &Points, lo: f64, width: f64, tau: u64) -> Points {
+    let mut shifted = vec![0.0; points.dim()];
+    let mut data = Vec::with_capacity(points.as_slice().len());
+    for x in points.iter() {
+        shifted.iter_mut().zip(x).for_each(|(s, &xi)| *s = xi - lo);
+        data.extend(nearest_grid_point(&shifted, width, tau).into_iter().map(|g| g + lo));
+    }
+    Points::from_rows(points.dim(), data)
+}
+
 /// A running continuous LSE job (spec 4.3).
 pub struct ContinuousEpisode {
     problem: ContinuousProblem,
@@ -431,23 +484,37 @@ pub struct ContinuousEpisode {
     init_rng: StreamRng,
     algo_rng: StreamRng,
     horizon: u32,
+    /// Algorithm 3 only.
+    max_value: Option<MaxValueReturn>,
 }
 
 impl ContinuousEpisode {
     /// Draws the pool (env stream `pool`) and the evaluation set (env stream `evalset`) and
     /// evaluates `f` on the latter. `horizon` is the job's last step (metrics are always
-    /// computed there).
+    /// computed there). `check_points`: the size of Algorithm 3's check set (ignored by the
+    /// other rules).
     pub fn new(
         problem: ContinuousProblem,
         acquisition: Acquisition,
         config: ContinuousConfig,
         streams: &JobStreams,
         horizon: u32,
+        check_points: usize,
     ) -> Self {
         let (d, lo, hi) = (problem.dim, problem.lo, problem.hi);
         let pool_points = uniform_points(config.pool_size, d, lo, hi, &mut streams.env("pool"));
         let eval_points = uniform_points(config.eval_points, d, lo, hi, &mut streams.env("evalset"));
         let eval_f = eval_points.iter().map(problem.f).collect();
+        let max_value = match acquisition {
+            Acquisition::RandomizedStraddleMax { mc_paths, .. } => Some(MaxValueReturn {
+                mc_paths,
+                check: uniform_points(check_points.max(1), d, lo, hi, &mut streams.algo("check-points")),
+                history: Vec::with_capacity(horizon as usize),
+                mc_rng: streams.algo("returned-classification"),
+                returned: None,
+            }),
+            _ => None,
+        };
         ContinuousEpisode {
             pool: CandidateCache::new(problem.kernel.clone(), problem.noise_var, pool_points),
             eval: EvalSetMean::new(eval_points, horizon as usize + 1),
@@ -459,7 +526,62 @@ impl ContinuousEpisode {
             init_rng: streams.env("init"),
             algo_rng: streams.algo("acquisition"),
             horizon,
+            max_value,
         }
+    }
+
+    /// Algorithm 3's `tau_t`, or `None` for the other rules.
+    fn grid_size(&self, t: u32) -> Option<u64> {
+        match self.acquisition {
+            Acquisition::RandomizedStraddleMax { beta: MaxValueBeta::Infinite { dim, width, a, b }, .. } => {
+                Some(tau(t, dim, width, a, b))
+            }
+            _ => None,
+        }
+    }
+
+    /// Algorithm 3's classification `H_t` (eq. A.3) on `points` under `gp`.
+    fn grid_classification(&self, gp: &Gp, points: &Points, t: u32) -> (Vec<f64>, Vec<bool>) {
+        let p = &self.problem;
+        let tau_t = self.grid_size(t).expect("grid_classification is Algorithm 3's");
+        let mean = gp.predict_mean(&on_grid(points, p.lo, p.hi - p.lo, tau_t));
+        let upper = mean.iter().map(|&mu| mu >= p.theta).collect();
+        (mean, upper)
+    }
+
+    /// After `step` acquisitions: record `H_{step+1}` on the check set.
+    fn record_classification(&mut self, step: u32) {
+        let Some(state) = &self.max_value else { return };
+        let (_, upper) = self.grid_classification(self.pool.gp(), &state.check, step + 1);
+        self.max_value.as_mut().expect("checked above").history.push(upper);
+    }
+
+    /// Algorithm 3's returned classification, chosen at the horizon before its observation
+    /// (module docs).
+    fn choose_returned(&mut self) -> Result<(), JobError> {
+        let Some(state) = &mut self.max_value else { return Ok(()) };
+        let gp = self.pool.gp();
+        let (paths, _) = armada_gp::sample_posterior(gp, &state.check, state.mc_paths, &mut state.mc_rng)
+            .map_err(|e| JobError::Numerical(format!("sampling posterior paths for Algorithm 3: {e}")))?;
+        let samples: Vec<Vec<f64>> = (0..paths.ncols()).map(|j| paths.col_as_slice(j).to_vec()).collect();
+        let (step, _) = choose_returned(&state.history, &samples, self.problem.theta);
+        // The posterior after `step` acquisitions: the first step + 1 observations.
+        let (n, d) = (step + 1, self.problem.dim);
+        let x = Points::from_rows(d, gp.x().as_slice()[..n * d].to_vec());
+        let (prefix, _) = Gp::fit(gp.kernel().clone(), gp.noise_var(), x, gp.y()[..n].to_vec())
+            .map_err(|e| JobError::Numerical(format!("refitting the returned step's posterior: {e}")))?;
+        let (mean, upper) = self.grid_classification(&prefix, self.eval.points(), step as u32 + 1);
+        let (f, theta) = (self.eval_f.as_slice(), self.problem.theta);
+        let returned =
+            Returned { step, loss: average_loss(&mean, f, theta), max_loss: max_value_loss(&upper, f, theta) };
+        self.max_value.as_mut().expect("checked above").returned = Some(returned);
+        Ok(())
+    }
+
+    /// Algorithm 3's past classifications on the check set and its check set (None for the
+    /// other rules).
+    pub fn max_value_history(&self) -> Option<(&Points, &[Vec<bool>])> {
+        self.max_value.as_ref().map(|s| (&s.check, s.history.as_slice()))
     }
 
     pub fn problem(&self) -> &ContinuousProblem {
@@ -606,6 +728,8 @@ impl ContinuousEpisode {
         } else {
             (f64::NAN, f64::NAN, f64::NAN)
         };
+        self.record_classification(step);
+        let returned = self.max_value.as_mut().and_then(|s| s.returned.take());
         let jitter = self.pool.gp().total_jitter();
         METRICS
             .iter()
@@ -617,7 +741,9 @@ impl ContinuousEpisode {
                 "jitter" => jitter,
                 "chosen_index" => obs.pool_index.map_or(-1.0, |i| i as f64),
                 "max_loss" => max_loss,
-                // Algorithm 2's returned classification (and anything else finite-only).
+                "returned_step" => returned.map_or(f64::NAN, |r| r.step as f64),
+                "returned_loss" => returned.map_or(f64::NAN, |r| r.loss),
+                "returned_max_loss" => returned.map_or(f64::NAN, |r| r.max_loss),
                 _ => f64::NAN,
             })
             .collect()
@@ -634,6 +760,9 @@ impl Episode for ContinuousEpisode {
     }
 
     fn step(&mut self, step: u32) -> Result<Vec<f64>, JobError> {
+        if step == self.horizon {
+            self.choose_returned()?;
+        }
         let obs = self.choose(step);
         self.observe(&obs)?;
         Ok(self.record(step, &obs))
@@ -670,9 +799,10 @@ mod tests {
     fn episode(job: &ValidJob) -> ContinuousEpisode {
         let spec = &job.spec;
         let config = ContinuousConfig::from_params(&spec.benchmark_params).unwrap();
-        let acquisition = continuous_acquisition(&spec.algorithm, &spec.algorithm_params).unwrap();
         let problem = ContinuousProblem::by_name(&spec.benchmark).unwrap();
-        ContinuousEpisode::new(problem, acquisition, config, &JobStreams::new(spec), spec.horizon)
+        let acquisition = continuous_acquisition(&spec.algorithm, &spec.algorithm_params, &problem).unwrap();
+        let check_points = spec.algorithm_params.int("check_points").map_or(0, |c| c as usize);
+        ContinuousEpisode::new(problem, acquisition, config, &JobStreams::new(spec), spec.horizon, check_points)
     }
 
     fn run(ep: &mut ContinuousEpisode, horizon: u32) -> Vec<Vec<f64>> {
@@ -691,7 +821,8 @@ mod tests {
         let mean: Vec<f64> = (0..2000).map(|_| rng.random_range(-20.0..20.0)).collect();
         let var: Vec<f64> = (0..2000).map(|_| rng.random_range(0.0..9.0)).collect();
         let p = job("sphere-5d", "lse", 1, &[], &[NO_INTERSECTION]).spec.algorithm_params;
-        let mut lse = continuous_acquisition("lse", &p).unwrap();
+        let sphere = ContinuousProblem::by_name("sphere-5d").unwrap();
+        let mut lse = continuous_acquisition("lse", &p, &sphere).unwrap();
         assert_eq!(lse, Acquisition::Lse { card_x: 1e15, delta: 0.05, intersection: None, tie: TieBreak::LowestIndex });
         for t in [1, 2, 17, 500] {
             let beta_sqrt = lse_beta_sqrt(1e15, t, 0.05);
@@ -974,9 +1105,8 @@ mod tests {
         let registry = Registry::new(vec![Box::new(LseFamily)]);
         let sizes = [("pool_size", 50), ("eval_points", 50)];
         type Case<'a> = (&'a str, &'a [(&'a str, i64)], &'a str);
-        let cases: [Case; 4] = [
+        let cases: [Case; 3] = [
             ("mile", &sizes, "mile needs a finite candidate set"),
-            ("rand-straddle-max", &sizes, "Algorithm 2"),
             ("lse", &sizes, "intersection = false"),
             ("rand-straddle", &[("pool_size", 5), ("polish_top_k", 6)], "exceeds pool_size"),
         ];
@@ -1043,5 +1173,88 @@ mod tests {
 
     fn sphere_f(x: &[f64]) -> f64 {
         crate::benchmarks::sphere(x)
+    }
+
+    /// `[x]_t` by the floor of the cell index, an independent route to [`on_grid`] away from
+    /// cell boundaries (which uniform draws hit with probability 0).
+    fn grid_by_floor(points: &Points, lo: f64, width: f64, tau: u64) -> Points {
+        let h = width / tau as f64;
+        let data = points
+            .as_slice()
+            .iter()
+            .map(|&x| lo + (((x - lo) / h).floor().clamp(0.0, tau as f64 - 1.0) + 0.5) * h)
+            .collect();
+        Points::from_rows(points.dim(), data)
+    }
+
+    #[test]
+    fn on_grid_is_the_nearest_cell_centre() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        let pts = uniform_points(3000, 5, -5.0, 5.0, &mut rng);
+        for tau in [1u64, 3, 108, 10_000] {
+            let g = on_grid(&pts, -5.0, 10.0, tau);
+            assert_eq!(g.as_slice(), grid_by_floor(&pts, -5.0, 10.0, tau).as_slice(), "tau {tau}");
+            for (x, gx) in pts.iter().zip(g.iter()) {
+                let l1: f64 = x.iter().zip(gx).map(|(a, b)| (a - b).abs()).sum();
+                assert!(l1 <= 5.0 * 10.0 / tau as f64 + 1e-12);
+            }
+        }
+    }
+
+    /// Algorithm 3 end to end (spec 2.5.3): `beta_t = xi_t + 2 d ln tau_t` with `xi_t` the
+    /// acquisition stream's chi2_2 draw of the step; the recorded classifications are
+    /// eq. A.3 under the posterior of their step; the returned step and its scores appear on
+    /// the last row only and equal a recomputation by an independent route.
+    #[test]
+    fn algorithm3_beta_history_and_returned_classification() {
+        let horizon = 8;
+        let sizes = [("pool_size", 300), ("eval_points", 3000)];
+        let ap = [("check_points", ParamValue::Int(200)), ("mc_paths", ParamValue::Int(300))];
+        let j = job("sphere-5d", "rand-straddle-max", horizon, &sizes, &ap);
+        let mut ep = episode(&j);
+        let rows = run(&mut ep, horizon);
+        // The acquisition stream's draws, one chi2_2 per step.
+        let mut draws = JobStreams::new(&j.spec).algo("acquisition");
+        let (d, width, theta) = (5, 10.0, ep.problem().theta);
+        for t in 1..=horizon as usize {
+            let tau_t = tau(t as u32, d, width, 1.0, 1.0);
+            // b d r t^2 (sqrt(ln(a d)) + sqrt(pi)/2) with a = b = 1, d = 5, r = 10.
+            let want_tau = (50.0 * (t * t) as f64 * (5f64.ln().sqrt() + std::f64::consts::PI.sqrt() / 2.0)).ceil();
+            assert_eq!(tau_t as f64, want_tau);
+            let xi = rows[t][col("beta_sqrt")].powi(2) - 2.0 * d as f64 * (tau_t as f64).ln();
+            let want = crate::algorithms::chi2_2_sqrt(&mut draws).powi(2);
+            assert!((xi - want).abs() <= 1e-9 * (1.0 + want), "t = {t}: xi {xi} vs {want}");
+        }
+        let (check, history) = ep.max_value_history().unwrap();
+        assert_eq!((check.len(), history.len()), (200, horizon as usize + 1));
+        // The last recorded classification: H_{T+1} = {mu_T([x]_{T+1}) >= theta} on C.
+        let tau_next = tau(horizon + 1, d, width, 1.0, 1.0);
+        let (mean, _) = ep.gp().predict(&grid_by_floor(check, -5.0, width, tau_next));
+        let want: Vec<bool> = mean.iter().map(|&mu| mu >= theta).collect();
+        assert_eq!(history[horizon as usize], want);
+        for (t, row) in rows.iter().enumerate() {
+            let last = t == horizon as usize;
+            for m in ["returned_step", "returned_loss", "returned_max_loss"] {
+                assert_eq!(row[col(m)].is_finite(), last, "{m} at step {t}");
+            }
+        }
+        let last = &rows[horizon as usize];
+        let step = last[col("returned_step")];
+        assert!(step >= 0.0 && step < horizon as f64 && step.fract() == 0.0, "{step}");
+        // Rebuild the returned classification from the first step + 1 observations.
+        let n = step as usize + 1;
+        let gp = ep.gp();
+        let x = Points::from_rows(d, gp.x().as_slice()[..n * d].to_vec());
+        let (prefix, _) = Gp::fit(gp.kernel().clone(), gp.noise_var(), x, gp.y()[..n].to_vec()).unwrap();
+        let tau_r = tau(n as u32, d, width, 1.0, 1.0);
+        let (mean, _) = prefix.predict(&grid_by_floor(ep.eval_points(), -5.0, width, tau_r));
+        let f = ep.eval_f();
+        let loss =
+            mean.iter().zip(f).filter(|(&mu, &fx)| (mu >= theta) != (fx >= theta)).map(|(_, &fx)| (fx - theta).abs());
+        let (sum, max) = loss.fold((0.0, 0.0_f64), |(s, m), l| (s + l, m.max(l)));
+        let (got_loss, got_max) = (last[col("returned_loss")], last[col("returned_max_loss")]);
+        assert!((got_loss - sum / f.len() as f64).abs() <= 1e-9 * (1.0 + got_loss), "{got_loss}");
+        assert!((got_max - max).abs() <= 1e-9 * (1.0 + max), "{got_max} vs {max}");
+        assert!(got_max > 0.0, "a few steps on the sphere cannot classify 3000 points perfectly");
     }
 }

@@ -52,7 +52,7 @@ pub const METRICS: [MetricDef; 10] = [
     MetricDef {
         name: "returned_step",
         kind: MetricKind::Int,
-        doc: "rand-straddle-max, last step only: the step whose classification Algorithm 2 returns (eq. A.2)",
+        doc: "rand-straddle-max, last step only: the step whose classification Algorithm 2 or 3 returns (eq. A.2)",
     },
     MetricDef {
         name: "returned_loss",

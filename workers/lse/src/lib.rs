@@ -73,12 +73,12 @@ impl Family for LseFamily {
     /// The continuous block runs only the methods that apply to a box (spec 4.3), with
     /// consistent pool and polishing sizes.
     fn check(&self, spec: &JobSpec) -> Result<(), SpecError> {
-        if benchmarks::ContinuousProblem::by_name(&spec.benchmark).is_some() {
+        if let Some(problem) = benchmarks::ContinuousProblem::by_name(&spec.benchmark) {
             let message = |e: JobError| match e {
                 JobError::Invalid(m) => m,
                 other => other.to_string(),
             };
-            continuous_episode::continuous_acquisition(&spec.algorithm, &spec.algorithm_params)
+            continuous_episode::continuous_acquisition(&spec.algorithm, &spec.algorithm_params, &problem)
                 .map_err(|e| SpecError::new("algorithm", message(e)))?;
             continuous_episode::ContinuousConfig::from_params(&spec.benchmark_params)
                 .map_err(|e| SpecError::new("benchmark_params", message(e)))?;

@@ -2,9 +2,36 @@
 //! the paper's appendix A): a larger `beta_t`, and a returned classification chosen among
 //! the past ones by a Monte-Carlo estimate of the expected max-value loss.
 //!
-//! Not used in any of the paper's experiments; offered as algorithms with unit tests.
+//! Not used in any of the paper's experiments; offered as the algorithm `rand-straddle-max`
+//! (Algorithm 2 on the finite benchmarks, Algorithm 3 on the continuous block).
 
 use rand::Rng;
+
+/// The `beta_t` of a max-value variant: Algorithm 2's `xi_t + 2 ln |X|` on a finite set, or
+/// Algorithm 3's `xi_t + 2 d ln tau_t` on a box of edge `width` (`xi_t ~ chi2_2`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum MaxValueBeta {
+    Finite {
+        card_x: f64,
+    },
+    /// `a`, `b`: the constants of Assumption A.1 (tail of the sup of the partial derivatives).
+    Infinite {
+        dim: usize,
+        width: f64,
+        a: f64,
+        b: f64,
+    },
+}
+
+impl MaxValueBeta {
+    /// `beta_t^{1/2}` at iteration `t`, one chi2_2 draw from `rng`.
+    pub fn sample_sqrt<R: Rng + ?Sized>(&self, t: u32, rng: &mut R) -> f64 {
+        match *self {
+            MaxValueBeta::Finite { card_x } => finite_beta_sqrt(card_x, rng),
+            MaxValueBeta::Infinite { dim, width, a, b } => infinite_beta_sqrt(tau(t, dim, width, a, b), dim, rng),
+        }
+    }
+}
 
 /// Algorithm 2 (finite X): `beta_t^{1/2} = sqrt(xi_t + 2 ln |X|)`, `xi_t ~ chi2_2`.
 pub fn finite_beta_sqrt<R: Rng + ?Sized>(card_x: f64, rng: &mut R) -> f64 {

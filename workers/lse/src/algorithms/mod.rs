@@ -9,6 +9,7 @@ mod mile;
 mod straddle;
 
 pub use gotovos::{lse_beta_sqrt, RunningIntersection};
+pub use max_value::MaxValueBeta;
 pub use mile::{mile_af, mile_probability, std_normal_cdf, C_TINY};
 pub use straddle::{chi2_2_sqrt, randomized_straddle_af, straddle_af};
 
@@ -46,10 +47,10 @@ pub enum Acquisition {
     /// The proposed randomized straddle, Algorithm 1 (section 2.5.1): `beta_t ~ chi2_2` fresh each step,
     /// `a = max(beta_t^{1/2} sigma - |mu - theta|, 0)`.
     RandomizedStraddle { zero_rule: ZeroRule, tie: TieBreak },
-    /// Algorithm 2 (max-value loss, finite X; spec 2.5.2): the randomized straddle with
-    /// `beta_t = xi_t + 2 ln |X|`, `xi_t ~ chi2_2`. The episode also returns the past
+    /// Algorithms 2 and 3 (max-value loss; spec 2.5.2, 2.5.3): the randomized straddle with
+    /// the larger `beta_t` of [`MaxValueBeta`]. The episode also returns the past
     /// classification with the least Monte-Carlo expected max-value loss (`mc_paths` paths).
-    RandomizedStraddleMax { zero_rule: ZeroRule, tie: TieBreak, card_x: f64, mc_paths: usize },
+    RandomizedStraddleMax { zero_rule: ZeroRule, tie: TieBreak, beta: MaxValueBeta, mc_paths: usize },
     /// LSE of Gotovos et al. as the paper runs it (section 2.6.2): the ambiguity
     /// `min(ucbT - theta, theta - lcbT)` with `beta_t^{1/2} = sqrt(2 ln(|X| pi^2 t^2 / (6 delta)))`;
     /// `ucbT`/`lcbT` are running intersections over iterations when `intersection` is set
@@ -133,14 +134,32 @@ pub const ALGORITHMS: [ComponentDef; 7] = [
     },
     ComponentDef {
         name: "rand-straddle-max",
-        doc: "randomized straddle for the max-value loss, Algorithm 2: beta_t = xi_t + 2 ln|X|, and the returned \
-              classification chosen by Monte Carlo (spec 2.5.2; not in the paper's experiments)",
+        doc: "randomized straddle for the max-value loss: Algorithm 2 on finite X (beta_t = xi_t + 2 ln|X|), \
+              Algorithm 3 on the continuous block (beta_t = xi_t + 2 d ln tau_t, classification on a grid); the \
+              returned classification chosen by Monte Carlo (spec 2.5.2-2.5.3; not in the paper's experiments)",
         params: &[
             ZERO_RULE,
             ParamDef {
                 name: "mc_paths",
                 kind: ParamKind::Int { min: 1, max: 100_000, default: 1000 },
                 doc: "joint posterior sample paths for the choice of the returned classification",
+            },
+            ParamDef {
+                name: "sup_a",
+                kind: ParamKind::Float { min: 1e-12, max: 1e12, default: 1.0 },
+                doc: "Algorithm 3 only: the constant a of Assumption A.1, P(sup |df/dx_j| > L) <= a exp(-(L/b)^2) \
+                      [assumption: 1; the paper gives none]",
+            },
+            ParamDef {
+                name: "sup_b",
+                kind: ParamKind::Float { min: 1e-12, max: 1e12, default: 1.0 },
+                doc: "Algorithm 3 only: the constant b of Assumption A.1 [assumption: 1; the paper gives none]",
+            },
+            ParamDef {
+                name: "check_points",
+                kind: ParamKind::Int { min: 1, max: 20_000, default: 1000 },
+                doc: "Algorithm 3 only: uniform points of the box on which the sample paths and past \
+                      classifications are compared (the sup over X is taken over them)",
             },
             TIE_BREAK,
         ],
@@ -205,7 +224,7 @@ impl Acquisition {
             "rand-straddle-max" => Acquisition::RandomizedStraddleMax {
                 zero_rule: zero_rule()?,
                 tie: tie()?,
-                card_x: n_candidates as f64,
+                beta: MaxValueBeta::Finite { card_x: n_candidates as f64 },
                 mc_paths: params.int("mc_paths")? as usize,
             },
             "lse" => Acquisition::Lse {
@@ -290,8 +309,8 @@ impl Acquisition {
                 let beta_sqrt = chi2_2_sqrt(rng);
                 clipped_straddle_choice(beta_sqrt, mean, var, theta, zero_rule, tie, excluded, rng)
             }
-            &mut Acquisition::RandomizedStraddleMax { zero_rule, tie, card_x, .. } => {
-                let beta_sqrt = max_value::finite_beta_sqrt(card_x, rng);
+            &mut Acquisition::RandomizedStraddleMax { zero_rule, tie, beta, .. } => {
+                let beta_sqrt = beta.sample_sqrt(t, rng);
                 clipped_straddle_choice(beta_sqrt, mean, var, theta, zero_rule, tie, excluded, rng)
             }
             Acquisition::Lse { card_x, delta, intersection, tie } => {
