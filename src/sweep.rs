@@ -36,6 +36,18 @@ const TOP_KEYS: &[&str] = &["name", "family", "seeds", "sweep_seed", "horizon", 
 const BENCHMARK_KEYS: &[&str] = &["name", "params", "horizon"];
 const ALGORITHM_KEYS: &[&str] = &["name", "params"];
 
+/// A sweep name names a directory: letters, digits, '.', '_' and '-', not starting with '.'.
+pub fn check_name(name: &str) -> Result<(), SpecError> {
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)) || name.starts_with('.')
+    {
+        return Err(SpecError::new(
+            "name",
+            format!("`{name}` is not a usable directory name; use letters, digits, '.', '_' and '-'"),
+        ));
+    }
+    Ok(())
+}
+
 /// Read and validate a sweep file; the sweep's default name is the file stem.
 pub fn load_sweep(path: &Path, registry: &Registry) -> Result<Sweep, SpecError> {
     let text = std::fs::read_to_string(path)
@@ -54,13 +66,7 @@ pub fn parse_sweep(text: &str, default_name: &str, registry: &Registry) -> Resul
         None => default_name.to_string(),
         Some(v) => string(v, "name")?.to_string(),
     };
-    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)) || name.starts_with('.')
-    {
-        return Err(SpecError::new(
-            "name",
-            format!("`{name}` is not a usable directory name; use letters, digits, '.', '_' and '-'"),
-        ));
-    }
+    check_name(&name)?;
     let family_name = string(required(&top, "family")?, "family")?;
     let family = registry.family(family_name)?;
     let seeds = seeds(required(&top, "seeds")?)?;

@@ -1,58 +1,10 @@
 //! End-to-end tests of `armada run` and `armada summarize` through the real binary.
 
+mod common;
+
+use common::{armada, assert_same_trajectory, read, shards, text};
 use polars::prelude::*;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn armada(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_armada"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("the armada binary runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn shards(sweep_dir: &Path) -> BTreeMap<String, PathBuf> {
-    std::fs::read_dir(sweep_dir.join("trajectories"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), p))
-        .collect()
-}
-
-fn read(path: &Path) -> DataFrame {
-    let file = std::fs::File::open(path).unwrap();
-    ParquetReader::new(file).finish().unwrap()
-}
-
-/// Every column but `elapsed_ms`, bit for bit (NaN included).
-fn assert_same_trajectory(a: &DataFrame, b: &DataFrame, what: &str) {
-    assert_eq!(a.get_column_names(), b.get_column_names(), "{what}");
-    assert_eq!(a.height(), b.height(), "{what}");
-    for col in a.columns() {
-        let name = col.name().as_str();
-        if name == "elapsed_ms" {
-            continue;
-        }
-        let other = b.column(name).unwrap();
-        assert_eq!(col.dtype(), other.dtype(), "{what}: {name}");
-        if col.dtype() == &DataType::Float64 {
-            let x: Vec<Option<u64>> = col.f64().unwrap().iter().map(|v| v.map(f64::to_bits)).collect();
-            let y: Vec<Option<u64>> = other.f64().unwrap().iter().map(|v| v.map(f64::to_bits)).collect();
-            assert_eq!(x, y, "{what}: column {name}");
-        } else {
-            assert!(
-                col.as_materialized_series().equals_missing(other.as_materialized_series()),
-                "{what}: column {name}"
-            );
-        }
-    }
-}
 
 const SMALL: &str = r#"
 family = "lse"

@@ -1,8 +1,11 @@
 //! Subcommands of `armada`, one module each.
 
 mod list;
+mod remote;
 mod run;
+mod serve;
 mod summarize;
+mod worker;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -24,6 +27,18 @@ enum Command {
     Summarize(summarize::SummarizeArgs),
     /// List the families, benchmarks, algorithms and parameters this build knows.
     List(list::ListArgs),
+    /// Run a coordinator: the gRPC services, the scheduler and its store.
+    Serve(serve::ServeArgs),
+    /// Run a worker: lease jobs from a coordinator and run them.
+    Worker(worker::WorkerArgs),
+    /// Submit a sweep file to a coordinator; prints the sweep id.
+    Submit(remote::SubmitArgs),
+    /// Follow a sweep on a coordinator to its end, then print its final table.
+    Watch(remote::WatchArgs),
+    /// Show one sweep on a coordinator, or all of them.
+    Status(remote::StatusArgs),
+    /// Cancel a sweep on a coordinator (finished shards are kept).
+    Cancel(remote::CancelArgs),
 }
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -31,5 +46,33 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run(args) => run::run(args),
         Command::Summarize(args) => summarize::summarize(args),
         Command::List(args) => list::list(args),
+        Command::Serve(args) => serve::serve(args),
+        Command::Worker(args) => worker::worker(args),
+        Command::Submit(args) => remote::submit(args),
+        Command::Watch(args) => remote::watch(args),
+        Command::Status(args) => remote::status(args),
+        Command::Cancel(args) => remote::cancel(args),
+    }
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term => {}
     }
 }

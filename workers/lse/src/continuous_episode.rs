@@ -1216,12 +1216,12 @@ mod tests {
         // The acquisition stream's draws, one chi2_2 per step.
         let mut draws = JobStreams::new(&j.spec).algo("acquisition");
         let (d, width, theta) = (5, 10.0, ep.problem().theta);
-        for t in 1..=horizon as usize {
+        for (t, row) in rows.iter().enumerate().skip(1) {
             let tau_t = tau(t as u32, d, width, 1.0, 1.0);
             // b d r t^2 (sqrt(ln(a d)) + sqrt(pi)/2) with a = b = 1, d = 5, r = 10.
             let want_tau = (50.0 * (t * t) as f64 * (5f64.ln().sqrt() + std::f64::consts::PI.sqrt() / 2.0)).ceil();
             assert_eq!(tau_t as f64, want_tau);
-            let xi = rows[t][col("beta_sqrt")].powi(2) - 2.0 * d as f64 * (tau_t as f64).ln();
+            let xi = row[col("beta_sqrt")].powi(2) - 2.0 * d as f64 * (tau_t as f64).ln();
             let want = crate::algorithms::chi2_2_sqrt(&mut draws).powi(2);
             assert!((xi - want).abs() <= 1e-9 * (1.0 + want), "t = {t}: xi {xi} vs {want}");
         }

@@ -1,0 +1,61 @@
+//! `armada serve`: run a coordinator until Ctrl-C or SIGTERM.
+
+use armada::coordinator::{self, SchedulerConfig, ServeConfig};
+use armada_worker::auth::TOKEN_ENV;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(clap::Args, Debug)]
+pub struct ServeArgs {
+    /// Address to listen on (port 0: any free port; the bound address is printed).
+    #[arg(long, default_value = "127.0.0.1:7070")]
+    listen: SocketAddr,
+    /// Directory of the store (armada.sqlite) and the results (<sweep>/...).
+    #[arg(long, default_value = "armada-data")]
+    data: PathBuf,
+    /// Require this bearer token on every request.
+    #[arg(long, env = TOKEN_ENV, hide_env_values = true)]
+    token: Option<String>,
+    /// Serve TLS with this PEM certificate chain (with --tls-key).
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// A lease lives this long without a heartbeat (milliseconds).
+    #[arg(long, default_value_t = 10_000)]
+    lease_ttl_ms: u64,
+    /// Attempts (failed or expired) before a job is marked failed.
+    #[arg(long, default_value_t = 3)]
+    max_attempts: u32,
+}
+
+pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    anyhow::ensure!(args.lease_ttl_ms >= 100, "--lease-ttl-ms must be at least 100");
+    anyhow::ensure!(args.max_attempts >= 1, "--max-attempts must be at least 1");
+    let lease_ttl = Duration::from_millis(args.lease_ttl_ms);
+    let config = ServeConfig {
+        listen: args.listen,
+        data: args.data,
+        token: args.token,
+        tls: args.tls_cert.zip(args.tls_key),
+        scheduler: SchedulerConfig { lease_ttl, heartbeat: lease_ttl / 4, max_attempts: args.max_attempts },
+    };
+    let scheme = if config.tls.is_some() { "https" } else { "http" };
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(coordinator::serve(
+        config,
+        Arc::new(armada::registry()),
+        |addr| {
+            // The first line of stdout: tests and `armada run` read the port from it.
+            println!("armada coordinator listening on {scheme}://{addr}");
+            let _ = std::io::stdout().flush();
+        },
+        super::shutdown_signal(),
+    ))?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,51 @@
+//! `armada worker`: lease and run jobs for a coordinator until Ctrl-C or SIGTERM, then
+//! finish the running jobs and exit 0.
+
+use armada_worker::auth::TOKEN_ENV;
+use armada_worker::{run_worker, WorkerConfig};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+#[derive(clap::Args, Debug)]
+pub struct WorkerArgs {
+    /// The coordinator's URL.
+    #[arg(long, env = "ARMADA_COORDINATOR", default_value = "http://127.0.0.1:7070")]
+    coordinator: String,
+    /// Jobs run side by side (default: the number of cores).
+    #[arg(long)]
+    slots: Option<usize>,
+    /// Bearer token, if the coordinator requires one.
+    #[arg(long, env = TOKEN_ENV, hide_env_values = true)]
+    token: Option<String>,
+    /// CA certificate (PEM) for an https:// coordinator.
+    #[arg(long)]
+    tls_ca: Option<PathBuf>,
+}
+
+pub fn worker(args: WorkerArgs) -> anyhow::Result<ExitCode> {
+    let slots = args.slots.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
+    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "localhost".into());
+    let config = WorkerConfig {
+        coordinator: args.coordinator,
+        slots,
+        token: args.token,
+        tls_ca: args.tls_ca,
+        name: format!("{host}:{}", std::process::id()),
+    };
+    // Job work runs on the blocking pool, at most `slots` jobs at a time.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .max_blocking_threads(slots)
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            super::shutdown_signal().await;
+            let _ = tx.send(true);
+        });
+        run_worker(config, Arc::new(armada::registry()), rx).await
+    })?;
+    Ok(ExitCode::SUCCESS)
+}

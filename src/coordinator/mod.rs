@@ -1,0 +1,79 @@
+//! The coordinator (`armada serve`): the gRPC services, the scheduler actor that owns the
+//! job table, and the SQLite store that makes it durable. Results are the Parquet shards
+//! and summaries of [`crate::results`], under `DATA/<sweep>/`.
+
+pub mod scheduler;
+pub mod service;
+pub mod store;
+
+pub use scheduler::{SchedulerConfig, SchedulerHandle};
+
+use anyhow::Context;
+use armada_core::Registry;
+use armada_proto::v1 as pb;
+use armada_worker::auth::RequireToken;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio_stream::wrappers::TcpListenerStream;
+use tonic::transport::{Identity, Server, ServerTlsConfig};
+
+/// How a coordinator serves.
+#[derive(Clone, Debug)]
+pub struct ServeConfig {
+    /// Where to listen; port 0 picks a free port (reported to `on_listening`).
+    pub listen: SocketAddr,
+    /// The store (`armada.sqlite`) and the results (`<sweep>/...`).
+    pub data: PathBuf,
+    /// Required bearer token, if any.
+    pub token: Option<String>,
+    /// PEM certificate chain and private key: serve TLS.
+    pub tls: Option<(PathBuf, PathBuf)>,
+    pub scheduler: SchedulerConfig,
+}
+
+/// Serve until `shutdown` resolves. `on_listening` gets the bound address once the
+/// socket listens (the CLI prints it; tests and `armada run` read it).
+pub async fn serve(
+    config: ServeConfig,
+    registry: Arc<Registry>,
+    on_listening: impl FnOnce(SocketAddr),
+    shutdown: impl Future<Output = ()> + Send,
+) -> anyhow::Result<()> {
+    let store = store::Store::open(&config.data)?;
+    let scheduler = scheduler::Scheduler::start(registry.clone(), store, config.data.clone(), config.scheduler)?;
+    let coordinator = service::Coordinator { scheduler, registry };
+    let auth = RequireToken::new(config.token.as_deref());
+
+    let (health, health_service) = tonic_health::server::health_reporter();
+    health.set_serving::<pb::sweeps_server::SweepsServer<service::Coordinator>>().await;
+    health.set_serving::<pb::workers_server::WorkersServer<service::Coordinator>>().await;
+    let reflection = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1()
+        .context("building the reflection service")?;
+
+    let mut server = Server::builder();
+    if let Some((cert, key)) = &config.tls {
+        let cert = std::fs::read(cert).with_context(|| format!("reading the TLS certificate {}", cert.display()))?;
+        let key = std::fs::read(key).with_context(|| format!("reading the TLS key {}", key.display()))?;
+        server = server
+            .tls_config(ServerTlsConfig::new().identity(Identity::from_pem(cert, key)))
+            .context("configuring TLS")?;
+    }
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("listening on {}", config.listen))?;
+    on_listening(listener.local_addr()?);
+    server
+        .add_service(health_service)
+        .add_service(reflection)
+        .add_service(pb::sweeps_server::SweepsServer::with_interceptor(coordinator.clone(), auth.clone()))
+        .add_service(pb::workers_server::WorkersServer::with_interceptor(coordinator, auth))
+        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
+        .await
+        .context("serving gRPC")?;
+    Ok(())
+}

@@ -1,0 +1,839 @@
+//! The scheduler: one actor that owns the job table. Every request of either service
+//! becomes a [`Command`] on its mailbox, so state changes happen one at a time, in order,
+//! and each is written to the [`Store`] before it is answered.
+//!
+//! Job lifecycle: `queued` -> (lease) `running` -> (commit) `done`; a failed or expired
+//! attempt re-queues the job until it has had `max_attempts`, then it is `failed` with its
+//! last error; `cancel` makes queued and running jobs `cancelled`. The first attempt to
+//! commit wins: a later commit of the same job is answered `committed = false`, and any
+//! attempt whose job is no longer running it is told to stop at its next heartbeat.
+
+use super::store::{JobState, Store, StoredJob};
+use crate::{local, results};
+use armada_core::{MetricDef, Registry, StepRecord, ValidJob};
+use armada_proto::v1 as pb;
+use armada_worker::wire;
+use prost::Message;
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tonic::Status;
+use tracing::{info, warn};
+
+/// Timing and retry policy.
+#[derive(Clone, Copy, Debug)]
+pub struct SchedulerConfig {
+    /// A lease lives this long without a heartbeat.
+    pub lease_ttl: Duration,
+    /// Workers are asked to heartbeat this often.
+    pub heartbeat: Duration,
+    /// Attempts (failed or expired) before a job is marked failed.
+    pub max_attempts: u32,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig { lease_ttl: Duration::from_secs(10), heartbeat: Duration::from_secs(2), max_attempts: 3 }
+    }
+}
+
+type Reply<T> = oneshot::Sender<Result<T, Status>>;
+
+/// What the summary of a sweep is built from.
+pub struct SummaryInputs {
+    pub sweep_dir: PathBuf,
+    pub done_keys: BTreeSet<String>,
+    pub n_failed: u32,
+    pub headline: &'static [&'static str],
+}
+
+/// A request to the scheduler.
+pub enum Command {
+    Submit {
+        name: String,
+        family: String,
+        jobs: Vec<ValidJob>,
+        reply: Reply<pb::SubmitSweepResponse>,
+    },
+    Watch {
+        sweep: String,
+        reply: Reply<(pb::SweepStatus, broadcast::Receiver<pb::SweepEvent>)>,
+    },
+    Status {
+        sweep: String,
+        reply: Reply<pb::SweepStatus>,
+    },
+    List {
+        reply: Reply<Vec<pb::SweepStatus>>,
+    },
+    Cancel {
+        sweep: String,
+        reply: Reply<pb::SweepStatus>,
+    },
+    Summary {
+        sweep: String,
+        reply: Reply<SummaryInputs>,
+    },
+    Register {
+        name: String,
+        version: String,
+        reply: Reply<pb::RegisterResponse>,
+    },
+    Lease {
+        worker: String,
+        max_jobs: u32,
+        reply: Reply<pb::LeaseResponse>,
+    },
+    Heartbeat {
+        worker: String,
+        attempts: Vec<u64>,
+        reply: Reply<pb::HeartbeatResponse>,
+    },
+    Records {
+        attempt: u64,
+        records: Vec<StepRecord>,
+        reply: Reply<u32>,
+    },
+    Complete {
+        attempt: u64,
+        n_records: u32,
+        reply: Reply<pb::CompleteAttemptResponse>,
+    },
+    Fail {
+        attempt: u64,
+        error: String,
+        reply: Reply<pb::FailAttemptResponse>,
+    },
+    /// Internal: a commit's shard write finished.
+    ShardWritten {
+        job: usize,
+        attempt: u64,
+        result: Result<(), String>,
+        /// The metrics of the last record, for the `job_finished` event.
+        last: Vec<f64>,
+        reply: Reply<pb::CompleteAttemptResponse>,
+    },
+}
+
+/// The scheduler's mailbox.
+#[derive(Clone)]
+pub struct SchedulerHandle(mpsc::Sender<Command>);
+
+impl SchedulerHandle {
+    /// Send a command built around a reply channel and wait for the answer.
+    pub async fn call<T>(&self, make: impl FnOnce(Reply<T>) -> Command) -> Result<T, Status> {
+        let (tx, rx) = oneshot::channel();
+        self.0.send(make(tx)).await.map_err(|_| Status::unavailable("the scheduler has stopped"))?;
+        rx.await.map_err(|_| Status::internal("the scheduler dropped the request"))?
+    }
+}
+
+struct Job {
+    sweep: String,
+    valid: ValidJob,
+    state: JobState,
+    /// The attempt the job is running (state `running`).
+    current: Option<u64>,
+    attempts: u32,
+    error: Option<String>,
+    /// A commit's shard is being written.
+    committing: bool,
+}
+
+struct Sweep {
+    family: String,
+    jobs: Vec<usize>,
+    cancelled: bool,
+    events: broadcast::Sender<pb::SweepEvent>,
+    /// `sweep_finished` was sent (reset by a resubmission).
+    announced: bool,
+}
+
+struct Attempt {
+    job: usize,
+    worker: String,
+    expires: Instant,
+    records: Vec<StepRecord>,
+}
+
+pub struct Scheduler {
+    registry: Arc<Registry>,
+    store: Store,
+    results_dir: PathBuf,
+    config: SchedulerConfig,
+    jobs: Vec<Job>,
+    index: HashMap<(String, String), usize>,
+    sweeps: BTreeMap<String, Sweep>,
+    queue: VecDeque<usize>,
+    attempts: HashMap<u64, Attempt>,
+    workers: HashMap<String, String>,
+    next_worker: u64,
+    mailbox: mpsc::Sender<Command>,
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+fn internal(e: anyhow::Error) -> Status {
+    warn!("store error: {e:#}");
+    Status::internal(format!("coordinator store: {e:#}"))
+}
+
+impl Scheduler {
+    /// Load the state of `store` (voiding the attempts of a previous life) and start the
+    /// actor. Results go to `results_dir/<sweep>/`.
+    pub fn start(
+        registry: Arc<Registry>,
+        mut store: Store,
+        results_dir: PathBuf,
+        config: SchedulerConfig,
+    ) -> anyhow::Result<SchedulerHandle> {
+        let voided = store.void_running()?;
+        if voided > 0 {
+            info!("{voided} job(s) were running when the previous coordinator stopped; queued again");
+        }
+        let (tx, rx) = mpsc::channel(1024);
+        let mut s = Scheduler {
+            registry,
+            store,
+            results_dir,
+            config,
+            jobs: Vec::new(),
+            index: HashMap::new(),
+            sweeps: BTreeMap::new(),
+            queue: VecDeque::new(),
+            attempts: HashMap::new(),
+            workers: HashMap::new(),
+            next_worker: 1,
+            mailbox: tx.clone(),
+        };
+        for sweep in s.store.sweeps()? {
+            let entry = Sweep {
+                family: sweep.family,
+                jobs: Vec::new(),
+                cancelled: sweep.cancelled,
+                events: broadcast::channel(4096).0,
+                announced: false,
+            };
+            s.sweeps.insert(sweep.id, entry);
+        }
+        for stored in s.store.jobs()? {
+            s.load_job(stored)?;
+        }
+        let ids: Vec<String> = s.sweeps.keys().cloned().collect();
+        for id in ids {
+            s.sweeps.get_mut(&id).expect("listed").announced = s.counts(&id).is_finished();
+        }
+        let next_attempt = s.store.max_attempt_id()?;
+        info!(
+            "scheduler loaded {} sweep(s), {} job(s); attempt ids continue after {next_attempt}",
+            s.sweeps.len(),
+            s.jobs.len()
+        );
+        tokio::spawn(s.run(rx));
+        Ok(SchedulerHandle(tx))
+    }
+
+    fn load_job(&mut self, stored: StoredJob) -> anyhow::Result<()> {
+        let checked = pb::JobSpec::decode(stored.spec.as_slice())
+            .map_err(|e| e.to_string())
+            .and_then(|spec| wire::spec_from_wire(spec, "spec"))
+            .and_then(|spec| self.registry.validate(&spec).map_err(|e| e.to_string()));
+        let (valid, mut state, mut error) = match checked {
+            Ok(valid) if valid.key.0 == stored.key => (valid, stored.state, stored.error),
+            other => {
+                // A job of an older build: keep it visible, but it cannot run.
+                let why = match other {
+                    Ok(v) => format!("this build computes key {} for it (another armada version)", v.key),
+                    Err(e) => format!("no longer valid in this build: {e}"),
+                };
+                let mut spec = armada_core::JobSpec::new("?", "?", "?");
+                if let Ok(p) = pb::JobSpec::decode(stored.spec.as_slice()) {
+                    spec.family = p.family;
+                    spec.benchmark = p.benchmark;
+                    spec.algorithm = p.algorithm;
+                    spec.seed = p.seed;
+                }
+                let valid = ValidJob { spec, key: armada_core::JobKey(stored.key.clone()) };
+                (valid, JobState::Failed, Some(why))
+            }
+        };
+        let sweep_dir = self.results_dir.join(&stored.sweep_id);
+        if matches!(state, JobState::Queued | JobState::Running)
+            && results::shard_path(&sweep_dir, &valid.key).is_file()
+        {
+            // Written, then the coordinator died before recording it.
+            self.store.set_job_state(&stored.sweep_id, &stored.key, JobState::Done)?;
+            state = JobState::Done;
+        }
+        if state == JobState::Failed && stored.state != JobState::Failed {
+            self.store.end_attempt(0, "void", (&stored.sweep_id, &stored.key), JobState::Failed, error.as_deref())?;
+        }
+        if state == JobState::Running {
+            state = JobState::Queued;
+        }
+        if state != JobState::Failed {
+            error = error.filter(|_| state == JobState::Queued);
+        }
+        let i = self.jobs.len();
+        self.jobs.push(Job {
+            sweep: stored.sweep_id.clone(),
+            valid,
+            state,
+            current: None,
+            attempts: stored.attempts,
+            error,
+            committing: false,
+        });
+        self.index.insert((stored.sweep_id.clone(), stored.key), i);
+        if let Some(sweep) = self.sweeps.get_mut(&stored.sweep_id) {
+            sweep.jobs.push(i);
+        }
+        if state == JobState::Queued {
+            self.queue.push_back(i);
+        }
+        Ok(())
+    }
+
+    async fn run(mut self, mut rx: mpsc::Receiver<Command>) {
+        let mut tick = tokio::time::interval(Duration::from_millis(100));
+        loop {
+            tokio::select! {
+                command = rx.recv() => match command {
+                    Some(c) => self.handle(c),
+                    None => break,
+                },
+                _ = tick.tick() => self.expire_leases(),
+            }
+        }
+    }
+
+    fn handle(&mut self, command: Command) {
+        match command {
+            Command::Submit { name, family, jobs, reply } => {
+                let _ = reply.send(self.submit(name, family, jobs));
+            }
+            Command::Watch { sweep, reply } => {
+                let answer = self.status(&sweep).map(|s| (s, self.sweeps[&sweep].events.subscribe()));
+                let _ = reply.send(answer);
+            }
+            Command::Status { sweep, reply } => {
+                let _ = reply.send(self.status(&sweep));
+            }
+            Command::List { reply } => {
+                let ids: Vec<String> = self.sweeps.keys().cloned().collect();
+                let _ = reply.send(ids.iter().map(|id| self.status(id)).collect());
+            }
+            Command::Cancel { sweep, reply } => {
+                let _ = reply.send(self.cancel(&sweep));
+            }
+            Command::Summary { sweep, reply } => {
+                let _ = reply.send(self.summary_inputs(&sweep));
+            }
+            Command::Register { name, version, reply } => {
+                let _ = reply.send(self.register(name, version));
+            }
+            Command::Lease { worker, max_jobs, reply } => {
+                let _ = reply.send(self.lease(&worker, max_jobs));
+            }
+            Command::Heartbeat { worker, attempts, reply } => {
+                let _ = reply.send(self.heartbeat(&worker, attempts));
+            }
+            Command::Records { attempt, records, reply } => {
+                let answer = match self.attempts.get_mut(&attempt) {
+                    Some(a) => {
+                        a.records.extend(records);
+                        Ok(a.records.len() as u32)
+                    }
+                    None => Err(Status::not_found(format!("attempt {attempt} is not known (void or finished)"))),
+                };
+                let _ = reply.send(answer);
+            }
+            Command::Complete { attempt, n_records, reply } => self.complete(attempt, n_records, reply),
+            Command::Fail { attempt, error, reply } => {
+                let _ = reply.send(self.fail(attempt, error));
+            }
+            Command::ShardWritten { job, attempt, result, last, reply } => {
+                let _ = reply.send(self.shard_written(job, attempt, result, last));
+            }
+        }
+    }
+
+    fn submit(&mut self, name: String, family: String, jobs: Vec<ValidJob>) -> Result<pb::SubmitSweepResponse, Status> {
+        if let Some(existing) = self.sweeps.get(&name) {
+            if existing.family != family {
+                return Err(Status::invalid_argument(format!(
+                    "family: sweep `{name}` exists with family `{}`, not `{family}`",
+                    existing.family
+                )));
+            }
+        }
+        let sweep_dir = self.results_dir.join(&name);
+        let done = results::read_shard_keys(&sweep_dir).map_err(|e| internal(e.into()))?;
+        let mut new_jobs = Vec::new();
+        let mut n_already_done = 0;
+        let mut seen = BTreeSet::new();
+        let base = self.sweeps.get(&name).map_or(0, |s| s.jobs.len()) as i64;
+        let mut ordered: Vec<&ValidJob> = jobs.iter().collect();
+        // Seed-major, as the local runner: an interrupted sweep is balanced across cells.
+        ordered.sort_by_key(|j| j.spec.seed);
+        for job in ordered {
+            if self.index.contains_key(&(name.clone(), job.key.0.clone())) || !seen.insert(job.key.0.clone()) {
+                continue;
+            }
+            let state = if done.contains(&job.key.0) {
+                n_already_done += 1;
+                JobState::Done
+            } else {
+                JobState::Queued
+            };
+            new_jobs.push(StoredJob {
+                sweep_id: name.clone(),
+                key: job.key.0.clone(),
+                ord: base + new_jobs.len() as i64,
+                spec: wire::spec_to_wire(&job.spec).encode_to_vec(),
+                state,
+                attempts: 0,
+                error: None,
+            });
+        }
+        self.store.submit(&name, &family, &new_jobs, now_ms()).map_err(internal)?;
+        let sweep = self.sweeps.entry(name.clone()).or_insert_with(|| Sweep {
+            family: family.clone(),
+            jobs: Vec::new(),
+            cancelled: false,
+            events: broadcast::channel(4096).0,
+            announced: false,
+        });
+        sweep.cancelled = false;
+        sweep.announced = false;
+        let requeue: Vec<usize> =
+            sweep.jobs.iter().copied().filter(|&i| self.jobs[i].state == JobState::Cancelled).collect();
+        for i in requeue {
+            self.jobs[i].state = JobState::Queued;
+            self.queue.push_back(i);
+        }
+        let n_added = new_jobs.len() as u32;
+        let by_key: HashMap<&str, &ValidJob> = jobs.iter().map(|j| (j.key.0.as_str(), j)).collect();
+        for stored in new_jobs {
+            let i = self.jobs.len();
+            self.jobs.push(Job {
+                sweep: name.clone(),
+                valid: by_key[stored.key.as_str()].clone(),
+                state: stored.state,
+                current: None,
+                attempts: 0,
+                error: None,
+                committing: false,
+            });
+            self.index.insert((name.clone(), stored.key), i);
+            self.sweeps.get_mut(&name).expect("inserted").jobs.push(i);
+            if stored.state == JobState::Queued {
+                self.queue.push_back(i);
+            }
+        }
+        let n_jobs = self.sweeps[&name].jobs.len() as u32;
+        info!("sweep {name}: {n_added} job(s) added ({n_already_done} already done), {n_jobs} in all");
+        self.check_finished(&name);
+        Ok(pb::SubmitSweepResponse { sweep_id: name, n_jobs, n_added, n_already_done })
+    }
+
+    fn counts(&self, sweep: &str) -> Counts {
+        let mut c = Counts::default();
+        for &i in &self.sweeps[sweep].jobs {
+            match self.jobs[i].state {
+                JobState::Queued => c.queued += 1,
+                JobState::Running => c.running += 1,
+                JobState::Done => c.done += 1,
+                JobState::Failed => c.failed += 1,
+                JobState::Cancelled => c.cancelled += 1,
+            }
+        }
+        c
+    }
+
+    fn status(&self, id: &str) -> Result<pb::SweepStatus, Status> {
+        let sweep = self.sweeps.get(id).ok_or_else(|| Status::not_found(format!("no sweep `{id}`")))?;
+        let c = self.counts(id);
+        let state = if sweep.cancelled {
+            pb::SweepState::Cancelled
+        } else if c.is_finished() {
+            pb::SweepState::Finished
+        } else {
+            pb::SweepState::Running
+        };
+        let failures = sweep
+            .jobs
+            .iter()
+            .map(|&i| &self.jobs[i])
+            .filter(|j| j.state == JobState::Failed)
+            .map(|j| pb::JobFailed {
+                job_key: j.valid.key.0.clone(),
+                description: local::describe(&j.valid),
+                error: j.error.clone().unwrap_or_default(),
+                attempt: j.attempts,
+                r#final: true,
+            })
+            .collect();
+        Ok(pb::SweepStatus {
+            sweep_id: id.to_string(),
+            family: sweep.family.clone(),
+            state: state as i32,
+            n_jobs: sweep.jobs.len() as u32,
+            n_queued: c.queued,
+            n_running: c.running,
+            n_done: c.done,
+            n_failed: c.failed,
+            n_cancelled: c.cancelled,
+            results_dir: self.results_dir.join(id).display().to_string(),
+            failures,
+        })
+    }
+
+    fn cancel(&mut self, id: &str) -> Result<pb::SweepStatus, Status> {
+        let sweep = self.sweeps.get(id).ok_or_else(|| Status::not_found(format!("no sweep `{id}`")))?;
+        let jobs = sweep.jobs.clone();
+        self.store.cancel(id).map_err(internal)?;
+        for i in jobs {
+            let job = &mut self.jobs[i];
+            if matches!(job.state, JobState::Queued | JobState::Running) && !job.committing {
+                job.state = JobState::Cancelled;
+                if let Some(a) = job.current.take() {
+                    // The worker hears "abandon" at its next heartbeat.
+                    self.attempts.remove(&a);
+                }
+            }
+        }
+        self.sweeps.get_mut(id).expect("checked").cancelled = true;
+        info!("sweep {id} cancelled");
+        self.check_finished(id);
+        self.status(id)
+    }
+
+    fn summary_inputs(&self, id: &str) -> Result<SummaryInputs, Status> {
+        let sweep = self.sweeps.get(id).ok_or_else(|| Status::not_found(format!("no sweep `{id}`")))?;
+        let done_keys = sweep
+            .jobs
+            .iter()
+            .map(|&i| &self.jobs[i])
+            .filter(|j| j.state == JobState::Done)
+            .map(|j| j.valid.key.0.clone())
+            .collect();
+        let headline = self.registry.family(&sweep.family).map(|f| f.headline_metrics()).unwrap_or(&[]);
+        Ok(SummaryInputs {
+            sweep_dir: self.results_dir.join(id),
+            done_keys,
+            n_failed: self.counts(id).failed,
+            headline,
+        })
+    }
+
+    fn register(&mut self, name: String, version: String) -> Result<pb::RegisterResponse, Status> {
+        let ours = env!("CARGO_PKG_VERSION");
+        if version != ours {
+            return Err(Status::failed_precondition(format!(
+                "version: worker runs armada {version}, the coordinator {ours}; job keys and results depend on the build"
+            )));
+        }
+        let id = format!("w{}", self.next_worker);
+        self.next_worker += 1;
+        info!("worker {id} registered ({name})");
+        self.workers.insert(id.clone(), name);
+        Ok(pb::RegisterResponse {
+            worker_id: id,
+            lease_ttl_ms: self.config.lease_ttl.as_millis() as u32,
+            heartbeat_interval_ms: self.config.heartbeat.as_millis() as u32,
+        })
+    }
+
+    fn known_worker(&self, worker: &str) -> Result<(), Status> {
+        if self.workers.contains_key(worker) {
+            Ok(())
+        } else {
+            Err(Status::not_found(format!("worker `{worker}` is not registered (the coordinator restarted?)")))
+        }
+    }
+
+    fn lease(&mut self, worker: &str, max_jobs: u32) -> Result<pb::LeaseResponse, Status> {
+        self.known_worker(worker)?;
+        let mut picked = Vec::new();
+        while picked.len() < max_jobs as usize {
+            let Some(i) = self.queue.pop_front() else { break };
+            // The queue may hold jobs that were cancelled or committed since they were queued.
+            if self.jobs[i].state == JobState::Queued && !picked.contains(&i) {
+                picked.push(i);
+            }
+        }
+        if picked.is_empty() {
+            return Ok(pb::LeaseResponse { leases: Vec::new(), retry_after_ms: 200 });
+        }
+        let keys: Vec<(&str, &str)> =
+            picked.iter().map(|&i| (self.jobs[i].sweep.as_str(), self.jobs[i].valid.key.0.as_str())).collect();
+        let expires = Instant::now() + self.config.lease_ttl;
+        let ids = match self.store.start_attempts(
+            &keys,
+            worker,
+            now_ms(),
+            now_ms() + self.config.lease_ttl.as_millis() as i64,
+        ) {
+            Ok(ids) => ids,
+            Err(e) => {
+                for &i in picked.iter().rev() {
+                    self.queue.push_front(i);
+                }
+                return Err(internal(e));
+            }
+        };
+        let mut leases = Vec::with_capacity(picked.len());
+        for (&i, &id) in picked.iter().zip(&ids) {
+            let job = &mut self.jobs[i];
+            job.state = JobState::Running;
+            job.current = Some(id);
+            job.attempts += 1;
+            self.attempts.insert(id, Attempt { job: i, worker: worker.to_string(), expires, records: Vec::new() });
+            let job = &self.jobs[i];
+            let event = pb::sweep_event::Event::JobStarted(pb::JobStarted {
+                job_key: job.valid.key.0.clone(),
+                description: local::describe(&job.valid),
+                attempt_id: id,
+                attempt: job.attempts,
+                worker: worker.to_string(),
+            });
+            self.emit(&job.sweep.clone(), event);
+            leases.push(pb::JobLease {
+                attempt_id: id,
+                sweep_id: job.sweep.clone(),
+                job_key: job.valid.key.0.clone(),
+                spec: Some(wire::spec_to_wire(&job.valid.spec)),
+                attempt: job.attempts,
+            });
+        }
+        Ok(pb::LeaseResponse { leases, retry_after_ms: 0 })
+    }
+
+    fn heartbeat(&mut self, worker: &str, attempts: Vec<u64>) -> Result<pb::HeartbeatResponse, Status> {
+        self.known_worker(worker)?;
+        let expires = Instant::now() + self.config.lease_ttl;
+        let mut renewed = Vec::new();
+        let mut abandon = Vec::new();
+        for id in attempts {
+            let live = self.attempts.get(&id).is_some_and(|a| self.jobs[a.job].current == Some(id));
+            if live {
+                self.attempts.get_mut(&id).expect("checked").expires = expires;
+                renewed.push(id);
+            } else if !self.attempts.contains_key(&id) || self.is_settled(self.attempts[&id].job) {
+                abandon.push(id);
+            }
+            // Else: an expired attempt whose job is queued or run by another attempt;
+            // it may still commit first, so it is left alone.
+        }
+        self.store.renew(&renewed, now_ms() + self.config.lease_ttl.as_millis() as i64).map_err(internal)?;
+        Ok(pb::HeartbeatResponse { abandon })
+    }
+
+    /// Done, failed or cancelled: nothing an attempt does can change it.
+    fn is_settled(&self, job: usize) -> bool {
+        let j = &self.jobs[job];
+        matches!(j.state, JobState::Done | JobState::Failed | JobState::Cancelled) || j.committing
+    }
+
+    fn complete(&mut self, attempt: u64, n_records: u32, reply: Reply<pb::CompleteAttemptResponse>) {
+        let Some(a) = self.attempts.get(&attempt) else {
+            let _ = reply.send(Err(Status::not_found(format!("attempt {attempt} is not known (void or finished)"))));
+            return;
+        };
+        let i = a.job;
+        let job = &self.jobs[i];
+        if job.state == JobState::Done || job.committing {
+            self.attempts.remove(&attempt);
+            let _ = self.store.end_attempt(attempt, "dropped", (&job.sweep, &job.valid.key.0), job.state, None);
+            let _ = reply.send(Ok(pb::CompleteAttemptResponse { committed: false }));
+            return;
+        }
+        if matches!(job.state, JobState::Cancelled | JobState::Failed) {
+            self.attempts.remove(&attempt);
+            let _ = reply.send(Err(Status::failed_precondition(format!(
+                "job {} is {}",
+                job.valid.key,
+                job.state.as_str()
+            ))));
+            return;
+        }
+        if a.records.len() != n_records as usize {
+            let msg = format!("n_records: the worker sent {n_records}, the coordinator holds {}", a.records.len());
+            let _ = reply.send(Err(Status::invalid_argument(msg)));
+            return;
+        }
+        let records = self.attempts.get_mut(&attempt).map(|a| std::mem::take(&mut a.records)).unwrap_or_default();
+        self.jobs[i].committing = true;
+        let job = &self.jobs[i];
+        let sweep_dir = self.results_dir.join(&job.sweep);
+        let valid = job.valid.clone();
+        let metrics = self.metrics_of(&job.valid.spec.family);
+        let mailbox = self.mailbox.clone();
+        tokio::task::spawn_blocking(move || {
+            let result =
+                results::write_shard(&sweep_dir, &valid, metrics, &records).map(|_| ()).map_err(|e| format!("{e:#}"));
+            let last = records.last().map(|r| r.values.clone()).unwrap_or_default();
+            let _ = mailbox.blocking_send(Command::ShardWritten { job: i, attempt, result, last, reply });
+        });
+    }
+
+    fn metrics_of(&self, family: &str) -> &'static [MetricDef] {
+        self.registry.family(family).map(|f| f.metrics()).unwrap_or(&[])
+    }
+
+    fn shard_written(
+        &mut self,
+        i: usize,
+        attempt: u64,
+        result: Result<(), String>,
+        last: Vec<f64>,
+    ) -> Result<pb::CompleteAttemptResponse, Status> {
+        self.jobs[i].committing = false;
+        let (sweep, key) = (self.jobs[i].sweep.clone(), self.jobs[i].valid.key.0.clone());
+        if let Err(e) = result {
+            warn!("writing the shard of job {key} failed: {e}; the job is queued again");
+            self.attempts.remove(&attempt);
+            self.requeue_or_fail(i, attempt, format!("writing its shard: {e}"));
+            return Err(Status::internal(format!("writing the shard: {e}")));
+        }
+        let state_before = self.jobs[i].state;
+        self.store.end_attempt(attempt, "committed", (&sweep, &key), JobState::Done, None).map_err(internal)?;
+        let job = &mut self.jobs[i];
+        job.state = JobState::Done;
+        job.current = None;
+        // Every other attempt of this job is now moot.
+        self.attempts.retain(|_, a| a.job != i);
+        if state_before == JobState::Cancelled {
+            info!("job {key} committed after its sweep was cancelled; kept");
+        }
+        let final_metrics = self
+            .metrics_of(&self.jobs[i].valid.spec.family)
+            .iter()
+            .zip(last)
+            .map(|(m, value)| pb::MetricValue { name: m.name.to_string(), value })
+            .collect();
+        let job = &self.jobs[i];
+        let event = pb::sweep_event::Event::JobFinished(pb::JobFinished {
+            job_key: key,
+            description: local::describe(&job.valid),
+            final_metrics,
+        });
+        self.emit(&sweep, event);
+        self.check_finished(&sweep);
+        Ok(pb::CompleteAttemptResponse { committed: true })
+    }
+
+    fn fail(&mut self, attempt: u64, error: String) -> Result<pb::FailAttemptResponse, Status> {
+        let a = self
+            .attempts
+            .remove(&attempt)
+            .ok_or_else(|| Status::not_found(format!("attempt {attempt} is not known (void or finished)")))?;
+        let job = &self.jobs[a.job];
+        if self.is_settled(a.job) || job.current != Some(attempt) {
+            // Settled, or superseded by another attempt: this failure changes nothing.
+            return Ok(pb::FailAttemptResponse { will_retry: false });
+        }
+        warn!("job {} attempt {attempt} on {} failed: {error}", job.valid.key, a.worker);
+        let will_retry = self.requeue_or_fail(a.job, attempt, error);
+        Ok(pb::FailAttemptResponse { will_retry })
+    }
+
+    /// A failed or expired attempt: queue the job for another attempt, or mark it failed
+    /// when it has had `max_attempts`. Returns whether it will be retried.
+    fn requeue_or_fail(&mut self, i: usize, attempt: u64, error: String) -> bool {
+        let job = &self.jobs[i];
+        let (sweep, key) = (job.sweep.clone(), job.valid.key.0.clone());
+        let retry = job.attempts < self.config.max_attempts;
+        let state = if retry { JobState::Queued } else { JobState::Failed };
+        if let Err(e) = self.store.end_attempt(attempt, "failed", (&sweep, &key), state, Some(&error)) {
+            warn!("store error: {e:#}");
+        }
+        let job = &mut self.jobs[i];
+        job.state = state;
+        job.current = None;
+        job.error = Some(error.clone());
+        let attempt_no = job.attempts;
+        if retry {
+            // To the front: a retried job should not wait behind the whole sweep.
+            self.queue.push_front(i);
+        }
+        let description = local::describe(&self.jobs[i].valid);
+        let event = pb::sweep_event::Event::JobFailed(pb::JobFailed {
+            job_key: key,
+            description,
+            error,
+            attempt: attempt_no,
+            r#final: !retry,
+        });
+        self.emit(&sweep, event);
+        self.check_finished(&sweep);
+        retry
+    }
+
+    /// Leases past their deadline: the job goes back to the queue (or fails). The attempt
+    /// stays known, so its late result still commits if nothing else has.
+    fn expire_leases(&mut self) {
+        let now = Instant::now();
+        let expired: Vec<(u64, usize, String)> = self
+            .attempts
+            .iter()
+            .filter(|(&id, a)| a.expires < now && self.jobs[a.job].current == Some(id) && !self.jobs[a.job].committing)
+            .map(|(&id, a)| (id, a.job, a.worker.clone()))
+            .collect();
+        for (id, i, worker) in expired {
+            warn!("job {} attempt {id}: the lease of worker {worker} expired", self.jobs[i].valid.key);
+            self.requeue_or_fail(i, id, format!("lease expired: worker {worker} stopped heartbeating"));
+        }
+    }
+
+    fn emit(&self, sweep: &str, event: pb::sweep_event::Event) {
+        if let Some(s) = self.sweeps.get(sweep) {
+            // No watchers is not an error.
+            let _ = s.events.send(pb::SweepEvent { event: Some(event) });
+        }
+    }
+
+    /// Announce a sweep that has nothing queued or running, once, and rebuild its summaries.
+    fn check_finished(&mut self, id: &str) {
+        let Some(sweep) = self.sweeps.get(id) else { return };
+        if sweep.announced || !self.counts(id).is_finished() {
+            return;
+        }
+        let Ok(status) = self.status(id) else { return };
+        self.sweeps.get_mut(id).expect("checked").announced = true;
+        info!(
+            "sweep {id} finished: {} done, {} failed, {} cancelled",
+            status.n_done, status.n_failed, status.n_cancelled
+        );
+        self.emit(id, pb::sweep_event::Event::SweepFinished(status));
+        if let Ok(inputs) = self.summary_inputs(id) {
+            if !inputs.done_keys.is_empty() {
+                tokio::task::spawn_blocking(move || {
+                    if let Err(e) = results::summarize(&inputs.sweep_dir, Some(&inputs.done_keys)) {
+                        warn!("summarizing {}: {e:#}", inputs.sweep_dir.display());
+                    }
+                });
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Counts {
+    queued: u32,
+    running: u32,
+    done: u32,
+    failed: u32,
+    cancelled: u32,
+}
+
+impl Counts {
+    fn is_finished(&self) -> bool {
+        self.queued == 0 && self.running == 0
+    }
+}

@@ -1,0 +1,236 @@
+//! The two gRPC services on top of the scheduler: `Sweeps` for clients, `Workers` for
+//! worker processes. Handlers validate and translate; every state change is the
+//! scheduler's. Slow work (parsing a large sweep, building summaries) runs off the
+//! scheduler, on the blocking pool.
+
+use super::scheduler::{Command, SchedulerHandle};
+use crate::{results, sweep};
+use armada_core::{Registry, SpecError, ValidJob};
+use armada_proto::v1 as pb;
+use armada_worker::wire;
+use std::pin::Pin;
+use std::sync::Arc;
+use tokio::sync::{broadcast, mpsc};
+use tokio_stream::wrappers::ReceiverStream;
+use tokio_stream::{Stream, StreamExt};
+use tonic::{Request, Response, Status, Streaming};
+
+/// Both services share the scheduler's handle and the registry.
+#[derive(Clone)]
+pub struct Coordinator {
+    pub scheduler: SchedulerHandle,
+    pub registry: Arc<Registry>,
+}
+
+fn invalid(e: SpecError) -> Status {
+    Status::invalid_argument(e.to_string())
+}
+
+impl Coordinator {
+    /// A submitted sweep as validated jobs; nothing reaches the scheduler unless every job is valid.
+    fn parse(&self, request: pb::SubmitSweepRequest) -> Result<(String, String, Vec<ValidJob>), Status> {
+        let default_name = if request.default_name.is_empty() { "sweep" } else { request.default_name.as_str() };
+        match request.sweep {
+            None => Err(Status::invalid_argument("sweep: give either `toml` or `structured`")),
+            Some(pb::submit_sweep_request::Sweep::Toml(text)) => {
+                let s = sweep::parse_sweep(&text, default_name, &self.registry).map_err(invalid)?;
+                Ok((s.name, s.family, s.jobs))
+            }
+            Some(pb::submit_sweep_request::Sweep::Structured(s)) => {
+                sweep::check_name(&s.name).map_err(|e| invalid(e.within("structured")))?;
+                if s.jobs.is_empty() {
+                    return Err(Status::invalid_argument("structured.jobs: a sweep needs at least one job"));
+                }
+                let mut jobs = Vec::with_capacity(s.jobs.len());
+                for (i, spec) in s.jobs.into_iter().enumerate() {
+                    let field = format!("structured.jobs[{i}]");
+                    let spec = wire::spec_from_wire(spec, &field).map_err(Status::invalid_argument)?;
+                    let job = self.registry.validate(&spec).map_err(|e| invalid(e.within(&field)))?;
+                    if let Some(first) = jobs.first().map(|j: &ValidJob| &j.spec.family) {
+                        if *first != job.spec.family {
+                            return Err(Status::invalid_argument(format!(
+                                "{field}.family: every job of a sweep has the same family; the first has `{first}`"
+                            )));
+                        }
+                    }
+                    jobs.push(job);
+                }
+                let family = jobs[0].spec.family.clone();
+                Ok((s.name, family, jobs))
+            }
+        }
+    }
+}
+
+type EventStream = Pin<Box<dyn Stream<Item = Result<pb::SweepEvent, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl pb::sweeps_server::Sweeps for Coordinator {
+    async fn submit_sweep(
+        &self,
+        request: Request<pb::SubmitSweepRequest>,
+    ) -> Result<Response<pb::SubmitSweepResponse>, Status> {
+        let this = self.clone();
+        let (name, family, jobs) = tokio::task::spawn_blocking(move || this.parse(request.into_inner()))
+            .await
+            .map_err(|e| Status::internal(e.to_string()))??;
+        let reply = self.scheduler.call(|reply| Command::Submit { name, family, jobs, reply }).await?;
+        Ok(Response::new(reply))
+    }
+
+    type WatchSweepStream = EventStream;
+
+    async fn watch_sweep(
+        &self,
+        request: Request<pb::WatchSweepRequest>,
+    ) -> Result<Response<Self::WatchSweepStream>, Status> {
+        let sweep = request.into_inner().sweep_id;
+        let (snapshot, mut events) =
+            self.scheduler.call(|reply| Command::Watch { sweep: sweep.clone(), reply }).await?;
+        let (tx, rx) = mpsc::channel(256);
+        let scheduler = self.scheduler.clone();
+        tokio::spawn(async move {
+            use pb::sweep_event::Event;
+            let over = snapshot.state != pb::SweepState::Running as i32;
+            let first = pb::SweepEvent { event: Some(Event::Snapshot(snapshot.clone())) };
+            if tx.send(Ok(first)).await.is_err() {
+                return;
+            }
+            if over {
+                let _ = tx.send(Ok(pb::SweepEvent { event: Some(Event::SweepFinished(snapshot)) })).await;
+                return;
+            }
+            loop {
+                let event = match events.recv().await {
+                    Ok(e) => e,
+                    // A slow watcher missed events: send where things stand instead.
+                    Err(broadcast::error::RecvError::Lagged(_)) => {
+                        match scheduler.call(|reply| Command::Status { sweep: sweep.clone(), reply }).await {
+                            Ok(s) => pb::SweepEvent { event: Some(Event::Snapshot(s)) },
+                            Err(_) => return,
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return,
+                };
+                let last = matches!(event.event, Some(Event::SweepFinished(_)));
+                if tx.send(Ok(event)).await.is_err() || last {
+                    return;
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
+
+    async fn get_sweep(&self, request: Request<pb::GetSweepRequest>) -> Result<Response<pb::SweepStatus>, Status> {
+        let sweep = request.into_inner().sweep_id;
+        Ok(Response::new(self.scheduler.call(|reply| Command::Status { sweep, reply }).await?))
+    }
+
+    async fn list_sweeps(
+        &self,
+        _request: Request<pb::ListSweepsRequest>,
+    ) -> Result<Response<pb::ListSweepsResponse>, Status> {
+        let sweeps = self.scheduler.call(|reply| Command::List { reply }).await?;
+        Ok(Response::new(pb::ListSweepsResponse { sweeps }))
+    }
+
+    async fn cancel_sweep(
+        &self,
+        request: Request<pb::CancelSweepRequest>,
+    ) -> Result<Response<pb::SweepStatus>, Status> {
+        let sweep = request.into_inner().sweep_id;
+        Ok(Response::new(self.scheduler.call(|reply| Command::Cancel { sweep, reply }).await?))
+    }
+
+    async fn get_summary(
+        &self,
+        request: Request<pb::GetSummaryRequest>,
+    ) -> Result<Response<pb::GetSummaryResponse>, Status> {
+        let sweep = request.into_inner().sweep_id;
+        let inputs = self.scheduler.call(|reply| Command::Summary { sweep: sweep.clone(), reply }).await?;
+        if inputs.done_keys.is_empty() {
+            return Err(Status::failed_precondition(format!("sweep `{sweep}` has no finished job yet")));
+        }
+        let built = tokio::task::spawn_blocking(move || -> anyhow::Result<pb::GetSummaryResponse> {
+            let report = results::summarize(&inputs.sweep_dir, Some(&inputs.done_keys))?;
+            let table = results::final_table(&inputs.sweep_dir, inputs.headline)?;
+            let final_parquet = std::fs::read(&report.final_path)?;
+            Ok(pb::GetSummaryResponse {
+                table,
+                n_shards: report.n_shards as u32,
+                n_failed: inputs.n_failed,
+                summary_path: report.summary_path.display().to_string(),
+                final_path: report.final_path.display().to_string(),
+                final_parquet,
+            })
+        })
+        .await
+        .map_err(|e| Status::internal(e.to_string()))?
+        .map_err(|e| Status::internal(format!("building the summary: {e:#}")))?;
+        Ok(Response::new(built))
+    }
+}
+
+#[tonic::async_trait]
+impl pb::workers_server::Workers for Coordinator {
+    async fn register(&self, request: Request<pb::RegisterRequest>) -> Result<Response<pb::RegisterResponse>, Status> {
+        let r = request.into_inner();
+        let reply = self.scheduler.call(|reply| Command::Register { name: r.name, version: r.version, reply }).await?;
+        Ok(Response::new(reply))
+    }
+
+    async fn lease(&self, request: Request<pb::LeaseRequest>) -> Result<Response<pb::LeaseResponse>, Status> {
+        let r = request.into_inner();
+        let reply =
+            self.scheduler.call(|reply| Command::Lease { worker: r.worker_id, max_jobs: r.max_jobs, reply }).await?;
+        Ok(Response::new(reply))
+    }
+
+    async fn heartbeat(
+        &self,
+        request: Request<pb::HeartbeatRequest>,
+    ) -> Result<Response<pb::HeartbeatResponse>, Status> {
+        let r = request.into_inner();
+        let reply = self
+            .scheduler
+            .call(|reply| Command::Heartbeat { worker: r.worker_id, attempts: r.attempt_ids, reply })
+            .await?;
+        Ok(Response::new(reply))
+    }
+
+    async fn upload_records(
+        &self,
+        request: Request<Streaming<pb::RecordBatch>>,
+    ) -> Result<Response<pb::UploadAck>, Status> {
+        let mut stream = request.into_inner();
+        let mut n_records = 0;
+        while let Some(batch) = stream.next().await {
+            let batch = batch?;
+            let records = batch.records.into_iter().map(wire::record_from_wire).collect();
+            n_records =
+                self.scheduler.call(|reply| Command::Records { attempt: batch.attempt_id, records, reply }).await?;
+        }
+        Ok(Response::new(pb::UploadAck { n_records }))
+    }
+
+    async fn complete_attempt(
+        &self,
+        request: Request<pb::CompleteAttemptRequest>,
+    ) -> Result<Response<pb::CompleteAttemptResponse>, Status> {
+        let r = request.into_inner();
+        let reply = self
+            .scheduler
+            .call(|reply| Command::Complete { attempt: r.attempt_id, n_records: r.n_records, reply })
+            .await?;
+        Ok(Response::new(reply))
+    }
+
+    async fn fail_attempt(
+        &self,
+        request: Request<pb::FailAttemptRequest>,
+    ) -> Result<Response<pb::FailAttemptResponse>, Status> {
+        let r = request.into_inner();
+        let reply = self.scheduler.call(|reply| Command::Fail { attempt: r.attempt_id, error: r.error, reply }).await?;
+        Ok(Response::new(reply))
+    }
+}

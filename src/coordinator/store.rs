@@ -1,0 +1,260 @@
+//! The coordinator's durable state in SQLite: sweeps, jobs, attempts and their leases.
+//!
+//! Every state change the scheduler makes is written here before it is acted on or
+//! answered, in one transaction per request, so a coordinator killed at any moment
+//! restarts from exactly what it had promised. Shards on disk stay the commit record of a
+//! job's result: a job found `done` has its shard, and a shard found without `done` (a crash
+//! between the rename and the update) is marked done at startup.
+
+use anyhow::Context;
+use rusqlite::{params, Connection, OptionalExtension};
+use std::path::Path;
+
+/// A job's state as stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobState {
+    Queued,
+    Running,
+    Done,
+    Failed,
+    Cancelled,
+}
+
+impl JobState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobState::Queued => "queued",
+            JobState::Running => "running",
+            JobState::Done => "done",
+            JobState::Failed => "failed",
+            JobState::Cancelled => "cancelled",
+        }
+    }
+
+    fn parse(s: &str) -> anyhow::Result<Self> {
+        Ok(match s {
+            "queued" => JobState::Queued,
+            "running" => JobState::Running,
+            "done" => JobState::Done,
+            "failed" => JobState::Failed,
+            "cancelled" => JobState::Cancelled,
+            other => anyhow::bail!("unknown job state {other:?} in the store"),
+        })
+    }
+}
+
+/// One stored job.
+#[derive(Clone, Debug)]
+pub struct StoredJob {
+    pub sweep_id: String,
+    pub key: String,
+    /// The job's position in its sweep (the run order).
+    pub ord: i64,
+    /// The prost-encoded `armada.v1.JobSpec`.
+    pub spec: Vec<u8>,
+    pub state: JobState,
+    pub attempts: u32,
+    pub error: Option<String>,
+}
+
+/// One stored sweep.
+#[derive(Clone, Debug)]
+pub struct StoredSweep {
+    pub id: String,
+    pub family: String,
+    pub cancelled: bool,
+}
+
+pub struct Store {
+    conn: Connection,
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS sweeps (
+    id          TEXT PRIMARY KEY,
+    family      TEXT NOT NULL,
+    created_ms  INTEGER NOT NULL,
+    cancelled   INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS jobs (
+    sweep_id  TEXT NOT NULL REFERENCES sweeps(id),
+    key       TEXT NOT NULL,
+    ord       INTEGER NOT NULL,
+    spec      BLOB NOT NULL,
+    state     TEXT NOT NULL,
+    attempts  INTEGER NOT NULL DEFAULT 0,
+    error     TEXT,
+    PRIMARY KEY (sweep_id, key)
+);
+CREATE TABLE IF NOT EXISTS attempts (
+    id                INTEGER PRIMARY KEY AUTOINCREMENT,
+    sweep_id          TEXT NOT NULL,
+    key               TEXT NOT NULL,
+    worker            TEXT NOT NULL,
+    started_ms        INTEGER NOT NULL,
+    lease_expires_ms  INTEGER NOT NULL,
+    state             TEXT NOT NULL
+);
+";
+
+impl Store {
+    /// Open (or create) `DIR/armada.sqlite`.
+    pub fn open(dir: &Path) -> anyhow::Result<Self> {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let path = dir.join("armada.sqlite");
+        let conn = Connection::open(&path).with_context(|| format!("opening {}", path.display()))?;
+        // WAL with full sync: a committed transaction survives a crash of the process or the machine.
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "FULL")?;
+        conn.execute_batch(SCHEMA).context("creating the store's tables")?;
+        Ok(Store { conn })
+    }
+
+    pub fn sweeps(&self) -> anyhow::Result<Vec<StoredSweep>> {
+        let mut stmt = self.conn.prepare("SELECT id, family, cancelled FROM sweeps ORDER BY created_ms, id")?;
+        let rows = stmt.query_map([], |r| {
+            Ok(StoredSweep { id: r.get(0)?, family: r.get(1)?, cancelled: r.get::<_, i64>(2)? != 0 })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    pub fn jobs(&self) -> anyhow::Result<Vec<StoredJob>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT j.sweep_id, j.key, j.ord, j.spec, j.state, j.attempts, j.error FROM jobs j
+             JOIN sweeps s ON s.id = j.sweep_id ORDER BY s.created_ms, s.id, j.ord",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get::<_, String>(4)?, r.get(5)?, r.get(6)?))
+        })?;
+        rows.map(|row| {
+            let (sweep_id, key, ord, spec, state, attempts, error) = row?;
+            Ok(StoredJob { sweep_id, key, ord, spec, state: JobState::parse(&state)?, attempts, error })
+        })
+        .collect()
+    }
+
+    /// The largest attempt id ever handed out (ids are never reused, across restarts too).
+    pub fn max_attempt_id(&self) -> anyhow::Result<u64> {
+        let id: Option<i64> =
+            self.conn.query_row("SELECT MAX(id) FROM attempts", [], |r| r.get(0)).optional()?.flatten();
+        Ok(id.unwrap_or(0) as u64)
+    }
+
+    /// Add a sweep (if new) and its new jobs; un-cancel it and re-queue its cancelled jobs.
+    pub fn submit(&mut self, id: &str, family: &str, new_jobs: &[StoredJob], now_ms: i64) -> anyhow::Result<()> {
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "INSERT INTO sweeps (id, family, created_ms) VALUES (?1, ?2, ?3)
+             ON CONFLICT(id) DO UPDATE SET cancelled = 0",
+            params![id, family, now_ms],
+        )?;
+        tx.execute("UPDATE jobs SET state = 'queued' WHERE sweep_id = ?1 AND state = 'cancelled'", params![id])?;
+        {
+            let mut insert = tx.prepare(
+                "INSERT INTO jobs (sweep_id, key, ord, spec, state, attempts) VALUES (?1, ?2, ?3, ?4, ?5, 0)",
+            )?;
+            for j in new_jobs {
+                insert.execute(params![j.sweep_id, j.key, j.ord, j.spec, j.state.as_str()])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Start attempts: each job becomes running with one more attempt. Returns the new
+    /// attempt ids in order.
+    pub fn start_attempts(
+        &mut self,
+        jobs: &[(&str, &str)],
+        worker: &str,
+        now_ms: i64,
+        expires_ms: i64,
+    ) -> anyhow::Result<Vec<u64>> {
+        let tx = self.conn.transaction()?;
+        let mut ids = Vec::with_capacity(jobs.len());
+        {
+            let mut job = tx.prepare(
+                "UPDATE jobs SET state = 'running', attempts = attempts + 1 WHERE sweep_id = ?1 AND key = ?2",
+            )?;
+            let mut attempt = tx.prepare(
+                "INSERT INTO attempts (sweep_id, key, worker, started_ms, lease_expires_ms, state)
+                 VALUES (?1, ?2, ?3, ?4, ?5, 'running')",
+            )?;
+            for (sweep, key) in jobs {
+                job.execute(params![sweep, key])?;
+                attempt.execute(params![sweep, key, worker, now_ms, expires_ms])?;
+                ids.push(tx.last_insert_rowid() as u64);
+            }
+        }
+        tx.commit()?;
+        Ok(ids)
+    }
+
+    /// Renew the leases of `attempts` to `expires_ms`.
+    pub fn renew(&mut self, attempts: &[u64], expires_ms: i64) -> anyhow::Result<()> {
+        if attempts.is_empty() {
+            return Ok(());
+        }
+        let tx = self.conn.transaction()?;
+        {
+            let mut stmt = tx.prepare("UPDATE attempts SET lease_expires_ms = ?1 WHERE id = ?2")?;
+            for id in attempts {
+                stmt.execute(params![expires_ms, *id as i64])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// End an attempt (`committed`, `failed`, `expired`, `void`, `dropped`) and set its job's
+    /// state and error in the same transaction.
+    pub fn end_attempt(
+        &mut self,
+        attempt: u64,
+        attempt_state: &str,
+        job: (&str, &str),
+        job_state: JobState,
+        error: Option<&str>,
+    ) -> anyhow::Result<()> {
+        let tx = self.conn.transaction()?;
+        tx.execute("UPDATE attempts SET state = ?1 WHERE id = ?2", params![attempt_state, attempt as i64])?;
+        tx.execute(
+            "UPDATE jobs SET state = ?1, error = COALESCE(?2, error) WHERE sweep_id = ?3 AND key = ?4",
+            params![job_state.as_str(), error, job.0, job.1],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Set one job's state (no attempt involved: a shard found at startup).
+    pub fn set_job_state(&mut self, sweep: &str, key: &str, state: JobState) -> anyhow::Result<()> {
+        self.conn.execute(
+            "UPDATE jobs SET state = ?1 WHERE sweep_id = ?2 AND key = ?3",
+            params![state.as_str(), sweep, key],
+        )?;
+        Ok(())
+    }
+
+    /// Cancel a sweep: its queued and running jobs become cancelled, its running attempts void.
+    pub fn cancel(&mut self, sweep: &str) -> anyhow::Result<()> {
+        let tx = self.conn.transaction()?;
+        tx.execute("UPDATE sweeps SET cancelled = 1 WHERE id = ?1", params![sweep])?;
+        tx.execute(
+            "UPDATE jobs SET state = 'cancelled' WHERE sweep_id = ?1 AND state IN ('queued', 'running')",
+            params![sweep],
+        )?;
+        tx.execute("UPDATE attempts SET state = 'void' WHERE sweep_id = ?1 AND state = 'running'", params![sweep])?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// At startup: attempts that were running died with the previous coordinator (their
+    /// records were in its memory); their jobs go back to the queue.
+    pub fn void_running(&mut self) -> anyhow::Result<usize> {
+        let tx = self.conn.transaction()?;
+        tx.execute("UPDATE attempts SET state = 'void' WHERE state = 'running'", [])?;
+        let n = tx.execute("UPDATE jobs SET state = 'queued' WHERE state = 'running'", [])?;
+        tx.commit()?;
+        Ok(n)
+    }
+}

@@ -1,0 +1,394 @@
+//! The distributed system with real processes on 127.0.0.1: a coordinator (`armada serve`
+//! on a port the OS picks), worker processes, and the CLI clients. Every wait is bounded.
+
+mod common;
+
+use common::{armada, assert_same_trajectory, read, shards, text};
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_armada");
+
+/// A child process killed (SIGKILL) when dropped, so a failing test leaves nothing behind.
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Proc {
+    fn kill9(&mut self) {
+        self.0.kill().unwrap();
+        self.0.wait().unwrap();
+    }
+
+    fn sigterm(&mut self) {
+        let status = Command::new("kill").args(["-TERM", &self.0.id().to_string()]).status().unwrap();
+        assert!(status.success());
+    }
+
+    /// Wait for the process to exit, at most `secs`.
+    fn wait(&mut self, secs: u64) -> std::process::ExitStatus {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            if let Some(status) = self.0.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "process {} did not exit within {secs} s", self.0.id());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+struct Coordinator {
+    proc: Proc,
+    url: String,
+    port: u16,
+}
+
+/// Start `armada serve` on `port` (0: any) with its data in `data`; logs go to `data/../`.
+fn serve(data: &Path, port: u16, extra: &[&str]) -> Coordinator {
+    let log = File::create(data.with_extension(format!("serve-{port}.log"))).unwrap();
+    let mut child = Command::new(BIN)
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--data", data.to_str().unwrap()])
+        .args(extra)
+        .env("ARMADA_LOG", "info")
+        .env_remove("ARMADA_TOKEN")
+        .stdout(Stdio::piped())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let url = line.trim().rsplit(' ').next().unwrap().to_string();
+    assert!(url.starts_with("http://127.0.0.1:"), "coordinator did not start: {line:?}");
+    let port = url.rsplit(':').next().unwrap().parse().unwrap();
+    Coordinator { proc: Proc(child), url, port }
+}
+
+/// Start `armada worker` with `slots`; its log (at info level) goes to `log`.
+fn worker(url: &str, slots: usize, log: &Path, env: &[(&str, &str)]) -> Proc {
+    let mut cmd = Command::new(BIN);
+    cmd.args(["worker", "--coordinator", url, "--slots", &slots.to_string()])
+        .env("ARMADA_LOG", "info")
+        .env_remove("ARMADA_TOKEN")
+        .stdout(Stdio::null())
+        .stderr(File::create(log).unwrap());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    Proc(cmd.spawn().unwrap())
+}
+
+/// Run a client subcommand against `url` to completion, at most `secs`.
+fn client(args: &[&str], url: &str, secs: u64) -> Output {
+    client_env(args, url, secs, &[])
+}
+
+fn client_env(args: &[&str], url: &str, secs: u64, env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args)
+        .args(["--coordinator", url])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_remove("ARMADA_TOKEN")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let child = cmd.spawn().unwrap();
+    let id = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(Duration::from_secs(secs)) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            let _ = Command::new("kill").args(["-KILL", &id.to_string()]).status();
+            panic!("`armada {}` did not finish within {secs} s", args.join(" "));
+        }
+    }
+}
+
+fn write(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, body).unwrap();
+    path
+}
+
+/// Poll `cond` every 50 ms for at most `secs`.
+fn wait_until(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out after {secs} s waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn shard_count(sweep_dir: &Path) -> usize {
+    if sweep_dir.join("trajectories").is_dir() {
+        shards(sweep_dir).len()
+    } else {
+        0
+    }
+}
+
+/// Every shard holds steps 0..=horizon exactly once, in order.
+fn assert_each_step_once(sweep_dir: &Path, horizon: i64) {
+    for (name, path) in shards(sweep_dir) {
+        let df = read(&path);
+        let steps: Vec<i64> = df.column("step").unwrap().i64().unwrap().into_no_null_iter().collect();
+        assert_eq!(steps, (0..=horizon).collect::<Vec<_>>(), "{name}");
+    }
+}
+
+const LSE_SWEEP: &str = r#"
+name = "dist-lse"
+family = "lse"
+seeds = 3
+horizon = 12
+[[benchmarks]]
+name = "sinusoidal"
+[[benchmarks]]
+name = "himmelblau"
+[[algorithms]]
+name = "rand-straddle"
+[[algorithms]]
+name = "us"
+params = { tie_break = "random" }
+[[algorithms]]
+name = "lse"
+"#;
+
+#[test]
+fn two_workers_give_the_in_process_runners_trajectories() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep = write(tmp.path(), "dist-lse.toml", LSE_SWEEP);
+    let local_out = tmp.path().join("local");
+    let local = armada(&["run", sweep.to_str().unwrap(), "--out", local_out.to_str().unwrap(), "--quiet"]);
+    assert!(local.status.success(), "{}", text(&local.stderr));
+
+    let data = tmp.path().join("data");
+    let coord = serve(&data, 0, &[]);
+    let _w1 = worker(&coord.url, 2, &tmp.path().join("w1.log"), &[]);
+    let _w2 = worker(&coord.url, 1, &tmp.path().join("w2.log"), &[]);
+    let submitted = client(&["submit", sweep.to_str().unwrap()], &coord.url, 30);
+    assert!(submitted.status.success(), "{}", text(&submitted.stderr));
+    assert_eq!(text(&submitted.stdout).trim(), "dist-lse");
+    let watched = client(&["watch", "dist-lse", "--quiet"], &coord.url, 120);
+    assert!(watched.status.success(), "{}", text(&watched.stderr));
+    // The final table is printed, as by `armada run`.
+    assert!(text(&watched.stdout).contains("rand-straddle"), "{}", text(&watched.stdout));
+
+    let (ours, theirs) = (shards(&data.join("dist-lse")), shards(&local_out.join("dist-lse")));
+    assert_eq!(ours.len(), 18);
+    assert_eq!(ours.keys().collect::<Vec<_>>(), theirs.keys().collect::<Vec<_>>());
+    for (name, path) in &ours {
+        assert_same_trajectory(&read(path), &read(&theirs[name]), name);
+    }
+    // Summaries exclude elapsed_ms, so the final tables are byte-identical.
+    let final_of = |dir: &Path| std::fs::read(dir.join("dist-lse").join("final.parquet")).unwrap();
+    assert_eq!(final_of(&data), final_of(&local_out));
+    // Both workers took part.
+    let took = |log: &str| std::fs::read_to_string(tmp.path().join(log)).unwrap().contains("registered");
+    assert!(took("w1.log") && took("w2.log"));
+}
+
+const SLOW_SWEEP: &str = r#"
+name = "slow"
+family = "testkit"
+seeds = 12
+horizon = 10
+[[benchmarks]]
+name = "constant"
+[[algorithms]]
+name = "slow"
+params = { ms = 30 }
+"#;
+
+#[test]
+fn a_worker_killed_mid_sweep_loses_nothing_and_duplicates_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep = write(tmp.path(), "slow.toml", SLOW_SWEEP);
+    let data = tmp.path().join("data");
+    let coord = serve(&data, 0, &["--lease-ttl-ms", "800"]);
+    let mut doomed = worker(&coord.url, 2, &tmp.path().join("doomed.log"), &[]);
+    let submitted = client(&["submit", sweep.to_str().unwrap()], &coord.url, 30);
+    assert!(submitted.status.success(), "{}", text(&submitted.stderr));
+    // Kill it while it holds leases, after it has committed something.
+    let sweep_dir = data.join("slow");
+    wait_until(30, "a first shard", || shard_count(&sweep_dir) >= 1);
+    doomed.kill9();
+    let before = shard_count(&sweep_dir);
+    assert!(before < 12, "the sweep finished before the kill; make the jobs slower");
+    let _survivor = worker(&coord.url, 2, &tmp.path().join("survivor.log"), &[]);
+    let watched = client(&["watch", "slow", "--quiet"], &coord.url, 120);
+    assert!(watched.status.success(), "{}", text(&watched.stderr));
+    assert_eq!(shard_count(&sweep_dir), 12);
+    assert_each_step_once(&sweep_dir, 10);
+    let status = client(&["status", "slow"], &coord.url, 30);
+    assert!(text(&status.stdout).contains("12 jobs: 12 done"), "{}", text(&status.stdout));
+}
+
+#[test]
+fn a_coordinator_killed_mid_sweep_resumes_to_the_uninterrupted_result() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep = write(tmp.path(), "slow.toml", SLOW_SWEEP);
+    // The uninterrupted reference.
+    let reference = tmp.path().join("reference");
+    let out = armada(&["run", sweep.to_str().unwrap(), "--out", reference.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+
+    let data = tmp.path().join("data");
+    let mut coord = serve(&data, 0, &["--lease-ttl-ms", "800"]);
+    let _w = worker(&coord.url, 2, &tmp.path().join("w.log"), &[]);
+    let submitted = client(&["submit", sweep.to_str().unwrap()], &coord.url, 30);
+    assert!(submitted.status.success(), "{}", text(&submitted.stderr));
+    let sweep_dir = data.join("slow");
+    wait_until(30, "a first shard", || shard_count(&sweep_dir) >= 1);
+    coord.proc.kill9();
+    assert!(shard_count(&sweep_dir) < 12, "the sweep finished before the kill; make the jobs slower");
+    // Same port: the worker keeps dialing the same URL and registers again.
+    let coord = serve(&data, coord.port, &["--lease-ttl-ms", "800"]);
+    let watched = client(&["watch", "slow", "--quiet"], &coord.url, 120);
+    assert!(watched.status.success(), "{}", text(&watched.stderr));
+    assert_eq!(shard_count(&sweep_dir), 12);
+    assert_each_step_once(&sweep_dir, 10);
+    let final_of = |dir: &Path| std::fs::read(dir.join("slow").join("final.parquet")).unwrap();
+    assert_eq!(final_of(&data), final_of(&reference));
+}
+
+#[test]
+fn bad_sweeps_are_refused_naming_the_field_and_nothing_is_queued() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let coord = serve(&data, 0, &[]);
+    let cases = [
+        ("unknown-algo", "family = \"lse\"\nseeds = 1\nhorizon = 3\n[[benchmarks]]\nname = \"sinusoidal\"\n[[algorithms]]\nname = \"straddle\"\n[[algorithms]]\nname = \"usx\"\n", "algorithms[1].name: unknown algorithm `usx`"),
+        ("bad-param", "family = \"lse\"\nseeds = 1\nhorizon = 3\n[[benchmarks]]\nname = \"sinusoidal\"\n[[algorithms]]\nname = \"straddle\"\nparams = { beta_sqrt = \"three\" }\n", "algorithms[0].params.beta_sqrt"),
+        ("malformed", "family = \"lse\"\nseeds = [1, \n", "malformed TOML"),
+    ];
+    for (name, body, needle) in cases {
+        let path = write(tmp.path(), &format!("{name}.toml"), body);
+        let out = client(&["submit", path.to_str().unwrap()], &coord.url, 30);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+        assert!(err.contains(needle), "{name}: {err}");
+        assert!(err.contains("InvalidArgument"), "{name}: {err}");
+    }
+    let status = client(&["status"], &coord.url, 30);
+    assert_eq!(text(&status.stdout).trim(), "no sweeps");
+    // The coordinator is still serving after the bad requests.
+    assert!(status.status.success());
+}
+
+#[test]
+fn with_a_token_requests_without_it_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let coord = serve(&data, 0, &["--token", "s3cret-token"]);
+    let refused = client(&["status"], &coord.url, 30);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(text(&refused.stderr).contains("Unauthenticated"), "{}", text(&refused.stderr));
+    let wrong = client(&["status", "--token", "guess"], &coord.url, 30);
+    assert!(text(&wrong.stderr).contains("Unauthenticated"), "{}", text(&wrong.stderr));
+    let ok = client_env(&["status"], &coord.url, 30, &[("ARMADA_TOKEN", "s3cret-token")]);
+    assert!(ok.status.success(), "{}", text(&ok.stderr));
+    assert_eq!(text(&ok.stdout).trim(), "no sweeps");
+    // A worker without the token gives up with a clear message instead of retrying forever.
+    let mut w = worker(&coord.url, 1, &tmp.path().join("w.log"), &[]);
+    assert!(!w.wait(30).success());
+    let log = std::fs::read_to_string(tmp.path().join("w.log")).unwrap();
+    assert!(log.contains("missing or wrong token"), "{log}");
+}
+
+#[test]
+fn cancel_stops_the_sweeps_jobs_on_the_workers() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Two jobs of about 60 s each: cancel must stop them long before.
+    let sweep = write(
+        tmp.path(),
+        "long.toml",
+        "name = \"long\"\nfamily = \"testkit\"\nseeds = 2\nhorizon = 600\n[[benchmarks]]\nname = \"constant\"\n[[algorithms]]\nname = \"slow\"\nparams = { ms = 100 }\n",
+    );
+    let data = tmp.path().join("data");
+    let coord = serve(&data, 0, &["--lease-ttl-ms", "800"]);
+    let log = tmp.path().join("w.log");
+    let _w = worker(&coord.url, 2, &log, &[]);
+    assert!(client(&["submit", sweep.to_str().unwrap()], &coord.url, 30).status.success());
+    wait_until(30, "both jobs running", || {
+        text(&client(&["status", "long"], &coord.url, 30).stdout).contains("2 running")
+    });
+    let cancelled = client(&["cancel", "long"], &coord.url, 30);
+    assert!(text(&cancelled.stdout).contains("cancelled, 2 jobs: 0 done, 0 running, 0 queued, 0 failed, 2 cancelled"));
+    wait_until(30, "the worker to stop both jobs", || {
+        std::fs::read_to_string(&log).unwrap().matches("the coordinator says stop").count() == 2
+    });
+    // The slots are free again: a small sweep runs right away on the same worker.
+    let quick = write(
+        tmp.path(),
+        "quick.toml",
+        "name = \"quick\"\nfamily = \"testkit\"\nseeds = 2\nhorizon = 3\n[[benchmarks]]\nname = \"constant\"\n[[algorithms]]\nname = \"echo\"\n",
+    );
+    assert!(client(&["submit", quick.to_str().unwrap()], &coord.url, 30).status.success());
+    let watched = client(&["watch", "quick", "--quiet"], &coord.url, 30);
+    assert!(watched.status.success(), "{}", text(&watched.stderr));
+    assert_eq!(shard_count(&data.join("long")), 0);
+    let watched = client(&["watch", "long", "--quiet"], &coord.url, 30);
+    assert_eq!(watched.status.code(), Some(1), "a cancelled sweep is not a success");
+}
+
+#[test]
+fn a_panicking_job_is_retried_to_the_bound_then_failed_while_the_rest_completes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep = write(
+        tmp.path(),
+        "mixed.toml",
+        "name = \"mixed\"\nfamily = \"testkit\"\nseeds = 4\nhorizon = 5\n[[benchmarks]]\nname = \"constant\"\n[[algorithms]]\nname = \"echo\"\n[[algorithms]]\nname = \"panic\"\nparams = { at = 2 }\n",
+    );
+    let data = tmp.path().join("data");
+    let coord = serve(&data, 0, &["--max-attempts", "2"]);
+    let _w = worker(&coord.url, 2, &tmp.path().join("w.log"), &[]);
+    assert!(client(&["submit", sweep.to_str().unwrap()], &coord.url, 30).status.success());
+    let watched = client(&["watch", "mixed", "--quiet"], &coord.url, 60);
+    assert_eq!(watched.status.code(), Some(1), "{}", text(&watched.stderr));
+    let status = text(&client(&["status", "mixed"], &coord.url, 30).stdout);
+    assert!(status.contains("8 jobs: 4 done, 0 running, 0 queued, 4 failed"), "{status}");
+    assert_eq!(
+        status.matches("after 2 attempts: job panicked: testkit: panic at step 2 on purpose").count(),
+        4,
+        "{status}"
+    );
+    assert_eq!(shard_count(&data.join("mixed")), 4);
+    assert_each_step_once(&data.join("mixed"), 5);
+}
+
+#[test]
+fn sigterm_lets_a_worker_finish_its_job_and_exit_0() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep = write(
+        tmp.path(),
+        "three.toml",
+        "name = \"three\"\nfamily = \"testkit\"\nseeds = 3\nhorizon = 15\n[[benchmarks]]\nname = \"constant\"\n[[algorithms]]\nname = \"slow\"\nparams = { ms = 100 }\n",
+    );
+    let data = tmp.path().join("data");
+    let coord = serve(&data, 0, &[]);
+    let mut w = worker(&coord.url, 1, &tmp.path().join("w.log"), &[]);
+    assert!(client(&["submit", sweep.to_str().unwrap()], &coord.url, 30).status.success());
+    wait_until(30, "one job running", || {
+        text(&client(&["status", "three"], &coord.url, 30).stdout).contains("1 running")
+    });
+    w.sigterm();
+    assert!(w.wait(30).success(), "a draining worker exits 0");
+    let status = text(&client(&["status", "three"], &coord.url, 30).stdout);
+    // The running job finished and committed; nothing new was leased.
+    assert!(status.contains("3 jobs: 1 done, 0 running, 2 queued"), "{status}");
+    assert_eq!(shard_count(&data.join("three")), 1);
+}
