@@ -6,7 +6,9 @@
 //! polars summaries). Algorithms live in the family crates under
 //! `workers/`, which know nothing of this crate. See ARCHITECTURE.md for the data path.
 
+pub mod client;
 pub mod coordinator;
+pub mod embedded;
 pub mod local;
 pub mod results;
 pub mod sweep;

@@ -392,3 +392,42 @@ fn sigterm_lets_a_worker_finish_its_job_and_exit_0() {
     assert!(status.contains("3 jobs: 1 done, 0 running, 2 queued"), "{status}");
     assert_eq!(shard_count(&data.join("three")), 1);
 }
+
+#[test]
+fn an_interrupted_embedded_run_resumes_and_its_workers_exit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep = write(tmp.path(), "slow.toml", SLOW_SWEEP);
+    let out = tmp.path().join("out");
+    let run = || {
+        Command::new(BIN)
+            .args(["run", sweep.to_str().unwrap(), "--out", out.to_str().unwrap(), "--jobs", "2", "--quiet"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let mut first = Proc(run());
+    let sweep_dir = out.join("slow");
+    wait_until(60, "a first shard", || shard_count(&sweep_dir) >= 1);
+    let children = Command::new("pgrep").args(["-P", &first.0.id().to_string()]).output().unwrap();
+    let workers: Vec<String> = text(&children.stdout).split_whitespace().map(str::to_string).collect();
+    assert_eq!(workers.len(), 2, "two worker processes");
+    assert!(Command::new("kill").args(["-INT", &first.0.id().to_string()]).status().unwrap().success());
+    assert!(!first.wait(30).success());
+    let done_before = shard_count(&sweep_dir);
+    assert!(done_before < 12, "the sweep finished before the interrupt; make the jobs slower");
+    // Orphaned workers notice and exit.
+    wait_until(30, "the orphaned workers to exit", || {
+        workers.iter().all(|pid| !Path::new(&format!("/proc/{pid}")).exists())
+    });
+    let second = run().wait_with_output().unwrap();
+    let stderr = text(&second.stderr);
+    assert!(second.status.success(), "{stderr}");
+    let done_now = shard_count(&sweep_dir);
+    assert_eq!(done_now, 12);
+    // At least the shards present at the interrupt were not run again.
+    let already: usize = stderr.split(" already done").next().unwrap().rsplit(", ").next().unwrap().parse().unwrap();
+    assert!(already >= done_before, "{stderr}");
+    assert!(stderr.contains(&format!("{} run, 0 failed", 12 - already)), "{stderr}");
+    assert_each_step_once(&sweep_dir, 10);
+}

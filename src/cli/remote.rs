@@ -2,15 +2,12 @@
 //! coordinator's `Sweeps` service.
 
 use anyhow::Context;
+use armada::client::{describe, failure_lines, status_error, Client};
 use armada_proto::v1 as pb;
-use armada_worker::auth::{BearerToken, TOKEN_ENV};
-use indicatif::{ProgressBar, ProgressStyle};
-use pb::sweeps_client::SweepsClient;
+use armada_worker::auth::TOKEN_ENV;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use tonic::service::interceptor::InterceptedService;
-use tonic::transport::Channel;
 
 /// How to reach the coordinator (shared by every client subcommand).
 #[derive(clap::Args, Debug, Clone)]
@@ -26,18 +23,10 @@ pub struct Remote {
     tls_ca: Option<PathBuf>,
 }
 
-type Client = SweepsClient<InterceptedService<Channel, BearerToken>>;
-
 impl Remote {
     async fn client(&self) -> anyhow::Result<Client> {
-        let channel = armada_worker::connect::connect(&self.coordinator, self.tls_ca.as_deref()).await?;
-        Ok(SweepsClient::with_interceptor(channel, BearerToken::new(self.token.as_deref())?))
+        armada::client::connect(&self.coordinator, self.token.as_deref(), self.tls_ca.as_deref()).await
     }
-}
-
-/// A gRPC status as a one-line error.
-fn status_error(e: tonic::Status) -> anyhow::Error {
-    anyhow::anyhow!("{} ({:?})", e.message(), e.code())
 }
 
 fn block_on<T>(f: impl std::future::Future<Output = anyhow::Result<T>>) -> anyhow::Result<T> {
@@ -86,48 +75,10 @@ pub struct WatchArgs {
 pub fn watch(args: WatchArgs) -> anyhow::Result<ExitCode> {
     block_on(async {
         let mut client = args.remote.client().await?;
-        let finished = follow(&mut client, &args.id, !args.quiet && std::io::stderr().is_terminal()).await?;
+        let finished =
+            armada::client::follow(&mut client, &args.id, !args.quiet && std::io::stderr().is_terminal()).await?;
         print_summary(&mut client, &finished).await
     })
-}
-
-/// Stream a sweep's events with a progress bar until it finishes; returns its last status.
-pub async fn follow(client: &mut Client, id: &str, progress: bool) -> anyhow::Result<pb::SweepStatus> {
-    use pb::sweep_event::Event;
-    let mut events = client
-        .watch_sweep(pb::WatchSweepRequest { sweep_id: id.to_string() })
-        .await
-        .map_err(status_error)?
-        .into_inner();
-    let bar = if progress { ProgressBar::new(0) } else { ProgressBar::hidden() };
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} jobs ({eta} left) {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    let settled = |s: &pb::SweepStatus| u64::from(s.n_done + s.n_failed + s.n_cancelled);
-    while let Some(event) = events.message().await.map_err(status_error)? {
-        match event.event {
-            Some(Event::Snapshot(s)) => {
-                bar.set_length(u64::from(s.n_jobs));
-                bar.set_position(settled(&s));
-            }
-            Some(Event::JobFinished(_)) => bar.inc(1),
-            Some(Event::JobFailed(f)) => {
-                let verdict = if f.r#final { "failed" } else { "will retry" };
-                bar.println(format!("job {} attempt {} {verdict}: {}", f.description, f.attempt, f.error));
-                if f.r#final {
-                    bar.inc(1);
-                }
-            }
-            Some(Event::JobStarted(_)) | None => {}
-            Some(Event::SweepFinished(s)) => {
-                bar.finish_and_clear();
-                return Ok(s);
-            }
-        }
-    }
-    bar.finish_and_clear();
-    anyhow::bail!("the coordinator closed the watch of `{id}` before the sweep finished")
 }
 
 async fn print_summary(client: &mut Client, status: &pb::SweepStatus) -> anyhow::Result<ExitCode> {
@@ -146,34 +97,6 @@ async fn print_summary(client: &mut Client, status: &pb::SweepStatus) -> anyhow:
     }
     let ok = status.n_failed == 0 && status.state != pb::SweepState::Cancelled as i32;
     Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
-}
-
-fn describe(s: &pb::SweepStatus) -> String {
-    let state = pb::SweepState::try_from(s.state).map_or("unknown", |st| match st {
-        pb::SweepState::Running => "running",
-        pb::SweepState::Finished => "finished",
-        pb::SweepState::Cancelled => "cancelled",
-        pb::SweepState::Unspecified => "unknown",
-    });
-    format!(
-        "{}: {state}, {} jobs: {} done, {} running, {} queued, {} failed, {} cancelled ({})",
-        s.sweep_id, s.n_jobs, s.n_done, s.n_running, s.n_queued, s.n_failed, s.n_cancelled, s.results_dir
-    )
-}
-
-/// One line per failed job, at most 20, then how many more.
-fn failure_lines(s: &pb::SweepStatus) -> Vec<String> {
-    const SHOWN: usize = 20;
-    let mut lines: Vec<String> = s
-        .failures
-        .iter()
-        .take(SHOWN)
-        .map(|f| format!("failed: {} after {} attempts: {}", f.description, f.attempt, f.error))
-        .collect();
-    if s.failures.len() > SHOWN {
-        lines.push(format!("... and {} more failed jobs", s.failures.len() - SHOWN));
-    }
-    lines
 }
 
 #[derive(clap::Args, Debug)]

@@ -43,7 +43,12 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         data: args.data,
         token: args.token,
         tls: args.tls_cert.zip(args.tls_key),
-        scheduler: SchedulerConfig { lease_ttl, heartbeat: lease_ttl / 4, max_attempts: args.max_attempts },
+        scheduler: SchedulerConfig {
+            lease_ttl,
+            heartbeat: lease_ttl / 4,
+            max_attempts: args.max_attempts,
+            summarize_on_finish: true,
+        },
     };
     let scheme = if config.tls.is_some() { "https" } else { "http" };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;

@@ -21,6 +21,23 @@ pub struct WorkerArgs {
     /// CA certificate (PEM) for an https:// coordinator.
     #[arg(long)]
     tls_ca: Option<PathBuf>,
+    /// Exit when the parent process does (workers started by `armada run`).
+    #[arg(long, hide = true)]
+    exit_with_parent: bool,
+}
+
+/// Resolves when the parent process is gone (never, unless `enabled` on unix).
+async fn watch_parent(enabled: bool) {
+    #[cfg(unix)]
+    if enabled {
+        let parent = std::os::unix::process::parent_id();
+        while std::os::unix::process::parent_id() == parent {
+            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        }
+        return;
+    }
+    let _ = enabled;
+    std::future::pending::<()>().await
 }
 
 pub fn worker(args: WorkerArgs) -> anyhow::Result<ExitCode> {
@@ -41,8 +58,12 @@ pub fn worker(args: WorkerArgs) -> anyhow::Result<ExitCode> {
         .build()?;
     runtime.block_on(async {
         let (tx, rx) = tokio::sync::watch::channel(false);
+        let orphaned = watch_parent(args.exit_with_parent);
         tokio::spawn(async move {
-            super::shutdown_signal().await;
+            tokio::select! {
+                _ = super::shutdown_signal() => {}
+                _ = orphaned => {}
+            }
             let _ = tx.send(true);
         });
         run_worker(config, Arc::new(armada::registry()), rx).await

@@ -31,11 +31,18 @@ pub struct SchedulerConfig {
     pub heartbeat: Duration,
     /// Attempts (failed or expired) before a job is marked failed.
     pub max_attempts: u32,
+    /// Rebuild a sweep's summaries when it finishes (`armada run` builds its own instead).
+    pub summarize_on_finish: bool,
 }
 
 impl Default for SchedulerConfig {
     fn default() -> Self {
-        SchedulerConfig { lease_ttl: Duration::from_secs(10), heartbeat: Duration::from_secs(2), max_attempts: 3 }
+        SchedulerConfig {
+            lease_ttl: Duration::from_secs(10),
+            heartbeat: Duration::from_millis(2500),
+            max_attempts: 3,
+            summarize_on_finish: true,
+        }
     }
 }
 
@@ -372,9 +379,16 @@ impl Scheduler {
             }
         }
         let sweep_dir = self.results_dir.join(&name);
-        let done = results::read_shard_keys(&sweep_dir).map_err(|e| internal(e.into()))?;
+        let on_disk = results::read_shard_keys(&sweep_dir).map_err(|e| internal(e.into()))?;
+        let wanted: BTreeSet<&str> = jobs.iter().map(|j| j.key.0.as_str()).collect();
+        // Jobs of the previous submission that this one does not contain are dropped.
+        let removed: Vec<usize> = self
+            .sweeps
+            .get(&name)
+            .map(|s| s.jobs.iter().copied().filter(|&i| !wanted.contains(self.jobs[i].valid.key.0.as_str())).collect())
+            .unwrap_or_default();
+        let removed_keys: Vec<String> = removed.iter().map(|&i| self.jobs[i].valid.key.0.clone()).collect();
         let mut new_jobs = Vec::new();
-        let mut n_already_done = 0;
         let mut seen = BTreeSet::new();
         let base = self.sweeps.get(&name).map_or(0, |s| s.jobs.len()) as i64;
         let mut ordered: Vec<&ValidJob> = jobs.iter().collect();
@@ -384,12 +398,7 @@ impl Scheduler {
             if self.index.contains_key(&(name.clone(), job.key.0.clone())) || !seen.insert(job.key.0.clone()) {
                 continue;
             }
-            let state = if done.contains(&job.key.0) {
-                n_already_done += 1;
-                JobState::Done
-            } else {
-                JobState::Queued
-            };
+            let state = if on_disk.contains(&job.key.0) { JobState::Done } else { JobState::Queued };
             new_jobs.push(StoredJob {
                 sweep_id: name.clone(),
                 key: job.key.0.clone(),
@@ -400,7 +409,15 @@ impl Scheduler {
                 error: None,
             });
         }
-        self.store.submit(&name, &family, &new_jobs, now_ms()).map_err(internal)?;
+        self.store.submit(&name, &family, &removed_keys, &new_jobs, now_ms()).map_err(internal)?;
+        for &i in &removed {
+            let job = &mut self.jobs[i];
+            // A tombstone: no longer in the sweep; a running attempt is told to stop.
+            job.state = JobState::Cancelled;
+            job.current = None;
+            self.index.remove(&(name.clone(), job.valid.key.0.clone()));
+            self.attempts.retain(|_, a| a.job != i);
+        }
         let sweep = self.sweeps.entry(name.clone()).or_insert_with(|| Sweep {
             family: family.clone(),
             jobs: Vec::new(),
@@ -410,10 +427,18 @@ impl Scheduler {
         });
         sweep.cancelled = false;
         sweep.announced = false;
-        let requeue: Vec<usize> =
-            sweep.jobs.iter().copied().filter(|&i| self.jobs[i].state == JobState::Cancelled).collect();
+        sweep.jobs.retain(|i| !removed.contains(i));
+        let requeue: Vec<usize> = sweep
+            .jobs
+            .iter()
+            .copied()
+            .filter(|&i| matches!(self.jobs[i].state, JobState::Cancelled | JobState::Failed))
+            .collect();
         for i in requeue {
-            self.jobs[i].state = JobState::Queued;
+            let job = &mut self.jobs[i];
+            job.state = JobState::Queued;
+            job.attempts = 0;
+            job.error = None;
             self.queue.push_back(i);
         }
         let n_added = new_jobs.len() as u32;
@@ -435,8 +460,9 @@ impl Scheduler {
                 self.queue.push_back(i);
             }
         }
+        let n_already_done = self.counts(&name).done;
         let n_jobs = self.sweeps[&name].jobs.len() as u32;
-        info!("sweep {name}: {n_added} job(s) added ({n_already_done} already done), {n_jobs} in all");
+        info!("sweep {name}: {n_jobs} job(s), {n_added} new, {} dropped, {n_already_done} already done", removed.len());
         self.check_finished(&name);
         Ok(pb::SubmitSweepResponse { sweep_id: name, n_jobs, n_added, n_already_done })
     }
@@ -811,6 +837,9 @@ impl Scheduler {
             status.n_done, status.n_failed, status.n_cancelled
         );
         self.emit(id, pb::sweep_event::Event::SweepFinished(status));
+        if !self.config.summarize_on_finish {
+            return;
+        }
         if let Ok(inputs) = self.summary_inputs(id) {
             if !inputs.done_keys.is_empty() {
                 tokio::task::spawn_blocking(move || {

@@ -140,15 +140,38 @@ impl Store {
         Ok(id.unwrap_or(0) as u64)
     }
 
-    /// Add a sweep (if new) and its new jobs; un-cancel it and re-queue its cancelled jobs.
-    pub fn submit(&mut self, id: &str, family: &str, new_jobs: &[StoredJob], now_ms: i64) -> anyhow::Result<()> {
+    /// Make a submission the sweep: create it if new, drop the jobs of `removed`, re-queue
+    /// its failed and cancelled jobs (with a fresh attempt count), add `new_jobs`.
+    pub fn submit(
+        &mut self,
+        id: &str,
+        family: &str,
+        removed: &[String],
+        new_jobs: &[StoredJob],
+        now_ms: i64,
+    ) -> anyhow::Result<()> {
         let tx = self.conn.transaction()?;
         tx.execute(
             "INSERT INTO sweeps (id, family, created_ms) VALUES (?1, ?2, ?3)
              ON CONFLICT(id) DO UPDATE SET cancelled = 0",
             params![id, family, now_ms],
         )?;
-        tx.execute("UPDATE jobs SET state = 'queued' WHERE sweep_id = ?1 AND state = 'cancelled'", params![id])?;
+        {
+            let mut delete = tx.prepare("DELETE FROM jobs WHERE sweep_id = ?1 AND key = ?2")?;
+            for key in removed {
+                delete.execute(params![id, key])?;
+            }
+        }
+        tx.execute(
+            "UPDATE jobs SET state = 'queued', attempts = 0, error = NULL
+             WHERE sweep_id = ?1 AND state IN ('cancelled', 'failed')",
+            params![id],
+        )?;
+        tx.execute(
+            "UPDATE attempts SET state = 'void' WHERE sweep_id = ?1 AND state = 'running' AND key IN
+             (SELECT key FROM jobs WHERE sweep_id = ?1 AND state = 'queued')",
+            params![id],
+        )?;
         {
             let mut insert = tx.prepare(
                 "INSERT INTO jobs (sweep_id, key, ord, spec, state, attempts) VALUES (?1, ?2, ?3, ?4, ?5, 0)",

@@ -1,0 +1,91 @@
+//! A client of a coordinator's `Sweeps` service, shared by the CLI's client subcommands
+//! and the embedded `armada run`: connect with a token, follow a sweep with a progress
+//! bar, describe its status.
+
+use armada_proto::v1 as pb;
+use armada_worker::auth::BearerToken;
+use indicatif::{ProgressBar, ProgressStyle};
+use pb::sweeps_client::SweepsClient;
+use std::path::Path;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::Channel;
+
+pub type Client = SweepsClient<InterceptedService<Channel, BearerToken>>;
+
+/// Connect to the coordinator at `url` (`https://` needs `ca`), sending `token` if given.
+pub async fn connect(url: &str, token: Option<&str>, ca: Option<&Path>) -> anyhow::Result<Client> {
+    let channel = armada_worker::connect::connect(url, ca).await?;
+    Ok(SweepsClient::with_interceptor(channel, BearerToken::new(token)?))
+}
+
+/// A gRPC status as a one-line error naming its code.
+pub fn status_error(e: tonic::Status) -> anyhow::Error {
+    anyhow::anyhow!("{} ({:?})", e.message(), e.code())
+}
+
+/// Stream a sweep's events with a progress bar until it finishes; returns its last status.
+pub async fn follow(client: &mut Client, id: &str, progress: bool) -> anyhow::Result<pb::SweepStatus> {
+    use pb::sweep_event::Event;
+    let mut events = client
+        .watch_sweep(pb::WatchSweepRequest { sweep_id: id.to_string() })
+        .await
+        .map_err(status_error)?
+        .into_inner();
+    let bar = if progress { ProgressBar::new(0) } else { ProgressBar::hidden() };
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} jobs ({eta} left) {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let settled = |s: &pb::SweepStatus| u64::from(s.n_done + s.n_failed + s.n_cancelled);
+    while let Some(event) = events.message().await.map_err(status_error)? {
+        match event.event {
+            Some(Event::Snapshot(s)) => {
+                bar.set_length(u64::from(s.n_jobs));
+                bar.set_position(settled(&s));
+            }
+            Some(Event::JobFinished(_)) => bar.inc(1),
+            Some(Event::JobFailed(f)) => {
+                let verdict = if f.r#final { "failed" } else { "will retry" };
+                bar.println(format!("job {} attempt {} {verdict}: {}", f.description, f.attempt, f.error));
+                if f.r#final {
+                    bar.inc(1);
+                }
+            }
+            Some(Event::JobStarted(_)) | None => {}
+            Some(Event::SweepFinished(s)) => {
+                bar.finish_and_clear();
+                return Ok(s);
+            }
+        }
+    }
+    bar.finish_and_clear();
+    anyhow::bail!("the coordinator closed the watch of `{id}` before the sweep finished")
+}
+
+pub fn describe(s: &pb::SweepStatus) -> String {
+    let state = pb::SweepState::try_from(s.state).map_or("unknown", |st| match st {
+        pb::SweepState::Running => "running",
+        pb::SweepState::Finished => "finished",
+        pb::SweepState::Cancelled => "cancelled",
+        pb::SweepState::Unspecified => "unknown",
+    });
+    format!(
+        "{}: {state}, {} jobs: {} done, {} running, {} queued, {} failed, {} cancelled ({})",
+        s.sweep_id, s.n_jobs, s.n_done, s.n_running, s.n_queued, s.n_failed, s.n_cancelled, s.results_dir
+    )
+}
+
+/// One line per failed job, at most 20, then how many more.
+pub fn failure_lines(s: &pb::SweepStatus) -> Vec<String> {
+    const SHOWN: usize = 20;
+    let mut lines: Vec<String> = s
+        .failures
+        .iter()
+        .take(SHOWN)
+        .map(|f| format!("failed: {} after {} attempts: {}", f.description, f.attempt, f.error))
+        .collect();
+    if s.failures.len() > SHOWN {
+        lines.push(format!("... and {} more failed jobs", s.failures.len() - SHOWN));
+    }
+    lines
+}

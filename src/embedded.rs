@@ -1,0 +1,116 @@
+//! The embedded default of `armada run`: a coordinator on a loopback port with its store
+//! under the results directory, N worker processes of this same binary, and a client that
+//! submits the sweep and follows it to the end.
+//!
+//! The workers get a fresh random token (only this run can use the coordinator) and
+//! `--exit-with-parent`, so killing `armada run` (Ctrl-C) takes them down too. Everything
+//! committed so far is in the store and the shards, and a second `armada run` of the same
+//! sweep resumes: the store voids the attempts that were running, and done jobs are skipped.
+
+use crate::client;
+use crate::coordinator::{self, SchedulerConfig, ServeConfig};
+use armada_proto::v1 as pb;
+use armada_worker::auth::TOKEN_ENV;
+use std::hash::{BuildHasher, Hasher};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+
+/// How an embedded run runs.
+#[derive(Clone, Debug)]
+pub struct EmbeddedConfig {
+    /// Worker processes, one job slot each.
+    pub n_workers: usize,
+    pub progress: bool,
+    /// The armada binary the workers run (normally this process's own executable).
+    pub worker_exe: PathBuf,
+}
+
+/// Kills the worker processes when dropped (on every exit path).
+struct Workers(Vec<Child>);
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// 128 random bits as hex, from the OS-seeded hasher keys of the standard library.
+fn random_token() -> String {
+    (0..2)
+        .map(|i| {
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u64(i);
+            h.write_u128(
+                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()),
+            );
+            format!("{:016x}", h.finish())
+        })
+        .collect()
+}
+
+/// Submit the sweep text to an embedded coordinator storing under `out`, run it on
+/// `config.n_workers` worker processes, and return the sweep's final status.
+pub fn run_embedded(
+    sweep_text: &str,
+    default_name: &str,
+    out: &Path,
+    config: &EmbeddedConfig,
+) -> anyhow::Result<pb::SweepStatus> {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    runtime.block_on(async {
+        let token = random_token();
+        let serve_config = ServeConfig {
+            listen: "127.0.0.1:0".parse().expect("a valid address"),
+            data: out.to_path_buf(),
+            token: Some(token.clone()),
+            tls: None,
+            scheduler: SchedulerConfig { summarize_on_finish: false, ..SchedulerConfig::default() },
+        };
+        let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(coordinator::serve(
+            serve_config,
+            Arc::new(crate::registry()),
+            move |addr| {
+                let _ = addr_tx.send(addr);
+            },
+            async {
+                let _ = stop_rx.await;
+            },
+        ));
+        let addr = match addr_rx.await {
+            Ok(addr) => addr,
+            // The server ended before listening: report its error.
+            Err(_) => {
+                return Err(server.await?.err().unwrap_or_else(|| anyhow::anyhow!("the coordinator did not start")))
+            }
+        };
+        let url = format!("http://{addr}");
+        let mut workers = Workers(Vec::new());
+        for _ in 0..config.n_workers.max(1) {
+            let child = Command::new(&config.worker_exe)
+                .args(["worker", "--coordinator", &url, "--slots", "1", "--exit-with-parent"])
+                .env(TOKEN_ENV, &token)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .spawn()
+                .map_err(|e| anyhow::anyhow!("starting a worker process ({}): {e}", config.worker_exe.display()))?;
+            workers.0.push(child);
+        }
+        let mut sweeps = client::connect(&url, Some(&token), None).await?;
+        let request = pb::SubmitSweepRequest {
+            sweep: Some(pb::submit_sweep_request::Sweep::Toml(sweep_text.to_string())),
+            default_name: default_name.to_string(),
+        };
+        let submitted = sweeps.submit_sweep(request).await.map_err(client::status_error)?.into_inner();
+        let status = client::follow(&mut sweeps, &submitted.sweep_id, config.progress).await?;
+        drop(workers);
+        let _ = stop_tx.send(());
+        server.await??;
+        Ok(status)
+    })
+}
