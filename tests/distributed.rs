@@ -67,15 +67,21 @@ fn serve(data: &Path, port: u16, extra: &[&str]) -> Coordinator {
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
     let url = line.trim().rsplit(' ').next().unwrap().to_string();
-    assert!(url.starts_with("http://127.0.0.1:"), "coordinator did not start: {line:?}");
+    assert!(url.contains("://127.0.0.1:"), "coordinator did not start: {line:?}");
     let port = url.rsplit(':').next().unwrap().parse().unwrap();
     Coordinator { proc: Proc(child), url, port }
 }
 
-/// Start `armada worker` with `slots`; its log (at info level) goes to `log`.
+/// Start `armada worker` with `slots` and `env`; its log (at info level) goes to `log`.
 fn worker(url: &str, slots: usize, log: &Path, env: &[(&str, &str)]) -> Proc {
+    worker_args(url, slots, log, &[], env)
+}
+
+/// A worker with extra arguments and environment.
+fn worker_args(url: &str, slots: usize, log: &Path, args: &[&str], env: &[(&str, &str)]) -> Proc {
     let mut cmd = Command::new(BIN);
     cmd.args(["worker", "--coordinator", url, "--slots", &slots.to_string()])
+        .args(args)
         .env("ARMADA_LOG", "info")
         .env_remove("ARMADA_TOKEN")
         .stdout(Stdio::null())
@@ -430,4 +436,65 @@ fn an_interrupted_embedded_run_resumes_and_its_workers_exit() {
     assert!(already >= done_before, "{stderr}");
     assert!(stderr.contains(&format!("{} run, 0 failed", 12 - already)), "{stderr}");
     assert_each_step_once(&sweep_dir, 10);
+}
+
+/// A client in another language, generated from the .proto files: health, reflection,
+/// submit, watch and summary through Python grpcio (analysis/requirements-grpc.txt).
+#[test]
+fn a_python_grpc_client_submits_and_watches_a_sweep() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep = write(
+        tmp.path(),
+        "py.toml",
+        "name = \"py\"\nfamily = \"testkit\"\nseeds = 5\nhorizon = 4\n[[benchmarks]]\nname = \"constant\"\n[[algorithms]]\nname = \"echo\"\n",
+    );
+    let data = tmp.path().join("data");
+    let coord = serve(&data, 0, &["--token", "py-token"]);
+    let _w = worker(&coord.url, 2, &tmp.path().join("w.log"), &[("ARMADA_TOKEN", "py-token")]);
+    let out = Command::new("python3")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("analysis/grpc_client.py"))
+        .args(["--coordinator", &coord.url, "--token", "py-token", sweep.to_str().unwrap()])
+        .output()
+        .expect("python3 runs");
+    assert!(out.status.success(), "pip install -r analysis/requirements-grpc.txt?\n{}", text(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["health"], "SERVING");
+    let services: Vec<&str> = report["services"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
+    assert!(services.contains(&"armada.v1.Sweeps") && services.contains(&"armada.v1.Workers"), "{services:?}");
+    assert_eq!((report["sweep_id"].as_str(), report["n_jobs"].as_u64()), (Some("py"), Some(5)));
+    assert_eq!(report["events"]["job_finished"], 5);
+    assert_eq!(report["events"]["sweep_finished"], 1);
+    assert_eq!((report["n_done"].as_u64(), report["n_failed"].as_u64()), (Some(5), Some(0)));
+    // The summary bytes it received are the coordinator's final.parquet.
+    let on_disk = std::fs::read(data.join("py").join("final.parquet")).unwrap();
+    let digest = Command::new("sha256sum").arg(data.join("py").join("final.parquet")).output().unwrap();
+    assert!(!on_disk.is_empty());
+    assert_eq!(text(&digest.stdout).split_whitespace().next(), report["final_parquet_sha256"].as_str());
+}
+
+#[test]
+fn tls_serves_https_to_clients_that_trust_the_certificate() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls");
+    let (cert, key) = (fixtures.join("cert.pem"), fixtures.join("key.pem"));
+    let data = tmp.path().join("data");
+    let coord = serve(&data, 0, &["--tls-cert", cert.to_str().unwrap(), "--tls-key", key.to_str().unwrap()]);
+    assert!(coord.url.starts_with("https://"), "{}", coord.url);
+    let ca = cert.to_str().unwrap();
+    let _w = worker_args(&coord.url, 1, &tmp.path().join("w.log"), &["--tls-ca", ca], &[]);
+    let sweep = write(
+        tmp.path(),
+        "tls.toml",
+        "name = \"tls\"\nfamily = \"testkit\"\nseeds = 3\nhorizon = 2\n[[benchmarks]]\nname = \"constant\"\n[[algorithms]]\nname = \"echo\"\n",
+    );
+    // Without the CA the client refuses to talk; with it, everything works.
+    let refused = client(&["status"], &coord.url, 30);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(text(&refused.stderr).contains("--tls-ca"), "{}", text(&refused.stderr));
+    let plain = client(&["status"], &coord.url.replace("https://", "http://"), 30);
+    assert_eq!(plain.status.code(), Some(2), "plain HTTP/2 to a TLS port must fail");
+    assert!(client(&["submit", sweep.to_str().unwrap(), "--tls-ca", ca], &coord.url, 30).status.success());
+    let watched = client(&["watch", "tls", "--quiet", "--tls-ca", ca], &coord.url, 60);
+    assert!(watched.status.success(), "{}", text(&watched.stderr));
+    assert_eq!(shard_count(&data.join("tls")), 3);
 }

@@ -49,11 +49,14 @@ pub async fn serve(
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<pb::sweeps_server::SweepsServer<service::Coordinator>>().await;
     health.set_serving::<pb::workers_server::WorkersServer<service::Coordinator>>().await;
-    let reflection = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-        .build_v1()
-        .context("building the reflection service")?;
+    // Both reflection versions: grpcurl speaks v1, many client libraries still v1alpha.
+    let reflection = || {
+        tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    };
+    let reflection_v1 = reflection().build_v1().context("building the reflection service")?;
+    let reflection_v1alpha = reflection().build_v1alpha().context("building the reflection service")?;
 
     let mut server = Server::builder();
     if let Some((cert, key)) = &config.tls {
@@ -69,7 +72,8 @@ pub async fn serve(
     on_listening(listener.local_addr()?);
     server
         .add_service(health_service)
-        .add_service(reflection)
+        .add_service(reflection_v1)
+        .add_service(reflection_v1alpha)
         .add_service(pb::sweeps_server::SweepsServer::with_interceptor(coordinator.clone(), auth.clone()))
         .add_service(pb::workers_server::WorkersServer::with_interceptor(coordinator, auth))
         .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
