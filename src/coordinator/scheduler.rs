@@ -866,3 +866,129 @@ impl Counts {
         self.queued == 0 && self.running == 0
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use armada_core::JobSpec;
+
+    fn job(seed: u64) -> ValidJob {
+        let mut spec = JobSpec::new("testkit", "constant", "echo");
+        spec.seed = seed;
+        spec.horizon = 2;
+        crate::registry().validate(&spec).unwrap()
+    }
+
+    fn records(v: f64) -> Vec<StepRecord> {
+        (0..3).map(|step| StepRecord { step, elapsed_ms: 0.0, values: vec![v + step as f64] }).collect()
+    }
+
+    async fn start(dir: &std::path::Path, lease_ttl: Duration) -> SchedulerHandle {
+        let config = SchedulerConfig { lease_ttl, summarize_on_finish: false, ..SchedulerConfig::default() };
+        Scheduler::start(Arc::new(crate::registry()), Store::open(dir).unwrap(), dir.to_path_buf(), config).unwrap()
+    }
+
+    async fn register(s: &SchedulerHandle) -> String {
+        let version = env!("CARGO_PKG_VERSION").to_string();
+        s.call(|reply| Command::Register { name: "test".into(), version, reply }).await.unwrap().worker_id
+    }
+
+    async fn lease(s: &SchedulerHandle, worker: &str) -> Vec<pb::JobLease> {
+        let worker = worker.to_string();
+        s.call(|reply| Command::Lease { worker, max_jobs: 8, reply }).await.unwrap().leases
+    }
+
+    async fn upload_and_complete(s: &SchedulerHandle, attempt: u64, v: f64) -> Result<bool, tonic::Code> {
+        s.call(|reply| Command::Records { attempt, records: records(v), reply }).await.map_err(|e| e.code())?;
+        s.call(|reply| Command::Complete { attempt, n_records: 3, reply })
+            .await
+            .map(|r| r.committed)
+            .map_err(|e| e.code())
+    }
+
+    async fn status(s: &SchedulerHandle) -> pb::SweepStatus {
+        s.call(|reply| Command::Status { sweep: "t".into(), reply }).await.unwrap()
+    }
+
+    /// Leases, expiry and the first-commit rule, both ways round.
+    #[tokio::test]
+    async fn an_expired_attempt_is_requeued_and_the_first_commit_wins() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = start(dir.path(), Duration::from_millis(300)).await;
+        let submitted = s
+            .call(|reply| Command::Submit {
+                name: "t".into(),
+                family: "testkit".into(),
+                jobs: vec![job(0), job(1)],
+                reply,
+            })
+            .await
+            .unwrap();
+        assert_eq!((submitted.n_jobs, submitted.n_added, submitted.n_already_done), (2, 2, 0));
+        let (a, b) = (register(&s).await, register(&s).await);
+        let first = lease(&s, &a).await;
+        assert_eq!(first.len(), 2);
+        assert!(lease(&s, &b).await.is_empty(), "nothing left to lease");
+        // A stops heartbeating: both leases expire and the jobs are queued for attempt 2.
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        assert_eq!(status(&s).await.n_queued, 2);
+        let second = lease(&s, &b).await;
+        assert_eq!(second.len(), 2);
+        assert!(second.iter().all(|l| l.attempt == 2));
+        let job0 = |ls: &[pb::JobLease]| ls.iter().find(|l| l.spec.as_ref().unwrap().seed == 0).unwrap().attempt_id;
+        let job1 = |ls: &[pb::JobLease]| ls.iter().find(|l| l.spec.as_ref().unwrap().seed == 1).unwrap().attempt_id;
+        // Job 0: the new attempt commits first; the late one is dropped.
+        assert_eq!(upload_and_complete(&s, job0(&second), 10.0).await, Ok(true));
+        assert_eq!(upload_and_complete(&s, job0(&first), 20.0).await, Err(tonic::Code::NotFound), "dropped");
+        // Job 1: the expired attempt commits first (nobody had); the live one is told to stop.
+        assert_eq!(upload_and_complete(&s, job1(&first), 30.0).await, Ok(true));
+        let hb = s
+            .call(|reply| Command::Heartbeat { worker: b.clone(), attempts: vec![job1(&second)], reply })
+            .await
+            .unwrap();
+        assert_eq!(hb.abandon, vec![job1(&second)]);
+        assert_eq!(upload_and_complete(&s, job1(&second), 40.0).await, Err(tonic::Code::NotFound));
+        let st = status(&s).await;
+        assert_eq!((st.n_done, st.n_queued, st.n_running, st.n_failed), (2, 0, 0, 0));
+        // Exactly the winners' records are on disk.
+        let sweep_dir = dir.path().join("t");
+        let first_values = |key: &armada_core::JobKey| {
+            let df =
+                polars::prelude::ParquetReader::new(std::fs::File::open(results::shard_path(&sweep_dir, key)).unwrap());
+            use polars::prelude::SerReader;
+            df.finish().unwrap().column("value").unwrap().f64().unwrap().get(0).unwrap()
+        };
+        assert_eq!(first_values(&job(0).key), 10.0);
+        assert_eq!(first_values(&job(1).key), 30.0);
+    }
+
+    /// A restarted scheduler finds the sweep, voids the running attempt and re-queues its job.
+    #[tokio::test]
+    async fn a_restart_requeues_running_jobs_and_keeps_done_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let s = start(dir.path(), Duration::from_secs(60)).await;
+            s.call(|reply| Command::Submit {
+                name: "t".into(),
+                family: "testkit".into(),
+                jobs: vec![job(0), job(1)],
+                reply,
+            })
+            .await
+            .unwrap();
+            let w = register(&s).await;
+            let leases = lease(&s, &w).await;
+            assert_eq!(upload_and_complete(&s, leases[0].attempt_id, 1.0).await, Ok(true));
+            // leases[1] is running when this scheduler is abandoned, as if killed; the next opens its store.
+        }
+        let s = start(dir.path(), Duration::from_secs(60)).await;
+        let st = status(&s).await;
+        assert_eq!((st.n_done, st.n_queued, st.n_running), (1, 1, 0));
+        let w = register(&s).await;
+        let leases = lease(&s, &w).await;
+        assert_eq!(leases.len(), 1);
+        assert_eq!(leases[0].attempt, 2, "the voided attempt counts");
+        // Attempt ids never repeat across restarts.
+        assert!(leases[0].attempt_id > 2);
+    }
+}
