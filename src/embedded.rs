@@ -3,7 +3,8 @@
 //! submits the sweep and follows it to the end.
 //!
 //! The workers get a fresh random token (only this run can use the coordinator) and
-//! `--exit-with-parent`, so killing `armada run` (Ctrl-C) takes them down too. Everything
+//! `--exit-with-parent`, so even a `kill -9` of `armada run` takes them down too; Ctrl-C
+//! and SIGTERM stop them directly. Everything
 //! committed so far is in the store and the shards, and a second `armada run` of the same
 //! sweep resumes: the store voids the attempts that were running, and done jobs are skipped.
 
@@ -107,10 +108,15 @@ pub fn run_embedded(
             default_name: default_name.to_string(),
         };
         let submitted = sweeps.submit_sweep(request).await.map_err(client::status_error)?.into_inner();
-        let status = client::follow(&mut sweeps, &submitted.sweep_id, config.progress).await?;
+        let outcome = tokio::select! {
+            status = client::follow(&mut sweeps, &submitted.sweep_id, config.progress) => status,
+            _ = crate::shutdown::signal() => Err(anyhow::anyhow!(
+                "interrupted: what was committed is kept; run the same command again to resume"
+            )),
+        };
         drop(workers);
         let _ = stop_tx.send(());
         server.await??;
-        Ok(status)
+        outcome
     })
 }

@@ -11,6 +11,7 @@ pub mod coordinator;
 pub mod embedded;
 pub mod local;
 pub mod results;
+pub mod shutdown;
 pub mod sweep;
 
 pub use armada_worker::registry;
