@@ -1,0 +1,221 @@
+//! armada-bandits: the bottom layer of "Online Continuous Hyperparameter Optimization for Generalized
+//! Linear Contextual Bandits" (Kang, Hsieh, Lee; spec `specs/cdt_bandits.md`).
+//!
+//! This crate holds the seven GLM contextual bandits of spec §2.5 ([`LinUcb`], [`LinTs`], [`UcbGlm`],
+//! [`GlmTsl`], [`LaplaceTs`], [`Gloc`], [`SgdTs`]) behind one trait, [`BottomBandit`], and the synthetic
+//! linear / logistic environments of spec §3.1 ([`env::SyntheticEnv`]) with the pseudo-regret of §1.1.
+//! The top layer (Zooming TS with restarts, CDT) and the other tuners come later: they only need
+//! [`BottomBandit::hyperparameters`] (the box) and the fact that `choose`/`observe` take the
+//! hyperparameters of the current round, so they can change every round (spec §2.4).
+//!
+//! Everything is plain synchronous Rust: per round O(K d + d^2) for the linear-algebra algorithms, and
+//! warm-started Newton for the GLM fits (spec §7.12, §7.14), without allocation in the round loop.
+//!
+//! ```
+//! use armada_bandits::{env::{SyntheticConfig, SyntheticEnv}, episode, Algorithm, HyperparameterSchedule};
+//! use armada_core::StreamRng;
+//! use rand::SeedableRng;
+//! let config = SyntheticConfig { horizon: 200, ..SyntheticConfig::paper_linear() };
+//! let mut env = SyntheticEnv::new(config, StreamRng::seed_from_u64(1));
+//! let mut bandit = Algorithm::LinUcb.build(config.dim, config.horizon);
+//! let outcome = episode::run(bandit.as_mut(), &mut env, &HyperparameterSchedule::Fixed(vec![1.0]),
+//!     &mut StreamRng::seed_from_u64(2), &mut StreamRng::seed_from_u64(3));
+//! assert_eq!(outcome.cumulative_regret.len(), 200);
+//! ```
+
+pub mod env;
+pub mod episode;
+pub mod glm;
+pub mod gloc;
+pub mod hyper;
+pub mod laplace;
+pub mod linalg;
+pub mod linear;
+pub mod logistic;
+pub mod sgd_ts;
+
+pub use episode::HyperparameterSchedule;
+pub use glm::{GlmTsl, UcbGlm};
+pub use gloc::Gloc;
+pub use hyper::{Hyperparameter, TheoryConstants};
+pub use laplace::LaplaceTs;
+pub use linear::{LinTs, LinUcb};
+pub use sgd_ts::SgdTs;
+
+use rand::{Rng, RngCore};
+
+/// The K context vectors of one round, stored row-major (`K x d`), borrowed from the environment.
+#[derive(Clone, Copy, Debug)]
+pub struct Contexts<'a> {
+    features: &'a [f64],
+    dim: usize,
+}
+
+impl<'a> Contexts<'a> {
+    /// `features.len()` must be a positive multiple of `dim`.
+    pub fn new(features: &'a [f64], dim: usize) -> Self {
+        assert!(dim > 0 && !features.is_empty() && features.len() % dim == 0, "K x d row-major features");
+        Contexts { features, dim }
+    }
+    /// Number of arms K.
+    pub fn n_arms(&self) -> usize {
+        self.features.len() / self.dim
+    }
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+    /// Feature vector `x_{t,a}`.
+    pub fn arm(&self, a: usize) -> &'a [f64] {
+        &self.features[a * self.dim..(a + 1) * self.dim]
+    }
+    pub fn iter(&self) -> impl Iterator<Item = &'a [f64]> + 'a {
+        self.features.chunks_exact(self.dim)
+    }
+}
+
+/// One bottom-layer contextual bandit (spec §2.5, §8.1 `trait Bandit`).
+///
+/// A round is `choose` then `observe` of the chosen arm's feature and reward. Both take the hyperparameter
+/// values of the current round (in the order of [`BottomBandit::hyperparameters`]), so a tuner can change
+/// them every round; the statistics kept between rounds do not depend on them except where the algorithm
+/// itself makes them (Laplace-TS's and GLOC's updates, SGD-TS's epoch step; spec §2.4 line 9).
+/// During the intrinsic warm-up `choose` ignores the hyperparameters and plays a uniformly random arm.
+pub trait BottomBandit {
+    /// Display name as in the paper ("LinUCB", "GLM-TSL", ...).
+    fn name(&self) -> &'static str;
+    /// Feature dimension d.
+    fn dim(&self) -> usize;
+    /// The tuned hyperparameters, in order (`p = len`), with their search intervals.
+    fn hyperparameters(&self) -> &'static [Hyperparameter];
+    /// The "Theory" values at 0-based round `round` (spec §2.5 "Theory values"); `out.len() == p`.
+    fn theory_hyperparameters(&self, round: usize, out: &mut [f64]);
+    /// Rounds of uniformly random play the algorithm itself needs before its first fit (spec §2.4).
+    fn intrinsic_warmup(&self) -> usize;
+    /// `Some(tau)` if the algorithm only acts on hyperparameters at epoch boundaries every `tau` rounds
+    /// (SGD-TS, spec §2.4 "Block mode").
+    fn block_len(&self) -> Option<usize> {
+        None
+    }
+    /// Number of `observe` calls so far, i.e. the 0-based index of the next round.
+    fn rounds_observed(&self) -> usize;
+    /// Picks an arm; ties go to the lowest index (spec §2.5).
+    fn choose(&mut self, arms: Contexts<'_>, hyperparameters: &[f64], rng: &mut dyn RngCore) -> usize;
+    /// Feeds back the reward `y` of the arm with feature `x` pulled this round.
+    fn observe(&mut self, x: &[f64], y: f64, hyperparameters: &[f64], rng: &mut dyn RngCore);
+}
+
+/// The seven algorithms of spec §2.5, for building them by name and for tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Algorithm {
+    LinUcb,
+    LinTs,
+    UcbGlm,
+    GlmTsl,
+    LaplaceTs,
+    Gloc,
+    SgdTs,
+}
+
+impl Algorithm {
+    pub const ALL: [Algorithm; 7] = [
+        Algorithm::LinUcb,
+        Algorithm::LinTs,
+        Algorithm::UcbGlm,
+        Algorithm::GlmTsl,
+        Algorithm::LaplaceTs,
+        Algorithm::Gloc,
+        Algorithm::SgdTs,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::LinUcb => "LinUCB",
+            Algorithm::LinTs => "LinTS",
+            Algorithm::UcbGlm => "UCB-GLM",
+            Algorithm::GlmTsl => "GLM-TSL",
+            Algorithm::LaplaceTs => "Laplace-TS",
+            Algorithm::Gloc => "GLOC",
+            Algorithm::SgdTs => "SGD-TS",
+        }
+    }
+
+    /// Whether the paper runs it on the linear reward model (LinUCB, LinTS) rather than the logistic one
+    /// (spec §4.1).
+    pub fn paper_uses_linear_rewards(self) -> bool {
+        matches!(self, Algorithm::LinUcb | Algorithm::LinTs)
+    }
+
+    /// Builds the algorithm with the paper's constants (spec §8.4) for dimension `dim` and horizon `horizon`.
+    pub fn build(self, dim: usize, horizon: usize) -> Box<dyn BottomBandit> {
+        let theory = TheoryConstants::paper(horizon);
+        match self {
+            Algorithm::LinUcb => Box::new(LinUcb::new(dim, theory)),
+            Algorithm::LinTs => Box::new(LinTs::new(dim, theory)),
+            Algorithm::UcbGlm => Box::new(UcbGlm::new(dim, theory)),
+            Algorithm::GlmTsl => Box::new(GlmTsl::new(dim, theory)),
+            Algorithm::LaplaceTs => Box::new(LaplaceTs::new(dim, theory)),
+            Algorithm::Gloc => Box::new(Gloc::new(dim, theory)),
+            Algorithm::SgdTs => Box::new(SgdTs::new(dim, theory)),
+        }
+    }
+}
+
+/// Index of the largest score, ties to the lowest index (numpy `argmax`, spec §2.5). NaN scores never win.
+pub(crate) fn argmax_by(n: usize, mut score: impl FnMut(usize) -> f64) -> usize {
+    let mut best = 0;
+    let mut best_score = f64::NEG_INFINITY;
+    for a in 0..n {
+        let s = score(a);
+        if s > best_score {
+            best = a;
+            best_score = s;
+        }
+    }
+    best
+}
+
+/// A uniformly random arm (warm-up rounds).
+pub(crate) fn random_arm(n_arms: usize, rng: &mut dyn RngCore) -> usize {
+    rng.random_range(0..n_arms)
+}
+
+/// Fills `out` with i.i.d. standard normals.
+pub(crate) fn fill_standard_normal(out: &mut [f64], rng: &mut dyn RngCore) {
+    use rand_distr::{Distribution, StandardNormal};
+    for o in out {
+        *o = StandardNormal.sample(rng);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn argmax_breaks_ties_to_the_lowest_index_and_ignores_nan() {
+        let s = [0.5, 2.0, 2.0, f64::NAN, 1.0];
+        assert_eq!(argmax_by(s.len(), |a| s[a]), 1);
+        let c = [1.0, 2.0, 3.0, 4.0];
+        let ctx = Contexts::new(&c, 2);
+        assert_eq!(ctx.n_arms(), 2);
+        assert_eq!(ctx.arm(1), &[3.0, 4.0]);
+    }
+
+    #[test]
+    fn every_algorithm_declares_paper_box_hyperparameters_and_finite_theory_values() {
+        let expected_p = [1, 1, 1, 1, 1, 2, 2];
+        for (alg, p) in Algorithm::ALL.into_iter().zip(expected_p) {
+            let b = alg.build(25, 14_000);
+            assert_eq!(b.name(), alg.name());
+            assert_eq!(b.hyperparameters().len(), p, "{}", alg.name());
+            for h in b.hyperparameters() {
+                assert_eq!((h.low, h.high), (0.1, 5.0));
+            }
+            let mut out = vec![f64::NAN; p];
+            for round in [0, 1, 500, 13_999] {
+                b.theory_hyperparameters(round, &mut out);
+                assert!(out.iter().all(|v| v.is_finite() && *v > 0.0), "{} {:?}", alg.name(), out);
+            }
+        }
+    }
+}
