@@ -1,11 +1,12 @@
-//! One run of a bottom bandit on a synthetic environment with a fixed hyperparameter schedule: the
-//! "Theory" baseline of spec §2.6(a), or a fixed value (grid search, §2.6(e)). Tuned runs (CDT, OP, TL)
-//! belong to the future tuner layer; this loop exists for tests and benchmarks of the bottom layer.
+//! One run of a bottom bandit on a synthetic environment: [`run`] with a fixed hyperparameter schedule
+//! (the "Theory" baseline of spec §2.6(a), or a fixed value for grid search, §2.6(e)), and [`run_tuned`],
+//! an episode = environment x bottom algorithm x tuner (CDT, spec §2.4; OP / TL / Syndicated, §2.6).
 //!
 //! Regret is the cumulative pseudo-regret of spec §1.1, with expected rewards, including warm-up rounds.
 
 use crate::env::SyntheticEnv;
-use crate::BottomBandit;
+use crate::tuner::{Tuner, TuningPlan};
+use crate::{random_arm, BottomBandit};
 use rand::RngCore;
 
 /// Hyperparameters of each round of a run.
@@ -71,10 +72,97 @@ pub fn run(
     EpisodeOutcome { cumulative_regret, total_reward, arms }
 }
 
+/// What a tuned run produced.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TunedOutcome {
+    /// `Reg(t)` for t = 1..T.
+    pub cumulative_regret: Vec<f64>,
+    /// Realised reward of each round.
+    pub rewards: Vec<f64>,
+    /// Arm pulled at each round.
+    pub arms: Vec<usize>,
+    /// The plan the tuner was started with (random phase, block length, ...).
+    pub plan: TuningPlan,
+    /// Hyperparameters used at each round from `plan.random_phase` on, row-major (`p` per round).
+    pub hyperparameters: Vec<f64>,
+}
+
+impl TunedOutcome {
+    pub fn final_regret(&self) -> f64 {
+        self.cumulative_regret.last().copied().unwrap_or(0.0)
+    }
+    pub fn total_reward(&self) -> f64 {
+        self.rewards.iter().sum()
+    }
+    /// The hyperparameters of 0-based round `round` (`None` during the random phase).
+    pub fn hyperparameters_at(&self, round: usize) -> Option<&[f64]> {
+        let p = self.plan.dim();
+        let i = round.checked_sub(self.plan.random_phase)?;
+        self.hyperparameters.get(i * p..(i + 1) * p)
+    }
+}
+
+/// Runs `bandit` tuned by `tuner` for the environment's horizon (spec §2.4 Algorithm 2 for CDT):
+/// - rounds `< plan.random_phase` play a uniformly random arm and still update the bandit (spec §2.4
+///   line 2), with the theory hyperparameters passed to `observe` (they matter only for Laplace-TS, GLOC);
+/// - afterwards one tuner decision per round, or per block of `tau` rounds in block mode, whose reward is
+///   the realised `y_t` (block mean in block mode; a final partial block gives the mean of its rounds).
+///
+/// `algorithm` drives the bandit's randomness and the random phase, `tuning` the tuner's, `noise` the
+/// rewards, so all three are separately seeded (spec §8.2).
+pub fn run_tuned(
+    bandit: &mut dyn BottomBandit,
+    env: &mut SyntheticEnv,
+    tuner: &mut dyn Tuner,
+    algorithm: &mut dyn RngCore,
+    tuning: &mut dyn RngCore,
+    noise: &mut dyn RngCore,
+) -> TunedOutcome {
+    let horizon = env.config().horizon;
+    let plan = TuningPlan::new(bandit, horizon, tuner.requested_warmup(bandit, horizon));
+    tuner.start(&plan);
+    let p = plan.dim();
+    let mut hp = vec![0.0; p];
+    let mut cumulative_regret = Vec::with_capacity(horizon);
+    let mut rewards = Vec::with_capacity(horizon);
+    let mut arms = Vec::with_capacity(horizon);
+    let mut hyperparameters = Vec::with_capacity((horizon - plan.random_phase) * p);
+    let (mut regret, mut block_sum, mut block_rounds) = (0.0, 0.0, 0);
+    for round in 0..horizon {
+        let tuned = round >= plan.random_phase;
+        if !tuned {
+            bandit.theory_hyperparameters(round, &mut hp);
+        } else if (round - plan.random_phase) % plan.block_len == 0 {
+            tuner.propose(bandit, round, &mut hp, tuning);
+        }
+        let contexts = env.next_round();
+        let arm =
+            if tuned { bandit.choose(contexts, &hp, algorithm) } else { random_arm(contexts.n_arms(), algorithm) };
+        let y = env.sample_reward(arm, noise);
+        regret += env.regret(arm);
+        bandit.observe(env.contexts().arm(arm), y, &hp, algorithm);
+        if tuned {
+            hyperparameters.extend_from_slice(&hp);
+            block_sum += y;
+            block_rounds += 1;
+            if block_rounds == plan.block_len || round + 1 == horizon {
+                tuner.feedback(block_sum / block_rounds as f64, tuning);
+                (block_sum, block_rounds) = (0.0, 0);
+            }
+        }
+        cumulative_regret.push(regret);
+        rewards.push(y);
+        arms.push(arm);
+    }
+    TunedOutcome { cumulative_regret, rewards, arms, plan, hyperparameters }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cdt::{paper_epoch, paper_warmup, Cdt, CdtConfig};
     use crate::env::{RewardModel, SyntheticConfig};
+    use crate::tuner::{Fixed, Theory};
     use crate::Algorithm;
     use armada_core::StreamRng;
     use rand::SeedableRng;
@@ -180,5 +268,183 @@ mod tests {
         };
         let (theory, one) = (regret(HyperparameterSchedule::Theory), regret(HyperparameterSchedule::Fixed(vec![1.0])));
         assert!(theory > 1.5 * one, "theory {theory} vs alpha=1 {one}");
+    }
+
+    /// A tuner that logs what the loop asks of it and proposes a value it can recognise.
+    struct Recording {
+        warmup: usize,
+        plan: Option<TuningPlan>,
+        proposals: Vec<usize>,
+        feedback: Vec<f64>,
+    }
+
+    impl Tuner for Recording {
+        fn name(&self) -> String {
+            "recording".to_string()
+        }
+        fn requested_warmup(&self, _bandit: &dyn BottomBandit, _horizon: usize) -> usize {
+            self.warmup
+        }
+        fn start(&mut self, plan: &TuningPlan) {
+            self.plan = Some(*plan);
+        }
+        fn propose(&mut self, _bandit: &dyn BottomBandit, round: usize, out: &mut [f64], _rng: &mut dyn RngCore) {
+            self.proposals.push(round);
+            out.fill(0.1 + (self.proposals.len() % 40) as f64 / 10.0);
+        }
+        fn feedback(&mut self, reward: f64, _rng: &mut dyn RngCore) {
+            self.feedback.push(reward);
+        }
+    }
+
+    fn tuned_run(alg: Algorithm, config: SyntheticConfig, tuner: &mut dyn Tuner, seed: u64) -> TunedOutcome {
+        let mut env = SyntheticEnv::new(config, StreamRng::seed_from_u64(seed));
+        let mut bandit = alg.build(config.dim, config.horizon);
+        run_tuned(
+            bandit.as_mut(),
+            &mut env,
+            tuner,
+            &mut StreamRng::seed_from_u64(seed + 1),
+            &mut StreamRng::seed_from_u64(seed + 2),
+            &mut StreamRng::seed_from_u64(seed + 3),
+        )
+    }
+
+    /// The tuned loop with the Theory tuner (or a fixed value) reproduces the schedule loop bit for bit on
+    /// every algorithm: same random phase (the intrinsic warm-up), same hyperparameters, same streams.
+    #[test]
+    fn theory_and_fixed_tuners_reproduce_the_schedule_loop() {
+        let config = SyntheticConfig { horizon: 400, ..easy(RewardModel::Logistic) };
+        for alg in Algorithm::ALL {
+            let p = alg.build(config.dim, config.horizon).hyperparameters().len();
+            let cases: [(Box<dyn Tuner>, HyperparameterSchedule); 2] = [
+                (Box::new(Theory), HyperparameterSchedule::Theory),
+                (Box::new(Fixed(vec![0.7; p])), HyperparameterSchedule::Fixed(vec![0.7; p])),
+            ];
+            for (mut tuner, schedule) in cases {
+                let tuned = tuned_run(alg, config, tuner.as_mut(), 30);
+                let mut env = SyntheticEnv::new(config, StreamRng::seed_from_u64(30));
+                let mut bandit = alg.build(config.dim, config.horizon);
+                let plain = run(
+                    bandit.as_mut(),
+                    &mut env,
+                    &schedule,
+                    &mut StreamRng::seed_from_u64(31),
+                    &mut StreamRng::seed_from_u64(33),
+                );
+                assert_eq!(tuned.cumulative_regret, plain.cumulative_regret, "{} {}", alg.name(), tuner.name());
+                assert_eq!(tuned.arms, plain.arms);
+                assert!((tuned.total_reward() - plain.total_reward).abs() < 1e-9);
+            }
+        }
+    }
+
+    /// Block mode (SGD-TS, tau = 36 here): the random phase is rounded up to a block boundary, one proposal
+    /// per block at its first round, the same hyperparameters for the whole block, and the tuner receives
+    /// each block's mean reward (a final partial block: the mean of its rounds).
+    #[test]
+    fn block_mode_proposes_once_per_block_and_feeds_block_means() {
+        let config = SyntheticConfig { horizon: 400, ..easy(RewardModel::Logistic) };
+        let mut tuner = Recording { warmup: 50, plan: None, proposals: Vec::new(), feedback: Vec::new() };
+        let outcome = tuned_run(Algorithm::SgdTs, config, &mut tuner, 5);
+        let plan = tuner.plan.unwrap();
+        assert_eq!((plan.block_len, plan.random_phase, plan.decisions()), (36, 72, 10));
+        let starts: Vec<usize> = (72..400).step_by(36).collect();
+        assert_eq!(tuner.proposals, starts);
+        let mut expected = Vec::new();
+        for &start in &starts {
+            let end = (start + 36).min(400);
+            expected.push(outcome.rewards[start..end].iter().sum::<f64>() / (end - start) as f64);
+            for r in start..end {
+                assert_eq!(outcome.hyperparameters_at(r), outcome.hyperparameters_at(start));
+            }
+        }
+        assert_eq!(tuner.feedback, expected);
+        assert_eq!(outcome.hyperparameters_at(71), None);
+        // Per-round mode: one proposal and one feedback per round after the random phase.
+        let mut tuner = Recording { warmup: 50, plan: None, proposals: Vec::new(), feedback: Vec::new() };
+        let outcome = tuned_run(Algorithm::LinUcb, config, &mut tuner, 5);
+        assert_eq!(tuner.proposals, (50..400).collect::<Vec<_>>());
+        assert_eq!(tuner.feedback, outcome.rewards[50..].to_vec());
+    }
+
+    /// CDT on every bottom algorithm (small instance): a random phase of `max(T1, intrinsic)`, finite
+    /// non-decreasing regret, hyperparameters inside the box, restarts exactly every `T2` top rounds, and the
+    /// same streams give the same run while another tuner stream changes the hyperparameters.
+    #[test]
+    fn cdt_episodes_keep_their_invariants_on_every_algorithm() {
+        let config = SyntheticConfig { horizon: 1500, ..easy(RewardModel::Logistic) };
+        for alg in Algorithm::ALL {
+            let mut cdt = Cdt::new(CdtConfig::paper());
+            let outcome = tuned_run(alg, config, &mut cdt, 12);
+            let p = outcome.plan.dim();
+            let intrinsic = alg.build(config.dim, config.horizon).intrinsic_warmup();
+            let expected_phase =
+                paper_warmup(1500, p).max(intrinsic).div_ceil(outcome.plan.block_len) * outcome.plan.block_len;
+            assert_eq!(outcome.plan.random_phase, expected_phase, "{}", alg.name());
+            assert!(outcome.cumulative_regret.windows(2).all(|w| w[1] >= w[0]) && outcome.final_regret().is_finite());
+            assert_eq!(outcome.hyperparameters.len(), (1500 - expected_phase) * p);
+            assert!(outcome.hyperparameters.iter().all(|a| (0.1..=5.0).contains(a)), "{}", alg.name());
+            let zooming = cdt.zooming().unwrap();
+            let epoch = zooming.config().epoch;
+            assert_eq!(zooming.counters().restarts, outcome.plan.decisions().div_ceil(epoch), "{}", alg.name());
+            let mut again = Cdt::new(CdtConfig::paper());
+            assert_eq!(tuned_run(alg, config, &mut again, 12), outcome, "{}", alg.name());
+        }
+        let hp = |tuning_seed: u64| {
+            let mut env = SyntheticEnv::new(config, StreamRng::seed_from_u64(12));
+            let mut bandit = Algorithm::LinUcb.build(config.dim, config.horizon);
+            run_tuned(
+                bandit.as_mut(),
+                &mut env,
+                &mut Cdt::new(CdtConfig::paper()),
+                &mut StreamRng::seed_from_u64(13),
+                &mut StreamRng::seed_from_u64(tuning_seed),
+                &mut StreamRng::seed_from_u64(15),
+            )
+            .hyperparameters
+        };
+        assert_ne!(hp(14), hp(99));
+    }
+
+    /// The restart rounds of a CDT run are `T1 + 1 + m T2` (1-based; spec §7.7), read off the trajectory: every
+    /// epoch starts with one arm in [0.3, 0.7] whose ball covers [0,1] while `r(n) >= 1`, so the value is
+    /// constant for the following rounds (T2 = 14000^0.75 = 405 here, k = 1 as in Table 6).
+    #[test]
+    fn cdt_restarts_at_the_scheduled_bottom_rounds() {
+        let config = SyntheticConfig { horizon: 3000, ..easy(RewardModel::Linear { noise_sd: 0.5 }) };
+        let mut cdt = Cdt::new(CdtConfig { epoch_multiplier: 1.0, ..CdtConfig::paper() });
+        let outcome = tuned_run(Algorithm::LinUcb, config, &mut cdt, 3);
+        let (t1, t2) = (paper_warmup(3000, 1), paper_epoch(3000, 1, 1.0));
+        assert_eq!((t1, t2), (54, 405));
+        let restarts: Vec<usize> = (0..).map(|m| t1 + m * t2).take_while(|&r| r < 3000).collect();
+        assert_eq!(cdt.zooming().unwrap().counters().restarts, restarts.len());
+        for &r in &restarts {
+            let first = outcome.hyperparameters_at(r).unwrap()[0];
+            assert!((1.57..=3.53).contains(&first), "round {r}: {first}");
+            // r(n) = sqrt(6.5 ln 2946 / n) >= 1 for n <= 51: one arm only for the first 51 rounds.
+            for s in r..r + 51 {
+                assert_eq!(outcome.hyperparameters_at(s).unwrap()[0], first, "round {s} after restart {r}");
+            }
+        }
+    }
+
+    /// Spec §5.1/§5.7: Theory is "too conservative" on LinUCB and LinTS (theory alpha about 14 and 2.7
+    /// here); CDT (paper preset) searching [0.1, 5] has less regret on the paper's linear instance shortened
+    /// to T = 6000, on 2 instances: at most 0.8x Theory for LinUCB (0.6-0.7x observed on 6 seeds) and below
+    /// Theory for LinTS (0.78-0.89x observed). At T = 3000 the LinUCB margin was only 4% on one seed, and for
+    /// the GLM bandits the spec gives no CDT-vs-Theory numbers, so nothing is asserted there.
+    #[test]
+    fn cdt_beats_the_theory_values_on_the_paper_linear_instance() {
+        let config = SyntheticConfig { horizon: 6000, ..SyntheticConfig::paper_linear() };
+        for seed in [7, 8] {
+            let regret = |alg: Algorithm, tuner: &mut dyn Tuner| tuned_run(alg, config, tuner, seed).final_regret();
+            let cdt = regret(Algorithm::LinUcb, &mut Cdt::new(CdtConfig::paper()));
+            let theory = regret(Algorithm::LinUcb, &mut Theory);
+            assert!(cdt < 0.8 * theory, "LinUCB seed {seed}: CDT {cdt:.1} vs Theory {theory:.1}");
+            let cdt = regret(Algorithm::LinTs, &mut Cdt::new(CdtConfig::paper()));
+            let theory = regret(Algorithm::LinTs, &mut Theory);
+            assert!(cdt < theory, "LinTS seed {seed}: CDT {cdt:.1} vs Theory {theory:.1}");
+        }
     }
 }

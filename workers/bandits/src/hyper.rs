@@ -2,8 +2,8 @@
 //! scaled unit box, and the constants of the "Theory" values (spec §1.2, §2.5 "Hyperparameters tuned" and
 //! "Theory values", §8.4).
 //!
-//! The future tuner layer reads a bottom bandit's [`Hyperparameter`] list to know `p` and the box; it never
-//! needs to know which algorithm it tunes.
+//! The tuner layer ([`crate::tuner`], [`crate::cdt`]) reads a bottom bandit's [`Hyperparameter`] list to
+//! know `p` and the box; it never needs to know which algorithm it tunes.
 
 /// Lower end of every search interval (spec §1.2: "every hyperparameter uses [0.1, 5]"; zero exploration
 /// is deliberately excluded, §7.8).

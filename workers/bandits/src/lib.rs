@@ -1,12 +1,14 @@
-//! armada-bandits: the bottom layer of "Online Continuous Hyperparameter Optimization for Generalized
-//! Linear Contextual Bandits" (Kang, Hsieh, Lee; spec `specs/cdt_bandits.md`).
+//! armada-bandits: "Online Continuous Hyperparameter Optimization for Generalized Linear Contextual
+//! Bandits" (Kang, Hsieh, Lee; spec `specs/cdt_bandits.md`), both layers.
 //!
-//! This crate holds the seven GLM contextual bandits of spec §2.5 ([`LinUcb`], [`LinTs`], [`UcbGlm`],
-//! [`GlmTsl`], [`LaplaceTs`], [`Gloc`], [`SgdTs`]) behind one trait, [`BottomBandit`], and the synthetic
-//! linear / logistic environments of spec §3.1 ([`env::SyntheticEnv`]) with the pseudo-regret of §1.1.
-//! The top layer (Zooming TS with restarts, CDT) and the other tuners come later: they only need
-//! [`BottomBandit::hyperparameters`] (the box) and the fact that `choose`/`observe` take the
-//! hyperparameters of the current round, so they can change every round (spec §2.4).
+//! The bottom layer is the seven GLM contextual bandits of spec §2.5 ([`LinUcb`], [`LinTs`], [`UcbGlm`],
+//! [`GlmTsl`], [`LaplaceTs`], [`Gloc`], [`SgdTs`]) behind one trait, [`BottomBandit`], with the synthetic
+//! linear / logistic environments of spec §3.1 ([`env::SyntheticEnv`]) and the pseudo-regret of §1.1.
+//! The top layer is the [`tuner::Tuner`] trait: CDT ([`cdt::Cdt`], Zooming TS with restarts from
+//! [`zooming`], spec §2.1, §2.4) and the baselines of spec §2.6 (Theory, OP, TL, Syndicated). Tuners only
+//! need [`BottomBandit::hyperparameters`] (the box) and the fact that `choose`/`observe` take the
+//! hyperparameters of the current round, so they can change every round; [`episode::run_tuned`] runs
+//! environment x bottom algorithm x tuner.
 //!
 //! Everything is plain synchronous Rust: per round O(K d + d^2) for the linear-algebra algorithms, and
 //! warm-started Newton for the GLM fits (spec §7.12, §7.14), without allocation in the round loop.
@@ -21,8 +23,18 @@
 //! let outcome = episode::run(bandit.as_mut(), &mut env, &HyperparameterSchedule::Fixed(vec![1.0]),
 //!     &mut StreamRng::seed_from_u64(2), &mut StreamRng::seed_from_u64(3));
 //! assert_eq!(outcome.cumulative_regret.len(), 200);
+//!
+//! // The same bandit tuned online by CDT (paper constants).
+//! use armada_bandits::{cdt::{Cdt, CdtConfig}, episode::run_tuned};
+//! let mut env = SyntheticEnv::new(config, StreamRng::seed_from_u64(1));
+//! let mut bandit = Algorithm::LinUcb.build(config.dim, config.horizon);
+//! let tuned = run_tuned(bandit.as_mut(), &mut env, &mut Cdt::new(CdtConfig::paper()),
+//!     &mut StreamRng::seed_from_u64(2), &mut StreamRng::seed_from_u64(4), &mut StreamRng::seed_from_u64(3));
+//! assert_eq!(tuned.plan.random_phase, 14); // T1 = floor(200^(1/2))
+//! assert!(tuned.hyperparameters_at(14).unwrap()[0] >= 0.1);
 //! ```
 
+pub mod cdt;
 pub mod env;
 pub mod episode;
 pub mod glm;
@@ -33,7 +45,12 @@ pub mod linalg;
 pub mod linear;
 pub mod logistic;
 pub mod sgd_ts;
+#[cfg(test)]
+mod testing;
+pub mod tuner;
+pub mod zooming;
 
+pub use cdt::{Cdt, CdtConfig};
 pub use episode::HyperparameterSchedule;
 pub use glm::{GlmTsl, UcbGlm};
 pub use gloc::Gloc;
@@ -41,6 +58,8 @@ pub use hyper::{Hyperparameter, TheoryConstants};
 pub use laplace::LaplaceTs;
 pub use linear::{LinTs, LinUcb};
 pub use sgd_ts::SgdTs;
+pub use tuner::{CandidateSet, Tuner, TunerKind};
+pub use zooming::{ZoomingConfig, ZoomingPreset, ZoomingTs};
 
 use rand::{Rng, RngCore};
 
