@@ -347,7 +347,10 @@ name = "random"
         // After a table header, a key belongs to that table.
         assert_eq!(err(&format!("{GOOD}\nseed = 3")), "algorithms[1].seed: unknown field; allowed: name, params");
         assert!(err("family = ").starts_with("malformed TOML: TOML parse error at line 1"), "{}", err("family = "));
-        assert_eq!(err(&GOOD.replace("\"lse\"", "\"lsee\"")), "family: unknown family `lsee`; known: lse, testkit");
+        assert_eq!(
+            err(&GOOD.replace("\"lse\"", "\"lsee\"")),
+            "family: unknown family `lsee`; known: lse, bandits, testkit"
+        );
         assert!(err(&format!("{GOOD}\n[[algorithms]]\nname = \"random\"")).starts_with("algorithms[2]: duplicates"));
         // Cross-field checks of the family run at validation time too.
         let continuous = GOOD.replace("sinusoidal", "sphere-5d").replace("himmelblau", "rosenbrock-5d");

@@ -102,14 +102,91 @@ impl TunedOutcome {
     }
 }
 
-/// Runs `bandit` tuned by `tuner` for the environment's horizon (spec §2.4 Algorithm 2 for CDT):
+/// One round of a tuned run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Round {
+    pub arm: usize,
+    /// The realised reward `y_t`.
+    pub reward: f64,
+    /// `Reg(t)` after this round.
+    pub cumulative_regret: f64,
+    /// Whether the tuner chose this round's hyperparameters (false in the random phase).
+    pub tuned: bool,
+}
+
+/// The state of a tuned run between rounds (spec §2.4 Algorithm 2 for CDT):
 /// - rounds `< plan.random_phase` play a uniformly random arm and still update the bandit (spec §2.4
 ///   line 2), with the theory hyperparameters passed to `observe` (they matter only for Laplace-TS, GLOC);
 /// - afterwards one tuner decision per round, or per block of `tau` rounds in block mode, whose reward is
 ///   the realised `y_t` (block mean in block mode; a final partial block gives the mean of its rounds).
 ///
-/// `algorithm` drives the bandit's randomness and the random phase, `tuning` the tuner's, `noise` the
-/// rewards, so all three are separately seeded (spec §8.2).
+/// [`run_tuned`] drives it to the horizon; the family's episodes drive it one round per step.
+#[derive(Clone, Debug)]
+pub struct TunedLoop {
+    plan: TuningPlan,
+    hp: Vec<f64>,
+    round: usize,
+    regret: f64,
+    block_sum: f64,
+    block_rounds: usize,
+}
+
+impl TunedLoop {
+    /// Plans the run of `bandit` for `horizon` rounds and starts `tuner` on the plan.
+    pub fn start(bandit: &dyn BottomBandit, horizon: usize, tuner: &mut dyn Tuner) -> Self {
+        let plan = TuningPlan::new(bandit, horizon, tuner.requested_warmup(bandit, horizon));
+        tuner.start(&plan);
+        TunedLoop { hp: vec![0.0; plan.dim()], plan, round: 0, regret: 0.0, block_sum: 0.0, block_rounds: 0 }
+    }
+
+    pub fn plan(&self) -> &TuningPlan {
+        &self.plan
+    }
+
+    /// The hyperparameters of the last round played.
+    pub fn hyperparameters(&self) -> &[f64] {
+        &self.hp
+    }
+
+    /// Plays the next round. `algorithm` drives the bandit's randomness and the random phase, `tuning`
+    /// the tuner's, `noise` the rewards, so all three are separately seeded (spec §8.2).
+    #[allow(clippy::too_many_arguments)]
+    pub fn play(
+        &mut self,
+        bandit: &mut dyn BottomBandit,
+        env: &mut SyntheticEnv,
+        tuner: &mut dyn Tuner,
+        algorithm: &mut dyn RngCore,
+        tuning: &mut dyn RngCore,
+        noise: &mut dyn RngCore,
+    ) -> Round {
+        let (round, plan) = (self.round, self.plan);
+        let tuned = round >= plan.random_phase;
+        if !tuned {
+            bandit.theory_hyperparameters(round, &mut self.hp);
+        } else if (round - plan.random_phase) % plan.block_len == 0 {
+            tuner.propose(bandit, round, &mut self.hp, tuning);
+        }
+        let contexts = env.next_round();
+        let arm =
+            if tuned { bandit.choose(contexts, &self.hp, algorithm) } else { random_arm(contexts.n_arms(), algorithm) };
+        let y = env.sample_reward(arm, noise);
+        self.regret += env.regret(arm);
+        bandit.observe(env.contexts().arm(arm), y, &self.hp, algorithm);
+        if tuned {
+            self.block_sum += y;
+            self.block_rounds += 1;
+            if self.block_rounds == plan.block_len || round + 1 == plan.horizon {
+                tuner.feedback(self.block_sum / self.block_rounds as f64, tuning);
+                (self.block_sum, self.block_rounds) = (0.0, 0);
+            }
+        }
+        self.round += 1;
+        Round { arm, reward: y, cumulative_regret: self.regret, tuned }
+    }
+}
+
+/// Runs `bandit` tuned by `tuner` for the environment's horizon ([`TunedLoop`]).
 pub fn run_tuned(
     bandit: &mut dyn BottomBandit,
     env: &mut SyntheticEnv,
@@ -119,40 +196,20 @@ pub fn run_tuned(
     noise: &mut dyn RngCore,
 ) -> TunedOutcome {
     let horizon = env.config().horizon;
-    let plan = TuningPlan::new(bandit, horizon, tuner.requested_warmup(bandit, horizon));
-    tuner.start(&plan);
-    let p = plan.dim();
-    let mut hp = vec![0.0; p];
+    let mut run = TunedLoop::start(bandit, horizon, tuner);
+    let plan = *run.plan();
     let mut cumulative_regret = Vec::with_capacity(horizon);
     let mut rewards = Vec::with_capacity(horizon);
     let mut arms = Vec::with_capacity(horizon);
-    let mut hyperparameters = Vec::with_capacity((horizon - plan.random_phase) * p);
-    let (mut regret, mut block_sum, mut block_rounds) = (0.0, 0.0, 0);
-    for round in 0..horizon {
-        let tuned = round >= plan.random_phase;
-        if !tuned {
-            bandit.theory_hyperparameters(round, &mut hp);
-        } else if (round - plan.random_phase) % plan.block_len == 0 {
-            tuner.propose(bandit, round, &mut hp, tuning);
+    let mut hyperparameters = Vec::with_capacity((horizon - plan.random_phase) * plan.dim());
+    for _ in 0..horizon {
+        let r = run.play(bandit, env, tuner, algorithm, tuning, noise);
+        if r.tuned {
+            hyperparameters.extend_from_slice(run.hyperparameters());
         }
-        let contexts = env.next_round();
-        let arm =
-            if tuned { bandit.choose(contexts, &hp, algorithm) } else { random_arm(contexts.n_arms(), algorithm) };
-        let y = env.sample_reward(arm, noise);
-        regret += env.regret(arm);
-        bandit.observe(env.contexts().arm(arm), y, &hp, algorithm);
-        if tuned {
-            hyperparameters.extend_from_slice(&hp);
-            block_sum += y;
-            block_rounds += 1;
-            if block_rounds == plan.block_len || round + 1 == horizon {
-                tuner.feedback(block_sum / block_rounds as f64, tuning);
-                (block_sum, block_rounds) = (0.0, 0);
-            }
-        }
-        cumulative_regret.push(regret);
-        rewards.push(y);
-        arms.push(arm);
+        cumulative_regret.push(r.cumulative_regret);
+        rewards.push(r.reward);
+        arms.push(r.arm);
     }
     TunedOutcome { cumulative_regret, rewards, arms, plan, hyperparameters }
 }

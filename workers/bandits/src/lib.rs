@@ -37,6 +37,7 @@
 pub mod cdt;
 pub mod env;
 pub mod episode;
+pub mod family;
 pub mod glm;
 pub mod gloc;
 pub mod hyper;
@@ -52,6 +53,7 @@ pub mod zooming;
 
 pub use cdt::{Cdt, CdtConfig};
 pub use episode::HyperparameterSchedule;
+pub use family::BanditsFamily;
 pub use glm::{GlmTsl, UcbGlm};
 pub use gloc::Gloc;
 pub use hyper::{Hyperparameter, TheoryConstants};

@@ -17,5 +17,9 @@ use armada_core::Registry;
 
 /// Every family this build of armada can run (coordinator and workers must agree).
 pub fn registry() -> Registry {
-    Registry::new(vec![Box::new(armada_lse::LseFamily), Box::new(testkit::TestkitFamily)])
+    Registry::new(vec![
+        Box::new(armada_lse::LseFamily),
+        Box::new(armada_bandits::BanditsFamily),
+        Box::new(testkit::TestkitFamily),
+    ])
 }

@@ -1,0 +1,336 @@
+//! The `bandits` family: one job = a synthetic environment x a bottom bandit x a tuner x a
+//! repetition, run one round per step (spec section 4.1, the "Simulation" half of the main grid).
+//!
+//! * Benchmark `synthetic` (spec 3.1): d = 25, K = 120 by default; parameter `bottom` picks the
+//!   bottom algorithm (it belongs to the setting, as in the paper's 14 panels), `rewards` the
+//!   reward model (`paper`: linear for LinUCB and LinTS, logistic for the other five, spec 4.1).
+//!   The environment (theta*, contexts) comes from the environment stream, so every tuner of a
+//!   repetition faces the same instance; reward noise, the bandit's and the tuner's randomness
+//!   come from the algorithm's own streams (spec 4.1, 8.2).
+//! * Algorithms are the tuners (spec 2.4, 2.6): `theory`, `op`, `tl` (TL for one
+//!   hyperparameter, Syndicated for two: the paper's "TL/Syndicated"), `tl-combined`, `cdt`.
+//! * Step 0 is the state before any round (regret 0); step t is after round t. The job's
+//!   horizon is T (the paper's 14,000).
+
+use crate::cdt::{CdtConfig, WarmupRule};
+use crate::env::{SyntheticConfig, SyntheticEnv};
+use crate::episode::TunedLoop;
+use crate::tuner::{CandidateSet, Tuner, TunerKind};
+use crate::{Algorithm, BottomBandit};
+use armada_core::{
+    ComponentDef, Episode, Family, JobError, JobStreams, MetricDef, MetricKind, ParamDef, ParamKind, Params, StreamRng,
+    ValidJob,
+};
+
+/// The family as the registry sees it.
+pub struct BanditsFamily;
+
+/// Bottom algorithms by their parameter value, in the order of [`Algorithm::ALL`].
+const BOTTOM_NAMES: [&str; 7] = ["linucb", "lints", "ucb-glm", "glm-tsl", "laplace-ts", "gloc", "sgd-ts"];
+
+const BENCHMARKS: [ComponentDef; 1] = [ComponentDef {
+    name: "synthetic",
+    doc: "the synthetic GLM environment of spec 3.1: a fresh theta* and context stream per repetition",
+    params: &[
+        ParamDef {
+            name: "bottom",
+            kind: ParamKind::Choice { options: &BOTTOM_NAMES, default: "linucb" },
+            doc: "the bottom contextual bandit being tuned (spec 2.5)",
+        },
+        ParamDef {
+            name: "rewards",
+            kind: ParamKind::Choice { options: &["paper", "linear", "logistic"], default: "paper" },
+            doc: "reward model; `paper`: linear for linucb/lints, logistic otherwise (spec 4.1)",
+        },
+        ParamDef { name: "dim", kind: ParamKind::Int { min: 1, max: 1000, default: 25 }, doc: "context dimension d" },
+        ParamDef { name: "arms", kind: ParamKind::Int { min: 2, max: 100_000, default: 120 }, doc: "arms per round K" },
+    ],
+}];
+
+const CANDIDATES: ParamDef = ParamDef {
+    name: "candidates",
+    kind: ParamKind::Choice { options: &["c1", "c2"], default: "c1" },
+    doc: "candidate set: C1 = {0.1, 1, ..., 5} (main), C2 = 13 values (Table 4)",
+};
+
+const ALGORITHMS: [ComponentDef; 5] = [
+    ComponentDef { name: "theory", doc: "the bottom bandit's theoretical hyperparameters (spec 2.6a)", params: &[] },
+    ComponentDef {
+        name: "op",
+        doc: "OP: Beta-Bernoulli Thompson sampling over the candidates, first hyperparameter only (spec 2.6b)",
+        params: &[CANDIDATES],
+    },
+    ComponentDef {
+        name: "tl",
+        doc: "TL (EXP3 over the candidates) for one hyperparameter, Syndicated for two (spec 2.6c-d)",
+        params: &[CANDIDATES],
+    },
+    ComponentDef {
+        name: "tl-combined",
+        doc: "EXP3 over the product of the candidate sets (the reference code's TL-combined, spec 2.6c)",
+        params: &[CANDIDATES],
+    },
+    ComponentDef {
+        name: "cdt",
+        doc: "CDT: Zooming TS with restarts over [0.1, 5]^p (spec 2.1, 2.4)",
+        params: &[
+            ParamDef {
+                name: "preset",
+                kind: ParamKind::Choice { options: &["paper", "refcode"], default: "paper" },
+                doc: "the paper's constants, or the reference code's (spec 6.2)",
+            },
+            ParamDef {
+                name: "warmup",
+                kind: ParamKind::Choice { options: &["preset", "none"], default: "preset" },
+                doc: "random phase T1: the preset's, or none (the T1 = 0 ablation of Table 5)",
+            },
+            ParamDef {
+                name: "k",
+                kind: ParamKind::Float { min: 0.01, max: 100.0, default: 3.0 },
+                doc: "restart epoch T2 = k T^{(p+2)/(p+3)} (Table 6: 1, 2, 3)",
+            },
+        ],
+    },
+];
+
+/// The metrics of every step, in record order.
+pub const METRICS: [MetricDef; 5] = [
+    MetricDef { name: "regret", kind: MetricKind::Float, doc: "cumulative expected regret Reg(t) (spec 1.1)" },
+    MetricDef { name: "reward", kind: MetricKind::Float, doc: "realised reward y_t of round t (NaN at step 0)" },
+    MetricDef { name: "arm", kind: MetricKind::Int, doc: "arm pulled at round t (missing at step 0)" },
+    MetricDef {
+        name: "hp1",
+        kind: MetricKind::Float,
+        doc: "first hyperparameter used at round t (NaN in the random phase)",
+    },
+    MetricDef {
+        name: "hp2",
+        kind: MetricKind::Float,
+        doc: "second hyperparameter (GLOC, SGD-TS; NaN otherwise and in the random phase)",
+    },
+];
+
+fn bottom_of(params: &Params) -> Result<Algorithm, JobError> {
+    let name = params.str("bottom")?;
+    BOTTOM_NAMES
+        .iter()
+        .position(|&n| n == name)
+        .map(|i| Algorithm::ALL[i])
+        .ok_or_else(|| JobError::Invalid(format!("unknown bottom algorithm `{name}`")))
+}
+
+fn tuner_of(name: &str, params: &Params) -> Result<TunerKind, JobError> {
+    let candidates = || -> Result<CandidateSet, JobError> {
+        Ok(if params.str("candidates")? == "c2" { CandidateSet::C2 } else { CandidateSet::C1 })
+    };
+    Ok(match name {
+        "theory" => TunerKind::Theory,
+        "op" => TunerKind::Op(candidates()?),
+        "tl" => TunerKind::TlOrSyndicated(candidates()?),
+        "tl-combined" => TunerKind::Tl(candidates()?),
+        "cdt" => {
+            let mut config = match params.str("preset")? {
+                "refcode" => CdtConfig::refcode(),
+                _ => CdtConfig::paper(),
+            };
+            if params.str("warmup")? == "none" {
+                config.warmup = WarmupRule::Rounds(0);
+            }
+            config.epoch_multiplier = params.float("k")?;
+            TunerKind::Cdt(config)
+        }
+        other => return Err(JobError::Invalid(format!("unknown bandits tuner `{other}`"))),
+    })
+}
+
+struct BanditsEpisode {
+    bandit: Box<dyn BottomBandit>,
+    env: SyntheticEnv,
+    tuner: Box<dyn Tuner>,
+    run: TunedLoop,
+    algorithm: StreamRng,
+    tuning: StreamRng,
+    noise: StreamRng,
+}
+
+impl Episode for BanditsEpisode {
+    fn initial(&mut self) -> Result<Vec<f64>, JobError> {
+        Ok(vec![0.0, f64::NAN, f64::NAN, f64::NAN, f64::NAN])
+    }
+
+    fn step(&mut self, _step: u32) -> Result<Vec<f64>, JobError> {
+        let r = self.run.play(
+            self.bandit.as_mut(),
+            &mut self.env,
+            self.tuner.as_mut(),
+            &mut self.algorithm,
+            &mut self.tuning,
+            &mut self.noise,
+        );
+        let hp = self.run.hyperparameters();
+        let tuned = |i: usize| if r.tuned { hp.get(i).copied().unwrap_or(f64::NAN) } else { f64::NAN };
+        if !r.cumulative_regret.is_finite() {
+            return Err(JobError::Numerical(format!("regret became {}", r.cumulative_regret)));
+        }
+        Ok(vec![r.cumulative_regret, r.reward, r.arm as f64, tuned(0), tuned(1)])
+    }
+}
+
+impl Family for BanditsFamily {
+    fn name(&self) -> &'static str {
+        "bandits"
+    }
+
+    fn doc(&self) -> &'static str {
+        "online hyperparameter tuning of GLM contextual bandits: CDT and its baselines (Kang, Hsieh, Lee)"
+    }
+
+    fn benchmarks(&self) -> &'static [ComponentDef] {
+        &BENCHMARKS
+    }
+
+    fn algorithms(&self) -> &'static [ComponentDef] {
+        &ALGORITHMS
+    }
+
+    fn metrics(&self) -> &'static [MetricDef] {
+        &METRICS
+    }
+
+    fn headline_metrics(&self) -> &'static [&'static str] {
+        &["regret"]
+    }
+
+    fn start(&self, job: &ValidJob, streams: &JobStreams) -> Result<Box<dyn Episode>, JobError> {
+        let spec = &job.spec;
+        let bp = &spec.benchmark_params;
+        let bottom = bottom_of(bp)?;
+        let linear = match bp.str("rewards")? {
+            "linear" => true,
+            "logistic" => false,
+            _ => bottom.paper_uses_linear_rewards(),
+        };
+        let base = if linear { SyntheticConfig::paper_linear() } else { SyntheticConfig::paper_logistic() };
+        let config = SyntheticConfig {
+            dim: bp.int("dim")? as usize,
+            n_arms: bp.int("arms")? as usize,
+            horizon: spec.horizon as usize,
+            ..base
+        };
+        let bandit = bottom.build(config.dim, config.horizon);
+        let mut tuner = tuner_of(&spec.algorithm, &spec.algorithm_params)?.build(bandit.hyperparameters().len());
+        let run = TunedLoop::start(bandit.as_ref(), config.horizon, tuner.as_mut());
+        Ok(Box::new(BanditsEpisode {
+            env: SyntheticEnv::new(config, streams.env("environment")),
+            bandit,
+            tuner,
+            run,
+            algorithm: streams.algo("bandit"),
+            tuning: streams.algo("tuner"),
+            noise: streams.algo("noise"),
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::episode::run_tuned;
+    use armada_core::{run_job, JobSpec, ParamValue, Registry};
+    use std::ops::ControlFlow;
+
+    fn job(bottom: &str, tuner: &str, horizon: u32, seed: u64) -> ValidJob {
+        let registry = Registry::new(vec![Box::new(BanditsFamily)]);
+        let mut spec = JobSpec::new("bandits", "synthetic", tuner);
+        spec.benchmark_params.insert("bottom".into(), ParamValue::Str(bottom.into()));
+        spec.horizon = horizon;
+        spec.seed = seed;
+        registry.validate(&spec).unwrap()
+    }
+
+    fn records(job: &ValidJob) -> Vec<Vec<f64>> {
+        let registry = Registry::new(vec![Box::new(BanditsFamily)]);
+        let mut rows = Vec::new();
+        run_job(&registry, job, &mut |r| {
+            rows.push(r.values);
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+        rows
+    }
+
+    /// Through the registry, a job is exactly `run_tuned` on the same streams: the per-step
+    /// records are its outcome, one round per step.
+    #[test]
+    fn a_job_replays_run_tuned_round_by_round() {
+        for (bottom, tuner) in [("linucb", "cdt"), ("gloc", "tl"), ("sgd-ts", "op"), ("lints", "theory")] {
+            let j = job(bottom, tuner, 400, 3);
+            let rows = records(&j);
+            assert_eq!(rows.len(), 401);
+            assert_eq!(rows[0][0], 0.0);
+            let streams = JobStreams::new(&j.spec);
+            let alg = bottom_of(&j.spec.benchmark_params).unwrap();
+            let base = if alg.paper_uses_linear_rewards() {
+                SyntheticConfig::paper_linear()
+            } else {
+                SyntheticConfig::paper_logistic()
+            };
+            let config = SyntheticConfig { horizon: 400, ..base };
+            let mut bandit = alg.build(25, 400);
+            let mut t = tuner_of(tuner, &j.spec.algorithm_params).unwrap().build(bandit.hyperparameters().len());
+            let mut env = SyntheticEnv::new(config, streams.env("environment"));
+            let out = run_tuned(
+                bandit.as_mut(),
+                &mut env,
+                t.as_mut(),
+                &mut streams.algo("bandit"),
+                &mut streams.algo("tuner"),
+                &mut streams.algo("noise"),
+            );
+            for (round, row) in rows[1..].iter().enumerate() {
+                assert_eq!(row[0].to_bits(), out.cumulative_regret[round].to_bits(), "{bottom}/{tuner} {round}");
+                assert_eq!(row[1].to_bits(), out.rewards[round].to_bits());
+                assert_eq!(row[2], out.arms[round] as f64);
+                match out.hyperparameters_at(round) {
+                    Some(hp) => assert_eq!(row[3], hp[0]),
+                    None => assert!(row[3].is_nan()),
+                }
+            }
+            // Regret never decreases; hyperparameters stay in the paper's box [0.1, 5] once tuned.
+            assert!(rows.windows(2).all(|w| w[1][0] >= w[0][0]));
+            assert!(rows.iter().filter(|r| !r[3].is_nan()).all(|r| (0.1..=5.0).contains(&r[3])));
+        }
+    }
+
+    /// Common random numbers: every tuner of a repetition faces the same theta* and contexts, so
+    /// the random phase (uniform arms from the tuner-specific algorithm stream aside) sees the same
+    /// environment; a different repetition is a different instance.
+    #[test]
+    fn tuners_of_a_repetition_share_the_instance() {
+        let env_of = |tuner: &str, seed: u64| {
+            let j = job("ucb-glm", tuner, 10, seed);
+            let streams = JobStreams::new(&j.spec);
+            SyntheticEnv::new(
+                SyntheticConfig { horizon: 10, ..SyntheticConfig::paper_logistic() },
+                streams.env("environment"),
+            )
+            .theta()
+            .to_vec()
+        };
+        assert_eq!(env_of("cdt", 0), env_of("theory", 0));
+        assert_ne!(env_of("cdt", 0), env_of("cdt", 1));
+    }
+
+    #[test]
+    fn names_and_models_follow_the_paper() {
+        assert_eq!(BOTTOM_NAMES.len(), Algorithm::ALL.len());
+        for (name, alg) in BOTTOM_NAMES.iter().zip(Algorithm::ALL) {
+            assert_eq!(name.replace('-', ""), alg.name().to_lowercase().replace('-', ""));
+        }
+        // The second hyperparameter is recorded for the two-hyperparameter bandits only.
+        let rows = records(&job("gloc", "cdt", 300, 0));
+        assert!(rows.iter().any(|r| !r[4].is_nan()));
+        let rows = records(&job("linucb", "cdt", 300, 0));
+        assert!(rows.iter().all(|r| r[4].is_nan()));
+    }
+}
