@@ -69,7 +69,11 @@ pub fn run_embedded(
             data: out.to_path_buf(),
             token: Some(token.clone()),
             tls: None,
-            scheduler: SchedulerConfig { summarize_on_finish: false, ..SchedulerConfig::default() },
+            scheduler: SchedulerConfig {
+                summarize_on_finish: false,
+                only_submitted: true,
+                ..SchedulerConfig::default()
+            },
         };
         let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();

@@ -507,3 +507,26 @@ fn tls_serves_https_to_clients_that_trust_the_certificate() {
     assert!(watched.status.success(), "{}", text(&watched.stderr));
     assert_eq!(shard_count(&data.join("tls")), 3);
 }
+
+#[test]
+fn a_second_coordinator_on_the_same_directory_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let _first = serve(&data, 0, &[]);
+    let second = Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--data", data.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(second.status.code(), Some(2));
+    let err = text(&second.stderr);
+    assert!(err.contains("in use by another coordinator"), "{err}");
+    // Likewise an `armada run` into that directory.
+    let sweep = write(
+        tmp.path(),
+        "t.toml",
+        "family = \"testkit\"\nseeds = 1\nhorizon = 1\n[[benchmarks]]\nname = \"constant\"\n[[algorithms]]\nname = \"echo\"\n",
+    );
+    let run = armada(&["run", sweep.to_str().unwrap(), "--out", data.to_str().unwrap(), "--quiet"]);
+    assert_eq!(run.status.code(), Some(2));
+    assert!(text(&run.stderr).contains("in use by another coordinator"), "{}", text(&run.stderr));
+}

@@ -48,6 +48,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             heartbeat: lease_ttl / 4,
             max_attempts: args.max_attempts,
             summarize_on_finish: true,
+            only_submitted: false,
         },
     };
     let scheme = if config.tls.is_some() { "https" } else { "http" };

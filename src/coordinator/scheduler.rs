@@ -33,6 +33,9 @@ pub struct SchedulerConfig {
     pub max_attempts: u32,
     /// Rebuild a sweep's summaries when it finishes (`armada run` builds its own instead).
     pub summarize_on_finish: bool,
+    /// Lease only the jobs of sweeps submitted to this coordinator, not the queued jobs of
+    /// sweeps found in the store (`armada run`, which runs exactly its own sweep).
+    pub only_submitted: bool,
 }
 
 impl Default for SchedulerConfig {
@@ -42,6 +45,7 @@ impl Default for SchedulerConfig {
             heartbeat: Duration::from_millis(2500),
             max_attempts: 3,
             summarize_on_finish: true,
+            only_submitted: false,
         }
     }
 }
@@ -177,7 +181,9 @@ pub struct Scheduler {
     attempts: HashMap<u64, Attempt>,
     workers: HashMap<String, String>,
     next_worker: u64,
-    mailbox: mpsc::Sender<Command>,
+    /// The actor's own mailbox, for commands it sends itself (a finished shard write). Weak, so
+    /// that the actor stops, and closes its store, once every handle is dropped.
+    mailbox: mpsc::WeakSender<Command>,
 }
 
 fn now_ms() -> i64 {
@@ -215,7 +221,7 @@ impl Scheduler {
             attempts: HashMap::new(),
             workers: HashMap::new(),
             next_worker: 1,
-            mailbox: tx.clone(),
+            mailbox: tx.downgrade(),
         };
         for sweep in s.store.sweeps()? {
             let entry = Sweep {
@@ -299,7 +305,7 @@ impl Scheduler {
         if let Some(sweep) = self.sweeps.get_mut(&stored.sweep_id) {
             sweep.jobs.push(i);
         }
-        if state == JobState::Queued {
+        if state == JobState::Queued && !self.config.only_submitted {
             self.queue.push_back(i);
         }
         Ok(())
@@ -440,6 +446,16 @@ impl Scheduler {
             job.attempts = 0;
             job.error = None;
             self.queue.push_back(i);
+        }
+        if self.config.only_submitted {
+            // Queued jobs found in the store were not queued at startup; this sweep's are now.
+            let waiting: Vec<usize> = self.sweeps[&name]
+                .jobs
+                .iter()
+                .copied()
+                .filter(|&i| self.jobs[i].state == JobState::Queued && !self.queue.contains(&i))
+                .collect();
+            self.queue.extend(waiting);
         }
         let n_added = new_jobs.len() as u32;
         let by_key: HashMap<&str, &ValidJob> = jobs.iter().map(|j| (j.key.0.as_str(), j)).collect();
@@ -693,13 +709,16 @@ impl Scheduler {
             let _ = reply.send(Err(Status::invalid_argument(msg)));
             return;
         }
+        let Some(mailbox) = self.mailbox.upgrade() else {
+            let _ = reply.send(Err(Status::unavailable("the coordinator is shutting down")));
+            return;
+        };
         let records = self.attempts.get_mut(&attempt).map(|a| std::mem::take(&mut a.records)).unwrap_or_default();
         self.jobs[i].committing = true;
         let job = &self.jobs[i];
         let sweep_dir = self.results_dir.join(&job.sweep);
         let valid = job.valid.clone();
         let metrics = self.metrics_of(&job.valid.spec.family);
-        let mailbox = self.mailbox.clone();
         tokio::task::spawn_blocking(move || {
             let result =
                 results::write_shard(&sweep_dir, &valid, metrics, &records).map(|_| ()).map_err(|e| format!("{e:#}"));
@@ -979,8 +998,10 @@ mod tests {
             let w = register(&s).await;
             let leases = lease(&s, &w).await;
             assert_eq!(upload_and_complete(&s, leases[0].attempt_id, 1.0).await, Ok(true));
-            // leases[1] is running when this scheduler is abandoned, as if killed; the next opens its store.
+            // leases[1] is running when this scheduler goes away, as if killed; the next opens its store.
         }
+        // The dropped handle stops the actor, which closes (and unlocks) the store.
+        tokio::time::sleep(Duration::from_millis(300)).await;
         let s = start(dir.path(), Duration::from_secs(60)).await;
         let st = status(&s).await;
         assert_eq!((st.n_done, st.n_queued, st.n_running), (1, 1, 0));
@@ -990,5 +1011,37 @@ mod tests {
         assert_eq!(leases[0].attempt, 2, "the voided attempt counts");
         // Attempt ids never repeat across restarts.
         assert!(leases[0].attempt_id > 2);
+    }
+
+    /// `armada run`'s coordinator runs its own sweep only, leaving other sweeps' queued jobs
+    /// in the store untouched; a second coordinator cannot open a store that is in use.
+    #[tokio::test]
+    async fn an_embedded_coordinator_leases_only_submitted_sweeps_and_the_store_is_exclusive() {
+        let dir = tempfile::tempdir().unwrap();
+        let submit = |s: &SchedulerHandle, name: &str, jobs: Vec<ValidJob>| {
+            let (s, name) = (s.clone(), name.to_string());
+            async move { s.call(|reply| Command::Submit { name, family: "testkit".into(), jobs, reply }).await.unwrap() }
+        };
+        {
+            let s = start(dir.path(), Duration::from_secs(60)).await;
+            submit(&s, "a", vec![job(0), job(1)]).await;
+            // While this coordinator lives, nobody else opens its store.
+            let err = Store::open(dir.path()).err().expect("the store is locked").to_string();
+            assert!(err.contains("in use by another coordinator"), "{err}");
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let config = SchedulerConfig { only_submitted: true, summarize_on_finish: false, ..SchedulerConfig::default() };
+        let s =
+            Scheduler::start(Arc::new(crate::registry()), Store::open(dir.path()).unwrap(), dir.path().into(), config)
+                .unwrap();
+        submit(&s, "b", vec![job(5)]).await;
+        let w = register(&s).await;
+        let leases = lease(&s, &w).await;
+        assert_eq!(leases.iter().map(|l| l.sweep_id.as_str()).collect::<Vec<_>>(), vec!["b"]);
+        // Sweep a is still there, queued; resubmitting it runs it.
+        let st = s.call(|reply| Command::Status { sweep: "a".into(), reply }).await.unwrap();
+        assert_eq!((st.n_queued, st.n_running), (2, 0));
+        submit(&s, "a", vec![job(0), job(1)]).await;
+        assert_eq!(lease(&s, &w).await.len(), 2);
     }
 }

@@ -1,4 +1,5 @@
 //! The coordinator's durable state in SQLite: sweeps, jobs, attempts and their leases.
+//! The store is locked exclusively while a coordinator has it open.
 //!
 //! Every state change the scheduler makes is written here before it is acted on or
 //! answered, in one transaction per request, so a coordinator killed at any moment
@@ -103,6 +104,16 @@ impl Store {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let path = dir.join("armada.sqlite");
         let conn = Connection::open(&path).with_context(|| format!("opening {}", path.display()))?;
+        // One coordinator per directory: take an exclusive lock first and hold it for the life of
+        // the connection, so a second coordinator on the same DIR fails here, clearly.
+        conn.pragma_update(None, "locking_mode", "EXCLUSIVE")?;
+        if let Err(e) = conn.execute_batch("BEGIN EXCLUSIVE; COMMIT;") {
+            anyhow::bail!(
+                "{} is in use by another coordinator ({e}); run one coordinator per directory: \
+                 use another --data (or --out), or submit to the running one",
+                path.display()
+            );
+        }
         // WAL with full sync: a committed transaction survives a crash of the process or the machine.
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "FULL")?;
