@@ -255,7 +255,7 @@ impl Scheduler {
             .map_err(|e| e.to_string())
             .and_then(|spec| wire::spec_from_wire(spec, "spec"))
             .and_then(|spec| self.registry.validate(&spec).map_err(|e| e.to_string()));
-        let (valid, mut state, mut error) = match checked {
+        let (valid, mut state, error) = match checked {
             Ok(valid) if valid.key.0 == stored.key => (valid, stored.state, stored.error),
             other => {
                 // A job of an older build: keep it visible, but it cannot run.
@@ -274,22 +274,15 @@ impl Scheduler {
                 (valid, JobState::Failed, Some(why))
             }
         };
+        // `void_running` ran first, so nothing here is `running`.
         let sweep_dir = self.results_dir.join(&stored.sweep_id);
-        if matches!(state, JobState::Queued | JobState::Running)
-            && results::shard_path(&sweep_dir, &valid.key).is_file()
-        {
+        if state == JobState::Queued && results::shard_path(&sweep_dir, &valid.key).is_file() {
             // Written, then the coordinator died before recording it.
-            self.store.set_job_state(&stored.sweep_id, &stored.key, JobState::Done)?;
+            self.store.set_job_state(&stored.sweep_id, &stored.key, JobState::Done, None)?;
             state = JobState::Done;
         }
         if state == JobState::Failed && stored.state != JobState::Failed {
-            self.store.end_attempt(0, "void", (&stored.sweep_id, &stored.key), JobState::Failed, error.as_deref())?;
-        }
-        if state == JobState::Running {
-            state = JobState::Queued;
-        }
-        if state != JobState::Failed {
-            error = error.filter(|_| state == JobState::Queued);
+            self.store.set_job_state(&stored.sweep_id, &stored.key, JobState::Failed, error.as_deref())?;
         }
         let i = self.jobs.len();
         self.jobs.push(Job {

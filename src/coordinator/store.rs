@@ -260,11 +260,17 @@ impl Store {
         Ok(())
     }
 
-    /// Set one job's state (no attempt involved: a shard found at startup).
-    pub fn set_job_state(&mut self, sweep: &str, key: &str, state: JobState) -> anyhow::Result<()> {
+    /// Set one job's state and, if given, its error (no attempt involved: what startup finds).
+    pub fn set_job_state(
+        &mut self,
+        sweep: &str,
+        key: &str,
+        state: JobState,
+        error: Option<&str>,
+    ) -> anyhow::Result<()> {
         self.conn.execute(
-            "UPDATE jobs SET state = ?1 WHERE sweep_id = ?2 AND key = ?3",
-            params![state.as_str(), sweep, key],
+            "UPDATE jobs SET state = ?1, error = COALESCE(?2, error) WHERE sweep_id = ?3 AND key = ?4",
+            params![state.as_str(), error, sweep, key],
         )?;
         Ok(())
     }
