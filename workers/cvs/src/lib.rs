@@ -1,0 +1,1 @@
+//! armada-cvs: Bayesian optimisation with unknown cost-varying variable subsets (spec `specs/bocvs.md`).
