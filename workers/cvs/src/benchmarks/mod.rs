@@ -1,0 +1,3 @@
+//! Benchmarks (spec §4).
+pub mod simulators;
+pub mod synthetic;

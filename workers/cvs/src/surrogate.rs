@@ -1,0 +1,368 @@
+//! The GP surrogate of every algorithm and its expectations over the random partial query
+//! (spec §2.1–§2.3 and the factorisations of §8.4).
+//!
+//! Fixed hyperparameters (SE-ARD, `s2 = 1`, `ls = 0.2`, `lambda = 1e-4`, `m0 = 0`, raw outputs).
+//! The data live in an incremental [`armada_gp::Gp`] (O(n^2) per play); each iteration takes one
+//! [`Posterior`] snapshot (`L`, `alpha = K^{-1} y`) that every expectation of that iteration
+//! reuses.
+//!
+//! For a control set `I` with random complement `Ibar`, the SE kernel factorises over
+//! coordinates: `k([x^I, s_n], x_a) = s2 A_a(x^I) B_na` with
+//! `A_a = exp(-1/2 sum_{l in I} (x_l - x_al)^2 / ls_l^2)` and
+//! `B_na = exp(-1/2 sum_{l in Ibar} (s_nl - x_al)^2 / ls_l^2)`. `B` depends only on the set, the
+//! MC samples and the data, so it is computed once per set per iteration ([`SetExpectation`]).
+//! Then `E[mu] = s2 sum_a A_a alpha_a bbar_a` costs O(n), and `E[sigma]` is one triangular
+//! solve with one right-hand side per MC sample (BLAS-3), averaging per-sample standard
+//! deviations (gotcha 1), never `sqrt(E[sigma^2])`. A full control set is the special case
+//! `Ibar = {}`, one "sample" with `B = 1`: plain `mu` and `sigma`.
+
+use armada_core::JobError;
+use armada_gp::{Gp, Kernel, Points};
+use faer::linalg::triangular_solve::{solve_lower_triangular_in_place, solve_upper_triangular_in_place};
+use faer::{Mat, Par};
+
+/// Posterior variance floor (GPyTorch clamps the predictive variance at 1e-10 in float64).
+pub const VAR_FLOOR: f64 = 1e-10;
+
+/// Fixed GP hyperparameters (spec §2.1).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GpConfig {
+    pub outputscale: f64,
+    pub lengthscale: f64,
+    pub noise_var: f64,
+}
+
+impl Default for GpConfig {
+    fn default() -> Self {
+        Self { outputscale: 1.0, lengthscale: 0.2, noise_var: 1e-4 }
+    }
+}
+
+/// The GP data with its incremental Cholesky factor.
+#[derive(Clone, Debug)]
+pub struct Surrogate {
+    gp: Gp,
+    config: GpConfig,
+}
+
+impl Surrogate {
+    pub fn new(config: GpConfig, dim: usize) -> Self {
+        let kernel = Kernel::squared_exponential(config.outputscale, vec![config.lengthscale; dim]);
+        Self { gp: Gp::new(kernel, config.noise_var), config }
+    }
+
+    /// Condition on one more observation in O(n^2).
+    pub fn add(&mut self, x: &[f64], y: f64) -> Result<(), JobError> {
+        self.gp.append(x, y).map(|_| ()).map_err(|e| JobError::Numerical(format!("GP update: {e}")))
+    }
+
+    pub fn n_obs(&self) -> usize {
+        self.gp.n_obs()
+    }
+
+    pub fn data(&self) -> (&Points, &[f64]) {
+        (self.gp.x(), self.gp.y())
+    }
+
+    pub fn config(&self) -> GpConfig {
+        self.config
+    }
+
+    /// The posterior of this iteration: the factor as a dense matrix and `alpha = K^{-1} y`.
+    pub fn posterior(&self) -> Posterior {
+        let l = self.gp.cholesky_factor();
+        let n = self.gp.n_obs();
+        let mut alpha = Mat::from_fn(n, 1, |i, _| self.gp.whitened_y()[i]);
+        solve_upper_triangular_in_place(l.transpose(), alpha.as_mut(), Par::Seq);
+        let inv_ls2 = self.gp.kernel().lengthscales.iter().map(|l| 1.0 / (l * l)).collect();
+        Posterior {
+            dim: self.gp.x().dim(),
+            n,
+            x: self.gp.x().as_slice().to_vec(),
+            l,
+            alpha: (0..n).map(|i| alpha[(i, 0)]).collect(),
+            s2: self.config.outputscale,
+            inv_ls2,
+        }
+    }
+}
+
+/// One iteration's posterior, shared by every expectation computed in that iteration.
+#[derive(Clone, Debug)]
+pub struct Posterior {
+    pub dim: usize,
+    pub n: usize,
+    /// Training inputs, `n x dim` row-major.
+    pub x: Vec<f64>,
+    /// Lower Cholesky factor of `K + lambda I`.
+    pub l: Mat<f64>,
+    /// `(K + lambda I)^{-1} y`.
+    pub alpha: Vec<f64>,
+    pub s2: f64,
+    pub inv_ls2: Vec<f64>,
+}
+
+impl Posterior {
+    fn xa(&self, a: usize) -> &[f64] {
+        &self.x[a * self.dim..(a + 1) * self.dim]
+    }
+}
+
+/// `E_hat[mu]` and `E_hat[sigma]` of one control set over a fixed MC sample set, with
+/// analytic gradients w.r.t. the controlled coordinates.
+pub struct SetExpectation<'p> {
+    post: &'p Posterior,
+    ctrl: Vec<usize>,
+    /// `B` for the samples that enter `E[sigma]`, `n x n_sigma` (one column per sample).
+    b: Mat<f64>,
+    /// `s2 alpha_a bbar_a`, with `bbar` the mean of `B` over all MC samples.
+    mean_weights: Vec<f64>,
+    // Scratch, reused across evaluations.
+    a: Vec<f64>,
+    kc: Mat<f64>,
+    v: Mat<f64>,
+}
+
+/// Number of (point, sample) columns solved at once when evaluating many points.
+const COLUMNS_PER_SOLVE: usize = 1024;
+
+impl<'p> SetExpectation<'p> {
+    /// Precompute `B` for control set `ctrl` from the MC samples `samples` (`n_mc x dim`
+    /// row-major); `E[mu]` uses all of them, `E[sigma]` the first `n_sigma`.
+    /// A full control set ignores the samples.
+    pub fn new(post: &'p Posterior, ctrl: &[usize], samples: &[f64], n_sigma: usize) -> Self {
+        let d = post.dim;
+        let n = post.n;
+        let random: Vec<usize> = (0..d).filter(|l| !ctrl.contains(l)).collect();
+        let n_mc = if random.is_empty() { 1 } else { samples.len() / d };
+        let n_sigma = if random.is_empty() { 1 } else { n_sigma.clamp(1, n_mc) };
+        let mut bbar = vec![0.0; n];
+        let mut b = Mat::zeros(n, n_sigma);
+        for s in 0..n_mc {
+            for a in 0..n {
+                let xa = post.xa(a);
+                let mut r2 = 0.0;
+                for &l in &random {
+                    let diff = samples[s * d + l] - xa[l];
+                    r2 += diff * diff * post.inv_ls2[l];
+                }
+                let bsa = (-0.5 * r2).exp();
+                bbar[a] += bsa;
+                if s < n_sigma {
+                    b[(a, s)] = bsa;
+                }
+            }
+        }
+        let mean_weights = (0..n).map(|a| post.s2 * post.alpha[a] * bbar[a] / n_mc as f64).collect();
+        Self {
+            post,
+            ctrl: ctrl.to_vec(),
+            b,
+            mean_weights,
+            a: vec![0.0; n],
+            kc: Mat::zeros(0, 0),
+            v: Mat::zeros(0, 0),
+        }
+    }
+
+    /// Number of controlled coordinates (the dimension of the search box).
+    pub fn dim(&self) -> usize {
+        self.ctrl.len()
+    }
+
+    pub fn n_sigma(&self) -> usize {
+        self.b.ncols()
+    }
+
+    /// `A_a(x^I)` into `self.a`, and `E[mu]`.
+    fn fill_a(&mut self, xc: &[f64]) -> f64 {
+        let mut mu = 0.0;
+        for a in 0..self.post.n {
+            let xa = self.post.xa(a);
+            let mut r2 = 0.0;
+            for (k, &l) in self.ctrl.iter().enumerate() {
+                let diff = xc[k] - xa[l];
+                r2 += diff * diff * self.post.inv_ls2[l];
+            }
+            self.a[a] = (-0.5 * r2).exp();
+            mu += self.a[a] * self.mean_weights[a];
+        }
+        mu
+    }
+
+    /// `(E[mu], E[sigma])` at many points (`n_points x dim` row-major), solving up to
+    /// [`COLUMNS_PER_SOLVE`] (point, sample) columns per triangular solve.
+    pub fn moments_many(&mut self, points: &[f64], mu: &mut [f64], sigma: &mut [f64]) {
+        let dim = self.dim();
+        let n = self.post.n;
+        let ns = self.n_sigma();
+        let n_points = mu.len();
+        let per_solve = (COLUMNS_PER_SOLVE / ns).max(1);
+        let mut start = 0;
+        while start < n_points {
+            let end = (start + per_solve).min(n_points);
+            let mut kc = Mat::zeros(n, (end - start) * ns);
+            for p in start..end {
+                mu[p] = self.fill_a(&points[p * dim..(p + 1) * dim]);
+                for s in 0..ns {
+                    let col = (p - start) * ns + s;
+                    for a in 0..n {
+                        kc[(a, col)] = self.post.s2 * self.a[a] * self.b[(a, s)];
+                    }
+                }
+            }
+            solve_lower_triangular_in_place(self.post.l.as_ref(), kc.as_mut(), Par::Seq);
+            for p in start..end {
+                let mut sum = 0.0;
+                for s in 0..ns {
+                    let col = kc.col((p - start) * ns + s);
+                    let vv: f64 = col.iter().map(|v| v * v).sum();
+                    sum += (self.post.s2 - vv).max(VAR_FLOOR).sqrt();
+                }
+                sigma[p] = sum / ns as f64;
+            }
+            start = end;
+        }
+    }
+
+    /// `(E[mu], E[sigma])` at `xc` with their gradients w.r.t. the controlled coordinates.
+    pub fn moments_grad(&mut self, xc: &[f64], dmu: &mut [f64], dsigma: &mut [f64]) -> (f64, f64) {
+        let n = self.post.n;
+        let ns = self.n_sigma();
+        let s2 = self.post.s2;
+        let mu = self.fill_a(xc);
+        if self.kc.nrows() != n || self.kc.ncols() != ns {
+            self.kc = Mat::zeros(n, ns);
+        }
+        for s in 0..ns {
+            for a in 0..n {
+                self.kc[(a, s)] = s2 * self.a[a] * self.b[(a, s)];
+            }
+        }
+        self.v = self.kc.clone();
+        solve_lower_triangular_in_place(self.post.l.as_ref(), self.v.as_mut(), Par::Seq);
+        // sigma_s, and 1/sigma_s where the floor is not active (zero gradient under the clamp).
+        let mut inv_sigma = vec![0.0; ns];
+        let mut sigma_sum = 0.0;
+        for s in 0..ns {
+            let vv: f64 = self.v.col(s).iter().map(|v| v * v).sum();
+            let var = s2 - vv;
+            let sd = var.max(VAR_FLOOR).sqrt();
+            sigma_sum += sd;
+            if var > VAR_FLOOR {
+                inv_sigma[s] = 1.0 / sd;
+            }
+        }
+        // W = (K + lambda I)^{-1} k_s for every sample.
+        solve_upper_triangular_in_place(self.post.l.transpose(), self.v.as_mut(), Par::Seq);
+        dmu.fill(0.0);
+        dsigma.fill(0.0);
+        for a in 0..n {
+            // d sigma_s / d x_l = (1/sigma_s) sum_a w_as k_as (x_l - x_al) / ls_l^2.
+            let mut g = 0.0;
+            for s in 0..ns {
+                g += self.v[(a, s)] * self.kc[(a, s)] * inv_sigma[s];
+            }
+            g /= ns as f64;
+            let m = self.a[a] * self.mean_weights[a];
+            let xa = self.post.xa(a);
+            for (k, &l) in self.ctrl.iter().enumerate() {
+                let scaled = (xc[k] - xa[l]) * self.post.inv_ls2[l];
+                dmu[k] -= m * scaled;
+                dsigma[k] += g * scaled;
+            }
+        }
+        (mu, sigma_sum / ns as f64)
+    }
+}
+
+/// Scatter a controlled partial query and a random part into a full query.
+pub fn full_query(ctrl: &[usize], xc: &[f64], random_part: &[f64]) -> Vec<f64> {
+    let mut x = random_part.to_vec();
+    for (k, &l) in ctrl.iter().enumerate() {
+        x[l] = xc[k];
+    }
+    x
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+
+    fn toy(d: usize, n: usize, seed: u64) -> Surrogate {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let mut s = Surrogate::new(GpConfig::default(), d);
+        for _ in 0..n {
+            let x: Vec<f64> = (0..d).map(|_| rng.random()).collect();
+            let y = x.iter().map(|v| (3.0 * v).sin()).sum::<f64>();
+            s.add(&x, y).unwrap();
+        }
+        s
+    }
+
+    /// Brute force: build every `[x^I, s_n]` and predict with armada-gp's own posterior.
+    fn brute(s: &Surrogate, ctrl: &[usize], xc: &[f64], samples: &[f64], n_sigma: usize) -> (f64, f64) {
+        let d = s.posterior().dim;
+        let n_mc = samples.len() / d;
+        let mut pts = Points::new(d);
+        for i in 0..n_mc {
+            pts.push(&full_query(ctrl, xc, &samples[i * d..(i + 1) * d]));
+        }
+        let (mean, var) = s.gp.predict(&pts);
+        let emu = mean.iter().sum::<f64>() / n_mc as f64;
+        let esd = var[..n_sigma].iter().map(|v| v.max(VAR_FLOOR).sqrt()).sum::<f64>() / n_sigma as f64;
+        (emu, esd)
+    }
+
+    #[test]
+    fn factorised_expectation_equals_brute_force() {
+        let d = 5;
+        let s = toy(d, 30, 1);
+        let post = s.posterior();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(2);
+        let samples: Vec<f64> = (0..64 * d).map(|_| rng.random()).collect();
+        for ctrl in [vec![0, 3], vec![1, 2, 4], vec![0, 1, 2, 3, 4]] {
+            for n_sigma in [64, 16] {
+                let mut e = SetExpectation::new(&post, &ctrl, &samples, n_sigma);
+                let xc: Vec<f64> = (0..ctrl.len()).map(|_| rng.random()).collect();
+                let (mut dm, mut ds) = (vec![0.0; ctrl.len()], vec![0.0; ctrl.len()]);
+                let (mu, sd) = e.moments_grad(&xc, &mut dm, &mut ds);
+                let full = ctrl.len() == d;
+                let (bm, bs) = brute(&s, &ctrl, &xc, if full { &samples[..d] } else { &samples }, if full { 1 } else { n_sigma });
+                assert!((mu - bm).abs() < 1e-9, "{ctrl:?}: mu {mu} vs {bm}");
+                assert!((sd - bs).abs() < 1e-9, "{ctrl:?}: sigma {sd} vs {bs}");
+                let (mut m2, mut s2) = ([0.0], [0.0]);
+                e.moments_many(&xc, &mut m2, &mut s2);
+                assert!((m2[0] - mu).abs() < 1e-12 && (s2[0] - sd).abs() < 1e-12);
+            }
+        }
+    }
+
+    #[test]
+    fn gradients_match_central_differences() {
+        let d = 4;
+        let s = toy(d, 25, 3);
+        let post = s.posterior();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(4);
+        let samples: Vec<f64> = (0..32 * d).map(|_| rng.random()).collect();
+        for ctrl in [vec![1, 3], vec![0, 1, 2, 3]] {
+            let mut e = SetExpectation::new(&post, &ctrl, &samples, 32);
+            let xc: Vec<f64> = (0..ctrl.len()).map(|_| rng.random()).collect();
+            let k = ctrl.len();
+            let (mut dm, mut ds) = (vec![0.0; k], vec![0.0; k]);
+            e.moments_grad(&xc, &mut dm, &mut ds);
+            let h = 1e-6;
+            for j in 0..k {
+                let (mut xp, mut xm) = (xc.clone(), xc.clone());
+                xp[j] += h;
+                xm[j] -= h;
+                let (mut t1, mut t2) = (vec![0.0; k], vec![0.0; k]);
+                let (mp, sp) = e.moments_grad(&xp, &mut t1, &mut t2);
+                let (mm, sm) = e.moments_grad(&xm, &mut t1, &mut t2);
+                assert!((dm[j] - (mp - mm) / (2.0 * h)).abs() < 1e-5 * (1.0 + dm[j].abs()));
+                assert!((ds[j] - (sp - sm) / (2.0 * h)).abs() < 1e-5 * (1.0 + ds[j].abs()));
+            }
+        }
+    }
+}
