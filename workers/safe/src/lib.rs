@@ -1,1 +1,37 @@
-//! armada-safe: safe Bayesian optimisation with monotonicity constraints (spec `specs/safe_mono.md`).
+//! armada-safe: safe Bayesian optimisation with monotonicity constraints, M-SafeOpt
+//! (Losalka & Scarlett, AISTATS 2024; spec `specs/safe_mono.md`).
+//!
+//! Actions `(s, x)` on a grid, with the safety function g increasing in the scalar s; f is
+//! maximised subject to `g <= h`. Independent GPs for f and g (Matern 5/2 ARD, MAP
+//! hyperparameters refitted every round, spec 2.4), two seed points at s = 0 (5.2).
+//!
+//! * [`benchmarks`]: clinical trial, synthetic 2-D and 3-D, the reconstructed pendulum (spec 4);
+//! * [`sets`]: the per-round quantities Q1-Q6 (spec 3.1);
+//! * [`algorithms`]: M-SafeOpt Cases 1, 2, 3a, 3b, SafeOpt-MC (modified), PredVar (spec 3);
+//! * [`regret`]: `r_t`, `r'_t`, `r^X_t` on the grid (spec 1.3, 5.4);
+//! * [`episode`]: one run; [`SafeFamily`]: the registry entry.
+//!
+//! ```
+//! use armada_core::{JobSpec, Registry, run_job};
+//! let registry = Registry::new(vec![Box::new(armada_safe::SafeFamily)]);
+//! let mut spec = JobSpec::new("safe", "clinical", "msafeopt-case1");
+//! spec.benchmark_params.insert("grid".into(), armada_core::ParamValue::Int(20));
+//! spec.horizon = 3;
+//! let job = registry.validate(&spec).unwrap();
+//! let mut n = 0;
+//! run_job(&registry, &job, &mut |_| { n += 1; std::ops::ControlFlow::Continue(()) }).unwrap();
+//! assert_eq!(n, 4); // step 0 (the seeds) + 3 acquisitions
+//! ```
+
+pub mod algorithms;
+pub mod benchmarks;
+pub mod confidence;
+pub mod episode;
+mod family;
+pub mod grid;
+pub mod regret;
+pub mod sets;
+pub mod surrogate;
+
+pub use episode::{RunConfig, SafeEpisode, METRICS};
+pub use family::{run_config, SafeFamily};

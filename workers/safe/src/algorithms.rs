@@ -1,0 +1,231 @@
+//! The acquisition rules: M-SafeOpt Cases 1, 2, 3a, 3b (spec 3.2-3.6, grid form 3.8) and the
+//! baselines SafeOpt-MC as the authors modified it and PredVar (spec 3.9).
+//!
+//! Every rule reads the round's [`RoundSets`] and [`Confidence`] and returns a [`Decision`]:
+//! the chosen flat index (first maximiser in flat order, x-major then s-minor, as
+//! `tf.math.argmax`), the sets it chose from, and its estimates `s_hat_t^(x)` for `R^X`.
+
+use crate::confidence::Confidence;
+use crate::sets::RoundSets;
+
+/// Which M-SafeOpt variant (spec 3.3-3.5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Case {
+    /// Maximise f over D (goal i): elimination (20)+(21), expansion (22).
+    One,
+    /// Best s for every x (goal ii): no elimination, expansion (24).
+    Two,
+    /// f and g both increasing, global optimum: elimination (21), every kept x expands.
+    ThreeA,
+    /// f and g both increasing, best s per x (M-SafeUCB): expand every x with `s_t < 1`, g only.
+    ThreeB,
+}
+
+/// How the surviving set `D_X^t` evolves (spec 3.2, 3.7).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Elimination {
+    /// Recomputed against the full `D_X` every round (the experiments, App. B.1).
+    Robust,
+    /// Algorithm 1 as printed: removals are permanent.
+    Progressive,
+}
+
+/// An acquisition rule.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Algorithm {
+    MSafeOpt {
+        case: Case,
+        elimination: Elimination,
+        /// Use the refined expander acquisition (36): `max{w_f, (L_f/L'_g) w_g}`.
+        refined: bool,
+    },
+    SafeOptMc,
+    PredVar,
+}
+
+/// What a rule decided in one round.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decision {
+    /// Flat index of the chosen candidate.
+    pub index: usize,
+    /// The acquisition value at the choice.
+    pub acquisition: f64,
+    /// `|D_X^t|` (all rows for rules without elimination).
+    pub active_x: usize,
+    /// Flat indices of the expanders `G_t` (`None` for PredVar).
+    pub expanders: Option<Vec<usize>>,
+    /// Flat indices of the potential maximisers `M_t` (`None` for PredVar).
+    pub maximisers: Option<Vec<usize>>,
+    /// Whether every row was eliminated and the previous `D_X` was kept (spec 3.2, [INFERRED]).
+    pub kept_previous_active: bool,
+}
+
+/// State carried between rounds: the surviving rows for progressive elimination.
+#[derive(Clone, Debug, Default)]
+pub struct AlgoState {
+    active: Vec<bool>,
+}
+
+impl Algorithm {
+    /// The rule's current best s-index per row, `s_hat_t^(x)` (spec 5.4): rule (16) for every
+    /// rule but Case 3b, whose estimate is the boundary (spec 3.5).
+    pub fn estimates<'a>(&self, sets: &'a RoundSets) -> &'a [usize] {
+        match self {
+            Algorithm::MSafeOpt { case: Case::ThreeB, .. } => &sets.boundary,
+            _ => &sets.s_hat,
+        }
+    }
+
+    /// Chooses the round's action. `l_f`, `l_g` are the constants the algorithm was given.
+    pub fn choose(
+        &self,
+        sets: &RoundSets,
+        conf: &Confidence,
+        n_s: usize,
+        l_f: f64,
+        l_g: f64,
+        state: &mut AlgoState,
+    ) -> Decision {
+        match *self {
+            Algorithm::MSafeOpt { case, elimination, refined } => {
+                msafeopt(case, elimination, refined, sets, conf, n_s, l_f / l_g, state)
+            }
+            Algorithm::SafeOptMc => safeopt_mc(sets, conf, n_s),
+            Algorithm::PredVar => predvar(sets, conf),
+        }
+    }
+}
+
+/// The first maximiser of `acq` over `candidates` given in ascending flat order.
+fn first_argmax(candidates: impl IntoIterator<Item = (usize, f64)>) -> Option<(usize, f64)> {
+    let mut best: Option<(usize, f64)> = None;
+    for (k, a) in candidates {
+        if best.is_none_or(|(_, b)| a > b) {
+            best = Some((k, a));
+        }
+    }
+    best
+}
+
+#[allow(clippy::too_many_arguments)]
+fn msafeopt(
+    case: Case,
+    elimination: Elimination,
+    refined: bool,
+    sets: &RoundSets,
+    conf: &Confidence,
+    n_s: usize,
+    l_ratio: f64,
+    state: &mut AlgoState,
+) -> Decision {
+    let n_x = sets.n_x();
+    let lcb_max = sets.lcb_max;
+    // Elimination (20) strict, (21) inclusive; an x goes only if the case's tests all hold.
+    let eliminated = |i: usize| match case {
+        Case::One => sets.row_ucb_max[i] < lcb_max && sets.opt_exp[i] <= lcb_max,
+        Case::ThreeA => sets.opt_exp[i] <= lcb_max,
+        Case::Two | Case::ThreeB => false,
+    };
+    let expands = |i: usize| match case {
+        Case::One => sets.opt_exp[i] > lcb_max,
+        Case::Two => sets.opt_exp[i] > sets.row_lcb_max[i],
+        Case::ThreeA => true,
+        Case::ThreeB => sets.boundary[i] + 1 < n_s,
+    };
+    let keep: Vec<bool> = (0..n_x).map(|i| !eliminated(i)).collect();
+    let mut active = match elimination {
+        Elimination::Robust => keep,
+        Elimination::Progressive if state.active.len() == n_x => {
+            state.active.iter().zip(&keep).map(|(a, k)| *a && *k).collect()
+        }
+        Elimination::Progressive => keep,
+    };
+    let mut kept_previous_active = false;
+    if !active.iter().any(|&a| a) {
+        // Possible only with invalid intervals: keep the previous D_X for this round.
+        kept_previous_active = true;
+        active = if state.active.len() == n_x { state.active.clone() } else { vec![true; n_x] };
+    }
+    state.active = active.clone();
+
+    let uses_maximisers = matches!(case, Case::One | Case::Two);
+    let mut expanders = Vec::new();
+    let mut maximisers = Vec::new();
+    let mut candidates: Vec<(usize, f64)> = Vec::new();
+    for i in (0..n_x).filter(|&i| active[i]) {
+        let b = i * n_s + sets.boundary[i];
+        let m = i * n_s + sets.s_hat[i];
+        let in_g = expands(i);
+        if in_g {
+            expanders.push(b);
+        }
+        if uses_maximisers {
+            maximisers.push(m);
+        }
+        // (23)/(25)/(36): the G-branch wins where G and M overlap (s_hat = s_b).
+        let g_value = match case {
+            Case::ThreeB => conf.width_g[b],
+            _ if refined => conf.width_f[b].max(l_ratio * conf.width_g[b]),
+            _ => conf.width_f[b].max(conf.width_g[b]),
+        };
+        if uses_maximisers && m != b {
+            candidates.push((m, conf.width_f[m]));
+        }
+        if in_g {
+            candidates.push((b, g_value));
+        } else if uses_maximisers && m == b {
+            candidates.push((m, conf.width_f[m]));
+        }
+    }
+    let (index, acquisition) = first_argmax(candidates).unwrap_or_else(|| {
+        // Case 3b with every row certified up to s = 1: "pick any (1, x)" (spec 3.5).
+        let i = active.iter().position(|&a| a).unwrap_or(0);
+        (i * n_s + sets.boundary[i], 0.0)
+    });
+    Decision {
+        index,
+        acquisition,
+        active_x: active.iter().filter(|&&a| a).count(),
+        expanders: Some(expanders),
+        maximisers: uses_maximisers.then_some(maximisers),
+        kept_previous_active,
+    }
+}
+
+/// SafeOpt-MC as the authors modified it (spec 3.9): expanders are the boundary points of rows
+/// not yet certified up to s = 1 (blind to f), maximisers the certified points with
+/// `UCB_f > LCBmax` (strict, as the code); acquisition `max{w_f, w_g}` on both sets.
+fn safeopt_mc(sets: &RoundSets, conf: &Confidence, n_s: usize) -> Decision {
+    let n_x = sets.n_x();
+    let expanders: Vec<usize> =
+        (0..n_x).filter(|&i| sets.boundary[i] + 1 < n_s).map(|i| i * n_s + sets.boundary[i]).collect();
+    let maximisers: Vec<usize> = (0..conf.len()).filter(|&k| sets.safe[k] && conf.ucb_f[k] > sets.lcb_max).collect();
+    let mut union: Vec<usize> = expanders.iter().chain(&maximisers).copied().collect();
+    union.sort_unstable();
+    union.dedup();
+    let (index, acquisition) =
+        first_argmax(union.into_iter().map(|k| (k, conf.width_f[k].max(conf.width_g[k])))).unwrap_or((0, 0.0)); // Unreachable: the LCBmax point itself has UCB_f > LCBmax unless sigma_f = 0.
+    Decision {
+        index,
+        acquisition,
+        active_x: n_x,
+        expanders: Some(expanders),
+        maximisers: Some(maximisers),
+        kept_previous_active: false,
+    }
+}
+
+/// PredVar (spec 3.9): the certified point of largest `max{w_f, w_g}`, pure exploration.
+fn predvar(sets: &RoundSets, conf: &Confidence) -> Decision {
+    let candidates = (0..conf.len()).filter(|&k| sets.safe[k]).map(|k| (k, conf.width_f[k].max(conf.width_g[k])));
+    // S_t always holds the s = 0 column, so the argmax exists.
+    let (index, acquisition) = first_argmax(candidates).unwrap_or((0, 0.0));
+    Decision {
+        index,
+        acquisition,
+        active_x: sets.n_x(),
+        expanders: None,
+        maximisers: None,
+        kept_previous_active: false,
+    }
+}

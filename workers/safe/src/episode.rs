@@ -1,0 +1,268 @@
+//! One run (spec 3.2 steps 1-7, 5.2-5.4): two seed points at s = 0 with x uniform in `D_X`,
+//! MAP fit of both GPs, then T rounds of: bounds on the grid, the rule's choice, metrics
+//! against the true functions, observation (plus noise), refit, new posterior.
+//!
+//! Randomness: the seed points, the observation noise and the initial hyperparameter fit come
+//! from environment streams (common to every algorithm of a seed); the per-round multi-start
+//! draws from the algorithm's own streams.
+
+use crate::algorithms::{AlgoState, Algorithm};
+use crate::benchmarks::Benchmark;
+use crate::confidence::Confidence;
+use crate::regret::RegretReference;
+use crate::sets::RoundSets;
+use crate::surrogate::{RefitMode, Surrogate};
+use armada_core::{Episode, JobError, JobStreams, MetricDef, MetricKind, StreamRng};
+use rand::Rng;
+use rand_distr::StandardNormal;
+
+/// How a run is configured beyond its benchmark and rule.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RunConfig {
+    pub algorithm: Algorithm,
+    /// Confidence multipliers (spec 2.3: 3 in the experiments).
+    pub beta_f: f64,
+    pub beta_g: f64,
+    /// Misspecification factor c of spec 5.1: the rule is given `c L_f` and `L'_g / c`.
+    pub l_scale: f64,
+    pub refit: RefitMode,
+    /// Prior draws per hyperparameter in the multi-start screen (Trieste: 10).
+    pub draws_per_param: usize,
+}
+
+macro_rules! metrics {
+    ($($name:literal $kind:ident $doc:literal,)*) => {
+        /// The per-step metrics of the family, in record order.
+        pub const METRICS: [MetricDef; [$($name),*].len()] =
+            [$(MetricDef { name: $name, kind: MetricKind::$kind, doc: $doc }),*];
+    };
+}
+
+metrics! {
+    "regret_inst" Float "r_t = f(s_*, x_*) - f(s_t, x_t) (eq. 1; NaN at step 0)",
+    "regret_cum" Float "R_t, cumulative r_t",
+    "regret_avg" Float "R_t / t",
+    "regret2_inst" Float "r'_t = f(s_*^(x_t), x_t) - f(s_t, x_t) (eq. 2)",
+    "regret2_cum" Float "R'_t",
+    "regret2_avg" Float "R'_t / t",
+    "regretx_inst" Float "r^X_t = max_x f(s_*^(x), x) - f(s_hat_t^(x), x) (eq. 3), s_hat from the posterior used at round t",
+    "regretx_cum" Float "R^X_t",
+    "regretx_avg" Float "R^X_t / t",
+    "regretx_post_inst" Float "r^X_t with s_hat from the posterior after round t (as the notebook computes it, but with std)",
+    "regretx_post_avg" Float "running mean of regretx_post_inst",
+    "violations_cum" Float "number of rounds so far with true g(s_t, x_t) > h",
+    "uncertified_cum" Float "number of rounds so far with UCB_g(s_t, x_t) > h and s_t > 0",
+    "certified" Float "|S_t|: certified-safe grid points at round t",
+    "active_x" Float "|D_X^t|: x-rows surviving elimination",
+    "expanders" Float "|G_t| (NaN for predvar)",
+    "maximisers" Float "|M_t| (NaN for predvar)",
+    "acquisition" Float "acquisition value at the chosen point",
+    "s" Float "chosen s_t",
+    "x1" Float "chosen x_t (first x-coordinate)",
+    "x2" Float "chosen x_t, second x-coordinate (synthetic-3d; NaN otherwise)",
+    "grid_index" Int "flat grid index of the choice (x-major, s-minor)",
+    "f_lengthscale_s" Float "fitted lengthscale of f along s after the round",
+    "g_lengthscale_s" Float "fitted lengthscale of g along s after the round",
+    "f_variance" Float "fitted kernel variance of f after the round",
+    "g_variance" Float "fitted kernel variance of g after the round",
+    "dx_fallbacks_cum" Float "rounds where elimination emptied D_X and the previous D_X was kept",
+}
+
+/// Running sums of the regrets and counters.
+#[derive(Clone, Debug, Default)]
+struct Totals {
+    regret: f64,
+    regret2: f64,
+    regretx: f64,
+    regretx_post: f64,
+    violations: u32,
+    uncertified: u32,
+    fallbacks: u32,
+}
+
+/// A run of one rule on one benchmark.
+pub struct SafeEpisode {
+    bench: Benchmark,
+    reference: RegretReference,
+    config: RunConfig,
+    state: AlgoState,
+    f_model: Surrogate,
+    g_model: Surrogate,
+    conf: Confidence,
+    noise: StreamRng,
+    refit_f: StreamRng,
+    refit_g: StreamRng,
+    totals: Totals,
+}
+
+impl SafeEpisode {
+    /// Draws the seed points, observes them and fits both GPs (spec 5.2).
+    pub fn new(bench: Benchmark, config: RunConfig, streams: &JobStreams) -> Result<Self, JobError> {
+        let dim = 1 + bench.x_box.len();
+        let model = || Surrogate::new(dim, bench.v0, bench.gp_noise_var, config.refit, config.draws_per_param);
+        let mut episode = SafeEpisode {
+            reference: RegretReference::new(&bench),
+            f_model: model(),
+            g_model: model(),
+            conf: Confidence::default(),
+            noise: streams.env("noise"),
+            refit_f: streams.algo("refit-f"),
+            refit_g: streams.algo("refit-g"),
+            state: AlgoState::default(),
+            totals: Totals::default(),
+            config,
+            bench,
+        };
+        let mut seeds = streams.env("seed-points");
+        for _ in 0..2 {
+            let mut z = vec![0.0];
+            z.extend(episode.bench.x_box.iter().map(|&(lo, hi)| seeds.random_range(lo..hi)));
+            let (f, g) = (episode.bench.eval)(0.0, &z[1..]);
+            episode.observe(&z, f, g);
+        }
+        // The first fit is common to every algorithm of the seed.
+        episode.f_model.refit(&mut streams.env("initial-fit-f"))?;
+        episode.g_model.refit(&mut streams.env("initial-fit-g"))?;
+        episode.update_posterior()?;
+        Ok(episode)
+    }
+
+    /// The observations of f so far (seeds first).
+    pub fn f_data(&self) -> (&armada_gp::Points, &[f64]) {
+        self.f_model.data()
+    }
+
+    /// The current hyperparameters of f's GP.
+    pub fn f_kernel(&self) -> &armada_gp::Kernel {
+        self.f_model.kernel()
+    }
+
+    /// The benchmark being run.
+    pub fn benchmark(&self) -> &Benchmark {
+        &self.bench
+    }
+
+    /// The confidence bounds the next round will use.
+    pub fn confidence(&self) -> &Confidence {
+        &self.conf
+    }
+
+    /// The rule's constants `(c L_f, L'_g / c)`.
+    pub fn growth_constants(&self) -> (f64, f64) {
+        (self.config.l_scale * self.bench.l_f, self.bench.l_g / self.config.l_scale)
+    }
+
+    /// Q1-Q6 from the current posterior.
+    pub fn round_sets(&self) -> RoundSets {
+        let (l_f, l_g) = self.growth_constants();
+        RoundSets::compute(&self.conf, &self.bench.grid.s, self.bench.h, l_f, l_g)
+    }
+
+    fn observe(&mut self, z: &[f64], f: f64, g: f64) {
+        let sd = self.bench.noise_var.sqrt();
+        let (mut yf, mut yg) = (f, g);
+        if sd > 0.0 {
+            yf += sd * self.noise.sample::<f64, _>(StandardNormal);
+            yg += sd * self.noise.sample::<f64, _>(StandardNormal);
+        }
+        self.f_model.observe(z, yf);
+        self.g_model.observe(z, yg);
+    }
+
+    fn update_posterior(&mut self) -> Result<(), JobError> {
+        let (mu_f, sd_f) = self.f_model.predict(&self.bench.grid.points)?;
+        let (mu_g, sd_g) = self.g_model.predict(&self.bench.grid.points)?;
+        self.conf = Confidence::new(&mu_f, &sd_f, &mu_g, &sd_g, self.config.beta_f, self.config.beta_g);
+        Ok(())
+    }
+
+    /// One round: choose, score, observe, refit; returns the step's metrics.
+    fn play(&mut self, t: u32) -> Result<Vec<f64>, JobError> {
+        let n_s = self.bench.grid.n_s();
+        let sets = self.round_sets();
+        let (l_f, l_g) = self.growth_constants();
+        let decision = self.config.algorithm.choose(&sets, &self.conf, n_s, l_f, l_g, &mut self.state);
+        let k = decision.index;
+        let f = &self.bench.f;
+        let (r, r2) = (self.reference.global(f, k), self.reference.per_x(f, k));
+        let rx = self.reference.worst_x(f, self.config.algorithm.estimates(&sets));
+        let (f_k, g_k) = (f[k], self.bench.g[k]);
+        let tot = &mut self.totals;
+        tot.regret += r;
+        tot.regret2 += r2;
+        tot.regretx += rx;
+        tot.violations += u32::from(g_k > self.bench.h);
+        tot.uncertified += u32::from(self.conf.ucb_g[k] > self.bench.h && k % n_s > 0);
+        tot.fallbacks += u32::from(decision.kept_previous_active);
+
+        let z = self.bench.grid.points.row(k).to_vec();
+        self.observe(&z, f_k, g_k);
+        self.f_model.refit(&mut self.refit_f)?;
+        self.g_model.refit(&mut self.refit_g)?;
+        self.update_posterior()?;
+        let post = self.round_sets();
+        let rx_post = self.reference.worst_x(&self.bench.f, self.config.algorithm.estimates(&post));
+        self.totals.regretx_post += rx_post;
+
+        let tot = &self.totals;
+        let tf = f64::from(t);
+        let count = |v: &Option<Vec<usize>>| v.as_ref().map_or(f64::NAN, |v| v.len() as f64);
+        let (kf, kg) = (self.f_model.kernel(), self.g_model.kernel());
+        Ok(vec![
+            r,
+            tot.regret,
+            tot.regret / tf,
+            r2,
+            tot.regret2,
+            tot.regret2 / tf,
+            rx,
+            tot.regretx,
+            tot.regretx / tf,
+            rx_post,
+            tot.regretx_post / tf,
+            f64::from(tot.violations),
+            f64::from(tot.uncertified),
+            sets.n_certified() as f64,
+            decision.active_x as f64,
+            count(&decision.expanders),
+            count(&decision.maximisers),
+            decision.acquisition,
+            z[0],
+            z.get(1).copied().unwrap_or(f64::NAN),
+            z.get(2).copied().unwrap_or(f64::NAN),
+            k as f64,
+            kf.lengthscales[0],
+            kg.lengthscales[0],
+            kf.variance,
+            kg.variance,
+            f64::from(tot.fallbacks),
+        ])
+    }
+}
+
+impl Episode for SafeEpisode {
+    /// Step 0: the seeds only; cumulative sums are 0, everything per-round is NaN.
+    fn initial(&mut self) -> Result<Vec<f64>, JobError> {
+        let mut v = vec![f64::NAN; METRICS.len()];
+        for name in
+            ["regret_cum", "regret2_cum", "regretx_cum", "violations_cum", "uncertified_cum", "dx_fallbacks_cum"]
+        {
+            v[metric_index(name)] = 0.0;
+        }
+        let (kf, kg) = (self.f_model.kernel(), self.g_model.kernel());
+        v[metric_index("f_lengthscale_s")] = kf.lengthscales[0];
+        v[metric_index("g_lengthscale_s")] = kg.lengthscales[0];
+        v[metric_index("f_variance")] = kf.variance;
+        v[metric_index("g_variance")] = kg.variance;
+        Ok(v)
+    }
+
+    fn step(&mut self, step: u32) -> Result<Vec<f64>, JobError> {
+        self.play(step)
+    }
+}
+
+/// Position of a metric in [`METRICS`].
+pub fn metric_index(name: &str) -> usize {
+    METRICS.iter().position(|m| m.name == name).unwrap_or_else(|| panic!("no metric `{name}`"))
+}
