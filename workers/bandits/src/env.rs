@@ -35,6 +35,40 @@ impl RewardModel {
             RewardModel::Logistic => sigmoid(z),
         }
     }
+
+    /// A realised reward with expectation `expected`, its noise drawn from `noise`.
+    pub fn sample(&self, expected: f64, noise: &mut dyn RngCore) -> f64 {
+        match *self {
+            RewardModel::Linear { noise_sd } => {
+                let eps: f64 = StandardNormal.sample(noise);
+                expected + noise_sd * eps
+            }
+            RewardModel::Logistic => (noise.random::<f64>() < expected) as u8 as f64,
+        }
+    }
+}
+
+/// A contextual bandit environment as the episode loops see it: K feature vectors per round,
+/// their expected rewards, and realised rewards drawn from a caller's noise stream.
+pub trait Environment {
+    /// Feature dimension d.
+    fn dim(&self) -> usize;
+    /// Rounds of a run, T.
+    fn horizon(&self) -> usize;
+    /// Draws the next round's contexts and their expected rewards.
+    fn next_round(&mut self) -> Contexts<'_>;
+    /// The current round's contexts (after [`Environment::next_round`]).
+    fn contexts(&self) -> Contexts<'_>;
+    /// Expected reward of `arm` this round.
+    fn expected_reward(&self, arm: usize) -> f64;
+    /// The best expected reward this round.
+    fn best_expected_reward(&self) -> f64;
+    /// A realised reward of `arm` this round, its noise drawn from `noise`.
+    fn sample_reward(&self, arm: usize, noise: &mut dyn RngCore) -> f64;
+    /// Pseudo-regret of pulling `arm` this round: best expected reward minus `arm`'s.
+    fn regret(&self, arm: usize) -> f64 {
+        self.best_expected_reward() - self.expected_reward(arm)
+    }
 }
 
 /// Size and reward model of a synthetic problem.
@@ -109,9 +143,18 @@ impl SyntheticEnv {
     pub fn round(&self) -> usize {
         self.round
     }
+}
 
-    /// Draws the next round's K contexts and their expected rewards.
-    pub fn next_round(&mut self) -> Contexts<'_> {
+impl Environment for SyntheticEnv {
+    fn dim(&self) -> usize {
+        self.config.dim
+    }
+
+    fn horizon(&self) -> usize {
+        self.config.horizon
+    }
+
+    fn next_round(&mut self) -> Contexts<'_> {
         let h = self.config.half_width();
         for f in self.features.iter_mut() {
             *f = h * (2.0 * self.context_stream.next_unit() - 1.0);
@@ -126,31 +169,20 @@ impl SyntheticEnv {
         Contexts::new(&self.features, self.config.dim)
     }
 
-    /// The current round's contexts (after [`SyntheticEnv::next_round`]).
-    pub fn contexts(&self) -> Contexts<'_> {
+    fn contexts(&self) -> Contexts<'_> {
         Contexts::new(&self.features, self.config.dim)
     }
-    /// `mu(x_{t,a}^T theta*)` for the current round.
-    pub fn expected_reward(&self, arm: usize) -> f64 {
+
+    fn expected_reward(&self, arm: usize) -> f64 {
         self.expected[arm]
     }
-    /// `max_a mu(x_{t,a}^T theta*)` for the current round.
-    pub fn best_expected_reward(&self) -> f64 {
+
+    fn best_expected_reward(&self) -> f64 {
         self.best_expected
     }
-    /// Pseudo-regret of pulling `arm` this round: `max_a mu(x_a^T theta*) - mu(x_arm^T theta*)`.
-    pub fn regret(&self, arm: usize) -> f64 {
-        self.best_expected - self.expected[arm]
-    }
-    /// A realised reward of `arm` this round, its noise drawn from `noise`.
-    pub fn sample_reward(&self, arm: usize, noise: &mut dyn RngCore) -> f64 {
-        match self.config.rewards {
-            RewardModel::Linear { noise_sd } => {
-                let eps: f64 = StandardNormal.sample(noise);
-                self.expected[arm] + noise_sd * eps
-            }
-            RewardModel::Logistic => (noise.random::<f64>() < self.expected[arm]) as u8 as f64,
-        }
+
+    fn sample_reward(&self, arm: usize, noise: &mut dyn RngCore) -> f64 {
+        self.config.rewards.sample(self.expected[arm], noise)
     }
 }
 

@@ -4,7 +4,7 @@
 //!
 //! Regret is the cumulative pseudo-regret of spec §1.1, with expected rewards, including warm-up rounds.
 
-use crate::env::SyntheticEnv;
+use crate::env::Environment;
 use crate::tuner::{Tuner, TuningPlan};
 use crate::{random_arm, BottomBandit};
 use rand::RngCore;
@@ -39,12 +39,12 @@ impl EpisodeOutcome {
 /// bandit's own randomness, `noise` the rewards.
 pub fn run(
     bandit: &mut dyn BottomBandit,
-    env: &mut SyntheticEnv,
+    env: &mut dyn Environment,
     schedule: &HyperparameterSchedule,
     algorithm: &mut dyn RngCore,
     noise: &mut dyn RngCore,
 ) -> EpisodeOutcome {
-    let horizon = env.config().horizon;
+    let horizon = env.horizon();
     let p = bandit.hyperparameters().len();
     let mut hp = match schedule {
         HyperparameterSchedule::Theory => vec![0.0; p],
@@ -154,7 +154,7 @@ impl TunedLoop {
     pub fn play(
         &mut self,
         bandit: &mut dyn BottomBandit,
-        env: &mut SyntheticEnv,
+        env: &mut dyn Environment,
         tuner: &mut dyn Tuner,
         algorithm: &mut dyn RngCore,
         tuning: &mut dyn RngCore,
@@ -189,13 +189,13 @@ impl TunedLoop {
 /// Runs `bandit` tuned by `tuner` for the environment's horizon ([`TunedLoop`]).
 pub fn run_tuned(
     bandit: &mut dyn BottomBandit,
-    env: &mut SyntheticEnv,
+    env: &mut dyn Environment,
     tuner: &mut dyn Tuner,
     algorithm: &mut dyn RngCore,
     tuning: &mut dyn RngCore,
     noise: &mut dyn RngCore,
 ) -> TunedOutcome {
-    let horizon = env.config().horizon;
+    let horizon = env.horizon();
     let mut run = TunedLoop::start(bandit, horizon, tuner);
     let plan = *run.plan();
     let mut cumulative_regret = Vec::with_capacity(horizon);
@@ -218,7 +218,7 @@ pub fn run_tuned(
 mod tests {
     use super::*;
     use crate::cdt::{paper_epoch, paper_warmup, Cdt, CdtConfig};
-    use crate::env::{RewardModel, SyntheticConfig};
+    use crate::env::{RewardModel, SyntheticConfig, SyntheticEnv};
     use crate::tuner::{Fixed, Theory};
     use crate::Algorithm;
     use armada_core::StreamRng;

@@ -13,8 +13,9 @@
 //!   horizon is T (the paper's 14,000).
 
 use crate::cdt::{CdtConfig, WarmupRule};
-use crate::env::{SyntheticConfig, SyntheticEnv};
+use crate::env::{Environment, RewardModel, SyntheticConfig, SyntheticEnv};
 use crate::episode::TunedLoop;
+use crate::movielens::{MovieLensConfig, MovieLensEnv, RatingsSource};
 use crate::tuner::{CandidateSet, Tuner, TunerKind};
 use crate::{Algorithm, BottomBandit};
 use armada_core::{
@@ -28,24 +29,61 @@ pub struct BanditsFamily;
 /// Bottom algorithms by their parameter value, in the order of [`Algorithm::ALL`].
 const BOTTOM_NAMES: [&str; 7] = ["linucb", "lints", "ucb-glm", "glm-tsl", "laplace-ts", "gloc", "sgd-ts"];
 
-const BENCHMARKS: [ComponentDef; 1] = [ComponentDef {
-    name: "synthetic",
-    doc: "the synthetic GLM environment of spec 3.1: a fresh theta* and context stream per repetition",
-    params: &[
-        ParamDef {
-            name: "bottom",
-            kind: ParamKind::Choice { options: &BOTTOM_NAMES, default: "linucb" },
-            doc: "the bottom contextual bandit being tuned (spec 2.5)",
-        },
-        ParamDef {
-            name: "rewards",
-            kind: ParamKind::Choice { options: &["paper", "linear", "logistic"], default: "paper" },
-            doc: "reward model; `paper`: linear for linucb/lints, logistic otherwise (spec 4.1)",
-        },
-        ParamDef { name: "dim", kind: ParamKind::Int { min: 1, max: 1000, default: 25 }, doc: "context dimension d" },
-        ParamDef { name: "arms", kind: ParamKind::Int { min: 2, max: 100_000, default: 120 }, doc: "arms per round K" },
-    ],
-}];
+const BOTTOM: ParamDef = ParamDef {
+    name: "bottom",
+    kind: ParamKind::Choice { options: &BOTTOM_NAMES, default: "linucb" },
+    doc: "the bottom contextual bandit being tuned (spec 2.5)",
+};
+
+const REWARDS: ParamDef = ParamDef {
+    name: "rewards",
+    kind: ParamKind::Choice { options: &["paper", "linear", "logistic"], default: "paper" },
+    doc: "reward model; `paper`: linear for linucb/lints, logistic otherwise (spec 4.1)",
+};
+
+const BENCHMARKS: [ComponentDef; 2] = [
+    ComponentDef {
+        name: "synthetic",
+        doc: "the synthetic GLM environment of spec 3.1: a fresh theta* and context stream per repetition",
+        params: &[
+            BOTTOM,
+            REWARDS,
+            ParamDef {
+                name: "dim",
+                kind: ParamKind::Int { min: 1, max: 1000, default: 25 },
+                doc: "context dimension d",
+            },
+            ParamDef {
+                name: "arms",
+                kind: ParamKind::Int { min: 2, max: 100_000, default: 120 },
+                doc: "arms per round K",
+            },
+        ],
+    },
+    ComponentDef {
+        name: "movielens",
+        doc: "MovieLens-100K (spec 3.2): rank-20 factors, theta* from 300 users, 300 random movies per round",
+        params: &[
+            BOTTOM,
+            REWARDS,
+            ParamDef {
+                name: "data",
+                kind: ParamKind::Choice { options: &["ml-100k", "standin"], default: "ml-100k" },
+                doc: "the real ratings (analysis/fetch_movielens.py) or a generated stand-in of the same shape",
+            },
+            ParamDef {
+                name: "noise",
+                kind: ParamKind::Choice { options: &["paper", "code"], default: "paper" },
+                doc: "linear reward noise: std sqrt(0.5) (the paper's variance 0.5) or the code's std 0.5",
+            },
+            ParamDef {
+                name: "arms",
+                kind: ParamKind::Int { min: 2, max: 1682, default: 300 },
+                doc: "movies per round K",
+            },
+        ],
+    },
+];
 
 const CANDIDATES: ParamDef = ParamDef {
     name: "candidates",
@@ -143,9 +181,53 @@ fn tuner_of(name: &str, params: &Params) -> Result<TunerKind, JobError> {
     })
 }
 
+/// Whether the bottom bandit plays linear rewards: `rewards = paper` follows spec 4.1.
+fn linear_rewards(bp: &Params, bottom: Algorithm) -> Result<bool, JobError> {
+    Ok(match bp.str("rewards")? {
+        "linear" => true,
+        "logistic" => false,
+        _ => bottom.paper_uses_linear_rewards(),
+    })
+}
+
+/// The benchmark's environment for one repetition, drawn from the environment stream.
+fn environment(
+    benchmark: &str,
+    bp: &Params,
+    bottom: Algorithm,
+    horizon: usize,
+    stream: StreamRng,
+) -> Result<Box<dyn Environment + Send>, JobError> {
+    let linear = linear_rewards(bp, bottom)?;
+    Ok(match benchmark {
+        "synthetic" => {
+            let base = if linear { SyntheticConfig::paper_linear() } else { SyntheticConfig::paper_logistic() };
+            let config =
+                SyntheticConfig { dim: bp.int("dim")? as usize, n_arms: bp.int("arms")? as usize, horizon, ..base };
+            Box::new(SyntheticEnv::new(config, stream))
+        }
+        "movielens" => {
+            let source = match bp.str("data")? {
+                "standin" => RatingsSource::StandIn(0),
+                _ => RatingsSource::MovieLens,
+            };
+            let factors = crate::movielens::factors(&source).map_err(JobError::MissingData)?;
+            let rewards = match (linear, bp.str("noise")?) {
+                (false, _) => RewardModel::Logistic,
+                (true, "code") => RewardModel::Linear { noise_sd: 0.5 },
+                (true, _) => MovieLensConfig::paper_linear_noise(),
+            };
+            let config =
+                MovieLensConfig { n_arms: bp.int("arms")? as usize, horizon, ..MovieLensConfig::paper(rewards) };
+            Box::new(MovieLensEnv::new(config, factors, stream).map_err(JobError::Invalid)?)
+        }
+        other => return Err(JobError::Invalid(format!("unknown bandits benchmark `{other}`"))),
+    })
+}
+
 struct BanditsEpisode {
     bandit: Box<dyn BottomBandit>,
-    env: SyntheticEnv,
+    env: Box<dyn Environment + Send>,
     tuner: Box<dyn Tuner>,
     run: TunedLoop,
     algorithm: StreamRng,
@@ -161,7 +243,7 @@ impl Episode for BanditsEpisode {
     fn step(&mut self, _step: u32) -> Result<Vec<f64>, JobError> {
         let r = self.run.play(
             self.bandit.as_mut(),
-            &mut self.env,
+            self.env.as_mut(),
             self.tuner.as_mut(),
             &mut self.algorithm,
             &mut self.tuning,
@@ -205,23 +287,12 @@ impl Family for BanditsFamily {
         let spec = &job.spec;
         let bp = &spec.benchmark_params;
         let bottom = bottom_of(bp)?;
-        let linear = match bp.str("rewards")? {
-            "linear" => true,
-            "logistic" => false,
-            _ => bottom.paper_uses_linear_rewards(),
-        };
-        let base = if linear { SyntheticConfig::paper_linear() } else { SyntheticConfig::paper_logistic() };
-        let config = SyntheticConfig {
-            dim: bp.int("dim")? as usize,
-            n_arms: bp.int("arms")? as usize,
-            horizon: spec.horizon as usize,
-            ..base
-        };
-        let bandit = bottom.build(config.dim, config.horizon);
+        let env = environment(&spec.benchmark, bp, bottom, spec.horizon as usize, streams.env("environment"))?;
+        let bandit = bottom.build(env.dim(), env.horizon());
         let mut tuner = tuner_of(&spec.algorithm, &spec.algorithm_params)?.build(bandit.hyperparameters().len());
-        let run = TunedLoop::start(bandit.as_ref(), config.horizon, tuner.as_mut());
+        let run = TunedLoop::start(bandit.as_ref(), env.horizon(), tuner.as_mut());
         Ok(Box::new(BanditsEpisode {
-            env: SyntheticEnv::new(config, streams.env("environment")),
+            env,
             bandit,
             tuner,
             run,

@@ -45,6 +45,7 @@ pub mod laplace;
 pub mod linalg;
 pub mod linear;
 pub mod logistic;
+pub mod movielens;
 pub mod sgd_ts;
 #[cfg(test)]
 mod testing;

@@ -46,6 +46,9 @@ pub enum JobError {
     /// The spec passed validation but the family could not use it (a bug in a schema).
     #[error("invalid job: {0}")]
     Invalid(String),
+    /// Data the job needs is not on this worker (the message says how to get it).
+    #[error("missing data: {0}")]
+    MissingData(String),
     /// A numerical failure the algorithm could not recover from.
     #[error("numerical failure: {0}")]
     Numerical(String),
