@@ -175,3 +175,157 @@ pub const BENCHMARKS: [ComponentDef; 4] = [
         ],
     },
 ];
+
+/// The spec's [CHECKED] values of section 4 (computed there in numpy).
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::regret::RegretReference;
+    use armada_core::{check_params, ParamValue};
+
+    fn bench(name: &str, overrides: &[(&str, ParamValue)]) -> Benchmark {
+        let def = BENCHMARKS.iter().find(|d| d.name == name).unwrap();
+        let mut given = Params::new();
+        for (k, v) in overrides {
+            given.insert(k.to_string(), v.clone());
+        }
+        Benchmark::from_params(name, &check_params(def, &given).unwrap()).unwrap()
+    }
+
+    /// `(fraction of safe grid points, number of rows safe for every s)`.
+    fn safe_fraction_and_full_rows(b: &Benchmark) -> (f64, usize) {
+        let n_safe = b.g.iter().filter(|&&g| g <= b.h).count();
+        let full = b.g.chunks(b.grid.n_s()).filter(|row| row.iter().all(|&g| g <= b.h)).count();
+        (n_safe as f64 / b.g.len() as f64, full)
+    }
+
+    /// The grid's safe optimum as (value, point).
+    fn safe_argmax(b: &Benchmark) -> (f64, Vec<f64>) {
+        let k = (0..b.f.len())
+            .filter(|&k| b.g[k] <= b.h)
+            .max_by(|&i, &j| b.f[i].total_cmp(&b.f[j]))
+            .unwrap();
+        (b.f[k], b.grid.points.row(k).to_vec())
+    }
+
+    /// `(max df/ds, min dg/ds)` by forward differences on an `n x n` grid of `s x x-range`.
+    fn growth(eval: fn(f64, &[f64]) -> (f64, f64), x_range: (f64, f64), n: usize) -> (f64, f64) {
+        let ds = 1.0 / (n - 1) as f64;
+        let (mut max_df, mut min_dg) = (f64::NEG_INFINITY, f64::INFINITY);
+        for xi in crate::grid::linspace(x_range.0, x_range.1, n) {
+            for j in 0..n - 1 {
+                let s = j as f64 * ds;
+                let (f0, g0) = eval(s, &[xi]);
+                let (f1, g1) = eval(s + ds, &[xi]);
+                max_df = max_df.max((f1 - f0) / ds);
+                min_dg = min_dg.min((g1 - g0) / ds);
+            }
+        }
+        (max_df, min_dg)
+    }
+
+    fn close(a: f64, b: f64, tol: f64) -> bool {
+        (a - b).abs() <= tol
+    }
+
+    #[test]
+    fn clinical_matches_the_checked_values_of_spec_4_1() {
+        let b = bench("clinical", &[]);
+        let (frac, full) = safe_fraction_and_full_rows(&b);
+        assert!(close(frac, 0.593, 5e-4), "safe fraction {frac}");
+        assert_eq!(full, 20);
+        let (best, at) = safe_argmax(&b);
+        assert!(close(best, 0.377538, 1e-6), "{best}");
+        assert!(close(at[0], 0.25126, 1e-5) && close(at[1], 0.50251, 1e-5), "{at:?}");
+        // Unconstrained optimum 1/(1 + e^0.5) at (1/4, 1/2), safe with g = 0.7311.
+        let (f, g) = clinical::eval(0.25, &[0.5]);
+        assert!(close(f, 1.0 / (1.0 + 0.5f64.exp()), 1e-15) && close(g, 0.7311, 1e-4));
+        // The seed column is safe: g(0, x) <= g(0, 2) = 0.8808.
+        assert!(close(clinical::eval(0.0, &[2.0]).1, 0.8808, 1e-4));
+        let (l_f, l_g) = growth(clinical::eval, (0.0, 2.0), 2001);
+        assert!(close(l_f, 0.4354, 1e-3) && close(l_g, 0.03534, 1e-4), "{l_f} {l_g}");
+        assert!(b.l_f >= l_f && b.l_g <= l_g);
+        // Per-x optimum on the last row (x = 2) is on the boundary, grid s = 0.0955.
+        let last = b.grid.n_x() - 1;
+        let reference = RegretReference::new(&b);
+        let j = (0..b.grid.n_s()).filter(|&j| b.g[b.grid.index(last, j)] <= b.h).last().unwrap();
+        assert!(close(b.grid.s[j], 0.0955, 1e-4));
+        assert!(close(reference.fstar_x[last], 0.0549, 5e-4), "{}", reference.fstar_x[last]);
+    }
+
+    #[test]
+    fn synthetic_2d_matches_the_checked_values_of_spec_4_2() {
+        let b = bench("synthetic-2d", &[]);
+        let (frac, full) = safe_fraction_and_full_rows(&b);
+        assert!(close(frac, 0.694, 5e-4), "safe fraction {frac}");
+        assert_eq!(full, 43);
+        let (best, at) = safe_argmax(&b);
+        assert!(close(best, 1.047390, 1e-6), "{best}");
+        assert!(close(at[0], 0.54271, 1e-5) && close(at[1], 0.15075, 1e-5), "{at:?}");
+        // The three Branin optima: f = 1.0473939 each; g = 0.1450, 1.4648, 2.5767.
+        let optima = [(0.123894, 0.818333, 0.1450), (0.542773, 0.151667, 1.4648), (0.961652, 0.165, 2.5767)];
+        for (s, x, g_ref) in optima {
+            let (f, g) = branin::eval(s, &[x]);
+            assert!(close(f, 1.0473939, 1e-6) && close(g, g_ref, 1e-4), "({s}, {x}): {f} {g}");
+        }
+        let (l_f, l_g) = growth(branin::eval, (0.0, 1.0), 4001);
+        assert!(close(l_f, 31.25, 0.02) && close(l_g, 0.8597, 1e-3), "{l_f} {l_g}");
+        let (lo, hi) = b.f.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &f| (lo.min(f), hi.max(f)));
+        assert!(close(lo, -4.876, 2e-3) && close(hi, 1.0474, 1e-4), "{lo} {hi}");
+        // At h = 0.9 two optima are excluded.
+        let b = bench("synthetic-2d", &[("h", ParamValue::Float(0.9))]);
+        let (frac, _) = safe_fraction_and_full_rows(&b);
+        let (best, at) = safe_argmax(&b);
+        assert!(close(frac, 0.382, 5e-4) && close(best, 1.047331, 1e-6), "{frac} {best}");
+        assert!(close(at[0], 0.12563, 1e-5) && close(at[1], 0.81407, 1e-5));
+    }
+
+    #[test]
+    fn synthetic_3d_matches_the_checked_values_of_spec_4_3() {
+        let b = bench("synthetic-3d", &[]);
+        assert_eq!(b.grid.len(), 75 * 75 * 75);
+        let (frac, _) = safe_fraction_and_full_rows(&b);
+        assert!(close(frac, 0.954, 5e-4), "safe fraction {frac}");
+        let (best, at) = safe_argmax(&b);
+        assert!(close(best, 3.862539, 1e-6), "{best}");
+        for (a, r) in at.iter().zip([0.1216, 0.5541, 0.8514]) {
+            assert!(close(*a, r, 1e-4), "{at:?}");
+        }
+        // The spec prints g = 1.0433 at the optimum; s + x1^2 + x2^3 there is 1.04302.
+        let (f, g) = hartmann::eval(0.114614, &[0.555649, 0.852547]);
+        assert!(close(f, 3.86278, 1e-5) && close(g, 1.04302, 1e-5), "{f} {g}");
+        let b50 = bench("synthetic-3d", &[("grid", ParamValue::Int(50))]);
+        assert!(close(safe_argmax(&b50).0, 3.859802, 1e-6));
+        // The reference code's regret reference is the continuous maximum.
+        let code = bench("synthetic-3d", &[("grid", ParamValue::Int(5)), ("fstar", ParamValue::Str("continuous".into()))]);
+        assert_eq!(RegretReference::new(&code).fstar, 3.86278);
+        // max df/ds over the 75^3 grid's s-steps is about 1.79 < L_f = 1.9.
+        let n_s = b.grid.n_s();
+        let ds = b.grid.s[1];
+        let max_df = (0..b.grid.n_x())
+            .flat_map(|i| (0..n_s - 1).map(move |j| (i, j)))
+            .map(|(i, j)| (b.f[b.grid.index(i, j + 1)] - b.f[b.grid.index(i, j)]) / ds)
+            .fold(f64::NEG_INFINITY, f64::max);
+        assert!(close(max_df, 1.79, 0.02) && max_df < b.l_f, "{max_df}");
+    }
+
+    #[test]
+    fn pendulum_reconstruction_matches_the_checked_values_of_spec_4_4() {
+        let b = bench("pendulum", &[]);
+        let (frac, _) = safe_fraction_and_full_rows(&b);
+        assert!(close(frac, 0.94, 5e-3), "safe fraction {frac}");
+        let seed_g: Vec<f64> = (0..b.grid.n_x()).map(|i| b.g[b.grid.index(i, 0)]).collect();
+        let (lo, hi) = seed_g.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &g| (lo.min(g), hi.max(g)));
+        assert!(close(lo, 0.339, 1e-3) && close(hi, 7.748, 1e-3), "g(0, x) in [{lo}, {hi}]");
+        let range = |v: &[f64]| v.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+        let (f_lo, f_hi) = range(&b.f);
+        let (g_lo, g_hi) = range(&b.g);
+        assert!(close(f_lo, -9.33, 5e-3) && f_hi > -1e-4 && f_hi < 0.0, "f in [{f_lo}, {f_hi}]");
+        assert!(close(g_lo, 0.34, 5e-3) && close(g_hi, 9.82, 5e-3), "g in [{g_lo}, {g_hi}]");
+        let (best, at) = safe_argmax(&b);
+        assert!(close(best, -2.8e-5, 1e-5), "{best}");
+        assert!(close(at[0], 0.121, 1e-3) && close(at[1], -6.076, 1e-3), "{at:?}");
+        // Without torque the pendulum never reaches the threshold: the seed column is safe.
+        assert!(seed_g.iter().all(|&g| g < b.h));
+    }
+}
