@@ -108,6 +108,8 @@ pub struct Round {
     pub arm: usize,
     /// The realised reward `y_t`.
     pub reward: f64,
+    /// The pulled arm's expected reward `mu(x_{t,a}^T theta*)` (the CTR on the Yahoo stand-in).
+    pub expected: f64,
     /// `Reg(t)` after this round.
     pub cumulative_regret: f64,
     /// Whether the tuner chose this round's hyperparameters (false in the random phase).
@@ -171,6 +173,7 @@ impl TunedLoop {
         let arm =
             if tuned { bandit.choose(contexts, &self.hp, algorithm) } else { random_arm(contexts.n_arms(), algorithm) };
         let y = env.sample_reward(arm, noise);
+        let expected = env.expected_reward(arm);
         self.regret += env.regret(arm);
         bandit.observe(env.contexts().arm(arm), y, &self.hp, algorithm);
         if tuned {
@@ -182,7 +185,7 @@ impl TunedLoop {
             }
         }
         self.round += 1;
-        Round { arm, reward: y, cumulative_regret: self.regret, tuned }
+        Round { arm, reward: y, expected, cumulative_regret: self.regret, tuned }
     }
 }
 

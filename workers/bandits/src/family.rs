@@ -17,6 +17,7 @@ use crate::env::{Environment, RewardModel, SyntheticConfig, SyntheticEnv};
 use crate::episode::TunedLoop;
 use crate::movielens::{MovieLensConfig, MovieLensEnv, RatingsSource};
 use crate::tuner::{CandidateSet, Tuner, TunerKind};
+use crate::yahoo::{YahooConfig, YahooData, YahooEnv};
 use crate::{Algorithm, BottomBandit};
 use armada_core::{
     ComponentDef, Episode, Family, JobError, JobStreams, MetricDef, MetricKind, ParamDef, ParamKind, Params, StreamRng,
@@ -41,7 +42,7 @@ const REWARDS: ParamDef = ParamDef {
     doc: "reward model; `paper`: linear for linucb/lints, logistic otherwise (spec 4.1)",
 };
 
-const BENCHMARKS: [ComponentDef; 2] = [
+const BENCHMARKS: [ComponentDef; 3] = [
     ComponentDef {
         name: "synthetic",
         doc: "the synthetic GLM environment of spec 3.1: a fresh theta* and context stream per repetition",
@@ -80,6 +81,28 @@ const BENCHMARKS: [ComponentDef; 2] = [
                 name: "arms",
                 kind: ParamKind::Int { min: 2, max: 1682, default: 300 },
                 doc: "movies per round K",
+            },
+        ],
+    },
+    ComponentDef {
+        name: "yahoo-standin",
+        doc: "a seeded stand-in for Yahoo! R6A (spec 3.3): 6-d article features, pools of 20, Bernoulli(CTR) clicks",
+        params: &[
+            BOTTOM,
+            ParamDef {
+                name: "dataset_seed",
+                kind: ParamKind::Int { min: 0, max: 1 << 40, default: 0 },
+                doc: "seed of the generated log (fixed across repetitions, like a real data set)",
+            },
+            ParamDef {
+                name: "articles",
+                kind: ParamKind::Int { min: 1, max: 100_000, default: 270 },
+                doc: "articles in the universe M",
+            },
+            ParamDef {
+                name: "pool",
+                kind: ParamKind::Int { min: 1, max: 1000, default: 20 },
+                doc: "articles per round",
             },
         ],
     },
@@ -132,9 +155,15 @@ const ALGORITHMS: [ComponentDef; 5] = [
 ];
 
 /// The metrics of every step, in record order.
-pub const METRICS: [MetricDef; 5] = [
+pub const METRICS: [MetricDef; 7] = [
     MetricDef { name: "regret", kind: MetricKind::Float, doc: "cumulative expected regret Reg(t) (spec 1.1)" },
     MetricDef { name: "reward", kind: MetricKind::Float, doc: "realised reward y_t of round t (NaN at step 0)" },
+    MetricDef { name: "reward_cum", kind: MetricKind::Float, doc: "cumulative realised reward (Table 2's metric)" },
+    MetricDef {
+        name: "expected_cum",
+        kind: MetricKind::Float,
+        doc: "cumulative expected reward of the pulled arms (the CTR sum on the Yahoo stand-in)",
+    },
     MetricDef { name: "arm", kind: MetricKind::Int, doc: "arm pulled at round t (missing at step 0)" },
     MetricDef {
         name: "hp1",
@@ -198,6 +227,11 @@ fn environment(
     horizon: usize,
     stream: StreamRng,
 ) -> Result<Box<dyn Environment + Send>, JobError> {
+    if benchmark == "yahoo-standin" {
+        let config = YahooConfig { n_articles: bp.int("articles")? as usize, pool: bp.int("pool")? as usize, horizon };
+        let data = YahooData::generate(config, bp.int("dataset_seed")? as u64).map_err(JobError::Invalid)?;
+        return Ok(Box::new(YahooEnv::new(std::sync::Arc::new(data))));
+    }
     let linear = linear_rewards(bp, bottom)?;
     Ok(match benchmark {
         "synthetic" => {
@@ -233,11 +267,13 @@ struct BanditsEpisode {
     algorithm: StreamRng,
     tuning: StreamRng,
     noise: StreamRng,
+    reward_cum: f64,
+    expected_cum: f64,
 }
 
 impl Episode for BanditsEpisode {
     fn initial(&mut self) -> Result<Vec<f64>, JobError> {
-        Ok(vec![0.0, f64::NAN, f64::NAN, f64::NAN, f64::NAN])
+        Ok(vec![0.0, f64::NAN, 0.0, 0.0, f64::NAN, f64::NAN, f64::NAN])
     }
 
     fn step(&mut self, _step: u32) -> Result<Vec<f64>, JobError> {
@@ -254,7 +290,9 @@ impl Episode for BanditsEpisode {
         if !r.cumulative_regret.is_finite() {
             return Err(JobError::Numerical(format!("regret became {}", r.cumulative_regret)));
         }
-        Ok(vec![r.cumulative_regret, r.reward, r.arm as f64, tuned(0), tuned(1)])
+        self.reward_cum += r.reward;
+        self.expected_cum += r.expected;
+        Ok(vec![r.cumulative_regret, r.reward, self.reward_cum, self.expected_cum, r.arm as f64, tuned(0), tuned(1)])
     }
 }
 
@@ -299,6 +337,8 @@ impl Family for BanditsFamily {
             algorithm: streams.algo("bandit"),
             tuning: streams.algo("tuner"),
             noise: streams.algo("noise"),
+            reward_cum: 0.0,
+            expected_cum: 0.0,
         }))
     }
 }
@@ -361,15 +401,16 @@ mod tests {
             for (round, row) in rows[1..].iter().enumerate() {
                 assert_eq!(row[0].to_bits(), out.cumulative_regret[round].to_bits(), "{bottom}/{tuner} {round}");
                 assert_eq!(row[1].to_bits(), out.rewards[round].to_bits());
-                assert_eq!(row[2], out.arms[round] as f64);
+                assert_eq!(row[4], out.arms[round] as f64);
+                assert_eq!(row[2].to_bits(), out.rewards[..=round].iter().sum::<f64>().to_bits());
                 match out.hyperparameters_at(round) {
-                    Some(hp) => assert_eq!(row[3], hp[0]),
-                    None => assert!(row[3].is_nan()),
+                    Some(hp) => assert_eq!(row[5], hp[0]),
+                    None => assert!(row[5].is_nan()),
                 }
             }
             // Regret never decreases; hyperparameters stay in the paper's box [0.1, 5] once tuned.
             assert!(rows.windows(2).all(|w| w[1][0] >= w[0][0]));
-            assert!(rows.iter().filter(|r| !r[3].is_nan()).all(|r| (0.1..=5.0).contains(&r[3])));
+            assert!(rows.iter().filter(|r| !r[5].is_nan()).all(|r| (0.1..=5.0).contains(&r[5])));
         }
     }
 
@@ -392,6 +433,33 @@ mod tests {
         assert_ne!(env_of("cdt", 0), env_of("cdt", 1));
     }
 
+    /// On the Yahoo stand-in, regret + expected reward of the pulled arms = the sum of each round's
+    /// best CTR, whatever the policy; the MovieLens stand-in runs through the registry likewise.
+    #[test]
+    fn other_environments_run_through_the_registry() {
+        let registry = Registry::new(vec![Box::new(BanditsFamily)]);
+        let mut spec = JobSpec::new("bandits", "yahoo-standin", "cdt");
+        spec.benchmark_params.insert("bottom".into(), ParamValue::Str("gloc".into()));
+        spec.horizon = 300;
+        let j = registry.validate(&spec).unwrap();
+        let rows = records(&j);
+        let data = YahooData::generate(YahooConfig { horizon: 300, ..YahooConfig::paper() }, 0).unwrap();
+        let best: f64 = data.ctrs.iter().map(|c| c.iter().cloned().fold(0.0, f64::max)).sum();
+        let last = rows.last().unwrap();
+        assert!((last[0] + last[3] - best).abs() < 1e-9, "{} + {} vs {best}", last[0], last[3]);
+        assert_eq!(last[2], rows[1..].iter().map(|r| r[1]).sum::<f64>());
+        assert!(rows[1..].iter().all(|r| r[1] == 0.0 || r[1] == 1.0));
+
+        let mut spec = JobSpec::new("bandits", "movielens", "tl");
+        spec.benchmark_params.insert("bottom".into(), ParamValue::Str("lints".into()));
+        spec.benchmark_params.insert("data".into(), ParamValue::Str("standin".into()));
+        spec.horizon = 200;
+        let rows = records(&registry.validate(&spec).unwrap());
+        assert_eq!(rows.len(), 201);
+        assert!(rows.windows(2).all(|w| w[1][0] >= w[0][0]) && rows[200][0] > 0.0);
+        assert!(rows[1..].iter().all(|r| (0.0..300.0).contains(&r[4])), "arms index the 300 movies");
+    }
+
     #[test]
     fn names_and_models_follow_the_paper() {
         assert_eq!(BOTTOM_NAMES.len(), Algorithm::ALL.len());
@@ -400,8 +468,8 @@ mod tests {
         }
         // The second hyperparameter is recorded for the two-hyperparameter bandits only.
         let rows = records(&job("gloc", "cdt", 300, 0));
-        assert!(rows.iter().any(|r| !r[4].is_nan()));
+        assert!(rows.iter().any(|r| !r[6].is_nan()));
         let rows = records(&job("linucb", "cdt", 300, 0));
-        assert!(rows.iter().all(|r| r[4].is_nan()));
+        assert!(rows.iter().all(|r| r[6].is_nan()));
     }
 }

@@ -50,6 +50,7 @@ pub mod sgd_ts;
 #[cfg(test)]
 mod testing;
 pub mod tuner;
+pub mod yahoo;
 pub mod zooming;
 
 pub use cdt::{Cdt, CdtConfig};
