@@ -229,3 +229,148 @@ fn predvar(sets: &RoundSets, conf: &Confidence) -> Decision {
         kept_previous_active: false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const N_S: usize = 3;
+    const ROBUST: Elimination = Elimination::Robust;
+
+    fn msafeopt(case: Case) -> Algorithm {
+        Algorithm::MSafeOpt { case, elimination: ROBUST, refined: false }
+    }
+
+    /// Five rows of three s-values, LCBmax = 1: the truth table of (20) x (21) with equality edges.
+    fn table() -> (RoundSets, Confidence) {
+        let sets = RoundSets {
+            safe: vec![true; 5 * N_S],
+            boundary: vec![1, 1, 1, 1, 2],
+            s_under: vec![Some(2); 5],
+            s_hat: vec![0, 0, 0, 0, 2],
+            // (20): row_ucb_max < 1 holds in rows 0, 1, 3; fails at equality in row 2.
+            row_ucb_max: vec![0.5, 0.5, 1.0, 0.5, 2.0],
+            row_lcb_max: vec![0.8, 1.0, 0.0, 0.0, 0.0],
+            // (21): opt_exp <= 1 holds in rows 0, 1 (equality), 2; (22) in rows 3, 4.
+            opt_exp: vec![0.9, 1.0, 0.5, 1.2, 1.2],
+            lcb_max: 1.0,
+        };
+        let n = 5 * N_S;
+        let mut conf = Confidence {
+            ucb_f: vec![0.0; n],
+            lcb_f: vec![0.0; n],
+            ucb_g: vec![0.0; n],
+            lcb_g: vec![0.0; n],
+            width_f: vec![0.05; n],
+            width_g: vec![0.05; n],
+        };
+        conf.width_f[3 * N_S] = 0.3; // row 3's maximiser
+        conf.width_g[3 * N_S + 1] = 0.5; // row 3's expander
+        conf.width_f[4 * N_S + 2] = 0.1; // row 4: s_hat = s_b, so G's branch must apply...
+        conf.width_g[4 * N_S + 2] = 0.5; // ... and tie with row 3 at 0.5: the first flat index wins.
+        (sets, conf)
+    }
+
+    fn choose(alg: Algorithm, sets: &RoundSets, conf: &Confidence) -> Decision {
+        alg.choose(sets, conf, N_S, 2.0, 1.0, &mut AlgoState::default())
+    }
+
+    #[test]
+    fn case1_eliminates_only_when_both_20_and_21_hold_and_expands_on_22() {
+        let (sets, conf) = table();
+        let d = choose(msafeopt(Case::One), &sets, &conf);
+        assert_eq!(d.active_x, 3);
+        assert_eq!(d.expanders, Some(vec![3 * N_S + 1, 4 * N_S + 2]));
+        assert_eq!(d.maximisers, Some(vec![2 * N_S, 3 * N_S, 4 * N_S + 2]));
+        assert_eq!((d.index, d.acquisition), (3 * N_S + 1, 0.5));
+        assert!(!d.kept_previous_active);
+    }
+
+    #[test]
+    fn case2_never_eliminates_and_compares_each_x_with_itself() {
+        let (sets, conf) = table();
+        let d = choose(msafeopt(Case::Two), &sets, &conf);
+        assert_eq!(d.active_x, 5);
+        // (24) strict: row 0 (0.9 > 0.8) expands though Case 1 drops it; row 1 (1.0 = 1.0) does not.
+        assert_eq!(d.expanders, Some(vec![1, 2 * N_S + 1, 3 * N_S + 1, 4 * N_S + 2]));
+        assert_eq!(d.maximisers.as_ref().map(Vec::len), Some(5));
+    }
+
+    #[test]
+    fn case3a_keeps_rows_by_21_alone_and_always_plays_the_boundary() {
+        let (sets, conf) = table();
+        let d = choose(msafeopt(Case::ThreeA), &sets, &conf);
+        assert_eq!(d.active_x, 2);
+        assert_eq!(d.expanders, Some(vec![3 * N_S + 1, 4 * N_S + 2]));
+        assert_eq!(d.maximisers, None);
+        assert_eq!(d.index, 3 * N_S + 1);
+    }
+
+    #[test]
+    fn case3b_expands_rows_below_s_1_on_the_width_of_g_only() {
+        let (sets, mut conf) = table();
+        conf.width_f[N_S + 1] = 9.0; // ignored: sigma_f is not used
+        conf.width_g[2 * N_S + 1] = 0.7;
+        let d = choose(msafeopt(Case::ThreeB), &sets, &conf);
+        assert_eq!(d.expanders.as_ref().map(Vec::len), Some(4)); // row 4 is certified up to s = 1
+        assert_eq!((d.index, d.acquisition), (2 * N_S + 1, 0.7));
+        assert_eq!(msafeopt(Case::ThreeB).estimates(&sets), &sets.boundary[..]);
+    }
+
+    #[test]
+    fn refined_acquisition_scales_the_width_of_g_by_lf_over_lg() {
+        let (sets, conf) = table();
+        let alg = Algorithm::MSafeOpt { case: Case::One, elimination: ROBUST, refined: true };
+        // L_f / L'_g = 2: row 3's expander scores max(0.05, 2 * 0.5) = 1.
+        let d = alg.choose(&sets, &conf, N_S, 2.0, 1.0, &mut AlgoState::default());
+        assert_eq!((d.index, d.acquisition), (3 * N_S + 1, 1.0));
+    }
+
+    #[test]
+    fn progressive_elimination_is_permanent_and_robust_is_not() {
+        let (mut sets, conf) = table();
+        let progressive = Algorithm::MSafeOpt { case: Case::One, elimination: Elimination::Progressive, refined: false };
+        let mut state = AlgoState::default();
+        progressive.choose(&sets, &conf, N_S, 2.0, 1.0, &mut state);
+        // Next round row 0 would be kept.
+        sets.opt_exp[0] = 5.0;
+        let d = progressive.choose(&sets, &conf, N_S, 2.0, 1.0, &mut state);
+        assert_eq!(d.active_x, 3);
+        let d = msafeopt(Case::One).choose(&sets, &conf, N_S, 2.0, 1.0, &mut state);
+        assert_eq!(d.active_x, 4);
+    }
+
+    #[test]
+    fn an_empty_surviving_set_keeps_the_previous_one() {
+        let (mut sets, conf) = table();
+        sets.row_ucb_max = vec![0.0; 5];
+        sets.opt_exp = vec![0.0; 5];
+        let d = choose(msafeopt(Case::One), &sets, &conf);
+        assert!(d.kept_previous_active);
+        assert_eq!(d.active_x, 5);
+    }
+
+    #[test]
+    fn safeopt_mc_expands_every_row_below_s_1_and_keeps_strict_maximisers() {
+        let (sets, mut conf) = table();
+        conf.ucb_f[4] = 1.0; // = LCBmax: not a maximiser (strict)
+        conf.ucb_f[5] = 1.5;
+        conf.ucb_f[9] = 1.5;
+        conf.width_f[9] = 0.9;
+        let d = choose(Algorithm::SafeOptMc, &sets, &conf);
+        assert_eq!(d.expanders, Some(vec![1, N_S + 1, 2 * N_S + 1, 3 * N_S + 1]));
+        assert_eq!(d.maximisers, Some(vec![5, 9]));
+        assert_eq!((d.index, d.acquisition), (9, 0.9));
+    }
+
+    #[test]
+    fn predvar_takes_the_widest_certified_point() {
+        let (mut sets, mut conf) = table();
+        conf.width_g[7] = 3.0;
+        conf.width_f[8] = 2.0;
+        sets.safe[7] = false;
+        let d = choose(Algorithm::PredVar, &sets, &conf);
+        assert_eq!((d.index, d.acquisition), (8, 2.0));
+        assert_eq!((d.expanders, d.maximisers), (None, None));
+    }
+}
