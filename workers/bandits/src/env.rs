@@ -81,6 +81,18 @@ pub struct SyntheticConfig {
     /// Multiplies `theta*` after drawing it. The paper's value is 1; larger values give the easier
     /// instances used in tests.
     pub theta_scale: f64,
+    /// How `theta*` and the features are drawn.
+    pub law: FeatureLaw,
+}
+
+/// The distribution of `theta*` and of every feature vector.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FeatureLaw {
+    /// Elementwise `U(-1/sqrt d, 1/sqrt d)` (the main simulation, spec §3.1).
+    Cube,
+    /// Uniform in the unit ball: direction `N(0, I)/||.||` times radius `U^{1/d}` (the grid-search
+    /// and Lipschitz appendix experiments, spec §3.4).
+    Ball,
 }
 
 impl SyntheticConfig {
@@ -92,7 +104,14 @@ impl SyntheticConfig {
             horizon: 14_000,
             rewards: RewardModel::Linear { noise_sd: 0.5 },
             theta_scale: 1.0,
+            law: FeatureLaw::Cube,
         }
+    }
+    /// The grid search of spec §3.4 (A.1): d = 10, T = 8,000, unit-ball features and `theta*`,
+    /// linear noise variance 0.5 (std sqrt 0.5, as MovieLens) or logistic rewards.
+    pub fn appendix_grid(n_arms: usize, linear: bool) -> Self {
+        let rewards = if linear { RewardModel::Linear { noise_sd: 0.5f64.sqrt() } } else { RewardModel::Logistic };
+        SyntheticConfig { dim: 10, n_arms, horizon: 8000, rewards, theta_scale: 1.0, law: FeatureLaw::Ball }
     }
     /// d = 25, K = 120, T = 14,000, logistic rewards.
     pub fn paper_logistic() -> Self {
@@ -121,7 +140,15 @@ impl SyntheticEnv {
     pub fn new(config: SyntheticConfig, mut stream: StreamRng) -> Self {
         assert!(config.dim > 0 && config.n_arms > 0);
         let h = config.half_width();
-        let theta = (0..config.dim).map(|_| config.theta_scale * uniform_symmetric(&mut stream, h)).collect();
+        let mut theta: Vec<f64> = match config.law {
+            FeatureLaw::Cube => (0..config.dim).map(|_| uniform_symmetric(&mut stream, h)).collect(),
+            FeatureLaw::Ball => {
+                let mut v = vec![0.0; config.dim];
+                uniform_in_ball(&mut v, &mut stream);
+                v
+            }
+        };
+        theta.iter_mut().for_each(|t| *t *= config.theta_scale);
         SyntheticEnv {
             config,
             theta,
@@ -155,9 +182,18 @@ impl Environment for SyntheticEnv {
     }
 
     fn next_round(&mut self) -> Contexts<'_> {
-        let h = self.config.half_width();
-        for f in self.features.iter_mut() {
-            *f = h * (2.0 * self.context_stream.next_unit() - 1.0);
+        match self.config.law {
+            FeatureLaw::Cube => {
+                let h = self.config.half_width();
+                for f in self.features.iter_mut() {
+                    *f = h * (2.0 * self.context_stream.next_unit() - 1.0);
+                }
+            }
+            FeatureLaw::Ball => {
+                for x in self.features.chunks_exact_mut(self.config.dim) {
+                    uniform_in_ball(x, &mut self.context_stream);
+                }
+            }
         }
         let mut best = f64::NEG_INFINITY;
         for (e, x) in self.expected.iter_mut().zip(self.features.chunks_exact(self.config.dim)) {
@@ -189,6 +225,21 @@ impl Environment for SyntheticEnv {
 /// `U(-h, h)` as `h (2u - 1)` with `u ~ U[0, 1)`.
 fn uniform_symmetric(rng: &mut StreamRng, h: f64) -> f64 {
     h * (2.0 * rng.random::<f64>() - 1.0)
+}
+
+/// Overwrites `x` with a uniform draw from the unit ball of its dimension.
+fn uniform_in_ball(x: &mut [f64], rng: &mut dyn RngCore) {
+    loop {
+        for v in x.iter_mut() {
+            *v = StandardNormal.sample(&mut *rng);
+        }
+        let n = crate::linalg::norm(x);
+        if n > 0.0 {
+            let radius = rng.random::<f64>().powf(1.0 / x.len() as f64);
+            x.iter_mut().for_each(|v| *v *= radius / n);
+            return;
+        }
+    }
 }
 
 /// xoshiro256++ (Blackman & Vigna 2019), the context generator (see the module doc).
@@ -224,6 +275,18 @@ impl Xoshiro256PlusPlus {
     /// Uniform on `[0, 1)` with 53 random bits.
     fn next_unit(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+}
+
+impl RngCore for Xoshiro256PlusPlus {
+    fn next_u32(&mut self) -> u32 {
+        (Xoshiro256PlusPlus::next_u64(self) >> 32) as u32
+    }
+    fn next_u64(&mut self) -> u64 {
+        Xoshiro256PlusPlus::next_u64(self)
+    }
+    fn fill_bytes(&mut self, dest: &mut [u8]) {
+        rand::rand_core::impls::fill_bytes_via_next(self, dest)
     }
 }
 
@@ -279,6 +342,30 @@ mod tests {
         for _ in 0..3 {
             assert_eq!(a.next_round().arm(7), b.next_round().arm(7));
         }
+    }
+
+    /// Unit-ball draws: norms <= 1 with P(||x|| <= r) = r^d, so E||x||^2 = d / (d + 2); the
+    /// direction is isotropic, so each coordinate has mean 0 and E x_i^2 = 1 / (d + 2).
+    #[test]
+    fn ball_law_is_uniform_in_the_unit_ball() {
+        let config = SyntheticConfig::appendix_grid(60, true);
+        let mut env = SyntheticEnv::new(config, StreamRng::seed_from_u64(4));
+        assert!(norm(env.theta()) <= 1.0);
+        let (mut sq, mut first, mut first_sq, mut n) = (0.0, 0.0, 0.0, 0.0);
+        for _ in 0..500 {
+            for x in env.next_round().iter() {
+                let r = norm(x);
+                assert!(r <= 1.0);
+                sq += r * r;
+                first += x[0];
+                first_sq += x[0] * x[0];
+                n += 1.0;
+            }
+        }
+        let d = 10.0;
+        assert!((sq / n - d / (d + 2.0)).abs() < 0.005, "{}", sq / n);
+        assert!((first_sq / n - 1.0 / (d + 2.0)).abs() < 0.003, "{}", first_sq / n);
+        assert!((first / n).abs() < 0.005);
     }
 
     /// Logistic rewards are 0/1 with frequency sigma(x^T theta*); linear rewards have residual std 0.5.

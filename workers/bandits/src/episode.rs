@@ -221,14 +221,14 @@ pub fn run_tuned(
 mod tests {
     use super::*;
     use crate::cdt::{paper_epoch, paper_warmup, Cdt, CdtConfig};
-    use crate::env::{RewardModel, SyntheticConfig, SyntheticEnv};
+    use crate::env::{FeatureLaw, RewardModel, SyntheticConfig, SyntheticEnv};
     use crate::tuner::{Fixed, Theory};
     use crate::Algorithm;
     use armada_core::StreamRng;
     use rand::SeedableRng;
 
     fn easy(rewards: RewardModel) -> SyntheticConfig {
-        SyntheticConfig { dim: 5, n_arms: 20, horizon: 2000, rewards, theta_scale: 4.0 }
+        SyntheticConfig { dim: 5, n_arms: 20, horizon: 2000, rewards, theta_scale: 4.0, law: FeatureLaw::Cube }
     }
 
     /// Hyperparameters that work on the easy instance (inside the paper's box).

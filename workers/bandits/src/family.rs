@@ -42,7 +42,7 @@ const REWARDS: ParamDef = ParamDef {
     doc: "reward model; `paper`: linear for linucb/lints, logistic otherwise (spec 4.1)",
 };
 
-const BENCHMARKS: [ComponentDef; 3] = [
+const BENCHMARKS: [ComponentDef; 4] = [
     ComponentDef {
         name: "synthetic",
         doc: "the synthetic GLM environment of spec 3.1: a fresh theta* and context stream per repetition",
@@ -85,6 +85,24 @@ const BENCHMARKS: [ComponentDef; 3] = [
         ],
     },
     ComponentDef {
+        name: "unit-ball",
+        doc: "the grid-search environment of spec 3.4 (A.1): theta* and features uniform in the unit ball",
+        params: &[
+            BOTTOM,
+            REWARDS,
+            ParamDef {
+                name: "dim",
+                kind: ParamKind::Int { min: 1, max: 1000, default: 10 },
+                doc: "context dimension d",
+            },
+            ParamDef {
+                name: "arms",
+                kind: ParamKind::Int { min: 2, max: 100_000, default: 120 },
+                doc: "arms per round K (60 or 120 in Table 3)",
+            },
+        ],
+    },
+    ComponentDef {
         name: "yahoo-standin",
         doc: "a seeded stand-in for Yahoo! R6A (spec 3.3): 6-d article features, pools of 20, Bernoulli(CTR) clicks",
         params: &[
@@ -114,7 +132,7 @@ const CANDIDATES: ParamDef = ParamDef {
     doc: "candidate set: C1 = {0.1, 1, ..., 5} (main), C2 = 13 values (Table 4)",
 };
 
-const ALGORITHMS: [ComponentDef; 5] = [
+const ALGORITHMS: [ComponentDef; 6] = [
     ComponentDef { name: "theory", doc: "the bottom bandit's theoretical hyperparameters (spec 2.6a)", params: &[] },
     ComponentDef {
         name: "op",
@@ -130,6 +148,15 @@ const ALGORITHMS: [ComponentDef; 5] = [
         name: "tl-combined",
         doc: "EXP3 over the product of the candidate sets (the reference code's TL-combined, spec 2.6c)",
         params: &[CANDIDATES],
+    },
+    ComponentDef {
+        name: "fixed",
+        doc: "a fixed exploration value (first hyperparameter), others at theory values: the grid search of spec 3.4 (A.1)",
+        params: &[ParamDef {
+            name: "value",
+            kind: ParamKind::Float { min: 0.0, max: 100.0, default: 1.0 },
+            doc: "the exploration value (Table 3's grid: 0.1, 0.5, 1, 1.5, ..., 10)",
+        }],
     },
     ComponentDef {
         name: "cdt",
@@ -195,6 +222,7 @@ fn tuner_of(name: &str, params: &Params) -> Result<TunerKind, JobError> {
         "op" => TunerKind::Op(candidates()?),
         "tl" => TunerKind::TlOrSyndicated(candidates()?),
         "tl-combined" => TunerKind::Tl(candidates()?),
+        "fixed" => TunerKind::FixedExploration(params.float("value")?),
         "cdt" => {
             let mut config = match params.str("preset")? {
                 "refcode" => CdtConfig::refcode(),
@@ -234,6 +262,10 @@ fn environment(
     }
     let linear = linear_rewards(bp, bottom)?;
     Ok(match benchmark {
+        "unit-ball" => {
+            let base = SyntheticConfig::appendix_grid(bp.int("arms")? as usize, linear);
+            Box::new(SyntheticEnv::new(SyntheticConfig { dim: bp.int("dim")? as usize, horizon, ..base }, stream))
+        }
         "synthetic" => {
             let base = if linear { SyntheticConfig::paper_linear() } else { SyntheticConfig::paper_logistic() };
             let config =
@@ -458,6 +490,24 @@ mod tests {
         assert_eq!(rows.len(), 201);
         assert!(rows.windows(2).all(|w| w[1][0] >= w[0][0]) && rows[200][0] > 0.0);
         assert!(rows[1..].iter().all(|r| (0.0..300.0).contains(&r[4])), "arms index the 300 movies");
+    }
+
+    /// The grid search's fixed tuner plays its value as the first hyperparameter from round 1 (no
+    /// random phase) and the theory value of the second.
+    #[test]
+    fn fixed_plays_its_value_and_theory_for_the_rest() {
+        let registry = Registry::new(vec![Box::new(BanditsFamily)]);
+        let mut spec = JobSpec::new("bandits", "unit-ball", "fixed");
+        spec.benchmark_params.insert("bottom".into(), ParamValue::Str("gloc".into()));
+        spec.algorithm_params.insert("value".into(), ParamValue::Float(2.5));
+        spec.horizon = 50;
+        let rows = records(&registry.validate(&spec).unwrap());
+        let bandit = Algorithm::Gloc.build(10, 50);
+        let mut theory = vec![0.0; 2];
+        for (round, row) in rows[1..].iter().enumerate() {
+            bandit.theory_hyperparameters(round, &mut theory);
+            assert_eq!((row[5], row[6]), (2.5, theory[1]), "round {round}");
+        }
     }
 
     #[test]

@@ -111,6 +111,24 @@ impl Tuner for Fixed {
     fn feedback(&mut self, _reward: f64, _rng: &mut dyn RngCore) {}
 }
 
+/// A fixed exploration value: the first hyperparameter is `value` every round, any others follow
+/// the bandit's theory values (the grid search of spec §3.4 A.1, where GLOC's second hyperparameter
+/// "stays at its default").
+#[derive(Clone, Debug)]
+pub struct FixedExploration(pub f64);
+
+impl Tuner for FixedExploration {
+    fn name(&self) -> String {
+        format!("Fixed({})", self.0)
+    }
+    fn start(&mut self, _plan: &TuningPlan) {}
+    fn propose(&mut self, bandit: &dyn BottomBandit, round: usize, out: &mut [f64], _rng: &mut dyn RngCore) {
+        bandit.theory_hyperparameters(round, out);
+        out[0] = self.0;
+    }
+    fn feedback(&mut self, _reward: f64, _rng: &mut dyn RngCore) {}
+}
+
 /// (b) OP: Beta-Bernoulli Thompson sampling over a candidate set for the FIRST hyperparameter (the
 /// exploration rate); any others stay at their theory values (`kappa = 0.196` for GLOC, `eta0 = 1` for
 /// SGD-TS; spec §2.6(b)).
@@ -332,6 +350,8 @@ pub enum TunerKind {
     /// TL-combined (the code's product-grid EXP3) for any `p`.
     Tl(CandidateSet),
     Cdt(crate::cdt::CdtConfig),
+    /// [`FixedExploration`] with this value.
+    FixedExploration(f64),
 }
 
 impl TunerKind {
@@ -343,6 +363,7 @@ impl TunerKind {
             TunerKind::TlOrSyndicated(set) if p >= 2 => Box::new(Syndicated::new(set.values())),
             TunerKind::TlOrSyndicated(set) | TunerKind::Tl(set) => Box::new(Tl::new(set.values())),
             TunerKind::Cdt(config) => Box::new(crate::cdt::Cdt::new(config)),
+            TunerKind::FixedExploration(value) => Box::new(FixedExploration(value)),
         }
     }
 }
@@ -509,7 +530,14 @@ pub(crate) mod tests {
 
     /// An easy logistic instance (best arm's success probability about 0.94, a random arm's about 0.5).
     pub(crate) fn probe_env(seed: u64, horizon: usize) -> SyntheticEnv {
-        let config = SyntheticConfig { dim: 5, n_arms: 20, horizon, rewards: RewardModel::Logistic, theta_scale: 10.0 };
+        let config = SyntheticConfig {
+            dim: 5,
+            n_arms: 20,
+            horizon,
+            rewards: RewardModel::Logistic,
+            theta_scale: 10.0,
+            law: crate::env::FeatureLaw::Cube,
+        };
         SyntheticEnv::new(config, StreamRng::seed_from_u64(seed))
     }
 
