@@ -1,6 +1,36 @@
-//! armada-cvs: Bayesian optimisation with unknown cost-varying variable subsets (spec `specs/bocvs.md`).
+//! armada-cvs: Bayesian optimisation with unknown cost-varying variable subsets
+//! (Hoang, Nguyen & Tran, AAAI 2025; spec `specs/bocvs.md`).
+//!
+//! A learner picks a control set `I_i` of the inputs and values for them; the environment
+//! draws the other inputs from truncated normals and charges a random, unknown cost. The
+//! family holds the problem model ([`problem`]), the GP surrogate with factorised Monte Carlo
+//! expectations over the random inputs ([`surrogate`], [`acquisition`]), the inner maximiser
+//! ([`maximize`]), the benchmarks of spec §4 ([`benchmarks`]), the algorithms of spec §3
+//! ([`algorithms`]: the proposed method in paper and code mode, UCB-PSQ, TS-PSQ, ETC, UCB-CVS)
+//! and the episode that plays them until the budget is spent ([`episode`]).
+//!
+//! ```
+//! use armada_core::{JobSpec, Registry, run_job};
+//! let registry = Registry::new(vec![Box::new(armada_cvs::CvsFamily)]);
+//! let mut spec = JobSpec::new("cvs", "plant", "ucb-psq");
+//! spec.benchmark_params.insert("budget".into(), armada_core::ParamValue::Float(2.0));
+//! spec.algorithm_params.insert("n_warmup_full".into(), armada_core::ParamValue::Int(100));
+//! spec.horizon = 5;
+//! let job = registry.validate(&spec).unwrap();
+//! let mut rows = Vec::new();
+//! run_job(&registry, &job, &mut |r| { rows.push(r); std::ops::ControlFlow::Continue(()) }).unwrap();
+//! assert_eq!(rows.len(), 6); // step 0 + 5 steps: two plays of the full set (cost about 1), then padding
+//! ```
 
+pub mod acquisition;
+pub mod algorithms;
 pub mod benchmarks;
+pub mod episode;
+pub mod family;
+pub mod maximize;
+pub mod problem;
 pub mod special;
 pub mod surrogate;
 pub mod truncnorm;
+
+pub use family::CvsFamily;

@@ -42,6 +42,7 @@ pub mod gp;
 pub mod kernel;
 pub mod lbfgs;
 pub mod points;
+pub mod rff;
 pub mod sample;
 
 pub use candidates::CandidateCache;
@@ -52,4 +53,5 @@ pub use fit::{fit_map, log_posterior_and_grad, LogNormalPrior, MapConfig, MapFit
 pub use gp::Gp;
 pub use kernel::{Kernel, KernelKind};
 pub use points::Points;
+pub use rff::{sample_weights, weight_posterior, RandomFourierFeatures};
 pub use sample::{sample_posterior, sample_prior};

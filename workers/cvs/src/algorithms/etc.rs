@@ -1,0 +1,88 @@
+//! ETC-50: explore-then-commit variant of UCB-CVS (spec §3.6). Groups of sets are played in
+//! order, `plays_per_group` iterations each (UCB-PSQ restricted to the group), then every set
+//! is a candidate (so the full set, when there is one).
+
+use armada_core::JobError;
+
+use super::{argmax_first, set_bounds, Algorithm, Choice, Context, Diagnostics, Phase, SearchConfig};
+use crate::problem::Problem;
+
+/// How the exploration groups are formed (spec §3.6, gotcha 13).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Grouping {
+    /// [PAPER] equal number of controlled variables, increasing size, full set excluded.
+    Size,
+    /// [CODE-Tay] `[[0,1,2],[3,4,5]]` (cost rank).
+    Tay,
+    /// [CODE-uCVS] `[[4,0,1,2],[5,3,6]]`.
+    Code,
+}
+
+impl Grouping {
+    pub fn by_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "size" => Self::Size,
+            "tay" => Self::Tay,
+            "code" => Self::Code,
+            _ => return None,
+        })
+    }
+
+    pub fn groups(self, problem: &Problem) -> Vec<Vec<usize>> {
+        match self {
+            Self::Tay => vec![vec![0, 1, 2], vec![3, 4, 5]],
+            Self::Code => vec![vec![4, 0, 1, 2], vec![5, 3, 6]],
+            Self::Size => {
+                let mut sizes: Vec<usize> =
+                    problem.sets.iter().map(|s| s.len()).filter(|&k| k < problem.dim).collect();
+                sizes.sort_unstable();
+                sizes.dedup();
+                sizes
+                    .iter()
+                    .map(|&k| (0..problem.n_sets()).filter(|&j| problem.sets[j].len() == k).collect())
+                    .collect()
+            }
+        }
+    }
+}
+
+pub struct Etc {
+    pub beta: f64,
+    pub groups: Vec<Vec<usize>>,
+    pub plays_per_group: usize,
+    pub plays: Vec<usize>,
+    pub search: SearchConfig,
+}
+
+impl Etc {
+    pub fn new(beta: f64, groups: Vec<Vec<usize>>, plays_per_group: usize, search: SearchConfig) -> Self {
+        let plays = vec![0; groups.len()];
+        Self { beta, groups, plays_per_group, plays, search }
+    }
+}
+
+impl Algorithm for Etc {
+    fn choose(&mut self, ctx: &mut Context<'_>) -> Result<Choice, JobError> {
+        let stage = self.plays.iter().position(|&p| p < self.plays_per_group);
+        let candidates: Vec<usize> = match stage {
+            Some(g) => {
+                self.plays[g] += 1;
+                self.groups[g].clone()
+            }
+            None => (0..ctx.problem.n_sets()).collect(),
+        };
+        let full = candidates.iter().copied().find(|&j| ctx.problem.sets[j].len() == ctx.problem.dim);
+        let (set, x_ctrl) = match full {
+            Some(j) => (j, set_bounds(ctx, j, self.beta, None, &self.search).0.x),
+            None => {
+                let maxima: Vec<_> =
+                    candidates.iter().map(|&j| set_bounds(ctx, j, self.beta, None, &self.search).0).collect();
+                let k = argmax_first(maxima.iter().map(|m| m.value));
+                (candidates[k], maxima[k].x.clone())
+            }
+        };
+        let group = stage.map_or(self.groups.len() + 1, |g| g + 1);
+        let phase = if stage.is_some() { Phase::Explore } else { Phase::Exploit };
+        Ok(Choice { set, x_ctrl, phase, diagnostics: Diagnostics { group, ..Diagnostics::default() } })
+    }
+}

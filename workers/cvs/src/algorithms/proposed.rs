@@ -1,0 +1,303 @@
+//! The proposed method, BO-uCVS (spec §3.1–§3.3).
+//!
+//! **Paper mode** (default, spec §3.2): round-robin exploration over all sets until
+//! `rho C` is spent, recording `ucb_bar_j` (running min of each play's maximised `E[u]`) and
+//! `lcb_bar` (running max of `max_j max E[l]`); then exploitation: the `alpha`-acceptable sets
+//! `S1 = {j : ucb_bar_j > shift + (1 - alpha)(lcb_bar - shift)}`, the cheapest of them by the
+//! clipped cost LCB (`S3`, a set: ties kept, gotcha 8), and among those the best `U_j`.
+//!
+//! **Code mode** (spec §3.3, what `Fsoft-AIC/BO-uCVS` executes): exploration while
+//! `remaining >= 0.4 C` with 0-based `t mod m`; exploitation recomputes `Lmax` (UCB 1.96 /
+//! LCB 0.3, `Lmax` max'ed with the best observation when a full set exists), feasible
+//! `F = {j : U_j >= Lmax}`, the set of least unclipped cost LCB (unplayed = -inf, ties -> largest
+//! index), and from `t >= t_cap` a uniformly random set optimised on the stale posterior.
+//! Left out: the 10 Adam steps of hyperparameter refit per exploitation iteration (§2.1); code
+//! mode here keeps the fixed hyperparameters.
+
+use armada_core::JobError;
+use rand::Rng;
+
+use super::{argmax_first, set_bounds, Algorithm, Choice, Context, Diagnostics, Phase, PlayStats, SearchConfig};
+use crate::maximize::Maximum;
+use crate::surrogate::Posterior;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Paper,
+    Code,
+}
+
+/// When `lcb_bar` is updated during exploration (spec §3.2, line 10).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LcbMode {
+    EveryStep,
+    EveryRound,
+}
+
+/// The `shift` of the threshold (spec §3.2.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shift {
+    /// The benchmark's known worst value [RESOLVED default].
+    Worst,
+    /// The printed algorithm.
+    Zero,
+    /// Black-box alternative: the smallest observation so far.
+    MinObserved,
+}
+
+/// `alpha = alpha0 0.5^floor(n_exp / h)` (repeated) or `alpha0` then `alpha0/2` after `h` (once).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AlphaSchedule {
+    Repeated,
+    Once,
+}
+
+/// `T` in the cost confidence radius `sqrt(2 ln T / T_i)` (spec §3.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CostLog {
+    /// `ln t`, the current iteration (CODE-uCVS) [RESOLVED default].
+    Iteration,
+    /// `ln T_hat`, `T_hat = t + (C - spent) / min_j chat_j`.
+    Projected,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ProposedConfig {
+    pub mode: Mode,
+    pub beta: f64,
+    pub alpha0: f64,
+    pub explore_fraction: f64,
+    pub lcb_mode: LcbMode,
+    pub shift: Shift,
+    pub alpha_schedule: AlphaSchedule,
+    pub cost_log: CostLog,
+    /// Code mode: iteration from which sets are random (0 = never).
+    pub t_cap: usize,
+    pub search: SearchConfig,
+}
+
+pub struct Proposed {
+    config: ProposedConfig,
+    lcb_bar: f64,
+    ucb_bar: Vec<f64>,
+    n_exploit: usize,
+    /// Code mode: the posterior of the last iteration before `t_cap`.
+    stale: Option<Posterior>,
+}
+
+impl Proposed {
+    pub fn new(config: ProposedConfig, n_sets: usize) -> Self {
+        Self { config, lcb_bar: f64::NEG_INFINITY, ucb_bar: vec![f64::INFINITY; n_sets], n_exploit: 0, stale: None }
+    }
+
+    /// `max_j max_{x^j} E[l]` over every set.
+    fn max_lower(&self, ctx: &mut Context<'_>, beta: f64) -> f64 {
+        (0..ctx.problem.n_sets())
+            .map(|j| set_bounds(ctx, j, -beta, None, &self.config.search).0.value)
+            .fold(f64::NEG_INFINITY, f64::max)
+    }
+
+    fn explore(&mut self, ctx: &mut Context<'_>) -> Choice {
+        let m = ctx.problem.n_sets();
+        let t = ctx.stats.t + 1;
+        let set = match self.config.mode {
+            Mode::Paper => (t - 1) % m,
+            Mode::Code => t % m,
+        };
+        let beta = self.config.beta;
+        let (best, _) = set_bounds(ctx, set, beta, None, &self.config.search);
+        if self.config.mode == Mode::Paper {
+            self.ucb_bar[set] = self.ucb_bar[set].min(best.value);
+            if self.config.lcb_mode == LcbMode::EveryStep || t % m == 0 {
+                let ml = self.max_lower(ctx, beta);
+                self.lcb_bar = self.lcb_bar.max(ml);
+            }
+        }
+        let diagnostics = Diagnostics { lcb_bar: self.lcb_bar, ..Diagnostics::default() };
+        Choice { set, x_ctrl: best.x, phase: Phase::Explore, diagnostics }
+    }
+
+    fn exploit_paper(&mut self, ctx: &mut Context<'_>) -> Choice {
+        let cfg = self.config;
+        let m = ctx.problem.n_sets();
+        let t = ctx.stats.t + 1;
+        let h = ctx.problem.dim;
+        let alpha = match cfg.alpha_schedule {
+            AlphaSchedule::Repeated => cfg.alpha0 * 0.5f64.powi((self.n_exploit / h) as i32),
+            AlphaSchedule::Once => cfg.alpha0 * if self.n_exploit < h { 1.0 } else { 0.5 },
+        };
+        let bounds: Vec<(Maximum, Maximum)> = (0..m)
+            .map(|j| {
+                let (u, l) = set_bounds(ctx, j, cfg.beta, Some(cfg.beta), &cfg.search);
+                (u, l.expect("lower bound requested"))
+            })
+            .collect();
+        let u: Vec<f64> = bounds.iter().map(|b| b.0.value).collect();
+        let m_l = bounds.iter().map(|b| b.1.value).fold(f64::NEG_INFINITY, f64::max);
+        self.lcb_bar = self.lcb_bar.max(m_l);
+        for j in 0..m {
+            self.ucb_bar[j] = self.ucb_bar[j].min(u[j]);
+        }
+        let shift = match cfg.shift {
+            Shift::Worst => ctx.problem.objective.worst_value(),
+            Shift::Zero => 0.0,
+            Shift::MinObserved => ctx.observed_y.iter().copied().fold(f64::INFINITY, f64::min),
+        };
+        let threshold = |lcb_bar: f64| shift + (1.0 - alpha) * (lcb_bar - shift);
+        let acceptable = |ucb_bar: &[f64], thr: f64| (0..m).filter(|&j| ucb_bar[j] > thr).collect::<Vec<_>>();
+        let mut thr = threshold(self.lcb_bar);
+        let mut s1 = acceptable(&self.ucb_bar, thr);
+        if s1.is_empty() {
+            // Lines 17-20: restart the intersections from this iteration's bounds.
+            self.lcb_bar = m_l;
+            self.ucb_bar.copy_from_slice(&u);
+            thr = threshold(self.lcb_bar);
+            s1 = acceptable(&self.ucb_bar, thr);
+            if s1.is_empty() {
+                s1 = vec![argmax_first(u.iter().copied())];
+            }
+        }
+        let s = ctx.stats;
+        let log_t = match cfg.cost_log {
+            CostLog::Iteration => (t as f64).ln(),
+            CostLog::Projected => {
+                let cheapest = (0..m)
+                    .filter(|&j| s.counts[j] > 0)
+                    .map(|j| s.cost_sums[j] / s.counts[j] as f64)
+                    .fold(f64::INFINITY, f64::min)
+                    .max(1e-12);
+                (t as f64 + (ctx.problem.budget - s.spent).max(0.0) / cheapest).ln()
+            }
+        };
+        let cost_lcb = clipped_cost_lcb(s, log_t);
+        let (s3, set) = cheapest_then_best(&s1, &cost_lcb, &u);
+        self.n_exploit += 1;
+        let diagnostics =
+            Diagnostics { alpha, lcb_bar: self.lcb_bar, threshold: thr, n_s1: s1.len(), n_s3: s3.len(), group: 0 };
+        Choice { set, x_ctrl: bounds[set].0.x.clone(), phase: Phase::Exploit, diagnostics }
+    }
+
+    fn exploit_code(&mut self, ctx: &mut Context<'_>) -> Choice {
+        let cfg = self.config;
+        let m = ctx.problem.n_sets();
+        let t = ctx.stats.t + 1;
+        if cfg.t_cap > 0 && t >= cfg.t_cap {
+            // The reference code's compute cap: a random set, optimised on the stale posterior.
+            let set = ctx.rng.random_range(0..m);
+            let stale = self.stale.get_or_insert_with(|| ctx.post.clone()).clone();
+            let mut stale_ctx = Context {
+                problem: ctx.problem,
+                post: &stale,
+                samples: ctx.samples,
+                n_sigma: ctx.n_sigma,
+                observed_y: ctx.observed_y,
+                gp_noise_var: ctx.gp_noise_var,
+                stats: ctx.stats,
+                rng: &mut *ctx.rng,
+            };
+            let (best, _) = set_bounds(&mut stale_ctx, set, cfg.beta, None, &cfg.search);
+            return Choice { set, x_ctrl: best.x, phase: Phase::Exploit, diagnostics: Diagnostics::default() };
+        }
+        self.stale = Some(ctx.post.clone());
+        let (ucb_beta, lcb_beta) = (1.96, 0.3);
+        let mut l_max = match ctx.problem.full_set() {
+            Some(full) => {
+                let best_y = ctx.observed_y.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                set_bounds(ctx, full, -lcb_beta, None, &cfg.search).0.value.max(best_y)
+            }
+            None => self.max_lower(ctx, lcb_beta),
+        };
+        if !l_max.is_finite() {
+            l_max = f64::NEG_INFINITY;
+        }
+        let maxima: Vec<Maximum> = (0..m).map(|j| set_bounds(ctx, j, ucb_beta, None, &cfg.search).0).collect();
+        let s = ctx.stats;
+        let cost_lcb: Vec<f64> = (0..m)
+            .map(|j| match s.counts[j] {
+                0 => f64::NEG_INFINITY,
+                k => s.cost_sums[j] / k as f64 - (2.0 * (t as f64).ln() / k as f64).sqrt(),
+            })
+            .collect();
+        let feasible: Vec<usize> = (0..m).filter(|&j| maxima[j].value >= l_max).collect();
+        let set = match feasible.first() {
+            // Ties go to the largest index: the code keeps j when cost_j <= cost_current.
+            Some(&first) => feasible.iter().copied().fold(first, |c, j| if cost_lcb[j] <= cost_lcb[c] { j } else { c }),
+            None => argmax_first(maxima.iter().map(|mx| mx.value)),
+        };
+        let diagnostics = Diagnostics { lcb_bar: l_max, n_s1: feasible.len(), ..Diagnostics::default() };
+        Choice { set, x_ctrl: maxima[set].x.clone(), phase: Phase::Exploit, diagnostics }
+    }
+}
+
+/// Line 24: `max(chat_j - sqrt(2 log T / T_j), 0)`; a never-played set gets 0.
+pub fn clipped_cost_lcb(stats: &PlayStats, log_t: f64) -> Vec<f64> {
+    (0..stats.counts.len())
+        .map(|j| match stats.counts[j] {
+            0 => 0.0,
+            k => (stats.cost_sums[j] / k as f64 - (2.0 * log_t / k as f64).sqrt()).max(0.0),
+        })
+        .collect()
+}
+
+/// Lines 25-26: `S3`, the sets of `S1` whose cost LCB is the least (ties kept, 1e-12), and
+/// the one of them with the largest `U_j` (first index on ties).
+pub fn cheapest_then_best(s1: &[usize], cost_lcb: &[f64], u: &[f64]) -> (Vec<usize>, usize) {
+    let min_lcb = s1.iter().map(|&j| cost_lcb[j]).fold(f64::INFINITY, f64::min);
+    let s3: Vec<usize> = s1.iter().copied().filter(|&j| cost_lcb[j] <= min_lcb + 1e-12).collect();
+    let set = s3[argmax_first(s3.iter().map(|&j| u[j]))];
+    (s3, set)
+}
+
+impl Algorithm for Proposed {
+    fn choose(&mut self, ctx: &mut Context<'_>) -> Result<Choice, JobError> {
+        let spent = ctx.stats.spent;
+        let explore_until = self.config.explore_fraction * ctx.problem.budget;
+        let exploring = match self.config.mode {
+            Mode::Paper => spent < explore_until,
+            Mode::Code => ctx.problem.budget - spent >= ctx.problem.budget - explore_until,
+        };
+        Ok(match (exploring, self.config.mode) {
+            (true, _) => self.explore(ctx),
+            (false, Mode::Paper) => {
+                if self.n_exploit == 0 && self.config.lcb_mode == LcbMode::EveryRound {
+                    // P8: one more lcb_bar update with the final exploration posterior.
+                    let ml = self.max_lower(ctx, self.config.beta);
+                    self.lcb_bar = self.lcb_bar.max(ml);
+                }
+                self.exploit_paper(ctx)
+            }
+            (false, Mode::Code) => self.exploit_code(ctx),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cost_lcb_ties_at_zero_are_broken_by_the_upper_bound() {
+        // Gotcha 8: after few plays the radius sqrt(2 ln t / T_j) exceeds the cost differences,
+        // so cheap sets tie at 0 and the best U_j among them is chosen.
+        let stats = PlayStats {
+            t: 30,
+            counts: vec![10, 10, 10],
+            cost_sums: vec![0.1, 2.0, 10.0],
+            spent: 12.1,
+        };
+        let log_t = (31.0f64).ln();
+        let lcb = clipped_cost_lcb(&stats, log_t);
+        let radius = (2.0 * log_t / 10.0).sqrt(); // 0.8287
+        assert_eq!(lcb[0], 0.0);
+        assert_eq!(lcb[1], 0.0);
+        assert!((lcb[2] - (1.0 - radius)).abs() < 1e-15);
+        let u = [1.0, 1.5, 3.0];
+        let (s3, set) = cheapest_then_best(&[0, 1, 2], &lcb, &u);
+        assert_eq!((s3, set), (vec![0, 1], 1));
+        // Only acceptable sets compete: with S1 = {2} the expensive set is the only choice.
+        assert_eq!(cheapest_then_best(&[2], &lcb, &u), (vec![2], 2));
+        // An unplayed set is optimistic (LCB 0).
+        let fresh = PlayStats::new(2);
+        assert_eq!(clipped_cost_lcb(&fresh, 1.0), vec![0.0, 0.0]);
+    }
+}

@@ -1,0 +1,34 @@
+//! UCB-CVS (Tay et al. 2023; spec §3.7), reference only: needs known costs (the mean costs).
+//! `S_1 = {j : U_j + eps_t >= max_k U_k}`, then the cheapest set of `S_1` (ties: larger `U_j`).
+//! [RESOLVED] The spec leaves the schedule open ("e.g. linear"); here it is linear in the
+//! budget spent: `eps = eps0 max(1 - spent / (cut C), 0)`.
+
+use armada_core::JobError;
+
+use super::{argmax_first, set_bounds, Algorithm, Choice, Context, Diagnostics, Phase, SearchConfig};
+
+pub struct UcbCvs {
+    pub beta: f64,
+    pub eps0: f64,
+    pub eps_cut: f64,
+    pub search: SearchConfig,
+}
+
+impl Algorithm for UcbCvs {
+    fn choose(&mut self, ctx: &mut Context<'_>) -> Result<Choice, JobError> {
+        let m = ctx.problem.n_sets();
+        let maxima: Vec<_> = (0..m).map(|j| set_bounds(ctx, j, self.beta, None, &self.search).0).collect();
+        let g = maxima.iter().map(|mx| mx.value).fold(f64::NEG_INFINITY, f64::max);
+        let eps = self.eps0 * (1.0 - ctx.stats.spent / (self.eps_cut * ctx.problem.budget)).max(0.0);
+        let costs = &ctx.problem.costs;
+        let mut pick: Option<usize> = None;
+        for j in (0..m).filter(|&j| maxima[j].value + eps >= g) {
+            pick = match pick {
+                Some(c) if costs[j] > costs[c] || (costs[j] == costs[c] && maxima[j].value <= maxima[c].value) => Some(c),
+                _ => Some(j),
+            };
+        }
+        let set = pick.unwrap_or_else(|| argmax_first(maxima.iter().map(|mx| mx.value)));
+        Ok(Choice { set, x_ctrl: maxima[set].x.clone(), phase: Phase::None, diagnostics: Diagnostics::default() })
+    }
+}

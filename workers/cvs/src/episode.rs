@@ -1,0 +1,213 @@
+//! One run (spec §3 "PLAY", §2.6, §2.7, §1.2): the initial design, then one play per step until
+//! the budget is spent, with the metrics of every step.
+//!
+//! Budget (spec §2.7 [RESOLVED]): play while `spent < C`; the last play may overshoot. With
+//! `budget_rule = strict` the realised cost is drawn before playing and the run stops without
+//! playing if it exceeds the remainder. The runner always runs `horizon` steps, so once the
+//! budget is spent every further step repeats the final row with `played = 0`: `horizon` is an
+//! upper bound on the number of plays, and analyses keep the rows with `played = 1`.
+
+use armada_core::{Episode, JobError, JobStreams, MetricDef, MetricKind, StreamRng};
+
+use crate::algorithms::{Algorithm, Choice, Context, Phase, PlayStats};
+use crate::problem::{Problem, N_INIT};
+use crate::surrogate::{full_query, GpConfig, Surrogate};
+
+/// Quality-regret tolerance of the `quality_regret` metric (spec §1.2, §5.3 optional extra).
+pub const METRIC_ALPHA: f64 = 0.1;
+
+macro_rules! metrics {
+    ($($name:literal $kind:ident $doc:literal),* $(,)?) => {
+        /// The per-step metrics, in record order.
+        pub const METRICS: [MetricDef; [$($name),*].len()] =
+            [$(MetricDef { name: $name, kind: MetricKind::$kind, doc: $doc }),*];
+    };
+}
+
+metrics! {
+    "n_evals" Int "plays so far (the iteration counter t; the initial design is not counted)",
+    "cum_cost" Float "cumulative realised cost after this step",
+    "simple_regret" Float "f* - max over plays so far of F_i(x^i) (oracle best-so-far, spec 1.2); NaN at step 0",
+    "best_value" Float "max over plays so far of F_i(x^i); NaN at step 0",
+    "value" Float "F_i(x^i) of this play: the expectation over the random part on the fixed evaluation set",
+    "quality_regret" Float "cumulative sum of (1 - 0.1) f* - F_i(x^i) (spec 1.2, alpha = 0.1, no shift)",
+    "cost_regret" Float "cumulative sum of max(c_i - c_{i*}, 0) with mean costs, i* the cheapest 0.1-acceptable set",
+    "set" Int "1-based index of the chosen control set (0 at step 0)",
+    "phase" Int "0 single-phase method or step 0, 1 exploration, 2 exploitation / commit",
+    "cost" Float "realised cost of this play",
+    "y" Float "noisy observation of this play",
+    "played" Int "1 if this step played; 0 at step 0 and on the repeated rows after the budget is spent",
+    "alpha" Float "proposed, paper mode: tolerance alpha of this exploitation step (NaN otherwise)",
+    "lcb_bar" Float "proposed: running max of the expected LCB (code mode: Lmax); NaN otherwise",
+    "threshold" Float "proposed, paper mode: shift + (1 - alpha)(lcb_bar - shift)",
+    "n_s1" Int "proposed: size of S1 (code mode: of the feasible set F)",
+    "n_s3" Int "proposed, paper mode: size of S3",
+    "etc_group" Int "ETC: 1-based group of this play, n_groups + 1 once committed; 0 otherwise",
+}
+
+/// How a run treats the last play (spec §2.7).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BudgetRule {
+    Overshoot,
+    Strict,
+}
+
+/// Sizes of the Monte Carlo sets of a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct McConfig {
+    /// `N`, samples for `E_hat[mu]` (and Thompson samples).
+    pub n_mc: usize,
+    /// Samples (the first of the `N`) for `E_hat[sigma]`.
+    pub n_sigma: usize,
+}
+
+pub struct CvsEpisode {
+    problem: Problem,
+    budget_rule: BudgetRule,
+    algorithm: Box<dyn Algorithm>,
+    surrogate: Surrogate,
+    samples: Vec<f64>,
+    n_sigma: usize,
+    stats: PlayStats,
+    init_rng: StreamRng,
+    inputs_rng: StreamRng,
+    noise_rng: StreamRng,
+    cost_rng: StreamRng,
+    algo_rng: StreamRng,
+    best_value: f64,
+    quality_regret: f64,
+    cost_regret: f64,
+    done: bool,
+    last_row: Vec<f64>,
+}
+
+impl CvsEpisode {
+    /// Environment streams (initial design, random parts, noise, costs, and the MC set `S`,
+    /// spec §5.1) are common to every algorithm of a seed; the optimiser's and Thompson
+    /// sampling's draws come from the algorithm's stream.
+    pub fn new(
+        problem: Problem,
+        budget_rule: BudgetRule,
+        algorithm: Box<dyn Algorithm>,
+        mc: McConfig,
+        streams: &JobStreams,
+    ) -> Self {
+        let mut mc_rng = streams.env("mc-samples");
+        let samples: Vec<f64> = (0..mc.n_mc).flat_map(|_| problem.draw_inputs(&mut mc_rng)).collect();
+        let surrogate = Surrogate::new(GpConfig::default(), problem.dim);
+        Self {
+            stats: PlayStats::new(problem.n_sets()),
+            problem,
+            budget_rule,
+            algorithm,
+            surrogate,
+            samples,
+            n_sigma: mc.n_sigma,
+            init_rng: streams.env("initial-design"),
+            inputs_rng: streams.env("random-inputs"),
+            noise_rng: streams.env("observation-noise"),
+            cost_rng: streams.env("cost-noise"),
+            algo_rng: streams.algo("optimiser"),
+            best_value: f64::NAN,
+            quality_regret: 0.0,
+            cost_regret: 0.0,
+            done: false,
+            last_row: Vec::new(),
+        }
+    }
+
+    pub fn stats(&self) -> &PlayStats {
+        &self.stats
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    fn row(&self, choice: Option<&Choice>, value: f64, cost: f64, y: f64) -> Vec<f64> {
+        let d = choice.map(|c| c.diagnostics).unwrap_or_default();
+        vec![
+            self.stats.t as f64,
+            self.stats.spent,
+            self.problem.f_star - self.best_value,
+            self.best_value,
+            value,
+            self.quality_regret,
+            self.cost_regret,
+            choice.map_or(0.0, |c| (c.set + 1) as f64),
+            choice.map_or(0.0, |c| c.phase as u8 as f64),
+            cost,
+            y,
+            f64::from(u8::from(choice.is_some())),
+            d.alpha,
+            d.lcb_bar,
+            d.threshold,
+            d.n_s1 as f64,
+            d.n_s3 as f64,
+            d.group as f64,
+        ]
+    }
+
+    /// The frozen final row, repeated once the run is over.
+    fn padding_row(&mut self) -> Vec<f64> {
+        let mut row = self.last_row.clone();
+        row[11] = 0.0;
+        row
+    }
+}
+
+impl Episode for CvsEpisode {
+    fn initial(&mut self) -> Result<Vec<f64>, JobError> {
+        for _ in 0..N_INIT {
+            let x: Vec<f64> = (0..self.problem.dim).map(|_| rand::Rng::random(&mut self.init_rng)).collect();
+            let y = self.problem.observe(&x, &mut self.noise_rng);
+            self.surrogate.add(&x, y)?;
+        }
+        self.last_row = self.row(None, f64::NAN, 0.0, f64::NAN);
+        Ok(self.last_row.clone())
+    }
+
+    fn step(&mut self, _step: u32) -> Result<Vec<f64>, JobError> {
+        if self.done || self.stats.spent >= self.problem.budget {
+            self.done = true;
+            return Ok(self.padding_row());
+        }
+        let post = self.surrogate.posterior();
+        let (_, observed_y) = self.surrogate.data();
+        let mut ctx = Context {
+            problem: &self.problem,
+            post: &post,
+            samples: &self.samples,
+            n_sigma: self.n_sigma,
+            observed_y,
+            gp_noise_var: self.surrogate.config().noise_var,
+            stats: &self.stats,
+            rng: &mut self.algo_rng,
+        };
+        let choice = self.algorithm.choose(&mut ctx)?;
+        let cost = self.problem.realised_cost(choice.set, &mut self.cost_rng);
+        if self.budget_rule == BudgetRule::Strict && cost > self.problem.budget - self.stats.spent {
+            self.done = true;
+            return Ok(self.padding_row());
+        }
+        // PLAY: a fresh random part, a noisy observation, the realised cost.
+        let ctrl = &self.problem.sets[choice.set];
+        let x = full_query(ctrl, &choice.x_ctrl, &self.problem.draw_inputs(&mut self.inputs_rng));
+        let y = self.problem.observe(&x, &mut self.noise_rng);
+        self.surrogate.add(&x, y)?;
+        self.stats.record(choice.set, cost);
+        let value = self.problem.expected_value(choice.set, &choice.x_ctrl);
+        self.best_value = if self.best_value.is_nan() { value } else { self.best_value.max(value) };
+        self.quality_regret += (1.0 - METRIC_ALPHA) * self.problem.f_star - value;
+        let target = self.problem.objective.target_set();
+        self.cost_regret += (self.problem.costs[choice.set] - self.problem.costs[target]).max(0.0);
+        self.done = self.stats.spent >= self.problem.budget;
+        self.last_row = self.row(Some(&choice), value, cost, y);
+        Ok(self.last_row.clone())
+    }
+}
+
+/// Whether `phase` marks an exploration play (for tests and analyses).
+pub fn is_explore(phase: f64) -> bool {
+    phase == Phase::Explore as u8 as f64
+}
