@@ -62,7 +62,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         sweep.jobs.len() - done_after,
         started.elapsed().as_secs_f64()
     );
-    let summary = results::summarize(&sweep_dir, Some(&keys)).context("building summaries")?;
+    let family = registry.family(&sweep.family)?;
+    let summary =
+        results::rebuild_summaries(&sweep_dir, Some(&keys), family.summary_axes()).context("building summaries")?;
     eprintln!(
         "wrote {} and {} ({} shards)",
         summary.summary_path.display(),
@@ -76,8 +78,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             results::trajectories_dir(&sweep_dir).display()
         );
     }
-    let headline = registry.family(&sweep.family)?.headline_metrics();
-    println!("{}", results::final_table(&sweep_dir, headline)?);
+    println!("{}", results::final_table(&sweep_dir, family.headline_metrics())?);
     if done_after == sweep.jobs.len() {
         Ok(ExitCode::SUCCESS)
     } else {

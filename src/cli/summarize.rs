@@ -11,6 +11,13 @@ pub struct SummarizeArgs {
     /// Show these metrics in the printed table (default: every float metric).
     #[arg(long, value_delimiter = ',')]
     metrics: Vec<String>,
+    /// Also aggregate on the common grid of this monotone column (e.g. `cum_cost`), with
+    /// each run carried forward onto it: writes `along_<column>.parquet`.
+    #[arg(long)]
+    along: Option<String>,
+    /// With --along: keep grid points up to this value (e.g. the budget).
+    #[arg(long, requires = "along")]
+    upto: Option<f64>,
 }
 
 pub fn summarize(args: SummarizeArgs) -> anyhow::Result<ExitCode> {
@@ -22,6 +29,10 @@ pub fn summarize(args: SummarizeArgs) -> anyhow::Result<ExitCode> {
         report.n_shards,
         report.n_rows
     );
+    if let Some(column) = &args.along {
+        let along = results::summarize_along(&args.sweep_dir, None, column, args.upto)?;
+        eprintln!("wrote {} ({} grid points)", along.path.display(), along.n_points);
+    }
     let only: Vec<&str> = args.metrics.iter().map(String::as_str).collect();
     println!("{}", results::final_table(&args.sweep_dir, &only)?);
     Ok(ExitCode::SUCCESS)

@@ -58,6 +58,8 @@ pub struct SummaryInputs {
     pub done_keys: BTreeSet<String>,
     pub n_failed: u32,
     pub headline: &'static [&'static str],
+    /// The family's [`armada_core::Family::summary_axes`].
+    pub axes: &'static [&'static str],
 }
 
 /// A request to the scheduler.
@@ -557,12 +559,13 @@ impl Scheduler {
             .filter(|j| j.state == JobState::Done)
             .map(|j| j.valid.key.0.clone())
             .collect();
-        let headline = self.registry.family(&sweep.family).map(|f| f.headline_metrics()).unwrap_or(&[]);
+        let family = self.registry.family(&sweep.family).ok();
         Ok(SummaryInputs {
             sweep_dir: self.results_dir.join(id),
             done_keys,
             n_failed: self.counts(id).failed,
-            headline,
+            headline: family.map_or(&[], |f| f.headline_metrics()),
+            axes: family.map_or(&[], |f| f.summary_axes()),
         })
     }
 
@@ -855,7 +858,8 @@ impl Scheduler {
         if let Ok(inputs) = self.summary_inputs(id) {
             if !inputs.done_keys.is_empty() {
                 tokio::task::spawn_blocking(move || {
-                    if let Err(e) = results::summarize(&inputs.sweep_dir, Some(&inputs.done_keys)) {
+                    if let Err(e) = results::rebuild_summaries(&inputs.sweep_dir, Some(&inputs.done_keys), inputs.axes)
+                    {
                         warn!("summarizing {}: {e:#}", inputs.sweep_dir.display());
                     }
                 });

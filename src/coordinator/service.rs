@@ -152,7 +152,7 @@ impl pb::sweeps_server::Sweeps for Coordinator {
             return Err(Status::failed_precondition(format!("sweep `{sweep}` has no finished job yet")));
         }
         let built = tokio::task::spawn_blocking(move || -> anyhow::Result<pb::GetSummaryResponse> {
-            let report = results::summarize(&inputs.sweep_dir, Some(&inputs.done_keys))?;
+            let report = results::rebuild_summaries(&inputs.sweep_dir, Some(&inputs.done_keys), inputs.axes)?;
             let table = results::final_table(&inputs.sweep_dir, inputs.headline)?;
             let final_parquet = std::fs::read(&report.final_path)?;
             Ok(pb::GetSummaryResponse {

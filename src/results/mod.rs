@@ -8,6 +8,9 @@
 //!   trajectories/<job-key>.parquet   one file per job, written by `write_shard`
 //!   summary.parquet                  statistics over seeds, every step  (`summarize`)
 //!   final.parquet                    statistics over seeds, last step   (`summarize`)
+//!   along_<column>.parquet           statistics over seeds on the common grid of a monotone
+//!                                    metric, e.g. cumulative cost (`summarize_along`; built for
+//!                                    a family's `summary_axes` and by `summarize --along`)
 //! ```
 //!
 //! Every file is written atomically: to `.<name>.<pid>.<n>.tmp` in the same directory,
@@ -70,10 +73,26 @@
 //! step); `step` is that step. Jobs cut short (a smaller last step) therefore form their
 //! own group rather than being mixed with complete ones.
 
+mod along;
 mod shard;
 mod summary;
 mod table;
 
+pub use along::{along_file, summarize_along, AlongReport};
+
+/// Rebuild every summary of a sweep from its shards (those in `only`, when given):
+/// `summary.parquet`, `final.parquet` and one `along_<column>.parquet` per `axes` entry.
+pub fn rebuild_summaries(
+    sweep_dir: &Path,
+    only: Option<&std::collections::BTreeSet<String>>,
+    axes: &[&str],
+) -> anyhow::Result<SummaryReport> {
+    let report = summarize(sweep_dir, only)?;
+    for column in axes {
+        summarize_along(sweep_dir, only, column, None)?;
+    }
+    Ok(report)
+}
 pub use shard::{read_shard_keys, shard_path, trajectories_dir, write_shard};
 pub use summary::{summarize, SummaryReport};
 pub use table::final_table;

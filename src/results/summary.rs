@@ -61,7 +61,7 @@ pub fn summarize(sweep_dir: &Path, only: Option<&BTreeSet<String>>) -> anyhow::R
 
 /// The group columns above step: constant within a job.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-struct Cell {
+pub(super) struct Cell {
     family: String,
     benchmark: String,
     benchmark_params: String,
@@ -70,18 +70,34 @@ struct Cell {
     horizon: i64,
 }
 
+/// The cell of a non-empty shard, from its first row.
+pub(super) fn shard_cell(df: &DataFrame) -> anyhow::Result<Cell> {
+    let text = |name: &str| -> anyhow::Result<String> {
+        let value = df.column(name)?.str()?.get(0);
+        Ok(value.with_context(|| format!("column {name:?} is null"))?.to_owned())
+    };
+    Ok(Cell {
+        family: text(FAMILY)?,
+        benchmark: text(BENCHMARK)?,
+        benchmark_params: text(BENCHMARK_PARAMS)?,
+        algorithm: text(ALGORITHM)?,
+        algorithm_params: text(ALGORITHM_PARAMS)?,
+        horizon: df.column(HORIZON)?.i64()?.get(0).context("column \"horizon\" is null")?,
+    })
+}
+
 /// Values numbered in order of first appearance.
-struct Interner<T> {
+pub(super) struct Interner<T> {
     values: Vec<T>,
     ids: HashMap<T, usize>,
 }
 
 impl<T: Clone + Eq + Hash + Ord> Interner<T> {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         Interner { values: Vec::new(), ids: HashMap::new() }
     }
 
-    fn id(&mut self, value: &T) -> usize {
+    pub(super) fn id(&mut self, value: &T) -> usize {
         if let Some(&id) = self.ids.get(value) {
             return id;
         }
@@ -91,7 +107,7 @@ impl<T: Clone + Eq + Hash + Ord> Interner<T> {
     }
 
     /// The values sorted, and for each id its position in that order.
-    fn sorted(&self) -> (Vec<T>, Vec<i64>) {
+    pub(super) fn sorted(&self) -> (Vec<T>, Vec<i64>) {
         let mut order: Vec<usize> = (0..self.values.len()).collect();
         order.sort_by(|&a, &b| self.values[a].cmp(&self.values[b]));
         let mut rank = vec![0; order.len()];
@@ -104,7 +120,7 @@ impl<T: Clone + Eq + Hash + Ord> Interner<T> {
 
 /// Long rows (cell id, step, metric id, value) with NaN already turned into null.
 #[derive(Default)]
-struct Rows {
+pub(super) struct Rows {
     cell: Vec<usize>,
     step: Vec<i64>,
     metric: Vec<usize>,
@@ -112,7 +128,7 @@ struct Rows {
 }
 
 impl Rows {
-    fn push(&mut self, cell: usize, step: i64, metric: usize, value: Option<f64>) {
+    pub(super) fn push(&mut self, cell: usize, step: i64, metric: usize, value: Option<f64>) {
         self.cell.push(cell);
         self.step.push(step);
         self.metric.push(metric);
@@ -144,19 +160,7 @@ impl LongRows {
         if df.height() == 0 {
             return Ok(());
         }
-        let text = |name: &str| -> anyhow::Result<String> {
-            let value = df.column(name)?.str()?.get(0);
-            Ok(value.with_context(|| format!("column {name:?} is null"))?.to_owned())
-        };
-        let cell = Cell {
-            family: text(FAMILY)?,
-            benchmark: text(BENCHMARK)?,
-            benchmark_params: text(BENCHMARK_PARAMS)?,
-            algorithm: text(ALGORITHM)?,
-            algorithm_params: text(ALGORITHM_PARAMS)?,
-            horizon: df.column(HORIZON)?.i64()?.get(0).context("column \"horizon\" is null")?,
-        };
-        let cell = self.cells.id(&cell);
+        let cell = self.cells.id(&shard_cell(df)?);
         let steps =
             df.column(STEP)?.i64()?.iter().collect::<Option<Vec<i64>>>().context("column \"step\" has nulls")?;
         let last_step = steps.iter().copied().max().unwrap_or_default();
@@ -194,7 +198,7 @@ impl LongRows {
 }
 
 /// Group by (cell, step, metric) with polars; sorted by those ids, which are ranks.
-fn statistics(rows: Rows, cell_rank: &[i64], metric_rank: &[i64]) -> anyhow::Result<DataFrame> {
+pub(super) fn statistics(rows: Rows, cell_rank: &[i64], metric_rank: &[i64]) -> anyhow::Result<DataFrame> {
     let height = rows.value.len();
     let cell: Vec<i64> = rows.cell.iter().map(|&id| cell_rank[id]).collect();
     let metric: Vec<i64> = rows.metric.iter().map(|&id| metric_rank[id]).collect();
@@ -230,7 +234,7 @@ fn statistics(rows: Rows, cell_rank: &[i64], metric_rank: &[i64]) -> anyhow::Res
 }
 
 /// Replace the cell and metric ids by their columns, in the output column order.
-fn with_names(stats: &DataFrame, cells: &[Cell], metrics: &[String]) -> anyhow::Result<DataFrame> {
+pub(super) fn with_names(stats: &DataFrame, cells: &[Cell], metrics: &[String]) -> anyhow::Result<DataFrame> {
     let cell_of = |id: Option<i64>| -> &Cell { &cells[id.expect("group keys are not null") as usize] };
     let cell_ids = stats.column("cell")?.i64()?;
     let text = |name: &str, field: fn(&Cell) -> &str| {

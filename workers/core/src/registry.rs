@@ -51,6 +51,11 @@ pub trait Family: Send + Sync {
     fn headline_metrics(&self) -> &'static [&'static str] {
         &[]
     }
+    /// Monotone metrics (e.g. cumulative cost) whose common grid the summaries also
+    /// aggregate along, besides the step: one `along_<metric>.parquet` per name.
+    fn summary_axes(&self) -> &'static [&'static str] {
+        &[]
+    }
     /// Checks across fields that parameter schemas cannot express (an algorithm that does
     /// not apply to a benchmark, parameters that must agree). Runs during validation, so a
     /// bad combination is refused before anything is queued.

@@ -1,0 +1,282 @@
+//! `along_<column>.parquet`: statistics over seeds on a common grid of a monotone column.
+//!
+//! Budgeted experiments are compared at equal *spend*, not at equal step: BO with
+//! cost-varying variable subsets plots simple regret against cumulative cost, and each run
+//! spends in its own increments. For each cell (family, benchmark, algorithm and their
+//! params, horizon) the grid is the sorted union of every run's values of the column;
+//! each run's metrics are carried forward onto the grid (a point between two of its steps
+//! takes the earlier step's value; a point before its first step takes its first value,
+//! spec bocvs §5.3), and polars computes the same statistics as `summary.parquet`.
+//! `step` itself is also aggregated (as Float64), which gives "evaluations vs cost".
+//!
+//! Columns: `family` .. `horizon` as in the summary, `along` (the column's name), `at`
+//! (Float64, the grid value), `point` (Int64, its index in the cell's grid), `metric`,
+//! `n`, `mean`, `std`, `se`, `median`, `q10`, `q90`. Rows sorted by cell, point, metric.
+
+use super::shard::shard_files;
+use super::summary::{shard_cell, statistics, with_names, Cell, Interner, Rows};
+use super::*;
+use anyhow::{bail, ensure};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+/// What [`summarize_along`] read and wrote.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AlongReport {
+    pub n_shards: usize,
+    /// Grid points over all cells.
+    pub n_points: usize,
+    pub path: PathBuf,
+}
+
+/// The file name of the table along `column`.
+pub fn along_file(column: &str) -> String {
+    format!("along_{column}.parquet")
+}
+
+/// One job's trajectory, ready to be carried onto a grid.
+struct Run {
+    /// The grid column, non-decreasing.
+    axis: Vec<f64>,
+    /// (metric id, values by step).
+    metrics: Vec<(usize, Vec<Option<f64>>)>,
+}
+
+/// Aggregate the shards under `trajectories/` (those in `only`, when given) on the common
+/// grid of `column`, keeping grid points `<= upto` when given, and write
+/// `along_<column>.parquet` atomically into `sweep_dir`.
+pub fn summarize_along(
+    sweep_dir: &Path,
+    only: Option<&BTreeSet<String>>,
+    column: &str,
+    upto: Option<f64>,
+) -> anyhow::Result<AlongReport> {
+    ensure!(
+        !SHARD_FIXED_COLUMNS.contains(&column) || column == STEP,
+        "cannot aggregate along {column:?}: it is not a metric or the step"
+    );
+    let mut shards = shard_files(sweep_dir).with_context(|| format!("listing shards in {}", sweep_dir.display()))?;
+    if let Some(keys) = only {
+        shards.retain(|(key, _)| keys.contains(key));
+    }
+    ensure!(
+        !shards.is_empty(),
+        "nothing to summarize: no trajectory shards in {}",
+        trajectories_dir(sweep_dir).display()
+    );
+
+    let mut metrics = Interner::new();
+    let mut runs: BTreeMap<Cell, Vec<Run>> = BTreeMap::new();
+    for (_, path) in &shards {
+        let df = read_parquet(path)?;
+        if df.height() == 0 {
+            continue;
+        }
+        let run = read_run(&df, column, &mut metrics).with_context(|| format!("reading {}", path.display()))?;
+        runs.entry(shard_cell(&df)?).or_default().push(run);
+    }
+
+    let mut cells = Interner::new();
+    let mut rows = Rows::default();
+    let mut grid_of_cell: Vec<Vec<f64>> = Vec::new();
+    for (cell, runs) in &runs {
+        let id = cells.id(cell);
+        let grid = common_grid(runs, upto);
+        for run in runs {
+            let at = carried_indices(&run.axis, &grid);
+            for (metric, values) in &run.metrics {
+                for (point, &i) in at.iter().enumerate() {
+                    rows.push(id, point as i64, *metric, values[i]);
+                }
+            }
+        }
+        grid_of_cell.push(grid);
+    }
+    let n_points = grid_of_cell.iter().map(Vec::len).sum();
+    let (cell_values, cell_rank) = cells.sorted();
+    let (metric_names, metric_rank) = metrics.sorted();
+    let stats = statistics(rows, &cell_rank, &metric_rank)?;
+    let mut table = with_names(&stats, &cell_values, &metric_names)?;
+
+    // `step` holds the grid index: name it `point`, and add the grid value beside it.
+    let ranks = stats.column("cell")?.i64()?;
+    let points = table.column(STEP)?.i64()?.clone();
+    let id_of_rank: BTreeMap<i64, usize> = cell_rank.iter().enumerate().map(|(id, &rank)| (rank, id)).collect();
+    let at: Vec<f64> = ranks
+        .iter()
+        .zip(points.iter())
+        .map(|(rank, point)| grid_of_cell[id_of_rank[&rank.expect("not null")]][point.expect("not null") as usize])
+        .collect();
+    table.rename(STEP, "point".into())?;
+    let position = table.get_column_index("point").expect("renamed above");
+    table.insert_column(position, Column::new("at".into(), at))?;
+    table.insert_column(position, Column::new("along".into(), vec![column; table.height()]))?;
+
+    let path = sweep_dir.join(along_file(column));
+    write_parquet_atomic(&path, &mut table)?;
+    Ok(AlongReport { n_shards: shards.len(), n_points, path })
+}
+
+/// The grid column and every float metric of one shard (`step` included as a metric).
+fn read_run(df: &DataFrame, column: &str, metrics: &mut Interner<String>) -> anyhow::Result<Run> {
+    let axis_column = df
+        .column(column)
+        .map_err(|_| anyhow::anyhow!("no column {column:?} to aggregate along"))?
+        .cast(&DataType::Float64)?;
+    let axis: Vec<f64> = axis_column
+        .f64()?
+        .iter()
+        .map(|v| v.filter(|v| v.is_finite()))
+        .collect::<Option<_>>()
+        .with_context(|| format!("column {column:?} has a missing or non-finite value"))?;
+    if let Some(w) = axis.windows(2).find(|w| w[1] < w[0]) {
+        bail!("column {column:?} is not non-decreasing ({} then {})", w[0], w[1]);
+    }
+    let mut out = Vec::new();
+    for series in df.columns() {
+        let name = series.name().as_str();
+        let is_metric = name == STEP || (!SHARD_FIXED_COLUMNS.contains(&name) && series.dtype() == &DataType::Float64);
+        if name == column || !is_metric {
+            continue;
+        }
+        let values = series.cast(&DataType::Float64)?.f64()?.iter().collect();
+        out.push((metrics.id(&name.to_owned()), values));
+    }
+    Ok(Run { axis, metrics: out })
+}
+
+/// The sorted union of the runs' axis values, cut at `upto`.
+fn common_grid(runs: &[Run], upto: Option<f64>) -> Vec<f64> {
+    let mut grid: Vec<f64> = runs.iter().flat_map(|r| r.axis.iter().copied()).collect();
+    grid.retain(|&v| upto.is_none_or(|u| v <= u));
+    grid.sort_by(f64::total_cmp);
+    grid.dedup();
+    grid
+}
+
+/// For each grid point, the index of the run's step whose value it takes: the last step
+/// with `axis <= point`, or the first step when the point comes before all of them.
+fn carried_indices(axis: &[f64], grid: &[f64]) -> Vec<usize> {
+    let mut i = 0;
+    grid.iter()
+        .map(|&point| {
+            while i + 1 < axis.len() && axis[i + 1] <= point {
+                i += 1;
+            }
+            i
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::*;
+    use super::*;
+    use armada_core::{MetricDef, MetricKind, StepRecord};
+
+    const METRICS: [MetricDef; 2] = [
+        MetricDef { name: "cost", kind: MetricKind::Float, doc: "cumulative cost" },
+        MetricDef { name: "regret", kind: MetricKind::Float, doc: "simple regret" },
+    ];
+
+    /// Two runs of one cell with (cost, regret) per step, plus a run of another algorithm.
+    fn write_runs(dir: &Path) {
+        let runs: [(&str, u64, &[(f64, f64)]); 3] = [
+            ("a", 0, &[(0.0, 8.0), (1.0, 4.0), (3.0, 2.0)]),
+            ("a", 1, &[(0.5, 6.0), (2.0, 3.0), (2.0, 1.0), (5.0, 0.5)]),
+            ("b", 0, &[(1.0, 9.0)]),
+        ];
+        for (algorithm, seed, steps) in runs {
+            let records: Vec<_> = steps
+                .iter()
+                .enumerate()
+                .map(|(step, &(cost, regret))| StepRecord {
+                    step: step as u32,
+                    elapsed_ms: 0.0,
+                    values: vec![cost, regret],
+                })
+                .collect();
+            write_shard(dir, &job("cvs", "hartmann", algorithm, seed), &METRICS, &records).unwrap();
+        }
+    }
+
+    #[test]
+    fn carried_indices_take_the_last_step_at_or_before_each_point() {
+        let axis = [0.5, 2.0, 2.0, 5.0];
+        assert_eq!(carried_indices(&axis, &[0.0, 0.5, 1.0, 2.0, 3.0, 5.0, 6.0]), [0, 0, 0, 2, 2, 3, 3]);
+        assert_eq!(carried_indices(&[1.0], &[0.0, 1.0, 2.0]), [0, 0, 0]);
+    }
+
+    #[test]
+    fn statistics_on_the_common_grid_match_hand_computed_values() {
+        let dir = tempfile::tempdir().unwrap();
+        write_runs(dir.path());
+        let report = summarize_along(dir.path(), None, "cost", Some(3.0)).unwrap();
+        assert_eq!(report.n_shards, 3);
+        // Cell a: union {0, .5, 1, 2, 3, 5} cut at 3 -> 5 points; cell b: {1}.
+        assert_eq!(report.n_points, 6);
+        assert_eq!(report.path, dir.path().join("along_cost.parquet"));
+        let df = read_parquet(&report.path).unwrap();
+        let names: Vec<_> = df.get_column_names().iter().map(|n| n.to_string()).collect();
+        assert_eq!(
+            names,
+            [
+                "family",
+                "benchmark",
+                "benchmark_params",
+                "algorithm",
+                "algorithm_params",
+                "horizon",
+                "along",
+                "at",
+                "point",
+                "metric",
+                "n",
+                "mean",
+                "std",
+                "se",
+                "median",
+                "q10",
+                "q90"
+            ]
+        );
+        let (algorithm, at, metric, n, mean) =
+            (strs(&df, "algorithm"), floats(&df, "at"), strs(&df, "metric"), ints(&df, "n"), floats(&df, "mean"));
+        let regret: Vec<(String, f64, f64)> = (0..df.height())
+            .filter(|&i| metric[i] == "regret")
+            .map(|i| (algorithm[i].clone(), at[i].unwrap(), mean[i].unwrap()))
+            .collect();
+        // Run 0 regret on the grid: 8, 8, 4, 4, 2; run 1: 6 (before its first step), 6, 6, 1, 1.
+        let expected =
+            [("a", 0.0, 7.0), ("a", 0.5, 7.0), ("a", 1.0, 5.0), ("a", 2.0, 2.5), ("a", 3.0, 1.5), ("b", 1.0, 9.0)];
+        assert_eq!(regret.len(), expected.len(), "{regret:?}");
+        for ((a, x, m), (ea, ex, em)) in regret.iter().zip(expected) {
+            assert_eq!((a.as_str(), *x, *m), (ea, ex, em));
+        }
+        // Evaluations vs cost: run 0 steps 0,0,1,1,2 and run 1 steps 0,0,0,2,2.
+        let steps: Vec<f64> = (0..df.height()).filter(|&i| metric[i] == "step").map(|i| mean[i].unwrap()).collect();
+        assert_eq!(steps, [0.0, 0.0, 0.5, 1.5, 2.0, 0.0]);
+        assert!(n.iter().all(|&n| n == Some(2) || n == Some(1)));
+        // Std over the two runs at cost 2: regrets 4 and 1 -> sample std 3/sqrt(2).
+        let std = floats(&df, "std");
+        let i = (0..df.height()).find(|&i| metric[i] == "regret" && at[i] == Some(2.0)).unwrap();
+        assert!((std[i].unwrap() - 3.0 / 2f64.sqrt()).abs() < 1e-12);
+        assert!(!metric.iter().any(|m| m == "cost"), "the grid column is not also a metric");
+    }
+
+    #[test]
+    fn bad_grid_columns_are_refused_with_the_column_named() {
+        let dir = tempfile::tempdir().unwrap();
+        write_runs(dir.path());
+        let err = format!("{:#}", summarize_along(dir.path(), None, "nope", None).unwrap_err());
+        assert!(err.contains("no column \"nope\""), "{err}");
+        let err = format!("{:#}", summarize_along(dir.path(), None, "regret", None).unwrap_err());
+        assert!(err.contains("\"regret\" is not non-decreasing"), "{err}");
+        let err = format!("{:#}", summarize_along(dir.path(), None, "seed", None).unwrap_err());
+        assert!(err.contains("not a metric"), "{err}");
+        assert!(!dir.path().join("along_regret.parquet").exists());
+        // Along the step, the grid is the steps themselves and the table is the summary's.
+        let report = summarize_along(dir.path(), None, STEP, None).unwrap();
+        assert_eq!(report.n_points, 4 + 1);
+    }
+}
