@@ -329,7 +329,8 @@ mod tests {
     #[test]
     fn progressive_elimination_is_permanent_and_robust_is_not() {
         let (mut sets, conf) = table();
-        let progressive = Algorithm::MSafeOpt { case: Case::One, elimination: Elimination::Progressive, refined: false };
+        let progressive =
+            Algorithm::MSafeOpt { case: Case::One, elimination: Elimination::Progressive, refined: false };
         let mut state = AlgoState::default();
         progressive.choose(&sets, &conf, N_S, 2.0, 1.0, &mut state);
         // Next round row 0 would be kept.

@@ -89,7 +89,7 @@ const ALGORITHMS: [ComponentDef; 6] = [
 ];
 
 /// The largest grid a job may tabulate (the 3-D paper grid is 75^3 = 421,875 points).
-const MAX_GRID_POINTS: usize = 3_500_000;
+const MAX_GRID_POINTS: usize = 500_000;
 
 /// The rule and run settings of validated algorithm parameters.
 pub fn run_config(name: &str, p: &Params) -> Result<RunConfig, JobError> {

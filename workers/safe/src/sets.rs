@@ -173,4 +173,48 @@ mod tests {
         // Ties in UCB_f go to the smallest s.
         assert_eq!(r.s_hat, vec![1]);
     }
+
+    /// Q1-Q6 recomputed from their definitions, one candidate at a time, with the closed form
+    /// of (Q3), on random bounds (including non-monotone UCB_g and degenerate rows).
+    #[test]
+    fn incremental_computation_matches_a_brute_force_one_on_random_bounds() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+        let s: Vec<f64> = crate::grid::linspace(0.0, 1.0, 9);
+        let (n_x, n_s, h, l_f, l_g) = (13, 9, 1.0, 1.7, 0.6);
+        for _ in 0..200 {
+            let n = n_x * n_s;
+            let mut draw = |lo: f64, hi: f64| (0..n).map(|_| rng.random_range(lo..hi)).collect::<Vec<f64>>();
+            let (mu_f, sd_f, mu_g, sd_g) = (draw(-1.0, 1.0), draw(0.0, 0.5), draw(0.0, 1.6), draw(0.0, 0.4));
+            let c = Confidence::new(&mu_f, &sd_f, &mu_g, &sd_g, 1.0, 1.0);
+            let r = RoundSets::compute(&c, &s, h, l_f, l_g);
+            let mut lcb_max = f64::NEG_INFINITY;
+            for k in 0..n {
+                assert_eq!(r.safe[k], c.ucb_g[k] <= h || k % n_s == 0);
+                if r.safe[k] {
+                    lcb_max = lcb_max.max(c.lcb_f[k]);
+                }
+            }
+            assert_eq!(r.lcb_max, lcb_max);
+            for i in 0..n_x {
+                let at = |v: &[f64], j: usize| v[i * n_s + j];
+                let b = r.boundary[i];
+                assert!(r.safe[i * n_s + b] && (b + 1..n_s).all(|j| !r.safe[i * n_s + j]));
+                let best = (0..=b).map(|j| at(&c.ucb_f, j)).fold(f64::NEG_INFINITY, f64::max);
+                assert_eq!(at(&c.ucb_f, r.s_hat[i]), best);
+                assert!((0..r.s_hat[i]).all(|j| at(&c.ucb_f, j) < best), "ties go to the smallest s");
+                assert_eq!(r.row_lcb_max[i], (0..=b).map(|j| at(&c.lcb_f, j)).fold(f64::NEG_INFINITY, f64::max));
+                let lcb_g = at(&c.lcb_g, b);
+                if lcb_g > h {
+                    assert_eq!((r.s_under[i], r.opt_exp[i]), (None, f64::NEG_INFINITY));
+                    continue;
+                }
+                // Closed form min(1, s_b + (h - LCB_g)/L'_g), snapped down to the grid.
+                let s_cont = (s[b] + (h - lcb_g) / l_g).min(1.0);
+                let ju = ((s_cont * (n_s - 1) as f64) + 1e-9).floor() as usize;
+                assert_eq!(r.s_under[i], Some(ju));
+                assert!((r.opt_exp[i] - (at(&c.ucb_f, b) + l_f * (s[ju] - s[b]))).abs() < 1e-12);
+            }
+        }
+    }
 }

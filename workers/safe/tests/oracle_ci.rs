@@ -55,7 +55,14 @@ impl Oracle {
         let n = bench.grid.len();
         let mut draw = || (0..n).map(|_| rng.random_range(-1.0..=1.0)).collect::<Vec<f64>>();
         let scale = std::iter::once(0.3).chain(bench.x_box.iter().map(|(lo, hi)| 0.3 * (hi - lo))).collect();
-        Oracle { u_f: draw(), u_g: draw(), queried: Vec::new(), scale, c_f: 0.1 * range(&bench.f), c_g: 0.1 * range(&bench.g) }
+        Oracle {
+            u_f: draw(),
+            u_g: draw(),
+            queried: Vec::new(),
+            scale,
+            c_f: 0.1 * range(&bench.f),
+            c_g: 0.1 * range(&bench.g),
+        }
     }
 
     fn confidence(&self, bench: &Benchmark) -> Confidence {
@@ -67,7 +74,8 @@ impl Oracle {
                     .queried
                     .iter()
                     .map(|&q| {
-                        let r2: f64 = z.iter().zip(pts.row(q)).zip(&self.scale).map(|((a, b), l)| ((a - b) / l).powi(2)).sum();
+                        let r2: f64 =
+                            z.iter().zip(pts.row(q)).zip(&self.scale).map(|((a, b), l)| ((a - b) / l).powi(2)).sum();
                         (-0.5 * r2).exp()
                     })
                     .sum();
@@ -120,7 +128,8 @@ fn run_oracle(bench: &Benchmark, case: Case, seed: u64, rounds: usize) -> usize 
     let alg = Algorithm::MSafeOpt { case, elimination: Elimination::Robust, refined: false };
     let mut oracle = Oracle::new(bench, seed);
     let mut state = AlgoState::default();
-    let best_row = (0..bench.grid.n_x()).max_by(|&a, &b| reference.fstar_x[a].total_cmp(&reference.fstar_x[b])).unwrap();
+    let best_row =
+        (0..bench.grid.n_x()).max_by(|&a, &b| reference.fstar_x[a].total_cmp(&reference.fstar_x[b])).unwrap();
     let mut min_active = usize::MAX;
     for t in 0..rounds {
         let conf = oracle.confidence(bench);

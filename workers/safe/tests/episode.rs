@@ -1,0 +1,164 @@
+//! Whole runs through the registry: reproducibility, common random numbers, metrics recomputed
+//! from the recorded choices, parameter checks, and the MAP refit.
+
+use armada_core::{Family, JobSpec, JobStreams, ParamValue, Registry};
+use armada_gp::{log_posterior_and_grad, KernelKind, LogNormalPrior, MapConfig};
+use armada_safe::benchmarks::Benchmark;
+use armada_safe::regret::RegretReference;
+use armada_safe::surrogate::{RefitMode, Surrogate};
+use armada_safe::{SafeFamily, METRICS};
+use rand::SeedableRng;
+
+fn registry() -> Registry {
+    Registry::new(vec![Box::new(SafeFamily)])
+}
+
+fn spec(benchmark: &str, algorithm: &str, grid: i64, horizon: u32, seed: u64) -> JobSpec {
+    let mut spec = JobSpec::new("safe", benchmark, algorithm);
+    spec.benchmark_params.insert("grid".into(), ParamValue::Int(grid));
+    spec.horizon = horizon;
+    spec.seed = seed;
+    spec
+}
+
+fn run(spec: &JobSpec) -> Vec<Vec<f64>> {
+    let registry = registry();
+    let job = registry.validate(spec).unwrap();
+    let mut episode = SafeFamily.start(&job, &JobStreams::new(&job.spec)).unwrap();
+    let mut rows = vec![episode.initial().unwrap()];
+    for t in 1..=spec.horizon {
+        rows.push(episode.step(t).unwrap());
+    }
+    rows
+}
+
+fn col(name: &str) -> usize {
+    METRICS.iter().position(|m| m.name == name).unwrap()
+}
+
+fn bits(rows: &[Vec<f64>]) -> Vec<Vec<u64>> {
+    rows.iter().map(|r| r.iter().map(|v| v.to_bits()).collect()).collect()
+}
+
+#[test]
+fn a_job_is_bit_reproducible() {
+    let s = spec("pendulum", "msafeopt-case1", 20, 4, 3);
+    assert_eq!(bits(&run(&s)), bits(&run(&s)));
+}
+
+#[test]
+fn seed_points_and_the_first_fit_are_common_to_all_algorithms_of_a_seed() {
+    let step0 = |alg: &str, seed: u64| run(&spec("clinical", alg, 20, 1, seed)).remove(0);
+    let hyper = ["f_variance", "g_variance", "f_lengthscale_s", "g_lengthscale_s"].map(col);
+    let a = step0("msafeopt-case1", 0);
+    for alg in ["msafeopt-case2", "safeopt-mc", "predvar"] {
+        let b = step0(alg, 0);
+        assert!(hyper.iter().all(|&i| a[i] == b[i]), "{alg}");
+    }
+    let other = step0("msafeopt-case1", 1);
+    assert!(hyper.iter().any(|&i| a[i] != other[i]));
+}
+
+#[test]
+fn recorded_metrics_agree_with_the_recorded_choices() {
+    for alg in ["msafeopt-case1", "msafeopt-case2", "safeopt-mc", "predvar"] {
+        let s = spec("synthetic-2d", alg, 25, 6, 0);
+        let rows = run(&s);
+        let bench =
+            Benchmark::from_params("synthetic-2d", &registry().validate(&s).unwrap().spec.benchmark_params).unwrap();
+        let reference = RegretReference::new(&bench);
+        let (mut cum, mut cum2, mut violations) = (0.0, 0.0, 0.0);
+        for (t, row) in rows.iter().enumerate().skip(1) {
+            let k = row[col("grid_index")] as usize;
+            let z = bench.grid.points.row(k);
+            assert_eq!((row[col("s")], row[col("x1")]), (z[0], z[1]));
+            assert!(row[col("x2")].is_nan());
+            // Brute force: best safe f overall and in the chosen row.
+            let n_s = bench.grid.n_s();
+            let safe_max = |ks: std::ops::Range<usize>| {
+                ks.filter(|&k| bench.g[k] <= bench.h).map(|k| bench.f[k]).fold(f64::NEG_INFINITY, f64::max)
+            };
+            let r = safe_max(0..bench.f.len()) - bench.f[k];
+            let row_start = k / n_s * n_s;
+            let r2 = safe_max(row_start..row_start + n_s) - bench.f[k];
+            cum += r;
+            cum2 += r2;
+            violations += f64::from(u8::from(bench.g[k] > bench.h));
+            assert_eq!(row[col("regret_inst")], r);
+            assert_eq!(row[col("regret2_inst")], r2);
+            assert!((row[col("regret_avg")] - cum / t as f64).abs() < 1e-12);
+            assert!((row[col("regret2_cum")] - cum2).abs() < 1e-12);
+            assert_eq!(row[col("violations_cum")], violations);
+            // r^X is a max over rows of non-negative gaps (s_hat is certified at s = 0 at worst)
+            // and at least the gap of any single row; r' <= r since f(s_*^(x)) <= f(s_*).
+            assert!(row[col("regretx_inst")] >= 0.0 && r2 <= r + 1e-15);
+            assert_eq!(reference.fstar, safe_max(0..bench.f.len()));
+            match alg {
+                "msafeopt-case2" | "safeopt-mc" | "predvar" => assert_eq!(row[col("active_x")], 25.0),
+                _ => assert!(row[col("active_x")] <= 25.0),
+            }
+            if alg == "predvar" {
+                assert!(row[col("expanders")].is_nan() && row[col("maximisers")].is_nan());
+            }
+        }
+    }
+}
+
+#[test]
+fn bad_parameter_combinations_are_refused_naming_the_field() {
+    let r = registry();
+    let e = r.validate(&spec("synthetic-3d", "predvar", 80, 5, 0)).unwrap_err();
+    assert_eq!(e.field_path, "benchmark_params.grid", "{e}");
+    let mut s = spec("clinical", "predvar", 20, 5, 0);
+    s.algorithm_params.insert("restarts_per_param".into(), ParamValue::Int(0));
+    assert_eq!(r.validate(&s).unwrap_err().field_path, "algorithm_params.restarts_per_param");
+    s.algorithm_params.insert("refit".into(), ParamValue::Str("warm".into()));
+    assert!(r.validate(&s).is_ok());
+    let mut s = spec("clinical", "msafeopt-case2", 20, 5, 0);
+    s.algorithm_params.insert("elimination".into(), ParamValue::Str("progressive".into()));
+    assert_eq!(r.validate(&s).unwrap_err().field_path, "algorithm_params.elimination");
+}
+
+/// The refit never lowers the MAP objective below the previous estimate's (the previous
+/// values are one of the screened starts), in both the multi-start and the warm mode.
+#[test]
+fn refits_never_lose_to_the_previous_hyperparameters() {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+    let config = MapConfig::new(
+        KernelKind::Matern52,
+        LogNormalPrior { mu: 0.0, sigma: 1.0 },
+        LogNormalPrior { mu: 0.2f64.ln(), sigma: 1.0 },
+        1e-5,
+    );
+    for mode in [RefitMode::Multistart, RefitMode::Warm] {
+        let mut model = Surrogate::new(2, 1.0, 1e-5, mode, 10);
+        for i in 0..12 {
+            let (s, x) = ((i * 7 % 12) as f64 / 11.0, (i * 5 % 12) as f64 / 5.5);
+            let (f, _) = armada_safe::benchmarks::clinical::eval(s, &[x]);
+            let before = model.kernel().clone();
+            model.observe(&[s, x], f);
+            let (xs, ys) = model.data();
+            let (xs, ys) = (xs.clone(), ys.to_vec());
+            let j = |k| log_posterior_and_grad(&xs, &ys, k, &config).unwrap().0;
+            let j_before = j(&before);
+            model.refit(&mut rng).unwrap();
+            assert!(j(model.kernel()) >= j_before - 1e-9, "{mode:?} at {i}");
+        }
+    }
+    let mut fixed = Surrogate::new(2, 1.0, 1e-5, RefitMode::Fixed, 10);
+    fixed.observe(&[0.5, 0.5], 1.0);
+    fixed.refit(&mut rng).unwrap();
+    assert_eq!((fixed.kernel().variance, fixed.kernel().lengthscales.clone()), (1.0, vec![0.2, 0.2]));
+}
+
+#[test]
+fn the_posterior_interpolates_noiseless_data_and_reverts_to_the_prior_far_away() {
+    let mut model = Surrogate::new(2, 2.0, 1e-8, RefitMode::Fixed, 10);
+    model.observe(&[0.1, 0.2], 0.7);
+    model.observe(&[0.9, 0.4], -0.3);
+    let q = armada_gp::Points::from_rows(2, vec![0.1, 0.2, 0.9, 0.4, 50.0, 50.0]);
+    let (mu, sd) = model.predict(&q).unwrap();
+    assert!((mu[0] - 0.7).abs() < 1e-6 && (mu[1] + 0.3).abs() < 1e-6);
+    assert!(sd[0] < 1e-3 && sd[1] < 1e-3);
+    assert!(mu[2].abs() < 1e-12 && (sd[2] - 2f64.sqrt()).abs() < 1e-12);
+}
