@@ -1,6 +1,7 @@
 //! Prints one run's trajectory: `cargo run --release -p armada-safe --example trace --
 //! BENCHMARK ALGORITHM [T] [SEED] [key=value ...]` (benchmark parameters `grid`, `h`, `l_f`,
-//! `l_g`, `v0` go to the benchmark, every other `key=value` to the algorithm).
+//! `l_g`, `v0`, `fstar`, `noise_var` go to the benchmark, every other `key=value` to the
+//! algorithm). With `SAFE_TRACE_CSV=1` it prints every metric as CSV instead of a summary.
 
 use armada_core::{JobSpec, JobStreams, ParamValue, Registry};
 use armada_safe::{SafeFamily, METRICS};
@@ -43,6 +44,21 @@ fn main() {
     };
     let family = registry.family("safe").unwrap();
     let mut episode = family.start(&job, &JobStreams::new(&job.spec)).expect("start");
+    if std::env::var("SAFE_TRACE_CSV").is_ok_and(|v| v == "1") {
+        let names: Vec<&str> = METRICS.iter().map(|m| m.name).collect();
+        println!("step,elapsed_ms,{}", names.join(","));
+        let emit = |t: u32, v: Vec<f64>, ms: f64| {
+            let cells: Vec<String> = v.iter().map(|x| format!("{x:?}")).collect();
+            println!("{t},{ms},{}", cells.join(","));
+        };
+        emit(0, episode.initial().expect("initial"), 0.0);
+        for t in 1..=spec.horizon {
+            let start = std::time::Instant::now();
+            let v = episode.step(t).expect("step");
+            emit(t, v, start.elapsed().as_secs_f64() * 1e3);
+        }
+        return;
+    }
     let show = [
         "regret_inst",
         "regret_avg",
