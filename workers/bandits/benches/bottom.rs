@@ -10,7 +10,7 @@
 //! Run: `cargo bench -p armada-bandits --bench bottom [-- REPS] [NAME]` (default 1 repetition per cell;
 //! NAME keeps only algorithms whose name contains it, case-insensitive).
 
-use armada_bandits::env::{SyntheticConfig, SyntheticEnv};
+use armada_bandits::env::{Environment, SyntheticConfig, SyntheticEnv};
 use armada_bandits::{episode, Algorithm, HyperparameterSchedule};
 use armada_core::StreamRng;
 use rand::SeedableRng;

@@ -47,6 +47,7 @@ pub mod linear;
 pub mod logistic;
 pub mod movielens;
 pub mod sgd_ts;
+pub mod switching;
 #[cfg(test)]
 mod testing;
 pub mod tuner;
@@ -62,6 +63,7 @@ pub use hyper::{Hyperparameter, TheoryConstants};
 pub use laplace::LaplaceTs;
 pub use linear::{LinTs, LinUcb};
 pub use sgd_ts::SgdTs;
+pub use switching::LipschitzFamily;
 pub use tuner::{CandidateSet, Tuner, TunerKind};
 pub use zooming::{ZoomingConfig, ZoomingPreset, ZoomingTs};
 

@@ -199,6 +199,8 @@ pub struct ZoomingTs {
     /// Top-layer rounds started so far (`t` of the current round after `select`).
     rounds: usize,
     pending: Option<usize>,
+    /// Restart at the next round whatever the epoch (the Oracle's known change points, spec §2.2).
+    restart_requested: bool,
     counters: ZoomingCounters,
     /// Scratch: the Thompson indices of one round.
     scores: Vec<f64>,
@@ -217,6 +219,7 @@ impl ZoomingTs {
             grid_removed: Vec::new(),
             rounds: 0,
             pending: None,
+            restart_requested: false,
             counters: ZoomingCounters::default(),
             scores: Vec::new(),
         }
@@ -250,7 +253,7 @@ impl ZoomingTs {
     pub fn select(&mut self, rng: &mut dyn RngCore) -> Selection {
         assert!(self.pending.is_none(), "update the previous selection first");
         self.rounds += 1;
-        if (self.rounds - 1) % self.config.epoch == 0 {
+        if (self.rounds - 1) % self.config.epoch == 0 || std::mem::take(&mut self.restart_requested) {
             self.restart();
             let centre = self.initial_point(rng);
             let arm = self.activate(centre);
@@ -265,6 +268,12 @@ impl ZoomingTs {
         let arm = self.best_index(rng);
         self.pending = Some(arm);
         Selection { arm, activated: false, restarted: false, removed }
+    }
+
+    /// Make the next round a restart (new epoch) regardless of `H`: the Oracle of spec §2.2 restarts
+    /// at the true change points.
+    pub fn request_restart(&mut self) {
+        self.restart_requested = true;
     }
 
     /// `ZTS_UPDATE`: the running mean of the selected arm.

@@ -20,6 +20,7 @@ pub fn registry() -> Registry {
     Registry::new(vec![
         Box::new(armada_lse::LseFamily),
         Box::new(armada_bandits::BanditsFamily),
+        Box::new(armada_bandits::LipschitzFamily),
         Box::new(testkit::TestkitFamily),
     ])
 }
