@@ -170,8 +170,8 @@ impl SafeEpisode {
     }
 
     fn update_posterior(&mut self) -> Result<(), JobError> {
-        let (mu_f, sd_f) = self.f_model.predict(&self.bench.grid.points)?;
-        let (mu_g, sd_g) = self.g_model.predict(&self.bench.grid.points)?;
+        let (mu_f, sd_f) = self.f_model.predict_grid(&self.bench.grid)?;
+        let (mu_g, sd_g) = self.g_model.predict_grid(&self.bench.grid)?;
         self.conf = Confidence::new(&mu_f, &sd_f, &mu_g, &sd_g, self.config.beta_f, self.config.beta_g);
         Ok(())
     }

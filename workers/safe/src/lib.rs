@@ -28,6 +28,7 @@ pub mod benchmarks;
 pub mod confidence;
 pub mod episode;
 mod family;
+mod fastexp;
 pub mod grid;
 pub mod regret;
 pub mod sets;

@@ -7,8 +7,11 @@
 //! chooses its starts: Trieste's prior-screened multi-start (the reference), a warm start from
 //! the previous round's estimate only (fast), or no refit at all.
 
+use crate::grid::Grid;
 use armada_core::JobError;
 use armada_gp::{fit_map, Gp, Kernel, KernelKind, LogNormalPrior, MapConfig, Points};
+use faer::linalg::triangular_solve::solve_lower_triangular_in_place;
+use faer::{Mat, Par};
 use rand::Rng;
 
 /// Initial lengthscale and prior median (spec 2.4).
@@ -89,10 +92,75 @@ impl Surrogate {
         Ok(())
     }
 
+    fn factor(&self) -> Result<Gp, JobError> {
+        Gp::fit(self.kernel.clone(), self.config.noise_var, self.x.clone(), self.y.clone())
+            .map(|(gp, _)| gp)
+            .map_err(|e| JobError::Numerical(format!("GP factorisation: {e}")))
+    }
+
+    /// Posterior mean and standard deviation (latent, noise not added) at every candidate of
+    /// `grid`, in flat order; the same values as [`Surrogate::predict`] on `grid.points`.
+    ///
+    /// Faster on a grid (this is most of a run's time): the scaled squared distance from
+    /// observation `o` to candidate `(x_i, s_j)` is `ds2[j][o] + dx2[i][o]`, so the
+    /// per-dimension work is done once per axis value, and each covariance column is one
+    /// contiguous loop of [`fastexp::matern52`] that the compiler vectorises.
+    pub fn predict_grid(&self, grid: &Grid) -> Result<(Vec<f64>, Vec<f64>), JobError> {
+        if self.kernel.kind != KernelKind::Matern52 {
+            return self.predict(&grid.points);
+        }
+        let gp = self.factor()?;
+        let n = self.x.len();
+        let inv_l: Vec<f64> = self.kernel.lengthscales.iter().map(|l| 1.0 / l).collect();
+        let ds2: Vec<Vec<f64>> =
+            grid.s.iter().map(|s| self.x.iter().map(|z| ((s - z[0]) * inv_l[0]).powi(2)).collect()).collect();
+        let dx2: Vec<Vec<f64>> = grid
+            .x
+            .iter()
+            .map(|xi| {
+                self.x
+                    .iter()
+                    .map(|z| xi.iter().zip(&z[1..]).zip(&inv_l[1..]).map(|((a, b), il)| ((a - b) * il).powi(2)).sum())
+                    .collect()
+            })
+            .collect();
+        let l = gp.cholesky_factor();
+        let w = gp.whitened_y();
+        let variance = self.kernel.variance;
+        let n_s = grid.n_s();
+        let rows_per_block = (PREDICT_BLOCK / n_s).max(1);
+        let mut mean = Vec::with_capacity(grid.len());
+        let mut sd = Vec::with_capacity(grid.len());
+        for i0 in (0..grid.n_x()).step_by(rows_per_block) {
+            let i1 = (i0 + rows_per_block).min(grid.n_x());
+            let mut v = Mat::<f64>::zeros(n, (i1 - i0) * n_s);
+            for c in 0..v.ncols() {
+                let (a, b) = (&dx2[i0 + c / n_s], &ds2[c % n_s]);
+                let col = v.col_mut(c).try_as_col_major_mut().expect("a fresh Mat is column-major");
+                for ((k, a), b) in col.as_slice_mut().iter_mut().zip(a).zip(b) {
+                    *k = crate::fastexp::matern52(variance, a + b);
+                }
+            }
+            solve_lower_triangular_in_place(l.as_ref(), v.as_mut(), Par::Seq);
+            for c in 0..v.ncols() {
+                let (mut m, mut q) = (0.0, 0.0);
+                for (o, &voc) in v.col(c).iter().enumerate() {
+                    m += voc * w[o];
+                    q += voc * voc;
+                }
+                mean.push(m);
+                sd.push((self.kernel.variance - q).max(0.0).sqrt());
+            }
+        }
+        if mean.iter().chain(&sd).any(|v| !v.is_finite()) {
+            return Err(JobError::Numerical("non-finite GP prediction".into()));
+        }
+        Ok((mean, sd))
+    }
+
     /// Posterior mean and standard deviation (latent, noise not added) at every point.
     pub fn predict(&self, points: &Points) -> Result<(Vec<f64>, Vec<f64>), JobError> {
-        let (gp, _) = Gp::fit(self.kernel.clone(), self.config.noise_var, self.x.clone(), self.y.clone())
-            .map_err(|e| JobError::Numerical(format!("GP factorisation: {e}")))?;
+        let gp = self.factor()?;
         let dim = points.dim();
         let mut mean = Vec::with_capacity(points.len());
         let mut sd = Vec::with_capacity(points.len());
@@ -105,5 +173,26 @@ impl Surrogate {
             return Err(JobError::Numerical("non-finite GP prediction".into()));
         }
         Ok((mean, sd))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grid_prediction_equals_pointwise_prediction() {
+        let grid = Grid::new(7, &[(0.0, 2.0, 4), (-1.0, 1.0, 3)]);
+        let mut model = Surrogate::new(3, 1.5, 1e-5, RefitMode::Fixed, 0);
+        model.kernel = Kernel::matern52(1.5, vec![0.3, 0.7, 0.4]);
+        for (k, z) in [[0.1, 0.3, -0.2], [0.5, 1.9, 0.8], [0.9, 1.0, 0.0], [0.0, 0.7, 0.5]].iter().enumerate() {
+            model.observe(z, (k as f64 * 1.3).sin());
+        }
+        let (m1, s1) = model.predict_grid(&grid).unwrap();
+        let (m2, s2) = model.predict(&grid.points).unwrap();
+        assert_eq!(m1.len(), grid.len());
+        for k in 0..grid.len() {
+            assert!((m1[k] - m2[k]).abs() < 1e-12 && (s1[k] - s2[k]).abs() < 1e-9, "{k}");
+        }
     }
 }
