@@ -7,8 +7,9 @@
 //! (truncation error below 1e-17 relative), and `2^n` built from its exponent bits.
 //! It is accurate to a few ulp and, being pure arithmetic, bit-identical on every platform.
 
-const LN2_HI: f64 = 6.931_471_803_691_238_2e-1;
-const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
+/// `ln 2` split as in fdlibm: the high part has trailing zero bits, so `n * LN2_HI` is exact.
+const LN2_HI: f64 = f64::from_bits(0x3FE6_2E42_FEE0_0000);
+const LN2_LO: f64 = f64::from_bits(0x3DEA_39EF_3579_3C76);
 const LOG2_E: f64 = std::f64::consts::LOG2_E;
 /// `1.5 * 2^52`: adding it rounds to the nearest integer, read back from the low bits.
 const ROUNDER: f64 = 6_755_399_441_055_744.0;
