@@ -2,22 +2,26 @@
 //!
 //! `cargo bench -p armada-cvs --bench cvs -- [budget] [benchmark...]` (defaults: budget 100,
 //! hartmann6-12d and plant, cheap costs, variance 0.02, seed 0, the default parameters).
-//! The naive expectation builds the `N` full queries `[x^I, s_n]` and predicts each with
+//! `name=int` arguments override integer algorithm parameters; `CVS_BENCH_ALGOS=etc,proposed`
+//! restricts the algorithms. The naive expectation builds the `N` full queries `[x^I, s_n]` and predicts each with
 //! armada-gp's posterior; the factorised one is `SetExpectation` (spec §8.4). Both are timed
 //! here, on the same posterior, and their ratio printed.
 
 use std::time::Instant;
 
 use armada_core::{Episode, JobSpec, JobStreams, ParamValue, Registry};
-use armada_cvs::surrogate::{full_query, GpConfig, SetExpectation, Surrogate};
+use armada_cvs::surrogate::{full_query, GpConfig, SetCache, SetExpectation, Surrogate};
 use armada_cvs::CvsFamily;
 use armada_gp::{Gp, Kernel, Points};
 use rand::{Rng, SeedableRng};
 
-fn run(benchmark: &str, algorithm: &str, budget: f64) -> (f64, usize) {
+fn run(benchmark: &str, algorithm: &str, budget: f64, overrides: &[(String, i64)]) -> (f64, usize) {
     let registry = Registry::new(vec![Box::new(CvsFamily)]);
     let mut spec = JobSpec::new("cvs", benchmark, algorithm);
     spec.benchmark_params.insert("budget".into(), ParamValue::Float(budget));
+    for (k, v) in overrides {
+        spec.algorithm_params.insert(k.clone(), ParamValue::Int(*v));
+    }
     spec.horizon = 100_000;
     let job = registry.validate(&spec).unwrap();
     let streams = JobStreams::new(&job.spec);
@@ -48,7 +52,9 @@ fn expectation_ratio(n: usize, n_mc: usize) {
     let points: Vec<f64> = (0..20 * 6).map(|_| rng.random()).collect();
     let post = s.posterior();
     let t0 = Instant::now();
-    let mut e = SetExpectation::new(&post, &ctrl, &samples, n_mc);
+    let mut cache = SetCache::new(d, &ctrl, n_mc, n_mc);
+    cache.update(&post, &samples);
+    let mut e = SetExpectation::new(&post, &ctrl, &cache);
     let (mut mu, mut sd) = (vec![0.0; 20], vec![0.0; 20]);
     e.moments_many(&points, &mut mu, &mut sd);
     let fact = t0.elapsed().as_secs_f64();
@@ -70,16 +76,26 @@ fn expectation_ratio(n: usize, n_mc: usize) {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
+    let all: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
+    // `name=int` arguments override integer algorithm parameters (e.g. n_sigma=64).
+    let overrides: Vec<(String, i64)> = all
+        .iter()
+        .filter_map(|a| a.split_once('=').and_then(|(k, v)| v.parse().ok().map(|v| (k.to_string(), v))))
+        .collect();
+    let only: Vec<String> = std::env::var("CVS_BENCH_ALGOS").map(|v| v.split(',').map(String::from).collect()).unwrap_or_default();
+    let args: Vec<String> = all.into_iter().filter(|a| !a.contains('=')).collect();
     let budget: f64 = args.first().and_then(|a| a.parse().ok()).unwrap_or(100.0);
     let benches: Vec<String> =
         if args.len() > 1 { args[1..].to_vec() } else { vec!["hartmann6-12d".into(), "plant".into()] };
-    for (n, n_mc) in [(100, 1024), (400, 1024)] {
+    for (n, n_mc) in [(100, 1024), (400, 1024), (400, 64)] {
         expectation_ratio(n, n_mc);
     }
     for b in &benches {
         for algo in ["ucb-psq", "ts-psq", "etc", "proposed"] {
-            let (secs, plays) = run(b, algo, budget);
+            if !only.is_empty() && !only.iter().any(|o| o == algo) {
+                continue;
+            }
+            let (secs, plays) = run(b, algo, budget, &overrides);
             println!("{b:>14} {algo:>9} budget {budget}: {secs:8.2} s/run, {plays} plays, {:.4} s/play", secs / plays as f64);
         }
     }

@@ -11,19 +11,18 @@ use armada_core::StreamRng;
 use armada_gp::RandomFourierFeatures;
 
 use crate::maximize::{maximize, uniform_points, MaximizeConfig, Maximum};
-use crate::surrogate::{Posterior, SetExpectation};
+use crate::surrogate::{Posterior, SetCache, SetExpectation};
 
 /// Maximise `E_hat[mu + beta sigma]` over set `ctrl` for each `beta`, sharing the warm-up.
 pub fn optimise_set(
     post: &Posterior,
     ctrl: &[usize],
-    samples: &[f64],
-    n_sigma: usize,
+    cache: &SetCache,
     betas: &[f64],
     config: MaximizeConfig,
     rng: &mut StreamRng,
 ) -> Vec<Maximum> {
-    let mut e = SetExpectation::new(post, ctrl, samples, n_sigma);
+    let mut e = SetExpectation::new(post, ctrl, cache);
     let dim = e.dim();
     let warm = uniform_points(rng, config.n_warmup.max(1), dim);
     let n_warm = config.n_warmup.max(1);

@@ -11,7 +11,7 @@ use armada_core::{Episode, JobError, JobStreams, MetricDef, MetricKind, StreamRn
 
 use crate::algorithms::{Algorithm, Choice, Context, Phase, PlayStats};
 use crate::problem::{Problem, N_INIT};
-use crate::surrogate::{full_query, GpConfig, Surrogate};
+use crate::surrogate::{full_query, GpConfig, SetCache, Surrogate};
 
 /// Quality-regret tolerance of the `quality_regret` metric (spec §1.2, §5.3 optional extra).
 pub const METRIC_ALPHA: f64 = 0.1;
@@ -67,7 +67,7 @@ pub struct CvsEpisode {
     algorithm: Box<dyn Algorithm>,
     surrogate: Surrogate,
     samples: Vec<f64>,
-    n_sigma: usize,
+    caches: Vec<SetCache>,
     stats: PlayStats,
     init_rng: StreamRng,
     inputs_rng: StreamRng,
@@ -95,6 +95,7 @@ impl CvsEpisode {
         let mut mc_rng = streams.env("mc-samples");
         let samples: Vec<f64> = (0..mc.n_mc).flat_map(|_| problem.draw_inputs(&mut mc_rng)).collect();
         let surrogate = Surrogate::new(GpConfig::default(), problem.dim);
+        let caches = problem.sets.iter().map(|c| SetCache::new(problem.dim, c, mc.n_mc, mc.n_sigma)).collect();
         Self {
             stats: PlayStats::new(problem.n_sets()),
             problem,
@@ -102,7 +103,7 @@ impl CvsEpisode {
             algorithm,
             surrogate,
             samples,
-            n_sigma: mc.n_sigma,
+            caches,
             init_rng: streams.env("initial-design"),
             inputs_rng: streams.env("random-inputs"),
             noise_rng: streams.env("observation-noise"),
@@ -173,12 +174,15 @@ impl Episode for CvsEpisode {
             return Ok(self.padding_row());
         }
         let post = self.surrogate.posterior();
+        for cache in &mut self.caches {
+            cache.update(&post, &self.samples);
+        }
         let (_, observed_y) = self.surrogate.data();
         let mut ctx = Context {
             problem: &self.problem,
             post: &post,
             samples: &self.samples,
-            n_sigma: self.n_sigma,
+            caches: &self.caches,
             observed_y,
             gp_noise_var: self.surrogate.config().noise_var,
             stats: &self.stats,

@@ -229,7 +229,7 @@ impl Family for CvsFamily {
                 format!("airfoil has f* only for variance 0.02 or 0.04, got {variance}"),
             ));
         }
-        if !(variance < 1.0 / 12.0) {
+        if variance >= 1.0 / 12.0 {
             return Err(SpecError::new("benchmark_params.variance", "must be below 1/12 (the uniform's variance)"));
         }
         let a = &spec.algorithm_params;

@@ -114,6 +114,7 @@ pub struct SetExpectation<'p> {
     post: &'p Posterior,
     ctrl: Vec<usize>,
     /// `B` for the samples that enter `E[sigma]`, `n x n_sigma` (one column per sample).
+    /// Copied from the [`SetCache`] so that the solves read contiguous columns.
     b: Mat<f64>,
     /// `s2 alpha_a bbar_a`, with `bbar` the mean of `B` over all MC samples.
     mean_weights: Vec<f64>,
@@ -126,34 +127,61 @@ pub struct SetExpectation<'p> {
 /// Number of (point, sample) columns solved at once when evaluating many points.
 const COLUMNS_PER_SOLVE: usize = 1024;
 
-impl<'p> SetExpectation<'p> {
-    /// Precompute `B` for control set `ctrl` from the MC samples `samples` (`n_mc x dim`
-    /// row-major); `E[mu]` uses all of them, `E[sigma]` the first `n_sigma`.
-    /// A full control set ignores the samples.
-    pub fn new(post: &'p Posterior, ctrl: &[usize], samples: &[f64], n_sigma: usize) -> Self {
+/// `B` of one control set, grown by one row per observation (the MC samples and the set are
+/// fixed for a run, so old rows never change): row sums over all MC samples and the entries of
+/// the samples that enter `E[sigma]`.
+#[derive(Clone, Debug, Default)]
+pub struct SetCache {
+    random: Vec<usize>,
+    n_mc: usize,
+    n_sigma: usize,
+    /// `sum_n B_na` for every data point `a`.
+    bsum: Vec<f64>,
+    /// `B_sa` for the first `n_sigma` samples, row-major by data point (`n x n_sigma`).
+    b: Vec<f64>,
+}
+
+impl SetCache {
+    /// An empty cache for control set `ctrl` in `dim` dimensions, with `n_mc` MC samples of
+    /// which the first `n_sigma` enter `E[sigma]`. A full set uses one "sample" with `B = 1`.
+    pub fn new(dim: usize, ctrl: &[usize], n_mc: usize, n_sigma: usize) -> Self {
+        let random: Vec<usize> = (0..dim).filter(|l| !ctrl.contains(l)).collect();
+        let (n_mc, n_sigma) = if random.is_empty() { (1, 1) } else { (n_mc, n_sigma.clamp(1, n_mc)) };
+        Self { random, n_mc, n_sigma, bsum: Vec::new(), b: Vec::new() }
+    }
+
+    /// Add the rows of the data points the cache has not seen; `samples` is `n_mc x dim`.
+    pub fn update(&mut self, post: &Posterior, samples: &[f64]) {
         let d = post.dim;
-        let n = post.n;
-        let random: Vec<usize> = (0..d).filter(|l| !ctrl.contains(l)).collect();
-        let n_mc = if random.is_empty() { 1 } else { samples.len() / d };
-        let n_sigma = if random.is_empty() { 1 } else { n_sigma.clamp(1, n_mc) };
-        let mut bbar = vec![0.0; n];
-        let mut b = Mat::zeros(n, n_sigma);
-        for s in 0..n_mc {
-            for a in 0..n {
-                let xa = post.xa(a);
+        for a in self.bsum.len()..post.n {
+            let xa = post.xa(a);
+            let mut sum = 0.0;
+            for s in 0..self.n_mc {
                 let mut r2 = 0.0;
-                for &l in &random {
+                for &l in &self.random {
                     let diff = samples[s * d + l] - xa[l];
                     r2 += diff * diff * post.inv_ls2[l];
                 }
                 let bsa = (-0.5 * r2).exp();
-                bbar[a] += bsa;
-                if s < n_sigma {
-                    b[(a, s)] = bsa;
+                sum += bsa;
+                if s < self.n_sigma {
+                    self.b.push(bsa);
                 }
             }
+            self.bsum.push(sum);
         }
-        let mean_weights = (0..n).map(|a| post.s2 * post.alpha[a] * bbar[a] / n_mc as f64).collect();
+    }
+}
+
+impl<'p> SetExpectation<'p> {
+    /// The expectation of control set `ctrl` under `post`, from a cache that has seen every
+    /// data point of `post`.
+    pub fn new(post: &'p Posterior, ctrl: &[usize], cache: &SetCache) -> Self {
+        let n = post.n;
+        assert_eq!(cache.bsum.len(), n, "SetCache::update must see every data point first");
+        let ns = cache.n_sigma;
+        let b = Mat::from_fn(n, ns, |a, s| cache.b[a * ns + s]);
+        let mean_weights = (0..n).map(|a| post.s2 * post.alpha[a] * cache.bsum[a] / cache.n_mc as f64).collect();
         Self {
             post,
             ctrl: ctrl.to_vec(),
@@ -190,6 +218,7 @@ impl<'p> SetExpectation<'p> {
         mu
     }
 
+    #[allow(clippy::needless_range_loop)] // index loops mirror the column layout
     /// `(E[mu], E[sigma])` at many points (`n_points x dim` row-major), solving up to
     /// [`COLUMNS_PER_SOLVE`] (point, sample) columns per triangular solve.
     pub fn moments_many(&mut self, points: &[f64], mu: &mut [f64], sigma: &mut [f64]) {
@@ -225,6 +254,7 @@ impl<'p> SetExpectation<'p> {
         }
     }
 
+    #[allow(clippy::needless_range_loop)] // index loops mirror the formulas
     /// `(E[mu], E[sigma])` at `xc` with their gradients w.r.t. the controlled coordinates.
     pub fn moments_grad(&mut self, xc: &[f64], dmu: &mut [f64], dsigma: &mut [f64]) -> (f64, f64) {
         let n = self.post.n;
@@ -324,7 +354,9 @@ mod tests {
         let samples: Vec<f64> = (0..64 * d).map(|_| rng.random()).collect();
         for ctrl in [vec![0, 3], vec![1, 2, 4], vec![0, 1, 2, 3, 4]] {
             for n_sigma in [64, 16] {
-                let mut e = SetExpectation::new(&post, &ctrl, &samples, n_sigma);
+                let mut cache = SetCache::new(d, &ctrl, 64, n_sigma);
+                cache.update(&post, &samples);
+                let mut e = SetExpectation::new(&post, &ctrl, &cache);
                 let xc: Vec<f64> = (0..ctrl.len()).map(|_| rng.random()).collect();
                 let (mut dm, mut ds) = (vec![0.0; ctrl.len()], vec![0.0; ctrl.len()]);
                 let (mu, sd) = e.moments_grad(&xc, &mut dm, &mut ds);
@@ -340,6 +372,22 @@ mod tests {
     }
 
     #[test]
+    fn incremental_cache_equals_a_fresh_one() {
+        let d = 4;
+        let mut s = toy(d, 10, 5);
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(6);
+        let samples: Vec<f64> = (0..16 * d).map(|_| rng.random()).collect();
+        let mut grown = SetCache::new(d, &[0, 2], 16, 8);
+        grown.update(&s.posterior(), &samples);
+        s.add(&[0.1, 0.2, 0.3, 0.4], 0.5).unwrap();
+        let post = s.posterior();
+        grown.update(&post, &samples);
+        let mut fresh = SetCache::new(d, &[0, 2], 16, 8);
+        fresh.update(&post, &samples);
+        assert_eq!((grown.bsum, grown.b), (fresh.bsum, fresh.b));
+    }
+
+    #[test]
     fn gradients_match_central_differences() {
         let d = 4;
         let s = toy(d, 25, 3);
@@ -347,7 +395,9 @@ mod tests {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(4);
         let samples: Vec<f64> = (0..32 * d).map(|_| rng.random()).collect();
         for ctrl in [vec![1, 3], vec![0, 1, 2, 3]] {
-            let mut e = SetExpectation::new(&post, &ctrl, &samples, 32);
+            let mut cache = SetCache::new(d, &ctrl, 32, 32);
+            cache.update(&post, &samples);
+            let mut e = SetExpectation::new(&post, &ctrl, &cache);
             let xc: Vec<f64> = (0..ctrl.len()).map(|_| rng.random()).collect();
             let k = ctrl.len();
             let (mut dm, mut ds) = (vec![0.0; k], vec![0.0; k]);

@@ -11,7 +11,7 @@ use armada_core::{JobError, StreamRng};
 
 use crate::maximize::{MaximizeConfig, Maximum};
 use crate::problem::Problem;
-use crate::surrogate::Posterior;
+use crate::surrogate::{Posterior, SetCache};
 
 /// What every algorithm sees in one iteration.
 pub struct Context<'a> {
@@ -19,8 +19,8 @@ pub struct Context<'a> {
     pub post: &'a Posterior,
     /// The run's fixed MC sample set `S` (`n_mc x dim` row-major, spec §2.3).
     pub samples: &'a [f64],
-    /// Number of samples of `S` that enter `E_hat[sigma]`.
-    pub n_sigma: usize,
+    /// Per-set caches of the kernel factor over the random part, up to date with `post`.
+    pub caches: &'a [SetCache],
     /// Observed outputs so far, the initial design included.
     pub observed_y: &'a [f64],
     /// The surrogate's noise variance `lambda`.
@@ -122,8 +122,7 @@ pub fn set_bounds(
     let mut out = crate::acquisition::optimise_set(
         ctx.post,
         &ctx.problem.sets[set],
-        ctx.samples,
-        ctx.n_sigma,
+        &ctx.caches[set],
         &betas,
         search.for_set(ctx.problem, set),
         ctx.rng,

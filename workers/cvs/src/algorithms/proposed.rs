@@ -135,8 +135,8 @@ impl Proposed {
         let u: Vec<f64> = bounds.iter().map(|b| b.0.value).collect();
         let m_l = bounds.iter().map(|b| b.1.value).fold(f64::NEG_INFINITY, f64::max);
         self.lcb_bar = self.lcb_bar.max(m_l);
-        for j in 0..m {
-            self.ucb_bar[j] = self.ucb_bar[j].min(u[j]);
+        for (bar, &uj) in self.ucb_bar.iter_mut().zip(&u) {
+            *bar = bar.min(uj);
         }
         let shift = match cfg.shift {
             Shift::Worst => ctx.problem.objective.worst_value(),
@@ -189,7 +189,7 @@ impl Proposed {
                 problem: ctx.problem,
                 post: &stale,
                 samples: ctx.samples,
-                n_sigma: ctx.n_sigma,
+                caches: ctx.caches,
                 observed_y: ctx.observed_y,
                 gp_noise_var: ctx.gp_noise_var,
                 stats: ctx.stats,

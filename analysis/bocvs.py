@@ -1,0 +1,226 @@
+#!/usr/bin/env python3
+"""Figures 1 and 2 of the BO-uCVS paper (Hoang, Nguyen & Tran, AAAI 2025) from armada results.
+
+    python analysis/bocvs.py results/bocvs-fig1 [--out DIR]
+
+Reads the trajectory shards results/<sweep>/trajectories/*.parquet (family `cvs`), keeps the
+rows that played (`played == 1`), and aggregates on a common cost axis exactly as the reference
+plotting code (spec section 5.3): per (setting, algorithm) the axis is the sorted union of every
+run's cumulative costs; each run's value at an axis point is its value after its last play that
+cost at most that much (forward fill), its first play's value before that; mean and standard
+error std(ddof=0)/sqrt(n) over seeds; axis points above the budget are dropped. If the sweep
+directory holds `cost_summary.parquet` (columns benchmark, cost_set, variance, algorithm label,
+metric, cost, mean, se) it is used instead.
+
+Figure 1: simple regret against cost spent (log y), one panel per (objective, cost set,
+variance). Figure 2: number of evaluations against cost spent. It also prints, per setting and
+algorithm: final simple regret, evaluations at budget, seconds per run, and the mechanics the
+spec's section 6 expects (full-set plays, ETC plays per group, the proposed method's
+exploration and exploitation counts). It prints the path of every file it writes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import polars as pl  # noqa: E402
+
+OBJECTIVES = ["hartmann6-12d", "ackley6-12d", "levy6-12d", "plant", "airfoil"]
+TITLES = {
+    "hartmann6-12d": "Hartmann-6 (12-D)",
+    "ackley6-12d": "Ackley-6 (12-D)",
+    "levy6-12d": "Levy-6 (12-D)",
+    "plant": "Plant",
+    "airfoil": "Airfoil",
+}
+SETTINGS = [("cheap", 0.02), ("cheap", 0.04), ("moderate", 0.02), ("moderate", 0.04)]
+COLORS = {
+    "Proposed": "tab:red",
+    "Proposed (code)": "tab:pink",
+    "UCB-PSQ": "tab:blue",
+    "TS-PSQ": "tab:green",
+    "UCB-CVS": "tab:purple",
+}
+CLAMP = 1e-6
+
+
+def param(text: pl.Expr, name: str) -> pl.Expr:
+    """One value out of the canonical parameter text, e.g. {budget=100.0,cost_set="cheap",...}."""
+    return text.str.extract(name + r'=("?)([^,}"]+)', 2)
+
+
+def label(algorithm: str, params: str) -> str:
+    if algorithm == "proposed":
+        return "Proposed (code)" if 'mode="code"' in params else "Proposed"
+    if algorithm == "etc":
+        m = re.search(r"plays_per_group=(\d+)", params)
+        return f"ETC-{m.group(1) if m else '?'}"
+    return {"ucb-psq": "UCB-PSQ", "ts-psq": "TS-PSQ", "ucb-cvs": "UCB-CVS"}.get(algorithm, algorithm)
+
+
+def load(sweep: Path) -> pl.DataFrame:
+    shards = sweep / "trajectories"
+    if not shards.is_dir():
+        sys.exit(f"no trajectories in {sweep}")
+    df = pl.read_parquet(shards / "*.parquet")
+    df = df.with_columns(
+        param(pl.col("benchmark_params"), "cost_set").alias("cost_set"),
+        param(pl.col("benchmark_params"), "variance").cast(pl.Float64).alias("variance"),
+        param(pl.col("benchmark_params"), "budget").cast(pl.Float64).alias("budget"),
+    )
+    labels = {
+        (a, p): label(a, p) for a, p in df.select("algorithm", "algorithm_params").unique().iter_rows()
+    }
+    return df.with_columns(
+        pl.struct("algorithm", "algorithm_params")
+        .map_elements(lambda s: labels[(s["algorithm"], s["algorithm_params"])], return_dtype=pl.String)
+        .alias("label")
+    )
+
+
+def cost_axis_curve(runs: list[tuple[np.ndarray, np.ndarray]], budget: float):
+    """Spec 5.3: common axis (union of cumulative costs), forward fill, mean and SE over runs."""
+    axis = np.unique(np.concatenate([c for c, _ in runs]))
+    axis = axis[axis <= budget]
+    if axis.size == 0:
+        return axis, axis, axis
+    values = []
+    for cost, val in runs:
+        idx = np.searchsorted(cost, axis, side="right") - 1
+        values.append(np.where(idx >= 0, val[np.clip(idx, 0, None)], val[0]))
+    v = np.vstack(values)
+    return axis, v.mean(0), v.std(0) / np.sqrt(v.shape[0])
+
+
+def curves(df: pl.DataFrame, metric: str) -> dict:
+    out = {}
+    played = df.filter(pl.col("played") == 1).sort("job_key", "step")
+    for (bench, cost_set, var, lab), g in played.group_by(
+        "benchmark", "cost_set", "variance", "label", maintain_order=True
+    ):
+        budget = g["budget"][0]
+        runs = [
+            (r["cum_cost"].to_numpy(), r[metric].to_numpy().astype(float))
+            for _, r in g.group_by("job_key", maintain_order=True)
+        ]
+        out[(bench, cost_set, var, lab)] = (cost_axis_curve(runs, budget), len(runs))
+    return out
+
+
+def from_summary(path: Path, metric: str) -> dict:
+    s = pl.read_parquet(path).filter(pl.col("metric") == metric)
+    out = {}
+    for (bench, cost_set, var, lab), g in s.group_by("benchmark", "cost_set", "variance", "label"):
+        g = g.sort("cost")
+        out[(bench, cost_set, var, lab)] = ((g["cost"].to_numpy(), g["mean"].to_numpy(), g["se"].to_numpy()), None)
+    return out
+
+
+def figure(data: dict, metric: str, ylabel: str, log: bool, out: Path) -> Path | None:
+    objectives = [o for o in OBJECTIVES if any(k[0] == o for k in data)]
+    if not objectives:
+        return None
+    fig, axes = plt.subplots(
+        len(objectives), len(SETTINGS), figsize=(4 * len(SETTINGS), 3.2 * len(objectives)), squeeze=False
+    )
+    for r, obj in enumerate(objectives):
+        for c, (cost_set, var) in enumerate(SETTINGS):
+            ax = axes[r][c]
+            for (bench, cs, v, lab), ((x, m, se), _) in sorted(data.items()):
+                if bench != obj or cs != cost_set or abs(v - var) > 1e-12 or x.size == 0:
+                    continue
+                color = COLORS.get(lab, "tab:orange" if lab.startswith("ETC") else None)
+                if log:
+                    m, lo, hi = np.maximum(m, CLAMP), np.maximum(m - se, CLAMP), np.maximum(m + se, CLAMP)
+                else:
+                    lo, hi = m - se, m + se
+                ax.step(x, m, where="post", label=lab, color=color)
+                ax.fill_between(x, lo, hi, step="post", alpha=0.2, color=color)
+            if log:
+                ax.set_yscale("log")
+            ax.set_title(f"{TITLES[obj]}, {cost_set}, var {var}", fontsize=9)
+            ax.set_xlabel("cost spent")
+            if c == 0:
+                ax.set_ylabel(ylabel)
+            if r == 0 and c == 0:
+                ax.legend(fontsize=7)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
+
+
+def table(df: pl.DataFrame) -> None:
+    """Per setting and algorithm: final simple regret, evaluations at budget, seconds per run,
+    and the mechanics of spec section 6."""
+    per_run = (
+        df.group_by("job_key", "benchmark", "cost_set", "variance", "label")
+        .agg(
+            (pl.col("elapsed_ms").sum() / 1000).alias("seconds"),
+            pl.col("simple_regret").filter(pl.col("played") == 1).last().alias("final_sr"),
+            pl.col("n_evals").max().alias("evals"),
+            pl.col("cum_cost").max().alias("spent"),
+            (pl.col("played") == 1).sum().alias("plays"),
+            ((pl.col("phase") == 1) & (pl.col("played") == 1)).sum().alias("explore"),
+            ((pl.col("phase") == 2) & (pl.col("played") == 1)).sum().alias("exploit"),
+            ((pl.col("set") == 7) & (pl.col("played") == 1)).sum().alias("set7"),
+            ((pl.col("set") == 5) & (pl.col("played") == 1)).sum().alias("set5"),
+            ((pl.col("set") == 6) & (pl.col("played") == 1)).sum().alias("set6"),
+            *[((pl.col("etc_group") == g) & (pl.col("played") == 1)).sum().alias(f"g{g}") for g in (1, 2, 3)],
+        )
+    )
+    summary = (
+        per_run.group_by("benchmark", "cost_set", "variance", "label")
+        .agg(
+            pl.len().alias("runs"),
+            pl.col("final_sr").mean().alias("sr"),
+            (pl.col("final_sr").std(ddof=0) / pl.len().sqrt()).alias("sr_se"),
+            pl.col("evals").mean(),
+            pl.col("spent").mean(),
+            pl.col("seconds").mean(),
+            pl.col("explore").mean(),
+            pl.col("exploit").mean(),
+            pl.col("set5").mean(),
+            pl.col("set6").mean(),
+            pl.col("set7").mean(),
+            pl.col("g1").mean(),
+            pl.col("g2").mean(),
+            pl.col("g3").mean(),
+        )
+        .sort("benchmark", "cost_set", "variance", "label")
+    )
+    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=250, float_precision=3):
+        print(summary)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("sweep", type=Path)
+    ap.add_argument("--out", type=Path, default=None, help="output directory (default: analysis/figures)")
+    args = ap.parse_args()
+    out = args.out or Path(__file__).resolve().parent / "figures"
+    df = load(args.sweep)
+    summary = args.sweep / "cost_summary.parquet"
+    name = args.sweep.name
+    for metric, ylabel, log, fig in (
+        ("simple_regret", "simple regret", True, "fig1"),
+        ("n_evals", "number of evaluations", False, "fig2"),
+    ):
+        data = from_summary(summary, metric) if summary.exists() else curves(df, metric)
+        path = figure(data, metric, ylabel, log, out / f"{name}-{fig}.png")
+        if path:
+            print(path)
+    table(df)
+
+
+if __name__ == "__main__":
+    main()
