@@ -3,7 +3,7 @@
 specs/safe_mono.md section 5.5) from armada results.
 
     python analysis/safe.py results/safe-fig2 results/safe-fig4 results/safe-fig5 results/safe-fig6 \
-        [--out DIR] [--seed 0]
+        [--out DIR] [--seed 0] [--trace-bin PATH]
 
 Reads the trajectory shards results/<sweep>/trajectories/*.parquet (family `safe`) of every
 directory given, pools them, and
@@ -15,8 +15,11 @@ directory given, pools them, and
   - fig1.png: actions of M-SafeOpt Case 1 (row 1) and Case 2 (row 2) for one seed (--seed)
     over the true f contours (columns 1, 3) and g contours (columns 2, 4) of the clinical trial
     and the synthetic 2-D problem; red: the true safe boundary g = h; magenta (f panels): the
-    true per-x optimum s_*(x); colour: round. The discovered boundary and s_hat(x) of the
-    final posterior are not logged per x, so they are not drawn.
+    true per-x optimum s_*(x); colour: round. With --trace-bin (the armada-safe `trace`
+    example, e.g. target/release/examples/trace after `cargo build --release -p armada-safe
+    --example trace`) the run is replayed bit-for-bit to draw the discovered boundary
+    s_t(x) of the final posterior (blue, g panels) and, for Case 2, its s_hat(x) (cyan, f
+    panels); the replay's actions are checked against the shard's.
   - fig2.png: R_t/t (Case 1 vs baselines), R'_t/t and R^X_t/t (Case 2 vs baselines) on the
     clinical trial (top) and synthetic 2-D (bottom); lines: running means (mean ± std
     shaded), markers: instantaneous values every 2nd round (mean ± std bars).
@@ -33,8 +36,11 @@ It prints the path of every file it writes.
 from __future__ import annotations
 
 import argparse
+import io
 import math
+import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -303,10 +309,38 @@ def branin_fg(s: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 TRUE_FUNCTIONS = {"clinical": (clinical_fg, (0.0, 2.0), 0.9), "synthetic-2d": (branin_fg, (0.0, 1.0), 2.0)}
 
 
-def action_panels(axes, df: pl.DataFrame, bench: str, alg: str, seed: int) -> None:
+def replay_final(trace_bin: Path, run: pl.DataFrame) -> pl.DataFrame | None:
+    """The final posterior's boundary and s_hat per x-row, from replaying the run with the
+    `trace` example (same parameters, seed and sweep seed give the same trajectory)."""
+    r = run.row(0, named=True)
+    args = [str(trace_bin), r["benchmark"], r["algorithm"], str(r["horizon"]), str(r["seed"]),
+            f"sweep_seed={r['sweep_seed']}"]
+    for text in (r["benchmark_params"], r["algorithm_params"]):
+        args += [f"{k}={v}" for k, v in re.findall(r'(\w+)=("[^"]*"|[^,}]+)', text)]
+    try:
+        csv = subprocess.run(args, env={**os.environ, "SAFE_TRACE": "csv"}, capture_output=True, text=True,
+                             check=True).stdout
+        replay = pl.read_csv(io.StringIO(csv), infer_schema_length=0).with_columns(pl.all().cast(pl.Float64))
+        shard = run.sort("step")
+        if not np.array_equal(replay.filter(pl.col("step") > 0)["grid_index"].to_numpy(),
+                              shard["grid_index"].to_numpy().astype(float)):
+            print(f"warning: the replay of {r['job_key']} chose other actions than its shard; not drawn", file=sys.stderr)
+            return None
+        final = subprocess.run(args, env={**os.environ, "SAFE_TRACE": "final"}, capture_output=True, text=True,
+                               check=True).stdout
+        return pl.read_csv(io.StringIO(final))
+    except (OSError, subprocess.CalledProcessError, pl.exceptions.PolarsError) as e:
+        print(f"warning: replay with {trace_bin} failed: {e}", file=sys.stderr)
+        return None
+
+
+def action_panels(axes, df: pl.DataFrame, bench: str, alg: str, seed: int, trace_bin: Path | None) -> None:
     fg, (x_lo, x_hi), h_default = TRUE_FUNCTIONS[bench]
     run = df.filter((pl.col("benchmark") == bench) & (pl.col("algorithm") == alg) & (pl.col("seed") == seed)
-                    & (pl.col("step") > 0)).sort("step")
+                    & (pl.col("step") > 0)).sort("job_key", "step")
+    if run.height:
+        # One job (the same cell can come from two sweeps with different benchmark parameters).
+        run = run.filter(pl.col("job_key") == run["job_key"][0])
     params = parse_params(run["benchmark_params"][0]) if run.height else {}
     h = float(params.get("h", h_default))
     n = int(params.get("grid", 200))
@@ -315,12 +349,17 @@ def action_panels(axes, df: pl.DataFrame, bench: str, alg: str, seed: int) -> No
     F, G = fg(S, X)
     f_safe = np.where(G <= h, F, -np.inf)
     s_star = s_grid[np.argmax(f_safe, axis=0)]
+    final = replay_final(trace_bin, run) if trace_bin is not None and run.height else None
     for ax, Z, name in [(axes[0], F, "f"), (axes[1], G, "g")]:
         cs = ax.contourf(X, S, Z, levels=20, cmap="viridis", alpha=0.85)
         plt.colorbar(cs, ax=ax, fraction=0.046)
         ax.contour(X, S, G, levels=[h], colors="red", linewidths=1.5)
         if name == "f" and alg in ("msafeopt-case2",):
             ax.plot(x_grid, s_star, color="magenta", lw=1.2, ls="--")
+            if final is not None:
+                ax.plot(final["x1"].to_numpy(), final["s_hat"].to_numpy(), color="cyan", lw=1.2)
+        if name == "g" and final is not None:
+            ax.plot(final["x1"].to_numpy(), final["boundary_s"].to_numpy(), color="blue", lw=1.4)
         if run.height:
             sc = ax.scatter(run["x1"].to_numpy(), run["s"].to_numpy(), c=run["step"].to_numpy(), cmap="autumn",
                             s=14, edgecolors="black", linewidths=0.4, zorder=3)
@@ -334,7 +373,8 @@ def action_panels(axes, df: pl.DataFrame, bench: str, alg: str, seed: int) -> No
     return None
 
 
-def action_figure(df: pl.DataFrame, out: Path, algs: list[str], name: str, file_name: str, seed: int) -> Path | None:
+def action_figure(df: pl.DataFrame, out: Path, algs: list[str], name: str, file_name: str, seed: int,
+                  trace_bin: Path | None) -> Path | None:
     base = nominal(df)
     benches = [b for b in TRUE_FUNCTIONS if b in set(base["benchmark"])]
     if not benches or not any(a in set(base["algorithm"]) for a in algs):
@@ -343,9 +383,10 @@ def action_figure(df: pl.DataFrame, out: Path, algs: list[str], name: str, file_
                              squeeze=False)
     for r, alg in enumerate(algs):
         for c, bench in enumerate(benches):
-            action_panels(axes[r][2 * c:2 * c + 2], base, bench, alg, seed)
+            action_panels(axes[r][2 * c:2 * c + 2], base, bench, alg, seed, trace_bin)
+    replayed = "; blue = discovered boundary, cyan = discovered s_hat(x)" if trace_bin else ""
     fig.suptitle(f"{name}: actions of seed {seed} (colour = round; red = true boundary g = h; "
-                 "magenta = true s*(x); white x = unsafe)", fontsize=10)
+                 f"magenta = true s*(x); white x = unsafe{replayed})", fontsize=10)
     return save(fig, out, file_name)
 
 
@@ -357,6 +398,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("sweep_dirs", nargs="+", type=Path, help="results/<sweep> directories with trajectories/")
     ap.add_argument("--out", type=Path, help="where the PNG files go (default: the first sweep's figures/)")
     ap.add_argument("--seed", type=int, default=0, help="the seed whose actions Figures 1 and 3 show")
+    ap.add_argument("--trace-bin", type=Path, help="armada-safe's `trace` example binary, to draw discovered boundaries")
     args = ap.parse_args(argv)
     df = load(args.sweep_dirs)
     if df.height == 0:
@@ -367,9 +409,9 @@ def main(argv: list[str]) -> int:
     print_tables(df)
     base = nominal(df)
     written = [
-        action_figure(df, out, ["msafeopt-case1", "msafeopt-case2"], "Figure 1", "fig1.png", args.seed),
+        action_figure(df, out, ["msafeopt-case1", "msafeopt-case2"], "Figure 1", "fig1.png", args.seed, args.trace_bin),
         figure2(base, out),
-        action_figure(df, out, BASELINES, "Figure 3", "fig3.png", args.seed),
+        action_figure(df, out, BASELINES, "Figure 3", "fig3.png", args.seed, args.trace_bin),
         figure4(df, out),
         figure5(base, out),
         figure6(base, out),
