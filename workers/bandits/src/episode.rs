@@ -162,6 +162,21 @@ impl TunedLoop {
         tuning: &mut dyn RngCore,
         noise: &mut dyn RngCore,
     ) -> Round {
+        let arm = self.choose(bandit, env, tuner, algorithm, tuning);
+        self.complete(arm, bandit, env, tuner, algorithm, tuning, noise)
+    }
+
+    /// The first half of [`TunedLoop::play`]: the round's hyperparameters, contexts and arm. The
+    /// bandit has not yet seen the round, so a caller may ask it what other hyperparameters would
+    /// pick (the Lipschitz check of spec §3.4 A.2) before [`TunedLoop::complete`].
+    pub fn choose(
+        &mut self,
+        bandit: &mut dyn BottomBandit,
+        env: &mut dyn Environment,
+        tuner: &mut dyn Tuner,
+        algorithm: &mut dyn RngCore,
+        tuning: &mut dyn RngCore,
+    ) -> usize {
         let (round, plan) = (self.round, self.plan);
         let tuned = round >= plan.random_phase;
         if !tuned {
@@ -170,8 +185,27 @@ impl TunedLoop {
             tuner.propose(bandit, round, &mut self.hp, tuning);
         }
         let contexts = env.next_round();
-        let arm =
-            if tuned { bandit.choose(contexts, &self.hp, algorithm) } else { random_arm(contexts.n_arms(), algorithm) };
+        if tuned {
+            bandit.choose(contexts, &self.hp, algorithm)
+        } else {
+            random_arm(contexts.n_arms(), algorithm)
+        }
+    }
+
+    /// The second half of [`TunedLoop::play`]: the reward of `arm`, the updates, the tuner's feedback.
+    #[allow(clippy::too_many_arguments)]
+    pub fn complete(
+        &mut self,
+        arm: usize,
+        bandit: &mut dyn BottomBandit,
+        env: &mut dyn Environment,
+        tuner: &mut dyn Tuner,
+        algorithm: &mut dyn RngCore,
+        tuning: &mut dyn RngCore,
+        noise: &mut dyn RngCore,
+    ) -> Round {
+        let (round, plan) = (self.round, self.plan);
+        let tuned = round >= plan.random_phase;
         let y = env.sample_reward(arm, noise);
         let expected = env.expected_reward(arm);
         self.regret += env.regret(arm);

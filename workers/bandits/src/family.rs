@@ -42,6 +42,22 @@ const REWARDS: ParamDef = ParamDef {
     doc: "reward model; `paper`: linear for linucb/lints, logistic otherwise (spec 4.1)",
 };
 
+/// The grid-search environment, also the Lipschitz check's ([`crate::lipschitz_check`]).
+pub(crate) const UNIT_BALL: ComponentDef = ComponentDef {
+    name: "unit-ball",
+    doc: "the grid-search environment of spec 3.4 (A.1): theta* and features uniform in the unit ball",
+    params: &[
+        BOTTOM,
+        REWARDS,
+        ParamDef { name: "dim", kind: ParamKind::Int { min: 1, max: 1000, default: 10 }, doc: "context dimension d" },
+        ParamDef {
+            name: "arms",
+            kind: ParamKind::Int { min: 2, max: 100_000, default: 120 },
+            doc: "arms per round K (60 or 120 in Table 3)",
+        },
+    ],
+};
+
 const BENCHMARKS: [ComponentDef; 4] = [
     ComponentDef {
         name: "synthetic",
@@ -84,24 +100,7 @@ const BENCHMARKS: [ComponentDef; 4] = [
             },
         ],
     },
-    ComponentDef {
-        name: "unit-ball",
-        doc: "the grid-search environment of spec 3.4 (A.1): theta* and features uniform in the unit ball",
-        params: &[
-            BOTTOM,
-            REWARDS,
-            ParamDef {
-                name: "dim",
-                kind: ParamKind::Int { min: 1, max: 1000, default: 10 },
-                doc: "context dimension d",
-            },
-            ParamDef {
-                name: "arms",
-                kind: ParamKind::Int { min: 2, max: 100_000, default: 120 },
-                doc: "arms per round K (60 or 120 in Table 3)",
-            },
-        ],
-    },
+    UNIT_BALL,
     ComponentDef {
         name: "yahoo-standin",
         doc: "a seeded stand-in for Yahoo! R6A (spec 3.3): 6-d article features, pools of 20, Bernoulli(CTR) clicks",
@@ -204,7 +203,7 @@ pub const METRICS: [MetricDef; 7] = [
     },
 ];
 
-fn bottom_of(params: &Params) -> Result<Algorithm, JobError> {
+pub(crate) fn bottom_of(params: &Params) -> Result<Algorithm, JobError> {
     let name = params.str("bottom")?;
     BOTTOM_NAMES
         .iter()
@@ -248,7 +247,7 @@ fn linear_rewards(bp: &Params, bottom: Algorithm) -> Result<bool, JobError> {
 }
 
 /// The benchmark's environment for one repetition, drawn from the environment stream.
-fn environment(
+pub(crate) fn environment(
     benchmark: &str,
     bp: &Params,
     bottom: Algorithm,

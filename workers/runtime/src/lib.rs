@@ -21,6 +21,7 @@ pub fn registry() -> Registry {
         Box::new(armada_lse::LseFamily),
         Box::new(armada_bandits::BanditsFamily),
         Box::new(armada_bandits::LipschitzFamily),
+        Box::new(armada_bandits::LipschitzCheckFamily),
         Box::new(testkit::TestkitFamily),
     ])
 }
