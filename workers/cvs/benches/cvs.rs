@@ -82,7 +82,8 @@ fn main() {
         .iter()
         .filter_map(|a| a.split_once('=').and_then(|(k, v)| v.parse().ok().map(|v| (k.to_string(), v))))
         .collect();
-    let only: Vec<String> = std::env::var("CVS_BENCH_ALGOS").map(|v| v.split(',').map(String::from).collect()).unwrap_or_default();
+    let only: Vec<String> =
+        std::env::var("CVS_BENCH_ALGOS").map(|v| v.split(',').map(String::from).collect()).unwrap_or_default();
     let args: Vec<String> = all.into_iter().filter(|a| !a.contains('=')).collect();
     let budget: f64 = args.first().and_then(|a| a.parse().ok()).unwrap_or(100.0);
     let benches: Vec<String> =
@@ -96,7 +97,10 @@ fn main() {
                 continue;
             }
             let (secs, plays) = run(b, algo, budget, &overrides);
-            println!("{b:>14} {algo:>9} budget {budget}: {secs:8.2} s/run, {plays} plays, {:.4} s/play", secs / plays as f64);
+            println!(
+                "{b:>14} {algo:>9} budget {budget}: {secs:8.2} s/run, {plays} plays, {:.4} s/play",
+                secs / plays as f64
+            );
         }
     }
 }

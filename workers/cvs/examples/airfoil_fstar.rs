@@ -37,7 +37,12 @@ fn main() {
                 };
                 let r = minimize(f, x0, Some(&[(0.0, 1.0), (0.0, 1.0)]), &Default::default()).unwrap();
                 let v = (-r.f).max(*v0);
-                eprintln!("variance {variance} set I_{} start {x0:?} grid {v0:.6} -> {:.10} at {:?}", set + 1, -r.f, r.x);
+                eprintln!(
+                    "variance {variance} set I_{} start {x0:?} grid {v0:.6} -> {:.10} at {:?}",
+                    set + 1,
+                    -r.f,
+                    r.x
+                );
                 if v > best.0 {
                     best = (v, set, if -r.f >= *v0 { r.x.clone() } else { x0.to_vec() });
                 }

@@ -31,12 +31,22 @@ const fn choice(
 }
 
 const BENCH_PARAMS: &[ParamDef] = &[
-    choice("cost_set", &["cheap", "moderate", "expensive", "code-4", "code-5"], "cheap", "mean costs of the 7 sets (spec 4.7)"),
+    choice(
+        "cost_set",
+        &["cheap", "moderate", "expensive", "code-4", "code-5"],
+        "cheap",
+        "mean costs of the 7 sets (spec 4.7)",
+    ),
     float("variance", 0.005, 0.08, 0.02, "variance of every truncated-normal input after truncation (spec 2.5)"),
     float("budget", 0.01, 100_000.0, 100.0, "budget C in cost units"),
     choice("cost_noise", &["paper", "code", "none"], "paper", "realised-cost rule (spec 4.7)"),
     float("noise_std", 0.0, 10.0, 0.01, "observation noise std (CODE-uCVS: 0)"),
-    choice("budget_rule", &["overshoot", "strict"], "overshoot", "last play may overshoot C, or stop if it would (spec 2.7)"),
+    choice(
+        "budget_rule",
+        &["overshoot", "strict"],
+        "overshoot",
+        "last play may overshoot C, or stop if it would (spec 2.7)",
+    ),
 ];
 
 const BENCHMARKS: [ComponentDef; 5] = [
@@ -73,13 +83,28 @@ const ALGORITHMS: [ComponentDef; 5] = [
         params: common_params!(
             2000,
             2,
-            choice("mode", &["paper", "code"], "paper", "paper: Algorithm 1 as in spec 3.2; code: Fsoft-AIC/BO-uCVS (spec 3.3)"),
+            choice(
+                "mode",
+                &["paper", "code"],
+                "paper",
+                "paper: Algorithm 1 as in spec 3.2; code: Fsoft-AIC/BO-uCVS (spec 3.3)"
+            ),
             BETA,
             float("alpha0", 0.0, 0.99, 0.1, "initial tolerance alpha (paper mode)"),
             float("explore_fraction", 0.0, 1.0, 0.6, "exploration budget fraction rho"),
-            choice("lcb_mode", &["every_step", "every_round"], "every_step", "when lcb_bar is updated during exploration"),
+            choice(
+                "lcb_mode",
+                &["every_step", "every_round"],
+                "every_step",
+                "when lcb_bar is updated during exploration"
+            ),
             choice("shift", &["worst", "zero", "min-observed"], "worst", "threshold shift (spec 3.2.1)"),
-            choice("alpha_schedule", &["repeated", "once"], "repeated", "halve alpha every d exploitation plays, or once"),
+            choice(
+                "alpha_schedule",
+                &["repeated", "once"],
+                "repeated",
+                "halve alpha every d exploitation plays, or once"
+            ),
             choice("cost_log", &["iteration", "projected"], "iteration", "T in sqrt(2 ln T / T_i): ln t or ln T_hat"),
             int("t_cap", 0, 1_000_000, 450, "code mode: iteration from which sets are random (0 = never)"),
         ),
@@ -98,7 +123,12 @@ const ALGORITHMS: [ComponentDef; 5] = [
             5,
             BETA,
             int("plays_per_group", 0, 1_000_000, 50, "plays per group (ETC-50)"),
-            choice("groups", &["size", "tay", "code"], "size", "size: equal number of variables (paper); tay/code: the reference codes' lists"),
+            choice(
+                "groups",
+                &["size", "tay", "code"],
+                "size",
+                "size: equal number of variables (paper); tay/code: the reference codes' lists"
+            ),
         ),
     },
     ComponentDef {
@@ -175,12 +205,9 @@ fn algorithm(name: &str, p: &Params, problem: &Problem) -> Result<Box<dyn Algori
             let grouping = Grouping::by_name(p.str("groups")?).ok_or_else(|| bad("groups"))?;
             Box::new(Etc::new(p.float("beta")?, grouping.groups(problem), usize_param(p, "plays_per_group")?, search))
         }
-        "ucb-cvs" => Box::new(UcbCvs {
-            beta: p.float("beta")?,
-            eps0: p.float("eps0")?,
-            eps_cut: p.float("eps_cut")?,
-            search,
-        }),
+        "ucb-cvs" => {
+            Box::new(UcbCvs { beta: p.float("beta")?, eps0: p.float("eps0")?, eps_cut: p.float("eps_cut")?, search })
+        }
         other => return Err(JobError::Invalid(format!("unknown cvs algorithm `{other}`"))),
     })
 }

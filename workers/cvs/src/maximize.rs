@@ -37,14 +37,7 @@ pub struct Maximum {
 /// `g(x, grad)` returns the value and writes the gradient. A restart replaces the incumbent only
 /// if L-BFGS reports convergence and its value is at least the incumbent's (as SciPy's
 /// `success` test in the reference code).
-pub fn maximize<R, G>(
-    rng: &mut R,
-    dim: usize,
-    warmup: &[f64],
-    warm_values: &[f64],
-    n_iter: usize,
-    mut g: G,
-) -> Maximum
+pub fn maximize<R, G>(rng: &mut R, dim: usize, warmup: &[f64], warm_values: &[f64], n_iter: usize, mut g: G) -> Maximum
 where
     R: Rng + ?Sized,
     G: FnMut(&[f64], &mut [f64]) -> f64,

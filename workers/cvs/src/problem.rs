@@ -27,10 +27,15 @@ pub enum Objective {
     Airfoil,
 }
 
-const SETS_12D: &[&[usize]] =
-    &[&[0, 1, 2], &[3, 4, 5], &[6, 7, 8], &[9, 10, 11], &[0, 1, 2, 3, 4, 5], &[6, 7, 8, 9, 10, 11], &[
-        0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
-    ]];
+const SETS_12D: &[&[usize]] = &[
+    &[0, 1, 2],
+    &[3, 4, 5],
+    &[6, 7, 8],
+    &[9, 10, 11],
+    &[0, 1, 2, 3, 4, 5],
+    &[6, 7, 8, 9, 10, 11],
+    &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11],
+];
 const SETS_PLANT: &[&[usize]] = &[&[0, 1], &[2, 3], &[3, 4], &[0, 1, 2], &[1, 2, 3], &[2, 3, 4], &[0, 1, 2, 3, 4]];
 const SETS_AIRFOIL: &[&[usize]] = &[&[3, 4], &[1, 4], &[0, 3], &[1, 2], &[2, 4], &[0, 1], &[2, 3]];
 
@@ -282,6 +287,9 @@ mod tests {
         let f6 = p.expected_value(5, &[0.3; 6]);
         assert!((f6 - 0.4642).abs() < 4.0 * 0.006, "{f6}");
         assert_eq!(p.full_set(), Some(6));
-        assert_eq!(Problem::new(Objective::Airfoil, "cheap", CostNoise::Paper, 0.03, 100.0, 0.01).err().map(|_| ()), Some(()));
+        assert_eq!(
+            Problem::new(Objective::Airfoil, "cheap", CostNoise::Paper, 0.03, 100.0, 0.01).err().map(|_| ()),
+            Some(())
+        );
     }
 }

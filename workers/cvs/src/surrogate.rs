@@ -182,15 +182,7 @@ impl<'p> SetExpectation<'p> {
         let ns = cache.n_sigma;
         let b = Mat::from_fn(n, ns, |a, s| cache.b[a * ns + s]);
         let mean_weights = (0..n).map(|a| post.s2 * post.alpha[a] * cache.bsum[a] / cache.n_mc as f64).collect();
-        Self {
-            post,
-            ctrl: ctrl.to_vec(),
-            b,
-            mean_weights,
-            a: vec![0.0; n],
-            kc: Mat::zeros(0, 0),
-            v: Mat::zeros(0, 0),
-        }
+        Self { post, ctrl: ctrl.to_vec(), b, mean_weights, a: vec![0.0; n], kc: Mat::zeros(0, 0), v: Mat::zeros(0, 0) }
     }
 
     /// Number of controlled coordinates (the dimension of the search box).
@@ -361,7 +353,8 @@ mod tests {
                 let (mut dm, mut ds) = (vec![0.0; ctrl.len()], vec![0.0; ctrl.len()]);
                 let (mu, sd) = e.moments_grad(&xc, &mut dm, &mut ds);
                 let full = ctrl.len() == d;
-                let (bm, bs) = brute(&s, &ctrl, &xc, if full { &samples[..d] } else { &samples }, if full { 1 } else { n_sigma });
+                let (bm, bs) =
+                    brute(&s, &ctrl, &xc, if full { &samples[..d] } else { &samples }, if full { 1 } else { n_sigma });
                 assert!((mu - bm).abs() < 1e-9, "{ctrl:?}: mu {mu} vs {bm}");
                 assert!((sd - bs).abs() < 1e-9, "{ctrl:?}: sigma {sd} vs {bs}");
                 let (mut m2, mut s2) = ([0.0], [0.0]);

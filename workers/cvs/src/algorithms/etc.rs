@@ -33,14 +33,10 @@ impl Grouping {
             Self::Tay => vec![vec![0, 1, 2], vec![3, 4, 5]],
             Self::Code => vec![vec![4, 0, 1, 2], vec![5, 3, 6]],
             Self::Size => {
-                let mut sizes: Vec<usize> =
-                    problem.sets.iter().map(|s| s.len()).filter(|&k| k < problem.dim).collect();
+                let mut sizes: Vec<usize> = problem.sets.iter().map(|s| s.len()).filter(|&k| k < problem.dim).collect();
                 sizes.sort_unstable();
                 sizes.dedup();
-                sizes
-                    .iter()
-                    .map(|&k| (0..problem.n_sets()).filter(|&j| problem.sets[j].len() == k).collect())
-                    .collect()
+                sizes.iter().map(|&k| (0..problem.n_sets()).filter(|&j| problem.sets[j].len() == k).collect()).collect()
             }
         }
     }

@@ -279,12 +279,7 @@ mod tests {
     fn cost_lcb_ties_at_zero_are_broken_by_the_upper_bound() {
         // Gotcha 8: after few plays the radius sqrt(2 ln t / T_j) exceeds the cost differences,
         // so cheap sets tie at 0 and the best U_j among them is chosen.
-        let stats = PlayStats {
-            t: 30,
-            counts: vec![10, 10, 10],
-            cost_sums: vec![0.1, 2.0, 10.0],
-            spent: 12.1,
-        };
+        let stats = PlayStats { t: 30, counts: vec![10, 10, 10], cost_sums: vec![0.1, 2.0, 10.0], spent: 12.1 };
         let log_t = (31.0f64).ln();
         let lcb = clipped_cost_lcb(&stats, log_t);
         let radius = (2.0 * log_t / 10.0).sqrt(); // 0.8287

@@ -24,7 +24,9 @@ impl Algorithm for UcbCvs {
         let mut pick: Option<usize> = None;
         for j in (0..m).filter(|&j| maxima[j].value + eps >= g) {
             pick = match pick {
-                Some(c) if costs[j] > costs[c] || (costs[j] == costs[c] && maxima[j].value <= maxima[c].value) => Some(c),
+                Some(c) if costs[j] > costs[c] || (costs[j] == costs[c] && maxima[j].value <= maxima[c].value) => {
+                    Some(c)
+                }
                 _ => Some(j),
             };
         }
