@@ -149,7 +149,8 @@ impl Family for SafeFamily {
         &["regret_avg", "regret2_avg", "regretx_avg", "violations_cum"]
     }
 
-    /// Refuses grids too large to tabulate and a multi-start with nothing to start from.
+    /// Refuses grids too large to tabulate, a threshold under which the seed column s = 0 is
+    /// unsafe (assumption 3), and a multi-start with nothing to start from.
     fn check(&self, spec: &JobSpec) -> Result<(), SpecError> {
         let n =
             spec.benchmark_params.int("grid").map_err(|e| SpecError::new("benchmark_params.grid", e.to_string()))?;
@@ -161,6 +162,13 @@ impl Family for SafeFamily {
                 format!("{n} points per axis make {points} candidates; at most {MAX_GRID_POINTS} are allowed"),
             ));
         }
+        Benchmark::check_seed_column(&spec.benchmark, &spec.benchmark_params).map_err(|e| {
+            let message = match e {
+                JobError::Invalid(m) => m,
+                other => other.to_string(),
+            };
+            SpecError::new("benchmark_params.h", message)
+        })?;
         let draws = spec.algorithm_params.int("restarts_per_param").unwrap_or(10);
         let refit = spec.algorithm_params.str("refit").unwrap_or("multistart");
         if draws == 0 && refit == "multistart" {

@@ -114,6 +114,12 @@ fn bad_parameter_combinations_are_refused_naming_the_field() {
     assert_eq!(r.validate(&s).unwrap_err().field_path, "algorithm_params.restarts_per_param");
     s.algorithm_params.insert("refit".into(), ParamValue::Str("warm".into()));
     assert!(r.validate(&s).is_ok());
+    // Clinical g(0, 2) = 0.8808: h = 0.88 makes a seed action unsafe; the default 0.9 does not.
+    let mut s = spec("clinical", "predvar", 20, 5, 0);
+    s.benchmark_params.insert("h".into(), ParamValue::Float(0.88));
+    let e = r.validate(&s).unwrap_err();
+    assert_eq!(e.field_path, "benchmark_params.h", "{e}");
+    assert!(e.message.contains("0.8807"), "{e}");
     let mut s = spec("clinical", "msafeopt-case2", 20, 5, 0);
     s.algorithm_params.insert("elimination".into(), ParamValue::Str("progressive".into()));
     assert_eq!(r.validate(&s).unwrap_err().field_path, "algorithm_params.elimination");

@@ -46,47 +46,77 @@ pub struct Benchmark {
 }
 
 impl Benchmark {
-    /// Tabulates `eval` on a grid of `n_s` s-values times `x_axes`.
-    #[allow(clippy::too_many_arguments)]
-    fn tabulate(
-        name: &'static str,
-        n_s: usize,
-        x_axes: &[(f64, f64, usize)],
-        eval: fn(f64, &[f64]) -> (f64, f64),
-        h: f64,
-        (l_f, l_g): (f64, f64),
-        (noise_var, gp_noise_var): (f64, f64),
-        v0: f64,
-    ) -> Self {
-        let grid = Grid::new(n_s, x_axes);
-        let (f, g) = grid.points.iter().map(|z| eval(z[0], &z[1..])).unzip();
-        let x_box = x_axes.iter().map(|&(lo, hi, _)| (lo, hi)).collect();
-        Benchmark { name, grid, f, g, h, l_f, l_g, noise_var, gp_noise_var, v0, x_box, fstar_override: None, eval }
-    }
-
     /// Builds a benchmark from its validated parameters.
     pub fn from_params(name: &str, p: &Params) -> Result<Self, JobError> {
-        let n = p.int("grid")? as usize;
+        let def = Definition::of(name, p)?;
+        let grid = Grid::new(def.n, &def.x_axes);
+        let (f, g) = grid.points.iter().map(|z| (def.eval)(z[0], &z[1..])).unzip();
+        let fstar_override =
+            (name == "synthetic-3d" && p.str("fstar")? == "continuous").then_some(hartmann::CONTINUOUS_MAX);
+        Ok(Benchmark {
+            name: def.name,
+            grid,
+            f,
+            g,
+            h: p.float("h")?,
+            l_f: p.float("l_f")?,
+            l_g: p.float("l_g")?,
+            noise_var: def.noise_var,
+            gp_noise_var: def.gp_noise_var,
+            v0: p.float("v0")?,
+            x_box: def.x_axes.iter().map(|&(lo, hi, _)| (lo, hi)).collect(),
+            fstar_override,
+            eval: def.eval,
+        })
+    }
+
+    /// Checks assumption 3 (spec 1.2) before any work: every seed action `(0, x)` of the
+    /// x-grid is safe under the chosen threshold. Returns the largest `g(0, x)` otherwise.
+    pub fn check_seed_column(name: &str, p: &Params) -> Result<(), JobError> {
+        let def = Definition::of(name, p)?;
         let h = p.float("h")?;
-        let growth = (p.float("l_f")?, p.float("l_g")?);
-        let v0 = p.float("v0")?;
+        let x = Grid::new(1, &def.x_axes).x;
+        let worst = x.iter().map(|xi| (def.eval)(0.0, xi).1).fold(f64::NEG_INFINITY, f64::max);
+        if worst > h {
+            return Err(JobError::Invalid(format!(
+                "the seed column s = 0 must be safe (assumption 3), but max g(0, x) = {worst} > h = {h}"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// What a benchmark is before tabulation: its functions, x-axes and noise.
+struct Definition {
+    name: &'static str,
+    n: usize,
+    x_axes: Vec<(f64, f64, usize)>,
+    eval: fn(f64, &[f64]) -> (f64, f64),
+    /// Observation noise variance.
+    noise_var: f64,
+    /// The GP's fixed likelihood variance (spec 2.4: 1e-5 for the noiseless benchmarks).
+    gp_noise_var: f64,
+}
+
+impl Definition {
+    fn of(name: &str, p: &Params) -> Result<Self, JobError> {
+        let n = p.int("grid")? as usize;
+        let noiseless = |name, x_axes, eval| Definition { name, n, x_axes, eval, noise_var: 0.0, gp_noise_var: 1e-5 };
         Ok(match name {
-            "clinical" => Self::tabulate("clinical", n, &[(0.0, 2.0, n)], clinical::eval, h, growth, (0.0, 1e-5), v0),
-            "synthetic-2d" => {
-                Self::tabulate("synthetic-2d", n, &[(0.0, 1.0, n)], branin::eval, h, growth, (0.0, 1e-5), v0)
-            }
-            "synthetic-3d" => {
-                let axes = [(0.0, 1.0, n), (0.0, 1.0, n)];
-                let mut b = Self::tabulate("synthetic-3d", n, &axes, hartmann::eval, h, growth, (0.0, 1e-5), v0);
-                if p.str("fstar")? == "continuous" {
-                    b.fstar_override = Some(hartmann::CONTINUOUS_MAX);
-                }
-                b
-            }
+            "clinical" => noiseless("clinical", vec![(0.0, 2.0, n)], clinical::eval as fn(f64, &[f64]) -> (f64, f64)),
+            "synthetic-2d" => noiseless("synthetic-2d", vec![(0.0, 1.0, n)], branin::eval),
+            "synthetic-3d" => noiseless("synthetic-3d", vec![(0.0, 1.0, n), (0.0, 1.0, n)], hartmann::eval),
             "pendulum" => {
                 let noise = p.float("noise_var")?;
                 let (lo, hi) = pendulum::X_RANGE;
-                Self::tabulate("pendulum", n, &[(lo, hi, n)], pendulum::eval, h, growth, (noise, noise), v0)
+                Definition {
+                    name: "pendulum",
+                    n,
+                    x_axes: vec![(lo, hi, n)],
+                    eval: pendulum::eval,
+                    noise_var: noise,
+                    gp_noise_var: noise,
+                }
             }
             other => return Err(JobError::Invalid(format!("unknown safe benchmark `{other}`"))),
         })
