@@ -66,6 +66,7 @@ metrics! {
     "f_variance" Float "fitted kernel variance of f after the round",
     "g_variance" Float "fitted kernel variance of g after the round",
     "dx_fallbacks_cum" Float "rounds where elimination emptied D_X and the previous D_X was kept",
+    "refit_evals" Float "MAP objective evaluations spent refitting f and g after the round (the cost of a refit)",
 }
 
 /// Running sums of the regrets and counters.
@@ -197,8 +198,7 @@ impl SafeEpisode {
 
         let z = self.bench.grid.points.row(k).to_vec();
         self.observe(&z, f_k, g_k);
-        self.f_model.refit(&mut self.refit_f)?;
-        self.g_model.refit(&mut self.refit_g)?;
+        let refit_evals = self.f_model.refit(&mut self.refit_f)? + self.g_model.refit(&mut self.refit_g)?;
         self.update_posterior()?;
         let post = self.round_sets();
         let rx_post = self.reference.worst_x(&self.bench.f, self.config.algorithm.estimates(&post));
@@ -236,6 +236,7 @@ impl SafeEpisode {
             kf.variance,
             kg.variance,
             f64::from(tot.fallbacks),
+            refit_evals as f64,
         ])
     }
 }

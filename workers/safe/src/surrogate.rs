@@ -77,11 +77,12 @@ impl Surrogate {
         (&self.x, &self.y)
     }
 
-    /// Refits the hyperparameters by MAP according to the mode.
-    pub fn refit<R: Rng + ?Sized>(&mut self, rng: &mut R) -> Result<(), JobError> {
+    /// Refits the hyperparameters by MAP according to the mode; returns the number of
+    /// objective evaluations spent (screen + L-BFGS).
+    pub fn refit<R: Rng + ?Sized>(&mut self, rng: &mut R) -> Result<usize, JobError> {
         let mut config = self.config.clone();
         match self.mode {
-            RefitMode::Fixed => return Ok(()),
+            RefitMode::Fixed => return Ok(0),
             RefitMode::Warm if self.n_fits > 0 => config.n_prior_draws_per_param = 0,
             RefitMode::Warm | RefitMode::Multistart => {}
         }
@@ -89,7 +90,7 @@ impl Surrogate {
             .map_err(|e| JobError::Numerical(format!("MAP refit: {e}")))?;
         self.kernel = fit.kernel;
         self.n_fits += 1;
-        Ok(())
+        Ok(fit.n_evals)
     }
 
     fn factor(&self) -> Result<Gp, JobError> {

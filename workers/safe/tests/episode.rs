@@ -168,3 +168,54 @@ fn the_posterior_interpolates_noiseless_data_and_reverts_to_the_prior_far_away()
     assert!(sd[0] < 1e-3 && sd[1] < 1e-3);
     assert!(mu[2].abs() < 1e-12 && (sd[2] - 2f64.sqrt()).abs() < 1e-12);
 }
+
+/// Every rule on every benchmark, with every switch: per-step invariants of the recorded
+/// sets (spec 3.11: s = 0 is always certified, Case 2 keeps every row, M-SafeOpt's expanders
+/// and maximisers come from surviving rows, one per row) and of the counters.
+#[test]
+fn set_sizes_and_counters_obey_their_invariants_for_every_rule_and_benchmark() {
+    let variants: [(&str, &[(&str, ParamValue)]); 9] = [
+        ("msafeopt-case1", &[]),
+        ("msafeopt-case1", &[("elimination", ParamValue::Str("progressive".into()))]),
+        ("msafeopt-case1", &[("refined_acquisition", ParamValue::Bool(true)), ("l_scale", ParamValue::Float(0.1))]),
+        ("msafeopt-case2", &[("refit", ParamValue::Str("warm".into()))]),
+        ("msafeopt-case3a", &[]),
+        ("msafeopt-case3b", &[("refit", ParamValue::Str("fixed".into()))]),
+        ("safeopt-mc", &[]),
+        ("predvar", &[]),
+        ("msafeopt-case1", &[("beta_f", ParamValue::Float(1.0)), ("beta_g", ParamValue::Float(5.0))]),
+    ];
+    for bench in ["clinical", "synthetic-2d", "synthetic-3d", "pendulum"] {
+        let grid = if bench == "synthetic-3d" { 6 } else { 12 };
+        for (alg, params) in variants {
+            let mut s = spec(bench, alg, grid, 4, 1);
+            for (k, v) in params {
+                s.algorithm_params.insert(k.to_string(), v.clone());
+            }
+            let rows = run(&s);
+            let n_x = (grid as usize).pow(if bench == "synthetic-3d" { 2 } else { 1 }) as f64;
+            let mut violations = 0.0;
+            for (t, row) in rows.iter().enumerate().skip(1) {
+                let v = |name: &str| row[col(name)];
+                let what = format!("{bench}/{alg} {params:?} step {t}");
+                assert!(v("certified") >= n_x, "{what}: the s = 0 column is always certified");
+                assert!(v("active_x") >= 1.0 && v("active_x") <= n_x, "{what}");
+                if alg.starts_with("msafeopt") {
+                    assert!(v("expanders") <= v("active_x"), "{what}: one expander per surviving row at most");
+                }
+                if matches!(alg, "msafeopt-case1" | "msafeopt-case2") {
+                    assert_eq!(v("maximisers"), v("active_x"), "{what}: one maximiser per surviving row");
+                }
+                if alg == "msafeopt-case2" {
+                    assert_eq!(v("active_x"), n_x, "{what}");
+                }
+                assert!(v("violations_cum") >= violations && v("violations_cum") <= t as f64, "{what}");
+                violations = v("violations_cum");
+                assert!((v("regret_cum") / t as f64 - v("regret_avg")).abs() < 1e-12, "{what}");
+                assert!(v("acquisition").is_finite() && v("acquisition") >= 0.0, "{what}");
+                assert!((0.0..=1.0).contains(&v("s")), "{what}");
+                assert_eq!(v("refit_evals") == 0.0, alg == "msafeopt-case3b", "{what}: only `fixed` skips refits");
+            }
+        }
+    }
+}
