@@ -2,7 +2,7 @@
 //!
 //! `cargo bench -p armada-cvs --bench cvs -- [budget] [benchmark...]` (defaults: budget 100,
 //! hartmann6-12d and plant, cheap costs, variance 0.02, seed 0, the default parameters).
-//! `name=int` arguments override integer algorithm parameters; `CVS_BENCH_ALGOS=etc,proposed`
+//! `name=value` arguments override algorithm parameters (integers or strings); `CVS_BENCH_ALGOS=etc,proposed`
 //! restricts the algorithms. The naive expectation builds the `N` full queries `[x^I, s_n]` and predicts each with
 //! armada-gp's posterior; the factorised one is `SetExpectation` (spec §8.4). Both are timed
 //! here, on the same posterior, and their ratio printed.
@@ -15,12 +15,12 @@ use armada_cvs::CvsFamily;
 use armada_gp::{Gp, Kernel, Points};
 use rand::{Rng, SeedableRng};
 
-fn run(benchmark: &str, algorithm: &str, budget: f64, overrides: &[(String, i64)]) -> (f64, usize) {
+fn run(benchmark: &str, algorithm: &str, budget: f64, overrides: &[(String, ParamValue)]) -> (f64, usize) {
     let registry = Registry::new(vec![Box::new(CvsFamily)]);
     let mut spec = JobSpec::new("cvs", benchmark, algorithm);
     spec.benchmark_params.insert("budget".into(), ParamValue::Float(budget));
     for (k, v) in overrides {
-        spec.algorithm_params.insert(k.clone(), ParamValue::Int(*v));
+        spec.algorithm_params.insert(k.clone(), v.clone());
     }
     spec.horizon = 100_000;
     let job = registry.validate(&spec).unwrap();
@@ -77,10 +77,14 @@ fn expectation_ratio(n: usize, n_mc: usize) {
 
 fn main() {
     let all: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
-    // `name=int` arguments override integer algorithm parameters (e.g. n_sigma=64).
-    let overrides: Vec<(String, i64)> = all
+    // `name=value` arguments override algorithm parameters (e.g. n_sigma=64, sigma_mode=rms).
+    let overrides: Vec<(String, ParamValue)> = all
         .iter()
-        .filter_map(|a| a.split_once('=').and_then(|(k, v)| v.parse().ok().map(|v| (k.to_string(), v))))
+        .filter_map(|a| a.split_once('='))
+        .map(|(k, v)| {
+            let value = v.parse().map(ParamValue::Int).unwrap_or_else(|_| ParamValue::Str(v.to_string()));
+            (k.to_string(), value)
+        })
         .collect();
     let only: Vec<String> =
         std::env::var("CVS_BENCH_ALGOS").map(|v| v.split(',').map(String::from).collect()).unwrap_or_default();

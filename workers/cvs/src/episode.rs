@@ -11,7 +11,7 @@ use armada_core::{Episode, JobError, JobStreams, MetricDef, MetricKind, StreamRn
 
 use crate::algorithms::{Algorithm, Choice, Context, Phase, PlayStats};
 use crate::problem::{Problem, N_INIT};
-use crate::surrogate::{full_query, GpConfig, SetCache, Surrogate};
+use crate::surrogate::{full_query, GpConfig, SetCache, SigmaMode, Surrogate};
 
 /// Quality-regret tolerance of the `quality_regret` metric (spec §1.2, §5.3 optional extra).
 pub const METRIC_ALPHA: f64 = 0.1;
@@ -59,6 +59,7 @@ pub struct McConfig {
     pub n_mc: usize,
     /// Samples (the first of the `N`) for `E_hat[sigma]`.
     pub n_sigma: usize,
+    pub sigma_mode: SigmaMode,
 }
 
 pub struct CvsEpisode {
@@ -68,6 +69,7 @@ pub struct CvsEpisode {
     surrogate: Surrogate,
     samples: Vec<f64>,
     caches: Vec<SetCache>,
+    sigma_mode: SigmaMode,
     stats: PlayStats,
     init_rng: StreamRng,
     inputs_rng: StreamRng,
@@ -95,7 +97,7 @@ impl CvsEpisode {
         let mut mc_rng = streams.env("mc-samples");
         let samples: Vec<f64> = (0..mc.n_mc).flat_map(|_| problem.draw_inputs(&mut mc_rng)).collect();
         let surrogate = Surrogate::new(GpConfig::default(), problem.dim);
-        let caches = problem.sets.iter().map(|c| SetCache::new(problem.dim, c, mc.n_mc, mc.n_sigma)).collect();
+        let caches = problem.sets.iter().map(|c| SetCache::with_mode(problem.dim, c, mc.n_mc, mc.n_sigma, mc.sigma_mode)).collect();
         Self {
             stats: PlayStats::new(problem.n_sets()),
             problem,
@@ -104,6 +106,7 @@ impl CvsEpisode {
             surrogate,
             samples,
             caches,
+            sigma_mode: mc.sigma_mode,
             init_rng: streams.env("initial-design"),
             inputs_rng: streams.env("random-inputs"),
             noise_rng: streams.env("observation-noise"),
@@ -173,7 +176,10 @@ impl Episode for CvsEpisode {
             self.done = true;
             return Ok(self.padding_row());
         }
-        let post = self.surrogate.posterior();
+        let mut post = self.surrogate.posterior();
+        if self.sigma_mode == SigmaMode::Rms {
+            post = post.with_inverse();
+        }
         for cache in &mut self.caches {
             cache.update(&post, &self.samples);
         }

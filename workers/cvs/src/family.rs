@@ -14,6 +14,7 @@ use crate::algorithms::{Algorithm, SearchConfig};
 use crate::episode::{BudgetRule, CvsEpisode, McConfig, METRICS};
 use crate::maximize::MaximizeConfig;
 use crate::problem::{CostNoise, Objective, Problem};
+use crate::surrogate::SigmaMode;
 
 const fn float(name: &'static str, min: f64, max: f64, default: f64, doc: &'static str) -> ParamDef {
     ParamDef { name, kind: ParamKind::Float { min, max, default }, doc }
@@ -66,6 +67,7 @@ macro_rules! common_params {
         &[
             int("n_mc", 1, 100_000, 1024, "MC samples N of the fixed set S (spec 2.3; CODE-uCVS 1500)"),
             int("n_sigma", 1, 100_000, 1024, "samples of S (the first ones) averaged in E[sigma]; < n_mc is a documented reduction"),
+            choice("sigma_mode", &["per-sample", "rms"], "per-sample", "E[sigma] as the mean of per-sample sigmas (spec), or sqrt(E[sigma^2]) (fast, not the spec's)"),
             int("n_warmup_full", 1, 1_000_000, $warm_full, "warm-up points when maximising over a full set (spec 2.4)"),
             int("n_warmup_partial", 1, 1_000_000, 100, "warm-up points when maximising over a partial set"),
             int("n_iter", 1, 100, $n_iter, "L-BFGS starts: n_iter - 1 random plus the best warm-up point"),
@@ -217,7 +219,8 @@ pub fn episode(spec: &JobSpec, streams: &JobStreams) -> Result<CvsEpisode, JobEr
     let (problem, rule) = problem(spec)?;
     let p = &spec.algorithm_params;
     let algo = algorithm(&spec.algorithm, p, &problem)?;
-    let mc = McConfig { n_mc: usize_param(p, "n_mc")?, n_sigma: usize_param(p, "n_sigma")? };
+    let sigma_mode = if p.str("sigma_mode")? == "rms" { SigmaMode::Rms } else { SigmaMode::PerSample };
+    let mc = McConfig { n_mc: usize_param(p, "n_mc")?, n_sigma: usize_param(p, "n_sigma")?, sigma_mode };
     Ok(CvsEpisode::new(problem, rule, algo, mc, streams))
 }
 

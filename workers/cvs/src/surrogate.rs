@@ -83,6 +83,7 @@ impl Surrogate {
             alpha: (0..n).map(|i| alpha[(i, 0)]).collect(),
             s2: self.config.outputscale,
             inv_ls2,
+            kinv: None,
         }
     }
 }
@@ -100,9 +101,21 @@ pub struct Posterior {
     pub alpha: Vec<f64>,
     pub s2: f64,
     pub inv_ls2: Vec<f64>,
+    /// `(K + lambda I)^{-1}`, only for [`SigmaMode::Rms`] (see [`Posterior::with_inverse`]).
+    pub kinv: Option<Mat<f64>>,
 }
 
 impl Posterior {
+    /// Adds `(K + lambda I)^{-1} = L^{-T} L^{-1}` (O(n^3), once per iteration).
+    pub fn with_inverse(mut self) -> Self {
+        let mut linv = Mat::<f64>::identity(self.n, self.n);
+        solve_lower_triangular_in_place(self.l.as_ref(), linv.as_mut(), Par::Seq);
+        let mut kinv = Mat::zeros(self.n, self.n);
+        faer::linalg::matmul::matmul(kinv.as_mut(), faer::Accum::Replace, linv.transpose(), linv.as_ref(), 1.0, Par::Seq);
+        self.kinv = Some(kinv);
+        self
+    }
+
     fn xa(&self, a: usize) -> &[f64] {
         &self.x[a * self.dim..(a + 1) * self.dim]
     }
@@ -118,6 +131,8 @@ pub struct SetExpectation<'p> {
     b: Mat<f64>,
     /// `s2 alpha_a bbar_a`, with `bbar` the mean of `B` over all MC samples.
     mean_weights: Vec<f64>,
+    /// Rms mode: `H = K^{-1} o G`.
+    h: Option<Mat<f64>>,
     // Scratch, reused across evaluations.
     a: Vec<f64>,
     kc: Mat<f64>,
@@ -127,10 +142,22 @@ pub struct SetExpectation<'p> {
 /// Number of (point, sample) columns solved at once when evaluating many points.
 const COLUMNS_PER_SOLVE: usize = 1024;
 
+/// How `E_hat[sigma]` is estimated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SigmaMode {
+    /// The spec's estimator (gotcha 1): the mean of per-sample posterior standard deviations
+    /// over the first `n_sigma` MC samples; cost `n_sigma n^2` per point.
+    PerSample,
+    /// A documented compute reduction, NOT the spec's estimator: `sqrt(E_hat[sigma^2])` over all
+    /// `N` samples, `E[sigma^2] = s2 - s2^2 A^T (K^{-1} o G) A` with `G = mean_n B_n B_n^T`;
+    /// cost `n^2` per point. By Jensen it is `>= E[sigma]`; exact for a full set.
+    Rms,
+}
+
 /// `B` of one control set, grown by one row per observation (the MC samples and the set are
 /// fixed for a run, so old rows never change): row sums over all MC samples and the entries of
 /// the samples that enter `E[sigma]`.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct SetCache {
     random: Vec<usize>,
     n_mc: usize,
@@ -139,15 +166,39 @@ pub struct SetCache {
     bsum: Vec<f64>,
     /// `B_sa` for the first `n_sigma` samples, row-major by data point (`n x n_sigma`).
     b: Vec<f64>,
+    mode: SigmaMode,
+    /// Rms mode: `B_na` for every sample, one row per data point.
+    b_all: Vec<Vec<f64>>,
+    /// Rms mode: lower triangle of `G_ab = mean_n B_na B_nb`, row `a` holds `b <= a`.
+    gram: Vec<Vec<f64>>,
+}
+
+impl Default for SetCache {
+    fn default() -> Self {
+        Self {
+            random: Vec::new(),
+            n_mc: 1,
+            n_sigma: 1,
+            bsum: Vec::new(),
+            b: Vec::new(),
+            mode: SigmaMode::PerSample,
+            b_all: Vec::new(),
+            gram: Vec::new(),
+        }
+    }
 }
 
 impl SetCache {
     /// An empty cache for control set `ctrl` in `dim` dimensions, with `n_mc` MC samples of
     /// which the first `n_sigma` enter `E[sigma]`. A full set uses one "sample" with `B = 1`.
     pub fn new(dim: usize, ctrl: &[usize], n_mc: usize, n_sigma: usize) -> Self {
+        Self::with_mode(dim, ctrl, n_mc, n_sigma, SigmaMode::PerSample)
+    }
+
+    pub fn with_mode(dim: usize, ctrl: &[usize], n_mc: usize, n_sigma: usize, mode: SigmaMode) -> Self {
         let random: Vec<usize> = (0..dim).filter(|l| !ctrl.contains(l)).collect();
         let (n_mc, n_sigma) = if random.is_empty() { (1, 1) } else { (n_mc, n_sigma.clamp(1, n_mc)) };
-        Self { random, n_mc, n_sigma, bsum: Vec::new(), b: Vec::new() }
+        Self { random, n_mc, n_sigma, mode, ..Self::default() }
     }
 
     /// Add the rows of the data points the cache has not seen; `samples` is `n_mc x dim`.
@@ -156,6 +207,7 @@ impl SetCache {
         for a in self.bsum.len()..post.n {
             let xa = post.xa(a);
             let mut sum = 0.0;
+            let mut row = Vec::new();
             for s in 0..self.n_mc {
                 let mut r2 = 0.0;
                 for &l in &self.random {
@@ -167,8 +219,21 @@ impl SetCache {
                 if s < self.n_sigma {
                     self.b.push(bsa);
                 }
+                if self.mode == SigmaMode::Rms {
+                    row.push(bsa);
+                }
             }
             self.bsum.push(sum);
+            if self.mode == SigmaMode::Rms {
+                let g: Vec<f64> = self
+                    .b_all
+                    .iter()
+                    .chain(std::iter::once(&row))
+                    .map(|other| other.iter().zip(&row).map(|(p, q)| p * q).sum::<f64>() / self.n_mc as f64)
+                    .collect();
+                self.gram.push(g);
+                self.b_all.push(row);
+            }
         }
     }
 }
@@ -182,7 +247,23 @@ impl<'p> SetExpectation<'p> {
         let ns = cache.n_sigma;
         let b = Mat::from_fn(n, ns, |a, s| cache.b[a * ns + s]);
         let mean_weights = (0..n).map(|a| post.s2 * post.alpha[a] * cache.bsum[a] / cache.n_mc as f64).collect();
-        Self { post, ctrl: ctrl.to_vec(), b, mean_weights, a: vec![0.0; n], kc: Mat::zeros(0, 0), v: Mat::zeros(0, 0) }
+        let h = (cache.mode == SigmaMode::Rms).then(|| {
+            let kinv = post.kinv.as_ref().expect("rms mode needs Posterior::with_inverse");
+            Mat::from_fn(n, n, |a, b| {
+                let g = if b <= a { cache.gram[a][b] } else { cache.gram[b][a] };
+                kinv[(a, b)] * g
+            })
+        });
+        Self {
+            post,
+            ctrl: ctrl.to_vec(),
+            b,
+            mean_weights,
+            h,
+            a: vec![0.0; n],
+            kc: Mat::zeros(0, 0),
+            v: Mat::zeros(0, 0),
+        }
     }
 
     /// Number of controlled coordinates (the dimension of the search box).
@@ -215,6 +296,12 @@ impl<'p> SetExpectation<'p> {
     /// [`COLUMNS_PER_SOLVE`] (point, sample) columns per triangular solve.
     pub fn moments_many(&mut self, points: &[f64], mu: &mut [f64], sigma: &mut [f64]) {
         let dim = self.dim();
+        if self.h.is_some() {
+            for (p, x) in points.chunks(dim).enumerate() {
+                (mu[p], sigma[p]) = self.moments_rms(x, None);
+            }
+            return;
+        }
         let n = self.post.n;
         let ns = self.n_sigma();
         let n_points = mu.len();
@@ -249,6 +336,9 @@ impl<'p> SetExpectation<'p> {
     #[allow(clippy::needless_range_loop)] // index loops mirror the formulas
     /// `(E[mu], E[sigma])` at `xc` with their gradients w.r.t. the controlled coordinates.
     pub fn moments_grad(&mut self, xc: &[f64], dmu: &mut [f64], dsigma: &mut [f64]) -> (f64, f64) {
+        if self.h.is_some() {
+            return self.moments_rms(xc, Some((dmu, dsigma)));
+        }
         let n = self.post.n;
         let ns = self.n_sigma();
         let s2 = self.post.s2;
@@ -295,6 +385,39 @@ impl<'p> SetExpectation<'p> {
             }
         }
         (mu, sigma_sum / ns as f64)
+    }
+}
+
+impl SetExpectation<'_> {
+    /// Rms mode: `E[mu]` and `sqrt(s2 - s2^2 A^T H A)`, with gradients if asked.
+    #[allow(clippy::needless_range_loop)] // index loops mirror the formulas
+    fn moments_rms(&mut self, xc: &[f64], grads: Option<(&mut [f64], &mut [f64])>) -> (f64, f64) {
+        let n = self.post.n;
+        let s2 = self.post.s2;
+        let mu = self.fill_a(xc);
+        let h = self.h.as_ref().expect("rms mode");
+        // H is symmetric: (H A)_a is column a times A (contiguous in faer's column-major layout).
+        let ha: Vec<f64> = (0..n).map(|a| h.col(a).iter().zip(&self.a).map(|(x, y)| x * y).sum()).collect();
+        let q: f64 = ha.iter().zip(&self.a).map(|(x, y)| x * y).sum();
+        let var = s2 - s2 * s2 * q;
+        let sd = var.max(VAR_FLOOR).sqrt();
+        if let Some((dmu, dsigma)) = grads {
+            dmu.fill(0.0);
+            dsigma.fill(0.0);
+            // d var / d x_l = -2 s2^2 sum_a (H A)_a dA_a/dx_l, dA_a/dx_l = -A_a (x_l - x_al) / ls_l^2.
+            let dvar_scale = if var > VAR_FLOOR { s2 * s2 / sd } else { 0.0 };
+            for a in 0..n {
+                let m = self.a[a] * self.mean_weights[a];
+                let g = dvar_scale * ha[a] * self.a[a];
+                let xa = self.post.xa(a);
+                for (k, &l) in self.ctrl.iter().enumerate() {
+                    let scaled = (xc[k] - xa[l]) * self.post.inv_ls2[l];
+                    dmu[k] -= m * scaled;
+                    dsigma[k] += g * scaled;
+                }
+            }
+        }
+        (mu, sd)
     }
 }
 
@@ -361,6 +484,42 @@ mod tests {
                 e.moments_many(&xc, &mut m2, &mut s2);
                 assert!((m2[0] - mu).abs() < 1e-12 && (s2[0] - sd).abs() < 1e-12);
             }
+        }
+    }
+
+    #[test]
+    fn rms_mode_equals_the_root_mean_square_of_the_brute_force_sigma() {
+        let d = 5;
+        let s = toy(d, 30, 8);
+        let post = s.posterior().with_inverse();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(9);
+        let samples: Vec<f64> = (0..48 * d).map(|_| rng.random()).collect();
+        for ctrl in [vec![0, 3], vec![0, 1, 2, 3, 4]] {
+            let mut cache = SetCache::with_mode(d, &ctrl, 48, 4, SigmaMode::Rms);
+            cache.update(&post, &samples);
+            let mut e = SetExpectation::new(&post, &ctrl, &cache);
+            let xc: Vec<f64> = (0..ctrl.len()).map(|_| rng.random()).collect();
+            let k = ctrl.len();
+            let (mut dm, mut ds) = (vec![0.0; k], vec![0.0; k]);
+            let (mu, sd) = e.moments_grad(&xc, &mut dm, &mut ds);
+            let n_pts = if k == d { 1 } else { 48 };
+            let mut pts = Points::new(d);
+            for smp in samples.chunks(d).take(n_pts) {
+                pts.push(&full_query(&ctrl, &xc, smp));
+            }
+            let (mean, var) = s.gp.predict(&pts);
+            let rms = (var.iter().sum::<f64>() / n_pts as f64).sqrt();
+            assert!((mu - mean.iter().sum::<f64>() / n_pts as f64).abs() < 1e-9);
+            assert!((sd - rms).abs() < 1e-8, "{ctrl:?}: {sd} vs {rms}");
+            let h = 1e-6;
+            let mut xp = xc.clone();
+            xp[0] += h;
+            let mut xm = xc.clone();
+            xm[0] -= h;
+            let (mut t1, mut t2) = (vec![0.0; k], vec![0.0; k]);
+            let sp = e.moments_grad(&xp, &mut t1, &mut t2).1;
+            let sm = e.moments_grad(&xm, &mut t1, &mut t2).1;
+            assert!((ds[0] - (sp - sm) / (2.0 * h)).abs() < 1e-5 * (1.0 + ds[0].abs()));
         }
     }
 
