@@ -1,5 +1,6 @@
 //! Seconds per run for every rule on every benchmark, and the speed of the per-round MAP
-//! refit with a warm start versus Trieste's cold multi-start, measured in the same process.
+//! refit with a warm start versus Trieste's cold multi-start, measured in the same process:
+//! wall time (sensitive to machine load) and MAP objective evaluations per round (exact).
 //!
 //! `cargo bench -p armada-safe --bench runs` (env: `SAFE_BENCH_T` rounds, default 50;
 //! `SAFE_BENCH_ONLY` a substring of `benchmark/algorithm` to restrict the runs;
@@ -28,19 +29,22 @@ fn spec(benchmark: &str, algorithm: &str, horizon: u32, refit: &str) -> JobSpec 
     spec
 }
 
-/// Runs one job; returns (seconds, final regret_avg, final violations).
-fn run(registry: &Registry, spec: &JobSpec) -> (f64, f64, f64) {
+/// Runs one job; returns (seconds, final regret_avg, final violations, refit evaluations per round).
+fn run(registry: &Registry, spec: &JobSpec) -> (f64, f64, f64, f64) {
     let job = registry.validate(spec).expect("valid spec");
     let family = registry.family("safe").unwrap();
     let start = Instant::now();
     let mut episode = family.start(&job, &JobStreams::new(&job.spec)).expect("start");
     episode.initial().unwrap();
+    let idx = |n: &str| armada_safe::METRICS.iter().position(|m| m.name == n).unwrap();
     let mut last = Vec::new();
+    let mut evals = 0.0;
     for t in 1..=spec.horizon {
         last = episode.step(t).expect("step");
+        evals += last[idx("refit_evals")];
     }
-    let idx = |n: &str| armada_safe::METRICS.iter().position(|m| m.name == n).unwrap();
-    (start.elapsed().as_secs_f64(), last[idx("regret_avg")], last[idx("violations_cum")])
+    let seconds = start.elapsed().as_secs_f64();
+    (seconds, last[idx("regret_avg")], last[idx("violations_cum")], evals / f64::from(spec.horizon))
 }
 
 /// Times refits on the data of a clinical run after 30 rounds: Trieste multi-start vs warm
@@ -122,18 +126,18 @@ fn main() {
     refit_ratio();
     let registry = Registry::new(vec![Box::new(SafeFamily)]);
     println!(
-        "{:<14} {:<16} {:>9} {:>9} {:>11} {:>6}",
-        "benchmark", "algorithm", "s/run", "s/run", "regret_avg", "viol"
+        "{:<14} {:<16} {:>10} {:>9} {:>11} {:>11} {:>11} {:>6}",
+        "benchmark", "algorithm", "s/run", "s/run", "evals/round", "evals/round", "regret_avg", "viol"
     );
-    println!("{:<14} {:<16} {:>9} {:>9}", "", "", "multistart", "warm");
+    println!("{:<14} {:<16} {:>10} {:>9} {:>11} {:>11}", "", "", "multistart", "warm", "multistart", "warm");
     for b in BENCHMARKS {
         for a in ALGORITHMS {
             if !format!("{b}/{a}").contains(&only) {
                 continue;
             }
-            let (cold, r, v) = run(&registry, &spec(b, a, horizon, "multistart"));
-            let (warm, _, _) = run(&registry, &spec(b, a, horizon, "warm"));
-            println!("{b:<14} {a:<16} {cold:>9.2} {warm:>9.2} {r:>11.4} {v:>6}");
+            let (cold, r, v, cold_evals) = run(&registry, &spec(b, a, horizon, "multistart"));
+            let (warm, _, _, warm_evals) = run(&registry, &spec(b, a, horizon, "warm"));
+            println!("{b:<14} {a:<16} {cold:>10.2} {warm:>9.2} {cold_evals:>11.1} {warm_evals:>11.1} {r:>11.4} {v:>6}");
         }
     }
 }
