@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::Command;
 
 /// The crates that must stay plain synchronous Rust: no runtime, wire or dataframe crates.
-const PURE: &[&str] = &["armada-core", "armada-gp", "armada-lse", "armada-bandits"];
+const PURE: &[&str] = &["armada-core", "armada-gp", "armada-lse", "armada-bandits", "armada-safe", "armada-cvs"];
 const FORBIDDEN: &[&str] = &["tokio", "tonic", "prost", "polars", "armada-proto", "armada"];
 /// The worker runtime speaks gRPC but needs neither dataframes nor the store (compile time,
 /// binary size): polars and SQLite stay in the root crate.

@@ -22,6 +22,8 @@ pub fn registry() -> Registry {
         Box::new(armada_bandits::BanditsFamily),
         Box::new(armada_bandits::LipschitzFamily),
         Box::new(armada_bandits::LipschitzCheckFamily),
+        Box::new(armada_safe::SafeFamily),
+        Box::new(armada_cvs::CvsFamily),
         Box::new(testkit::TestkitFamily),
     ])
 }
