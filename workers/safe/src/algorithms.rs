@@ -56,7 +56,7 @@ pub struct Decision {
     pub expanders: Option<Vec<usize>>,
     /// Flat indices of the potential maximisers `M_t` (`None` for PredVar).
     pub maximisers: Option<Vec<usize>>,
-    /// Whether every row was eliminated and the previous `D_X` was kept (spec 3.2, [INFERRED]).
+    /// Whether every row was eliminated and the previous `D_X` was kept (spec 3.2, inferred).
     pub kept_previous_active: bool,
 }
 

@@ -9,7 +9,15 @@
 //! * [`sets`]: the per-round quantities Q1-Q6 (spec 3.1);
 //! * [`algorithms`]: M-SafeOpt Cases 1, 2, 3a, 3b, SafeOpt-MC (modified), PredVar (spec 3);
 //! * [`regret`]: `r_t`, `r'_t`, `r^X_t` on the grid (spec 1.3, 5.4);
-//! * [`episode`]: one run; [`SafeFamily`]: the registry entry.
+//! * [`surrogate`]: the GPs, MAP refits ([`surrogate::RefitMode`]) and the grid posterior;
+//! * [`episode`]: one run and its metrics ([`METRICS`]); [`SafeFamily`]: the registry entry.
+//!
+//! Metrics per step: `regret_*` (R_t), `regret2_*` (R'_t), `regretx_*` (R^X_t; `_inst`,
+//! `_cum`, `_avg` = running mean), `regretx_post_*` (R^X from the post-round posterior, as the
+//! notebook), `violations_cum` (true g > h), `uncertified_cum`, the set sizes `certified`,
+//! `active_x`, `expanders`, `maximisers`, the action (`s`, `x1`, `x2`, `grid_index`), fitted
+//! hyperparameters and `refit_evals`. The `trace` example replays any job (e.g. to draw the
+//! discovered boundary of Figures 1 and 3); the `runs` bench times every rule.
 //!
 //! ```
 //! use armada_core::{JobSpec, Registry, run_job};

@@ -105,7 +105,7 @@ impl Surrogate {
     /// Faster on a grid (this is most of a run's time): the scaled squared distance from
     /// observation `o` to candidate `(x_i, s_j)` is `ds2[j][o] + dx2[i][o]`, so the
     /// per-dimension work is done once per axis value, and each covariance column is one
-    /// contiguous loop of [`fastexp::matern52`] that the compiler vectorises.
+    /// contiguous loop of `fastexp::matern52` that the compiler vectorises.
     pub fn predict_grid(&self, grid: &Grid) -> Result<(Vec<f64>, Vec<f64>), JobError> {
         if self.kernel.kind != KernelKind::Matern52 {
             return self.predict(&grid.points);

@@ -3,7 +3,7 @@
 //!
 //! | name | s | x | h | L_f / L'_g | noise | v0 |
 //! |---|---|---|---|---|---|---|
-//! | `clinical` | dose 1 | dose 2 in [0,2] | 0.9 | 0.436 / 0.035 | none | 1 |
+//! | `clinical` | dose 1 | dose 2 in `[0, 2]` | 0.9 | 0.436 / 0.035 | none | 1 |
 //! | `synthetic-2d` | Branin coord. 1 | Branin coord. 2 | 2.0 | 10.166 / 0.86 | none | 9 |
 //! | `synthetic-3d` | z1 | (z2, z3) | 2 | 1.9 / 1 | none | 1 |
 //! | `pendulum` (reconstruction) | torque | initial angle | 9 | 9.1 / 0.5 | N(0, 0.05) | 9 |
