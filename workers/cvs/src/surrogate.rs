@@ -247,7 +247,8 @@ impl<'p> SetExpectation<'p> {
         let ns = cache.n_sigma;
         let b = Mat::from_fn(n, ns, |a, s| cache.b[a * ns + s]);
         let mean_weights = (0..n).map(|a| post.s2 * post.alpha[a] * cache.bsum[a] / cache.n_mc as f64).collect();
-        let h = (cache.mode == SigmaMode::Rms).then(|| {
+        // A full set has one "sample": both estimators coincide, and the batched solve is faster.
+        let h = (cache.mode == SigmaMode::Rms && !cache.random.is_empty()).then(|| {
             let kinv = post.kinv.as_ref().expect("rms mode needs Posterior::with_inverse");
             Mat::from_fn(n, n, |a, b| {
                 let g = if b <= a { cache.gram[a][b] } else { cache.gram[b][a] };
