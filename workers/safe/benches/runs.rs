@@ -1,19 +1,41 @@
 //! Seconds per run for every rule on every benchmark, and the speed of the per-round MAP
 //! refit with a warm start versus Trieste's cold multi-start, measured in the same process:
-//! wall time (sensitive to machine load) and MAP objective evaluations per round (exact).
+//! CPU seconds (from /proc; wall time elsewhere) and MAP objective evaluations per round.
 //!
 //! `cargo bench -p armada-safe --bench runs` (env: `SAFE_BENCH_T` rounds, default 50;
 //! `SAFE_BENCH_ONLY` a substring of `benchmark/algorithm` to restrict the runs;
 //! `SAFE_BENCH_3D_GRID` points per axis of the 3-D grid, default the paper's 75).
 
 use armada_core::{JobSpec, JobStreams, ParamValue, Registry};
-use armada_gp::{fit_map, KernelKind, LogNormalPrior, MapConfig};
+use armada_gp::{fit_map, log_posterior, log_posterior_and_grad, KernelKind, LogNormalPrior, MapConfig};
 use armada_safe::SafeFamily;
 use rand::SeedableRng;
 use std::time::Instant;
 
 const BENCHMARKS: [&str; 4] = ["clinical", "synthetic-2d", "synthetic-3d", "pendulum"];
 const ALGORITHMS: [&str; 4] = ["msafeopt-case1", "msafeopt-case2", "safeopt-mc", "predvar"];
+
+/// CPU seconds of this process (user + system) from /proc/self/stat, so that run times do
+/// not depend on other load on the machine; `None` where /proc is unavailable.
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the parenthesised command name; utime and stime are the 14th and 15th.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0) // USER_HZ is 100 on Linux
+}
+
+/// Seconds spent by `f`: CPU time when available, wall time otherwise.
+fn timed<T>(f: impl FnOnce() -> T) -> (f64, T) {
+    let (cpu0, wall0) = (cpu_seconds(), Instant::now());
+    let out = f();
+    let seconds = match (cpu0, cpu_seconds()) {
+        (Some(a), Some(b)) => b - a,
+        _ => wall0.elapsed().as_secs_f64(),
+    };
+    (seconds, out)
+}
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
@@ -33,17 +55,18 @@ fn spec(benchmark: &str, algorithm: &str, horizon: u32, refit: &str) -> JobSpec 
 fn run(registry: &Registry, spec: &JobSpec) -> (f64, f64, f64, f64) {
     let job = registry.validate(spec).expect("valid spec");
     let family = registry.family("safe").unwrap();
-    let start = Instant::now();
-    let mut episode = family.start(&job, &JobStreams::new(&job.spec)).expect("start");
-    episode.initial().unwrap();
     let idx = |n: &str| armada_safe::METRICS.iter().position(|m| m.name == n).unwrap();
-    let mut last = Vec::new();
-    let mut evals = 0.0;
-    for t in 1..=spec.horizon {
-        last = episode.step(t).expect("step");
-        evals += last[idx("refit_evals")];
-    }
-    let seconds = start.elapsed().as_secs_f64();
+    let (seconds, (last, evals)) = timed(|| {
+        let mut episode = family.start(&job, &JobStreams::new(&job.spec)).expect("start");
+        episode.initial().unwrap();
+        let mut last = Vec::new();
+        let mut evals = 0.0;
+        for t in 1..=spec.horizon {
+            last = episode.step(t).expect("step");
+            evals += last[idx("refit_evals")];
+        }
+        (last, evals)
+    });
     (seconds, last[idx("regret_avg")], last[idx("violations_cum")], evals / f64::from(spec.horizon))
 }
 
@@ -69,18 +92,19 @@ fn refit_ratio() {
     let previous = episode.f_kernel().clone();
     let mut warm_cfg = map.clone();
     warm_cfg.n_prior_draws_per_param = 0;
-    let reps = 20;
+    let reps = 100;
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
     let time = |cfg: &MapConfig, rng: &mut rand_chacha::ChaCha8Rng| {
-        let start = Instant::now();
-        let mut evals = 0;
-        let mut lp = 0.0;
-        for _ in 0..reps {
-            let fit = fit_map(x, y, cfg, Some(&previous), rng).unwrap();
-            evals += fit.n_evals;
-            lp = fit.log_posterior;
-        }
-        (start.elapsed().as_secs_f64() / reps as f64, evals as f64 / reps as f64, lp)
+        let (seconds, (evals, lp)) = timed(|| {
+            let (mut evals, mut lp) = (0, 0.0);
+            for _ in 0..reps {
+                let fit = fit_map(x, y, cfg, Some(&previous), rng).unwrap();
+                evals += fit.n_evals;
+                lp = fit.log_posterior;
+            }
+            (evals, lp)
+        });
+        (seconds / reps as f64, evals as f64 / reps as f64, lp)
     };
     let (cold, cold_evals, cold_lp) = time(&map, &mut rng);
     let (warm, warm_evals, warm_lp) = time(&warm_cfg, &mut rng);
@@ -92,21 +116,40 @@ fn refit_ratio() {
         warm * 1e3,
         cold / warm
     );
+    // The screen's cost per point: value only (armada-gp `log_posterior`) vs value and gradient.
+    let (value_only, _) = timed(|| {
+        for _ in 0..reps * 10 {
+            std::hint::black_box(log_posterior(x, y, &previous, &map).unwrap());
+        }
+    });
+    let (with_grad, _) = timed(|| {
+        for _ in 0..reps * 10 {
+            std::hint::black_box(log_posterior_and_grad(x, y, &previous, &map).unwrap());
+        }
+    });
+    println!(
+        "one MAP objective evaluation: {:.1} us value only (the screen), {:.1} us with the analytic gradient (L-BFGS); {:.1}x",
+        value_only / (reps * 10) as f64 * 1e6,
+        with_grad / (reps * 10) as f64 * 1e6,
+        with_grad / value_only
+    );
     let mut model = armada_safe::surrogate::Surrogate::new(2, 1.0, 1e-5, armada_safe::surrogate::RefitMode::Fixed, 0);
     for (z, &yi) in x.iter().zip(y) {
         model.observe(z, yi);
     }
     let grid = &episode.benchmark().grid;
-    let start = Instant::now();
-    for _ in 0..reps {
-        std::hint::black_box(model.predict(&grid.points).unwrap());
-    }
-    let generic = start.elapsed().as_secs_f64() / reps as f64;
-    let start = Instant::now();
-    for _ in 0..reps {
-        std::hint::black_box(model.predict_grid(grid).unwrap());
-    }
-    let tabled = start.elapsed().as_secs_f64() / reps as f64;
+    let predict_reps = 20;
+    let (generic, _) = timed(|| {
+        for _ in 0..predict_reps {
+            std::hint::black_box(model.predict(&grid.points).unwrap());
+        }
+    });
+    let (tabled, _) = timed(|| {
+        for _ in 0..predict_reps {
+            std::hint::black_box(model.predict_grid(grid).unwrap());
+        }
+    });
+    let (generic, tabled) = (generic / predict_reps as f64, tabled / predict_reps as f64);
     println!(
         "one GP's posterior on the {}-point grid: {:.2} ms generic (Gp::predict), {:.2} ms with distance tables ({:.1}x); \
          per round (two GPs): refits {:.2} ms multistart / {:.2} ms warm, predictions {:.2} ms",
