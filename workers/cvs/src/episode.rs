@@ -97,7 +97,11 @@ impl CvsEpisode {
         let mut mc_rng = streams.env("mc-samples");
         let samples: Vec<f64> = (0..mc.n_mc).flat_map(|_| problem.draw_inputs(&mut mc_rng)).collect();
         let surrogate = Surrogate::new(GpConfig::default(), problem.dim);
-        let caches = problem.sets.iter().map(|c| SetCache::with_mode(problem.dim, c, mc.n_mc, mc.n_sigma, mc.sigma_mode)).collect();
+        let caches = problem
+            .sets
+            .iter()
+            .map(|c| SetCache::with_mode(problem.dim, c, mc.n_mc, mc.n_sigma, mc.sigma_mode))
+            .collect();
         Self {
             stats: PlayStats::new(problem.n_sets()),
             problem,

@@ -258,6 +258,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn airfoil_f_star_is_attained_on_i6() {
+        // examples/airfoil_fstar.rs: the best set is I_6 = {1, 2} for both variances.
+        for (variance, x) in [
+            (0.02, [0.285_215_451_301_368_66, 0.322_236_989_391_427_5]),
+            (0.04, [0.288_691_258_616_729_2, 0.315_513_323_424_286_3]),
+        ] {
+            let p = Problem::new(Objective::Airfoil, "cheap", CostNoise::Paper, variance, 100.0, 0.01).unwrap();
+            assert!((p.expected_value(5, &x) - p.f_star).abs() < 1e-9);
+        }
+    }
+
+    #[test]
     fn cost_noise_rule() {
         let mut rng = StreamRng::seed_from_u64(3);
         // Paper rule: sets with mean 0.01 are noise-free; 0.1 and 1 get std-0.02 noise.

@@ -111,7 +111,14 @@ impl Posterior {
         let mut linv = Mat::<f64>::identity(self.n, self.n);
         solve_lower_triangular_in_place(self.l.as_ref(), linv.as_mut(), Par::Seq);
         let mut kinv = Mat::zeros(self.n, self.n);
-        faer::linalg::matmul::matmul(kinv.as_mut(), faer::Accum::Replace, linv.transpose(), linv.as_ref(), 1.0, Par::Seq);
+        faer::linalg::matmul::matmul(
+            kinv.as_mut(),
+            faer::Accum::Replace,
+            linv.transpose(),
+            linv.as_ref(),
+            1.0,
+            Par::Seq,
+        );
         self.kinv = Some(kinv);
         self
     }
@@ -324,8 +331,7 @@ impl<'p> SetExpectation<'p> {
             for p in start..end {
                 let mut sum = 0.0;
                 for s in 0..ns {
-                    let col = kc.col((p - start) * ns + s);
-                    let vv: f64 = col.iter().map(|v| v * v).sum();
+                    let vv = kc.col((p - start) * ns + s).squared_norm_l2();
                     sum += (self.post.s2 - vv).max(VAR_FLOOR).sqrt();
                 }
                 sigma[p] = sum / ns as f64;
@@ -358,7 +364,7 @@ impl<'p> SetExpectation<'p> {
         let mut inv_sigma = vec![0.0; ns];
         let mut sigma_sum = 0.0;
         for s in 0..ns {
-            let vv: f64 = self.v.col(s).iter().map(|v| v * v).sum();
+            let vv = self.v.col(s).squared_norm_l2();
             let var = s2 - vv;
             let sd = var.max(VAR_FLOOR).sqrt();
             sigma_sum += sd;
@@ -370,13 +376,17 @@ impl<'p> SetExpectation<'p> {
         solve_upper_triangular_in_place(self.post.l.transpose(), self.v.as_mut(), Par::Seq);
         dmu.fill(0.0);
         dsigma.fill(0.0);
-        for a in 0..n {
-            // d sigma_s / d x_l = (1/sigma_s) sum_a w_as k_as (x_l - x_al) / ls_l^2.
-            let mut g = 0.0;
-            for s in 0..ns {
-                g += self.v[(a, s)] * self.kc[(a, s)] * inv_sigma[s];
+        // d sigma_s / d x_l = (1/sigma_s) sum_a w_as k_as (x_l - x_al) / ls_l^2; g_a sums over s
+        // (column by column, contiguous).
+        let mut g_all = vec![0.0; n];
+        for s in 0..ns {
+            let (w_col, k_col) = (self.v.col(s), self.kc.col(s));
+            for ((g, w), k) in g_all.iter_mut().zip(w_col.iter()).zip(k_col.iter()) {
+                *g += w * k * inv_sigma[s];
             }
-            g /= ns as f64;
+        }
+        for a in 0..n {
+            let g = g_all[a] / ns as f64;
             let m = self.a[a] * self.mean_weights[a];
             let xa = self.post.xa(a);
             for (k, &l) in self.ctrl.iter().enumerate() {
@@ -397,8 +407,10 @@ impl SetExpectation<'_> {
         let s2 = self.post.s2;
         let mu = self.fill_a(xc);
         let h = self.h.as_ref().expect("rms mode");
-        // H is symmetric: (H A)_a is column a times A (contiguous in faer's column-major layout).
-        let ha: Vec<f64> = (0..n).map(|a| h.col(a).iter().zip(&self.a).map(|(x, y)| x * y).sum()).collect();
+        let a_col = faer::ColRef::from_slice(&self.a);
+        let mut ha_col = faer::Col::<f64>::zeros(n);
+        faer::linalg::matmul::matmul(ha_col.as_mut(), faer::Accum::Replace, h.as_ref(), a_col, 1.0, Par::Seq);
+        let ha: Vec<f64> = ha_col.iter().copied().collect();
         let q: f64 = ha.iter().zip(&self.a).map(|(x, y)| x * y).sum();
         let var = s2 - s2 * s2 * q;
         let sd = var.max(VAR_FLOOR).sqrt();
