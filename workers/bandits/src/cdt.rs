@@ -10,7 +10,7 @@
 
 use crate::hyper::{from_unit_box, Hyperparameter};
 use crate::tuner::{Tuner, TuningPlan};
-use crate::zooming::{ZoomingConfig, ZoomingPreset, ZoomingTs};
+use crate::zooming::{SelectionIndex, ZoomingConfig, ZoomingPreset, ZoomingTs};
 use crate::BottomBandit;
 use rand::RngCore;
 
@@ -58,6 +58,9 @@ pub struct CdtConfig {
     /// `k` in `T2 = k T^{(p+2)/(p+3)}`.
     pub epoch_multiplier: f64,
     pub top_horizon: TopHorizon,
+    /// Replace the Thompson draw by its `Z = 1` bonus, `fhat + s0 / sqrt n` (the reference code's
+    /// effective index, spec §6.2.1); false everywhere in the paper.
+    pub fixed_draw: bool,
 }
 
 impl CdtConfig {
@@ -68,6 +71,7 @@ impl CdtConfig {
             warmup: WarmupRule::Paper,
             epoch_multiplier: 3.0,
             top_horizon: TopHorizon::Decisions,
+            fixed_draw: false,
         }
     }
     /// The reference code's top-layer constants, warm-ups and `T_top = T`; the restart epoch stays the
@@ -123,7 +127,11 @@ impl Cdt {
         };
         let epoch_rounds = paper_epoch(plan.horizon, p, self.config.epoch_multiplier);
         let epoch = epoch_rounds.div_ceil(plan.block_len).max(1);
-        ZoomingConfig::preset(self.config.preset, p, top_horizon, epoch, self.config.tau0)
+        let mut config = ZoomingConfig::preset(self.config.preset, p, top_horizon, epoch, self.config.tau0);
+        if let (true, SelectionIndex::Thompson { scale, .. }) = (self.config.fixed_draw, config.index) {
+            config.index = SelectionIndex::Bonus { scale };
+        }
+        config
     }
 }
 
@@ -221,6 +229,9 @@ mod tests {
         let z = Cdt::new(CdtConfig::refcode()).zooming_config(&plan);
         assert_eq!(z.horizon, 14_000);
         assert!((z.radius_numerator - 6.5 * (14_000f64).ln()).abs() < 1e-12);
+        // The code's fixed index keeps the preset's scale and drops the draw.
+        let z = Cdt::new(CdtConfig { fixed_draw: true, ..CdtConfig::refcode() }).zooming_config(&plan);
+        assert_eq!(z.index, SelectionIndex::Bonus { scale: 13f64.sqrt() });
     }
 
     /// CDT's proposal is the top arm mapped by `alpha = 0.1 + 4.9 v` (spec §2.4 line 6), and the epoch's

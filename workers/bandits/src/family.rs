@@ -163,8 +163,8 @@ const ALGORITHMS: [ComponentDef; 6] = [
         params: &[
             ParamDef {
                 name: "preset",
-                kind: ParamKind::Choice { options: &["paper", "refcode"], default: "paper" },
-                doc: "the paper's constants, or the reference code's (spec 6.2)",
+                kind: ParamKind::Choice { options: &["paper", "refcode", "refcode-fixed"], default: "paper" },
+                doc: "the paper's constants, the reference code's (spec 6.2), or those with the code's fixed index fhat + sqrt(13/n) (the draw it makes but never adds, 6.2.1)",
             },
             ParamDef {
                 name: "warmup",
@@ -176,6 +176,7 @@ const ALGORITHMS: [ComponentDef; 6] = [
                 kind: ParamKind::Float { min: 0.01, max: 100.0, default: 3.0 },
                 doc: "restart epoch T2 = k T^{(p+2)/(p+3)} (Table 6: 1, 2, 3)",
             },
+
         ],
     },
 ];
@@ -225,12 +226,14 @@ fn tuner_of(name: &str, params: &Params) -> Result<TunerKind, JobError> {
         "cdt" => {
             let mut config = match params.str("preset")? {
                 "refcode" => CdtConfig::refcode(),
+                "refcode-fixed" => CdtConfig { fixed_draw: true, ..CdtConfig::refcode() },
                 _ => CdtConfig::paper(),
             };
             if params.str("warmup")? == "none" {
                 config.warmup = WarmupRule::Rounds(0);
             }
             config.epoch_multiplier = params.float("k")?;
+
             TunerKind::Cdt(config)
         }
         other => return Err(JobError::Invalid(format!("unknown bandits tuner `{other}`"))),

@@ -64,6 +64,9 @@ pub enum SelectionIndex {
     Thompson { scale: f64, clip: f64 },
     /// The Zooming algorithm's `fhat + 2 r(n)` (spec §2.2).
     Ucb,
+    /// `fhat + scale / sqrt n`: the Thompson index with `Z` fixed at 1, which is what the reference
+    /// code's `auto_tuning` computes (it draws the noise but never adds it; spec §6.2.1).
+    Bonus { scale: f64 },
 }
 
 /// All constants of one Zooming TS instance. Build with [`ZoomingConfig::paper`] or
@@ -144,7 +147,7 @@ impl ZoomingConfig {
     pub fn thompson_sd(&self, pulls: usize) -> f64 {
         match self.index {
             SelectionIndex::Thompson { scale, .. } => scale / (pulls as f64).sqrt(),
-            SelectionIndex::Ucb => 0.0,
+            SelectionIndex::Ucb | SelectionIndex::Bonus { .. } => 0.0,
         }
     }
 }
@@ -452,6 +455,7 @@ impl ZoomingTs {
                     arm.mean + self.config.thompson_sd(arm.pulls) * z.max(clip)
                 }
                 SelectionIndex::Ucb => arm.mean + 2.0 * self.config.radius(arm.pulls),
+                SelectionIndex::Bonus { scale } => arm.mean + scale / (arm.pulls as f64).sqrt(),
             };
             scores.push(score);
         }
@@ -622,6 +626,21 @@ mod tests {
         // Indices: 0.5 + 2*0.05 = 0.6, 0.45 + 2*0.1 = 0.65, 0.62 + 2*0.1/3 = 0.6867.
         let mut z = ZoomingTs::with_arms(config, &[(vec![0.1], 4, 0.5), (vec![0.5], 1, 0.45), (vec![0.9], 9, 0.62)]);
         assert_eq!(z.best_index(&mut ChaCha8Rng::seed_from_u64(0)), 2);
+    }
+
+    /// The reference code's fixed index `fhat + s0 / sqrt n` is deterministic and draws nothing.
+    #[test]
+    fn bonus_index_adds_the_scale_over_root_pulls() {
+        let config =
+            ZoomingConfig { index: SelectionIndex::Bonus { scale: 0.2 }, ..ZoomingConfig::paper(1, 1000, 1000, 1.0) };
+        // Indices: 0.5 + 0.2/2 = 0.6, 0.45 + 0.2 = 0.65, 0.62 + 0.2/3 = 0.6867.
+        let arms = [(vec![0.1], 4, 0.5), (vec![0.5], 1, 0.45), (vec![0.9], 9, 0.62)];
+        let mut rng = ChaCha8Rng::seed_from_u64(0);
+        let before = rng.clone();
+        assert_eq!(ZoomingTs::with_arms(config, &arms).best_index(&mut rng), 2);
+        assert_eq!(rng, before);
+        let arms = [(vec![0.1], 4, 0.5), (vec![0.5], 1, 0.5), (vec![0.9], 9, 0.62)];
+        assert_eq!(ZoomingTs::with_arms(config, &arms).best_index(&mut rng), 1, "0.7 beats 0.6867");
     }
 
     /// Restarts happen exactly at top-layer rounds t = 1, 1 + H, 1 + 2H, ... (spec §2.1 line 1, §7.7), and
