@@ -18,7 +18,10 @@ prints, as Markdown tables with the paper's value beside ours and the ratio ours
 * cdt-yahoo (yahoo-standin): Table 2 (spec 5.4), cumulative reward, on the synthetic stand-in;
 * cdt-grid (unit-ball, algorithm fixed): Table 3 (spec 5.5), the best fixed exploration value;
 * cdt-switching (family lipschitz): the final regret of Oracle / Zooming TS-R / Zooming, the
-  ranking claim of spec 5.7 and Figure 4 (DIR/figures/fig4.png).
+  ranking claim of spec 5.7 and Figure 4 (DIR/figures/fig4.png);
+* cdt-lipcheck (family lipschitz-check): Figure 3 (DIR/figures/fig3.png), the centred group-mean
+  reward of each fixed exploration value along CDT runs, and its smoothness;
+* cdt-sim-refcode (CDT presets refcode / refcode-fixed): their final regret beside the paper's CDT.
 
 --main DIR names a cdt-main directory used for the C1 and T1 = T^{2/(p+3)} columns.
 --out DIR is where figures go (default DIR/figures); their paths are printed.
@@ -323,6 +326,8 @@ IS_ABLATION = MAIN_ENV & (pl.col("algorithm") == "cdt") & (pl.col("warmup") == "
 IS_YAHOO = pl.col("benchmark") == "yahoo-standin"
 IS_GRID = (pl.col("benchmark") == "unit-ball") & (pl.col("algorithm") == "fixed")
 IS_SWITCHING = (pl.col("family") == "lipschitz") & (pl.col("benchmark") == "switching")
+IS_LIPCHECK = pl.col("family") == "lipschitz-check"
+IS_REFCODE = MAIN_ENV & (pl.col("algorithm") == "cdt") & pl.col("preset").is_in(["refcode", "refcode-fixed"])
 KINDS = {
     "main": IS_MAIN,
     "table4": IS_TABLE4,
@@ -330,6 +335,8 @@ KINDS = {
     "yahoo": IS_YAHOO,
     "grid": IS_GRID,
     "switching": IS_SWITCHING,
+    "lipcheck": IS_LIPCHECK,
+    "refcode": IS_REFCODE,
 }
 
 
@@ -1102,6 +1109,73 @@ def figure4(curves: pl.DataFrame, out: Path) -> Path | None:
     return save(fig, out / "fig4.png")
 
 
+def refcode_table(cells: dict) -> None:
+    """CDT with the reference code's presets beside the paper's CDT value (Table 5, T1 = T^{2/(p+3)})."""
+    heading("CDT with the reference code's top layer (refcode: clipped draw; refcode-fixed: fhat + sqrt(13/n))")
+    rows = []
+    for env in ENVS:
+        for b in BOTTOMS:
+            found = {p: cells.get((b, env, p)) for p in ("refcode", "refcode-fixed")}
+            if not any(found.values()):
+                continue
+            paper = paper_final(b, env, "cdt")
+            row = [BOTTOM_LABELS[b], ENV_LABELS[env]]
+            for p in ("refcode", "refcode-fixed"):
+                c = found[p]
+                row += [mean_se(c), ratio(c["mean"] if c else None, paper)]
+            rows.append(row + [num(paper)])
+    markdown(["Algorithm", "Env", "refcode", "ratio", "refcode-fixed", "ratio", "paper CDT"], rows)
+
+
+def lipcheck(sweep: Path, out: Path, warmup: int = 200, group: int = 20) -> Path | None:
+    """Figure 3 (spec 3.4 A.2): drop the first `warmup` rounds, split the rest into groups of `group`
+    rounds, average each alpha's counterfactual expected reward per group, centre across alphas within
+    the group, then mean and std over all groups (of all runs) per alpha."""
+    files = shard_files(sweep)
+    if not files:
+        return None
+    shards = pl.concat([pl.read_parquet(f) for f in files], how="diagonal_relaxed")
+    shards = with_params(shards).filter(IS_LIPCHECK & (pl.col("step") > warmup))
+    alphas = [c for c in shards.columns if c.startswith("exp_")]
+    shards = shards.select("bottom", "job_key", "step", *alphas)
+    long = shards.with_columns(((pl.col("step") - warmup - 1) // group).alias("group")).unpivot(
+        index=["bottom", "job_key", "group"], on=alphas, variable_name="fixed"
+    )
+    per_group = long.group_by("bottom", "job_key", "group", "fixed").agg(pl.col("value").mean())
+    centred = per_group.with_columns(
+        (pl.col("value") - pl.col("value").mean().over("bottom", "job_key", "group")).alias("centred")
+    )
+    curve = (
+        centred.group_by("bottom", "fixed")
+        .agg(pl.col("centred").mean().alias("mean"), pl.col("centred").std().alias("std"), pl.len().alias("groups"))
+        .with_columns(pl.col("fixed").str.slice(4).cast(pl.Float64).alias("a"))
+        .sort("bottom", "a")
+    )
+    heading("Figure 3 (A.2): centred group-mean reward per fixed exploration value, along CDT runs")
+    rows = []
+    bottoms = [b for b in ("linucb", "lints") if curve.filter(pl.col("bottom") == b).height]
+    for b in bottoms:
+        c = curve.filter(pl.col("bottom") == b)
+        m, a = c["mean"].to_list(), c["a"].to_list()
+        best = a[max(range(len(m)), key=lambda i: m[i])]
+        steepest = max(abs(m[i + 1] - m[i]) / (a[i + 1] - a[i]) for i in range(len(m) - 1))
+        runs = shards.filter(pl.col("bottom") == b)["job_key"].n_unique()
+        rows.append([BOTTOM_LABELS[b], str(runs), str(c["groups"].max()), f"{best:.2f}", f"{steepest:.4f}",
+                     f"{min(m):.4f} .. {max(m):.4f}", f"{c['std'].mean():.4f}"])
+    markdown(["Algorithm", "runs", "groups", "best alpha", "max slope between neighbours", "range of means",
+              "mean std"], rows)
+    fig, axes = plt.subplots(1, len(bottoms), figsize=(5.5 * len(bottoms), 3.8), squeeze=False)
+    for ax, b in zip(axes[0], bottoms):
+        c = curve.filter(pl.col("bottom") == b)
+        x, m, s = c["a"].to_numpy(), c["mean"].to_numpy(), c["std"].fill_null(0).to_numpy()
+        ax.errorbar(x, m, yerr=s, fmt="o-", ms=3, lw=1, capsize=2)
+        ax.set_title(f"CDT-{BOTTOM_LABELS[b]}")
+        ax.set_xlabel("exploration value alpha")
+        ax.set_ylabel("centred group-mean reward")
+    fig.suptitle(f"CDT paper, Figure 3: rounds > {warmup} in groups of {group}, mean ± one std over groups")
+    return save(fig, out / "fig3.png")
+
+
 # ---------------------------------------------------------------------------------------------
 # Driver
 # ---------------------------------------------------------------------------------------------
@@ -1149,6 +1223,10 @@ def run(sweep: Path, main_dir: Path | None, out: Path) -> int:
     if "switching" in kinds:
         switching_table(final)
         figures.append(figure4(load_curves(sweep, "regret"), out))
+    if "lipcheck" in kinds:
+        figures.append(lipcheck(sweep, out))
+    if "refcode" in kinds:
+        refcode_table(keyed([final], "refcode", "regret", "preset"))
     for path in figures:
         if path:
             print(f"\nwrote {path}")
