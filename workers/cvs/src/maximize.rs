@@ -15,6 +15,9 @@ pub struct MaximizeConfig {
     pub n_iter: usize,
 }
 
+/// SciPy L-BFGS-B's `maxfun`: evaluations per run before it gives up (reported as no success).
+pub const MAX_EVALS: usize = 15_000;
+
 /// SciPy L-BFGS-B defaults: memory 10, `ftol = 2.22e-9`, `gtol = 1e-5`, `maxiter = 15000`.
 pub fn scipy_lbfgs() -> LbfgsConfig {
     LbfgsConfig { memory: 10, max_iters: 15000, gtol: 1e-5, ftol: 2.220_446_049_250_313e-9, ..LbfgsConfig::default() }
@@ -49,8 +52,15 @@ where
     let bounds = vec![(0.0, 1.0); dim];
     let config = scipy_lbfgs();
     for seed in seeds.chunks(dim) {
+        let mut n_evals = 0;
         let result = minimize(
             |x: &[f64]| {
+                // SciPy's maxfun: past it the objective is "undefined", the line search fails and
+                // the run ends unconverged (SciPy: success = False), so it is not accepted.
+                n_evals += 1;
+                if n_evals > MAX_EVALS {
+                    return None;
+                }
                 let mut grad = vec![0.0; dim];
                 let v = g(x, &mut grad);
                 grad.iter_mut().for_each(|gi| *gi = -*gi);
@@ -61,7 +71,7 @@ where
             &config,
         );
         if let Some(r) = result {
-            if r.converged && -r.f >= incumbent.value {
+            if r.converged && n_evals <= MAX_EVALS && -r.f >= incumbent.value {
                 incumbent = Maximum { x: r.x.iter().map(|v| v.clamp(0.0, 1.0)).collect(), value: -r.f };
             }
         }
