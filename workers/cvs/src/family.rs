@@ -249,6 +249,11 @@ impl Family for CvsFamily {
         &["simple_regret", "n_evals", "cum_cost"]
     }
 
+    /// Simple regret against cost spent (spec §5.3): summaries on the common cost grid.
+    fn summary_axes(&self) -> &'static [&'static str] {
+        &["cum_cost"]
+    }
+
     fn check(&self, spec: &JobSpec) -> Result<(), SpecError> {
         let b = &spec.benchmark_params;
         let message = |e: JobError| e.to_string();
