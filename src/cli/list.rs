@@ -11,7 +11,14 @@ pub fn list(_args: ListArgs) -> anyhow::Result<ExitCode> {
         println!("family {}: {}", family.name(), family.doc());
         print_components("benchmark", family.benchmarks());
         print_components("algorithm", family.algorithms());
-        println!("  metrics: {}", family.metrics().iter().map(|m| m.name).collect::<Vec<_>>().join(", "));
+        println!("  metrics (one row per step):");
+        for m in family.metrics() {
+            let kind = match m.kind {
+                armada_core::MetricKind::Float => "float",
+                armada_core::MetricKind::Int => "integer",
+            };
+            println!("      {} ({kind}): {}", m.name, m.doc);
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
