@@ -124,6 +124,40 @@ def from_summary(path: Path, metric: str) -> dict:
     return out
 
 
+def cross_check(sweep: Path, data: dict, metric: str) -> None:
+    """Compare the curves computed here with armada's own `along_cum_cost.parquet` (the Rust
+    aggregation of the same forward fill) at every grid point where armada has all runs (it
+    counts a run as missing before its first play, where this script takes the first value)."""
+    path = sweep / "along_cum_cost.parquet"
+    if not path.exists():
+        print(f"(no {path.name}: `armada summarize {sweep} --along cum_cost` builds it)")
+        return
+    along = pl.read_parquet(path).filter(pl.col("metric") == metric)
+    if along.height == 0:
+        print(f"(armada's {path.name} aggregates Float64 metrics only; {metric} is not one of them)")
+        return
+    along = along.with_columns(
+        param(pl.col("benchmark_params"), "cost_set").alias("cost_set"),
+        param(pl.col("benchmark_params"), "variance").cast(pl.Float64).alias("variance"),
+    )
+    worst, points = 0.0, 0
+    for (bench, cost_set, var, lab), ((x, m, _), n_runs) in data.items():
+        rows = along.filter(
+            (pl.col("benchmark") == bench) & (pl.col("cost_set") == cost_set) & ((pl.col("variance") - var).abs() < 1e-12)
+        )
+        rows = rows.filter(
+            pl.struct("algorithm", "algorithm_params").map_elements(
+                lambda r: label(r["algorithm"], r["algorithm_params"]) == lab, return_dtype=pl.Boolean
+            )
+        ).filter(pl.col("n") == n_runs)
+        ours = dict(zip(x.tolist(), m.tolist()))
+        for at, mean in zip(rows["at"].to_list(), rows["mean"].to_list()):
+            if at in ours:
+                worst = max(worst, abs(ours[at] - mean))
+                points += 1
+    print(f"cross-check of {metric} against armada's {path.name}: {points} grid points, max |difference| {worst:.3g}")
+
+
 def figure(data: dict, metric: str, ylabel: str, log: bool, out: Path) -> Path | None:
     objectives = [o for o in OBJECTIVES if any(k[0] == o for k in data)]
     if not objectives:
@@ -216,6 +250,8 @@ def main() -> None:
         ("n_evals", "number of evaluations", False, "fig2"),
     ):
         data = from_summary(summary, metric) if summary.exists() else curves(df, metric)
+        if not summary.exists():
+            cross_check(args.sweep, data, metric)
         path = figure(data, metric, ylabel, log, out / f"{name}-{fig}.png")
         if path:
             print(path)
