@@ -179,9 +179,12 @@ mod tests {
         MetricDef { name: "regret", kind: MetricKind::Float, doc: "simple regret" },
     ];
 
+    /// (algorithm, seed, (cost, regret) per step) of one fixture run.
+    type FixtureRun = (&'static str, u64, &'static [(f64, f64)]);
+
     /// Two runs of one cell with (cost, regret) per step, plus a run of another algorithm.
     fn write_runs(dir: &Path) {
-        let runs: [(&str, u64, &[(f64, f64)]); 3] = [
+        let runs: [FixtureRun; 3] = [
             ("a", 0, &[(0.0, 8.0), (1.0, 4.0), (3.0, 2.0)]),
             ("a", 1, &[(0.5, 6.0), (2.0, 3.0), (2.0, 1.0), (5.0, 0.5)]),
             ("b", 0, &[(1.0, 9.0)]),
