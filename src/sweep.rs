@@ -349,7 +349,7 @@ name = "random"
         assert!(err("family = ").starts_with("malformed TOML: TOML parse error at line 1"), "{}", err("family = "));
         assert_eq!(
             err(&GOOD.replace("\"lse\"", "\"lsee\"")),
-            "family: unknown family `lsee`; known: lse, bandits, testkit"
+            "family: unknown family `lsee`; known: lse, bandits, lipschitz, lipschitz-check, safe, cvs, testkit"
         );
         assert!(err(&format!("{GOOD}\n[[algorithms]]\nname = \"random\"")).starts_with("algorithms[2]: duplicates"));
         // Cross-field checks of the family run at validation time too.
