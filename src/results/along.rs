@@ -101,11 +101,14 @@ pub fn summarize_along(
     // `step` holds the grid index: name it `point`, and add the grid value beside it.
     let ranks = stats.column("cell")?.i64()?;
     let points = table.column(STEP)?.i64()?.clone();
-    let id_of_rank: BTreeMap<i64, usize> = cell_rank.iter().enumerate().map(|(id, &rank)| (rank, id)).collect();
+    let mut grid_by_rank = vec![Vec::new(); grid_of_cell.len()];
+    for (id, grid) in grid_of_cell.into_iter().enumerate() {
+        grid_by_rank[cell_rank[id] as usize] = grid;
+    }
     let at: Vec<f64> = ranks
         .iter()
         .zip(points.iter())
-        .map(|(rank, point)| grid_of_cell[id_of_rank[&rank.expect("not null")]][point.expect("not null") as usize])
+        .map(|(rank, point)| grid_by_rank[rank.expect("not null") as usize][point.expect("not null") as usize])
         .collect();
     table.rename(STEP, "point".into())?;
     let position = table.get_column_index("point").expect("renamed above");

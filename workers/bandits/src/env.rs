@@ -48,6 +48,42 @@ impl RewardModel {
     }
 }
 
+/// One round's arms: K feature vectors (row-major), their expected rewards and the best of them,
+/// under a reward model. Every environment keeps one and refills it each round.
+#[derive(Clone, Debug)]
+pub struct ArmSet {
+    dim: usize,
+    rewards: RewardModel,
+    features: Vec<f64>,
+    expected: Vec<f64>,
+    best: f64,
+}
+
+impl ArmSet {
+    pub fn new(dim: usize, n_arms: usize, rewards: RewardModel) -> Self {
+        ArmSet { dim, rewards, features: vec![0.0; n_arms * dim], expected: vec![0.0; n_arms], best: f64::NAN }
+    }
+    /// The features, to be overwritten for a new round (then call one of the `score` methods).
+    pub fn features_mut(&mut self) -> &mut [f64] {
+        &mut self.features
+    }
+    /// Expected rewards `mu(x_a^T theta)` of a GLM with parameter `theta`, and their maximum.
+    pub fn score_glm(&mut self, theta: &[f64]) {
+        for (e, x) in self.expected.iter_mut().zip(self.features.chunks_exact(self.dim)) {
+            *e = self.rewards.mean(crate::linalg::dot(x, theta));
+        }
+        self.best = self.expected.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    }
+    /// Given expected rewards (a logged data set), and their maximum.
+    pub fn score_given(&mut self, expected: &[f64]) {
+        self.expected.copy_from_slice(expected);
+        self.best = self.expected.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    }
+    pub fn contexts(&self) -> Contexts<'_> {
+        Contexts::new(&self.features, self.dim)
+    }
+}
+
 /// A contextual bandit environment as the episode loops see it: K feature vectors per round,
 /// their expected rewards, and realised rewards drawn from a caller's noise stream.
 pub trait Environment {
@@ -57,14 +93,25 @@ pub trait Environment {
     fn horizon(&self) -> usize;
     /// Draws the next round's contexts and their expected rewards.
     fn next_round(&mut self) -> Contexts<'_>;
-    /// The current round's contexts (after [`Environment::next_round`]).
-    fn contexts(&self) -> Contexts<'_>;
+    /// The current round's arms (after [`Environment::next_round`]).
+    fn arms(&self) -> &ArmSet;
+    /// The current round's contexts.
+    fn contexts(&self) -> Contexts<'_> {
+        self.arms().contexts()
+    }
     /// Expected reward of `arm` this round.
-    fn expected_reward(&self, arm: usize) -> f64;
+    fn expected_reward(&self, arm: usize) -> f64 {
+        self.arms().expected[arm]
+    }
     /// The best expected reward this round.
-    fn best_expected_reward(&self) -> f64;
+    fn best_expected_reward(&self) -> f64 {
+        self.arms().best
+    }
     /// A realised reward of `arm` this round, its noise drawn from `noise`.
-    fn sample_reward(&self, arm: usize, noise: &mut dyn RngCore) -> f64;
+    fn sample_reward(&self, arm: usize, noise: &mut dyn RngCore) -> f64 {
+        let arms = self.arms();
+        arms.rewards.sample(arms.expected[arm], noise)
+    }
     /// Pseudo-regret of pulling `arm` this round: best expected reward minus `arm`'s.
     fn regret(&self, arm: usize) -> f64 {
         self.best_expected_reward() - self.expected_reward(arm)
@@ -129,9 +176,7 @@ pub struct SyntheticEnv {
     config: SyntheticConfig,
     theta: Vec<f64>,
     context_stream: Xoshiro256PlusPlus,
-    features: Vec<f64>,
-    expected: Vec<f64>,
-    best_expected: f64,
+    arms: ArmSet,
     round: usize,
 }
 
@@ -153,9 +198,7 @@ impl SyntheticEnv {
             config,
             theta,
             context_stream: Xoshiro256PlusPlus::from_stream(&mut stream),
-            features: vec![0.0; config.n_arms * config.dim],
-            expected: vec![0.0; config.n_arms],
-            best_expected: f64::NAN,
+            arms: ArmSet::new(config.dim, config.n_arms, config.rewards),
             round: 0,
         }
     }
@@ -182,43 +225,27 @@ impl Environment for SyntheticEnv {
     }
 
     fn next_round(&mut self) -> Contexts<'_> {
+        let features = self.arms.features_mut();
         match self.config.law {
             FeatureLaw::Cube => {
                 let h = self.config.half_width();
-                for f in self.features.iter_mut() {
+                for f in features.iter_mut() {
                     *f = h * (2.0 * self.context_stream.next_unit() - 1.0);
                 }
             }
             FeatureLaw::Ball => {
-                for x in self.features.chunks_exact_mut(self.config.dim) {
+                for x in features.chunks_exact_mut(self.config.dim) {
                     uniform_in_ball(x, &mut self.context_stream);
                 }
             }
         }
-        let mut best = f64::NEG_INFINITY;
-        for (e, x) in self.expected.iter_mut().zip(self.features.chunks_exact(self.config.dim)) {
-            *e = self.config.rewards.mean(crate::linalg::dot(x, &self.theta));
-            best = best.max(*e);
-        }
-        self.best_expected = best;
+        self.arms.score_glm(&self.theta);
         self.round += 1;
-        Contexts::new(&self.features, self.config.dim)
+        self.arms.contexts()
     }
 
-    fn contexts(&self) -> Contexts<'_> {
-        Contexts::new(&self.features, self.config.dim)
-    }
-
-    fn expected_reward(&self, arm: usize) -> f64 {
-        self.expected[arm]
-    }
-
-    fn best_expected_reward(&self) -> f64 {
-        self.best_expected
-    }
-
-    fn sample_reward(&self, arm: usize, noise: &mut dyn RngCore) -> f64 {
-        self.config.rewards.sample(self.expected[arm], noise)
+    fn arms(&self) -> &ArmSet {
+        &self.arms
     }
 }
 

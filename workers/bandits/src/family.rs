@@ -381,27 +381,15 @@ impl Family for BanditsFamily {
 mod tests {
     use super::*;
     use crate::episode::run_tuned;
-    use armada_core::{run_job, JobSpec, ParamValue, Registry};
-    use std::ops::ControlFlow;
+    use crate::testing::{records, registry};
+    use armada_core::{JobSpec, ParamValue};
 
     fn job(bottom: &str, tuner: &str, horizon: u32, seed: u64) -> ValidJob {
-        let registry = Registry::new(vec![Box::new(BanditsFamily)]);
         let mut spec = JobSpec::new("bandits", "synthetic", tuner);
         spec.benchmark_params.insert("bottom".into(), ParamValue::Str(bottom.into()));
         spec.horizon = horizon;
         spec.seed = seed;
-        registry.validate(&spec).unwrap()
-    }
-
-    fn records(job: &ValidJob) -> Vec<Vec<f64>> {
-        let registry = Registry::new(vec![Box::new(BanditsFamily)]);
-        let mut rows = Vec::new();
-        run_job(&registry, job, &mut |r| {
-            rows.push(r.values);
-            ControlFlow::Continue(())
-        })
-        .unwrap();
-        rows
+        registry().validate(&spec).unwrap()
     }
 
     /// Through the registry, a job is exactly `run_tuned` on the same streams: the per-step
@@ -471,7 +459,7 @@ mod tests {
     /// best CTR, whatever the policy; the MovieLens stand-in runs through the registry likewise.
     #[test]
     fn other_environments_run_through_the_registry() {
-        let registry = Registry::new(vec![Box::new(BanditsFamily)]);
+        let registry = registry();
         let mut spec = JobSpec::new("bandits", "yahoo-standin", "cdt");
         spec.benchmark_params.insert("bottom".into(), ParamValue::Str("gloc".into()));
         spec.horizon = 300;
@@ -498,7 +486,7 @@ mod tests {
     /// random phase) and the theory value of the second.
     #[test]
     fn fixed_plays_its_value_and_theory_for_the_rest() {
-        let registry = Registry::new(vec![Box::new(BanditsFamily)]);
+        let registry = registry();
         let mut spec = JobSpec::new("bandits", "unit-ball", "fixed");
         spec.benchmark_params.insert("bottom".into(), ParamValue::Str("gloc".into()));
         spec.algorithm_params.insert("value".into(), ParamValue::Float(2.5));

@@ -182,29 +182,17 @@ impl Family for LipschitzCheckFamily {
 mod tests {
     use super::*;
     use crate::episode::run_tuned;
-    use armada_core::{run_job, ParamValue, Registry};
+    use crate::testing::{records, registry};
+    use armada_core::ParamValue;
     use rand::SeedableRng;
-    use std::ops::ControlFlow;
 
     fn job(bottom: &str, horizon: u32) -> ValidJob {
-        let registry = Registry::new(vec![Box::new(LipschitzCheckFamily)]);
         let mut spec = JobSpec::new("lipschitz-check", "unit-ball", "cdt");
         spec.benchmark_params.insert("bottom".into(), ParamValue::Str(bottom.into()));
         spec.benchmark_params.insert("dim".into(), ParamValue::Int(6));
         spec.benchmark_params.insert("arms".into(), ParamValue::Int(60));
         spec.horizon = horizon;
-        registry.validate(&spec).unwrap()
-    }
-
-    fn records(job: &ValidJob) -> Vec<Vec<f64>> {
-        let registry = Registry::new(vec![Box::new(LipschitzCheckFamily)]);
-        let mut rows = Vec::new();
-        run_job(&registry, job, &mut |r| {
-            rows.push(r.values);
-            ControlFlow::Continue(())
-        })
-        .unwrap();
-        rows
+        registry().validate(&spec).unwrap()
     }
 
     #[test]
@@ -280,11 +268,10 @@ mod tests {
 
     #[test]
     fn only_one_hyperparameter_bandits_are_accepted() {
-        let registry = Registry::new(vec![Box::new(LipschitzCheckFamily)]);
         let mut spec = JobSpec::new("lipschitz-check", "unit-ball", "cdt");
         spec.benchmark_params.insert("bottom".into(), ParamValue::Str("gloc".into()));
         spec.horizon = 10;
-        let err = registry.validate(&spec).unwrap_err();
+        let err = registry().validate(&spec).unwrap_err();
         assert_eq!(err.field_path, "benchmark_params.bottom", "{err}");
     }
 }

@@ -18,7 +18,7 @@
 //!   Linear rewards have noise std `sqrt(0.5)` by default (the paper's variance 0.5; the code uses
 //!   0.5); logistic rewards are Bernoulli.
 
-use crate::env::{Environment, RewardModel};
+use crate::env::{ArmSet, Environment, RewardModel};
 use crate::linalg::{cholesky_in_place, cholesky_solve_in_place, dot, norm};
 use crate::Contexts;
 use armada_core::StreamRng;
@@ -314,9 +314,7 @@ pub struct MovieLensEnv {
     factors: Arc<Factors>,
     theta: Vec<f64>,
     stream: StreamRng,
-    features: Vec<f64>,
-    expected: Vec<f64>,
-    best_expected: f64,
+    arms: ArmSet,
 }
 
 impl MovieLensEnv {
@@ -341,15 +339,7 @@ impl MovieLensEnv {
             return Err("the sampled users' mean factor is zero".into());
         }
         theta.iter_mut().for_each(|t| *t /= n);
-        Ok(MovieLensEnv {
-            features: vec![0.0; config.n_arms * rank],
-            expected: vec![0.0; config.n_arms],
-            best_expected: f64::NAN,
-            config,
-            factors,
-            theta,
-            stream,
-        })
+        Ok(MovieLensEnv { arms: ArmSet::new(rank, config.n_arms, config.rewards), config, factors, theta, stream })
     }
 
     pub fn theta(&self) -> &[f64] {
@@ -371,31 +361,17 @@ impl Environment for MovieLensEnv {
         let movies = index::sample(&mut self.stream, self.factors.n_movies(), self.config.n_arms);
         let largest = movies.iter().map(|j| norm(self.factors.movie(j))).fold(0.0, f64::max);
         let scale = if largest > 0.0 { 1.0 / largest } else { 1.0 };
-        let mut best = f64::NEG_INFINITY;
+        let features = self.arms.features_mut();
         for (a, j) in movies.iter().enumerate() {
-            let x = &mut self.features[a * rank..][..rank];
+            let x = &mut features[a * rank..][..rank];
             x.iter_mut().zip(self.factors.movie(j)).for_each(|(x, m)| *x = m * scale);
-            self.expected[a] = self.config.rewards.mean(dot(x, &self.theta));
-            best = best.max(self.expected[a]);
         }
-        self.best_expected = best;
-        Contexts::new(&self.features, rank)
+        self.arms.score_glm(&self.theta);
+        self.arms.contexts()
     }
 
-    fn contexts(&self) -> Contexts<'_> {
-        Contexts::new(&self.features, self.factors.rank)
-    }
-
-    fn expected_reward(&self, arm: usize) -> f64 {
-        self.expected[arm]
-    }
-
-    fn best_expected_reward(&self) -> f64 {
-        self.best_expected
-    }
-
-    fn sample_reward(&self, arm: usize, noise: &mut dyn RngCore) -> f64 {
-        self.config.rewards.sample(self.expected[arm], noise)
+    fn arms(&self) -> &ArmSet {
+        &self.arms
     }
 }
 

@@ -292,8 +292,8 @@ impl Family for LipschitzFamily {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use armada_core::{run_job, JobSpec, ParamValue, Registry};
-    use std::ops::ControlFlow;
+    use crate::testing::{records, registry};
+    use armada_core::{JobSpec, ParamValue};
 
     #[test]
     fn shapes_and_segments_match_the_spec() {
@@ -316,18 +316,10 @@ mod tests {
     }
 
     fn rows(algorithm: &str, horizon: u32) -> Vec<Vec<f64>> {
-        let registry = Registry::new(vec![Box::new(LipschitzFamily)]);
         let mut spec = JobSpec::new("lipschitz", "switching", algorithm);
         spec.benchmark_params.insert("shape".into(), ParamValue::Str("triangle".into()));
         spec.horizon = horizon;
-        let job = registry.validate(&spec).unwrap();
-        let mut out = Vec::new();
-        run_job(&registry, &job, &mut |r| {
-            out.push(r.values);
-            ControlFlow::Continue(())
-        })
-        .unwrap();
-        out
+        records(&registry().validate(&spec).unwrap())
     }
 
     /// The recorded regret is the sum of the true gaps at the played arms (recomputed here from x and

@@ -1,10 +1,13 @@
 //! Test doubles shared by the tuner tests (spec §8.3): a bottom bandit whose best hyperparameter is known by
-//! construction, so that a tuner's convergence can be checked against an independent answer.
+//! construction, so that a tuner's convergence can be checked against an independent answer; and running a
+//! job of this crate's families through the registry.
 
 use crate::hyper::Hyperparameter;
 use crate::linalg::dot;
 use crate::{argmax_by, random_arm, BottomBandit, Contexts};
+use armada_core::{run_job, Registry, ValidJob};
 use rand::{Rng, RngCore};
+use std::ops::ControlFlow;
 
 static ONE_KNOB: [Hyperparameter; 1] = [Hyperparameter::on_paper_box("alpha", "probability of a random arm")];
 static TWO_KNOBS: [Hyperparameter; 2] = [
@@ -69,4 +72,24 @@ impl BottomBandit for ExplorationProbe {
     fn observe(&mut self, _x: &[f64], _y: f64, _hp: &[f64], _rng: &mut dyn RngCore) {
         self.observed += 1;
     }
+}
+
+/// Every family of this crate, as the workers register them.
+pub(crate) fn registry() -> Registry {
+    Registry::new(vec![
+        Box::new(crate::BanditsFamily),
+        Box::new(crate::LipschitzFamily),
+        Box::new(crate::LipschitzCheckFamily),
+    ])
+}
+
+/// Runs a validated job through the registry and returns every step's metric values.
+pub(crate) fn records(job: &ValidJob) -> Vec<Vec<f64>> {
+    let mut rows = Vec::new();
+    run_job(&registry(), job, &mut |r| {
+        rows.push(r.values);
+        ControlFlow::Continue(())
+    })
+    .unwrap();
+    rows
 }

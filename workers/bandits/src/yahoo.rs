@@ -16,11 +16,11 @@
 //! are alive, the lifetimes of the most recently ended ones are extended, then those of the ones
 //! about to start, until there are 20.
 
-use crate::env::{Environment, RewardModel};
+use crate::env::{ArmSet, Environment, RewardModel};
 use crate::logistic::sigmoid;
 use crate::Contexts;
 use armada_core::StreamRng;
-use rand::{Rng, RngCore, SeedableRng};
+use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Gamma, StandardNormal};
 
 /// Features per article: a constant 1 and five cluster memberships.
@@ -123,14 +123,13 @@ fn pool_at(t: usize, start: &[usize], end: &[usize], size: usize) -> Vec<usize> 
 pub struct YahooEnv {
     data: std::sync::Arc<YahooData>,
     round: usize,
-    features: Vec<f64>,
-    best: f64,
+    arms: ArmSet,
 }
 
 impl YahooEnv {
     pub fn new(data: std::sync::Arc<YahooData>) -> Self {
         let pool = data.config.pool;
-        YahooEnv { data, round: 0, features: vec![0.0; pool * DIM], best: f64::NAN }
+        YahooEnv { data, round: 0, arms: ArmSet::new(DIM, pool, RewardModel::Logistic) }
     }
 }
 
@@ -146,28 +145,18 @@ impl Environment for YahooEnv {
     fn next_round(&mut self) -> Contexts<'_> {
         let t = self.round;
         assert!(t < self.data.config.horizon, "the stand-in log has {} rounds", self.data.config.horizon);
+        let features = self.arms.features_mut();
         for (slot, &a) in self.data.pools[t].iter().enumerate() {
-            self.features[slot * DIM..][..DIM].copy_from_slice(&self.data.features[a * DIM..][..DIM]);
+            features[slot * DIM..][..DIM].copy_from_slice(&self.data.features[a * DIM..][..DIM]);
         }
-        self.best = self.data.ctrs[t].iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        // Bernoulli(CTR): the logistic model's sampling with the logged CTR as the mean.
+        self.arms.score_given(&self.data.ctrs[t]);
         self.round += 1;
-        Contexts::new(&self.features, DIM)
+        self.arms.contexts()
     }
 
-    fn contexts(&self) -> Contexts<'_> {
-        Contexts::new(&self.features, DIM)
-    }
-
-    fn expected_reward(&self, arm: usize) -> f64 {
-        self.data.ctrs[self.round - 1][arm]
-    }
-
-    fn best_expected_reward(&self) -> f64 {
-        self.best
-    }
-
-    fn sample_reward(&self, arm: usize, noise: &mut dyn RngCore) -> f64 {
-        RewardModel::Logistic.sample(self.expected_reward(arm), noise)
+    fn arms(&self) -> &ArmSet {
+        &self.arms
     }
 }
 
