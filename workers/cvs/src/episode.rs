@@ -187,12 +187,13 @@ impl Episode for CvsEpisode {
         for cache in &mut self.caches {
             cache.update(&post, &self.samples);
         }
-        let (_, observed_y) = self.surrogate.data();
+        let (observed_x, observed_y) = self.surrogate.data();
         let mut ctx = Context {
             problem: &self.problem,
             post: &post,
             samples: &self.samples,
             caches: &self.caches,
+            observed_x,
             observed_y,
             gp_noise_var: self.surrogate.config().noise_var,
             stats: &self.stats,

@@ -87,9 +87,9 @@ const ALGORITHMS: [ComponentDef; 5] = [
             2,
             choice(
                 "mode",
-                &["paper", "code"],
+                &["paper", "code", "code-fixed"],
                 "paper",
-                "paper: Algorithm 1 as in spec 3.2; code: Fsoft-AIC/BO-uCVS (spec 3.3)"
+                "paper: Algorithm 1 as in spec 3.2; code: Fsoft-AIC/BO-uCVS (spec 3.3, Adam refit per exploitation step); code-fixed: code without the refit"
             ),
             BETA,
             float("alpha0", 0.0, 0.99, 0.1, "initial tolerance alpha (paper mode)"),
@@ -179,7 +179,7 @@ fn algorithm(name: &str, p: &Params, problem: &Problem) -> Result<Box<dyn Algori
     Ok(match name {
         "proposed" => {
             let config = ProposedConfig {
-                mode: if p.str("mode")? == "code" { Mode::Code } else { Mode::Paper },
+                mode: if p.str("mode")? == "paper" { Mode::Paper } else { Mode::Code },
                 beta: p.float("beta")?,
                 alpha0: p.float("alpha0")?,
                 explore_fraction: p.float("explore_fraction")?,
@@ -197,6 +197,7 @@ fn algorithm(name: &str, p: &Params, problem: &Problem) -> Result<Box<dyn Algori
                 },
                 cost_log: if p.str("cost_log")? == "projected" { CostLog::Projected } else { CostLog::Iteration },
                 t_cap: usize_param(p, "t_cap")?,
+                refit: p.str("mode")? == "code",
                 search,
             };
             Box::new(Proposed::new(config, problem.n_sets()))

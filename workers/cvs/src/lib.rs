@@ -29,6 +29,7 @@ pub mod episode;
 pub mod family;
 pub mod maximize;
 pub mod problem;
+pub mod refit;
 pub mod special;
 pub mod surrogate;
 pub mod truncnorm;

@@ -18,6 +18,8 @@
 
 use armada_core::JobError;
 use armada_gp::{Gp, Kernel, Points};
+
+use crate::refit::Hyper;
 use faer::linalg::triangular_solve::{solve_lower_triangular_in_place, solve_upper_triangular_in_place};
 use faer::{Mat, Par};
 
@@ -70,21 +72,7 @@ impl Surrogate {
 
     /// The posterior of this iteration: the factor as a dense matrix and `alpha = K^{-1} y`.
     pub fn posterior(&self) -> Posterior {
-        let l = self.gp.cholesky_factor();
-        let n = self.gp.n_obs();
-        let mut alpha = Mat::from_fn(n, 1, |i, _| self.gp.whitened_y()[i]);
-        solve_upper_triangular_in_place(l.transpose(), alpha.as_mut(), Par::Seq);
-        let inv_ls2 = self.gp.kernel().lengthscales.iter().map(|l| 1.0 / (l * l)).collect();
-        Posterior {
-            dim: self.gp.x().dim(),
-            n,
-            x: self.gp.x().as_slice().to_vec(),
-            l,
-            alpha: (0..n).map(|i| alpha[(i, 0)]).collect(),
-            s2: self.config.outputscale,
-            inv_ls2,
-            kinv: None,
-        }
+        Posterior::of_gp(&self.gp, 0.0)
     }
 }
 
@@ -97,8 +85,10 @@ pub struct Posterior {
     pub x: Vec<f64>,
     /// Lower Cholesky factor of `K + lambda I`.
     pub l: Mat<f64>,
-    /// `(K + lambda I)^{-1} y`.
+    /// `(K + lambda I)^{-1} (y - mean)`.
     pub alpha: Vec<f64>,
+    /// Constant prior mean `m0` (0 unless refit).
+    pub mean: f64,
     pub s2: f64,
     pub inv_ls2: Vec<f64>,
     /// `(K + lambda I)^{-1}`, only for [`SigmaMode::Rms`] (see [`Posterior::with_inverse`]).
@@ -106,6 +96,35 @@ pub struct Posterior {
 }
 
 impl Posterior {
+    /// The posterior of `gp`, whose targets are `y - mean`.
+    fn of_gp(gp: &Gp, mean: f64) -> Self {
+        let l = gp.cholesky_factor();
+        let n = gp.n_obs();
+        let mut alpha = Mat::from_fn(n, 1, |i, _| gp.whitened_y()[i]);
+        solve_upper_triangular_in_place(l.transpose(), alpha.as_mut(), Par::Seq);
+        let kernel = gp.kernel();
+        Posterior {
+            dim: gp.x().dim(),
+            n,
+            x: gp.x().as_slice().to_vec(),
+            l,
+            alpha: (0..n).map(|i| alpha[(i, 0)]).collect(),
+            mean,
+            s2: kernel.variance,
+            inv_ls2: kernel.lengthscales.iter().map(|l| 1.0 / (l * l)).collect(),
+            kinv: None,
+        }
+    }
+
+    /// The exact posterior of the data under refit hyperparameters (code mode, spec §2.1):
+    /// one dense factorisation, O(n^3).
+    pub fn with_hyper(x: &Points, y: &[f64], hyper: &Hyper) -> Result<Self, JobError> {
+        let centred = y.iter().map(|v| v - hyper.mean).collect();
+        let (gp, _) = Gp::fit(hyper.kernel(), hyper.noise_var, x.clone(), centred)
+            .map_err(|e| JobError::Numerical(format!("refit posterior: {e}")))?;
+        Ok(Self::of_gp(&gp, hyper.mean))
+    }
+
     /// Adds `(K + lambda I)^{-1} = L^{-T} L^{-1}` (O(n^3), once per iteration).
     pub fn with_inverse(mut self) -> Self {
         let mut linv = Mat::<f64>::identity(self.n, self.n);
@@ -208,6 +227,17 @@ impl SetCache {
         Self { random, n_mc, n_sigma, mode, ..Self::default() }
     }
 
+    /// A cache for the same set, samples and mode that has seen no data (for a posterior with
+    /// other lengthscales).
+    pub fn emptied(&self) -> Self {
+        Self { random: self.random.clone(), n_mc: self.n_mc, n_sigma: self.n_sigma, mode: self.mode, ..Self::default() }
+    }
+
+    /// Whether expectations from this cache need [`Posterior::with_inverse`].
+    pub fn needs_inverse(&self) -> bool {
+        self.mode == SigmaMode::Rms
+    }
+
     /// Add the rows of the data points the cache has not seen; `samples` is `n_mc x dim`.
     pub fn update(&mut self, post: &Posterior, samples: &[f64]) {
         let d = post.dim;
@@ -285,7 +315,7 @@ impl<'p> SetExpectation<'p> {
 
     /// `A_a(x^I)` into `self.a`, and `E[mu]`.
     fn fill_a(&mut self, xc: &[f64]) -> f64 {
-        let mut mu = 0.0;
+        let mut mu = self.post.mean;
         for a in 0..self.post.n {
             let xa = self.post.xa(a);
             let mut r2 = 0.0;
@@ -534,6 +564,46 @@ mod tests {
             let sm = e.moments_grad(&xm, &mut t1, &mut t2).1;
             assert!((ds[0] - (sp - sm) / (2.0 * h)).abs() < 1e-5 * (1.0 + ds[0].abs()));
         }
+    }
+
+    #[test]
+    fn refit_hyperparameters_with_a_prior_mean_match_a_direct_prediction() {
+        let d = 4;
+        let s = toy(d, 20, 12);
+        let (x, y) = s.data();
+        let hyper = Hyper { lengthscales: vec![0.3, 0.15, 0.5, 0.25], outputscale: 1.7, mean: 0.4, noise_var: 1e-4 };
+        let post = Posterior::with_hyper(x, y, &hyper).unwrap();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(13);
+        let samples: Vec<f64> = (0..24 * d).map(|_| rng.random()).collect();
+        let ctrl = [1, 3];
+        let mut cache = SetCache::new(d, &ctrl, 24, 24);
+        cache.update(&post, &samples);
+        let mut e = SetExpectation::new(&post, &ctrl, &cache);
+        let xc = [0.2, 0.7];
+        let (mut dm, mut ds) = ([0.0; 2], [0.0; 2]);
+        let (mu, sd) = e.moments_grad(&xc, &mut dm, &mut ds);
+        // Direct: mean + k^T K^{-1} (y - mean) and k(x,x) - k^T K^{-1} k, by dense solves.
+        use faer::linalg::solvers::Solve;
+        let kernel = hyper.kernel();
+        let n = x.len();
+        let mut kmat = kernel.gram(x);
+        for i in 0..n {
+            kmat[(i, i)] += hyper.noise_var;
+        }
+        let llt = kmat.llt(faer::Side::Lower).unwrap();
+        let resid = Mat::from_fn(n, 1, |i, _| y[i] - hyper.mean);
+        let alpha = llt.solve(&resid);
+        let (mut m_sum, mut s_sum) = (0.0, 0.0);
+        for smp in samples.chunks(d) {
+            let q = full_query(&ctrl, &xc, smp);
+            let k = Mat::from_fn(n, 1, |i, _| kernel.eval(&q, x.row(i)));
+            m_sum += hyper.mean + (0..n).map(|i| k[(i, 0)] * alpha[(i, 0)]).sum::<f64>();
+            let w = llt.solve(&k);
+            let var = kernel.eval(&q, &q) - (0..n).map(|i| k[(i, 0)] * w[(i, 0)]).sum::<f64>();
+            s_sum += var.max(VAR_FLOOR).sqrt();
+        }
+        assert!((mu - m_sum / 24.0).abs() < 1e-9, "{mu} vs {}", m_sum / 24.0);
+        assert!((sd - s_sum / 24.0).abs() < 1e-9, "{sd} vs {}", s_sum / 24.0);
     }
 
     #[test]

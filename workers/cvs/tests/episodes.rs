@@ -186,3 +186,27 @@ fn bad_combinations_are_refused_naming_the_field() {
     let s = spec("plant", "ucb-psq", &[], &[("n_sigma", ParamValue::Int(2000))]);
     assert_eq!(registry.validate(&s).unwrap_err().field_path, "algorithm_params.n_sigma");
 }
+
+#[test]
+fn code_mode_caps_on_the_stale_posterior_with_and_without_the_refit() {
+    let bench = [("budget", ParamValue::Float(6.0)), ("cost_set", ParamValue::Str("cheap".into()))];
+    // Exploration (until 40 % of the budget remains) takes the first 20 plays here.
+    let t_cap = 23;
+    for mode in ["code", "code-fixed"] {
+        let algo = [("mode", ParamValue::Str(mode.into())), ("t_cap", ParamValue::Int(t_cap))];
+        let rows = run(&spec("plant", "proposed", &bench, &algo));
+        let exploit: Vec<&StepRecord> = played(&rows).into_iter().filter(|r| r.values[col("phase")] == 2.0).collect();
+        let (before, capped): (Vec<&StepRecord>, Vec<&StepRecord>) =
+            exploit.iter().partition(|r| (r.values[col("n_evals")] as i64) < t_cap);
+        assert!(
+            !before.is_empty() && !capped.is_empty(),
+            "{mode}: {} before the cap, {} after",
+            before.len(),
+            capped.len()
+        );
+        // Before the cap C4 computes Lmax and the feasible sets; from the cap on, C5 draws a set
+        // and optimises it on the posterior kept from iteration t_cap - 1.
+        assert!(before.iter().all(|r| r.values[col("lcb_bar")].is_finite() && r.values[col("n_s1")] >= 1.0));
+        assert!(capped.iter().all(|r| r.values[col("lcb_bar")].is_nan() && r.values[col("n_s1")] == 0.0));
+    }
+}

@@ -192,7 +192,7 @@ fn posterior(
 ) -> Result<(f64, Vec<f64>), GpError> {
     config.validate()?;
     check_data(x, y, kernel)?;
-    let (lml, mut grad) = lml_and_grad(x, y, kernel, config.noise_var, want)?;
+    let (lml, mut grad, _) = lml_and_grad(x, y, kernel, config.noise_var, want)?;
     let lv = kernel.variance.ln();
     let mut lp = lml + config.variance_prior.log_density(lv);
     grad[0] += config.variance_prior.grad(lv);
@@ -209,21 +209,35 @@ fn check_data(x: &Points, y: &[f64], kernel: &Kernel) -> Result<(), GpError> {
     crate::gp::check_data(x, y, kernel.dim())
 }
 
-/// Log marginal likelihood and its gradient in `[log v, log l_1..l_d]` (dense, O(n^3 + n^2 d));
-/// with `Want::Value` the gradient is left at zero.
+/// The zero-mean log marginal likelihood `log N(y | 0, K + lambda I)`, its gradient in
+/// `[log v, log l_1..l_d]`, and `alpha = (K + lambda I)^{-1} y` (whose sum is the gradient in
+/// a constant prior mean subtracted from `y`). No priors: what plain type-II maximum
+/// likelihood (e.g. GPyTorch's `ExactMarginalLogLikelihood`) differentiates.
+pub fn log_marginal_likelihood_and_grad(
+    x: &Points,
+    y: &[f64],
+    kernel: &Kernel,
+    noise_var: f64,
+) -> Result<(f64, Vec<f64>, Vec<f64>), GpError> {
+    check_data(x, y, kernel)?;
+    lml_and_grad(x, y, kernel, noise_var, Want::ValueAndGrad)
+}
+
+/// Log marginal likelihood, its gradient in `[log v, log l_1..l_d]` and `alpha` (dense,
+/// O(n^3 + n^2 d)); with `Want::Value` the gradient is left at zero and `alpha` empty.
 fn lml_and_grad(
     x: &Points,
     y: &[f64],
     kernel: &Kernel,
     noise_var: f64,
     want: Want,
-) -> Result<(f64, Vec<f64>), GpError> {
+) -> Result<(f64, Vec<f64>, Vec<f64>), GpError> {
     check_hyper(kernel, noise_var)?;
     let n = x.len();
     let d = kernel.dim();
     let mut grad = vec![0.0; d + 1];
     if n == 0 {
-        return Ok((0.0, grad));
+        return Ok((0.0, grad, Vec::new()));
     }
     let k = kernel.gram(x);
     let mut c = k.clone();
@@ -238,7 +252,7 @@ fn lml_and_grad(
     let logdet_half: f64 = (0..n).map(|i| l[(i, i)].ln()).sum();
     let lml = -0.5 * quad - logdet_half - 0.5 * n as f64 * LN_2PI;
     if want == Want::Value {
-        return Ok((lml, grad));
+        return Ok((lml, grad, Vec::new()));
     }
     solve_upper_triangular_in_place(l.transpose(), alpha.as_mut(), Par::Seq);
 
@@ -267,7 +281,7 @@ fn lml_and_grad(
             }
         }
     }
-    Ok((lml, grad))
+    Ok((lml, grad, (0..n).map(|a| alpha[(a, 0)]).collect()))
 }
 
 /// MAP estimate of `[log v, log l_i]` by prior-screened multi-start bounded L-BFGS.

@@ -49,7 +49,9 @@ pub use candidates::CandidateCache;
 pub use chol::JitterReport;
 pub use covariance::CandidateCovariance;
 pub use error::GpError;
-pub use fit::{fit_map, log_posterior, log_posterior_and_grad, LogNormalPrior, MapConfig, MapFit};
+pub use fit::{
+    fit_map, log_marginal_likelihood_and_grad, log_posterior, log_posterior_and_grad, LogNormalPrior, MapConfig, MapFit,
+};
 pub use gp::Gp;
 pub use kernel::{Kernel, KernelKind};
 pub use points::Points;

@@ -8,6 +8,7 @@ pub mod psq;
 pub mod ucb_cvs;
 
 use armada_core::{JobError, StreamRng};
+use armada_gp::Points;
 
 use crate::maximize::{MaximizeConfig, Maximum};
 use crate::problem::Problem;
@@ -21,12 +22,31 @@ pub struct Context<'a> {
     pub samples: &'a [f64],
     /// Per-set caches of the kernel factor over the random part, up to date with `post`.
     pub caches: &'a [SetCache],
-    /// Observed outputs so far, the initial design included.
+    /// The GP's training inputs and outputs so far (the initial design included), in the
+    /// order of `post`.
+    pub observed_x: &'a Points,
     pub observed_y: &'a [f64],
     /// The surrogate's noise variance `lambda`.
     pub gp_noise_var: f64,
     pub stats: &'a PlayStats,
     pub rng: &'a mut StreamRng,
+}
+
+impl Context<'_> {
+    /// The same iteration seen through another posterior (with caches that match it).
+    pub fn with_posterior<'b>(&'b mut self, post: &'b Posterior, caches: &'b [SetCache]) -> Context<'b> {
+        Context {
+            problem: self.problem,
+            post,
+            samples: self.samples,
+            caches,
+            observed_x: self.observed_x,
+            observed_y: self.observed_y,
+            gp_noise_var: self.gp_noise_var,
+            stats: self.stats,
+            rng: &mut *self.rng,
+        }
+    }
 }
 
 /// Plays so far (the initial design is not a play, spec §2.6).

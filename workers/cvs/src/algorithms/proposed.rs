@@ -11,15 +11,18 @@
 //! LCB 0.3, `Lmax` max'ed with the best observation when a full set exists), feasible
 //! `F = {j : U_j >= Lmax}`, the set of least unclipped cost LCB (unplayed = -inf, ties -> largest
 //! index), and from `t >= t_cap` a uniformly random set optimised on the stale posterior.
-//! Left out: the 10 Adam steps of hyperparameter refit per exploitation iteration (§2.1); code
-//! mode here keeps the fixed hyperparameters.
+//! Every exploitation iteration before the cap refits the GP's hyperparameters (10 Adam steps
+//! from the initial values, [`crate::refit`]); the capped iterations use the posterior of the
+//! last iteration before the cap, refit or not. `mode = "code-fixed"` keeps the fixed
+//! hyperparameters throughout.
 
 use armada_core::JobError;
 use rand::Rng;
 
 use super::{argmax_first, set_bounds, Algorithm, Choice, Context, Diagnostics, Phase, PlayStats, SearchConfig};
 use crate::maximize::Maximum;
-use crate::surrogate::Posterior;
+use crate::refit::{self, AdamConfig};
+use crate::surrogate::{GpConfig, Posterior, SetCache};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -73,6 +76,8 @@ pub struct ProposedConfig {
     pub cost_log: CostLog,
     /// Code mode: iteration from which sets are random (0 = never).
     pub t_cap: usize,
+    /// Code mode: refit the hyperparameters at every exploitation iteration (spec §2.1).
+    pub refit: bool,
     pub search: SearchConfig,
 }
 
@@ -82,7 +87,7 @@ pub struct Proposed {
     ucb_bar: Vec<f64>,
     n_exploit: usize,
     /// Code mode: the posterior of the last iteration before `t_cap`.
-    stale: Option<Posterior>,
+    stale: Option<Fitted>,
 }
 
 impl Proposed {
@@ -177,28 +182,34 @@ impl Proposed {
         Choice { set, x_ctrl: bounds[set].0.x.clone(), phase: Phase::Exploit, diagnostics }
     }
 
-    fn exploit_code(&mut self, ctx: &mut Context<'_>) -> Choice {
+    fn exploit_code(&mut self, ctx: &mut Context<'_>) -> Result<Choice, JobError> {
         let cfg = self.config;
-        let m = ctx.problem.n_sets();
         let t = ctx.stats.t + 1;
         if cfg.t_cap > 0 && t >= cfg.t_cap {
             // The reference code's compute cap: a random set, optimised on the stale posterior.
-            let set = ctx.rng.random_range(0..m);
-            let stale = self.stale.get_or_insert_with(|| ctx.post.clone()).clone();
-            let mut stale_ctx = Context {
-                problem: ctx.problem,
-                post: &stale,
-                samples: ctx.samples,
-                caches: ctx.caches,
-                observed_y: ctx.observed_y,
-                gp_noise_var: ctx.gp_noise_var,
-                stats: ctx.stats,
-                rng: &mut *ctx.rng,
-            };
-            let (best, _) = set_bounds(&mut stale_ctx, set, cfg.beta, None, &cfg.search);
-            return Choice { set, x_ctrl: best.x, phase: Phase::Exploit, diagnostics: Diagnostics::default() };
+            let set = ctx.rng.random_range(0..ctx.problem.n_sets());
+            let stale = self.stale.take().unwrap_or_else(|| Fitted::snapshot(ctx));
+            let (best, _) =
+                set_bounds(&mut ctx.with_posterior(&stale.post, &stale.caches), set, cfg.beta, None, &cfg.search);
+            self.stale = Some(stale);
+            return Ok(Choice { set, x_ctrl: best.x, phase: Phase::Exploit, diagnostics: Diagnostics::default() });
         }
-        self.stale = Some(ctx.post.clone());
+        let fitted = if cfg.refit { Some(Fitted::refit(ctx)?) } else { None };
+        let choice = match &fitted {
+            Some(f) => self.code_rule(&mut ctx.with_posterior(&f.post, &f.caches)),
+            None => self.code_rule(ctx),
+        };
+        if cfg.t_cap > 0 && t + 1 == cfg.t_cap {
+            self.stale = Some(fitted.unwrap_or_else(|| Fitted::snapshot(ctx)));
+        }
+        Ok(choice)
+    }
+
+    /// C4: `Lmax`, the feasible sets `U_j >= Lmax`, the one of least unclipped cost LCB.
+    fn code_rule(&self, ctx: &mut Context<'_>) -> Choice {
+        let cfg = self.config;
+        let m = ctx.problem.n_sets();
+        let t = ctx.stats.t + 1;
         let (ucb_beta, lcb_beta) = (1.96, 0.3);
         let mut l_max = match ctx.problem.full_set() {
             Some(full) => {
@@ -229,6 +240,41 @@ impl Proposed {
     }
 }
 
+/// A posterior with set caches that match it (the kernel factor over the random part depends
+/// on the lengthscales).
+#[derive(Clone, Debug)]
+struct Fitted {
+    post: Posterior,
+    caches: Vec<SetCache>,
+}
+
+impl Fitted {
+    /// Code mode's per-iteration refit (spec §2.1): 10 Adam steps from the initial values.
+    fn refit(ctx: &Context<'_>) -> Result<Self, JobError> {
+        let config = GpConfig { noise_var: ctx.gp_noise_var, ..GpConfig::default() };
+        let hyper = refit::refit(ctx.observed_x, ctx.observed_y, config, AdamConfig::default())?;
+        let mut post = Posterior::with_hyper(ctx.observed_x, ctx.observed_y, &hyper)?;
+        if ctx.caches.iter().any(SetCache::needs_inverse) {
+            post = post.with_inverse();
+        }
+        let caches = ctx
+            .caches
+            .iter()
+            .map(|c| {
+                let mut fresh = c.emptied();
+                fresh.update(&post, ctx.samples);
+                fresh
+            })
+            .collect();
+        Ok(Self { post, caches })
+    }
+
+    /// This iteration's own posterior, kept as it is now (the caches grow with the data).
+    fn snapshot(ctx: &Context<'_>) -> Self {
+        Self { post: ctx.post.clone(), caches: ctx.caches.to_vec() }
+    }
+}
+
 /// Line 24: `max(chat_j - sqrt(2 log T / T_j), 0)`; a never-played set gets 0.
 pub fn clipped_cost_lcb(stats: &PlayStats, log_t: f64) -> Vec<f64> {
     (0..stats.counts.len())
@@ -256,8 +302,14 @@ impl Algorithm for Proposed {
             Mode::Paper => spent < explore_until,
             Mode::Code => ctx.problem.budget - spent >= ctx.problem.budget - explore_until,
         };
+        let t = ctx.stats.t + 1;
         Ok(match (exploring, self.config.mode) {
-            (true, _) => self.explore(ctx),
+            (true, mode) => {
+                if mode == Mode::Code && self.config.t_cap > 0 && t + 1 == self.config.t_cap {
+                    self.stale = Some(Fitted::snapshot(ctx));
+                }
+                self.explore(ctx)
+            }
             (false, Mode::Paper) => {
                 if self.n_exploit == 0 && self.config.lcb_mode == LcbMode::EveryRound {
                     // P8: one more lcb_bar update with the final exploration posterior.
@@ -266,7 +318,7 @@ impl Algorithm for Proposed {
                 }
                 self.exploit_paper(ctx)
             }
-            (false, Mode::Code) => self.exploit_code(ctx),
+            (false, Mode::Code) => self.exploit_code(ctx)?,
         })
     }
 }
