@@ -4,12 +4,14 @@
 //! into long rows (cell, step, metric, value) first. The string id columns are interned
 //! into integer ids numbered in sorted order, which keeps the long frame small and makes
 //! sorting by the ids the same as sorting by the strings; polars then does the
-//! group-by, and the strings are put back on the (much smaller) aggregated rows.
+//! group-by, and the strings are put back on the (much smaller) aggregated rows. Cells are
+//! aggregated one at a time (shards are grouped by cell first), so memory is bounded by the
+//! largest cell, not the sweep.
 
 use super::shard::shard_files;
 use super::*;
 use anyhow::{bail, ensure};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::Hash;
 use std::path::PathBuf;
 
@@ -44,19 +46,61 @@ pub fn summarize(sweep_dir: &Path, only: Option<&BTreeSet<String>>) -> anyhow::R
         "nothing to summarize: no trajectory shards in {}",
         trajectories_dir(sweep_dir).display()
     );
-    let mut long = LongRows::new();
-    let mut n_rows = 0;
+    // Pass 1: every shard's cell, from the id columns of its first row (empty shards have none).
+    let mut by_cell: BTreeMap<Cell, Vec<&Path>> = BTreeMap::new();
     for (_, path) in &shards {
-        let df = read_parquet(path)?;
-        n_rows += df.height();
-        long.add_shard(&df).with_context(|| format!("summarizing {}", path.display()))?;
+        if let Some(cell) = read_cell(path)? {
+            by_cell.entry(cell).or_default().push(path);
+        }
     }
-    let (mut summary, mut last) = long.aggregate()?;
+    // Pass 2: one cell at a time, in cell order, so that memory holds one cell's long rows
+    // rather than the whole sweep's (a 1,120-job bandit sweep is 94 million values).
+    let (mut summary, mut last) = (DataFrame::empty(), DataFrame::empty());
+    let mut n_rows = 0;
+    for paths in by_cell.values() {
+        let mut long = LongRows::new();
+        for path in paths {
+            let df = read_parquet(path)?;
+            n_rows += df.height();
+            long.add_shard(&df).with_context(|| format!("summarizing {}", path.display()))?;
+        }
+        let (cell_summary, cell_last) = long.aggregate()?;
+        append(&mut summary, &cell_summary)?;
+        append(&mut last, &cell_last)?;
+    }
+    summary.rechunk_mut();
+    last.rechunk_mut();
     let summary_path = sweep_dir.join(SUMMARY_FILE);
     let final_path = sweep_dir.join(FINAL_FILE);
     write_parquet_atomic(&summary_path, &mut summary)?;
     write_parquet_atomic(&final_path, &mut last)?;
     Ok(SummaryReport { n_shards: shards.len(), n_left_out, n_rows, summary_path, final_path })
+}
+
+/// Append `rows` to `acc` (an empty `acc` takes the schema of `rows`).
+fn append(acc: &mut DataFrame, rows: &DataFrame) -> anyhow::Result<()> {
+    if acc.width() == 0 {
+        *acc = rows.clone();
+    } else {
+        acc.vstack_mut(rows)?;
+    }
+    Ok(())
+}
+
+/// The cell of a shard, reading only the id columns of its first row; `None` if it is empty.
+fn read_cell(path: &Path) -> anyhow::Result<Option<Cell>> {
+    let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let columns = [FAMILY, BENCHMARK, BENCHMARK_PARAMS, ALGORITHM, ALGORITHM_PARAMS, HORIZON];
+    let df = ParquetReader::new(file)
+        .with_columns(Some(columns.iter().map(|c| c.to_string()).collect()))
+        .with_slice(Some((0, 1)))
+        .finish()
+        .map_err(anyhow::Error::from)
+        .with_context(|| format!("reading {}", path.display()))?;
+    if df.height() == 0 {
+        return Ok(None);
+    }
+    shard_cell(&df).with_context(|| format!("summarizing {}", path.display())).map(Some)
 }
 
 /// The group columns above step: constant within a job.
