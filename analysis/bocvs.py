@@ -232,7 +232,15 @@ def table(df: pl.DataFrame) -> None:
         )
         .sort("benchmark", "cost_set", "variance", "label")
     )
-    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=250, float_precision=3):
+    with pl.Config(
+        tbl_rows=-1,
+        tbl_cols=-1,
+        tbl_width_chars=1000,
+        float_precision=3,
+        tbl_formatting="MARKDOWN",
+        tbl_hide_column_data_types=True,
+        tbl_hide_dataframe_shape=True,
+    ):
         print(summary)
 
 
