@@ -182,6 +182,12 @@ impl Proposed {
         Choice { set, x_ctrl: bounds[set].0.x.clone(), phase: Phase::Exploit, diagnostics }
     }
 
+    /// Code mode keeps the posterior of iteration `t_cap - 1`, whatever its phase, for the
+    /// capped iterations (C5).
+    fn last_before_cap(&self, t: usize) -> bool {
+        self.config.mode == Mode::Code && self.config.t_cap > 0 && t + 1 == self.config.t_cap
+    }
+
     fn exploit_code(&mut self, ctx: &mut Context<'_>) -> Result<Choice, JobError> {
         let cfg = self.config;
         let t = ctx.stats.t + 1;
@@ -199,7 +205,7 @@ impl Proposed {
             Some(f) => self.code_rule(&mut ctx.with_posterior(&f.post, &f.caches)),
             None => self.code_rule(ctx),
         };
-        if cfg.t_cap > 0 && t + 1 == cfg.t_cap {
+        if self.last_before_cap(t) {
             self.stale = Some(fitted.unwrap_or_else(|| Fitted::snapshot(ctx)));
         }
         Ok(choice)
@@ -304,8 +310,8 @@ impl Algorithm for Proposed {
         };
         let t = ctx.stats.t + 1;
         Ok(match (exploring, self.config.mode) {
-            (true, mode) => {
-                if mode == Mode::Code && self.config.t_cap > 0 && t + 1 == self.config.t_cap {
+            (true, _) => {
+                if self.last_before_cap(t) {
                     self.stale = Some(Fitted::snapshot(ctx));
                 }
                 self.explore(ctx)
