@@ -1,12 +1,15 @@
 //! The in-process runner: runs a sweep's jobs on a fixed pool of threads, one job per
-//! thread at a time, and writes each finished trajectory as an atomic Parquet shard.
+//! thread at a time, and group-commits finished trajectories into Parquet parts as the
+//! coordinator does (a part when [`CommitConfig`]'s linger, job or row bound is reached,
+//! written by the thread that fills it).
 //!
-//! Resume is by key: a job whose shard exists is skipped. Numeric work inside a job is
+//! Resume is by key: a job already in a part is skipped. Numeric work inside a job is
 //! single-threaded, so results do not depend on the number of threads.
 
-use crate::results;
+use crate::coordinator::commit::CommitConfig;
+use crate::results::{self, PartJob};
 use crate::sweep::Sweep;
-use armada_core::{run_job, JobError, Registry, ValidJob};
+use armada_core::{run_job, JobError, MetricDef, Registry, StepRecord, ValidJob};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::ops::ControlFlow;
 use std::path::Path;
@@ -29,12 +32,12 @@ pub struct LocalReport {
     pub n_jobs: usize,
     pub n_skipped: usize,
     pub n_completed: usize,
-    /// Jobs that failed, with their error; their shards are not written.
+    /// Jobs that failed, with their error; their trajectories are not written.
     pub failures: Vec<(ValidJob, String)>,
     pub seconds: f64,
 }
 
-/// Run every job of `sweep` whose shard is missing under `sweep_dir`.
+/// Run every job of `sweep` that is not yet in a part under `sweep_dir`.
 pub fn run_sweep(
     registry: &Registry,
     sweep: &Sweep,
@@ -43,7 +46,7 @@ pub fn run_sweep(
 ) -> anyhow::Result<LocalReport> {
     let started = Instant::now();
     std::fs::create_dir_all(results::trajectories_dir(sweep_dir))?;
-    let done = results::read_shard_keys(sweep_dir)?;
+    let done = results::stored_keys(sweep_dir)?;
     let mut pending: Vec<&ValidJob> = sweep.jobs.iter().filter(|j| !done.contains(&j.key.0)).collect();
     // Seed-major order (stable within a seed): an interrupted sweep has every cell at
     // about the same number of seeds, so its partial summaries are balanced.
@@ -63,6 +66,8 @@ pub fn run_sweep(
     let failures = Mutex::new(Vec::new());
     let completed = AtomicUsize::new(0);
     let io_error: Mutex<Option<anyhow::Error>> = Mutex::new(None);
+    let metrics = registry.family(&sweep.family)?.metrics();
+    let parts = Parts { sweep_dir, metrics, batch: Mutex::new(Batch::default()) };
     let n_threads = config.n_threads.max(1).min(pending.len());
     std::thread::scope(|scope| {
         for _ in 0..n_threads {
@@ -72,7 +77,7 @@ pub fn run_sweep(
                 if io_error.lock().map(|e| e.is_some()).unwrap_or(true) {
                     break;
                 }
-                match run_one(registry, job, sweep_dir) {
+                match run_one(registry, job, &parts) {
                     Ok(Ok(())) => {
                         completed.fetch_add(1, Ordering::Relaxed);
                     }
@@ -93,8 +98,9 @@ pub fn run_sweep(
         }
     });
     bar.finish_and_clear();
-    if let Some(e) = io_error.into_inner().ok().flatten() {
-        return Err(e.context("writing a trajectory shard failed; finished shards are kept, rerun to resume"));
+    let last = parts.flush();
+    if let Some(e) = io_error.into_inner().ok().flatten().or(last.err()) {
+        return Err(e.context("writing a trajectory part failed; finished parts are kept, rerun to resume"));
     }
     report.n_completed = completed.into_inner();
     report.failures = failures.into_inner().unwrap_or_default();
@@ -102,10 +108,9 @@ pub fn run_sweep(
     Ok(report)
 }
 
-/// Run one job to completion and write its shard. The outer error is an I/O failure
-/// (fatal for the run); the inner one is the job's own failure (the sweep goes on).
-fn run_one(registry: &Registry, job: &ValidJob, sweep_dir: &Path) -> anyhow::Result<Result<(), JobError>> {
-    let family = registry.family(&job.spec.family)?;
+/// Run one job to completion and add it to the part being gathered. The outer error is an
+/// I/O failure (fatal for the run); the inner one is the job's own failure (the sweep goes on).
+fn run_one(registry: &Registry, job: &ValidJob, parts: &Parts) -> anyhow::Result<Result<(), JobError>> {
     let mut records = Vec::with_capacity(job.spec.horizon as usize + 1);
     let outcome = run_job(registry, job, &mut |r| {
         records.push(r);
@@ -114,8 +119,73 @@ fn run_one(registry: &Registry, job: &ValidJob, sweep_dir: &Path) -> anyhow::Res
     if let Err(e) = outcome {
         return Ok(Err(e));
     }
-    results::write_shard(sweep_dir, job, family.metrics(), &records)?;
+    parts.add(job.clone(), records)?;
     Ok(Ok(()))
+}
+
+/// Finished trajectories waiting to be written as one part.
+#[derive(Default)]
+struct Batch {
+    jobs: Vec<(ValidJob, Vec<StepRecord>)>,
+    rows: u64,
+    started: Option<Instant>,
+}
+
+/// The part being gathered by every thread of a local run.
+struct Parts<'a> {
+    sweep_dir: &'a Path,
+    metrics: &'static [MetricDef],
+    batch: Mutex<Batch>,
+}
+
+impl Parts<'_> {
+    /// Memory here is the batch itself, so it is bounded by rows as well as by jobs.
+    const MAX_ROWS: u64 = 1 << 20;
+
+    fn add(&self, job: ValidJob, records: Vec<StepRecord>) -> anyhow::Result<()> {
+        let policy = CommitConfig::default();
+        let full = {
+            let mut batch = self.batch.lock().unwrap_or_else(|e| e.into_inner());
+            batch.rows += records.len() as u64;
+            batch.jobs.push((job, records));
+            let started = *batch.started.get_or_insert_with(Instant::now);
+            let full = batch.jobs.len() >= policy.max_jobs
+                || batch.rows >= policy.max_rows.min(Self::MAX_ROWS)
+                || started.elapsed() >= policy.linger;
+            if full {
+                Some(std::mem::take(&mut *batch))
+            } else {
+                None
+            }
+        };
+        match full {
+            Some(batch) => self.write(batch),
+            None => Ok(()),
+        }
+    }
+
+    /// Write what is left.
+    fn flush(&self) -> anyhow::Result<()> {
+        let batch = std::mem::take(&mut *self.batch.lock().unwrap_or_else(|e| e.into_inner()));
+        self.write(batch)
+    }
+
+    fn write(&self, batch: Batch) -> anyhow::Result<()> {
+        if batch.jobs.is_empty() {
+            return Ok(());
+        }
+        let jobs = batch
+            .jobs
+            .into_iter()
+            .map(|(job, records)| PartJob {
+                job,
+                n_records: records.len(),
+                records: Box::new(records.into_iter().map(Ok)),
+            })
+            .collect();
+        results::write_part(self.sweep_dir, self.metrics, jobs)?;
+        Ok(())
+    }
 }
 
 /// A short human description of a job for messages.

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{armada, assert_same_trajectory, read, shards, text};
+use common::{armada, assert_same_trajectory, job_count, jobs, text};
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -138,20 +138,11 @@ fn wait_until(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
-fn shard_count(sweep_dir: &Path) -> usize {
-    if sweep_dir.join("trajectories").is_dir() {
-        shards(sweep_dir).len()
-    } else {
-        0
-    }
-}
-
-/// Every shard holds steps 0..=horizon exactly once, in order.
+/// Every committed job holds steps 0..=horizon exactly once, in order.
 fn assert_each_step_once(sweep_dir: &Path, horizon: i64) {
-    for (name, path) in shards(sweep_dir) {
-        let df = read(&path);
+    for (key, df) in jobs(sweep_dir) {
         let steps: Vec<i64> = df.column("step").unwrap().i64().unwrap().into_no_null_iter().collect();
-        assert_eq!(steps, (0..=horizon).collect::<Vec<_>>(), "{name}");
+        assert_eq!(steps, (0..=horizon).collect::<Vec<_>>(), "{key}");
     }
 }
 
@@ -193,11 +184,11 @@ fn two_workers_give_the_in_process_runners_trajectories() {
     // The final table is printed, as by `armada run`.
     assert!(text(&watched.stdout).contains("rand-straddle"), "{}", text(&watched.stdout));
 
-    let (ours, theirs) = (shards(&data.join("dist-lse")), shards(&local_out.join("dist-lse")));
+    let (ours, theirs) = (jobs(&data.join("dist-lse")), jobs(&local_out.join("dist-lse")));
     assert_eq!(ours.len(), 18);
     assert_eq!(ours.keys().collect::<Vec<_>>(), theirs.keys().collect::<Vec<_>>());
-    for (name, path) in &ours {
-        assert_same_trajectory(&read(path), &read(&theirs[name]), name);
+    for (key, df) in &ours {
+        assert_same_trajectory(df, &theirs[key], key);
     }
     // Summaries exclude elapsed_ms, so the final tables are byte-identical.
     let final_of = |dir: &Path| std::fs::read(dir.join("dist-lse").join("final.parquet")).unwrap();
@@ -230,14 +221,14 @@ fn a_worker_killed_mid_sweep_loses_nothing_and_duplicates_nothing() {
     assert!(submitted.status.success(), "{}", text(&submitted.stderr));
     // Kill it while it holds leases, after it has committed something.
     let sweep_dir = data.join("slow");
-    wait_until(30, "a first shard", || shard_count(&sweep_dir) >= 1);
+    wait_until(30, "a first committed job", || job_count(&sweep_dir) >= 1);
     doomed.kill9();
-    let before = shard_count(&sweep_dir);
+    let before = job_count(&sweep_dir);
     assert!(before < 12, "the sweep finished before the kill; make the jobs slower");
     let _survivor = worker(&coord.url, 2, &tmp.path().join("survivor.log"), &[]);
     let watched = client(&["watch", "slow", "--quiet"], &coord.url, 120);
     assert!(watched.status.success(), "{}", text(&watched.stderr));
-    assert_eq!(shard_count(&sweep_dir), 12);
+    assert_eq!(job_count(&sweep_dir), 12);
     assert_each_step_once(&sweep_dir, 10);
     let status = client(&["status", "slow"], &coord.url, 30);
     assert!(text(&status.stdout).contains("12 jobs: 12 done"), "{}", text(&status.stdout));
@@ -258,14 +249,14 @@ fn a_coordinator_killed_mid_sweep_resumes_to_the_uninterrupted_result() {
     let submitted = client(&["submit", sweep.to_str().unwrap()], &coord.url, 30);
     assert!(submitted.status.success(), "{}", text(&submitted.stderr));
     let sweep_dir = data.join("slow");
-    wait_until(30, "a first shard", || shard_count(&sweep_dir) >= 1);
+    wait_until(30, "a first committed job", || job_count(&sweep_dir) >= 1);
     coord.proc.kill9();
-    assert!(shard_count(&sweep_dir) < 12, "the sweep finished before the kill; make the jobs slower");
+    assert!(job_count(&sweep_dir) < 12, "the sweep finished before the kill; make the jobs slower");
     // Same port: the worker keeps dialing the same URL and registers again.
     let coord = serve(&data, coord.port, &["--lease-ttl-ms", "800"]);
     let watched = client(&["watch", "slow", "--quiet"], &coord.url, 120);
     assert!(watched.status.success(), "{}", text(&watched.stderr));
-    assert_eq!(shard_count(&sweep_dir), 12);
+    assert_eq!(job_count(&sweep_dir), 12);
     assert_each_step_once(&sweep_dir, 10);
     let final_of = |dir: &Path| std::fs::read(dir.join("slow").join("final.parquet")).unwrap();
     assert_eq!(final_of(&data), final_of(&reference));
@@ -346,7 +337,7 @@ fn cancel_stops_the_sweeps_jobs_on_the_workers() {
     assert!(client(&["submit", quick.to_str().unwrap()], &coord.url, 30).status.success());
     let watched = client(&["watch", "quick", "--quiet"], &coord.url, 30);
     assert!(watched.status.success(), "{}", text(&watched.stderr));
-    assert_eq!(shard_count(&data.join("long")), 0);
+    assert_eq!(job_count(&data.join("long")), 0);
     let watched = client(&["watch", "long", "--quiet"], &coord.url, 30);
     assert_eq!(watched.status.code(), Some(1), "a cancelled sweep is not a success");
 }
@@ -372,7 +363,7 @@ fn a_panicking_job_is_retried_to_the_bound_then_failed_while_the_rest_completes(
         4,
         "{status}"
     );
-    assert_eq!(shard_count(&data.join("mixed")), 4);
+    assert_eq!(job_count(&data.join("mixed")), 4);
     assert_each_step_once(&data.join("mixed"), 5);
 }
 
@@ -393,7 +384,7 @@ fn sigterm_lets_a_worker_finish_its_job_and_exit_0() {
     let mut done_at_sigterm = 0;
     wait_until(30, "a job running", || {
         let status = text(&client(&["status", "three"], &coord.url, 30).stdout);
-        done_at_sigterm = shard_count(&data.join("three"));
+        done_at_sigterm = job_count(&data.join("three"));
         status.contains("1 running")
     });
     w.sigterm();
@@ -403,7 +394,7 @@ fn sigterm_lets_a_worker_finish_its_job_and_exit_0() {
     let done = done_at_sigterm + 1;
     assert!(done < 3, "the sweep was nearly over before SIGTERM; make the jobs slower");
     assert!(status.contains(&format!("3 jobs: {done} done, 0 running, {} queued", 3 - done)), "{status}");
-    assert_eq!(shard_count(&data.join("three")), done);
+    assert_eq!(job_count(&data.join("three")), done);
 }
 
 #[test]
@@ -423,13 +414,13 @@ fn an_interrupted_embedded_run_resumes_and_its_workers_exit() {
     };
     let mut first = Proc(run());
     let sweep_dir = out.join("slow");
-    wait_until(60, "a first shard", || shard_count(&sweep_dir) >= 1);
+    wait_until(60, "a first committed job", || job_count(&sweep_dir) >= 1);
     let children = Command::new("pgrep").args(["-P", &first.0.id().to_string()]).output().unwrap();
     let workers: Vec<String> = text(&children.stdout).split_whitespace().map(str::to_string).collect();
     assert_eq!(workers.len(), 2, "two worker processes");
     assert!(Command::new("kill").args(["-INT", &first.0.id().to_string()]).status().unwrap().success());
     let interrupted = first.wait(30);
-    let done_before = shard_count(&sweep_dir);
+    let done_before = job_count(&sweep_dir);
     assert!(done_before < 8, "the sweep finished before the interrupt; make the jobs slower");
     assert!(!interrupted.success(), "an interrupted run does not report success");
     // Orphaned workers notice and exit.
@@ -439,7 +430,7 @@ fn an_interrupted_embedded_run_resumes_and_its_workers_exit() {
     let second = run().wait_with_output().unwrap();
     let stderr = text(&second.stderr);
     assert!(second.status.success(), "{stderr}");
-    assert_eq!(shard_count(&sweep_dir), 8);
+    assert_eq!(job_count(&sweep_dir), 8);
     // At least the shards present at the interrupt were not run again.
     let already: usize = stderr.split(" already done").next().unwrap().rsplit(", ").next().unwrap().parse().unwrap();
     assert!(already >= done_before, "{stderr}");
@@ -505,7 +496,7 @@ fn tls_serves_https_to_clients_that_trust_the_certificate() {
     assert!(client(&["submit", sweep.to_str().unwrap(), "--tls-ca", ca], &coord.url, 30).status.success());
     let watched = client(&["watch", "tls", "--quiet", "--tls-ca", ca], &coord.url, 60);
     assert!(watched.status.success(), "{}", text(&watched.stderr));
-    assert_eq!(shard_count(&data.join("tls")), 3);
+    assert_eq!(job_count(&data.join("tls")), 3);
 }
 
 #[test]

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{armada, assert_same_trajectory, read, shards, text};
+use common::{armada, assert_same_trajectory, jobs, jobs_in, part_files, read, text};
 use polars::prelude::*;
 use std::collections::BTreeMap;
 
@@ -36,8 +36,8 @@ fn quick_sweep_prints_a_table_writes_summaries_and_resumes() {
         assert!(stdout.contains(name), "table lacks {name}:\n{stdout}");
     }
     let sweep_dir = out.path().join("lse-finite-quick");
-    let written = shards(&sweep_dir);
-    assert_eq!(written.len(), 3 * 5 * 5);
+    assert_eq!(jobs(&sweep_dir).len(), 3 * 5 * 5);
+    let written = part_files(&sweep_dir);
     let summary = read(&sweep_dir.join("summary.parquet"));
     let final_ = read(&sweep_dir.join("final.parquet"));
     // 15 (benchmark, algorithm) cells, 51 steps each, and the float metrics of the lse family.
@@ -47,13 +47,13 @@ fn quick_sweep_prints_a_table_writes_summaries_and_resumes() {
     let n = final_.column("n").unwrap().i64().unwrap();
     assert!(n.iter().all(|v| v.unwrap() <= 5));
 
-    let mtimes: Vec<_> = written.values().map(|p| std::fs::metadata(p).unwrap().modified().unwrap()).collect();
+    let mtimes: Vec<_> = written.iter().map(|p| std::fs::metadata(p).unwrap().modified().unwrap()).collect();
     let second = armada(&["run", "sweeps/lse-finite-quick.toml", "--out", out_dir]);
     assert!(second.status.success(), "{}", text(&second.stderr));
     assert!(text(&second.stderr).contains("75 jobs, 75 already done, 0 run, 0 failed"), "{}", text(&second.stderr));
     let again: Vec<_> =
-        shards(&sweep_dir).values().map(|p| std::fs::metadata(p).unwrap().modified().unwrap()).collect();
-    assert_eq!(mtimes, again, "a resumed run must not rewrite shards");
+        part_files(&sweep_dir).iter().map(|p| std::fs::metadata(p).unwrap().modified().unwrap()).collect();
+    assert_eq!(mtimes, again, "a resumed run must not rewrite parts");
 }
 
 #[test]
@@ -67,16 +67,15 @@ fn two_runs_into_different_directories_give_identical_trajectories() {
         let o = armada(&["run", sweep.to_str().unwrap(), "--out", out.to_str().unwrap(), "--jobs", jobs]);
         assert!(o.status.success(), "{}", text(&o.stderr));
     }
-    let (sa, sb) = (shards(&a.join("small")), shards(&b.join("small")));
+    let (sa, sb) = (jobs(&a.join("small")), jobs(&b.join("small")));
     assert_eq!(sa.len(), 2 * 3 * 3);
     assert_eq!(sa.keys().collect::<Vec<_>>(), sb.keys().collect::<Vec<_>>());
-    for (name, path) in &sa {
-        assert_same_trajectory(&read(path), &read(&sb[name]), name);
+    for (key, df) in &sa {
+        assert_same_trajectory(df, &sb[key], key);
     }
     // Common random numbers: all algorithms of a seed start from the same initial point.
-    let frames: Vec<DataFrame> = sa.values().map(|p| read(p)).collect();
     let mut initial: BTreeMap<(String, i64), Vec<i64>> = BTreeMap::new();
-    for df in &frames {
+    for df in sa.values() {
         let bench = df.column("benchmark").unwrap().str().unwrap().get(0).unwrap().to_string();
         let seed = df.column("seed").unwrap().i64().unwrap().get(0).unwrap();
         let idx = df.column("chosen_index").unwrap().i64().unwrap().get(0).unwrap();
@@ -124,23 +123,32 @@ fn bad_sweep_files_exit_nonzero_with_one_clear_message_and_write_nothing() {
 }
 
 #[test]
-fn summarize_rebuilds_from_existing_shards() {
+fn summarize_rebuilds_from_the_parts_that_exist() {
     let dir = tempfile::tempdir().unwrap();
     let sweep = dir.path().join("small.toml");
-    std::fs::write(&sweep, SMALL).unwrap();
     let out = dir.path().join("out");
-    let o = armada(&["run", sweep.to_str().unwrap(), "--out", out.to_str().unwrap()]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    // Two seeds first, then all three: the resumed run writes the third seed's 6 jobs into
+    // parts of their own.
+    for body in [SMALL.replace("seeds = 3", "seeds = 2"), SMALL.to_string()] {
+        std::fs::write(&sweep, body).unwrap();
+        let o = armada(&["run", sweep.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+    }
     let sweep_dir = out.join("small");
     let before = std::fs::read(sweep_dir.join("final.parquet")).unwrap();
-    // Drop two shards: the summary must reflect exactly the shards that remain.
-    for path in shards(&sweep_dir).values().take(2) {
+    // Drop the third seed's parts: the summary must reflect exactly the jobs that remain.
+    let third: Vec<_> = part_files(&sweep_dir)
+        .into_iter()
+        .filter(|p| jobs_in(p).values().all(|df| df.column("seed").unwrap().i64().unwrap().get(0) == Some(2)))
+        .collect();
+    assert_eq!(third.iter().map(|p| jobs_in(p).len()).sum::<usize>(), 6);
+    for path in &third {
         std::fs::remove_file(path).unwrap();
     }
     std::fs::remove_file(sweep_dir.join("final.parquet")).unwrap();
     let o = armada(&["summarize", sweep_dir.to_str().unwrap()]);
     assert!(o.status.success(), "{}", text(&o.stderr));
-    assert!(text(&o.stderr).contains("from 16 shards"), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("from 12 jobs"), "{}", text(&o.stderr));
     let after = read(&sweep_dir.join("final.parquet"));
     let total_n: i64 = after
         .lazy()
@@ -154,7 +162,7 @@ fn summarize_rebuilds_from_existing_shards() {
         .unwrap()
         .get(0)
         .unwrap();
-    assert_eq!(total_n, 16);
+    assert_eq!(total_n, 12);
     assert_ne!(before, std::fs::read(sweep_dir.join("final.parquet")).unwrap());
 }
 
@@ -171,13 +179,13 @@ fn run_summarizes_only_the_jobs_of_its_sweep() {
     std::fs::write(&sweep, SMALL).unwrap();
     let o = armada(&["run", sweep.to_str().unwrap(), "--out", out.to_str().unwrap()]);
     assert!(o.status.success(), "{}", text(&o.stderr));
-    // Edit the sweep: drop `random`. Its 6 shards stay on disk but must not be summarized.
+    // Edit the sweep: drop `random`. Its 6 jobs stay on disk but must not be summarized.
     std::fs::write(&sweep, SMALL.replace("[[algorithms]]\nname = \"random\"\n", "")).unwrap();
     let o = armada(&["run", sweep.to_str().unwrap(), "--out", out.to_str().unwrap()]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let stderr = text(&o.stderr);
     assert!(stderr.contains("12 jobs, 12 already done, 0 run"), "{stderr}");
-    assert!(stderr.contains("note: 6 shards"), "{stderr}");
+    assert!(stderr.contains("note: 6 trajectories"), "{stderr}");
     let final_ = read(&out.join("small").join("final.parquet"));
     let algorithms = final_.column("algorithm").unwrap().str().unwrap().unique().unwrap();
     assert_eq!(algorithms.len(), 2);

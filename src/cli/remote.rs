@@ -89,7 +89,7 @@ async fn print_summary(client: &mut Client, status: &pb::SweepStatus) -> anyhow:
             .await
             .map_err(status_error)?
             .into_inner();
-        eprintln!("wrote {} and {} ({} shards)", summary.summary_path, summary.final_path, summary.n_shards);
+        eprintln!("wrote {} and {} ({} jobs)", summary.summary_path, summary.final_path, summary.n_shards);
         println!("{}", summary.table);
     }
     for line in failure_lines(status) {

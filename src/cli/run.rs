@@ -66,14 +66,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let summary =
         results::rebuild_summaries(&sweep_dir, Some(&keys), family.summary_axes()).context("building summaries")?;
     eprintln!(
-        "wrote {} and {} ({} shards)",
+        "wrote {} and {} ({} jobs)",
         summary.summary_path.display(),
         summary.final_path.display(),
-        summary.n_shards
+        summary.n_jobs
     );
     if summary.n_left_out > 0 {
         eprintln!(
-            "note: {} shards in {} are not jobs of this sweep (an edited sweep file or older code) and were left out",
+            "note: {} trajectories in {} are not jobs of this sweep (an edited sweep file or older code) and were left out",
             summary.n_left_out,
             results::trajectories_dir(&sweep_dir).display()
         );
@@ -89,10 +89,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// How many of `keys` have a shard in `sweep_dir`.
+/// How many of `keys` are in a part in `sweep_dir`.
 fn done_keys(sweep_dir: &std::path::Path, keys: &BTreeSet<String>) -> anyhow::Result<usize> {
     if !results::trajectories_dir(sweep_dir).is_dir() {
         return Ok(0);
     }
-    Ok(results::read_shard_keys(sweep_dir)?.intersection(keys).count())
+    Ok(results::stored_keys(sweep_dir)?.intersection(keys).count())
 }

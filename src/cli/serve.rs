@@ -1,5 +1,6 @@
 //! `armada serve`: run a coordinator until Ctrl-C or SIGTERM.
 
+use armada::coordinator::commit::CommitConfig;
 use armada::coordinator::{self, SchedulerConfig, ServeConfig};
 use armada_worker::auth::TOKEN_ENV;
 use std::io::Write;
@@ -32,11 +33,16 @@ pub struct ServeArgs {
     /// Attempts (failed or expired) before a job is marked failed.
     #[arg(long, default_value_t = 3)]
     max_attempts: u32,
+    /// The longest a finished job waits for others to share its trajectory part
+    /// (milliseconds): longer means fewer, larger files; commits are answered after it.
+    #[arg(long, default_value_t = 200)]
+    commit_linger_ms: u64,
 }
 
 pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(args.lease_ttl_ms >= 100, "--lease-ttl-ms must be at least 100");
     anyhow::ensure!(args.max_attempts >= 1, "--max-attempts must be at least 1");
+    anyhow::ensure!(args.commit_linger_ms <= 60_000, "--commit-linger-ms must be at most 60000");
     let lease_ttl = Duration::from_millis(args.lease_ttl_ms);
     let config = ServeConfig {
         listen: args.listen,
@@ -49,6 +55,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             max_attempts: args.max_attempts,
             summarize_on_finish: true,
             only_submitted: false,
+            commit: CommitConfig { linger: Duration::from_millis(args.commit_linger_ms), ..CommitConfig::default() },
         },
     };
     let scheme = if config.tls.is_some() { "https" } else { "http" };

@@ -23,10 +23,10 @@ pub struct SummarizeArgs {
 pub fn summarize(args: SummarizeArgs) -> anyhow::Result<ExitCode> {
     let report = results::summarize(&args.sweep_dir, None)?;
     eprintln!(
-        "wrote {} and {} from {} shards ({} rows)",
+        "wrote {} and {} from {} jobs ({} rows)",
         report.summary_path.display(),
         report.final_path.display(),
-        report.n_shards,
+        report.n_jobs,
         report.n_rows
     );
     if let Some(column) = &args.along {

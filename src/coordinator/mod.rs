@@ -2,8 +2,10 @@
 //! job table, and the SQLite store that makes it durable. Results are the Parquet shards
 //! and summaries of [`crate::results`], under `DATA/<sweep>/`.
 
+pub mod commit;
 pub mod scheduler;
 pub mod service;
+pub mod spool;
 pub mod store;
 
 pub use scheduler::{SchedulerConfig, SchedulerHandle};

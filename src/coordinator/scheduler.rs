@@ -7,10 +7,17 @@
 //! last error; `cancel` makes queued and running jobs `cancelled`. The first attempt to
 //! commit wins: a later commit of the same job is answered `committed = false`, and any
 //! attempt whose job is no longer running it is told to stop at its next heartbeat.
+//!
+//! Records do not pass through here: upload streams write into the attempt's [`Spool`]
+//! directly. The scheduler opens a spool at lease time, hands the winner's to the
+//! committer at commit time, and marks the job `done` when the committer reports its part
+//! durable (see [`super::commit`]).
 
+use super::commit::{self, Commit, CommitConfig, PartWritten};
+use super::spool::Spools;
 use super::store::{JobState, Store, StoredJob};
 use crate::{local, results};
-use armada_core::{MetricDef, Registry, StepRecord, ValidJob};
+use armada_core::{MetricDef, Registry, ValidJob};
 use armada_proto::v1 as pb;
 use armada_worker::wire;
 use prost::Message;
@@ -36,6 +43,8 @@ pub struct SchedulerConfig {
     /// Lease only the jobs of sweeps submitted to this coordinator, not the queued jobs of
     /// sweeps found in the store (`armada run`, which runs exactly its own sweep).
     pub only_submitted: bool,
+    /// How commits are grouped into trajectory parts.
+    pub commit: CommitConfig,
 }
 
 impl Default for SchedulerConfig {
@@ -46,6 +55,7 @@ impl Default for SchedulerConfig {
             max_attempts: 3,
             summarize_on_finish: true,
             only_submitted: false,
+            commit: CommitConfig::default(),
         }
     }
 }
@@ -104,11 +114,6 @@ pub enum Command {
         attempts: Vec<u64>,
         reply: Reply<pb::HeartbeatResponse>,
     },
-    Records {
-        attempt: u64,
-        records: Vec<StepRecord>,
-        reply: Reply<u32>,
-    },
     Complete {
         attempt: u64,
         n_records: u32,
@@ -119,26 +124,22 @@ pub enum Command {
         error: String,
         reply: Reply<pb::FailAttemptResponse>,
     },
-    /// Internal: a commit's shard write finished.
-    ShardWritten {
-        job: usize,
-        attempt: u64,
-        result: Result<(), String>,
-        /// The metrics of the last record, for the `job_finished` event.
-        last: Vec<f64>,
-        reply: Reply<pb::CompleteAttemptResponse>,
-    },
+    /// Internal: the committer wrote (or failed to write) a part.
+    PartWritten(PartWritten),
 }
 
-/// The scheduler's mailbox.
+/// The scheduler's mailbox, and the spools the upload streams write into.
 #[derive(Clone)]
-pub struct SchedulerHandle(mpsc::Sender<Command>);
+pub struct SchedulerHandle {
+    mailbox: mpsc::Sender<Command>,
+    pub spools: Spools,
+}
 
 impl SchedulerHandle {
     /// Send a command built around a reply channel and wait for the answer.
     pub async fn call<T>(&self, make: impl FnOnce(Reply<T>) -> Command) -> Result<T, Status> {
         let (tx, rx) = oneshot::channel();
-        self.0.send(make(tx)).await.map_err(|_| Status::unavailable("the scheduler has stopped"))?;
+        self.mailbox.send(make(tx)).await.map_err(|_| Status::unavailable("the scheduler has stopped"))?;
         rx.await.map_err(|_| Status::internal("the scheduler dropped the request"))?
     }
 }
@@ -151,7 +152,7 @@ struct Job {
     current: Option<u64>,
     attempts: u32,
     error: Option<String>,
-    /// A commit's shard is being written.
+    /// A commit's part is being written.
     committing: bool,
 }
 
@@ -168,7 +169,6 @@ struct Attempt {
     job: usize,
     worker: String,
     expires: Instant,
-    records: Vec<StepRecord>,
 }
 
 pub struct Scheduler {
@@ -183,9 +183,8 @@ pub struct Scheduler {
     attempts: HashMap<u64, Attempt>,
     workers: HashMap<String, String>,
     next_worker: u64,
-    /// The actor's own mailbox, for commands it sends itself (a finished shard write). Weak, so
-    /// that the actor stops, and closes its store, once every handle is dropped.
-    mailbox: mpsc::WeakSender<Command>,
+    spools: Spools,
+    committer: mpsc::UnboundedSender<Commit>,
 }
 
 fn now_ms() -> i64 {
@@ -211,6 +210,15 @@ impl Scheduler {
             info!("{voided} job(s) were running when the previous coordinator stopped; queued again");
         }
         let (tx, rx) = mpsc::channel(1024);
+        let spools = Spools::open(&results_dir.join(".spool"))?;
+        // The committer reports through a weak handle, so that the actor stops, and closes its
+        // store, once every outside handle is dropped.
+        let mailbox = tx.downgrade();
+        let committer = commit::start(config.commit, move |written| {
+            if let Some(mailbox) = mailbox.upgrade() {
+                let _ = mailbox.blocking_send(Command::PartWritten(written));
+            }
+        });
         let mut s = Scheduler {
             registry,
             store,
@@ -223,7 +231,8 @@ impl Scheduler {
             attempts: HashMap::new(),
             workers: HashMap::new(),
             next_worker: 1,
-            mailbox: tx.downgrade(),
+            spools: spools.clone(),
+            committer,
         };
         for sweep in s.store.sweeps()? {
             let entry = Sweep {
@@ -235,8 +244,9 @@ impl Scheduler {
             };
             s.sweeps.insert(sweep.id, entry);
         }
+        let unrecorded = s.unrecorded_parts()?;
         for stored in s.store.jobs()? {
-            s.load_job(stored)?;
+            s.load_job(stored, &unrecorded)?;
         }
         let ids: Vec<String> = s.sweeps.keys().cloned().collect();
         for id in ids {
@@ -249,10 +259,29 @@ impl Scheduler {
             s.jobs.len()
         );
         tokio::spawn(s.run(rx));
-        Ok(SchedulerHandle(tx))
+        Ok(SchedulerHandle { mailbox: tx, spools })
     }
 
-    fn load_job(&mut self, stored: StoredJob) -> anyhow::Result<()> {
+    /// Jobs in parts the store does not know: written, then the coordinator died before
+    /// recording them. `(sweep, key)` -> part file name.
+    fn unrecorded_parts(&self) -> anyhow::Result<HashMap<(String, String), String>> {
+        let mut found = HashMap::new();
+        for sweep in self.sweeps.keys() {
+            let known = self.store.parts(sweep)?;
+            for path in results::part_files(&self.results_dir.join(sweep))? {
+                let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                if known.contains(&name) {
+                    continue;
+                }
+                for job in results::read_index(&path)? {
+                    found.insert((sweep.clone(), job.key), name.clone());
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    fn load_job(&mut self, stored: StoredJob, unrecorded: &HashMap<(String, String), String>) -> anyhow::Result<()> {
         let checked = pb::JobSpec::decode(stored.spec.as_slice())
             .map_err(|e| e.to_string())
             .and_then(|spec| wire::spec_from_wire(spec, "spec"))
@@ -277,11 +306,11 @@ impl Scheduler {
             }
         };
         // `void_running` ran first, so nothing here is `running`.
-        let sweep_dir = self.results_dir.join(&stored.sweep_id);
-        if state == JobState::Queued && results::shard_path(&sweep_dir, &valid.key).is_file() {
-            // Written, then the coordinator died before recording it.
-            self.store.set_job_state(&stored.sweep_id, &stored.key, JobState::Done, None)?;
-            state = JobState::Done;
+        if let Some(part) = unrecorded.get(&(stored.sweep_id.clone(), stored.key.clone())) {
+            if state == JobState::Queued {
+                self.store.commit_jobs(&stored.sweep_id, part, &[(None, stored.key.as_str())])?;
+                state = JobState::Done;
+            }
         }
         if state == JobState::Failed && stored.state != JobState::Failed {
             self.store.set_job_state(&stored.sweep_id, &stored.key, JobState::Failed, error.as_deref())?;
@@ -350,23 +379,11 @@ impl Scheduler {
             Command::Heartbeat { worker, attempts, reply } => {
                 let _ = reply.send(self.heartbeat(&worker, attempts));
             }
-            Command::Records { attempt, records, reply } => {
-                let answer = match self.attempts.get_mut(&attempt) {
-                    Some(a) => {
-                        a.records.extend(records);
-                        Ok(a.records.len() as u32)
-                    }
-                    None => Err(Status::not_found(format!("attempt {attempt} is not known (void or finished)"))),
-                };
-                let _ = reply.send(answer);
-            }
             Command::Complete { attempt, n_records, reply } => self.complete(attempt, n_records, reply),
             Command::Fail { attempt, error, reply } => {
                 let _ = reply.send(self.fail(attempt, error));
             }
-            Command::ShardWritten { job, attempt, result, last, reply } => {
-                let _ = reply.send(self.shard_written(job, attempt, result, last));
-            }
+            Command::PartWritten(written) => self.part_written(written),
         }
     }
 
@@ -380,7 +397,7 @@ impl Scheduler {
             }
         }
         let sweep_dir = self.results_dir.join(&name);
-        let on_disk = results::read_shard_keys(&sweep_dir).map_err(|e| internal(e.into()))?;
+        let on_disk = results::stored_keys(&sweep_dir).map_err(internal)?;
         let wanted: BTreeSet<&str> = jobs.iter().map(|j| j.key.0.as_str()).collect();
         // Jobs of the previous submission that this one does not contain are dropped.
         let removed: Vec<usize> = self
@@ -417,7 +434,7 @@ impl Scheduler {
             job.state = JobState::Cancelled;
             job.current = None;
             self.index.remove(&(name.clone(), job.valid.key.0.clone()));
-            self.attempts.retain(|_, a| a.job != i);
+            self.forget_attempts_of(i);
         }
         let sweep = self.sweeps.entry(name.clone()).or_insert_with(|| Sweep {
             family: family.clone(),
@@ -540,7 +557,7 @@ impl Scheduler {
                 job.state = JobState::Cancelled;
                 if let Some(a) = job.current.take() {
                     // The worker hears "abandon" at its next heartbeat.
-                    self.attempts.remove(&a);
+                    self.forget_attempt(a);
                 }
             }
         }
@@ -600,8 +617,9 @@ impl Scheduler {
         let mut picked = Vec::new();
         while picked.len() < max_jobs as usize {
             let Some(i) = self.queue.pop_front() else { break };
-            // The queue may hold jobs that were cancelled or committed since they were queued.
-            if self.jobs[i].state == JobState::Queued && !picked.contains(&i) {
+            // The queue may hold jobs that were cancelled or committed since they were queued,
+            // or whose expired attempt is committing right now.
+            if self.jobs[i].state == JobState::Queued && !self.jobs[i].committing && !picked.contains(&i) {
                 picked.push(i);
             }
         }
@@ -631,7 +649,8 @@ impl Scheduler {
             job.state = JobState::Running;
             job.current = Some(id);
             job.attempts += 1;
-            self.attempts.insert(id, Attempt { job: i, worker: worker.to_string(), expires, records: Vec::new() });
+            self.attempts.insert(id, Attempt { job: i, worker: worker.to_string(), expires });
+            self.spools.create(id, self.metrics_of(&self.jobs[i].valid.spec.family).len());
             let job = &self.jobs[i];
             let event = pb::sweep_event::Event::JobStarted(pb::JobStarted {
                 job_key: job.valid.key.0.clone(),
@@ -686,87 +705,126 @@ impl Scheduler {
         let i = a.job;
         let job = &self.jobs[i];
         if job.state == JobState::Done || job.committing {
-            self.attempts.remove(&attempt);
-            let _ = self.store.end_attempt(attempt, "dropped", (&job.sweep, &job.valid.key.0), job.state, None);
+            let (sweep, key, state) = (job.sweep.clone(), job.valid.key.0.clone(), job.state);
+            self.forget_attempt(attempt);
+            if let Err(e) = self.store.end_attempt(attempt, "dropped", (&sweep, &key), state, None) {
+                warn!("store error: {e:#}");
+            }
             let _ = reply.send(Ok(pb::CompleteAttemptResponse { committed: false }));
             return;
         }
         if matches!(job.state, JobState::Cancelled | JobState::Failed) {
-            self.attempts.remove(&attempt);
-            let _ = reply.send(Err(Status::failed_precondition(format!(
-                "job {} is {}",
-                job.valid.key,
-                job.state.as_str()
-            ))));
+            let message = format!("job {} is {}", job.valid.key, job.state.as_str());
+            self.forget_attempt(attempt);
+            let _ = reply.send(Err(Status::failed_precondition(message)));
             return;
         }
-        if a.records.len() != n_records as usize {
-            let msg = format!("n_records: the worker sent {n_records}, the coordinator holds {}", a.records.len());
-            let _ = reply.send(Err(Status::invalid_argument(msg)));
-            return;
-        }
-        let Some(mailbox) = self.mailbox.upgrade() else {
-            let _ = reply.send(Err(Status::unavailable("the coordinator is shutting down")));
+        self.attempts.remove(&attempt);
+        let Some(spool) = self.spools.take(attempt) else {
+            let _ = reply.send(Err(Status::internal(format!("attempt {attempt} has no spool"))));
             return;
         };
-        let records = self.attempts.get_mut(&attempt).map(|a| std::mem::take(&mut a.records)).unwrap_or_default();
+        let refused = match spool.broken() {
+            Some(why) => Some(why.to_owned()),
+            None if spool.n_records() != n_records => {
+                Some(format!("n_records: the worker sent {n_records}, the coordinator holds {}", spool.n_records()))
+            }
+            None => None,
+        };
+        if let Some(error) = refused {
+            drop(spool.into_records());
+            if self.jobs[i].current == Some(attempt) {
+                self.requeue_or_fail(i, attempt, error.clone());
+            }
+            let _ = reply.send(Err(Status::invalid_argument(error)));
+            return;
+        }
         self.jobs[i].committing = true;
         let job = &self.jobs[i];
-        let sweep_dir = self.results_dir.join(&job.sweep);
-        let valid = job.valid.clone();
-        let metrics = self.metrics_of(&job.valid.spec.family);
-        tokio::task::spawn_blocking(move || {
-            let result =
-                results::write_shard(&sweep_dir, &valid, metrics, &records).map(|_| ()).map_err(|e| format!("{e:#}"));
-            let last = records.last().map(|r| r.values.clone()).unwrap_or_default();
-            let _ = mailbox.blocking_send(Command::ShardWritten { job: i, attempt, result, last, reply });
-        });
+        let commit = Commit {
+            sweep_dir: self.results_dir.join(&job.sweep),
+            metrics: self.metrics_of(&job.valid.spec.family),
+            job: i,
+            attempt,
+            valid: job.valid.clone(),
+            spool,
+            reply,
+        };
+        if let Err(unsent) = self.committer.send(commit) {
+            let commit = unsent.0;
+            self.jobs[i].committing = false;
+            let _ = commit.reply.send(Err(Status::unavailable("the coordinator is shutting down")));
+        }
     }
 
     fn metrics_of(&self, family: &str) -> &'static [MetricDef] {
         self.registry.family(family).map(|f| f.metrics()).unwrap_or(&[])
     }
 
-    fn shard_written(
-        &mut self,
-        i: usize,
-        attempt: u64,
-        result: Result<(), String>,
-        last: Vec<f64>,
-    ) -> Result<pb::CompleteAttemptResponse, Status> {
-        self.jobs[i].committing = false;
-        let (sweep, key) = (self.jobs[i].sweep.clone(), self.jobs[i].valid.key.0.clone());
-        if let Err(e) = result {
-            warn!("writing the shard of job {key} failed: {e}; the job is queued again");
-            self.attempts.remove(&attempt);
-            self.requeue_or_fail(i, attempt, format!("writing its shard: {e}"));
-            return Err(Status::internal(format!("writing the shard: {e}")));
+    /// A part was written (or not): its jobs are done, in one store transaction, or each
+    /// goes back to the queue.
+    fn part_written(&mut self, written: PartWritten) {
+        let PartWritten { part, jobs } = written;
+        for c in &jobs {
+            self.jobs[c.job].committing = false;
         }
-        let state_before = self.jobs[i].state;
-        self.store.end_attempt(attempt, "committed", (&sweep, &key), JobState::Done, None).map_err(internal)?;
-        let job = &mut self.jobs[i];
-        job.state = JobState::Done;
-        job.current = None;
-        // Every other attempt of this job is now moot.
-        self.attempts.retain(|_, a| a.job != i);
-        if state_before == JobState::Cancelled {
-            info!("job {key} committed after its sweep was cancelled; kept");
-        }
-        let final_metrics = self
-            .metrics_of(&self.jobs[i].valid.spec.family)
-            .iter()
-            .zip(last)
-            .map(|(m, value)| pb::MetricValue { name: m.name.to_string(), value })
-            .collect();
-        let job = &self.jobs[i];
-        let event = pb::sweep_event::Event::JobFinished(pb::JobFinished {
-            job_key: key,
-            description: local::describe(&job.valid),
-            final_metrics,
+        let recorded = part.and_then(|part| {
+            let Some(first) = jobs.first() else { return Ok(()) };
+            let sweep = self.jobs[first.job].sweep.clone();
+            let done: Vec<(Option<u64>, &str)> =
+                jobs.iter().map(|c| (Some(c.attempt), self.jobs[c.job].valid.key.0.as_str())).collect();
+            self.store.commit_jobs(&sweep, &part, &done).map_err(|e| format!("recording part {part}: {e:#}"))
         });
-        self.emit(&sweep, event);
-        self.check_finished(&sweep);
-        Ok(pb::CompleteAttemptResponse { committed: true })
+        if let Err(e) = recorded {
+            warn!("committing {} job(s) failed: {e}; they are queued again", jobs.len());
+            for c in jobs {
+                self.requeue_or_fail(c.job, c.attempt, format!("writing its trajectory: {e}"));
+                let _ = c.reply.send(Err(Status::internal(format!("writing the trajectory: {e}"))));
+            }
+            return;
+        }
+        let mut sweeps = BTreeSet::new();
+        for c in jobs {
+            let i = c.job;
+            let job = &mut self.jobs[i];
+            job.state = JobState::Done;
+            job.current = None;
+            // Every other attempt of this job is now moot.
+            self.forget_attempts_of(i);
+            let final_metrics = self
+                .metrics_of(&self.jobs[i].valid.spec.family)
+                .iter()
+                .zip(c.last)
+                .map(|(m, value)| pb::MetricValue { name: m.name.to_string(), value })
+                .collect();
+            let job = &self.jobs[i];
+            let event = pb::sweep_event::Event::JobFinished(pb::JobFinished {
+                job_key: job.valid.key.0.clone(),
+                description: local::describe(&job.valid),
+                final_metrics,
+            });
+            let sweep = job.sweep.clone();
+            self.emit(&sweep, event);
+            sweeps.insert(sweep);
+            let _ = c.reply.send(Ok(pb::CompleteAttemptResponse { committed: true }));
+        }
+        for sweep in sweeps {
+            self.check_finished(&sweep);
+        }
+    }
+
+    /// Forget an attempt and its records.
+    fn forget_attempt(&mut self, attempt: u64) {
+        self.attempts.remove(&attempt);
+        self.spools.discard(attempt);
+    }
+
+    /// Forget every attempt of job `i`.
+    fn forget_attempts_of(&mut self, i: usize) {
+        let ids: Vec<u64> = self.attempts.iter().filter(|(_, a)| a.job == i).map(|(&id, _)| id).collect();
+        for id in ids {
+            self.forget_attempt(id);
+        }
     }
 
     fn fail(&mut self, attempt: u64, error: String) -> Result<pb::FailAttemptResponse, Status> {
@@ -774,6 +832,7 @@ impl Scheduler {
             .attempts
             .remove(&attempt)
             .ok_or_else(|| Status::not_found(format!("attempt {attempt} is not known (void or finished)")))?;
+        self.spools.discard(attempt);
         let job = &self.jobs[a.job];
         if self.is_settled(a.job) || job.current != Some(attempt) {
             // Settled, or superseded by another attempt: this failure changes nothing.
@@ -886,7 +945,7 @@ impl Counts {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use armada_core::JobSpec;
+    use armada_core::{JobSpec, StepRecord};
 
     fn job(seed: u64) -> ValidJob {
         let mut spec = JobSpec::new("testkit", "constant", "echo");
@@ -900,7 +959,8 @@ mod tests {
     }
 
     async fn start(dir: &std::path::Path, lease_ttl: Duration) -> SchedulerHandle {
-        let config = SchedulerConfig { lease_ttl, summarize_on_finish: false, ..SchedulerConfig::default() };
+        let commit = CommitConfig { linger: Duration::from_millis(5), ..CommitConfig::default() };
+        let config = SchedulerConfig { lease_ttl, summarize_on_finish: false, commit, ..SchedulerConfig::default() };
         Scheduler::start(Arc::new(crate::registry()), Store::open(dir).unwrap(), dir.to_path_buf(), config).unwrap()
     }
 
@@ -915,7 +975,7 @@ mod tests {
     }
 
     async fn upload_and_complete(s: &SchedulerHandle, attempt: u64, v: f64) -> Result<bool, tonic::Code> {
-        s.call(|reply| Command::Records { attempt, records: records(v), reply }).await.map_err(|e| e.code())?;
+        s.spools.append(attempt, &records(v)).map_err(|e| e.code())?;
         s.call(|reply| Command::Complete { attempt, n_records: 3, reply })
             .await
             .map(|r| r.committed)
@@ -969,10 +1029,10 @@ mod tests {
         // Exactly the winners' records are on disk.
         let sweep_dir = dir.path().join("t");
         let first_values = |key: &armada_core::JobKey| {
-            let df =
-                polars::prelude::ParquetReader::new(std::fs::File::open(results::shard_path(&sweep_dir, key)).unwrap());
-            use polars::prelude::SerReader;
-            df.finish().unwrap().column("value").unwrap().f64().unwrap().get(0).unwrap()
+            let jobs = results::stored_jobs(&sweep_dir, None).unwrap();
+            let stored = jobs.iter().find(|j| j.key == key.0).expect("the job is in a part");
+            let df = results::read_jobs(&[stored]).unwrap().remove(0);
+            df.column("value").unwrap().f64().unwrap().get(0).unwrap()
         };
         assert_eq!(first_values(&job(0).key), 10.0);
         assert_eq!(first_values(&job(1).key), 30.0);

@@ -157,7 +157,7 @@ impl pb::sweeps_server::Sweeps for Coordinator {
             let final_parquet = std::fs::read(&report.final_path)?;
             Ok(pb::GetSummaryResponse {
                 table,
-                n_shards: report.n_shards as u32,
+                n_shards: report.n_jobs as u32,
                 n_failed: inputs.n_failed,
                 summary_path: report.summary_path.display().to_string(),
                 final_path: report.final_path.display().to_string(),
@@ -206,9 +206,9 @@ impl pb::workers_server::Workers for Coordinator {
         let mut n_records = 0;
         while let Some(batch) = stream.next().await {
             let batch = batch?;
-            let records = batch.records.into_iter().map(wire::record_from_wire).collect();
-            n_records =
-                self.scheduler.call(|reply| Command::Records { attempt: batch.attempt_id, records, reply }).await?;
+            let records: Vec<_> = batch.records.into_iter().map(wire::record_from_wire).collect();
+            // Straight into the attempt's spool: record batches never wait on the scheduler.
+            n_records = self.scheduler.spools.append(batch.attempt_id, &records)?;
         }
         Ok(Response::new(pb::UploadAck { n_records }))
     }

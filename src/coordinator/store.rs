@@ -3,9 +3,10 @@
 //!
 //! Every state change the scheduler makes is written here before it is acted on or
 //! answered, in one transaction per request, so a coordinator killed at any moment
-//! restarts from exactly what it had promised. Shards on disk stay the commit record of a
-//! job's result: a job found `done` has its shard, and a shard found without `done` (a crash
-//! between the rename and the update) is marked done at startup.
+//! restarts from exactly what it had promised. Trajectory parts on disk stay the commit
+//! record of a job's result: a job found `done` is in the part its row names, and a job found
+//! in a part the store does not know (a crash between the rename and the update) is marked
+//! done at startup.
 
 use anyhow::Context;
 use rusqlite::{params, Connection, OptionalExtension};
@@ -85,6 +86,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     state     TEXT NOT NULL,
     attempts  INTEGER NOT NULL DEFAULT 0,
     error     TEXT,
+    part      TEXT,
     PRIMARY KEY (sweep_id, key)
 );
 CREATE TABLE IF NOT EXISTS attempts (
@@ -118,6 +120,13 @@ impl Store {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.execute_batch(SCHEMA).context("creating the store's tables")?;
+        // Stores made before trajectory parts have no `part` column.
+        let has_part: bool =
+            conn.query_row("SELECT COUNT(*) FROM pragma_table_info('jobs') WHERE name = 'part'", [], |r| r.get(0))?;
+        if !has_part {
+            conn.execute_batch("ALTER TABLE jobs ADD COLUMN part TEXT").context("adding jobs.part")?;
+        }
+        conn.execute_batch("CREATE INDEX IF NOT EXISTS jobs_part ON jobs (sweep_id, part)")?;
         Ok(Store { conn })
     }
 
@@ -273,6 +282,31 @@ impl Store {
             params![state.as_str(), error, sweep, key],
         )?;
         Ok(())
+    }
+
+    /// Jobs of `sweep` whose trajectories are in the part file `part`: each `done`, its
+    /// attempt (when there is one) `committed`, in one transaction.
+    pub fn commit_jobs(&mut self, sweep: &str, part: &str, jobs: &[(Option<u64>, &str)]) -> anyhow::Result<()> {
+        let tx = self.conn.transaction()?;
+        {
+            let mut attempt = tx.prepare("UPDATE attempts SET state = 'committed' WHERE id = ?1")?;
+            let mut job = tx.prepare("UPDATE jobs SET state = 'done', part = ?1 WHERE sweep_id = ?2 AND key = ?3")?;
+            for (id, key) in jobs {
+                if let Some(id) = id {
+                    attempt.execute(params![*id as i64])?;
+                }
+                job.execute(params![part, sweep, key])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The part files the store knows for `sweep`.
+    pub fn parts(&self, sweep: &str) -> anyhow::Result<std::collections::BTreeSet<String>> {
+        let mut stmt = self.conn.prepare("SELECT DISTINCT part FROM jobs WHERE sweep_id = ?1 AND part IS NOT NULL")?;
+        let rows = stmt.query_map(params![sweep], |r| r.get(0))?;
+        Ok(rows.collect::<Result<_, _>>()?)
     }
 
     /// Cancel a sweep: its queued and running jobs become cancelled, its running attempts void.

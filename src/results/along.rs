@@ -13,8 +13,8 @@
 //! (Float64, the grid value), `point` (Int64, its index in the cell's grid), `metric`,
 //! `n`, `mean`, `std`, `se`, `median`, `q10`, `q90`. Rows sorted by cell, point, metric.
 
-use super::shard::shard_files;
-use super::summary::{shard_cell, statistics, with_names, Cell, Interner, Rows};
+use super::part::read_jobs;
+use super::summary::{by_cell, statistics, with_names, Interner, Rows};
 use super::*;
 use anyhow::{bail, ensure};
 use std::collections::{BTreeMap, BTreeSet};
@@ -23,7 +23,7 @@ use std::path::PathBuf;
 /// What [`summarize_along`] read and wrote.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AlongReport {
-    pub n_shards: usize,
+    pub n_jobs: usize,
     /// Grid points over all cells.
     pub n_points: usize,
     pub path: PathBuf,
@@ -42,7 +42,7 @@ struct Run {
     metrics: Vec<(usize, Vec<Option<f64>>)>,
 }
 
-/// Aggregate the shards under `trajectories/` (those in `only`, when given) on the common
+/// Aggregate the jobs under `trajectories/` (those in `only`, when given) on the common
 /// grid of `column`, keeping grid points `<= upto` when given, and write
 /// `along_<column>.parquet` atomically into `sweep_dir`.
 pub fn summarize_along(
@@ -55,32 +55,24 @@ pub fn summarize_along(
         !SHARD_FIXED_COLUMNS.contains(&column) || column == STEP,
         "cannot aggregate along {column:?}: it is not a metric or the step"
     );
-    let mut shards = shard_files(sweep_dir).with_context(|| format!("listing shards in {}", sweep_dir.display()))?;
-    if let Some(keys) = only {
-        shards.retain(|(key, _)| keys.contains(key));
-    }
-    ensure!(
-        !shards.is_empty(),
-        "nothing to summarize: no trajectory shards in {}",
-        trajectories_dir(sweep_dir).display()
-    );
+    let jobs = stored_jobs(sweep_dir, only)?;
+    ensure!(!jobs.is_empty(), "nothing to summarize: no trajectories in {}", trajectories_dir(sweep_dir).display());
 
     let mut metrics = Interner::new();
-    let mut runs: BTreeMap<Cell, Vec<Run>> = BTreeMap::new();
-    for (_, path) in &shards {
-        let df = read_parquet(path)?;
-        if df.height() == 0 {
-            continue;
+    let mut runs: BTreeMap<&Cell, Vec<Run>> = BTreeMap::new();
+    for (cell, cell_jobs) in by_cell(&jobs) {
+        for (job, df) in cell_jobs.iter().zip(read_jobs(&cell_jobs)?) {
+            let run = read_run(&df, column, &mut metrics)
+                .with_context(|| format!("reading job {} in {}", job.key, job.part.display()))?;
+            runs.entry(cell).or_default().push(run);
         }
-        let run = read_run(&df, column, &mut metrics).with_context(|| format!("reading {}", path.display()))?;
-        runs.entry(shard_cell(&df)?).or_default().push(run);
     }
 
     let mut cells = Interner::new();
     let mut rows = Rows::default();
     let mut grid_of_cell: Vec<Vec<f64>> = Vec::new();
     for (cell, runs) in &runs {
-        let id = cells.id(cell);
+        let id = cells.id(*cell);
         let grid = common_grid(runs, upto);
         for run in runs {
             let at = carried_indices(&run.axis, &grid);
@@ -117,10 +109,10 @@ pub fn summarize_along(
 
     let path = sweep_dir.join(along_file(column));
     write_parquet_atomic(&path, &mut table)?;
-    Ok(AlongReport { n_shards: shards.len(), n_points, path })
+    Ok(AlongReport { n_jobs: jobs.len(), n_points, path })
 }
 
-/// The grid column and every float metric of one shard (`step` included as a metric).
+/// The grid column and every float metric of one job (`step` included as a metric).
 fn read_run(df: &DataFrame, column: &str, metrics: &mut Interner<String>) -> anyhow::Result<Run> {
     let axis_column = df
         .column(column)
@@ -218,7 +210,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         write_runs(dir.path());
         let report = summarize_along(dir.path(), None, "cost", Some(3.0)).unwrap();
-        assert_eq!(report.n_shards, 3);
+        assert_eq!(report.n_jobs, 3);
         // Cell a: union {0, .5, 1, 2, 3, 5} cut at 3 -> 5 points; cell b: {1}.
         assert_eq!(report.n_points, 6);
         assert_eq!(report.path, dir.path().join("along_cost.parquet"));

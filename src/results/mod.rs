@@ -1,11 +1,12 @@
-//! Results on disk: one Parquet shard per committed job, and the summary tables polars
-//! rebuilds from them.
+//! Results on disk: committed trajectories grouped into Parquet parts, and the summary
+//! tables polars rebuilds from them.
 //!
 //! # Layout
 //!
 //! ```text
 //! DIR/<sweep>/
-//!   trajectories/<job-key>.parquet   one file per job, written by `write_shard`
+//!   trajectories/part-<key>.parquet  many jobs per file (`write_part`), each a contiguous
+//!                                    run of rows; the footer indexes them (see `part`)
 //!   summary.parquet                  statistics over seeds, every step  (`summarize`)
 //!   final.parquet                    statistics over seeds, last step   (`summarize`)
 //!   along_<column>.parquet           statistics over seeds on the common grid of a monotone
@@ -15,20 +16,21 @@
 //!
 //! Every file is written atomically: to `.<name>.<pid>.<n>.tmp` in the same directory,
 //! fsynced, renamed over the final name, and the directory fsynced. A crash leaves either
-//! no file or a complete one, so "the shard exists" is the commit record of a job and
-//! resuming a sweep means skipping the keys of [`read_shard_keys`]. Leftover `.tmp` files
-//! are ignored by every reader.
+//! no file or a complete one, so "a part holds the job" is the commit record of a job and
+//! resuming a sweep means skipping the keys of [`stored_keys`]. Leftover `.tmp` files
+//! are ignored by every reader. All parts of a sweep share one schema, so
+//! `trajectories/*.parquet` reads as one table in polars, pyarrow or DuckDB.
 //!
-//! Files are deterministic: zstd at its default level, a fixed row group size, no
-//! timestamps or random ids in the metadata. Two runs of the same job give byte-identical
-//! shards except for the `elapsed_ms` values, and summarizing the same shards twice gives
-//! byte-identical summaries.
+//! Files are deterministic: zstd at its default level, fixed row group sizes, no
+//! timestamps or random ids in the metadata. The same jobs give byte-identical parts
+//! except for the `elapsed_ms` values, and summaries depend only on the jobs, never on how
+//! they are spread over parts: summarizing the same jobs gives byte-identical summaries.
 //!
-//! # Trajectory shard schema (one row per step, in this column order)
+//! # Trajectory schema (one row per step, in this column order)
 //!
 //! | column             | type    | meaning                                                      |
 //! |--------------------|---------|--------------------------------------------------------------|
-//! | `job_key`          | String  | content hash of the spec, also the file stem                 |
+//! | `job_key`          | String  | content hash of the spec                                     |
 //! | `family`           | String  | family name                                                  |
 //! | `benchmark`        | String  | benchmark name                                               |
 //! | `benchmark_params` | String  | canonical parameter text, e.g. `{noise_sd=0.1}`               |
@@ -55,8 +57,8 @@
 //!
 //! | column                        | type    | meaning                                           |
 //! |-------------------------------|---------|---------------------------------------------------|
-//! | `family` .. `algorithm_params`| String  | as in the shards                                  |
-//! | `horizon`, `step`             | Int64   | as in the shards                                  |
+//! | `family` .. `algorithm_params`| String  | as in the trajectories                               |
+//! | `horizon`, `step`             | Int64   | as in the trajectories                               |
 //! | `metric`                      | String  | metric column name                                |
 //! | `n`                           | Int64   | number of seeds with a value (not null, not NaN)  |
 //! | `mean`                        | Float64 |                                                   |
@@ -74,13 +76,13 @@
 //! own group rather than being mixed with complete ones.
 
 mod along;
-mod shard;
+mod part;
 mod summary;
 mod table;
 
 pub use along::{along_file, summarize_along, AlongReport};
 
-/// Rebuild every summary of a sweep from its shards (those in `only`, when given):
+/// Rebuild every summary of a sweep from its trajectories (those in `only`, when given):
 /// `summary.parquet`, `final.parquet` and one `along_<column>.parquet` per `axes` entry.
 pub fn rebuild_summaries(
     sweep_dir: &Path,
@@ -93,7 +95,10 @@ pub fn rebuild_summaries(
     }
     Ok(report)
 }
-pub use shard::{read_shard_keys, shard_path, trajectories_dir, write_shard};
+pub use part::{
+    part_files, part_name, read_index, read_jobs, stored_jobs, stored_keys, trajectories_dir, write_part, write_shard,
+    Cell, PartJob, StoredRows,
+};
 pub use summary::{summarize, SummaryReport};
 pub use table::final_table;
 
@@ -105,14 +110,14 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Rows per Parquet row group. Fixed so that files do not depend on how a DataFrame
-/// happens to be chunked; large enough that a shard or a summary is one row group.
+/// happens to be chunked; large enough that a summary is one row group.
 const ROW_GROUP_ROWS: usize = 1 << 20;
 
 /// File names of the summaries inside a sweep directory.
 const SUMMARY_FILE: &str = "summary.parquet";
 const FINAL_FILE: &str = "final.parquet";
 
-/// Id columns of a shard, before `elapsed_ms` and the metrics, in file order.
+/// Id columns of a trajectory, before `elapsed_ms` and the metrics, in file order.
 const JOB_KEY: &str = "job_key";
 const FAMILY: &str = "family";
 const BENCHMARK: &str = "benchmark";
@@ -125,7 +130,7 @@ const HORIZON: &str = "horizon";
 const STEP: &str = "step";
 const ELAPSED_MS: &str = "elapsed_ms";
 
-/// Every non-metric column of a shard, in file order. A metric may not use these names.
+/// Every non-metric column of a trajectory, in file order. A metric may not use these names.
 const SHARD_FIXED_COLUMNS: [&str; 11] = [
     JOB_KEY,
     FAMILY,
@@ -148,36 +153,46 @@ fn is_temp_name(name: &str) -> bool {
     name.starts_with('.') || name.ends_with(".tmp")
 }
 
-/// Write `df` as Parquet to `path` atomically: temp file in the same directory, fsync,
-/// rename over `path`, fsync the directory. The temp file is removed on failure.
+/// The Parquet settings of every file armada writes: zstd, statistics, one thread.
+fn parquet_writer<W: Write>(out: W) -> ParquetWriter<W> {
+    ParquetWriter::new(out)
+        .with_compression(ParquetCompression::Zstd(None))
+        .with_statistics(StatisticsOptions::default())
+        .with_row_group_size(Some(ROW_GROUP_ROWS))
+        .set_parallel(false)
+}
+
+/// Write `df` as Parquet to `path` atomically (see [`write_atomic`]).
 fn write_parquet_atomic(path: &Path, df: &mut DataFrame) -> anyhow::Result<()> {
+    write_atomic(path, |out| {
+        parquet_writer(out).finish(df)?;
+        Ok(())
+    })
+}
+
+/// Write a file atomically: `write` fills a temp file in the same directory, which is
+/// fsynced, renamed over `path`, and the directory fsynced. The temp file is removed on
+/// failure.
+fn write_atomic(path: &Path, write: impl FnOnce(&mut BufWriter<File>) -> anyhow::Result<()>) -> anyhow::Result<()> {
     let dir = path.parent().context("output path has no parent directory")?;
     let name = path.file_name().and_then(|n| n.to_str()).context("output path has no UTF-8 file name")?;
     let tmp = dir.join(format!(".{name}.{}.{}.tmp", std::process::id(), TMP_COUNTER.fetch_add(1, Ordering::Relaxed)));
-    let result = write_then_rename(&tmp, path, df);
+    let result = (|| -> anyhow::Result<()> {
+        let mut out = BufWriter::new(File::options().write(true).create_new(true).open(&tmp)?);
+        write(&mut out)?;
+        out.flush()?;
+        let file = out.into_inner().map_err(|e| e.into_error())?;
+        file.sync_all()?;
+        drop(file);
+        fs::rename(&tmp, path)?;
+        Ok(())
+    })();
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
     }
     result.with_context(|| format!("writing {}", path.display()))?;
     // Make the rename itself durable.
     File::open(dir).and_then(|d| d.sync_all()).with_context(|| format!("syncing directory {}", dir.display()))
-}
-
-fn write_then_rename(tmp: &Path, path: &Path, df: &mut DataFrame) -> anyhow::Result<()> {
-    let file = File::options().write(true).create_new(true).open(tmp)?;
-    let mut out = BufWriter::new(file);
-    ParquetWriter::new(&mut out)
-        .with_compression(ParquetCompression::Zstd(None))
-        .with_statistics(StatisticsOptions::default())
-        .with_row_group_size(Some(ROW_GROUP_ROWS))
-        .set_parallel(false)
-        .finish(df)?;
-    out.flush()?;
-    let file = out.into_inner().map_err(|e| e.into_error())?;
-    file.sync_all()?;
-    drop(file);
-    fs::rename(tmp, path)?;
-    Ok(())
 }
 
 /// Read a whole Parquet file.

@@ -1,14 +1,15 @@
-//! `summary.parquet` and `final.parquet`: statistics over seeds, rebuilt from the shards.
+//! `summary.parquet` and `final.parquet`: statistics over seeds, rebuilt from the
+//! trajectory parts.
 //!
-//! Shards of different families have different metric columns, so each shard is turned
+//! Jobs of different families have different metric columns, so each job is turned
 //! into long rows (cell, step, metric, value) first. The string id columns are interned
 //! into integer ids numbered in sorted order, which keeps the long frame small and makes
 //! sorting by the ids the same as sorting by the strings; polars then does the
 //! group-by, and the strings are put back on the (much smaller) aggregated rows. Cells are
-//! aggregated one at a time (shards are grouped by cell first), so memory is bounded by the
-//! largest cell, not the sweep.
+//! aggregated one at a time (jobs are grouped by cell from the parts' indexes first), so
+//! memory is bounded by the largest cell, not the sweep.
 
-use super::shard::shard_files;
+use super::part::read_jobs;
 use super::*;
 use anyhow::{bail, ensure};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -18,51 +19,42 @@ use std::path::PathBuf;
 /// What [`summarize`] read and wrote.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SummaryReport {
-    /// Shards read.
-    pub n_shards: usize,
-    /// Shards present but not in the requested key set, hence not summarized.
+    /// Jobs read.
+    pub n_jobs: usize,
+    /// Jobs present but not in the requested key set, hence not summarized.
     pub n_left_out: usize,
-    /// Trajectory rows (steps) read, over all shards.
+    /// Trajectory rows (steps) read, over all jobs.
     pub n_rows: usize,
     pub summary_path: PathBuf,
     pub final_path: PathBuf,
 }
 
-/// Read the shards under `trajectories/` (those whose key is in `only`, when given) and
-/// write `summary.parquet` and `final.parquet` (atomically) into `sweep_dir`. See the
-/// module docs of [`crate::results`] for their schemas. Fails when there are no shards.
+/// Read the committed jobs under `trajectories/` (those whose key is in `only`, when given)
+/// and write `summary.parquet` and `final.parquet` (atomically) into `sweep_dir`. See the
+/// module docs of [`crate::results`] for their schemas. Fails when there are no jobs.
 ///
-/// `armada run` passes the keys of its sweep, so that shards left by an edited sweep
+/// `armada run` passes the keys of its sweep, so that jobs left by an edited sweep
 /// file or by older code (another `KEY_SALT`) never leak into its summaries.
 pub fn summarize(sweep_dir: &Path, only: Option<&BTreeSet<String>>) -> anyhow::Result<SummaryReport> {
-    let mut shards = shard_files(sweep_dir).with_context(|| format!("listing shards in {}", sweep_dir.display()))?;
-    let n_found = shards.len();
+    let mut jobs = stored_jobs(sweep_dir, None)?;
+    let n_found = jobs.len();
     if let Some(keys) = only {
-        shards.retain(|(key, _)| keys.contains(key));
+        jobs.retain(|j| keys.contains(&j.key));
     }
-    let n_left_out = n_found - shards.len();
-    ensure!(
-        !shards.is_empty(),
-        "nothing to summarize: no trajectory shards in {}",
-        trajectories_dir(sweep_dir).display()
-    );
-    // Pass 1: every shard's cell, from the id columns of its first row (empty shards have none).
-    let mut by_cell: BTreeMap<Cell, Vec<&Path>> = BTreeMap::new();
-    for (_, path) in &shards {
-        if let Some(cell) = read_cell(path)? {
-            by_cell.entry(cell).or_default().push(path);
-        }
-    }
-    // Pass 2: one cell at a time, in cell order, so that memory holds one cell's long rows
-    // rather than the whole sweep's (a 1,120-job bandit sweep is 94 million values).
+    let n_left_out = n_found - jobs.len();
+    ensure!(!jobs.is_empty(), "nothing to summarize: no trajectories in {}", trajectories_dir(sweep_dir).display());
+    // One cell at a time, in cell order, so that memory holds one cell's long rows rather
+    // than the whole sweep's (a 1,120-job bandit sweep is 94 million values). Within a
+    // cell, jobs come in key order whatever part holds them: the files' layout never
+    // changes a statistic.
     let (mut summary, mut last) = (DataFrame::empty(), DataFrame::empty());
     let mut n_rows = 0;
-    for paths in by_cell.values() {
+    for (cell, cell_jobs) in by_cell(&jobs) {
         let mut long = LongRows::new();
-        for path in paths {
-            let df = read_parquet(path)?;
+        for (job, df) in cell_jobs.iter().zip(read_jobs(&cell_jobs)?) {
             n_rows += df.height();
-            long.add_shard(&df).with_context(|| format!("summarizing {}", path.display()))?;
+            long.add_job(cell, &df)
+                .with_context(|| format!("summarizing job {} in {}", job.key, job.part.display()))?;
         }
         let (cell_summary, cell_last) = long.aggregate()?;
         append(&mut summary, &cell_summary)?;
@@ -74,7 +66,16 @@ pub fn summarize(sweep_dir: &Path, only: Option<&BTreeSet<String>>) -> anyhow::R
     let final_path = sweep_dir.join(FINAL_FILE);
     write_parquet_atomic(&summary_path, &mut summary)?;
     write_parquet_atomic(&final_path, &mut last)?;
-    Ok(SummaryReport { n_shards: shards.len(), n_left_out, n_rows, summary_path, final_path })
+    Ok(SummaryReport { n_jobs: jobs.len(), n_left_out, n_rows, summary_path, final_path })
+}
+
+/// Non-empty jobs grouped by cell, in cell order; each group keeps the jobs' (key) order.
+pub(super) fn by_cell(jobs: &[StoredRows]) -> BTreeMap<&Cell, Vec<&StoredRows>> {
+    let mut cells: BTreeMap<&Cell, Vec<&StoredRows>> = BTreeMap::new();
+    for job in jobs.iter().filter(|j| j.rows > 0) {
+        cells.entry(&job.cell).or_default().push(job);
+    }
+    cells
 }
 
 /// Append `rows` to `acc` (an empty `acc` takes the schema of `rows`).
@@ -85,49 +86,6 @@ fn append(acc: &mut DataFrame, rows: &DataFrame) -> anyhow::Result<()> {
         acc.vstack_mut(rows)?;
     }
     Ok(())
-}
-
-/// The cell of a shard, reading only the id columns of its first row; `None` if it is empty.
-fn read_cell(path: &Path) -> anyhow::Result<Option<Cell>> {
-    let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let columns = [FAMILY, BENCHMARK, BENCHMARK_PARAMS, ALGORITHM, ALGORITHM_PARAMS, HORIZON];
-    let df = ParquetReader::new(file)
-        .with_columns(Some(columns.iter().map(|c| c.to_string()).collect()))
-        .with_slice(Some((0, 1)))
-        .finish()
-        .map_err(anyhow::Error::from)
-        .with_context(|| format!("reading {}", path.display()))?;
-    if df.height() == 0 {
-        return Ok(None);
-    }
-    shard_cell(&df).with_context(|| format!("summarizing {}", path.display())).map(Some)
-}
-
-/// The group columns above step: constant within a job.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub(super) struct Cell {
-    family: String,
-    benchmark: String,
-    benchmark_params: String,
-    algorithm: String,
-    algorithm_params: String,
-    horizon: i64,
-}
-
-/// The cell of a non-empty shard, from its first row.
-pub(super) fn shard_cell(df: &DataFrame) -> anyhow::Result<Cell> {
-    let text = |name: &str| -> anyhow::Result<String> {
-        let value = df.column(name)?.str()?.get(0);
-        Ok(value.with_context(|| format!("column {name:?} is null"))?.to_owned())
-    };
-    Ok(Cell {
-        family: text(FAMILY)?,
-        benchmark: text(BENCHMARK)?,
-        benchmark_params: text(BENCHMARK_PARAMS)?,
-        algorithm: text(ALGORITHM)?,
-        algorithm_params: text(ALGORITHM_PARAMS)?,
-        horizon: df.column(HORIZON)?.i64()?.get(0).context("column \"horizon\" is null")?,
-    })
 }
 
 /// Values numbered in order of first appearance.
@@ -195,16 +153,16 @@ impl LongRows {
         LongRows { cells: Interner::new(), metrics: Interner::new(), all: Rows::default(), last: Rows::default() }
     }
 
-    /// Add one shard (one job): every Float64 column that is not a fixed shard column
+    /// Add one job's rows: every Float64 column that is not a fixed trajectory column
     /// is a metric; Int64 metrics are skipped.
-    fn add_shard(&mut self, df: &DataFrame) -> anyhow::Result<()> {
+    fn add_job(&mut self, cell: &Cell, df: &DataFrame) -> anyhow::Result<()> {
         for name in SHARD_FIXED_COLUMNS {
-            ensure!(df.column(name).is_ok(), "shard has no column {name:?}");
+            ensure!(df.column(name).is_ok(), "trajectory has no column {name:?}");
         }
         if df.height() == 0 {
             return Ok(());
         }
-        let cell = self.cells.id(&shard_cell(df)?);
+        let cell = self.cells.id(cell);
         let steps =
             df.column(STEP)?.i64()?.iter().collect::<Option<Vec<i64>>>().context("column \"step\" has nulls")?;
         let last_step = steps.iter().copied().max().unwrap_or_default();
@@ -357,7 +315,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         write_fixture(dir.path());
         let report = summarize(dir.path(), None).unwrap();
-        assert_eq!(report.n_shards, 7);
+        assert_eq!(report.n_jobs, 7);
         assert_eq!(report.n_rows, 6 * 3 + 2);
 
         let summary = read_parquet(&report.summary_path).unwrap();
@@ -454,8 +412,33 @@ mod tests {
         assert_eq!(names, ["final.parquet", "summary.parquet", "trajectories"], "no temp file left behind");
     }
 
+    /// The same jobs one per part or all in one part (one per family) give the same bytes.
     #[test]
-    fn summarize_without_shards_is_an_error() {
+    fn summaries_do_not_depend_on_how_jobs_are_spread_over_parts() {
+        let (spread, packed) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        write_fixture(spread.path());
+        let mut by_family: BTreeMap<&str, Vec<PartJob>> = BTreeMap::new();
+        let jobs = fixture_jobs();
+        for (job, _, records) in &jobs {
+            let records = records.clone();
+            let part =
+                PartJob { job: job.clone(), n_records: records.len(), records: Box::new(records.into_iter().map(Ok)) };
+            by_family.entry(if job.spec.family == "lse" { "lse" } else { "bandit" }).or_default().push(part);
+        }
+        for (family, parts) in by_family {
+            let metrics = if family == "lse" { &METRICS[..] } else { &BANDIT_METRICS[..] };
+            write_part(packed.path(), metrics, parts).unwrap();
+        }
+        assert_eq!(part_files(packed.path()).unwrap().len(), 2);
+        assert_eq!(part_files(spread.path()).unwrap().len(), 7);
+        let (a, b) = (summarize(spread.path(), None).unwrap(), summarize(packed.path(), None).unwrap());
+        assert_eq!((a.n_jobs, a.n_rows), (b.n_jobs, b.n_rows));
+        assert!(fs::read(&a.summary_path).unwrap() == fs::read(&b.summary_path).unwrap());
+        assert!(fs::read(&a.final_path).unwrap() == fs::read(&b.final_path).unwrap());
+    }
+
+    #[test]
+    fn summarize_without_jobs_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
         let err = summarize(dir.path(), None).unwrap_err();
         assert!(format!("{err:#}").contains("nothing to summarize"), "{err:#}");

@@ -1,6 +1,5 @@
 //! The terminal view of `final.parquet`.
 
-use super::shard::shard_files;
 use super::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -102,7 +101,7 @@ fn number(x: f64) -> String {
 /// gone go last, by name.
 fn metric_order(sweep_dir: &Path, in_final: BTreeSet<&str>) -> anyhow::Result<Vec<String>> {
     let mut order: Vec<String> = Vec::new();
-    for (_, path) in shard_files(sweep_dir)? {
+    for path in part_files(sweep_dir)? {
         if order.len() == in_final.len() {
             break;
         }

@@ -42,9 +42,16 @@ pub const NAN: f64 = f64::NAN;
 pub const STRADDLE: [[f64; 3]; 3] = [[10.0, 5.0, 1.0], [20.0, 6.0, 2.0], [30.0, 7.0, 4.0]];
 pub const UCB: [[f64; 3]; 3] = [[5.0, 1.0, 0.5], [NAN, 3.0, 0.5], [NAN, NAN, 0.5]];
 
+/// The metrics of the fixture's other family.
+pub const BANDIT_METRICS: [MetricDef; 2] = [
+    MetricDef { name: "arm", kind: MetricKind::Int, doc: "pulled arm" },
+    MetricDef { name: "reward", kind: MetricKind::Float, doc: "reward" },
+];
+
 /// Two lse algorithms x 3 seeds, plus one job of another family with other metrics
-/// that stopped after step 1.
-pub fn write_fixture(dir: &Path) {
+/// that stopped after step 1: (job, its family's metrics, records).
+pub fn fixture_jobs() -> Vec<(ValidJob, &'static [MetricDef], Vec<StepRecord>)> {
+    let mut jobs = Vec::new();
     for (algorithm, table) in [("straddle", STRADDLE), ("ucb", UCB)] {
         for (seed, row) in table.iter().enumerate() {
             let records: Vec<_> = row
@@ -56,17 +63,20 @@ pub fn write_fixture(dir: &Path) {
                     values: vec![regret, (step * 10 + seed) as f64],
                 })
                 .collect();
-            let job = job("lse", "sinusoidal", algorithm, seed as u64);
-            write_shard(dir, &job, &METRICS, &records).unwrap();
+            jobs.push((job("lse", "sinusoidal", algorithm, seed as u64), &METRICS[..], records));
         }
     }
-    let bandit_metrics = [
-        MetricDef { name: "arm", kind: MetricKind::Int, doc: "pulled arm" },
-        MetricDef { name: "reward", kind: MetricKind::Float, doc: "reward" },
-    ];
-    let records = [
+    let records = vec![
         StepRecord { step: 0, elapsed_ms: 0.0, values: vec![3.0, 0.0] },
         StepRecord { step: 1, elapsed_ms: 0.0, values: vec![1.0, 1.0] },
     ];
-    write_shard(dir, &job("bandit", "arms", "thompson", 0), &bandit_metrics, &records).unwrap();
+    jobs.push((job("bandit", "arms", "thompson", 0), &BANDIT_METRICS[..], records));
+    jobs
+}
+
+/// The fixture, one job per part.
+pub fn write_fixture(dir: &Path) {
+    for (job, metrics, records) in fixture_jobs() {
+        write_shard(dir, &job, metrics, &records).unwrap();
+    }
 }

@@ -1,5 +1,5 @@
-//! Helpers shared by the end-to-end tests: running the real binary, reading shards, and
-//! comparing trajectories.
+//! Helpers shared by the end-to-end tests: running the real binary, reading trajectory
+//! parts, and comparing trajectories.
 #![allow(dead_code)]
 
 use polars::prelude::*;
@@ -19,14 +19,55 @@ pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// The shard files of a sweep directory, by file name.
-pub fn shards(sweep_dir: &Path) -> BTreeMap<String, PathBuf> {
-    std::fs::read_dir(sweep_dir.join("trajectories"))
-        .unwrap()
+/// The trajectory part files of a sweep directory (none if it has no `trajectories/`).
+pub fn part_files(sweep_dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(sweep_dir.join("trajectories")) else { return Vec::new() };
+    let mut parts: Vec<PathBuf> = entries
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "parquet"))
-        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), p))
-        .collect()
+        .filter(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.'))
+        .collect();
+    parts.sort();
+    parts
+}
+
+/// The jobs of one part file, by key, read from its rows alone (not its footer index):
+/// each job must be one contiguous run of rows.
+pub fn jobs_in(path: &Path) -> BTreeMap<String, DataFrame> {
+    let df = read(path);
+    let keys: Vec<String> =
+        df.column("job_key").unwrap().str().unwrap().iter().map(|k| k.unwrap().to_owned()).collect();
+    let mut jobs = BTreeMap::new();
+    let mut start = 0;
+    for i in 1..=keys.len() {
+        if i == keys.len() || keys[i] != keys[start] {
+            let run = df.slice(start as i64, i - start);
+            assert!(
+                jobs.insert(keys[start].clone(), run).is_none(),
+                "{}: job {} is split",
+                path.display(),
+                keys[start]
+            );
+            start = i;
+        }
+    }
+    jobs
+}
+
+/// Every committed job of a sweep directory, by key; a job in two files fails the test.
+pub fn jobs(sweep_dir: &Path) -> BTreeMap<String, DataFrame> {
+    let mut all = BTreeMap::new();
+    for path in part_files(sweep_dir) {
+        for (key, df) in jobs_in(&path) {
+            assert!(all.insert(key.clone(), df).is_none(), "job {key} is stored twice");
+        }
+    }
+    all
+}
+
+/// How many jobs are committed under `sweep_dir`.
+pub fn job_count(sweep_dir: &Path) -> usize {
+    jobs(sweep_dir).len()
 }
 
 pub fn read(path: &Path) -> DataFrame {

@@ -5,7 +5,9 @@
 //! An attempt actor runs the job's CPU work on the blocking pool (at most `slots` jobs at a
 //! time, so at most `slots` busy blocking threads) and streams its records through a bounded
 //! channel to the gRPC upload, batched: a slow coordinator applies backpressure to the job
-//! instead of growing memory. On shutdown the worker stops leasing, lets its running jobs
+//! instead of growing memory. Once its records are uploaded the slot is free: the commit,
+//! which the coordinator answers only when the job's trajectory part is durable (a group
+//! commit), is awaited in the background, up to [`MAX_PENDING_COMMITS`] at a time. On shutdown the worker stops leasing, lets its running jobs
 //! finish and commit, and returns. When the connection is lost, running attempts are
 //! abandoned (the coordinator re-queues them when their leases expire) and the worker
 //! registers again.
@@ -33,6 +35,9 @@ pub const RECORD_BUFFER: usize = 256;
 /// Records per uploaded batch, and the longest a partial batch waits.
 pub const BATCH_RECORDS: usize = 64;
 pub const BATCH_WAIT: Duration = Duration::from_millis(200);
+/// Commits awaited at once; past this the worker leases nothing until some are answered.
+/// It must cover what finishes during the coordinator's commit linger.
+pub const MAX_PENDING_COMMITS: usize = 4096;
 
 /// How a worker runs.
 #[derive(Clone, Debug)]
@@ -109,14 +114,15 @@ async fn session(
     info!("registered with {} as {worker_id} ({} slots)", config.coordinator, config.slots);
     let mut heartbeat = tokio::time::interval(Duration::from_millis(registered.heartbeat_interval_ms.max(20) as u64));
     let mut running: HashMap<u64, watch::Sender<bool>> = HashMap::new();
-    let mut tasks: JoinSet<(u64, Result<(), tonic::Status>)> = JoinSet::new();
+    let mut tasks: JoinSet<(u64, Result<Option<u32>, tonic::Status>)> = JoinSet::new();
+    let mut commits: JoinSet<(u64, Result<(), tonic::Status>)> = JoinSet::new();
     let mut next_lease = tokio::time::Instant::now();
     let mut draining = *shutdown.borrow();
     let outcome = loop {
-        if draining && tasks.is_empty() {
+        if draining && tasks.is_empty() && commits.is_empty() {
             break Ok(());
         }
-        let free = config.slots.saturating_sub(tasks.len());
+        let free = if commits.len() >= MAX_PENDING_COMMITS { 0 } else { config.slots.saturating_sub(tasks.len()) };
         tokio::select! {
             _ = heartbeat.tick() => {
                 let request = pb::HeartbeatRequest { worker_id: worker_id.clone(), attempt_ids: running.keys().copied().collect() };
@@ -135,13 +141,30 @@ async fn session(
             Some(joined) = tasks.join_next(), if !tasks.is_empty() => {
                 next_lease = tokio::time::Instant::now();
                 match joined {
+                    Ok((id, Ok(Some(n_records)))) => {
+                        // Still heartbeated (it stays in `running`) until the commit is answered.
+                        let mut client = client.clone();
+                        commits.spawn(async move { (id, commit(&mut client, id, n_records).await) });
+                    }
+                    Ok((id, Ok(None))) => {
+                        running.remove(&id);
+                    }
+                    Ok((id, Err(e))) => {
+                        running.remove(&id);
+                        break Err(e);
+                    }
+                    Err(e) => warn!("an attempt task ended abnormally: {e}"),
+                }
+            }
+            Some(joined) = commits.join_next(), if !commits.is_empty() => {
+                match joined {
                     Ok((id, result)) => {
                         running.remove(&id);
                         if let Err(e) = result {
                             break Err(e);
                         }
                     }
-                    Err(e) => warn!("an attempt task ended abnormally: {e}"),
+                    Err(e) => warn!("a commit task ended abnormally: {e}"),
                 }
             }
             _ = shutdown.changed(), if !draining => {
@@ -172,19 +195,23 @@ async fn session(
             let _ = cancel.send(true);
         }
         while tasks.join_next().await.is_some() {}
+        // Their leases expire at the coordinator; a commit it already had still counts.
+        commits.abort_all();
+        while commits.join_next().await.is_some() {}
     }
     outcome
 }
 
-/// Run one leased attempt: the job on the blocking pool, its records uploaded as they come,
-/// then commit or report the failure. Err only for a lost connection; a coordinator that
-/// says the attempt is void (cancelled, superseded) ends it quietly.
+/// Run one leased attempt: the job on the blocking pool, its records uploaded as they come.
+/// `Some(n_records)` when it is ready to commit; `None` when it ended otherwise (failure
+/// reported, or the coordinator said the attempt is void: cancelled, superseded). Err only
+/// for a lost connection.
 async fn run_attempt(
     mut client: Client,
     registry: Arc<Registry>,
     lease: pb::JobLease,
     mut cancel: watch::Receiver<bool>,
-) -> Result<(), tonic::Status> {
+) -> Result<Option<u32>, tonic::Status> {
     let attempt_id = lease.attempt_id;
     let checked = lease
         .spec
@@ -203,7 +230,7 @@ async fn run_attempt(
         });
     let job = match checked {
         Ok(job) => job,
-        Err(error) => return report_failure(&mut client, attempt_id, error).await,
+        Err(error) => return report_failure(&mut client, attempt_id, error).await.map(|()| None),
     };
     let (tx, rx) = mpsc::channel::<StepRecord>(RECORD_BUFFER);
     let stop = cancel.clone();
@@ -226,26 +253,31 @@ async fn run_attempt(
         _ = cancel.wait_for(|&c| c) => None,
     };
     let outcome = work.await;
-    match (outcome, uploaded) {
-        (_, None) | (Ok(Err(JobError::Cancelled)), Some(Ok(_))) => Ok(()),
-        (_, Some(Err(e))) => void_or_lost(attempt_id, e),
+    let failed = match (outcome, uploaded) {
+        (_, None) | (Ok(Err(JobError::Cancelled)), Some(Ok(_))) => return Ok(None),
+        (_, Some(Err(e))) => return void_or_lost(attempt_id, e).map(|()| None),
         (Ok(Ok(run)), Some(Ok(ack))) => {
             let ack = ack.into_inner();
-            if ack.n_records != run.n_records {
-                let error = format!("the coordinator holds {} records of {}", ack.n_records, run.n_records);
-                return report_failure(&mut client, attempt_id, error).await;
+            if ack.n_records == run.n_records {
+                return Ok(Some(run.n_records));
             }
-            match client.complete_attempt(pb::CompleteAttemptRequest { attempt_id, n_records: run.n_records }).await {
-                Ok(reply) if !reply.get_ref().committed => {
-                    info!("attempt {attempt_id}: another attempt had committed the job; dropped");
-                    Ok(())
-                }
-                Ok(_) => Ok(()),
-                Err(e) => void_or_lost(attempt_id, e),
-            }
+            format!("the coordinator holds {} records of {}", ack.n_records, run.n_records)
         }
-        (Ok(Err(job_error)), Some(Ok(_))) => report_failure(&mut client, attempt_id, job_error.to_string()).await,
-        (Err(join_error), Some(Ok(_))) => report_failure(&mut client, attempt_id, join_error.to_string()).await,
+        (Ok(Err(job_error)), Some(Ok(_))) => job_error.to_string(),
+        (Err(join_error), Some(Ok(_))) => join_error.to_string(),
+    };
+    report_failure(&mut client, attempt_id, failed).await.map(|()| None)
+}
+
+/// Ask the coordinator to commit an attempt whose records are all uploaded.
+async fn commit(client: &mut Client, attempt_id: u64, n_records: u32) -> Result<(), tonic::Status> {
+    match client.complete_attempt(pb::CompleteAttemptRequest { attempt_id, n_records }).await {
+        Ok(reply) if !reply.get_ref().committed => {
+            info!("attempt {attempt_id}: another attempt had committed the job; dropped");
+            Ok(())
+        }
+        Ok(_) => Ok(()),
+        Err(e) => void_or_lost(attempt_id, e),
     }
 }
 

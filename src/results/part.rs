@@ -1,0 +1,598 @@
+//! Trajectory parts: many committed jobs per Parquet file.
+//!
+//! A part holds the trajectories of a batch of jobs of one sweep, each job a contiguous
+//! run of rows, sorted by (cell, job key), in row groups of at most [`PART_ROW_GROUP_ROWS`]
+//! rows. Its footer carries the part's index under the key-value metadata entry
+//! [`INDEX_KEY`]: every job's key, cell, first row and row count, so that listing a sweep's
+//! jobs reads footers only. A part is named after the smallest key it holds,
+//! `part-<key>.parquet`; a job is in exactly one part (first commit wins), so names never
+//! collide. Files written by older armada (`<key>.parquet`, one job, no index) are read as
+//! parts of one job.
+
+use super::*;
+use anyhow::{bail, ensure};
+use armada_core::{MetricDef, MetricKind, StepRecord, ValidJob};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::io;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Rows per row group of a part: what the writer holds in memory at once. Small jobs share
+/// a row group; a long one spans several.
+pub const PART_ROW_GROUP_ROWS: usize = 1 << 16;
+
+/// The footer metadata key of a part's index.
+pub const INDEX_KEY: &str = "armada.jobs";
+
+/// The group columns above step: constant within a job.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Cell {
+    pub family: String,
+    pub benchmark: String,
+    pub benchmark_params: String,
+    pub algorithm: String,
+    pub algorithm_params: String,
+    pub horizon: i64,
+}
+
+impl Cell {
+    pub fn of(job: &ValidJob) -> Cell {
+        let spec = &job.spec;
+        Cell {
+            family: spec.family.clone(),
+            benchmark: spec.benchmark.clone(),
+            benchmark_params: spec.benchmark_params.to_string(),
+            algorithm: spec.algorithm.clone(),
+            algorithm_params: spec.algorithm_params.to_string(),
+            horizon: i64::from(spec.horizon),
+        }
+    }
+}
+
+/// Where one committed job's rows are.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredRows {
+    pub key: String,
+    pub cell: Cell,
+    pub part: Arc<PathBuf>,
+    /// First row of the job in its part.
+    pub offset: usize,
+    pub rows: usize,
+}
+
+/// A part's index as stored in its footer: cells once, then (key, cell, offset, rows) per job.
+#[derive(Serialize, Deserialize)]
+struct PartIndex {
+    cells: Vec<Cell>,
+    jobs: Vec<(String, usize, usize, usize)>,
+}
+
+/// `<sweep_dir>/trajectories`: where the parts live.
+pub fn trajectories_dir(sweep_dir: &Path) -> PathBuf {
+    sweep_dir.join("trajectories")
+}
+
+/// The file name of a part whose smallest job key is `key`.
+pub fn part_name(first_key: &str) -> String {
+    format!("part-{first_key}.parquet")
+}
+
+/// The Parquet files under `trajectories/`, sorted by name; temp files are ignored and a
+/// missing directory means none.
+pub fn part_files(sweep_dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let dir = trajectories_dir(sweep_dir);
+    let entries = match fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        let entry = entry?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !is_temp_name(name) && name.ends_with(".parquet") && entry.file_type()?.is_file() {
+            out.push(entry.path());
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Every committed job of a sweep (whose key is in `only`, when given), sorted by key,
+/// from the parts' footers. A key found in two files is an error: it cannot happen with
+/// one writer per results directory, and summaries would count it twice.
+pub fn stored_jobs(sweep_dir: &Path, only: Option<&BTreeSet<String>>) -> anyhow::Result<Vec<StoredRows>> {
+    let mut jobs = Vec::new();
+    for path in part_files(sweep_dir).with_context(|| format!("listing {}", trajectories_dir(sweep_dir).display()))? {
+        let mut found = read_index(&path)?;
+        if let Some(keys) = only {
+            found.retain(|j| keys.contains(&j.key));
+        }
+        jobs.extend(found);
+    }
+    jobs.sort_by(|a, b| a.key.cmp(&b.key));
+    if let Some(w) = jobs.windows(2).find(|w| w[0].key == w[1].key) {
+        bail!("job {} is stored twice, in {} and {}", w[0].key, w[0].part.display(), w[1].part.display());
+    }
+    Ok(jobs)
+}
+
+/// The keys of every committed job of a sweep.
+pub fn stored_keys(sweep_dir: &Path) -> anyhow::Result<BTreeSet<String>> {
+    Ok(stored_jobs(sweep_dir, None)?.into_iter().map(|j| j.key).collect())
+}
+
+/// The jobs in one part file, from its footer.
+pub fn read_index(path: &Path) -> anyhow::Result<Vec<StoredRows>> {
+    let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut reader = ParquetReader::new(file);
+    let metadata = reader
+        .get_metadata()
+        .map_err(anyhow::Error::from)
+        .with_context(|| format!("reading the footer of {}", path.display()))?;
+    let index = metadata
+        .key_value_metadata()
+        .as_ref()
+        .and_then(|kv| kv.iter().find(|e| e.key == INDEX_KEY))
+        .and_then(|e| e.value.clone());
+    let n_rows = metadata.num_rows;
+    let part = Arc::new(path.to_path_buf());
+    let Some(index) = index else { return legacy_index(path, part, n_rows) };
+    let index: PartIndex =
+        serde_json::from_str(&index).with_context(|| format!("reading the job index of {}", path.display()))?;
+    let mut jobs = Vec::with_capacity(index.jobs.len());
+    for (key, cell, offset, rows) in index.jobs {
+        let cell = index.cells.get(cell).cloned().with_context(|| format!("{}: bad cell index", path.display()))?;
+        ensure!(offset + rows <= n_rows, "{}: job {key} lies past the end of the file", path.display());
+        jobs.push(StoredRows { key, cell, part: part.clone(), offset, rows });
+    }
+    Ok(jobs)
+}
+
+/// A file of one job without an index (older armada): its key is the file stem and its
+/// cell is in its first row.
+fn legacy_index(path: &Path, part: Arc<PathBuf>, n_rows: usize) -> anyhow::Result<Vec<StoredRows>> {
+    let key = path.file_stem().and_then(|s| s.to_str()).context("a part file name is not UTF-8")?.to_owned();
+    if n_rows == 0 {
+        return Ok(Vec::new());
+    }
+    let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let columns = [FAMILY, BENCHMARK, BENCHMARK_PARAMS, ALGORITHM, ALGORITHM_PARAMS, HORIZON];
+    let df = ParquetReader::new(file)
+        .with_columns(Some(columns.iter().map(|c| c.to_string()).collect()))
+        .with_slice(Some((0, 1)))
+        .finish()
+        .map_err(anyhow::Error::from)
+        .with_context(|| format!("reading {}", path.display()))?;
+    let cell = frame_cell(&df).with_context(|| format!("reading {}", path.display()))?;
+    Ok(vec![StoredRows { key, cell, part, offset: 0, rows: n_rows }])
+}
+
+/// The cell of a non-empty trajectory frame, from its first row.
+fn frame_cell(df: &DataFrame) -> anyhow::Result<Cell> {
+    let text = |name: &str| -> anyhow::Result<String> {
+        let value = df.column(name)?.str()?.get(0);
+        Ok(value.with_context(|| format!("column {name:?} is null"))?.to_owned())
+    };
+    Ok(Cell {
+        family: text(FAMILY)?,
+        benchmark: text(BENCHMARK)?,
+        benchmark_params: text(BENCHMARK_PARAMS)?,
+        algorithm: text(ALGORITHM)?,
+        algorithm_params: text(ALGORITHM_PARAMS)?,
+        horizon: df.column(HORIZON)?.i64()?.get(0).context("column \"horizon\" is null")?,
+    })
+}
+
+/// Read the rows of `jobs` (all of one cell), one frame per job, in the order given. Jobs
+/// stored side by side in a part are read with one slice.
+pub fn read_jobs(jobs: &[&StoredRows]) -> anyhow::Result<Vec<DataFrame>> {
+    // Per part: the covering row range, read once.
+    let mut spans: BTreeMap<&Path, (usize, usize)> = BTreeMap::new();
+    for j in jobs {
+        let span = spans.entry(j.part.as_path()).or_insert((j.offset, j.offset + j.rows));
+        span.0 = span.0.min(j.offset);
+        span.1 = span.1.max(j.offset + j.rows);
+    }
+    let mut frames: BTreeMap<&Path, (usize, DataFrame)> = BTreeMap::new();
+    for (path, (start, end)) in spans {
+        let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+        let df = ParquetReader::new(file)
+            .with_slice(Some((start, end - start)))
+            .finish()
+            .map_err(anyhow::Error::from)
+            .with_context(|| format!("reading {}", path.display()))?;
+        ensure!(df.height() == end - start, "{}: expected {} rows, read {}", path.display(), end - start, df.height());
+        frames.insert(path, (start, df));
+    }
+    Ok(jobs
+        .iter()
+        .map(|j| {
+            let (start, df) = &frames[j.part.as_path()];
+            df.slice((j.offset - start) as i64, j.rows)
+        })
+        .collect())
+}
+
+/// One job's trajectory, ready to be written into a part.
+pub struct PartJob<'a> {
+    pub job: ValidJob,
+    pub n_records: usize,
+    /// Yields exactly `n_records` records, in step order.
+    pub records: Box<dyn Iterator<Item = anyhow::Result<StepRecord>> + Send + 'a>,
+}
+
+/// Write `jobs` (of one sweep, hence one family with `metrics`) as one part, atomically,
+/// and return its path. Rows are built and written one row group at a time, so memory is
+/// bounded by [`PART_ROW_GROUP_ROWS`] whatever the trajectories' lengths.
+pub fn write_part(sweep_dir: &Path, metrics: &[MetricDef], mut jobs: Vec<PartJob<'_>>) -> anyhow::Result<PathBuf> {
+    ensure!(!jobs.is_empty(), "a part needs at least one job");
+    check_metric_names(metrics)?;
+    jobs.sort_by_cached_key(|j| (Cell::of(&j.job), j.job.key.0.clone()));
+    let first_key = jobs.iter().map(|j| j.job.key.0.as_str()).min().expect("not empty").to_owned();
+    let index = part_index(&jobs);
+    let dir = trajectories_dir(sweep_dir);
+    if !dir.is_dir() {
+        fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        // Make the new directory's own entry durable, not just the files in it.
+        File::open(sweep_dir).and_then(|d| d.sync_all()).with_context(|| format!("syncing {}", sweep_dir.display()))?;
+    }
+    let path = dir.join(part_name(&first_key));
+    write_atomic(&path, |out| {
+        let schema = trajectory_frame(&jobs[0].job, metrics, &[])?.schema().clone();
+        let metadata = KeyValueMetadata::from_static(vec![(INDEX_KEY.to_owned(), index)]);
+        let mut writer = parquet_writer(out).with_key_value_metadata(Some(metadata)).batched(&schema)?;
+        let mut group = RowGroup::default();
+        for part_job in &mut jobs {
+            let PartJob { job, n_records, records } = part_job;
+            let mut chunk = Vec::with_capacity((*n_records).min(PART_ROW_GROUP_ROWS));
+            let mut n_read = 0;
+            loop {
+                let next =
+                    records.next().transpose().with_context(|| format!("reading the records of job {}", job.key))?;
+                let finished = next.is_none();
+                if let Some(record) = next {
+                    n_read += 1;
+                    chunk.push(record);
+                }
+                let room = PART_ROW_GROUP_ROWS - group.rows;
+                if chunk.len() == room || (finished && !chunk.is_empty()) {
+                    let frame =
+                        trajectory_frame(job, metrics, &chunk).with_context(|| format!("building job {}", job.key))?;
+                    group.push(frame)?;
+                    chunk.clear();
+                    if group.rows == PART_ROW_GROUP_ROWS {
+                        group.write(&mut writer)?;
+                    }
+                }
+                if finished {
+                    break;
+                }
+            }
+            ensure!(n_read == *n_records, "job {}: {n_read} records where {n_records} were announced", job.key);
+        }
+        group.write(&mut writer)?;
+        writer.finish()?;
+        Ok(())
+    })?;
+    Ok(path)
+}
+
+/// Write one job as a part of its own.
+pub fn write_shard(
+    sweep_dir: &Path,
+    job: &ValidJob,
+    metrics: &[MetricDef],
+    records: &[StepRecord],
+) -> anyhow::Result<PathBuf> {
+    let part =
+        PartJob { job: job.clone(), n_records: records.len(), records: Box::new(records.iter().cloned().map(Ok)) };
+    write_part(sweep_dir, metrics, vec![part])
+}
+
+/// The rows of the row group being built.
+#[derive(Default)]
+struct RowGroup {
+    frame: Option<DataFrame>,
+    rows: usize,
+}
+
+impl RowGroup {
+    fn push(&mut self, frame: DataFrame) -> anyhow::Result<()> {
+        self.rows += frame.height();
+        match &mut self.frame {
+            Some(acc) => {
+                acc.vstack_mut(&frame)?;
+            }
+            None => self.frame = Some(frame),
+        }
+        Ok(())
+    }
+
+    /// Write what was built as one row group (nothing if empty).
+    fn write<W: Write>(&mut self, writer: &mut polars::io::parquet::write::BatchedWriter<W>) -> anyhow::Result<()> {
+        if let Some(mut frame) = self.frame.take() {
+            frame.rechunk_mut();
+            writer.write_batch(&frame)?;
+        }
+        self.rows = 0;
+        Ok(())
+    }
+}
+
+fn part_index(jobs: &[PartJob<'_>]) -> String {
+    let mut cells: Vec<Cell> = Vec::new();
+    let mut index = PartIndex { cells: Vec::new(), jobs: Vec::with_capacity(jobs.len()) };
+    let mut offset = 0;
+    for j in jobs {
+        let cell = Cell::of(&j.job);
+        // Sorted by cell: a new cell is always the last one seen or a new one.
+        if cells.last() != Some(&cell) {
+            cells.push(cell);
+        }
+        index.jobs.push((j.job.key.0.clone(), cells.len() - 1, offset, j.n_records));
+        offset += j.n_records;
+    }
+    index.cells = cells;
+    serde_json::to_string(&index).expect("an index serializes")
+}
+
+fn check_metric_names(metrics: &[MetricDef]) -> anyhow::Result<()> {
+    for (i, m) in metrics.iter().enumerate() {
+        ensure!(!SHARD_FIXED_COLUMNS.contains(&m.name), "metric name {:?} clashes with a shard column", m.name);
+        ensure!(!metrics[..i].iter().any(|other| other.name == m.name), "metric name {:?} appears twice", m.name);
+    }
+    Ok(())
+}
+
+/// One job's rows in the trajectory schema (see the module docs of [`crate::results`]).
+fn trajectory_frame(job: &ValidJob, metrics: &[MetricDef], records: &[StepRecord]) -> anyhow::Result<DataFrame> {
+    for r in records {
+        ensure!(
+            r.values.len() == metrics.len(),
+            "step {} has {} values for {} metrics",
+            r.step,
+            r.values.len(),
+            metrics.len()
+        );
+    }
+    let spec = &job.spec;
+    let n = records.len();
+    let seed = i64::try_from(spec.seed).context("seed index does not fit in Int64")?;
+    // The id columns repeat one value: scalar columns, materialised only by the writer.
+    let text = |name: &str, value: String| {
+        Column::new_scalar(name.into(), Scalar::new(DataType::String, AnyValue::StringOwned(value.into())), n)
+    };
+    let int = |name: &str, value: i64| Column::new_scalar(name.into(), Scalar::new(DataType::Int64, value.into()), n);
+    let mut columns = vec![
+        text(JOB_KEY, job.key.0.clone()),
+        text(FAMILY, spec.family.clone()),
+        text(BENCHMARK, spec.benchmark.clone()),
+        text(BENCHMARK_PARAMS, spec.benchmark_params.to_string()),
+        text(ALGORITHM, spec.algorithm.clone()),
+        text(ALGORITHM_PARAMS, spec.algorithm_params.to_string()),
+        int(SEED, seed),
+        // Bit-for-bit: Parquet readers have no trouble with Int64, many with UInt64.
+        int(SWEEP_SEED, spec.sweep_seed as i64),
+        int(HORIZON, i64::from(spec.horizon)),
+        Column::new(STEP.into(), records.iter().map(|r| i64::from(r.step)).collect::<Vec<_>>()),
+        Column::new(ELAPSED_MS.into(), records.iter().map(|r| r.elapsed_ms).collect::<Vec<_>>()),
+    ];
+    for (i, m) in metrics.iter().enumerate() {
+        let column = match m.kind {
+            MetricKind::Float => Column::new(m.name.into(), records.iter().map(|r| r.values[i]).collect::<Vec<_>>()),
+            MetricKind::Int => {
+                let values = records
+                    .iter()
+                    .map(|r| int_value(r.values[i]).with_context(|| format!("metric {} at step {}", m.name, r.step)))
+                    .collect::<anyhow::Result<Vec<Option<i64>>>>()?;
+                Column::new(m.name.into(), values)
+            }
+        };
+        columns.push(column);
+    }
+    Ok(DataFrame::new(n, columns)?)
+}
+
+/// An Int metric value: NaN is missing, anything else must be an exact integer.
+pub fn int_value(v: f64) -> anyhow::Result<Option<i64>> {
+    if v.is_nan() {
+        return Ok(None);
+    }
+    // 2^63 is exactly representable; every f64 below it in magnitude that has no
+    // fractional part converts exactly.
+    if v.fract() != 0.0 || v.abs() >= 9_223_372_036_854_775_808.0 {
+        bail!("integer metric has non-integer value {v}");
+    }
+    Ok(Some(v as i64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::*;
+    use super::*;
+
+    fn records(n: u32, offset: f64) -> Vec<StepRecord> {
+        (0..n)
+            .map(|step| StepRecord {
+                step,
+                elapsed_ms: 0.125,
+                values: vec![offset + 1.0 / f64::from(step + 1), f64::from(step % 7)],
+            })
+            .collect()
+    }
+
+    fn part_job(job: &ValidJob, records: &[StepRecord]) -> PartJob<'static> {
+        let owned = records.to_vec();
+        PartJob { job: job.clone(), n_records: owned.len(), records: Box::new(owned.into_iter().map(Ok)) }
+    }
+
+    #[test]
+    fn a_job_round_trips_schema_and_values() {
+        let dir = tempfile::tempdir().unwrap();
+        let job = job("lse", "sinusoidal", "straddle", 3);
+        let records = vec![
+            StepRecord { step: 0, elapsed_ms: 1.5, values: vec![0.25, 2.0] },
+            StepRecord { step: 1, elapsed_ms: 2.5, values: vec![f64::NAN, -7.0] },
+            StepRecord { step: 2, elapsed_ms: 0.0, values: vec![-1e300, f64::NAN] },
+        ];
+        let path = write_shard(dir.path(), &job, &METRICS, &records).unwrap();
+        assert_eq!(path, trajectories_dir(dir.path()).join(format!("part-{}.parquet", job.key)));
+
+        let df = read_parquet(&path).unwrap();
+        let schema: Vec<(String, DataType)> =
+            df.columns().iter().map(|c| (c.name().to_string(), c.dtype().clone())).collect();
+        let expected: Vec<(String, DataType)> = [
+            ("job_key", DataType::String),
+            ("family", DataType::String),
+            ("benchmark", DataType::String),
+            ("benchmark_params", DataType::String),
+            ("algorithm", DataType::String),
+            ("algorithm_params", DataType::String),
+            ("seed", DataType::Int64),
+            ("sweep_seed", DataType::Int64),
+            ("horizon", DataType::Int64),
+            ("step", DataType::Int64),
+            ("elapsed_ms", DataType::Float64),
+            ("regret", DataType::Float64),
+            ("chosen", DataType::Int64),
+        ]
+        .into_iter()
+        .map(|(n, t)| (n.to_owned(), t))
+        .collect();
+        assert_eq!(schema, expected);
+        assert_eq!(df.height(), 3);
+
+        let s = |name: &str| strs(&df, name);
+        assert_eq!(s("job_key"), vec![job.key.0.clone(); 3]);
+        assert_eq!(s("family"), vec!["lse"; 3]);
+        assert_eq!(s("benchmark"), vec!["sinusoidal"; 3]);
+        assert_eq!(s("benchmark_params"), vec!["{noise_sd=0.1}"; 3]);
+        assert_eq!(s("algorithm"), vec!["straddle"; 3]);
+        assert_eq!(s("algorithm_params"), vec!["{beta_sqrt=3.0}"; 3]);
+        assert_eq!(ints(&df, "seed"), vec![Some(3); 3]);
+        // u64 stored bit-for-bit.
+        assert_eq!(ints(&df, "sweep_seed"), vec![Some(u64::MAX as i64); 3]);
+        assert_eq!(ints(&df, "horizon"), vec![Some(2); 3]);
+        assert_eq!(ints(&df, "step"), vec![Some(0), Some(1), Some(2)]);
+        assert_eq!(floats(&df, "elapsed_ms"), vec![Some(1.5), Some(2.5), Some(0.0)]);
+        let regret = floats(&df, "regret");
+        assert_eq!(regret[0], Some(0.25));
+        assert!(regret[1].unwrap().is_nan(), "NaN is stored as NaN in trajectories");
+        assert_eq!(regret[2], Some(-1e300));
+        assert_eq!(ints(&df, "chosen"), vec![Some(2), Some(-7), None]);
+
+        let names: Vec<_> = fs::read_dir(trajectories_dir(dir.path()))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(names, vec![format!("part-{}.parquet", job.key)], "no temp file left behind");
+        assert_eq!(stored_keys(dir.path()).unwrap(), BTreeSet::from([job.key.0.clone()]));
+    }
+
+    /// Many jobs of several cells in one part: sorted by (cell, key), indexed in the footer,
+    /// each read back alone equal to what was written; a long job spans several row groups.
+    #[test]
+    fn a_part_indexes_its_jobs_and_each_reads_back_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let long = PART_ROW_GROUP_ROWS as u32 * 2 + 17;
+        let mut written = Vec::new();
+        for (algorithm, seed, n) in [("ucb", 0, 3), ("straddle", 1, long), ("straddle", 0, 5), ("ucb", 1, 0)] {
+            let job = job("lse", "sinusoidal", algorithm, seed);
+            written.push((job, records(n, seed as f64)));
+        }
+        let parts: Vec<_> = written.iter().map(|(job, r)| part_job(job, r)).collect();
+        let path = write_part(dir.path(), &METRICS, parts).unwrap();
+        let first = written.iter().map(|(j, _)| j.key.0.clone()).min().unwrap();
+        assert_eq!(path.file_name().unwrap().to_str().unwrap(), part_name(&first));
+
+        let index = read_index(&path).unwrap();
+        // Cell order (straddle before ucb), then key order within a cell; offsets contiguous.
+        let cells: Vec<&str> = index.iter().map(|j| j.cell.algorithm.as_str()).collect();
+        assert_eq!(cells, ["straddle", "straddle", "ucb", "ucb"]);
+        assert!(index[0].key < index[1].key && index[2].key < index[3].key);
+        let mut offset = 0;
+        for j in &index {
+            assert_eq!(j.offset, offset);
+            offset += j.rows;
+        }
+        assert_eq!(offset, read_parquet(&path).unwrap().height());
+
+        let stored = stored_jobs(dir.path(), None).unwrap();
+        assert_eq!(stored.len(), 4);
+        for (job, records) in &written {
+            let found = stored.iter().find(|s| s.key == job.key.0).unwrap();
+            assert_eq!(found.cell, Cell::of(job));
+            assert_eq!(found.rows, records.len());
+            let df = read_jobs(&[found]).unwrap().remove(0);
+            assert_eq!(df.height(), records.len());
+            let steps: Vec<Option<i64>> = records.iter().map(|r| Some(i64::from(r.step))).collect();
+            assert_eq!(ints(&df, "step"), steps);
+            let regret: Vec<Option<f64>> = records.iter().map(|r| Some(r.values[0])).collect();
+            assert_eq!(floats(&df, "regret"), regret);
+            assert!(strs(&df, "job_key").iter().all(|k| *k == job.key.0));
+        }
+        // Several jobs of one cell are read with one slice, each still its own.
+        let straddle: Vec<&StoredRows> = stored.iter().filter(|s| s.cell.algorithm == "straddle").collect();
+        let frames = read_jobs(&straddle).unwrap();
+        assert_eq!(frames.iter().map(DataFrame::height).collect::<Vec<_>>(), vec![straddle[0].rows, straddle[1].rows]);
+        // Only the requested keys.
+        let only = BTreeSet::from([written[0].0.key.0.clone()]);
+        assert_eq!(stored_jobs(dir.path(), Some(&only)).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn repeat_writes_are_byte_identical_whatever_the_job_order() {
+        let jobs: Vec<_> =
+            (0..4).map(|seed| (job("lse", "sinusoidal", "straddle", seed), records(50, seed as f64))).collect();
+        let a = tempfile::tempdir().unwrap();
+        let b = tempfile::tempdir().unwrap();
+        let pa = write_part(a.path(), &METRICS, jobs.iter().map(|(j, r)| part_job(j, r)).collect()).unwrap();
+        let pb = write_part(b.path(), &METRICS, jobs.iter().rev().map(|(j, r)| part_job(j, r)).collect()).unwrap();
+        let (ba, bb) = (fs::read(&pa).unwrap(), fs::read(pb).unwrap());
+        assert!(!ba.is_empty());
+        assert!(ba == bb, "two writes of the same jobs differ");
+    }
+
+    #[test]
+    fn listing_ignores_temp_files_and_reads_files_without_an_index_as_one_job() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(stored_keys(dir.path()).unwrap().is_empty(), "missing dir = no jobs");
+        let traj = trajectories_dir(dir.path());
+        fs::create_dir_all(&traj).unwrap();
+        for name in [".abc.parquet.1.0.tmp", "notes.txt"] {
+            fs::write(traj.join(name), b"x").unwrap();
+        }
+        // A file of older armada: one job named by its file stem, no index.
+        let job = job("lse", "sinusoidal", "straddle", 0);
+        let mut df = trajectory_frame(&job, &METRICS, &records(4, 0.0)).unwrap();
+        write_parquet_atomic(&traj.join(format!("{}.parquet", job.key)), &mut df).unwrap();
+        let stored = stored_jobs(dir.path(), None).unwrap();
+        assert_eq!(stored.len(), 1);
+        assert_eq!((stored[0].key.as_str(), stored[0].offset, stored[0].rows), (job.key.0.as_str(), 0, 4));
+        assert_eq!(stored[0].cell, Cell::of(&job));
+        // The same job in a part too: stored twice is an error, never a double count.
+        write_shard(dir.path(), &job, &METRICS, &records(4, 0.0)).unwrap();
+        let err = stored_jobs(dir.path(), None).unwrap_err();
+        assert!(format!("{err:#}").contains("is stored twice"), "{err:#}");
+    }
+
+    #[test]
+    fn bad_records_are_rejected_and_nothing_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let job = job("lse", "sinusoidal", "straddle", 0);
+        let short = [StepRecord { step: 0, elapsed_ms: 0.0, values: vec![1.0] }];
+        assert!(write_shard(dir.path(), &job, &METRICS, &short).is_err());
+        let fractional = [StepRecord { step: 0, elapsed_ms: 0.0, values: vec![1.0, 0.5] }];
+        let err = write_shard(dir.path(), &job, &METRICS, &fractional).unwrap_err();
+        assert!(format!("{err:#}").contains("non-integer"), "{err:#}");
+        // A source that yields fewer records than announced.
+        let lying = PartJob { job: job.clone(), n_records: 3, records: Box::new(records(2, 0.0).into_iter().map(Ok)) };
+        let err = write_part(dir.path(), &METRICS, vec![lying]).unwrap_err();
+        assert!(format!("{err:#}").contains("2 records where 3 were announced"), "{err:#}");
+        assert!(stored_keys(dir.path()).unwrap().is_empty());
+        assert_eq!(fs::read_dir(trajectories_dir(dir.path())).unwrap().count(), 0, "no temp file left behind");
+    }
+}
