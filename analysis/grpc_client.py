@@ -2,20 +2,23 @@
 
 It shows that any gRPC language can drive armada: it checks the coordinator's health,
 lists its services by reflection, submits a sweep file, watches it to the end, fetches the
-summary, and prints one JSON object describing what it saw.
+summary, reads the sweep's trajectories and final table over the wire into polars (no
+access to the coordinator's disk), and prints one JSON object describing what it saw.
 
-    pip install -r analysis/requirements-grpc.txt
+    pip install -r analysis/requirements-grpc.txt   (`cargo test` makes its own venv)
     python analysis/grpc_client.py --coordinator 127.0.0.1:7070 [--token T] sweeps/lse-finite-quick.toml
 """
 
 import argparse
 import hashlib
+import io
 import json
 import pathlib
 import sys
 import tempfile
 
 import grpc
+import polars as pl
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 from grpc_tools import protoc
@@ -31,6 +34,22 @@ def generate_stubs(out_dir: pathlib.Path) -> None:
     if protoc.main(args + files) != 0:
         sys.exit("generating the Python stubs failed")
     sys.path.insert(0, str(out_dir))
+
+
+def fetch(sweeps, service_pb2, metadata, **request) -> list[bytes]:
+    """The Parquet files of one FetchResults call: chunks concatenated up to end_of_file."""
+    files, current = [], bytearray()
+    for chunk in sweeps.FetchResults(service_pb2.FetchResultsRequest(**request), metadata=metadata, timeout=600):
+        current += chunk.data
+        if chunk.end_of_file:
+            files.append(bytes(current))
+            current = bytearray()
+    return files
+
+
+def fetch_frame(sweeps, service_pb2, metadata, **request) -> pl.DataFrame:
+    """FetchResults read into one polars frame."""
+    return pl.concat([pl.read_parquet(io.BytesIO(f)) for f in fetch(sweeps, service_pb2, metadata, **request)])
 
 
 def main() -> None:
@@ -69,6 +88,15 @@ def main() -> None:
             summary = sweeps.GetSummary(
                 service_pb2.GetSummaryRequest(sweep_id=submitted.sweep_id), metadata=metadata, timeout=120
             )
+            table = service_pb2.FetchResultsRequest.Table
+            trajectories = fetch_frame(
+                sweeps, service_pb2, metadata, sweep_id=submitted.sweep_id, table=table.TRAJECTORIES
+            )
+            first_key = sorted(trajectories["job_key"].unique().to_list())[0]
+            one_job = fetch_frame(
+                sweeps, service_pb2, metadata, sweep_id=submitted.sweep_id, table=table.TRAJECTORIES, job_keys=[first_key]
+            )
+            (final_bytes,) = fetch(sweeps, service_pb2, metadata, sweep_id=submitted.sweep_id, table=table.FINAL)
     print(
         json.dumps(
             {
@@ -81,6 +109,14 @@ def main() -> None:
                 "n_failed": finished.n_failed if finished else None,
                 "final_path": summary.final_path,
                 "final_parquet_sha256": hashlib.sha256(summary.final_parquet).hexdigest(),
+                "fetched_final_sha256": hashlib.sha256(final_bytes).hexdigest(),
+                "trajectories": {
+                    "rows": trajectories.height,
+                    "jobs": trajectories["job_key"].n_unique(),
+                    "columns": trajectories.columns,
+                    "step_sum": int(trajectories["step"].sum()),
+                },
+                "one_job": {"key": first_key, "rows": one_job.height, "keys": one_job["job_key"].unique().to_list()},
             }
         )
     )

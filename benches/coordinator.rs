@@ -1,23 +1,31 @@
-//! Coordinator throughput against the in-process runner, on this machine.
+//! The data path at scale, against the in-process runner, on this machine.
 //!
-//! * jobs per second through lease -> run -> stream -> commit, with trivial `testkit/echo`
-//!   jobs of one step (two records), 4 worker processes of one slot each;
-//! * trajectory rows per second ingested from the workers' streams, with a few long jobs;
+//! * jobs per second through lease -> run -> spool -> group commit, with trivial
+//!   `testkit/echo` jobs of one step (two records);
+//! * trajectory rows per second ingested, with long jobs;
 //!
-//! each against the in-process runner (`armada run --in-process`, 4 threads) on the same
-//! sweep in the same run, as a ratio. The distributed time includes starting the embedded
-//! coordinator and the 4 worker processes (`armada run`'s default path end to end).
+//! each end to end through `armada run`'s embedded coordinator and `WORKERS` worker
+//! processes of one slot, and through the in-process runner (`armada run --in-process`,
+//! `WORKERS` threads) on the same sweep in the same run, as a ratio; then
 //!
-//! `cargo bench --bench coordinator` (release), or `--profile dev` for a quick figure;
-//! `ARMADA_BENCH_JOBS` / `ARMADA_BENCH_ROWS` scale the two sweeps.
+//! * the coordinator's peak resident memory (a standalone `armada serve` process), for
+//!   short and for long trajectories of the same number of jobs: spools bound it per
+//!   running attempt, so it should not grow with the trajectories' length.
+//!
+//! `cargo bench --bench coordinator` (release), or `--profile dev` for the README's build.
+//! `ARMADA_BENCH_JOBS` (default 10,000), `ARMADA_BENCH_LONG_JOBS` (100) and
+//! `ARMADA_BENCH_LONG_STEPS` (100,000) scale the sweeps.
 
 use armada::embedded::{run_embedded, EmbeddedConfig};
 use armada::local::{run_sweep, LocalConfig};
 use armada::{registry, sweep};
-use std::path::PathBuf;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
-const WORKERS: usize = 4;
+const WORKERS: usize = 2;
+const BIN: &str = env!("CARGO_BIN_EXE_armada");
 
 fn env_or(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
@@ -43,8 +51,7 @@ fn measure(text: &str, name: &str) -> (f64, f64) {
     assert!(report.failures.is_empty());
 
     let dist_dir = tempfile::tempdir().unwrap();
-    let config =
-        EmbeddedConfig { n_workers: WORKERS, progress: false, worker_exe: PathBuf::from(env!("CARGO_BIN_EXE_armada")) };
+    let config = EmbeddedConfig { n_workers: WORKERS, progress: false, worker_exe: PathBuf::from(BIN) };
     let t0 = Instant::now();
     let status = run_embedded(text, name, dist_dir.path(), &config).unwrap();
     let distributed = t0.elapsed().as_secs_f64();
@@ -52,26 +59,108 @@ fn measure(text: &str, name: &str) -> (f64, f64) {
     (local, distributed)
 }
 
+/// A child killed when dropped.
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A field of /proc/PID/status in MB (VmRSS: now; VmHWM: the peak so far).
+fn rss_mb(pid: u32, field: &str) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let kb: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(f64::NAN);
+    kb / 1024.0
+}
+
+/// Run `text` (a sweep named `peak`) through a standalone coordinator and `WORKERS`
+/// workers. Returns the coordinator's largest RSS sampled while jobs ran (the data path),
+/// its peak RSS once the summaries were built too (VmHWM), both in MB, and the seconds
+/// the jobs took.
+fn coordinator_peak(text: &str, dir: &Path) -> (f64, f64, f64) {
+    let mut serve = Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--data"])
+        .arg(dir.join("data"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(serve.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let serve = Proc(serve);
+    let url = line.trim().rsplit(' ').next().unwrap().to_string();
+    let _workers: Vec<Proc> = (0..WORKERS)
+        .map(|_| {
+            let child = Command::new(BIN)
+                .args(["worker", "--coordinator", &url, "--slots", "1"])
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            Proc(child)
+        })
+        .collect();
+    let file = dir.join("sweep.toml");
+    std::fs::write(&file, text).unwrap();
+    let t0 = Instant::now();
+    let run = |args: &[&str]| {
+        let out = Command::new(BIN).args(args).args(["--coordinator", &url]).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    run(&["submit", file.to_str().unwrap()]);
+    let pid = serve.0.id();
+    let mut ingest_peak: f64 = 0.0;
+    let secs = loop {
+        ingest_peak = ingest_peak.max(rss_mb(pid, "VmRSS:"));
+        let out = Command::new(BIN).args(["status", "peak", "--coordinator", &url]).output().unwrap();
+        if String::from_utf8_lossy(&out.stdout).contains(": finished,") {
+            break t0.elapsed().as_secs_f64();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    run(&["watch", "peak", "--quiet"]);
+    (ingest_peak, rss_mb(pid, "VmHWM:"), secs)
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; any other argument is a filter we do not use.
-    let n_jobs = env_or("ARMADA_BENCH_JOBS", 2000);
+    let n_jobs = env_or("ARMADA_BENCH_JOBS", 10_000);
     let (local, dist) = measure(&testkit_sweep("bench-jobs", n_jobs, 1), "bench-jobs");
-    println!("coordinator throughput, {WORKERS} workers, trivial one-step jobs ({n_jobs} jobs):");
+    println!("trivial one-step jobs, {WORKERS} workers ({n_jobs} jobs):");
     println!(
-        "  in-process {:>9.1} jobs/s   distributed {:>9.1} jobs/s   ratio distributed/in-process {:.3}",
+        "  in-process {local:>7.2} s {:>9.1} jobs/s   distributed {dist:>7.2} s {:>9.1} jobs/s   ratio distributed/in-process {:.3}",
         n_jobs as f64 / local,
         n_jobs as f64 / dist,
         local / dist
     );
-    let rows = env_or("ARMADA_BENCH_ROWS", 200_000);
-    let (seeds, horizon) = (8, rows / 8);
-    let n_rows = seeds * (horizon + 1);
-    let (local, dist) = measure(&testkit_sweep("bench-rows", seeds, horizon), "bench-rows");
-    println!("trajectory rows ingested, {seeds} jobs of {} rows:", horizon + 1);
+
+    let (seeds, steps) = (env_or("ARMADA_BENCH_LONG_JOBS", 100), env_or("ARMADA_BENCH_LONG_STEPS", 100_000));
+    let n_rows = seeds * steps;
+    let (local, dist) = measure(&testkit_sweep("bench-rows", seeds, steps - 1), "bench-rows");
+    println!("trajectory rows ingested, {seeds} jobs of {steps} rows:");
     println!(
-        "  in-process {:>9.0} rows/s   distributed {:>9.0} rows/s   ratio distributed/in-process {:.3}",
+        "  in-process {local:>7.2} s {:>9.0} rows/s   distributed {dist:>7.2} s {:>9.0} rows/s   ratio distributed/in-process {:.3}",
         n_rows as f64 / local,
         n_rows as f64 / dist,
         local / dist
     );
+
+    println!("coordinator RSS (standalone `armada serve`, {WORKERS} workers), {seeds} jobs:");
+    let mut peaks = Vec::new();
+    for steps in [100, steps] {
+        let dir = tempfile::tempdir().unwrap();
+        let (ingest, with_summaries, secs) = coordinator_peak(&testkit_sweep("peak", seeds, steps - 1), dir.path());
+        println!(
+            "  {steps:>7} rows per job: {ingest:>7.1} MB while jobs ran ({secs:.1} s), {with_summaries:>7.1} MB peak with summaries"
+        );
+        peaks.push(ingest);
+    }
+    println!("  growth while jobs ran, 100 -> {steps} rows per job: {:+.1} MB", peaks[1] - peaks[0]);
 }

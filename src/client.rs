@@ -89,3 +89,23 @@ pub fn failure_lines(s: &pb::SweepStatus) -> Vec<String> {
     }
     lines
 }
+
+/// Stream `request`'s results and hand each whole Parquet file (its bytes, and for
+/// trajectories the number of jobs in it) to `on_file`; returns the number of files.
+pub async fn fetch_results(
+    client: &mut Client,
+    request: pb::FetchResultsRequest,
+    mut on_file: impl FnMut(Vec<u8>, u32) -> anyhow::Result<()>,
+) -> anyhow::Result<usize> {
+    let mut stream = client.fetch_results(request).await.map_err(status_error)?.into_inner();
+    let (mut file, mut n_files) = (Vec::new(), 0);
+    while let Some(chunk) = stream.message().await.map_err(status_error)? {
+        file.extend_from_slice(&chunk.data);
+        if chunk.end_of_file {
+            on_file(std::mem::take(&mut file), chunk.n_jobs)?;
+            n_files += 1;
+        }
+    }
+    anyhow::ensure!(file.is_empty(), "the coordinator ended the stream inside a file");
+    Ok(n_files)
+}

@@ -196,6 +196,76 @@ fn two_workers_give_the_in_process_runners_trajectories() {
     // Both workers took part.
     let took = |log: &str| std::fs::read_to_string(tmp.path().join(log)).unwrap().contains("registered");
     assert!(took("w1.log") && took("w2.log"));
+
+    // Over the wire: every trajectory, bit for bit (elapsed_ms too: the same bytes), and
+    // summaries rebuilt from the fetched files alone equal the coordinator's.
+    let fetched = tmp.path().join("fetched");
+    let out = client(&["fetch", "dist-lse", "--out", fetched.to_str().unwrap()], &coord.url, 60);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("wrote 18 jobs"), "{}", text(&out.stderr));
+    let copied = jobs(&fetched.join("dist-lse"));
+    assert_eq!(copied.keys().collect::<Vec<_>>(), ours.keys().collect::<Vec<_>>());
+    for (key, df) in &copied {
+        assert!(df.equals_missing(&ours[key]), "{key}");
+    }
+    let again = armada(&["summarize", fetched.join("dist-lse").to_str().unwrap()]);
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert_eq!(final_of(&fetched), final_of(&data));
+    // Some jobs only: the cells of one algorithm, re-encoded from the parts.
+    let some = tmp.path().join("some");
+    let out = client(&["fetch", "dist-lse", "--out", some.to_str().unwrap(), "--algorithm", "lse"], &coord.url, 60);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let lse_jobs = jobs(&some.join("dist-lse"));
+    let expected: Vec<&String> = ours
+        .iter()
+        .filter(|(_, df)| df.column("algorithm").unwrap().str().unwrap().get(0) == Some("lse"))
+        .map(|(key, _)| key)
+        .collect();
+    assert_eq!(expected.len(), 6);
+    assert_eq!(lse_jobs.keys().collect::<Vec<_>>(), expected);
+    for (key, df) in &lse_jobs {
+        assert!(df.equals_missing(&ours[key]), "{key}");
+    }
+    // A summary table: its bytes.
+    let out = client(&["fetch", "dist-lse", "--out", some.to_str().unwrap(), "--table", "final"], &coord.url, 60);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(final_of(&some), final_of(&data));
+    // Refusals name the field.
+    let out = client(&["fetch", "nope", "--out", some.to_str().unwrap()], &coord.url, 60);
+    assert!(!out.status.success() && text(&out.stderr).contains("no sweep `nope`"), "{}", text(&out.stderr));
+    let out = client(
+        &["fetch", "dist-lse", "--out", some.to_str().unwrap(), "--table", "along", "--along", "x"],
+        &coord.url,
+        60,
+    );
+    assert!(text(&out.stderr).contains("along_x.parquet of sweep `dist-lse` does not exist"), "{}", text(&out.stderr));
+}
+
+/// A Python with analysis/requirements-grpc.txt: a venv under the target directory, made
+/// from the package registry on first use and kept while the requirements are unchanged.
+fn python_with_grpc() -> PathBuf {
+    let requirements = Path::new(env!("CARGO_MANIFEST_DIR")).join("analysis/requirements-grpc.txt");
+    let wanted = std::fs::read_to_string(&requirements).unwrap();
+    let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("venv-grpc");
+    let (python, stamp) = (venv.join("bin").join("python"), venv.join("armada-requirements.txt"));
+    if python.exists() && std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) {
+        return python;
+    }
+    let _ = std::fs::remove_dir_all(&venv);
+    let made = Command::new("python3").args(["-m", "venv"]).arg(&venv).output().expect("python3 runs");
+    assert!(
+        made.status.success(),
+        "python3 -m venv failed (Debian: apt-get install python3-venv):\n{}",
+        text(&made.stderr)
+    );
+    let installed = Command::new(&python)
+        .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"])
+        .arg(&requirements)
+        .output()
+        .unwrap();
+    assert!(installed.status.success(), "pip install -r {}:\n{}", requirements.display(), text(&installed.stderr));
+    std::fs::write(&stamp, wanted).unwrap();
+    python
 }
 
 const SLOW_SWEEP: &str = r#"
@@ -451,12 +521,12 @@ fn a_python_grpc_client_submits_and_watches_a_sweep() {
     let data = tmp.path().join("data");
     let coord = serve(&data, 0, &["--token", "py-token"]);
     let _w = worker(&coord.url, 2, &tmp.path().join("w.log"), &[("ARMADA_TOKEN", "py-token")]);
-    let out = Command::new("python3")
+    let out = Command::new(python_with_grpc())
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("analysis/grpc_client.py"))
         .args(["--coordinator", &coord.url, "--token", "py-token", sweep.to_str().unwrap()])
         .output()
         .expect("python3 runs");
-    assert!(out.status.success(), "pip install -r analysis/requirements-grpc.txt?\n{}", text(&out.stderr));
+    assert!(out.status.success(), "{}", text(&out.stderr));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["health"], "SERVING");
     let services: Vec<&str> = report["services"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
@@ -470,6 +540,16 @@ fn a_python_grpc_client_submits_and_watches_a_sweep() {
     let digest = Command::new("sha256sum").arg(data.join("py").join("final.parquet")).output().unwrap();
     assert!(!on_disk.is_empty());
     assert_eq!(text(&digest.stdout).split_whitespace().next(), report["final_parquet_sha256"].as_str());
+    // Read over the wire into polars: the same final table, every trajectory, one job alone.
+    assert_eq!(report["fetched_final_sha256"], report["final_parquet_sha256"]);
+    let traj = &report["trajectories"];
+    assert_eq!((traj["rows"].as_u64(), traj["jobs"].as_u64()), (Some(25), Some(5)), "5 jobs of steps 0..=4");
+    assert_eq!(traj["step_sum"].as_u64(), Some(5 * (1 + 2 + 3 + 4)));
+    let columns: Vec<&str> = traj["columns"].as_array().unwrap().iter().map(|c| c.as_str().unwrap()).collect();
+    assert_eq!(&columns[..3], ["job_key", "family", "benchmark"]);
+    let one = &report["one_job"];
+    assert_eq!(one["rows"].as_u64(), Some(5));
+    assert_eq!(one["keys"].as_array().unwrap(), &vec![one["key"].clone()]);
 }
 
 #[test]

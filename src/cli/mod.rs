@@ -23,7 +23,7 @@ pub struct Cli {
 enum Command {
     /// Run every job of a sweep file locally, resume what exists, then summarize.
     Run(run::RunArgs),
-    /// Rebuild summary.parquet and final.parquet of a sweep from the shards that exist.
+    /// Rebuild summary.parquet and final.parquet of a sweep from the trajectories that exist.
     Summarize(summarize::SummarizeArgs),
     /// List the families, benchmarks, algorithms and parameters this build knows.
     List(list::ListArgs),
@@ -37,8 +37,11 @@ enum Command {
     Watch(remote::WatchArgs),
     /// Show one sweep on a coordinator, or all of them.
     Status(remote::StatusArgs),
-    /// Cancel a sweep on a coordinator (finished shards are kept).
+    /// Cancel a sweep on a coordinator (finished trajectories are kept).
     Cancel(remote::CancelArgs),
+    /// Download a sweep's trajectories (all, or some jobs or cells) or a summary table
+    /// from a coordinator.
+    Fetch(remote::FetchArgs),
 }
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -52,6 +55,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Watch(args) => remote::watch(args),
         Command::Status(args) => remote::status(args),
         Command::Cancel(args) => remote::cancel(args),
+        Command::Fetch(args) => remote::fetch(args),
     }
 }
 

@@ -1,5 +1,5 @@
-//! The client subcommands: `armada submit`, `watch`, `status` and `cancel`, talking to a
-//! coordinator's `Sweeps` service.
+//! The client subcommands: `armada submit`, `watch`, `status`, `cancel` and `fetch`,
+//! talking to a coordinator's `Sweeps` service.
 
 use anyhow::Context;
 use armada::client::{describe, failure_lines, status_error, Client};
@@ -142,6 +142,93 @@ pub fn cancel(args: CancelArgs) -> anyhow::Result<ExitCode> {
         let mut client = args.remote.client().await?;
         let s = client.cancel_sweep(pb::CancelSweepRequest { sweep_id: args.id }).await.map_err(status_error)?;
         println!("{}", describe(s.get_ref()));
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// Which results `armada fetch` asks for.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum FetchTable {
+    Trajectories,
+    Summary,
+    Final,
+    Along,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct FetchArgs {
+    /// The sweep id.
+    id: String,
+    /// Write into OUT/<sweep>/, laid out as on the coordinator (trajectories/*.parquet,
+    /// summary.parquet, ...), so that `armada summarize OUT/<sweep>` works on it.
+    #[arg(long, default_value = ".")]
+    out: PathBuf,
+    #[arg(long, value_enum, default_value = "trajectories")]
+    table: FetchTable,
+    /// With `--table along`: the column, e.g. cum_cost.
+    #[arg(long)]
+    along: Option<String>,
+    /// Only this job (repeatable).
+    #[arg(long = "job")]
+    jobs: Vec<String>,
+    /// Only the jobs of this benchmark.
+    #[arg(long)]
+    benchmark: Option<String>,
+    /// Only the jobs of this algorithm.
+    #[arg(long)]
+    algorithm: Option<String>,
+    #[command(flatten)]
+    remote: Remote,
+}
+
+pub fn fetch(args: FetchArgs) -> anyhow::Result<ExitCode> {
+    let sweep_dir = args.out.join(&args.id);
+    let (table, target) = match args.table {
+        FetchTable::Trajectories => (pb::fetch_results_request::Table::Trajectories, None),
+        FetchTable::Summary => (pb::fetch_results_request::Table::Summary, Some("summary.parquet".to_string())),
+        FetchTable::Final => (pb::fetch_results_request::Table::Final, Some("final.parquet".to_string())),
+        FetchTable::Along => {
+            let column = args.along.as_deref().context("--table along needs --along COLUMN")?;
+            (pb::fetch_results_request::Table::Along, Some(armada::results::along_file(column)))
+        }
+    };
+    let trajectories = armada::results::trajectories_dir(&sweep_dir);
+    if target.is_none() && std::fs::read_dir(&trajectories).is_ok_and(|mut d| d.next().is_some()) {
+        anyhow::bail!("{} is not empty: fetch trajectories into a new directory", trajectories.display());
+    }
+    std::fs::create_dir_all(if target.is_none() { &trajectories } else { &sweep_dir })
+        .with_context(|| format!("creating {}", sweep_dir.display()))?;
+    let request = pb::FetchResultsRequest {
+        sweep_id: args.id.clone(),
+        table: table as i32,
+        along: args.along.clone().unwrap_or_default(),
+        job_keys: args.jobs.clone(),
+        cells: Some(pb::CellFilter {
+            benchmark: args.benchmark.clone().unwrap_or_default(),
+            algorithm: args.algorithm.clone().unwrap_or_default(),
+            ..Default::default()
+        }),
+    };
+    block_on(async {
+        let mut client = args.remote.client().await?;
+        let (mut n_jobs, mut n_bytes) = (0u64, 0usize);
+        let n_files = armada::client::fetch_results(&mut client, request, |bytes, jobs| {
+            n_jobs += u64::from(jobs);
+            n_bytes += bytes.len();
+            let name = match &target {
+                Some(name) => sweep_dir.join(name),
+                None => trajectories.join(format!("fetched-{n_jobs:09}.parquet")),
+            };
+            let tmp = name.with_extension("parquet.tmp");
+            std::fs::write(&tmp, &bytes)
+                .and_then(|()| std::fs::rename(&tmp, &name))
+                .with_context(|| format!("writing {}", name.display()))
+        })
+        .await?;
+        match target {
+            Some(name) => eprintln!("wrote {} ({n_bytes} bytes)", sweep_dir.join(name).display()),
+            None => eprintln!("wrote {n_jobs} jobs in {n_files} files ({n_bytes} bytes) to {}", trajectories.display()),
+        }
         Ok(ExitCode::SUCCESS)
     })
 }

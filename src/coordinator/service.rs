@@ -3,6 +3,7 @@
 //! scheduler's. Slow work (parsing a large sweep, building summaries) runs off the
 //! scheduler, on the blocking pool.
 
+use super::fetch;
 use super::scheduler::{Command, SchedulerHandle};
 use crate::{results, sweep};
 use armada_core::{Registry, SpecError, ValidJob};
@@ -63,6 +64,7 @@ impl Coordinator {
 }
 
 type EventStream = Pin<Box<dyn Stream<Item = Result<pb::SweepEvent, Status>> + Send>>;
+type ChunkStream = Pin<Box<dyn Stream<Item = Result<pb::ResultChunk, Status>> + Send>>;
 
 #[tonic::async_trait]
 impl pb::sweeps_server::Sweeps for Coordinator {
@@ -169,6 +171,24 @@ impl pb::sweeps_server::Sweeps for Coordinator {
         .map_err(|e| Status::internal(format!("building the summary: {e:#}")))?;
         Ok(Response::new(built))
     }
+
+    type FetchResultsStream = ChunkStream;
+
+    async fn fetch_results(
+        &self,
+        request: Request<pb::FetchResultsRequest>,
+    ) -> Result<Response<Self::FetchResultsStream>, Status> {
+        let request = request.into_inner();
+        let sweep = request.sweep_id.clone();
+        let inputs = self.scheduler.call(|reply| Command::Summary { sweep, reply }).await?;
+        let summary_file = fetch::check(&request, &inputs.sweep_dir)?;
+        let (tx, rx) = mpsc::channel(4);
+        tokio::task::spawn_blocking(move || match summary_file {
+            Some(path) => fetch::send_file(&path, &tx),
+            None => fetch::send_trajectories(&request, &inputs.sweep_dir, &inputs.done_keys, &tx),
+        });
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
 }
 
 #[tonic::async_trait]
@@ -218,6 +238,10 @@ impl pb::workers_server::Workers for Coordinator {
         request: Request<pb::CompleteAttemptRequest>,
     ) -> Result<Response<pb::CompleteAttemptResponse>, Status> {
         let r = request.into_inner();
+        if !r.records.is_empty() {
+            let records: Vec<_> = r.records.into_iter().map(wire::record_from_wire).collect();
+            self.scheduler.spools.append(r.attempt_id, &records)?;
+        }
         let reply = self
             .scheduler
             .call(|reply| Command::Complete { attempt: r.attempt_id, n_records: r.n_records, reply })

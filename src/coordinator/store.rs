@@ -131,7 +131,7 @@ impl Store {
     }
 
     pub fn sweeps(&self) -> anyhow::Result<Vec<StoredSweep>> {
-        let mut stmt = self.conn.prepare("SELECT id, family, cancelled FROM sweeps ORDER BY created_ms, id")?;
+        let mut stmt = self.conn.prepare_cached("SELECT id, family, cancelled FROM sweeps ORDER BY created_ms, id")?;
         let rows = stmt.query_map([], |r| {
             Ok(StoredSweep { id: r.get(0)?, family: r.get(1)?, cancelled: r.get::<_, i64>(2)? != 0 })
         })?;
@@ -139,7 +139,7 @@ impl Store {
     }
 
     pub fn jobs(&self) -> anyhow::Result<Vec<StoredJob>> {
-        let mut stmt = self.conn.prepare(
+        let mut stmt = self.conn.prepare_cached(
             "SELECT j.sweep_id, j.key, j.ord, j.spec, j.state, j.attempts, j.error FROM jobs j
              JOIN sweeps s ON s.id = j.sweep_id ORDER BY s.created_ms, s.id, j.ord",
         )?;
@@ -177,7 +177,7 @@ impl Store {
             params![id, family, now_ms],
         )?;
         {
-            let mut delete = tx.prepare("DELETE FROM jobs WHERE sweep_id = ?1 AND key = ?2")?;
+            let mut delete = tx.prepare_cached("DELETE FROM jobs WHERE sweep_id = ?1 AND key = ?2")?;
             for key in removed {
                 delete.execute(params![id, key])?;
             }
@@ -193,7 +193,7 @@ impl Store {
             params![id],
         )?;
         {
-            let mut insert = tx.prepare(
+            let mut insert = tx.prepare_cached(
                 "INSERT INTO jobs (sweep_id, key, ord, spec, state, attempts) VALUES (?1, ?2, ?3, ?4, ?5, 0)",
             )?;
             for j in new_jobs {
@@ -216,10 +216,10 @@ impl Store {
         let tx = self.conn.transaction()?;
         let mut ids = Vec::with_capacity(jobs.len());
         {
-            let mut job = tx.prepare(
+            let mut job = tx.prepare_cached(
                 "UPDATE jobs SET state = 'running', attempts = attempts + 1 WHERE sweep_id = ?1 AND key = ?2",
             )?;
-            let mut attempt = tx.prepare(
+            let mut attempt = tx.prepare_cached(
                 "INSERT INTO attempts (sweep_id, key, worker, started_ms, lease_expires_ms, state)
                  VALUES (?1, ?2, ?3, ?4, ?5, 'running')",
             )?;
@@ -240,7 +240,7 @@ impl Store {
         }
         let tx = self.conn.transaction()?;
         {
-            let mut stmt = tx.prepare("UPDATE attempts SET lease_expires_ms = ?1 WHERE id = ?2")?;
+            let mut stmt = tx.prepare_cached("UPDATE attempts SET lease_expires_ms = ?1 WHERE id = ?2")?;
             for id in attempts {
                 stmt.execute(params![expires_ms, *id as i64])?;
             }
@@ -289,8 +289,9 @@ impl Store {
     pub fn commit_jobs(&mut self, sweep: &str, part: &str, jobs: &[(Option<u64>, &str)]) -> anyhow::Result<()> {
         let tx = self.conn.transaction()?;
         {
-            let mut attempt = tx.prepare("UPDATE attempts SET state = 'committed' WHERE id = ?1")?;
-            let mut job = tx.prepare("UPDATE jobs SET state = 'done', part = ?1 WHERE sweep_id = ?2 AND key = ?3")?;
+            let mut attempt = tx.prepare_cached("UPDATE attempts SET state = 'committed' WHERE id = ?1")?;
+            let mut job =
+                tx.prepare_cached("UPDATE jobs SET state = 'done', part = ?1 WHERE sweep_id = ?2 AND key = ?3")?;
             for (id, key) in jobs {
                 if let Some(id) = id {
                     attempt.execute(params![*id as i64])?;
@@ -304,7 +305,8 @@ impl Store {
 
     /// The part files the store knows for `sweep`.
     pub fn parts(&self, sweep: &str) -> anyhow::Result<std::collections::BTreeSet<String>> {
-        let mut stmt = self.conn.prepare("SELECT DISTINCT part FROM jobs WHERE sweep_id = ?1 AND part IS NOT NULL")?;
+        let mut stmt =
+            self.conn.prepare_cached("SELECT DISTINCT part FROM jobs WHERE sweep_id = ?1 AND part IS NOT NULL")?;
         let rows = stmt.query_map(params![sweep], |r| r.get(0))?;
         Ok(rows.collect::<Result<_, _>>()?)
     }

@@ -96,8 +96,8 @@ pub fn rebuild_summaries(
     Ok(report)
 }
 pub use part::{
-    part_files, part_name, read_index, read_jobs, stored_jobs, stored_keys, trajectories_dir, write_part, write_shard,
-    Cell, PartJob, StoredRows,
+    encode_jobs, part_files, part_name, read_index, read_jobs, stored_jobs, stored_keys, trajectories_dir, write_part,
+    write_shard, Cell, PartJob, StoredRows,
 };
 pub use summary::{summarize, SummaryReport};
 pub use table::final_table;

@@ -216,6 +216,40 @@ pub fn read_jobs(jobs: &[&StoredRows]) -> anyhow::Result<Vec<DataFrame>> {
         .collect())
 }
 
+/// The rows of `jobs` as one Parquet file in memory, with a part index in its footer (so a
+/// client that saves it beside others has a readable sweep). Jobs are sorted by (cell,
+/// key), as in a part.
+pub fn encode_jobs(jobs: &[&StoredRows]) -> anyhow::Result<Vec<u8>> {
+    let mut jobs = jobs.to_vec();
+    jobs.sort_by(|a, b| (&a.cell, &a.key).cmp(&(&b.cell, &b.key)));
+    let mut cells: Vec<Cell> = Vec::new();
+    let mut index = PartIndex { cells: Vec::new(), jobs: Vec::with_capacity(jobs.len()) };
+    let mut offset = 0;
+    for j in &jobs {
+        if cells.last() != Some(&j.cell) {
+            cells.push(j.cell.clone());
+        }
+        index.jobs.push((j.key.clone(), cells.len() - 1, offset, j.rows));
+        offset += j.rows;
+    }
+    index.cells = cells;
+    let mut frame: Option<DataFrame> = None;
+    for df in read_jobs(&jobs)? {
+        match &mut frame {
+            Some(acc) => {
+                acc.vstack_mut(&df)?;
+            }
+            None => frame = Some(df),
+        }
+    }
+    let mut frame = frame.context("no jobs to encode")?;
+    frame.rechunk_mut();
+    let metadata = KeyValueMetadata::from_static(vec![(INDEX_KEY.to_owned(), serde_json::to_string(&index)?)]);
+    let mut bytes = Vec::new();
+    parquet_writer(&mut bytes).with_key_value_metadata(Some(metadata)).finish(&mut frame)?;
+    Ok(bytes)
+}
+
 /// One job's trajectory, ready to be written into a part.
 pub struct PartJob<'a> {
     pub job: ValidJob,

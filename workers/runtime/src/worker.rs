@@ -17,7 +17,7 @@ use crate::wire::{record_to_wire, spec_from_wire};
 use armada_core::{run_job, JobError, Registry, StepRecord};
 use armada_proto::v1 as pb;
 use pb::workers_client::WorkersClient;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -35,6 +35,11 @@ pub const RECORD_BUFFER: usize = 256;
 /// Records per uploaded batch, and the longest a partial batch waits.
 pub const BATCH_RECORDS: usize = 64;
 pub const BATCH_WAIT: Duration = Duration::from_millis(200);
+/// Jobs that take less than this are short: the worker then leases ahead, keeping up to
+/// [`PREFETCH_PER_SLOT`] leased jobs per slot waiting, so that a lease RPC serves many jobs.
+/// Long jobs are leased one per free slot, so the end of a sweep stays balanced.
+pub const SHORT_JOB: Duration = Duration::from_millis(50);
+pub const PREFETCH_PER_SLOT: usize = 8;
 /// Commits awaited at once; past this the worker leases nothing until some are answered.
 /// It must cover what finishes during the coordinator's commit linger.
 pub const MAX_PENDING_COMMITS: usize = 4096;
@@ -114,15 +119,36 @@ async fn session(
     info!("registered with {} as {worker_id} ({} slots)", config.coordinator, config.slots);
     let mut heartbeat = tokio::time::interval(Duration::from_millis(registered.heartbeat_interval_ms.max(20) as u64));
     let mut running: HashMap<u64, watch::Sender<bool>> = HashMap::new();
-    let mut tasks: JoinSet<(u64, Result<Option<u32>, tonic::Status>)> = JoinSet::new();
+    let mut tasks: JoinSet<(u64, Result<Option<ReadyToCommit>, tonic::Status>, Duration)> = JoinSet::new();
+    // Leased, not yet started (heartbeated all the same: they are in `running`).
+    let mut backlog: VecDeque<(pb::JobLease, watch::Receiver<bool>)> = VecDeque::new();
+    let mut short_jobs = false;
     let mut commits: JoinSet<(u64, Result<(), tonic::Status>)> = JoinSet::new();
     let mut next_lease = tokio::time::Instant::now();
     let mut draining = *shutdown.borrow();
     let outcome = loop {
+        // Start what the backlog holds on the free slots (draining too: those leases are ours).
+        while tasks.len() < config.slots {
+            let Some((lease, cancel_rx)) = backlog.pop_front() else { break };
+            let id = lease.attempt_id;
+            let (client, registry) = (client.clone(), registry.clone());
+            tasks.spawn(async move {
+                let started = Instant::now();
+                (id, run_attempt(client, registry, lease, cancel_rx).await, started.elapsed())
+            });
+        }
         if draining && tasks.is_empty() && commits.is_empty() {
             break Ok(());
         }
-        let free = if commits.len() >= MAX_PENDING_COMMITS { 0 } else { config.slots.saturating_sub(tasks.len()) };
+        let prefetch = if short_jobs { PREFETCH_PER_SLOT * config.slots } else { 0 };
+        // Lease when a slot is idle, or when the backlog is down to half: one lease RPC
+        // (one store transaction) then serves many short jobs.
+        let wanted =
+            if commits.len() >= MAX_PENDING_COMMITS || (tasks.len() == config.slots && backlog.len() > prefetch / 2) {
+                0
+            } else {
+                (config.slots + prefetch).saturating_sub(tasks.len() + backlog.len())
+            };
         tokio::select! {
             _ = heartbeat.tick() => {
                 let request = pb::HeartbeatRequest { worker_id: worker_id.clone(), attempt_ids: running.keys().copied().collect() };
@@ -133,6 +159,10 @@ async fn session(
                                 info!("attempt {id}: the coordinator says stop (cancelled or superseded)");
                                 let _ = cancel.send(true);
                             }
+                            if let Some(at) = backlog.iter().position(|(l, _)| l.attempt_id == id) {
+                                backlog.remove(at);
+                                running.remove(&id);
+                            }
                         }
                     }
                     Err(e) => break Err(e),
@@ -140,16 +170,19 @@ async fn session(
             }
             Some(joined) = tasks.join_next(), if !tasks.is_empty() => {
                 next_lease = tokio::time::Instant::now();
+                if let Ok((_, _, took)) = &joined {
+                    short_jobs = *took < SHORT_JOB;
+                }
                 match joined {
-                    Ok((id, Ok(Some(n_records)))) => {
+                    Ok((id, Ok(Some(ready)), _)) => {
                         // Still heartbeated (it stays in `running`) until the commit is answered.
                         let mut client = client.clone();
-                        commits.spawn(async move { (id, commit(&mut client, id, n_records).await) });
+                        commits.spawn(async move { (id, commit(&mut client, id, ready).await) });
                     }
-                    Ok((id, Ok(None))) => {
+                    Ok((id, Ok(None), _)) => {
                         running.remove(&id);
                     }
-                    Ok((id, Err(e))) => {
+                    Ok((id, Err(e), _)) => {
                         running.remove(&id);
                         break Err(e);
                     }
@@ -171,8 +204,8 @@ async fn session(
                 draining = true;
                 info!("shutting down: no new leases; {} running job(s) will finish", tasks.len());
             }
-            _ = tokio::time::sleep_until(next_lease), if !draining && free > 0 => {
-                let request = pb::LeaseRequest { worker_id: worker_id.clone(), max_jobs: free as u32 };
+            _ = tokio::time::sleep_until(next_lease), if !draining && wanted > 0 => {
+                let request = pb::LeaseRequest { worker_id: worker_id.clone(), max_jobs: wanted as u32 };
                 let reply = match client.lease(request).await {
                     Ok(r) => r.into_inner(),
                     Err(e) => break Err(e),
@@ -183,9 +216,7 @@ async fn session(
                 for lease in reply.leases {
                     let (cancel_tx, cancel_rx) = watch::channel(false);
                     running.insert(lease.attempt_id, cancel_tx);
-                    let id = lease.attempt_id;
-                    let (client, registry) = (client.clone(), registry.clone());
-                    tasks.spawn(async move { (id, run_attempt(client, registry, lease, cancel_rx).await) });
+                    backlog.push_back((lease, cancel_rx));
                 }
             }
         }
@@ -203,7 +234,7 @@ async fn session(
 }
 
 /// Run one leased attempt: the job on the blocking pool, its records uploaded as they come.
-/// `Some(n_records)` when it is ready to commit; `None` when it ended otherwise (failure
+/// `Some` when it is ready to commit; `None` when it ended otherwise (failure
 /// reported, or the coordinator said the attempt is void: cancelled, superseded). Err only
 /// for a lost connection.
 async fn run_attempt(
@@ -211,7 +242,7 @@ async fn run_attempt(
     registry: Arc<Registry>,
     lease: pb::JobLease,
     mut cancel: watch::Receiver<bool>,
-) -> Result<Option<u32>, tonic::Status> {
+) -> Result<Option<ReadyToCommit>, tonic::Status> {
     let attempt_id = lease.attempt_id;
     let checked = lease
         .spec
@@ -232,7 +263,7 @@ async fn run_attempt(
         Ok(job) => job,
         Err(error) => return report_failure(&mut client, attempt_id, error).await.map(|()| None),
     };
-    let (tx, rx) = mpsc::channel::<StepRecord>(RECORD_BUFFER);
+    let (tx, mut rx) = mpsc::channel::<StepRecord>(RECORD_BUFFER);
     let stop = cancel.clone();
     let work = tokio::task::spawn_blocking(move || {
         run_job(&registry, &job, &mut |record| {
@@ -243,25 +274,56 @@ async fn run_attempt(
             }
         })
     });
-    let batches = ReceiverStream::new(rx)
-        .chunks_timeout(BATCH_RECORDS, BATCH_WAIT)
-        .map(move |records| pb::RecordBatch { attempt_id, records: records.iter().map(record_to_wire).collect() });
-    let mut upload_client = client.clone();
-    let uploaded = tokio::select! {
-        r = upload_client.upload_records(batches) => Some(r),
-        // Dropping the upload drops the receiver, which stops the job at its next record.
-        _ = cancel.wait_for(|&c| c) => None,
+    // The first batch: a job that ends within it sends its records with the commit, and
+    // never opens an upload stream (one RPC fewer per short job).
+    let mut head = Vec::new();
+    let wait = tokio::time::sleep(BATCH_WAIT);
+    tokio::pin!(wait);
+    let ended = loop {
+        tokio::select! {
+            record = rx.recv() => match record {
+                Some(r) => {
+                    head.push(r);
+                    if head.len() == BATCH_RECORDS {
+                        break Some(false);
+                    }
+                }
+                None => break Some(true),
+            },
+            _ = &mut wait => break Some(false),
+            _ = cancel.wait_for(|&c| c) => break None,
+        }
+    };
+    let Some(ended) = ended else {
+        // Dropping the receiver stops the job at its next record.
+        drop(rx);
+        let _ = work.await;
+        return Ok(None);
+    };
+    let uploaded = if ended {
+        Some(Ok(head.len() as u32))
+    } else {
+        let first = pb::RecordBatch { attempt_id, records: head.drain(..).map(|r| record_to_wire(&r)).collect() };
+        let rest = ReceiverStream::new(rx)
+            .chunks_timeout(BATCH_RECORDS, BATCH_WAIT)
+            .map(move |records| pb::RecordBatch { attempt_id, records: records.iter().map(record_to_wire).collect() });
+        let batches = tokio_stream::once(first).chain(rest);
+        let mut upload_client = client.clone();
+        tokio::select! {
+            r = upload_client.upload_records(batches) => Some(r.map(|ack| ack.into_inner().n_records)),
+            // Dropping the upload drops the receiver, which stops the job at its next record.
+            _ = cancel.wait_for(|&c| c) => None,
+        }
     };
     let outcome = work.await;
     let failed = match (outcome, uploaded) {
         (_, None) | (Ok(Err(JobError::Cancelled)), Some(Ok(_))) => return Ok(None),
         (_, Some(Err(e))) => return void_or_lost(attempt_id, e).map(|()| None),
-        (Ok(Ok(run)), Some(Ok(ack))) => {
-            let ack = ack.into_inner();
-            if ack.n_records == run.n_records {
-                return Ok(Some(run.n_records));
+        (Ok(Ok(run)), Some(Ok(n_held))) => {
+            if n_held == run.n_records {
+                return Ok(Some(ReadyToCommit { n_records: run.n_records, records: head }));
             }
-            format!("the coordinator holds {} records of {}", ack.n_records, run.n_records)
+            format!("the coordinator holds {n_held} records of {}", run.n_records)
         }
         (Ok(Err(job_error)), Some(Ok(_))) => job_error.to_string(),
         (Err(join_error), Some(Ok(_))) => join_error.to_string(),
@@ -269,9 +331,18 @@ async fn run_attempt(
     report_failure(&mut client, attempt_id, failed).await.map(|()| None)
 }
 
-/// Ask the coordinator to commit an attempt whose records are all uploaded.
-async fn commit(client: &mut Client, attempt_id: u64, n_records: u32) -> Result<(), tonic::Status> {
-    match client.complete_attempt(pb::CompleteAttemptRequest { attempt_id, n_records }).await {
+/// An attempt whose job finished: every record is uploaded, or waits in `records`.
+struct ReadyToCommit {
+    n_records: u32,
+    /// Records to send with the commit (a job that ended within its first batch).
+    records: Vec<StepRecord>,
+}
+
+/// Ask the coordinator to commit an attempt.
+async fn commit(client: &mut Client, attempt_id: u64, ready: ReadyToCommit) -> Result<(), tonic::Status> {
+    let records = ready.records.iter().map(record_to_wire).collect();
+    let request = pb::CompleteAttemptRequest { attempt_id, n_records: ready.n_records, records };
+    match client.complete_attempt(request).await {
         Ok(reply) if !reply.get_ref().committed => {
             info!("attempt {attempt_id}: another attempt had committed the job; dropped");
             Ok(())

@@ -1,0 +1,123 @@
+//! `FetchResults`: a sweep's Parquet results streamed to a client, in chunks of at most
+//! [`CHUNK_BYTES`] (under gRPC's default 4 MiB message limit).
+//!
+//! A summary table is its file's bytes. Trajectories are the sweep's parts, sent as they
+//! are when every job in a part is wanted (no re-encoding), and otherwise the wanted jobs
+//! of a part re-encoded into a file of their own, with its index. Runs on the blocking
+//! pool, one file at a time, so memory is one file's worth whatever the sweep's size.
+
+use crate::results::{self, StoredRows};
+use armada_proto::v1 as pb;
+use pb::fetch_results_request::Table;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use tokio::sync::mpsc;
+use tonic::Status;
+
+/// Bytes per streamed message.
+pub const CHUNK_BYTES: usize = 1 << 20;
+
+type Sender = mpsc::Sender<Result<pb::ResultChunk, Status>>;
+
+/// Check a request before anything is streamed: the table, and for summaries the file.
+pub fn check(request: &pb::FetchResultsRequest, sweep_dir: &Path) -> Result<Option<PathBuf>, Status> {
+    let summary_file = |name: String| {
+        let path = sweep_dir.join(&name);
+        if path.is_file() {
+            Ok(Some(path))
+        } else {
+            Err(Status::failed_precondition(format!(
+                "table: {name} of sweep `{}` does not exist yet (GetSummary builds it)",
+                request.sweep_id
+            )))
+        }
+    };
+    match Table::try_from(request.table).unwrap_or(Table::Unspecified) {
+        Table::Unspecified => {
+            Err(Status::invalid_argument("table: give TRAJECTORIES, SUMMARY, FINAL or ALONG (with `along`)"))
+        }
+        Table::Trajectories => Ok(None),
+        Table::Summary => summary_file("summary.parquet".into()),
+        Table::Final => summary_file("final.parquet".into()),
+        Table::Along if request.along.is_empty() => Err(Status::invalid_argument("along: name the column")),
+        Table::Along => summary_file(results::along_file(&request.along)),
+    }
+}
+
+/// Stream one file's bytes.
+pub fn send_file(path: &Path, tx: &Sender) {
+    match std::fs::read(path) {
+        Ok(bytes) => {
+            send_bytes(&bytes, 0, tx);
+        }
+        Err(e) => {
+            let _ = tx.blocking_send(Err(Status::internal(format!("reading {}: {e}", path.display()))));
+        }
+    }
+}
+
+/// Stream the committed trajectories of `done` (the sweep's done jobs) that the request
+/// selects.
+pub fn send_trajectories(request: &pb::FetchResultsRequest, sweep_dir: &Path, done: &BTreeSet<String>, tx: &Sender) {
+    if let Err(e) = trajectories(request, sweep_dir, done, tx) {
+        let _ = tx.blocking_send(Err(Status::internal(format!("reading trajectories: {e:#}"))));
+    }
+}
+
+fn trajectories(
+    request: &pb::FetchResultsRequest,
+    sweep_dir: &Path,
+    done: &BTreeSet<String>,
+    tx: &Sender,
+) -> anyhow::Result<()> {
+    let keys: BTreeSet<&str> = request.job_keys.iter().map(String::as_str).collect();
+    let filter = request.cells.clone().unwrap_or_default();
+    let wanted = |job: &StoredRows| {
+        let matches = |want: &str, have: &str| want.is_empty() || want == have;
+        done.contains(&job.key)
+            && (keys.is_empty() || keys.contains(job.key.as_str()))
+            && matches(&filter.benchmark, &job.cell.benchmark)
+            && matches(&filter.benchmark_params, &job.cell.benchmark_params)
+            && matches(&filter.algorithm, &job.cell.algorithm)
+            && matches(&filter.algorithm_params, &job.cell.algorithm_params)
+    };
+    for path in results::part_files(sweep_dir)? {
+        let in_part = results::read_index(&path)?;
+        let chosen: Vec<&StoredRows> = in_part.iter().filter(|j| wanted(j)).collect();
+        if chosen.is_empty() {
+            continue;
+        }
+        let bytes = if chosen.len() == in_part.len() {
+            std::fs::read(&path)?
+        } else {
+            // Jobs of one cell lie side by side: read them cell by cell.
+            let mut by_cell: BTreeMap<_, Vec<&StoredRows>> = BTreeMap::new();
+            for job in &chosen {
+                by_cell.entry(&job.cell).or_default().push(*job);
+            }
+            let jobs: Vec<&StoredRows> = by_cell.into_values().flatten().collect();
+            results::encode_jobs(&jobs)?
+        };
+        if !send_bytes(&bytes, chosen.len() as u32, tx) {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Send `bytes` as one file in chunks; false when the client has gone.
+fn send_bytes(bytes: &[u8], n_jobs: u32, tx: &Sender) -> bool {
+    let mut chunks = bytes.chunks(CHUNK_BYTES).peekable();
+    if chunks.peek().is_none() {
+        return tx.blocking_send(Ok(pb::ResultChunk { data: Vec::new(), end_of_file: true, n_jobs })).is_ok();
+    }
+    while let Some(chunk) = chunks.next() {
+        let end_of_file = chunks.peek().is_none();
+        let message =
+            pb::ResultChunk { data: chunk.to_vec(), end_of_file, n_jobs: if end_of_file { n_jobs } else { 0 } };
+        if tx.blocking_send(Ok(message)).is_err() {
+            return false;
+        }
+    }
+    true
+}
