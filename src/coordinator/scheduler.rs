@@ -138,9 +138,23 @@ pub struct SchedulerHandle {
 impl SchedulerHandle {
     /// Send a command built around a reply channel and wait for the answer.
     pub async fn call<T>(&self, make: impl FnOnce(Reply<T>) -> Command) -> Result<T, Status> {
+        self.send(make).await?.answer().await
+    }
+
+    /// Send a command; its answer is awaited separately (several commands in flight at once).
+    pub async fn send<T>(&self, make: impl FnOnce(Reply<T>) -> Command) -> Result<Pending<T>, Status> {
         let (tx, rx) = oneshot::channel();
         self.mailbox.send(make(tx)).await.map_err(|_| Status::unavailable("the scheduler has stopped"))?;
-        rx.await.map_err(|_| Status::internal("the scheduler dropped the request"))?
+        Ok(Pending(rx))
+    }
+}
+
+/// The answer to a command sent with [`SchedulerHandle::send`].
+pub struct Pending<T>(oneshot::Receiver<Result<T, Status>>);
+
+impl<T> Pending<T> {
+    pub async fn answer(self) -> Result<T, Status> {
+        self.0.await.map_err(|_| Status::internal("the scheduler dropped the request"))?
     }
 }
 

@@ -4,7 +4,7 @@
 //! scheduler, on the blocking pool.
 
 use super::fetch;
-use super::scheduler::{Command, SchedulerHandle};
+use super::scheduler::{Command, Pending, SchedulerHandle};
 use crate::{results, sweep};
 use armada_core::{Registry, SpecError, ValidJob};
 use armada_proto::v1 as pb;
@@ -191,6 +191,18 @@ impl pb::sweeps_server::Sweeps for Coordinator {
     }
 }
 
+impl Coordinator {
+    /// One attempt's commit: its inline records into the spool, then the scheduler's
+    /// decision, to be awaited.
+    async fn complete(&self, r: pb::CompleteAttemptRequest) -> Result<Pending<pb::CompleteAttemptResponse>, Status> {
+        if !r.records.is_empty() {
+            let records: Vec<_> = r.records.into_iter().map(wire::record_from_wire).collect();
+            self.scheduler.spools.append(r.attempt_id, &records)?;
+        }
+        self.scheduler.send(|reply| Command::Complete { attempt: r.attempt_id, n_records: r.n_records, reply }).await
+    }
+}
+
 #[tonic::async_trait]
 impl pb::workers_server::Workers for Coordinator {
     async fn register(&self, request: Request<pb::RegisterRequest>) -> Result<Response<pb::RegisterResponse>, Status> {
@@ -237,16 +249,36 @@ impl pb::workers_server::Workers for Coordinator {
         &self,
         request: Request<pb::CompleteAttemptRequest>,
     ) -> Result<Response<pb::CompleteAttemptResponse>, Status> {
-        let r = request.into_inner();
-        if !r.records.is_empty() {
-            let records: Vec<_> = r.records.into_iter().map(wire::record_from_wire).collect();
-            self.scheduler.spools.append(r.attempt_id, &records)?;
+        Ok(Response::new(self.complete(request.into_inner()).await?.answer().await?))
+    }
+
+    async fn complete_attempts(
+        &self,
+        request: Request<pb::CompleteAttemptsRequest>,
+    ) -> Result<Response<pb::CompleteAttemptsResponse>, Status> {
+        // Every commit goes to the scheduler before any answer is awaited: they share a part.
+        let mut pending = Vec::new();
+        for r in request.into_inner().attempts {
+            let attempt_id = r.attempt_id;
+            pending.push((attempt_id, self.complete(r).await));
         }
-        let reply = self
-            .scheduler
-            .call(|reply| Command::Complete { attempt: r.attempt_id, n_records: r.n_records, reply })
-            .await?;
-        Ok(Response::new(reply))
+        let mut outcomes = Vec::with_capacity(pending.len());
+        for (attempt_id, answer) in pending {
+            let answer = match answer {
+                Ok(reply) => reply.answer().await,
+                Err(e) => Err(e),
+            };
+            outcomes.push(match answer {
+                Ok(r) => pb::AttemptOutcome { attempt_id, committed: r.committed, code: 0, message: String::new() },
+                Err(e) => pb::AttemptOutcome {
+                    attempt_id,
+                    committed: false,
+                    code: e.code() as i32,
+                    message: e.message().to_string(),
+                },
+            });
+        }
+        Ok(Response::new(pb::CompleteAttemptsResponse { outcomes }))
     }
 
     async fn fail_attempt(

@@ -40,6 +40,10 @@ pub const BATCH_WAIT: Duration = Duration::from_millis(200);
 /// Long jobs are leased one per free slot, so the end of a sweep stays balanced.
 pub const SHORT_JOB: Duration = Duration::from_millis(50);
 pub const PREFETCH_PER_SLOT: usize = 8;
+/// Finished attempts are committed in batches: a batch is sent when it holds
+/// [`COMMIT_BATCH`] attempts, or [`COMMIT_BATCH_WAIT`] after its first finished.
+pub const COMMIT_BATCH: usize = 256;
+pub const COMMIT_BATCH_WAIT: Duration = Duration::from_millis(20);
 /// Commits awaited at once; past this the worker leases nothing until some are answered.
 /// It must cover what finishes during the coordinator's commit linger.
 pub const MAX_PENDING_COMMITS: usize = 4096;
@@ -123,7 +127,11 @@ async fn session(
     // Leased, not yet started (heartbeated all the same: they are in `running`).
     let mut backlog: VecDeque<(pb::JobLease, watch::Receiver<bool>)> = VecDeque::new();
     let mut short_jobs = false;
-    let mut commits: JoinSet<(u64, Result<(), tonic::Status>)> = JoinSet::new();
+    // Finished attempts waiting to be sent, and batches sent and not yet answered.
+    let mut ready: Vec<(u64, ReadyToCommit)> = Vec::new();
+    let mut ready_since = tokio::time::Instant::now();
+    let mut commits: JoinSet<Result<Vec<u64>, tonic::Status>> = JoinSet::new();
+    let mut n_committing = 0;
     let mut next_lease = tokio::time::Instant::now();
     let mut draining = *shutdown.borrow();
     let outcome = loop {
@@ -137,18 +145,24 @@ async fn session(
                 (id, run_attempt(client, registry, lease, cancel_rx).await, started.elapsed())
             });
         }
-        if draining && tasks.is_empty() && commits.is_empty() {
+        if draining && tasks.is_empty() && commits.is_empty() && ready.is_empty() {
             break Ok(());
         }
         let prefetch = if short_jobs { PREFETCH_PER_SLOT * config.slots } else { 0 };
         // Lease when a slot is idle, or when the backlog is down to half: one lease RPC
         // (one store transaction) then serves many short jobs.
-        let wanted =
-            if commits.len() >= MAX_PENDING_COMMITS || (tasks.len() == config.slots && backlog.len() > prefetch / 2) {
-                0
-            } else {
-                (config.slots + prefetch).saturating_sub(tasks.len() + backlog.len())
-            };
+        let wanted = if n_committing + ready.len() >= MAX_PENDING_COMMITS
+            || (tasks.len() == config.slots && backlog.len() > prefetch / 2)
+        {
+            0
+        } else {
+            (config.slots + prefetch).saturating_sub(tasks.len() + backlog.len())
+        };
+        let send_at = match ready.len() {
+            0 => None,
+            n if n >= COMMIT_BATCH || tasks.is_empty() => Some(tokio::time::Instant::now()),
+            _ => Some(ready_since + COMMIT_BATCH_WAIT),
+        };
         tokio::select! {
             _ = heartbeat.tick() => {
                 let request = pb::HeartbeatRequest { worker_id: worker_id.clone(), attempt_ids: running.keys().copied().collect() };
@@ -174,10 +188,12 @@ async fn session(
                     short_jobs = *took < SHORT_JOB;
                 }
                 match joined {
-                    Ok((id, Ok(Some(ready)), _)) => {
+                    Ok((id, Ok(Some(ready_job)), _)) => {
                         // Still heartbeated (it stays in `running`) until the commit is answered.
-                        let mut client = client.clone();
-                        commits.spawn(async move { (id, commit(&mut client, id, ready).await) });
+                        if ready.is_empty() {
+                            ready_since = tokio::time::Instant::now();
+                        }
+                        ready.push((id, ready_job));
                     }
                     Ok((id, Ok(None), _)) => {
                         running.remove(&id);
@@ -189,14 +205,23 @@ async fn session(
                     Err(e) => warn!("an attempt task ended abnormally: {e}"),
                 }
             }
+            // Send what finished as one batch: when it is large, when it has waited a
+            // little, or right away when nothing else runs (draining, the tail of a sweep).
+            _ = tokio::time::sleep_until(send_at.unwrap_or(ready_since)), if send_at.is_some() => {
+                n_committing += ready.len();
+                let batch = std::mem::take(&mut ready);
+                let mut client = client.clone();
+                commits.spawn(async move { commit(&mut client, batch).await });
+            }
             Some(joined) = commits.join_next(), if !commits.is_empty() => {
                 match joined {
-                    Ok((id, result)) => {
-                        running.remove(&id);
-                        if let Err(e) = result {
-                            break Err(e);
+                    Ok(Ok(settled)) => {
+                        n_committing -= settled.len();
+                        for id in settled {
+                            running.remove(&id);
                         }
                     }
+                    Ok(Err(e)) => break Err(e),
                     Err(e) => warn!("a commit task ended abnormally: {e}"),
                 }
             }
@@ -338,18 +363,28 @@ struct ReadyToCommit {
     records: Vec<StepRecord>,
 }
 
-/// Ask the coordinator to commit an attempt.
-async fn commit(client: &mut Client, attempt_id: u64, ready: ReadyToCommit) -> Result<(), tonic::Status> {
-    let records = ready.records.iter().map(record_to_wire).collect();
-    let request = pb::CompleteAttemptRequest { attempt_id, n_records: ready.n_records, records };
-    match client.complete_attempt(request).await {
-        Ok(reply) if !reply.get_ref().committed => {
-            info!("attempt {attempt_id}: another attempt had committed the job; dropped");
-            Ok(())
+/// Ask the coordinator to commit a batch of attempts; returns their ids once all are
+/// settled. Err only for a lost connection.
+async fn commit(client: &mut Client, batch: Vec<(u64, ReadyToCommit)>) -> Result<Vec<u64>, tonic::Status> {
+    let ids: Vec<u64> = batch.iter().map(|(id, _)| *id).collect();
+    let attempts = batch
+        .into_iter()
+        .map(|(attempt_id, ready)| pb::CompleteAttemptRequest {
+            attempt_id,
+            n_records: ready.n_records,
+            records: ready.records.iter().map(record_to_wire).collect(),
+        })
+        .collect();
+    let reply = client.complete_attempts(pb::CompleteAttemptsRequest { attempts }).await?.into_inner();
+    for outcome in reply.outcomes {
+        let id = outcome.attempt_id;
+        if outcome.code != 0 {
+            void_or_lost(id, tonic::Status::new(Code::from(outcome.code), outcome.message))?;
+        } else if !outcome.committed {
+            info!("attempt {id}: another attempt had committed the job; dropped");
         }
-        Ok(_) => Ok(()),
-        Err(e) => void_or_lost(attempt_id, e),
     }
+    Ok(ids)
 }
 
 async fn report_failure(client: &mut Client, attempt_id: u64, error: String) -> Result<(), tonic::Status> {
