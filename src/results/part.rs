@@ -222,17 +222,7 @@ pub fn read_jobs(jobs: &[&StoredRows]) -> anyhow::Result<Vec<DataFrame>> {
 pub fn encode_jobs(jobs: &[&StoredRows]) -> anyhow::Result<Vec<u8>> {
     let mut jobs = jobs.to_vec();
     jobs.sort_by(|a, b| (&a.cell, &a.key).cmp(&(&b.cell, &b.key)));
-    let mut cells: Vec<Cell> = Vec::new();
-    let mut index = PartIndex { cells: Vec::new(), jobs: Vec::with_capacity(jobs.len()) };
-    let mut offset = 0;
-    for j in &jobs {
-        if cells.last() != Some(&j.cell) {
-            cells.push(j.cell.clone());
-        }
-        index.jobs.push((j.key.clone(), cells.len() - 1, offset, j.rows));
-        offset += j.rows;
-    }
-    index.cells = cells;
+    let index = PartIndex::of(jobs.iter().map(|j| (j.key.clone(), j.cell.clone(), j.rows)));
     let mut frame: Option<DataFrame> = None;
     for df in read_jobs(&jobs)? {
         match &mut frame {
@@ -244,7 +234,7 @@ pub fn encode_jobs(jobs: &[&StoredRows]) -> anyhow::Result<Vec<u8>> {
     }
     let mut frame = frame.context("no jobs to encode")?;
     frame.rechunk_mut();
-    let metadata = KeyValueMetadata::from_static(vec![(INDEX_KEY.to_owned(), serde_json::to_string(&index)?)]);
+    let metadata = KeyValueMetadata::from_static(vec![(INDEX_KEY.to_owned(), index.to_json())]);
     let mut bytes = Vec::new();
     parquet_writer(&mut bytes).with_key_value_metadata(Some(metadata)).finish(&mut frame)?;
     Ok(bytes)
@@ -266,7 +256,7 @@ pub fn write_part(sweep_dir: &Path, metrics: &[MetricDef], mut jobs: Vec<PartJob
     check_metric_names(metrics)?;
     jobs.sort_by_cached_key(|j| (Cell::of(&j.job), j.job.key.0.clone()));
     let first_key = jobs.iter().map(|j| j.job.key.0.as_str()).min().expect("not empty").to_owned();
-    let index = part_index(&jobs);
+    let index = PartIndex::of(jobs.iter().map(|j| (j.job.key.0.clone(), Cell::of(&j.job), j.n_records))).to_json();
     let dir = trajectories_dir(sweep_dir);
     if !dir.is_dir() {
         fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -356,21 +346,25 @@ impl RowGroup {
     }
 }
 
-fn part_index(jobs: &[PartJob<'_>]) -> String {
-    let mut cells: Vec<Cell> = Vec::new();
-    let mut index = PartIndex { cells: Vec::new(), jobs: Vec::with_capacity(jobs.len()) };
-    let mut offset = 0;
-    for j in jobs {
-        let cell = Cell::of(&j.job);
-        // Sorted by cell: a new cell is always the last one seen or a new one.
-        if cells.last() != Some(&cell) {
-            cells.push(cell);
+impl PartIndex {
+    /// The index of (key, cell, rows) laid out in this order, sorted by cell.
+    fn of(jobs: impl Iterator<Item = (String, Cell, usize)>) -> PartIndex {
+        let mut index = PartIndex { cells: Vec::new(), jobs: Vec::new() };
+        let mut offset = 0;
+        for (key, cell, rows) in jobs {
+            // Sorted by cell: a job's cell is the last one seen or a new one.
+            if index.cells.last() != Some(&cell) {
+                index.cells.push(cell);
+            }
+            index.jobs.push((key, index.cells.len() - 1, offset, rows));
+            offset += rows;
         }
-        index.jobs.push((j.job.key.0.clone(), cells.len() - 1, offset, j.n_records));
-        offset += j.n_records;
+        index
     }
-    index.cells = cells;
-    serde_json::to_string(&index).expect("an index serializes")
+
+    fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("an index serializes")
+    }
 }
 
 fn check_metric_names(metrics: &[MetricDef]) -> anyhow::Result<()> {

@@ -31,9 +31,11 @@ use tonic::Code;
 use tracing::{info, warn};
 
 /// Records buffered between a job and its upload (backpressure beyond this).
-pub const RECORD_BUFFER: usize = 256;
+pub const RECORD_BUFFER: usize = 1024;
 /// Records per uploaded batch, and the longest a partial batch waits.
-pub const BATCH_RECORDS: usize = 64;
+pub const BATCH_RECORDS: usize = 1024;
+/// A job that ends within this many records sends them with its commit, not on a stream.
+pub const INLINE_RECORDS: usize = 64;
 pub const BATCH_WAIT: Duration = Duration::from_millis(200);
 /// Jobs that take less than this are short: the worker then leases ahead, keeping up to
 /// [`PREFETCH_PER_SLOT`] leased jobs per slot waiting, so that a lease RPC serves many jobs.
@@ -41,8 +43,10 @@ pub const BATCH_WAIT: Duration = Duration::from_millis(200);
 pub const SHORT_JOB: Duration = Duration::from_millis(50);
 pub const PREFETCH_PER_SLOT: usize = 8;
 /// Finished attempts are committed in batches: a batch is sent when it holds
-/// [`COMMIT_BATCH`] attempts, or [`COMMIT_BATCH_WAIT`] after its first finished.
+/// [`COMMIT_BATCH`] attempts (or [`COMMIT_BATCH_VALUES`] inline metric values, to stay
+/// well under gRPC's 4 MiB message limit), or [`COMMIT_BATCH_WAIT`] after its first finished.
 pub const COMMIT_BATCH: usize = 256;
+pub const COMMIT_BATCH_VALUES: usize = 256 * 1024;
 pub const COMMIT_BATCH_WAIT: Duration = Duration::from_millis(20);
 /// Commits awaited at once; past this the worker leases nothing until some are answered.
 /// It must cover what finishes during the coordinator's commit linger.
@@ -130,6 +134,7 @@ async fn session(
     // Finished attempts waiting to be sent, and batches sent and not yet answered.
     let mut ready: Vec<(u64, ReadyToCommit)> = Vec::new();
     let mut ready_since = tokio::time::Instant::now();
+    let mut ready_values = 0;
     let mut commits: JoinSet<Result<Vec<u64>, tonic::Status>> = JoinSet::new();
     let mut n_committing = 0;
     let mut next_lease = tokio::time::Instant::now();
@@ -160,7 +165,9 @@ async fn session(
         };
         let send_at = match ready.len() {
             0 => None,
-            n if n >= COMMIT_BATCH || tasks.is_empty() => Some(tokio::time::Instant::now()),
+            n if n >= COMMIT_BATCH || ready_values >= COMMIT_BATCH_VALUES || tasks.is_empty() => {
+                Some(tokio::time::Instant::now())
+            }
             _ => Some(ready_since + COMMIT_BATCH_WAIT),
         };
         tokio::select! {
@@ -193,6 +200,7 @@ async fn session(
                         if ready.is_empty() {
                             ready_since = tokio::time::Instant::now();
                         }
+                        ready_values += ready_job.records.iter().map(|r| r.values.len() + 2).sum::<usize>();
                         ready.push((id, ready_job));
                     }
                     Ok((id, Ok(None), _)) => {
@@ -209,6 +217,7 @@ async fn session(
             // little, or right away when nothing else runs (draining, the tail of a sweep).
             _ = tokio::time::sleep_until(send_at.unwrap_or(ready_since)), if send_at.is_some() => {
                 n_committing += ready.len();
+                ready_values = 0;
                 let batch = std::mem::take(&mut ready);
                 let mut client = client.clone();
                 commits.spawn(async move { commit(&mut client, batch).await });
@@ -309,7 +318,7 @@ async fn run_attempt(
             record = rx.recv() => match record {
                 Some(r) => {
                     head.push(r);
-                    if head.len() == BATCH_RECORDS {
+                    if head.len() == INLINE_RECORDS {
                         break Some(false);
                     }
                 }
