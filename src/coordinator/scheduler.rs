@@ -792,7 +792,10 @@ impl Scheduler {
         if let Err(e) = recorded {
             warn!("committing {} job(s) failed: {e}; they are queued again", jobs.len());
             for c in jobs {
-                self.requeue_or_fail(c.job, c.attempt, format!("writing its trajectory: {e}"));
+                // A late (expired) attempt's job is queued or run by another attempt already.
+                if self.jobs[c.job].current == Some(c.attempt) {
+                    self.requeue_or_fail(c.job, c.attempt, format!("writing its trajectory: {e}"));
+                }
                 let _ = c.reply.send(Err(Status::internal(format!("writing the trajectory: {e}"))));
             }
             return;
@@ -1050,6 +1053,60 @@ mod tests {
         };
         assert_eq!(first_values(&job(0).key), 10.0);
         assert_eq!(first_values(&job(1).key), 30.0);
+    }
+
+    /// A part that cannot be written fails the commit: the job is queued again, nothing is
+    /// marked done, and the next attempt commits once the disk allows it.
+    #[tokio::test]
+    async fn a_failed_part_write_requeues_the_job_and_a_later_attempt_commits() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = start(dir.path(), Duration::from_secs(60)).await;
+        s.call(|reply| Command::Submit { name: "t".into(), family: "testkit".into(), jobs: vec![job(0)], reply })
+            .await
+            .unwrap();
+        // A file where the trajectories directory should be.
+        let sweep_dir = dir.path().join("t");
+        std::fs::create_dir_all(&sweep_dir).unwrap();
+        std::fs::write(sweep_dir.join("trajectories"), b"in the way").unwrap();
+        let w = register(&s).await;
+        let first = lease(&s, &w).await;
+        assert_eq!(upload_and_complete(&s, first[0].attempt_id, 1.0).await, Err(tonic::Code::Internal));
+        let st = status(&s).await;
+        assert_eq!((st.n_done, st.n_queued, st.n_running), (0, 1, 0));
+        std::fs::remove_file(sweep_dir.join("trajectories")).unwrap();
+        let second = lease(&s, &w).await;
+        assert_eq!(second[0].attempt, 2);
+        assert_eq!(upload_and_complete(&s, second[0].attempt_id, 2.0).await, Ok(true));
+        assert_eq!(status(&s).await.n_done, 1);
+        let stored = results::stored_jobs(&sweep_dir, None).unwrap();
+        assert_eq!(stored.len(), 1);
+        let df = results::read_jobs(&[&stored[0]]).unwrap().remove(0);
+        assert_eq!(df.column("value").unwrap().f64().unwrap().get(0), Some(2.0), "the second attempt's records");
+    }
+
+    /// A part written just before a crash, not yet recorded in the store, marks its job
+    /// done at the next start, and is recorded then.
+    #[tokio::test]
+    async fn a_part_the_store_does_not_know_marks_its_jobs_done_at_start() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let s = start(dir.path(), Duration::from_secs(60)).await;
+            let jobs = vec![job(0), job(1)];
+            s.call(|reply| Command::Submit { name: "t".into(), family: "testkit".into(), jobs, reply }).await.unwrap();
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let metrics = crate::registry().family("testkit").unwrap().metrics();
+        results::write_shard(&dir.path().join("t"), &job(1), metrics, &records(5.0)).unwrap();
+        let s = start(dir.path(), Duration::from_secs(60)).await;
+        let st = status(&s).await;
+        assert_eq!((st.n_done, st.n_queued), (1, 1));
+        let w = register(&s).await;
+        let leases = lease(&s, &w).await;
+        assert_eq!(leases.iter().map(|l| l.spec.as_ref().unwrap().seed).collect::<Vec<_>>(), vec![0]);
+        drop(s);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.parts("t").unwrap().len(), 1, "recorded, so the next start does not read it again");
     }
 
     /// A restarted scheduler finds the sweep, voids the running attempt and re-queues its job.

@@ -1,6 +1,6 @@
-//! The worker process (`armada worker`): dials the coordinator, registers, leases jobs up to
-//! its slots and runs each in an attempt actor, heartbeats its leases, and reconnects with
-//! backoff when the coordinator goes away.
+//! The worker process (`armada worker`): dials the coordinator, registers, leases jobs (one
+//! per free slot, or a few per slot ahead while jobs are short) and runs each in an attempt
+//! actor, heartbeats its leases, and reconnects with backoff when the coordinator goes away.
 //!
 //! An attempt actor runs the job's CPU work on the blocking pool (at most `slots` jobs at a
 //! time, so at most `slots` busy blocking threads) and streams its records through a bounded
