@@ -13,7 +13,7 @@
 //! (Float64, the grid value), `point` (Int64, its index in the cell's grid), `metric`,
 //! `n`, `mean`, `std`, `se`, `median`, `q10`, `q90`. Rows sorted by cell, point, metric.
 
-use super::part::read_jobs;
+use super::part::for_each_job;
 use super::summary::{by_cell, statistics, with_names, Interner, Rows};
 use super::*;
 use anyhow::{bail, ensure};
@@ -61,11 +61,12 @@ pub fn summarize_along(
     let mut metrics = Interner::new();
     let mut runs: BTreeMap<&Cell, Vec<Run>> = BTreeMap::new();
     for (cell, cell_jobs) in by_cell(&jobs) {
-        for (job, df) in cell_jobs.iter().zip(read_jobs(&cell_jobs)?) {
+        for_each_job(&cell_jobs, |job, df| {
             let run = read_run(&df, column, &mut metrics)
                 .with_context(|| format!("reading job {} in {}", job.key, job.part.display()))?;
             runs.entry(cell).or_default().push(run);
-        }
+            Ok(())
+        })?;
     }
 
     let mut cells = Interner::new();

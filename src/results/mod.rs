@@ -65,7 +65,8 @@
 //! | `std`                         | Float64 | sample standard deviation (ddof = 1), null if n<2 |
 //! | `se`                          | Float64 | std / sqrt(n), null if n < 2                      |
 //! | `median`                      | Float64 |                                                   |
-//! | `q10`, `q90`                  | Float64 | quantiles, linear interpolation (numpy default)   |
+//! | `q10`, `q90`                  | Float64 | quantiles, linear interpolation (numpy default;   |
+//! |                               |         | between two equal infinities: that value, not NaN)|
 //!
 //! **NaN is missing**: a NaN metric value is excluded from `n` and from every statistic;
 //! a group with no values has `n = 0` and null statistics.

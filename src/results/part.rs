@@ -216,6 +216,33 @@ pub fn read_jobs(jobs: &[&StoredRows]) -> anyhow::Result<Vec<DataFrame>> {
         .collect())
 }
 
+/// Rows read at once by [`for_each_job`].
+const READ_BATCH_ROWS: usize = 1 << 20;
+
+/// Hand each of `jobs` to `f` with its rows, in the order given, reading at most about
+/// [`READ_BATCH_ROWS`] rows at a time (a longer job alone), so that memory holds a batch,
+/// not a cell.
+pub fn for_each_job(
+    jobs: &[&StoredRows],
+    mut f: impl FnMut(&StoredRows, DataFrame) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let mut start = 0;
+    while start < jobs.len() {
+        let mut end = start + 1;
+        let mut rows = jobs[start].rows;
+        while end < jobs.len() && rows + jobs[end].rows <= READ_BATCH_ROWS {
+            rows += jobs[end].rows;
+            end += 1;
+        }
+        let batch = &jobs[start..end];
+        for (job, df) in batch.iter().zip(read_jobs(batch)?) {
+            f(job, df)?;
+        }
+        start = end;
+    }
+    Ok(())
+}
+
 /// The rows of `jobs` as one Parquet file in memory, with a part index in its footer (so a
 /// client that saves it beside others has a readable sweep). Jobs are sorted by (cell,
 /// key), as in a part.
