@@ -66,8 +66,9 @@ pub struct PartWritten {
 }
 
 /// Start the committer; `report` is called with each part's outcome, on the blocking
-/// thread that wrote it (so it may block). The inbox is unbounded on purpose: it holds at most one commit per running
-/// attempt, which the lease count already bounds, and the scheduler must never block on it.
+/// thread that wrote it (so it may block). The inbox is unbounded on purpose: it holds at
+/// most one commit per running attempt, which the lease count already bounds, and the
+/// scheduler must never block on it.
 pub fn start(
     config: CommitConfig,
     report: impl Fn(PartWritten) + Send + Sync + 'static,
@@ -104,11 +105,8 @@ async fn run(
         }
         for commits in by_sweep.into_values() {
             let report = report.clone();
-            match tokio::task::spawn_blocking(move || report(write(commits))).await {
-                Ok(()) => {}
-                // The write panicked: its replies were dropped, and the workers' commits
-                // fail; their leases expire and the jobs run again.
-                Err(e) => warn!("writing a part panicked: {e}"),
+            if let Err(e) = tokio::task::spawn_blocking(move || report(write(commits))).await {
+                warn!("reporting a part failed: {e}");
             }
         }
     }
@@ -124,8 +122,14 @@ fn write(commits: Vec<Commit>) -> PartWritten {
         let n_records = c.spool.n_records() as usize;
         parts.push(PartJob { job: c.valid, n_records, records: Box::new(c.spool.into_records()) });
     }
-    let part = results::write_part(&sweep_dir, metrics, parts)
-        .map(|path| path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default())
-        .map_err(|e| format!("{e:#}"));
+    // A panic while writing is a failed part like any other: its jobs must not stay
+    // `committing` (never leased, never expired) in the scheduler.
+    let written =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| results::write_part(&sweep_dir, metrics, parts)));
+    let part = match written {
+        Ok(Ok(path)) => Ok(path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()),
+        Ok(Err(e)) => Err(format!("{e:#}")),
+        Err(_) => Err("writing the part panicked".to_string()),
+    };
     PartWritten { part, jobs }
 }

@@ -9,7 +9,7 @@
 use crate::results::{self, StoredRows};
 use armada_proto::v1 as pb;
 use pb::fetch_results_request::Table;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use tokio::sync::mpsc;
 use tonic::Status;
@@ -87,17 +87,7 @@ fn trajectories(
         if chosen.is_empty() {
             continue;
         }
-        let bytes = if chosen.len() == in_part.len() {
-            std::fs::read(&path)?
-        } else {
-            // Jobs of one cell lie side by side: read them cell by cell.
-            let mut by_cell: BTreeMap<_, Vec<&StoredRows>> = BTreeMap::new();
-            for job in &chosen {
-                by_cell.entry(&job.cell).or_default().push(*job);
-            }
-            let jobs: Vec<&StoredRows> = by_cell.into_values().flatten().collect();
-            results::encode_jobs(&jobs)?
-        };
+        let bytes = if chosen.len() == in_part.len() { std::fs::read(&path)? } else { results::encode_jobs(&chosen)? };
         if !send_bytes(&bytes, chosen.len() as u32, tx) {
             break;
         }

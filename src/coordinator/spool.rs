@@ -44,16 +44,7 @@ impl Spools {
 
     /// Start an empty spool for `attempt`, whose records have `n_metrics` values each.
     pub fn create(&self, attempt: u64, n_metrics: usize) {
-        let spool = Spool {
-            path: self.dir.join(format!("{attempt}.rec")),
-            n_metrics,
-            buffer: Vec::new(),
-            n_records: 0,
-            n_spilled: 0,
-            last_step: None,
-            last: Vec::new(),
-            broken: None,
-        };
+        let spool = Spool::new(self.dir.join(format!("{attempt}.rec")), n_metrics);
         self.map.insert(attempt, Arc::new(Mutex::new(spool)));
     }
 
@@ -63,11 +54,7 @@ impl Spools {
         // Clone the handle out so that the map's shard lock is not held during the write.
         let spool = self.map.get(&attempt).map(|s| s.value().clone()).ok_or_else(|| void(attempt))?;
         let mut spool = spool.lock().unwrap_or_else(|e| e.into_inner());
-        spool.append(records).map_err(|e| {
-            let message = format!("attempt {attempt}: {e}");
-            spool.broken.get_or_insert(message.clone());
-            Status::invalid_argument(message)
-        })?;
+        spool.append(records).map_err(|e| Status::invalid_argument(format!("attempt {attempt}: {e}")))?;
         Ok(spool.n_records)
     }
 
@@ -80,7 +67,8 @@ impl Spools {
             Ok(mutex) => mutex.into_inner().unwrap_or_else(|e| e.into_inner()),
             Err(shared) => {
                 let mut guard = shared.lock().unwrap_or_else(|e| e.into_inner());
-                std::mem::replace(&mut *guard, Spool::empty())
+                let taken = Spool { broken: Some("the spool was taken".into()), ..Spool::new(PathBuf::new(), 0) };
+                std::mem::replace(&mut *guard, taken)
             }
         };
         Some(spool)
@@ -91,15 +79,6 @@ impl Spools {
         if let Some(spool) = self.take(attempt) {
             spool.remove_file();
         }
-    }
-
-    /// Spools currently open.
-    pub fn len(&self) -> usize {
-        self.map.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
     }
 }
 
@@ -124,16 +103,16 @@ pub struct Spool {
 }
 
 impl Spool {
-    fn empty() -> Spool {
+    fn new(path: PathBuf, n_metrics: usize) -> Spool {
         Spool {
-            path: PathBuf::new(),
-            n_metrics: 0,
+            path,
+            n_metrics,
             buffer: Vec::new(),
             n_records: 0,
             n_spilled: 0,
             last_step: None,
             last: Vec::new(),
-            broken: Some("the spool was taken".into()),
+            broken: None,
         }
     }
 
@@ -141,10 +120,16 @@ impl Spool {
         4 + 8 + 8 * self.n_metrics
     }
 
+    /// Append records; the first refusal breaks the spool for good (the attempt cannot
+    /// commit), and later calls repeat it.
     fn append(&mut self, records: &[StepRecord]) -> Result<(), String> {
         if let Some(why) = &self.broken {
             return Err(why.clone());
         }
+        self.encode(records).inspect_err(|why| self.broken = Some(why.clone()))
+    }
+
+    fn encode(&mut self, records: &[StepRecord]) -> Result<(), String> {
         for r in records {
             if r.values.len() != self.n_metrics {
                 return Err(format!(
@@ -309,7 +294,7 @@ mod tests {
             assert!(r.values[2].is_nan());
         }
         assert!(!path.exists(), "the spill file is removed once read");
-        assert!(spools.is_empty());
+        assert!(spools.map.is_empty());
         assert_eq!(spools.append(7, &[record(0)]).unwrap_err().code(), tonic::Code::NotFound);
     }
 

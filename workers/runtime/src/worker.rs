@@ -134,7 +134,6 @@ async fn session(
     // Finished attempts waiting to be sent, and batches sent and not yet answered.
     let mut ready: Vec<(u64, ReadyToCommit)> = Vec::new();
     let mut ready_since = tokio::time::Instant::now();
-    let mut ready_values = 0;
     let mut commits: JoinSet<Result<Vec<u64>, tonic::Status>> = JoinSet::new();
     let mut n_committing = 0;
     let mut next_lease = tokio::time::Instant::now();
@@ -163,6 +162,7 @@ async fn session(
         } else {
             (config.slots + prefetch).saturating_sub(tasks.len() + backlog.len())
         };
+        let ready_values: usize = ready.iter().flat_map(|(_, r)| &r.records).map(|r| r.values.len() + 2).sum();
         let send_at = match ready.len() {
             0 => None,
             n if n >= COMMIT_BATCH || ready_values >= COMMIT_BATCH_VALUES || tasks.is_empty() => {
@@ -200,7 +200,6 @@ async fn session(
                         if ready.is_empty() {
                             ready_since = tokio::time::Instant::now();
                         }
-                        ready_values += ready_job.records.iter().map(|r| r.values.len() + 2).sum::<usize>();
                         ready.push((id, ready_job));
                     }
                     Ok((id, Ok(None), _)) => {
@@ -217,7 +216,6 @@ async fn session(
             // little, or right away when nothing else runs (draining, the tail of a sweep).
             _ = tokio::time::sleep_until(send_at.unwrap_or(ready_since)), if send_at.is_some() => {
                 n_committing += ready.len();
-                ready_values = 0;
                 let batch = std::mem::take(&mut ready);
                 let mut client = client.clone();
                 commits.spawn(async move { commit(&mut client, batch).await });
