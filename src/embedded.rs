@@ -53,14 +53,21 @@ fn random_token() -> String {
         .collect()
 }
 
+/// What an embedded run ended with.
+pub struct EmbeddedOutcome {
+    pub status: pb::SweepStatus,
+    /// The coordinator's summary (its files are written), when some job is done.
+    pub summary: Option<pb::GetSummaryResponse>,
+}
+
 /// Submit the sweep text to an embedded coordinator storing under `out`, run it on
-/// `config.n_workers` worker processes, and return the sweep's final status.
+/// `config.n_workers` worker processes, and return the sweep's final status and summary.
 pub fn run_embedded(
     sweep_text: &str,
     default_name: &str,
     out: &Path,
     config: &EmbeddedConfig,
-) -> anyhow::Result<pb::SweepStatus> {
+) -> anyhow::Result<EmbeddedOutcome> {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     runtime.block_on(async {
         let token = random_token();
@@ -70,7 +77,6 @@ pub fn run_embedded(
             token: Some(token.clone()),
             tls: None,
             scheduler: SchedulerConfig {
-                summarize_on_finish: false,
                 only_submitted: true,
                 ..SchedulerConfig::default()
             },
@@ -119,6 +125,18 @@ pub fn run_embedded(
             )),
         };
         drop(workers);
+        // The summary files are written as the last cell's rows are: wait for them.
+        let outcome = match outcome {
+            Ok(status) if status.n_done > 0 => {
+                let request = pb::GetSummaryRequest { sweep_id: status.sweep_id.clone() };
+                match sweeps.get_summary(request).await {
+                    Ok(summary) => Ok(EmbeddedOutcome { status, summary: Some(summary.into_inner()) }),
+                    Err(e) => Err(client::status_error(e)),
+                }
+            }
+            Ok(status) => Ok(EmbeddedOutcome { status, summary: None }),
+            Err(e) => Err(e),
+        };
         let _ = stop_tx.send(());
         server.await??;
         outcome

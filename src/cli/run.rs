@@ -41,18 +41,23 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let keys: BTreeSet<String> = sweep.jobs.iter().map(|j| j.key.0.clone()).collect();
     let n_jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
     let progress = !args.quiet && std::io::stderr().is_terminal();
-    let done_before = done_keys(&sweep_dir, &keys)?;
+    let (done_before, _) = done_keys(&sweep_dir, &keys)?;
     let started = std::time::Instant::now();
-    let failures: Vec<String> = if args.in_process {
+    let family = registry.family(&sweep.family)?;
+    // In process, the summaries are built from the files here; the coordinator builds
+    // them live, cell by cell, and has written them when the run ends.
+    let (failures, coordinator_summary) = if args.in_process {
         let config = local::LocalConfig { n_threads: n_jobs, progress };
         let report = local::run_sweep(&registry, &sweep, &sweep_dir, config)?;
-        report.failures.iter().map(|(job, error)| format!("failed: {}: {error}", local::describe(job))).collect()
+        let failures =
+            report.failures.iter().map(|(job, error)| format!("failed: {}: {error}", local::describe(job))).collect();
+        (failures, None)
     } else {
         let config = embedded::EmbeddedConfig { n_workers: n_jobs, progress, worker_exe: std::env::current_exe()? };
-        let status = embedded::run_embedded(&text, stem, &args.out, &config)?;
-        armada::client::failure_lines(&status)
+        let outcome = embedded::run_embedded(&text, stem, &args.out, &config)?;
+        (armada::client::failure_lines(&outcome.status), outcome.summary)
     };
-    let done_after = done_keys(&sweep_dir, &keys)?;
+    let (done_after, n_other) = done_keys(&sweep_dir, &keys)?;
     eprintln!(
         "{}: {} jobs, {} already done, {} run, {} failed in {:.1} s",
         sweep.name,
@@ -62,19 +67,25 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         sweep.jobs.len() - done_after,
         started.elapsed().as_secs_f64()
     );
-    let family = registry.family(&sweep.family)?;
-    let summary =
-        results::rebuild_summaries(&sweep_dir, Some(&keys), family.summary_axes()).context("building summaries")?;
-    eprintln!(
-        "wrote {} and {} ({} jobs)",
-        summary.summary_path.display(),
-        summary.final_path.display(),
-        summary.n_jobs
-    );
-    if summary.n_left_out > 0 {
+    if done_after == 0 {
+        for line in failures {
+            eprintln!("{line}");
+        }
+        eprintln!("no job of {} finished: nothing to summarize", sweep.name);
+        return Ok(ExitCode::from(1));
+    }
+    let (summary_path, final_path, n_summarized) = match coordinator_summary {
+        Some(s) => (s.summary_path, s.final_path, s.n_shards as usize),
+        None => {
+            let report = results::rebuild_summaries(&sweep_dir, Some(&keys), family.summary_axes())
+                .context("building summaries")?;
+            (report.summary_path.display().to_string(), report.final_path.display().to_string(), report.n_jobs)
+        }
+    };
+    eprintln!("wrote {summary_path} and {final_path} ({n_summarized} jobs)");
+    if n_other > 0 {
         eprintln!(
-            "note: {} trajectories in {} are not jobs of this sweep (an edited sweep file or older code) and were left out",
-            summary.n_left_out,
+            "note: {n_other} trajectories in {} are not jobs of this sweep (an edited sweep file or older code) and were left out",
             results::trajectories_dir(&sweep_dir).display()
         );
     }
@@ -89,10 +100,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// How many of `keys` are in a part in `sweep_dir`.
-fn done_keys(sweep_dir: &std::path::Path, keys: &BTreeSet<String>) -> anyhow::Result<usize> {
+/// How many of `keys` are in a part in `sweep_dir`, and how many other jobs are.
+fn done_keys(sweep_dir: &std::path::Path, keys: &BTreeSet<String>) -> anyhow::Result<(usize, usize)> {
     if !results::trajectories_dir(sweep_dir).is_dir() {
-        return Ok(0);
+        return Ok((0, 0));
     }
-    Ok(results::stored_keys(sweep_dir)?.intersection(keys).count())
+    let stored = results::stored_keys(sweep_dir)?;
+    let done = stored.intersection(keys).count();
+    Ok((done, stored.len() - done))
 }

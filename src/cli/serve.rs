@@ -53,7 +53,6 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             lease_ttl,
             heartbeat: lease_ttl / 4,
             max_attempts: args.max_attempts,
-            summarize_on_finish: true,
             only_submitted: false,
             commit: CommitConfig { linger: Duration::from_millis(args.commit_linger_ms), ..CommitConfig::default() },
         },

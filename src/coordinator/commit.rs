@@ -7,17 +7,19 @@
 //! as `done` in one store transaction. A million jobs become a few thousand files, and a
 //! commit costs a share of one file creation and two fsyncs instead of its own.
 
-use crate::results::{self, PartJob};
+use crate::results::live::{CellMoments, FloatMetrics};
+use crate::results::{self, Cell, PartJob, StoredRows};
 use armada_core::{MetricDef, ValidJob};
 use armada_proto::v1 as pb;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tonic::Status;
 use tracing::warn;
 
+use super::live::LiveSummaries;
 use super::spool::Spool;
 
 /// When a part is written.
@@ -41,6 +43,7 @@ pub type CommitReply = oneshot::Sender<Result<pb::CompleteAttemptResponse, Statu
 
 /// An attempt that won its job, to be written.
 pub struct Commit {
+    pub sweep: String,
     pub sweep_dir: PathBuf,
     pub metrics: &'static [MetricDef],
     pub job: usize,
@@ -56,6 +59,8 @@ pub struct Committed {
     pub attempt: u64,
     /// The metrics of the job's last record.
     pub last: Vec<f64>,
+    /// Where its rows are, once the part is written.
+    pub location: Option<StoredRows>,
     pub reply: CommitReply,
 }
 
@@ -71,16 +76,18 @@ pub struct PartWritten {
 /// scheduler must never block on it.
 pub fn start(
     config: CommitConfig,
+    live: LiveSummaries,
     report: impl Fn(PartWritten) + Send + Sync + 'static,
 ) -> mpsc::UnboundedSender<Commit> {
     let (tx, rx) = mpsc::unbounded_channel();
-    tokio::spawn(run(config, rx, Arc::new(report)));
+    tokio::spawn(run(config, rx, live, Arc::new(report)));
     tx
 }
 
 async fn run(
     config: CommitConfig,
     mut inbox: mpsc::UnboundedReceiver<Commit>,
+    live: LiveSummaries,
     report: Arc<dyn Fn(PartWritten) + Send + Sync>,
 ) {
     while let Some(first) = inbox.recv().await {
@@ -104,32 +111,70 @@ async fn run(
             by_sweep.entry(c.sweep_dir.clone()).or_default().push(c);
         }
         for commits in by_sweep.into_values() {
-            let report = report.clone();
-            if let Err(e) = tokio::task::spawn_blocking(move || report(write(commits))).await {
+            let (report, live) = (report.clone(), live.clone());
+            if let Err(e) = tokio::task::spawn_blocking(move || report(write(commits, &live))).await {
                 warn!("reporting a part failed: {e}");
             }
         }
     }
 }
 
-/// Write one sweep's commits as one part.
-fn write(commits: Vec<Commit>) -> PartWritten {
-    let (sweep_dir, metrics) = (commits[0].sweep_dir.clone(), commits[0].metrics);
+/// Write one sweep's commits as one part, and add their moments to its live summaries.
+fn write(commits: Vec<Commit>, live: &LiveSummaries) -> PartWritten {
+    let (sweep, sweep_dir, metrics) = (commits[0].sweep.clone(), commits[0].sweep_dir.clone(), commits[0].metrics);
+    let floats = FloatMetrics::of(metrics);
+    // The moments of each cell of the part, fed as the records stream into the part.
+    let cells: BTreeMap<Cell, Mutex<CellMoments>> =
+        commits.iter().map(|c| (Cell::of(&c.valid), Mutex::default())).collect();
     let mut jobs = Vec::with_capacity(commits.len());
+    let mut keys = Vec::with_capacity(commits.len());
     let mut parts = Vec::with_capacity(commits.len());
     for c in commits {
-        jobs.push(Committed { job: c.job, attempt: c.attempt, last: c.spool.last().to_vec(), reply: c.reply });
+        keys.push(c.valid.key.0.clone());
+        let moments = &cells[&Cell::of(&c.valid)];
+        if let (Some(step), mut values) = (c.spool.last_step(), Vec::new()) {
+            floats.select(c.spool.last(), &mut values);
+            lock(moments).add_last(step, &values);
+        }
+        jobs.push(Committed {
+            job: c.job,
+            attempt: c.attempt,
+            last: c.spool.last().to_vec(),
+            location: None,
+            reply: c.reply,
+        });
         let n_records = c.spool.n_records() as usize;
-        parts.push(PartJob { job: c.valid, n_records, records: Box::new(c.spool.into_records()) });
+        let (floats, mut values) = (&floats, Vec::new());
+        let records = c.spool.into_records().inspect(move |record| {
+            if let Ok(r) = record {
+                floats.select(&r.values, &mut values);
+                lock(moments).add_step(r.step, &values);
+            }
+        });
+        parts.push(PartJob { job: c.valid, n_records, records: Box::new(records) });
     }
     // A panic while writing is a failed part like any other: its jobs must not stay
     // `committing` (never leased, never expired) in the scheduler.
     let written =
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| results::write_part(&sweep_dir, metrics, parts)));
     let part = match written {
-        Ok(Ok(path)) => Ok(path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()),
+        Ok(Ok(written)) => {
+            let moments: Vec<(Cell, CellMoments)> =
+                cells.into_iter().map(|(cell, m)| (cell, m.into_inner().unwrap_or_else(|e| e.into_inner()))).collect();
+            live.add_moments(&sweep, &moments);
+            let mut by_key: BTreeMap<String, StoredRows> =
+                written.jobs.into_iter().map(|j| (j.key.clone(), j)).collect();
+            for (job, key) in jobs.iter_mut().zip(&keys) {
+                job.location = by_key.remove(key);
+            }
+            Ok(written.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default())
+        }
         Ok(Err(e)) => Err(format!("{e:#}")),
         Err(_) => Err("writing the part panicked".to_string()),
     };
     PartWritten { part, jobs }
+}
+
+fn lock(moments: &Mutex<CellMoments>) -> std::sync::MutexGuard<'_, CellMoments> {
+    moments.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -1,12 +1,13 @@
 //! `FetchResults`: a sweep's Parquet results streamed to a client, in chunks of at most
 //! [`CHUNK_BYTES`] (under gRPC's default 4 MiB message limit).
 //!
-//! A summary table is its file's bytes. Trajectories are the sweep's parts, sent as they
+//! A summary table is its file's bytes, or while the sweep runs its live table encoded. Trajectories are the sweep's parts, sent as they
 //! are when every job in a part is wanted (no re-encoding), and otherwise the wanted jobs
 //! of a part re-encoded into a file of their own, with its index. Runs on the blocking
 //! pool, one file at a time, so memory is one file's worth whatever the sweep's size.
 
 use crate::results::{self, StoredRows};
+use polars::prelude::DataFrame;
 use armada_proto::v1 as pb;
 use pb::fetch_results_request::Table;
 use std::collections::BTreeSet;
@@ -19,33 +20,75 @@ pub const CHUNK_BYTES: usize = 1 << 20;
 
 type Sender = mpsc::Sender<Result<pb::ResultChunk, Status>>;
 
-/// Check a request before anything is streamed: the table, and for summaries the file.
-pub fn check(request: &pb::FetchResultsRequest, sweep_dir: &Path) -> Result<Option<PathBuf>, Status> {
-    let summary_file = |name: String| {
-        let path = sweep_dir.join(&name);
-        if path.is_file() {
-            Ok(Some(path))
-        } else {
-            Err(Status::failed_precondition(format!(
-                "table: {name} of sweep `{}` does not exist yet (GetSummary builds it)",
-                request.sweep_id
-            )))
+/// A summary table by name.
+pub enum SummaryTable {
+    Summary,
+    Final,
+    Along(String),
+}
+
+impl SummaryTable {
+    pub fn file_name(&self) -> String {
+        match self {
+            SummaryTable::Summary => results::SUMMARY_FILE.to_string(),
+            SummaryTable::Final => results::FINAL_FILE.to_string(),
+            SummaryTable::Along(column) => results::along_file(column),
         }
-    };
+    }
+}
+
+/// What a request asks for.
+pub enum Wanted {
+    Trajectories,
+    Summary(SummaryTable),
+}
+
+/// Where the bytes come from.
+pub enum Source {
+    Trajectories,
+    File(PathBuf),
+    /// A live table, encoded as Parquet on the way out.
+    Frame(DataFrame),
+}
+
+/// Check a request's table before anything is streamed.
+pub fn check(request: &pb::FetchResultsRequest) -> Result<Wanted, Status> {
     match Table::try_from(request.table).unwrap_or(Table::Unspecified) {
         Table::Unspecified => {
             Err(Status::invalid_argument("table: give TRAJECTORIES, SUMMARY, FINAL or ALONG (with `along`)"))
         }
-        Table::Trajectories => Ok(None),
-        Table::Summary => summary_file("summary.parquet".into()),
-        Table::Final => summary_file("final.parquet".into()),
+        Table::Trajectories => Ok(Wanted::Trajectories),
+        Table::Summary => Ok(Wanted::Summary(SummaryTable::Summary)),
+        Table::Final => Ok(Wanted::Summary(SummaryTable::Final)),
         Table::Along if request.along.is_empty() => Err(Status::invalid_argument("along: name the column")),
-        Table::Along => summary_file(results::along_file(&request.along)),
+        Table::Along => Ok(Wanted::Summary(SummaryTable::Along(request.along.clone()))),
+    }
+}
+
+/// Stream what `source` holds.
+pub fn send(
+    source: Source,
+    request: &pb::FetchResultsRequest,
+    sweep_dir: &Path,
+    done: &BTreeSet<String>,
+    tx: &Sender,
+) {
+    match source {
+        Source::Trajectories => send_trajectories(request, sweep_dir, done, tx),
+        Source::File(path) => send_file(&path, tx),
+        Source::Frame(mut frame) => match results::parquet_bytes(&mut frame) {
+            Ok(bytes) => {
+                send_bytes(&bytes, 0, tx);
+            }
+            Err(e) => {
+                let _ = tx.blocking_send(Err(Status::internal(format!("encoding the table: {e:#}"))));
+            }
+        },
     }
 }
 
 /// Stream one file's bytes.
-pub fn send_file(path: &Path, tx: &Sender) {
+fn send_file(path: &Path, tx: &Sender) {
     match std::fs::read(path) {
         Ok(bytes) => {
             send_bytes(&bytes, 0, tx);
@@ -58,7 +101,7 @@ pub fn send_file(path: &Path, tx: &Sender) {
 
 /// Stream the committed trajectories of `done` (the sweep's done jobs) that the request
 /// selects.
-pub fn send_trajectories(request: &pb::FetchResultsRequest, sweep_dir: &Path, done: &BTreeSet<String>, tx: &Sender) {
+fn send_trajectories(request: &pb::FetchResultsRequest, sweep_dir: &Path, done: &BTreeSet<String>, tx: &Sender) {
     if let Err(e) = trajectories(request, sweep_dir, done, tx) {
         let _ = tx.blocking_send(Err(Status::internal(format!("reading trajectories: {e:#}"))));
     }

@@ -4,6 +4,7 @@
 
 pub mod commit;
 pub mod fetch;
+pub mod live;
 pub mod scheduler;
 pub mod service;
 pub mod spool;

@@ -14,8 +14,10 @@
 //! durable (see [`super::commit`]).
 
 use super::commit::{self, Commit, CommitConfig, PartWritten};
+use super::live::{self, LiveSummaries, Opening};
 use super::spool::Spools;
 use super::store::{JobState, Store, StoredJob};
+use crate::results::Cell;
 use crate::{local, results};
 use armada_core::{MetricDef, Registry, ValidJob};
 use armada_proto::v1 as pb;
@@ -38,8 +40,6 @@ pub struct SchedulerConfig {
     pub heartbeat: Duration,
     /// Attempts (failed or expired) before a job is marked failed.
     pub max_attempts: u32,
-    /// Rebuild a sweep's summaries when it finishes (`armada run` builds its own instead).
-    pub summarize_on_finish: bool,
     /// Lease only the jobs of sweeps submitted to this coordinator, not the queued jobs of
     /// sweeps found in the store (`armada run`, which runs exactly its own sweep).
     pub only_submitted: bool,
@@ -53,7 +53,6 @@ impl Default for SchedulerConfig {
             lease_ttl: Duration::from_secs(10),
             heartbeat: Duration::from_millis(2500),
             max_attempts: 3,
-            summarize_on_finish: true,
             only_submitted: false,
             commit: CommitConfig::default(),
         }
@@ -65,8 +64,13 @@ type Reply<T> = oneshot::Sender<Result<T, Status>>;
 /// What the summary of a sweep is built from.
 pub struct SummaryInputs {
     pub sweep_dir: PathBuf,
+    /// Nothing is queued or running.
+    pub finished: bool,
     pub done_keys: BTreeSet<String>,
     pub n_failed: u32,
+    /// Cells of the sweep.
+    pub n_cells: u32,
+    pub metrics: &'static [MetricDef],
     pub headline: &'static [&'static str],
     /// The family's [`armada_core::Family::summary_axes`].
     pub axes: &'static [&'static str],
@@ -126,6 +130,8 @@ pub enum Command {
     },
     /// Internal: the committer wrote (or failed to write) a part.
     PartWritten(PartWritten),
+    /// Internal: the summary files of a sweep's live summaries (that generation) are written.
+    Summarized { sweep: String, generation: u64 },
 }
 
 /// The scheduler's mailbox, and the spools the upload streams write into.
@@ -133,6 +139,7 @@ pub enum Command {
 pub struct SchedulerHandle {
     mailbox: mpsc::Sender<Command>,
     pub spools: Spools,
+    pub live: LiveSummaries,
 }
 
 impl SchedulerHandle {
@@ -174,6 +181,10 @@ struct Sweep {
     family: String,
     jobs: Vec<usize>,
     cancelled: bool,
+    /// Its summary files hold every settled job (the store's flag).
+    summarized: bool,
+    /// The generation of its live summaries.
+    generation: u64,
     events: broadcast::Sender<pb::SweepEvent>,
     /// `sweep_finished` was sent (reset by a resubmission).
     announced: bool,
@@ -198,6 +209,7 @@ pub struct Scheduler {
     workers: HashMap<String, String>,
     next_worker: u64,
     spools: Spools,
+    live: LiveSummaries,
     committer: mpsc::UnboundedSender<Commit>,
 }
 
@@ -228,7 +240,13 @@ impl Scheduler {
         // The committer reports through a weak handle, so that the actor stops, and closes its
         // store, once every outside handle is dropped.
         let mailbox = tx.downgrade();
-        let committer = commit::start(config.commit, move |written| {
+        let live = LiveSummaries::start(move |sweep, generation| {
+            if let Some(mailbox) = mailbox.upgrade() {
+                let _ = mailbox.blocking_send(Command::Summarized { sweep: sweep.to_string(), generation });
+            }
+        });
+        let mailbox = tx.downgrade();
+        let committer = commit::start(config.commit, live.clone(), move |written| {
             if let Some(mailbox) = mailbox.upgrade() {
                 let _ = mailbox.blocking_send(Command::PartWritten(written));
             }
@@ -246,6 +264,7 @@ impl Scheduler {
             workers: HashMap::new(),
             next_worker: 1,
             spools: spools.clone(),
+            live: live.clone(),
             committer,
         };
         for sweep in s.store.sweeps()? {
@@ -253,6 +272,8 @@ impl Scheduler {
                 family: sweep.family,
                 jobs: Vec::new(),
                 cancelled: sweep.cancelled,
+                summarized: sweep.summarized,
+                generation: 0,
                 events: broadcast::channel(4096).0,
                 announced: false,
             };
@@ -264,7 +285,13 @@ impl Scheduler {
         }
         let ids: Vec<String> = s.sweeps.keys().cloned().collect();
         for id in ids {
-            s.sweeps.get_mut(&id).expect("listed").announced = s.counts(&id).is_finished();
+            let finished = s.counts(&id).is_finished();
+            let sweep = s.sweeps.get_mut(&id).expect("listed");
+            sweep.announced = finished;
+            // Summaries cut short by the previous coordinator's end are rebuilt.
+            if !(finished && sweep.summarized) {
+                s.open_live(&id);
+            }
         }
         let next_attempt = s.store.max_attempt_id()?;
         info!(
@@ -273,7 +300,7 @@ impl Scheduler {
             s.jobs.len()
         );
         tokio::spawn(s.run(rx));
-        Ok(SchedulerHandle { mailbox: tx, spools })
+        Ok(SchedulerHandle { mailbox: tx, spools, live })
     }
 
     /// Jobs in parts the store does not know: written, then the coordinator died before
@@ -398,6 +425,7 @@ impl Scheduler {
                 let _ = reply.send(self.fail(attempt, error));
             }
             Command::PartWritten(written) => self.part_written(written),
+            Command::Summarized { sweep, generation } => self.summarized(&sweep, generation),
         }
     }
 
@@ -454,6 +482,8 @@ impl Scheduler {
             family: family.clone(),
             jobs: Vec::new(),
             cancelled: false,
+            summarized: false,
+            generation: 0,
             events: broadcast::channel(4096).0,
             announced: false,
         });
@@ -505,6 +535,7 @@ impl Scheduler {
         let n_already_done = self.counts(&name).done;
         let n_jobs = self.sweeps[&name].jobs.len() as u32;
         info!("sweep {name}: {n_jobs} job(s), {n_added} new, {} dropped, {n_already_done} already done", removed.len());
+        self.open_live(&name);
         self.check_finished(&name);
         Ok(pb::SubmitSweepResponse { sweep_id: name, n_jobs, n_added, n_already_done })
     }
@@ -573,6 +604,7 @@ impl Scheduler {
                     // The worker hears "abandon" at its next heartbeat.
                     self.forget_attempt(a);
                 }
+                self.live.settled_without_result(id, &Cell::of(&self.jobs[i].valid));
             }
         }
         self.sweeps.get_mut(id).expect("checked").cancelled = true;
@@ -593,8 +625,11 @@ impl Scheduler {
         let family = self.registry.family(&sweep.family).ok();
         Ok(SummaryInputs {
             sweep_dir: self.results_dir.join(id),
+            finished: self.counts(id).is_finished(),
             done_keys,
             n_failed: self.counts(id).failed,
+            n_cells: sweep.jobs.iter().map(|&i| Cell::of(&self.jobs[i].valid)).collect::<BTreeSet<_>>().len() as u32,
+            metrics: family.map_or(&[], |f| f.metrics()),
             headline: family.map_or(&[], |f| f.headline_metrics()),
             axes: family.map_or(&[], |f| f.summary_axes()),
         })
@@ -756,6 +791,7 @@ impl Scheduler {
         self.jobs[i].committing = true;
         let job = &self.jobs[i];
         let commit = Commit {
+            sweep: job.sweep.clone(),
             sweep_dir: self.results_dir.join(&job.sweep),
             metrics: self.metrics_of(&job.valid.spec.family),
             job: i,
@@ -808,6 +844,9 @@ impl Scheduler {
             job.current = None;
             // Every other attempt of this job is now moot.
             self.forget_attempts_of(i);
+            if let Some(location) = c.location {
+                self.live.committed(&self.jobs[i].sweep, location);
+            }
             let final_metrics = self
                 .metrics_of(&self.jobs[i].valid.spec.family)
                 .iter()
@@ -878,6 +917,8 @@ impl Scheduler {
         if retry {
             // To the front: a retried job should not wait behind the whole sweep.
             self.queue.push_front(i);
+        } else {
+            self.live.settled_without_result(&sweep, &Cell::of(&self.jobs[i].valid));
         }
         let description = local::describe(&self.jobs[i].valid);
         let event = pb::sweep_event::Event::JobFailed(pb::JobFailed {
@@ -928,18 +969,44 @@ impl Scheduler {
             status.n_done, status.n_failed, status.n_cancelled
         );
         self.emit(id, pb::sweep_event::Event::SweepFinished(status));
-        if !self.config.summarize_on_finish {
+    }
+
+    /// (Re)open a sweep's live summaries from the state of its jobs.
+    fn open_live(&mut self, id: &str) {
+        let sweep = &self.sweeps[id];
+        let settled = |j: &Job| matches!(j.state, JobState::Done | JobState::Failed | JobState::Cancelled);
+        let cells = live::cell_counts(sweep.jobs.iter().map(|&i| (Cell::of(&self.jobs[i].valid), settled(&self.jobs[i]))));
+        let done = sweep
+            .jobs
+            .iter()
+            .map(|&i| &self.jobs[i])
+            .filter(|j| j.state == JobState::Done)
+            .map(|j| j.valid.key.0.clone())
+            .collect();
+        let family = self.registry.family(&sweep.family).ok();
+        let generation = self.live.open(Opening {
+            sweep: id.to_string(),
+            sweep_dir: self.results_dir.join(id),
+            metrics: family.map_or(&[], |f| f.metrics()),
+            axes: family.map_or(&[], |f| f.summary_axes()),
+            cells,
+            done,
+        });
+        let sweep = self.sweeps.get_mut(id).expect("checked");
+        sweep.generation = generation;
+        sweep.summarized = false;
+    }
+
+    /// The live summaries of a sweep wrote its files: remember it, unless a resubmission
+    /// started newer ones.
+    fn summarized(&mut self, id: &str, generation: u64) {
+        let Some(sweep) = self.sweeps.get_mut(id) else { return };
+        if sweep.generation != generation {
             return;
         }
-        if let Ok(inputs) = self.summary_inputs(id) {
-            if !inputs.done_keys.is_empty() {
-                tokio::task::spawn_blocking(move || {
-                    if let Err(e) = results::rebuild_summaries(&inputs.sweep_dir, Some(&inputs.done_keys), inputs.axes)
-                    {
-                        warn!("summarizing {}: {e:#}", inputs.sweep_dir.display());
-                    }
-                });
-            }
+        sweep.summarized = true;
+        if let Err(e) = self.store.set_summarized(id) {
+            warn!("store error: {e:#}");
         }
     }
 }
@@ -977,7 +1044,7 @@ mod tests {
 
     async fn start(dir: &std::path::Path, lease_ttl: Duration) -> SchedulerHandle {
         let commit = CommitConfig { linger: Duration::from_millis(5), ..CommitConfig::default() };
-        let config = SchedulerConfig { lease_ttl, summarize_on_finish: false, commit, ..SchedulerConfig::default() };
+        let config = SchedulerConfig { lease_ttl, commit, ..SchedulerConfig::default() };
         Scheduler::start(Arc::new(crate::registry()), Store::open(dir).unwrap(), dir.to_path_buf(), config).unwrap()
     }
 
@@ -1158,7 +1225,7 @@ mod tests {
             assert!(err.contains("in use by another coordinator"), "{err}");
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
-        let config = SchedulerConfig { only_submitted: true, summarize_on_finish: false, ..SchedulerConfig::default() };
+        let config = SchedulerConfig { only_submitted: true, ..SchedulerConfig::default() };
         let s =
             Scheduler::start(Arc::new(crate::registry()), Store::open(dir.path()).unwrap(), dir.path().into(), config)
                 .unwrap();

@@ -4,6 +4,7 @@
 //! scheduler, on the blocking pool.
 
 use super::fetch;
+use super::live::{self, Current};
 use super::scheduler::{Command, Pending, SchedulerHandle};
 use crate::{results, sweep};
 use armada_core::{Registry, SpecError, ValidJob};
@@ -150,26 +151,48 @@ impl pb::sweeps_server::Sweeps for Coordinator {
     ) -> Result<Response<pb::GetSummaryResponse>, Status> {
         let sweep = request.into_inner().sweep_id;
         let inputs = self.scheduler.call(|reply| Command::Summary { sweep: sweep.clone(), reply }).await?;
-        if inputs.done_keys.is_empty() {
-            return Err(Status::failed_precondition(format!("sweep `{sweep}` has no finished job yet")));
-        }
-        let built = tokio::task::spawn_blocking(move || -> anyhow::Result<pb::GetSummaryResponse> {
-            let report = results::rebuild_summaries(&inputs.sweep_dir, Some(&inputs.done_keys), inputs.axes)?;
-            let table = results::final_table(&inputs.sweep_dir, inputs.headline)?;
-            let final_parquet = std::fs::read(&report.final_path)?;
-            Ok(pb::GetSummaryResponse {
-                table,
-                n_shards: report.n_jobs as u32,
-                n_failed: inputs.n_failed,
-                summary_path: report.summary_path.display().to_string(),
-                final_path: report.final_path.display().to_string(),
-                final_parquet,
+        let current = live::current(&self.scheduler.live, &sweep, &inputs).await?;
+        let no_job = || Status::failed_precondition(format!("sweep `{sweep}` has no finished job yet"));
+        let n_shards = inputs.done_keys.len() as u32;
+        let answer = tokio::task::spawn_blocking(move || -> anyhow::Result<pb::GetSummaryResponse> {
+            let order: Vec<String> = inputs.metrics.iter().map(|m| m.name.to_string()).collect();
+            Ok(match current {
+                Current::Nothing => return Err(anyhow::anyhow!("no job")),
+                Current::Live { mut last, n_cells, n_exact, .. } => pb::GetSummaryResponse {
+                    table: results::render_final(&last, &order, inputs.headline)?,
+                    n_shards,
+                    n_failed: inputs.n_failed,
+                    summary_path: String::new(),
+                    final_path: String::new(),
+                    final_parquet: results::parquet_bytes(&mut last)?,
+                    provisional: true,
+                    n_cells,
+                    n_cells_exact: n_exact,
+                },
+                Current::Files { n_cells } => {
+                    let summary_path = inputs.sweep_dir.join(results::SUMMARY_FILE);
+                    let final_path = inputs.sweep_dir.join(results::FINAL_FILE);
+                    pb::GetSummaryResponse {
+                        table: results::final_table(&inputs.sweep_dir, inputs.headline)?,
+                        n_shards,
+                        n_failed: inputs.n_failed,
+                        summary_path: summary_path.display().to_string(),
+                        final_path: final_path.display().to_string(),
+                        final_parquet: std::fs::read(&final_path)?,
+                        provisional: false,
+                        n_cells,
+                        n_cells_exact: n_cells,
+                    }
+                }
             })
         })
         .await
-        .map_err(|e| Status::internal(e.to_string()))?
-        .map_err(|e| Status::internal(format!("building the summary: {e:#}")))?;
-        Ok(Response::new(built))
+        .map_err(|e| Status::internal(e.to_string()))?;
+        match answer {
+            Ok(answer) => Ok(Response::new(answer)),
+            Err(e) if e.to_string() == "no job" => Err(no_job()),
+            Err(e) => Err(Status::internal(format!("reading the summary: {e:#}"))),
+        }
     }
 
     type FetchResultsStream = ChunkStream;
@@ -180,13 +203,36 @@ impl pb::sweeps_server::Sweeps for Coordinator {
     ) -> Result<Response<Self::FetchResultsStream>, Status> {
         let request = request.into_inner();
         let sweep = request.sweep_id.clone();
-        let inputs = self.scheduler.call(|reply| Command::Summary { sweep, reply }).await?;
-        let summary_file = fetch::check(&request, &inputs.sweep_dir)?;
+        let inputs = self.scheduler.call(|reply| Command::Summary { sweep: sweep.clone(), reply }).await?;
+        let table = fetch::check(&request)?;
+        let source = match table {
+            fetch::Wanted::Trajectories => fetch::Source::Trajectories,
+            fetch::Wanted::Summary(which) => match live::current(&self.scheduler.live, &sweep, &inputs).await? {
+                Current::Live { summary, last, .. } => match which {
+                    fetch::SummaryTable::Summary => fetch::Source::Frame(summary),
+                    fetch::SummaryTable::Final => fetch::Source::Frame(last),
+                    fetch::SummaryTable::Along(_) => {
+                        return Err(Status::failed_precondition(format!(
+                            "along: sweep `{sweep}` is running; its along tables are written when it finishes"
+                        )))
+                    }
+                },
+                Current::Files { .. } => fetch::Source::File(inputs.sweep_dir.join(which.file_name())),
+                Current::Nothing => {
+                    return Err(Status::failed_precondition(format!("sweep `{sweep}` has no finished job yet")))
+                }
+            },
+        };
+        if let fetch::Source::File(path) = &source {
+            if !path.is_file() {
+                return Err(Status::failed_precondition(format!(
+                    "table: sweep `{sweep}` has no {}",
+                    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+                )));
+            }
+        }
         let (tx, rx) = mpsc::channel(4);
-        tokio::task::spawn_blocking(move || match summary_file {
-            Some(path) => fetch::send_file(&path, &tx),
-            None => fetch::send_trajectories(&request, &inputs.sweep_dir, &inputs.done_keys, &tx),
-        });
+        tokio::task::spawn_blocking(move || fetch::send(source, &request, &inputs.sweep_dir, &inputs.done_keys, &tx));
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }
 }

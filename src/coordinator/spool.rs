@@ -182,6 +182,11 @@ impl Spool {
         &self.last
     }
 
+    /// The step of the last record received.
+    pub fn last_step(&self) -> Option<u32> {
+        self.last_step
+    }
+
     /// Why the attempt's uploads were refused, if they were.
     pub fn broken(&self) -> Option<&str> {
         self.broken.as_deref()

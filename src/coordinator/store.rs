@@ -65,6 +65,8 @@ pub struct StoredSweep {
     pub id: String,
     pub family: String,
     pub cancelled: bool,
+    /// Its summary files hold every job it has settled (see `set_summarized`).
+    pub summarized: bool,
 }
 
 pub struct Store {
@@ -76,7 +78,8 @@ CREATE TABLE IF NOT EXISTS sweeps (
     id          TEXT PRIMARY KEY,
     family      TEXT NOT NULL,
     created_ms  INTEGER NOT NULL,
-    cancelled   INTEGER NOT NULL DEFAULT 0
+    cancelled   INTEGER NOT NULL DEFAULT 0,
+    summarized  INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS jobs (
     sweep_id  TEXT NOT NULL REFERENCES sweeps(id),
@@ -127,13 +130,29 @@ impl Store {
             conn.execute_batch("ALTER TABLE jobs ADD COLUMN part TEXT").context("adding jobs.part")?;
         }
         conn.execute_batch("CREATE INDEX IF NOT EXISTS jobs_part ON jobs (sweep_id, part)")?;
+        // ...and no `summarized` flag: their summaries are rebuilt once.
+        let has_summarized: bool = conn.query_row(
+            "SELECT COUNT(*) FROM pragma_table_info('sweeps') WHERE name = 'summarized'",
+            [],
+            |r| r.get(0),
+        )?;
+        if !has_summarized {
+            conn.execute_batch("ALTER TABLE sweeps ADD COLUMN summarized INTEGER NOT NULL DEFAULT 0")
+                .context("adding sweeps.summarized")?;
+        }
         Ok(Store { conn })
     }
 
     pub fn sweeps(&self) -> anyhow::Result<Vec<StoredSweep>> {
-        let mut stmt = self.conn.prepare_cached("SELECT id, family, cancelled FROM sweeps ORDER BY created_ms, id")?;
+        let mut stmt =
+            self.conn.prepare_cached("SELECT id, family, cancelled, summarized FROM sweeps ORDER BY created_ms, id")?;
         let rows = stmt.query_map([], |r| {
-            Ok(StoredSweep { id: r.get(0)?, family: r.get(1)?, cancelled: r.get::<_, i64>(2)? != 0 })
+            Ok(StoredSweep {
+                id: r.get(0)?,
+                family: r.get(1)?,
+                cancelled: r.get::<_, i64>(2)? != 0,
+                summarized: r.get::<_, i64>(3)? != 0,
+            })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
@@ -173,7 +192,7 @@ impl Store {
         let tx = self.conn.transaction()?;
         tx.execute(
             "INSERT INTO sweeps (id, family, created_ms) VALUES (?1, ?2, ?3)
-             ON CONFLICT(id) DO UPDATE SET cancelled = 0",
+             ON CONFLICT(id) DO UPDATE SET cancelled = 0, summarized = 0",
             params![id, family, now_ms],
         )?;
         {
@@ -300,6 +319,13 @@ impl Store {
             }
         }
         tx.commit()?;
+        Ok(())
+    }
+
+    /// The summary files of `sweep` were written from every job it settled; cleared by a
+    /// resubmission. A sweep finished but not summarized has its summaries rebuilt at start.
+    pub fn set_summarized(&mut self, sweep: &str) -> anyhow::Result<()> {
+        self.conn.execute("UPDATE sweeps SET summarized = 1 WHERE id = ?1", params![sweep])?;
         Ok(())
     }
 

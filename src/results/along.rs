@@ -14,10 +14,10 @@
 //! `n`, `mean`, `std`, `se`, `median`, `q10`, `q90`. Rows sorted by cell, point, metric.
 
 use super::part::for_each_job;
-use super::summary::{by_cell, statistics, with_names, Interner, Rows};
+use super::summary::{by_cell, concat, statistics, with_names, Interner, Rows};
 use super::*;
 use anyhow::{bail, ensure};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 /// What [`summarize_along`] read and wrote.
@@ -35,7 +35,7 @@ pub fn along_file(column: &str) -> String {
 }
 
 /// One job's trajectory, ready to be carried onto a grid.
-struct Run {
+pub(super) struct Run {
     /// The grid column, non-decreasing.
     axis: Vec<f64>,
     /// (metric id, values by step).
@@ -57,64 +57,60 @@ pub fn summarize_along(
     );
     let jobs = stored_jobs(sweep_dir, only)?;
     ensure!(!jobs.is_empty(), "nothing to summarize: no trajectories in {}", trajectories_dir(sweep_dir).display());
-
-    let mut metrics = Interner::new();
-    let mut runs: BTreeMap<&Cell, Vec<Run>> = BTreeMap::new();
+    let mut tables = Vec::new();
+    let mut n_points = 0;
     for (cell, cell_jobs) in by_cell(&jobs) {
+        let mut metrics = Interner::new();
+        let mut runs = Vec::new();
         for_each_job(&cell_jobs, |job, df| {
             let run = read_run(&df, column, &mut metrics)
                 .with_context(|| format!("reading job {} in {}", job.key, job.part.display()))?;
-            runs.entry(cell).or_default().push(run);
+            runs.push(run);
             Ok(())
         })?;
+        n_points += common_grid(&runs, upto).len();
+        tables.push(along_table(cell, &runs, &metrics, column, upto)?);
     }
+    let path = sweep_dir.join(along_file(column));
+    write_parquet_atomic(&path, &mut concat(tables.iter())?)?;
+    Ok(AlongReport { n_jobs: jobs.len(), n_points, path })
+}
 
-    let mut cells = Interner::new();
+/// One cell's rows of the table along `column`: its runs carried onto their common grid
+/// (cut at `upto`), then the statistics of every grid point. `metrics` numbers the runs'
+/// metric ids.
+pub(super) fn along_table(
+    cell: &Cell,
+    runs: &[Run],
+    metrics: &Interner<String>,
+    column: &str,
+    upto: Option<f64>,
+) -> anyhow::Result<DataFrame> {
+    let grid = common_grid(runs, upto);
     let mut rows = Rows::default();
-    let mut grid_of_cell: Vec<Vec<f64>> = Vec::new();
-    for (cell, runs) in &runs {
-        let id = cells.id(*cell);
-        let grid = common_grid(runs, upto);
-        for run in runs {
-            let at = carried_indices(&run.axis, &grid);
-            for (metric, values) in &run.metrics {
-                for (point, &i) in at.iter().enumerate() {
-                    rows.push(id, point as i64, *metric, values[i]);
-                }
+    for run in runs {
+        let at = carried_indices(&run.axis, &grid);
+        for (metric, values) in &run.metrics {
+            for (point, &i) in at.iter().enumerate() {
+                rows.push(0, point as i64, *metric, values[i]);
             }
         }
-        grid_of_cell.push(grid);
     }
-    let n_points = grid_of_cell.iter().map(Vec::len).sum();
-    let (cell_values, cell_rank) = cells.sorted();
     let (metric_names, metric_rank) = metrics.sorted();
-    let stats = statistics(rows, &cell_rank, &metric_rank)?;
-    let mut table = with_names(&stats, &cell_values, &metric_names)?;
-
+    let stats = statistics(rows, &[0], &metric_rank)?;
+    let mut table = with_names(&stats, std::slice::from_ref(cell), &metric_names)?;
     // `step` holds the grid index: name it `point`, and add the grid value beside it.
-    let ranks = stats.column("cell")?.i64()?;
-    let points = table.column(STEP)?.i64()?.clone();
-    let mut grid_by_rank = vec![Vec::new(); grid_of_cell.len()];
-    for (id, grid) in grid_of_cell.into_iter().enumerate() {
-        grid_by_rank[cell_rank[id] as usize] = grid;
-    }
-    let at: Vec<f64> = ranks
-        .iter()
-        .zip(points.iter())
-        .map(|(rank, point)| grid_by_rank[rank.expect("not null") as usize][point.expect("not null") as usize])
-        .collect();
+    let at: Vec<f64> =
+        table.column(STEP)?.i64()?.iter().map(|point| grid[point.expect("not null") as usize]).collect();
     table.rename(STEP, "point".into())?;
     let position = table.get_column_index("point").expect("renamed above");
     table.insert_column(position, Column::new("at".into(), at))?;
     table.insert_column(position, Column::new("along".into(), vec![column; table.height()]))?;
-
-    let path = sweep_dir.join(along_file(column));
-    write_parquet_atomic(&path, &mut table)?;
-    Ok(AlongReport { n_jobs: jobs.len(), n_points, path })
+    Ok(table)
 }
 
 /// The grid column and every float metric of one job (`step` included as a metric).
-fn read_run(df: &DataFrame, column: &str, metrics: &mut Interner<String>) -> anyhow::Result<Run> {
+pub(super) fn read_run(df: &DataFrame, column: &str, metrics: &mut Interner<String>) -> anyhow::Result<Run> {
     let axis_column = df
         .column(column)
         .map_err(|_| anyhow::anyhow!("no column {column:?} to aggregate along"))?

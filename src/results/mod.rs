@@ -77,31 +77,20 @@
 //! own group rather than being mixed with complete ones.
 
 mod along;
+pub mod live;
 mod part;
 mod summary;
 mod table;
 
 pub use along::{along_file, summarize_along, AlongReport};
 
-/// Rebuild every summary of a sweep from its trajectories (those in `only`, when given):
-/// `summary.parquet`, `final.parquet` and one `along_<column>.parquet` per `axes` entry.
-pub fn rebuild_summaries(
-    sweep_dir: &Path,
-    only: Option<&std::collections::BTreeSet<String>>,
-    axes: &[&str],
-) -> anyhow::Result<SummaryReport> {
-    let report = summarize(sweep_dir, only)?;
-    for column in axes {
-        summarize_along(sweep_dir, only, column, None)?;
-    }
-    Ok(report)
-}
 pub use part::{
-    encode_jobs, part_files, part_name, read_index, read_jobs, stored_jobs, stored_keys, trajectories_dir, write_part,
+    encode_jobs, for_each_job, part_files, part_name, read_index, read_jobs, stored_jobs, stored_keys, trajectories_dir, write_part,
+    WrittenPart,
     write_shard, Cell, PartJob, StoredRows,
 };
-pub use summary::{summarize, SummaryReport};
-pub use table::final_table;
+pub use summary::{rebuild_summaries, summarize, summarize_cell, write_summaries, CellSummary, SummaryReport};
+pub use table::{final_table, render_final};
 
 use anyhow::Context;
 use polars::prelude::*;
@@ -115,8 +104,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 const ROW_GROUP_ROWS: usize = 1 << 20;
 
 /// File names of the summaries inside a sweep directory.
-const SUMMARY_FILE: &str = "summary.parquet";
-const FINAL_FILE: &str = "final.parquet";
+pub const SUMMARY_FILE: &str = "summary.parquet";
+pub const FINAL_FILE: &str = "final.parquet";
 
 /// Id columns of a trajectory, before `elapsed_ms` and the metrics, in file order.
 const JOB_KEY: &str = "job_key";
@@ -169,6 +158,13 @@ fn write_parquet_atomic(path: &Path, df: &mut DataFrame) -> anyhow::Result<()> {
         parquet_writer(out).finish(df)?;
         Ok(())
     })
+}
+
+/// `df` as the bytes of a Parquet file, with the settings of every file armada writes.
+pub fn parquet_bytes(df: &mut DataFrame) -> anyhow::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    parquet_writer(&mut bytes).finish(df)?;
+    Ok(bytes)
 }
 
 /// Write a file atomically: `write` fills a temp file in the same directory, which is

@@ -142,13 +142,10 @@ pub fn read_index(path: &Path) -> anyhow::Result<Vec<StoredRows>> {
     let Some(index) = index else { return legacy_index(path, part, n_rows) };
     let index: PartIndex =
         serde_json::from_str(&index).with_context(|| format!("reading the job index of {}", path.display()))?;
-    let mut jobs = Vec::with_capacity(index.jobs.len());
-    for (key, cell, offset, rows) in index.jobs {
-        let cell = index.cells.get(cell).cloned().with_context(|| format!("{}: bad cell index", path.display()))?;
-        ensure!(offset + rows <= n_rows, "{}: job {key} lies past the end of the file", path.display());
-        jobs.push(StoredRows { key, cell, part: part.clone(), offset, rows });
+    if let Some((key, _, offset, rows)) = index.jobs.iter().find(|(_, _, offset, rows)| offset + rows > n_rows) {
+        bail!("{}: job {key} (rows {offset}..{}) lies past the end of the file", path.display(), offset + rows);
     }
-    Ok(jobs)
+    index.locations(path)
 }
 
 /// A file of one job without an index (older armada): its key is the file stem and its
@@ -275,15 +272,22 @@ pub struct PartJob<'a> {
     pub records: Box<dyn Iterator<Item = anyhow::Result<StepRecord>> + Send + 'a>,
 }
 
-/// Write `jobs` (of one sweep, hence one family with `metrics`) as one part, atomically,
-/// and return its path. Rows are built and written one row group at a time, so memory is
-/// bounded by [`PART_ROW_GROUP_ROWS`] whatever the trajectories' lengths.
-pub fn write_part(sweep_dir: &Path, metrics: &[MetricDef], mut jobs: Vec<PartJob<'_>>) -> anyhow::Result<PathBuf> {
+/// A part just written: its path, and where each of its jobs is in it.
+#[derive(Clone, Debug)]
+pub struct WrittenPart {
+    pub path: PathBuf,
+    pub jobs: Vec<StoredRows>,
+}
+
+/// Write `jobs` (of one sweep, hence one family with `metrics`) as one part, atomically.
+/// Rows are built and written one row group at a time, so memory is bounded by
+/// [`PART_ROW_GROUP_ROWS`] whatever the trajectories' lengths.
+pub fn write_part(sweep_dir: &Path, metrics: &[MetricDef], mut jobs: Vec<PartJob<'_>>) -> anyhow::Result<WrittenPart> {
     ensure!(!jobs.is_empty(), "a part needs at least one job");
     check_metric_names(metrics)?;
     jobs.sort_by_cached_key(|j| (Cell::of(&j.job), j.job.key.0.clone()));
     let first_key = jobs.iter().map(|j| j.job.key.0.as_str()).min().expect("not empty").to_owned();
-    let index = PartIndex::of(jobs.iter().map(|j| (j.job.key.0.clone(), Cell::of(&j.job), j.n_records))).to_json();
+    let index = PartIndex::of(jobs.iter().map(|j| (j.job.key.0.clone(), Cell::of(&j.job), j.n_records)));
     let dir = trajectories_dir(sweep_dir);
     if !dir.is_dir() {
         fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -293,7 +297,7 @@ pub fn write_part(sweep_dir: &Path, metrics: &[MetricDef], mut jobs: Vec<PartJob
     let path = dir.join(part_name(&first_key));
     write_atomic(&path, |out| {
         let schema = trajectory_frame(&jobs[0].job, metrics, &[])?.schema().clone();
-        let metadata = KeyValueMetadata::from_static(vec![(INDEX_KEY.to_owned(), index)]);
+        let metadata = KeyValueMetadata::from_static(vec![(INDEX_KEY.to_owned(), index.to_json())]);
         let mut writer = parquet_writer(out).with_key_value_metadata(Some(metadata)).batched(&schema)?;
         let mut group = RowGroup::default();
         for part_job in &mut jobs {
@@ -328,7 +332,8 @@ pub fn write_part(sweep_dir: &Path, metrics: &[MetricDef], mut jobs: Vec<PartJob
         writer.finish()?;
         Ok(())
     })?;
-    Ok(path)
+    let jobs = index.locations(&path)?;
+    Ok(WrittenPart { path, jobs })
 }
 
 /// Write one job as a part of its own.
@@ -340,7 +345,7 @@ pub fn write_shard(
 ) -> anyhow::Result<PathBuf> {
     let part =
         PartJob { job: job.clone(), n_records: records.len(), records: Box::new(records.iter().cloned().map(Ok)) };
-    write_part(sweep_dir, metrics, vec![part])
+    Ok(write_part(sweep_dir, metrics, vec![part])?.path)
 }
 
 /// The rows of the row group being built.
@@ -387,6 +392,17 @@ impl PartIndex {
             offset += rows;
         }
         index
+    }
+
+    /// Where each job of the part at `path` is.
+    fn locations(&self, path: &Path) -> anyhow::Result<Vec<StoredRows>> {
+        let part = Arc::new(path.to_path_buf());
+        let mut jobs = Vec::with_capacity(self.jobs.len());
+        for (key, cell, offset, rows) in &self.jobs {
+            let cell = self.cells.get(*cell).cloned().with_context(|| format!("{}: bad cell index", path.display()))?;
+            jobs.push(StoredRows { key: key.clone(), cell, part: part.clone(), offset: *offset, rows: *rows });
+        }
+        Ok(jobs)
     }
 
     fn to_json(&self) -> String {
@@ -559,7 +575,7 @@ mod tests {
             written.push((job, records(n, seed as f64)));
         }
         let parts: Vec<_> = written.iter().map(|(job, r)| part_job(job, r)).collect();
-        let path = write_part(dir.path(), &METRICS, parts).unwrap();
+        let path = write_part(dir.path(), &METRICS, parts).unwrap().path;
         let first = written.iter().map(|(j, _)| j.key.0.clone()).min().unwrap();
         assert_eq!(path.file_name().unwrap().to_str().unwrap(), part_name(&first));
 
@@ -604,8 +620,8 @@ mod tests {
             (0..4).map(|seed| (job("lse", "sinusoidal", "straddle", seed), records(50, seed as f64))).collect();
         let a = tempfile::tempdir().unwrap();
         let b = tempfile::tempdir().unwrap();
-        let pa = write_part(a.path(), &METRICS, jobs.iter().map(|(j, r)| part_job(j, r)).collect()).unwrap();
-        let pb = write_part(b.path(), &METRICS, jobs.iter().rev().map(|(j, r)| part_job(j, r)).collect()).unwrap();
+        let pa = write_part(a.path(), &METRICS, jobs.iter().map(|(j, r)| part_job(j, r)).collect()).unwrap().path;
+        let pb = write_part(b.path(), &METRICS, jobs.iter().rev().map(|(j, r)| part_job(j, r)).collect()).unwrap().path;
         let (ba, bb) = (fs::read(&pa).unwrap(), fs::read(pb).unwrap());
         assert!(!ba.is_empty());
         assert!(ba == bb, "two writes of the same jobs differ");

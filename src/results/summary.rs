@@ -11,6 +11,7 @@
 //! time), so memory is bounded by the largest cell's long rows, not the sweep: 10 million
 //! values (100 seeds x 100,000 steps) take about 450 MB.
 
+use super::along::{along_table, read_run, Run};
 use super::part::for_each_job;
 use super::*;
 use anyhow::{bail, ensure};
@@ -32,12 +33,17 @@ pub struct SummaryReport {
 }
 
 /// Read the committed jobs under `trajectories/` (those whose key is in `only`, when given)
-/// and write `summary.parquet` and `final.parquet` (atomically) into `sweep_dir`. See the
-/// module docs of [`crate::results`] for their schemas. Fails when there are no jobs.
+/// and write `summary.parquet` and `final.parquet` (atomically) into `sweep_dir`, and one
+/// `along_<column>.parquet` per entry of `axes`. See the module docs of [`crate::results`]
+/// for their schemas. Fails when there are no jobs.
 ///
 /// `armada run` passes the keys of its sweep, so that jobs left by an edited sweep
 /// file or by older code (another `KEY_SALT`) never leak into its summaries.
-pub fn summarize(sweep_dir: &Path, only: Option<&BTreeSet<String>>) -> anyhow::Result<SummaryReport> {
+pub fn rebuild_summaries(
+    sweep_dir: &Path,
+    only: Option<&BTreeSet<String>>,
+    axes: &[&str],
+) -> anyhow::Result<SummaryReport> {
     let mut jobs = stored_jobs(sweep_dir, None)?;
     let n_found = jobs.len();
     if let Some(keys) = only {
@@ -49,25 +55,89 @@ pub fn summarize(sweep_dir: &Path, only: Option<&BTreeSet<String>>) -> anyhow::R
     // than the whole sweep's (a 1,120-job bandit sweep is 94 million values). Within a
     // cell, jobs come in key order whatever part holds them: the files' layout never
     // changes a statistic.
-    let (mut summary, mut last) = (DataFrame::empty(), DataFrame::empty());
+    let cells = by_cell(&jobs)
+        .into_iter()
+        .map(|(cell, cell_jobs)| summarize_cell(cell, &cell_jobs, axes))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let report = write_summaries(sweep_dir, &cells.iter().collect::<Vec<_>>(), axes)?;
+    Ok(SummaryReport { n_left_out, ..report })
+}
+
+/// [`rebuild_summaries`] without along tables.
+pub fn summarize(sweep_dir: &Path, only: Option<&BTreeSet<String>>) -> anyhow::Result<SummaryReport> {
+    rebuild_summaries(sweep_dir, only, &[])
+}
+
+/// One cell's rows of every summary table: `summary.parquet`, `final.parquet`, and the
+/// along table of each axis (in the order the axes were given). The tables of a sweep are
+/// its cells' rows concatenated in cell order, so a cell's rows can be computed as soon as
+/// its last job is settled (the coordinator's live summaries) and give the same bytes.
+pub struct CellSummary {
+    pub summary: DataFrame,
+    pub last: DataFrame,
+    pub along: Vec<DataFrame>,
+    pub n_jobs: usize,
+    pub n_rows: usize,
+}
+
+/// The summaries of one cell from its jobs, read in the order given (key order).
+pub fn summarize_cell(cell: &Cell, jobs: &[&StoredRows], axes: &[&str]) -> anyhow::Result<CellSummary> {
+    let jobs: Vec<&StoredRows> = jobs.iter().copied().filter(|j| j.rows > 0).collect();
+    let mut long = LongRows::new();
+    let mut along_metrics = Interner::new();
+    let mut runs: Vec<Vec<Run>> = axes.iter().map(|_| Vec::new()).collect();
     let mut n_rows = 0;
-    for (cell, cell_jobs) in by_cell(&jobs) {
-        let mut long = LongRows::new();
-        for_each_job(&cell_jobs, |job, df| {
-            n_rows += df.height();
-            long.add_job(cell, &df).with_context(|| format!("summarizing job {} in {}", job.key, job.part.display()))
-        })?;
-        let (cell_summary, cell_last) = long.aggregate()?;
-        append(&mut summary, &cell_summary)?;
-        append(&mut last, &cell_last)?;
-    }
-    summary.rechunk_mut();
-    last.rechunk_mut();
+    for_each_job(&jobs, |job, df| {
+        n_rows += df.height();
+        let context = || format!("summarizing job {} in {}", job.key, job.part.display());
+        long.add_job(cell, &df).with_context(context)?;
+        for (axis, runs) in axes.iter().zip(&mut runs) {
+            runs.push(read_run(&df, axis, &mut along_metrics).with_context(context)?);
+        }
+        Ok(())
+    })?;
+    let (summary, last) = long.aggregate()?;
+    let along = axes
+        .iter()
+        .zip(&runs)
+        .map(|(axis, runs)| along_table(cell, runs, &along_metrics, axis, None))
+        .collect::<anyhow::Result<_>>()?;
+    Ok(CellSummary { summary, last, along, n_jobs: jobs.len(), n_rows })
+}
+
+/// Concatenate the cells' rows (given in cell order) and write every summary table of a
+/// sweep atomically. Fails when no cell has a job.
+pub fn write_summaries(sweep_dir: &Path, cells: &[&CellSummary], axes: &[&str]) -> anyhow::Result<SummaryReport> {
+    let cells: Vec<&CellSummary> = cells.iter().copied().filter(|c| c.n_jobs > 0).collect();
+    ensure!(!cells.is_empty(), "nothing to summarize: no trajectories in {}", trajectories_dir(sweep_dir).display());
     let summary_path = sweep_dir.join(SUMMARY_FILE);
     let final_path = sweep_dir.join(FINAL_FILE);
-    write_parquet_atomic(&summary_path, &mut summary)?;
-    write_parquet_atomic(&final_path, &mut last)?;
-    Ok(SummaryReport { n_jobs: jobs.len(), n_left_out, n_rows, summary_path, final_path })
+    write_parquet_atomic(&summary_path, &mut concat(cells.iter().map(|c| &c.summary))?)?;
+    write_parquet_atomic(&final_path, &mut concat(cells.iter().map(|c| &c.last))?)?;
+    for (i, axis) in axes.iter().enumerate() {
+        write_parquet_atomic(&sweep_dir.join(along_file(axis)), &mut concat(cells.iter().map(|c| &c.along[i]))?)?;
+    }
+    Ok(SummaryReport {
+        n_jobs: cells.iter().map(|c| c.n_jobs).sum(),
+        n_left_out: 0,
+        n_rows: cells.iter().map(|c| c.n_rows).sum(),
+        summary_path,
+        final_path,
+    })
+}
+
+/// Frames of one schema stacked into one contiguous frame.
+pub(super) fn concat<'a>(frames: impl Iterator<Item = &'a DataFrame>) -> anyhow::Result<DataFrame> {
+    let mut out = DataFrame::empty();
+    for rows in frames {
+        if out.width() == 0 {
+            out = rows.clone();
+        } else {
+            out.vstack_mut(rows)?;
+        }
+    }
+    out.rechunk_mut();
+    Ok(out)
 }
 
 /// Non-empty jobs grouped by cell, in cell order; each group keeps the jobs' (key) order.
@@ -77,16 +147,6 @@ pub(super) fn by_cell(jobs: &[StoredRows]) -> BTreeMap<&Cell, Vec<&StoredRows>> 
         cells.entry(&job.cell).or_default().push(job);
     }
     cells
-}
-
-/// Append `rows` to `acc` (an empty `acc` takes the schema of `rows`).
-fn append(acc: &mut DataFrame, rows: &DataFrame) -> anyhow::Result<()> {
-    if acc.width() == 0 {
-        *acc = rows.clone();
-    } else {
-        acc.vstack_mut(rows)?;
-    }
-    Ok(())
 }
 
 /// Values numbered in order of first appearance.
@@ -235,7 +295,7 @@ pub(super) fn statistics(rows: Rows, cell_rank: &[i64], metric_rank: &[i64]) -> 
 
 /// The statistics columns being built.
 #[derive(Default)]
-struct Stats {
+pub(super) struct Stats {
     cell: Vec<i64>,
     step: Vec<i64>,
     metric: Vec<i64>,
@@ -271,7 +331,23 @@ impl Stats {
         self.q90.push(quantile(values, 0.9));
     }
 
-    fn into_frame(self) -> anyhow::Result<DataFrame> {
+    /// One group's provisional statistics from running moments: no order statistics.
+    pub(super) fn push_moments(&mut self, (cell, step, metric): (i64, i64, i64), n: usize, mean: f64, m2: f64) {
+        let mean = (n > 0).then_some(mean);
+        let std = mean.filter(|_| n >= 2).map(|_| (m2.max(0.0) / (n - 1) as f64).sqrt());
+        self.cell.push(cell);
+        self.step.push(step);
+        self.metric.push(metric);
+        self.n.push(n as i64);
+        self.mean.push(mean);
+        self.std.push(std);
+        self.se.push(std.map(|s| s / (n as f64).sqrt()));
+        self.median.push(None);
+        self.q10.push(None);
+        self.q90.push(None);
+    }
+
+    pub(super) fn into_frame(self) -> anyhow::Result<DataFrame> {
         let height = self.n.len();
         Ok(DataFrame::new(
             height,

@@ -18,6 +18,14 @@ const SIGNIFICANT_DIGITS: i32 = 4;
 /// A non-empty `only` keeps just those metrics (in the shards' order).
 pub fn final_table(sweep_dir: &Path, only: &[&str]) -> anyhow::Result<String> {
     let df = read_parquet(&sweep_dir.join(FINAL_FILE))?;
+    let in_final: BTreeSet<&str> = df.column("metric")?.str()?.iter().flatten().collect();
+    let order = metric_order(sweep_dir, in_final)?;
+    render_final(&df, &order, only)
+}
+
+/// [`final_table`] of a frame in the schema of `final.parquet`, with the metric columns in
+/// `order` (metrics of the frame missing from it go last, by name).
+pub fn render_final(df: &DataFrame, order: &[String], only: &[&str]) -> anyhow::Result<String> {
     let text = |name: &str| -> anyhow::Result<Vec<String>> {
         let column = df.column(name)?.str()?;
         Ok(column.iter().map(|v| v.unwrap_or_default().to_owned()).collect())
@@ -46,7 +54,9 @@ pub fn final_table(sweep_dir: &Path, only: &[&str]) -> anyhow::Result<String> {
         // final.parquet is sorted by step within a group: a later step overwrites.
         cells.insert(metric[i].as_str(), cell(mean[i], se[i]));
     }
-    let mut metrics = metric_order(sweep_dir, metric.iter().map(String::as_str).collect())?;
+    let in_final: BTreeSet<&str> = metric.iter().map(String::as_str).collect();
+    let mut metrics: Vec<String> = order.iter().filter(|m| in_final.contains(m.as_str())).cloned().collect();
+    metrics.extend(in_final.iter().filter(|m| !order.iter().any(|o| o == *m)).map(|m| m.to_string()));
     if !only.is_empty() {
         metrics.retain(|m| only.contains(&m.as_str()));
     }

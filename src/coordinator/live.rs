@@ -1,0 +1,295 @@
+//! The coordinator's live summaries (see [`crate::results::live`]): one [`LiveSweep`] per
+//! sweep whose summary files are not written yet, shared by the scheduler (which settles
+//! jobs), the committer (which adds the moments of the records it writes) and the service
+//! (which answers with the current tables without reading a trajectory).
+//!
+//! One summarizer task does the slow work on the blocking pool, one piece at a time so
+//! that a core stays free for the data path: locating a sweep's done jobs and reading those
+//! of unfinished cells (at submission and at start-up), the exact rows of each cell whose
+//! jobs are all settled, and the sweep's files once every cell is exact.
+
+use crate::results::live::{self, CellMoments, LiveSweep};
+pub use crate::results::live::cell_counts;
+use crate::results::{self, Cell, StoredRows};
+use super::scheduler::SummaryInputs;
+use armada_core::MetricDef;
+use polars::prelude::DataFrame;
+use tonic::Status;
+use dashmap::DashMap;
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::sync::{mpsc, watch};
+use tracing::{info, warn};
+
+/// The state of a sweep's summary files.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Written {
+    /// Some cell has unsettled jobs or is being summarized.
+    Pending,
+    /// Written from every settled job (`Ok(false)`: no job is done, so there is no file).
+    Done(Result<bool, String>),
+}
+
+/// One sweep's live summaries.
+pub struct SweepSummaries {
+    pub sweep: String,
+    /// Distinguishes this opening from a later one of the same sweep (a resubmission).
+    pub generation: u64,
+    pub sweep_dir: PathBuf,
+    pub axes: &'static [&'static str],
+    pub metrics: &'static [MetricDef],
+    live: Mutex<LiveSweep>,
+    written: watch::Sender<Written>,
+}
+
+impl SweepSummaries {
+    pub fn lock(&self) -> MutexGuard<'_, LiveSweep> {
+        // A panic while holding the lock leaves consistent counts (every method is one
+        // update), so a poisoned lock is used as is.
+        self.live.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Wait until the summary files are written.
+    pub async fn written(&self) -> Result<bool, String> {
+        let mut rx = self.written.subscribe();
+        loop {
+            if let Written::Done(result) = &*rx.borrow_and_update() {
+                return result.clone();
+            }
+            if rx.changed().await.is_err() {
+                return Err("the coordinator is shutting down".into());
+            }
+        }
+    }
+
+    pub fn state(&self) -> Written {
+        self.written.borrow().clone()
+    }
+}
+
+enum Work {
+    /// Locate the done jobs of a new sweep entry, and read those of unfinished cells.
+    Seed(Arc<SweepSummaries>, BTreeSet<String>),
+    /// Summarize the complete cells of a sweep, then write its files if every cell is exact.
+    Cells(Arc<SweepSummaries>),
+}
+
+type Sweeps = Arc<DashMap<String, Arc<SweepSummaries>>>;
+type OnWritten = Arc<dyn Fn(&str, u64) + Send + Sync>;
+
+/// The live summaries of every sweep that has them; cheap to clone.
+#[derive(Clone)]
+pub struct LiveSummaries {
+    sweeps: Sweeps,
+    work: mpsc::UnboundedSender<Work>,
+    generations: Arc<AtomicU64>,
+}
+
+/// What a sweep's summaries start from.
+pub struct Opening {
+    pub sweep: String,
+    pub sweep_dir: PathBuf,
+    pub metrics: &'static [MetricDef],
+    pub axes: &'static [&'static str],
+    /// Every cell of the sweep: its number of jobs, and of settled ones (`live::cell_counts`).
+    pub cells: Vec<(Cell, usize, usize)>,
+    /// The keys of the done ones.
+    pub done: BTreeSet<String>,
+}
+
+impl LiveSummaries {
+    /// Start the summarizer; `summarized` is called (on a blocking thread) with each sweep
+    /// and generation whose files were written, for the store to remember it. A sweep's
+    /// entry is dropped once its files are written.
+    pub fn start(summarized: impl Fn(&str, u64) + Send + Sync + 'static) -> LiveSummaries {
+        let (work, rx) = mpsc::unbounded_channel();
+        let sweeps: Sweeps = Arc::new(DashMap::new());
+        tokio::spawn(summarizer(rx, sweeps.clone(), Arc::new(summarized)));
+        LiveSummaries { sweeps, work, generations: Arc::new(AtomicU64::new(1)) }
+    }
+
+    /// (Re)start a sweep's summaries from the state of its jobs, replacing any earlier
+    /// ones; returns the generation of the new ones.
+    pub fn open(&self, opening: Opening) -> u64 {
+        let Opening { sweep, sweep_dir, metrics, axes, cells, done } = opening;
+        let generation = self.generations.fetch_add(1, Ordering::Relaxed);
+        let entry = Arc::new(SweepSummaries {
+            sweep: sweep.clone(),
+            generation,
+            sweep_dir,
+            axes,
+            metrics,
+            live: Mutex::new(LiveSweep::new(metrics, cells)),
+            written: watch::channel(Written::Pending).0,
+        });
+        self.sweeps.insert(sweep, entry.clone());
+        let _ = self.work.send(Work::Seed(entry, done));
+        generation
+    }
+
+    pub fn get(&self, sweep: &str) -> Option<Arc<SweepSummaries>> {
+        self.sweeps.get(sweep).map(|e| e.clone())
+    }
+
+    /// A job was committed at `location`.
+    pub fn committed(&self, sweep: &str, location: StoredRows) {
+        if let Some(entry) = self.get(sweep) {
+            if entry.lock().committed(location) {
+                let _ = self.work.send(Work::Cells(entry));
+            }
+        }
+    }
+
+    /// A job failed for good or was cancelled.
+    pub fn settled_without_result(&self, sweep: &str, cell: &Cell) {
+        if let Some(entry) = self.get(sweep) {
+            if entry.lock().settled_without_result(cell) {
+                let _ = self.work.send(Work::Cells(entry));
+            }
+        }
+    }
+
+    /// Add the moments of jobs just written.
+    pub fn add_moments(&self, sweep: &str, moments: &[(Cell, CellMoments)]) {
+        if let Some(entry) = self.get(sweep) {
+            let mut live = entry.lock();
+            for (cell, m) in moments {
+                live.add_moments(cell, m);
+            }
+        }
+    }
+}
+
+async fn summarizer(mut inbox: mpsc::UnboundedReceiver<Work>, sweeps: Sweeps, summarized: OnWritten) {
+    while let Some(work) = inbox.recv().await {
+        let end = Ending { sweeps: sweeps.clone(), summarized: summarized.clone() };
+        let done = tokio::task::spawn_blocking(move || match work {
+            Work::Seed(entry, done) => {
+                if let Err(e) = seed(&entry, &done) {
+                    warn!("live summaries of {}: {e:#}", entry.sweep);
+                    end.finish(&entry, Err(format!("{e:#}")));
+                    return;
+                }
+                summarize_cells(&entry, &end);
+            }
+            Work::Cells(entry) => summarize_cells(&entry, &end),
+        })
+        .await;
+        if let Err(e) = done {
+            warn!("the summarizer panicked: {e}");
+        }
+    }
+}
+
+/// Locate the done jobs, and fill in the moments of the cells that are not complete.
+fn seed(entry: &SweepSummaries, done: &BTreeSet<String>) -> anyhow::Result<()> {
+    let located = live::locate(&entry.sweep_dir, done)?;
+    let incomplete = {
+        let mut live = entry.lock();
+        live.seed(located);
+        live.incomplete_jobs()
+    };
+    let floats = live::FloatMetrics::of(entry.metrics);
+    for (cell, jobs) in incomplete {
+        let mut moments = CellMoments::default();
+        let refs: Vec<&StoredRows> = jobs.iter().collect();
+        results::for_each_job(&refs, |_, df| moments.add_job(&floats, &df))?;
+        entry.lock().add_moments(&cell, &moments);
+    }
+    Ok(())
+}
+
+/// The exact rows of every complete cell; then the files, once every cell is exact.
+fn summarize_cells(entry: &Arc<SweepSummaries>, end: &Ending) {
+    if entry.state() != Written::Pending {
+        return;
+    }
+    let work = entry.lock().take_complete();
+    for cell in work {
+        let refs: Vec<&StoredRows> = cell.jobs.iter().collect();
+        match results::summarize_cell(&cell.cell, &refs, entry.axes) {
+            Ok(summary) => entry.lock().set_exact(&cell.cell, summary),
+            Err(e) => {
+                warn!("summarizing a cell of {}: {e:#}", entry.sweep);
+                end.finish(entry, Err(format!("{e:#}")));
+                return;
+            }
+        }
+    }
+    let live = entry.lock();
+    if !live.is_exact() {
+        return;
+    }
+    let cells = live.exact_cells();
+    let result = if cells.iter().all(|c| c.n_jobs == 0) {
+        Ok(false)
+    } else {
+        results::write_summaries(&entry.sweep_dir, &cells, entry.axes).map(|report| {
+            info!("sweep {}: summaries of {} jobs written", entry.sweep, report.n_jobs);
+            true
+        })
+    };
+    drop(live);
+    end.finish(entry, result.map_err(|e| format!("{e:#}")));
+}
+
+/// What happens when a sweep's summaries are settled.
+struct Ending {
+    sweeps: Sweeps,
+    summarized: OnWritten,
+}
+
+impl Ending {
+    /// Tell the waiters; once written, tell the store and drop the entry (unless a newer
+    /// opening replaced it).
+    fn finish(&self, entry: &Arc<SweepSummaries>, result: Result<bool, String>) {
+        if result.is_ok() {
+            (self.summarized)(&entry.sweep, entry.generation);
+            self.sweeps.remove_if(&entry.sweep, |_, current| Arc::ptr_eq(current, entry));
+        }
+        entry.written.send_replace(Written::Done(result));
+    }
+}
+
+/// A sweep's summary tables as they stand, for GetSummary and FetchResults.
+pub enum Current {
+    /// It is running: its live tables, and how many of its cells are exact.
+    Live { summary: DataFrame, last: DataFrame, n_cells: u32, n_exact: u32 },
+    /// It has finished and its summary files are written.
+    Files { n_cells: u32 },
+    /// No job is done: there is no table.
+    Nothing,
+}
+
+/// Where `sweep` stands; once it has finished, waits for its files.
+pub async fn current(live: &LiveSummaries, sweep: &str, inputs: &SummaryInputs) -> Result<Current, Status> {
+    let n_cells = inputs.n_cells;
+    if inputs.done_keys.is_empty() {
+        return Ok(Current::Nothing);
+    }
+    let Some(entry) = live.get(sweep) else {
+        // Finished and written before this coordinator started, or since.
+        return Ok(Current::Files { n_cells });
+    };
+    if inputs.finished {
+        return match entry.written().await {
+            Ok(true) => Ok(Current::Files { n_cells }),
+            Ok(false) => Ok(Current::Nothing),
+            Err(e) => Err(Status::internal(format!("summarizing sweep `{sweep}`: {e}"))),
+        };
+    }
+    let tables = tokio::task::spawn_blocking(move || {
+        let live = entry.lock();
+        let (n_exact, n_cells) = live.progress();
+        live.tables().map(|t| t.map(|(summary, last)| (summary, last, n_cells as u32, n_exact as u32)))
+    })
+    .await
+    .map_err(|e| Status::internal(e.to_string()))?
+    .map_err(|e| Status::internal(format!("the live summary of sweep `{sweep}`: {e:#}")))?;
+    Ok(match tables {
+        Some((summary, last, n_cells, n_exact)) => Current::Live { summary, last, n_cells, n_exact },
+        None => Current::Nothing,
+    })
+}

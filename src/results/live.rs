@@ -1,0 +1,384 @@
+//! Live summaries: a sweep's statistics kept up to date as its jobs commit.
+//!
+//! Each cell goes through two tiers:
+//!
+//! * **provisional**, while some of its jobs are still queued or running: running moments
+//!   (count, mean and sum of squared deviations, merged as in Chan et al.) per (step,
+//!   metric) and per (last step, metric) of the jobs committed so far. They cost the size
+//!   of the cell's summary rows, whatever the number of jobs, and are fed from the records
+//!   as the committer writes them, so a mid-sweep table reads nothing. Their rows have the
+//!   exact `n`, a `mean`, `std` and `se` that may differ from the exact ones in the last
+//!   bits (another summation order), and null quantiles.
+//! * **exact**, once every job of the cell is settled (done, failed or cancelled): the
+//!   cell's rows computed once from its jobs' trajectories by [`summarize_cell`], the code
+//!   `armada summarize` runs. When every cell is exact, the sweep's summary files are those
+//!   rows concatenated in cell order: byte-identical to a rebuild from the files.
+//!
+//! Sweeps list their jobs seed-major, so cells complete one after another over the sweep's
+//! last round of seeds, and the summary files are written as the last cell's rows are.
+
+use super::summary::{concat, with_names, Stats};
+use super::*;
+use armada_core::{MetricDef, MetricKind};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Running moments of one group's present (non-NaN) values.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Moments {
+    n: u64,
+    mean: f64,
+    /// Sum of squared deviations from the mean.
+    m2: f64,
+}
+
+impl Moments {
+    fn add(&mut self, x: f64) {
+        if x.is_nan() {
+            return;
+        }
+        self.n += 1;
+        let delta = x - self.mean;
+        self.mean += delta / self.n as f64;
+        self.m2 += delta * (x - self.mean);
+    }
+
+    fn merge(&mut self, other: &Moments) {
+        if other.n == 0 {
+            return;
+        }
+        if self.n == 0 {
+            *self = *other;
+            return;
+        }
+        let n = self.n + other.n;
+        let delta = other.mean - self.mean;
+        self.mean += delta * other.n as f64 / n as f64;
+        self.m2 += other.m2 + delta * delta * (self.n as f64 * other.n as f64 / n as f64);
+        self.n = n;
+    }
+}
+
+/// The float metrics of a family: the only ones summarized.
+#[derive(Clone, Debug)]
+pub struct FloatMetrics {
+    /// Position of each float metric in a record's values.
+    index: Vec<usize>,
+    names: Vec<String>,
+}
+
+impl FloatMetrics {
+    pub fn of(metrics: &[MetricDef]) -> FloatMetrics {
+        let floats: Vec<(usize, &MetricDef)> =
+            metrics.iter().enumerate().filter(|(_, m)| m.kind == MetricKind::Float).collect();
+        FloatMetrics {
+            index: floats.iter().map(|(i, _)| *i).collect(),
+            names: floats.iter().map(|(_, m)| m.name.to_owned()).collect(),
+        }
+    }
+
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// A record's float metric values, in order, into `out`.
+    pub fn select(&self, values: &[f64], out: &mut Vec<f64>) {
+        out.clear();
+        out.extend(self.index.iter().map(|&i| values.get(i).copied().unwrap_or(f64::NAN)));
+    }
+}
+
+/// Moments of one group key: how many jobs have a row there, and each metric's moments.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Groups {
+    rows: u64,
+    metrics: Vec<Moments>,
+}
+
+impl Groups {
+    fn add(&mut self, values: &[f64]) {
+        self.metrics.resize(values.len().max(self.metrics.len()), Moments::default());
+        self.rows += 1;
+        for (m, &v) in self.metrics.iter_mut().zip(values) {
+            m.add(v);
+        }
+    }
+
+    fn merge(&mut self, other: &Groups) {
+        self.metrics.resize(other.metrics.len().max(self.metrics.len()), Moments::default());
+        self.rows += other.rows;
+        for (m, o) in self.metrics.iter_mut().zip(&other.metrics) {
+            m.merge(o);
+        }
+    }
+}
+
+/// Running moments of some jobs of one cell: every step, and each job's last step.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CellMoments {
+    steps: Vec<Groups>,
+    last: BTreeMap<u32, Groups>,
+}
+
+impl CellMoments {
+    /// One record of a job: its float metric values ([`FloatMetrics::select`]).
+    pub fn add_step(&mut self, step: u32, floats: &[f64]) {
+        let i = step as usize;
+        if self.steps.len() <= i {
+            self.steps.resize(i + 1, Groups::default());
+        }
+        self.steps[i].add(floats);
+    }
+
+    /// A job's last record, as [`CellMoments::add_step`].
+    pub fn add_last(&mut self, step: u32, floats: &[f64]) {
+        self.last.entry(step).or_default().add(floats);
+    }
+
+    pub fn merge(&mut self, other: &CellMoments) {
+        if self.steps.len() < other.steps.len() {
+            self.steps.resize(other.steps.len(), Groups::default());
+        }
+        for (mine, theirs) in self.steps.iter_mut().zip(&other.steps) {
+            mine.merge(theirs);
+        }
+        for (step, theirs) in &other.last {
+            self.last.entry(*step).or_default().merge(theirs);
+        }
+    }
+
+    /// Add one job's rows, as read back from a part.
+    pub fn add_job(&mut self, floats: &FloatMetrics, df: &DataFrame) -> anyhow::Result<()> {
+        let steps: Vec<u32> = df
+            .column(STEP)?
+            .i64()?
+            .iter()
+            .map(|s| s.and_then(|s| u32::try_from(s).ok()))
+            .collect::<Option<_>>()
+            .context("column \"step\" has a null or out-of-range value")?;
+        let mut columns = Vec::with_capacity(floats.names.len());
+        for name in &floats.names {
+            columns.push(df.column(name)?.f64()?.iter().map(|v| v.unwrap_or(f64::NAN)).collect::<Vec<f64>>());
+        }
+        let mut values = vec![0.0; columns.len()];
+        for (row, &step) in steps.iter().enumerate() {
+            for (v, column) in values.iter_mut().zip(&columns) {
+                *v = column[row];
+            }
+            self.add_step(step, &values);
+            if row + 1 == steps.len() {
+                self.add_last(step, &values);
+            }
+        }
+        Ok(())
+    }
+
+    /// Provisional `(summary, final)` rows of `cell`, in the output schema.
+    fn frames(&self, cell: &Cell, floats: &FloatMetrics) -> anyhow::Result<(DataFrame, DataFrame)> {
+        let mut order: Vec<usize> = (0..floats.names.len()).collect();
+        order.sort_by(|&a, &b| floats.names[a].cmp(&floats.names[b]));
+        let sorted: Vec<String> = order.iter().map(|&i| floats.names[i].clone()).collect();
+        let table = |groups: &mut dyn Iterator<Item = (i64, &Groups)>| -> anyhow::Result<DataFrame> {
+            let mut stats = Stats::default();
+            for (step, g) in groups.filter(|(_, g)| g.rows > 0) {
+                for (rank, &i) in order.iter().enumerate() {
+                    let m = g.metrics.get(i).copied().unwrap_or_default();
+                    stats.push_moments((0, step, rank as i64), m.n as usize, m.mean, m.m2);
+                }
+            }
+            with_names(&stats.into_frame()?, std::slice::from_ref(cell), &sorted)
+        };
+        let summary = table(&mut self.steps.iter().enumerate().map(|(s, g)| (s as i64, g)))?;
+        let last = table(&mut self.last.iter().map(|(&s, g)| (i64::from(s), g)))?;
+        Ok((summary, last))
+    }
+}
+
+/// A cell whose jobs are all settled, to be summarized exactly: its committed jobs in key
+/// order.
+pub struct CellWork {
+    pub cell: Cell,
+    pub jobs: Vec<StoredRows>,
+}
+
+struct LiveCell {
+    /// Jobs of the sweep in this cell.
+    expected: usize,
+    /// Of those, done, failed or cancelled.
+    settled: usize,
+    /// Where the done ones are, by key (dropped once the cell is exact).
+    jobs: BTreeMap<String, StoredRows>,
+    moments: CellMoments,
+    /// Handed out as [`CellWork`].
+    summarizing: bool,
+    exact: Option<CellSummary>,
+}
+
+impl LiveCell {
+    fn is_complete(&self) -> bool {
+        self.settled >= self.expected
+    }
+}
+
+/// The live summaries of one sweep.
+pub struct LiveSweep {
+    floats: FloatMetrics,
+    cells: BTreeMap<Cell, LiveCell>,
+    /// The done jobs' locations are known (see [`LiveSweep::seed`]).
+    seeded: bool,
+}
+
+impl LiveSweep {
+    /// A sweep whose cells hold `(expected, settled)` jobs; the locations of the jobs
+    /// already done come later, by [`LiveSweep::seed`]. Until then no cell is summarized.
+    pub fn new(metrics: &[MetricDef], cells: impl IntoIterator<Item = (Cell, usize, usize)>) -> LiveSweep {
+        let cells = cells
+            .into_iter()
+            .map(|(cell, expected, settled)| {
+                let live = LiveCell {
+                    expected,
+                    settled,
+                    jobs: BTreeMap::new(),
+                    moments: CellMoments::default(),
+                    summarizing: false,
+                    exact: None,
+                };
+                (cell, live)
+            })
+            .collect();
+        LiveSweep { floats: FloatMetrics::of(metrics), cells, seeded: false }
+    }
+
+    pub fn floats(&self) -> &FloatMetrics {
+        &self.floats
+    }
+
+    /// The locations of the jobs that were done when the sweep was created.
+    pub fn seed(&mut self, jobs: Vec<StoredRows>) {
+        for job in jobs {
+            if let Some(cell) = self.cells.get_mut(&job.cell) {
+                cell.jobs.insert(job.key.clone(), job);
+            }
+        }
+        self.seeded = true;
+    }
+
+    /// Cells that are not complete and have done jobs: what seeding must read to fill in
+    /// their moments.
+    pub fn incomplete_jobs(&self) -> Vec<(Cell, Vec<StoredRows>)> {
+        self.cells
+            .iter()
+            .filter(|(_, c)| !c.is_complete() && !c.jobs.is_empty())
+            .map(|(cell, c)| (cell.clone(), c.jobs.values().cloned().collect()))
+            .collect()
+    }
+
+    /// A job was committed at `location`. Returns whether its cell is now complete.
+    pub fn committed(&mut self, location: StoredRows) -> bool {
+        let Some(cell) = self.cells.get_mut(&location.cell) else { return false };
+        cell.settled += 1;
+        cell.jobs.insert(location.key.clone(), location);
+        cell.is_complete()
+    }
+
+    /// A job of `cell` failed for good or was cancelled. Returns whether the cell is now
+    /// complete.
+    pub fn settled_without_result(&mut self, cell: &Cell) -> bool {
+        let Some(cell) = self.cells.get_mut(cell) else { return false };
+        cell.settled += 1;
+        cell.is_complete()
+    }
+
+    /// Add the moments of newly committed jobs of `cell` (ignored once it is exact).
+    pub fn add_moments(&mut self, cell: &Cell, moments: &CellMoments) {
+        if let Some(cell) = self.cells.get_mut(cell) {
+            if cell.exact.is_none() {
+                cell.moments.merge(moments);
+            }
+        }
+    }
+
+    /// Complete cells not yet handed out, now marked as being summarized.
+    pub fn take_complete(&mut self) -> Vec<CellWork> {
+        if !self.seeded {
+            return Vec::new();
+        }
+        let mut work = Vec::new();
+        for (cell, live) in &mut self.cells {
+            if live.is_complete() && !live.summarizing {
+                live.summarizing = true;
+                work.push(CellWork { cell: cell.clone(), jobs: std::mem::take(&mut live.jobs).into_values().collect() });
+            }
+        }
+        work
+    }
+
+    /// The exact rows of a cell; its moments are dropped.
+    pub fn set_exact(&mut self, cell: &Cell, summary: CellSummary) {
+        if let Some(live) = self.cells.get_mut(cell) {
+            live.exact = Some(summary);
+            live.moments = CellMoments::default();
+        }
+    }
+
+    /// Every cell has its exact rows: the sweep's summary files can be written.
+    pub fn is_exact(&self) -> bool {
+        self.cells.values().all(|c| c.exact.is_some())
+    }
+
+    /// Cells with exact rows, and all cells.
+    pub fn progress(&self) -> (usize, usize) {
+        (self.cells.values().filter(|c| c.exact.is_some()).count(), self.cells.len())
+    }
+
+    /// The exact rows of every cell, in cell order (when [`LiveSweep::is_exact`]).
+    pub fn exact_cells(&self) -> Vec<&CellSummary> {
+        self.cells.values().filter_map(|c| c.exact.as_ref()).collect()
+    }
+
+    /// The current `(summary, final)` tables: exact rows for complete cells, provisional
+    /// ones for the others, in cell order; `None` while no job is done.
+    pub fn tables(&self) -> anyhow::Result<Option<(DataFrame, DataFrame)>> {
+        let mut summaries = Vec::new();
+        let mut lasts = Vec::new();
+        for (cell, live) in &self.cells {
+            match &live.exact {
+                Some(exact) if exact.n_jobs > 0 => {
+                    summaries.push(exact.summary.clone());
+                    lasts.push(exact.last.clone());
+                }
+                Some(_) => {}
+                None => {
+                    let (summary, last) = live.moments.frames(cell, &self.floats)?;
+                    if summary.height() > 0 {
+                        summaries.push(summary);
+                        lasts.push(last);
+                    }
+                }
+            }
+        }
+        if summaries.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some((concat(summaries.iter())?, concat(lasts.iter())?)))
+    }
+}
+
+/// Jobs `(cell, settled)` counted by cell as `(cell, expected, settled)`, for
+/// [`LiveSweep::new`].
+pub fn cell_counts(jobs: impl IntoIterator<Item = (Cell, bool)>) -> Vec<(Cell, usize, usize)> {
+    let mut counts: BTreeMap<Cell, (usize, usize)> = BTreeMap::new();
+    for (cell, settled) in jobs {
+        let c = counts.entry(cell).or_default();
+        c.0 += 1;
+        c.1 += usize::from(settled);
+    }
+    counts.into_iter().map(|(cell, (expected, settled))| (cell, expected, settled)).collect()
+}
+
+/// The stored jobs of `sweep_dir` among `done` (those a seeding must locate).
+pub fn locate(sweep_dir: &Path, done: &BTreeSet<String>) -> anyhow::Result<Vec<StoredRows>> {
+    if done.is_empty() || !trajectories_dir(sweep_dir).is_dir() {
+        return Ok(Vec::new());
+    }
+    stored_jobs(sweep_dir, Some(done))
+}
