@@ -76,10 +76,7 @@ pub fn run_embedded(
             data: out.to_path_buf(),
             token: Some(token.clone()),
             tls: None,
-            scheduler: SchedulerConfig {
-                only_submitted: true,
-                ..SchedulerConfig::default()
-            },
+            scheduler: SchedulerConfig { only_submitted: true, ..SchedulerConfig::default() },
         };
         let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();

@@ -7,9 +7,9 @@
 //! pool, one file at a time, so memory is one file's worth whatever the sweep's size.
 
 use crate::results::{self, StoredRows};
-use polars::prelude::DataFrame;
 use armada_proto::v1 as pb;
 use pb::fetch_results_request::Table;
+use polars::prelude::DataFrame;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use tokio::sync::mpsc;
@@ -66,13 +66,7 @@ pub fn check(request: &pb::FetchResultsRequest) -> Result<Wanted, Status> {
 }
 
 /// Stream what `source` holds.
-pub fn send(
-    source: Source,
-    request: &pb::FetchResultsRequest,
-    sweep_dir: &Path,
-    done: &BTreeSet<String>,
-    tx: &Sender,
-) {
+pub fn send(source: Source, request: &pb::FetchResultsRequest, sweep_dir: &Path, done: &BTreeSet<String>, tx: &Sender) {
     match source {
         Source::Trajectories => send_trajectories(request, sweep_dir, done, tx),
         Source::File(path) => send_file(&path, tx),

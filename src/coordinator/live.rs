@@ -8,19 +8,19 @@
 //! of unfinished cells (at submission and at start-up), the exact rows of each cell whose
 //! jobs are all settled, and the sweep's files once every cell is exact.
 
-use crate::results::live::{self, CellMoments, LiveSweep};
-pub use crate::results::live::cell_counts;
-use crate::results::{self, Cell, StoredRows};
 use super::scheduler::SummaryInputs;
+pub use crate::results::live::cell_counts;
+use crate::results::live::{self, CellMoments, LiveSweep};
+use crate::results::{self, Cell, StoredRows};
 use armada_core::MetricDef;
-use polars::prelude::DataFrame;
-use tonic::Status;
 use dashmap::DashMap;
+use polars::prelude::DataFrame;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::{mpsc, watch};
+use tonic::Status;
 use tracing::{info, warn};
 
 /// The state of a sweep's summary files.

@@ -131,7 +131,10 @@ pub enum Command {
     /// Internal: the committer wrote (or failed to write) a part.
     PartWritten(PartWritten),
     /// Internal: the summary files of a sweep's live summaries (that generation) are written.
-    Summarized { sweep: String, generation: u64 },
+    Summarized {
+        sweep: String,
+        generation: u64,
+    },
 }
 
 /// The scheduler's mailbox, and the spools the upload streams write into.
@@ -975,7 +978,8 @@ impl Scheduler {
     fn open_live(&mut self, id: &str) {
         let sweep = &self.sweeps[id];
         let settled = |j: &Job| matches!(j.state, JobState::Done | JobState::Failed | JobState::Cancelled);
-        let cells = live::cell_counts(sweep.jobs.iter().map(|&i| (Cell::of(&self.jobs[i].valid), settled(&self.jobs[i]))));
+        let cells =
+            live::cell_counts(sweep.jobs.iter().map(|&i| (Cell::of(&self.jobs[i].valid), settled(&self.jobs[i]))));
         let done = sweep
             .jobs
             .iter()

@@ -131,11 +131,10 @@ impl Store {
         }
         conn.execute_batch("CREATE INDEX IF NOT EXISTS jobs_part ON jobs (sweep_id, part)")?;
         // ...and no `summarized` flag: their summaries are rebuilt once.
-        let has_summarized: bool = conn.query_row(
-            "SELECT COUNT(*) FROM pragma_table_info('sweeps') WHERE name = 'summarized'",
-            [],
-            |r| r.get(0),
-        )?;
+        let has_summarized: bool =
+            conn.query_row("SELECT COUNT(*) FROM pragma_table_info('sweeps') WHERE name = 'summarized'", [], |r| {
+                r.get(0)
+            })?;
         if !has_summarized {
             conn.execute_batch("ALTER TABLE sweeps ADD COLUMN summarized INTEGER NOT NULL DEFAULT 0")
                 .context("adding sweeps.summarized")?;

@@ -100,8 +100,7 @@ pub(super) fn along_table(
     let stats = statistics(rows, &[0], &metric_rank)?;
     let mut table = with_names(&stats, std::slice::from_ref(cell), &metric_names)?;
     // `step` holds the grid index: name it `point`, and add the grid value beside it.
-    let at: Vec<f64> =
-        table.column(STEP)?.i64()?.iter().map(|point| grid[point.expect("not null") as usize]).collect();
+    let at: Vec<f64> = table.column(STEP)?.i64()?.iter().map(|point| grid[point.expect("not null") as usize]).collect();
     table.rename(STEP, "point".into())?;
     let position = table.get_column_index("point").expect("renamed above");
     table.insert_column(position, Column::new("at".into(), at))?;

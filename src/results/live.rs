@@ -306,7 +306,10 @@ impl LiveSweep {
         for (cell, live) in &mut self.cells {
             if live.is_complete() && !live.summarizing {
                 live.summarizing = true;
-                work.push(CellWork { cell: cell.clone(), jobs: std::mem::take(&mut live.jobs).into_values().collect() });
+                work.push(CellWork {
+                    cell: cell.clone(),
+                    jobs: std::mem::take(&mut live.jobs).into_values().collect(),
+                });
             }
         }
         work
@@ -381,4 +384,173 @@ pub fn locate(sweep_dir: &Path, done: &BTreeSet<String>) -> anyhow::Result<Vec<S
         return Ok(Vec::new());
     }
     stored_jobs(sweep_dir, Some(done))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::*;
+    use super::*;
+    use armada_core::{StepRecord, ValidJob};
+
+    #[test]
+    fn moments_merged_in_pieces_equal_one_pass_and_skip_nan() {
+        // [1, 2, 4, 8]: mean 3.75, sum of squared deviations 28.75.
+        let mut whole = Moments::default();
+        for x in [1.0, 2.0, f64::NAN, 4.0, 8.0] {
+            whole.add(x);
+        }
+        assert_eq!(whole.n, 4);
+        assert!((whole.mean - 3.75).abs() < 1e-15 && (whole.m2 - 28.75).abs() < 1e-12, "{whole:?}");
+        let (mut a, mut b) = (Moments::default(), Moments::default());
+        a.add(1.0);
+        a.add(2.0);
+        b.add(4.0);
+        b.add(8.0);
+        a.merge(&b);
+        a.merge(&Moments::default());
+        assert_eq!(a.n, 4);
+        assert!((a.mean - 3.75).abs() < 1e-15 && (a.m2 - 28.75).abs() < 1e-12, "{a:?}");
+    }
+
+    /// Three cells x five seeds with NaNs and a job that stops early, as (job, records).
+    fn sweep_jobs() -> Vec<(ValidJob, Vec<StepRecord>)> {
+        let mut jobs = Vec::new();
+        for (a, algorithm) in ["straddle", "ucb", "random"].iter().enumerate() {
+            for seed in 0..5u64 {
+                let steps = if a == 2 && seed == 4 { 2 } else { 3 };
+                let records = (0..steps)
+                    .map(|step| {
+                        let x = ((seed * 7 + step * 3 + a as u64 * 11) % 13) as f64 / 3.0 - 1.5;
+                        let regret = if seed == 1 && step == 1 { f64::NAN } else { x };
+                        StepRecord { step: step as u32, elapsed_ms: 0.5, values: vec![regret, step as f64] }
+                    })
+                    .collect();
+                jobs.push((job("lse", "sinusoidal", algorithm, seed), records));
+            }
+        }
+        jobs
+    }
+
+    fn moments_of(records: &[StepRecord]) -> CellMoments {
+        let floats = FloatMetrics::of(&METRICS);
+        let (mut m, mut values) = (CellMoments::default(), Vec::new());
+        for r in records {
+            floats.select(&r.values, &mut values);
+            m.add_step(r.step, &values);
+        }
+        let last = records.last().unwrap();
+        floats.select(&last.values, &mut values);
+        m.add_last(last.step, &values);
+        m
+    }
+
+    /// Write a job as a part of its own; where it is.
+    fn store(dir: &Path, (job, records): &(ValidJob, Vec<StepRecord>)) -> StoredRows {
+        read_index(&write_shard(dir, job, &METRICS, records).unwrap()).unwrap().remove(0)
+    }
+
+    /// Commit `jobs` (one part each) into a live sweep, as the coordinator does.
+    fn commit(live: &mut LiveSweep, dir: &Path, jobs: &[(ValidJob, Vec<StepRecord>)]) {
+        for job in jobs {
+            let location = store(dir, job);
+            live.add_moments(&location.cell, &moments_of(&job.1));
+            live.committed(location);
+        }
+    }
+
+    fn new_live(jobs: &[(ValidJob, Vec<StepRecord>)]) -> LiveSweep {
+        let mut live = LiveSweep::new(&METRICS, cell_counts(jobs.iter().map(|(j, _)| (Cell::of(j), false))));
+        live.seed(Vec::new());
+        live
+    }
+
+    /// Provisional rows have a rebuild's groups and `n`, its mean/std/se to rounding, and
+    /// no quantiles; once every cell is exact, the files are a rebuild's, byte for byte.
+    #[test]
+    fn provisional_rows_match_a_rebuild_of_the_same_jobs_and_exact_ones_are_byte_identical() {
+        let jobs = sweep_jobs();
+        let (live_dir, check_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let mut live = new_live(&jobs);
+        // Seeds 0..3 of every cell: nothing is complete yet.
+        let (early, late): (Vec<_>, Vec<_>) = jobs.iter().cloned().partition(|(j, _)| j.spec.seed < 3);
+        commit(&mut live, live_dir.path(), &early);
+        assert!(live.take_complete().is_empty());
+        let (summary, last) = live.tables().unwrap().unwrap();
+        for job in &early {
+            store(check_dir.path(), job);
+        }
+        let rebuilt = rebuild_summaries(check_dir.path(), None, &[]).unwrap();
+        for (provisional, path) in [(&summary, &rebuilt.summary_path), (&last, &rebuilt.final_path)] {
+            let exact = read_parquet(path).unwrap();
+            assert_eq!(provisional.height(), exact.height());
+            for name in ["family", "benchmark", "algorithm", "metric"] {
+                assert_eq!(strs(provisional, name), strs(&exact, name), "{name}");
+            }
+            assert_eq!(ints(provisional, "step"), ints(&exact, "step"));
+            assert_eq!(ints(provisional, "n"), ints(&exact, "n"));
+            for name in ["mean", "std", "se"] {
+                for (p, e) in floats(provisional, name).iter().zip(floats(&exact, name)) {
+                    let close = match (p, e) {
+                        (Some(p), Some(e)) => (p - e).abs() <= 1e-12 * e.abs().max(1.0),
+                        (p, e) => *p == e,
+                    };
+                    assert!(close, "{name}: provisional {p:?}, exact {e:?}");
+                }
+            }
+            for name in ["median", "q10", "q90"] {
+                assert!(floats(provisional, name).iter().all(Option::is_none), "{name} is provisional");
+            }
+        }
+
+        // The rest: every cell completes, is summarized once, and the files equal a rebuild.
+        commit(&mut live, live_dir.path(), &late);
+        let work = live.take_complete();
+        assert_eq!(work.len(), 3);
+        assert!(live.take_complete().is_empty(), "a cell is handed out once");
+        for cell in work {
+            assert_eq!(cell.jobs.len(), 5);
+            assert!(cell.jobs.windows(2).all(|w| w[0].key < w[1].key), "jobs in key order");
+            let refs: Vec<&StoredRows> = cell.jobs.iter().collect();
+            let exact = summarize_cell(&cell.cell, &refs, &[]).unwrap();
+            live.set_exact(&cell.cell, exact);
+        }
+        assert!(live.is_exact());
+        assert_eq!(live.progress(), (3, 3));
+        write_summaries(live_dir.path(), &live.exact_cells(), &[]).unwrap();
+        let summary = fs::read(live_dir.path().join(SUMMARY_FILE)).unwrap();
+        let last = fs::read(live_dir.path().join(FINAL_FILE)).unwrap();
+        rebuild_summaries(live_dir.path(), None, &[]).unwrap();
+        assert!(summary == fs::read(live_dir.path().join(SUMMARY_FILE)).unwrap());
+        assert!(last == fs::read(live_dir.path().join(FINAL_FILE)).unwrap());
+        // A mid-sweep reader gets the exact rows of a complete cell.
+        let (table, _) = live.tables().unwrap().unwrap();
+        assert_eq!(table, read_parquet(&live_dir.path().join(SUMMARY_FILE)).unwrap());
+    }
+
+    /// A cell completes when its last job is settled, whether done, failed or cancelled,
+    /// and only once the done jobs' locations are known.
+    #[test]
+    fn a_cell_completes_when_every_job_is_settled_and_the_sweep_is_seeded() {
+        let jobs = sweep_jobs();
+        let dir = tempfile::tempdir().unwrap();
+        let cell = Cell::of(&jobs[0].0);
+        // Of the first cell's five jobs, two were done before (found on disk) and one failed.
+        let settled_before = |i: usize| i < 3;
+        let mut live = LiveSweep::new(
+            &METRICS,
+            cell_counts(jobs.iter().enumerate().map(|(i, (j, _))| (Cell::of(j), settled_before(i)))),
+        );
+        let before: Vec<StoredRows> = jobs[..2].iter().map(|j| store(dir.path(), j)).collect();
+        assert!(!live.committed(store(dir.path(), &jobs[3])), "4 of 5 settled");
+        assert!(live.settled_without_result(&cell), "5 of 5 settled");
+        assert!(live.take_complete().is_empty(), "not seeded: the two done jobs are not located yet");
+        live.seed(before);
+        let work = live.take_complete();
+        assert_eq!(work.len(), 1);
+        assert_eq!(work[0].cell, cell);
+        let keys: BTreeSet<&str> = work[0].jobs.iter().map(|j| j.key.as_str()).collect();
+        let expected: BTreeSet<&str> = [0, 1, 3].iter().map(|&i| jobs[i].0.key.0.as_str()).collect();
+        assert_eq!(keys, expected);
+        assert!(!live.is_exact(), "the other cells are not complete");
+    }
 }

@@ -85,9 +85,8 @@ mod table;
 pub use along::{along_file, summarize_along, AlongReport};
 
 pub use part::{
-    encode_jobs, for_each_job, part_files, part_name, read_index, read_jobs, stored_jobs, stored_keys, trajectories_dir, write_part,
-    WrittenPart,
-    write_shard, Cell, PartJob, StoredRows,
+    encode_jobs, for_each_job, part_files, part_name, read_index, read_jobs, stored_jobs, stored_keys,
+    trajectories_dir, write_part, write_shard, Cell, PartJob, StoredRows, WrittenPart,
 };
 pub use summary::{rebuild_summaries, summarize, summarize_cell, write_summaries, CellSummary, SummaryReport};
 pub use table::{final_table, render_final};
