@@ -47,15 +47,19 @@ fn measure(text: &str, name: &str) -> (f64, f64) {
     let report =
         run_sweep(&registry, &sweep, &local_dir.path().join(name), LocalConfig { n_threads: WORKERS, progress: false })
             .unwrap();
+    // End to end as `armada run` is: the summaries included (the coordinator builds them
+    // live and has written them when the embedded run returns).
+    armada::results::rebuild_summaries(&local_dir.path().join(name), None, &[]).unwrap();
     let local = t0.elapsed().as_secs_f64();
     assert!(report.failures.is_empty());
 
     let dist_dir = tempfile::tempdir().unwrap();
     let config = EmbeddedConfig { n_workers: WORKERS, progress: false, worker_exe: PathBuf::from(BIN) };
     let t0 = Instant::now();
-    let status = run_embedded(text, name, dist_dir.path(), &config).unwrap();
+    let outcome = run_embedded(text, name, dist_dir.path(), &config).unwrap();
     let distributed = t0.elapsed().as_secs_f64();
-    assert_eq!(status.n_done as usize, sweep.jobs.len());
+    assert_eq!(outcome.status.n_done as usize, sweep.jobs.len());
+    assert!(outcome.summary.is_some_and(|s| !s.provisional));
     (local, distributed)
 }
 

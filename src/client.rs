@@ -23,7 +23,12 @@ pub fn status_error(e: tonic::Status) -> anyhow::Error {
     anyhow::anyhow!("{} ({:?})", e.message(), e.code())
 }
 
+/// How often a followed sweep's live table is redrawn under its progress bar.
+const TABLE_REFRESH: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Stream a sweep's events with a progress bar until it finishes; returns its last status.
+/// With `progress`, the bar carries the sweep's live final-step table, redrawn as jobs
+/// commit (GetSummary answers from the live summaries: it reads no trajectory).
 pub async fn follow(client: &mut Client, id: &str, progress: bool) -> anyhow::Result<pb::SweepStatus> {
     use pb::sweep_event::Event;
     let mut events = client
@@ -37,13 +42,33 @@ pub async fn follow(client: &mut Client, id: &str, progress: bool) -> anyhow::Re
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let settled = |s: &pb::SweepStatus| u64::from(s.n_done + s.n_failed + s.n_cancelled);
-    while let Some(event) = events.message().await.map_err(status_error)? {
+    let mut refresh = tokio::time::interval(TABLE_REFRESH);
+    let (mut n_done, mut n_shown) = (0u64, 0u64);
+    loop {
+        let event = tokio::select! {
+            event = events.message() => event.map_err(status_error)?,
+            _ = refresh.tick(), if progress => {
+                if n_done > n_shown {
+                    n_shown = n_done;
+                    let request = pb::GetSummaryRequest { sweep_id: id.to_string() };
+                    if let Ok(summary) = client.get_summary(request).await {
+                        bar.set_message(live_table(&summary.into_inner()));
+                    }
+                }
+                continue;
+            }
+        };
+        let Some(event) = event else { break };
         match event.event {
             Some(Event::Snapshot(s)) => {
                 bar.set_length(u64::from(s.n_jobs));
                 bar.set_position(settled(&s));
+                n_done = u64::from(s.n_done);
             }
-            Some(Event::JobFinished(_)) => bar.inc(1),
+            Some(Event::JobFinished(_)) => {
+                bar.inc(1);
+                n_done += 1;
+            }
             Some(Event::JobFailed(f)) => {
                 let verdict = if f.r#final { "failed" } else { "will retry" };
                 bar.println(format!("job {} attempt {} {verdict}: {}", f.description, f.attempt, f.error));
@@ -60,6 +85,16 @@ pub async fn follow(client: &mut Client, id: &str, progress: bool) -> anyhow::Re
     }
     bar.finish_and_clear();
     anyhow::bail!("the coordinator closed the watch of `{id}` before the sweep finished")
+}
+
+/// A live summary as shown under a progress bar.
+fn live_table(summary: &pb::GetSummaryResponse) -> String {
+    let state = if summary.provisional {
+        format!("{} of {} cells complete; the others show the jobs done so far", summary.n_cells_exact, summary.n_cells)
+    } else {
+        "every cell complete".to_string()
+    };
+    format!("\n{}\n{state}", summary.table.trim_end())
 }
 
 pub fn describe(s: &pb::SweepStatus) -> String {

@@ -238,7 +238,70 @@ fn two_workers_give_the_in_process_runners_trajectories() {
         &coord.url,
         60,
     );
-    assert!(text(&out.stderr).contains("along_x.parquet of sweep `dist-lse` does not exist"), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("table: sweep `dist-lse` has no along_x.parquet"), "{}", text(&out.stderr));
+}
+
+const TWO_CELLS: &str = r#"
+name = "two-cells"
+family = "testkit"
+seeds = 6
+horizon = 8
+[[benchmarks]]
+name = "constant"
+[[algorithms]]
+name = "slow"
+params = { ms = [40, 50] }
+"#;
+
+/// While a sweep runs, its summary tables come from the live summaries: every row has
+/// the n of the jobs committed so far, and rows without quantiles belong to cells that
+/// still have jobs to run. Once it has finished, the files are there as soon as the watch
+/// ends, and a rebuild from the trajectories alone gives the same bytes.
+#[test]
+fn live_summaries_fill_in_while_the_sweep_runs_and_end_as_a_rebuild() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep = write(tmp.path(), "two-cells.toml", TWO_CELLS);
+    let data = tmp.path().join("data");
+    let coord = serve(&data, 0, &[]);
+    let _w = worker(&coord.url, 2, &tmp.path().join("w.log"), &[]);
+    let submitted = client(&["submit", sweep.to_str().unwrap()], &coord.url, 30);
+    assert!(submitted.status.success(), "{}", text(&submitted.stderr));
+    let sweep_dir = data.join("two-cells");
+    wait_until(60, "three committed jobs", || job_count(&sweep_dir) >= 3);
+    let mid = tmp.path().join("mid");
+    let out = client(&["fetch", "two-cells", "--out", mid.to_str().unwrap(), "--table", "final"], &coord.url, 30);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let table = common::read(&mid.join("two-cells").join("final.parquet"));
+    let ns: Vec<i64> = table.column("n").unwrap().i64().unwrap().into_no_null_iter().collect();
+    let medians: Vec<Option<f64>> = table.column("median").unwrap().f64().unwrap().iter().collect();
+    assert!(!ns.is_empty() && ns.iter().all(|&n| (1..=6).contains(&n)), "{ns:?}");
+    let n_done_then: i64 = ns.iter().sum();
+    assert!(n_done_then >= 3, "{ns:?}");
+    for (n, median) in ns.iter().zip(&medians) {
+        // Quantiles come with a cell's exact rows, which come once its six jobs are done.
+        assert_eq!(median.is_some(), *n == 6, "n {n}, median {median:?}");
+    }
+    assert!(n_done_then < 12, "the sweep finished before the fetch; make the jobs slower");
+    assert!(!sweep_dir.join("final.parquet").exists(), "no summary file while jobs run");
+
+    let watched = client(&["watch", "two-cells", "--quiet"], &coord.url, 120);
+    assert!(watched.status.success(), "{}", text(&watched.stderr));
+    let summary = std::fs::read(sweep_dir.join("summary.parquet")).unwrap();
+    let last = std::fs::read(sweep_dir.join("final.parquet")).unwrap();
+    let fetched = tmp.path().join("end");
+    let out = client(&["fetch", "two-cells", "--out", fetched.to_str().unwrap(), "--table", "summary"], &coord.url, 30);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(std::fs::read(fetched.join("two-cells").join("summary.parquet")).unwrap() == summary);
+    // The trajectories alone, summarized elsewhere: the same bytes.
+    let copy = tmp.path().join("copy");
+    std::fs::create_dir_all(copy.join("trajectories")).unwrap();
+    for part in common::part_files(&sweep_dir) {
+        std::fs::copy(&part, copy.join("trajectories").join(part.file_name().unwrap())).unwrap();
+    }
+    let rebuilt = armada(&["summarize", copy.to_str().unwrap()]);
+    assert!(rebuilt.status.success(), "{}", text(&rebuilt.stderr));
+    assert!(std::fs::read(copy.join("summary.parquet")).unwrap() == summary);
+    assert!(std::fs::read(copy.join("final.parquet")).unwrap() == last);
 }
 
 /// A Python with analysis/requirements-grpc.txt: a venv under the target directory, made

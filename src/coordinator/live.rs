@@ -266,7 +266,7 @@ pub enum Current {
 /// Where `sweep` stands; once it has finished, waits for its files.
 pub async fn current(live: &LiveSummaries, sweep: &str, inputs: &SummaryInputs) -> Result<Current, Status> {
     let n_cells = inputs.n_cells;
-    if inputs.done_keys.is_empty() {
+    if inputs.n_done == 0 {
         return Ok(Current::Nothing);
     }
     let Some(entry) = live.get(sweep) else {

@@ -66,6 +66,8 @@ pub struct SummaryInputs {
     pub sweep_dir: PathBuf,
     /// Nothing is queued or running.
     pub finished: bool,
+    pub n_done: u32,
+    /// The keys of the done jobs, when asked for (FetchResults of trajectories).
     pub done_keys: BTreeSet<String>,
     pub n_failed: u32,
     /// Cells of the sweep.
@@ -101,6 +103,7 @@ pub enum Command {
     },
     Summary {
         sweep: String,
+        with_keys: bool,
         reply: Reply<SummaryInputs>,
     },
     Register {
@@ -188,6 +191,8 @@ struct Sweep {
     summarized: bool,
     /// The generation of its live summaries.
     generation: u64,
+    /// Distinct cells among its jobs.
+    n_cells: u32,
     events: broadcast::Sender<pb::SweepEvent>,
     /// `sweep_finished` was sent (reset by a resubmission).
     announced: bool,
@@ -277,6 +282,7 @@ impl Scheduler {
                 cancelled: sweep.cancelled,
                 summarized: sweep.summarized,
                 generation: 0,
+                n_cells: 0,
                 events: broadcast::channel(4096).0,
                 announced: false,
             };
@@ -288,12 +294,17 @@ impl Scheduler {
         }
         let ids: Vec<String> = s.sweeps.keys().cloned().collect();
         for id in ids {
-            let finished = s.counts(&id).is_finished();
+            let counts = s.counts(&id);
+            let files = counts.done == 0 || s.results_dir.join(&id).join(results::FINAL_FILE).is_file();
             let sweep = s.sweeps.get_mut(&id).expect("listed");
-            sweep.announced = finished;
-            // Summaries cut short by the previous coordinator's end are rebuilt.
-            if !(finished && sweep.summarized) {
+            sweep.announced = counts.is_finished();
+            // Summaries cut short by the previous coordinator's end (or removed since) are
+            // rebuilt; those of a running sweep are live again.
+            if !(counts.is_finished() && sweep.summarized && files) {
                 s.open_live(&id);
+            } else {
+                let n_cells = s.cells_of(&id).len() as u32;
+                s.sweeps.get_mut(&id).expect("listed").n_cells = n_cells;
             }
         }
         let next_attempt = s.store.max_attempt_id()?;
@@ -411,8 +422,8 @@ impl Scheduler {
             Command::Cancel { sweep, reply } => {
                 let _ = reply.send(self.cancel(&sweep));
             }
-            Command::Summary { sweep, reply } => {
-                let _ = reply.send(self.summary_inputs(&sweep));
+            Command::Summary { sweep, with_keys, reply } => {
+                let _ = reply.send(self.summary_inputs(&sweep, with_keys));
             }
             Command::Register { name, version, reply } => {
                 let _ = reply.send(self.register(name, version));
@@ -487,6 +498,7 @@ impl Scheduler {
             cancelled: false,
             summarized: false,
             generation: 0,
+            n_cells: 0,
             events: broadcast::channel(4096).0,
             announced: false,
         });
@@ -616,22 +628,18 @@ impl Scheduler {
         self.status(id)
     }
 
-    fn summary_inputs(&self, id: &str) -> Result<SummaryInputs, Status> {
+    fn summary_inputs(&self, id: &str, with_keys: bool) -> Result<SummaryInputs, Status> {
         let sweep = self.sweeps.get(id).ok_or_else(|| Status::not_found(format!("no sweep `{id}`")))?;
-        let done_keys = sweep
-            .jobs
-            .iter()
-            .map(|&i| &self.jobs[i])
-            .filter(|j| j.state == JobState::Done)
-            .map(|j| j.valid.key.0.clone())
-            .collect();
+        let done = || sweep.jobs.iter().map(|&i| &self.jobs[i]).filter(|j| j.state == JobState::Done);
         let family = self.registry.family(&sweep.family).ok();
+        let counts = self.counts(id);
         Ok(SummaryInputs {
             sweep_dir: self.results_dir.join(id),
-            finished: self.counts(id).is_finished(),
-            done_keys,
-            n_failed: self.counts(id).failed,
-            n_cells: sweep.jobs.iter().map(|&i| Cell::of(&self.jobs[i].valid)).collect::<BTreeSet<_>>().len() as u32,
+            finished: counts.is_finished(),
+            n_done: counts.done,
+            done_keys: if with_keys { done().map(|j| j.valid.key.0.clone()).collect() } else { BTreeSet::new() },
+            n_failed: counts.failed,
+            n_cells: sweep.n_cells,
             metrics: family.map_or(&[], |f| f.metrics()),
             headline: family.map_or(&[], |f| f.headline_metrics()),
             axes: family.map_or(&[], |f| f.summary_axes()),
@@ -976,10 +984,8 @@ impl Scheduler {
 
     /// (Re)open a sweep's live summaries from the state of its jobs.
     fn open_live(&mut self, id: &str) {
+        let cells = self.cells_of(id);
         let sweep = &self.sweeps[id];
-        let settled = |j: &Job| matches!(j.state, JobState::Done | JobState::Failed | JobState::Cancelled);
-        let cells =
-            live::cell_counts(sweep.jobs.iter().map(|&i| (Cell::of(&self.jobs[i].valid), settled(&self.jobs[i]))));
         let done = sweep
             .jobs
             .iter()
@@ -988,6 +994,7 @@ impl Scheduler {
             .map(|j| j.valid.key.0.clone())
             .collect();
         let family = self.registry.family(&sweep.family).ok();
+        let n_cells = cells.len() as u32;
         let generation = self.live.open(Opening {
             sweep: id.to_string(),
             sweep_dir: self.results_dir.join(id),
@@ -999,6 +1006,14 @@ impl Scheduler {
         let sweep = self.sweeps.get_mut(id).expect("checked");
         sweep.generation = generation;
         sweep.summarized = false;
+        sweep.n_cells = n_cells;
+    }
+
+    /// The cells of a sweep with their numbers of jobs and of settled jobs.
+    fn cells_of(&self, id: &str) -> Vec<(Cell, usize, usize)> {
+        let settled = |j: &Job| matches!(j.state, JobState::Done | JobState::Failed | JobState::Cancelled);
+        let jobs = self.sweeps[id].jobs.iter().map(|&i| &self.jobs[i]);
+        live::cell_counts(jobs.map(|j| (Cell::of(&j.valid), settled(j))))
     }
 
     /// The live summaries of a sweep wrote its files: remember it, unless a resubmission
@@ -1178,6 +1193,41 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(300)).await;
         let store = Store::open(dir.path()).unwrap();
         assert_eq!(store.parts("t").unwrap().len(), 1, "recorded, so the next start does not read it again");
+    }
+
+    /// The summary files are written when the last job commits, and the store remembers
+    /// it: a restart leaves them alone, unless they are gone, when it writes them again.
+    #[tokio::test]
+    async fn summaries_are_written_with_the_last_commit_and_rebuilt_at_start_only_when_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let final_file = dir.path().join("t").join(results::FINAL_FILE);
+        let written = {
+            let s = start(dir.path(), Duration::from_secs(60)).await;
+            let jobs = vec![job(0), job(1)];
+            s.call(|reply| Command::Submit { name: "t".into(), family: "testkit".into(), jobs, reply }).await.unwrap();
+            let w = register(&s).await;
+            for l in lease(&s, &w).await {
+                assert_eq!(upload_and_complete(&s, l.attempt_id, l.spec.unwrap().seed as f64).await, Ok(true));
+            }
+            // The live summaries exist until their files are written.
+            if let Some(entry) = s.live.get("t") {
+                assert_eq!(entry.written().await, Ok(true));
+            }
+            assert!(final_file.is_file());
+            std::fs::read(&final_file).unwrap()
+        };
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(Store::open(dir.path()).unwrap().sweeps().unwrap()[0].summarized);
+        {
+            let s = start(dir.path(), Duration::from_secs(60)).await;
+            assert!(s.live.get("t").is_none(), "finished and summarized: nothing to redo");
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        std::fs::remove_file(&final_file).unwrap();
+        let s = start(dir.path(), Duration::from_secs(60)).await;
+        let entry = s.live.get("t").expect("its summaries are rebuilt");
+        assert_eq!(entry.written().await, Ok(true));
+        assert!(std::fs::read(&final_file).unwrap() == written);
     }
 
     /// A restarted scheduler finds the sweep, voids the running attempt and re-queues its job.

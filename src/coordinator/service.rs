@@ -150,10 +150,11 @@ impl pb::sweeps_server::Sweeps for Coordinator {
         request: Request<pb::GetSummaryRequest>,
     ) -> Result<Response<pb::GetSummaryResponse>, Status> {
         let sweep = request.into_inner().sweep_id;
-        let inputs = self.scheduler.call(|reply| Command::Summary { sweep: sweep.clone(), reply }).await?;
+        let inputs =
+            self.scheduler.call(|reply| Command::Summary { sweep: sweep.clone(), with_keys: false, reply }).await?;
         let current = live::current(&self.scheduler.live, &sweep, &inputs).await?;
         let no_job = || Status::failed_precondition(format!("sweep `{sweep}` has no finished job yet"));
-        let n_shards = inputs.done_keys.len() as u32;
+        let n_shards = inputs.n_done;
         let answer = tokio::task::spawn_blocking(move || -> anyhow::Result<pb::GetSummaryResponse> {
             let order: Vec<String> = inputs.metrics.iter().map(|m| m.name.to_string()).collect();
             Ok(match current {
@@ -203,8 +204,9 @@ impl pb::sweeps_server::Sweeps for Coordinator {
     ) -> Result<Response<Self::FetchResultsStream>, Status> {
         let request = request.into_inner();
         let sweep = request.sweep_id.clone();
-        let inputs = self.scheduler.call(|reply| Command::Summary { sweep: sweep.clone(), reply }).await?;
         let table = fetch::check(&request)?;
+        let with_keys = matches!(table, fetch::Wanted::Trajectories);
+        let inputs = self.scheduler.call(|reply| Command::Summary { sweep: sweep.clone(), with_keys, reply }).await?;
         let source = match table {
             fetch::Wanted::Trajectories => fetch::Source::Trajectories,
             fetch::Wanted::Summary(which) => match live::current(&self.scheduler.live, &sweep, &inputs).await? {
