@@ -58,6 +58,8 @@ pub struct EmbeddedOutcome {
     pub status: pb::SweepStatus,
     /// The coordinator's summary (its files are written), when some job is done.
     pub summary: Option<pb::GetSummaryResponse>,
+    /// How long the summary files took after the sweep's last job was settled.
+    pub summary_wait: std::time::Duration,
 }
 
 /// Submit the sweep text to an embedded coordinator storing under `out`, run it on
@@ -123,15 +125,20 @@ pub fn run_embedded(
         };
         drop(workers);
         // The summary files are written as the last cell's rows are: wait for them.
+        let finished = std::time::Instant::now();
         let outcome = match outcome {
             Ok(status) if status.n_done > 0 => {
                 let request = pb::GetSummaryRequest { sweep_id: status.sweep_id.clone() };
                 match sweeps.get_summary(request).await {
-                    Ok(summary) => Ok(EmbeddedOutcome { status, summary: Some(summary.into_inner()) }),
+                    Ok(summary) => Ok(EmbeddedOutcome {
+                        status,
+                        summary: Some(summary.into_inner()),
+                        summary_wait: finished.elapsed(),
+                    }),
                     Err(e) => Err(client::status_error(e)),
                 }
             }
-            Ok(status) => Ok(EmbeddedOutcome { status, summary: None }),
+            Ok(status) => Ok(EmbeddedOutcome { status, summary: None, summary_wait: finished.elapsed() }),
             Err(e) => Err(e),
         };
         let _ = stop_tx.send(());

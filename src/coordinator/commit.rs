@@ -17,7 +17,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tonic::Status;
-use tracing::warn;
 
 use super::live::LiveSummaries;
 use super::spool::Spool;
@@ -90,6 +89,8 @@ async fn run(
     live: LiveSummaries,
     report: Arc<dyn Fn(PartWritten) + Send + Sync>,
 ) {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let writers = Arc::new(tokio::sync::Semaphore::new(cores));
     while let Some(first) = inbox.recv().await {
         let deadline = tokio::time::Instant::now() + config.linger;
         let mut rows = u64::from(first.spool.n_records());
@@ -112,9 +113,13 @@ async fn run(
         }
         for commits in by_sweep.into_values() {
             let (report, live) = (report.clone(), live.clone());
-            if let Err(e) = tokio::task::spawn_blocking(move || report(write(commits, &live))).await {
-                warn!("reporting a part failed: {e}");
-            }
+            // Parts are written side by side, up to one per core: a single writer caps
+            // ingestion at one core's worth of Parquet encoding.
+            let Ok(permit) = writers.clone().acquire_owned().await else { return };
+            tokio::task::spawn_blocking(move || {
+                report(write(commits, &live));
+                drop(permit);
+            });
         }
     }
 }

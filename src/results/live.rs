@@ -87,60 +87,79 @@ impl FloatMetrics {
     }
 }
 
-/// Moments of one group key: how many jobs have a row there, and each metric's moments.
+/// Moments of groups numbered 0, 1, ... (the steps), laid out flat: per group, how many
+/// jobs have a row there, and `width` metrics' moments. 8 + 24 `width` bytes a step.
 #[derive(Clone, Debug, Default, PartialEq)]
 struct Groups {
-    rows: u64,
-    metrics: Vec<Moments>,
+    width: usize,
+    rows: Vec<u64>,
+    moments: Vec<Moments>,
 }
 
 impl Groups {
-    fn add(&mut self, values: &[f64]) {
-        self.metrics.resize(values.len().max(self.metrics.len()), Moments::default());
-        self.rows += 1;
-        for (m, &v) in self.metrics.iter_mut().zip(values) {
+    fn grow(&mut self, width: usize, len: usize) {
+        if self.rows.is_empty() {
+            self.width = width;
+        }
+        if self.rows.len() < len {
+            self.rows.resize(len, 0);
+            self.moments.resize(len * self.width, Moments::default());
+        }
+    }
+
+    fn add(&mut self, group: usize, values: &[f64]) {
+        self.grow(values.len(), group + 1);
+        self.rows[group] += 1;
+        for (m, &v) in self.moments[group * self.width..][..self.width].iter_mut().zip(values) {
             m.add(v);
         }
     }
 
     fn merge(&mut self, other: &Groups) {
-        self.metrics.resize(other.metrics.len().max(self.metrics.len()), Moments::default());
-        self.rows += other.rows;
-        for (m, o) in self.metrics.iter_mut().zip(&other.metrics) {
-            m.merge(o);
+        if other.rows.is_empty() {
+            return;
         }
+        self.grow(other.width, other.rows.len());
+        for (mine, theirs) in self.rows.iter_mut().zip(&other.rows) {
+            *mine += theirs;
+        }
+        for (mine, theirs) in self.moments.iter_mut().zip(&other.moments) {
+            mine.merge(theirs);
+        }
+    }
+
+    /// The groups with rows: (group, its metrics' moments).
+    fn present(&self) -> impl Iterator<Item = (usize, &[Moments])> {
+        let width = self.width;
+        self.rows
+            .iter()
+            .enumerate()
+            .filter(|(_, &rows)| rows > 0)
+            .map(move |(g, _)| (g, &self.moments[g * width..(g + 1) * width]))
     }
 }
 
 /// Running moments of some jobs of one cell: every step, and each job's last step.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CellMoments {
-    steps: Vec<Groups>,
+    steps: Groups,
+    /// By last step, one group each.
     last: BTreeMap<u32, Groups>,
 }
 
 impl CellMoments {
     /// One record of a job: its float metric values ([`FloatMetrics::select`]).
     pub fn add_step(&mut self, step: u32, floats: &[f64]) {
-        let i = step as usize;
-        if self.steps.len() <= i {
-            self.steps.resize(i + 1, Groups::default());
-        }
-        self.steps[i].add(floats);
+        self.steps.add(step as usize, floats);
     }
 
     /// A job's last record, as [`CellMoments::add_step`].
     pub fn add_last(&mut self, step: u32, floats: &[f64]) {
-        self.last.entry(step).or_default().add(floats);
+        self.last.entry(step).or_default().add(0, floats);
     }
 
     pub fn merge(&mut self, other: &CellMoments) {
-        if self.steps.len() < other.steps.len() {
-            self.steps.resize(other.steps.len(), Groups::default());
-        }
-        for (mine, theirs) in self.steps.iter_mut().zip(&other.steps) {
-            mine.merge(theirs);
-        }
+        self.steps.merge(&other.steps);
         for (step, theirs) in &other.last {
             self.last.entry(*step).or_default().merge(theirs);
         }
@@ -177,18 +196,19 @@ impl CellMoments {
         let mut order: Vec<usize> = (0..floats.names.len()).collect();
         order.sort_by(|&a, &b| floats.names[a].cmp(&floats.names[b]));
         let sorted: Vec<String> = order.iter().map(|&i| floats.names[i].clone()).collect();
-        let table = |groups: &mut dyn Iterator<Item = (i64, &Groups)>| -> anyhow::Result<DataFrame> {
+        let table = |groups: &mut dyn Iterator<Item = (i64, &[Moments])>| -> anyhow::Result<DataFrame> {
             let mut stats = Stats::default();
-            for (step, g) in groups.filter(|(_, g)| g.rows > 0) {
+            for (step, metrics) in groups {
                 for (rank, &i) in order.iter().enumerate() {
-                    let m = g.metrics.get(i).copied().unwrap_or_default();
+                    let m = metrics.get(i).copied().unwrap_or_default();
                     stats.push_moments((0, step, rank as i64), m.n as usize, m.mean, m.m2);
                 }
             }
             with_names(&stats.into_frame()?, std::slice::from_ref(cell), &sorted)
         };
-        let summary = table(&mut self.steps.iter().enumerate().map(|(s, g)| (s as i64, g)))?;
-        let last = table(&mut self.last.iter().map(|(&s, g)| (i64::from(s), g)))?;
+        let summary = table(&mut self.steps.present().map(|(s, m)| (s as i64, m)))?;
+        let mut lasts = self.last.iter().flat_map(|(&s, g)| g.present().map(move |(_, m)| (i64::from(s), m)));
+        let last = table(&mut lasts)?;
         Ok((summary, last))
     }
 }

@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 /// Rows per row group of a part: what the writer holds in memory at once. Small jobs share
 /// a row group; a long one spans several.
-pub const PART_ROW_GROUP_ROWS: usize = 1 << 16;
+pub const PART_ROW_GROUP_ROWS: usize = 1 << 15;
 
 /// The footer metadata key of a part's index.
 pub const INDEX_KEY: &str = "armada.jobs";

@@ -41,7 +41,7 @@ pub const BATCH_WAIT: Duration = Duration::from_millis(200);
 /// [`PREFETCH_PER_SLOT`] leased jobs per slot waiting, so that a lease RPC serves many jobs.
 /// Long jobs are leased one per free slot, so the end of a sweep stays balanced.
 pub const SHORT_JOB: Duration = Duration::from_millis(50);
-pub const PREFETCH_PER_SLOT: usize = 8;
+pub const PREFETCH_PER_SLOT: usize = 64;
 /// Finished attempts are committed in batches: a batch is sent when it holds
 /// [`COMMIT_BATCH`] attempts (or [`COMMIT_BATCH_VALUES`] inline metric values, to stay
 /// well under gRPC's 4 MiB message limit), or [`COMMIT_BATCH_WAIT`] after its first finished.
