@@ -78,6 +78,7 @@ pub fn run_embedded(
             data: out.to_path_buf(),
             token: Some(token.clone()),
             tls: None,
+            max_jobs_per_sweep: crate::sweep::DEFAULT_MAX_JOBS,
             scheduler: SchedulerConfig { only_submitted: true, ..SchedulerConfig::default() },
         };
         let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();

@@ -111,7 +111,9 @@ pub fn run_sweep(
 /// Run one job to completion and add it to the part being gathered. The outer error is an
 /// I/O failure (fatal for the run); the inner one is the job's own failure (the sweep goes on).
 fn run_one(registry: &Registry, job: &ValidJob, parts: &Parts) -> anyhow::Result<Result<(), JobError>> {
-    let mut records = Vec::with_capacity(job.spec.horizon as usize + 1);
+    // Grown as records come: a huge horizon must not be an up-front allocation (a job may
+    // also end early).
+    let mut records = Vec::with_capacity((job.spec.horizon as usize + 1).min(1 << 16));
     let outcome = run_job(registry, job, &mut |r| {
         records.push(r);
         ControlFlow::Continue(())

@@ -19,7 +19,9 @@
 //!
 //! Every error names its field (`algorithms[1].params.beta_sqrt`) and what is allowed.
 
-use armada_core::{check_params, find_component, JobSpec, ParamValue, Params, Registry, SpecError, ValidJob};
+use armada_core::{
+    check_param, check_params, find_component, JobSpec, ParamValue, Params, Registry, SpecError, ValidJob, MAX_HORIZON,
+};
 use std::collections::HashMap;
 use std::path::Path;
 use toml::{Table, Value};
@@ -36,13 +38,31 @@ const TOP_KEYS: &[&str] = &["name", "family", "seeds", "sweep_seed", "horizon", 
 const BENCHMARK_KEYS: &[&str] = &["name", "params", "horizon"];
 const ALGORITHM_KEYS: &[&str] = &["name", "params"];
 
-/// A sweep name names a directory: letters, digits, '.', '_' and '-', not starting with '.'.
+/// The most jobs one sweep may expand to, unless the coordinator is told otherwise
+/// (`armada serve --max-jobs-per-sweep`). Checked from the grid's sizes, before expanding it.
+pub const DEFAULT_MAX_JOBS: usize = 5_000_000;
+
+/// The longest sweep name.
+pub const MAX_NAME_LEN: usize = 100;
+
+/// A sweep name names a directory beside the coordinator's own files: 1 to
+/// [`MAX_NAME_LEN`] letters, digits, '.', '_' and '-', starting with a letter or digit, and
+/// not starting with `armada.` (the store's files, `armada.sqlite*`, are the coordinator's).
 pub fn check_name(name: &str) -> Result<(), SpecError> {
-    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)) || name.starts_with('.')
-    {
+    let usable = !name.is_empty()
+        && name.len() <= MAX_NAME_LEN
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && !name.to_ascii_lowercase().starts_with("armada.");
+    if !usable {
+        let shown: String = name.chars().take(40).collect();
+        let shown = if name.chars().count() > 40 { format!("{shown}...") } else { shown };
         return Err(SpecError::new(
             "name",
-            format!("`{name}` is not a usable directory name; use letters, digits, '.', '_' and '-'"),
+            format!(
+                "`{shown}` is not a usable sweep name; use 1 to {MAX_NAME_LEN} letters, digits, '.', '_' and '-', \
+                 starting with a letter or digit, and not starting with `armada.`"
+            ),
         ));
     }
     Ok(())
@@ -56,8 +76,20 @@ pub fn load_sweep(path: &Path, registry: &Registry) -> Result<Sweep, SpecError> 
     parse_sweep(&text, stem, registry)
 }
 
-/// Parse and validate sweep text. Nothing is written anywhere.
+/// Parse and validate sweep text, with at most [`DEFAULT_MAX_JOBS`] jobs. Nothing is
+/// written anywhere.
 pub fn parse_sweep(text: &str, default_name: &str, registry: &Registry) -> Result<Sweep, SpecError> {
+    parse_sweep_limited(text, default_name, registry, DEFAULT_MAX_JOBS)
+}
+
+/// [`parse_sweep`] with at most `max_jobs` jobs. Every field is checked, and the number of
+/// jobs computed from the grid's sizes, before any grid is expanded.
+pub fn parse_sweep_limited(
+    text: &str,
+    default_name: &str,
+    registry: &Registry,
+    max_jobs: usize,
+) -> Result<Sweep, SpecError> {
     let top: Table = text
         .parse()
         .map_err(|e: toml::de::Error| SpecError::new("", format!("malformed TOML: {}", e.to_string().trim_end())))?;
@@ -74,17 +106,30 @@ pub fn parse_sweep(text: &str, default_name: &str, registry: &Registry) -> Resul
         None => 0,
         Some(v) => integer(v, "sweep_seed", 0, i64::MAX)? as u64,
     };
-    let horizon = integer(required(&top, "horizon")?, "horizon", 1, u32::MAX as i64)? as u32;
+    let horizon = integer(required(&top, "horizon")?, "horizon", 1, MAX_HORIZON as i64)? as u32;
 
-    let benchmarks = components(&top, "benchmarks", BENCHMARK_KEYS, family.benchmarks(), family_name)?;
-    let algorithms = components(&top, "algorithms", ALGORITHM_KEYS, family.algorithms(), family_name)?;
+    let benchmarks = components(&top, "benchmarks", BENCHMARK_KEYS, family.benchmarks(), family_name, max_jobs)?;
+    let algorithms = components(&top, "algorithms", ALGORITHM_KEYS, family.algorithms(), family_name, max_jobs)?;
+    let variants = |cs: &[Component]| cs.iter().map(|c| c.variants.len()).sum::<usize>();
+    let (n_bench, n_algo) = (variants(&benchmarks), variants(&algorithms));
+    let n_jobs = n_bench.saturating_mul(n_algo).saturating_mul(seeds.len());
+    if n_jobs > max_jobs {
+        return Err(SpecError::new(
+            "",
+            format!(
+                "the sweep has {n_bench} benchmark variants x {n_algo} algorithm variants x {} seeds = {n_jobs} jobs, \
+                 over the limit of {max_jobs} jobs per sweep",
+                seeds.len()
+            ),
+        ));
+    }
 
     let mut jobs = Vec::new();
     let mut seen: HashMap<String, String> = HashMap::new();
     for bench in &benchmarks {
         let horizon = match bench.table.get("horizon") {
             None => horizon,
-            Some(v) => integer(v, &format!("{}.horizon", bench.path), 1, u32::MAX as i64)? as u32,
+            Some(v) => integer(v, &format!("{}.horizon", bench.path), 1, MAX_HORIZON as i64)? as u32,
         };
         for (bp_idx, bparams) in bench.variants.iter().enumerate() {
             for algo in &algorithms {
@@ -139,6 +184,7 @@ fn components<'a>(
     allowed_keys: &[&str],
     defs: &'static [armada_core::ComponentDef],
     family: &str,
+    max_variants: usize,
 ) -> Result<Vec<Component<'a>>, SpecError> {
     let entries = match required(top, key)? {
         Value::Array(a) if !a.is_empty() => a,
@@ -163,7 +209,9 @@ fn components<'a>(
             find_component(defs, name, what, family).map_err(|e| SpecError::new(format!("{path}.name"), e.message))?;
         let grid = match table.get("params") {
             None => vec![Params::new()],
-            Some(Value::Table(t)) => param_grid(t).map_err(|e| e.within(&format!("{path}.params")))?,
+            Some(Value::Table(t)) => {
+                param_grid(def, t, max_variants).map_err(|e| e.within(&format!("{path}.params")))?
+            }
             Some(other) => {
                 return Err(SpecError::new(
                     format!("{path}.params"),
@@ -181,11 +229,13 @@ fn components<'a>(
 }
 
 /// Expand `{a = [1, 2], b = "x"}` into the grid `[{a=1,b="x"}, {a=2,b="x"}]` (keys in sorted order,
-/// the last key varying fastest).
-fn param_grid(table: &Table) -> Result<Vec<Params>, SpecError> {
-    let mut grid = vec![Params::new()];
+/// the last key varying fastest). Every name and value is checked against `def`, and the
+/// grid's size against `max_variants`, before anything is expanded.
+fn param_grid(def: &armada_core::ComponentDef, table: &Table, max_variants: usize) -> Result<Vec<Params>, SpecError> {
     let mut keys: Vec<_> = table.keys().collect();
     keys.sort();
+    let mut columns = Vec::with_capacity(keys.len());
+    let mut size: usize = 1;
     for key in keys {
         let values: Vec<ParamValue> = match &table[key.as_str()] {
             Value::Array(items) if items.is_empty() => {
@@ -198,6 +248,26 @@ fn param_grid(table: &Table) -> Result<Vec<Params>, SpecError> {
                 .collect::<Result<_, _>>()?,
             v => vec![scalar(v).map_err(|m| SpecError::new(key.as_str(), m))?],
         };
+        let listed = table[key.as_str()].is_array();
+        for (i, value) in values.iter().enumerate() {
+            check_param(def, key, value).map_err(|e| {
+                // An unknown name is the key's fault; a bad value, the element's.
+                let known = def.params.iter().any(|p| p.name == key.as_str());
+                let field = if known && listed { format!("{key}[{i}]") } else { key.clone() };
+                SpecError::new(field, e.message)
+            })?;
+        }
+        size = size.saturating_mul(values.len());
+        if size > max_variants {
+            return Err(SpecError::new(
+                key.as_str(),
+                format!("the grid has more than {max_variants} variants, the limit of jobs per sweep"),
+            ));
+        }
+        columns.push((key, values));
+    }
+    let mut grid = vec![Params::new()];
+    for (key, values) in columns {
         grid = grid
             .into_iter()
             .flat_map(|p| {
@@ -333,7 +403,7 @@ name = "random"
         assert_eq!(err(&GOOD.replace("horizon = 10\n", "")), "horizon: missing required field");
         assert_eq!(
             err(&GOOD.replace("beta_sqrt = [1, 3.0]", "beta_sqrt = [1, \"x\"]")),
-            "algorithms[0].params.beta_sqrt: expected a float in [0, 1000], got a string"
+            "algorithms[0].params.beta_sqrt[1]: expected a float in [0, 1000], got a string"
         );
         assert_eq!(
             err(&GOOD.replace("tie_break", "tiebreak")),
@@ -359,6 +429,59 @@ name = "random"
             e.starts_with("algorithms[2]: with benchmark `sphere-5d` (benchmarks[0]): algorithm: mile needs a finite"),
             "{e}"
         );
+    }
+
+    /// Grids are checked and counted before they are expanded: a file of a few hundred
+    /// bytes asking for 10^8 variants of unknown parameters is refused at once, naming the
+    /// parameter; a grid of known ones over the limit names the limit.
+    #[test]
+    fn grids_are_checked_and_counted_before_expansion() {
+        let registry = crate::registry();
+        let huge: String = (0..8).map(|i| format!("p{i} = [0,1,2,3,4,5,6,7,8,9], ")).collect();
+        let text = GOOD.replace("beta_sqrt = [1, 3.0], tie_break = \"random\"", huge.trim_end_matches(", "));
+        let started = std::time::Instant::now();
+        let e = parse_sweep(&text, "x", &registry).unwrap_err().to_string();
+        assert_eq!(e, "algorithms[0].params.p0: unknown parameter of `straddle`; allowed: beta_sqrt, tie_break");
+        assert!(started.elapsed().as_secs() < 5);
+        // beta_sqrt x 4 with 2 benchmarks and 2 seeds: 2 x (4 + 1) x 2 = 20 jobs.
+        let grid = GOOD.replace("beta_sqrt = [1, 3.0]", "beta_sqrt = [1, 2, 3, 4]");
+        assert_eq!(parse_sweep_limited(&grid, "x", &registry, 20).unwrap().jobs.len(), 20);
+        assert_eq!(
+            parse_sweep_limited(&grid, "x", &registry, 19).unwrap_err().to_string(),
+            "the sweep has 2 benchmark variants x 5 algorithm variants x 2 seeds = 20 jobs, over the limit of 19 jobs per sweep"
+        );
+        assert_eq!(
+            parse_sweep_limited(&grid, "x", &registry, 3).unwrap_err().to_string(),
+            "algorithms[0].params.beta_sqrt: the grid has more than 3 variants, the limit of jobs per sweep"
+        );
+    }
+
+    /// Names cannot reach outside their directory or collide with the store's files; numbers
+    /// are range-checked, seeds and horizons included.
+    #[test]
+    fn names_and_numbers_are_range_checked() {
+        for bad in ["armada.sqlite", "armada.sqlite-journal", "Armada.sqlite-wal", ".hidden", "-x", "a/b", "..", ""] {
+            let e = err(&format!("name = \"{bad}\"\n{GOOD}"));
+            assert!(e.starts_with("name: `"), "{bad}: {e}");
+        }
+        let long = "a".repeat(MAX_NAME_LEN + 1);
+        let e = err(&format!("name = \"{long}\"\n{GOOD}"));
+        assert!(e.starts_with("name: `aaaa") && e.contains("..."), "{e}");
+        assert!(check_name(&"a".repeat(MAX_NAME_LEN)).is_ok() && check_name("armada-fig3.v2").is_ok());
+        assert_eq!(
+            err(&GOOD.replace("horizon = 10", "horizon = 4294967295")),
+            format!("horizon: 4294967295 is out of range; expected an integer in [1, {MAX_HORIZON}]")
+        );
+        assert_eq!(
+            err(&GOOD.replace("seeds = 2", "seeds = [9223372036854775807, -1]")),
+            "seeds[1]: -1 is out of range; expected an integer in [0, 9223372036854775807]"
+        );
+        // A structured job's seed past Int64 is refused where the job is validated.
+        let mut spec = JobSpec::new("testkit", "constant", "echo");
+        spec.horizon = 1;
+        spec.seed = 1 << 63;
+        let e = crate::registry().validate(&spec).unwrap_err().to_string();
+        assert_eq!(e, "seed: 9223372036854775808 is out of range; expected an integer in [0, 9223372036854775807] (trajectories store it as Int64)");
     }
 
     /// The lse family's algorithm names, in registry order, as error messages list them.

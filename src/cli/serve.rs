@@ -37,6 +37,9 @@ pub struct ServeArgs {
     /// (milliseconds): longer means fewer, larger files; commits are answered after it.
     #[arg(long, default_value_t = 200)]
     commit_linger_ms: u64,
+    /// Refuse sweeps of more jobs than this (counted before their grids are expanded).
+    #[arg(long, default_value_t = armada::sweep::DEFAULT_MAX_JOBS)]
+    max_jobs_per_sweep: usize,
 }
 
 pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
@@ -49,6 +52,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         data: args.data,
         token: args.token,
         tls: args.tls_cert.zip(args.tls_key),
+        max_jobs_per_sweep: args.max_jobs_per_sweep,
         scheduler: SchedulerConfig {
             lease_ttl,
             heartbeat: lease_ttl / 4,

@@ -36,6 +36,8 @@ pub struct ServeConfig {
     /// PEM certificate chain and private key: serve TLS.
     pub tls: Option<(PathBuf, PathBuf)>,
     pub scheduler: SchedulerConfig,
+    /// The most jobs a submitted sweep may have.
+    pub max_jobs_per_sweep: usize,
 }
 
 /// Serve until `shutdown` resolves. `on_listening` gets the bound address once the
@@ -48,7 +50,7 @@ pub async fn serve(
 ) -> anyhow::Result<()> {
     let store = store::Store::open(&config.data)?;
     let scheduler = scheduler::Scheduler::start(registry.clone(), store, config.data.clone(), config.scheduler)?;
-    let coordinator = service::Coordinator { scheduler, registry };
+    let coordinator = service::Coordinator { scheduler, registry, max_jobs: config.max_jobs_per_sweep };
     let auth = RequireToken::new(config.token.as_deref());
 
     let (health, health_service) = tonic_health::server::health_reporter();

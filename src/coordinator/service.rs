@@ -22,6 +22,8 @@ use tonic::{Request, Response, Status, Streaming};
 pub struct Coordinator {
     pub scheduler: SchedulerHandle,
     pub registry: Arc<Registry>,
+    /// The most jobs a submitted sweep may have.
+    pub max_jobs: usize,
 }
 
 fn invalid(e: SpecError) -> Status {
@@ -35,13 +37,21 @@ impl Coordinator {
         match request.sweep {
             None => Err(Status::invalid_argument("sweep: give either `toml` or `structured`")),
             Some(pb::submit_sweep_request::Sweep::Toml(text)) => {
-                let s = sweep::parse_sweep(&text, default_name, &self.registry).map_err(invalid)?;
+                let s =
+                    sweep::parse_sweep_limited(&text, default_name, &self.registry, self.max_jobs).map_err(invalid)?;
                 Ok((s.name, s.family, s.jobs))
             }
             Some(pb::submit_sweep_request::Sweep::Structured(s)) => {
                 sweep::check_name(&s.name).map_err(|e| invalid(e.within("structured")))?;
                 if s.jobs.is_empty() {
                     return Err(Status::invalid_argument("structured.jobs: a sweep needs at least one job"));
+                }
+                if s.jobs.len() > self.max_jobs {
+                    return Err(Status::invalid_argument(format!(
+                        "structured.jobs: {} jobs, over the limit of {} jobs per sweep",
+                        s.jobs.len(),
+                        self.max_jobs
+                    )));
                 }
                 let mut jobs = Vec::with_capacity(s.jobs.len());
                 for (i, spec) in s.jobs.into_iter().enumerate() {

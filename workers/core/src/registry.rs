@@ -109,13 +109,43 @@ impl Registry {
             check_params(bench, &spec.benchmark_params).map_err(|e| e.within("benchmark_params"))?;
         complete.algorithm_params =
             check_params(algo, &spec.algorithm_params).map_err(|e| e.within("algorithm_params"))?;
-        if complete.horizon == 0 {
-            return Err(SpecError::new("horizon", "must be at least 1"));
+        if !(1..=MAX_HORIZON).contains(&complete.horizon) {
+            return Err(SpecError::new(
+                "horizon",
+                format!("{} is out of range; expected an integer in [1, {MAX_HORIZON}]", complete.horizon),
+            ));
+        }
+        if complete.seed > MAX_SEED {
+            return Err(SpecError::new(
+                "seed",
+                format!(
+                    "{} is out of range; expected an integer in [0, {MAX_SEED}] (trajectories store it as Int64)",
+                    complete.seed
+                ),
+            ));
         }
         family.check(&complete)?;
         let key = complete.key();
         Ok(ValidJob { spec: complete, key })
     }
+}
+
+/// The longest horizon a job may have: steps are numbered 0..=horizon, and a trajectory
+/// of more rows than this is beyond any experiment (and any disk) armada is meant for.
+pub const MAX_HORIZON: u32 = 100_000_000;
+
+/// The largest seed index: trajectories store it as a signed 64-bit integer.
+pub const MAX_SEED: u64 = i64::MAX as u64;
+
+/// Check one parameter value given for `def` (its name must be one of `def`'s), without
+/// completing the others: sweep files check each grid value before expanding the grid.
+pub fn check_param(def: &ComponentDef, name: &str, value: &ParamValue) -> Result<(), SpecError> {
+    let Some(p) = def.params.iter().find(|p| p.name == name) else {
+        let allowed: Vec<_> = def.params.iter().map(|p| p.name).collect();
+        let allowed = if allowed.is_empty() { "none".to_string() } else { allowed.join(", ") };
+        return Err(SpecError::new(name, format!("unknown parameter of `{}`; allowed: {allowed}", def.name)));
+    };
+    check_value(&p.kind, value).map(|_| ()).map_err(|m| SpecError::new(name, m))
 }
 
 /// Look up a benchmark or algorithm by name; the error lists the names there are.
@@ -138,15 +168,8 @@ pub fn find_component(
 
 /// Validate `given` against the schema of `def` and return the completed parameters.
 pub fn check_params(def: &ComponentDef, given: &Params) -> Result<Params, SpecError> {
-    for name in given.0.keys() {
-        if !def.params.iter().any(|p| p.name == name) {
-            let allowed: Vec<_> = def.params.iter().map(|p| p.name).collect();
-            let allowed = if allowed.is_empty() { "none".to_string() } else { allowed.join(", ") };
-            return Err(SpecError::new(
-                name.as_str(),
-                format!("unknown parameter of `{}`; allowed: {allowed}", def.name),
-            ));
-        }
+    for (name, value) in &given.0 {
+        check_param(def, name, value)?;
     }
     let mut out = Params::new();
     for p in def.params {
