@@ -399,8 +399,26 @@ fn a_coordinator_killed_mid_sweep_resumes_to_the_uninterrupted_result() {
 fn bad_sweeps_are_refused_naming_the_field_and_nothing_is_queued() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
-    let coord = serve(&data, 0, &[]);
+    let coord = serve(&data, 0, &["--max-jobs-per-sweep", "1000"]);
+    // One algorithm with 8 unknown parameters of 10 values each: 10^8 variants unexpanded.
+    let huge_grid: String = (0..8).map(|i| format!("p{i} = [0,1,2,3,4,5,6,7,8,9], ")).collect();
+    let huge_grid = format!(
+        "family = \"lse\"\nseeds = 1\nhorizon = 3\n[[benchmarks]]\nname = \"sinusoidal\"\n[[algorithms]]\nname = \"straddle\"\nparams = {{ {} }}\n",
+        huge_grid.trim_end_matches(", ")
+    );
+    let testkit = |head: &str| {
+        format!("{head}family = \"testkit\"\nhorizon = 1\n[[benchmarks]]\nname = \"constant\"\n[[algorithms]]\nname = \"echo\"\n")
+    };
+    let (journal, long_name, too_many) = (
+        testkit("name = \"armada.sqlite-journal\"\nseeds = 1\n"),
+        testkit(&format!("name = \"{}\"\nseeds = 1\n", "n".repeat(300))),
+        testkit("seeds = 1001\n"),
+    );
     let cases = [
+        ("huge-grid", huge_grid.as_str(), "algorithms[0].params.p0: unknown parameter of `straddle`"),
+        ("journal", journal.as_str(), "name: `armada.sqlite-journal` is not a usable sweep name"),
+        ("long-name", long_name.as_str(), "name: `nnnn"),
+        ("too-many", too_many.as_str(), "= 1001 jobs, over the limit of 1000 jobs per sweep"),
         ("unknown-algo", "family = \"lse\"\nseeds = 1\nhorizon = 3\n[[benchmarks]]\nname = \"sinusoidal\"\n[[algorithms]]\nname = \"straddle\"\n[[algorithms]]\nname = \"usx\"\n", "algorithms[1].name: unknown algorithm `usx`"),
         ("bad-param", "family = \"lse\"\nseeds = 1\nhorizon = 3\n[[benchmarks]]\nname = \"sinusoidal\"\n[[algorithms]]\nname = \"straddle\"\nparams = { beta_sqrt = \"three\" }\n", "algorithms[0].params.beta_sqrt"),
         ("malformed", "family = \"lse\"\nseeds = [1, \n", "malformed TOML"),
@@ -415,8 +433,13 @@ fn bad_sweeps_are_refused_naming_the_field_and_nothing_is_queued() {
     }
     let status = client(&["status"], &coord.url, 30);
     assert_eq!(text(&status.stdout).trim(), "no sweeps");
-    // The coordinator is still serving after the bad requests.
+    // The coordinator is still serving after the bad requests, and wrote nothing for them.
     assert!(status.status.success());
+    let mut entries: Vec<String> =
+        std::fs::read_dir(&data).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    entries.sort();
+    entries.retain(|e| !e.starts_with("armada.sqlite") && e != ".spool");
+    assert!(entries.is_empty(), "{entries:?}");
 }
 
 #[test]
