@@ -12,7 +12,6 @@ use crate::client;
 use crate::coordinator::{self, SchedulerConfig, ServeConfig};
 use armada_proto::v1 as pb;
 use armada_worker::auth::TOKEN_ENV;
-use std::hash::{BuildHasher, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -39,20 +38,6 @@ impl Drop for Workers {
     }
 }
 
-/// 128 random bits as hex, from the OS-seeded hasher keys of the standard library.
-fn random_token() -> String {
-    (0..2)
-        .map(|i| {
-            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-            h.write_u64(i);
-            h.write_u128(
-                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()),
-            );
-            format!("{:016x}", h.finish())
-        })
-        .collect()
-}
-
 /// What an embedded run ended with.
 pub struct EmbeddedOutcome {
     pub status: pb::SweepStatus,
@@ -72,7 +57,7 @@ pub fn run_embedded(
 ) -> anyhow::Result<EmbeddedOutcome> {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     runtime.block_on(async {
-        let token = random_token();
+        let token = crate::secret::random_secret();
         let serve_config = ServeConfig {
             listen: "127.0.0.1:0".parse().expect("a valid address"),
             data: out.to_path_buf(),

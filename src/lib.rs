@@ -11,6 +11,7 @@ pub mod coordinator;
 pub mod embedded;
 pub mod local;
 pub mod results;
+pub mod secret;
 pub mod shutdown;
 pub mod sweep;
 

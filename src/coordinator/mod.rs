@@ -5,6 +5,7 @@
 pub mod commit;
 pub mod fetch;
 pub mod live;
+pub mod queue;
 pub mod scheduler;
 pub mod service;
 pub mod spool;

@@ -15,7 +15,8 @@
 
 use super::commit::{self, Commit, CommitConfig, PartWritten};
 use super::live::{self, LiveSummaries, Opening};
-use super::spool::Spools;
+use super::queue::JobQueue;
+use super::spool::{RecordSchema, Spools};
 use super::store::{JobState, Store, StoredJob};
 use crate::results::Cell;
 use crate::{local, results};
@@ -23,7 +24,7 @@ use armada_core::{MetricDef, Registry, ValidJob};
 use armada_proto::v1 as pb;
 use armada_worker::wire;
 use prost::Message;
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -107,29 +108,34 @@ pub enum Command {
         reply: Reply<SummaryInputs>,
     },
     Register {
-        name: String,
-        version: String,
+        request: pb::RegisterRequest,
         reply: Reply<pb::RegisterResponse>,
     },
     Lease {
-        worker: String,
+        session: String,
         max_jobs: u32,
         reply: Reply<pb::LeaseResponse>,
     },
     Heartbeat {
-        worker: String,
+        session: String,
         attempts: Vec<u64>,
         reply: Reply<pb::HeartbeatResponse>,
     },
     Complete {
+        session: String,
         attempt: u64,
         n_records: u32,
         reply: Reply<pb::CompleteAttemptResponse>,
     },
     Fail {
+        session: String,
         attempt: u64,
         error: String,
         reply: Reply<pb::FailAttemptResponse>,
+    },
+    /// The attempt's uploaded records broke its job's schema (the spool says why): void it.
+    Refused {
+        attempt: u64,
     },
     /// Internal: the committer wrote (or failed to write) a part.
     PartWritten(PartWritten),
@@ -152,6 +158,11 @@ impl SchedulerHandle {
     /// Send a command built around a reply channel and wait for the answer.
     pub async fn call<T>(&self, make: impl FnOnce(Reply<T>) -> Command) -> Result<T, Status> {
         self.send(make).await?.answer().await
+    }
+
+    /// Send a command that has no answer.
+    pub async fn mailbox_send(&self, command: Command) -> Result<(), Status> {
+        self.mailbox.send(command).await.map_err(|_| Status::unavailable("the scheduler has stopped"))
     }
 
     /// Send a command; its answer is awaited separately (several commands in flight at once).
@@ -181,6 +192,20 @@ struct Job {
     error: Option<String>,
     /// A commit's part is being written.
     committing: bool,
+    /// Attempts voided for the worker's fault (records that broke the schema): they do
+    /// not count as attempts, but a job voided [`MAX_VOIDED`] times fails.
+    voided: u32,
+}
+
+/// Voided attempts after which a job fails (its records never fit its schema).
+pub const MAX_VOIDED: u32 = 10;
+
+/// A registered worker session.
+struct Worker {
+    /// The public id (`w1`, ...) and the worker's own name, for messages.
+    id: String,
+    name: String,
+    families: BTreeSet<String>,
 }
 
 struct Sweep {
@@ -200,7 +225,8 @@ struct Sweep {
 
 struct Attempt {
     job: usize,
-    worker: String,
+    /// The session that leased it.
+    session: Arc<str>,
     expires: Instant,
 }
 
@@ -212,9 +238,10 @@ pub struct Scheduler {
     jobs: Vec<Job>,
     index: HashMap<(String, String), usize>,
     sweeps: BTreeMap<String, Sweep>,
-    queue: VecDeque<usize>,
+    queue: JobQueue,
     attempts: HashMap<u64, Attempt>,
-    workers: HashMap<String, String>,
+    /// Registered workers by session credential.
+    workers: HashMap<Arc<str>, Worker>,
     next_worker: u64,
     spools: Spools,
     live: LiveSummaries,
@@ -267,7 +294,7 @@ impl Scheduler {
             jobs: Vec::new(),
             index: HashMap::new(),
             sweeps: BTreeMap::new(),
-            queue: VecDeque::new(),
+            queue: JobQueue::default(),
             attempts: HashMap::new(),
             workers: HashMap::new(),
             next_worker: 1,
@@ -379,13 +406,14 @@ impl Scheduler {
             attempts: stored.attempts,
             error,
             committing: false,
+            voided: 0,
         });
         self.index.insert((stored.sweep_id.clone(), stored.key), i);
         if let Some(sweep) = self.sweeps.get_mut(&stored.sweep_id) {
             sweep.jobs.push(i);
         }
         if state == JobState::Queued && !self.config.only_submitted {
-            self.queue.push_back(i);
+            self.enqueue(i, false);
         }
         Ok(())
     }
@@ -425,19 +453,22 @@ impl Scheduler {
             Command::Summary { sweep, with_keys, reply } => {
                 let _ = reply.send(self.summary_inputs(&sweep, with_keys));
             }
-            Command::Register { name, version, reply } => {
-                let _ = reply.send(self.register(name, version));
+            Command::Register { request, reply } => {
+                let _ = reply.send(self.register(request));
             }
-            Command::Lease { worker, max_jobs, reply } => {
-                let _ = reply.send(self.lease(&worker, max_jobs));
+            Command::Lease { session, max_jobs, reply } => {
+                let _ = reply.send(self.lease(&session, max_jobs));
             }
-            Command::Heartbeat { worker, attempts, reply } => {
-                let _ = reply.send(self.heartbeat(&worker, attempts));
+            Command::Heartbeat { session, attempts, reply } => {
+                let _ = reply.send(self.heartbeat(&session, attempts));
             }
-            Command::Complete { attempt, n_records, reply } => self.complete(attempt, n_records, reply),
-            Command::Fail { attempt, error, reply } => {
-                let _ = reply.send(self.fail(attempt, error));
+            Command::Complete { session, attempt, n_records, reply } => {
+                self.complete(&session, attempt, n_records, reply)
             }
+            Command::Fail { session, attempt, error, reply } => {
+                let _ = reply.send(self.fail(&session, attempt, error));
+            }
+            Command::Refused { attempt } => self.refused(attempt),
             Command::PartWritten(written) => self.part_written(written),
             Command::Summarized { sweep, generation } => self.summarized(&sweep, generation),
         }
@@ -515,8 +546,9 @@ impl Scheduler {
             let job = &mut self.jobs[i];
             job.state = JobState::Queued;
             job.attempts = 0;
+            job.voided = 0;
             job.error = None;
-            self.queue.push_back(i);
+            self.enqueue(i, false);
         }
         if self.config.only_submitted {
             // Queued jobs found in the store were not queued at startup; this sweep's are now.
@@ -524,9 +556,11 @@ impl Scheduler {
                 .jobs
                 .iter()
                 .copied()
-                .filter(|&i| self.jobs[i].state == JobState::Queued && !self.queue.contains(&i))
+                .filter(|&i| self.jobs[i].state == JobState::Queued && !self.queue.contains(i))
                 .collect();
-            self.queue.extend(waiting);
+            for i in waiting {
+                self.enqueue(i, false);
+            }
         }
         let n_added = new_jobs.len() as u32;
         let by_key: HashMap<&str, &ValidJob> = jobs.iter().map(|j| (j.key.0.as_str(), j)).collect();
@@ -540,11 +574,12 @@ impl Scheduler {
                 attempts: 0,
                 error: None,
                 committing: false,
+                voided: 0,
             });
             self.index.insert((name.clone(), stored.key), i);
             self.sweeps.get_mut(&name).expect("inserted").jobs.push(i);
             if stored.state == JobState::Queued {
-                self.queue.push_back(i);
+                self.enqueue(i, false);
             }
         }
         let n_already_done = self.counts(&name).done;
@@ -646,37 +681,79 @@ impl Scheduler {
         })
     }
 
-    fn register(&mut self, name: String, version: String) -> Result<pb::RegisterResponse, Status> {
+    fn register(&mut self, request: pb::RegisterRequest) -> Result<pb::RegisterResponse, Status> {
+        let pb::RegisterRequest { name, version, families, build, .. } = request;
         let ours = env!("CARGO_PKG_VERSION");
         if version != ours {
             return Err(Status::failed_precondition(format!(
                 "version: worker runs armada {version}, the coordinator {ours}; job keys and results depend on the build"
             )));
         }
+        let digest = self.registry.digest();
+        if build != digest {
+            return Err(Status::failed_precondition(format!(
+                "build: the worker's families digest to `{build}`, the coordinator's to `{digest}`; \
+                 run workers of the coordinator's build"
+            )));
+        }
+        if families.is_empty() {
+            return Err(Status::invalid_argument("families: name the families this worker runs"));
+        }
+        for (i, family) in families.iter().enumerate() {
+            self.registry
+                .family(family)
+                .map_err(|e| Status::invalid_argument(format!("families[{i}]: {}", e.message)))?;
+        }
         let id = format!("w{}", self.next_worker);
         self.next_worker += 1;
-        info!("worker {id} registered ({name})");
-        self.workers.insert(id.clone(), name);
+        info!("worker {id} registered ({name}; {})", families.join(", "));
+        let session: Arc<str> = crate::secret::random_secret().into();
+        self.workers.insert(session.clone(), Worker { id: id.clone(), name, families: families.into_iter().collect() });
         Ok(pb::RegisterResponse {
             worker_id: id,
             lease_ttl_ms: self.config.lease_ttl.as_millis() as u32,
             heartbeat_interval_ms: self.config.heartbeat.as_millis() as u32,
+            session: session.to_string(),
         })
     }
 
-    fn known_worker(&self, worker: &str) -> Result<(), Status> {
-        if self.workers.contains_key(worker) {
-            Ok(())
-        } else {
-            Err(Status::not_found(format!("worker `{worker}` is not registered (the coordinator restarted?)")))
+    /// The registered worker of `session`, with the session's shared handle.
+    fn worker(&self, session: &str) -> Result<(Arc<str>, &Worker), Status> {
+        match self.workers.get_key_value(session) {
+            Some((key, worker)) => Ok((key.clone(), worker)),
+            None => Err(Status::not_found("session: not registered here (the coordinator restarted?); register again")),
         }
     }
 
-    fn lease(&mut self, worker: &str, max_jobs: u32) -> Result<pb::LeaseResponse, Status> {
-        self.known_worker(worker)?;
+    /// The attempt, if `session` holds it: NOT_FOUND when it is not known (void or
+    /// finished), PERMISSION_DENIED when another session leased it.
+    fn held(&self, session: &str, attempt: u64) -> Result<&Attempt, Status> {
+        let a = self
+            .attempts
+            .get(&attempt)
+            .ok_or_else(|| Status::not_found(format!("attempt {attempt} is not known (void or finished)")))?;
+        if *a.session != *session {
+            return Err(Status::permission_denied(format!("attempt {attempt} is not held by this worker session")));
+        }
+        Ok(a)
+    }
+
+    /// Queue job `i` (first, for a retry); the queue is per family.
+    fn enqueue(&mut self, i: usize, front: bool) {
+        let family = &self.jobs[i].valid.spec.family;
+        if front {
+            self.queue.push_front(i, family);
+        } else {
+            self.queue.push_back(i, family);
+        }
+    }
+
+    fn lease(&mut self, session: &str, max_jobs: u32) -> Result<pb::LeaseResponse, Status> {
+        let (session, worker) = self.worker(session)?;
+        let (worker_id, families) = (worker.id.clone(), worker.families.clone());
         let mut picked = Vec::new();
         while picked.len() < max_jobs as usize {
-            let Some(i) = self.queue.pop_front() else { break };
+            let Some(i) = self.queue.pop(&families) else { break };
             // The queue may hold jobs that were cancelled or committed since they were queued,
             // or whose expired attempt is committing right now.
             if self.jobs[i].state == JobState::Queued && !self.jobs[i].committing && !picked.contains(&i) {
@@ -691,14 +768,14 @@ impl Scheduler {
         let expires = Instant::now() + self.config.lease_ttl;
         let ids = match self.store.start_attempts(
             &keys,
-            worker,
+            &worker_id,
             now_ms(),
             now_ms() + self.config.lease_ttl.as_millis() as i64,
         ) {
             Ok(ids) => ids,
             Err(e) => {
                 for &i in picked.iter().rev() {
-                    self.queue.push_front(i);
+                    self.enqueue(i, true);
                 }
                 return Err(internal(e));
             }
@@ -709,15 +786,19 @@ impl Scheduler {
             job.state = JobState::Running;
             job.current = Some(id);
             job.attempts += 1;
-            self.attempts.insert(id, Attempt { job: i, worker: worker.to_string(), expires });
-            self.spools.create(id, self.metrics_of(&self.jobs[i].valid.spec.family).len());
+            self.attempts.insert(id, Attempt { job: i, session: session.clone(), expires });
+            let schema = RecordSchema {
+                metrics: self.metrics_of(&self.jobs[i].valid.spec.family),
+                horizon: self.jobs[i].valid.spec.horizon,
+            };
+            self.spools.create(id, session.clone(), schema);
             let job = &self.jobs[i];
             let event = pb::sweep_event::Event::JobStarted(pb::JobStarted {
                 job_key: job.valid.key.0.clone(),
                 description: local::describe(&job.valid),
                 attempt_id: id,
                 attempt: job.attempts,
-                worker: worker.to_string(),
+                worker: worker_id.clone(),
             });
             self.emit(&job.sweep.clone(), event);
             leases.push(pb::JobLease {
@@ -731,8 +812,12 @@ impl Scheduler {
         Ok(pb::LeaseResponse { leases, retry_after_ms: 0 })
     }
 
-    fn heartbeat(&mut self, worker: &str, attempts: Vec<u64>) -> Result<pb::HeartbeatResponse, Status> {
-        self.known_worker(worker)?;
+    fn heartbeat(&mut self, session: &str, attempts: Vec<u64>) -> Result<pb::HeartbeatResponse, Status> {
+        self.worker(session)?;
+        // Another session's attempt: the whole heartbeat is refused, and renews nothing.
+        if let Some(&id) = attempts.iter().find(|id| self.attempts.get(id).is_some_and(|a| *a.session != *session)) {
+            return Err(Status::permission_denied(format!("attempt {id} is not held by this worker session")));
+        }
         let expires = Instant::now() + self.config.lease_ttl;
         let mut renewed = Vec::new();
         let mut abandon = Vec::new();
@@ -757,12 +842,14 @@ impl Scheduler {
         matches!(j.state, JobState::Done | JobState::Failed | JobState::Cancelled) || j.committing
     }
 
-    fn complete(&mut self, attempt: u64, n_records: u32, reply: Reply<pb::CompleteAttemptResponse>) {
-        let Some(a) = self.attempts.get(&attempt) else {
-            let _ = reply.send(Err(Status::not_found(format!("attempt {attempt} is not known (void or finished)"))));
-            return;
+    fn complete(&mut self, session: &str, attempt: u64, n_records: u32, reply: Reply<pb::CompleteAttemptResponse>) {
+        let i = match self.held(session, attempt) {
+            Ok(a) => a.job,
+            Err(e) => {
+                let _ = reply.send(Err(e));
+                return;
+            }
         };
-        let i = a.job;
         let job = &self.jobs[i];
         if job.state == JobState::Done || job.committing {
             let (sweep, key, state) = (job.sweep.clone(), job.valid.key.0.clone(), job.state);
@@ -789,12 +876,12 @@ impl Scheduler {
             None if spool.n_records() != n_records => {
                 Some(format!("n_records: the worker sent {n_records}, the coordinator holds {}", spool.n_records()))
             }
-            None => None,
+            None => spool.incomplete(),
         };
         if let Some(error) = refused {
             drop(spool.into_records());
             if self.jobs[i].current == Some(attempt) {
-                self.requeue_or_fail(i, attempt, error.clone());
+                self.void(i, attempt, error.clone());
             }
             let _ = reply.send(Err(Status::invalid_argument(error)));
             return;
@@ -894,20 +981,52 @@ impl Scheduler {
         }
     }
 
-    fn fail(&mut self, attempt: u64, error: String) -> Result<pb::FailAttemptResponse, Status> {
-        let a = self
-            .attempts
-            .remove(&attempt)
-            .ok_or_else(|| Status::not_found(format!("attempt {attempt} is not known (void or finished)")))?;
+    fn fail(&mut self, session: &str, attempt: u64, error: String) -> Result<pb::FailAttemptResponse, Status> {
+        self.held(session, attempt)?;
+        let a = self.attempts.remove(&attempt).expect("held");
         self.spools.discard(attempt);
         let job = &self.jobs[a.job];
         if self.is_settled(a.job) || job.current != Some(attempt) {
             // Settled, or superseded by another attempt: this failure changes nothing.
             return Ok(pb::FailAttemptResponse { will_retry: false });
         }
-        warn!("job {} attempt {attempt} on {} failed: {error}", job.valid.key, a.worker);
+        let worker = self.workers.get(&a.session).map_or("a gone worker", |w| w.id.as_str());
+        warn!("job {} attempt {attempt} on {worker} failed: {error}", job.valid.key);
         let will_retry = self.requeue_or_fail(a.job, attempt, error);
         Ok(pb::FailAttemptResponse { will_retry })
+    }
+
+    /// Records of the upload stream broke the schema: the attempt is void (its spool knows
+    /// why), and its job queued again.
+    fn refused(&mut self, attempt: u64) {
+        let Some(a) = self.attempts.get(&attempt) else { return };
+        let i = a.job;
+        let error = self.spools.take(attempt).and_then(|s| {
+            let why = s.broken().map(str::to_owned);
+            drop(s.into_records());
+            why
+        });
+        self.attempts.remove(&attempt);
+        if self.jobs[i].current == Some(attempt) && !self.is_settled(i) {
+            self.void(i, attempt, error.unwrap_or_else(|| "records refused".into()));
+        }
+    }
+
+    /// An attempt void for the worker's fault (records that broke the schema): the job is
+    /// queued again without the attempt counting against max-attempts, unless it has been
+    /// voided [`MAX_VOIDED`] times.
+    fn void(&mut self, i: usize, attempt: u64, error: String) {
+        let job = &mut self.jobs[i];
+        job.voided += 1;
+        if job.voided >= MAX_VOIDED {
+            let error = format!("{error} (its attempts were refused {MAX_VOIDED} times)");
+            job.attempts = self.config.max_attempts;
+            self.requeue_or_fail(i, attempt, error);
+            return;
+        }
+        job.attempts = job.attempts.saturating_sub(1);
+        warn!("job {} attempt {attempt} voided: {error}", job.valid.key);
+        self.requeue_or_fail(i, attempt, format!("attempt voided: {error}"));
     }
 
     /// A failed or expired attempt: queue the job for another attempt, or mark it failed
@@ -927,7 +1046,7 @@ impl Scheduler {
         let attempt_no = job.attempts;
         if retry {
             // To the front: a retried job should not wait behind the whole sweep.
-            self.queue.push_front(i);
+            self.enqueue(i, true);
         } else {
             self.live.settled_without_result(&sweep, &Cell::of(&self.jobs[i].valid));
         }
@@ -952,7 +1071,11 @@ impl Scheduler {
             .attempts
             .iter()
             .filter(|(&id, a)| a.expires < now && self.jobs[a.job].current == Some(id) && !self.jobs[a.job].committing)
-            .map(|(&id, a)| (id, a.job, a.worker.clone()))
+            .map(|(&id, a)| {
+                let worker =
+                    self.workers.get(&a.session).map_or_else(|| "?".to_string(), |w| format!("{} ({})", w.id, w.name));
+                (id, a.job, worker)
+            })
             .collect();
         for (id, i, worker) in expired {
             warn!("job {} attempt {id}: the lease of worker {worker} expired", self.jobs[i].valid.key);
@@ -1067,19 +1190,49 @@ mod tests {
         Scheduler::start(Arc::new(crate::registry()), Store::open(dir).unwrap(), dir.to_path_buf(), config).unwrap()
     }
 
+    fn registration(families: &[&str]) -> pb::RegisterRequest {
+        pb::RegisterRequest {
+            name: "test".into(),
+            slots: 1,
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            families: families.iter().map(|f| f.to_string()).collect(),
+            build: crate::registry().digest(),
+        }
+    }
+
+    /// Register a testkit worker; its session credential.
     async fn register(s: &SchedulerHandle) -> String {
-        let version = env!("CARGO_PKG_VERSION").to_string();
-        s.call(|reply| Command::Register { name: "test".into(), version, reply }).await.unwrap().worker_id
+        let request = registration(&["testkit"]);
+        s.call(|reply| Command::Register { request, reply }).await.unwrap().session
     }
 
-    async fn lease(s: &SchedulerHandle, worker: &str) -> Vec<pb::JobLease> {
-        let worker = worker.to_string();
-        s.call(|reply| Command::Lease { worker, max_jobs: 8, reply }).await.unwrap().leases
+    async fn lease(s: &SchedulerHandle, session: &str) -> Vec<pb::JobLease> {
+        let session = session.to_string();
+        s.call(|reply| Command::Lease { session, max_jobs: 8, reply }).await.unwrap().leases
     }
 
-    async fn upload_and_complete(s: &SchedulerHandle, attempt: u64, v: f64) -> Result<bool, tonic::Code> {
-        s.spools.append(attempt, &records(v)).map_err(|e| e.code())?;
-        s.call(|reply| Command::Complete { attempt, n_records: 3, reply })
+    async fn upload_and_complete(
+        s: &SchedulerHandle,
+        session: &str,
+        attempt: u64,
+        v: f64,
+    ) -> Result<bool, tonic::Code> {
+        upload_and_complete_records(s, session, attempt, &records(v)).await
+    }
+
+    async fn upload_and_complete_records(
+        s: &SchedulerHandle,
+        session: &str,
+        attempt: u64,
+        records: &[StepRecord],
+    ) -> Result<bool, tonic::Code> {
+        match s.spools.append(attempt, session, records) {
+            Ok(_) => {}
+            Err(e) if e.code() == tonic::Code::InvalidArgument => {}
+            Err(e) => return Err(e.code()),
+        }
+        let (session, n_records) = (session.to_string(), records.len() as u32);
+        s.call(|reply| Command::Complete { session, attempt, n_records, reply })
             .await
             .map(|r| r.committed)
             .map_err(|e| e.code())
@@ -1117,16 +1270,16 @@ mod tests {
         let job0 = |ls: &[pb::JobLease]| ls.iter().find(|l| l.spec.as_ref().unwrap().seed == 0).unwrap().attempt_id;
         let job1 = |ls: &[pb::JobLease]| ls.iter().find(|l| l.spec.as_ref().unwrap().seed == 1).unwrap().attempt_id;
         // Job 0: the new attempt commits first; the late one is dropped.
-        assert_eq!(upload_and_complete(&s, job0(&second), 10.0).await, Ok(true));
-        assert_eq!(upload_and_complete(&s, job0(&first), 20.0).await, Err(tonic::Code::NotFound), "dropped");
+        assert_eq!(upload_and_complete(&s, &b, job0(&second), 10.0).await, Ok(true));
+        assert_eq!(upload_and_complete(&s, &a, job0(&first), 20.0).await, Err(tonic::Code::NotFound), "dropped");
         // Job 1: the expired attempt commits first (nobody had); the live one is told to stop.
-        assert_eq!(upload_and_complete(&s, job1(&first), 30.0).await, Ok(true));
+        assert_eq!(upload_and_complete(&s, &a, job1(&first), 30.0).await, Ok(true));
         let hb = s
-            .call(|reply| Command::Heartbeat { worker: b.clone(), attempts: vec![job1(&second)], reply })
+            .call(|reply| Command::Heartbeat { session: b.clone(), attempts: vec![job1(&second)], reply })
             .await
             .unwrap();
         assert_eq!(hb.abandon, vec![job1(&second)]);
-        assert_eq!(upload_and_complete(&s, job1(&second), 40.0).await, Err(tonic::Code::NotFound));
+        assert_eq!(upload_and_complete(&s, &b, job1(&second), 40.0).await, Err(tonic::Code::NotFound));
         let st = status(&s).await;
         assert_eq!((st.n_done, st.n_queued, st.n_running, st.n_failed), (2, 0, 0, 0));
         // Exactly the winners' records are on disk.
@@ -1156,13 +1309,13 @@ mod tests {
         std::fs::write(sweep_dir.join("trajectories"), b"in the way").unwrap();
         let w = register(&s).await;
         let first = lease(&s, &w).await;
-        assert_eq!(upload_and_complete(&s, first[0].attempt_id, 1.0).await, Err(tonic::Code::Internal));
+        assert_eq!(upload_and_complete(&s, &w, first[0].attempt_id, 1.0).await, Err(tonic::Code::Internal));
         let st = status(&s).await;
         assert_eq!((st.n_done, st.n_queued, st.n_running), (0, 1, 0));
         std::fs::remove_file(sweep_dir.join("trajectories")).unwrap();
         let second = lease(&s, &w).await;
         assert_eq!(second[0].attempt, 2);
-        assert_eq!(upload_and_complete(&s, second[0].attempt_id, 2.0).await, Ok(true));
+        assert_eq!(upload_and_complete(&s, &w, second[0].attempt_id, 2.0).await, Ok(true));
         assert_eq!(status(&s).await.n_done, 1);
         let stored = results::stored_jobs(&sweep_dir, None).unwrap();
         assert_eq!(stored.len(), 1);
@@ -1207,7 +1360,7 @@ mod tests {
             s.call(|reply| Command::Submit { name: "t".into(), family: "testkit".into(), jobs, reply }).await.unwrap();
             let w = register(&s).await;
             for l in lease(&s, &w).await {
-                assert_eq!(upload_and_complete(&s, l.attempt_id, l.spec.unwrap().seed as f64).await, Ok(true));
+                assert_eq!(upload_and_complete(&s, &w, l.attempt_id, l.spec.unwrap().seed as f64).await, Ok(true));
             }
             // The live summaries exist until their files are written.
             if let Some(entry) = s.live.get("t") {
@@ -1230,6 +1383,104 @@ mod tests {
         assert!(std::fs::read(&final_file).unwrap() == written);
     }
 
+    async fn submit(s: &SchedulerHandle, jobs: Vec<ValidJob>) {
+        s.call(|reply| Command::Submit { name: "t".into(), family: "testkit".into(), jobs, reply }).await.unwrap();
+    }
+
+    /// Every call about an attempt names the session that leased it; another session's
+    /// upload, commit, fail or heartbeat is PERMISSION_DENIED and changes nothing.
+    #[tokio::test]
+    async fn another_session_cannot_upload_commit_fail_or_renew_an_attempt() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = start(dir.path(), Duration::from_secs(60)).await;
+        submit(&s, vec![job(0)]).await;
+        let (a, b) = (register(&s).await, register(&s).await);
+        assert_ne!(a, b);
+        let id = lease(&s, &a).await[0].attempt_id;
+        let denied = tonic::Code::PermissionDenied;
+        assert_eq!(s.spools.append(id, &b, &records(9.0)).unwrap_err().code(), denied);
+        assert_eq!(upload_and_complete(&s, &b, id, 9.0).await, Err(denied));
+        let (session, error) = (b.clone(), "forged".to_string());
+        let failed = s.call(|reply| Command::Fail { session, attempt: id, error, reply }).await;
+        assert_eq!(failed.unwrap_err().code(), denied);
+        let session = b.clone();
+        let renewed = s.call(|reply| Command::Heartbeat { session, attempts: vec![id], reply }).await;
+        assert_eq!(renewed.unwrap_err().code(), denied);
+        let unknown = s.call(|reply| Command::Lease { session: "nope".into(), max_jobs: 1, reply }).await;
+        assert_eq!(unknown.unwrap_err().code(), tonic::Code::NotFound);
+        let st = status(&s).await;
+        assert_eq!((st.n_running, st.n_done, st.n_failed), (1, 0, 0), "nothing changed");
+        assert_eq!(upload_and_complete(&s, &a, id, 1.0).await, Ok(true));
+    }
+
+    /// Records that break the schema, or a commit without the last steps, void the
+    /// attempt: the job is queued again and the attempt does not count, until it has been
+    /// voided MAX_VOIDED times.
+    #[tokio::test]
+    async fn records_that_break_the_schema_void_the_attempt_without_counting_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = start(dir.path(), Duration::from_secs(60)).await;
+        submit(&s, vec![job(0)]).await;
+        let w = register(&s).await;
+        let bad = |steps: &[u32]| -> Vec<StepRecord> {
+            steps.iter().map(|&step| StepRecord { step, elapsed_ms: 0.0, values: vec![1.0] }).collect()
+        };
+        // Steps out of order, then a trajectory without its last step (horizon 2: 0..=2).
+        for records in [bad(&[0, 0, 1]), bad(&[0, 1])] {
+            let l = lease(&s, &w).await;
+            assert_eq!(l[0].attempt, 1, "a voided attempt does not count");
+            let outcome = upload_and_complete_records(&s, &w, l[0].attempt_id, &records).await;
+            assert_eq!(outcome, Err(tonic::Code::InvalidArgument));
+            assert_eq!(status(&s).await.n_queued, 1);
+        }
+        // Through the upload stream: the service voids the attempt as the records arrive.
+        let l = lease(&s, &w).await;
+        assert!(s.spools.append(l[0].attempt_id, &w, &bad(&[1])).is_err());
+        s.mailbox_send(Command::Refused { attempt: l[0].attempt_id }).await.unwrap();
+        assert_eq!(status(&s).await.n_queued, 1);
+        // Voided again and again: the job fails, with the reason.
+        for _ in 3..MAX_VOIDED {
+            let l = lease(&s, &w).await;
+            assert_eq!(
+                upload_and_complete_records(&s, &w, l[0].attempt_id, &bad(&[5])).await,
+                Err(tonic::Code::InvalidArgument)
+            );
+        }
+        let st = status(&s).await;
+        assert_eq!((st.n_queued, st.n_failed), (0, 1));
+        let error = &st.failures[0].error;
+        assert!(error.contains("step 5 is past the horizon 2") && error.contains("refused 10 times"), "{error}");
+    }
+
+    /// A worker is leased only jobs of the families it registered; registration checks
+    /// the build digest and the families.
+    #[tokio::test]
+    async fn workers_get_only_their_families_and_registration_is_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = start(dir.path(), Duration::from_secs(60)).await;
+        submit(&s, vec![job(0), job(1)]).await;
+        let request = registration(&["lse"]);
+        let lse_only = s.call(|reply| Command::Register { request, reply }).await.unwrap().session;
+        assert!(lease(&s, &lse_only).await.is_empty());
+        let w = register(&s).await;
+        assert_eq!(lease(&s, &w).await.len(), 2);
+        let refused = |request: pb::RegisterRequest| {
+            let s = s.clone();
+            async move { s.call(|reply| Command::Register { request, reply }).await.unwrap_err() }
+        };
+        let e = refused(pb::RegisterRequest { build: "0123".into(), ..registration(&["testkit"]) }).await;
+        assert_eq!(e.code(), tonic::Code::FailedPrecondition);
+        assert!(e.message().starts_with("build: the worker's families digest to `0123`"), "{}", e.message());
+        let e = refused(registration(&[])).await;
+        assert_eq!(
+            (e.code(), e.message()),
+            (tonic::Code::InvalidArgument, "families: name the families this worker runs")
+        );
+        let e = refused(registration(&["testkit", "nope"])).await;
+        assert_eq!(e.code(), tonic::Code::InvalidArgument);
+        assert!(e.message().starts_with("families[1]: unknown family `nope`"), "{}", e.message());
+    }
+
     /// A restarted scheduler finds the sweep, voids the running attempt and re-queues its job.
     #[tokio::test]
     async fn a_restart_requeues_running_jobs_and_keeps_done_ones() {
@@ -1246,7 +1497,7 @@ mod tests {
             .unwrap();
             let w = register(&s).await;
             let leases = lease(&s, &w).await;
-            assert_eq!(upload_and_complete(&s, leases[0].attempt_id, 1.0).await, Ok(true));
+            assert_eq!(upload_and_complete(&s, &w, leases[0].attempt_id, 1.0).await, Ok(true));
             // leases[1] is running when this scheduler goes away, as if killed; the next opens its store.
         }
         // The dropped handle stops the actor, which closes (and unlocks) the store.

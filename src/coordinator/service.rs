@@ -252,27 +252,38 @@ impl pb::sweeps_server::Sweeps for Coordinator {
 impl Coordinator {
     /// One attempt's commit: its inline records into the spool, then the scheduler's
     /// decision, to be awaited.
-    async fn complete(&self, r: pb::CompleteAttemptRequest) -> Result<Pending<pb::CompleteAttemptResponse>, Status> {
+    async fn complete(
+        &self,
+        session: String,
+        r: pb::CompleteAttemptRequest,
+    ) -> Result<Pending<pb::CompleteAttemptResponse>, Status> {
         if !r.records.is_empty() {
             let records: Vec<_> = r.records.into_iter().map(wire::record_from_wire).collect();
-            self.scheduler.spools.append(r.attempt_id, &records)?;
+            match self.scheduler.spools.append(r.attempt_id, &session, &records) {
+                // A record that breaks the schema breaks the spool: the commit below is
+                // refused with the reason, and the attempt voided.
+                Ok(_) => {}
+                Err(e) if e.code() == tonic::Code::InvalidArgument => {}
+                Err(e) => return Err(e),
+            }
         }
-        self.scheduler.send(|reply| Command::Complete { attempt: r.attempt_id, n_records: r.n_records, reply }).await
+        let (attempt, n_records) = (r.attempt_id, r.n_records);
+        self.scheduler.send(|reply| Command::Complete { session, attempt, n_records, reply }).await
     }
 }
 
 #[tonic::async_trait]
 impl pb::workers_server::Workers for Coordinator {
     async fn register(&self, request: Request<pb::RegisterRequest>) -> Result<Response<pb::RegisterResponse>, Status> {
-        let r = request.into_inner();
-        let reply = self.scheduler.call(|reply| Command::Register { name: r.name, version: r.version, reply }).await?;
+        let request = request.into_inner();
+        let reply = self.scheduler.call(|reply| Command::Register { request, reply }).await?;
         Ok(Response::new(reply))
     }
 
     async fn lease(&self, request: Request<pb::LeaseRequest>) -> Result<Response<pb::LeaseResponse>, Status> {
         let r = request.into_inner();
         let reply =
-            self.scheduler.call(|reply| Command::Lease { worker: r.worker_id, max_jobs: r.max_jobs, reply }).await?;
+            self.scheduler.call(|reply| Command::Lease { session: r.session, max_jobs: r.max_jobs, reply }).await?;
         Ok(Response::new(reply))
     }
 
@@ -283,7 +294,7 @@ impl pb::workers_server::Workers for Coordinator {
         let r = request.into_inner();
         let reply = self
             .scheduler
-            .call(|reply| Command::Heartbeat { worker: r.worker_id, attempts: r.attempt_ids, reply })
+            .call(|reply| Command::Heartbeat { session: r.session, attempts: r.attempt_ids, reply })
             .await?;
         Ok(Response::new(reply))
     }
@@ -298,7 +309,17 @@ impl pb::workers_server::Workers for Coordinator {
             let batch = batch?;
             let records: Vec<_> = batch.records.into_iter().map(wire::record_from_wire).collect();
             // Straight into the attempt's spool: record batches never wait on the scheduler.
-            n_records = self.scheduler.spools.append(batch.attempt_id, &records)?;
+            match self.scheduler.spools.append(batch.attempt_id, &batch.session, &records) {
+                Ok(n) => n_records = n,
+                Err(e) => {
+                    if e.code() == tonic::Code::InvalidArgument {
+                        // The records broke the job's schema: void the attempt now.
+                        let attempt = batch.attempt_id;
+                        let _ = self.scheduler.mailbox_send(Command::Refused { attempt }).await;
+                    }
+                    return Err(e);
+                }
+            }
         }
         Ok(Response::new(pb::UploadAck { n_records }))
     }
@@ -307,7 +328,8 @@ impl pb::workers_server::Workers for Coordinator {
         &self,
         request: Request<pb::CompleteAttemptRequest>,
     ) -> Result<Response<pb::CompleteAttemptResponse>, Status> {
-        Ok(Response::new(self.complete(request.into_inner()).await?.answer().await?))
+        let r = request.into_inner();
+        Ok(Response::new(self.complete(r.session.clone(), r).await?.answer().await?))
     }
 
     async fn complete_attempts(
@@ -316,9 +338,11 @@ impl pb::workers_server::Workers for Coordinator {
     ) -> Result<Response<pb::CompleteAttemptsResponse>, Status> {
         // Every commit goes to the scheduler before any answer is awaited: they share a part.
         let mut pending = Vec::new();
-        for r in request.into_inner().attempts {
+        let request = request.into_inner();
+        for r in request.attempts {
             let attempt_id = r.attempt_id;
-            pending.push((attempt_id, self.complete(r).await));
+            let session = if r.session.is_empty() { request.session.clone() } else { r.session.clone() };
+            pending.push((attempt_id, self.complete(session, r).await));
         }
         let mut outcomes = Vec::with_capacity(pending.len());
         for (attempt_id, answer) in pending {
@@ -344,7 +368,10 @@ impl pb::workers_server::Workers for Coordinator {
         request: Request<pb::FailAttemptRequest>,
     ) -> Result<Response<pb::FailAttemptResponse>, Status> {
         let r = request.into_inner();
-        let reply = self.scheduler.call(|reply| Command::Fail { attempt: r.attempt_id, error: r.error, reply }).await?;
+        let reply = self
+            .scheduler
+            .call(|reply| Command::Fail { session: r.session, attempt: r.attempt_id, error: r.error, reply })
+            .await?;
         Ok(Response::new(reply))
     }
 }

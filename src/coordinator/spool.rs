@@ -12,7 +12,7 @@
 //! then one `f64` per metric. Spools do not outlive the coordinator: attempts that were
 //! running at a restart are void, and the directory is emptied at start-up.
 
-use armada_core::StepRecord;
+use armada_core::{MetricDef, MetricKind, StepRecord};
 use dashmap::DashMap;
 use std::fs::{self, File};
 use std::io::{self, BufReader, Read, Write};
@@ -42,20 +42,34 @@ impl Spools {
         Ok(Spools { map: Arc::new(DashMap::new()), dir: Arc::new(dir.to_path_buf()) })
     }
 
-    /// Start an empty spool for `attempt`, whose records have `n_metrics` values each.
-    pub fn create(&self, attempt: u64, n_metrics: usize) {
-        let spool = Spool::new(self.dir.join(format!("{attempt}.rec")), n_metrics);
+    /// Start an empty spool for `attempt`, leased to the worker session `owner`, whose
+    /// records follow `schema`.
+    pub fn create(&self, attempt: u64, owner: Arc<str>, schema: RecordSchema) {
+        let spool = Spool::new(self.dir.join(format!("{attempt}.rec")), owner, schema);
         self.map.insert(attempt, Arc::new(Mutex::new(spool)));
     }
 
-    /// Append records that arrived for `attempt`; returns how many the spool now holds.
-    /// NOT_FOUND when the attempt is not running here (void, finished, never leased).
-    pub fn append(&self, attempt: u64, records: &[StepRecord]) -> Result<u32, Status> {
+    /// Append records that arrived for `attempt` from the worker session `session`;
+    /// returns how many the spool now holds. NOT_FOUND when the attempt is not running here
+    /// (void, finished, never leased), PERMISSION_DENIED when another session holds it,
+    /// INVALID_ARGUMENT (naming the step and column) when a record breaks the schema: the
+    /// spool is then broken, and the caller voids the attempt.
+    pub fn append(&self, attempt: u64, session: &str, records: &[StepRecord]) -> Result<u32, Status> {
         // Clone the handle out so that the map's shard lock is not held during the write.
         let spool = self.map.get(&attempt).map(|s| s.value().clone()).ok_or_else(|| void(attempt))?;
         let mut spool = spool.lock().unwrap_or_else(|e| e.into_inner());
+        if *spool.owner != *session {
+            return Err(Status::permission_denied(format!("attempt {attempt} is not held by this worker session")));
+        }
         spool.append(records).map_err(|e| Status::invalid_argument(format!("attempt {attempt}: {e}")))?;
         Ok(spool.n_records)
+    }
+
+    /// Whether `attempt` is running and held by `session` (None: not running here).
+    pub fn held_by(&self, attempt: u64, session: &str) -> Option<bool> {
+        let spool = self.map.get(&attempt).map(|s| s.value().clone())?;
+        let spool = spool.lock().unwrap_or_else(|e| e.into_inner());
+        Some(*spool.owner == *session)
     }
 
     /// Take `attempt`'s spool out of the map (to commit it); later uploads are NOT_FOUND.
@@ -67,7 +81,10 @@ impl Spools {
             Ok(mutex) => mutex.into_inner().unwrap_or_else(|e| e.into_inner()),
             Err(shared) => {
                 let mut guard = shared.lock().unwrap_or_else(|e| e.into_inner());
-                let taken = Spool { broken: Some("the spool was taken".into()), ..Spool::new(PathBuf::new(), 0) };
+                let taken = Spool {
+                    broken: Some("the spool was taken".into()),
+                    ..Spool::new(PathBuf::new(), "".into(), RecordSchema::default())
+                };
                 std::mem::replace(&mut *guard, taken)
             }
         };
@@ -86,9 +103,58 @@ fn void(attempt: u64) -> Status {
     Status::not_found(format!("attempt {attempt} is not known (void or finished)"))
 }
 
+/// What an attempt's records must be: one value per metric, Int metrics whole, and steps
+/// 0..=horizon in order.
+#[derive(Clone, Debug, Default)]
+pub struct RecordSchema {
+    pub metrics: &'static [MetricDef],
+    pub horizon: u32,
+}
+
+impl RecordSchema {
+    /// Why `r`, arriving as record number `index`, breaks the schema.
+    fn check(&self, index: u32, r: &StepRecord) -> Result<(), String> {
+        let step = r.step;
+        if step != index {
+            return Err(if step > self.horizon {
+                format!("records: step {step} is past the horizon {}", self.horizon)
+            } else {
+                format!(
+                    "records: step {step} arrived where step {index} was due (steps 0..={} in order, each once)",
+                    self.horizon
+                )
+            });
+        }
+        if step > self.horizon {
+            return Err(format!("records: step {step} is past the horizon {}", self.horizon));
+        }
+        if r.values.len() != self.metrics.len() {
+            return Err(format!(
+                "records: step {step} has {} values; the family has {} metrics",
+                r.values.len(),
+                self.metrics.len()
+            ));
+        }
+        for (m, &v) in self.metrics.iter().zip(&r.values) {
+            // Whole numbers an i64 holds exactly; NaN is a missing value (null).
+            let whole = v.is_nan() || (v.fract() == 0.0 && v.abs() <= (1u64 << 53) as f64);
+            if m.kind == MetricKind::Int && !whole {
+                return Err(format!(
+                    "records: step {step}, column `{}`: {v:?} is not a whole number (an Int metric)",
+                    m.name
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// One attempt's records so far: a file of spilled rows plus an in-memory tail.
 pub struct Spool {
     path: PathBuf,
+    /// The worker session that leased the attempt.
+    owner: Arc<str>,
+    schema: RecordSchema,
     n_metrics: usize,
     /// Encoded rows not yet spilled.
     buffer: Vec<u8>,
@@ -103,10 +169,12 @@ pub struct Spool {
 }
 
 impl Spool {
-    fn new(path: PathBuf, n_metrics: usize) -> Spool {
+    fn new(path: PathBuf, owner: Arc<str>, schema: RecordSchema) -> Spool {
         Spool {
             path,
-            n_metrics,
+            owner,
+            n_metrics: schema.metrics.len(),
+            schema,
             buffer: Vec::new(),
             n_records: 0,
             n_spilled: 0,
@@ -131,21 +199,7 @@ impl Spool {
 
     fn encode(&mut self, records: &[StepRecord]) -> Result<(), String> {
         for r in records {
-            if r.values.len() != self.n_metrics {
-                return Err(format!(
-                    "records: step {} has {} values; the family has {} metrics",
-                    r.step,
-                    r.values.len(),
-                    self.n_metrics
-                ));
-            }
-            if self.last_step.is_some_and(|last| r.step <= last) {
-                return Err(format!(
-                    "records: step {} follows step {}; steps must increase",
-                    r.step,
-                    self.last_step.unwrap_or_default()
-                ));
-            }
+            self.schema.check(self.n_records, r)?;
             self.last_step = Some(r.step);
             self.buffer.extend_from_slice(&r.step.to_le_bytes());
             self.buffer.extend_from_slice(&r.elapsed_ms.to_le_bytes());
@@ -185,6 +239,18 @@ impl Spool {
     /// The step of the last record received.
     pub fn last_step(&self) -> Option<u32> {
         self.last_step
+    }
+
+    /// Why the records cannot be committed as the whole trajectory: steps missing at
+    /// the end.
+    pub fn incomplete(&self) -> Option<String> {
+        let wanted = u64::from(self.schema.horizon) + 1;
+        (u64::from(self.n_records) != wanted).then(|| {
+            format!(
+                "records: the attempt holds {} records; a trajectory has steps 0..={} ({wanted} records)",
+                self.n_records, self.schema.horizon
+            )
+        })
     }
 
     /// Why the attempt's uploads were refused, if they were.
@@ -263,8 +329,22 @@ impl Drop for SpoolReader {
 mod tests {
     use super::*;
 
+    const METRICS: [MetricDef; 3] = [
+        MetricDef { name: "a", kind: MetricKind::Float, doc: "" },
+        MetricDef { name: "b", kind: MetricKind::Float, doc: "" },
+        MetricDef { name: "c", kind: MetricKind::Int, doc: "" },
+    ];
+
+    fn schema(horizon: u32) -> RecordSchema {
+        RecordSchema { metrics: &METRICS, horizon }
+    }
+
     fn record(step: u32) -> StepRecord {
         StepRecord { step, elapsed_ms: step as f64 * 0.5, values: vec![step as f64, -(step as f64), f64::NAN] }
+    }
+
+    fn open(dir: &Path) -> Spools {
+        Spools::open(dir).unwrap()
     }
 
     /// A long trajectory round-trips through file and buffer bit for bit, while memory
@@ -272,19 +352,20 @@ mod tests {
     #[test]
     fn records_spill_to_disk_and_read_back_in_order() {
         let dir = tempfile::tempdir().unwrap();
-        let spools = Spools::open(&dir.path().join(".spool")).unwrap();
-        spools.create(7, 3);
+        let spools = open(&dir.path().join(".spool"));
         let n = 10_000u32;
+        spools.create(7, "s".into(), schema(n - 1));
         let mut max_buffer = 0;
         for chunk in (0..n).collect::<Vec<_>>().chunks(64) {
             let records: Vec<_> = chunk.iter().map(|&s| record(s)).collect();
-            assert_eq!(spools.append(7, &records).unwrap(), chunk[chunk.len() - 1] + 1);
+            assert_eq!(spools.append(7, "s", &records).unwrap(), chunk[chunk.len() - 1] + 1);
             let spool = spools.map.get(&7).unwrap().value().clone();
             max_buffer = max_buffer.max(spool.lock().unwrap().buffer.capacity());
         }
         // 36 bytes a row: 360,000 bytes uploaded, at most one buffer (plus a batch) held.
         assert!(max_buffer <= 2 * SPOOL_BUFFER_BYTES, "buffer grew to {max_buffer} bytes");
         let spool = spools.take(7).unwrap();
+        assert_eq!(spool.incomplete(), None);
         assert!(spool.n_spilled > 0 && !spool.buffer.is_empty(), "both file and buffer in use");
         let path = spool.path.clone();
         assert_eq!(fs::metadata(&path).unwrap().len(), u64::from(spool.n_spilled) * 36);
@@ -300,41 +381,98 @@ mod tests {
         }
         assert!(!path.exists(), "the spill file is removed once read");
         assert!(spools.map.is_empty());
-        assert_eq!(spools.append(7, &[record(0)]).unwrap_err().code(), tonic::Code::NotFound);
+        assert_eq!(spools.append(7, "s", &[record(0)]).unwrap_err().code(), tonic::Code::NotFound);
     }
 
+    /// Every way a trajectory can be wrong that was once committed: each is refused as it
+    /// arrives, naming the step (and the column), and breaks the spool for good.
     #[test]
-    fn a_wrong_record_breaks_the_spool_with_the_step_named() {
+    fn records_are_checked_against_the_schema_and_the_horizon() {
         let dir = tempfile::tempdir().unwrap();
-        let spools = Spools::open(dir.path()).unwrap();
-        spools.create(1, 3);
+        let spools = open(dir.path());
+        let steps = |s: &[u32]| s.iter().map(|&s| record(s)).collect::<Vec<_>>();
+        let mut fractional = record(0);
+        fractional.values[2] = 2.5;
+        let mut huge = record(0);
+        huge.values[2] = 1e300;
         let short = StepRecord { step: 0, elapsed_ms: 0.0, values: vec![1.0] };
-        let err = spools.append(1, &[short]).unwrap_err();
-        assert_eq!(err.code(), tonic::Code::InvalidArgument);
-        assert!(err.message().contains("step 0 has 1 values; the family has 3 metrics"), "{}", err.message());
-        // Broken for good: a later, valid batch is refused too, and the commit will see why.
-        assert!(spools.append(1, &[record(0)]).is_err());
-        assert!(spools.take(1).unwrap().broken().unwrap().contains("3 metrics"));
+        let cases: Vec<(Vec<StepRecord>, &str)> = vec![
+            (steps(&[0, 0]), "step 0 arrived where step 1 was due (steps 0..=5 in order, each once)"),
+            (steps(&[0, 4294967295]), "step 4294967295 is past the horizon 5"),
+            (steps(&[2, 1, 0]), "step 2 arrived where step 0 was due"),
+            (steps(&[1, 2, 3]), "step 1 arrived where step 0 was due"),
+            (steps(&[0, 1, 2, 3, 4, 5, 6]), "step 6 is past the horizon 5"),
+            (vec![short], "step 0 has 1 values; the family has 3 metrics"),
+            (vec![fractional], "step 0, column `c`: 2.5 is not a whole number (an Int metric)"),
+            (vec![huge], "step 0, column `c`: 1e300 is not a whole number"),
+        ];
+        for (attempt, (records, wanted)) in cases.into_iter().enumerate() {
+            let attempt = attempt as u64;
+            spools.create(attempt, "s".into(), schema(5));
+            let err = spools.append(attempt, "s", &records).unwrap_err();
+            assert_eq!(err.code(), tonic::Code::InvalidArgument);
+            assert!(err.message().contains(wanted), "{wanted}: {}", err.message());
+            // Broken for good: a later, valid batch is refused too, and the commit sees why.
+            assert!(spools.append(attempt, "s", &steps(&[0])).is_err());
+            assert!(spools.take(attempt).unwrap().broken().unwrap().contains(wanted));
+        }
+        // Whole numbers and NaN are fine in an Int metric.
+        spools.create(50, "s".into(), schema(5));
+        let mut whole = record(0);
+        whole.values[2] = -3.0;
+        spools.append(50, "s", &[whole]).unwrap();
+    }
 
-        spools.create(2, 3);
-        spools.append(2, &[record(0), record(1)]).unwrap();
-        let err = spools.append(2, &[record(1)]).unwrap_err();
-        assert!(err.message().contains("step 1 follows step 1"), "{}", err.message());
+    /// A commit needs the whole trajectory, steps 0..=horizon: none, or all but the last,
+    /// is incomplete.
+    #[test]
+    fn a_trajectory_without_its_last_steps_is_incomplete() {
+        let dir = tempfile::tempdir().unwrap();
+        let spools = open(dir.path());
+        spools.create(1, "s".into(), schema(3));
+        assert!(spools
+            .take(1)
+            .unwrap()
+            .incomplete()
+            .unwrap()
+            .contains("holds 0 records; a trajectory has steps 0..=3 (4 records)"));
+        spools.create(2, "s".into(), schema(3));
+        spools.append(2, "s", &(0..3).map(record).collect::<Vec<_>>()).unwrap();
+        assert!(spools.take(2).unwrap().incomplete().unwrap().contains("holds 3 records"));
+        spools.create(3, "s".into(), schema(3));
+        spools.append(3, "s", &(0..4).map(record).collect::<Vec<_>>()).unwrap();
+        assert_eq!(spools.take(3).unwrap().incomplete(), None);
+    }
+
+    /// Only the session that leased an attempt may upload into it.
+    #[test]
+    fn another_sessions_upload_is_permission_denied() {
+        let dir = tempfile::tempdir().unwrap();
+        let spools = open(dir.path());
+        spools.create(1, "mine".into(), schema(3));
+        let err = spools.append(1, "theirs", &[record(0)]).unwrap_err();
+        assert_eq!(err.code(), tonic::Code::PermissionDenied);
+        assert_eq!(
+            (spools.held_by(1, "mine"), spools.held_by(1, "theirs"), spools.held_by(2, "mine")),
+            (Some(true), Some(false), None)
+        );
+        // The refusal did not break the owner's spool.
+        assert_eq!(spools.append(1, "mine", &[record(0)]).unwrap(), 1);
     }
 
     #[test]
     fn discard_removes_the_spill_file_and_open_empties_the_directory() {
         let dir = tempfile::tempdir().unwrap();
         let spool_dir = dir.path().join(".spool");
-        let spools = Spools::open(&spool_dir).unwrap();
-        spools.create(3, 3);
+        let spools = open(&spool_dir);
+        spools.create(3, "s".into(), schema(4999));
         let records: Vec<_> = (0..5000).map(record).collect();
-        spools.append(3, &records).unwrap();
+        spools.append(3, "s", &records).unwrap();
         assert!(spool_dir.join("3.rec").exists());
         spools.discard(3);
         assert!(!spool_dir.join("3.rec").exists());
         fs::write(spool_dir.join("99.rec"), b"left by a killed coordinator").unwrap();
-        let _again = Spools::open(&spool_dir).unwrap();
+        let _again = open(&spool_dir);
         assert_eq!(fs::read_dir(&spool_dir).unwrap().count(), 0);
     }
 }

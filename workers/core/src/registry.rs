@@ -99,6 +99,20 @@ impl Registry {
         })
     }
 
+    /// A digest of everything that decides what a job is: the key salt, and each family's
+    /// name, benchmarks, algorithms (with their parameter schemas and defaults) and metrics.
+    /// A worker and a coordinator with the same digest compute the same jobs from the same
+    /// specs; the coordinator refuses a worker whose digest differs.
+    pub fn digest(&self) -> String {
+        let mut hasher = blake3::Hasher::new();
+        hasher.update(crate::KEY_SALT.as_bytes());
+        for f in self.families() {
+            let schema = format!("\n{};{:?};{:?};{:?}", f.name(), f.benchmarks(), f.algorithms(), f.metrics());
+            hasher.update(schema.as_bytes());
+        }
+        hasher.finalize().to_hex()[..16].to_string()
+    }
+
     /// Check names and parameters, fill defaults, and key the completed spec.
     pub fn validate(&self, spec: &JobSpec) -> Result<ValidJob, SpecError> {
         let family = self.family(&spec.family)?;

@@ -120,10 +120,14 @@ async fn session(
             name: config.name.clone(),
             slots: config.slots as u32,
             version: env!("CARGO_PKG_VERSION").to_string(),
+            families: registry.families().map(|f| f.name().to_string()).collect(),
+            build: registry.digest(),
         })
         .await?
         .into_inner();
     let worker_id = registered.worker_id;
+    // Every later request names the session; an attempt belongs to the session that leased it.
+    let session: Arc<str> = registered.session.into();
     info!("registered with {} as {worker_id} ({} slots)", config.coordinator, config.slots);
     let mut heartbeat = tokio::time::interval(Duration::from_millis(registered.heartbeat_interval_ms.max(20) as u64));
     let mut running: HashMap<u64, watch::Sender<bool>> = HashMap::new();
@@ -143,10 +147,10 @@ async fn session(
         while tasks.len() < config.slots {
             let Some((lease, cancel_rx)) = backlog.pop_front() else { break };
             let id = lease.attempt_id;
-            let (client, registry) = (client.clone(), registry.clone());
+            let (client, registry, session) = (client.clone(), registry.clone(), session.clone());
             tasks.spawn(async move {
                 let started = Instant::now();
-                (id, run_attempt(client, registry, lease, cancel_rx).await, started.elapsed())
+                (id, run_attempt(client, registry, &session, lease, cancel_rx).await, started.elapsed())
             });
         }
         if draining && tasks.is_empty() && commits.is_empty() && ready.is_empty() {
@@ -172,7 +176,7 @@ async fn session(
         };
         tokio::select! {
             _ = heartbeat.tick() => {
-                let request = pb::HeartbeatRequest { worker_id: worker_id.clone(), attempt_ids: running.keys().copied().collect() };
+                let request = pb::HeartbeatRequest { session: session.to_string(), attempt_ids: running.keys().copied().collect() };
                 match client.heartbeat(request).await {
                     Ok(reply) => {
                         for id in reply.into_inner().abandon {
@@ -217,8 +221,8 @@ async fn session(
             _ = tokio::time::sleep_until(send_at.unwrap_or(ready_since)), if send_at.is_some() => {
                 n_committing += ready.len();
                 let batch = std::mem::take(&mut ready);
-                let mut client = client.clone();
-                commits.spawn(async move { commit(&mut client, batch).await });
+                let (mut client, session) = (client.clone(), session.clone());
+                commits.spawn(async move { commit(&mut client, &session, batch).await });
             }
             Some(joined) = commits.join_next(), if !commits.is_empty() => {
                 match joined {
@@ -237,7 +241,7 @@ async fn session(
                 info!("shutting down: no new leases; {} running job(s) will finish", tasks.len());
             }
             _ = tokio::time::sleep_until(next_lease), if !draining && wanted > 0 => {
-                let request = pb::LeaseRequest { worker_id: worker_id.clone(), max_jobs: wanted as u32 };
+                let request = pb::LeaseRequest { session: session.to_string(), max_jobs: wanted as u32 };
                 let reply = match client.lease(request).await {
                     Ok(r) => r.into_inner(),
                     Err(e) => break Err(e),
@@ -272,6 +276,7 @@ async fn session(
 async fn run_attempt(
     mut client: Client,
     registry: Arc<Registry>,
+    session: &str,
     lease: pb::JobLease,
     mut cancel: watch::Receiver<bool>,
 ) -> Result<Option<ReadyToCommit>, tonic::Status> {
@@ -293,7 +298,7 @@ async fn run_attempt(
         });
     let job = match checked {
         Ok(job) => job,
-        Err(error) => return report_failure(&mut client, attempt_id, error).await.map(|()| None),
+        Err(error) => return report_failure(&mut client, session, attempt_id, error).await.map(|()| None),
     };
     let (tx, mut rx) = mpsc::channel::<StepRecord>(RECORD_BUFFER);
     let stop = cancel.clone();
@@ -335,10 +340,18 @@ async fn run_attempt(
     let uploaded = if ended {
         Some(Ok(head.len() as u32))
     } else {
-        let first = pb::RecordBatch { attempt_id, records: head.drain(..).map(|r| record_to_wire(&r)).collect() };
-        let rest = ReceiverStream::new(rx)
-            .chunks_timeout(BATCH_RECORDS, BATCH_WAIT)
-            .map(move |records| pb::RecordBatch { attempt_id, records: records.iter().map(record_to_wire).collect() });
+        let first = pb::RecordBatch {
+            attempt_id,
+            records: head.drain(..).map(|r| record_to_wire(&r)).collect(),
+            session: session.to_string(),
+        };
+        let owned = session.to_string();
+        let rest =
+            ReceiverStream::new(rx).chunks_timeout(BATCH_RECORDS, BATCH_WAIT).map(move |records| pb::RecordBatch {
+                attempt_id,
+                records: records.iter().map(record_to_wire).collect(),
+                session: owned.clone(),
+            });
         let batches = tokio_stream::once(first).chain(rest);
         let mut upload_client = client.clone();
         tokio::select! {
@@ -360,7 +373,7 @@ async fn run_attempt(
         (Ok(Err(job_error)), Some(Ok(_))) => job_error.to_string(),
         (Err(join_error), Some(Ok(_))) => join_error.to_string(),
     };
-    report_failure(&mut client, attempt_id, failed).await.map(|()| None)
+    report_failure(&mut client, session, attempt_id, failed).await.map(|()| None)
 }
 
 /// An attempt whose job finished: every record is uploaded, or waits in `records`.
@@ -372,7 +385,11 @@ struct ReadyToCommit {
 
 /// Ask the coordinator to commit a batch of attempts; returns their ids once all are
 /// settled. Err only for a lost connection.
-async fn commit(client: &mut Client, batch: Vec<(u64, ReadyToCommit)>) -> Result<Vec<u64>, tonic::Status> {
+async fn commit(
+    client: &mut Client,
+    session: &str,
+    batch: Vec<(u64, ReadyToCommit)>,
+) -> Result<Vec<u64>, tonic::Status> {
     let ids: Vec<u64> = batch.iter().map(|(id, _)| *id).collect();
     let attempts = batch
         .into_iter()
@@ -380,9 +397,12 @@ async fn commit(client: &mut Client, batch: Vec<(u64, ReadyToCommit)>) -> Result
             attempt_id,
             n_records: ready.n_records,
             records: ready.records.iter().map(record_to_wire).collect(),
+            // The batch names the session once.
+            session: String::new(),
         })
         .collect();
-    let reply = client.complete_attempts(pb::CompleteAttemptsRequest { attempts }).await?.into_inner();
+    let request = pb::CompleteAttemptsRequest { attempts, session: session.to_string() };
+    let reply = client.complete_attempts(request).await?.into_inner();
     for outcome in reply.outcomes {
         let id = outcome.attempt_id;
         if outcome.code != 0 {
@@ -394,9 +414,14 @@ async fn commit(client: &mut Client, batch: Vec<(u64, ReadyToCommit)>) -> Result
     Ok(ids)
 }
 
-async fn report_failure(client: &mut Client, attempt_id: u64, error: String) -> Result<(), tonic::Status> {
+async fn report_failure(
+    client: &mut Client,
+    session: &str,
+    attempt_id: u64,
+    error: String,
+) -> Result<(), tonic::Status> {
     warn!("attempt {attempt_id} failed: {error}");
-    match client.fail_attempt(pb::FailAttemptRequest { attempt_id, error }).await {
+    match client.fail_attempt(pb::FailAttemptRequest { attempt_id, error, session: session.to_string() }).await {
         Ok(_) => Ok(()),
         Err(e) => void_or_lost(attempt_id, e),
     }
