@@ -12,10 +12,14 @@ use tonic::transport::Channel;
 
 pub type Client = SweepsClient<InterceptedService<Channel, BearerToken>>;
 
+/// The largest reply the client accepts: gRPC's default 4 MiB is below a large summary's
+/// final table, and replies the coordinator bounds (failures are paged) stay far below.
+pub const MAX_REPLY_BYTES: usize = 64 << 20;
+
 /// Connect to the coordinator at `url` (`https://` needs `ca`), sending `token` if given.
 pub async fn connect(url: &str, token: Option<&str>, ca: Option<&Path>) -> anyhow::Result<Client> {
     let channel = armada_worker::connect::connect(url, ca).await?;
-    Ok(SweepsClient::with_interceptor(channel, BearerToken::new(token)?))
+    Ok(SweepsClient::with_interceptor(channel, BearerToken::new(token)?).max_decoding_message_size(MAX_REPLY_BYTES))
 }
 
 /// A gRPC status as a one-line error naming its code.
@@ -110,17 +114,20 @@ pub fn describe(s: &pb::SweepStatus) -> String {
     )
 }
 
-/// One line per failed job, at most 20, then how many more.
-pub fn failure_lines(s: &pb::SweepStatus) -> Vec<String> {
-    const SHOWN: usize = 20;
+/// One line per failed job, at most `shown`, then how many more the coordinator has.
+pub fn failure_lines(s: &pb::SweepStatus, shown: usize) -> Vec<String> {
     let mut lines: Vec<String> = s
         .failures
         .iter()
-        .take(SHOWN)
+        .take(shown)
         .map(|f| format!("failed: {} after {} attempts: {}", f.description, f.attempt, f.error))
         .collect();
-    if s.failures.len() > SHOWN {
-        lines.push(format!("... and {} more failed jobs", s.failures.len() - SHOWN));
+    let more = s.failures.len().saturating_sub(shown) + s.n_failures_omitted as usize;
+    if more > 0 {
+        lines.push(format!(
+            "... and {more} more failed jobs (armada status {} --failures N --failures-from K lists them)",
+            s.sweep_id
+        ));
     }
     lines
 }

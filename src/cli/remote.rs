@@ -92,7 +92,7 @@ async fn print_summary(client: &mut Client, status: &pb::SweepStatus) -> anyhow:
         eprintln!("wrote {} and {} ({} jobs)", summary.summary_path, summary.final_path, summary.n_shards);
         println!("{}", summary.table);
     }
-    for line in failure_lines(status) {
+    for line in failure_lines(status, 20) {
         eprintln!("{line}");
     }
     let ok = status.n_failed == 0 && status.state != pb::SweepState::Cancelled as i32;
@@ -103,6 +103,12 @@ async fn print_summary(client: &mut Client, status: &pb::SweepStatus) -> anyhow:
 pub struct StatusArgs {
     /// A sweep id; every sweep when omitted.
     id: Option<String>,
+    /// With an id: list this many failed jobs (at most 10,000)...
+    #[arg(long, default_value_t = 20)]
+    failures: u32,
+    /// ...skipping this many first.
+    #[arg(long, default_value_t = 0)]
+    failures_from: u32,
     #[command(flatten)]
     remote: Remote,
 }
@@ -112,7 +118,12 @@ pub fn status(args: StatusArgs) -> anyhow::Result<ExitCode> {
         let mut client = args.remote.client().await?;
         let sweeps = match args.id {
             Some(id) => {
-                vec![client.get_sweep(pb::GetSweepRequest { sweep_id: id }).await.map_err(status_error)?.into_inner()]
+                let request = pb::GetSweepRequest {
+                    sweep_id: id,
+                    failures_offset: args.failures_from,
+                    failures_limit: args.failures,
+                };
+                vec![client.get_sweep(request).await.map_err(status_error)?.into_inner()]
             }
             None => client.list_sweeps(pb::ListSweepsRequest {}).await.map_err(status_error)?.into_inner().sweeps,
         };
@@ -121,7 +132,7 @@ pub fn status(args: StatusArgs) -> anyhow::Result<ExitCode> {
         }
         for s in &sweeps {
             println!("{}", describe(s));
-            for line in failure_lines(s) {
+            for line in failure_lines(s, args.failures as usize) {
                 println!("  {line}");
             }
         }

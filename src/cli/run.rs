@@ -55,7 +55,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     } else {
         let config = embedded::EmbeddedConfig { n_workers: n_jobs, progress, worker_exe: std::env::current_exe()? };
         let outcome = embedded::run_embedded(&text, stem, &args.out, &config)?;
-        (armada::client::failure_lines(&outcome.status), outcome.summary)
+        (armada::client::failure_lines(&outcome.status, 20), outcome.summary)
     };
     let (done_after, n_other) = done_keys(&sweep_dir, &keys)?;
     eprintln!(

@@ -62,6 +62,41 @@ impl Default for SchedulerConfig {
 
 type Reply<T> = oneshot::Sender<Result<T, Status>>;
 
+/// Which failures a status lists: a page, so that a reply stays small.
+#[derive(Clone, Copy, Debug)]
+pub struct FailurePage {
+    pub offset: usize,
+    pub limit: usize,
+}
+
+impl FailurePage {
+    pub const DEFAULT_LIMIT: usize = 100;
+    pub const MAX_LIMIT: usize = 10_000;
+}
+
+impl Default for FailurePage {
+    fn default() -> Self {
+        FailurePage { offset: 0, limit: Self::DEFAULT_LIMIT }
+    }
+}
+
+/// The longest error message kept for a job, in bytes: what a worker reports is clipped.
+pub const MAX_ERROR_BYTES: usize = 4096;
+
+/// `error` clipped to [`MAX_ERROR_BYTES`] (at a character boundary), saying how much was cut.
+fn clip(mut error: String) -> String {
+    if error.len() > MAX_ERROR_BYTES {
+        let mut end = MAX_ERROR_BYTES;
+        while !error.is_char_boundary(end) {
+            end -= 1;
+        }
+        let cut = error.len() - end;
+        error.truncate(end);
+        error.push_str(&format!(" ... ({cut} more bytes)"));
+    }
+    error
+}
+
 /// What the summary of a sweep is built from.
 pub struct SummaryInputs {
     pub sweep_dir: PathBuf,
@@ -93,6 +128,7 @@ pub enum Command {
     },
     Status {
         sweep: String,
+        failures: FailurePage,
         reply: Reply<pb::SweepStatus>,
     },
     List {
@@ -440,8 +476,8 @@ impl Scheduler {
                 let answer = self.status(&sweep).map(|s| (s, self.sweeps[&sweep].events.subscribe()));
                 let _ = reply.send(answer);
             }
-            Command::Status { sweep, reply } => {
-                let _ = reply.send(self.status(&sweep));
+            Command::Status { sweep, failures, reply } => {
+                let _ = reply.send(self.status_page(&sweep, failures));
             }
             Command::List { reply } => {
                 let ids: Vec<String> = self.sweeps.keys().cloned().collect();
@@ -605,6 +641,11 @@ impl Scheduler {
     }
 
     fn status(&self, id: &str) -> Result<pb::SweepStatus, Status> {
+        self.status_page(id, FailurePage::default())
+    }
+
+    /// A sweep's status with one page of its failures.
+    fn status_page(&self, id: &str, page: FailurePage) -> Result<pb::SweepStatus, Status> {
         let sweep = self.sweeps.get(id).ok_or_else(|| Status::not_found(format!("no sweep `{id}`")))?;
         let c = self.counts(id);
         let state = if sweep.cancelled {
@@ -614,11 +655,13 @@ impl Scheduler {
         } else {
             pb::SweepState::Running
         };
-        let failures = sweep
+        let failures: Vec<pb::JobFailed> = sweep
             .jobs
             .iter()
             .map(|&i| &self.jobs[i])
             .filter(|j| j.state == JobState::Failed)
+            .skip(page.offset)
+            .take(page.limit)
             .map(|j| pb::JobFailed {
                 job_key: j.valid.key.0.clone(),
                 description: local::describe(&j.valid),
@@ -638,6 +681,7 @@ impl Scheduler {
             n_failed: c.failed,
             n_cancelled: c.cancelled,
             results_dir: self.results_dir.join(id).display().to_string(),
+            n_failures_omitted: c.failed - failures.len() as u32,
             failures,
         })
     }
@@ -983,6 +1027,7 @@ impl Scheduler {
 
     fn fail(&mut self, session: &str, attempt: u64, error: String) -> Result<pb::FailAttemptResponse, Status> {
         self.held(session, attempt)?;
+        let error = clip(error);
         let a = self.attempts.remove(&attempt).expect("held");
         self.spools.discard(attempt);
         let job = &self.jobs[a.job];
@@ -1239,7 +1284,7 @@ mod tests {
     }
 
     async fn status(s: &SchedulerHandle) -> pb::SweepStatus {
-        s.call(|reply| Command::Status { sweep: "t".into(), reply }).await.unwrap()
+        s.call(|reply| Command::Status { sweep: "t".into(), failures: FailurePage::default(), reply }).await.unwrap()
     }
 
     /// Leases, expiry and the first-commit rule, both ways round.
@@ -1481,6 +1526,49 @@ mod tests {
         assert!(e.message().starts_with("families[1]: unknown family `nope`"), "{}", e.message());
     }
 
+    /// A status lists a page of the failures (100 by default) and says how many it left
+    /// out; an error a worker reports is clipped to MAX_ERROR_BYTES.
+    #[tokio::test]
+    async fn statuses_page_their_failures_and_clip_long_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let commit = CommitConfig { linger: Duration::from_millis(5), ..CommitConfig::default() };
+        let config = SchedulerConfig { max_attempts: 1, commit, ..SchedulerConfig::default() };
+        let s = Scheduler::start(
+            Arc::new(crate::registry()),
+            Store::open(dir.path()).unwrap(),
+            dir.path().to_path_buf(),
+            config,
+        )
+        .unwrap();
+        submit(&s, (0..150).map(job).collect()).await;
+        let w = register(&s).await;
+        let long = "é".repeat(MAX_ERROR_BYTES); // 2 bytes each
+        loop {
+            let session = w.clone();
+            let leases = s.call(|reply| Command::Lease { session, max_jobs: 64, reply }).await.unwrap().leases;
+            if leases.is_empty() {
+                break;
+            }
+            for l in leases {
+                let (session, error) = (w.clone(), long.clone());
+                s.call(|reply| Command::Fail { session, attempt: l.attempt_id, error, reply }).await.unwrap();
+            }
+        }
+        let st = status(&s).await;
+        assert_eq!((st.n_failed, st.failures.len(), st.n_failures_omitted), (150, 100, 50));
+        let error = &st.failures[0].error;
+        assert!(error.len() <= MAX_ERROR_BYTES + 40, "{}", error.len());
+        assert!(
+            error.ends_with(&format!(" ... ({} more bytes)", 2 * MAX_ERROR_BYTES - MAX_ERROR_BYTES)),
+            "{}",
+            &error[error.len() - 40..]
+        );
+        let failures = FailurePage { offset: 120, limit: 100 };
+        let page = s.call(|reply| Command::Status { sweep: "t".into(), failures, reply }).await.unwrap();
+        assert_eq!((page.failures.len(), page.n_failures_omitted), (30, 120));
+        assert_eq!(page.failures[0].job_key, job(120).key.0, "in job order");
+    }
+
     /// A restarted scheduler finds the sweep, voids the running attempt and re-queues its job.
     #[tokio::test]
     async fn a_restart_requeues_running_jobs_and_keeps_done_ones() {
@@ -1539,7 +1627,10 @@ mod tests {
         let leases = lease(&s, &w).await;
         assert_eq!(leases.iter().map(|l| l.sweep_id.as_str()).collect::<Vec<_>>(), vec!["b"]);
         // Sweep a is still there, queued; resubmitting it runs it.
-        let st = s.call(|reply| Command::Status { sweep: "a".into(), reply }).await.unwrap();
+        let st = s
+            .call(|reply| Command::Status { sweep: "a".into(), failures: FailurePage::default(), reply })
+            .await
+            .unwrap();
         assert_eq!((st.n_queued, st.n_running), (2, 0));
         submit(&s, "a", vec![job(0), job(1)]).await;
         assert_eq!(lease(&s, &w).await.len(), 2);

@@ -5,7 +5,7 @@
 
 use super::fetch;
 use super::live::{self, Current};
-use super::scheduler::{Command, Pending, SchedulerHandle};
+use super::scheduler::{Command, FailurePage, Pending, SchedulerHandle};
 use crate::{results, sweep};
 use armada_core::{Registry, SpecError, ValidJob};
 use armada_proto::v1 as pb;
@@ -118,7 +118,8 @@ impl pb::sweeps_server::Sweeps for Coordinator {
                     Ok(e) => e,
                     // A slow watcher missed events: send where things stand instead.
                     Err(broadcast::error::RecvError::Lagged(_)) => {
-                        match scheduler.call(|reply| Command::Status { sweep: sweep.clone(), reply }).await {
+                        let failures = FailurePage::default();
+                        match scheduler.call(|reply| Command::Status { sweep: sweep.clone(), failures, reply }).await {
                             Ok(s) => pb::SweepEvent { event: Some(Event::Snapshot(s)) },
                             Err(_) => return,
                         }
@@ -135,8 +136,19 @@ impl pb::sweeps_server::Sweeps for Coordinator {
     }
 
     async fn get_sweep(&self, request: Request<pb::GetSweepRequest>) -> Result<Response<pb::SweepStatus>, Status> {
-        let sweep = request.into_inner().sweep_id;
-        Ok(Response::new(self.scheduler.call(|reply| Command::Status { sweep, reply }).await?))
+        let r = request.into_inner();
+        let limit = match r.failures_limit as usize {
+            0 => FailurePage::DEFAULT_LIMIT,
+            n if n > FailurePage::MAX_LIMIT => {
+                return Err(Status::invalid_argument(format!(
+                    "failures_limit: {n} is over the most a page lists, {}",
+                    FailurePage::MAX_LIMIT
+                )))
+            }
+            n => n,
+        };
+        let failures = FailurePage { offset: r.failures_offset as usize, limit };
+        Ok(Response::new(self.scheduler.call(|reply| Command::Status { sweep: r.sweep_id, failures, reply }).await?))
     }
 
     async fn list_sweeps(
