@@ -46,6 +46,8 @@ pub fn run_sweep(
 ) -> anyhow::Result<LocalReport> {
     let started = Instant::now();
     std::fs::create_dir_all(results::trajectories_dir(sweep_dir))?;
+    // The caller holds the results directory's lock: temp files here are a dead writer's.
+    results::remove_temp_files(sweep_dir)?;
     let done = results::stored_keys(sweep_dir)?;
     let mut pending: Vec<&ValidJob> = sweep.jobs.iter().filter(|j| !done.contains(&j.key.0)).collect();
     // Seed-major order (stable within a seed): an interrupted sweep has every cell at

@@ -686,4 +686,13 @@ fn a_second_coordinator_on_the_same_directory_is_refused() {
     let run = armada(&["run", sweep.to_str().unwrap(), "--out", data.to_str().unwrap(), "--quiet"]);
     assert_eq!(run.status.code(), Some(2));
     assert!(text(&run.stderr).contains("in use by another coordinator"), "{}", text(&run.stderr));
+    // `--in-process` writes the same files, so it takes the same lock; so does `summarize`.
+    let run = armada(&["run", sweep.to_str().unwrap(), "--out", data.to_str().unwrap(), "--quiet", "--in-process"]);
+    assert_eq!(run.status.code(), Some(2));
+    assert!(text(&run.stderr).contains("in use by another coordinator"), "{}", text(&run.stderr));
+    assert!(!data.join("t").exists(), "nothing written");
+    std::fs::create_dir_all(data.join("t").join("trajectories")).unwrap();
+    let summarized = armada(&["summarize", data.join("t").to_str().unwrap()]);
+    assert_eq!(summarized.status.code(), Some(2));
+    assert!(text(&summarized.stderr).contains("in use by another coordinator"), "{}", text(&summarized.stderr));
 }

@@ -47,6 +47,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     // In process, the summaries are built from the files here; the coordinator builds
     // them live, cell by cell, and has written them when the run ends.
     let (failures, coordinator_summary) = if args.in_process {
+        // The store's lock, as a coordinator holds it: one writer per results directory.
+        let _lock = armada::coordinator::store::Store::open(&args.out)?;
         let config = local::LocalConfig { n_threads: n_jobs, progress };
         let report = local::run_sweep(&registry, &sweep, &sweep_dir, config)?;
         let failures =

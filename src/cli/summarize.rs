@@ -21,6 +21,9 @@ pub struct SummarizeArgs {
 }
 
 pub fn summarize(args: SummarizeArgs) -> anyhow::Result<ExitCode> {
+    // In a coordinator's directory, take its store's lock: one writer per results directory.
+    let parent = args.sweep_dir.parent().filter(|p| p.join("armada.sqlite").is_file());
+    let _lock = parent.map(armada::coordinator::store::Store::open).transpose()?;
     let report = results::summarize(&args.sweep_dir, None)?;
     eprintln!(
         "wrote {} and {} from {} jobs ({} rows)",

@@ -351,6 +351,12 @@ impl Scheduler {
             };
             s.sweeps.insert(sweep.id, entry);
         }
+        for id in s.sweeps.keys() {
+            let removed = results::remove_temp_files(&s.results_dir.join(id))?;
+            if removed > 0 {
+                info!("sweep {id}: removed {removed} temp file(s) left by an interrupted write");
+            }
+        }
         let unrecorded = s.unrecorded_parts()?;
         for stored in s.store.jobs()? {
             s.load_job(stored, &unrecorded)?;
@@ -1567,6 +1573,29 @@ mod tests {
         let page = s.call(|reply| Command::Status { sweep: "t".into(), failures, reply }).await.unwrap();
         assert_eq!((page.failures.len(), page.n_failures_omitted), (30, 120));
         assert_eq!(page.failures[0].job_key, job(120).key.0, "in job order");
+    }
+
+    /// Temp files a killed writer left in a sweep's directories are removed at start-up;
+    /// other files stay.
+    #[tokio::test]
+    async fn leftover_temp_files_are_removed_at_start() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let s = start(dir.path(), Duration::from_secs(60)).await;
+            submit(&s, vec![job(0)]).await;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let sweep_dir = dir.path().join("t");
+        let trajectories = results::trajectories_dir(&sweep_dir);
+        std::fs::create_dir_all(&trajectories).unwrap();
+        let temp = [sweep_dir.join(".summary.parquet.77.0.tmp"), trajectories.join(".part-ab.parquet.77.1.tmp")];
+        for path in &temp {
+            std::fs::write(path, b"half a file").unwrap();
+        }
+        std::fs::write(sweep_dir.join("notes.txt"), b"mine").unwrap();
+        let _s = start(dir.path(), Duration::from_secs(60)).await;
+        assert!(temp.iter().all(|p| !p.exists()));
+        assert!(sweep_dir.join("notes.txt").exists());
     }
 
     /// A restarted scheduler finds the sweep, voids the running attempt and re-queues its job.

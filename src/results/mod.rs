@@ -142,6 +142,26 @@ fn is_temp_name(name: &str) -> bool {
     name.starts_with('.') || name.ends_with(".tmp")
 }
 
+/// Remove the temp files a killed writer left in a sweep's directory and its trajectories
+/// directory (`.<name>.<pid>.<n>.tmp`); returns how many. Only the owner of the results
+/// directory may call it (at start-up, holding the store's lock): a live writer's temp
+/// file would go too.
+pub fn remove_temp_files(sweep_dir: &Path) -> anyhow::Result<usize> {
+    let mut removed = 0;
+    for dir in [sweep_dir.to_path_buf(), trajectories_dir(sweep_dir)] {
+        let Ok(entries) = fs::read_dir(&dir) else { continue };
+        for entry in entries {
+            let entry = entry.with_context(|| format!("listing {}", dir.display()))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') && name.ends_with(".tmp") && entry.file_type().is_ok_and(|t| t.is_file()) {
+                fs::remove_file(entry.path()).with_context(|| format!("removing {}", entry.path().display()))?;
+                removed += 1;
+            }
+        }
+    }
+    Ok(removed)
+}
+
 /// The Parquet settings of every file armada writes: zstd, statistics, one thread.
 fn parquet_writer<W: Write>(out: W) -> ParquetWriter<W> {
     ParquetWriter::new(out)

@@ -290,9 +290,19 @@ pub fn write_part(sweep_dir: &Path, metrics: &[MetricDef], mut jobs: Vec<PartJob
     let index = PartIndex::of(jobs.iter().map(|j| (j.job.key.0.clone(), Cell::of(&j.job), j.n_records)));
     let dir = trajectories_dir(sweep_dir);
     if !dir.is_dir() {
+        let new_sweep_dir = !sweep_dir.is_dir();
         fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        // Make the new directory's own entry durable, not just the files in it.
-        File::open(sweep_dir).and_then(|d| d.sync_all()).with_context(|| format!("syncing {}", sweep_dir.display()))?;
+        // Make the new directories' own entries durable, not just the files in them: the
+        // store marks jobs done only once the part is, and a crash must not lose the
+        // sweep's directory (or its trajectories directory) under it.
+        let sync =
+            |d: &Path| File::open(d).and_then(|d| d.sync_all()).with_context(|| format!("syncing {}", d.display()));
+        sync(sweep_dir)?;
+        if new_sweep_dir {
+            if let Some(parent) = sweep_dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+                sync(parent)?;
+            }
+        }
     }
     let path = dir.join(part_name(&first_key));
     write_atomic(&path, |out| {
