@@ -302,6 +302,14 @@ fn live_summaries_fill_in_while_the_sweep_runs_and_end_as_a_rebuild() {
     assert!(rebuilt.status.success(), "{}", text(&rebuilt.stderr));
     assert!(std::fs::read(copy.join("summary.parquet")).unwrap() == summary);
     assert!(std::fs::read(copy.join("final.parquet")).unwrap() == last);
+
+    // Done with it: delete the sweep and its results.
+    let deleted = client(&["delete", "two-cells"], &coord.url, 30);
+    assert!(deleted.status.success(), "{}", text(&deleted.stderr));
+    assert_eq!(text(&deleted.stdout).trim(), "deleted two-cells (12 jobs) and its results");
+    assert!(!sweep_dir.exists());
+    let status = client(&["status"], &coord.url, 30);
+    assert_eq!(text(&status.stdout).trim(), "no sweeps");
 }
 
 /// A Python with analysis/requirements-grpc.txt: a venv under the target directory, made

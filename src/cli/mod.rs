@@ -39,6 +39,9 @@ enum Command {
     Status(remote::StatusArgs),
     /// Cancel a sweep on a coordinator (finished trajectories are kept).
     Cancel(remote::CancelArgs),
+    /// Remove a finished or cancelled sweep from a coordinator, with its results unless
+    /// --keep-results.
+    Delete(remote::DeleteArgs),
     /// Download a sweep's trajectories (all, or some jobs or cells) or a summary table
     /// from a coordinator.
     Fetch(remote::FetchArgs),
@@ -55,6 +58,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Watch(args) => remote::watch(args),
         Command::Status(args) => remote::status(args),
         Command::Cancel(args) => remote::cancel(args),
+        Command::Delete(args) => remote::delete(args),
         Command::Fetch(args) => remote::fetch(args),
     }
 }

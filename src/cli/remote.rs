@@ -157,6 +157,28 @@ pub fn cancel(args: CancelArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
+#[derive(clap::Args, Debug)]
+pub struct DeleteArgs {
+    /// The sweep id.
+    id: String,
+    /// Keep its results directory (trajectories and summaries) on the coordinator's disk.
+    #[arg(long)]
+    keep_results: bool,
+    #[command(flatten)]
+    remote: Remote,
+}
+
+pub fn delete(args: DeleteArgs) -> anyhow::Result<ExitCode> {
+    block_on(async {
+        let mut client = args.remote.client().await?;
+        let request = pb::DeleteSweepRequest { sweep_id: args.id.clone(), keep_results: args.keep_results };
+        let deleted = client.delete_sweep(request).await.map_err(status_error)?.into_inner();
+        let results = if deleted.results_removed { "and its results" } else { "(its results are kept)" };
+        println!("deleted {} ({} jobs) {results}", args.id, deleted.n_jobs);
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
 /// Which results `armada fetch` asks for.
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
 enum FetchTable {

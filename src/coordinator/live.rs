@@ -129,6 +129,11 @@ impl LiveSummaries {
         generation
     }
 
+    /// Drop a sweep's live summaries (it was deleted).
+    pub fn close(&self, sweep: &str) {
+        self.sweeps.remove(sweep);
+    }
+
     pub fn get(&self, sweep: &str) -> Option<Arc<SweepSummaries>> {
         self.sweeps.get(sweep).map(|e| e.clone())
     }

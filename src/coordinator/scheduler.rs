@@ -138,6 +138,11 @@ pub enum Command {
         sweep: String,
         reply: Reply<pb::SweepStatus>,
     },
+    /// Remove a settled sweep from the store; answers its directory and job count.
+    Delete {
+        sweep: String,
+        reply: Reply<(PathBuf, u32)>,
+    },
     Summary {
         sweep: String,
         with_keys: bool,
@@ -254,7 +259,9 @@ struct Sweep {
     generation: u64,
     /// Distinct cells among its jobs.
     n_cells: u32,
-    events: broadcast::Sender<pb::SweepEvent>,
+    /// Watchers' events, made by the first watch and dropped with the last watcher: an
+    /// unwatched sweep holds no buffer.
+    events: Option<broadcast::Sender<pb::SweepEvent>>,
     /// `sweep_finished` was sent (reset by a resubmission).
     announced: bool,
 }
@@ -346,7 +353,7 @@ impl Scheduler {
                 summarized: sweep.summarized,
                 generation: 0,
                 n_cells: 0,
-                events: broadcast::channel(4096).0,
+                events: None,
                 announced: false,
             };
             s.sweeps.insert(sweep.id, entry);
@@ -479,7 +486,14 @@ impl Scheduler {
                 let _ = reply.send(self.submit(name, family, jobs));
             }
             Command::Watch { sweep, reply } => {
-                let answer = self.status(&sweep).map(|s| (s, self.sweeps[&sweep].events.subscribe()));
+                let answer = self.status(&sweep).map(|s| {
+                    let events =
+                        self.sweeps.get_mut(&sweep).expect("status found it").events.get_or_insert_with(|| {
+                            // Room for a burst of events; a slower watcher gets a fresh snapshot.
+                            broadcast::channel(4096).0
+                        });
+                    (s, events.subscribe())
+                });
                 let _ = reply.send(answer);
             }
             Command::Status { sweep, failures, reply } => {
@@ -491,6 +505,9 @@ impl Scheduler {
             }
             Command::Cancel { sweep, reply } => {
                 let _ = reply.send(self.cancel(&sweep));
+            }
+            Command::Delete { sweep, reply } => {
+                let _ = reply.send(self.delete(&sweep));
             }
             Command::Summary { sweep, with_keys, reply } => {
                 let _ = reply.send(self.summary_inputs(&sweep, with_keys));
@@ -572,7 +589,7 @@ impl Scheduler {
             summarized: false,
             generation: 0,
             n_cells: 0,
-            events: broadcast::channel(4096).0,
+            events: None,
             announced: false,
         });
         sweep.cancelled = false;
@@ -713,6 +730,32 @@ impl Scheduler {
         self.status(id)
     }
 
+    /// Forget a sweep with nothing queued or running: its jobs, attempts and live
+    /// summaries, here and in the store (its results are the caller's to remove).
+    fn delete(&mut self, id: &str) -> Result<(PathBuf, u32), Status> {
+        let sweep = self.sweeps.get(id).ok_or_else(|| Status::not_found(format!("no sweep `{id}`")))?;
+        let busy = sweep.jobs.iter().any(|&i| {
+            let j = &self.jobs[i];
+            matches!(j.state, JobState::Queued | JobState::Running) || j.committing
+        });
+        if busy {
+            return Err(Status::failed_precondition(format!(
+                "sweep `{id}` has queued or running jobs; cancel it first"
+            )));
+        }
+        self.store.delete_sweep(id).map_err(internal)?;
+        let sweep = self.sweeps.remove(id).expect("checked");
+        for &i in &sweep.jobs {
+            let job = &mut self.jobs[i];
+            // A tombstone: the slot stays (indices are stable), the job is gone.
+            job.state = JobState::Cancelled;
+            self.index.remove(&(id.to_string(), job.valid.key.0.clone()));
+        }
+        self.live.close(id);
+        info!("sweep {id} deleted ({} jobs)", sweep.jobs.len());
+        Ok((self.results_dir.join(id), sweep.jobs.len() as u32))
+    }
+
     fn summary_inputs(&self, id: &str, with_keys: bool) -> Result<SummaryInputs, Status> {
         let sweep = self.sweeps.get(id).ok_or_else(|| Status::not_found(format!("no sweep `{id}`")))?;
         let done = || sweep.jobs.iter().map(|&i| &self.jobs[i]).filter(|j| j.state == JobState::Done);
@@ -843,14 +886,6 @@ impl Scheduler {
             };
             self.spools.create(id, session.clone(), schema);
             let job = &self.jobs[i];
-            let event = pb::sweep_event::Event::JobStarted(pb::JobStarted {
-                job_key: job.valid.key.0.clone(),
-                description: local::describe(&job.valid),
-                attempt_id: id,
-                attempt: job.attempts,
-                worker: worker_id.clone(),
-            });
-            self.emit(&job.sweep.clone(), event);
             leases.push(pb::JobLease {
                 attempt_id: id,
                 sweep_id: job.sweep.clone(),
@@ -858,6 +893,18 @@ impl Scheduler {
                 spec: Some(wire::spec_to_wire(&job.valid.spec)),
                 attempt: job.attempts,
             });
+            let sweep = job.sweep.clone();
+            if self.watched(&sweep) {
+                let job = &self.jobs[i];
+                let event = pb::sweep_event::Event::JobStarted(pb::JobStarted {
+                    job_key: job.valid.key.0.clone(),
+                    description: local::describe(&job.valid),
+                    attempt_id: id,
+                    attempt: job.attempts,
+                    worker: worker_id.clone(),
+                });
+                self.emit(&sweep, event);
+            }
         }
         Ok(pb::LeaseResponse { leases, retry_after_ms: 0 })
     }
@@ -995,20 +1042,22 @@ impl Scheduler {
             if let Some(location) = c.location {
                 self.live.committed(&self.jobs[i].sweep, location);
             }
-            let final_metrics = self
-                .metrics_of(&self.jobs[i].valid.spec.family)
-                .iter()
-                .zip(c.last)
-                .map(|(m, value)| pb::MetricValue { name: m.name.to_string(), value })
-                .collect();
-            let job = &self.jobs[i];
-            let event = pb::sweep_event::Event::JobFinished(pb::JobFinished {
-                job_key: job.valid.key.0.clone(),
-                description: local::describe(&job.valid),
-                final_metrics,
-            });
-            let sweep = job.sweep.clone();
-            self.emit(&sweep, event);
+            let sweep = self.jobs[i].sweep.clone();
+            if self.watched(&sweep) {
+                let final_metrics = self
+                    .metrics_of(&self.jobs[i].valid.spec.family)
+                    .iter()
+                    .zip(c.last)
+                    .map(|(m, value)| pb::MetricValue { name: m.name.to_string(), value })
+                    .collect();
+                let job = &self.jobs[i];
+                let event = pb::sweep_event::Event::JobFinished(pb::JobFinished {
+                    job_key: job.valid.key.0.clone(),
+                    description: local::describe(&job.valid),
+                    final_metrics,
+                });
+                self.emit(&sweep, event);
+            }
             sweeps.insert(sweep);
             let _ = c.reply.send(Ok(pb::CompleteAttemptResponse { committed: true }));
         }
@@ -1134,10 +1183,22 @@ impl Scheduler {
         }
     }
 
-    fn emit(&self, sweep: &str, event: pb::sweep_event::Event) {
-        if let Some(s) = self.sweeps.get(sweep) {
-            // No watchers is not an error.
-            let _ = s.events.send(pb::SweepEvent { event: Some(event) });
+    /// Someone watches `sweep`: events are worth building. Once the last watcher has left,
+    /// the channel (and its buffer) is dropped until someone watches again.
+    fn watched(&mut self, sweep: &str) -> bool {
+        let Some(s) = self.sweeps.get_mut(sweep) else { return false };
+        if s.events.as_ref().is_some_and(|tx| tx.receiver_count() == 0) {
+            s.events = None;
+        }
+        s.events.is_some()
+    }
+
+    fn emit(&mut self, sweep: &str, event: pb::sweep_event::Event) {
+        if !self.watched(sweep) {
+            return;
+        }
+        if let Some(tx) = self.sweeps.get(sweep).and_then(|s| s.events.as_ref()) {
+            let _ = tx.send(pb::SweepEvent { event: Some(event) });
         }
     }
 
@@ -1596,6 +1657,41 @@ mod tests {
         let _s = start(dir.path(), Duration::from_secs(60)).await;
         assert!(temp.iter().all(|p| !p.exists()));
         assert!(sweep_dir.join("notes.txt").exists());
+    }
+
+    /// A finished sweep can be deleted (not a running one): it is gone from the scheduler
+    /// and the store, and its name can be used afresh.
+    #[tokio::test]
+    async fn a_settled_sweep_is_deleted_from_the_store_and_a_running_one_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let s = start(dir.path(), Duration::from_secs(60)).await;
+            submit(&s, vec![job(0), job(1)]).await;
+            let refused = s.call(|reply| Command::Delete { sweep: "t".into(), reply }).await.unwrap_err();
+            assert_eq!(refused.code(), tonic::Code::FailedPrecondition);
+            let w = register(&s).await;
+            for l in lease(&s, &w).await {
+                assert_eq!(upload_and_complete(&s, &w, l.attempt_id, 1.0).await, Ok(true));
+            }
+            let (sweep_dir, n_jobs) = s.call(|reply| Command::Delete { sweep: "t".into(), reply }).await.unwrap();
+            assert_eq!((sweep_dir, n_jobs), (dir.path().join("t"), 2));
+            let gone = s.call(|reply| Command::Status { sweep: "t".into(), failures: FailurePage::default(), reply });
+            assert_eq!(gone.await.unwrap_err().code(), tonic::Code::NotFound);
+            let missing = s.call(|reply| Command::Delete { sweep: "t".into(), reply }).await.unwrap_err();
+            assert_eq!(missing.code(), tonic::Code::NotFound);
+            assert!(s.live.get("t").is_none());
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let store = Store::open(dir.path()).unwrap();
+        assert!(store.sweeps().unwrap().is_empty() && store.jobs().unwrap().is_empty());
+        assert_eq!(store.max_attempt_id().unwrap(), 0, "its attempts are gone too");
+        drop(store);
+        // The same name again: a new sweep, whose jobs are found done on disk (results kept).
+        let s = start(dir.path(), Duration::from_secs(60)).await;
+        let jobs = vec![job(0), job(1)];
+        let again =
+            s.call(|reply| Command::Submit { name: "t".into(), family: "testkit".into(), jobs, reply }).await.unwrap();
+        assert_eq!((again.n_added, again.n_already_done), (2, 2));
     }
 
     /// A restarted scheduler finds the sweep, voids the running attempt and re-queues its job.

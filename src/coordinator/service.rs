@@ -167,6 +167,24 @@ impl pb::sweeps_server::Sweeps for Coordinator {
         Ok(Response::new(self.scheduler.call(|reply| Command::Cancel { sweep, reply }).await?))
     }
 
+    async fn delete_sweep(
+        &self,
+        request: Request<pb::DeleteSweepRequest>,
+    ) -> Result<Response<pb::DeleteSweepResponse>, Status> {
+        let r = request.into_inner();
+        let sweep = r.sweep_id;
+        let (dir, n_jobs) = self.scheduler.call(|reply| Command::Delete { sweep, reply }).await?;
+        let mut results_removed = false;
+        if !r.keep_results && dir.exists() {
+            tokio::task::spawn_blocking(move || std::fs::remove_dir_all(&dir))
+                .await
+                .map_err(|e| Status::internal(e.to_string()))?
+                .map_err(|e| Status::internal(format!("the sweep is deleted, but removing its results failed: {e}")))?;
+            results_removed = true;
+        }
+        Ok(Response::new(pb::DeleteSweepResponse { n_jobs, results_removed }))
+    }
+
     async fn get_summary(
         &self,
         request: Request<pb::GetSummaryRequest>,

@@ -321,6 +321,16 @@ impl Store {
         Ok(())
     }
 
+    /// Remove a sweep with its jobs and attempts.
+    pub fn delete_sweep(&mut self, sweep: &str) -> anyhow::Result<()> {
+        let tx = self.conn.transaction()?;
+        tx.execute("DELETE FROM attempts WHERE sweep_id = ?1", params![sweep])?;
+        tx.execute("DELETE FROM jobs WHERE sweep_id = ?1", params![sweep])?;
+        tx.execute("DELETE FROM sweeps WHERE id = ?1", params![sweep])?;
+        tx.commit()?;
+        Ok(())
+    }
+
     /// The summary files of `sweep` were written from every job it settled; cleared by a
     /// resubmission. A sweep finished but not summarized has its summaries rebuilt at start.
     pub fn set_summarized(&mut self, sweep: &str) -> anyhow::Result<()> {
