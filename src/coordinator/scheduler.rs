@@ -233,6 +233,9 @@ struct Job {
     error: Option<String>,
     /// A commit's part is being written.
     committing: bool,
+    /// It had failed, and a late result revived it: its sweep's summaries counted it
+    /// settled without a result, so they are reopened once it is settled again.
+    revived: bool,
     /// Attempts voided for the worker's fault (records that broke the schema): they do
     /// not count as attempts, but a job voided [`MAX_VOIDED`] times fails.
     voided: u32,
@@ -455,6 +458,7 @@ impl Scheduler {
             attempts: stored.attempts,
             error,
             committing: false,
+            revived: false,
             voided: 0,
         });
         self.index.insert((stored.sweep_id.clone(), stored.key), i);
@@ -633,6 +637,7 @@ impl Scheduler {
                 attempts: 0,
                 error: None,
                 committing: false,
+                revived: false,
                 voided: 0,
             });
             self.index.insert((name.clone(), stored.key), i);
@@ -957,12 +962,15 @@ impl Scheduler {
             let _ = reply.send(Ok(pb::CompleteAttemptResponse { committed: false }));
             return;
         }
-        if matches!(job.state, JobState::Cancelled | JobState::Failed) {
+        if job.state == JobState::Cancelled {
             let message = format!("job {} is {}", job.valid.key, job.state.as_str());
             self.forget_attempt(attempt);
             let _ = reply.send(Err(Status::failed_precondition(message)));
             return;
         }
+        // A late result of a job that failed meanwhile (this attempt's lease expired, and
+        // the job ran out of attempts): nothing else committed, so it commits.
+        let revive = job.state == JobState::Failed;
         self.attempts.remove(&attempt);
         let Some(spool) = self.spools.take(attempt) else {
             let _ = reply.send(Err(Status::internal(format!("attempt {attempt} has no spool"))));
@@ -982,6 +990,11 @@ impl Scheduler {
             }
             let _ = reply.send(Err(Status::invalid_argument(error)));
             return;
+        }
+        if revive {
+            let job = &mut self.jobs[i];
+            info!("job {}: a late result of attempt {attempt} commits; the job had failed", job.valid.key);
+            (job.state, job.current, job.error, job.revived) = (JobState::Running, Some(attempt), None, true);
         }
         self.jobs[i].committing = true;
         let job = &self.jobs[i];
@@ -1020,6 +1033,15 @@ impl Scheduler {
                 jobs.iter().map(|c| (Some(c.attempt), self.jobs[c.job].valid.key.0.as_str())).collect();
             self.store.commit_jobs(&sweep, &part, &done).map_err(|e| format!("recording part {part}: {e:#}"))
         });
+        // Revived jobs settle again (done, or failed once more): their sweeps' summaries are
+        // rebuilt from the jobs' states.
+        let mut reopen = BTreeSet::new();
+        for c in &jobs {
+            let job = &mut self.jobs[c.job];
+            if std::mem::take(&mut job.revived) {
+                reopen.insert(job.sweep.clone());
+            }
+        }
         if let Err(e) = recorded {
             warn!("committing {} job(s) failed: {e}; they are queued again", jobs.len());
             for c in jobs {
@@ -1028,6 +1050,9 @@ impl Scheduler {
                     self.requeue_or_fail(c.job, c.attempt, format!("writing its trajectory: {e}"));
                 }
                 let _ = c.reply.send(Err(Status::internal(format!("writing the trajectory: {e}"))));
+            }
+            for sweep in reopen {
+                self.open_live(&sweep);
             }
             return;
         }
@@ -1060,6 +1085,9 @@ impl Scheduler {
             }
             sweeps.insert(sweep);
             let _ = c.reply.send(Ok(pb::CompleteAttemptResponse { committed: true }));
+        }
+        for sweep in reopen {
+            self.open_live(&sweep);
         }
         for sweep in sweeps {
             self.check_finished(&sweep);
@@ -1284,6 +1312,7 @@ impl Counts {
 mod tests {
     use super::*;
     use armada_core::{JobSpec, StepRecord};
+    use polars::prelude::{ParquetReader, SerReader};
 
     fn job(seed: u64) -> ValidJob {
         let mut spec = JobSpec::new("testkit", "constant", "echo");
@@ -1692,6 +1721,45 @@ mod tests {
         let again =
             s.call(|reply| Command::Submit { name: "t".into(), family: "testkit".into(), jobs, reply }).await.unwrap();
         assert_eq!((again.n_added, again.n_already_done), (2, 2));
+    }
+
+    /// The README's promise: a late result commits if no other attempt did, even when the
+    /// job failed meanwhile because that attempt was its last; the sweep's summaries then
+    /// include it.
+    #[tokio::test]
+    async fn a_late_result_on_the_last_attempt_commits_when_nothing_else_did() {
+        let dir = tempfile::tempdir().unwrap();
+        let commit = CommitConfig { linger: Duration::from_millis(5), ..CommitConfig::default() };
+        let config = SchedulerConfig {
+            lease_ttl: Duration::from_millis(200),
+            max_attempts: 1,
+            commit,
+            ..SchedulerConfig::default()
+        };
+        let s = Scheduler::start(
+            Arc::new(crate::registry()),
+            Store::open(dir.path()).unwrap(),
+            dir.path().to_path_buf(),
+            config,
+        )
+        .unwrap();
+        submit(&s, vec![job(0)]).await;
+        let w = register(&s).await;
+        let id = lease(&s, &w).await[0].attempt_id;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let st = status(&s).await;
+        assert_eq!((st.n_failed, st.n_running), (1, 0), "its only attempt expired");
+        assert!(st.failures[0].error.contains("lease expired"));
+        assert_eq!(upload_and_complete(&s, &w, id, 4.0).await, Ok(true));
+        let st = status(&s).await;
+        assert_eq!((st.n_done, st.n_failed), (1, 0));
+        if let Some(entry) = s.live.get("t") {
+            assert_eq!(entry.written().await, Ok(true));
+        }
+        let summary = dir.path().join("t").join(results::SUMMARY_FILE);
+        let rows = ParquetReader::new(std::fs::File::open(&summary).unwrap()).finish().unwrap();
+        let n: Vec<Option<i64>> = rows.column("n").unwrap().i64().unwrap().iter().collect();
+        assert_eq!(n, vec![Some(1); 3], "the revived job is in the summaries");
     }
 
     /// A restarted scheduler finds the sweep, voids the running attempt and re-queues its job.

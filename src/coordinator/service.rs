@@ -167,6 +167,13 @@ impl pb::sweeps_server::Sweeps for Coordinator {
         Ok(Response::new(self.scheduler.call(|reply| Command::Cancel { sweep, reply }).await?))
     }
 
+    async fn server_info(
+        &self,
+        _request: Request<pb::ServerInfoRequest>,
+    ) -> Result<Response<pb::ServerInfoResponse>, Status> {
+        Ok(Response::new(server_info(&self.registry)))
+    }
+
     async fn delete_sweep(
         &self,
         request: Request<pb::DeleteSweepRequest>,
@@ -276,6 +283,75 @@ impl pb::sweeps_server::Sweeps for Coordinator {
         let (tx, rx) = mpsc::channel(4);
         tokio::task::spawn_blocking(move || fetch::send(source, &request, &inputs.sweep_dir, &inputs.done_keys, &tx));
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
+}
+
+/// The coordinator's version, build and family schemas, as ServerInfo answers them.
+pub fn server_info(registry: &Registry) -> pb::ServerInfoResponse {
+    use armada_core::{ComponentDef, MetricKind, ParamKind};
+    let component = |c: &ComponentDef| pb::ComponentInfo {
+        name: c.name.to_string(),
+        doc: c.doc.to_string(),
+        params: c
+            .params
+            .iter()
+            .map(|p| {
+                use pb::param_info::Kind;
+                let (kind, min, max, choices, default) = match p.kind {
+                    ParamKind::Float { min, max, default } => {
+                        (Kind::Float, min, max, vec![], armada_core::ParamValue::Float(default))
+                    }
+                    ParamKind::Int { min, max, default } => {
+                        (Kind::Int, min as f64, max as f64, vec![], armada_core::ParamValue::Int(default))
+                    }
+                    ParamKind::Bool { default } => {
+                        (Kind::Bool, 0.0, 0.0, vec![], armada_core::ParamValue::Bool(default))
+                    }
+                    ParamKind::Choice { options, default } => (
+                        Kind::Choice,
+                        0.0,
+                        0.0,
+                        options.iter().map(|o| o.to_string()).collect(),
+                        armada_core::ParamValue::Str(default.to_string()),
+                    ),
+                };
+                pb::ParamInfo {
+                    name: p.name.to_string(),
+                    doc: p.doc.to_string(),
+                    kind: kind as i32,
+                    min,
+                    max,
+                    choices,
+                    default: Some(wire::param_to_wire(&default)),
+                }
+            })
+            .collect(),
+    };
+    pb::ServerInfoResponse {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        build: registry.digest(),
+        key_salt: armada_core::KEY_SALT.to_string(),
+        families: registry
+            .families()
+            .map(|f| pb::FamilyInfo {
+                name: f.name().to_string(),
+                doc: f.doc().to_string(),
+                benchmarks: f.benchmarks().iter().map(component).collect(),
+                algorithms: f.algorithms().iter().map(component).collect(),
+                metrics: f
+                    .metrics()
+                    .iter()
+                    .map(|m| pb::MetricInfo {
+                        name: m.name.to_string(),
+                        doc: m.doc.to_string(),
+                        kind: match m.kind {
+                            MetricKind::Float => pb::metric_info::Kind::Float,
+                            MetricKind::Int => pb::metric_info::Kind::Int,
+                        } as i32,
+                    })
+                    .collect(),
+            })
+            .collect(),
     }
 }
 
@@ -403,5 +479,43 @@ impl pb::workers_server::Workers for Coordinator {
             .call(|reply| Command::Fail { session: r.session, attempt: r.attempt_id, error: r.error, reply })
             .await?;
         Ok(Response::new(reply))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// ServerInfo carries what a worker in another language needs: the build it must
+    /// match, the key salt, and each family's parameter and metric schemas.
+    #[test]
+    fn server_info_describes_the_families() {
+        let registry = crate::registry();
+        let info = server_info(&registry);
+        assert_eq!(info.build, registry.digest());
+        assert_eq!(info.key_salt, armada_core::KEY_SALT);
+        let names: Vec<&str> = info.families.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, registry.families().map(|f| f.name()).collect::<Vec<_>>());
+        let testkit = info.families.iter().find(|f| f.name == "testkit").unwrap();
+        assert_eq!(testkit.metrics.len(), 1);
+        assert_eq!(
+            (testkit.metrics[0].name.as_str(), testkit.metrics[0].kind),
+            ("value", pb::metric_info::Kind::Float as i32)
+        );
+        let slow = testkit.algorithms.iter().find(|a| a.name == "slow").unwrap();
+        let ms = &slow.params[0];
+        assert_eq!(
+            (ms.name.as_str(), ms.kind, ms.min, ms.max),
+            ("ms", pb::param_info::Kind::Int as i32, 0.0, 60_000.0)
+        );
+        assert_eq!(ms.default.as_ref().and_then(|d| d.kind.clone()), Some(pb::param_value::Kind::Int(100)));
+        // Every Int metric of every family is declared as such.
+        for f in registry.families() {
+            let wire = info.families.iter().find(|w| w.name == f.name()).unwrap();
+            for (m, w) in f.metrics().iter().zip(&wire.metrics) {
+                let int = m.kind == armada_core::MetricKind::Int;
+                assert_eq!(w.kind == pb::metric_info::Kind::Int as i32, int, "{}.{}", f.name(), m.name);
+            }
+        }
     }
 }

@@ -60,6 +60,32 @@ mod tests {
         (0..4).map(|_| rng.random()).collect()
     }
 
+    /// The streams exactly as job.proto documents them: if this fails, fix the
+    /// documentation with the code.
+    #[test]
+    fn the_documented_derivation_gives_the_streams() {
+        let mut spec = JobSpec::new("lse", "sinusoidal", "straddle");
+        spec.benchmark_params.insert("noise_sd".into(), crate::ParamValue::Float(0.1));
+        spec.algorithm_params.insert("beta_sqrt".into(), crate::ParamValue::Float(3.0));
+        spec.seed = 3;
+        spec.sweep_seed = 11;
+        let env_root = blake3::hash(
+            format!("{KEY_SALT};streams;sweep_seed=11;family=lse;benchmark=sinusoidal{{noise_sd=0.1}};seed=3")
+                .as_bytes(),
+        );
+        let stream = |root: &[u8], purpose: &str| {
+            let mut seed = Vec::from(root);
+            seed.extend_from_slice(purpose.as_bytes());
+            StreamRng::from_seed(*blake3::hash(&seed).as_bytes())
+        };
+        let mut algo_input = Vec::from(env_root.as_bytes().as_slice());
+        algo_input.extend_from_slice(b"algorithm=straddle{beta_sqrt=3.0}");
+        let algo_root = blake3::hash(&algo_input);
+        let streams = JobStreams::new(&spec);
+        assert_eq!(draws(streams.env("noise")), draws(stream(env_root.as_bytes(), "noise")));
+        assert_eq!(draws(streams.algo("tie")), draws(stream(algo_root.as_bytes(), "tie")));
+    }
+
     #[test]
     fn env_streams_are_common_across_algorithms_and_algo_streams_are_not() {
         let a = JobSpec::new("lse", "sinusoidal", "straddle");

@@ -116,6 +116,28 @@ mod tests {
         }
     }
 
+    /// The canonical text and key exactly as job.proto documents them for workers in other
+    /// languages: if this fails, fix the documentation with the code.
+    #[test]
+    fn the_documented_derivation_gives_the_key() {
+        let mut s = spec();
+        s.benchmark_params.insert("noise_sd".into(), ParamValue::Float(0.1));
+        s.benchmark_params.insert("tiny".into(), ParamValue::Float(1e-7));
+        s.algorithm_params.insert("mode".into(), ParamValue::Str("first".into()));
+        s.algorithm_params.insert("n".into(), ParamValue::Int(-4));
+        s.algorithm_params.insert("on".into(), ParamValue::Bool(true));
+        s.seed = 7;
+        s.sweep_seed = 42;
+        let text = format!(
+            "{KEY_SALT};family=lse;benchmark=sinusoidal{{noise_sd=0.1,tiny=1e-7}};\
+             algorithm=straddle{{beta_sqrt=3.0,mode=\"first\",n=-4,on=true}};seed=7;horizon=300;sweep_seed=42"
+        );
+        assert_eq!(s.canonical(), text);
+        let hash = blake3::hash(text.as_bytes());
+        let hex: String = hash.as_bytes()[..16].iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(s.key().0, hex);
+    }
+
     #[test]
     fn int_and_float_params_differ_in_canonical_text() {
         let mut a = spec();

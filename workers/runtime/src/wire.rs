@@ -34,18 +34,18 @@ pub fn spec_from_wire(spec: pb::JobSpec, field: &str) -> Result<JobSpec, String>
 }
 
 fn params_to_wire(params: &Params) -> std::collections::HashMap<String, pb::ParamValue> {
-    params
-        .iter()
-        .map(|(name, value)| {
-            let kind = match value {
-                ParamValue::Bool(b) => pb::param_value::Kind::Flag(*b),
-                ParamValue::Int(i) => pb::param_value::Kind::Int(*i),
-                ParamValue::Float(f) => pb::param_value::Kind::Float(*f),
-                ParamValue::Str(s) => pb::param_value::Kind::Text(s.clone()),
-            };
-            (name.clone(), pb::ParamValue { kind: Some(kind) })
-        })
-        .collect()
+    params.iter().map(|(name, value)| (name.clone(), param_to_wire(value))).collect()
+}
+
+/// One parameter value on the wire.
+pub fn param_to_wire(value: &ParamValue) -> pb::ParamValue {
+    let kind = match value {
+        ParamValue::Bool(b) => pb::param_value::Kind::Flag(*b),
+        ParamValue::Int(i) => pb::param_value::Kind::Int(*i),
+        ParamValue::Float(f) => pb::param_value::Kind::Float(*f),
+        ParamValue::Str(s) => pb::param_value::Kind::Text(s.clone()),
+    };
+    pb::ParamValue { kind: Some(kind) }
 }
 
 fn params_from_wire(params: std::collections::HashMap<String, pb::ParamValue>, field: &str) -> Result<Params, String> {
