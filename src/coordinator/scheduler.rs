@@ -1326,8 +1326,13 @@ mod tests {
     }
 
     async fn start(dir: &std::path::Path, lease_ttl: Duration) -> SchedulerHandle {
+        start_with(dir, SchedulerConfig { lease_ttl, ..SchedulerConfig::default() })
+    }
+
+    /// A scheduler on `dir` with `config`, committing after a 5 ms linger.
+    fn start_with(dir: &std::path::Path, config: SchedulerConfig) -> SchedulerHandle {
         let commit = CommitConfig { linger: Duration::from_millis(5), ..CommitConfig::default() };
-        let config = SchedulerConfig { lease_ttl, commit, ..SchedulerConfig::default() };
+        let config = SchedulerConfig { commit, ..config };
         Scheduler::start(Arc::new(crate::registry()), Store::open(dir).unwrap(), dir.to_path_buf(), config).unwrap()
     }
 
@@ -1627,15 +1632,7 @@ mod tests {
     #[tokio::test]
     async fn statuses_page_their_failures_and_clip_long_errors() {
         let dir = tempfile::tempdir().unwrap();
-        let commit = CommitConfig { linger: Duration::from_millis(5), ..CommitConfig::default() };
-        let config = SchedulerConfig { max_attempts: 1, commit, ..SchedulerConfig::default() };
-        let s = Scheduler::start(
-            Arc::new(crate::registry()),
-            Store::open(dir.path()).unwrap(),
-            dir.path().to_path_buf(),
-            config,
-        )
-        .unwrap();
+        let s = start_with(dir.path(), SchedulerConfig { max_attempts: 1, ..SchedulerConfig::default() });
         submit(&s, (0..150).map(job).collect()).await;
         let w = register(&s).await;
         let long = "é".repeat(MAX_ERROR_BYTES); // 2 bytes each
@@ -1729,20 +1726,9 @@ mod tests {
     #[tokio::test]
     async fn a_late_result_on_the_last_attempt_commits_when_nothing_else_did() {
         let dir = tempfile::tempdir().unwrap();
-        let commit = CommitConfig { linger: Duration::from_millis(5), ..CommitConfig::default() };
-        let config = SchedulerConfig {
-            lease_ttl: Duration::from_millis(200),
-            max_attempts: 1,
-            commit,
-            ..SchedulerConfig::default()
-        };
-        let s = Scheduler::start(
-            Arc::new(crate::registry()),
-            Store::open(dir.path()).unwrap(),
-            dir.path().to_path_buf(),
-            config,
-        )
-        .unwrap();
+        let config =
+            SchedulerConfig { lease_ttl: Duration::from_millis(200), max_attempts: 1, ..SchedulerConfig::default() };
+        let s = start_with(dir.path(), config);
         submit(&s, vec![job(0)]).await;
         let w = register(&s).await;
         let id = lease(&s, &w).await[0].attempt_id;

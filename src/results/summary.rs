@@ -319,22 +319,26 @@ impl Stats {
             (squares / (n - 1) as f64).sqrt()
         });
         values.sort_by(f64::total_cmp);
-        self.cell.push(cell);
-        self.step.push(step);
-        self.metric.push(metric);
-        self.n.push(n as i64);
-        self.mean.push(mean);
-        self.std.push(std);
-        self.se.push(std.map(|s| s / (n as f64).sqrt()));
-        self.median.push(quantile(values, 0.5));
-        self.q10.push(quantile(values, 0.1));
-        self.q90.push(quantile(values, 0.9));
+        let quantiles = [0.5, 0.1, 0.9].map(|q| quantile(values, q));
+        self.push_row((cell, step, metric), n, mean, std, quantiles);
     }
 
     /// One group's provisional statistics from running moments: no order statistics.
-    pub(super) fn push_moments(&mut self, (cell, step, metric): (i64, i64, i64), n: usize, mean: f64, m2: f64) {
+    pub(super) fn push_moments(&mut self, group: (i64, i64, i64), n: usize, mean: f64, m2: f64) {
         let mean = (n > 0).then_some(mean);
         let std = mean.filter(|_| n >= 2).map(|_| (m2.max(0.0) / (n - 1) as f64).sqrt());
+        self.push_row(group, n, mean, std, [None; 3]);
+    }
+
+    /// A row; `se` follows from `std`, the quantiles are (median, q10, q90).
+    fn push_row(
+        &mut self,
+        (cell, step, metric): (i64, i64, i64),
+        n: usize,
+        mean: Option<f64>,
+        std: Option<f64>,
+        [median, q10, q90]: [Option<f64>; 3],
+    ) {
         self.cell.push(cell);
         self.step.push(step);
         self.metric.push(metric);
@@ -342,9 +346,9 @@ impl Stats {
         self.mean.push(mean);
         self.std.push(std);
         self.se.push(std.map(|s| s / (n as f64).sqrt()));
-        self.median.push(None);
-        self.q10.push(None);
-        self.q90.push(None);
+        self.median.push(median);
+        self.q10.push(q10);
+        self.q90.push(q90);
     }
 
     pub(super) fn into_frame(self) -> anyhow::Result<DataFrame> {
