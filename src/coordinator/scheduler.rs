@@ -241,6 +241,9 @@ struct Job {
     voided: u32,
 }
 
+/// A command that keeps the scheduler this long gives running leases the time back.
+const BUSY_EXCUSED: Duration = Duration::from_millis(50);
+
 /// Voided attempts after which a job fails (its records never fit its schema).
 pub const MAX_VOIDED: u32 = 10;
 
@@ -476,11 +479,27 @@ impl Scheduler {
         loop {
             tokio::select! {
                 command = rx.recv() => match command {
-                    Some(c) => self.handle(c),
+                    Some(c) => {
+                        let started = Instant::now();
+                        self.handle(c);
+                        self.excuse_busy_time(started.elapsed());
+                    }
                     None => break,
                 },
                 _ = tick.tick() => self.expire_leases(),
             }
+        }
+    }
+
+    /// Leases do not age while the scheduler itself is busy: heartbeats sent during a
+    /// long command (a sweep of a million jobs takes seconds to store) wait in the mailbox,
+    /// so every running lease gets that time back.
+    fn excuse_busy_time(&mut self, busy: Duration) {
+        if busy < BUSY_EXCUSED {
+            return;
+        }
+        for a in self.attempts.values_mut() {
+            a.expires += busy;
         }
     }
 
@@ -1746,6 +1765,28 @@ mod tests {
         let rows = ParquetReader::new(std::fs::File::open(&summary).unwrap()).finish().unwrap();
         let n: Vec<Option<i64>> = rows.column("n").unwrap().i64().unwrap().iter().collect();
         assert_eq!(n, vec![Some(1); 3], "the revived job is in the summaries");
+    }
+
+    /// A long command (storing a large sweep) does not expire the leases whose heartbeats
+    /// waited behind it.
+    #[tokio::test]
+    async fn leases_do_not_expire_while_the_scheduler_is_busy() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = start(dir.path(), Duration::from_millis(400)).await;
+        submit(&s, vec![job(0)]).await;
+        let w = register(&s).await;
+        let id = lease(&s, &w).await[0].attempt_id;
+        let jobs: Vec<ValidJob> = (1..60_001).map(job).collect();
+        let started = Instant::now();
+        let name = "big".to_string();
+        s.call(|reply| Command::Submit { name, family: "testkit".into(), jobs, reply }).await.unwrap();
+        let took = started.elapsed();
+        // A heartbeat sent right after the long command still finds its lease.
+        let session = w.clone();
+        let renewed = s.call(|reply| Command::Heartbeat { session, attempts: vec![id], reply }).await.unwrap();
+        assert!(renewed.abandon.is_empty());
+        assert_eq!(status(&s).await.n_running, 1, "the submission took {took:?}; the lease is 400 ms");
+        assert_eq!(upload_and_complete(&s, &w, id, 1.0).await, Ok(true));
     }
 
     /// A restarted scheduler finds the sweep, voids the running attempt and re-queues its job.
