@@ -114,10 +114,11 @@ fn rss_mb(pid: u32, field: &str) -> f64 {
 /// workers. Returns the coordinator's largest RSS sampled while jobs ran (the data path),
 /// its peak RSS once the summaries were built too (VmHWM), both in MB, and the seconds
 /// the jobs took.
-fn coordinator_peak(text: &str, dir: &Path) -> (f64, f64, f64) {
+fn coordinator_peak(text: &str, dir: &Path, extra: &[&str]) -> (f64, f64, f64) {
     let mut serve = Command::new(BIN)
         .args(["serve", "--listen", "127.0.0.1:0", "--data"])
         .arg(dir.join("data"))
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -176,13 +177,19 @@ fn main() {
 
     println!("coordinator RSS (standalone `armada serve`, {WORKERS} workers), {seeds} jobs:");
     let mut peaks = Vec::new();
-    for steps in [100, steps] {
+    for (steps, extra) in [(100, &[][..]), (steps, &[][..]), (steps, &["--part-writers", "1"][..])] {
         let dir = tempfile::tempdir().unwrap();
-        let (ingest, with_summaries, secs) = coordinator_peak(&testkit_sweep("peak", seeds, steps - 1), dir.path());
+        let sweep = testkit_sweep("peak", seeds, steps - 1);
+        let (ingest, with_summaries, secs) = coordinator_peak(&sweep, dir.path(), extra);
         println!(
-            "  {steps:>7} rows per job: {ingest:>7.1} MB while jobs ran ({secs:.1} s), {with_summaries:>7.1} MB peak with summaries"
+            "  {steps:>7} rows per job {:<17}: {ingest:>7.1} MB while jobs ran ({secs:.1} s), {with_summaries:>7.1} MB peak with summaries",
+            extra.join(" ")
         );
         peaks.push(ingest);
     }
-    println!("  growth while jobs ran, 100 -> {steps} rows per job: {:+.1} MB", peaks[1] - peaks[0]);
+    println!(
+        "  growth while jobs ran, 100 -> {steps} rows per job: {:+.1} MB ({:+.1} MB with one part writer)",
+        peaks[1] - peaks[0],
+        peaks[2] - peaks[0]
+    );
 }

@@ -37,6 +37,10 @@ pub struct ServeArgs {
     /// (milliseconds): longer means fewer, larger files; commits are answered after it.
     #[arg(long, default_value_t = 200)]
     commit_linger_ms: u64,
+    /// Trajectory parts written at once (default: the number of cores); each holds a row
+    /// group of up to 32,768 rows in memory.
+    #[arg(long)]
+    part_writers: Option<usize>,
     /// Refuse sweeps of more jobs than this (counted before their grids are expanded).
     #[arg(long, default_value_t = armada::sweep::DEFAULT_MAX_JOBS)]
     max_jobs_per_sweep: usize,
@@ -46,6 +50,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(args.lease_ttl_ms >= 100, "--lease-ttl-ms must be at least 100");
     anyhow::ensure!(args.max_attempts >= 1, "--max-attempts must be at least 1");
     anyhow::ensure!(args.commit_linger_ms <= 60_000, "--commit-linger-ms must be at most 60000");
+    anyhow::ensure!(args.part_writers.is_none_or(|n| (1..=64).contains(&n)), "--part-writers must be 1 to 64");
     let lease_ttl = Duration::from_millis(args.lease_ttl_ms);
     let config = ServeConfig {
         listen: args.listen,
@@ -58,7 +63,11 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             heartbeat: lease_ttl / 4,
             max_attempts: args.max_attempts,
             only_submitted: false,
-            commit: CommitConfig { linger: Duration::from_millis(args.commit_linger_ms), ..CommitConfig::default() },
+            commit: CommitConfig {
+                linger: Duration::from_millis(args.commit_linger_ms),
+                writers: args.part_writers.unwrap_or(CommitConfig::default().writers),
+                ..CommitConfig::default()
+            },
         },
     };
     let scheme = if config.tls.is_some() { "https" } else { "http" };

@@ -30,11 +30,14 @@ pub struct CommitConfig {
     pub max_jobs: usize,
     /// ...or this many trajectory rows.
     pub max_rows: u64,
+    /// Parts written side by side: more ingest faster, each holding a row group in memory.
+    pub writers: usize,
 }
 
 impl Default for CommitConfig {
     fn default() -> Self {
-        CommitConfig { linger: Duration::from_millis(200), max_jobs: 8192, max_rows: 4 << 20 }
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        CommitConfig { linger: Duration::from_millis(200), max_jobs: 8192, max_rows: 4 << 20, writers: cores }
     }
 }
 
@@ -89,8 +92,7 @@ async fn run(
     live: LiveSummaries,
     report: Arc<dyn Fn(PartWritten) + Send + Sync>,
 ) {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let writers = Arc::new(tokio::sync::Semaphore::new(cores));
+    let writers = Arc::new(tokio::sync::Semaphore::new(config.writers.max(1)));
     while let Some(first) = inbox.recv().await {
         let deadline = tokio::time::Instant::now() + config.linger;
         let mut rows = u64::from(first.spool.n_records());
@@ -113,8 +115,8 @@ async fn run(
         }
         for commits in by_sweep.into_values() {
             let (report, live) = (report.clone(), live.clone());
-            // Parts are written side by side, up to one per core: a single writer caps
-            // ingestion at one core's worth of Parquet encoding.
+            // Parts are written side by side (one per core by default): a single writer
+            // caps ingestion at one core's worth of Parquet encoding.
             let Ok(permit) = writers.clone().acquire_owned().await else { return };
             tokio::task::spawn_blocking(move || {
                 report(write(commits, &live));
