@@ -65,7 +65,9 @@ def main() -> None:
 
         target = args.coordinator.removeprefix("http://")
         metadata = [("authorization", f"Bearer {args.token}")] if args.token else []
-        with grpc.insecure_channel(target) as channel:
+        # Replies up to 64 MiB (gRPC's default is 4 MiB), as the armada CLI accepts.
+        options = [("grpc.max_receive_message_length", 64 << 20)]
+        with grpc.insecure_channel(target, options=options) as channel:
             health = health_pb2_grpc.HealthStub(channel).Check(
                 health_pb2.HealthCheckRequest(service="armada.v1.Sweeps"), timeout=10
             )
