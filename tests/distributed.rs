@@ -784,3 +784,69 @@ fn random_kills_of_workers_and_the_coordinator_lose_nothing_and_duplicate_nothin
     }
     eprintln!("chaos seed {seed}: {kills:?}");
 }
+
+const ROGUE_SWEEP: &str = r#"
+name = "rogue"
+family = "testkit"
+seeds = 3
+horizon = 8
+[[benchmarks]]
+name = "constant"
+[[algorithms]]
+name = "slow"
+params = { ms = 500 }
+"#;
+
+/// A rogue client (Python, from the .proto alone) registers its own session, and cannot
+/// complete, fail, renew or upload into the attempt an honest worker holds (PERMISSION_DENIED),
+/// nor register with another build; the job it leases itself and feeds records that skip
+/// step 0 is refused naming the step, voided, and run again by the honest worker. The sweep
+/// ends as an uninterrupted run.
+#[test]
+fn a_rogue_session_cannot_touch_another_workers_attempt() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep = write(tmp.path(), "rogue.toml", ROGUE_SWEEP);
+    let reference = tmp.path().join("reference");
+    let python = python_with_grpc();
+    let data = tmp.path().join("data");
+    let coord = serve(&data, 0, &[]);
+    let _honest = worker(&coord.url, 1, &tmp.path().join("w.log"), &[]);
+    let submitted = client(&["submit", sweep.to_str().unwrap()], &coord.url, 30);
+    assert!(submitted.status.success(), "{}", text(&submitted.stderr));
+    // Attempt ids start at 1: the honest worker's first lease is the victim.
+    wait_until(30, "the honest worker's first job", || {
+        text(&client(&["status", "rogue"], &coord.url, 30).stdout).contains("1 running")
+    });
+    let out = Command::new(&python)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/rogue_worker.py"))
+        .args([coord.url.as_str(), "1"])
+        .output()
+        .expect("python3 runs");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let said = |what: &str| report[what].as_str().unwrap_or_default().to_string();
+    for what in ["complete", "fail", "heartbeat", "upload"] {
+        assert!(
+            said(what).starts_with("PERMISSION_DENIED: attempt 1 is not held by this worker session"),
+            "{what}: {}",
+            said(what)
+        );
+    }
+    assert!(said("wrong_build").starts_with("FAILED_PRECONDITION: build:"), "{}", said("wrong_build"));
+    assert_eq!(report["leased"], 1);
+    assert!(said("own_upload").starts_with("INVALID_ARGUMENT"), "{}", said("own_upload"));
+    assert!(said("own_upload").contains("step 5 arrived where step 0 was due"), "{}", said("own_upload"));
+
+    let watched = client(&["watch", "rogue", "--quiet"], &coord.url, 120);
+    assert!(watched.status.success(), "{}", text(&watched.stderr));
+    let status = text(&client(&["status", "rogue"], &coord.url, 30).stdout);
+    assert!(status.contains("3 jobs: 3 done"), "{status}");
+    let out =
+        armada(&["run", sweep.to_str().unwrap(), "--out", reference.to_str().unwrap(), "--quiet", "--in-process"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let (ours, theirs) = (jobs(&data.join("rogue")), jobs(&reference.join("rogue")));
+    assert_eq!(ours.keys().collect::<Vec<_>>(), theirs.keys().collect::<Vec<_>>());
+    for (key, df) in &ours {
+        assert_same_trajectory(df, &theirs[key], key);
+    }
+}
