@@ -24,7 +24,7 @@ use armada_core::{MetricDef, Registry, ValidJob};
 use armada_proto::v1 as pb;
 use armada_worker::wire;
 use prost::Message;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -567,7 +567,7 @@ impl Scheduler {
         }
         let sweep_dir = self.results_dir.join(&name);
         let on_disk = results::stored_keys(&sweep_dir).map_err(internal)?;
-        let wanted: BTreeSet<&str> = jobs.iter().map(|j| j.key.0.as_str()).collect();
+        let wanted: HashSet<&str> = jobs.iter().map(|j| j.key.0.as_str()).collect();
         // Jobs of the previous submission that this one does not contain are dropped.
         let removed: Vec<usize> = self
             .sweeps
@@ -576,7 +576,7 @@ impl Scheduler {
             .unwrap_or_default();
         let removed_keys: Vec<String> = removed.iter().map(|&i| self.jobs[i].valid.key.0.clone()).collect();
         let mut new_jobs = Vec::new();
-        let mut seen = BTreeSet::new();
+        let mut seen = HashSet::with_capacity(jobs.len());
         let base = self.sweeps.get(&name).map_or(0, |s| s.jobs.len()) as i64;
         let mut ordered: Vec<&ValidJob> = jobs.iter().collect();
         // Seed-major, as the local runner: an interrupted sweep is balanced across cells.

@@ -20,7 +20,7 @@
 use super::summary::{concat, with_names, Stats};
 use super::*;
 use armada_core::{MetricDef, MetricKind};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Running moments of one group's present (non-NaN) values.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -389,13 +389,16 @@ impl LiveSweep {
 /// Jobs `(cell, settled)` counted by cell as `(cell, expected, settled)`, for
 /// [`LiveSweep::new`].
 pub fn cell_counts(jobs: impl IntoIterator<Item = (Cell, bool)>) -> Vec<(Cell, usize, usize)> {
-    let mut counts: BTreeMap<Cell, (usize, usize)> = BTreeMap::new();
+    // Hashed, then sorted once: a sweep has millions of jobs and few cells.
+    let mut counts: HashMap<Cell, (usize, usize)> = HashMap::new();
     for (cell, settled) in jobs {
         let c = counts.entry(cell).or_default();
         c.0 += 1;
         c.1 += usize::from(settled);
     }
-    counts.into_iter().map(|(cell, (expected, settled))| (cell, expected, settled)).collect()
+    let mut cells: Vec<_> = counts.into_iter().map(|(cell, (expected, settled))| (cell, expected, settled)).collect();
+    cells.sort_by(|a, b| a.0.cmp(&b.0));
+    cells
 }
 
 /// The stored jobs of `sweep_dir` among `done` (those a seeding must locate).
