@@ -742,7 +742,10 @@ fn random_kills_of_workers_and_the_coordinator_lose_nothing_and_duplicate_nothin
         state % n
     };
     let data = tmp.path().join("data");
-    let lease = ["--lease-ttl-ms", "600"];
+    // Each kill can expire the lease of a job the victim held: more attempts than rounds,
+    // so that no job can run out of them (that a job fails after max-attempts expiries is
+    // tested elsewhere).
+    let lease = ["--lease-ttl-ms", "600", "--max-attempts", "8"];
     let mut coord = serve(&data, 0, &lease);
     let port = coord.port;
     let mut workers: Vec<Proc> =

@@ -20,7 +20,7 @@ use super::spool::{RecordSchema, Spools};
 use super::store::{JobState, Store, StoredJob};
 use crate::results::Cell;
 use crate::{local, results};
-use armada_core::{MetricDef, Registry, ValidJob};
+use armada_core::{JobKey, JobSpec, MetricDef, Registry, ValidJob};
 use armada_proto::v1 as pb;
 use armada_worker::wire;
 use prost::Message;
@@ -223,9 +223,18 @@ impl<T> Pending<T> {
     }
 }
 
+/// What the jobs of one cell share: their spec but the seed, and their cell. Jobs hold
+/// it by `Arc`, so a million jobs of a few cells do not hold a million specs.
+struct Template {
+    spec: JobSpec,
+    cell: Cell,
+}
+
 struct Job {
     sweep: String,
-    valid: ValidJob,
+    template: Arc<Template>,
+    seed: u64,
+    key: JobKey,
     state: JobState,
     /// The attempt the job is running (state `running`).
     current: Option<u64>,
@@ -239,6 +248,23 @@ struct Job {
     /// Attempts voided for the worker's fault (records that broke the schema): they do
     /// not count as attempts, but a job voided [`MAX_VOIDED`] times fails.
     voided: u32,
+}
+
+impl Job {
+    /// The job's validated spec (built from its template).
+    fn valid(&self) -> ValidJob {
+        let mut spec = self.template.spec.clone();
+        spec.seed = self.seed;
+        ValidJob { spec, key: self.key.clone() }
+    }
+
+    fn family(&self) -> &str {
+        &self.template.spec.family
+    }
+
+    fn cell(&self) -> &Cell {
+        &self.template.cell
+    }
 }
 
 /// A command that keeps the scheduler this long gives running leases the time back.
@@ -288,6 +314,8 @@ pub struct Scheduler {
     index: HashMap<(String, String), usize>,
     sweeps: BTreeMap<String, Sweep>,
     queue: JobQueue,
+    /// The jobs' shared templates, by cell and sweep seed.
+    templates: HashMap<(Cell, u64), Arc<Template>>,
     attempts: HashMap<u64, Attempt>,
     /// Registered workers by session credential.
     workers: HashMap<Arc<str>, Worker>,
@@ -344,6 +372,7 @@ impl Scheduler {
             index: HashMap::new(),
             sweeps: BTreeMap::new(),
             queue: JobQueue::default(),
+            templates: HashMap::new(),
             attempts: HashMap::new(),
             workers: HashMap::new(),
             next_worker: 1,
@@ -453,9 +482,12 @@ impl Scheduler {
             self.store.set_job_state(&stored.sweep_id, &stored.key, JobState::Failed, error.as_deref())?;
         }
         let i = self.jobs.len();
+        let (template, seed, key) = self.template(valid);
         self.jobs.push(Job {
             sweep: stored.sweep_id.clone(),
-            valid,
+            template,
+            seed,
+            key,
             state,
             current: None,
             attempts: stored.attempts,
@@ -572,9 +604,9 @@ impl Scheduler {
         let removed: Vec<usize> = self
             .sweeps
             .get(&name)
-            .map(|s| s.jobs.iter().copied().filter(|&i| !wanted.contains(self.jobs[i].valid.key.0.as_str())).collect())
+            .map(|s| s.jobs.iter().copied().filter(|&i| !wanted.contains(self.jobs[i].key.0.as_str())).collect())
             .unwrap_or_default();
-        let removed_keys: Vec<String> = removed.iter().map(|&i| self.jobs[i].valid.key.0.clone()).collect();
+        let removed_keys: Vec<String> = removed.iter().map(|&i| self.jobs[i].key.0.clone()).collect();
         let mut new_jobs = Vec::new();
         let mut seen = HashSet::with_capacity(jobs.len());
         let base = self.sweeps.get(&name).map_or(0, |s| s.jobs.len()) as i64;
@@ -602,7 +634,7 @@ impl Scheduler {
             // A tombstone: no longer in the sweep; a running attempt is told to stop.
             job.state = JobState::Cancelled;
             job.current = None;
-            self.index.remove(&(name.clone(), job.valid.key.0.clone()));
+            self.index.remove(&(name.clone(), job.key.0.clone()));
             self.forget_attempts_of(i);
         }
         let sweep = self.sweeps.entry(name.clone()).or_insert_with(|| Sweep {
@@ -648,9 +680,12 @@ impl Scheduler {
         let by_key: HashMap<&str, &ValidJob> = jobs.iter().map(|j| (j.key.0.as_str(), j)).collect();
         for stored in new_jobs {
             let i = self.jobs.len();
+            let (template, seed, key) = self.template(by_key[stored.key.as_str()].clone());
             self.jobs.push(Job {
                 sweep: name.clone(),
-                valid: by_key[stored.key.as_str()].clone(),
+                template,
+                seed,
+                key,
                 state: stored.state,
                 current: None,
                 attempts: 0,
@@ -710,8 +745,8 @@ impl Scheduler {
             .skip(page.offset)
             .take(page.limit)
             .map(|j| pb::JobFailed {
-                job_key: j.valid.key.0.clone(),
-                description: local::describe(&j.valid),
+                job_key: j.key.0.clone(),
+                description: local::describe(&j.valid()),
                 error: j.error.clone().unwrap_or_default(),
                 attempt: j.attempts,
                 r#final: true,
@@ -745,7 +780,7 @@ impl Scheduler {
                     // The worker hears "abandon" at its next heartbeat.
                     self.forget_attempt(a);
                 }
-                self.live.settled_without_result(id, &Cell::of(&self.jobs[i].valid));
+                self.live.settled_without_result(id, self.jobs[i].cell());
             }
         }
         self.sweeps.get_mut(id).expect("checked").cancelled = true;
@@ -773,7 +808,7 @@ impl Scheduler {
             let job = &mut self.jobs[i];
             // A tombstone: the slot stays (indices are stable), the job is gone.
             job.state = JobState::Cancelled;
-            self.index.remove(&(id.to_string(), job.valid.key.0.clone()));
+            self.index.remove(&(id.to_string(), job.key.0.clone()));
         }
         self.live.close(id);
         info!("sweep {id} deleted ({} jobs)", sweep.jobs.len());
@@ -789,7 +824,7 @@ impl Scheduler {
             sweep_dir: self.results_dir.join(id),
             finished: counts.is_finished(),
             n_done: counts.done,
-            done_keys: if with_keys { done().map(|j| j.valid.key.0.clone()).collect() } else { BTreeSet::new() },
+            done_keys: if with_keys { done().map(|j| j.key.0.clone()).collect() } else { BTreeSet::new() },
             n_failed: counts.failed,
             n_cells: sweep.n_cells,
             metrics: family.map_or(&[], |f| f.metrics()),
@@ -855,9 +890,22 @@ impl Scheduler {
         Ok(a)
     }
 
+    /// A job's shared template (made for its cell on first use), its seed and its key.
+    fn template(&mut self, valid: ValidJob) -> (Arc<Template>, u64, JobKey) {
+        let ValidJob { mut spec, key } = valid;
+        let seed = std::mem::take(&mut spec.seed);
+        let cell = Cell::of(&ValidJob { spec: spec.clone(), key: key.clone() });
+        let template = self
+            .templates
+            .entry((cell.clone(), spec.sweep_seed))
+            .or_insert_with(|| Arc::new(Template { spec, cell }))
+            .clone();
+        (template, seed, key)
+    }
+
     /// Queue job `i` (first, for a retry); the queue is per family.
     fn enqueue(&mut self, i: usize, front: bool) {
-        let family = &self.jobs[i].valid.spec.family;
+        let family = self.jobs[i].family();
         if front {
             self.queue.push_front(i, family);
         } else {
@@ -881,7 +929,7 @@ impl Scheduler {
             return Ok(pb::LeaseResponse { leases: Vec::new(), retry_after_ms: 200 });
         }
         let keys: Vec<(&str, &str)> =
-            picked.iter().map(|&i| (self.jobs[i].sweep.as_str(), self.jobs[i].valid.key.0.as_str())).collect();
+            picked.iter().map(|&i| (self.jobs[i].sweep.as_str(), self.jobs[i].key.0.as_str())).collect();
         let expires = Instant::now() + self.config.lease_ttl;
         let ids = match self.store.start_attempts(
             &keys,
@@ -905,24 +953,24 @@ impl Scheduler {
             job.attempts += 1;
             self.attempts.insert(id, Attempt { job: i, session: session.clone(), expires });
             let schema = RecordSchema {
-                metrics: self.metrics_of(&self.jobs[i].valid.spec.family),
-                horizon: self.jobs[i].valid.spec.horizon,
+                metrics: self.metrics_of(self.jobs[i].family()),
+                horizon: self.jobs[i].template.spec.horizon,
             };
             self.spools.create(id, session.clone(), schema);
             let job = &self.jobs[i];
             leases.push(pb::JobLease {
                 attempt_id: id,
                 sweep_id: job.sweep.clone(),
-                job_key: job.valid.key.0.clone(),
-                spec: Some(wire::spec_to_wire(&job.valid.spec)),
+                job_key: job.key.0.clone(),
+                spec: Some(wire::spec_to_wire(&job.valid().spec)),
                 attempt: job.attempts,
             });
             let sweep = job.sweep.clone();
             if self.watched(&sweep) {
                 let job = &self.jobs[i];
                 let event = pb::sweep_event::Event::JobStarted(pb::JobStarted {
-                    job_key: job.valid.key.0.clone(),
-                    description: local::describe(&job.valid),
+                    job_key: job.key.0.clone(),
+                    description: local::describe(&job.valid()),
                     attempt_id: id,
                     attempt: job.attempts,
                     worker: worker_id.clone(),
@@ -973,7 +1021,7 @@ impl Scheduler {
         };
         let job = &self.jobs[i];
         if job.state == JobState::Done || job.committing {
-            let (sweep, key, state) = (job.sweep.clone(), job.valid.key.0.clone(), job.state);
+            let (sweep, key, state) = (job.sweep.clone(), job.key.0.clone(), job.state);
             self.forget_attempt(attempt);
             if let Err(e) = self.store.end_attempt(attempt, "dropped", (&sweep, &key), state, None) {
                 warn!("store error: {e:#}");
@@ -982,7 +1030,7 @@ impl Scheduler {
             return;
         }
         if job.state == JobState::Cancelled {
-            let message = format!("job {} is {}", job.valid.key, job.state.as_str());
+            let message = format!("job {} is {}", job.key, job.state.as_str());
             self.forget_attempt(attempt);
             let _ = reply.send(Err(Status::failed_precondition(message)));
             return;
@@ -1012,7 +1060,7 @@ impl Scheduler {
         }
         if revive {
             let job = &mut self.jobs[i];
-            info!("job {}: a late result of attempt {attempt} commits; the job had failed", job.valid.key);
+            info!("job {}: a late result of attempt {attempt} commits; the job had failed", job.key);
             (job.state, job.current, job.error, job.revived) = (JobState::Running, Some(attempt), None, true);
         }
         self.jobs[i].committing = true;
@@ -1020,10 +1068,10 @@ impl Scheduler {
         let commit = Commit {
             sweep: job.sweep.clone(),
             sweep_dir: self.results_dir.join(&job.sweep),
-            metrics: self.metrics_of(&job.valid.spec.family),
+            metrics: self.metrics_of(job.family()),
             job: i,
             attempt,
-            valid: job.valid.clone(),
+            valid: job.valid(),
             spool,
             reply,
         };
@@ -1049,7 +1097,7 @@ impl Scheduler {
             let Some(first) = jobs.first() else { return Ok(()) };
             let sweep = self.jobs[first.job].sweep.clone();
             let done: Vec<(Option<u64>, &str)> =
-                jobs.iter().map(|c| (Some(c.attempt), self.jobs[c.job].valid.key.0.as_str())).collect();
+                jobs.iter().map(|c| (Some(c.attempt), self.jobs[c.job].key.0.as_str())).collect();
             self.store.commit_jobs(&sweep, &part, &done).map_err(|e| format!("recording part {part}: {e:#}"))
         });
         // Revived jobs settle again (done, or failed once more): their sweeps' summaries are
@@ -1089,15 +1137,15 @@ impl Scheduler {
             let sweep = self.jobs[i].sweep.clone();
             if self.watched(&sweep) {
                 let final_metrics = self
-                    .metrics_of(&self.jobs[i].valid.spec.family)
+                    .metrics_of(self.jobs[i].family())
                     .iter()
                     .zip(c.last)
                     .map(|(m, value)| pb::MetricValue { name: m.name.to_string(), value })
                     .collect();
                 let job = &self.jobs[i];
                 let event = pb::sweep_event::Event::JobFinished(pb::JobFinished {
-                    job_key: job.valid.key.0.clone(),
-                    description: local::describe(&job.valid),
+                    job_key: job.key.0.clone(),
+                    description: local::describe(&job.valid()),
                     final_metrics,
                 });
                 self.emit(&sweep, event);
@@ -1138,7 +1186,7 @@ impl Scheduler {
             return Ok(pb::FailAttemptResponse { will_retry: false });
         }
         let worker = self.workers.get(&a.session).map_or("a gone worker", |w| w.id.as_str());
-        warn!("job {} attempt {attempt} on {worker} failed: {error}", job.valid.key);
+        warn!("job {} attempt {attempt} on {worker} failed: {error}", job.key);
         let will_retry = self.requeue_or_fail(a.job, attempt, error);
         Ok(pb::FailAttemptResponse { will_retry })
     }
@@ -1172,7 +1220,7 @@ impl Scheduler {
             return;
         }
         job.attempts = job.attempts.saturating_sub(1);
-        warn!("job {} attempt {attempt} voided: {error}", job.valid.key);
+        warn!("job {} attempt {attempt} voided: {error}", job.key);
         self.requeue_or_fail(i, attempt, format!("attempt voided: {error}"));
     }
 
@@ -1180,7 +1228,7 @@ impl Scheduler {
     /// when it has had `max_attempts`. Returns whether it will be retried.
     fn requeue_or_fail(&mut self, i: usize, attempt: u64, error: String) -> bool {
         let job = &self.jobs[i];
-        let (sweep, key) = (job.sweep.clone(), job.valid.key.0.clone());
+        let (sweep, key) = (job.sweep.clone(), job.key.0.clone());
         let retry = job.attempts < self.config.max_attempts;
         let state = if retry { JobState::Queued } else { JobState::Failed };
         if let Err(e) = self.store.end_attempt(attempt, "failed", (&sweep, &key), state, Some(&error)) {
@@ -1195,9 +1243,9 @@ impl Scheduler {
             // To the front: a retried job should not wait behind the whole sweep.
             self.enqueue(i, true);
         } else {
-            self.live.settled_without_result(&sweep, &Cell::of(&self.jobs[i].valid));
+            self.live.settled_without_result(&sweep, self.jobs[i].cell());
         }
-        let description = local::describe(&self.jobs[i].valid);
+        let description = local::describe(&self.jobs[i].valid());
         let event = pb::sweep_event::Event::JobFailed(pb::JobFailed {
             job_key: key,
             description,
@@ -1225,7 +1273,7 @@ impl Scheduler {
             })
             .collect();
         for (id, i, worker) in expired {
-            warn!("job {} attempt {id}: the lease of worker {worker} expired", self.jobs[i].valid.key);
+            warn!("job {} attempt {id}: the lease of worker {worker} expired", self.jobs[i].key);
             self.requeue_or_fail(i, id, format!("lease expired: worker {worker} stopped heartbeating"));
         }
     }
@@ -1273,7 +1321,7 @@ impl Scheduler {
             .iter()
             .map(|&i| &self.jobs[i])
             .filter(|j| j.state == JobState::Done)
-            .map(|j| j.valid.key.0.clone())
+            .map(|j| j.key.0.clone())
             .collect();
         let family = self.registry.family(&sweep.family).ok();
         let n_cells = cells.len() as u32;
@@ -1295,7 +1343,7 @@ impl Scheduler {
     fn cells_of(&self, id: &str) -> Vec<(Cell, usize, usize)> {
         let settled = |j: &Job| matches!(j.state, JobState::Done | JobState::Failed | JobState::Cancelled);
         let jobs = self.sweeps[id].jobs.iter().map(|&i| &self.jobs[i]);
-        live::cell_counts(jobs.map(|j| (Cell::of(&j.valid), settled(j))))
+        live::cell_counts(jobs.map(|j| (j.cell().clone(), settled(j))))
     }
 
     /// The live summaries of a sweep wrote its files: remember it, unless a resubmission
