@@ -987,21 +987,20 @@ impl Scheduler {
         if let Some(&id) = attempts.iter().find(|id| self.attempts.get(id).is_some_and(|a| *a.session != *session)) {
             return Err(Status::permission_denied(format!("attempt {id} is not held by this worker session")));
         }
+        // Lease deadlines live in memory only: a restart voids every running attempt anyway,
+        // so a heartbeat never waits on the store.
         let expires = Instant::now() + self.config.lease_ttl;
-        let mut renewed = Vec::new();
         let mut abandon = Vec::new();
         for id in attempts {
             let live = self.attempts.get(&id).is_some_and(|a| self.jobs[a.job].current == Some(id));
             if live {
                 self.attempts.get_mut(&id).expect("checked").expires = expires;
-                renewed.push(id);
             } else if !self.attempts.contains_key(&id) || self.is_settled(self.attempts[&id].job) {
                 abandon.push(id);
             }
             // Else: an expired attempt whose job is queued or run by another attempt;
             // it may still commit first, so it is left alone.
         }
-        self.store.renew(&renewed, now_ms() + self.config.lease_ttl.as_millis() as i64).map_err(internal)?;
         Ok(pb::HeartbeatResponse { abandon })
     }
 

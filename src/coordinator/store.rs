@@ -251,22 +251,6 @@ impl Store {
         Ok(ids)
     }
 
-    /// Renew the leases of `attempts` to `expires_ms`.
-    pub fn renew(&mut self, attempts: &[u64], expires_ms: i64) -> anyhow::Result<()> {
-        if attempts.is_empty() {
-            return Ok(());
-        }
-        let tx = self.conn.transaction()?;
-        {
-            let mut stmt = tx.prepare_cached("UPDATE attempts SET lease_expires_ms = ?1 WHERE id = ?2")?;
-            for id in attempts {
-                stmt.execute(params![expires_ms, *id as i64])?;
-            }
-        }
-        tx.commit()?;
-        Ok(())
-    }
-
     /// End an attempt (`committed`, `failed`, `expired`, `void`, `dropped`) and set its job's
     /// state and error in the same transaction.
     pub fn end_attempt(
