@@ -628,7 +628,9 @@ impl Scheduler {
                 error: None,
             });
         }
+        let storing = Instant::now();
         self.store.submit(&name, &family, &removed_keys, &new_jobs, now_ms()).map_err(internal)?;
+        let stored = storing.elapsed();
         for &i in &removed {
             let job = &mut self.jobs[i];
             // A tombstone: no longer in the sweep; a running attempt is told to stop.
@@ -702,7 +704,10 @@ impl Scheduler {
         }
         let n_already_done = self.counts(&name).done;
         let n_jobs = self.sweeps[&name].jobs.len() as u32;
-        info!("sweep {name}: {n_jobs} job(s), {n_added} new, {} dropped, {n_already_done} already done", removed.len());
+        info!(
+            "sweep {name}: {n_jobs} job(s), {n_added} new, {} dropped, {n_already_done} already done (store write {stored:.1?})",
+            removed.len()
+        );
         self.open_live(&name);
         self.check_finished(&name);
         Ok(pb::SubmitSweepResponse { sweep_id: name, n_jobs, n_added, n_already_done })

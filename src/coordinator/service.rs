@@ -16,6 +16,7 @@ use tokio::sync::{broadcast, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::{Stream, StreamExt};
 use tonic::{Request, Response, Status, Streaming};
+use tracing::info;
 
 /// Both services share the scheduler's handle and the registry.
 #[derive(Clone)]
@@ -84,10 +85,18 @@ impl pb::sweeps_server::Sweeps for Coordinator {
         request: Request<pb::SubmitSweepRequest>,
     ) -> Result<Response<pb::SubmitSweepResponse>, Status> {
         let this = self.clone();
+        let started = std::time::Instant::now();
         let (name, family, jobs) = tokio::task::spawn_blocking(move || this.parse(request.into_inner()))
             .await
             .map_err(|e| Status::internal(e.to_string()))??;
+        let parsed = started.elapsed();
         let reply = self.scheduler.call(|reply| Command::Submit { name, family, jobs, reply }).await?;
+        info!(
+            "sweep {}: {} job(s) parsed and validated in {parsed:.1?}, stored and queued in {:.1?}",
+            reply.sweep_id,
+            reply.n_jobs,
+            started.elapsed() - parsed
+        );
         Ok(Response::new(reply))
     }
 
