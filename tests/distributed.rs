@@ -315,6 +315,12 @@ fn live_summaries_fill_in_while_the_sweep_runs_and_end_as_a_rebuild() {
 /// A Python with analysis/requirements-grpc.txt: a venv under the target directory, made
 /// from the package registry on first use and kept while the requirements are unchanged.
 fn python_with_grpc() -> PathBuf {
+    // Tests run side by side: the first to ask makes the venv, the others wait for it.
+    static PYTHON: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    PYTHON.get_or_init(make_python_with_grpc).clone()
+}
+
+fn make_python_with_grpc() -> PathBuf {
     let requirements = Path::new(env!("CARGO_MANIFEST_DIR")).join("analysis/requirements-grpc.txt");
     let wanted = std::fs::read_to_string(&requirements).unwrap();
     let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("venv-grpc");
