@@ -439,10 +439,8 @@ name = "random"
         let registry = crate::registry();
         let huge: String = (0..8).map(|i| format!("p{i} = [0,1,2,3,4,5,6,7,8,9], ")).collect();
         let text = GOOD.replace("beta_sqrt = [1, 3.0], tie_break = \"random\"", huge.trim_end_matches(", "));
-        let started = std::time::Instant::now();
         let e = parse_sweep(&text, "x", &registry).unwrap_err().to_string();
         assert_eq!(e, "algorithms[0].params.p0: unknown parameter of `straddle`; allowed: beta_sqrt, tie_break");
-        assert!(started.elapsed().as_secs() < 5);
         // beta_sqrt x 4 with 2 benchmarks and 2 seeds: 2 x (4 + 1) x 2 = 20 jobs.
         let grid = GOOD.replace("beta_sqrt = [1, 3.0]", "beta_sqrt = [1, 2, 3, 4]");
         assert_eq!(parse_sweep_limited(&grid, "x", &registry, 20).unwrap().jobs.len(), 20);

@@ -131,15 +131,16 @@ fn write(commits: Vec<Commit>, live: &LiveSummaries) -> PartWritten {
     let (sweep, sweep_dir, metrics) = (commits[0].sweep.clone(), commits[0].sweep_dir.clone(), commits[0].metrics);
     let floats = FloatMetrics::of(metrics);
     // The moments of each cell of the part, fed as the records stream into the part.
-    let cells: BTreeMap<Cell, Mutex<CellMoments>> =
-        commits.iter().map(|c| (Cell::of(&c.valid), Mutex::default())).collect();
+    let job_cells: Vec<Cell> = commits.iter().map(|c| Cell::of(&c.valid)).collect();
+    let cells: BTreeMap<&Cell, Mutex<CellMoments>> = job_cells.iter().map(|c| (c, Mutex::default())).collect();
     let mut jobs = Vec::with_capacity(commits.len());
     let mut keys = Vec::with_capacity(commits.len());
     let mut parts = Vec::with_capacity(commits.len());
-    for c in commits {
+    for (c, cell) in commits.into_iter().zip(&job_cells) {
         keys.push(c.valid.key.0.clone());
-        let moments = &cells[&Cell::of(&c.valid)];
-        if let (Some(step), mut values) = (c.spool.last_step(), Vec::new()) {
+        let moments = &cells[cell];
+        if let Some(step) = c.spool.last_step() {
+            let mut values = Vec::new();
             floats.select(c.spool.last(), &mut values);
             lock(moments).add_last(step, &values);
         }
@@ -166,8 +167,10 @@ fn write(commits: Vec<Commit>, live: &LiveSummaries) -> PartWritten {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| results::write_part(&sweep_dir, metrics, parts)));
     let part = match written {
         Ok(Ok(written)) => {
-            let moments: Vec<(Cell, CellMoments)> =
-                cells.into_iter().map(|(cell, m)| (cell, m.into_inner().unwrap_or_else(|e| e.into_inner()))).collect();
+            let moments: Vec<(Cell, CellMoments)> = cells
+                .into_iter()
+                .map(|(cell, m)| (cell.clone(), m.into_inner().unwrap_or_else(|e| e.into_inner())))
+                .collect();
             live.add_moments(&sweep, &moments);
             let mut by_key: BTreeMap<String, StoredRows> =
                 written.jobs.into_iter().map(|j| (j.key.clone(), j)).collect();

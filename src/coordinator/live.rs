@@ -39,7 +39,6 @@ pub struct SweepSummaries {
     pub generation: u64,
     pub sweep_dir: PathBuf,
     pub axes: &'static [&'static str],
-    pub metrics: &'static [MetricDef],
     live: Mutex<LiveSweep>,
     written: watch::Sender<Written>,
 }
@@ -120,7 +119,6 @@ impl LiveSummaries {
             generation,
             sweep_dir,
             axes,
-            metrics,
             live: Mutex::new(LiveSweep::new(metrics, cells)),
             written: watch::channel(Written::Pending).0,
         });
@@ -191,12 +189,11 @@ async fn summarizer(mut inbox: mpsc::UnboundedReceiver<Work>, sweeps: Sweeps, su
 /// Locate the done jobs, and fill in the moments of the cells that are not complete.
 fn seed(entry: &SweepSummaries, done: &BTreeSet<String>) -> anyhow::Result<()> {
     let located = live::locate(&entry.sweep_dir, done)?;
-    let incomplete = {
+    let (incomplete, floats) = {
         let mut live = entry.lock();
         live.seed(located);
-        live.incomplete_jobs()
+        (live.incomplete_jobs(), live.floats().clone())
     };
-    let floats = live::FloatMetrics::of(entry.metrics);
     for (cell, jobs) in incomplete {
         let mut moments = CellMoments::default();
         let refs: Vec<&StoredRows> = jobs.iter().collect();

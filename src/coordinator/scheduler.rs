@@ -613,8 +613,11 @@ impl Scheduler {
         let mut ordered: Vec<&ValidJob> = jobs.iter().collect();
         // Seed-major, as the local runner: an interrupted sweep is balanced across cells.
         ordered.sort_by_key(|j| j.spec.seed);
+        // A new sweep has no jobs in the index yet: no need to look each one up.
+        let resubmitted = self.sweeps.contains_key(&name);
         for job in ordered {
-            if self.index.contains_key(&(name.clone(), job.key.0.clone())) || !seen.insert(job.key.0.clone()) {
+            let known = resubmitted && self.index.contains_key(&(name.clone(), job.key.0.clone()));
+            if known || !seen.insert(job.key.0.clone()) {
                 continue;
             }
             let state = if on_disk.contains(&job.key.0) { JobState::Done } else { JobState::Queued };
@@ -899,12 +902,15 @@ impl Scheduler {
     fn template(&mut self, valid: ValidJob) -> (Arc<Template>, u64, JobKey) {
         let ValidJob { mut spec, key } = valid;
         let seed = std::mem::take(&mut spec.seed);
-        let cell = Cell::of(&ValidJob { spec: spec.clone(), key: key.clone() });
-        let template = self
-            .templates
-            .entry((cell.clone(), spec.sweep_seed))
-            .or_insert_with(|| Arc::new(Template { spec, cell }))
-            .clone();
+        let id = (Cell::of_spec(&spec), spec.sweep_seed);
+        let template = match self.templates.get(&id) {
+            Some(template) => template.clone(),
+            None => {
+                let template = Arc::new(Template { spec, cell: id.0.clone() });
+                self.templates.insert(id, template.clone());
+                template
+            }
+        };
         (template, seed, key)
     }
 
@@ -1347,7 +1353,7 @@ impl Scheduler {
     fn cells_of(&self, id: &str) -> Vec<(Cell, usize, usize)> {
         let settled = |j: &Job| matches!(j.state, JobState::Done | JobState::Failed | JobState::Cancelled);
         let jobs = self.sweeps[id].jobs.iter().map(|&i| &self.jobs[i]);
-        live::cell_counts(jobs.map(|j| (j.cell().clone(), settled(j))))
+        live::cell_counts(jobs.map(|j| (j.cell(), settled(j))))
     }
 
     /// The live summaries of a sweep wrote its files: remember it, unless a resubmission

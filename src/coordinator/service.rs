@@ -209,12 +209,14 @@ impl pb::sweeps_server::Sweeps for Coordinator {
         let inputs =
             self.scheduler.call(|reply| Command::Summary { sweep: sweep.clone(), with_keys: false, reply }).await?;
         let current = live::current(&self.scheduler.live, &sweep, &inputs).await?;
-        let no_job = || Status::failed_precondition(format!("sweep `{sweep}` has no finished job yet"));
+        if let Current::Nothing = current {
+            return Err(Status::failed_precondition(format!("sweep `{sweep}` has no finished job yet")));
+        }
         let n_shards = inputs.n_done;
         let answer = tokio::task::spawn_blocking(move || -> anyhow::Result<pb::GetSummaryResponse> {
             let order: Vec<String> = inputs.metrics.iter().map(|m| m.name.to_string()).collect();
             Ok(match current {
-                Current::Nothing => return Err(anyhow::anyhow!("no job")),
+                Current::Nothing => unreachable!("answered above"),
                 Current::Live { mut last, n_cells, n_exact, .. } => pb::GetSummaryResponse {
                     table: results::render_final(&last, &order, inputs.headline)?,
                     n_shards,
@@ -244,12 +246,9 @@ impl pb::sweeps_server::Sweeps for Coordinator {
             })
         })
         .await
-        .map_err(|e| Status::internal(e.to_string()))?;
-        match answer {
-            Ok(answer) => Ok(Response::new(answer)),
-            Err(e) if e.to_string() == "no job" => Err(no_job()),
-            Err(e) => Err(Status::internal(format!("reading the summary: {e:#}"))),
-        }
+        .map_err(|e| Status::internal(e.to_string()))?
+        .map_err(|e| Status::internal(format!("reading the summary: {e:#}")))?;
+        Ok(Response::new(answer))
     }
 
     type FetchResultsStream = ChunkStream;

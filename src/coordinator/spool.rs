@@ -65,13 +65,6 @@ impl Spools {
         Ok(spool.n_records)
     }
 
-    /// Whether `attempt` is running and held by `session` (None: not running here).
-    pub fn held_by(&self, attempt: u64, session: &str) -> Option<bool> {
-        let spool = self.map.get(&attempt).map(|s| s.value().clone())?;
-        let spool = spool.lock().unwrap_or_else(|e| e.into_inner());
-        Some(*spool.owner == *session)
-    }
-
     /// Take `attempt`'s spool out of the map (to commit it); later uploads are NOT_FOUND.
     pub fn take(&self, attempt: u64) -> Option<Spool> {
         let (_, spool) = self.map.remove(&attempt)?;
@@ -115,18 +108,14 @@ impl RecordSchema {
     /// Why `r`, arriving as record number `index`, breaks the schema.
     fn check(&self, index: u32, r: &StepRecord) -> Result<(), String> {
         let step = r.step;
-        if step != index {
-            return Err(if step > self.horizon {
-                format!("records: step {step} is past the horizon {}", self.horizon)
-            } else {
-                format!(
-                    "records: step {step} arrived where step {index} was due (steps 0..={} in order, each once)",
-                    self.horizon
-                )
-            });
-        }
         if step > self.horizon {
             return Err(format!("records: step {step} is past the horizon {}", self.horizon));
+        }
+        if step != index {
+            return Err(format!(
+                "records: step {step} arrived where step {index} was due (steps 0..={} in order, each once)",
+                self.horizon
+            ));
         }
         if r.values.len() != self.metrics.len() {
             return Err(format!(
@@ -452,10 +441,6 @@ mod tests {
         spools.create(1, "mine".into(), schema(3));
         let err = spools.append(1, "theirs", &[record(0)]).unwrap_err();
         assert_eq!(err.code(), tonic::Code::PermissionDenied);
-        assert_eq!(
-            (spools.held_by(1, "mine"), spools.held_by(1, "theirs"), spools.held_by(2, "mine")),
-            (Some(true), Some(false), None)
-        );
         // The refusal did not break the owner's spool.
         assert_eq!(spools.append(1, "mine", &[record(0)]).unwrap(), 1);
     }

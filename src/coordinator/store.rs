@@ -103,6 +103,19 @@ CREATE TABLE IF NOT EXISTS attempts (
 );
 ";
 
+/// Add `column` to `table` of a store made by an older armada, unless it has it.
+fn add_column(conn: &Connection, table: &str, column: &str, declaration: &str) -> anyhow::Result<()> {
+    let has: bool =
+        conn.query_row("SELECT COUNT(*) FROM pragma_table_info(?1) WHERE name = ?2", params![table, column], |r| {
+            r.get(0)
+        })?;
+    if !has {
+        conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {declaration}"))
+            .with_context(|| format!("adding {table}.{column}"))?;
+    }
+    Ok(())
+}
+
 impl Store {
     /// Open (or create) `DIR/armada.sqlite`.
     pub fn open(dir: &Path) -> anyhow::Result<Self> {
@@ -123,22 +136,11 @@ impl Store {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.execute_batch(SCHEMA).context("creating the store's tables")?;
-        // Stores made before trajectory parts have no `part` column.
-        let has_part: bool =
-            conn.query_row("SELECT COUNT(*) FROM pragma_table_info('jobs') WHERE name = 'part'", [], |r| r.get(0))?;
-        if !has_part {
-            conn.execute_batch("ALTER TABLE jobs ADD COLUMN part TEXT").context("adding jobs.part")?;
-        }
+        // Stores made before trajectory parts have no `part` column, and none made before
+        // live summaries a `summarized` flag (their summaries are rebuilt once).
+        add_column(&conn, "jobs", "part", "TEXT")?;
         conn.execute_batch("CREATE INDEX IF NOT EXISTS jobs_part ON jobs (sweep_id, part)")?;
-        // ...and no `summarized` flag: their summaries are rebuilt once.
-        let has_summarized: bool =
-            conn.query_row("SELECT COUNT(*) FROM pragma_table_info('sweeps') WHERE name = 'summarized'", [], |r| {
-                r.get(0)
-            })?;
-        if !has_summarized {
-            conn.execute_batch("ALTER TABLE sweeps ADD COLUMN summarized INTEGER NOT NULL DEFAULT 0")
-                .context("adding sweeps.summarized")?;
-        }
+        add_column(&conn, "sweeps", "summarized", "INTEGER NOT NULL DEFAULT 0")?;
         Ok(Store { conn })
     }
 

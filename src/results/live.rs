@@ -76,10 +76,6 @@ impl FloatMetrics {
         }
     }
 
-    pub fn names(&self) -> &[String] {
-        &self.names
-    }
-
     /// A record's float metric values, in order, into `out`.
     pub fn select(&self, values: &[f64], out: &mut Vec<f64>) {
         out.clear();
@@ -388,15 +384,16 @@ impl LiveSweep {
 
 /// Jobs `(cell, settled)` counted by cell as `(cell, expected, settled)`, for
 /// [`LiveSweep::new`].
-pub fn cell_counts(jobs: impl IntoIterator<Item = (Cell, bool)>) -> Vec<(Cell, usize, usize)> {
+pub fn cell_counts<'a>(jobs: impl IntoIterator<Item = (&'a Cell, bool)>) -> Vec<(Cell, usize, usize)> {
     // Hashed, then sorted once: a sweep has millions of jobs and few cells.
-    let mut counts: HashMap<Cell, (usize, usize)> = HashMap::new();
+    let mut counts: HashMap<&Cell, (usize, usize)> = HashMap::new();
     for (cell, settled) in jobs {
         let c = counts.entry(cell).or_default();
         c.0 += 1;
         c.1 += usize::from(settled);
     }
-    let mut cells: Vec<_> = counts.into_iter().map(|(cell, (expected, settled))| (cell, expected, settled)).collect();
+    let mut cells: Vec<_> =
+        counts.into_iter().map(|(cell, (expected, settled))| (cell.clone(), expected, settled)).collect();
     cells.sort_by(|a, b| a.0.cmp(&b.0));
     cells
 }
@@ -482,7 +479,8 @@ mod tests {
     }
 
     fn new_live(jobs: &[(ValidJob, Vec<StepRecord>)]) -> LiveSweep {
-        let mut live = LiveSweep::new(&METRICS, cell_counts(jobs.iter().map(|(j, _)| (Cell::of(j), false))));
+        let cells: Vec<Cell> = jobs.iter().map(|(j, _)| Cell::of(j)).collect();
+        let mut live = LiveSweep::new(&METRICS, cell_counts(cells.iter().map(|c| (c, false))));
         live.seed(Vec::new());
         live
     }
@@ -559,10 +557,9 @@ mod tests {
         let cell = Cell::of(&jobs[0].0);
         // Of the first cell's five jobs, two were done before (found on disk) and one failed.
         let settled_before = |i: usize| i < 3;
-        let mut live = LiveSweep::new(
-            &METRICS,
-            cell_counts(jobs.iter().enumerate().map(|(i, (j, _))| (Cell::of(j), settled_before(i)))),
-        );
+        let cells: Vec<Cell> = jobs.iter().map(|(j, _)| Cell::of(j)).collect();
+        let mut live =
+            LiveSweep::new(&METRICS, cell_counts(cells.iter().enumerate().map(|(i, c)| (c, settled_before(i)))));
         let before: Vec<StoredRows> = jobs[..2].iter().map(|j| store(dir.path(), j)).collect();
         assert!(!live.committed(store(dir.path(), &jobs[3])), "4 of 5 settled");
         assert!(live.settled_without_result(&cell), "5 of 5 settled");

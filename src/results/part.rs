@@ -11,7 +11,7 @@
 
 use super::*;
 use anyhow::{bail, ensure};
-use armada_core::{MetricDef, MetricKind, StepRecord, ValidJob};
+use armada_core::{JobSpec, MetricDef, MetricKind, StepRecord, ValidJob};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
@@ -38,7 +38,10 @@ pub struct Cell {
 
 impl Cell {
     pub fn of(job: &ValidJob) -> Cell {
-        let spec = &job.spec;
+        Cell::of_spec(&job.spec)
+    }
+
+    pub fn of_spec(spec: &JobSpec) -> Cell {
         Cell {
             family: spec.family.clone(),
             benchmark: spec.benchmark.clone(),
@@ -247,17 +250,8 @@ pub fn encode_jobs(jobs: &[&StoredRows]) -> anyhow::Result<Vec<u8>> {
     let mut jobs = jobs.to_vec();
     jobs.sort_by(|a, b| (&a.cell, &a.key).cmp(&(&b.cell, &b.key)));
     let index = PartIndex::of(jobs.iter().map(|j| (j.key.clone(), j.cell.clone(), j.rows)));
-    let mut frame: Option<DataFrame> = None;
-    for df in read_jobs(&jobs)? {
-        match &mut frame {
-            Some(acc) => {
-                acc.vstack_mut(&df)?;
-            }
-            None => frame = Some(df),
-        }
-    }
-    let mut frame = frame.context("no jobs to encode")?;
-    frame.rechunk_mut();
+    ensure!(!jobs.is_empty(), "no jobs to encode");
+    let mut frame = super::summary::concat(read_jobs(&jobs)?.iter())?;
     let metadata = KeyValueMetadata::from_static(vec![(INDEX_KEY.to_owned(), index.to_json())]);
     let mut bytes = Vec::new();
     parquet_writer(&mut bytes).with_key_value_metadata(Some(metadata)).finish(&mut frame)?;

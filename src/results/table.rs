@@ -107,8 +107,8 @@ fn number(x: f64) -> String {
 }
 
 /// The metrics of `final.parquet` in the order their columns appear in the shards;
-/// reads shard footers only until every metric is placed. Metrics whose shards are
-/// gone go last, by name.
+/// reads shard footers only until every metric is placed (those whose shards are gone
+/// are not: [`render_final`] puts them last, by name).
 fn metric_order(sweep_dir: &Path, in_final: BTreeSet<&str>) -> anyhow::Result<Vec<String>> {
     let mut order: Vec<String> = Vec::new();
     for path in part_files(sweep_dir)? {
@@ -124,11 +124,6 @@ fn metric_order(sweep_dir: &Path, in_final: BTreeSet<&str>) -> anyhow::Result<Ve
             if in_final.contains(name.as_str()) && !order.iter().any(|m| m == name.as_str()) {
                 order.push(name.to_string());
             }
-        }
-    }
-    for name in in_final {
-        if !order.iter().any(|m| m == name) {
-            order.push(name.to_owned());
         }
     }
     Ok(order)
