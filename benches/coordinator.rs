@@ -12,9 +12,14 @@
 //!   short and for long trajectories of the same number of jobs: spools bound it per
 //!   running attempt, so it should not grow with the trajectories' length.
 //!
+//! * a sweep of a million jobs submitted while a worker session heartbeats: time to
+//!   accept it, the coordinator's memory per queued job, the worst heartbeat and lease
+//!   latency meanwhile, and the time a restart on that store takes to listen.
+//!
 //! `cargo bench --bench coordinator` (release), or `--profile dev` for the README's build.
 //! `ARMADA_BENCH_JOBS` (default 10,000), `ARMADA_BENCH_LONG_JOBS` (100) and
-//! `ARMADA_BENCH_LONG_STEPS` (100,000) scale the sweeps.
+//! `ARMADA_BENCH_LONG_STEPS` (100,000) and `ARMADA_BENCH_HUGE` (1,000,000) scale the
+//! sweeps; `cargo bench --bench coordinator -- huge` runs only the last part.
 
 use armada::embedded::{run_embedded, EmbeddedConfig};
 use armada::local::{run_sweep, LocalConfig};
@@ -163,7 +168,10 @@ fn coordinator_peak(text: &str, dir: &Path, extra: &[&str]) -> (f64, f64, f64) {
 }
 
 fn main() {
-    // `cargo bench` passes `--bench`; any other argument is a filter we do not use.
+    // `cargo bench` passes `--bench`; `-- huge` runs only the last section.
+    if std::env::args().skip(1).any(|a| a == "huge") {
+        return huge_submit(env_or("ARMADA_BENCH_HUGE", 1_000_000));
+    }
     let n_jobs = env_or("ARMADA_BENCH_JOBS", 10_000);
     let (local, dist) = measure(&testkit_sweep("bench-jobs", n_jobs, 1), "bench-jobs");
     println!("trivial one-step jobs, {WORKERS} workers ({n_jobs} jobs):");
@@ -192,4 +200,97 @@ fn main() {
         peaks[1] - peaks[0],
         peaks[2] - peaks[0]
     );
+    huge_submit(env_or("ARMADA_BENCH_HUGE", 1_000_000));
+}
+
+/// A coordinator (standalone `armada serve`) accepting one sweep of `n_jobs` jobs while a
+/// worker session heartbeats an attempt of another sweep every 10 ms. Prints the time to
+/// accept, the coordinator's peak and settled RSS, the worst heartbeat (and lease) latency
+/// meanwhile, and the time a restart on that store takes to listen.
+fn huge_submit(n_jobs: u64) {
+    use armada_proto::v1 as pb;
+    use pb::workers_client::WorkersClient;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let start = |data: &Path| {
+        let t0 = Instant::now();
+        let mut serve = Command::new(BIN)
+            .args(["serve", "--listen", "127.0.0.1:0", "--data"])
+            .arg(data)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(serve.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        (Proc(serve), line.trim().rsplit(' ').next().unwrap().to_string(), t0.elapsed())
+    };
+    let (serve, url, _) = start(&data);
+    let pid = serve.0.id();
+    let baseline = rss_mb(pid, "VmRSS:");
+    let cli = |args: &[&str]| {
+        let out = Command::new(BIN).args(args).args(["--coordinator", &url]).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    // One job held by a worker session, heartbeated throughout.
+    let small = dir.path().join("small.toml");
+    std::fs::write(&small, testkit_sweep("held", 4, 1)).unwrap();
+    cli(&["submit", small.to_str().unwrap()]);
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let (stop, worst) = runtime.block_on(async {
+        let mut client = WorkersClient::connect(url.clone()).await.unwrap();
+        let reg = armada::registry();
+        let session = client
+            .register(pb::RegisterRequest {
+                name: "bench".into(),
+                slots: 1,
+                version: env!("CARGO_PKG_VERSION").into(),
+                families: vec!["testkit".into()],
+                build: reg.digest(),
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .session;
+        let lease = client.lease(pb::LeaseRequest { session: session.clone(), max_jobs: 1 }).await.unwrap();
+        let attempt = lease.into_inner().leases[0].attempt_id;
+        let (stop, mut stopped) = tokio::sync::watch::channel(false);
+        let worst = tokio::spawn(async move {
+            let (mut heartbeat, mut lease) = (std::time::Duration::ZERO, std::time::Duration::ZERO);
+            while !*stopped.borrow() {
+                let t = Instant::now();
+                let r = client.heartbeat(pb::HeartbeatRequest { session: session.clone(), attempt_ids: vec![attempt] });
+                r.await.unwrap();
+                heartbeat = heartbeat.max(t.elapsed());
+                let t = Instant::now();
+                client.lease(pb::LeaseRequest { session: session.clone(), max_jobs: 0 }).await.unwrap();
+                lease = lease.max(t.elapsed());
+                let _ = tokio::time::timeout(std::time::Duration::from_millis(10), stopped.changed()).await;
+            }
+            (heartbeat, lease)
+        });
+        (stop, worst)
+    });
+    let file = dir.path().join("huge.toml");
+    std::fs::write(&file, testkit_sweep("huge", n_jobs, 1)).unwrap();
+    let t0 = Instant::now();
+    cli(&["submit", file.to_str().unwrap()]);
+    let accepted = t0.elapsed();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let settled = rss_mb(pid, "VmRSS:");
+    let peak = rss_mb(pid, "VmHWM:");
+    stop.send(true).unwrap();
+    let (heartbeat, lease) = runtime.block_on(worst).unwrap();
+    drop(serve);
+    let (serve, _, restart) = start(&data);
+    let restarted = rss_mb(serve.0.id(), "VmRSS:");
+    println!("a sweep of {n_jobs} jobs submitted to a standalone coordinator:");
+    println!("  accepted in {:.1} s; coordinator RSS {baseline:.0} MB before, {peak:.0} MB peak, {settled:.0} MB after ({:.0} bytes per queued job)",
+        accepted.as_secs_f64(), (settled - baseline) * 1e6 / n_jobs as f64);
+    println!(
+        "  worst latency meanwhile: heartbeat {:.1} ms, lease {:.1} ms",
+        heartbeat.as_secs_f64() * 1e3,
+        lease.as_secs_f64() * 1e3
+    );
+    println!("  restart on that store listens in {:.1} s with {restarted:.0} MB RSS", restart.as_secs_f64());
 }

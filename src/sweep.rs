@@ -124,7 +124,13 @@ pub fn parse_sweep_limited(
         ));
     }
 
-    let mut jobs = Vec::new();
+    let mut seen_seeds = std::collections::HashSet::with_capacity(seeds.len());
+    if let Some(seed) = seeds.iter().find(|&&seed| !seen_seeds.insert(seed)) {
+        return Err(SpecError::new("seeds", format!("seed {seed} is listed twice")));
+    }
+    let mut jobs = Vec::with_capacity(n_jobs);
+    // Each cell is validated once (with seed 0: validation does not depend on it); its
+    // jobs differ only in the seed, and so in the key.
     let mut seen: HashMap<String, String> = HashMap::new();
     for bench in &benchmarks {
         let horizon = match bench.table.get("horizon") {
@@ -135,33 +141,33 @@ pub fn parse_sweep_limited(
             for algo in &algorithms {
                 for (ap_idx, aparams) in algo.variants.iter().enumerate() {
                     let origin = format!("{}#{bp_idx} x {}#{ap_idx}", bench.path, algo.path);
+                    let spec = JobSpec {
+                        family: family_name.to_string(),
+                        benchmark: bench.name.clone(),
+                        benchmark_params: bparams.clone(),
+                        algorithm: algo.name.clone(),
+                        algorithm_params: aparams.clone(),
+                        seed: 0,
+                        horizon,
+                        sweep_seed,
+                    };
+                    let cell = registry.validate(&spec).map_err(|e| {
+                        SpecError::new(
+                            algo.path.clone(),
+                            format!("with benchmark `{}` ({}): {e}", bench.name, bench.path),
+                        )
+                    })?;
+                    if let Some(first) = seen.insert(cell.key.0, origin) {
+                        return Err(SpecError::new(
+                            algo.path.clone(),
+                            format!("duplicates the job of {first}: the same benchmark, algorithm and parameters (after defaults) appear twice"),
+                        ));
+                    }
                     for &seed in &seeds {
-                        let spec = JobSpec {
-                            family: family_name.to_string(),
-                            benchmark: bench.name.clone(),
-                            benchmark_params: bparams.clone(),
-                            algorithm: algo.name.clone(),
-                            algorithm_params: aparams.clone(),
-                            seed,
-                            horizon,
-                            sweep_seed,
-                        };
-                        let job = registry.validate(&spec).map_err(|e| {
-                            SpecError::new(
-                                algo.path.clone(),
-                                format!("with benchmark `{}` ({}): {e}", bench.name, bench.path),
-                            )
-                        })?;
-                        if let Some(first) = seen.insert(job.key.0.clone(), origin.clone()) {
-                            if first != origin {
-                                return Err(SpecError::new(
-                                    algo.path.clone(),
-                                    format!("duplicates the job of {first}: the same benchmark, algorithm and parameters (after defaults) appear twice"),
-                                ));
-                            }
-                            return Err(SpecError::new("seeds", format!("seed {seed} is listed twice")));
-                        }
-                        jobs.push(job);
+                        let mut spec = cell.spec.clone();
+                        spec.seed = seed;
+                        let key = spec.key();
+                        jobs.push(ValidJob { spec, key });
                     }
                 }
             }

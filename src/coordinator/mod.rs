@@ -4,6 +4,7 @@
 
 pub mod commit;
 pub mod fetch;
+pub mod jobs;
 pub mod live;
 pub mod queue;
 pub mod scheduler;

@@ -43,6 +43,23 @@ impl JobQueue {
     }
 
     /// Queue `job` of `family` first: a retried job should not wait behind the whole sweep.
+    /// Queue `jobs` of `family` at the back, in order (one family lookup for them all).
+    pub fn extend(&mut self, family: &str, jobs: &[usize]) {
+        if let Some(&last) = jobs.iter().max() {
+            if self.member.len() <= last {
+                self.member.resize(last + 1, false);
+            }
+        }
+        let mut queued = Vec::with_capacity(jobs.len());
+        for &job in jobs {
+            if self.mark(job) {
+                queued.push((self.back, job));
+                self.back += 1;
+            }
+        }
+        self.family(family).extend(queued);
+    }
+
     pub fn push_front(&mut self, job: usize, family: &str) {
         if self.mark(job) {
             self.front -= 1;
@@ -99,5 +116,17 @@ mod tests {
         q.push_back(2, "a");
         assert_eq!(q.pop(&set(&["c"])), None, "a family nobody queued");
         assert_eq!(q.pop(&set(&["a"])), Some(2), "popped jobs can be queued again");
+    }
+
+    #[test]
+    fn extending_queues_in_order_after_what_is_queued_and_skips_queued_jobs() {
+        let mut q = JobQueue::default();
+        q.push_back(0, "a");
+        q.push_back(1, "b");
+        q.extend("a", &[2, 0, 3]);
+        q.push_back(4, "b");
+        let both = set(&["a", "b"]);
+        let order: Vec<usize> = std::iter::from_fn(|| q.pop(&both)).collect();
+        assert_eq!(order, vec![0, 1, 2, 3, 4]);
     }
 }

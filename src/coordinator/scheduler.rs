@@ -14,17 +14,18 @@
 //! durable (see [`super::commit`]).
 
 use super::commit::{self, Commit, CommitConfig, PartWritten};
+use super::jobs::{Job, Key, NewJob, Submission, Template};
 use super::live::{self, LiveSummaries, Opening};
 use super::queue::JobQueue;
 use super::spool::{RecordSchema, Spools};
 use super::store::{JobState, Store, StoredJob};
 use crate::results::Cell;
 use crate::{local, results};
-use armada_core::{JobKey, JobSpec, MetricDef, Registry, ValidJob};
+use armada_core::{JobSpec, MetricDef, Registry};
 use armada_proto::v1 as pb;
 use armada_worker::wire;
 use prost::Message;
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -117,9 +118,7 @@ pub struct SummaryInputs {
 /// A request to the scheduler.
 pub enum Command {
     Submit {
-        name: String,
-        family: String,
-        jobs: Vec<ValidJob>,
+        submission: Submission,
         reply: Reply<pb::SubmitSweepResponse>,
     },
     Watch {
@@ -221,49 +220,11 @@ impl<T> Pending<T> {
     pub async fn answer(self) -> Result<T, Status> {
         self.0.await.map_err(|_| Status::internal("the scheduler dropped the request"))?
     }
-}
 
-/// What the jobs of one cell share: their spec but the seed, and their cell. Jobs hold
-/// it by `Arc`, so a million jobs of a few cells do not hold a million specs.
-struct Template {
-    spec: JobSpec,
-    cell: Cell,
-}
-
-struct Job {
-    sweep: String,
-    template: Arc<Template>,
-    seed: u64,
-    key: JobKey,
-    state: JobState,
-    /// The attempt the job is running (state `running`).
-    current: Option<u64>,
-    attempts: u32,
-    error: Option<String>,
-    /// A commit's part is being written.
-    committing: bool,
-    /// It had failed, and a late result revived it: its sweep's summaries counted it
-    /// settled without a result, so they are reopened once it is settled again.
-    revived: bool,
-    /// Attempts voided for the worker's fault (records that broke the schema): they do
-    /// not count as attempts, but a job voided [`MAX_VOIDED`] times fails.
-    voided: u32,
-}
-
-impl Job {
-    /// The job's validated spec (built from its template).
-    fn valid(&self) -> ValidJob {
-        let mut spec = self.template.spec.clone();
-        spec.seed = self.seed;
-        ValidJob { spec, key: self.key.clone() }
-    }
-
-    fn family(&self) -> &str {
-        &self.template.spec.family
-    }
-
-    fn cell(&self) -> &Cell {
-        &self.template.cell
+    /// Not answered yet (an answer found here is dropped).
+    #[cfg(test)]
+    fn is_pending(&mut self) -> bool {
+        matches!(self.0.try_recv(), Err(oneshot::error::TryRecvError::Empty))
     }
 }
 
@@ -272,6 +233,64 @@ const BUSY_EXCUSED: Duration = Duration::from_millis(50);
 
 /// Voided attempts after which a job fails (its records never fit its schema).
 pub const MAX_VOIDED: u32 = 10;
+
+/// Jobs of a submission written to the store per transaction, or added to the job table,
+/// per turn: a few milliseconds here, so a command arriving meanwhile hardly waits.
+const STORE_CHUNK: usize = 4096;
+
+/// A submission that added this many jobs gives the memory it no longer needs (its
+/// parsed jobs, their keys and rows) back to the system.
+const TRIM_AFTER: usize = 100_000;
+
+/// Give freed heap memory back to the system. glibc keeps what a large submission freed
+/// (hundreds of bytes a job) mapped otherwise, so a coordinator's RSS would stay at its peak.
+fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free pages of glibc's heaps to the kernel.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+/// A submission being stored (see [`Scheduler::begin_storing`]).
+struct Storing {
+    name: String,
+    family: String,
+    /// Its generation in the store.
+    generation: i64,
+    templates: Vec<Arc<Template>>,
+    /// Each template's spec, prost-encoded.
+    wire_templates: Vec<Vec<u8>>,
+    /// Its jobs in run order; those the sweep has already are skipped.
+    jobs: Vec<NewJob>,
+    /// Positions in `jobs` in key order (the order they are stored in).
+    by_key: Vec<u32>,
+    /// Keys of jobs whose trajectories are on disk already: they are added `done`.
+    on_disk: HashSet<Key>,
+    /// Jobs the sweep had before (the new ones' positions follow).
+    base: usize,
+    /// How many of `by_key` are stored, then of `jobs` in memory (in `self.jobs` from
+    /// `first`, in no sweep or queue until the commit).
+    stored: usize,
+    applied: usize,
+    first: usize,
+    /// Keys the sweep has already.
+    known: HashSet<Key>,
+    /// Jobs of the sweep this submission drops.
+    removed: Vec<usize>,
+    started: Instant,
+    reply: Reply<pb::SubmitSweepResponse>,
+}
+
+impl Storing {
+    fn first_state(&self, job: &NewJob) -> JobState {
+        if self.on_disk.contains(&job.key) {
+            JobState::Done
+        } else {
+            JobState::Queued
+        }
+    }
+}
 
 /// A registered worker session.
 struct Worker {
@@ -282,6 +301,8 @@ struct Worker {
 }
 
 struct Sweep {
+    /// Its id, shared by its jobs.
+    id: Arc<str>,
     family: String,
     jobs: Vec<usize>,
     cancelled: bool,
@@ -311,11 +332,16 @@ pub struct Scheduler {
     results_dir: PathBuf,
     config: SchedulerConfig,
     jobs: Vec<Job>,
-    index: HashMap<(String, String), usize>,
     sweeps: BTreeMap<String, Sweep>,
+    /// The submission being stored, a chunk at a time between other commands, and those
+    /// waiting for it.
+    storing: Option<Storing>,
+    waiting: VecDeque<(Submission, Reply<pb::SubmitSweepResponse>)>,
     queue: JobQueue,
     /// The jobs' shared templates, by cell and sweep seed.
     templates: HashMap<(Cell, u64), Arc<Template>>,
+    /// Templates made so far (their ids).
+    n_templates: usize,
     attempts: HashMap<u64, Attempt>,
     /// Registered workers by session credential.
     workers: HashMap<Arc<str>, Worker>,
@@ -343,6 +369,10 @@ impl Scheduler {
         results_dir: PathBuf,
         config: SchedulerConfig,
     ) -> anyhow::Result<SchedulerHandle> {
+        let abandoned = store.abandon_submissions()?;
+        if abandoned > 0 {
+            info!("dropped {abandoned} job(s) of a submission the previous coordinator had not finished storing");
+        }
         let voided = store.void_running()?;
         if voided > 0 {
             info!("{voided} job(s) were running when the previous coordinator stopped; queued again");
@@ -369,10 +399,12 @@ impl Scheduler {
             results_dir,
             config,
             jobs: Vec::new(),
-            index: HashMap::new(),
             sweeps: BTreeMap::new(),
+            storing: None,
+            waiting: VecDeque::new(),
             queue: JobQueue::default(),
             templates: HashMap::new(),
+            n_templates: 0,
             attempts: HashMap::new(),
             workers: HashMap::new(),
             next_worker: 1,
@@ -382,6 +414,7 @@ impl Scheduler {
         };
         for sweep in s.store.sweeps()? {
             let entry = Sweep {
+                id: sweep.id.as_str().into(),
                 family: sweep.family,
                 jobs: Vec::new(),
                 cancelled: sweep.cancelled,
@@ -400,8 +433,9 @@ impl Scheduler {
             }
         }
         let unrecorded = s.unrecorded_parts()?;
+        let mut last = None;
         for stored in s.store.jobs()? {
-            s.load_job(stored, &unrecorded)?;
+            s.load_job(stored, &unrecorded, &mut last)?;
         }
         let ids: Vec<String> = s.sweeps.keys().cloned().collect();
         for id in ids {
@@ -447,28 +481,56 @@ impl Scheduler {
         Ok(found)
     }
 
-    fn load_job(&mut self, stored: StoredJob, unrecorded: &HashMap<(String, String), String>) -> anyhow::Result<()> {
-        let checked = pb::JobSpec::decode(stored.spec.as_slice())
-            .map_err(|e| e.to_string())
-            .and_then(|spec| wire::spec_from_wire(spec, "spec"))
-            .and_then(|spec| self.registry.validate(&spec).map_err(|e| e.to_string()));
-        let (valid, mut state, error) = match checked {
-            Ok(valid) if valid.key.0 == stored.key => (valid, stored.state, stored.error),
-            other => {
+    /// Load one stored job, checking that this build computes the key it was stored
+    /// under. `last` is the previous job's template with its encoded spec (seed 0): the
+    /// jobs of a cell are stored together, so most jobs only need their key hashed.
+    fn load_job(
+        &mut self,
+        stored: StoredJob,
+        unrecorded: &HashMap<(String, String), String>,
+        last: &mut Option<(pb::JobSpec, Arc<Template>, JobSpec)>,
+    ) -> anyhow::Result<()> {
+        let decoded = pb::JobSpec::decode(stored.spec.as_slice()).map_err(|e| e.to_string());
+        let checked = decoded.clone().and_then(|mut wire_spec| {
+            let seed = std::mem::take(&mut wire_spec.seed);
+            let template = match last.take() {
+                Some((wire, template, spec)) if wire == wire_spec => (wire, template, spec),
+                _ => {
+                    let spec = wire::spec_from_wire(wire_spec.clone(), "spec")?;
+                    let valid = self.registry.validate(&spec).map_err(|e| e.to_string())?;
+                    let template = self.template_for(valid.spec);
+                    (wire_spec, template.clone(), template.spec.clone())
+                }
+            };
+            let (wire_spec, template, mut spec) = template;
+            spec.seed = seed;
+            let key = spec.key();
+            spec.seed = 0;
+            *last = Some((wire_spec, template.clone(), spec));
+            Ok((template, seed, key))
+        });
+        let stored_key = Key::parse(&stored.key);
+        let (template, seed, key, mut state, error) = match (checked, stored_key) {
+            (Ok((template, seed, key)), Some(stored_key)) if Key::of(&key) == stored_key => {
+                (template, seed, stored_key, stored.state, stored.error)
+            }
+            (other, _) => {
                 // A job of an older build: keep it visible, but it cannot run.
                 let why = match other {
-                    Ok(v) => format!("this build computes key {} for it (another armada version)", v.key),
+                    Ok((_, _, key)) => format!("this build computes key {key} for it (another armada version)"),
                     Err(e) => format!("no longer valid in this build: {e}"),
                 };
-                let mut spec = armada_core::JobSpec::new("?", "?", "?");
-                if let Ok(p) = pb::JobSpec::decode(stored.spec.as_slice()) {
+                let mut spec = JobSpec::new("?", "?", "?");
+                if let Ok(p) = decoded {
                     spec.family = p.family;
                     spec.benchmark = p.benchmark;
                     spec.algorithm = p.algorithm;
                     spec.seed = p.seed;
                 }
-                let valid = ValidJob { spec, key: armada_core::JobKey(stored.key.clone()) };
-                (valid, JobState::Failed, Some(why))
+                // Its own template, shared with no valid job.
+                let seed = std::mem::take(&mut spec.seed);
+                let template = Arc::new(Template { cell: Cell::of_spec(&spec), spec, id: self.next_template_id() });
+                (template, seed, stored_key.unwrap_or(Key::ZERO), JobState::Failed, Some(why))
             }
         };
         // `void_running` ran first, so nothing here is `running`.
@@ -482,24 +544,12 @@ impl Scheduler {
             self.store.set_job_state(&stored.sweep_id, &stored.key, JobState::Failed, error.as_deref())?;
         }
         let i = self.jobs.len();
-        let (template, seed, key) = self.template(valid);
-        self.jobs.push(Job {
-            sweep: stored.sweep_id.clone(),
-            template,
-            seed,
-            key,
-            state,
-            current: None,
-            attempts: stored.attempts,
-            error,
-            committing: false,
-            revived: false,
-            voided: 0,
-        });
-        self.index.insert((stored.sweep_id.clone(), stored.key), i);
-        if let Some(sweep) = self.sweeps.get_mut(&stored.sweep_id) {
-            sweep.jobs.push(i);
-        }
+        let Some(sweep) = self.sweeps.get_mut(&stored.sweep_id) else { return Ok(()) };
+        let mut job = Job::new(sweep.id.clone(), template, seed, key, state);
+        job.attempts = stored.attempts;
+        job.error = error.map(Into::into);
+        self.jobs.push(job);
+        sweep.jobs.push(i);
         if state == JobState::Queued && !self.config.only_submitted {
             self.enqueue(i, false);
         }
@@ -509,7 +559,10 @@ impl Scheduler {
     async fn run(mut self, mut rx: mpsc::Receiver<Command>) {
         let mut tick = tokio::time::interval(Duration::from_millis(100));
         loop {
+            // Commands first: a submission being stored takes the time in between, a chunk
+            // at a time, so heartbeats and leases never wait behind a large sweep.
             tokio::select! {
+                biased;
                 command = rx.recv() => match command {
                     Some(c) => {
                         let started = Instant::now();
@@ -519,6 +572,11 @@ impl Scheduler {
                     None => break,
                 },
                 _ = tick.tick() => self.expire_leases(),
+                _ = tokio::task::yield_now(), if self.storing.is_some() => {
+                    let started = Instant::now();
+                    self.store_chunk();
+                    self.excuse_busy_time(started.elapsed());
+                }
             }
         }
     }
@@ -537,9 +595,7 @@ impl Scheduler {
 
     fn handle(&mut self, command: Command) {
         match command {
-            Command::Submit { name, family, jobs, reply } => {
-                let _ = reply.send(self.submit(name, family, jobs));
-            }
+            Command::Submit { submission, reply } => self.submit(submission, reply),
             Command::Watch { sweep, reply } => {
                 let answer = self.status(&sweep).map(|s| {
                     let events =
@@ -588,8 +644,29 @@ impl Scheduler {
         }
     }
 
-    fn submit(&mut self, name: String, family: String, jobs: Vec<ValidJob>) -> Result<pb::SubmitSweepResponse, Status> {
-        if let Some(existing) = self.sweeps.get(&name) {
+    /// Start storing a submission, or queue it behind the one being stored.
+    fn submit(&mut self, submission: Submission, reply: Reply<pb::SubmitSweepResponse>) {
+        if self.storing.is_some() {
+            self.waiting.push_back((submission, reply));
+            return;
+        }
+        match self.begin_storing(submission) {
+            Ok(storing) => self.storing = Some(Storing { reply, ..storing }),
+            Err(e) => {
+                let _ = reply.send(Err(e));
+                self.next_submission();
+            }
+        }
+    }
+
+    /// What a submission adds to its sweep (jobs whose keys it does not know yet, `done`
+    /// when their trajectories are on disk already) and drops from it (jobs of the previous
+    /// submission that this one does not contain). The store gets the new jobs in chunks
+    /// ([`Self::store_chunk`]); nothing changes in memory until they are all stored.
+    fn begin_storing(&mut self, submission: Submission) -> Result<Storing, Status> {
+        let Submission { name, family, templates, jobs, keys, by_key } = submission;
+        let existing = self.sweeps.get(&name);
+        if let Some(existing) = existing {
             if existing.family != family {
                 return Err(Status::invalid_argument(format!(
                     "family: sweep `{name}` exists with family `{}`, not `{family}`",
@@ -597,52 +674,120 @@ impl Scheduler {
                 )));
             }
         }
-        let sweep_dir = self.results_dir.join(&name);
-        let on_disk = results::stored_keys(&sweep_dir).map_err(internal)?;
-        let wanted: HashSet<&str> = jobs.iter().map(|j| j.key.0.as_str()).collect();
-        // Jobs of the previous submission that this one does not contain are dropped.
-        let removed: Vec<usize> = self
-            .sweeps
-            .get(&name)
-            .map(|s| s.jobs.iter().copied().filter(|&i| !wanted.contains(self.jobs[i].key.0.as_str())).collect())
-            .unwrap_or_default();
-        let removed_keys: Vec<String> = removed.iter().map(|&i| self.jobs[i].key.0.clone()).collect();
-        let mut new_jobs = Vec::new();
-        let mut seen = HashSet::with_capacity(jobs.len());
-        let base = self.sweeps.get(&name).map_or(0, |s| s.jobs.len()) as i64;
-        let mut ordered: Vec<&ValidJob> = jobs.iter().collect();
-        // Seed-major, as the local runner: an interrupted sweep is balanced across cells.
-        ordered.sort_by_key(|j| j.spec.seed);
-        // A new sweep has no jobs in the index yet: no need to look each one up.
-        let resubmitted = self.sweeps.contains_key(&name);
-        for job in ordered {
-            let known = resubmitted && self.index.contains_key(&(name.clone(), job.key.0.clone()));
-            if known || !seen.insert(job.key.0.clone()) {
-                continue;
+        let on_disk = results::stored_keys(&self.results_dir.join(&name)).map_err(internal)?;
+        let on_disk = on_disk.iter().filter_map(|k| Key::parse(k)).collect();
+        // A resubmission: what the sweep has is not added again, and what it has that the
+        // submission does not is dropped.
+        let (base, known, removed) = match existing {
+            None => (0, HashSet::new(), Vec::new()),
+            Some(sweep) => {
+                let known = sweep.jobs.iter().map(|&i| self.jobs[i].key).collect();
+                let removed = sweep.jobs.iter().copied().filter(|&i| !keys.contains(&self.jobs[i].key)).collect();
+                (sweep.jobs.len(), known, removed)
             }
-            let state = if on_disk.contains(&job.key.0) { JobState::Done } else { JobState::Queued };
-            new_jobs.push(StoredJob {
-                sweep_id: name.clone(),
-                key: job.key.0.clone(),
-                ord: base + new_jobs.len() as i64,
-                spec: wire::spec_to_wire(&job.spec).encode_to_vec(),
-                state,
-                attempts: 0,
-                error: None,
-            });
+        };
+        let templates: Vec<Arc<Template>> = templates.into_iter().map(|spec| self.template_for(spec)).collect();
+        let wire_templates = templates.iter().map(|t| wire::spec_to_wire(&t.spec).encode_to_vec()).collect();
+        let generation = self.store.begin_submission(&name, &family, now_ms()).map_err(internal)?;
+        Ok(Storing {
+            known,
+            name,
+            family,
+            generation,
+            templates,
+            wire_templates,
+            jobs,
+            by_key,
+            on_disk,
+            base,
+            stored: 0,
+            applied: 0,
+            first: self.jobs.len(),
+            removed,
+            started: Instant::now(),
+            reply: oneshot::channel().0,
+        })
+    }
+
+    /// One step of the submission being stored: the next chunk of its jobs into the store,
+    /// or (once all are) into the job table; then its commit, which makes it the sweep.
+    fn store_chunk(&mut self) {
+        let Some(storing) = self.storing.as_mut() else { return };
+        let known = |key: &Key| storing.known.contains(key);
+        let n = storing.jobs.len();
+        let committing = storing.applied == n;
+        let result = if storing.stored < n {
+            let end = (storing.stored + STORE_CHUNK).min(n);
+            let rows: Vec<StoredJob> = storing.by_key[storing.stored..end]
+                .iter()
+                .map(|&k| (k as usize, &storing.jobs[k as usize]))
+                .filter(|(_, job)| !known(&job.key))
+                .map(|(k, job)| {
+                    // Protobuf merges concatenated messages: the template's bytes (seed 0,
+                    // so absent) then a message of just the seed encode the job's spec.
+                    let mut spec = storing.wire_templates[job.template as usize].clone();
+                    pb::JobSpec { seed: job.seed, ..Default::default() }.encode(&mut spec).expect("a Vec grows");
+                    StoredJob {
+                        sweep_id: String::new(),
+                        key: job.key.to_string(),
+                        // Known jobs leave gaps: positions only order the sweep's jobs.
+                        ord: (storing.base + k) as i64,
+                        spec,
+                        state: storing.first_state(job),
+                        attempts: 0,
+                        error: None,
+                    }
+                })
+                .collect();
+            storing.stored = end;
+            self.store.add_jobs(&storing.name, storing.generation, &rows)
+        } else if storing.applied < n {
+            let end = (storing.applied + STORE_CHUNK).min(n);
+            let sweep: Arc<str> =
+                self.sweeps.get(&storing.name).map_or_else(|| storing.name.as_str().into(), |s| s.id.clone());
+            for job in &storing.jobs[storing.applied..end] {
+                if !known(&job.key) {
+                    let template = storing.templates[job.template as usize].clone();
+                    self.jobs.push(Job::new(sweep.clone(), template, job.seed, job.key, storing.first_state(job)));
+                }
+            }
+            storing.applied = end;
+            Ok(())
+        } else {
+            let removed: Vec<String> = storing.removed.iter().map(|&i| self.jobs[i].key.to_string()).collect();
+            self.store.commit_submission(&storing.name, storing.generation, &removed)
+        };
+        if let Err(e) = result {
+            // Nothing of it counts: its rows are dropped, its jobs were in no sweep.
+            let storing = self.storing.take().expect("checked");
+            self.jobs.truncate(storing.first);
+            if let Err(e) = self.store.abandon_submissions() {
+                warn!("store error: {e:#}");
+            }
+            let _ = storing.reply.send(Err(internal(e)));
+            self.next_submission();
+        } else if committing {
+            let storing = self.storing.take().expect("checked");
+            self.finish_storing(storing);
+            self.next_submission();
         }
-        let storing = Instant::now();
-        self.store.submit(&name, &family, &removed_keys, &new_jobs, now_ms()).map_err(internal)?;
-        let stored = storing.elapsed();
-        for &i in &removed {
-            let job = &mut self.jobs[i];
-            // A tombstone: no longer in the sweep; a running attempt is told to stop.
-            job.state = JobState::Cancelled;
-            job.current = None;
-            self.index.remove(&(name.clone(), job.key.0.clone()));
-            self.forget_attempts_of(i);
+    }
+
+    fn next_submission(&mut self) {
+        while self.storing.is_none() {
+            let Some((submission, reply)) = self.waiting.pop_front() else { return };
+            self.submit(submission, reply);
         }
+    }
+
+    /// A submission is committed in the store and its jobs are in the job table: make it
+    /// the sweep (drop what it dropped, queue its jobs and the sweep's failed and
+    /// cancelled ones again), then answer.
+    fn finish_storing(&mut self, storing: Storing) {
+        let Storing { name, family, removed, first, started, reply, .. } = storing;
+        let stored = started.elapsed();
         let sweep = self.sweeps.entry(name.clone()).or_insert_with(|| Sweep {
+            id: name.as_str().into(),
             family: family.clone(),
             jobs: Vec::new(),
             cancelled: false,
@@ -654,13 +799,23 @@ impl Scheduler {
         });
         sweep.cancelled = false;
         sweep.announced = false;
-        sweep.jobs.retain(|i| !removed.contains(i));
+        for &i in &removed {
+            // A tombstone: no longer in the sweep; a running attempt is told to stop.
+            let job = &mut self.jobs[i];
+            job.state = JobState::Cancelled;
+            job.current = None;
+        }
+        if !removed.is_empty() {
+            let removed: HashSet<usize> = removed.iter().copied().collect();
+            sweep.jobs.retain(|i| !removed.contains(i));
+        }
         let requeue: Vec<usize> = sweep
             .jobs
             .iter()
             .copied()
             .filter(|&i| matches!(self.jobs[i].state, JobState::Cancelled | JobState::Failed))
             .collect();
+        sweep.jobs.extend(first..self.jobs.len());
         for i in requeue {
             let job = &mut self.jobs[i];
             job.state = JobState::Queued;
@@ -669,9 +824,13 @@ impl Scheduler {
             job.error = None;
             self.enqueue(i, false);
         }
+        for &i in &removed {
+            self.forget_attempts_of(i);
+        }
+        let sweep = &self.sweeps[&name];
         if self.config.only_submitted {
             // Queued jobs found in the store were not queued at startup; this sweep's are now.
-            let waiting: Vec<usize> = self.sweeps[&name]
+            let waiting: Vec<usize> = sweep
                 .jobs
                 .iter()
                 .copied()
@@ -681,39 +840,23 @@ impl Scheduler {
                 self.enqueue(i, false);
             }
         }
-        let n_added = new_jobs.len() as u32;
-        let by_key: HashMap<&str, &ValidJob> = jobs.iter().map(|j| (j.key.0.as_str(), j)).collect();
-        for stored in new_jobs {
-            let i = self.jobs.len();
-            let (template, seed, key) = self.template(by_key[stored.key.as_str()].clone());
-            self.jobs.push(Job {
-                sweep: name.clone(),
-                template,
-                seed,
-                key,
-                state: stored.state,
-                current: None,
-                attempts: 0,
-                error: None,
-                committing: false,
-                revived: false,
-                voided: 0,
-            });
-            self.index.insert((name.clone(), stored.key), i);
-            self.sweeps.get_mut(&name).expect("inserted").jobs.push(i);
-            if stored.state == JobState::Queued {
-                self.enqueue(i, false);
-            }
-        }
+        let queued = (first..self.jobs.len()).filter(|&i| self.jobs[i].state == JobState::Queued);
+        self.queue.extend(&family, &queued.collect::<Vec<_>>());
+        let n_added = (self.jobs.len() - first) as u32;
         let n_already_done = self.counts(&name).done;
         let n_jobs = self.sweeps[&name].jobs.len() as u32;
         info!(
-            "sweep {name}: {n_jobs} job(s), {n_added} new, {} dropped, {n_already_done} already done (store write {stored:.1?})",
-            removed.len()
+            "sweep {name}: {n_jobs} job(s), {n_added} new, {} dropped, {n_already_done} already done \
+             (stored in {stored:.1?}, queued in {:.1?})",
+            removed.len(),
+            started.elapsed() - stored
         );
         self.open_live(&name);
         self.check_finished(&name);
-        Ok(pb::SubmitSweepResponse { sweep_id: name, n_jobs, n_added, n_already_done })
+        let _ = reply.send(Ok(pb::SubmitSweepResponse { sweep_id: name, n_jobs, n_added, n_already_done }));
+        if n_added as usize >= TRIM_AFTER {
+            release_free_memory();
+        }
     }
 
     fn counts(&self, sweep: &str) -> Counts {
@@ -753,9 +896,9 @@ impl Scheduler {
             .skip(page.offset)
             .take(page.limit)
             .map(|j| pb::JobFailed {
-                job_key: j.key.0.clone(),
+                job_key: j.key.to_string(),
                 description: local::describe(&j.valid()),
-                error: j.error.clone().unwrap_or_default(),
+                error: j.error.as_deref().unwrap_or_default().to_string(),
                 attempt: j.attempts,
                 r#final: true,
             })
@@ -801,6 +944,11 @@ impl Scheduler {
     /// summaries, here and in the store (its results are the caller's to remove).
     fn delete(&mut self, id: &str) -> Result<(PathBuf, u32), Status> {
         let sweep = self.sweeps.get(id).ok_or_else(|| Status::not_found(format!("no sweep `{id}`")))?;
+        if self.storing.as_ref().is_some_and(|s| s.name == id) {
+            return Err(Status::failed_precondition(format!(
+                "sweep `{id}`: a submission to it is being stored; delete it once `submit` has answered"
+            )));
+        }
         let busy = sweep.jobs.iter().any(|&i| {
             let j = &self.jobs[i];
             matches!(j.state, JobState::Queued | JobState::Running) || j.committing
@@ -813,10 +961,8 @@ impl Scheduler {
         self.store.delete_sweep(id).map_err(internal)?;
         let sweep = self.sweeps.remove(id).expect("checked");
         for &i in &sweep.jobs {
-            let job = &mut self.jobs[i];
             // A tombstone: the slot stays (indices are stable), the job is gone.
-            job.state = JobState::Cancelled;
-            self.index.remove(&(id.to_string(), job.key.0.clone()));
+            self.jobs[i].state = JobState::Cancelled;
         }
         self.live.close(id);
         info!("sweep {id} deleted ({} jobs)", sweep.jobs.len());
@@ -832,7 +978,7 @@ impl Scheduler {
             sweep_dir: self.results_dir.join(id),
             finished: counts.is_finished(),
             n_done: counts.done,
-            done_keys: if with_keys { done().map(|j| j.key.0.clone()).collect() } else { BTreeSet::new() },
+            done_keys: if with_keys { done().map(|j| j.key.to_string()).collect() } else { BTreeSet::new() },
             n_failed: counts.failed,
             n_cells: sweep.n_cells,
             metrics: family.map_or(&[], |f| f.metrics()),
@@ -898,20 +1044,22 @@ impl Scheduler {
         Ok(a)
     }
 
-    /// A job's shared template (made for its cell on first use), its seed and its key.
-    fn template(&mut self, valid: ValidJob) -> (Arc<Template>, u64, JobKey) {
-        let ValidJob { mut spec, key } = valid;
-        let seed = std::mem::take(&mut spec.seed);
+    fn next_template_id(&mut self) -> usize {
+        self.n_templates += 1;
+        self.n_templates - 1
+    }
+
+    /// The shared template of a validated spec's cell (made on first use); its seed is
+    /// ignored.
+    fn template_for(&mut self, mut spec: JobSpec) -> Arc<Template> {
+        spec.seed = 0;
         let id = (Cell::of_spec(&spec), spec.sweep_seed);
-        let template = match self.templates.get(&id) {
-            Some(template) => template.clone(),
-            None => {
-                let template = Arc::new(Template { spec, cell: id.0.clone() });
-                self.templates.insert(id, template.clone());
-                template
-            }
-        };
-        (template, seed, key)
+        if let Some(template) = self.templates.get(&id) {
+            return template.clone();
+        }
+        let template = Arc::new(Template { spec, cell: id.0.clone(), id: self.next_template_id() });
+        self.templates.insert(id, template.clone());
+        template
     }
 
     /// Queue job `i` (first, for a retry); the queue is per family.
@@ -939,8 +1087,8 @@ impl Scheduler {
         if picked.is_empty() {
             return Ok(pb::LeaseResponse { leases: Vec::new(), retry_after_ms: 200 });
         }
-        let keys: Vec<(&str, &str)> =
-            picked.iter().map(|&i| (self.jobs[i].sweep.as_str(), self.jobs[i].key.0.as_str())).collect();
+        let keys: Vec<(Arc<str>, String)> =
+            picked.iter().map(|&i| (self.jobs[i].sweep.clone(), self.jobs[i].key.to_string())).collect();
         let expires = Instant::now() + self.config.lease_ttl;
         let ids = match self.store.start_attempts(
             &keys,
@@ -971,8 +1119,8 @@ impl Scheduler {
             let job = &self.jobs[i];
             leases.push(pb::JobLease {
                 attempt_id: id,
-                sweep_id: job.sweep.clone(),
-                job_key: job.key.0.clone(),
+                sweep_id: job.sweep.to_string(),
+                job_key: job.key.to_string(),
                 spec: Some(wire::spec_to_wire(&job.valid().spec)),
                 attempt: job.attempts,
             });
@@ -980,7 +1128,7 @@ impl Scheduler {
             if self.watched(&sweep) {
                 let job = &self.jobs[i];
                 let event = pb::sweep_event::Event::JobStarted(pb::JobStarted {
-                    job_key: job.key.0.clone(),
+                    job_key: job.key.to_string(),
                     description: local::describe(&job.valid()),
                     attempt_id: id,
                     attempt: job.attempts,
@@ -1031,7 +1179,7 @@ impl Scheduler {
         };
         let job = &self.jobs[i];
         if job.state == JobState::Done || job.committing {
-            let (sweep, key, state) = (job.sweep.clone(), job.key.0.clone(), job.state);
+            let (sweep, key, state) = (job.sweep.clone(), job.key.to_string(), job.state);
             self.forget_attempt(attempt);
             if let Err(e) = self.store.end_attempt(attempt, "dropped", (&sweep, &key), state, None) {
                 warn!("store error: {e:#}");
@@ -1076,8 +1224,8 @@ impl Scheduler {
         self.jobs[i].committing = true;
         let job = &self.jobs[i];
         let commit = Commit {
-            sweep: job.sweep.clone(),
-            sweep_dir: self.results_dir.join(&job.sweep),
+            sweep: job.sweep.to_string(),
+            sweep_dir: self.results_dir.join(&*job.sweep),
             metrics: self.metrics_of(job.family()),
             job: i,
             attempt,
@@ -1106,8 +1254,9 @@ impl Scheduler {
         let recorded = part.and_then(|part| {
             let Some(first) = jobs.first() else { return Ok(()) };
             let sweep = self.jobs[first.job].sweep.clone();
+            let keys: Vec<String> = jobs.iter().map(|c| self.jobs[c.job].key.to_string()).collect();
             let done: Vec<(Option<u64>, &str)> =
-                jobs.iter().map(|c| (Some(c.attempt), self.jobs[c.job].key.0.as_str())).collect();
+                jobs.iter().zip(&keys).map(|(c, k)| (Some(c.attempt), k.as_str())).collect();
             self.store.commit_jobs(&sweep, &part, &done).map_err(|e| format!("recording part {part}: {e:#}"))
         });
         // Revived jobs settle again (done, or failed once more): their sweeps' summaries are
@@ -1154,7 +1303,7 @@ impl Scheduler {
                     .collect();
                 let job = &self.jobs[i];
                 let event = pb::sweep_event::Event::JobFinished(pb::JobFinished {
-                    job_key: job.key.0.clone(),
+                    job_key: job.key.to_string(),
                     description: local::describe(&job.valid()),
                     final_metrics,
                 });
@@ -1238,7 +1387,7 @@ impl Scheduler {
     /// when it has had `max_attempts`. Returns whether it will be retried.
     fn requeue_or_fail(&mut self, i: usize, attempt: u64, error: String) -> bool {
         let job = &self.jobs[i];
-        let (sweep, key) = (job.sweep.clone(), job.key.0.clone());
+        let (sweep, key) = (job.sweep.clone(), job.key.to_string());
         let retry = job.attempts < self.config.max_attempts;
         let state = if retry { JobState::Queued } else { JobState::Failed };
         if let Err(e) = self.store.end_attempt(attempt, "failed", (&sweep, &key), state, Some(&error)) {
@@ -1247,7 +1396,7 @@ impl Scheduler {
         let job = &mut self.jobs[i];
         job.state = state;
         job.current = None;
-        job.error = Some(error.clone());
+        job.error = Some(error.as_str().into());
         let attempt_no = job.attempts;
         if retry {
             // To the front: a retried job should not wait behind the whole sweep.
@@ -1331,7 +1480,7 @@ impl Scheduler {
             .iter()
             .map(|&i| &self.jobs[i])
             .filter(|j| j.state == JobState::Done)
-            .map(|j| j.key.0.clone())
+            .map(|j| j.key.to_string())
             .collect();
         let family = self.registry.family(&sweep.family).ok();
         let n_cells = cells.len() as u32;
@@ -1352,8 +1501,17 @@ impl Scheduler {
     /// The cells of a sweep with their numbers of jobs and of settled jobs.
     fn cells_of(&self, id: &str) -> Vec<(Cell, usize, usize)> {
         let settled = |j: &Job| matches!(j.state, JobState::Done | JobState::Failed | JobState::Cancelled);
-        let jobs = self.sweeps[id].jobs.iter().map(|&i| &self.jobs[i]);
-        live::cell_counts(jobs.map(|j| (j.cell(), settled(j))))
+        // Counted by template first, by its number.
+        let mut by_template: Vec<(Option<&Template>, usize, usize)> = vec![(None, 0, 0); self.n_templates];
+        for &i in &self.sweeps[id].jobs {
+            let job = &self.jobs[i];
+            let counts = &mut by_template[job.template.id];
+            counts.0 = Some(&job.template);
+            counts.1 += 1;
+            counts.2 += usize::from(settled(job));
+        }
+        let cells = by_template.into_iter().filter_map(|(t, n, settled)| Some((&t?.cell, n, settled)));
+        live::cell_counts(cells)
     }
 
     /// The live summaries of a sweep wrote its files: remember it, unless a resubmission
@@ -1388,7 +1546,7 @@ impl Counts {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use armada_core::{JobSpec, StepRecord};
+    use armada_core::{JobSpec, StepRecord, ValidJob};
     use polars::prelude::{ParquetReader, SerReader};
 
     fn job(seed: u64) -> ValidJob {
@@ -1472,9 +1630,7 @@ mod tests {
         let s = start(dir.path(), Duration::from_millis(300)).await;
         let submitted = s
             .call(|reply| Command::Submit {
-                name: "t".into(),
-                family: "testkit".into(),
-                jobs: vec![job(0), job(1)],
+                submission: Submission::new("t".into(), "testkit".into(), vec![job(0), job(1)]),
                 reply,
             })
             .await
@@ -1523,9 +1679,12 @@ mod tests {
     async fn a_failed_part_write_requeues_the_job_and_a_later_attempt_commits() {
         let dir = tempfile::tempdir().unwrap();
         let s = start(dir.path(), Duration::from_secs(60)).await;
-        s.call(|reply| Command::Submit { name: "t".into(), family: "testkit".into(), jobs: vec![job(0)], reply })
-            .await
-            .unwrap();
+        s.call(|reply| Command::Submit {
+            submission: Submission::new("t".into(), "testkit".into(), vec![job(0)]),
+            reply,
+        })
+        .await
+        .unwrap();
         // A file where the trajectories directory should be.
         let sweep_dir = dir.path().join("t");
         std::fs::create_dir_all(&sweep_dir).unwrap();
@@ -1554,7 +1713,9 @@ mod tests {
         {
             let s = start(dir.path(), Duration::from_secs(60)).await;
             let jobs = vec![job(0), job(1)];
-            s.call(|reply| Command::Submit { name: "t".into(), family: "testkit".into(), jobs, reply }).await.unwrap();
+            s.call(|reply| Command::Submit { submission: Submission::new("t".into(), "testkit".into(), jobs), reply })
+                .await
+                .unwrap();
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
         let metrics = crate::registry().family("testkit").unwrap().metrics();
@@ -1580,7 +1741,9 @@ mod tests {
         let written = {
             let s = start(dir.path(), Duration::from_secs(60)).await;
             let jobs = vec![job(0), job(1)];
-            s.call(|reply| Command::Submit { name: "t".into(), family: "testkit".into(), jobs, reply }).await.unwrap();
+            s.call(|reply| Command::Submit { submission: Submission::new("t".into(), "testkit".into(), jobs), reply })
+                .await
+                .unwrap();
             let w = register(&s).await;
             for l in lease(&s, &w).await {
                 assert_eq!(upload_and_complete(&s, &w, l.attempt_id, l.spec.unwrap().seed as f64).await, Ok(true));
@@ -1607,7 +1770,9 @@ mod tests {
     }
 
     async fn submit(s: &SchedulerHandle, jobs: Vec<ValidJob>) {
-        s.call(|reply| Command::Submit { name: "t".into(), family: "testkit".into(), jobs, reply }).await.unwrap();
+        s.call(|reply| Command::Submit { submission: Submission::new("t".into(), "testkit".into(), jobs), reply })
+            .await
+            .unwrap();
     }
 
     /// Every call about an attempt names the session that leased it; another session's
@@ -1792,8 +1957,10 @@ mod tests {
         // The same name again: a new sweep, whose jobs are found done on disk (results kept).
         let s = start(dir.path(), Duration::from_secs(60)).await;
         let jobs = vec![job(0), job(1)];
-        let again =
-            s.call(|reply| Command::Submit { name: "t".into(), family: "testkit".into(), jobs, reply }).await.unwrap();
+        let again = s
+            .call(|reply| Command::Submit { submission: Submission::new("t".into(), "testkit".into(), jobs), reply })
+            .await
+            .unwrap();
         assert_eq!((again.n_added, again.n_already_done), (2, 2));
     }
 
@@ -1825,26 +1992,72 @@ mod tests {
         assert_eq!(n, vec![Some(1); 3], "the revived job is in the summaries");
     }
 
-    /// A long command (storing a large sweep) does not expire the leases whose heartbeats
-    /// waited behind it.
+    /// A large sweep is stored a chunk at a time, answering other commands in between:
+    /// heartbeats sent while it is stored are answered before it is, and keep their lease.
     #[tokio::test]
-    async fn leases_do_not_expire_while_the_scheduler_is_busy() {
+    async fn heartbeats_are_answered_while_a_large_sweep_is_stored() {
         let dir = tempfile::tempdir().unwrap();
         let s = start(dir.path(), Duration::from_millis(400)).await;
         submit(&s, vec![job(0)]).await;
         let w = register(&s).await;
         let id = lease(&s, &w).await[0].attempt_id;
         let jobs: Vec<ValidJob> = (1..60_001).map(job).collect();
-        let started = Instant::now();
-        let name = "big".to_string();
-        s.call(|reply| Command::Submit { name, family: "testkit".into(), jobs, reply }).await.unwrap();
-        let took = started.elapsed();
-        // A heartbeat sent right after the long command still finds its lease.
-        let session = w.clone();
-        let renewed = s.call(|reply| Command::Heartbeat { session, attempts: vec![id], reply }).await.unwrap();
-        assert!(renewed.abandon.is_empty());
-        assert_eq!(status(&s).await.n_running, 1, "the submission took {took:?}; the lease is 400 ms");
+        let submission = Submission::new("big".into(), "testkit".into(), jobs);
+        let mut submitted = s.send(|reply| Command::Submit { submission, reply }).await.unwrap();
+        let mut answered_meanwhile = 0;
+        while submitted.is_pending() {
+            let session = w.clone();
+            let renewed = s.call(|reply| Command::Heartbeat { session, attempts: vec![id], reply }).await.unwrap();
+            assert!(renewed.abandon.is_empty());
+            answered_meanwhile += usize::from(submitted.is_pending());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(answered_meanwhile > 0, "no heartbeat was answered while the sweep was stored");
+        assert_eq!(status(&s).await.n_running, 1);
         assert_eq!(upload_and_complete(&s, &w, id, 1.0).await, Ok(true));
+        let big = s.call(|reply| Command::Status { sweep: "big".into(), failures: FailurePage::default(), reply });
+        assert_eq!(big.await.unwrap().n_queued, 60_000);
+    }
+
+    /// A resubmission larger than a store chunk keeps the jobs it shares with the sweep,
+    /// adds the others, drops the ones it lacks and queues cancelled jobs again; the store
+    /// holds exactly that, in run order, after a restart.
+    #[tokio::test]
+    async fn a_resubmission_adds_drops_and_requeues_and_the_store_agrees() {
+        let dir = tempfile::tempdir().unwrap();
+        let seeds = |range: std::ops::Range<u64>| range.map(job).collect::<Vec<_>>();
+        async fn resubmit(s: &SchedulerHandle, jobs: Vec<ValidJob>) -> Result<pb::SubmitSweepResponse, Status> {
+            let submission = Submission::new("t".into(), "testkit".into(), jobs);
+            s.call(|reply| Command::Submit { submission, reply }).await
+        }
+        {
+            let s = start(dir.path(), Duration::from_secs(60)).await;
+            let first = resubmit(&s, seeds(0..5000)).await.unwrap();
+            assert_eq!((first.n_jobs, first.n_added), (5000, 5000));
+            let cancelled = s.call(|reply| Command::Cancel { sweep: "t".into(), reply }).await.unwrap();
+            assert_eq!(cancelled.n_cancelled, 5000);
+            let again = resubmit(&s, seeds(2000..7000)).await.unwrap();
+            assert_eq!((again.n_jobs, again.n_added, again.n_already_done), (5000, 2000, 0));
+            let st = status(&s).await;
+            assert_eq!((st.n_queued, st.n_cancelled), (5000, 0));
+            let w = register(&s).await;
+            let first_seeds: Vec<u64> = lease(&s, &w).await.iter().map(|l| l.spec.as_ref().unwrap().seed).collect();
+            assert_eq!(first_seeds, (2000..2008).collect::<Vec<_>>(), "kept jobs first, in run order");
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let store = Store::open(dir.path()).unwrap();
+        let stored: Vec<(u64, String)> = store
+            .jobs()
+            .unwrap()
+            .into_iter()
+            .map(|j| (pb::JobSpec::decode(j.spec.as_slice()).unwrap().seed, j.key))
+            .collect();
+        let expected: Vec<(u64, String)> = seeds(2000..7000).into_iter().map(|j| (j.spec.seed, j.key.0)).collect();
+        assert!(stored == expected, "the store holds the resubmitted jobs, in run order, each under its key");
+        drop(store);
+        let s = start(dir.path(), Duration::from_secs(60)).await;
+        let st = status(&s).await;
+        assert_eq!((st.n_jobs, st.n_queued, st.n_running), (5000, 5000, 0), "the leased jobs are queued again");
     }
 
     /// A restarted scheduler finds the sweep, voids the running attempt and re-queues its job.
@@ -1854,9 +2067,7 @@ mod tests {
         {
             let s = start(dir.path(), Duration::from_secs(60)).await;
             s.call(|reply| Command::Submit {
-                name: "t".into(),
-                family: "testkit".into(),
-                jobs: vec![job(0), job(1)],
+                submission: Submission::new("t".into(), "testkit".into(), vec![job(0), job(1)]),
                 reply,
             })
             .await
@@ -1886,7 +2097,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let submit = |s: &SchedulerHandle, name: &str, jobs: Vec<ValidJob>| {
             let (s, name) = (s.clone(), name.to_string());
-            async move { s.call(|reply| Command::Submit { name, family: "testkit".into(), jobs, reply }).await.unwrap() }
+            async move {
+                s.call(|reply| Command::Submit { submission: Submission::new(name, "testkit".into(), jobs), reply })
+                    .await
+                    .unwrap()
+            }
         };
         {
             let s = start(dir.path(), Duration::from_secs(60)).await;

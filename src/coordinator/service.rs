@@ -4,6 +4,7 @@
 //! scheduler, on the blocking pool.
 
 use super::fetch;
+use super::jobs::Submission;
 use super::live::{self, Current};
 use super::scheduler::{Command, FailurePage, Pending, SchedulerHandle};
 use crate::{results, sweep};
@@ -86,11 +87,14 @@ impl pb::sweeps_server::Sweeps for Coordinator {
     ) -> Result<Response<pb::SubmitSweepResponse>, Status> {
         let this = self.clone();
         let started = std::time::Instant::now();
-        let (name, family, jobs) = tokio::task::spawn_blocking(move || this.parse(request.into_inner()))
-            .await
-            .map_err(|e| Status::internal(e.to_string()))??;
+        let submission = tokio::task::spawn_blocking(move || {
+            let (name, family, jobs) = this.parse(request.into_inner())?;
+            Ok::<_, Status>(Submission::new(name, family, jobs))
+        })
+        .await
+        .map_err(|e| Status::internal(e.to_string()))??;
         let parsed = started.elapsed();
-        let reply = self.scheduler.call(|reply| Command::Submit { name, family, jobs, reply }).await?;
+        let reply = self.scheduler.call(|reply| Command::Submit { submission, reply }).await?;
         info!(
             "sweep {}: {} job(s) parsed and validated in {parsed:.1?}, stored and queued in {:.1?}",
             reply.sweep_id,

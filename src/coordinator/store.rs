@@ -141,12 +141,17 @@ impl Store {
         add_column(&conn, "jobs", "part", "TEXT")?;
         conn.execute_batch("CREATE INDEX IF NOT EXISTS jobs_part ON jobs (sweep_id, part)")?;
         add_column(&conn, "sweeps", "summarized", "INTEGER NOT NULL DEFAULT 0")?;
+        // Submissions are stored in chunks under a generation (see `begin_submission`); in
+        // older stores every row is of the first, committed one.
+        add_column(&conn, "sweeps", "generation", "INTEGER NOT NULL DEFAULT 0")?;
+        add_column(&conn, "jobs", "generation", "INTEGER NOT NULL DEFAULT 0")?;
         Ok(Store { conn })
     }
 
     pub fn sweeps(&self) -> anyhow::Result<Vec<StoredSweep>> {
-        let mut stmt =
-            self.conn.prepare_cached("SELECT id, family, cancelled, summarized FROM sweeps ORDER BY created_ms, id")?;
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, family, cancelled, summarized FROM sweeps WHERE generation >= 0 ORDER BY created_ms, id",
+        )?;
         let rows = stmt.query_map([], |r| {
             Ok(StoredSweep {
                 id: r.get(0)?,
@@ -161,7 +166,8 @@ impl Store {
     pub fn jobs(&self) -> anyhow::Result<Vec<StoredJob>> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT j.sweep_id, j.key, j.ord, j.spec, j.state, j.attempts, j.error FROM jobs j
-             JOIN sweeps s ON s.id = j.sweep_id ORDER BY s.created_ms, s.id, j.ord",
+             JOIN sweeps s ON s.id = j.sweep_id AND j.generation <= s.generation
+             ORDER BY s.created_ms, s.id, j.ord",
         )?;
         let rows = stmt.query_map([], |r| {
             Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get::<_, String>(4)?, r.get(5)?, r.get(6)?))
@@ -180,22 +186,62 @@ impl Store {
         Ok(id.unwrap_or(0) as u64)
     }
 
-    /// Make a submission the sweep: create it if new, drop the jobs of `removed`, re-queue
-    /// its failed and cancelled jobs (with a fresh attempt count), add `new_jobs`.
-    pub fn submit(
-        &mut self,
-        id: &str,
-        family: &str,
-        removed: &[String],
-        new_jobs: &[StoredJob],
-        now_ms: i64,
-    ) -> anyhow::Result<()> {
-        let tx = self.conn.transaction()?;
-        tx.execute(
-            "INSERT INTO sweeps (id, family, created_ms) VALUES (?1, ?2, ?3)
-             ON CONFLICT(id) DO UPDATE SET cancelled = 0, summarized = 0",
+    /// Start storing a submission to sweep `id`: its jobs are added in chunks
+    /// ([`Store::add_jobs`]), each its own transaction so that no request waits long on the
+    /// store, and none of them counts until [`Store::commit_submission`]. Returns the
+    /// submission's generation: a new sweep's row stays hidden (generation -1) until then.
+    pub fn begin_submission(&mut self, id: &str, family: &str, now_ms: i64) -> anyhow::Result<i64> {
+        let current: Option<i64> =
+            self.conn.query_row("SELECT generation FROM sweeps WHERE id = ?1", params![id], |r| r.get(0)).optional()?;
+        if let Some(generation) = current {
+            return Ok(generation.max(0) + 1);
+        }
+        self.conn.execute(
+            "INSERT INTO sweeps (id, family, created_ms, generation) VALUES (?1, ?2, ?3, -1)",
             params![id, family, now_ms],
         )?;
+        Ok(0)
+    }
+
+    /// Add jobs of the submission `generation` of sweep `id`, in one transaction.
+    pub fn add_jobs(&mut self, id: &str, generation: i64, jobs: &[StoredJob]) -> anyhow::Result<()> {
+        // Not synced: these rows count only once `commit_submission` commits, and syncing
+        // the write-ahead log for that commit makes every frame before it durable too.
+        self.conn.pragma_update(None, "synchronous", "NORMAL")?;
+        let added = self.insert_jobs(id, generation, jobs);
+        self.conn.pragma_update(None, "synchronous", "FULL")?;
+        added
+    }
+
+    fn insert_jobs(&mut self, id: &str, generation: i64, jobs: &[StoredJob]) -> anyhow::Result<()> {
+        let tx = self.conn.transaction()?;
+        {
+            let mut insert = tx.prepare_cached(
+                "INSERT INTO jobs (sweep_id, key, ord, spec, state, attempts, generation)
+                 VALUES (?1, ?2, ?3, ?4, ?5, 0, ?6)",
+            )?;
+            for j in jobs {
+                insert.execute(params![id, j.key, j.ord, j.spec, j.state.as_str(), generation])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Make submission `generation` the sweep, in one transaction: its added jobs count,
+    /// the jobs of `removed` are dropped, and the sweep's failed and cancelled jobs are
+    /// queued again (with a fresh attempt count).
+    pub fn commit_submission(&mut self, id: &str, generation: i64, removed: &[String]) -> anyhow::Result<()> {
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "UPDATE sweeps SET generation = ?2, cancelled = 0, summarized = 0 WHERE id = ?1",
+            params![id, generation],
+        )?;
+        if generation == 0 {
+            // A new sweep: nothing to drop or queue again (and a million rows not to scan).
+            tx.commit()?;
+            return Ok(());
+        }
         {
             let mut delete = tx.prepare_cached("DELETE FROM jobs WHERE sweep_id = ?1 AND key = ?2")?;
             for key in removed {
@@ -212,23 +258,30 @@ impl Store {
              (SELECT key FROM jobs WHERE sweep_id = ?1 AND state = 'queued')",
             params![id],
         )?;
-        {
-            let mut insert = tx.prepare_cached(
-                "INSERT INTO jobs (sweep_id, key, ord, spec, state, attempts) VALUES (?1, ?2, ?3, ?4, ?5, 0)",
-            )?;
-            for j in new_jobs {
-                insert.execute(params![j.sweep_id, j.key, j.ord, j.spec, j.state.as_str()])?;
-            }
-        }
         tx.commit()?;
         Ok(())
+    }
+
+    /// Forget what a submission that will not be committed added: its jobs, and the sweep
+    /// if the submission made it. Also run at start-up for every submission a previous
+    /// coordinator left unfinished; returns how many jobs were dropped.
+    pub fn abandon_submissions(&mut self) -> anyhow::Result<usize> {
+        let tx = self.conn.transaction()?;
+        let n = tx.execute(
+            "DELETE FROM jobs WHERE generation >
+             COALESCE((SELECT s.generation FROM sweeps s WHERE s.id = jobs.sweep_id), -1)",
+            [],
+        )?;
+        tx.execute("DELETE FROM sweeps WHERE generation < 0", [])?;
+        tx.commit()?;
+        Ok(n)
     }
 
     /// Start attempts: each job becomes running with one more attempt. Returns the new
     /// attempt ids in order.
     pub fn start_attempts(
         &mut self,
-        jobs: &[(&str, &str)],
+        jobs: &[(impl AsRef<str>, impl AsRef<str>)],
         worker: &str,
         now_ms: i64,
         expires_ms: i64,
@@ -244,6 +297,7 @@ impl Store {
                  VALUES (?1, ?2, ?3, ?4, ?5, 'running')",
             )?;
             for (sweep, key) in jobs {
+                let (sweep, key) = (sweep.as_ref(), key.as_ref());
                 job.execute(params![sweep, key])?;
                 attempt.execute(params![sweep, key, worker, now_ms, expires_ms])?;
                 ids.push(tx.last_insert_rowid() as u64);
@@ -353,5 +407,63 @@ impl Store {
         let n = tx.execute("UPDATE jobs SET state = 'queued' WHERE state = 'running'", [])?;
         tx.commit()?;
         Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(key: &str, ord: i64) -> StoredJob {
+        StoredJob {
+            sweep_id: "s".into(),
+            key: key.into(),
+            ord,
+            spec: vec![],
+            state: JobState::Queued,
+            attempts: 0,
+            error: None,
+        }
+    }
+
+    fn keys(store: &Store) -> Vec<String> {
+        store.jobs().unwrap().into_iter().map(|j| j.key).collect()
+    }
+
+    /// A submission counts only once committed: one cut short (the coordinator died
+    /// between chunks) leaves no trace at the next start, neither a new sweep nor the new
+    /// jobs of a resubmission.
+    #[test]
+    fn a_submission_counts_once_committed_and_an_unfinished_one_is_dropped_at_start() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let mut store = Store::open(dir.path()).unwrap();
+            let generation = store.begin_submission("s", "testkit", 1).unwrap();
+            assert_eq!(generation, 0);
+            store.add_jobs("s", generation, &[job("a", 0)]).unwrap();
+            assert!(store.sweeps().unwrap().is_empty() && keys(&store).is_empty(), "not committed yet");
+        }
+        {
+            let mut store = Store::open(dir.path()).unwrap();
+            assert_eq!(store.abandon_submissions().unwrap(), 1);
+            assert!(store.sweeps().unwrap().is_empty());
+            let generation = store.begin_submission("s", "testkit", 2).unwrap();
+            store.add_jobs("s", generation, &[job("a", 0), job("b", 1)]).unwrap();
+            store.commit_submission("s", generation, &[]).unwrap();
+            assert_eq!(keys(&store), ["a", "b"]);
+            // A resubmission adding `c` and dropping `a`, cut short before its commit.
+            let generation = store.begin_submission("s", "testkit", 3).unwrap();
+            assert_eq!(generation, 1);
+            store.add_jobs("s", generation, &[job("c", 2)]).unwrap();
+            assert_eq!(keys(&store), ["a", "b"]);
+        }
+        let mut store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.abandon_submissions().unwrap(), 1);
+        assert_eq!(keys(&store), ["a", "b"]);
+        let generation = store.begin_submission("s", "testkit", 4).unwrap();
+        store.add_jobs("s", generation, &[job("c", 2)]).unwrap();
+        store.commit_submission("s", generation, &["a".to_string()]).unwrap();
+        assert_eq!(keys(&store), ["b", "c"]);
+        assert_eq!(store.sweeps().unwrap().len(), 1);
     }
 }

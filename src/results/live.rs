@@ -382,15 +382,15 @@ impl LiveSweep {
     }
 }
 
-/// Jobs `(cell, settled)` counted by cell as `(cell, expected, settled)`, for
-/// [`LiveSweep::new`].
-pub fn cell_counts<'a>(jobs: impl IntoIterator<Item = (&'a Cell, bool)>) -> Vec<(Cell, usize, usize)> {
+/// Counts of jobs `(cell, jobs, settled)` summed by cell as `(cell, expected, settled)`,
+/// for [`LiveSweep::new`].
+pub fn cell_counts<'a>(jobs: impl IntoIterator<Item = (&'a Cell, usize, usize)>) -> Vec<(Cell, usize, usize)> {
     // Hashed, then sorted once: a sweep has millions of jobs and few cells.
     let mut counts: HashMap<&Cell, (usize, usize)> = HashMap::new();
-    for (cell, settled) in jobs {
+    for (cell, n, settled) in jobs {
         let c = counts.entry(cell).or_default();
-        c.0 += 1;
-        c.1 += usize::from(settled);
+        c.0 += n;
+        c.1 += settled;
     }
     let mut cells: Vec<_> =
         counts.into_iter().map(|(cell, (expected, settled))| (cell.clone(), expected, settled)).collect();
@@ -480,7 +480,7 @@ mod tests {
 
     fn new_live(jobs: &[(ValidJob, Vec<StepRecord>)]) -> LiveSweep {
         let cells: Vec<Cell> = jobs.iter().map(|(j, _)| Cell::of(j)).collect();
-        let mut live = LiveSweep::new(&METRICS, cell_counts(cells.iter().map(|c| (c, false))));
+        let mut live = LiveSweep::new(&METRICS, cell_counts(cells.iter().map(|c| (c, 1, 0))));
         live.seed(Vec::new());
         live
     }
@@ -558,8 +558,10 @@ mod tests {
         // Of the first cell's five jobs, two were done before (found on disk) and one failed.
         let settled_before = |i: usize| i < 3;
         let cells: Vec<Cell> = jobs.iter().map(|(j, _)| Cell::of(j)).collect();
-        let mut live =
-            LiveSweep::new(&METRICS, cell_counts(cells.iter().enumerate().map(|(i, c)| (c, settled_before(i)))));
+        let mut live = LiveSweep::new(
+            &METRICS,
+            cell_counts(cells.iter().enumerate().map(|(i, c)| (c, 1, usize::from(settled_before(i))))),
+        );
         let before: Vec<StoredRows> = jobs[..2].iter().map(|j| store(dir.path(), j)).collect();
         assert!(!live.committed(store(dir.path(), &jobs[3])), "4 of 5 settled");
         assert!(live.settled_without_result(&cell), "5 of 5 settled");

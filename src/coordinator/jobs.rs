@@ -1,0 +1,206 @@
+//! The scheduler's job table entries, kept small: a coordinator holds every job of every
+//! sweep in memory, a million at a time. A job is its cell's shared [`Template`], a seed,
+//! a 16-byte [`Key`] and its state; a [`Submission`] carries new jobs in the same shape.
+
+use super::store::JobState;
+use crate::results::Cell;
+use armada_core::{JobKey, JobSpec, ValidJob};
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::sync::Arc;
+
+/// A job key in 16 bytes: the 32 hex digits of its [`JobKey`] as bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Key([u8; 16]);
+
+impl Key {
+    /// Stands in for a stored key that is not one (a damaged store); such a job cannot run.
+    pub const ZERO: Key = Key([0; 16]);
+
+    /// The key of 32 hex digits (as [`JobSpec::key`] makes them); `None` for anything else.
+    pub fn parse(hex: &str) -> Option<Key> {
+        let hex = hex.as_bytes();
+        if hex.len() != 32 {
+            return None;
+        }
+        let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+        let mut bytes = [0u8; 16];
+        for (i, pair) in hex.chunks(2).enumerate() {
+            bytes[i] = digit(pair[0])? << 4 | digit(pair[1])?;
+        }
+        Some(Key(bytes))
+    }
+
+    /// Of a key this build computed: always 32 hex digits.
+    pub fn of(key: &JobKey) -> Key {
+        Key::parse(&key.0).unwrap_or_else(|| panic!("job key {key} is not 32 hex digits"))
+    }
+
+    pub fn job_key(self) -> JobKey {
+        JobKey(self.to_string())
+    }
+}
+
+impl fmt::Display for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for b in self.0 {
+            write!(f, "{b:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+/// What the jobs of one cell share: their spec but the seed (0 here), and their cell.
+pub struct Template {
+    pub spec: JobSpec,
+    pub cell: Cell,
+    /// Its number among the scheduler's templates (0, 1, ...): jobs are counted by cell
+    /// through it, without hashing a cell per job.
+    pub id: usize,
+}
+
+pub struct Job {
+    pub sweep: Arc<str>,
+    pub template: Arc<Template>,
+    pub seed: u64,
+    pub key: Key,
+    pub state: JobState,
+    /// A commit's part is being written.
+    pub committing: bool,
+    /// It had failed, and a late result revived it: its sweep's summaries counted it
+    /// settled without a result, so they are reopened once it is settled again.
+    pub revived: bool,
+    pub attempts: u32,
+    /// Attempts voided for the worker's fault (records that broke the schema): they do
+    /// not count as attempts, but a job voided `MAX_VOIDED` times fails.
+    pub voided: u32,
+    /// The attempt the job is running (state `running`).
+    pub current: Option<u64>,
+    pub error: Option<Box<str>>,
+}
+
+impl Job {
+    pub fn new(sweep: Arc<str>, template: Arc<Template>, seed: u64, key: Key, state: JobState) -> Job {
+        Job {
+            sweep,
+            template,
+            seed,
+            key,
+            state,
+            committing: false,
+            revived: false,
+            attempts: 0,
+            voided: 0,
+            current: None,
+            error: None,
+        }
+    }
+
+    /// The job's validated spec (built from its template).
+    pub fn valid(&self) -> ValidJob {
+        let mut spec = self.template.spec.clone();
+        spec.seed = self.seed;
+        ValidJob { spec, key: self.key.job_key() }
+    }
+
+    pub fn family(&self) -> &str {
+        &self.template.spec.family
+    }
+
+    pub fn cell(&self) -> &Cell {
+        &self.template.cell
+    }
+}
+
+/// A submitted sweep's jobs as the scheduler takes them: one spec per distinct template
+/// (seed 0) and, per job, its template's index, seed and key; seed-major (the order the
+/// local runner uses, so an interrupted sweep is balanced across cells), each key once.
+/// Built off the scheduler, from validated jobs.
+pub struct Submission {
+    pub name: String,
+    pub family: String,
+    pub templates: Vec<JobSpec>,
+    pub jobs: Vec<NewJob>,
+    /// Every key of `jobs`.
+    pub keys: HashSet<Key>,
+    /// Positions in `jobs` in key order: the store's index takes them in that order, a few
+    /// pages at a time.
+    pub by_key: Vec<u32>,
+}
+
+#[derive(Clone, Copy)]
+pub struct NewJob {
+    pub template: u32,
+    pub seed: u64,
+    pub key: Key,
+}
+
+impl Submission {
+    pub fn new(name: String, family: String, jobs: Vec<ValidJob>) -> Submission {
+        let mut templates: Vec<JobSpec> = Vec::new();
+        // Sweep files list a template's seeds together: comparing with the last template
+        // is enough for them; the map catches interleaved structured submissions.
+        let mut by_text: HashMap<String, u32> = HashMap::new();
+        let mut seen = HashSet::with_capacity(jobs.len());
+        let mut new_jobs = Vec::with_capacity(jobs.len());
+        for ValidJob { mut spec, key } in jobs {
+            let key = Key::of(&key);
+            if !seen.insert(key) {
+                continue;
+            }
+            let seed = std::mem::take(&mut spec.seed);
+            let template = match templates.last() {
+                Some(last) if *last == spec => templates.len() as u32 - 1,
+                _ => *by_text.entry(spec.canonical()).or_insert_with(|| {
+                    templates.push(spec);
+                    templates.len() as u32 - 1
+                }),
+            };
+            new_jobs.push(NewJob { template, seed, key });
+        }
+        new_jobs.sort_by_key(|j| j.seed);
+        let mut by_key: Vec<u32> = (0..new_jobs.len() as u32).collect();
+        by_key.sort_unstable_by_key(|&k| new_jobs[k as usize].key);
+        Submission { name, family, templates, jobs: new_jobs, keys: seen, by_key }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_round_trips_through_16_bytes_and_anything_else_is_refused() {
+        let hex = "00ff10a9b8c7d6e5f4031229384756af";
+        assert_eq!(Key::parse(hex).unwrap().to_string(), hex);
+        for bad in ["", "00ff", &hex.to_uppercase()[..31], &format!("{hex}0"), "zzff10a9b8c7d6e5f4031229384756af"] {
+            assert_eq!(Key::parse(bad), None, "{bad:?}");
+        }
+        // Upper-case digits parse, and print lower-case as keys are made.
+        assert_eq!(Key::parse(&hex.to_uppercase()).unwrap().to_string(), hex);
+    }
+
+    #[test]
+    fn a_submission_shares_templates_orders_seed_major_and_drops_repeated_keys() {
+        let job = |algorithm: &str, seed: u64| {
+            let mut spec = JobSpec::new("testkit", "echo", algorithm);
+            spec.seed = seed;
+            spec.horizon = 1;
+            let key = spec.key();
+            ValidJob { spec, key }
+        };
+        let jobs = vec![job("a", 1), job("a", 0), job("b", 0), job("a", 2), job("b", 1), job("a", 0)];
+        let s = Submission::new("t".into(), "testkit".into(), jobs.clone());
+        assert_eq!(s.templates.iter().map(|t| t.algorithm.as_str()).collect::<Vec<_>>(), ["a", "b"]);
+        assert!(s.templates.iter().all(|t| t.seed == 0));
+        let order: Vec<(u32, u64)> = s.jobs.iter().map(|j| (j.template, j.seed)).collect();
+        assert_eq!(order, [(0, 0), (1, 0), (0, 1), (1, 1), (0, 2)]);
+        let keys: Vec<Key> = s.by_key.iter().map(|&k| s.jobs[k as usize].key).collect();
+        assert!(keys.windows(2).all(|w| w[0] < w[1]) && keys.len() == 5 && s.keys.len() == 5);
+        for j in &s.jobs {
+            let mut spec = s.templates[j.template as usize].clone();
+            spec.seed = j.seed;
+            assert_eq!(Key::of(&spec.key()), j.key);
+        }
+    }
+}
