@@ -458,6 +458,8 @@ impl Scheduler {
             s.sweeps.len(),
             s.jobs.len()
         );
+        // The stored rows read to load the jobs are gone.
+        release_free_memory();
         tokio::spawn(s.run(rx));
         Ok(SchedulerHandle { mailbox: tx, spools, live })
     }
