@@ -7,6 +7,7 @@ use armada_worker::auth::BearerToken;
 use indicatif::{ProgressBar, ProgressStyle};
 use pb::sweeps_client::SweepsClient;
 use std::path::Path;
+use std::time::{Duration, Instant};
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
 
@@ -28,29 +29,79 @@ pub fn status_error(e: tonic::Status) -> anyhow::Error {
 }
 
 /// How often a followed sweep's live table is redrawn under its progress bar.
-const TABLE_REFRESH: std::time::Duration = std::time::Duration::from_secs(2);
+const TABLE_REFRESH: Duration = Duration::from_secs(2);
+
+/// A watch that lost its coordinator tries again for this long before it gives up.
+const RECONNECT_FOR: Duration = Duration::from_secs(600);
+
+/// Errors that a new connection may cure: the coordinator restarting, or a network between.
+fn is_transient(e: &tonic::Status) -> bool {
+    use tonic::Code;
+    matches!(e.code(), Code::Unavailable | Code::Unknown | Code::Cancelled | Code::DeadlineExceeded | Code::Internal)
+}
 
 /// Stream a sweep's events with a progress bar until it finishes; returns its last status.
 /// With `progress`, the bar carries the sweep's live final-step table, redrawn as jobs
 /// commit (GetSummary answers from the live summaries: it reads no trajectory).
+/// A lost connection (a partition, a restarted coordinator) is dialled again with backoff,
+/// for up to [`RECONNECT_FOR`]; the watch then resumes from a fresh snapshot.
 pub async fn follow(client: &mut Client, id: &str, progress: bool) -> anyhow::Result<pb::SweepStatus> {
-    use pb::sweep_event::Event;
-    let mut events = client
-        .watch_sweep(pb::WatchSweepRequest { sweep_id: id.to_string() })
-        .await
-        .map_err(status_error)?
-        .into_inner();
     let bar = if progress { ProgressBar::new(0) } else { ProgressBar::hidden() };
     bar.set_style(
         ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} jobs ({eta} left) {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
+    let mut lost_since: Option<Instant> = None;
+    let mut backoff = Duration::from_millis(250);
+    loop {
+        let lost = match watch_once(client, id, &bar, progress).await {
+            Ok(Some(status)) => {
+                bar.finish_and_clear();
+                return Ok(status);
+            }
+            Ok(None) => tonic::Status::unavailable("the coordinator closed the watch before the sweep finished"),
+            Err(e) if is_transient(&e) => e,
+            Err(e) => {
+                bar.finish_and_clear();
+                return Err(status_error(e));
+            }
+        };
+        let since = *lost_since.get_or_insert_with(Instant::now);
+        if since.elapsed() > RECONNECT_FOR {
+            bar.finish_and_clear();
+            anyhow::bail!(
+                "lost the coordinator while watching `{id}` and could not reach it again for {RECONNECT_FOR:?}: {}",
+                status_error(lost)
+            );
+        }
+        // Said even when the bar is hidden (`--quiet`, no terminal): a watch that seems to
+        // hang should say why.
+        bar.suspend(|| eprintln!("lost the coordinator ({}); reconnecting in {backoff:?}", status_error(lost)));
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(Duration::from_secs(5));
+        // The coordinator answers again: the give-up clock starts afresh.
+        if client.get_sweep(pb::GetSweepRequest { sweep_id: id.to_string(), ..Default::default() }).await.is_ok() {
+            (lost_since, backoff) = (None, Duration::from_millis(250));
+        }
+    }
+}
+
+/// One watch stream of `id`, until the sweep finishes (`Some`), the stream ends (`None`)
+/// or fails.
+async fn watch_once(
+    client: &mut Client,
+    id: &str,
+    bar: &ProgressBar,
+    progress: bool,
+) -> Result<Option<pb::SweepStatus>, tonic::Status> {
+    use pb::sweep_event::Event;
+    let mut events = client.watch_sweep(pb::WatchSweepRequest { sweep_id: id.to_string() }).await?.into_inner();
     let settled = |s: &pb::SweepStatus| u64::from(s.n_done + s.n_failed + s.n_cancelled);
     let mut refresh = tokio::time::interval(TABLE_REFRESH);
     let (mut n_done, mut n_shown) = (0u64, 0u64);
     loop {
         let event = tokio::select! {
-            event = events.message() => event.map_err(status_error)?,
+            event = events.message() => event?,
             _ = refresh.tick(), if progress => {
                 if n_done > n_shown {
                     n_shown = n_done;
@@ -62,7 +113,7 @@ pub async fn follow(client: &mut Client, id: &str, progress: bool) -> anyhow::Re
                 continue;
             }
         };
-        let Some(event) = event else { break };
+        let Some(event) = event else { return Ok(None) };
         match event.event {
             Some(Event::Snapshot(s)) => {
                 bar.set_length(u64::from(s.n_jobs));
@@ -81,14 +132,9 @@ pub async fn follow(client: &mut Client, id: &str, progress: bool) -> anyhow::Re
                 }
             }
             Some(Event::JobStarted(_)) | None => {}
-            Some(Event::SweepFinished(s)) => {
-                bar.finish_and_clear();
-                return Ok(s);
-            }
+            Some(Event::SweepFinished(s)) => return Ok(Some(s)),
         }
     }
-    bar.finish_and_clear();
-    anyhow::bail!("the coordinator closed the watch of `{id}` before the sweep finished")
 }
 
 /// A live summary as shown under a progress bar.

@@ -3,48 +3,14 @@
 
 mod common;
 
-use common::{armada, assert_same_trajectory, job_count, jobs, text};
+use common::{armada, assert_same_trajectory, job_count, jobs, text, wait_until, Proc};
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_armada");
-
-/// A child process killed (SIGKILL) when dropped, so a failing test leaves nothing behind.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl Proc {
-    fn kill9(&mut self) {
-        self.0.kill().unwrap();
-        self.0.wait().unwrap();
-    }
-
-    fn sigterm(&mut self) {
-        let status = Command::new("kill").args(["-TERM", &self.0.id().to_string()]).status().unwrap();
-        assert!(status.success());
-    }
-
-    /// Wait for the process to exit, at most `secs`.
-    fn wait(&mut self, secs: u64) -> std::process::ExitStatus {
-        let deadline = Instant::now() + Duration::from_secs(secs);
-        loop {
-            if let Some(status) = self.0.try_wait().unwrap() {
-                return status;
-            }
-            assert!(Instant::now() < deadline, "process {} did not exit within {secs} s", self.0.id());
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
 
 struct Coordinator {
     proc: Proc,
@@ -127,15 +93,6 @@ fn write(dir: &Path, name: &str, body: &str) -> PathBuf {
     let path = dir.join(name);
     std::fs::write(&path, body).unwrap();
     path
-}
-
-/// Poll `cond` every 50 ms for at most `secs`.
-fn wait_until(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out after {secs} s waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// Every committed job holds steps 0..=horizon exactly once, in order.

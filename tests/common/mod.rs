@@ -5,7 +5,8 @@
 use polars::prelude::*;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output};
+use std::time::{Duration, Instant};
 
 pub fn armada(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_armada"))
@@ -96,5 +97,48 @@ pub fn assert_same_trajectory(a: &DataFrame, b: &DataFrame, what: &str) {
                 "{what}: column {name}"
             );
         }
+    }
+}
+
+/// A child process killed (SIGKILL) when dropped, so a failing test leaves nothing behind.
+pub struct Proc(pub Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Proc {
+    pub fn kill9(&mut self) {
+        self.0.kill().unwrap();
+        self.0.wait().unwrap();
+    }
+
+    pub fn sigterm(&mut self) {
+        let status = Command::new("kill").args(["-TERM", &self.0.id().to_string()]).status().unwrap();
+        assert!(status.success());
+    }
+
+    /// Wait for the process to exit, at most `secs`.
+    pub fn wait(&mut self, secs: u64) -> std::process::ExitStatus {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            if let Some(status) = self.0.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "process {} did not exit within {secs} s", self.0.id());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// Poll `cond` every 50 ms for at most `secs`.
+pub fn wait_until(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out after {secs} s waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
     }
 }

@@ -250,6 +250,7 @@ async fn session(
                     next_lease = tokio::time::Instant::now() + Duration::from_millis(reply.retry_after_ms.clamp(10, 5000) as u64);
                 }
                 for lease in reply.leases {
+                    info!("attempt {}: leased job {} of sweep {} (try {})", lease.attempt_id, lease.job_key, lease.sweep_id, lease.attempt);
                     let (cancel_tx, cancel_rx) = watch::channel(false);
                     running.insert(lease.attempt_id, cancel_tx);
                     backlog.push_back((lease, cancel_rx));
