@@ -166,7 +166,7 @@ pub fn parse_sweep_limited(
                     for &seed in &seeds {
                         let mut spec = cell.spec.clone();
                         spec.seed = seed;
-                        let key = spec.key();
+                        let key = spec.key(family.version());
                         jobs.push(ValidJob { spec, key });
                     }
                 }

@@ -506,7 +506,8 @@ impl Scheduler {
             };
             let (wire_spec, template, mut spec) = template;
             spec.seed = seed;
-            let key = spec.key();
+            let version = self.registry.family(&spec.family).map_err(|e| e.to_string())?.version();
+            let key = spec.key(version);
             spec.seed = 0;
             *last = Some((wire_spec, template.clone(), spec));
             Ok((template, seed, key))

@@ -342,12 +342,15 @@ pub fn server_info(registry: &Registry) -> pb::ServerInfoResponse {
     pb::ServerInfoResponse {
         version: env!("CARGO_PKG_VERSION").to_string(),
         build: registry.digest(),
-        key_salt: armada_core::KEY_SALT.to_string(),
+        key_salt: armada_core::key_salt(2),
+        stream_salt: armada_core::STREAM_SALT.to_string(),
         families: registry
             .families()
             .map(|f| pb::FamilyInfo {
                 name: f.name().to_string(),
                 doc: f.doc().to_string(),
+                version: f.version(),
+                key_salt: armada_core::key_salt(f.version()),
                 benchmarks: f.benchmarks().iter().map(component).collect(),
                 algorithms: f.algorithms().iter().map(component).collect(),
                 metrics: f
@@ -505,7 +508,14 @@ mod tests {
         let registry = crate::registry();
         let info = server_info(&registry);
         assert_eq!(info.build, registry.digest());
-        assert_eq!(info.key_salt, armada_core::KEY_SALT);
+        assert_eq!(info.stream_salt, "armada-job-v2");
+        // Each family's key salt is its version's, and keys computed from it are the
+        // registry's (a worker in another language follows the same text).
+        for f in &info.families {
+            assert_eq!(f.key_salt, format!("armada-job-v{}", f.version), "{}", f.name);
+        }
+        let cvs = info.families.iter().find(|f| f.name == "cvs").unwrap();
+        assert_eq!(cvs.version, 3, "bumped for the code mode's Adam refit");
         let names: Vec<&str> = info.families.iter().map(|f| f.name.as_str()).collect();
         assert_eq!(names, registry.families().map(|f| f.name()).collect::<Vec<_>>());
         let testkit = info.families.iter().find(|f| f.name == "testkit").unwrap();

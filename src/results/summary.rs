@@ -38,7 +38,7 @@ pub struct SummaryReport {
 /// for their schemas. Fails when there are no jobs.
 ///
 /// `armada run` passes the keys of its sweep, so that jobs left by an edited sweep
-/// file or by older code (another `KEY_SALT`) never leak into its summaries.
+/// file or by older code (an older version of its family) never leak into its summaries.
 pub fn rebuild_summaries(
     sweep_dir: &Path,
     only: Option<&BTreeSet<String>>,

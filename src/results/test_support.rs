@@ -19,7 +19,8 @@ pub fn job(family: &str, benchmark: &str, algorithm: &str, seed: u64) -> ValidJo
     spec.seed = seed;
     spec.horizon = 2;
     spec.sweep_seed = u64::MAX;
-    let key = spec.key();
+    let version = crate::registry().family(family).map_or(2, |f| f.version());
+    let key = spec.key(version);
     ValidJob { spec, key }
 }
 

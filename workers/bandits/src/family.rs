@@ -334,6 +334,10 @@ impl Family for BanditsFamily {
     fn name(&self) -> &'static str {
         "bandits"
     }
+    /// 2: as every family had before versions were per family.
+    fn version(&self) -> u32 {
+        2
+    }
 
     fn doc(&self) -> &'static str {
         "online hyperparameter tuning of GLM contextual bandits: CDT and its baselines (Kang, Hsieh, Lee)"

@@ -123,6 +123,10 @@ impl Family for LipschitzCheckFamily {
     fn name(&self) -> &'static str {
         "lipschitz-check"
     }
+    /// 2: as every family had before versions were per family.
+    fn version(&self) -> u32 {
+        2
+    }
     fn doc(&self) -> &'static str {
         "the CDT paper's Lipschitzness check (Appendix A.2, Figure 3): counterfactual rewards of fixed exploration values along a CDT run"
     }

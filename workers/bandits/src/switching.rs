@@ -239,6 +239,10 @@ impl Family for LipschitzFamily {
     fn name(&self) -> &'static str {
         "lipschitz"
     }
+    /// 2: as every family had before versions were per family.
+    fn version(&self) -> u32 {
+        2
+    }
     fn doc(&self) -> &'static str {
         "the CDT paper's switching Lipschitz bandit (Appendix A.3): Zooming TS with Restarts vs Zooming and the Oracle"
     }

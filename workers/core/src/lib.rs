@@ -18,7 +18,7 @@
 //! spec.seed = 7;
 //! spec.horizon = 300;
 //! // Keys are stable: the same spec gives the same key.
-//! assert_eq!(spec.key(), spec.clone().key());
+//! assert_eq!(spec.key(2), spec.clone().key(2));
 //! # let _ = Params::new();
 //! ```
 //!
@@ -41,4 +41,4 @@ pub use registry::{
 };
 pub use rng::{JobStreams, StreamRng};
 pub use runner::{run_job, RunOutcome};
-pub use spec::{JobKey, JobSpec, KEY_SALT};
+pub use spec::{key_salt, JobKey, JobSpec, STREAM_SALT};

@@ -42,6 +42,11 @@ pub trait Episode {
 /// A family crate's entry point: its benchmarks, algorithms, metric schema and constructor.
 pub trait Family: Send + Sync {
     fn name(&self) -> &'static str;
+    /// The version of what this family's jobs compute, part of every job key
+    /// ([`crate::key_salt`]). Bump it with any change that alters a trajectory of one of its
+    /// jobs, and say why beside it: its results of older code are then no longer resumed,
+    /// and its golden trajectories (`tests/golden.rs`) are regenerated.
+    fn version(&self) -> u32;
     fn doc(&self) -> &'static str;
     fn benchmarks(&self) -> &'static [ComponentDef];
     fn algorithms(&self) -> &'static [ComponentDef];
@@ -99,15 +104,16 @@ impl Registry {
         })
     }
 
-    /// A digest of everything that decides what a job is: the key salt, and each family's
-    /// name, benchmarks, algorithms (with their parameter schemas and defaults) and metrics.
+    /// A digest of everything that decides what a job is: each family's name, version,
+    /// benchmarks, algorithms (with their parameter schemas and defaults) and metrics.
     /// A worker and a coordinator with the same digest compute the same jobs from the same
     /// specs; the coordinator refuses a worker whose digest differs.
     pub fn digest(&self) -> String {
         let mut hasher = blake3::Hasher::new();
-        hasher.update(crate::KEY_SALT.as_bytes());
+        hasher.update(crate::STREAM_SALT.as_bytes());
         for f in self.families() {
-            let schema = format!("\n{};{:?};{:?};{:?}", f.name(), f.benchmarks(), f.algorithms(), f.metrics());
+            let schema =
+                format!("\n{};v{};{:?};{:?};{:?}", f.name(), f.version(), f.benchmarks(), f.algorithms(), f.metrics());
             hasher.update(schema.as_bytes());
         }
         hasher.finalize().to_hex()[..16].to_string()
@@ -139,7 +145,7 @@ impl Registry {
             ));
         }
         family.check(&complete)?;
-        let key = complete.key();
+        let key = complete.key(family.version());
         Ok(ValidJob { spec: complete, key })
     }
 }

@@ -6,7 +6,7 @@
 //! initial design, noise, and sampled test functions; algorithm streams also hash the
 //! algorithm and its parameters.
 
-use crate::{JobSpec, KEY_SALT};
+use crate::{JobSpec, STREAM_SALT};
 use rand::SeedableRng;
 
 /// The generator behind every stream.
@@ -22,7 +22,7 @@ pub struct JobStreams {
 impl JobStreams {
     pub fn new(spec: &JobSpec) -> Self {
         let env_text = format!(
-            "{KEY_SALT};streams;sweep_seed={};family={};benchmark={}{};seed={}",
+            "{STREAM_SALT};streams;sweep_seed={};family={};benchmark={}{};seed={}",
             spec.sweep_seed, spec.family, spec.benchmark, spec.benchmark_params, spec.seed
         );
         let env_root = *blake3::hash(env_text.as_bytes()).as_bytes();
@@ -69,10 +69,8 @@ mod tests {
         spec.algorithm_params.insert("beta_sqrt".into(), crate::ParamValue::Float(3.0));
         spec.seed = 3;
         spec.sweep_seed = 11;
-        let env_root = blake3::hash(
-            format!("{KEY_SALT};streams;sweep_seed=11;family=lse;benchmark=sinusoidal{{noise_sd=0.1}};seed=3")
-                .as_bytes(),
-        );
+        let env_root =
+            blake3::hash(b"armada-job-v2;streams;sweep_seed=11;family=lse;benchmark=sinusoidal{noise_sd=0.1};seed=3");
         let stream = |root: &[u8], purpose: &str| {
             let mut seed = Vec::from(root);
             seed.extend_from_slice(purpose.as_bytes());

@@ -94,6 +94,9 @@ mod tests {
         fn name(&self) -> &'static str {
             "toy"
         }
+        fn version(&self) -> u32 {
+            1
+        }
         fn doc(&self) -> &'static str {
             "test family"
         }

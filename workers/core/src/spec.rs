@@ -3,9 +3,19 @@
 use crate::Params;
 use std::fmt;
 
-/// Bumped whenever a change to armada alters what any job computes, so that results
-/// of older code are never mistaken for current ones.
-pub const KEY_SALT: &str = "armada-job-v2";
+/// What starts a job's canonical text: `armada-job-v<version>`, with the version of the
+/// job's family ([`crate::Family::version`]). A family bumps its version when a change
+/// alters what any of its jobs computes, so that its results of older code are never
+/// mistaken for current ones, and the other families' results stay valid. (Before
+/// versions were per family, every key was salted `armada-job-v2`: a family at version 2
+/// keeps the keys it had.)
+pub fn key_salt(version: u32) -> String {
+    format!("armada-job-v{version}")
+}
+
+/// The salt of every random stream's root ([`crate::JobStreams`]). Fixed for good: a
+/// version bump changes a family's keys, never its random numbers.
+pub const STREAM_SALT: &str = "armada-job-v2";
 
 /// One cell of a sweep. Parameters are canonical after [`crate::Registry::validate`]:
 /// every schema parameter present, defaults filled in, integers widened to floats
@@ -39,10 +49,11 @@ impl JobSpec {
         }
     }
 
-    /// The canonical text of the spec: what the key hashes.
-    pub fn canonical(&self) -> String {
+    /// The canonical text of the spec, for its family at `version`: what the key hashes.
+    pub fn canonical(&self, version: u32) -> String {
         format!(
-            "{KEY_SALT};family={};benchmark={}{};algorithm={}{};seed={};horizon={};sweep_seed={}",
+            "{};family={};benchmark={}{};algorithm={}{};seed={};horizon={};sweep_seed={}",
+            key_salt(version),
             self.family,
             self.benchmark,
             self.benchmark_params,
@@ -54,9 +65,11 @@ impl JobSpec {
         )
     }
 
-    /// The content-addressed key: the first 128 bits of BLAKE3 over the canonical text.
-    pub fn key(&self) -> JobKey {
-        let hash = blake3::hash(self.canonical().as_bytes());
+    /// The content-addressed key, for its family at `version` (use
+    /// [`crate::Registry::validate`], which knows it): the first 128 bits of BLAKE3 over
+    /// the canonical text.
+    pub fn key(&self, version: u32) -> JobKey {
+        let hash = blake3::hash(self.canonical(version).as_bytes());
         let mut hex = String::with_capacity(32);
         for b in &hash.as_bytes()[..16] {
             hex.push_str(&format!("{b:02x}"));
@@ -89,12 +102,14 @@ mod tests {
 
     #[test]
     fn key_is_stable_and_sensitive_to_every_field() {
-        let base = spec().key();
+        let base = spec().key(2);
         assert_eq!(base.0.len(), 32);
         assert!(base.0.chars().all(|c| c.is_ascii_hexdigit()));
-        assert_eq!(base, spec().key());
-        // Pinned: if this changes, every stored result is orphaned; that must be a deliberate KEY_SALT bump.
+        assert_eq!(base, spec().key(2));
+        // Pinned: if this changes, every stored result is orphaned; only a family's version
+        // bump may change its keys.
         assert_eq!(base.0, "7434155572d52354eeb40da7a7e19c39");
+        assert_ne!(spec().key(3), base, "the version is part of the key");
         let mut variants = Vec::new();
         let mut s = spec();
         s.seed = 1;
@@ -112,7 +127,7 @@ mod tests {
         s.benchmark = "himmelblau".into();
         variants.push(s);
         for v in variants {
-            assert_ne!(v.key(), base, "{}", v.canonical());
+            assert_ne!(v.key(2), base, "{}", v.canonical(2));
         }
     }
 
@@ -128,20 +143,18 @@ mod tests {
         s.algorithm_params.insert("on".into(), ParamValue::Bool(true));
         s.seed = 7;
         s.sweep_seed = 42;
-        let text = format!(
-            "{KEY_SALT};family=lse;benchmark=sinusoidal{{noise_sd=0.1,tiny=1e-7}};\
-             algorithm=straddle{{beta_sqrt=3.0,mode=\"first\",n=-4,on=true}};seed=7;horizon=300;sweep_seed=42"
-        );
-        assert_eq!(s.canonical(), text);
+        let text = "armada-job-v2;family=lse;benchmark=sinusoidal{noise_sd=0.1,tiny=1e-7};\
+             algorithm=straddle{beta_sqrt=3.0,mode=\"first\",n=-4,on=true};seed=7;horizon=300;sweep_seed=42";
+        assert_eq!(s.canonical(2), text);
         let hash = blake3::hash(text.as_bytes());
         let hex: String = hash.as_bytes()[..16].iter().map(|b| format!("{b:02x}")).collect();
-        assert_eq!(s.key().0, hex);
+        assert_eq!(s.key(2).0, hex);
     }
 
     #[test]
     fn int_and_float_params_differ_in_canonical_text() {
         let mut a = spec();
         a.algorithm_params.insert("beta_sqrt".into(), ParamValue::Int(3));
-        assert_ne!(a.canonical(), spec().canonical());
+        assert_ne!(a.canonical(2), spec().canonical(2));
     }
 }

@@ -229,6 +229,11 @@ impl Family for CvsFamily {
     fn name(&self) -> &'static str {
         "cvs"
     }
+    /// 3: `mode = "code"` refits the GP hyperparameters with Adam at every exploitation
+    /// step, as the reference code (d641ef3); its results of before are not resumed.
+    fn version(&self) -> u32 {
+        3
+    }
 
     fn doc(&self) -> &'static str {
         "BO with unknown cost-varying variable subsets (Hoang, Nguyen, Tran, AAAI 2025, arXiv:2412.15863) and its baselines"

@@ -1121,7 +1121,7 @@ mod tests {
             assert_eq!(err.field_path, field, "{algo}");
             assert!(err.message.contains(needle), "{algo}: {err}");
             // Bypass validation (as a stale queued job would) to check the start-time guard.
-            let key = spec.key();
+            let key = spec.key(2);
             let complete = ValidJob {
                 spec: JobSpec {
                     benchmark_params: armada_core::check_params(&CONTINUOUS_5D[0], &spec.benchmark_params).unwrap(),

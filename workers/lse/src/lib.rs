@@ -49,6 +49,10 @@ impl Family for LseFamily {
     fn name(&self) -> &'static str {
         "lse"
     }
+    /// 2: as every family had before versions were per family.
+    fn version(&self) -> u32 {
+        2
+    }
 
     fn doc(&self) -> &'static str {
         "level-set estimation with the randomized straddle (Inatsu et al., arXiv:2408.03144)"

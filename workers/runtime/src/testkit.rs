@@ -69,6 +69,10 @@ impl Family for TestkitFamily {
     fn name(&self) -> &'static str {
         "testkit"
     }
+    /// 2: as every family had before versions were per family.
+    fn version(&self) -> u32 {
+        2
+    }
     fn doc(&self) -> &'static str {
         "tiny jobs for testing and benchmarking the orchestration (not a paper)"
     }

@@ -87,7 +87,7 @@ mod tests {
         spec.benchmark_params.insert("flag".into(), ParamValue::Bool(true));
         let back = spec_from_wire(spec_to_wire(&spec), "jobs[0]").unwrap();
         assert_eq!(back, spec);
-        assert_eq!(back.key(), spec.key());
+        assert_eq!(back.key(2), spec.key(2));
     }
 
     #[test]

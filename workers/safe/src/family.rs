@@ -128,6 +128,10 @@ impl Family for SafeFamily {
     fn name(&self) -> &'static str {
         "safe"
     }
+    /// 2: as every family had before versions were per family.
+    fn version(&self) -> u32 {
+        2
+    }
 
     fn doc(&self) -> &'static str {
         "safe Bayesian optimisation with monotonicity constraints: M-SafeOpt and baselines (Losalka & Scarlett, AISTATS 2024)"

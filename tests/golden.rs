@@ -1,0 +1,161 @@
+//! Golden trajectories: a fixed small set of jobs per family (the sweep files
+//! `tests/golden/*.toml`, grouped by their `family`) whose trajectories must come out bit
+//! for bit as `tests/golden/<family>.txt` records them (every value, elapsed_ms aside).
+//!
+//! A family whose jobs compute something else fails here until its version
+//! (`Family::version`) is bumped. A family whose version differs from its file's gets its
+//! file written afresh (the regeneration that a bump runs); `.ci/run` then refuses the
+//! change until the new file is committed, so the comparison is never skipped in CI.
+
+use armada::{registry, sweep};
+use armada_core::{run_job, Family, StepRecord};
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+
+fn golden_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
+}
+
+/// A job's header line and its records, one line per step: the step, then every value as
+/// the 16 hex digits of its bits.
+struct Trajectory {
+    header: String,
+    lines: Vec<String>,
+}
+
+fn run_golden(sweeps: &[sweep::Sweep], registry: &armada_core::Registry) -> Vec<Trajectory> {
+    let mut out = Vec::new();
+    for s in sweeps {
+        for job in &s.jobs {
+            let mut records: Vec<StepRecord> = Vec::new();
+            let ran = run_job(registry, job, &mut |r| {
+                records.push(r);
+                ControlFlow::Continue(())
+            });
+            let header = format!("job {} {}", job.key, armada::local::describe(job));
+            let lines = match ran {
+                Ok(_) => records
+                    .iter()
+                    .map(|r| {
+                        let mut line = r.step.to_string();
+                        for v in &r.values {
+                            write!(line, " {:016x}", v.to_bits()).unwrap();
+                        }
+                        line
+                    })
+                    .collect(),
+                Err(e) => vec![format!("error {e}")],
+            };
+            out.push(Trajectory { header, lines });
+        }
+    }
+    out
+}
+
+fn render(family: &dyn Family, trajectories: &[Trajectory]) -> String {
+    let metrics: Vec<&str> = family.metrics().iter().map(|m| m.name).collect();
+    let mut text = format!(
+        "# Golden trajectories of family `{}` (tests/golden.rs): per job, one line per step with\n\
+         # every metric ({}) as the hex of its f64 bits. Written by the test when the\n\
+         # family's version changes; commit it with the bump.\nversion {}\n",
+        family.name(),
+        metrics.join(", "),
+        family.version()
+    );
+    for t in trajectories {
+        text.push_str(&t.header);
+        text.push('\n');
+        for line in &t.lines {
+            text.push_str(line);
+            text.push('\n');
+        }
+    }
+    text
+}
+
+/// The first difference between the recorded and the computed text, said in terms of a
+/// job, a step and a metric.
+fn first_difference(family: &dyn Family, recorded: &str, computed: &str) -> String {
+    let metrics: Vec<&str> = family.metrics().iter().map(|m| m.name).collect();
+    let mut job = "";
+    for (want, got) in recorded.lines().zip(computed.lines()) {
+        if want.starts_with("job ") && want == got {
+            job = want;
+        }
+        if want == got {
+            continue;
+        }
+        if want.starts_with("job ") || got.starts_with("job ") {
+            return format!("a different job: recorded `{want}`, computed `{got}`");
+        }
+        let (w, g): (Vec<&str>, Vec<&str>) = (want.split(' ').collect(), got.split(' ').collect());
+        let column = (1..w.len().max(g.len())).find(|&i| w.get(i) != g.get(i)).unwrap_or(0);
+        let name = metrics.get(column.wrapping_sub(1)).copied().unwrap_or("?");
+        let value = |v: Option<&&str>| {
+            v.and_then(|h| u64::from_str_radix(h, 16).ok())
+                .map_or("-".to_string(), |b| format!("{:e}", f64::from_bits(b)))
+        };
+        return format!(
+            "{job}\n  step {}, metric `{name}`: recorded {}, computed {}",
+            w[0],
+            value(w.get(column)),
+            value(g.get(column))
+        );
+    }
+    format!(
+        "a different number of lines ({} recorded, {} computed)",
+        recorded.lines().count(),
+        computed.lines().count()
+    )
+}
+
+#[test]
+fn every_family_computes_its_golden_trajectories_bit_for_bit() {
+    let registry = registry();
+    let mut by_family: BTreeMap<String, Vec<sweep::Sweep>> = BTreeMap::new();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(golden_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    files.sort();
+    for path in files {
+        let s = sweep::load_sweep(&path, &registry).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        by_family.entry(s.family.clone()).or_default().push(s);
+    }
+    let mut failures = Vec::new();
+    for family in registry.families() {
+        let name = family.name();
+        let Some(sweeps) = by_family.get(name) else {
+            failures.push(format!("family `{name}` has no golden jobs: add tests/golden/{name}.toml"));
+            continue;
+        };
+        let computed = render(family, &run_golden(sweeps, &registry));
+        let path = golden_dir().join(format!("{name}.txt"));
+        let recorded = std::fs::read_to_string(&path).unwrap_or_default();
+        let recorded_version = recorded.lines().find_map(|l| l.strip_prefix("version ")).and_then(|v| v.parse().ok());
+        if recorded_version != Some(family.version()) {
+            std::fs::write(&path, &computed).unwrap();
+            eprintln!(
+                "family `{name}`: version {} (recorded {recorded_version:?}): wrote {}; commit it",
+                family.version(),
+                path.display()
+            );
+            continue;
+        }
+        if recorded != computed {
+            failures.push(format!(
+                "family `{name}` (version {}) no longer computes its golden trajectories: {}\n  \
+                 If the change is meant, bump `{name}`'s version (its `Family::version`, with the \
+                 reason beside it): its results of older code are then not resumed, and this test \
+                 rewrites {} for you to commit. If it is not meant, it is a regression.",
+                family.version(),
+                first_difference(family, &recorded, &computed),
+                path.display()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
