@@ -84,7 +84,7 @@ pub fn run_sweep(
                         completed.fetch_add(1, Ordering::Relaxed);
                     }
                     Ok(Err(job_error)) => {
-                        bar.println(format!("job {} failed: {job_error}", describe(job)));
+                        bar.println(format!("job {} failed: {job_error}", job.describe()));
                         if let Ok(mut f) = failures.lock() {
                             f.push(((*job).clone(), job_error.to_string()));
                         }
@@ -190,13 +190,4 @@ impl Parts<'_> {
         results::write_part(self.sweep_dir, self.metrics, jobs)?;
         Ok(())
     }
-}
-
-/// A short human description of a job for messages.
-pub fn describe(job: &ValidJob) -> String {
-    let s = &job.spec;
-    format!(
-        "{}/{}{} x {}{} seed {} ({})",
-        s.family, s.benchmark, s.benchmark_params, s.algorithm, s.algorithm_params, s.seed, job.key
-    )
 }

@@ -90,3 +90,133 @@ fn visit(dir: &Path, f: &mut dyn FnMut(&Path)) {
         }
     }
 }
+
+/// The top-level modules a file's non-test code names through `crate::` (and, in a
+/// top-level file, `super::`), out of `modules`. Comments (doc links) do not count.
+fn modules_named(text: &str, top_level: bool, modules: &BTreeSet<String>) -> BTreeSet<String> {
+    let code = text.split("#[cfg(test)]").next().unwrap_or(text);
+    let code: String = code.lines().map(|l| l.split("//").next().unwrap_or("")).collect::<Vec<_>>().join("\n");
+    let ident = |s: &str| s.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect::<String>();
+    let mut named = BTreeSet::new();
+    let prefixes: &[&str] = if top_level { &["crate::", "super::"] } else { &["crate::"] };
+    for prefix in prefixes {
+        for (at, _) in code.match_indices(prefix) {
+            let rest = &code[at + prefix.len()..];
+            if let Some(group) = rest.strip_prefix('{') {
+                // `crate::{a::X, b}`: the first name of each item at the group's top level.
+                let (mut depth, mut item_start) = (0, true);
+                for (i, c) in group.char_indices() {
+                    match c {
+                        '{' => depth += 1,
+                        '}' if depth == 0 => break,
+                        '}' => depth -= 1,
+                        ',' if depth == 0 => item_start = true,
+                        c if item_start && !c.is_whitespace() => {
+                            named.insert(ident(&group[i..]));
+                            item_start = false;
+                        }
+                        _ => {}
+                    }
+                }
+            } else {
+                named.insert(ident(rest));
+            }
+        }
+    }
+    named.retain(|m| modules.contains(m));
+    named
+}
+
+/// A cycle in `edges`, as a path that ends where it starts.
+fn find_cycle(edges: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        node: &str,
+        edges: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(i) = path.iter().position(|p| p == node) {
+            let mut cycle = path[i..].to_vec();
+            cycle.push(node.to_string());
+            return Some(cycle);
+        }
+        if done.contains(node) {
+            return None;
+        }
+        path.push(node.to_string());
+        for next in edges.get(node).into_iter().flatten() {
+            if let Some(cycle) = visit(next, edges, path, done) {
+                return Some(cycle);
+            }
+        }
+        path.pop();
+        done.insert(node.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    edges.keys().find_map(|node| visit(node, edges, &mut Vec::new(), &mut done))
+}
+
+/// Within each crate, the top-level modules depend on each other without cycles (test code
+/// aside): a module can be read, and changed, after the ones it uses.
+#[test]
+fn the_modules_of_every_crate_import_each_other_without_cycles() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut crates = vec![root.join("src"), root.join("proto/src")];
+    for entry in std::fs::read_dir(root.join("workers")).unwrap().flatten() {
+        crates.push(entry.path().join("src"));
+    }
+    let mut checked = 0;
+    for src in crates {
+        let mut modules = BTreeSet::new();
+        for entry in std::fs::read_dir(&src).unwrap().flatten() {
+            let path = entry.path();
+            let stem = path.file_stem().unwrap().to_string_lossy().to_string();
+            if (path.is_dir() || path.extension().is_some_and(|e| e == "rs"))
+                && !["lib", "main"].contains(&stem.as_str())
+            {
+                modules.insert(stem);
+            }
+        }
+        let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for module in &modules {
+            let file = src.join(format!("{module}.rs"));
+            let mut named = BTreeSet::new();
+            if file.is_file() {
+                named.extend(modules_named(&std::fs::read_to_string(&file).unwrap(), true, &modules));
+            }
+            visit(&src.join(module), &mut |path| {
+                let top_level =
+                    path.file_name().is_some_and(|n| n == "mod.rs") && path.parent() == Some(&src.join(module));
+                named.extend(modules_named(&std::fs::read_to_string(path).unwrap(), top_level, &modules));
+            });
+            named.remove(module);
+            edges.insert(module.clone(), named);
+        }
+        checked += edges.values().map(BTreeSet::len).sum::<usize>();
+        if let Some(cycle) = find_cycle(&edges) {
+            panic!("{}: the modules import each other in a cycle: {}", src.display(), cycle.join(" -> "));
+        }
+    }
+    assert!(checked > 50, "only {checked} imports between modules found: is the scan still reading them?");
+}
+
+#[test]
+fn the_cycle_check_sees_grouped_imports_and_cycles() {
+    let modules: BTreeSet<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
+    let named =
+        modules_named("use crate::{a::X, b};\nfn f() { crate::c::g(); }\n#[cfg(test)]\nuse crate::b;", true, &modules);
+    assert_eq!(named, modules);
+    let named =
+        modules_named("use super::a; // [`crate::c`]\n#[cfg(test)]\nmod tests { use crate::b; }", false, &modules);
+    assert!(named.is_empty(), "{named:?}");
+    let edges = |pairs: &[(&str, &str)]| {
+        let mut e: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (from, to) in pairs {
+            e.entry(from.to_string()).or_default().insert(to.to_string());
+        }
+        e
+    };
+    assert_eq!(find_cycle(&edges(&[("a", "b"), ("b", "c"), ("c", "a")])).unwrap(), ["a", "b", "c", "a"]);
+    assert_eq!(find_cycle(&edges(&[("a", "b"), ("b", "c"), ("a", "c")])), None);
+}

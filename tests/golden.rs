@@ -34,7 +34,7 @@ fn run_golden(sweeps: &[sweep::Sweep], registry: &armada_core::Registry) -> Vec<
                 records.push(r);
                 ControlFlow::Continue(())
             });
-            let header = format!("job {} {}", job.key, armada::local::describe(job));
+            let header = format!("job {} {}", job.key, job.describe());
             let lines = match ran {
                 Ok(_) => records
                     .iter()

@@ -52,7 +52,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         let config = local::LocalConfig { n_threads: n_jobs, progress };
         let report = local::run_sweep(&registry, &sweep, &sweep_dir, config)?;
         let failures =
-            report.failures.iter().map(|(job, error)| format!("failed: {}: {error}", local::describe(job))).collect();
+            report.failures.iter().map(|(job, error)| format!("failed: {}: {error}", job.describe())).collect();
         (failures, None)
     } else {
         let config = embedded::EmbeddedConfig { n_workers: n_jobs, progress, worker_exe: std::env::current_exe()? };

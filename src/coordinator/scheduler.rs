@@ -19,8 +19,8 @@ use super::live::{self, LiveSummaries, Opening};
 use super::queue::JobQueue;
 use super::spool::{RecordSchema, Spools};
 use super::store::{JobState, Store, StoredJob};
+use crate::results;
 use crate::results::Cell;
-use crate::{local, results};
 use armada_core::{JobSpec, MetricDef, Registry};
 use armada_proto::v1 as pb;
 use armada_worker::wire;
@@ -900,7 +900,7 @@ impl Scheduler {
             .take(page.limit)
             .map(|j| pb::JobFailed {
                 job_key: j.key.to_string(),
-                description: local::describe(&j.valid()),
+                description: j.valid().describe(),
                 error: j.error.as_deref().unwrap_or_default().to_string(),
                 attempt: j.attempts,
                 r#final: true,
@@ -1132,7 +1132,7 @@ impl Scheduler {
                 let job = &self.jobs[i];
                 let event = pb::sweep_event::Event::JobStarted(pb::JobStarted {
                     job_key: job.key.to_string(),
-                    description: local::describe(&job.valid()),
+                    description: job.valid().describe(),
                     attempt_id: id,
                     attempt: job.attempts,
                     worker: worker_id.clone(),
@@ -1307,7 +1307,7 @@ impl Scheduler {
                 let job = &self.jobs[i];
                 let event = pb::sweep_event::Event::JobFinished(pb::JobFinished {
                     job_key: job.key.to_string(),
-                    description: local::describe(&job.valid()),
+                    description: job.valid().describe(),
                     final_metrics,
                 });
                 self.emit(&sweep, event);
@@ -1407,7 +1407,7 @@ impl Scheduler {
         } else {
             self.live.settled_without_result(&sweep, self.jobs[i].cell());
         }
-        let description = local::describe(&self.jobs[i].valid());
+        let description = self.jobs[i].valid().describe();
         let event = pb::sweep_event::Event::JobFailed(pb::JobFailed {
             job_key: key,
             description,

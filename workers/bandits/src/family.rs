@@ -15,8 +15,9 @@
 use crate::cdt::{CdtConfig, WarmupRule};
 use crate::env::{Environment, RewardModel, SyntheticConfig, SyntheticEnv};
 use crate::episode::TunedLoop;
+use crate::methods::TunerKind;
 use crate::movielens::{MovieLensConfig, MovieLensEnv, RatingsSource};
-use crate::tuner::{CandidateSet, Tuner, TunerKind};
+use crate::tuner::{CandidateSet, Tuner};
 use crate::yahoo::{YahooConfig, YahooData, YahooEnv};
 use crate::{Algorithm, BottomBandit};
 use armada_core::{

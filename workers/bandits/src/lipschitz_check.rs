@@ -16,7 +16,8 @@ use crate::cdt::{CdtConfig, WarmupRule};
 use crate::env::Environment;
 use crate::episode::TunedLoop;
 use crate::family::{bottom_of, environment, UNIT_BALL};
-use crate::tuner::{Tuner, TunerKind};
+use crate::methods::TunerKind;
+use crate::tuner::Tuner;
 use crate::{Algorithm, BottomBandit};
 use armada_core::{
     ComponentDef, Episode, Family, JobError, JobSpec, JobStreams, MetricDef, MetricKind, ParamDef, ParamKind,

@@ -78,6 +78,17 @@ pub struct ValidJob {
     pub key: JobKey,
 }
 
+impl ValidJob {
+    /// A short human description of the job for messages.
+    pub fn describe(&self) -> String {
+        let s = &self.spec;
+        format!(
+            "{}/{}{} x {}{} seed {} ({})",
+            s.family, s.benchmark, s.benchmark_params, s.algorithm, s.algorithm_params, s.seed, self.key
+        )
+    }
+}
+
 /// All families known to this build.
 pub struct Registry {
     families: Vec<Box<dyn Family>>,

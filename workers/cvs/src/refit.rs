@@ -12,9 +12,9 @@
 //! learning rate (times the sign of its gradient), whatever the gradient's size.
 
 use armada_core::JobError;
-use armada_gp::{log_marginal_likelihood_and_grad, Kernel, Points};
+use armada_gp::{log_marginal_likelihood_and_grad, Points};
 
-use crate::surrogate::GpConfig;
+use crate::surrogate::{GpConfig, Hyper};
 
 const LS_LOW: f64 = 0.01;
 const LS_HIGH: f64 = 1e4;
@@ -32,21 +32,6 @@ pub struct AdamConfig {
 impl Default for AdamConfig {
     fn default() -> Self {
         Self { steps: 10, lr: 0.1, beta1: 0.9, beta2: 0.999, eps: 1e-8 }
-    }
-}
-
-/// Hyperparameters of the SE-ARD GP with a constant prior mean.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Hyper {
-    pub lengthscales: Vec<f64>,
-    pub outputscale: f64,
-    pub mean: f64,
-    pub noise_var: f64,
-}
-
-impl Hyper {
-    pub fn kernel(&self) -> Kernel {
-        Kernel::squared_exponential(self.outputscale, self.lengthscales.clone())
     }
 }
 

@@ -1,7 +1,9 @@
 //! The GP surrogate of every algorithm and its expectations over the random partial query
 //! (spec §2.1–§2.3 and the factorisations of §8.4).
 //!
-//! Fixed hyperparameters (SE-ARD, `s2 = 1`, `ls = 0.2`, `lambda = 1e-4`, `m0 = 0`, raw outputs).
+//! SE-ARD hyperparameters: fixed ([`GpConfig`]: `s2 = 1`, `ls = 0.2`, `lambda = 1e-4`, `m0 = 0`,
+//! raw outputs), or a [`Hyper`] set that code mode refits at every exploitation step
+//! ([`crate::refit`]).
 //! The data live in an incremental [`armada_gp::Gp`] (O(n^2) per play); each iteration takes one
 //! [`Posterior`] snapshot (`L`, `alpha = K^{-1} y`) that every expectation of that iteration
 //! reuses.
@@ -19,12 +21,26 @@
 use armada_core::JobError;
 use armada_gp::{Gp, Kernel, Points};
 
-use crate::refit::Hyper;
 use faer::linalg::triangular_solve::{solve_lower_triangular_in_place, solve_upper_triangular_in_place};
 use faer::{Mat, Par};
 
 /// Posterior variance floor (GPyTorch clamps the predictive variance at 1e-10 in float64).
 pub const VAR_FLOOR: f64 = 1e-10;
+
+/// Hyperparameters of the SE-ARD GP with a constant prior mean.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hyper {
+    pub lengthscales: Vec<f64>,
+    pub outputscale: f64,
+    pub mean: f64,
+    pub noise_var: f64,
+}
+
+impl Hyper {
+    pub fn kernel(&self) -> Kernel {
+        Kernel::squared_exponential(self.outputscale, self.lengthscales.clone())
+    }
+}
 
 /// Fixed GP hyperparameters (spec §2.1).
 #[derive(Clone, Copy, Debug, PartialEq)]
