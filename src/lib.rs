@@ -9,10 +9,11 @@
 pub mod client;
 pub mod coordinator;
 pub mod embedded;
+pub mod families;
 pub mod local;
 pub mod results;
 pub mod secret;
 pub mod shutdown;
 pub mod sweep;
 
-pub use armada_worker::registry;
+pub use families::registry;

@@ -1,6 +1,7 @@
 //! Golden trajectories: a fixed small set of jobs per family (the sweep files
-//! `tests/golden/*.toml`, grouped by their `family`) whose trajectories must come out bit
-//! for bit as `tests/golden/<family>.txt` records them (every value, elapsed_ms aside).
+//! `workers/<crate>/golden/*.toml` of the family's crate, grouped by their `family`) whose
+//! trajectories must come out bit for bit as `golden/<family>.txt` beside them records
+//! them (every value, elapsed_ms aside).
 //!
 //! A family whose jobs compute something else fails here until its version
 //! (`Family::version`) is bumped. A family whose version differs from its file's gets its
@@ -14,8 +15,17 @@ use std::fmt::Write;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
-fn golden_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
+/// Every golden sweep file, in a stable order.
+fn golden_files() -> Vec<PathBuf> {
+    let workers = Path::new(env!("CARGO_MANIFEST_DIR")).join("workers");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(workers)
+        .unwrap()
+        .flat_map(|krate| std::fs::read_dir(krate.unwrap().path().join("golden")).into_iter().flatten())
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    files.sort();
+    files
 }
 
 /// A job's header line and its records, one line per step: the step, then every value as
@@ -57,7 +67,7 @@ fn run_golden(sweeps: &[sweep::Sweep], registry: &armada_core::Registry) -> Vec<
 fn render(family: &dyn Family, trajectories: &[Trajectory]) -> String {
     let metrics: Vec<&str> = family.metrics().iter().map(|m| m.name).collect();
     let mut text = format!(
-        "# Golden trajectories of family `{}` (tests/golden.rs): per job, one line per step with\n\
+        "# Golden trajectories of family `{}` (armada's tests/golden.rs): per job, one line per step with\n\
          # every metric ({}) as the hex of its f64 bits. Written by the test when the\n\
          # family's version changes; commit it with the bump.\nversion {}\n",
         family.name(),
@@ -114,26 +124,24 @@ fn first_difference(family: &dyn Family, recorded: &str, computed: &str) -> Stri
 #[test]
 fn every_family_computes_its_golden_trajectories_bit_for_bit() {
     let registry = registry();
-    let mut by_family: BTreeMap<String, Vec<sweep::Sweep>> = BTreeMap::new();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(golden_dir())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
-        .collect();
-    files.sort();
-    for path in files {
+    // Per family: the directory of its golden files, and its sweeps.
+    let mut by_family: BTreeMap<String, (PathBuf, Vec<sweep::Sweep>)> = BTreeMap::new();
+    for path in golden_files() {
         let s = sweep::load_sweep(&path, &registry).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        by_family.entry(s.family.clone()).or_default().push(s);
+        let dir = path.parent().unwrap().to_path_buf();
+        let entry = by_family.entry(s.family.clone()).or_insert_with(|| (dir.clone(), Vec::new()));
+        assert_eq!(entry.0, dir, "the golden files of family `{}` are in two directories", s.family);
+        entry.1.push(s);
     }
     let mut failures = Vec::new();
     for family in registry.families() {
         let name = family.name();
-        let Some(sweeps) = by_family.get(name) else {
-            failures.push(format!("family `{name}` has no golden jobs: add tests/golden/{name}.toml"));
+        let Some((dir, sweeps)) = by_family.get(name) else {
+            failures.push(format!("family `{name}` has no golden jobs: add golden/{name}.toml to its crate"));
             continue;
         };
         let computed = render(family, &run_golden(sweeps, &registry));
-        let path = golden_dir().join(format!("{name}.txt"));
+        let path = dir.join(format!("{name}.txt"));
         let recorded = std::fs::read_to_string(&path).unwrap_or_default();
         let recorded_version = recorded.lines().find_map(|l| l.strip_prefix("version ")).and_then(|v| v.parse().ok());
         if recorded_version != Some(family.version()) {
@@ -145,14 +153,16 @@ fn every_family_computes_its_golden_trajectories_bit_for_bit() {
             );
             continue;
         }
-        if recorded != computed {
+        // The comment lines are for readers; the rest is compared.
+        let data = |text: &str| text.lines().filter(|l| !l.starts_with('#')).collect::<Vec<_>>().join("\n");
+        if data(&recorded) != data(&computed) {
             failures.push(format!(
                 "family `{name}` (version {}) no longer computes its golden trajectories: {}\n  \
                  If the change is meant, bump `{name}`'s version (its `Family::version`, with the \
                  reason beside it): its results of older code are then not resumed, and this test \
                  rewrites {} for you to commit. If it is not meant, it is a regression.",
                 family.version(),
-                first_difference(family, &recorded, &computed),
+                first_difference(family, &data(&recorded), &data(&computed)),
                 path.display()
             ));
         }
