@@ -1,0 +1,149 @@
+//! A worked example of a family, for the README's "Adding a family": minimise a noisy
+//! quadratic `f(x) = |x - x*|^2` on `[-2, 2]^dim`, by random search or by a hill climber.
+//! It is not in armada's registry; its test builds a registry of its own, validates a job
+//! and runs it, as the coordinator and the workers would.
+//!
+//! What a family declares, once: its name and version, its benchmarks and algorithms with
+//! their parameters (type, range, default, doc; validation and `armada list` come from
+//! these), and its metrics. What it does: `start` turns a validated job into an
+//! [`Episode`] that yields one record per step, step 0 being the state after the initial
+//! design. Every random draw comes from the job's [`JobStreams`]: environment streams are
+//! the same for every algorithm of a seed (the optimum, the noise), so algorithms are
+//! compared on common random numbers.
+
+use armada_core::{
+    ComponentDef, Episode, Family, JobError, JobStreams, MetricDef, MetricKind, ParamDef, ParamKind, StreamRng,
+    ValidJob,
+};
+use rand::Rng;
+use rand_distr::{Distribution, Normal};
+
+pub struct ExampleFamily;
+
+const BENCHMARKS: [ComponentDef; 1] = [ComponentDef {
+    name: "quadratic",
+    doc: "f(x) = |x - x*|^2 on [-2, 2]^dim, x* uniform in [-1, 1]^dim per seed, Gaussian observation noise",
+    params: &[
+        ParamDef { name: "dim", kind: ParamKind::Int { min: 1, max: 100, default: 2 }, doc: "dimension" },
+        ParamDef {
+            name: "noise_sd",
+            kind: ParamKind::Float { min: 0.0, max: 10.0, default: 0.1 },
+            doc: "standard deviation of the observation noise",
+        },
+    ],
+}];
+
+const ALGORITHMS: [ComponentDef; 2] = [
+    ComponentDef { name: "random", doc: "a uniform point of the box at every step", params: &[] },
+    ComponentDef {
+        name: "hill-climb",
+        doc: "a Gaussian step from the best observed point, kept when its observation is better",
+        params: &[ParamDef {
+            name: "step",
+            kind: ParamKind::Float { min: 1e-6, max: 10.0, default: 0.5 },
+            doc: "standard deviation of a step",
+        }],
+    },
+];
+
+const METRICS: [MetricDef; 3] = [
+    MetricDef { name: "y", kind: MetricKind::Float, doc: "the noisy observation of this step" },
+    MetricDef { name: "best_f", kind: MetricKind::Float, doc: "true f at the best observed point so far" },
+    MetricDef { name: "evaluations", kind: MetricKind::Int, doc: "points evaluated so far" },
+];
+
+impl Family for ExampleFamily {
+    fn name(&self) -> &'static str {
+        "example"
+    }
+    /// 1: the first version.
+    fn version(&self) -> u32 {
+        1
+    }
+    fn doc(&self) -> &'static str {
+        "a worked example: a noisy quadratic, random search against a hill climber"
+    }
+    fn benchmarks(&self) -> &'static [ComponentDef] {
+        &BENCHMARKS
+    }
+    fn algorithms(&self) -> &'static [ComponentDef] {
+        &ALGORITHMS
+    }
+    fn metrics(&self) -> &'static [MetricDef] {
+        &METRICS
+    }
+    fn start(&self, job: &ValidJob, streams: &JobStreams) -> Result<Box<dyn Episode>, JobError> {
+        // Validation filled in every parameter, so these lookups cannot miss.
+        let bench = &job.spec.benchmark_params;
+        let dim = bench.int("dim")? as usize;
+        let mut optimum_rng = streams.env("optimum");
+        let optimum = (0..dim).map(|_| optimum_rng.random_range(-1.0..=1.0)).collect();
+        let step = match job.spec.algorithm.as_str() {
+            "hill-climb" => Some(job.spec.algorithm_params.float("step")?),
+            _ => None,
+        };
+        Ok(Box::new(Quadratic {
+            optimum,
+            noise_sd: bench.float("noise_sd")?,
+            noise: streams.env("noise"),
+            moves: streams.algo("moves"),
+            step,
+            best: None,
+            evaluations: 0,
+        }))
+    }
+}
+
+struct Quadratic {
+    optimum: Vec<f64>,
+    noise_sd: f64,
+    noise: StreamRng,
+    moves: StreamRng,
+    /// The hill climber's step; `None` for random search.
+    step: Option<f64>,
+    /// The best observed point, its observation and its true value.
+    best: Option<(Vec<f64>, f64, f64)>,
+    evaluations: u32,
+}
+
+impl Quadratic {
+    fn f(&self, x: &[f64]) -> f64 {
+        x.iter().zip(&self.optimum).map(|(a, b)| (a - b) * (a - b)).sum()
+    }
+
+    /// Evaluate `x`: observe it, keep it if best, and give this step's record.
+    fn evaluate(&mut self, x: Vec<f64>) -> Result<Vec<f64>, JobError> {
+        let noise = Normal::new(0.0, self.noise_sd).map_err(|e| JobError::Invalid(e.to_string()))?;
+        let f = self.f(&x);
+        let y = f + noise.sample(&mut self.noise);
+        self.evaluations += 1;
+        if self.best.as_ref().is_none_or(|(_, best_y, _)| y < *best_y) {
+            self.best = Some((x, y, f));
+        }
+        let best_f = self.best.as_ref().map_or(f64::NAN, |b| b.2);
+        Ok(vec![y, best_f, self.evaluations as f64])
+    }
+
+    fn uniform(&mut self) -> Vec<f64> {
+        (0..self.optimum.len()).map(|_| self.moves.random_range(-2.0..=2.0)).collect()
+    }
+}
+
+impl Episode for Quadratic {
+    fn initial(&mut self) -> Result<Vec<f64>, JobError> {
+        let x = self.uniform();
+        self.evaluate(x)
+    }
+
+    fn step(&mut self, _step: u32) -> Result<Vec<f64>, JobError> {
+        let x = match (self.step, &self.best) {
+            (Some(sd), Some((best, _, _))) => {
+                let gauss = Normal::new(0.0, sd).map_err(|e| JobError::Invalid(e.to_string()))?;
+                let from = best.clone();
+                from.iter().map(|v| (v + gauss.sample(&mut self.moves)).clamp(-2.0, 2.0)).collect()
+            }
+            _ => self.uniform(),
+        };
+        self.evaluate(x)
+    }
+}
