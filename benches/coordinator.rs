@@ -115,14 +115,11 @@ fn rss_mb(pid: u32, field: &str) -> f64 {
     kb / 1024.0
 }
 
-/// Run `text` (a sweep named `peak`) through a standalone coordinator and `WORKERS`
-/// workers. Returns the coordinator's largest RSS sampled while jobs ran (the data path),
-/// its peak RSS once the summaries were built too (VmHWM), both in MB, and the seconds
-/// the jobs took.
-fn coordinator_peak(text: &str, dir: &Path, extra: &[&str]) -> (f64, f64, f64) {
+/// A standalone `armada serve` on a free loopback port, once it listens; its URL.
+fn serve(data: &Path, extra: &[&str]) -> (Proc, String) {
     let mut serve = Command::new(BIN)
         .args(["serve", "--listen", "127.0.0.1:0", "--data"])
-        .arg(dir.join("data"))
+        .arg(data)
         .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -130,8 +127,15 @@ fn coordinator_peak(text: &str, dir: &Path, extra: &[&str]) -> (f64, f64, f64) {
         .unwrap();
     let mut line = String::new();
     BufReader::new(serve.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let serve = Proc(serve);
-    let url = line.trim().rsplit(' ').next().unwrap().to_string();
+    (Proc(serve), line.trim().rsplit(' ').next().unwrap().to_string())
+}
+
+/// Run `text` (a sweep named `peak`) through a standalone coordinator and `WORKERS`
+/// workers. Returns the coordinator's largest RSS sampled while jobs ran (the data path),
+/// its peak RSS once the summaries were built too (VmHWM), both in MB, and the seconds
+/// the jobs took.
+fn coordinator_peak(text: &str, dir: &Path, extra: &[&str]) -> (f64, f64, f64) {
+    let (serve, url) = serve(&dir.join("data"), extra);
     let _workers: Vec<Proc> = (0..WORKERS)
         .map(|_| {
             let child = Command::new(BIN)
@@ -214,16 +218,8 @@ fn huge_submit(n_jobs: u64) {
     let data = dir.path().join("data");
     let start = |data: &Path| {
         let t0 = Instant::now();
-        let mut serve = Command::new(BIN)
-            .args(["serve", "--listen", "127.0.0.1:0", "--data"])
-            .arg(data)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(serve.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        (Proc(serve), line.trim().rsplit(' ').next().unwrap().to_string(), t0.elapsed())
+        let (serve, url) = serve(data, &[]);
+        (serve, url, t0.elapsed())
     };
     let (serve, url, _) = start(&data);
     let pid = serve.0.id();
