@@ -173,6 +173,12 @@ pub enum Command {
         error: String,
         reply: Reply<pb::FailAttemptResponse>,
     },
+    /// Attempts leased and never started, handed back: answers how many jobs were queued.
+    Release {
+        session: String,
+        attempts: Vec<u64>,
+        reply: Reply<u32>,
+    },
     /// The attempt's uploaded records broke its job's schema (the spool says why): void it.
     Refused {
         attempt: u64,
@@ -640,6 +646,9 @@ impl Scheduler {
             }
             Command::Fail { session, attempt, error, reply } => {
                 let _ = reply.send(self.fail(&session, attempt, error));
+            }
+            Command::Release { session, attempts, reply } => {
+                let _ = reply.send(self.release(&session, attempts));
             }
             Command::Refused { attempt } => self.refused(attempt),
             Command::PartWritten(written) => self.part_written(written),
@@ -1353,6 +1362,35 @@ impl Scheduler {
         Ok(pb::FailAttemptResponse { will_retry })
     }
 
+    /// Attempts a worker leased and never started: each job current with it is queued
+    /// again, first, with the attempt uncounted.
+    fn release(&mut self, session: &str, attempts: Vec<u64>) -> Result<u32, Status> {
+        self.worker(session)?;
+        // Another session's attempt: nothing is released.
+        if let Some(&id) = attempts.iter().find(|id| self.attempts.get(id).is_some_and(|a| *a.session != *session)) {
+            return Err(Status::permission_denied(format!("attempt {id} is not held by this worker session")));
+        }
+        let mut released = 0;
+        for id in attempts {
+            let Some(a) = self.attempts.get(&id) else { continue };
+            let i = a.job;
+            let job = &self.jobs[i];
+            if job.current != Some(id) || job.committing {
+                continue;
+            }
+            let (sweep, key) = (job.sweep.clone(), job.key.to_string());
+            self.store.release_attempt(id, (&sweep, &key)).map_err(internal)?;
+            self.forget_attempt(id);
+            let job = &mut self.jobs[i];
+            job.state = JobState::Queued;
+            job.current = None;
+            job.attempts = job.attempts.saturating_sub(1);
+            self.enqueue(i, true);
+            released += 1;
+        }
+        Ok(released)
+    }
+
     /// Records of the upload stream broke the schema: the attempt is void (its spool knows
     /// why), and its job queued again.
     fn refused(&mut self, attempt: u64) {
@@ -1802,6 +1840,39 @@ mod tests {
         let st = status(&s).await;
         assert_eq!((st.n_running, st.n_done, st.n_failed), (1, 0, 0), "nothing changed");
         assert_eq!(upload_and_complete(&s, &a, id, 1.0).await, Ok(true));
+    }
+
+    /// A draining worker hands back jobs it leased ahead: they are queued again, first,
+    /// and their next attempt is numbered as if the lease had not happened; another
+    /// session cannot release them, and a finished attempt is skipped.
+    #[tokio::test]
+    async fn released_attempts_requeue_their_jobs_uncounted() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = start(dir.path(), Duration::from_secs(60)).await;
+        submit(&s, vec![job(0), job(1), job(2)]).await;
+        let (a, b) = (register(&s).await, register(&s).await);
+        let leases = lease(&s, &a).await;
+        assert_eq!(leases.len(), 3);
+        let ids: Vec<u64> = leases.iter().map(|l| l.attempt_id).collect();
+        let release = |session: &str, attempts: Vec<u64>| {
+            let session = session.to_string();
+            s.call(move |reply| Command::Release { session, attempts, reply })
+        };
+        let refused = release(&b, vec![ids[1]]).await.unwrap_err();
+        assert_eq!(refused.code(), tonic::Code::PermissionDenied);
+        assert_eq!(upload_and_complete(&s, &a, ids[0], 1.0).await, Ok(true));
+        assert_eq!(release(&a, vec![ids[0], ids[1], ids[2]]).await.unwrap(), 2, "the committed one is skipped");
+        let st = status(&s).await;
+        assert_eq!((st.n_done, st.n_queued, st.n_running), (1, 2, 0));
+        let again = lease(&s, &b).await;
+        let mut seeds: Vec<u64> = again.iter().map(|l| l.spec.as_ref().unwrap().seed).collect();
+        seeds.sort();
+        assert_eq!(seeds, vec![1, 2]);
+        assert!(again.iter().all(|l| l.attempt == 1), "a released lease is not an attempt");
+        drop(s);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let stored = Store::open(dir.path()).unwrap().jobs().unwrap();
+        assert!(stored.iter().all(|j| j.attempts <= 1), "the store counts the same");
     }
 
     /// Records that break the schema, or a commit without the last steps, void the

@@ -495,6 +495,18 @@ impl pb::workers_server::Workers for Coordinator {
             .await?;
         Ok(Response::new(reply))
     }
+
+    async fn release_attempts(
+        &self,
+        request: Request<pb::ReleaseAttemptsRequest>,
+    ) -> Result<Response<pb::ReleaseAttemptsResponse>, Status> {
+        let r = request.into_inner();
+        let released = self
+            .scheduler
+            .call(|reply| Command::Release { session: r.session, attempts: r.attempt_ids, reply })
+            .await?;
+        Ok(Response::new(pb::ReleaseAttemptsResponse { released }))
+    }
 }
 
 #[cfg(test)]

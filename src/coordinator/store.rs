@@ -327,6 +327,19 @@ impl Store {
         Ok(())
     }
 
+    /// An attempt handed back before it ran: it ends `released`, and its job is queued
+    /// again with the attempt uncounted, in one transaction.
+    pub fn release_attempt(&mut self, attempt: u64, job: (&str, &str)) -> anyhow::Result<()> {
+        let tx = self.conn.transaction()?;
+        tx.execute("UPDATE attempts SET state = 'released' WHERE id = ?1", params![attempt as i64])?;
+        tx.execute(
+            "UPDATE jobs SET state = 'queued', attempts = MAX(attempts - 1, 0) WHERE sweep_id = ?1 AND key = ?2",
+            params![job.0, job.1],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
     /// Set one job's state and, if given, its error (no attempt involved: what startup finds).
     pub fn set_job_state(
         &mut self,

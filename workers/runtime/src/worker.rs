@@ -83,7 +83,10 @@ pub async fn run_worker(
         }
         let started = Instant::now();
         match session(&config, &token, &registry, shutdown.clone()).await {
-            Ok(()) => return Ok(()),
+            Ok(()) => {
+                info!("drained: every leased job finished and was committed; exiting");
+                return Ok(());
+            }
             Err(e) if matches!(e.code(), Code::Unauthenticated | Code::FailedPrecondition | Code::InvalidArgument) => {
                 // A wrong token or version does not fix itself by retrying.
                 return Err(anyhow::anyhow!("the coordinator refused this worker: {}", e.message()));
@@ -239,6 +242,19 @@ async fn session(
             _ = shutdown.changed(), if !draining => {
                 draining = true;
                 info!("shutting down: no new leases; {} running job(s) will finish", tasks.len());
+                // Jobs leased ahead and not started go back to the queue, uncounted: a drain
+                // lasts as long as the running jobs, not the backlog.
+                let ahead: Vec<u64> = backlog.drain(..).map(|(lease, _)| lease.attempt_id).collect();
+                if !ahead.is_empty() {
+                    for id in &ahead {
+                        running.remove(id);
+                    }
+                    let request = pb::ReleaseAttemptsRequest { session: session.to_string(), attempt_ids: ahead };
+                    match client.release_attempts(request).await {
+                        Ok(reply) => info!("handed back {} job(s) leased ahead", reply.into_inner().released),
+                        Err(e) => break Err(e),
+                    }
+                }
             }
             _ = tokio::time::sleep_until(next_lease), if !draining && wanted > 0 => {
                 let request = pb::LeaseRequest { session: session.to_string(), max_jobs: wanted as u32 };
