@@ -272,34 +272,7 @@ fn live_summaries_fill_in_while_the_sweep_runs_and_end_as_a_rebuild() {
 /// A Python with analysis/requirements-grpc.txt: a venv under the target directory, made
 /// from the package registry on first use and kept while the requirements are unchanged.
 fn python_with_grpc() -> PathBuf {
-    // Tests run side by side: the first to ask makes the venv, the others wait for it.
-    static PYTHON: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    PYTHON.get_or_init(make_python_with_grpc).clone()
-}
-
-fn make_python_with_grpc() -> PathBuf {
-    let requirements = Path::new(env!("CARGO_MANIFEST_DIR")).join("analysis/requirements-grpc.txt");
-    let wanted = std::fs::read_to_string(&requirements).unwrap();
-    let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("venv-grpc");
-    let (python, stamp) = (venv.join("bin").join("python"), venv.join("armada-requirements.txt"));
-    if python.exists() && std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) {
-        return python;
-    }
-    let _ = std::fs::remove_dir_all(&venv);
-    let made = Command::new("python3").args(["-m", "venv"]).arg(&venv).output().expect("python3 runs");
-    assert!(
-        made.status.success(),
-        "python3 -m venv failed (Debian: apt-get install python3-venv):\n{}",
-        text(&made.stderr)
-    );
-    let installed = Command::new(&python)
-        .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"])
-        .arg(&requirements)
-        .output()
-        .unwrap();
-    assert!(installed.status.success(), "pip install -r {}:\n{}", requirements.display(), text(&installed.stderr));
-    std::fs::write(&stamp, wanted).unwrap();
-    python
+    common::python_venv("venv-grpc", &Path::new(env!("CARGO_MANIFEST_DIR")).join("analysis/requirements-grpc.txt"))
 }
 
 const SLOW_SWEEP: &str = r#"

@@ -142,3 +142,32 @@ pub fn wait_until(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// The python of a venv under the target directory with `requirements` installed from the
+/// package registry, made on first use (and again when the requirements change). Tests
+/// run side by side: one makes it, the others wait.
+pub fn python_venv(name: &str, requirements: &Path) -> PathBuf {
+    static MAKING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _making = MAKING.lock().unwrap_or_else(|e| e.into_inner());
+    let wanted = std::fs::read_to_string(requirements).unwrap();
+    let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let (python, stamp) = (venv.join("bin").join("python"), venv.join("armada-requirements.txt"));
+    if python.exists() && std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) {
+        return python;
+    }
+    let _ = std::fs::remove_dir_all(&venv);
+    let made = Command::new("python3").args(["-m", "venv"]).arg(&venv).output().expect("python3 runs");
+    assert!(
+        made.status.success(),
+        "python3 -m venv failed (Debian: apt-get install python3-venv):\n{}",
+        text(&made.stderr)
+    );
+    let installed = Command::new(&python)
+        .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"])
+        .arg(requirements)
+        .output()
+        .unwrap();
+    assert!(installed.status.success(), "pip install -r {}:\n{}", requirements.display(), text(&installed.stderr));
+    std::fs::write(&stamp, wanted).unwrap();
+    python
+}
