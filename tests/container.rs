@@ -1,7 +1,9 @@
 //! The container image for real: `deploy/image-context.sh` and
 //! `deploy/Containerfile.scratch` built with podman (no base image, no registry), then a
-//! coordinator and a worker run from it, a sweep through them, and the worker stopped the
-//! way engines stop it (SIGTERM, then a grace period).
+//! coordinator and a worker run from it on hosts of their own (network namespaces made by
+//! the test, as in `tests/network.rs`), with TLS and the token, a sweep through them from
+//! a client on a third host, and the worker stopped the way engines stop it (SIGTERM, then
+//! a grace period).
 //!
 //! Needs root, podman and runc (`.ci/run` installs them with apt). This machine's sandbox
 //! does not let crun run containers (cgroups in hybrid mode; no CAP_SYS_RESOURCE, so rlimits
@@ -10,6 +12,7 @@
 
 mod common;
 
+use common::net::Net;
 use common::{armada, assert_same_trajectory, jobs, text, wait_until};
 use std::path::Path;
 use std::process::Command;
@@ -46,10 +49,6 @@ impl Drop for Cleanup {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 #[test]
 fn a_coordinator_and_a_worker_from_the_image_run_a_sweep_and_the_worker_drains_on_stop() {
     if !(found("podman") && found("runc") && found("objcopy")) {
@@ -62,6 +61,8 @@ fn a_coordinator_and_a_worker_from_the_image_run_a_sweep_and_the_worker_drains_o
     }
     let tmp = tempfile::tempdir().unwrap();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // The coordinator first: the test certificate is for its address, 10.77.0.1.
+    let Some(net) = Net::new("i", &["coord", "worker", "client"]) else { return };
     let context = tmp.path().join("context");
     let prepared = Command::new("bash")
         .arg(root.join("deploy/image-context.sh"))
@@ -78,24 +79,33 @@ fn a_coordinator_and_a_worker_from_the_image_run_a_sweep_and_the_worker_drains_o
 
     let data = tmp.path().join("data");
     std::fs::create_dir_all(&data).unwrap();
-    let port = free_port();
-    let url = format!("http://127.0.0.1:{port}");
-    let run = |name: &str, args: &[&str]| {
-        let volume = format!("{}:/data", data.display());
-        let mut all = vec!["run", "-d", "--name", name, "--network=host", "-v", &volume];
+    let url = format!("https://{}:7070", net.addr("coord"));
+    let tls = root.join("tests/fixtures/tls");
+    let run = |name: &str, host: &str, args: &[&str]| {
+        let (volume, certs) = (format!("{}:/data", data.display()), format!("{}:/tls:ro", tls.display()));
+        let network = format!("--network=ns:/run/netns/{}", net.ns(host));
+        let mut all = vec!["run", "-d", "--name", name, &network, "-v", &volume, "-v", &certs];
         all.extend(["--ulimit=nofile=20000:20000", "--ulimit=nproc=4096:4096"]);
         all.extend(["-e", "ARMADA_TOKEN", "-e", "ARMADA_LOG=info", &cleanup.tag]);
         all.extend(args);
         let out = Command::new("podman").arg("--runtime=runc").args(&all).env("ARMADA_TOKEN", TOKEN).output().unwrap();
         ok(out, &format!("podman run {name}"));
     };
-    let listen = format!("127.0.0.1:{port}");
-    run(&cleanup.names[0], &["serve", "--listen", &listen, "--data", "/data"]);
+    let listen = format!("{}:7070", net.addr("coord"));
+    let serve = ["serve", "--listen", &listen, "--data", "/data", "--tls-cert", "/tls/net-cert.pem"];
+    run(&cleanup.names[0], "coord", &[&serve[..], &["--tls-key", "/tls/net-key.pem"]].concat());
+    let ca = tls.join("net-cert.pem");
     let client = |args: &[&str]| {
-        Command::new(BIN).args(args).args(["--coordinator", &url]).env("ARMADA_TOKEN", TOKEN).output().unwrap()
+        let mut cmd = net.exec("client", BIN);
+        cmd.args(args).args(["--coordinator", &url, "--tls-ca", ca.to_str().unwrap()]).env("ARMADA_TOKEN", TOKEN);
+        cmd.output().unwrap()
     };
     wait_until(30, "the coordinator in its container to answer", || client(&["status"]).status.success());
-    run(&cleanup.names[1], &["worker", "--coordinator", &url, "--slots", "2"]);
+    run(
+        &cleanup.names[1],
+        "worker",
+        &["worker", "--coordinator", &url, "--slots", "2", "--tls-ca", "/tls/net-cert.pem"],
+    );
 
     let sweep = root.join("sweeps/lse-finite-quick.toml");
     let reference = tmp.path().join("reference");

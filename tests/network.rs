@@ -9,6 +9,7 @@
 
 mod common;
 
+use common::net::Net;
 use common::{armada, assert_same_trajectory, jobs, text, wait_until, Proc};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -19,109 +20,11 @@ const BIN: &str = env!("CARGO_BIN_EXE_armada");
 const TOKEN: &str = "network-test-token";
 const PORT: u16 = 7070;
 
-/// A test's network. Dropping it deletes every namespace it made (their links go with
-/// them); drop the processes running inside first.
-struct Net {
-    prefix: String,
-    hosts: Vec<&'static str>,
-}
-
-fn ip(args: &[&str]) -> Result<(), String> {
-    let out = Command::new("ip").args(args).output().map_err(|e| format!("running `ip`: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!("`ip {}`: {}", args.join(" "), text(&out.stderr).trim()))
-    }
-}
-
-impl Net {
-    /// Hosts named `hosts` get 10.77.0.1, .2, ... in that order. `None` (after saying why)
-    /// when this machine cannot make namespaces and the test may be skipped.
-    fn new(test: &str, hosts: &[&'static str]) -> Option<Net> {
-        let net = Net { prefix: format!("armada-{}-{test}", std::process::id()), hosts: hosts.to_vec() };
-        match net.build() {
-            Ok(()) => Some(net),
-            Err(e) if std::env::var("ARMADA_REQUIRE_NETNS").as_deref() != Ok("1") => {
-                eprintln!(
-                    "SKIPPED: cannot make network namespaces here ({e}); run as root, or see ARMADA_REQUIRE_NETNS"
-                );
-                None
-            }
-            Err(e) => panic!("making the test network: {e}"),
-        }
-    }
-
-    fn build(&self) -> Result<(), String> {
-        let switch = self.ns("switch");
-        ip(&["netns", "add", &switch])?;
-        ip(&["-n", &switch, "link", "add", "br0", "type", "bridge"])?;
-        ip(&["-n", &switch, "link", "set", "br0", "up"])?;
-        for (i, host) in self.hosts.iter().enumerate() {
-            let ns = self.ns(host);
-            ip(&["netns", "add", &ns])?;
-            ip(&[
-                "-n",
-                &switch,
-                "link",
-                "add",
-                &self.port(host),
-                "type",
-                "veth",
-                "peer",
-                "name",
-                "eth0",
-                "netns",
-                &ns,
-            ])?;
-            ip(&["-n", &switch, "link", "set", &self.port(host), "master", "br0", "up"])?;
-            ip(&["-n", &ns, "addr", "add", &format!("10.77.0.{}/24", i + 1), "dev", "eth0"])?;
-            ip(&["-n", &ns, "link", "set", "eth0", "up"])?;
-            ip(&["-n", &ns, "link", "set", "lo", "up"])?;
-        }
-        Ok(())
-    }
-
-    fn ns(&self, host: &str) -> String {
-        format!("{}-{host}", self.prefix)
-    }
-
-    /// The bridge's end of a host's link.
-    fn port(&self, host: &str) -> String {
-        format!("to-{host}")
-    }
-
-    fn addr(&self, host: &str) -> String {
-        let i = self.hosts.iter().position(|h| *h == host).expect("a host of this network");
-        format!("10.77.0.{}", i + 1)
-    }
-
-    /// Partition `host`: its link goes down at the bridge.
-    fn cut(&self, host: &str) {
-        ip(&["-n", &self.ns("switch"), "link", "set", &self.port(host), "down"]).unwrap();
-    }
-
-    fn heal(&self, host: &str) {
-        ip(&["-n", &self.ns("switch"), "link", "set", &self.port(host), "up"]).unwrap();
-    }
-
-    /// `armada args` on `host`, with the token.
-    fn armada(&self, host: &str, args: &[&str]) -> Command {
-        let mut cmd = Command::new("ip");
-        cmd.args(["netns", "exec", &self.ns(host), BIN])
-            .args(args)
-            .env("ARMADA_TOKEN", TOKEN)
-            .env("ARMADA_LOG", "info");
-        cmd
-    }
-}
-
-impl Drop for Net {
-    fn drop(&mut self) {
-        for host in self.hosts.iter().copied().chain(["switch"]) {
-            let _ = ip(&["netns", "del", &self.ns(host)]);
-        }
-    }
+/// `armada args` on `host` of `net`, with the token.
+fn on(net: &Net, host: &str, args: &[&str]) -> Command {
+    let mut cmd = net.exec(host, BIN);
+    cmd.args(args).env("ARMADA_TOKEN", TOKEN).env("ARMADA_LOG", "info");
+    cmd
 }
 
 fn tls() -> (PathBuf, PathBuf) {
@@ -133,13 +36,13 @@ fn tls() -> (PathBuf, PathBuf) {
 fn serve(net: &Net, host: &str, data: &Path, log: &Path) -> (Proc, String) {
     let (cert, key) = tls();
     let listen = format!("{}:{PORT}", net.addr(host));
-    let mut child = net
-        .armada(host, &["serve", "--listen", &listen, "--data", data.to_str().unwrap(), "--lease-ttl-ms", "2000"])
-        .args(["--tls-cert", cert.to_str().unwrap(), "--tls-key", key.to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .stderr(std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap())
-        .spawn()
-        .unwrap();
+    let mut child =
+        on(net, host, &["serve", "--listen", &listen, "--data", data.to_str().unwrap(), "--lease-ttl-ms", "2000"])
+            .args(["--tls-cert", cert.to_str().unwrap(), "--tls-key", key.to_str().unwrap()])
+            .stdout(Stdio::piped())
+            .stderr(std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap())
+            .spawn()
+            .unwrap();
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
     let url = line.trim().rsplit(' ').next().unwrap().to_string();
@@ -149,8 +52,7 @@ fn serve(net: &Net, host: &str, data: &Path, log: &Path) -> (Proc, String) {
 
 fn worker(net: &Net, host: &str, url: &str, log: &Path) -> Proc {
     let ca = tls().0;
-    let child = net
-        .armada(host, &["worker", "--coordinator", url, "--slots", "1", "--tls-ca", ca.to_str().unwrap()])
+    let child = on(net, host, &["worker", "--coordinator", url, "--slots", "1", "--tls-ca", ca.to_str().unwrap()])
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(log).unwrap())
         .spawn()
@@ -277,7 +179,7 @@ fn a_watch_cut_off_from_the_coordinator_resumes_and_reconnects() {
     assert!(submitted.status.success(), "{}", text(&submitted.stderr));
     let (ca, watch_out, watch_err) = (tls().0, tmp.path().join("watch.out"), tmp.path().join("watch.err"));
     let mut watch = Proc(
-        net.armada("client", &["watch", "watched", "--quiet", "--coordinator", &url, "--tls-ca", ca.to_str().unwrap()])
+        on(&net, "client", &["watch", "watched", "--quiet", "--coordinator", &url, "--tls-ca", ca.to_str().unwrap()])
             .stdout(std::fs::File::create(&watch_out).unwrap())
             .stderr(std::fs::File::create(&watch_err).unwrap())
             .spawn()

@@ -2,6 +2,8 @@
 //! parts, and comparing trajectories.
 #![allow(dead_code)]
 
+pub mod net;
+
 use polars::prelude::*;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
