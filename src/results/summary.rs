@@ -2,8 +2,9 @@
 //! trajectory parts.
 //!
 //! Jobs of different families have different metric columns, so each job is turned
-//! into long rows (cell, step, metric, value) first, 24 bytes each. The string id columns
-//! are interned into integer ids numbered in sorted order, which keeps the rows small and
+//! into long rows (cell, step, metric, value) first, 24 bytes each. The cell and metric
+//! columns are interned (per aggregation, that is per cell) into integer ids numbered in
+//! sorted order, which keeps the rows small and
 //! makes sorting by the ids the same as sorting by the strings; [`statistics`] then sorts
 //! the rows once and computes each group's statistics in one pass, and the strings are put
 //! back on the (much smaller) aggregated rows. Cells are aggregated one at a time (jobs are

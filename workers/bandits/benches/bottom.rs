@@ -11,37 +11,37 @@
 //! NAME keeps only algorithms whose name contains it, case-insensitive).
 
 use armada_bandits::env::{Environment, SyntheticConfig, SyntheticEnv};
-use armada_bandits::{episode, Algorithm, HyperparameterSchedule};
+use armada_bandits::{episode, BottomKind, HyperparameterSchedule};
 use armada_core::StreamRng;
 use rand::SeedableRng;
 use std::time::Instant;
 
 /// Table 1, "Theory" column, Sim rows (seconds per run, Python).
-fn paper_table1_theory_sim_seconds(alg: Algorithm) -> f64 {
+fn paper_table1_theory_sim_seconds(alg: BottomKind) -> f64 {
     match alg {
-        Algorithm::LinUcb => 2.11,
-        Algorithm::LinTs => 2.21,
-        Algorithm::UcbGlm => 7.74,
-        Algorithm::GlmTsl => 304.28,
-        Algorithm::LaplaceTs => 523.62,
-        Algorithm::Gloc => 486.58,
-        Algorithm::SgdTs => 67.42,
+        BottomKind::LinUcb => 2.11,
+        BottomKind::LinTs => 2.21,
+        BottomKind::UcbGlm => 7.74,
+        BottomKind::GlmTsl => 304.28,
+        BottomKind::LaplaceTs => 523.62,
+        BottomKind::Gloc => 486.58,
+        BottomKind::SgdTs => 67.42,
     }
 }
 
 /// The spec appendix's same-machine timing of the reference code, algorithm seconds (only LinUCB has a
 /// "Theory" entry; the UCB-GLM and GLM-TSL entries are with CDT, whose top layer costs seconds at most).
-fn reference_code_same_machine_seconds(alg: Algorithm) -> Option<(f64, &'static str)> {
+fn reference_code_same_machine_seconds(alg: BottomKind) -> Option<(f64, &'static str)> {
     match alg {
-        Algorithm::LinUcb => Some((2.5, "Theory")),
-        Algorithm::LinTs => Some((2.4, "CDT")),
-        Algorithm::UcbGlm => Some((32.5, "CDT, 31-34")),
-        Algorithm::GlmTsl => Some((466.0, "CDT, 1 BLAS thread")),
+        BottomKind::LinUcb => Some((2.5, "Theory")),
+        BottomKind::LinTs => Some((2.4, "CDT")),
+        BottomKind::UcbGlm => Some((32.5, "CDT, 31-34")),
+        BottomKind::GlmTsl => Some((466.0, "CDT, 1 BLAS thread")),
         _ => None,
     }
 }
 
-fn time_run(alg: Algorithm, config: SyntheticConfig, rep: u64) -> (f64, f64) {
+fn time_run(alg: BottomKind, config: SyntheticConfig, rep: u64) -> (f64, f64) {
     let mut env = SyntheticEnv::new(config, StreamRng::seed_from_u64(1000 + rep));
     let mut bandit = alg.build(config.dim, config.horizon);
     let mut algo_rng = StreamRng::seed_from_u64(2000 + rep);
@@ -82,7 +82,7 @@ fn main() {
         "{:<11} {:<9} {:>9} {:>10} {:>12} {:>9} {:>24}",
         "algorithm", "rewards", "s/run", "regret", "Table1 s", "ratio", "same-machine Python"
     );
-    for alg in Algorithm::ALL {
+    for alg in BottomKind::ALL {
         if filter.as_ref().is_some_and(|f| !alg.name().to_lowercase().contains(f.as_str())) {
             continue;
         }

@@ -12,25 +12,25 @@ use armada_bandits::cdt::{Cdt, CdtConfig};
 use armada_bandits::env::{SyntheticConfig, SyntheticEnv};
 use armada_bandits::episode::run_tuned;
 use armada_bandits::tuner::{Theory, Tuner};
-use armada_bandits::Algorithm;
+use armada_bandits::BottomKind;
 use armada_core::StreamRng;
 use rand::SeedableRng;
 use std::time::Instant;
 
 /// Table 1, "CDT" column, Sim rows (seconds per run, Python).
-fn paper_table1_cdt_sim_seconds(alg: Algorithm) -> f64 {
+fn paper_table1_cdt_sim_seconds(alg: BottomKind) -> f64 {
     match alg {
-        Algorithm::LinUcb => 6.89,
-        Algorithm::LinTs => 7.63,
-        Algorithm::UcbGlm => 12.67,
-        Algorithm::GlmTsl => 309.54,
-        Algorithm::LaplaceTs => 531.15,
-        Algorithm::Gloc => 593.15,
-        Algorithm::SgdTs => 73.68,
+        BottomKind::LinUcb => 6.89,
+        BottomKind::LinTs => 7.63,
+        BottomKind::UcbGlm => 12.67,
+        BottomKind::GlmTsl => 309.54,
+        BottomKind::LaplaceTs => 531.15,
+        BottomKind::Gloc => 593.15,
+        BottomKind::SgdTs => 73.68,
     }
 }
 
-fn time_run(alg: Algorithm, config: SyntheticConfig, tuner: &mut dyn Tuner, rep: u64) -> (f64, f64) {
+fn time_run(alg: BottomKind, config: SyntheticConfig, tuner: &mut dyn Tuner, rep: u64) -> (f64, f64) {
     let mut env = SyntheticEnv::new(config, StreamRng::seed_from_u64(1000 + rep));
     let mut bandit = alg.build(config.dim, config.horizon);
     let start = Instant::now();
@@ -68,7 +68,7 @@ fn main() {
         "ratio",
         "restarts/activ./rem./max"
     );
-    for alg in Algorithm::ALL {
+    for alg in BottomKind::ALL {
         if filter.as_ref().is_some_and(|f| !alg.name().to_lowercase().contains(f.as_str())) {
             continue;
         }

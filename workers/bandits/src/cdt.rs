@@ -176,7 +176,7 @@ impl Tuner for Cdt {
 mod tests {
     use super::*;
     use crate::tuner::tests::run_on_probe;
-    use crate::Algorithm;
+    use crate::BottomKind;
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
 
@@ -195,7 +195,7 @@ mod tests {
     /// the refcode preset, and the intrinsic warm-up alone with `T1 = 0`.
     #[test]
     fn random_phase_per_algorithm_and_preset() {
-        let phase = |alg: Algorithm, config: CdtConfig| {
+        let phase = |alg: BottomKind, config: CdtConfig| {
             let bandit = alg.build(25, 14_000);
             let cdt = Cdt::new(config);
             TuningPlan::new(bandit.as_ref(), 14_000, cdt.requested_warmup(bandit.as_ref(), 14_000)).random_phase
@@ -204,7 +204,7 @@ mod tests {
         let refcode = [30, 30, 90, 150, 80, 0, 150];
         let no_warmup = [0, 0, 30, 150, 0, 0, 150];
         let t1_zero = CdtConfig { warmup: WarmupRule::Rounds(0), ..CdtConfig::paper() };
-        for (i, alg) in Algorithm::ALL.into_iter().enumerate() {
+        for (i, alg) in BottomKind::ALL.into_iter().enumerate() {
             assert_eq!(phase(alg, CdtConfig::paper()), paper[i], "{}", alg.name());
             assert_eq!(phase(alg, CdtConfig::refcode()), refcode[i], "{}", alg.name());
             assert_eq!(phase(alg, t1_zero), no_warmup[i], "{}", alg.name());
@@ -215,13 +215,13 @@ mod tests {
     /// the number of blocks and `ceil(T2 / tau)` blocks (spec §2.4, §7.10); refcode uses `T` in the logs.
     #[test]
     fn top_layer_horizon_and_epoch_in_top_rounds() {
-        let linucb = Algorithm::LinUcb.build(25, 14_000);
+        let linucb = BottomKind::LinUcb.build(25, 14_000);
         let cdt = Cdt::new(CdtConfig::paper());
         let plan = TuningPlan::new(linucb.as_ref(), 14_000, cdt.requested_warmup(linucb.as_ref(), 14_000));
         let z = cdt.zooming_config(&plan);
         assert_eq!((z.horizon, z.epoch, z.dim), (13_882, 3861, 1));
         assert!((z.radius_numerator - 6.5 * (13_882f64).ln()).abs() < 1e-12);
-        let sgd = Algorithm::SgdTs.build(25, 14_000);
+        let sgd = BottomKind::SgdTs.build(25, 14_000);
         let plan = TuningPlan::new(sgd.as_ref(), 14_000, cdt.requested_warmup(sgd.as_ref(), 14_000));
         assert_eq!((plan.random_phase, plan.block_len, plan.decisions()), (150, 150, 93));
         let z = cdt.zooming_config(&plan);
@@ -238,7 +238,7 @@ mod tests {
     /// first arm is uniform in [0.3, 0.7]^p, i.e. alpha in [1.57, 3.53].
     #[test]
     fn proposals_map_the_top_arm_linearly_onto_the_box() {
-        let gloc = Algorithm::Gloc.build(5, 2000);
+        let gloc = BottomKind::Gloc.build(5, 2000);
         let mut cdt = Cdt::new(CdtConfig::paper());
         cdt.start(&TuningPlan::new(gloc.as_ref(), 2000, 0));
         let mut rng = ChaCha8Rng::seed_from_u64(4);

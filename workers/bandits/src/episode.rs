@@ -257,7 +257,7 @@ mod tests {
     use crate::cdt::{paper_epoch, paper_warmup, Cdt, CdtConfig};
     use crate::env::{FeatureLaw, RewardModel, SyntheticConfig, SyntheticEnv};
     use crate::tuner::{Fixed, Theory};
-    use crate::Algorithm;
+    use crate::BottomKind;
     use armada_core::StreamRng;
     use rand::SeedableRng;
 
@@ -266,11 +266,11 @@ mod tests {
     }
 
     /// Hyperparameters that work on the easy instance (inside the paper's box).
-    fn tuned(alg: Algorithm) -> Vec<f64> {
+    fn tuned(alg: BottomKind) -> Vec<f64> {
         match alg {
-            Algorithm::LaplaceTs => vec![0.1],
-            Algorithm::Gloc => vec![0.5, 0.5],
-            Algorithm::SgdTs => vec![0.5, 1.0],
+            BottomKind::LaplaceTs => vec![0.1],
+            BottomKind::Gloc => vec![0.5, 0.5],
+            BottomKind::SgdTs => vec![0.5, 1.0],
             _ => vec![0.5],
         }
     }
@@ -292,7 +292,7 @@ mod tests {
     /// on its 46-round warm-up MLE: its projection ball of radius 2 cannot reach theta* when that MLE is bad.)
     #[test]
     fn every_algorithm_beats_random_play_by_far_on_an_easy_instance() {
-        for alg in Algorithm::ALL {
+        for alg in BottomKind::ALL {
             let rewards = if alg.paper_uses_linear_rewards() {
                 RewardModel::Linear { noise_sd: 0.5 }
             } else {
@@ -323,7 +323,7 @@ mod tests {
     #[test]
     fn runs_are_deterministic_given_the_streams() {
         let config = SyntheticConfig { horizon: 400, ..easy(RewardModel::Logistic) };
-        let once = |alg: Algorithm, algo_seed: u64| {
+        let once = |alg: BottomKind, algo_seed: u64| {
             let mut env = SyntheticEnv::new(config, StreamRng::seed_from_u64(3));
             let mut bandit = alg.build(config.dim, config.horizon);
             run(
@@ -334,10 +334,10 @@ mod tests {
                 &mut StreamRng::seed_from_u64(4),
             )
         };
-        for alg in Algorithm::ALL {
+        for alg in BottomKind::ALL {
             let (a, b) = (once(alg, 10), once(alg, 10));
             assert_eq!(a, b, "{}", alg.name());
-            if !matches!(alg, Algorithm::LinUcb | Algorithm::Gloc) {
+            if !matches!(alg, BottomKind::LinUcb | BottomKind::Gloc) {
                 assert_ne!(a.arms, once(alg, 11).arms, "{} ignores its algorithm stream", alg.name());
             }
         }
@@ -350,7 +350,7 @@ mod tests {
         let config = SyntheticConfig { horizon: 3000, ..SyntheticConfig::paper_linear() };
         let regret = |schedule: HyperparameterSchedule| {
             let mut env = SyntheticEnv::new(config, StreamRng::seed_from_u64(8));
-            let mut bandit = Algorithm::LinUcb.build(config.dim, config.horizon);
+            let mut bandit = BottomKind::LinUcb.build(config.dim, config.horizon);
             run(
                 bandit.as_mut(),
                 &mut env,
@@ -391,7 +391,7 @@ mod tests {
         }
     }
 
-    fn tuned_run(alg: Algorithm, config: SyntheticConfig, tuner: &mut dyn Tuner, seed: u64) -> TunedOutcome {
+    fn tuned_run(alg: BottomKind, config: SyntheticConfig, tuner: &mut dyn Tuner, seed: u64) -> TunedOutcome {
         let mut env = SyntheticEnv::new(config, StreamRng::seed_from_u64(seed));
         let mut bandit = alg.build(config.dim, config.horizon);
         run_tuned(
@@ -409,7 +409,7 @@ mod tests {
     #[test]
     fn theory_and_fixed_tuners_reproduce_the_schedule_loop() {
         let config = SyntheticConfig { horizon: 400, ..easy(RewardModel::Logistic) };
-        for alg in Algorithm::ALL {
+        for alg in BottomKind::ALL {
             let p = alg.build(config.dim, config.horizon).hyperparameters().len();
             let cases: [(Box<dyn Tuner>, HyperparameterSchedule); 2] = [
                 (Box::new(Theory), HyperparameterSchedule::Theory),
@@ -440,7 +440,7 @@ mod tests {
     fn block_mode_proposes_once_per_block_and_feeds_block_means() {
         let config = SyntheticConfig { horizon: 400, ..easy(RewardModel::Logistic) };
         let mut tuner = Recording { warmup: 50, plan: None, proposals: Vec::new(), feedback: Vec::new() };
-        let outcome = tuned_run(Algorithm::SgdTs, config, &mut tuner, 5);
+        let outcome = tuned_run(BottomKind::SgdTs, config, &mut tuner, 5);
         let plan = tuner.plan.unwrap();
         assert_eq!((plan.block_len, plan.random_phase, plan.decisions()), (36, 72, 10));
         let starts: Vec<usize> = (72..400).step_by(36).collect();
@@ -457,7 +457,7 @@ mod tests {
         assert_eq!(outcome.hyperparameters_at(71), None);
         // Per-round mode: one proposal and one feedback per round after the random phase.
         let mut tuner = Recording { warmup: 50, plan: None, proposals: Vec::new(), feedback: Vec::new() };
-        let outcome = tuned_run(Algorithm::LinUcb, config, &mut tuner, 5);
+        let outcome = tuned_run(BottomKind::LinUcb, config, &mut tuner, 5);
         assert_eq!(tuner.proposals, (50..400).collect::<Vec<_>>());
         assert_eq!(tuner.feedback, outcome.rewards[50..].to_vec());
     }
@@ -468,7 +468,7 @@ mod tests {
     #[test]
     fn cdt_episodes_keep_their_invariants_on_every_algorithm() {
         let config = SyntheticConfig { horizon: 1500, ..easy(RewardModel::Logistic) };
-        for alg in Algorithm::ALL {
+        for alg in BottomKind::ALL {
             let mut cdt = Cdt::new(CdtConfig::paper());
             let outcome = tuned_run(alg, config, &mut cdt, 12);
             let p = outcome.plan.dim();
@@ -487,7 +487,7 @@ mod tests {
         }
         let hp = |tuning_seed: u64| {
             let mut env = SyntheticEnv::new(config, StreamRng::seed_from_u64(12));
-            let mut bandit = Algorithm::LinUcb.build(config.dim, config.horizon);
+            let mut bandit = BottomKind::LinUcb.build(config.dim, config.horizon);
             run_tuned(
                 bandit.as_mut(),
                 &mut env,
@@ -508,7 +508,7 @@ mod tests {
     fn cdt_restarts_at_the_scheduled_bottom_rounds() {
         let config = SyntheticConfig { horizon: 3000, ..easy(RewardModel::Linear { noise_sd: 0.5 }) };
         let mut cdt = Cdt::new(CdtConfig { epoch_multiplier: 1.0, ..CdtConfig::paper() });
-        let outcome = tuned_run(Algorithm::LinUcb, config, &mut cdt, 3);
+        let outcome = tuned_run(BottomKind::LinUcb, config, &mut cdt, 3);
         let (t1, t2) = (paper_warmup(3000, 1), paper_epoch(3000, 1, 1.0));
         assert_eq!((t1, t2), (54, 405));
         let restarts: Vec<usize> = (0..).map(|m| t1 + m * t2).take_while(|&r| r < 3000).collect();
@@ -532,12 +532,12 @@ mod tests {
     fn cdt_beats_the_theory_values_on_the_paper_linear_instance() {
         let config = SyntheticConfig { horizon: 6000, ..SyntheticConfig::paper_linear() };
         for seed in [7, 8] {
-            let regret = |alg: Algorithm, tuner: &mut dyn Tuner| tuned_run(alg, config, tuner, seed).final_regret();
-            let cdt = regret(Algorithm::LinUcb, &mut Cdt::new(CdtConfig::paper()));
-            let theory = regret(Algorithm::LinUcb, &mut Theory);
+            let regret = |alg: BottomKind, tuner: &mut dyn Tuner| tuned_run(alg, config, tuner, seed).final_regret();
+            let cdt = regret(BottomKind::LinUcb, &mut Cdt::new(CdtConfig::paper()));
+            let theory = regret(BottomKind::LinUcb, &mut Theory);
             assert!(cdt < 0.8 * theory, "LinUCB seed {seed}: CDT {cdt:.1} vs Theory {theory:.1}");
-            let cdt = regret(Algorithm::LinTs, &mut Cdt::new(CdtConfig::paper()));
-            let theory = regret(Algorithm::LinTs, &mut Theory);
+            let cdt = regret(BottomKind::LinTs, &mut Cdt::new(CdtConfig::paper()));
+            let theory = regret(BottomKind::LinTs, &mut Theory);
             assert!(cdt < theory, "LinTS seed {seed}: CDT {cdt:.1} vs Theory {theory:.1}");
         }
     }

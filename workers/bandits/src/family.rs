@@ -19,7 +19,7 @@ use crate::methods::TunerKind;
 use crate::movielens::{MovieLensConfig, MovieLensEnv, RatingsSource};
 use crate::tuner::{CandidateSet, Tuner};
 use crate::yahoo::{YahooConfig, YahooData, YahooEnv};
-use crate::{Algorithm, BottomBandit};
+use crate::{BottomBandit, BottomKind};
 use armada_core::{
     ComponentDef, Episode, Family, JobError, JobStreams, MetricDef, MetricKind, ParamDef, ParamKind, Params, StreamRng,
     ValidJob,
@@ -28,7 +28,7 @@ use armada_core::{
 /// The family as the registry sees it.
 pub struct BanditsFamily;
 
-/// Bottom algorithms by their parameter value, in the order of [`Algorithm::ALL`].
+/// Bottom algorithms by their parameter value, in the order of [`BottomKind::ALL`].
 const BOTTOM_NAMES: [&str; 7] = ["linucb", "lints", "ucb-glm", "glm-tsl", "laplace-ts", "gloc", "sgd-ts"];
 
 const BOTTOM: ParamDef = ParamDef {
@@ -205,12 +205,12 @@ pub const METRICS: [MetricDef; 7] = [
     },
 ];
 
-pub(crate) fn bottom_of(params: &Params) -> Result<Algorithm, JobError> {
+pub(crate) fn bottom_of(params: &Params) -> Result<BottomKind, JobError> {
     let name = params.str("bottom")?;
     BOTTOM_NAMES
         .iter()
         .position(|&n| n == name)
-        .map(|i| Algorithm::ALL[i])
+        .map(|i| BottomKind::ALL[i])
         .ok_or_else(|| JobError::Invalid(format!("unknown bottom algorithm `{name}`")))
 }
 
@@ -242,7 +242,7 @@ fn tuner_of(name: &str, params: &Params) -> Result<TunerKind, JobError> {
 }
 
 /// Whether the bottom bandit plays linear rewards: `rewards = paper` follows spec 4.1.
-fn linear_rewards(bp: &Params, bottom: Algorithm) -> Result<bool, JobError> {
+fn linear_rewards(bp: &Params, bottom: BottomKind) -> Result<bool, JobError> {
     Ok(match bp.str("rewards")? {
         "linear" => true,
         "logistic" => false,
@@ -254,7 +254,7 @@ fn linear_rewards(bp: &Params, bottom: Algorithm) -> Result<bool, JobError> {
 pub(crate) fn environment(
     benchmark: &str,
     bp: &Params,
-    bottom: Algorithm,
+    bottom: BottomKind,
     horizon: usize,
     stream: StreamRng,
 ) -> Result<Box<dyn Environment + Send>, JobError> {
@@ -497,7 +497,7 @@ mod tests {
         spec.algorithm_params.insert("value".into(), ParamValue::Float(2.5));
         spec.horizon = 50;
         let rows = records(&registry.validate(&spec).unwrap());
-        let bandit = Algorithm::Gloc.build(10, 50);
+        let bandit = BottomKind::Gloc.build(10, 50);
         let mut theory = vec![0.0; 2];
         for (round, row) in rows[1..].iter().enumerate() {
             bandit.theory_hyperparameters(round, &mut theory);
@@ -507,8 +507,8 @@ mod tests {
 
     #[test]
     fn names_and_models_follow_the_paper() {
-        assert_eq!(BOTTOM_NAMES.len(), Algorithm::ALL.len());
-        for (name, alg) in BOTTOM_NAMES.iter().zip(Algorithm::ALL) {
+        assert_eq!(BOTTOM_NAMES.len(), BottomKind::ALL.len());
+        for (name, alg) in BOTTOM_NAMES.iter().zip(BottomKind::ALL) {
             assert_eq!(name.replace('-', ""), alg.name().to_lowercase().replace('-', ""));
         }
         // The second hyperparameter is recorded for the two-hyperparameter bandits only.

@@ -14,12 +14,12 @@
 //! warm-started Newton for the GLM fits (spec §7.12, §7.14), without allocation in the round loop.
 //!
 //! ```
-//! use armada_bandits::{env::{SyntheticConfig, SyntheticEnv}, episode, Algorithm, HyperparameterSchedule};
+//! use armada_bandits::{env::{SyntheticConfig, SyntheticEnv}, episode, BottomKind, HyperparameterSchedule};
 //! use armada_core::StreamRng;
 //! use rand::SeedableRng;
 //! let config = SyntheticConfig { horizon: 200, ..SyntheticConfig::paper_linear() };
 //! let mut env = SyntheticEnv::new(config, StreamRng::seed_from_u64(1));
-//! let mut bandit = Algorithm::LinUcb.build(config.dim, config.horizon);
+//! let mut bandit = BottomKind::LinUcb.build(config.dim, config.horizon);
 //! let outcome = episode::run(bandit.as_mut(), &mut env, &HyperparameterSchedule::Fixed(vec![1.0]),
 //!     &mut StreamRng::seed_from_u64(2), &mut StreamRng::seed_from_u64(3));
 //! assert_eq!(outcome.cumulative_regret.len(), 200);
@@ -27,7 +27,7 @@
 //! // The same bandit tuned online by CDT (paper constants).
 //! use armada_bandits::{cdt::{Cdt, CdtConfig}, episode::run_tuned};
 //! let mut env = SyntheticEnv::new(config, StreamRng::seed_from_u64(1));
-//! let mut bandit = Algorithm::LinUcb.build(config.dim, config.horizon);
+//! let mut bandit = BottomKind::LinUcb.build(config.dim, config.horizon);
 //! let tuned = run_tuned(bandit.as_mut(), &mut env, &mut Cdt::new(CdtConfig::paper()),
 //!     &mut StreamRng::seed_from_u64(2), &mut StreamRng::seed_from_u64(4), &mut StreamRng::seed_from_u64(3));
 //! assert_eq!(tuned.plan.random_phase, 14); // T1 = floor(200^(1/2))
@@ -133,9 +133,10 @@ pub trait BottomBandit {
     fn observe(&mut self, x: &[f64], y: f64, hyperparameters: &[f64], rng: &mut dyn RngCore);
 }
 
-/// The seven algorithms of spec §2.5, for building them by name and for tables.
+/// The seven bottom bandits of spec §2.5 (the algorithms being tuned; a job's `algorithm`
+/// is the tuner), for building them by name and for tables.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Algorithm {
+pub enum BottomKind {
     LinUcb,
     LinTs,
     UcbGlm,
@@ -145,46 +146,46 @@ pub enum Algorithm {
     SgdTs,
 }
 
-impl Algorithm {
-    pub const ALL: [Algorithm; 7] = [
-        Algorithm::LinUcb,
-        Algorithm::LinTs,
-        Algorithm::UcbGlm,
-        Algorithm::GlmTsl,
-        Algorithm::LaplaceTs,
-        Algorithm::Gloc,
-        Algorithm::SgdTs,
+impl BottomKind {
+    pub const ALL: [BottomKind; 7] = [
+        BottomKind::LinUcb,
+        BottomKind::LinTs,
+        BottomKind::UcbGlm,
+        BottomKind::GlmTsl,
+        BottomKind::LaplaceTs,
+        BottomKind::Gloc,
+        BottomKind::SgdTs,
     ];
 
     pub fn name(self) -> &'static str {
         match self {
-            Algorithm::LinUcb => "LinUCB",
-            Algorithm::LinTs => "LinTS",
-            Algorithm::UcbGlm => "UCB-GLM",
-            Algorithm::GlmTsl => "GLM-TSL",
-            Algorithm::LaplaceTs => "Laplace-TS",
-            Algorithm::Gloc => "GLOC",
-            Algorithm::SgdTs => "SGD-TS",
+            BottomKind::LinUcb => "LinUCB",
+            BottomKind::LinTs => "LinTS",
+            BottomKind::UcbGlm => "UCB-GLM",
+            BottomKind::GlmTsl => "GLM-TSL",
+            BottomKind::LaplaceTs => "Laplace-TS",
+            BottomKind::Gloc => "GLOC",
+            BottomKind::SgdTs => "SGD-TS",
         }
     }
 
     /// Whether the paper runs it on the linear reward model (LinUCB, LinTS) rather than the logistic one
     /// (spec §4.1).
     pub fn paper_uses_linear_rewards(self) -> bool {
-        matches!(self, Algorithm::LinUcb | Algorithm::LinTs)
+        matches!(self, BottomKind::LinUcb | BottomKind::LinTs)
     }
 
     /// Builds the algorithm with the paper's constants (spec §8.4) for dimension `dim` and horizon `horizon`.
     pub fn build(self, dim: usize, horizon: usize) -> Box<dyn BottomBandit> {
         let theory = TheoryConstants::paper(horizon);
         match self {
-            Algorithm::LinUcb => Box::new(LinUcb::new(dim, theory)),
-            Algorithm::LinTs => Box::new(LinTs::new(dim, theory)),
-            Algorithm::UcbGlm => Box::new(UcbGlm::new(dim, theory)),
-            Algorithm::GlmTsl => Box::new(GlmTsl::new(dim, theory)),
-            Algorithm::LaplaceTs => Box::new(LaplaceTs::new(dim, theory)),
-            Algorithm::Gloc => Box::new(Gloc::new(dim, theory)),
-            Algorithm::SgdTs => Box::new(SgdTs::new(dim, theory)),
+            BottomKind::LinUcb => Box::new(LinUcb::new(dim, theory)),
+            BottomKind::LinTs => Box::new(LinTs::new(dim, theory)),
+            BottomKind::UcbGlm => Box::new(UcbGlm::new(dim, theory)),
+            BottomKind::GlmTsl => Box::new(GlmTsl::new(dim, theory)),
+            BottomKind::LaplaceTs => Box::new(LaplaceTs::new(dim, theory)),
+            BottomKind::Gloc => Box::new(Gloc::new(dim, theory)),
+            BottomKind::SgdTs => Box::new(SgdTs::new(dim, theory)),
         }
     }
 }
@@ -233,7 +234,7 @@ mod tests {
     #[test]
     fn every_algorithm_declares_paper_box_hyperparameters_and_finite_theory_values() {
         let expected_p = [1, 1, 1, 1, 1, 2, 2];
-        for (alg, p) in Algorithm::ALL.into_iter().zip(expected_p) {
+        for (alg, p) in BottomKind::ALL.into_iter().zip(expected_p) {
             let b = alg.build(25, 14_000);
             assert_eq!(b.name(), alg.name());
             assert_eq!(b.hyperparameters().len(), p, "{}", alg.name());

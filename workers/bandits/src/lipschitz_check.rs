@@ -18,7 +18,7 @@ use crate::episode::TunedLoop;
 use crate::family::{bottom_of, environment, UNIT_BALL};
 use crate::methods::TunerKind;
 use crate::tuner::Tuner;
-use crate::{Algorithm, BottomBandit};
+use crate::{BottomBandit, BottomKind};
 use armada_core::{
     ComponentDef, Episode, Family, JobError, JobSpec, JobStreams, MetricDef, MetricKind, ParamDef, ParamKind,
     SpecError, StreamRng, ValidJob,
@@ -158,7 +158,7 @@ impl Family for LipschitzCheckFamily {
     fn start(&self, job: &ValidJob, streams: &JobStreams) -> Result<Box<dyn Episode>, JobError> {
         let spec = &job.spec;
         let bottom = bottom_of(&spec.benchmark_params)?;
-        if !matches!(bottom, Algorithm::LinUcb | Algorithm::LinTs) {
+        if !matches!(bottom, BottomKind::LinUcb | BottomKind::LinTs) {
             return Err(JobError::Invalid("the Lipschitz check needs LinUCB or LinTS".into()));
         }
         let horizon = spec.horizon as usize;
@@ -245,12 +245,12 @@ mod tests {
         let mut env = environment(
             &j.spec.benchmark,
             &j.spec.benchmark_params,
-            Algorithm::LinUcb,
+            BottomKind::LinUcb,
             230,
             streams.env("environment"),
         )
         .unwrap();
-        let mut bandit = Algorithm::LinUcb.build(6, 230);
+        let mut bandit = BottomKind::LinUcb.build(6, 230);
         let mut config = CdtConfig::paper();
         config.warmup = WarmupRule::Rounds(200);
         let mut tuner = TunerKind::Cdt(config).build(1);

@@ -448,7 +448,7 @@ pub(crate) mod tests {
     /// OP keeps the second hyperparameter at its theory value (spec §2.6(b): GLOC kappa = 0.196).
     #[test]
     fn op_tunes_only_the_exploration_rate() {
-        let gloc = crate::Algorithm::Gloc.build(5, 1000);
+        let gloc = crate::BottomKind::Gloc.build(5, 1000);
         let mut op = Op::new(&CANDIDATES_C2);
         let mut out = [0.0; 2];
         op.propose(gloc.as_ref(), 10, &mut out, &mut ChaCha8Rng::seed_from_u64(1));

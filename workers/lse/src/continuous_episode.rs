@@ -40,7 +40,7 @@
 use crate::algorithms::max_value::{choose_returned, max_value_loss, nearest_grid_point, tau};
 use crate::algorithms::{Acquisition, Choice, MaxValueBeta, ZeroRule};
 use crate::benchmarks::{ContinuousProblem, NOMINAL_CARD_X};
-use crate::metrics::{average_loss, upper_set_fscore};
+use crate::metrics::{average_loss, upper_set_fscore, Returned};
 use crate::METRICS;
 use armada_core::{Episode, JobError, JobStreams, Params, StreamRng, ValidJob};
 use armada_gp::{CandidateCache, Gp, Points};
@@ -448,14 +448,6 @@ struct MaxValueReturn {
     mc_rng: StreamRng,
     /// The choice, made at the horizon before its observation.
     returned: Option<Returned>,
-}
-
-/// The classification Algorithm 3 returns and how good it really is on `X~`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Returned {
-    pub step: usize,
-    pub loss: f64,
-    pub max_loss: f64,
 }
 
 /// `[x]_t` for every point: the nearest centre of the grid with `tau` points per axis on

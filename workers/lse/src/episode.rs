@@ -13,7 +13,7 @@
 use crate::algorithms::max_value::{choose_returned, max_value_loss};
 use crate::algorithms::{Acquisition, Choice, PosteriorView};
 use crate::benchmarks::FiniteProblem;
-use crate::metrics::{average_loss, upper_set_fscore};
+use crate::metrics::{average_loss, upper_set_fscore, Returned};
 use armada_core::{Episode, JobError, JobStreams, MetricDef, MetricKind, StreamRng};
 use armada_gp::{CandidateCache, CandidateCovariance, GpError, JitterReport};
 use rand::Rng;
@@ -135,14 +135,6 @@ pub struct FiniteEpisode {
     history: Option<Vec<Vec<bool>>>,
     /// Algorithm 2's choice, made at the last step before its observation.
     returned: Option<Returned>,
-}
-
-/// The classification Algorithm 2 returns and how good it really is.
-#[derive(Clone, Copy, Debug)]
-struct Returned {
-    step: usize,
-    loss: f64,
-    max_loss: f64,
 }
 
 impl FiniteEpisode {

@@ -1,6 +1,15 @@
 //! Classification metrics of the LSE spec, section 1.4, for the posterior-mean rule
 //! `H_t = {x : mu(x) >= theta}` (Definition 3.1), computed with the noise-free true `f`.
 
+/// The classification a max-value algorithm (2 on finite X, 3 on a continuous domain)
+/// returns: the step whose estimate it chose, and how good that estimate really is.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Returned {
+    pub step: usize,
+    pub loss: f64,
+    pub max_loss: f64,
+}
+
 /// Average loss `r_t = (1/|X|) sum_x |f(x) - theta| 1[x misclassified]` (divided by |X|,
 /// not by the number of misclassified points).
 pub fn average_loss(mean: &[f64], f: &[f64], theta: f64) -> f64 {
