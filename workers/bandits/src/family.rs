@@ -215,9 +215,7 @@ pub(crate) fn bottom_of(params: &Params) -> Result<BottomKind, JobError> {
 }
 
 fn tuner_of(name: &str, params: &Params) -> Result<TunerKind, JobError> {
-    let candidates = || -> Result<CandidateSet, JobError> {
-        Ok(if params.str("candidates")? == "c2" { CandidateSet::C2 } else { CandidateSet::C1 })
-    };
+    let candidates = || params.choice("candidates", &[("c1", CandidateSet::C1), ("c2", CandidateSet::C2)]);
     Ok(match name {
         "theory" => TunerKind::Theory,
         "op" => TunerKind::Op(candidates()?),
@@ -225,12 +223,13 @@ fn tuner_of(name: &str, params: &Params) -> Result<TunerKind, JobError> {
         "tl-combined" => TunerKind::Tl(candidates()?),
         "fixed" => TunerKind::FixedExploration(params.float("value")?),
         "cdt" => {
-            let mut config = match params.str("preset")? {
-                "refcode" => CdtConfig::refcode(),
-                "refcode-fixed" => CdtConfig { fixed_draw: true, ..CdtConfig::refcode() },
-                _ => CdtConfig::paper(),
-            };
-            if params.str("warmup")? == "none" {
+            let presets = [
+                ("paper", CdtConfig::paper()),
+                ("refcode", CdtConfig::refcode()),
+                ("refcode-fixed", CdtConfig { fixed_draw: true, ..CdtConfig::refcode() }),
+            ];
+            let mut config = params.choice("preset", &presets)?;
+            if params.choice("warmup", &[("preset", false), ("none", true)])? {
                 config.warmup = WarmupRule::Rounds(0);
             }
             config.epoch_multiplier = params.float("k")?;
@@ -243,11 +242,7 @@ fn tuner_of(name: &str, params: &Params) -> Result<TunerKind, JobError> {
 
 /// Whether the bottom bandit plays linear rewards: `rewards = paper` follows spec 4.1.
 fn linear_rewards(bp: &Params, bottom: BottomKind) -> Result<bool, JobError> {
-    Ok(match bp.str("rewards")? {
-        "linear" => true,
-        "logistic" => false,
-        _ => bottom.paper_uses_linear_rewards(),
-    })
+    bp.choice("rewards", &[("paper", bottom.paper_uses_linear_rewards()), ("linear", true), ("logistic", false)])
 }
 
 /// The benchmark's environment for one repetition, drawn from the environment stream.
@@ -276,15 +271,16 @@ pub(crate) fn environment(
             Box::new(SyntheticEnv::new(config, stream))
         }
         "movielens" => {
-            let source = match bp.str("data")? {
-                "standin" => RatingsSource::StandIn(0),
-                _ => RatingsSource::MovieLens,
+            let source = match bp.choice("data", &[("ml-100k", false), ("standin", true)])? {
+                true => RatingsSource::StandIn(0),
+                false => RatingsSource::MovieLens,
             };
             let factors = crate::movielens::factors(&source).map_err(JobError::MissingData)?;
-            let rewards = match (linear, bp.str("noise")?) {
+            let code_noise = bp.choice("noise", &[("paper", false), ("code", true)])?;
+            let rewards = match (linear, code_noise) {
                 (false, _) => RewardModel::Logistic,
-                (true, "code") => RewardModel::Linear { noise_sd: 0.5 },
-                (true, _) => MovieLensConfig::paper_linear_noise(),
+                (true, true) => RewardModel::Linear { noise_sd: 0.5 },
+                (true, false) => MovieLensConfig::paper_linear_noise(),
             };
             let config =
                 MovieLensConfig { n_arms: bp.int("arms")? as usize, horizon, ..MovieLensConfig::paper(rewards) };

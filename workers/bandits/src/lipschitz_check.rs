@@ -165,7 +165,7 @@ impl Family for LipschitzCheckFamily {
         let env = environment(&spec.benchmark, &spec.benchmark_params, bottom, horizon, streams.env("environment"))?;
         let bandit = bottom.build(env.dim(), horizon);
         let ap = &spec.algorithm_params;
-        let mut config = if ap.str("preset")? == "refcode" { CdtConfig::refcode() } else { CdtConfig::paper() };
+        let mut config = ap.choice("preset", &[("paper", CdtConfig::paper()), ("refcode", CdtConfig::refcode())])?;
         config.warmup = WarmupRule::Rounds(ap.int("warmup")? as usize);
         let mut tuner = TunerKind::Cdt(config).build(bandit.hyperparameters().len());
         let run = TunedLoop::start(bandit.as_ref(), horizon, tuner.as_mut());

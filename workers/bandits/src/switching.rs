@@ -232,7 +232,7 @@ impl Episode for SwitchingEpisode {
 }
 
 fn constants(params: &Params) -> Result<Constants, JobError> {
-    Ok(if params.str("constants")? == "code" { Constants::Code } else { Constants::Paper })
+    params.choice("constants", &[("paper", Constants::Paper), ("code", Constants::Code)])
 }
 
 impl Family for LipschitzFamily {
@@ -262,11 +262,12 @@ impl Family for LipschitzFamily {
     fn start(&self, job: &ValidJob, streams: &JobStreams) -> Result<Box<dyn Episode>, JobError> {
         let (spec, bp) = (&job.spec, &job.spec.benchmark_params);
         let horizon = spec.horizon as usize;
-        let shape = match bp.str("shape")? {
-            "sine" => Shape::Sine,
-            _ => Shape::Triangle { slope: bp.float("slope")? },
+        let shape = match bp.choice("shape", &[("triangle", false), ("sine", true)])? {
+            true => Shape::Sine,
+            false => Shape::Triangle { slope: bp.float("slope")? },
         };
-        let points = if bp.str("change_points")? == "snapshot" { &CHANGE_POINTS_SNAPSHOT } else { &CHANGE_POINTS_HEAD };
+        let points =
+            bp.choice("change_points", &[("head", &CHANGE_POINTS_HEAD), ("snapshot", &CHANGE_POINTS_SNAPSHOT)])?;
         let env = Switching::new(shape, points, horizon, bp.float("noise_var")?);
         let ap = &spec.algorithm_params;
         let c = constants(ap)?;

@@ -99,6 +99,20 @@ impl Params {
             _ => Err(crate::JobError::Invalid(format!("string parameter `{name}` missing"))),
         }
     }
+
+    /// A choice parameter as the value `options` pairs with it. A value the options do not
+    /// name is an error, never a silent default: an option added to a schema and forgotten
+    /// here fails the job (and the families' tests that start every option).
+    pub fn choice<T: Copy>(&self, name: &str, options: &[(&str, T)]) -> Result<T, crate::JobError> {
+        let value = self.str(name)?;
+        options.iter().find(|(option, _)| *option == value).map(|(_, v)| *v).ok_or_else(|| {
+            let known: Vec<&str> = options.iter().map(|(o, _)| *o).collect();
+            crate::JobError::Invalid(format!(
+                "choice `{name}` = `{value}` is not handled (handled: {})",
+                known.join(", ")
+            ))
+        })
+    }
 }
 
 /// Canonical text `{a=1,b="x"}`: what job keys hash and what result tables show.

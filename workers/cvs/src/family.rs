@@ -162,7 +162,7 @@ fn problem(spec: &JobSpec) -> Result<(Problem, BudgetRule), JobError> {
         b.float("budget")?,
         b.float("noise_std")?,
     )?;
-    let rule = if b.str("budget_rule")? == "strict" { BudgetRule::Strict } else { BudgetRule::Overshoot };
+    let rule = b.choice("budget_rule", &[("overshoot", BudgetRule::Overshoot), ("strict", BudgetRule::Strict)])?;
     Ok((problem, rule))
 }
 
@@ -179,25 +179,24 @@ fn algorithm(name: &str, p: &Params, problem: &Problem) -> Result<Box<dyn Algori
     Ok(match name {
         "proposed" => {
             let config = ProposedConfig {
-                mode: if p.str("mode")? == "paper" { Mode::Paper } else { Mode::Code },
+                mode: p.choice("mode", &[("paper", Mode::Paper), ("code", Mode::Code), ("code-fixed", Mode::Code)])?,
                 beta: p.float("beta")?,
                 alpha0: p.float("alpha0")?,
                 explore_fraction: p.float("explore_fraction")?,
-                lcb_mode: if p.str("lcb_mode")? == "every_round" { LcbMode::EveryRound } else { LcbMode::EveryStep },
-                shift: match p.str("shift")? {
-                    "worst" => Shift::Worst,
-                    "zero" => Shift::Zero,
-                    "min-observed" => Shift::MinObserved,
-                    _ => return Err(bad("shift")),
-                },
-                alpha_schedule: if p.str("alpha_schedule")? == "once" {
-                    AlphaSchedule::Once
-                } else {
-                    AlphaSchedule::Repeated
-                },
-                cost_log: if p.str("cost_log")? == "projected" { CostLog::Projected } else { CostLog::Iteration },
+                lcb_mode: p
+                    .choice("lcb_mode", &[("every_step", LcbMode::EveryStep), ("every_round", LcbMode::EveryRound)])?,
+                shift: p.choice(
+                    "shift",
+                    &[("worst", Shift::Worst), ("zero", Shift::Zero), ("min-observed", Shift::MinObserved)],
+                )?,
+                alpha_schedule: p.choice(
+                    "alpha_schedule",
+                    &[("repeated", AlphaSchedule::Repeated), ("once", AlphaSchedule::Once)],
+                )?,
+                cost_log: p
+                    .choice("cost_log", &[("iteration", CostLog::Iteration), ("projected", CostLog::Projected)])?,
                 t_cap: usize_param(p, "t_cap")?,
-                refit: p.str("mode")? == "code",
+                refit: p.choice("mode", &[("paper", false), ("code", true), ("code-fixed", false)])?,
                 search,
             };
             Box::new(Proposed::new(config, problem.n_sets()))
@@ -220,7 +219,7 @@ pub fn episode(spec: &JobSpec, streams: &JobStreams) -> Result<CvsEpisode, JobEr
     let (problem, rule) = problem(spec)?;
     let p = &spec.algorithm_params;
     let algo = algorithm(&spec.algorithm, p, &problem)?;
-    let sigma_mode = if p.str("sigma_mode")? == "rms" { SigmaMode::Rms } else { SigmaMode::PerSample };
+    let sigma_mode = p.choice("sigma_mode", &[("per-sample", SigmaMode::PerSample), ("rms", SigmaMode::Rms)])?;
     let mc = McConfig { n_mc: usize_param(p, "n_mc")?, n_sigma: usize_param(p, "n_sigma")?, sigma_mode };
     Ok(CvsEpisode::new(problem, rule, algo, mc, streams))
 }

@@ -94,9 +94,12 @@ const MAX_GRID_POINTS: usize = 500_000;
 /// The rule and run settings of validated algorithm parameters.
 pub fn run_config(name: &str, p: &Params) -> Result<RunConfig, JobError> {
     let optional_float = |key: &str, default: f64| if p.get(key).is_some() { p.float(key) } else { Ok(default) };
-    let elimination = match p.get("elimination").map(|_| p.str("elimination")).transpose()? {
-        Some("progressive") => Elimination::Progressive,
-        _ => Elimination::Robust,
+    // Only the cases that eliminate have the parameter.
+    let elimination = match p.get("elimination") {
+        Some(_) => {
+            p.choice("elimination", &[("robust", Elimination::Robust), ("progressive", Elimination::Progressive)])?
+        }
+        None => Elimination::Robust,
     };
     let refined = if p.get("refined_acquisition").is_some() { p.bool("refined_acquisition")? } else { false };
     let msafeopt = |case| Algorithm::MSafeOpt { case, elimination, refined };
@@ -109,11 +112,10 @@ pub fn run_config(name: &str, p: &Params) -> Result<RunConfig, JobError> {
         "predvar" => Algorithm::PredVar,
         other => return Err(JobError::Invalid(format!("unknown safe algorithm `{other}`"))),
     };
-    let refit = match p.str("refit")? {
-        "warm" => RefitMode::Warm,
-        "fixed" => RefitMode::Fixed,
-        _ => RefitMode::Multistart,
-    };
+    let refit = p.choice(
+        "refit",
+        &[("multistart", RefitMode::Multistart), ("warm", RefitMode::Warm), ("fixed", RefitMode::Fixed)],
+    )?;
     Ok(RunConfig {
         algorithm,
         beta_f: p.float("beta_f")?,

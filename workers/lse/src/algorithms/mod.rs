@@ -204,18 +204,10 @@ pub const ALGORITHMS: [ComponentDef; 7] = [
 impl Acquisition {
     /// Build from a validated algorithm name and parameters, for `n_candidates` candidates.
     pub fn from_params(name: &str, params: &Params, n_candidates: usize) -> Result<Self, JobError> {
-        let tie = || -> Result<TieBreak, JobError> {
-            Ok(match params.str("tie_break")? {
-                "random" => TieBreak::Random,
-                _ => TieBreak::LowestIndex,
-            })
-        };
-        let zero_rule = || -> Result<ZeroRule, JobError> {
-            Ok(match params.str("zero_rule")? {
-                "first-index" => ZeroRule::FirstIndex,
-                _ => ZeroRule::Straddle,
-            })
-        };
+        let tie =
+            || params.choice("tie_break", &[("lowest-index", TieBreak::LowestIndex), ("random", TieBreak::Random)]);
+        let zero_rule =
+            || params.choice("zero_rule", &[("straddle", ZeroRule::Straddle), ("first-index", ZeroRule::FirstIndex)]);
         Ok(match name {
             "random" => Acquisition::Random,
             "us" => Acquisition::Uncertainty { tie: tie()? },
