@@ -93,6 +93,7 @@ const MAX_GRID_POINTS: usize = 500_000;
 
 /// The rule and run settings of validated algorithm parameters.
 pub fn run_config(name: &str, p: &Params) -> Result<RunConfig, JobError> {
+    // Cases 3b, SafeOpt-MC and PredVar have no `l_scale`: no misspecification, c = 1.
     let optional_float = |key: &str, default: f64| if p.get(key).is_some() { p.float(key) } else { Ok(default) };
     // Only the cases that eliminate have the parameter.
     let elimination = match p.get("elimination") {
@@ -175,8 +176,10 @@ impl Family for SafeFamily {
             };
             SpecError::new("benchmark_params.h", message)
         })?;
-        let draws = spec.algorithm_params.int("restarts_per_param").unwrap_or(10);
-        let refit = spec.algorithm_params.str("refit").unwrap_or("multistart");
+        // Every algorithm has both, filled in by validation.
+        let field = |name: &str, e: JobError| SpecError::new(format!("algorithm_params.{name}"), e.to_string());
+        let draws = spec.algorithm_params.int("restarts_per_param").map_err(|e| field("restarts_per_param", e))?;
+        let refit = spec.algorithm_params.str("refit").map_err(|e| field("refit", e))?;
         if draws == 0 && refit == "multistart" {
             return Err(SpecError::new(
                 "algorithm_params.restarts_per_param",
