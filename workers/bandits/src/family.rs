@@ -21,8 +21,8 @@ use crate::tuner::{CandidateSet, Tuner};
 use crate::yahoo::{YahooConfig, YahooData, YahooEnv};
 use crate::{BottomBandit, BottomKind};
 use armada_core::{
-    ComponentDef, Episode, Family, JobError, JobStreams, MetricDef, MetricKind, ParamDef, ParamKind, Params, StreamRng,
-    ValidJob,
+    ComponentDef, Declaration, Episode, Family, JobError, JobStreams, MetricDef, MetricKind, ParamDef, ParamKind,
+    Params, StreamRng, ValidJob,
 };
 
 /// The family as the registry sees it.
@@ -327,33 +327,21 @@ impl Episode for BanditsEpisode {
     }
 }
 
+const DECLARATION: Declaration = Declaration {
+    name: "bandits",
+    // 2: as every family had before versions were per family.
+    version: 2,
+    doc: "online hyperparameter tuning of GLM contextual bandits: CDT and its baselines (Kang, Hsieh, Lee)",
+    benchmarks: &BENCHMARKS,
+    algorithms: &ALGORITHMS,
+    metrics: &METRICS,
+    headline_metrics: &["regret"],
+    summary_axes: &[],
+};
+
 impl Family for BanditsFamily {
-    fn name(&self) -> &'static str {
-        "bandits"
-    }
-    /// 2: as every family had before versions were per family.
-    fn version(&self) -> u32 {
-        2
-    }
-
-    fn doc(&self) -> &'static str {
-        "online hyperparameter tuning of GLM contextual bandits: CDT and its baselines (Kang, Hsieh, Lee)"
-    }
-
-    fn benchmarks(&self) -> &'static [ComponentDef] {
-        &BENCHMARKS
-    }
-
-    fn algorithms(&self) -> &'static [ComponentDef] {
-        &ALGORITHMS
-    }
-
-    fn metrics(&self) -> &'static [MetricDef] {
-        &METRICS
-    }
-
-    fn headline_metrics(&self) -> &'static [&'static str] {
-        &["regret"]
+    fn declaration(&self) -> &'static Declaration {
+        &DECLARATION
     }
 
     fn start(&self, job: &ValidJob, streams: &JobStreams) -> Result<Box<dyn Episode>, JobError> {

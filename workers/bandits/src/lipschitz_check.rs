@@ -20,8 +20,8 @@ use crate::methods::TunerKind;
 use crate::tuner::Tuner;
 use crate::{BottomBandit, BottomKind};
 use armada_core::{
-    ComponentDef, Episode, Family, JobError, JobSpec, JobStreams, MetricDef, MetricKind, ParamDef, ParamKind,
-    SpecError, StreamRng, ValidJob,
+    ComponentDef, Declaration, Episode, Family, JobError, JobSpec, JobStreams, MetricDef, MetricKind, ParamDef,
+    ParamKind, SpecError, StreamRng, ValidJob,
 };
 use std::sync::OnceLock;
 
@@ -120,28 +120,23 @@ impl Episode for CheckEpisode {
     }
 }
 
+const DECLARATION: Declaration = Declaration {
+    name: "lipschitz-check",
+    // 2: as every family had before versions were per family.
+    version: 2,
+    doc: "the CDT paper's Lipschitzness check (Appendix A.2, Figure 3): counterfactual rewards of fixed exploration values along a CDT run",
+    benchmarks: std::slice::from_ref(&UNIT_BALL),
+    algorithms: &ALGORITHMS,
+    // One metric per fixed alpha, named at run time: filled in by `declaration`.
+    metrics: &[],
+    headline_metrics: &["regret"],
+    summary_axes: &[],
+};
+
 impl Family for LipschitzCheckFamily {
-    fn name(&self) -> &'static str {
-        "lipschitz-check"
-    }
-    /// 2: as every family had before versions were per family.
-    fn version(&self) -> u32 {
-        2
-    }
-    fn doc(&self) -> &'static str {
-        "the CDT paper's Lipschitzness check (Appendix A.2, Figure 3): counterfactual rewards of fixed exploration values along a CDT run"
-    }
-    fn benchmarks(&self) -> &'static [ComponentDef] {
-        std::slice::from_ref(&UNIT_BALL)
-    }
-    fn algorithms(&self) -> &'static [ComponentDef] {
-        &ALGORITHMS
-    }
-    fn metrics(&self) -> &'static [MetricDef] {
-        metrics()
-    }
-    fn headline_metrics(&self) -> &'static [&'static str] {
-        &["regret"]
+    fn declaration(&self) -> &'static Declaration {
+        static WITH_METRICS: OnceLock<Declaration> = OnceLock::new();
+        WITH_METRICS.get_or_init(|| Declaration { metrics: metrics(), ..DECLARATION })
     }
 
     fn check(&self, spec: &JobSpec) -> Result<(), SpecError> {

@@ -17,8 +17,8 @@
 
 use crate::zooming::{CoverageRule, InitialPoint, SelectionIndex, ZoomingConfig, ZoomingTs, CLIP_LEVEL};
 use armada_core::{
-    ComponentDef, Episode, Family, JobError, JobStreams, MetricDef, MetricKind, ParamDef, ParamKind, Params, StreamRng,
-    ValidJob,
+    ComponentDef, Declaration, Episode, Family, JobError, JobStreams, MetricDef, MetricKind, ParamDef, ParamKind,
+    Params, StreamRng, ValidJob,
 };
 use rand_distr::{Distribution, StandardNormal};
 use std::f64::consts::PI;
@@ -235,28 +235,22 @@ fn constants(params: &Params) -> Result<Constants, JobError> {
     params.choice("constants", &[("paper", Constants::Paper), ("code", Constants::Code)])
 }
 
+const DECLARATION: Declaration = Declaration {
+    name: "lipschitz",
+    // 2: as every family had before versions were per family.
+    version: 2,
+    doc:
+        "the CDT paper's switching Lipschitz bandit (Appendix A.3): Zooming TS with Restarts vs Zooming and the Oracle",
+    benchmarks: &BENCHMARKS,
+    algorithms: &ALGORITHMS,
+    metrics: &METRICS,
+    headline_metrics: &["regret"],
+    summary_axes: &[],
+};
+
 impl Family for LipschitzFamily {
-    fn name(&self) -> &'static str {
-        "lipschitz"
-    }
-    /// 2: as every family had before versions were per family.
-    fn version(&self) -> u32 {
-        2
-    }
-    fn doc(&self) -> &'static str {
-        "the CDT paper's switching Lipschitz bandit (Appendix A.3): Zooming TS with Restarts vs Zooming and the Oracle"
-    }
-    fn benchmarks(&self) -> &'static [ComponentDef] {
-        &BENCHMARKS
-    }
-    fn algorithms(&self) -> &'static [ComponentDef] {
-        &ALGORITHMS
-    }
-    fn metrics(&self) -> &'static [MetricDef] {
-        &METRICS
-    }
-    fn headline_metrics(&self) -> &'static [&'static str] {
-        &["regret"]
+    fn declaration(&self) -> &'static Declaration {
+        &DECLARATION
     }
 
     fn start(&self, job: &ValidJob, streams: &JobStreams) -> Result<Box<dyn Episode>, JobError> {

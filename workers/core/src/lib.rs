@@ -36,8 +36,8 @@ pub use error::{JobError, SpecError};
 pub use params::{ParamValue, Params};
 pub use record::{MetricDef, MetricKind, StepRecord};
 pub use registry::{
-    check_param, check_params, find_component, ComponentDef, Episode, Family, ParamDef, ParamKind, Registry, ValidJob,
-    MAX_HORIZON, MAX_SEED,
+    check_param, check_params, find_component, ComponentDef, Declaration, Episode, Family, ParamDef, ParamKind,
+    Registry, ValidJob, MAX_HORIZON, MAX_SEED,
 };
 pub use rng::{JobStreams, StreamRng};
 pub use runner::{run_job, RunOutcome};

@@ -39,27 +39,56 @@ pub trait Episode {
     fn step(&mut self, step: u32) -> Result<Vec<f64>, JobError>;
 }
 
-/// A family crate's entry point: its benchmarks, algorithms, metric schema and constructor.
-pub trait Family: Send + Sync {
-    fn name(&self) -> &'static str;
+/// What a family declares once, as a constant: its name, version, benchmarks and
+/// algorithms with their parameter schemas, and its metrics. Validation, `armada list`,
+/// ServerInfo, the job keys and the summaries all read it.
+#[derive(Clone, Copy, Debug)]
+pub struct Declaration {
+    pub name: &'static str,
     /// The version of what this family's jobs compute, part of every job key
     /// ([`crate::key_salt`]). Bump it with any change that alters a trajectory of one of its
     /// jobs, and say why beside it: its results of older code are then no longer resumed,
     /// and its golden trajectories (`tests/golden.rs`) are regenerated.
-    fn version(&self) -> u32;
-    fn doc(&self) -> &'static str;
-    fn benchmarks(&self) -> &'static [ComponentDef];
-    fn algorithms(&self) -> &'static [ComponentDef];
+    pub version: u32,
+    pub doc: &'static str,
+    pub benchmarks: &'static [ComponentDef],
+    pub algorithms: &'static [ComponentDef],
     /// The metrics of every step, in the order of [`crate::StepRecord::values`].
-    fn metrics(&self) -> &'static [MetricDef];
+    pub metrics: &'static [MetricDef],
     /// The metrics a terminal summary shows (all float metrics when empty).
-    fn headline_metrics(&self) -> &'static [&'static str] {
-        &[]
-    }
+    pub headline_metrics: &'static [&'static str],
     /// Monotone metrics (e.g. cumulative cost) whose common grid the summaries also
     /// aggregate along, besides the step: one `along_<metric>.parquet` per name.
+    pub summary_axes: &'static [&'static str],
+}
+
+/// A family crate's entry point: its [`Declaration`], its cross-field checks and its
+/// constructor.
+pub trait Family: Send + Sync {
+    fn declaration(&self) -> &'static Declaration;
+    fn name(&self) -> &'static str {
+        self.declaration().name
+    }
+    fn version(&self) -> u32 {
+        self.declaration().version
+    }
+    fn doc(&self) -> &'static str {
+        self.declaration().doc
+    }
+    fn benchmarks(&self) -> &'static [ComponentDef] {
+        self.declaration().benchmarks
+    }
+    fn algorithms(&self) -> &'static [ComponentDef] {
+        self.declaration().algorithms
+    }
+    fn metrics(&self) -> &'static [MetricDef] {
+        self.declaration().metrics
+    }
+    fn headline_metrics(&self) -> &'static [&'static str] {
+        self.declaration().headline_metrics
+    }
     fn summary_axes(&self) -> &'static [&'static str] {
-        &[]
+        self.declaration().summary_axes
     }
     /// Checks across fields that parameter schemas cannot express (an algorithm that does
     /// not apply to a benchmark, parameters that must agree). Runs during validation, so a

@@ -71,7 +71,7 @@ fn run_inner(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{ComponentDef, Episode, Family, JobSpec, MetricDef, MetricKind};
+    use crate::{ComponentDef, Declaration, Episode, Family, JobSpec, MetricDef, MetricKind};
     use rand::Rng;
 
     /// A family whose single metric is a draw from an environment stream plus the step,
@@ -90,27 +90,22 @@ mod tests {
             Ok(vec![self.rng.random::<f64>() + step as f64])
         }
     }
+    const TOY: Declaration = Declaration {
+        name: "toy",
+        version: 1,
+        doc: "test family",
+        benchmarks: &[ComponentDef { name: "b", doc: "", params: &[] }],
+        algorithms: &[
+            ComponentDef { name: "calm", doc: "", params: &[] },
+            ComponentDef { name: "explode", doc: "", params: &[] },
+        ],
+        metrics: &[MetricDef { name: "x", kind: MetricKind::Float, doc: "" }],
+        headline_metrics: &[],
+        summary_axes: &[],
+    };
     impl Family for Toy {
-        fn name(&self) -> &'static str {
-            "toy"
-        }
-        fn version(&self) -> u32 {
-            1
-        }
-        fn doc(&self) -> &'static str {
-            "test family"
-        }
-        fn benchmarks(&self) -> &'static [ComponentDef] {
-            &[ComponentDef { name: "b", doc: "", params: &[] }]
-        }
-        fn algorithms(&self) -> &'static [ComponentDef] {
-            &[
-                ComponentDef { name: "calm", doc: "", params: &[] },
-                ComponentDef { name: "explode", doc: "", params: &[] },
-            ]
-        }
-        fn metrics(&self) -> &'static [MetricDef] {
-            &[MetricDef { name: "x", kind: MetricKind::Float, doc: "" }]
+        fn declaration(&self) -> &'static Declaration {
+            &TOY
         }
         fn start(&self, job: &ValidJob, streams: &JobStreams) -> Result<Box<dyn Episode>, JobError> {
             Ok(Box::new(ToyEpisode { rng: streams.env("x"), explode: job.spec.algorithm == "explode" }))

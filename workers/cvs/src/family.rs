@@ -2,7 +2,7 @@
 //! and cross-field checks (spec §4, §3, Appendix A).
 
 use armada_core::{
-    ComponentDef, Episode, Family, JobError, JobSpec, JobStreams, MetricDef, ParamDef, ParamKind, Params, SpecError,
+    ComponentDef, Declaration, Episode, Family, JobError, JobSpec, JobStreams, ParamDef, ParamKind, Params, SpecError,
     ValidJob,
 };
 
@@ -225,39 +225,22 @@ pub fn episode(spec: &JobSpec, streams: &JobStreams) -> Result<CvsEpisode, JobEr
     Ok(CvsEpisode::new(problem, rule, algo, mc, streams))
 }
 
+const DECLARATION: Declaration = Declaration {
+    name: "cvs",
+    // 3: `mode = "code"` refits the GP hyperparameters with Adam at every exploitation
+    // step, as the reference code (d641ef3); its results of before are not resumed.
+    version: 3,
+    doc: "BO with unknown cost-varying variable subsets (Hoang, Nguyen, Tran, AAAI 2025, arXiv:2412.15863) and its baselines",
+    benchmarks: &BENCHMARKS,
+    algorithms: &ALGORITHMS,
+    metrics: &METRICS,
+    headline_metrics: &["simple_regret", "n_evals", "cum_cost"],
+    summary_axes: &["cum_cost"],
+};
+
 impl Family for CvsFamily {
-    fn name(&self) -> &'static str {
-        "cvs"
-    }
-    /// 3: `mode = "code"` refits the GP hyperparameters with Adam at every exploitation
-    /// step, as the reference code (d641ef3); its results of before are not resumed.
-    fn version(&self) -> u32 {
-        3
-    }
-
-    fn doc(&self) -> &'static str {
-        "BO with unknown cost-varying variable subsets (Hoang, Nguyen, Tran, AAAI 2025, arXiv:2412.15863) and its baselines"
-    }
-
-    fn benchmarks(&self) -> &'static [ComponentDef] {
-        &BENCHMARKS
-    }
-
-    fn algorithms(&self) -> &'static [ComponentDef] {
-        &ALGORITHMS
-    }
-
-    fn metrics(&self) -> &'static [MetricDef] {
-        &METRICS
-    }
-
-    fn headline_metrics(&self) -> &'static [&'static str] {
-        &["simple_regret", "n_evals", "cum_cost"]
-    }
-
-    /// Simple regret against cost spent (spec §5.3): summaries on the common cost grid.
-    fn summary_axes(&self) -> &'static [&'static str] {
-        &["cum_cost"]
+    fn declaration(&self) -> &'static Declaration {
+        &DECLARATION
     }
 
     fn check(&self, spec: &JobSpec) -> Result<(), SpecError> {

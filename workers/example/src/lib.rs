@@ -12,8 +12,8 @@
 //! compared on common random numbers.
 
 use armada_core::{
-    ComponentDef, Episode, Family, JobError, JobStreams, MetricDef, MetricKind, ParamDef, ParamKind, StreamRng,
-    ValidJob,
+    ComponentDef, Declaration, Episode, Family, JobError, JobStreams, MetricDef, MetricKind, ParamDef, ParamKind,
+    StreamRng, ValidJob,
 };
 use rand::Rng;
 use rand_distr::{Distribution, Normal};
@@ -52,25 +52,21 @@ const METRICS: [MetricDef; 3] = [
     MetricDef { name: "evaluations", kind: MetricKind::Int, doc: "points evaluated so far" },
 ];
 
+const DECLARATION: Declaration = Declaration {
+    name: "example",
+    // 1: the first version.
+    version: 1,
+    doc: "a worked example: a noisy quadratic, random search against a hill climber",
+    benchmarks: &BENCHMARKS,
+    algorithms: &ALGORITHMS,
+    metrics: &METRICS,
+    headline_metrics: &[],
+    summary_axes: &[],
+};
+
 impl Family for ExampleFamily {
-    fn name(&self) -> &'static str {
-        "example"
-    }
-    /// 1: the first version.
-    fn version(&self) -> u32 {
-        1
-    }
-    fn doc(&self) -> &'static str {
-        "a worked example: a noisy quadratic, random search against a hill climber"
-    }
-    fn benchmarks(&self) -> &'static [ComponentDef] {
-        &BENCHMARKS
-    }
-    fn algorithms(&self) -> &'static [ComponentDef] {
-        &ALGORITHMS
-    }
-    fn metrics(&self) -> &'static [MetricDef] {
-        &METRICS
+    fn declaration(&self) -> &'static Declaration {
+        &DECLARATION
     }
     fn start(&self, job: &ValidJob, streams: &JobStreams) -> Result<Box<dyn Episode>, JobError> {
         // Validation filled in every parameter, so these lookups cannot miss.

@@ -39,39 +39,27 @@ pub use continuous_episode::{
 pub use episode::{CandidatePosterior, FiniteEpisode, METRICS};
 
 use algorithms::{Acquisition, ALGORITHMS};
-use armada_core::{ComponentDef, Episode, Family, JobError, JobSpec, JobStreams, MetricDef, SpecError, ValidJob};
+use armada_core::{Declaration, Episode, Family, JobError, JobSpec, JobStreams, SpecError, ValidJob};
 use benchmarks::BENCHMARKS;
 
 /// The `lse` family as the registry sees it.
 pub struct LseFamily;
 
+const DECLARATION: Declaration = Declaration {
+    name: "lse",
+    // 2: as every family had before versions were per family.
+    version: 2,
+    doc: "level-set estimation with the randomized straddle (Inatsu et al., arXiv:2408.03144)",
+    benchmarks: &BENCHMARKS,
+    algorithms: &ALGORITHMS,
+    metrics: &METRICS,
+    headline_metrics: &["loss", "fscore"],
+    summary_axes: &[],
+};
+
 impl Family for LseFamily {
-    fn name(&self) -> &'static str {
-        "lse"
-    }
-    /// 2: as every family had before versions were per family.
-    fn version(&self) -> u32 {
-        2
-    }
-
-    fn doc(&self) -> &'static str {
-        "level-set estimation with the randomized straddle (Inatsu et al., arXiv:2408.03144)"
-    }
-
-    fn benchmarks(&self) -> &'static [ComponentDef] {
-        &BENCHMARKS
-    }
-
-    fn algorithms(&self) -> &'static [ComponentDef] {
-        &ALGORITHMS
-    }
-
-    fn metrics(&self) -> &'static [MetricDef] {
-        &METRICS
-    }
-
-    fn headline_metrics(&self) -> &'static [&'static str] {
-        &["loss", "fscore"]
+    fn declaration(&self) -> &'static Declaration {
+        &DECLARATION
     }
 
     /// The continuous block runs only the methods that apply to a box (spec 4.3), with

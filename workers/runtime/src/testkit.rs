@@ -8,8 +8,8 @@
 //! * `panic`: `echo` that panics at step `at` (a job that fails deterministically).
 
 use armada_core::{
-    ComponentDef, Episode, Family, JobError, JobStreams, MetricDef, MetricKind, ParamDef, ParamKind, StreamRng,
-    ValidJob,
+    ComponentDef, Declaration, Episode, Family, JobError, JobStreams, MetricDef, MetricKind, ParamDef, ParamKind,
+    StreamRng, ValidJob,
 };
 use rand::Rng;
 use std::time::Duration;
@@ -65,25 +65,21 @@ impl Episode for Echo {
     }
 }
 
+const DECLARATION: Declaration = Declaration {
+    name: "testkit",
+    // 2: as every family had before versions were per family.
+    version: 2,
+    doc: "tiny jobs for testing and benchmarking the orchestration (not a paper)",
+    benchmarks: &BENCHMARKS,
+    algorithms: &ALGORITHMS,
+    metrics: &METRICS,
+    headline_metrics: &[],
+    summary_axes: &[],
+};
+
 impl Family for TestkitFamily {
-    fn name(&self) -> &'static str {
-        "testkit"
-    }
-    /// 2: as every family had before versions were per family.
-    fn version(&self) -> u32 {
-        2
-    }
-    fn doc(&self) -> &'static str {
-        "tiny jobs for testing and benchmarking the orchestration (not a paper)"
-    }
-    fn benchmarks(&self) -> &'static [ComponentDef] {
-        &BENCHMARKS
-    }
-    fn algorithms(&self) -> &'static [ComponentDef] {
-        &ALGORITHMS
-    }
-    fn metrics(&self) -> &'static [MetricDef] {
-        &METRICS
+    fn declaration(&self) -> &'static Declaration {
+        &DECLARATION
     }
     fn start(&self, job: &ValidJob, streams: &JobStreams) -> Result<Box<dyn Episode>, JobError> {
         let p = &job.spec.algorithm_params;

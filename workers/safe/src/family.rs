@@ -12,7 +12,7 @@ use crate::benchmarks::{Benchmark, BENCHMARKS};
 use crate::episode::{RunConfig, SafeEpisode, METRICS};
 use crate::surrogate::RefitMode;
 use armada_core::{
-    ComponentDef, Episode, Family, JobError, JobSpec, JobStreams, MetricDef, ParamDef, ParamKind, Params, SpecError,
+    ComponentDef, Declaration, Episode, Family, JobError, JobSpec, JobStreams, ParamDef, ParamKind, Params, SpecError,
     ValidJob,
 };
 
@@ -127,33 +127,21 @@ pub fn run_config(name: &str, p: &Params) -> Result<RunConfig, JobError> {
     })
 }
 
+const DECLARATION: Declaration = Declaration {
+    name: "safe",
+    // 2: as every family had before versions were per family.
+    version: 2,
+    doc: "safe Bayesian optimisation with monotonicity constraints: M-SafeOpt and baselines (Losalka & Scarlett, AISTATS 2024)",
+    benchmarks: &BENCHMARKS,
+    algorithms: &ALGORITHMS,
+    metrics: &METRICS,
+    headline_metrics: &["regret_avg", "regret2_avg", "regretx_avg", "violations_cum"],
+    summary_axes: &[],
+};
+
 impl Family for SafeFamily {
-    fn name(&self) -> &'static str {
-        "safe"
-    }
-    /// 2: as every family had before versions were per family.
-    fn version(&self) -> u32 {
-        2
-    }
-
-    fn doc(&self) -> &'static str {
-        "safe Bayesian optimisation with monotonicity constraints: M-SafeOpt and baselines (Losalka & Scarlett, AISTATS 2024)"
-    }
-
-    fn benchmarks(&self) -> &'static [ComponentDef] {
-        &BENCHMARKS
-    }
-
-    fn algorithms(&self) -> &'static [ComponentDef] {
-        &ALGORITHMS
-    }
-
-    fn metrics(&self) -> &'static [MetricDef] {
-        &METRICS
-    }
-
-    fn headline_metrics(&self) -> &'static [&'static str] {
-        &["regret_avg", "regret2_avg", "regretx_avg", "violations_cum"]
+    fn declaration(&self) -> &'static Declaration {
+        &DECLARATION
     }
 
     /// Refuses grids too large to tabulate, a threshold under which the seed column s = 0 is
