@@ -8,7 +8,7 @@ pub struct ListArgs {}
 
 pub fn list(_args: ListArgs) -> anyhow::Result<ExitCode> {
     for family in armada::registry().families() {
-        println!("family {}: {}", family.name(), family.doc());
+        println!("family {} (version {}): {}", family.name(), family.version(), family.doc());
         print_components("benchmark", family.benchmarks());
         print_components("algorithm", family.algorithms());
         println!("  metrics (one row per step):");
