@@ -4,7 +4,7 @@
     python analysis/bocvs.py results/bocvs-fig1 [--out DIR]
 
 Reads the trajectory shards results/<sweep>/trajectories/*.parquet (family `cvs`), keeps the
-rows that played (`played == 1`), and aggregates on a common cost axis exactly as the reference
+rows that played (every step after 0; a run ends when its budget is spent), and aggregates on a common cost axis exactly as the reference
 plotting code (spec section 5.3): per (setting, algorithm) the axis is the sorted union of every
 run's cumulative costs; each run's value at an axis point is its value after its last play that
 cost at most that much (forward fill), its first play's value before that; mean and standard
@@ -71,6 +71,10 @@ def load(sweep: Path) -> pl.DataFrame:
     if not shards.is_dir():
         sys.exit(f"no trajectories in {sweep}")
     df = pl.read_parquet(shards / "*.parquet")
+    if "played" in df.columns:
+        # Results of cvs before version 4 repeat a run's last row up to the horizon, with
+        # played == 0; drop those rows, as a run now ends with its last play.
+        df = df.filter((pl.col("step") == 0) | (pl.col("played") == 1))
     df = df.with_columns(
         param(pl.col("benchmark_params"), "cost_set").alias("cost_set"),
         param(pl.col("benchmark_params"), "variance").cast(pl.Float64).alias("variance"),
@@ -100,9 +104,14 @@ def cost_axis_curve(runs: list[tuple[np.ndarray, np.ndarray]], budget: float):
     return axis, v.mean(0), v.std(0) / np.sqrt(v.shape[0])
 
 
+def plays() -> pl.Expr:
+    """The rows that are plays: every step after 0."""
+    return pl.col("step") > 0
+
+
 def curves(df: pl.DataFrame, metric: str) -> dict:
     out = {}
-    played = df.filter(pl.col("played") == 1).sort("job_key", "step")
+    played = df.filter(plays()).sort("job_key", "step")
     for (bench, cost_set, var, lab), g in played.group_by(
         "benchmark", "cost_set", "variance", "label", maintain_order=True
     ):
@@ -200,16 +209,16 @@ def table(df: pl.DataFrame) -> None:
         df.group_by("job_key", "benchmark", "cost_set", "variance", "label")
         .agg(
             (pl.col("elapsed_ms").sum() / 1000).alias("seconds"),
-            pl.col("simple_regret").filter(pl.col("played") == 1).last().alias("final_sr"),
+            pl.col("simple_regret").filter(plays()).last().alias("final_sr"),
             pl.col("n_evals").max().alias("evals"),
             pl.col("cum_cost").max().alias("spent"),
-            (pl.col("played") == 1).sum().alias("plays"),
-            ((pl.col("phase") == 1) & (pl.col("played") == 1)).sum().alias("explore"),
-            ((pl.col("phase") == 2) & (pl.col("played") == 1)).sum().alias("exploit"),
-            ((pl.col("set") == 7) & (pl.col("played") == 1)).sum().alias("set7"),
-            ((pl.col("set") == 5) & (pl.col("played") == 1)).sum().alias("set5"),
-            ((pl.col("set") == 6) & (pl.col("played") == 1)).sum().alias("set6"),
-            *[((pl.col("etc_group") == g) & (pl.col("played") == 1)).sum().alias(f"g{g}") for g in (1, 2, 3)],
+            plays().sum().alias("plays"),
+            ((pl.col("phase") == 1) & plays()).sum().alias("explore"),
+            ((pl.col("phase") == 2) & plays()).sum().alias("exploit"),
+            ((pl.col("set") == 7) & plays()).sum().alias("set7"),
+            ((pl.col("set") == 5) & plays()).sum().alias("set5"),
+            ((pl.col("set") == 6) & plays()).sum().alias("set6"),
+            *[((pl.col("etc_group") == g) & plays()).sum().alias(f"g{g}") for g in (1, 2, 3)],
         )
     )
     summary = (

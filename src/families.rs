@@ -14,5 +14,6 @@ pub fn registry() -> Registry {
         Box::new(armada_safe::SafeFamily),
         Box::new(armada_cvs::CvsFamily),
         Box::new(armada_worker::testkit::TestkitFamily),
+        Box::new(armada_worker::testkit::TestkitShortFamily),
     ])
 }

@@ -191,3 +191,62 @@ fn run_summarizes_only_the_jobs_of_its_sweep() {
     assert_eq!(algorithms.len(), 2);
     assert!(algorithms.iter().all(|a| a != Some("random")));
 }
+
+/// Episodes that end early (testkit-short's `short`: seed s ends after step s mod 4) go through the
+/// coordinator and its workers as they do in process: each trajectory has steps 0..=its
+/// last, the per-step summaries count the jobs that reached each step, and the final table
+/// has one row per cell over every job's own last record.
+#[test]
+fn episodes_that_end_early_run_distributed_as_in_process_and_summarize_per_cell() {
+    let dir = tempfile::tempdir().unwrap();
+    let sweep = dir.path().join("short.toml");
+    std::fs::write(
+        &sweep,
+        "name = \"short\"\nfamily = \"testkit-short\"\nseeds = 6\nhorizon = 5\n[[benchmarks]]\nname = \"constant\"\n\
+         [[algorithms]]\nname = \"short\"\nparams = { last = 3 }\n",
+    )
+    .unwrap();
+    let (distributed, local) = (dir.path().join("distributed"), dir.path().join("local"));
+    for (out, extra) in [(&distributed, None), (&local, Some("--in-process"))] {
+        let mut args = vec!["run", sweep.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet"];
+        args.extend(extra);
+        let o = armada(&args);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+    }
+    let (ours, theirs) = (jobs(&distributed.join("short")), jobs(&local.join("short")));
+    assert_eq!(ours.len(), 6);
+    assert_eq!(ours.keys().collect::<Vec<_>>(), theirs.keys().collect::<Vec<_>>());
+    for (key, df) in &ours {
+        assert_same_trajectory(df, &theirs[key], key);
+        let seed = df.column("seed").unwrap().i64().unwrap().get(0).unwrap();
+        let steps: Vec<i64> = df.column("step").unwrap().i64().unwrap().iter().map(Option::unwrap).collect();
+        assert_eq!(steps, (0..=seed % 4).collect::<Vec<_>>(), "seed {seed}");
+    }
+    for name in ["summary.parquet", "final.parquet"] {
+        let bytes = |out: &std::path::Path| std::fs::read(out.join("short").join(name)).unwrap();
+        assert!(bytes(&distributed) == bytes(&local), "{name} differs");
+    }
+    // Seeds 0..6 end after steps 0, 1, 2, 3, 0, 1: steps 0..=3 have 6, 4, 2, 1 jobs.
+    let summary = read(&distributed.join("short").join("summary.parquet"));
+    let ints = |df: &DataFrame, c: &str| -> Vec<i64> {
+        df.column(c).unwrap().i64().unwrap().iter().map(Option::unwrap).collect()
+    };
+    assert_eq!(ints(&summary, "step"), [0, 1, 2, 3]);
+    assert_eq!(ints(&summary, "n"), [6, 4, 2, 1]);
+    let last = read(&distributed.join("short").join("final.parquet"));
+    assert_eq!((ints(&last, "step"), ints(&last, "n")), (vec![3], vec![6]));
+    // value = seed + step + U(0,1) at each job's own last step: seeds 0..6 at 0, 1, 2, 3, 0, 1.
+    let mean = last.column("mean").unwrap().f64().unwrap().get(0).unwrap();
+    let lasts: Vec<f64> = ours
+        .values()
+        .map(|df| {
+            let values = df.column("value").unwrap().f64().unwrap();
+            values.get(values.len() - 1).unwrap()
+        })
+        .collect();
+    assert_eq!(lasts.len(), 6);
+    let expected = lasts.iter().sum::<f64>() / 6.0;
+    assert!((mean - expected).abs() < 1e-12, "{mean} vs {expected}");
+    let floor: f64 = [0, 2, 4, 6, 4, 6].iter().map(|&v| v as f64).sum::<f64>() / 6.0;
+    assert!((floor..floor + 1.0).contains(&mean), "seed + last step + U(0, 1): {mean}");
+}

@@ -11,7 +11,11 @@ pub fn list(_args: ListArgs) -> anyhow::Result<ExitCode> {
         println!("family {} (version {}): {}", family.name(), family.version(), family.doc());
         print_components("benchmark", family.benchmarks());
         print_components("algorithm", family.algorithms());
-        println!("  metrics (one row per step):");
+        if family.ends_early() {
+            println!("  metrics (one row per step; a run may end before its horizon):");
+        } else {
+            println!("  metrics (one row per step, 0..=horizon):");
+        }
         for m in family.metrics() {
             let kind = match m.kind {
                 armada_core::MetricKind::Float => "float",

@@ -1123,9 +1123,11 @@ impl Scheduler {
             job.current = Some(id);
             job.attempts += 1;
             self.attempts.insert(id, Attempt { job: i, session: session.clone(), expires });
+            let family = self.registry.family(self.jobs[i].family()).ok();
             let schema = RecordSchema {
-                metrics: self.metrics_of(self.jobs[i].family()),
+                metrics: family.map_or(&[], |f| f.metrics()),
                 horizon: self.jobs[i].template.spec.horizon,
+                ends_early: family.is_some_and(|f| f.ends_early()),
             };
             self.spools.create(id, session.clone(), schema);
             let job = &self.jobs[i];

@@ -351,6 +351,7 @@ pub fn server_info(registry: &Registry) -> pb::ServerInfoResponse {
                 doc: f.doc().to_string(),
                 version: f.version(),
                 key_salt: armada_core::key_salt(f.version()),
+                ends_early: f.ends_early(),
                 benchmarks: f.benchmarks().iter().map(component).collect(),
                 algorithms: f.algorithms().iter().map(component).collect(),
                 metrics: f
@@ -527,7 +528,9 @@ mod tests {
             assert_eq!(f.key_salt, format!("armada-job-v{}", f.version), "{}", f.name);
         }
         let cvs = info.families.iter().find(|f| f.name == "cvs").unwrap();
-        assert_eq!(cvs.version, 3, "bumped for the code mode's Adam refit");
+        assert_eq!(cvs.version, 4, "bumped for the code mode's Adam refit, then for ending runs early");
+        assert!(cvs.ends_early);
+        assert!(!info.families.iter().find(|f| f.name == "lse").unwrap().ends_early);
         let names: Vec<&str> = info.families.iter().map(|f| f.name.as_str()).collect();
         assert_eq!(names, registry.families().map(|f| f.name()).collect::<Vec<_>>());
         let testkit = info.families.iter().find(|f| f.name == "testkit").unwrap();

@@ -97,11 +97,14 @@ fn void(attempt: u64) -> Status {
 }
 
 /// What an attempt's records must be: one value per metric, Int metrics whole, and steps
-/// 0..=horizon in order.
+/// 0..=horizon in order (or 0..=last for some last <= horizon, when the family's episodes
+/// may end early).
 #[derive(Clone, Debug, Default)]
 pub struct RecordSchema {
     pub metrics: &'static [MetricDef],
     pub horizon: u32,
+    /// The family declares `ends_early`: a trajectory may stop before the horizon.
+    pub ends_early: bool,
 }
 
 impl RecordSchema {
@@ -231,8 +234,15 @@ impl Spool {
     }
 
     /// Why the records cannot be committed as the whole trajectory: steps missing at
-    /// the end.
+    /// the end (for a family whose episodes end early, only a trajectory without step 0).
     pub fn incomplete(&self) -> Option<String> {
+        if self.schema.ends_early {
+            return (self.n_records == 0).then(|| {
+                "records: the attempt holds 0 records; a trajectory has at least step 0 (its family's episodes \
+                 may end early, not before step 0)"
+                    .to_string()
+            });
+        }
         let wanted = u64::from(self.schema.horizon) + 1;
         (u64::from(self.n_records) != wanted).then(|| {
             format!(
@@ -325,7 +335,7 @@ mod tests {
     ];
 
     fn schema(horizon: u32) -> RecordSchema {
-        RecordSchema { metrics: &METRICS, horizon }
+        RecordSchema { metrics: &METRICS, horizon, ends_early: false }
     }
 
     fn record(step: u32) -> StepRecord {
@@ -431,6 +441,30 @@ mod tests {
         spools.create(3, "s".into(), schema(3));
         spools.append(3, "s", &(0..4).map(record).collect::<Vec<_>>()).unwrap();
         assert_eq!(spools.take(3).unwrap().incomplete(), None);
+    }
+
+    /// A family whose episodes end early commits any prefix 0..=last of its steps, but
+    /// not an empty one, and never a step past the horizon.
+    #[test]
+    fn an_episode_that_ends_early_commits_from_step_0_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let spools = open(dir.path());
+        let early = RecordSchema { ends_early: true, ..schema(3) };
+        spools.create(1, "s".into(), early.clone());
+        assert!(spools
+            .take(1)
+            .unwrap()
+            .incomplete()
+            .unwrap()
+            .contains("holds 0 records; a trajectory has at least step 0"));
+        for last in 0..=3 {
+            spools.create(2 + last, "s".into(), early.clone());
+            spools.append(2 + last, "s", &(0..=last as u32).map(record).collect::<Vec<_>>()).unwrap();
+            assert_eq!(spools.take(2 + last).unwrap().incomplete(), None, "steps 0..={last}");
+        }
+        spools.create(9, "s".into(), early);
+        let err = spools.append(9, "s", &(0..5).map(record).collect::<Vec<_>>()).unwrap_err();
+        assert!(err.message().contains("step 4 is past the horizon 3"), "{}", err.message());
     }
 
     /// Only the session that leased an attempt may upload into it.

@@ -60,7 +60,8 @@
 //! | `family` .. `algorithm_params`| String  | as in the trajectories                               |
 //! | `horizon`, `step`             | Int64   | as in the trajectories                               |
 //! | `metric`                      | String  | metric column name                                |
-//! | `n`                           | Int64   | number of seeds with a value (not null, not NaN)  |
+//! | `n`                           | Int64   | number of seeds with a value (not null, not NaN); |
+//! |                               |         | a job that ended before this step has none        |
 //! | `mean`                        | Float64 |                                                   |
 //! | `std`                         | Float64 | sample standard deviation (ddof = 1), null if n<2 |
 //! | `se`                          | Float64 | std / sqrt(n), null if n < 2                      |
@@ -72,9 +73,10 @@
 //! a group with no values has `n = 0` and null statistics.
 //!
 //! Rows are sorted by the group columns in the order above (strings lexically).
-//! `final.parquet` has the same columns, computed on each job's last row (its largest
-//! step); `step` is that step. Jobs cut short (a smaller last step) therefore form their
-//! own group rather than being mixed with complete ones.
+//! `final.parquet` has the same columns, computed on each job's own last row, one group per
+//! cell and metric. Every job of most families ends at the horizon; a family whose episodes
+//! end early (`Declaration::ends_early`: cvs, when the budget is spent) has jobs that end at
+//! different steps, and `step` is then the largest of them.
 
 mod along;
 pub mod live;

@@ -207,13 +207,21 @@ struct LongRows {
     metrics: Interner<String>,
     /// Every step of every job.
     all: Rows,
-    /// The last step of every job.
+    /// The last step of every job, grouped by cell (its step is set by `aggregate`).
     last: Rows,
+    /// By cell id, the largest last step of its jobs: the `step` of its final rows.
+    last_step: Vec<i64>,
 }
 
 impl LongRows {
     fn new() -> Self {
-        LongRows { cells: Interner::new(), metrics: Interner::new(), all: Rows::default(), last: Rows::default() }
+        LongRows {
+            cells: Interner::new(),
+            metrics: Interner::new(),
+            all: Rows::default(),
+            last: Rows::default(),
+            last_step: Vec::new(),
+        }
     }
 
     /// Add one job's rows: every Float64 column that is not a fixed trajectory column
@@ -229,6 +237,10 @@ impl LongRows {
         let steps =
             df.column(STEP)?.i64()?.iter().collect::<Option<Vec<i64>>>().context("column \"step\" has nulls")?;
         let last_step = steps.iter().copied().max().unwrap_or_default();
+        if self.last_step.len() <= cell {
+            self.last_step.resize(cell + 1, 0);
+        }
+        self.last_step[cell] = self.last_step[cell].max(last_step);
         for column in df.columns() {
             let name = column.name().as_str();
             if SHARD_FIXED_COLUMNS.contains(&name) {
@@ -243,7 +255,8 @@ impl LongRows {
             for (&step, value) in steps.iter().zip(column.f64()?.iter()) {
                 self.all.push(cell, step, metric, value);
                 if step == last_step {
-                    self.last.push(cell, step, metric, value);
+                    // One group per cell, whatever step each job ended at.
+                    self.last.push(cell, 0, metric, value);
                 }
             }
         }
@@ -251,7 +264,10 @@ impl LongRows {
     }
 
     /// `(summary, final)` frames in the output schema.
-    fn aggregate(self) -> anyhow::Result<(DataFrame, DataFrame)> {
+    fn aggregate(mut self) -> anyhow::Result<(DataFrame, DataFrame)> {
+        for (step, &cell) in self.last.step.iter_mut().zip(&self.last.cell) {
+            *step = self.last_step[cell as usize];
+        }
         let (cells, cell_rank) = self.cells.sorted();
         let (metrics, metric_rank) = self.metrics.sorted();
         let finish = |rows: Rows| -> anyhow::Result<DataFrame> {
@@ -543,6 +559,35 @@ mod tests {
             assert_row(a, e);
         }
         assert!(close(floats(&last, "q90")[1], Some(3.6)));
+    }
+
+    /// Jobs of one cell that end at different steps (a family whose episodes end early):
+    /// each step counts the jobs that reached it, and the final table has one row per
+    /// metric for the cell, over every job's own last record, at the largest last step.
+    #[test]
+    fn jobs_of_unequal_length_summarize_per_step_and_per_own_last_record() {
+        let dir = tempfile::tempdir().unwrap();
+        // regret by seed: ends at step 2, 0 and 1.
+        let runs: [&[f64]; 3] = [&[8.0, 4.0, 2.0], &[6.0], &[9.0, 3.0]];
+        for (seed, regrets) in runs.iter().enumerate() {
+            let records: Vec<armada_core::StepRecord> = regrets
+                .iter()
+                .enumerate()
+                .map(|(step, &r)| armada_core::StepRecord { step: step as u32, elapsed_ms: 0.0, values: vec![r, 0.0] })
+                .collect();
+            write_shard(dir.path(), &job("lse", "sinusoidal", "straddle", seed as u64), &METRICS, &records).unwrap();
+        }
+        let report = summarize(dir.path(), None).unwrap();
+        let summary = read_parquet(&report.summary_path).unwrap();
+        assert_eq!(ints(&summary, "step"), vec![Some(0), Some(1), Some(2)]);
+        assert_eq!(ints(&summary, "n"), vec![Some(3), Some(2), Some(1)]);
+        assert_eq!(floats(&summary, "mean"), vec![Some(23.0 / 3.0), Some(3.5), Some(2.0)]);
+        let last = read_parquet(&report.final_path).unwrap();
+        assert_eq!(ints(&last, "step"), vec![Some(2)]);
+        assert_eq!(ints(&last, "n"), vec![Some(3)]);
+        // The last records: 2, 6 and 3.
+        assert_eq!(floats(&last, "mean"), vec![Some(11.0 / 3.0)]);
+        assert_eq!(floats(&last, "median"), vec![Some(3.0)]);
     }
 
     #[test]

@@ -21,8 +21,8 @@ use crate::tuner::{CandidateSet, Tuner};
 use crate::yahoo::{YahooConfig, YahooData, YahooEnv};
 use crate::{BottomBandit, BottomKind};
 use armada_core::{
-    ComponentDef, Declaration, Episode, Family, JobError, JobStreams, MetricDef, MetricKind, ParamDef, ParamKind,
-    Params, StreamRng, ValidJob,
+    AnyEpisode, ComponentDef, Declaration, Episode, Family, JobError, JobStreams, ParamDef, ParamKind, Params,
+    StreamRng, ValidJob,
 };
 
 /// The family as the registry sees it.
@@ -182,28 +182,18 @@ const ALGORITHMS: [ComponentDef; 6] = [
     },
 ];
 
-/// The metrics of every step, in record order.
-pub const METRICS: [MetricDef; 7] = [
-    MetricDef { name: "regret", kind: MetricKind::Float, doc: "cumulative expected regret Reg(t) (spec 1.1)" },
-    MetricDef { name: "reward", kind: MetricKind::Float, doc: "realised reward y_t of round t (NaN at step 0)" },
-    MetricDef { name: "reward_cum", kind: MetricKind::Float, doc: "cumulative realised reward (Table 2's metric)" },
-    MetricDef {
-        name: "expected_cum",
-        kind: MetricKind::Float,
-        doc: "cumulative expected reward of the pulled arms (the CTR sum on the Yahoo stand-in)",
-    },
-    MetricDef { name: "arm", kind: MetricKind::Int, doc: "arm pulled at round t (missing at step 0)" },
-    MetricDef {
-        name: "hp1",
-        kind: MetricKind::Float,
-        doc: "first hyperparameter used at round t (NaN in the random phase)",
-    },
-    MetricDef {
-        name: "hp2",
-        kind: MetricKind::Float,
-        doc: "second hyperparameter (GLOC, SGD-TS; NaN otherwise and in the random phase)",
-    },
-];
+armada_core::metrics! {
+    /// The metrics of every round.
+    pub struct BanditsMetrics {
+        regret: f64 = "cumulative expected regret Reg(t) (spec 1.1)",
+        reward: f64 = "realised reward y_t of round t (NaN at step 0)",
+        reward_cum: f64 = "cumulative realised reward (Table 2's metric)",
+        expected_cum: f64 = "cumulative expected reward of the pulled arms (the CTR sum on the Yahoo stand-in)",
+        arm: Option<usize> = "arm pulled at round t (missing at step 0)",
+        hp1: f64 = "first hyperparameter used at round t (NaN in the random phase)",
+        hp2: f64 = "second hyperparameter (GLOC, SGD-TS; NaN otherwise and in the random phase)",
+    }
+}
 
 pub(crate) fn bottom_of(params: &Params) -> Result<BottomKind, JobError> {
     let name = params.str("bottom")?;
@@ -303,11 +293,21 @@ struct BanditsEpisode {
 }
 
 impl Episode for BanditsEpisode {
-    fn initial(&mut self) -> Result<Vec<f64>, JobError> {
-        Ok(vec![0.0, f64::NAN, 0.0, 0.0, f64::NAN, f64::NAN, f64::NAN])
+    type Metrics = BanditsMetrics;
+
+    fn initial(&mut self) -> Result<BanditsMetrics, JobError> {
+        Ok(BanditsMetrics {
+            regret: 0.0,
+            reward: f64::NAN,
+            reward_cum: 0.0,
+            expected_cum: 0.0,
+            arm: None,
+            hp1: f64::NAN,
+            hp2: f64::NAN,
+        })
     }
 
-    fn step(&mut self, _step: u32) -> Result<Vec<f64>, JobError> {
+    fn step(&mut self, _step: u32) -> Result<Option<BanditsMetrics>, JobError> {
         let r = self.run.play(
             self.bandit.as_mut(),
             self.env.as_mut(),
@@ -323,7 +323,15 @@ impl Episode for BanditsEpisode {
         }
         self.reward_cum += r.reward;
         self.expected_cum += r.expected;
-        Ok(vec![r.cumulative_regret, r.reward, self.reward_cum, self.expected_cum, r.arm as f64, tuned(0), tuned(1)])
+        Ok(Some(BanditsMetrics {
+            regret: r.cumulative_regret,
+            reward: r.reward,
+            reward_cum: self.reward_cum,
+            expected_cum: self.expected_cum,
+            arm: Some(r.arm),
+            hp1: tuned(0),
+            hp2: tuned(1),
+        }))
     }
 }
 
@@ -334,7 +342,8 @@ const DECLARATION: Declaration = Declaration {
     doc: "online hyperparameter tuning of GLM contextual bandits: CDT and its baselines (Kang, Hsieh, Lee)",
     benchmarks: &BENCHMARKS,
     algorithms: &ALGORITHMS,
-    metrics: &METRICS,
+    metrics: BanditsMetrics::DEFS,
+    ends_early: false,
     headline_metrics: &["regret"],
     summary_axes: &[],
 };
@@ -344,7 +353,7 @@ impl Family for BanditsFamily {
         &DECLARATION
     }
 
-    fn start(&self, job: &ValidJob, streams: &JobStreams) -> Result<Box<dyn Episode>, JobError> {
+    fn start(&self, job: &ValidJob, streams: &JobStreams) -> Result<Box<dyn AnyEpisode>, JobError> {
         let spec = &job.spec;
         let bp = &spec.benchmark_params;
         let bottom = bottom_of(bp)?;

@@ -20,8 +20,8 @@ use crate::methods::TunerKind;
 use crate::tuner::Tuner;
 use crate::{BottomBandit, BottomKind};
 use armada_core::{
-    ComponentDef, Declaration, Episode, Family, JobError, JobSpec, JobStreams, MetricDef, MetricKind, ParamDef,
-    ParamKind, SpecError, StreamRng, ValidJob,
+    AnyEpisode, ComponentDef, Declaration, Episode, Family, JobError, JobSpec, JobStreams, MetricDef, MetricKind,
+    Metrics, ParamDef, ParamKind, SpecError, StreamRng, ValidJob,
 };
 use std::sync::OnceLock;
 
@@ -73,6 +73,26 @@ fn metrics() -> &'static [MetricDef] {
     })
 }
 
+/// A round's metrics: named at run time (one per fixed alpha), so declared by hand.
+struct CheckMetrics {
+    regret: f64,
+    /// CDT's exploration value (NaN while random).
+    alpha: f64,
+    /// The expected reward each fixed alpha's arm would have had, in [`alphas`] order.
+    counterfactual: Vec<f64>,
+}
+
+impl Metrics for CheckMetrics {
+    fn defs() -> &'static [MetricDef] {
+        metrics()
+    }
+    fn into_values(self) -> Vec<f64> {
+        let mut row = vec![self.regret, self.alpha];
+        row.extend(self.counterfactual);
+        row
+    }
+}
+
 struct CheckEpisode {
     bandit: Box<dyn BottomBandit>,
     env: Box<dyn Environment + Send>,
@@ -86,22 +106,22 @@ struct CheckEpisode {
 }
 
 impl Episode for CheckEpisode {
-    fn initial(&mut self) -> Result<Vec<f64>, JobError> {
-        let mut row = vec![0.0, f64::NAN];
-        row.extend(std::iter::repeat_n(f64::NAN, self.alphas.len()));
-        Ok(row)
+    type Metrics = CheckMetrics;
+
+    fn initial(&mut self) -> Result<CheckMetrics, JobError> {
+        Ok(CheckMetrics { regret: 0.0, alpha: f64::NAN, counterfactual: vec![f64::NAN; self.alphas.len()] })
     }
 
-    fn step(&mut self, _step: u32) -> Result<Vec<f64>, JobError> {
+    fn step(&mut self, _step: u32) -> Result<Option<CheckMetrics>, JobError> {
         let (bandit, env) = (self.bandit.as_mut(), self.env.as_mut());
         let arm = self.run.choose(bandit, env, self.tuner.as_mut(), &mut self.algorithm, &mut self.tuning);
-        let mut row = vec![0.0, f64::NAN];
+        let mut counterfactual = Vec::with_capacity(self.alphas.len());
         let common = self.counterfactual.clone();
         let mut last = common.clone();
         for &alpha in &self.alphas {
             let mut rng = common.clone();
             let a = bandit.choose(env.contexts(), &[alpha], &mut rng);
-            row.push(env.expected_reward(a));
+            counterfactual.push(env.expected_reward(a));
             last = rng;
         }
         self.counterfactual = last;
@@ -114,9 +134,8 @@ impl Episode for CheckEpisode {
             &mut self.tuning,
             &mut self.noise,
         );
-        row[0] = r.cumulative_regret;
-        row[1] = if r.tuned { self.run.hyperparameters()[0] } else { f64::NAN };
-        Ok(row)
+        let alpha = if r.tuned { self.run.hyperparameters()[0] } else { f64::NAN };
+        Ok(Some(CheckMetrics { regret: r.cumulative_regret, alpha, counterfactual }))
     }
 }
 
@@ -129,6 +148,7 @@ const DECLARATION: Declaration = Declaration {
     algorithms: &ALGORITHMS,
     // One metric per fixed alpha, named at run time: filled in by `declaration`.
     metrics: &[],
+    ends_early: false,
     headline_metrics: &["regret"],
     summary_axes: &[],
 };
@@ -150,7 +170,7 @@ impl Family for LipschitzCheckFamily {
         Ok(())
     }
 
-    fn start(&self, job: &ValidJob, streams: &JobStreams) -> Result<Box<dyn Episode>, JobError> {
+    fn start(&self, job: &ValidJob, streams: &JobStreams) -> Result<Box<dyn AnyEpisode>, JobError> {
         let spec = &job.spec;
         let bottom = bottom_of(&spec.benchmark_params)?;
         if !matches!(bottom, BottomKind::LinUcb | BottomKind::LinTs) {

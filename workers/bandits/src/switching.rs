@@ -17,8 +17,8 @@
 
 use crate::zooming::{CoverageRule, InitialPoint, SelectionIndex, ZoomingConfig, ZoomingTs, CLIP_LEVEL};
 use armada_core::{
-    ComponentDef, Declaration, Episode, Family, JobError, JobStreams, MetricDef, MetricKind, ParamDef, ParamKind,
-    Params, StreamRng, ValidJob,
+    AnyEpisode, ComponentDef, Declaration, Episode, Family, JobError, JobStreams, ParamDef, ParamKind, Params,
+    StreamRng, ValidJob,
 };
 use rand_distr::{Distribution, StandardNormal};
 use std::f64::consts::PI;
@@ -194,12 +194,14 @@ const ALGORITHMS: [ComponentDef; 3] = [
     },
 ];
 
-const METRICS: [MetricDef; 4] = [
-    MetricDef { name: "regret", kind: MetricKind::Float, doc: "cumulative regret sum_t (max f_t - f_t(x_t))" },
-    MetricDef { name: "x", kind: MetricKind::Float, doc: "the arm played at round t (NaN at step 0)" },
-    MetricDef { name: "reward", kind: MetricKind::Float, doc: "the noisy reward of round t (NaN at step 0)" },
-    MetricDef { name: "active", kind: MetricKind::Int, doc: "active arms after round t" },
-];
+armada_core::metrics! {
+    struct SwitchingMetrics {
+        regret: f64 = "cumulative regret sum_t (max f_t - f_t(x_t))",
+        x: f64 = "the arm played at round t (NaN at step 0)",
+        reward: f64 = "the noisy reward of round t (NaN at step 0)",
+        active: usize = "active arms after round t",
+    }
+}
 
 struct SwitchingEpisode {
     env: Switching,
@@ -211,11 +213,13 @@ struct SwitchingEpisode {
 }
 
 impl Episode for SwitchingEpisode {
-    fn initial(&mut self) -> Result<Vec<f64>, JobError> {
-        Ok(vec![0.0, f64::NAN, f64::NAN, 0.0])
+    type Metrics = SwitchingMetrics;
+
+    fn initial(&mut self) -> Result<SwitchingMetrics, JobError> {
+        Ok(SwitchingMetrics { regret: 0.0, x: f64::NAN, reward: f64::NAN, active: 0 })
     }
 
-    fn step(&mut self, step: u32) -> Result<Vec<f64>, JobError> {
+    fn step(&mut self, step: u32) -> Result<Option<SwitchingMetrics>, JobError> {
         let t = step as usize;
         if self.oracle && self.env.starts_segment(t) {
             self.zooming.request_restart();
@@ -227,7 +231,7 @@ impl Episode for SwitchingEpisode {
         let reward = mean + self.env.noise_sd * eps;
         self.regret += self.env.shape.peak() - mean;
         self.zooming.update(reward);
-        Ok(vec![self.regret, x, reward, self.zooming.active_arms().len() as f64])
+        Ok(Some(SwitchingMetrics { regret: self.regret, x, reward, active: self.zooming.active_arms().len() }))
     }
 }
 
@@ -243,7 +247,8 @@ const DECLARATION: Declaration = Declaration {
         "the CDT paper's switching Lipschitz bandit (Appendix A.3): Zooming TS with Restarts vs Zooming and the Oracle",
     benchmarks: &BENCHMARKS,
     algorithms: &ALGORITHMS,
-    metrics: &METRICS,
+    metrics: SwitchingMetrics::DEFS,
+    ends_early: false,
     headline_metrics: &["regret"],
     summary_axes: &[],
 };
@@ -253,7 +258,7 @@ impl Family for LipschitzFamily {
         &DECLARATION
     }
 
-    fn start(&self, job: &ValidJob, streams: &JobStreams) -> Result<Box<dyn Episode>, JobError> {
+    fn start(&self, job: &ValidJob, streams: &JobStreams) -> Result<Box<dyn AnyEpisode>, JobError> {
         let (spec, bp) = (&job.spec, &job.spec.benchmark_params);
         let horizon = spec.horizon as usize;
         let shape = match bp.choice("shape", &[("triangle", false), ("sine", true)])? {

@@ -7,8 +7,8 @@
 //! only from the named RNG streams of [`JobStreams`], and environment streams do not
 //! depend on the algorithm, so every algorithm of a seed sees the same draws.
 //!
-//! A running job is an [`Episode`] that yields one [`StepRecord`] per step;
-//! [`run_job`] drives it to its horizon. The [`Registry`] maps names to families,
+//! A running job is an [`Episode`] that yields one [`StepRecord`] per step, its metrics
+//! declared once by [`metrics!`]; [`run_job`] drives it to its horizon (or its early end). The [`Registry`] maps names to families,
 //! checks parameters against their schemas and fills in defaults before any work.
 //!
 //! ```
@@ -34,10 +34,10 @@ mod spec;
 
 pub use error::{JobError, SpecError};
 pub use params::{ParamValue, Params};
-pub use record::{MetricDef, MetricKind, StepRecord};
+pub use record::{MetricDef, MetricKind, MetricValue, Metrics, StepRecord};
 pub use registry::{
-    check_param, check_params, find_component, ComponentDef, Declaration, Episode, Family, ParamDef, ParamKind,
-    Registry, ValidJob, MAX_HORIZON, MAX_SEED,
+    check_param, check_params, find_component, AnyEpisode, ComponentDef, Declaration, Episode, Family, ParamDef,
+    ParamKind, Registry, ValidJob, MAX_HORIZON, MAX_SEED,
 };
 pub use rng::{JobStreams, StreamRng};
 pub use runner::{run_job, RunOutcome};

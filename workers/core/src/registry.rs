@@ -4,7 +4,7 @@
 //! and parameter of a [`JobSpec`], fills in defaults, and returns a [`ValidJob`] whose
 //! key is computed from the canonical, completed spec.
 
-use crate::{JobError, JobKey, JobSpec, JobStreams, MetricDef, ParamValue, Params, SpecError};
+use crate::{JobError, JobKey, JobSpec, JobStreams, MetricDef, Metrics, ParamValue, Params, SpecError};
 
 /// The type, range and default of one parameter.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -31,12 +31,37 @@ pub struct ComponentDef {
     pub params: &'static [ParamDef],
 }
 
-/// A running job: plain synchronous code that yields the metrics of one step at a time.
+/// A running job: plain synchronous code that yields the metrics of one step at a time,
+/// built by name as its family's [`Metrics`] struct.
 pub trait Episode {
+    type Metrics: Metrics;
     /// Metrics of step 0: the state after the initial design, before any acquisition.
-    fn initial(&mut self) -> Result<Vec<f64>, JobError>;
-    /// Perform acquisition `step` (1-based) and return the metrics after it.
-    fn step(&mut self, step: u32) -> Result<Vec<f64>, JobError>;
+    fn initial(&mut self) -> Result<Self::Metrics, JobError>;
+    /// Perform acquisition `step` (1-based) and return the metrics after it, or `None` when
+    /// the episode has ended before it (a budget spent): the trajectory is then steps
+    /// `0..step`. Only a family whose [`Declaration::ends_early`] says so may end early.
+    fn step(&mut self, step: u32) -> Result<Option<Self::Metrics>, JobError>;
+}
+
+/// An [`Episode`] whose metrics are a record's values: what [`Family::start`] returns and
+/// [`crate::run_job`] drives. Every `Episode` is one; nothing else implements it.
+pub trait AnyEpisode {
+    /// The metrics its records carry, in order.
+    fn metrics(&self) -> &'static [MetricDef];
+    fn initial_values(&mut self) -> Result<Vec<f64>, JobError>;
+    fn step_values(&mut self, step: u32) -> Result<Option<Vec<f64>>, JobError>;
+}
+
+impl<E: Episode> AnyEpisode for E {
+    fn metrics(&self) -> &'static [MetricDef] {
+        E::Metrics::defs()
+    }
+    fn initial_values(&mut self) -> Result<Vec<f64>, JobError> {
+        Ok(self.initial()?.into_values())
+    }
+    fn step_values(&mut self, step: u32) -> Result<Option<Vec<f64>>, JobError> {
+        Ok(self.step(step)?.map(Metrics::into_values))
+    }
 }
 
 /// What a family declares once, as a constant: its name, version, benchmarks and
@@ -53,8 +78,13 @@ pub struct Declaration {
     pub doc: &'static str,
     pub benchmarks: &'static [ComponentDef],
     pub algorithms: &'static [ComponentDef],
-    /// The metrics of every step, in the order of [`crate::StepRecord::values`].
+    /// The metrics of every step, in the order of [`crate::StepRecord::values`]: the
+    /// `DEFS` of the family's [`metrics!`](crate::metrics) struct.
     pub metrics: &'static [MetricDef],
+    /// An episode may end before its horizon ([`Episode::step`] returns `None`), so its
+    /// trajectory has steps `0..=last` for some `last <= horizon`. Otherwise every
+    /// trajectory has every step `0..=horizon`, and a shorter one is an error.
+    pub ends_early: bool,
     /// The metrics a terminal summary shows (all float metrics when empty).
     pub headline_metrics: &'static [&'static str],
     /// Monotone metrics (e.g. cumulative cost) whose common grid the summaries also
@@ -90,6 +120,9 @@ pub trait Family: Send + Sync {
     fn summary_axes(&self) -> &'static [&'static str] {
         self.declaration().summary_axes
     }
+    fn ends_early(&self) -> bool {
+        self.declaration().ends_early
+    }
     /// Checks across fields that parameter schemas cannot express (an algorithm that does
     /// not apply to a benchmark, parameters that must agree). Runs during validation, so a
     /// bad combination is refused before anything is queued.
@@ -97,7 +130,7 @@ pub trait Family: Send + Sync {
         Ok(())
     }
     /// Start a validated job. Randomness must come only from `streams`.
-    fn start(&self, job: &ValidJob, streams: &JobStreams) -> Result<Box<dyn Episode>, JobError>;
+    fn start(&self, job: &ValidJob, streams: &JobStreams) -> Result<Box<dyn AnyEpisode>, JobError>;
 }
 
 /// A job whose spec passed validation: complete, canonical, and keyed.
@@ -152,8 +185,15 @@ impl Registry {
         let mut hasher = blake3::Hasher::new();
         hasher.update(crate::STREAM_SALT.as_bytes());
         for f in self.families() {
-            let schema =
-                format!("\n{};v{};{:?};{:?};{:?}", f.name(), f.version(), f.benchmarks(), f.algorithms(), f.metrics());
+            let schema = format!(
+                "\n{};v{};{:?};{:?};{:?};ends_early={}",
+                f.name(),
+                f.version(),
+                f.benchmarks(),
+                f.algorithms(),
+                f.metrics(),
+                f.ends_early()
+            );
             hasher.update(schema.as_bytes());
         }
         hasher.finalize().to_hex()[..16].to_string()

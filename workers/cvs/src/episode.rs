@@ -3,11 +3,11 @@
 //!
 //! Budget (spec §2.7 [RESOLVED]): play while `spent < C`; the last play may overshoot. With
 //! `budget_rule = strict` the realised cost is drawn before playing and the run stops without
-//! playing if it exceeds the remainder. The runner always runs `horizon` steps, so once the
-//! budget is spent every further step repeats the final row with `played = 0`: `horizon` is an
-//! upper bound on the number of plays, and analyses keep the rows with `played = 1`.
+//! playing if it exceeds the remainder. The episode ends once the budget is spent (the family
+//! declares `ends_early`): `horizon` is an upper bound on the number of plays, and every row
+//! after step 0 is a play.
 
-use armada_core::{Episode, JobError, JobStreams, MetricDef, MetricKind, StreamRng};
+use armada_core::{Episode, JobError, JobStreams, StreamRng};
 
 use crate::algorithms::{Algorithm, Choice, Context, Phase, PlayStats};
 use crate::problem::{Problem, N_INIT};
@@ -16,33 +16,27 @@ use crate::surrogate::{full_query, GpConfig, SetCache, SigmaMode, Surrogate};
 /// Quality-regret tolerance of the `quality_regret` metric (spec §1.2, §5.3 optional extra).
 pub const METRIC_ALPHA: f64 = 0.1;
 
-macro_rules! metrics {
-    ($($name:literal $kind:ident $doc:literal),* $(,)?) => {
-        /// The per-step metrics, in record order.
-        pub const METRICS: [MetricDef; [$($name),*].len()] =
-            [$(MetricDef { name: $name, kind: MetricKind::$kind, doc: $doc }),*];
-    };
-}
-
-metrics! {
-    "n_evals" Int "plays so far (the iteration counter t; the initial design is not counted)",
-    "cum_cost" Float "cumulative realised cost after this step",
-    "simple_regret" Float "f* - max over plays so far of F_i(x^i) (oracle best-so-far, spec 1.2); NaN at step 0",
-    "best_value" Float "max over plays so far of F_i(x^i); NaN at step 0",
-    "value" Float "F_i(x^i) of this play: the expectation over the random part on the fixed evaluation set",
-    "quality_regret" Float "cumulative sum of (1 - 0.1) f* - F_i(x^i) (spec 1.2, alpha = 0.1, no shift)",
-    "cost_regret" Float "cumulative sum of max(c_i - c_{i*}, 0) with mean costs, i* the cheapest 0.1-acceptable set",
-    "set" Int "1-based index of the chosen control set (0 at step 0)",
-    "phase" Int "0 single-phase method or step 0, 1 exploration, 2 exploitation / commit",
-    "cost" Float "realised cost of this play",
-    "y" Float "noisy observation of this play",
-    "played" Int "1 if this step played; 0 at step 0 and on the repeated rows after the budget is spent",
-    "alpha" Float "proposed, paper mode: tolerance alpha of this exploitation step (NaN otherwise)",
-    "lcb_bar" Float "proposed: running max of the expected LCB (code mode: Lmax); NaN otherwise",
-    "threshold" Float "proposed, paper mode: shift + (1 - alpha)(lcb_bar - shift)",
-    "n_s1" Int "proposed: size of S1 (code mode: of the feasible set F)",
-    "n_s3" Int "proposed, paper mode: size of S3",
-    "etc_group" Int "ETC: 1-based group of this play, n_groups + 1 once committed; 0 otherwise",
+armada_core::metrics! {
+    /// The per-step metrics of the family.
+    pub struct CvsMetrics {
+        n_evals: usize = "plays so far (the iteration counter t; the initial design is not counted)",
+        cum_cost: f64 = "cumulative realised cost after this step",
+        simple_regret: f64 = "f* - max over plays so far of F_i(x^i) (oracle best-so-far, spec 1.2); NaN at step 0",
+        best_value: f64 = "max over plays so far of F_i(x^i); NaN at step 0",
+        value: f64 = "F_i(x^i) of this play: the expectation over the random part on the fixed evaluation set",
+        quality_regret: f64 = "cumulative sum of (1 - 0.1) f* - F_i(x^i) (spec 1.2, alpha = 0.1, no shift)",
+        cost_regret: f64 = "cumulative sum of max(c_i - c_{i*}, 0) with mean costs, i* the cheapest 0.1-acceptable set",
+        set: usize = "1-based index of the chosen control set (0 at step 0)",
+        phase: u32 = "0 single-phase method or step 0, 1 exploration, 2 exploitation / commit",
+        cost: f64 = "realised cost of this play",
+        y: f64 = "noisy observation of this play",
+        alpha: f64 = "proposed, paper mode: tolerance alpha of this exploitation step (NaN otherwise)",
+        lcb_bar: f64 = "proposed: running max of the expected LCB (code mode: Lmax); NaN otherwise",
+        threshold: f64 = "proposed, paper mode: shift + (1 - alpha)(lcb_bar - shift)",
+        n_s1: usize = "proposed: size of S1 (code mode: of the feasible set F)",
+        n_s3: usize = "proposed, paper mode: size of S3",
+        etc_group: usize = "ETC: 1-based group of this play, n_groups + 1 once committed; 0 otherwise",
+    }
 }
 
 /// How a run treats the last play (spec §2.7).
@@ -80,7 +74,6 @@ pub struct CvsEpisode {
     quality_regret: f64,
     cost_regret: f64,
     done: bool,
-    last_row: Vec<f64>,
 }
 
 impl CvsEpisode {
@@ -120,7 +113,6 @@ impl CvsEpisode {
             quality_regret: 0.0,
             cost_regret: 0.0,
             done: false,
-            last_row: Vec::new(),
         }
     }
 
@@ -132,53 +124,46 @@ impl CvsEpisode {
         self.done
     }
 
-    fn row(&self, choice: Option<&Choice>, value: f64, cost: f64, y: f64) -> Vec<f64> {
+    fn row(&self, choice: Option<&Choice>, value: f64, cost: f64, y: f64) -> CvsMetrics {
         let d = choice.map(|c| c.diagnostics).unwrap_or_default();
-        vec![
-            self.stats.t as f64,
-            self.stats.spent,
-            self.problem.f_star - self.best_value,
-            self.best_value,
+        CvsMetrics {
+            n_evals: self.stats.t,
+            cum_cost: self.stats.spent,
+            simple_regret: self.problem.f_star - self.best_value,
+            best_value: self.best_value,
             value,
-            self.quality_regret,
-            self.cost_regret,
-            choice.map_or(0.0, |c| (c.set + 1) as f64),
-            choice.map_or(0.0, |c| c.phase as u8 as f64),
+            quality_regret: self.quality_regret,
+            cost_regret: self.cost_regret,
+            set: choice.map_or(0, |c| c.set + 1),
+            phase: choice.map_or(0, |c| c.phase as u32),
             cost,
             y,
-            f64::from(u8::from(choice.is_some())),
-            d.alpha,
-            d.lcb_bar,
-            d.threshold,
-            d.n_s1 as f64,
-            d.n_s3 as f64,
-            d.group as f64,
-        ]
-    }
-
-    /// The frozen final row, repeated once the run is over.
-    fn padding_row(&mut self) -> Vec<f64> {
-        let mut row = self.last_row.clone();
-        row[11] = 0.0;
-        row
+            alpha: d.alpha,
+            lcb_bar: d.lcb_bar,
+            threshold: d.threshold,
+            n_s1: d.n_s1,
+            n_s3: d.n_s3,
+            etc_group: d.group,
+        }
     }
 }
 
 impl Episode for CvsEpisode {
-    fn initial(&mut self) -> Result<Vec<f64>, JobError> {
+    type Metrics = CvsMetrics;
+
+    fn initial(&mut self) -> Result<CvsMetrics, JobError> {
         for _ in 0..N_INIT {
             let x: Vec<f64> = (0..self.problem.dim).map(|_| rand::Rng::random(&mut self.init_rng)).collect();
             let y = self.problem.observe(&x, &mut self.noise_rng);
             self.surrogate.add(&x, y)?;
         }
-        self.last_row = self.row(None, f64::NAN, 0.0, f64::NAN);
-        Ok(self.last_row.clone())
+        Ok(self.row(None, f64::NAN, 0.0, f64::NAN))
     }
 
-    fn step(&mut self, _step: u32) -> Result<Vec<f64>, JobError> {
+    fn step(&mut self, _step: u32) -> Result<Option<CvsMetrics>, JobError> {
         if self.done || self.stats.spent >= self.problem.budget {
             self.done = true;
-            return Ok(self.padding_row());
+            return Ok(None);
         }
         let mut post = self.surrogate.posterior();
         if self.sigma_mode == SigmaMode::Rms {
@@ -203,7 +188,7 @@ impl Episode for CvsEpisode {
         let cost = self.problem.realised_cost(choice.set, &mut self.cost_rng);
         if self.budget_rule == BudgetRule::Strict && cost > self.problem.budget - self.stats.spent {
             self.done = true;
-            return Ok(self.padding_row());
+            return Ok(None);
         }
         // PLAY: a fresh random part, a noisy observation, the realised cost.
         let ctrl = &self.problem.sets[choice.set];
@@ -217,8 +202,7 @@ impl Episode for CvsEpisode {
         let target = self.problem.objective.target_set();
         self.cost_regret += (self.problem.costs[choice.set] - self.problem.costs[target]).max(0.0);
         self.done = self.stats.spent >= self.problem.budget;
-        self.last_row = self.row(Some(&choice), value, cost, y);
-        Ok(self.last_row.clone())
+        Ok(Some(self.row(Some(&choice), value, cost, y)))
     }
 }
 

@@ -2,8 +2,8 @@
 //! and cross-field checks (spec §4, §3, Appendix A).
 
 use armada_core::{
-    ComponentDef, Declaration, Episode, Family, JobError, JobSpec, JobStreams, ParamDef, ParamKind, Params, SpecError,
-    ValidJob,
+    AnyEpisode, ComponentDef, Declaration, Family, JobError, JobSpec, JobStreams, ParamDef, ParamKind, Params,
+    SpecError, ValidJob,
 };
 
 use crate::algorithms::etc::{Etc, Grouping};
@@ -11,7 +11,7 @@ use crate::algorithms::proposed::{AlphaSchedule, CostLog, LcbMode, Mode, Propose
 use crate::algorithms::psq::{TsPsq, UcbPsq};
 use crate::algorithms::ucb_cvs::UcbCvs;
 use crate::algorithms::{Algorithm, SearchConfig};
-use crate::episode::{BudgetRule, CvsEpisode, McConfig, METRICS};
+use crate::episode::{BudgetRule, CvsEpisode, CvsMetrics, McConfig};
 use crate::maximize::MaximizeConfig;
 use crate::problem::{CostNoise, Objective, Problem};
 use crate::surrogate::SigmaMode;
@@ -229,11 +229,16 @@ const DECLARATION: Declaration = Declaration {
     name: "cvs",
     // 3: `mode = "code"` refits the GP hyperparameters with Adam at every exploitation
     // step, as the reference code (d641ef3); its results of before are not resumed.
-    version: 3,
+    // 4: a run ends once its budget is spent (`ends_early`) instead of repeating its last
+    // row with `played = 0` up to the horizon, and the `played` metric is gone (every row
+    // after step 0 is a play); the plays themselves are unchanged.
+    version: 4,
     doc: "BO with unknown cost-varying variable subsets (Hoang, Nguyen, Tran, AAAI 2025, arXiv:2412.15863) and its baselines",
     benchmarks: &BENCHMARKS,
     algorithms: &ALGORITHMS,
-    metrics: &METRICS,
+    metrics: CvsMetrics::DEFS,
+    // A run stops when its budget is spent, whatever the horizon.
+    ends_early: true,
     headline_metrics: &["simple_regret", "n_evals", "cum_cost"],
     summary_axes: &["cum_cost"],
 };
@@ -262,7 +267,7 @@ impl Family for CvsFamily {
         Ok(())
     }
 
-    fn start(&self, job: &ValidJob, streams: &JobStreams) -> Result<Box<dyn Episode>, JobError> {
+    fn start(&self, job: &ValidJob, streams: &JobStreams) -> Result<Box<dyn AnyEpisode>, JobError> {
         Ok(Box::new(episode(&job.spec, streams)?))
     }
 }

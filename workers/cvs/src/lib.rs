@@ -19,7 +19,9 @@
 //! let job = registry.validate(&spec).unwrap();
 //! let mut rows = Vec::new();
 //! run_job(&registry, &job, &mut |r| { rows.push(r); std::ops::ControlFlow::Continue(()) }).unwrap();
-//! assert_eq!(rows.len(), 6); // step 0 + 5 steps: two plays of the full set (cost about 1), then padding
+//! // Step 0, then two plays of the full set (cost about 1 each): the budget is spent, and the
+//! // run ends before its horizon of 5.
+//! assert_eq!(rows.len(), 3);
 //! ```
 
 pub mod acquisition;

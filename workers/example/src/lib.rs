@@ -5,15 +5,15 @@
 //!
 //! What a family declares, once: its name and version, its benchmarks and algorithms with
 //! their parameters (type, range, default, doc; validation and `armada list` come from
-//! these), and its metrics. What it does: `start` turns a validated job into an
-//! [`Episode`] that yields one record per step, step 0 being the state after the initial
-//! design. Every random draw comes from the job's [`JobStreams`]: environment streams are
+//! these), and its metrics (a struct made by `armada_core::metrics!`, built by name). What
+//! it does: `start` turns a validated job into an [`Episode`] that yields one record per
+//! step, step 0 being the state after the initial design. Every random draw comes from the job's [`JobStreams`]: environment streams are
 //! the same for every algorithm of a seed (the optimum, the noise), so algorithms are
 //! compared on common random numbers.
 
 use armada_core::{
-    ComponentDef, Declaration, Episode, Family, JobError, JobStreams, MetricDef, MetricKind, ParamDef, ParamKind,
-    StreamRng, ValidJob,
+    AnyEpisode, ComponentDef, Declaration, Episode, Family, JobError, JobStreams, ParamDef, ParamKind, StreamRng,
+    ValidJob,
 };
 use rand::Rng;
 use rand_distr::{Distribution, Normal};
@@ -46,11 +46,15 @@ const ALGORITHMS: [ComponentDef; 2] = [
     },
 ];
 
-const METRICS: [MetricDef; 3] = [
-    MetricDef { name: "y", kind: MetricKind::Float, doc: "the noisy observation of this step" },
-    MetricDef { name: "best_f", kind: MetricKind::Float, doc: "true f at the best observed point so far" },
-    MetricDef { name: "evaluations", kind: MetricKind::Int, doc: "points evaluated so far" },
-];
+armada_core::metrics! {
+    /// The metrics of every step, declared once: each field is a metric (its type decides
+    /// float or integer); an episode builds this struct by name.
+    pub struct QuadraticMetrics {
+        y: f64 = "the noisy observation of this step",
+        best_f: f64 = "true f at the best observed point so far",
+        evaluations: u32 = "points evaluated so far",
+    }
+}
 
 const DECLARATION: Declaration = Declaration {
     name: "example",
@@ -59,7 +63,9 @@ const DECLARATION: Declaration = Declaration {
     doc: "a worked example: a noisy quadratic, random search against a hill climber",
     benchmarks: &BENCHMARKS,
     algorithms: &ALGORITHMS,
-    metrics: &METRICS,
+    metrics: QuadraticMetrics::DEFS,
+    // Every run takes all `horizon` steps.
+    ends_early: false,
     headline_metrics: &[],
     summary_axes: &[],
 };
@@ -68,7 +74,7 @@ impl Family for ExampleFamily {
     fn declaration(&self) -> &'static Declaration {
         &DECLARATION
     }
-    fn start(&self, job: &ValidJob, streams: &JobStreams) -> Result<Box<dyn Episode>, JobError> {
+    fn start(&self, job: &ValidJob, streams: &JobStreams) -> Result<Box<dyn AnyEpisode>, JobError> {
         // Validation filled in every parameter, so these lookups cannot miss.
         let bench = &job.spec.benchmark_params;
         let dim = bench.int("dim")? as usize;
@@ -108,7 +114,7 @@ impl Quadratic {
     }
 
     /// Evaluate `x`: observe it, keep it if best, and give this step's record.
-    fn evaluate(&mut self, x: Vec<f64>) -> Result<Vec<f64>, JobError> {
+    fn evaluate(&mut self, x: Vec<f64>) -> Result<QuadraticMetrics, JobError> {
         let noise = Normal::new(0.0, self.noise_sd).map_err(|e| JobError::Invalid(e.to_string()))?;
         let f = self.f(&x);
         let y = f + noise.sample(&mut self.noise);
@@ -117,7 +123,7 @@ impl Quadratic {
             self.best = Some((x, y, f));
         }
         let best_f = self.best.as_ref().map_or(f64::NAN, |b| b.2);
-        Ok(vec![y, best_f, self.evaluations as f64])
+        Ok(QuadraticMetrics { y, best_f, evaluations: self.evaluations })
     }
 
     fn uniform(&mut self) -> Vec<f64> {
@@ -126,12 +132,14 @@ impl Quadratic {
 }
 
 impl Episode for Quadratic {
-    fn initial(&mut self) -> Result<Vec<f64>, JobError> {
+    type Metrics = QuadraticMetrics;
+
+    fn initial(&mut self) -> Result<QuadraticMetrics, JobError> {
         let x = self.uniform();
         self.evaluate(x)
     }
 
-    fn step(&mut self, _step: u32) -> Result<Vec<f64>, JobError> {
+    fn step(&mut self, _step: u32) -> Result<Option<QuadraticMetrics>, JobError> {
         let x = match (self.step, &self.best) {
             (Some(sd), Some((best, _, _))) => {
                 let gauss = Normal::new(0.0, sd).map_err(|e| JobError::Invalid(e.to_string()))?;
@@ -140,6 +148,6 @@ impl Episode for Quadratic {
             }
             _ => self.uniform(),
         };
-        self.evaluate(x)
+        self.evaluate(x).map(Some)
     }
 }

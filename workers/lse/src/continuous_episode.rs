@@ -41,8 +41,8 @@ use crate::algorithms::max_value::{choose_returned, max_value_loss, nearest_grid
 use crate::algorithms::{Acquisition, Choice, MaxValueBeta, ZeroRule};
 use crate::benchmarks::{ContinuousProblem, NOMINAL_CARD_X};
 use crate::metrics::{average_loss, upper_set_fscore, Returned};
-use crate::METRICS;
-use armada_core::{Episode, JobError, JobStreams, Params, StreamRng, ValidJob};
+use crate::LseMetrics;
+use armada_core::{AnyEpisode, Episode, JobError, JobStreams, Params, StreamRng, ValidJob};
 use armada_gp::{CandidateCache, Gp, Points};
 use rand::Rng;
 use rand_distr::StandardNormal;
@@ -156,7 +156,7 @@ pub(crate) fn start(
     job: &ValidJob,
     streams: &JobStreams,
     problem: ContinuousProblem,
-) -> Result<Box<dyn Episode>, JobError> {
+) -> Result<Box<dyn AnyEpisode>, JobError> {
     let spec = &job.spec;
     let config = ContinuousConfig::from_params(&spec.benchmark_params)?;
     let acquisition = continuous_acquisition(&spec.algorithm, &spec.algorithm_params, &problem)?;
@@ -709,8 +709,8 @@ impl ContinuousEpisode {
         report.map(|_| ()).map_err(|e| JobError::Numerical(e.to_string()))
     }
 
-    /// The record of `step` in the order of [`METRICS`].
-    fn record(&mut self, step: u32, obs: &Observed) -> Vec<f64> {
+    /// The record of `step`.
+    fn record(&mut self, step: u32, obs: &Observed) -> LseMetrics {
         let scheduled = step % self.config.metrics_every == 0 || step == self.horizon;
         let (loss, fscore, max_loss) = if scheduled {
             self.eval.catch_up(self.pool.gp());
@@ -722,28 +722,25 @@ impl ContinuousEpisode {
         };
         self.record_classification(step);
         let returned = self.max_value.as_mut().and_then(|s| s.returned.take());
-        let jitter = self.pool.gp().total_jitter();
-        METRICS
-            .iter()
-            .map(|m| match m.name {
-                "loss" => loss,
-                "fscore" => fscore,
-                "beta_sqrt" => obs.beta_sqrt,
-                "af_max" => obs.af_max,
-                "jitter" => jitter,
-                "chosen_index" => obs.pool_index.map_or(-1.0, |i| i as f64),
-                "max_loss" => max_loss,
-                "returned_step" => returned.map_or(f64::NAN, |r| r.step as f64),
-                "returned_loss" => returned.map_or(f64::NAN, |r| r.loss),
-                "returned_max_loss" => returned.map_or(f64::NAN, |r| r.max_loss),
-                _ => f64::NAN,
-            })
-            .collect()
+        LseMetrics {
+            loss,
+            fscore,
+            beta_sqrt: obs.beta_sqrt,
+            af_max: obs.af_max,
+            jitter: self.pool.gp().total_jitter(),
+            chosen_index: obs.pool_index.map_or(-1, |i| i as i64),
+            max_loss,
+            returned_step: returned.map(|r| r.step),
+            returned_loss: returned.map_or(f64::NAN, |r| r.loss),
+            returned_max_loss: returned.map_or(f64::NAN, |r| r.max_loss),
+        }
     }
 }
 
 impl Episode for ContinuousEpisode {
-    fn initial(&mut self) -> Result<Vec<f64>, JobError> {
+    type Metrics = LseMetrics;
+
+    fn initial(&mut self) -> Result<LseMetrics, JobError> {
         let p = &self.problem;
         let x = (0..p.dim).map(|_| uniform(p.lo, p.hi, &mut self.init_rng)).collect();
         let obs = Observed { x, pool_index: None, beta_sqrt: f64::NAN, af_max: f64::NAN };
@@ -751,13 +748,13 @@ impl Episode for ContinuousEpisode {
         Ok(self.record(0, &obs))
     }
 
-    fn step(&mut self, step: u32) -> Result<Vec<f64>, JobError> {
+    fn step(&mut self, step: u32) -> Result<Option<LseMetrics>, JobError> {
         if step == self.horizon {
             self.choose_returned()?;
         }
         let obs = self.choose(step);
         self.observe(&obs)?;
-        Ok(self.record(step, &obs))
+        Ok(Some(self.record(step, &obs)))
     }
 }
 
@@ -767,12 +764,12 @@ mod tests {
     use crate::algorithms::{lse_beta_sqrt, straddle_af, RunningIntersection, TieBreak, ALGORITHMS};
     use crate::benchmarks::CONTINUOUS_5D;
     use crate::LseFamily;
-    use armada_core::{run_job, Family, JobSpec, ParamValue, Registry};
+    use armada_core::{run_job, Family, JobSpec, Metrics, ParamValue, Registry};
     use rand::SeedableRng;
     use std::ops::ControlFlow;
 
     fn col(name: &str) -> usize {
-        METRICS.iter().position(|m| m.name == name).expect("metric in the schema")
+        LseMetrics::DEFS.iter().position(|m| m.name == name).expect("metric in the schema")
     }
 
     fn job(bench: &str, algo: &str, horizon: u32, bp: &[(&str, i64)], ap: &[(&str, ParamValue)]) -> ValidJob {
@@ -798,8 +795,8 @@ mod tests {
     }
 
     fn run(ep: &mut ContinuousEpisode, horizon: u32) -> Vec<Vec<f64>> {
-        let mut rows = vec![ep.initial().unwrap()];
-        rows.extend((1..=horizon).map(|t| ep.step(t).unwrap()));
+        let mut rows = vec![ep.initial().unwrap().into_values()];
+        rows.extend((1..=horizon).map(|t| ep.step(t).unwrap().unwrap().into_values()));
         rows
     }
 
@@ -919,14 +916,14 @@ mod tests {
         let theta = ep.problem().theta;
         let f: Vec<f64> = ep.eval_points().iter().map(sphere_f).collect();
         assert_eq!(ep.eval_f(), f.as_slice());
-        let mut rows = vec![ep.initial().unwrap()];
+        let mut rows = vec![ep.initial().unwrap().into_values()];
         let mut direct = vec![ep.gp().predict(ep.eval_points()).0];
         for t in 1..=horizon {
-            rows.push(ep.step(t).unwrap());
+            rows.push(ep.step(t).unwrap().unwrap().into_values());
             direct.push(ep.gp().predict(ep.eval_points()).0);
         }
         for (t, (row, mu)) in rows.iter().zip(&direct).enumerate() {
-            assert_eq!(row.len(), METRICS.len());
+            assert_eq!(row.len(), LseMetrics::DEFS.len());
             let scheduled = t % 4 == 0 || t == horizon as usize;
             if !scheduled {
                 for name in ["loss", "fscore", "max_loss"] {
@@ -1151,7 +1148,7 @@ mod tests {
             .unwrap();
             assert_eq!(rows.len(), 6);
             for r in &rows {
-                assert_eq!(r.values.len(), METRICS.len());
+                assert_eq!(r.values.len(), LseMetrics::DEFS.len());
                 let v = &r.values;
                 let scheduled = r.step % 2 == 0 || r.step == 5;
                 assert_eq!(v[col("loss")].is_finite(), scheduled, "{name} step {}", r.step);

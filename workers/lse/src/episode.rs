@@ -14,57 +14,30 @@ use crate::algorithms::max_value::{choose_returned, max_value_loss};
 use crate::algorithms::{Acquisition, Choice, PosteriorView};
 use crate::benchmarks::FiniteProblem;
 use crate::metrics::{average_loss, upper_set_fscore, Returned};
-use armada_core::{Episode, JobError, JobStreams, MetricDef, MetricKind, StreamRng};
+use armada_core::{Episode, JobError, JobStreams, StreamRng};
 use armada_gp::{CandidateCache, CandidateCovariance, GpError, JitterReport};
 use rand::Rng;
 use rand_distr::StandardNormal;
 
-/// The per-step metrics of the family, in record order.
-pub const METRICS: [MetricDef; 10] = [
-    MetricDef { name: "loss", kind: MetricKind::Float, doc: "average misclassification loss r_t (spec 1.4)" },
-    MetricDef { name: "fscore", kind: MetricKind::Float, doc: "F-score of the estimated upper set (spec 1.4)" },
-    MetricDef {
-        name: "beta_sqrt",
-        kind: MetricKind::Float,
-        doc: "beta^1/2 used for this step's choice (NaN for step 0, random and us)",
-    },
-    MetricDef {
-        name: "af_max",
-        kind: MetricKind::Float,
-        doc: "maximum of the acquisition function at this step's choice (NaN for step 0 and random)",
-    },
-    MetricDef {
-        name: "jitter",
-        kind: MetricKind::Float,
-        doc: "total diagonal jitter the GP needed so far (0 unless a factorisation failed)",
-    },
-    MetricDef {
-        name: "chosen_index",
-        kind: MetricKind::Int,
-        doc: "candidate index observed at this step; continuous benchmarks: the pool index when the observed point \
-              is exactly a pool point (unpolished argmax), -1 for a polished, random or initial point",
-    },
-    MetricDef {
-        name: "max_loss",
-        kind: MetricKind::Float,
-        doc: "max-value loss: the largest |f(x) - theta| over misclassified x (spec 1.4)",
-    },
-    MetricDef {
-        name: "returned_step",
-        kind: MetricKind::Int,
-        doc: "rand-straddle-max, last step only: the step whose classification Algorithm 2 or 3 returns (eq. A.2)",
-    },
-    MetricDef {
-        name: "returned_loss",
-        kind: MetricKind::Float,
-        doc: "rand-straddle-max, last step only: average loss of the returned classification",
-    },
-    MetricDef {
-        name: "returned_max_loss",
-        kind: MetricKind::Float,
-        doc: "rand-straddle-max, last step only: max-value loss of the returned classification",
-    },
-];
+armada_core::metrics! {
+    /// The per-step metrics of the family.
+    pub struct LseMetrics {
+        loss: f64 = "average misclassification loss r_t (spec 1.4)",
+        fscore: f64 = "F-score of the estimated upper set (spec 1.4)",
+        beta_sqrt: f64 = "beta^1/2 used for this step's choice (NaN for step 0, random and us)",
+        af_max: f64 = "maximum of the acquisition function at this step's choice (NaN for step 0 and random)",
+        jitter: f64 = "total diagonal jitter the GP needed so far (0 unless a factorisation failed)",
+        chosen_index: i64 = "candidate index observed at this step; continuous benchmarks: the pool index when the \
+                             observed point is exactly a pool point (unpolished argmax), -1 for a polished, random or \
+                             initial point",
+        max_loss: f64 = "max-value loss: the largest |f(x) - theta| over misclassified x (spec 1.4)",
+        returned_step: Option<usize> =
+            "rand-straddle-max, last step only: the step whose classification Algorithm 2 or 3 returns (eq. A.2)",
+        returned_loss: f64 = "rand-straddle-max, last step only: average loss of the returned classification",
+        returned_max_loss: f64 =
+            "rand-straddle-max, last step only: max-value loss of the returned classification",
+    }
+}
 
 /// The posterior an episode keeps on the candidate set.
 #[derive(Clone, Debug)]
@@ -165,7 +138,7 @@ impl FiniteEpisode {
 
     /// Observe candidate `index` (with noise unless the protocol says exact), update the
     /// posterior, and report the metrics.
-    fn observe(&mut self, choice: Choice) -> Result<Vec<f64>, JobError> {
+    fn observe(&mut self, choice: Choice) -> Result<LseMetrics, JobError> {
         let fx = self.problem.f[choice.index];
         let y = if self.problem.protocol.noisy_observations {
             let eps: f64 = self.noise_rng.sample(StandardNormal);
@@ -181,18 +154,18 @@ impl FiniteEpisode {
         let p = &self.problem;
         let upper: Vec<bool> = self.posterior.mean().iter().map(|&mu| mu >= p.theta).collect();
         let returned = self.returned.take();
-        let values = vec![
-            average_loss(self.posterior.mean(), &p.f, p.theta),
-            upper_set_fscore(self.posterior.mean(), &p.f, p.theta),
-            choice.beta_sqrt,
-            choice.af_max,
-            self.jitter,
-            choice.index as f64,
-            max_value_loss(&upper, &p.f, p.theta),
-            returned.map_or(f64::NAN, |r| r.step as f64),
-            returned.map_or(f64::NAN, |r| r.loss),
-            returned.map_or(f64::NAN, |r| r.max_loss),
-        ];
+        let values = LseMetrics {
+            loss: average_loss(self.posterior.mean(), &p.f, p.theta),
+            fscore: upper_set_fscore(self.posterior.mean(), &p.f, p.theta),
+            beta_sqrt: choice.beta_sqrt,
+            af_max: choice.af_max,
+            jitter: self.jitter,
+            chosen_index: choice.index as i64,
+            max_loss: max_value_loss(&upper, &p.f, p.theta),
+            returned_step: returned.map(|r| r.step),
+            returned_loss: returned.map_or(f64::NAN, |r| r.loss),
+            returned_max_loss: returned.map_or(f64::NAN, |r| r.max_loss),
+        };
         if let Some(history) = &mut self.history {
             history.push(upper);
         }
@@ -236,7 +209,9 @@ impl FiniteEpisode {
 }
 
 impl Episode for FiniteEpisode {
-    fn initial(&mut self) -> Result<Vec<f64>, JobError> {
+    type Metrics = LseMetrics;
+
+    fn initial(&mut self) -> Result<LseMetrics, JobError> {
         let n = self.problem.f.len();
         let index = match self.problem.protocol.initial_index {
             Some(i) if i < n => i,
@@ -246,7 +221,7 @@ impl Episode for FiniteEpisode {
         self.observe(Choice { index, beta_sqrt: f64::NAN, af_max: f64::NAN })
     }
 
-    fn step(&mut self, step: u32) -> Result<Vec<f64>, JobError> {
+    fn step(&mut self, step: u32) -> Result<Option<LseMetrics>, JobError> {
         if step == self.horizon {
             if let Acquisition::RandomizedStraddleMax { mc_paths, .. } = self.acquisition {
                 self.choose_returned(mc_paths)?;
@@ -264,6 +239,6 @@ impl Episode for FiniteEpisode {
         };
         let choice =
             self.acquisition.select_in(step, self.posterior.view(), self.problem.theta, excluded, &mut self.algo_rng);
-        self.observe(choice)
+        self.observe(choice).map(Some)
     }
 }

@@ -36,10 +36,10 @@ pub use continuous_episode::{
     continuous_acquisition, nelder_mead_box, predict_one, uniform_points, ContinuousConfig, ContinuousEpisode,
     EvalSetMean, PolishStart, Polished,
 };
-pub use episode::{CandidatePosterior, FiniteEpisode, METRICS};
+pub use episode::{CandidatePosterior, FiniteEpisode, LseMetrics};
 
 use algorithms::{Acquisition, ALGORITHMS};
-use armada_core::{Declaration, Episode, Family, JobError, JobSpec, JobStreams, SpecError, ValidJob};
+use armada_core::{AnyEpisode, Declaration, Family, JobError, JobSpec, JobStreams, SpecError, ValidJob};
 use benchmarks::BENCHMARKS;
 
 /// The `lse` family as the registry sees it.
@@ -52,7 +52,8 @@ const DECLARATION: Declaration = Declaration {
     doc: "level-set estimation with the randomized straddle (Inatsu et al., arXiv:2408.03144)",
     benchmarks: &BENCHMARKS,
     algorithms: &ALGORITHMS,
-    metrics: &METRICS,
+    metrics: LseMetrics::DEFS,
+    ends_early: false,
     headline_metrics: &["loss", "fscore"],
     summary_axes: &[],
 };
@@ -78,7 +79,7 @@ impl Family for LseFamily {
         Ok(())
     }
 
-    fn start(&self, job: &ValidJob, streams: &JobStreams) -> Result<Box<dyn Episode>, JobError> {
+    fn start(&self, job: &ValidJob, streams: &JobStreams) -> Result<Box<dyn AnyEpisode>, JobError> {
         let spec = &job.spec;
         if let Some(problem) = benchmarks::ContinuousProblem::by_name(&spec.benchmark) {
             return continuous_episode::start(job, streams, problem);

@@ -7,7 +7,7 @@ use std::ops::ControlFlow;
 #[test]
 fn returned_classification_is_a_recorded_one_with_its_recorded_losses() {
     let registry = Registry::new(vec![Box::new(armada_lse::LseFamily)]);
-    let names: Vec<&str> = armada_lse::METRICS.iter().map(|m| m.name).collect();
+    let names: Vec<&str> = armada_lse::LseMetrics::DEFS.iter().map(|m| m.name).collect();
     let col = |n: &str| names.iter().position(|&m| m == n).unwrap();
     for seed in 0..2 {
         let mut spec = JobSpec::new("lse", "sinusoidal", "rand-straddle-max");

@@ -8,8 +8,6 @@ use armada_lse::benchmarks::{grid_2d, FiniteProblem, Protocol};
 use armada_lse::{FiniteEpisode, LseFamily};
 use std::ops::ControlFlow;
 
-const CHOSEN: usize = 5; // index of `chosen_index` in METRICS
-
 /// A 6 x 5 grid with the carrier block's protocol and kernel family.
 fn small_noise_free_problem() -> FiniteProblem {
     let candidates = grid_2d(6, (0.0, 10.0), (0.0, 10.0));
@@ -32,6 +30,11 @@ fn acquisition(name: &str, n: usize) -> Acquisition {
 
 /// Spec appendix A.12 in its strongest form: with 30 candidates and 29 acquisitions, every
 /// algorithm must visit every candidate exactly once; a 30th acquisition is an error.
+/// Where `chosen_index` is in a record's values.
+fn chosen_column() -> usize {
+    armada_lse::LseMetrics::DEFS.iter().position(|m| m.name == "chosen_index").unwrap()
+}
+
 #[test]
 fn no_repeats_visit_every_candidate_once_for_every_algorithm() {
     let problem = small_noise_free_problem();
@@ -45,9 +48,9 @@ fn no_repeats_visit_every_candidate_once_for_every_algorithm() {
                 FiniteEpisode::new(problem.clone(), acquisition(def.name, n), &JobStreams::new(&spec), spec.horizon);
             let mut seen = vec![false; n];
             let first = ep.initial().unwrap();
-            seen[first[CHOSEN] as usize] = true;
+            seen[first.chosen_index as usize] = true;
             for step in 1..n as u32 {
-                let idx = ep.step(step).unwrap()[CHOSEN] as usize;
+                let idx = ep.step(step).unwrap().unwrap().chosen_index as usize;
                 assert!(!seen[idx], "{} seed {seed}: index {idx} queried twice at step {step}", def.name);
                 seen[idx] = true;
             }
@@ -64,14 +67,14 @@ fn noise_free_observations_are_exact() {
     let problem = small_noise_free_problem();
     let spec = JobSpec::new("lse", "test", "us");
     let mut ep = FiniteEpisode::new(problem.clone(), acquisition("us", 30), &JobStreams::new(&spec), spec.horizon);
-    let idx = ep.initial().unwrap()[CHOSEN] as usize;
+    let idx = ep.initial().unwrap().chosen_index as usize;
     let want = 4.0 / (4.0 + 1e-6) * problem.f[idx];
     assert!((ep.posterior().mean()[idx] - want).abs() < 1e-15, "{} vs {want}", ep.posterior().mean()[idx]);
     // The same problem with noisy observations does not reproduce f there (noise sd 1e-3 >> 1e-15).
     let mut noisy = problem.clone();
     noisy.protocol = Protocol::NOISY;
     let mut ep = FiniteEpisode::new(noisy, acquisition("us", 30), &JobStreams::new(&spec), spec.horizon);
-    let idx = ep.initial().unwrap()[CHOSEN] as usize;
+    let idx = ep.initial().unwrap().chosen_index as usize;
     assert!((ep.posterior().mean()[idx] - want).abs() > 1e-9);
 }
 
@@ -86,7 +89,7 @@ fn fixed_initial_index_is_used() {
             spec.seed = seed;
             let mut ep =
                 FiniteEpisode::new(problem.clone(), acquisition("random", 30), &JobStreams::new(&spec), spec.horizon);
-            assert_eq!(ep.initial().unwrap()[CHOSEN] as usize, i);
+            assert_eq!(ep.initial().unwrap().chosen_index as usize, i);
         }
     }
     problem.protocol.initial_index = Some(30);
@@ -107,7 +110,7 @@ fn carrier_lifetime_never_queries_an_index_twice() {
         let job = registry.validate(&spec).unwrap();
         let mut chosen = Vec::new();
         run_job(&registry, &job, &mut |r| {
-            chosen.push(r.values[CHOSEN] as usize);
+            chosen.push(r.values[chosen_column()] as usize);
             ControlFlow::Continue(())
         })
         .unwrap();
@@ -138,7 +141,7 @@ fn toy_1d_panels_start_at_minus_five() {
             let job = registry.validate(&spec).unwrap();
             let mut chosen = Vec::new();
             run_job(&registry, &job, &mut |r| {
-                chosen.push(r.values[CHOSEN] as usize);
+                chosen.push(r.values[chosen_column()] as usize);
                 ControlFlow::Continue(())
             })
             .unwrap();

@@ -6,10 +6,13 @@
 //! * `slow`: `echo` that sleeps `ms` milliseconds per step (a job that is still running when
 //!   a test kills its worker);
 //! * `panic`: `echo` that panics at step `at` (a job that fails deterministically).
+//!
+//! Its sibling `testkit-short` has one algorithm, `short`: `echo` whose episode ends after
+//! step `seed % (last + 1)` (jobs of one cell that end early, at different steps).
 
 use armada_core::{
-    ComponentDef, Declaration, Episode, Family, JobError, JobStreams, MetricDef, MetricKind, ParamDef, ParamKind,
-    StreamRng, ValidJob,
+    AnyEpisode, ComponentDef, Declaration, Episode, Family, JobError, JobStreams, ParamDef, ParamKind, StreamRng,
+    ValidJob,
 };
 use rand::Rng;
 use std::time::Duration;
@@ -37,31 +40,52 @@ const ALGORITHMS: [ComponentDef; 3] = [
     },
 ];
 
-const METRICS: [MetricDef; 1] = [MetricDef { name: "value", kind: MetricKind::Float, doc: "seed + step + U(0,1)" }];
+/// `testkit-short`'s one algorithm.
+const SHORT: ComponentDef = ComponentDef {
+    name: "short",
+    doc: "echo whose episode ends after step `seed % (last + 1)`: jobs of one cell end at different steps",
+    params: &[ParamDef {
+        name: "last",
+        kind: ParamKind::Int { min: 0, max: 1 << 30, default: 3 },
+        doc: "the latest step a job may end at",
+    }],
+};
+
+armada_core::metrics! {
+    struct EchoMetrics {
+        value: f64 = "seed + step + U(0,1)",
+    }
+}
 
 struct Echo {
     rng: StreamRng,
     seed: f64,
     sleep: Duration,
     panic_at: Option<u32>,
+    /// `testkit-short`: the last step.
+    end_after: Option<u32>,
 }
 
 impl Echo {
-    fn value(&mut self, step: u32) -> Vec<f64> {
+    fn value(&mut self, step: u32) -> EchoMetrics {
         if self.panic_at == Some(step) {
             panic!("testkit: panic at step {step} on purpose");
         }
         std::thread::sleep(self.sleep);
-        vec![self.seed + step as f64 + self.rng.random::<f64>()]
+        EchoMetrics { value: self.seed + step as f64 + self.rng.random::<f64>() }
     }
 }
 
 impl Episode for Echo {
-    fn initial(&mut self) -> Result<Vec<f64>, JobError> {
+    type Metrics = EchoMetrics;
+    fn initial(&mut self) -> Result<EchoMetrics, JobError> {
         Ok(self.value(0))
     }
-    fn step(&mut self, step: u32) -> Result<Vec<f64>, JobError> {
-        Ok(self.value(step))
+    fn step(&mut self, step: u32) -> Result<Option<EchoMetrics>, JobError> {
+        if self.end_after.is_some_and(|last| step > last) {
+            return Ok(None);
+        }
+        Ok(Some(self.value(step)))
     }
 }
 
@@ -72,22 +96,57 @@ const DECLARATION: Declaration = Declaration {
     doc: "tiny jobs for testing and benchmarking the orchestration (not a paper)",
     benchmarks: &BENCHMARKS,
     algorithms: &ALGORITHMS,
-    metrics: &METRICS,
+    metrics: EchoMetrics::DEFS,
+    // Every run has every step: the orchestration tests rely on a truncated upload of a
+    // testkit job being refused.
+    ends_early: false,
     headline_metrics: &[],
     summary_axes: &[],
 };
+
+/// The same family whose runs end early, at a different step per seed: orchestration
+/// and summaries of trajectories of unequal length.
+pub struct TestkitShortFamily;
+
+const SHORT_DECLARATION: Declaration = Declaration {
+    name: "testkit-short",
+    // 1: the first version.
+    version: 1,
+    doc: "tiny jobs that end before their horizon, for testing the orchestration (not a paper)",
+    algorithms: std::slice::from_ref(&SHORT),
+    ends_early: true,
+    ..DECLARATION
+};
+
+impl Family for TestkitShortFamily {
+    fn declaration(&self) -> &'static Declaration {
+        &SHORT_DECLARATION
+    }
+    fn start(&self, job: &ValidJob, streams: &JobStreams) -> Result<Box<dyn AnyEpisode>, JobError> {
+        let last = job.spec.algorithm_params.int("last")? as u64;
+        let end_after = Some((job.spec.seed % (last + 1)) as u32);
+        Ok(Box::new(Echo {
+            rng: streams.env("value"),
+            seed: job.spec.seed as f64,
+            sleep: Duration::ZERO,
+            panic_at: None,
+            end_after,
+        }))
+    }
+}
 
 impl Family for TestkitFamily {
     fn declaration(&self) -> &'static Declaration {
         &DECLARATION
     }
-    fn start(&self, job: &ValidJob, streams: &JobStreams) -> Result<Box<dyn Episode>, JobError> {
+    fn start(&self, job: &ValidJob, streams: &JobStreams) -> Result<Box<dyn AnyEpisode>, JobError> {
         let p = &job.spec.algorithm_params;
-        let (sleep, panic_at) = match job.spec.algorithm.as_str() {
-            "slow" => (Duration::from_millis(p.int("ms")? as u64), None),
-            "panic" => (Duration::ZERO, Some(p.int("at")? as u32)),
-            _ => (Duration::ZERO, None),
-        };
-        Ok(Box::new(Echo { rng: streams.env("value"), seed: job.spec.seed as f64, sleep, panic_at }))
+        let (mut sleep, mut panic_at) = (Duration::ZERO, None);
+        match job.spec.algorithm.as_str() {
+            "slow" => sleep = Duration::from_millis(p.int("ms")? as u64),
+            "panic" => panic_at = Some(p.int("at")? as u32),
+            _ => {}
+        }
+        Ok(Box::new(Echo { rng: streams.env("value"), seed: job.spec.seed as f64, sleep, panic_at, end_after: None }))
     }
 }

@@ -55,14 +55,14 @@ fn spec(benchmark: &str, algorithm: &str, horizon: u32, refit: &str) -> JobSpec 
 fn run(registry: &Registry, spec: &JobSpec) -> (f64, f64, f64, f64) {
     let job = registry.validate(spec).expect("valid spec");
     let family = registry.family("safe").unwrap();
-    let idx = |n: &str| armada_safe::METRICS.iter().position(|m| m.name == n).unwrap();
+    let idx = |n: &str| armada_safe::SafeMetrics::DEFS.iter().position(|m| m.name == n).unwrap();
     let (seconds, (last, evals)) = timed(|| {
         let mut episode = family.start(&job, &JobStreams::new(&job.spec)).expect("start");
-        episode.initial().unwrap();
+        episode.initial_values().unwrap();
         let mut last = Vec::new();
         let mut evals = 0.0;
         for t in 1..=spec.horizon {
-            last = episode.step(t).expect("step");
+            last = episode.step_values(t).expect("step").expect("safe runs every step");
             evals += last[idx("refit_evals")];
         }
         (last, evals)

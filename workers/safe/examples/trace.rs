@@ -9,9 +9,10 @@
 //! of every step), or `final` (CSV, one line per x-row: the discovered boundary `s_t^(x)` and
 //! the estimate `s_hat^(x)` of the posterior after the last round, for Figures 1 and 3).
 
+use armada_core::Metrics;
 use armada_core::{Episode, JobSpec, JobStreams, ParamValue, Registry};
 use armada_safe::benchmarks::Benchmark;
-use armada_safe::{run_config, SafeEpisode, SafeFamily, METRICS};
+use armada_safe::{run_config, SafeEpisode, SafeFamily, SafeMetrics};
 
 const BENCHMARK_PARAMS: [&str; 7] = ["grid", "h", "l_f", "l_g", "v0", "fstar", "noise_var"];
 
@@ -57,7 +58,7 @@ fn main() {
     let mut episode = SafeEpisode::new(bench, config, &JobStreams::new(spec)).expect("start");
     let mode = std::env::var("SAFE_TRACE").unwrap_or_else(|_| "summary".into());
     let show: Vec<&str> = match mode.as_str() {
-        "csv" => METRICS.iter().map(|m| m.name).collect(),
+        "csv" => SafeMetrics::DEFS.iter().map(|m| m.name).collect(),
         _ => vec![
             "regret_inst",
             "regret_avg",
@@ -76,7 +77,7 @@ fn main() {
             "g_lengthscale_s",
         ],
     };
-    let idx: Vec<usize> = show.iter().map(|n| METRICS.iter().position(|m| m.name == *n).unwrap()).collect();
+    let idx: Vec<usize> = show.iter().map(|n| SafeMetrics::DEFS.iter().position(|m| m.name == *n).unwrap()).collect();
     let sep = if mode == "csv" { "," } else { " " };
     let print = |t: u32, v: &[f64], ms: f64| {
         if mode == "final" {
@@ -89,10 +90,10 @@ fn main() {
     if mode != "final" {
         println!("step{sep}elapsed_ms{sep}{}", show.join(sep));
     }
-    print(0, &episode.initial().expect("initial"), 0.0);
+    print(0, &episode.initial().expect("initial").into_values(), 0.0);
     for t in 1..=spec.horizon {
         let start = std::time::Instant::now();
-        let v = episode.step(t).expect("step");
+        let v = episode.step(t).expect("step").expect("safe runs every step").into_values();
         print(t, &v, start.elapsed().as_secs_f64() * 1e3);
     }
     if mode == "final" {

@@ -12,7 +12,7 @@ use crate::confidence::Confidence;
 use crate::regret::RegretReference;
 use crate::sets::RoundSets;
 use crate::surrogate::{RefitMode, Surrogate};
-use armada_core::{Episode, JobError, JobStreams, MetricDef, MetricKind, StreamRng};
+use armada_core::{Episode, JobError, JobStreams, StreamRng};
 use rand::Rng;
 use rand_distr::StandardNormal;
 
@@ -30,43 +30,40 @@ pub struct RunConfig {
     pub draws_per_param: usize,
 }
 
-macro_rules! metrics {
-    ($($name:literal $kind:ident $doc:literal,)*) => {
-        /// The per-step metrics of the family, in record order.
-        pub const METRICS: [MetricDef; [$($name),*].len()] =
-            [$(MetricDef { name: $name, kind: MetricKind::$kind, doc: $doc }),*];
-    };
-}
-
-metrics! {
-    "regret_inst" Float "r_t = f(s_*, x_*) - f(s_t, x_t) (eq. 1; NaN at step 0)",
-    "regret_cum" Float "R_t, cumulative r_t",
-    "regret_avg" Float "R_t / t",
-    "regret2_inst" Float "r'_t = f(s_*^(x_t), x_t) - f(s_t, x_t) (eq. 2)",
-    "regret2_cum" Float "R'_t",
-    "regret2_avg" Float "R'_t / t",
-    "regretx_inst" Float "r^X_t = max_x f(s_*^(x), x) - f(s_hat_t^(x), x) (eq. 3), s_hat from the posterior used at round t",
-    "regretx_cum" Float "R^X_t",
-    "regretx_avg" Float "R^X_t / t",
-    "regretx_post_inst" Float "r^X_t with s_hat from the posterior after round t (as the notebook computes it, but with std)",
-    "regretx_post_avg" Float "running mean of regretx_post_inst",
-    "violations_cum" Float "number of rounds so far with true g(s_t, x_t) > h",
-    "uncertified_cum" Float "number of rounds so far with UCB_g(s_t, x_t) > h and s_t > 0",
-    "certified" Float "|S_t|: certified-safe grid points at round t",
-    "active_x" Float "|D_X^t|: x-rows surviving elimination",
-    "expanders" Float "|G_t| (NaN for predvar)",
-    "maximisers" Float "|M_t| (NaN for predvar)",
-    "acquisition" Float "acquisition value at the chosen point",
-    "s" Float "chosen s_t",
-    "x1" Float "chosen x_t (first x-coordinate)",
-    "x2" Float "chosen x_t, second x-coordinate (synthetic-3d; NaN otherwise)",
-    "grid_index" Int "flat grid index of the choice (x-major, s-minor)",
-    "f_lengthscale_s" Float "fitted lengthscale of f along s after the round",
-    "g_lengthscale_s" Float "fitted lengthscale of g along s after the round",
-    "f_variance" Float "fitted kernel variance of f after the round",
-    "g_variance" Float "fitted kernel variance of g after the round",
-    "dx_fallbacks_cum" Float "rounds where elimination emptied D_X and the previous D_X was kept",
-    "refit_evals" Float "MAP objective evaluations spent refitting f and g after the round (the cost of a refit)",
+armada_core::metrics! {
+    /// The per-step metrics of the family.
+    pub struct SafeMetrics {
+        regret_inst: f64 = "r_t = f(s_*, x_*) - f(s_t, x_t) (eq. 1; NaN at step 0)",
+        regret_cum: f64 = "R_t, cumulative r_t",
+        regret_avg: f64 = "R_t / t",
+        regret2_inst: f64 = "r'_t = f(s_*^(x_t), x_t) - f(s_t, x_t) (eq. 2)",
+        regret2_cum: f64 = "R'_t",
+        regret2_avg: f64 = "R'_t / t",
+        regretx_inst: f64 =
+            "r^X_t = max_x f(s_*^(x), x) - f(s_hat_t^(x), x) (eq. 3), s_hat from the posterior used at round t",
+        regretx_cum: f64 = "R^X_t",
+        regretx_avg: f64 = "R^X_t / t",
+        regretx_post_inst: f64 =
+            "r^X_t with s_hat from the posterior after round t (as the notebook computes it, but with std)",
+        regretx_post_avg: f64 = "running mean of regretx_post_inst",
+        violations_cum: f64 = "number of rounds so far with true g(s_t, x_t) > h",
+        uncertified_cum: f64 = "number of rounds so far with UCB_g(s_t, x_t) > h and s_t > 0",
+        certified: f64 = "|S_t|: certified-safe grid points at round t",
+        active_x: f64 = "|D_X^t|: x-rows surviving elimination",
+        expanders: f64 = "|G_t| (NaN for predvar)",
+        maximisers: f64 = "|M_t| (NaN for predvar)",
+        acquisition: f64 = "acquisition value at the chosen point",
+        s: f64 = "chosen s_t",
+        x1: f64 = "chosen x_t (first x-coordinate)",
+        x2: f64 = "chosen x_t, second x-coordinate (synthetic-3d; NaN otherwise)",
+        grid_index: Option<usize> = "flat grid index of the choice (x-major, s-minor; missing at step 0)",
+        f_lengthscale_s: f64 = "fitted lengthscale of f along s after the round",
+        g_lengthscale_s: f64 = "fitted lengthscale of g along s after the round",
+        f_variance: f64 = "fitted kernel variance of f after the round",
+        g_variance: f64 = "fitted kernel variance of g after the round",
+        dx_fallbacks_cum: f64 = "rounds where elimination emptied D_X and the previous D_X was kept",
+        refit_evals: f64 = "MAP objective evaluations spent refitting f and g after the round (the cost of a refit)",
+    }
 }
 
 /// Running sums of the regrets and counters.
@@ -178,7 +175,7 @@ impl SafeEpisode {
     }
 
     /// One round: choose, score, observe, refit; returns the step's metrics.
-    fn play(&mut self, t: u32) -> Result<Vec<f64>, JobError> {
+    fn play(&mut self, t: u32) -> Result<SafeMetrics, JobError> {
         let n_s = self.bench.grid.n_s();
         let sets = self.round_sets();
         let (l_f, l_g) = self.growth_constants();
@@ -208,62 +205,79 @@ impl SafeEpisode {
         let tf = f64::from(t);
         let count = |v: &Option<Vec<usize>>| v.as_ref().map_or(f64::NAN, |v| v.len() as f64);
         let (kf, kg) = (self.f_model.kernel(), self.g_model.kernel());
-        Ok(vec![
-            r,
-            tot.regret,
-            tot.regret / tf,
-            r2,
-            tot.regret2,
-            tot.regret2 / tf,
-            rx,
-            tot.regretx,
-            tot.regretx / tf,
-            rx_post,
-            tot.regretx_post / tf,
-            f64::from(tot.violations),
-            f64::from(tot.uncertified),
-            sets.n_certified() as f64,
-            decision.active_x as f64,
-            count(&decision.expanders),
-            count(&decision.maximisers),
-            decision.acquisition,
-            z[0],
-            z.get(1).copied().unwrap_or(f64::NAN),
-            z.get(2).copied().unwrap_or(f64::NAN),
-            k as f64,
-            kf.lengthscales[0],
-            kg.lengthscales[0],
-            kf.variance,
-            kg.variance,
-            f64::from(tot.fallbacks),
-            refit_evals as f64,
-        ])
+        Ok(SafeMetrics {
+            regret_inst: r,
+            regret_cum: tot.regret,
+            regret_avg: tot.regret / tf,
+            regret2_inst: r2,
+            regret2_cum: tot.regret2,
+            regret2_avg: tot.regret2 / tf,
+            regretx_inst: rx,
+            regretx_cum: tot.regretx,
+            regretx_avg: tot.regretx / tf,
+            regretx_post_inst: rx_post,
+            regretx_post_avg: tot.regretx_post / tf,
+            violations_cum: f64::from(tot.violations),
+            uncertified_cum: f64::from(tot.uncertified),
+            certified: sets.n_certified() as f64,
+            active_x: decision.active_x as f64,
+            expanders: count(&decision.expanders),
+            maximisers: count(&decision.maximisers),
+            acquisition: decision.acquisition,
+            s: z[0],
+            x1: z.get(1).copied().unwrap_or(f64::NAN),
+            x2: z.get(2).copied().unwrap_or(f64::NAN),
+            grid_index: Some(k),
+            f_lengthscale_s: kf.lengthscales[0],
+            g_lengthscale_s: kg.lengthscales[0],
+            f_variance: kf.variance,
+            g_variance: kg.variance,
+            dx_fallbacks_cum: f64::from(tot.fallbacks),
+            refit_evals: refit_evals as f64,
+        })
     }
 }
 
 impl Episode for SafeEpisode {
+    type Metrics = SafeMetrics;
+
     /// Step 0: the seeds only; cumulative sums are 0, everything per-round is NaN.
-    fn initial(&mut self) -> Result<Vec<f64>, JobError> {
-        let mut v = vec![f64::NAN; METRICS.len()];
-        for name in
-            ["regret_cum", "regret2_cum", "regretx_cum", "violations_cum", "uncertified_cum", "dx_fallbacks_cum"]
-        {
-            v[metric_index(name)] = 0.0;
-        }
+    fn initial(&mut self) -> Result<SafeMetrics, JobError> {
         let (kf, kg) = (self.f_model.kernel(), self.g_model.kernel());
-        v[metric_index("f_lengthscale_s")] = kf.lengthscales[0];
-        v[metric_index("g_lengthscale_s")] = kg.lengthscales[0];
-        v[metric_index("f_variance")] = kf.variance;
-        v[metric_index("g_variance")] = kg.variance;
-        Ok(v)
+        let nan = f64::NAN;
+        Ok(SafeMetrics {
+            regret_inst: nan,
+            regret_cum: 0.0,
+            regret_avg: nan,
+            regret2_inst: nan,
+            regret2_cum: 0.0,
+            regret2_avg: nan,
+            regretx_inst: nan,
+            regretx_cum: 0.0,
+            regretx_avg: nan,
+            regretx_post_inst: nan,
+            regretx_post_avg: nan,
+            violations_cum: 0.0,
+            uncertified_cum: 0.0,
+            certified: nan,
+            active_x: nan,
+            expanders: nan,
+            maximisers: nan,
+            acquisition: nan,
+            s: nan,
+            x1: nan,
+            x2: nan,
+            grid_index: None,
+            f_lengthscale_s: kf.lengthscales[0],
+            g_lengthscale_s: kg.lengthscales[0],
+            f_variance: kf.variance,
+            g_variance: kg.variance,
+            dx_fallbacks_cum: 0.0,
+            refit_evals: nan,
+        })
     }
 
-    fn step(&mut self, step: u32) -> Result<Vec<f64>, JobError> {
-        self.play(step)
+    fn step(&mut self, step: u32) -> Result<Option<SafeMetrics>, JobError> {
+        self.play(step).map(Some)
     }
-}
-
-/// Position of a metric in [`METRICS`].
-pub fn metric_index(name: &str) -> usize {
-    METRICS.iter().position(|m| m.name == name).unwrap_or_else(|| panic!("no metric `{name}`"))
 }

@@ -1,5 +1,5 @@
 //! The `safe` family as the registry sees it: benchmarks of spec 4, rules of spec 3, the
-//! metrics of [`crate::episode::METRICS`].
+//! metrics of [`crate::episode::SafeMetrics`].
 //!
 //! Algorithms: `msafeopt-case1`, `msafeopt-case2`, `msafeopt-case3a`, `msafeopt-case3b`,
 //! `safeopt-mc`, `predvar`. Every rule takes `beta_f`, `beta_g` (3, spec 2.3), `refit`
@@ -9,11 +9,11 @@
 
 use crate::algorithms::{Algorithm, Case, Elimination};
 use crate::benchmarks::{Benchmark, BENCHMARKS};
-use crate::episode::{RunConfig, SafeEpisode, METRICS};
+use crate::episode::{RunConfig, SafeEpisode, SafeMetrics};
 use crate::surrogate::RefitMode;
 use armada_core::{
-    ComponentDef, Declaration, Episode, Family, JobError, JobSpec, JobStreams, ParamDef, ParamKind, Params, SpecError,
-    ValidJob,
+    AnyEpisode, ComponentDef, Declaration, Family, JobError, JobSpec, JobStreams, ParamDef, ParamKind, Params,
+    SpecError, ValidJob,
 };
 
 /// The family as the registry sees it.
@@ -134,7 +134,8 @@ const DECLARATION: Declaration = Declaration {
     doc: "safe Bayesian optimisation with monotonicity constraints: M-SafeOpt and baselines (Losalka & Scarlett, AISTATS 2024)",
     benchmarks: &BENCHMARKS,
     algorithms: &ALGORITHMS,
-    metrics: &METRICS,
+    metrics: SafeMetrics::DEFS,
+    ends_early: false,
     headline_metrics: &["regret_avg", "regret2_avg", "regretx_avg", "violations_cum"],
     summary_axes: &[],
 };
@@ -177,7 +178,7 @@ impl Family for SafeFamily {
         Ok(())
     }
 
-    fn start(&self, job: &ValidJob, streams: &JobStreams) -> Result<Box<dyn Episode>, JobError> {
+    fn start(&self, job: &ValidJob, streams: &JobStreams) -> Result<Box<dyn AnyEpisode>, JobError> {
         let spec = &job.spec;
         let bench = Benchmark::from_params(&spec.benchmark, &spec.benchmark_params)?;
         let config = run_config(&spec.algorithm, &spec.algorithm_params)?;

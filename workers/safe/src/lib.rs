@@ -10,7 +10,7 @@
 //! * [`algorithms`]: M-SafeOpt Cases 1, 2, 3a, 3b, SafeOpt-MC (modified), PredVar (spec 3);
 //! * [`regret`]: `r_t`, `r'_t`, `r^X_t` on the grid (spec 1.3, 5.4);
 //! * [`surrogate`]: the GPs, MAP refits ([`surrogate::RefitMode`]) and the grid posterior;
-//! * [`episode`]: one run and its metrics ([`METRICS`]); [`SafeFamily`]: the registry entry.
+//! * [`episode`]: one run and its metrics ([`SafeMetrics`]); [`SafeFamily`]: the registry entry.
 //!
 //! Metrics per step: `regret_*` (R_t), `regret2_*` (R'_t), `regretx_*` (R^X_t; `_inst`,
 //! `_cum`, `_avg` = running mean), `regretx_post_*` (R^X from the post-round posterior, as the
@@ -42,5 +42,5 @@ pub mod regret;
 pub mod sets;
 pub mod surrogate;
 
-pub use episode::{RunConfig, SafeEpisode, METRICS};
+pub use episode::{RunConfig, SafeEpisode, SafeMetrics};
 pub use family::{run_config, SafeFamily};

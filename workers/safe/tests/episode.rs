@@ -6,7 +6,7 @@ use armada_gp::{log_posterior_and_grad, KernelKind, LogNormalPrior, MapConfig};
 use armada_safe::benchmarks::Benchmark;
 use armada_safe::regret::RegretReference;
 use armada_safe::surrogate::{RefitMode, Surrogate};
-use armada_safe::{SafeFamily, METRICS};
+use armada_safe::{SafeFamily, SafeMetrics};
 use rand::SeedableRng;
 
 fn registry() -> Registry {
@@ -25,15 +25,15 @@ fn run(spec: &JobSpec) -> Vec<Vec<f64>> {
     let registry = registry();
     let job = registry.validate(spec).unwrap();
     let mut episode = SafeFamily.start(&job, &JobStreams::new(&job.spec)).unwrap();
-    let mut rows = vec![episode.initial().unwrap()];
+    let mut rows = vec![episode.initial_values().unwrap()];
     for t in 1..=spec.horizon {
-        rows.push(episode.step(t).unwrap());
+        rows.push(episode.step_values(t).unwrap().expect("safe runs every step"));
     }
     rows
 }
 
 fn col(name: &str) -> usize {
-    METRICS.iter().position(|m| m.name == name).unwrap()
+    SafeMetrics::DEFS.iter().position(|m| m.name == name).unwrap()
 }
 
 fn bits(rows: &[Vec<f64>]) -> Vec<Vec<u64>> {
