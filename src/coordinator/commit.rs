@@ -10,7 +10,6 @@
 use crate::results::live::{CellMoments, FloatMetrics};
 use crate::results::{self, Cell, PartJob, StoredRows};
 use armada_core::{MetricDef, ValidJob};
-use armada_proto::v1 as pb;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -41,7 +40,8 @@ impl Default for CommitConfig {
     }
 }
 
-pub type CommitReply = oneshot::Sender<Result<pb::CompleteAttemptResponse, Status>>;
+/// Answers a commit: whether the attempt's trajectory is its job's.
+pub type CommitReply = oneshot::Sender<Result<bool, Status>>;
 
 /// An attempt that won its job, to be written.
 pub struct Commit {

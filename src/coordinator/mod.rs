@@ -7,6 +7,7 @@ pub mod fetch;
 pub mod jobs;
 pub mod live;
 pub mod queue;
+pub mod replies;
 pub mod scheduler;
 pub mod service;
 pub mod spool;

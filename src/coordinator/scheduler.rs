@@ -17,19 +17,22 @@ use super::commit::{self, Commit, CommitConfig, PartWritten};
 use super::jobs::{Job, Key, NewJob, Submission, Template};
 use super::live::{self, LiveSummaries, Opening};
 use super::queue::JobQueue;
+use super::replies::{
+    JobFailed, Lease, Leases, Registered, Registration, Submitted, SweepEvent, SweepState, SweepStatus,
+};
 use super::spool::{RecordSchema, Spools};
-use super::store::{JobState, Store, StoredJob};
+use super::store::{JobState, SpecTemplate, Store, StoredJob};
 use crate::results;
 use crate::results::Cell;
 use armada_core::{JobSpec, MetricDef, Registry};
-use armada_proto::v1 as pb;
-use armada_worker::wire;
-use prost::Message;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::{broadcast, mpsc, oneshot};
+// Tokio's clock, not the system's: lease deadlines follow it, so tests pause and advance
+// time instead of sleeping.
+use tokio::time::Instant;
 use tonic::Status;
 use tracing::{info, warn};
 
@@ -119,23 +122,23 @@ pub struct SummaryInputs {
 pub enum Command {
     Submit {
         submission: Submission,
-        reply: Reply<pb::SubmitSweepResponse>,
+        reply: Reply<Submitted>,
     },
     Watch {
         sweep: String,
-        reply: Reply<(pb::SweepStatus, broadcast::Receiver<pb::SweepEvent>)>,
+        reply: Reply<(SweepStatus, broadcast::Receiver<SweepEvent>)>,
     },
     Status {
         sweep: String,
         failures: FailurePage,
-        reply: Reply<pb::SweepStatus>,
+        reply: Reply<SweepStatus>,
     },
     List {
-        reply: Reply<Vec<pb::SweepStatus>>,
+        reply: Reply<Vec<SweepStatus>>,
     },
     Cancel {
         sweep: String,
-        reply: Reply<pb::SweepStatus>,
+        reply: Reply<SweepStatus>,
     },
     /// Remove a settled sweep from the store; answers its directory and job count.
     Delete {
@@ -148,30 +151,34 @@ pub enum Command {
         reply: Reply<SummaryInputs>,
     },
     Register {
-        request: pb::RegisterRequest,
-        reply: Reply<pb::RegisterResponse>,
+        registration: Registration,
+        reply: Reply<Registered>,
     },
     Lease {
         session: String,
         max_jobs: u32,
-        reply: Reply<pb::LeaseResponse>,
+        reply: Reply<Leases>,
     },
+    /// Renew the leases of these attempts; answers the attempts to abandon.
     Heartbeat {
         session: String,
         attempts: Vec<u64>,
-        reply: Reply<pb::HeartbeatResponse>,
+        reply: Reply<Vec<u64>>,
     },
+    /// Commit an attempt; answers whether its trajectory is the job's (a later commit of
+    /// a job is not).
     Complete {
         session: String,
         attempt: u64,
         n_records: u32,
-        reply: Reply<pb::CompleteAttemptResponse>,
+        reply: Reply<bool>,
     },
+    /// An attempt failed; answers whether its job will be tried again.
     Fail {
         session: String,
         attempt: u64,
         error: String,
-        reply: Reply<pb::FailAttemptResponse>,
+        reply: Reply<bool>,
     },
     /// Attempts leased and never started, handed back: answers how many jobs were queued.
     Release {
@@ -237,6 +244,9 @@ impl<T> Pending<T> {
 /// A command that keeps the scheduler this long gives running leases the time back.
 const BUSY_EXCUSED: Duration = Duration::from_millis(50);
 
+/// A worker that found nothing to lease asks again after this long.
+const NOTHING_TO_LEASE_RETRY: Duration = Duration::from_millis(200);
+
 /// Voided attempts after which a job fails (its records never fit its schema).
 pub const MAX_VOIDED: u32 = 10;
 
@@ -265,8 +275,8 @@ struct Storing {
     /// Its generation in the store.
     generation: i64,
     templates: Vec<Arc<Template>>,
-    /// Each template's spec, prost-encoded.
-    wire_templates: Vec<Vec<u8>>,
+    /// Each template's spec as the store keeps it ([`SpecTemplate::encode`]).
+    stored_templates: Vec<Vec<u8>>,
     /// Its jobs in run order; those the sweep has already are skipped.
     jobs: Vec<NewJob>,
     /// Positions in `jobs` in key order (the order they are stored in).
@@ -285,7 +295,7 @@ struct Storing {
     /// Jobs of the sweep this submission drops.
     removed: Vec<usize>,
     started: Instant,
-    reply: Reply<pb::SubmitSweepResponse>,
+    reply: Reply<Submitted>,
 }
 
 impl Storing {
@@ -320,7 +330,7 @@ struct Sweep {
     n_cells: u32,
     /// Watchers' events, made by the first watch and dropped with the last watcher: an
     /// unwatched sweep holds no buffer.
-    events: Option<broadcast::Sender<pb::SweepEvent>>,
+    events: Option<broadcast::Sender<SweepEvent>>,
     /// `sweep_finished` was sent (reset by a resubmission).
     announced: bool,
 }
@@ -342,7 +352,7 @@ pub struct Scheduler {
     /// The submission being stored, a chunk at a time between other commands, and those
     /// waiting for it.
     storing: Option<Storing>,
-    waiting: VecDeque<(Submission, Reply<pb::SubmitSweepResponse>)>,
+    waiting: VecDeque<(Submission, Reply<Submitted>)>,
     queue: JobQueue,
     /// The jobs' shared templates, by cell and sweep seed.
     templates: HashMap<(Cell, u64), Arc<Template>>,
@@ -496,26 +506,25 @@ impl Scheduler {
         &mut self,
         stored: StoredJob,
         unrecorded: &HashMap<(String, String), String>,
-        last: &mut Option<(pb::JobSpec, Arc<Template>, JobSpec)>,
+        last: &mut Option<(SpecTemplate, Arc<Template>, JobSpec)>,
     ) -> anyhow::Result<()> {
-        let decoded = pb::JobSpec::decode(stored.spec.as_slice()).map_err(|e| e.to_string());
-        let checked = decoded.clone().and_then(|mut wire_spec| {
-            let seed = std::mem::take(&mut wire_spec.seed);
+        let decoded = SpecTemplate::decode(&stored.spec);
+        let checked = decoded.clone().and_then(|(stored_template, seed)| {
             let template = match last.take() {
-                Some((wire, template, spec)) if wire == wire_spec => (wire, template, spec),
+                Some((same, template, spec)) if same == stored_template => (same, template, spec),
                 _ => {
-                    let spec = wire::spec_from_wire(wire_spec.clone(), "spec")?;
+                    let spec = stored_template.to_spec()?;
                     let valid = self.registry.validate(&spec).map_err(|e| e.to_string())?;
                     let template = self.template_for(valid.spec);
-                    (wire_spec, template.clone(), template.spec.clone())
+                    (stored_template, template.clone(), template.spec.clone())
                 }
             };
-            let (wire_spec, template, mut spec) = template;
+            let (stored_template, template, mut spec) = template;
             spec.seed = seed;
             let version = self.registry.family(&spec.family).map_err(|e| e.to_string())?.version();
             let key = spec.key(version);
             spec.seed = 0;
-            *last = Some((wire_spec, template.clone(), spec));
+            *last = Some((stored_template, template.clone(), spec));
             Ok((template, seed, key))
         });
         let stored_key = Key::parse(&stored.key);
@@ -529,15 +538,13 @@ impl Scheduler {
                     Ok((_, _, key)) => format!("this build computes key {key} for it (another armada version)"),
                     Err(e) => format!("no longer valid in this build: {e}"),
                 };
-                let mut spec = JobSpec::new("?", "?", "?");
-                if let Ok(p) = decoded {
-                    spec.family = p.family;
-                    spec.benchmark = p.benchmark;
-                    spec.algorithm = p.algorithm;
-                    spec.seed = p.seed;
+                let (mut spec, mut seed) = (JobSpec::new("?", "?", "?"), 0);
+                if let Ok((stored_template, stored_seed)) = decoded {
+                    let (family, benchmark, algorithm) = stored_template.names();
+                    spec = JobSpec::new(family, benchmark, algorithm);
+                    seed = stored_seed;
                 }
                 // Its own template, shared with no valid job.
-                let seed = std::mem::take(&mut spec.seed);
                 let template = Arc::new(Template { cell: Cell::of_spec(&spec), spec, id: self.next_template_id() });
                 (template, seed, stored_key.unwrap_or(Key::ZERO), JobState::Failed, Some(why))
             }
@@ -632,8 +639,8 @@ impl Scheduler {
             Command::Summary { sweep, with_keys, reply } => {
                 let _ = reply.send(self.summary_inputs(&sweep, with_keys));
             }
-            Command::Register { request, reply } => {
-                let _ = reply.send(self.register(request));
+            Command::Register { registration, reply } => {
+                let _ = reply.send(self.register(registration));
             }
             Command::Lease { session, max_jobs, reply } => {
                 let _ = reply.send(self.lease(&session, max_jobs));
@@ -657,7 +664,7 @@ impl Scheduler {
     }
 
     /// Start storing a submission, or queue it behind the one being stored.
-    fn submit(&mut self, submission: Submission, reply: Reply<pb::SubmitSweepResponse>) {
+    fn submit(&mut self, submission: Submission, reply: Reply<Submitted>) {
         if self.storing.is_some() {
             self.waiting.push_back((submission, reply));
             return;
@@ -699,7 +706,7 @@ impl Scheduler {
             }
         };
         let templates: Vec<Arc<Template>> = templates.into_iter().map(|spec| self.template_for(spec)).collect();
-        let wire_templates = templates.iter().map(|t| wire::spec_to_wire(&t.spec).encode_to_vec()).collect();
+        let stored_templates = templates.iter().map(|t| SpecTemplate::encode(&t.spec)).collect();
         let generation = self.store.begin_submission(&name, &family, now_ms()).map_err(internal)?;
         Ok(Storing {
             known,
@@ -707,7 +714,7 @@ impl Scheduler {
             family,
             generation,
             templates,
-            wire_templates,
+            stored_templates,
             jobs,
             by_key,
             on_disk,
@@ -735,10 +742,7 @@ impl Scheduler {
                 .map(|&k| (k as usize, &storing.jobs[k as usize]))
                 .filter(|(_, job)| !known(&job.key))
                 .map(|(k, job)| {
-                    // Protobuf merges concatenated messages: the template's bytes (seed 0,
-                    // so absent) then a message of just the seed encode the job's spec.
-                    let mut spec = storing.wire_templates[job.template as usize].clone();
-                    pb::JobSpec { seed: job.seed, ..Default::default() }.encode(&mut spec).expect("a Vec grows");
+                    let spec = SpecTemplate::with_seed(&storing.stored_templates[job.template as usize], job.seed);
                     StoredJob {
                         sweep_id: String::new(),
                         key: job.key.to_string(),
@@ -865,7 +869,7 @@ impl Scheduler {
         );
         self.open_live(&name);
         self.check_finished(&name);
-        let _ = reply.send(Ok(pb::SubmitSweepResponse { sweep_id: name, n_jobs, n_added, n_already_done }));
+        let _ = reply.send(Ok(Submitted { sweep_id: name, n_jobs, n_added, n_already_done }));
         if n_added as usize >= TRIM_AFTER {
             release_free_memory();
         }
@@ -885,53 +889,53 @@ impl Scheduler {
         c
     }
 
-    fn status(&self, id: &str) -> Result<pb::SweepStatus, Status> {
+    fn status(&self, id: &str) -> Result<SweepStatus, Status> {
         self.status_page(id, FailurePage::default())
     }
 
     /// A sweep's status with one page of its failures.
-    fn status_page(&self, id: &str, page: FailurePage) -> Result<pb::SweepStatus, Status> {
+    fn status_page(&self, id: &str, page: FailurePage) -> Result<SweepStatus, Status> {
         let sweep = self.sweeps.get(id).ok_or_else(|| Status::not_found(format!("no sweep `{id}`")))?;
         let c = self.counts(id);
         let state = if sweep.cancelled {
-            pb::SweepState::Cancelled
+            SweepState::Cancelled
         } else if c.is_finished() {
-            pb::SweepState::Finished
+            SweepState::Finished
         } else {
-            pb::SweepState::Running
+            SweepState::Running
         };
-        let failures: Vec<pb::JobFailed> = sweep
+        let failures: Vec<JobFailed> = sweep
             .jobs
             .iter()
             .map(|&i| &self.jobs[i])
             .filter(|j| j.state == JobState::Failed)
             .skip(page.offset)
             .take(page.limit)
-            .map(|j| pb::JobFailed {
+            .map(|j| JobFailed {
                 job_key: j.key.to_string(),
                 description: j.valid().describe(),
                 error: j.error.as_deref().unwrap_or_default().to_string(),
                 attempt: j.attempts,
-                r#final: true,
+                is_final: true,
             })
             .collect();
-        Ok(pb::SweepStatus {
+        Ok(SweepStatus {
             sweep_id: id.to_string(),
             family: sweep.family.clone(),
-            state: state as i32,
+            state,
             n_jobs: sweep.jobs.len() as u32,
             n_queued: c.queued,
             n_running: c.running,
             n_done: c.done,
             n_failed: c.failed,
             n_cancelled: c.cancelled,
-            results_dir: self.results_dir.join(id).display().to_string(),
+            results_dir: self.results_dir.join(id),
             n_failures_omitted: c.failed - failures.len() as u32,
             failures,
         })
     }
 
-    fn cancel(&mut self, id: &str) -> Result<pb::SweepStatus, Status> {
+    fn cancel(&mut self, id: &str) -> Result<SweepStatus, Status> {
         let sweep = self.sweeps.get(id).ok_or_else(|| Status::not_found(format!("no sweep `{id}`")))?;
         let jobs = sweep.jobs.clone();
         self.store.cancel(id).map_err(internal)?;
@@ -999,8 +1003,8 @@ impl Scheduler {
         })
     }
 
-    fn register(&mut self, request: pb::RegisterRequest) -> Result<pb::RegisterResponse, Status> {
-        let pb::RegisterRequest { name, version, families, build, .. } = request;
+    fn register(&mut self, registration: Registration) -> Result<Registered, Status> {
+        let Registration { name, version, families, build } = registration;
         let ours = env!("CARGO_PKG_VERSION");
         if version != ours {
             return Err(Status::failed_precondition(format!(
@@ -1027,11 +1031,11 @@ impl Scheduler {
         info!("worker {id} registered ({name}; {})", families.join(", "));
         let session: Arc<str> = crate::secret::random_secret().into();
         self.workers.insert(session.clone(), Worker { id: id.clone(), name, families: families.into_iter().collect() });
-        Ok(pb::RegisterResponse {
+        Ok(Registered {
             worker_id: id,
-            lease_ttl_ms: self.config.lease_ttl.as_millis() as u32,
-            heartbeat_interval_ms: self.config.heartbeat.as_millis() as u32,
             session: session.to_string(),
+            lease_ttl: self.config.lease_ttl,
+            heartbeat: self.config.heartbeat,
         })
     }
 
@@ -1084,7 +1088,7 @@ impl Scheduler {
         }
     }
 
-    fn lease(&mut self, session: &str, max_jobs: u32) -> Result<pb::LeaseResponse, Status> {
+    fn lease(&mut self, session: &str, max_jobs: u32) -> Result<Leases, Status> {
         let (session, worker) = self.worker(session)?;
         let (worker_id, families) = (worker.id.clone(), worker.families.clone());
         let mut picked = Vec::new();
@@ -1097,7 +1101,7 @@ impl Scheduler {
             }
         }
         if picked.is_empty() {
-            return Ok(pb::LeaseResponse { leases: Vec::new(), retry_after_ms: 200 });
+            return Ok(Leases { leases: Vec::new(), retry_after: NOTHING_TO_LEASE_RETRY });
         }
         let keys: Vec<(Arc<str>, String)> =
             picked.iter().map(|&i| (self.jobs[i].sweep.clone(), self.jobs[i].key.to_string())).collect();
@@ -1131,30 +1135,30 @@ impl Scheduler {
             };
             self.spools.create(id, session.clone(), schema);
             let job = &self.jobs[i];
-            leases.push(pb::JobLease {
+            leases.push(Lease {
                 attempt_id: id,
                 sweep_id: job.sweep.to_string(),
                 job_key: job.key.to_string(),
-                spec: Some(wire::spec_to_wire(&job.valid().spec)),
+                spec: job.valid().spec,
                 attempt: job.attempts,
             });
             let sweep = job.sweep.clone();
             if self.watched(&sweep) {
                 let job = &self.jobs[i];
-                let event = pb::sweep_event::Event::JobStarted(pb::JobStarted {
+                let event = SweepEvent::JobStarted {
                     job_key: job.key.to_string(),
                     description: job.valid().describe(),
                     attempt_id: id,
                     attempt: job.attempts,
                     worker: worker_id.clone(),
-                });
+                };
                 self.emit(&sweep, event);
             }
         }
-        Ok(pb::LeaseResponse { leases, retry_after_ms: 0 })
+        Ok(Leases { leases, retry_after: Duration::ZERO })
     }
 
-    fn heartbeat(&mut self, session: &str, attempts: Vec<u64>) -> Result<pb::HeartbeatResponse, Status> {
+    fn heartbeat(&mut self, session: &str, attempts: Vec<u64>) -> Result<Vec<u64>, Status> {
         self.worker(session)?;
         // Another session's attempt: the whole heartbeat is refused, and renews nothing.
         if let Some(&id) = attempts.iter().find(|id| self.attempts.get(id).is_some_and(|a| *a.session != *session)) {
@@ -1174,7 +1178,7 @@ impl Scheduler {
             // Else: an expired attempt whose job is queued or run by another attempt;
             // it may still commit first, so it is left alone.
         }
-        Ok(pb::HeartbeatResponse { abandon })
+        Ok(abandon)
     }
 
     /// Done, failed or cancelled: nothing an attempt does can change it.
@@ -1183,7 +1187,7 @@ impl Scheduler {
         matches!(j.state, JobState::Done | JobState::Failed | JobState::Cancelled) || j.committing
     }
 
-    fn complete(&mut self, session: &str, attempt: u64, n_records: u32, reply: Reply<pb::CompleteAttemptResponse>) {
+    fn complete(&mut self, session: &str, attempt: u64, n_records: u32, reply: Reply<bool>) {
         let i = match self.held(session, attempt) {
             Ok(a) => a.job,
             Err(e) => {
@@ -1198,7 +1202,7 @@ impl Scheduler {
             if let Err(e) = self.store.end_attempt(attempt, "dropped", (&sweep, &key), state, None) {
                 warn!("store error: {e:#}");
             }
-            let _ = reply.send(Ok(pb::CompleteAttemptResponse { committed: false }));
+            let _ = reply.send(Ok(false));
             return;
         }
         if job.state == JobState::Cancelled {
@@ -1313,18 +1317,18 @@ impl Scheduler {
                     .metrics_of(self.jobs[i].family())
                     .iter()
                     .zip(c.last)
-                    .map(|(m, value)| pb::MetricValue { name: m.name.to_string(), value })
+                    .map(|(m, value)| (m.name.to_string(), value))
                     .collect();
                 let job = &self.jobs[i];
-                let event = pb::sweep_event::Event::JobFinished(pb::JobFinished {
+                let event = SweepEvent::JobFinished {
                     job_key: job.key.to_string(),
                     description: job.valid().describe(),
                     final_metrics,
-                });
+                };
                 self.emit(&sweep, event);
             }
             sweeps.insert(sweep);
-            let _ = c.reply.send(Ok(pb::CompleteAttemptResponse { committed: true }));
+            let _ = c.reply.send(Ok(true));
         }
         for sweep in reopen {
             self.open_live(&sweep);
@@ -1348,7 +1352,7 @@ impl Scheduler {
         }
     }
 
-    fn fail(&mut self, session: &str, attempt: u64, error: String) -> Result<pb::FailAttemptResponse, Status> {
+    fn fail(&mut self, session: &str, attempt: u64, error: String) -> Result<bool, Status> {
         self.held(session, attempt)?;
         let error = clip(error);
         let a = self.attempts.remove(&attempt).expect("held");
@@ -1356,12 +1360,11 @@ impl Scheduler {
         let job = &self.jobs[a.job];
         if self.is_settled(a.job) || job.current != Some(attempt) {
             // Settled, or superseded by another attempt: this failure changes nothing.
-            return Ok(pb::FailAttemptResponse { will_retry: false });
+            return Ok(false);
         }
         let worker = self.workers.get(&a.session).map_or("a gone worker", |w| w.id.as_str());
         warn!("job {} attempt {attempt} on {worker} failed: {error}", job.key);
-        let will_retry = self.requeue_or_fail(a.job, attempt, error);
-        Ok(pb::FailAttemptResponse { will_retry })
+        Ok(self.requeue_or_fail(a.job, attempt, error))
     }
 
     /// Attempts a worker leased and never started: each job current with it is queued
@@ -1448,12 +1451,12 @@ impl Scheduler {
             self.live.settled_without_result(&sweep, self.jobs[i].cell());
         }
         let description = self.jobs[i].valid().describe();
-        let event = pb::sweep_event::Event::JobFailed(pb::JobFailed {
+        let event = SweepEvent::JobFailed(JobFailed {
             job_key: key,
             description,
             error,
             attempt: attempt_no,
-            r#final: !retry,
+            is_final: !retry,
         });
         self.emit(&sweep, event);
         self.check_finished(&sweep);
@@ -1490,12 +1493,12 @@ impl Scheduler {
         s.events.is_some()
     }
 
-    fn emit(&mut self, sweep: &str, event: pb::sweep_event::Event) {
+    fn emit(&mut self, sweep: &str, event: SweepEvent) {
         if !self.watched(sweep) {
             return;
         }
         if let Some(tx) = self.sweeps.get(sweep).and_then(|s| s.events.as_ref()) {
-            let _ = tx.send(pb::SweepEvent { event: Some(event) });
+            let _ = tx.send(event);
         }
     }
 
@@ -1511,7 +1514,7 @@ impl Scheduler {
             "sweep {id} finished: {} done, {} failed, {} cancelled",
             status.n_done, status.n_failed, status.n_cancelled
         );
-        self.emit(id, pb::sweep_event::Event::SweepFinished(status));
+        self.emit(id, SweepEvent::SweepFinished(status));
     }
 
     /// (Re)open a sweep's live summaries from the state of its jobs.
@@ -1614,10 +1617,9 @@ mod tests {
         Scheduler::start(Arc::new(crate::registry()), Store::open(dir).unwrap(), dir.to_path_buf(), config).unwrap()
     }
 
-    fn registration(families: &[&str]) -> pb::RegisterRequest {
-        pb::RegisterRequest {
+    fn registration(families: &[&str]) -> Registration {
+        Registration {
             name: "test".into(),
-            slots: 1,
             version: env!("CARGO_PKG_VERSION").to_string(),
             families: families.iter().map(|f| f.to_string()).collect(),
             build: crate::registry().digest(),
@@ -1626,11 +1628,11 @@ mod tests {
 
     /// Register a testkit worker; its session credential.
     async fn register(s: &SchedulerHandle) -> String {
-        let request = registration(&["testkit"]);
-        s.call(|reply| Command::Register { request, reply }).await.unwrap().session
+        let registration = registration(&["testkit"]);
+        s.call(|reply| Command::Register { registration, reply }).await.unwrap().session
     }
 
-    async fn lease(s: &SchedulerHandle, session: &str) -> Vec<pb::JobLease> {
+    async fn lease(s: &SchedulerHandle, session: &str) -> Vec<Lease> {
         let session = session.to_string();
         s.call(|reply| Command::Lease { session, max_jobs: 8, reply }).await.unwrap().leases
     }
@@ -1656,21 +1658,19 @@ mod tests {
             Err(e) => return Err(e.code()),
         }
         let (session, n_records) = (session.to_string(), records.len() as u32);
-        s.call(|reply| Command::Complete { session, attempt, n_records, reply })
-            .await
-            .map(|r| r.committed)
-            .map_err(|e| e.code())
+        s.call(|reply| Command::Complete { session, attempt, n_records, reply }).await.map_err(|e| e.code())
     }
 
-    async fn status(s: &SchedulerHandle) -> pb::SweepStatus {
+    async fn status(s: &SchedulerHandle) -> SweepStatus {
         s.call(|reply| Command::Status { sweep: "t".into(), failures: FailurePage::default(), reply }).await.unwrap()
     }
 
-    /// Leases, expiry and the first-commit rule, both ways round.
-    #[tokio::test]
+    /// Leases, expiry and the first-commit rule, both ways round. Time is paused: it moves
+    /// only when every task waits, so the leases expire exactly when the test says.
+    #[tokio::test(start_paused = true)]
     async fn an_expired_attempt_is_requeued_and_the_first_commit_wins() {
         let dir = tempfile::tempdir().unwrap();
-        let s = start(dir.path(), Duration::from_millis(300)).await;
+        let s = start(dir.path(), Duration::from_secs(10)).await;
         let submitted = s
             .call(|reply| Command::Submit {
                 submission: Submission::new("t".into(), "testkit".into(), vec![job(0), job(1)]),
@@ -1684,13 +1684,13 @@ mod tests {
         assert_eq!(first.len(), 2);
         assert!(lease(&s, &b).await.is_empty(), "nothing left to lease");
         // A stops heartbeating: both leases expire and the jobs are queued for attempt 2.
-        tokio::time::sleep(Duration::from_millis(600)).await;
+        tokio::time::sleep(Duration::from_secs(11)).await;
         assert_eq!(status(&s).await.n_queued, 2);
         let second = lease(&s, &b).await;
         assert_eq!(second.len(), 2);
         assert!(second.iter().all(|l| l.attempt == 2));
-        let job0 = |ls: &[pb::JobLease]| ls.iter().find(|l| l.spec.as_ref().unwrap().seed == 0).unwrap().attempt_id;
-        let job1 = |ls: &[pb::JobLease]| ls.iter().find(|l| l.spec.as_ref().unwrap().seed == 1).unwrap().attempt_id;
+        let job0 = |ls: &[Lease]| ls.iter().find(|l| l.spec.seed == 0).unwrap().attempt_id;
+        let job1 = |ls: &[Lease]| ls.iter().find(|l| l.spec.seed == 1).unwrap().attempt_id;
         // Job 0: the new attempt commits first; the late one is dropped.
         assert_eq!(upload_and_complete(&s, &b, job0(&second), 10.0).await, Ok(true));
         assert_eq!(upload_and_complete(&s, &a, job0(&first), 20.0).await, Err(tonic::Code::NotFound), "dropped");
@@ -1700,7 +1700,7 @@ mod tests {
             .call(|reply| Command::Heartbeat { session: b.clone(), attempts: vec![job1(&second)], reply })
             .await
             .unwrap();
-        assert_eq!(hb.abandon, vec![job1(&second)]);
+        assert_eq!(hb, vec![job1(&second)]);
         assert_eq!(upload_and_complete(&s, &b, job1(&second), 40.0).await, Err(tonic::Code::NotFound));
         let st = status(&s).await;
         assert_eq!((st.n_done, st.n_queued, st.n_running, st.n_failed), (2, 0, 0, 0));
@@ -1714,6 +1714,39 @@ mod tests {
         };
         assert_eq!(first_values(&job(0).key), 10.0);
         assert_eq!(first_values(&job(1).key), 30.0);
+    }
+
+    /// A lease lives `lease_ttl` after its lease or its last heartbeat, and no longer (the
+    /// scheduler looks every 100 ms): heartbeats keep a job running for a virtual hour;
+    /// without them it is queued again between ttl and ttl + 100 ms, as attempt 2.
+    #[tokio::test(start_paused = true)]
+    async fn a_lease_lives_its_ttl_after_the_last_heartbeat() {
+        let dir = tempfile::tempdir().unwrap();
+        let ttl = Duration::from_secs(10);
+        let s = start(dir.path(), ttl).await;
+        submit(&s, vec![job(0)]).await;
+        let w = register(&s).await;
+        let id = lease(&s, &w).await[0].attempt_id;
+        let heartbeat = || {
+            let (s, session) = (s.clone(), w.clone());
+            async move { s.call(|reply| Command::Heartbeat { session, attempts: vec![id], reply }).await.unwrap() }
+        };
+        for _ in 0..360 {
+            tokio::time::sleep(ttl - Duration::from_millis(150)).await;
+            assert!(heartbeat().await.is_empty(), "renewed, not abandoned");
+        }
+        assert_eq!(status(&s).await.n_running, 1);
+        tokio::time::sleep(ttl - Duration::from_millis(50)).await;
+        assert_eq!(status(&s).await.n_running, 1, "{:?} before its deadline", Duration::from_millis(50));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let st = status(&s).await;
+        assert_eq!((st.n_running, st.n_queued), (0, 1), "expired");
+        // Its late heartbeat renews nothing: the job is queued and the attempt may still
+        // commit first, so it is not told to abandon either.
+        assert!(heartbeat().await.is_empty());
+        let again = lease(&s, &w).await;
+        assert_eq!((again[0].attempt, again[0].spec.seed), (2, 0));
+        assert_eq!(heartbeat().await, Vec::<u64>::new(), "superseded, not settled");
     }
 
     /// A part that cannot be written fails the commit: the job is queued again, nothing is
@@ -1768,7 +1801,7 @@ mod tests {
         assert_eq!((st.n_done, st.n_queued), (1, 1));
         let w = register(&s).await;
         let leases = lease(&s, &w).await;
-        assert_eq!(leases.iter().map(|l| l.spec.as_ref().unwrap().seed).collect::<Vec<_>>(), vec![0]);
+        assert_eq!(leases.iter().map(|l| l.spec.seed).collect::<Vec<_>>(), vec![0]);
         drop(s);
         tokio::time::sleep(Duration::from_millis(300)).await;
         let store = Store::open(dir.path()).unwrap();
@@ -1789,7 +1822,7 @@ mod tests {
                 .unwrap();
             let w = register(&s).await;
             for l in lease(&s, &w).await {
-                assert_eq!(upload_and_complete(&s, &w, l.attempt_id, l.spec.unwrap().seed as f64).await, Ok(true));
+                assert_eq!(upload_and_complete(&s, &w, l.attempt_id, l.spec.seed as f64).await, Ok(true));
             }
             // The live summaries exist until their files are written.
             if let Some(entry) = s.live.get("t") {
@@ -1867,7 +1900,7 @@ mod tests {
         let st = status(&s).await;
         assert_eq!((st.n_done, st.n_queued, st.n_running), (1, 2, 0));
         let again = lease(&s, &b).await;
-        let mut seeds: Vec<u64> = again.iter().map(|l| l.spec.as_ref().unwrap().seed).collect();
+        let mut seeds: Vec<u64> = again.iter().map(|l| l.spec.seed).collect();
         seeds.sort();
         assert_eq!(seeds, vec![1, 2]);
         assert!(again.iter().all(|l| l.attempt == 1), "a released lease is not an attempt");
@@ -1923,16 +1956,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let s = start(dir.path(), Duration::from_secs(60)).await;
         submit(&s, vec![job(0), job(1)]).await;
-        let request = registration(&["lse"]);
-        let lse_only = s.call(|reply| Command::Register { request, reply }).await.unwrap().session;
+        let registration_lse = registration(&["lse"]);
+        let lse_only =
+            s.call(|reply| Command::Register { registration: registration_lse, reply }).await.unwrap().session;
         assert!(lease(&s, &lse_only).await.is_empty());
         let w = register(&s).await;
         assert_eq!(lease(&s, &w).await.len(), 2);
-        let refused = |request: pb::RegisterRequest| {
+        let refused = |registration: Registration| {
             let s = s.clone();
-            async move { s.call(|reply| Command::Register { request, reply }).await.unwrap_err() }
+            async move { s.call(|reply| Command::Register { registration, reply }).await.unwrap_err() }
         };
-        let e = refused(pb::RegisterRequest { build: "0123".into(), ..registration(&["testkit"]) }).await;
+        let e = refused(Registration { build: "0123".into(), ..registration(&["testkit"]) }).await;
         assert_eq!(e.code(), tonic::Code::FailedPrecondition);
         assert!(e.message().starts_with("build: the worker's families digest to `0123`"), "{}", e.message());
         let e = refused(registration(&[])).await;
@@ -2043,16 +2077,16 @@ mod tests {
     /// The README's promise: a late result commits if no other attempt did, even when the
     /// job failed meanwhile because that attempt was its last; the sweep's summaries then
     /// include it.
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_late_result_on_the_last_attempt_commits_when_nothing_else_did() {
         let dir = tempfile::tempdir().unwrap();
         let config =
-            SchedulerConfig { lease_ttl: Duration::from_millis(200), max_attempts: 1, ..SchedulerConfig::default() };
+            SchedulerConfig { lease_ttl: Duration::from_secs(10), max_attempts: 1, ..SchedulerConfig::default() };
         let s = start_with(dir.path(), config);
         submit(&s, vec![job(0)]).await;
         let w = register(&s).await;
         let id = lease(&s, &w).await[0].attempt_id;
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        tokio::time::sleep(Duration::from_secs(11)).await;
         let st = status(&s).await;
         assert_eq!((st.n_failed, st.n_running), (1, 0), "its only attempt expired");
         assert!(st.failures[0].error.contains("lease expired"));
@@ -2084,7 +2118,7 @@ mod tests {
         while submitted.is_pending() {
             let session = w.clone();
             let renewed = s.call(|reply| Command::Heartbeat { session, attempts: vec![id], reply }).await.unwrap();
-            assert!(renewed.abandon.is_empty());
+            assert!(renewed.is_empty());
             answered_meanwhile += usize::from(submitted.is_pending());
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
@@ -2102,7 +2136,7 @@ mod tests {
     async fn a_resubmission_adds_drops_and_requeues_and_the_store_agrees() {
         let dir = tempfile::tempdir().unwrap();
         let seeds = |range: std::ops::Range<u64>| range.map(job).collect::<Vec<_>>();
-        async fn resubmit(s: &SchedulerHandle, jobs: Vec<ValidJob>) -> Result<pb::SubmitSweepResponse, Status> {
+        async fn resubmit(s: &SchedulerHandle, jobs: Vec<ValidJob>) -> Result<Submitted, Status> {
             let submission = Submission::new("t".into(), "testkit".into(), jobs);
             s.call(|reply| Command::Submit { submission, reply }).await
         }
@@ -2117,17 +2151,13 @@ mod tests {
             let st = status(&s).await;
             assert_eq!((st.n_queued, st.n_cancelled), (5000, 0));
             let w = register(&s).await;
-            let first_seeds: Vec<u64> = lease(&s, &w).await.iter().map(|l| l.spec.as_ref().unwrap().seed).collect();
+            let first_seeds: Vec<u64> = lease(&s, &w).await.iter().map(|l| l.spec.seed).collect();
             assert_eq!(first_seeds, (2000..2008).collect::<Vec<_>>(), "kept jobs first, in run order");
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
         let store = Store::open(dir.path()).unwrap();
-        let stored: Vec<(u64, String)> = store
-            .jobs()
-            .unwrap()
-            .into_iter()
-            .map(|j| (pb::JobSpec::decode(j.spec.as_slice()).unwrap().seed, j.key))
-            .collect();
+        let stored: Vec<(u64, String)> =
+            store.jobs().unwrap().into_iter().map(|j| (SpecTemplate::decode(&j.spec).unwrap().1, j.key)).collect();
         let expected: Vec<(u64, String)> = seeds(2000..7000).into_iter().map(|j| (j.spec.seed, j.key.0)).collect();
         assert!(stored == expected, "the store holds the resubmitted jobs, in run order, each under its key");
         drop(store);

@@ -6,6 +6,9 @@
 use super::fetch;
 use super::jobs::Submission;
 use super::live::{self, Current};
+use super::replies::{
+    JobFailed, Lease, Leases, Registered, Registration, Submitted, SweepEvent, SweepState, SweepStatus,
+};
 use super::scheduler::{Command, FailurePage, Pending, SchedulerHandle};
 use crate::{results, sweep};
 use armada_core::{Registry, SpecError, ValidJob};
@@ -101,7 +104,8 @@ impl pb::sweeps_server::Sweeps for Coordinator {
             reply.n_jobs,
             started.elapsed() - parsed
         );
-        Ok(Response::new(reply))
+        let Submitted { sweep_id, n_jobs, n_added, n_already_done } = reply;
+        Ok(Response::new(pb::SubmitSweepResponse { sweep_id, n_jobs, n_added, n_already_done }))
     }
 
     type WatchSweepStream = EventStream;
@@ -117,7 +121,8 @@ impl pb::sweeps_server::Sweeps for Coordinator {
         let scheduler = self.scheduler.clone();
         tokio::spawn(async move {
             use pb::sweep_event::Event;
-            let over = snapshot.state != pb::SweepState::Running as i32;
+            let over = snapshot.state != SweepState::Running;
+            let snapshot = sweep_status(snapshot);
             let first = pb::SweepEvent { event: Some(Event::Snapshot(snapshot.clone())) };
             if tx.send(Ok(first)).await.is_err() {
                 return;
@@ -128,12 +133,12 @@ impl pb::sweeps_server::Sweeps for Coordinator {
             }
             loop {
                 let event = match events.recv().await {
-                    Ok(e) => e,
+                    Ok(e) => sweep_event(e),
                     // A slow watcher missed events: send where things stand instead.
                     Err(broadcast::error::RecvError::Lagged(_)) => {
                         let failures = FailurePage::default();
                         match scheduler.call(|reply| Command::Status { sweep: sweep.clone(), failures, reply }).await {
-                            Ok(s) => pb::SweepEvent { event: Some(Event::Snapshot(s)) },
+                            Ok(s) => pb::SweepEvent { event: Some(Event::Snapshot(sweep_status(s))) },
                             Err(_) => return,
                         }
                     }
@@ -161,7 +166,8 @@ impl pb::sweeps_server::Sweeps for Coordinator {
             n => n,
         };
         let failures = FailurePage { offset: r.failures_offset as usize, limit };
-        Ok(Response::new(self.scheduler.call(|reply| Command::Status { sweep: r.sweep_id, failures, reply }).await?))
+        let status = self.scheduler.call(|reply| Command::Status { sweep: r.sweep_id, failures, reply }).await?;
+        Ok(Response::new(sweep_status(status)))
     }
 
     async fn list_sweeps(
@@ -169,7 +175,7 @@ impl pb::sweeps_server::Sweeps for Coordinator {
         _request: Request<pb::ListSweepsRequest>,
     ) -> Result<Response<pb::ListSweepsResponse>, Status> {
         let sweeps = self.scheduler.call(|reply| Command::List { reply }).await?;
-        Ok(Response::new(pb::ListSweepsResponse { sweeps }))
+        Ok(Response::new(pb::ListSweepsResponse { sweeps: sweeps.into_iter().map(sweep_status).collect() }))
     }
 
     async fn cancel_sweep(
@@ -177,7 +183,7 @@ impl pb::sweeps_server::Sweeps for Coordinator {
         request: Request<pb::CancelSweepRequest>,
     ) -> Result<Response<pb::SweepStatus>, Status> {
         let sweep = request.into_inner().sweep_id;
-        Ok(Response::new(self.scheduler.call(|reply| Command::Cancel { sweep, reply }).await?))
+        Ok(Response::new(sweep_status(self.scheduler.call(|reply| Command::Cancel { sweep, reply }).await?)))
     }
 
     async fn server_info(
@@ -374,11 +380,7 @@ pub fn server_info(registry: &Registry) -> pb::ServerInfoResponse {
 impl Coordinator {
     /// One attempt's commit: its inline records into the spool, then the scheduler's
     /// decision, to be awaited.
-    async fn complete(
-        &self,
-        session: String,
-        r: pb::CompleteAttemptRequest,
-    ) -> Result<Pending<pb::CompleteAttemptResponse>, Status> {
+    async fn complete(&self, session: String, r: pb::CompleteAttemptRequest) -> Result<Pending<bool>, Status> {
         if !r.records.is_empty() {
             let records: Vec<_> = r.records.into_iter().map(wire::record_from_wire).collect();
             match self.scheduler.spools.append(r.attempt_id, &session, &records) {
@@ -397,16 +399,26 @@ impl Coordinator {
 #[tonic::async_trait]
 impl pb::workers_server::Workers for Coordinator {
     async fn register(&self, request: Request<pb::RegisterRequest>) -> Result<Response<pb::RegisterResponse>, Status> {
-        let request = request.into_inner();
-        let reply = self.scheduler.call(|reply| Command::Register { request, reply }).await?;
-        Ok(Response::new(reply))
+        let pb::RegisterRequest { name, version, families, build, .. } = request.into_inner();
+        let registration = Registration { name, version, families, build };
+        let Registered { worker_id, session, lease_ttl, heartbeat } =
+            self.scheduler.call(|reply| Command::Register { registration, reply }).await?;
+        Ok(Response::new(pb::RegisterResponse {
+            worker_id,
+            lease_ttl_ms: lease_ttl.as_millis() as u32,
+            heartbeat_interval_ms: heartbeat.as_millis() as u32,
+            session,
+        }))
     }
 
     async fn lease(&self, request: Request<pb::LeaseRequest>) -> Result<Response<pb::LeaseResponse>, Status> {
         let r = request.into_inner();
-        let reply =
+        let Leases { leases, retry_after } =
             self.scheduler.call(|reply| Command::Lease { session: r.session, max_jobs: r.max_jobs, reply }).await?;
-        Ok(Response::new(reply))
+        Ok(Response::new(pb::LeaseResponse {
+            leases: leases.into_iter().map(job_lease).collect(),
+            retry_after_ms: retry_after.as_millis() as u32,
+        }))
     }
 
     async fn heartbeat(
@@ -414,11 +426,11 @@ impl pb::workers_server::Workers for Coordinator {
         request: Request<pb::HeartbeatRequest>,
     ) -> Result<Response<pb::HeartbeatResponse>, Status> {
         let r = request.into_inner();
-        let reply = self
+        let abandon = self
             .scheduler
             .call(|reply| Command::Heartbeat { session: r.session, attempts: r.attempt_ids, reply })
             .await?;
-        Ok(Response::new(reply))
+        Ok(Response::new(pb::HeartbeatResponse { abandon }))
     }
 
     async fn upload_records(
@@ -451,7 +463,8 @@ impl pb::workers_server::Workers for Coordinator {
         request: Request<pb::CompleteAttemptRequest>,
     ) -> Result<Response<pb::CompleteAttemptResponse>, Status> {
         let r = request.into_inner();
-        Ok(Response::new(self.complete(r.session.clone(), r).await?.answer().await?))
+        let committed = self.complete(r.session.clone(), r).await?.answer().await?;
+        Ok(Response::new(pb::CompleteAttemptResponse { committed }))
     }
 
     async fn complete_attempts(
@@ -473,7 +486,7 @@ impl pb::workers_server::Workers for Coordinator {
                 Err(e) => Err(e),
             };
             outcomes.push(match answer {
-                Ok(r) => pb::AttemptOutcome { attempt_id, committed: r.committed, code: 0, message: String::new() },
+                Ok(committed) => pb::AttemptOutcome { attempt_id, committed, code: 0, message: String::new() },
                 Err(e) => pb::AttemptOutcome {
                     attempt_id,
                     committed: false,
@@ -490,11 +503,11 @@ impl pb::workers_server::Workers for Coordinator {
         request: Request<pb::FailAttemptRequest>,
     ) -> Result<Response<pb::FailAttemptResponse>, Status> {
         let r = request.into_inner();
-        let reply = self
+        let will_retry = self
             .scheduler
             .call(|reply| Command::Fail { session: r.session, attempt: r.attempt_id, error: r.error, reply })
             .await?;
-        Ok(Response::new(reply))
+        Ok(Response::new(pb::FailAttemptResponse { will_retry }))
     }
 
     async fn release_attempts(
@@ -508,6 +521,66 @@ impl pb::workers_server::Workers for Coordinator {
             .await?;
         Ok(Response::new(pb::ReleaseAttemptsResponse { released }))
     }
+}
+
+/// The wire's status of a sweep.
+fn sweep_status(s: SweepStatus) -> pb::SweepStatus {
+    let state = match s.state {
+        SweepState::Running => pb::SweepState::Running,
+        SweepState::Finished => pb::SweepState::Finished,
+        SweepState::Cancelled => pb::SweepState::Cancelled,
+    };
+    pb::SweepStatus {
+        sweep_id: s.sweep_id,
+        family: s.family,
+        state: state as i32,
+        n_jobs: s.n_jobs,
+        n_queued: s.n_queued,
+        n_running: s.n_running,
+        n_done: s.n_done,
+        n_failed: s.n_failed,
+        n_cancelled: s.n_cancelled,
+        results_dir: s.results_dir.display().to_string(),
+        failures: s.failures.into_iter().map(job_failed).collect(),
+        n_failures_omitted: s.n_failures_omitted,
+    }
+}
+
+fn job_failed(f: JobFailed) -> pb::JobFailed {
+    pb::JobFailed {
+        job_key: f.job_key,
+        description: f.description,
+        error: f.error,
+        attempt: f.attempt,
+        r#final: f.is_final,
+    }
+}
+
+fn job_lease(l: Lease) -> pb::JobLease {
+    pb::JobLease {
+        attempt_id: l.attempt_id,
+        sweep_id: l.sweep_id,
+        job_key: l.job_key,
+        spec: Some(wire::spec_to_wire(&l.spec)),
+        attempt: l.attempt,
+    }
+}
+
+fn sweep_event(e: SweepEvent) -> pb::SweepEvent {
+    use pb::sweep_event::Event;
+    let event = match e {
+        SweepEvent::JobStarted { job_key, description, attempt_id, attempt, worker } => {
+            Event::JobStarted(pb::JobStarted { job_key, description, attempt_id, attempt, worker })
+        }
+        SweepEvent::JobFinished { job_key, description, final_metrics } => Event::JobFinished(pb::JobFinished {
+            job_key,
+            description,
+            final_metrics: final_metrics.into_iter().map(|(name, value)| pb::MetricValue { name, value }).collect(),
+        }),
+        SweepEvent::JobFailed(f) => Event::JobFailed(job_failed(f)),
+        SweepEvent::SweepFinished(s) => Event::SweepFinished(sweep_status(s)),
+    };
+    pb::SweepEvent { event: Some(event) }
 }
 
 #[cfg(test)]

@@ -9,6 +9,10 @@
 //! done at startup.
 
 use anyhow::Context;
+use armada_core::JobSpec;
+use armada_proto::v1 as pb;
+use armada_worker::wire;
+use prost::Message;
 use rusqlite::{params, Connection, OptionalExtension};
 use std::path::Path;
 
@@ -45,6 +49,44 @@ impl JobState {
     }
 }
 
+/// A job's spec without its seed, as the store keeps it: the wire's `armada.v1.JobSpec`
+/// encoding, so that the column is readable by any protobuf tool and the encoding stays
+/// in this module. A job's bytes are its template's (seed 0, so absent) followed by a
+/// message of just the seed: protobuf merges concatenated messages.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SpecTemplate(pb::JobSpec);
+
+impl SpecTemplate {
+    /// The bytes of a template: `spec` with its seed left out.
+    pub fn encode(spec: &JobSpec) -> Vec<u8> {
+        wire::spec_to_wire(&JobSpec { seed: 0, ..spec.clone() }).encode_to_vec()
+    }
+
+    /// The bytes of a job: its template's, then its seed.
+    pub fn with_seed(template: &[u8], seed: u64) -> Vec<u8> {
+        let mut bytes = template.to_vec();
+        pb::JobSpec { seed, ..Default::default() }.encode(&mut bytes).expect("a Vec grows");
+        bytes
+    }
+
+    /// A stored job's template and seed.
+    pub fn decode(bytes: &[u8]) -> Result<(SpecTemplate, u64), String> {
+        let mut spec = pb::JobSpec::decode(bytes).map_err(|e| e.to_string())?;
+        let seed = std::mem::take(&mut spec.seed);
+        Ok((SpecTemplate(spec), seed))
+    }
+
+    /// The template as a spec (seed 0), checked as the wire's specs are.
+    pub fn to_spec(&self) -> Result<JobSpec, String> {
+        wire::spec_from_wire(self.0.clone(), "spec")
+    }
+
+    /// Family, benchmark and algorithm, for a job this build cannot run.
+    pub fn names(&self) -> (&str, &str, &str) {
+        (&self.0.family, &self.0.benchmark, &self.0.algorithm)
+    }
+}
+
 /// One stored job.
 #[derive(Clone, Debug)]
 pub struct StoredJob {
@@ -52,7 +94,7 @@ pub struct StoredJob {
     pub key: String,
     /// The job's position in its sweep (the run order).
     pub ord: i64,
-    /// The prost-encoded `armada.v1.JobSpec`.
+    /// Its spec's bytes ([`SpecTemplate`]).
     pub spec: Vec<u8>,
     pub state: JobState,
     pub attempts: u32,
@@ -426,6 +468,24 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A job's stored bytes are its template's then its seed; they decode to the template
+    /// (equal for every job of the cell) and the seed, and the template to the spec.
+    #[test]
+    fn a_stored_spec_is_its_template_and_its_seed() {
+        let mut spec = JobSpec::new("lse", "sinusoidal", "straddle");
+        spec.algorithm_params.insert("beta_sqrt".into(), armada_core::ParamValue::Float(3.0));
+        spec.horizon = 40;
+        spec.sweep_seed = u64::MAX;
+        let template = SpecTemplate::encode(&JobSpec { seed: 9, ..spec.clone() });
+        let (a, seed_a) = SpecTemplate::decode(&SpecTemplate::with_seed(&template, 7)).unwrap();
+        let (b, seed_b) = SpecTemplate::decode(&SpecTemplate::with_seed(&template, u64::MAX)).unwrap();
+        assert_eq!((seed_a, seed_b), (7, u64::MAX));
+        assert_eq!(a, b);
+        assert_eq!(a.to_spec().unwrap(), JobSpec { seed: 0, ..spec });
+        assert_eq!(a.names(), ("lse", "sinusoidal", "straddle"));
+        assert!(SpecTemplate::decode(&[0xff, 0xff]).is_err());
+    }
 
     fn job(key: &str, ord: i64) -> StoredJob {
         StoredJob {

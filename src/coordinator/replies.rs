@@ -1,0 +1,117 @@
+//! What the scheduler is asked and what it answers and announces, in armada's own types.
+//! `service.rs` alone converts them to and from the wire's (prost) messages, so the
+//! scheduler knows nothing of how the protocol encodes them.
+
+use armada_core::JobSpec;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// A worker asks to register.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Registration {
+    /// The worker's own name, for messages.
+    pub name: String,
+    /// The armada version it runs.
+    pub version: String,
+    /// The families it runs (at least one).
+    pub families: Vec<String>,
+    /// Its registry's digest ([`armada_core::Registry::digest`]).
+    pub build: String,
+}
+
+/// A registered worker session.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Registered {
+    /// The public id, `w1`, `w2`, ...
+    pub worker_id: String,
+    /// The secret that every later call of the worker names.
+    pub session: String,
+    pub lease_ttl: Duration,
+    pub heartbeat: Duration,
+}
+
+/// One leased attempt of a job.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Lease {
+    pub attempt_id: u64,
+    pub sweep_id: String,
+    pub job_key: String,
+    pub spec: JobSpec,
+    /// The attempt's number for its job, from 1.
+    pub attempt: u32,
+}
+
+/// The answer to a lease request: attempts, or none and when to ask again.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Leases {
+    pub leases: Vec<Lease>,
+    pub retry_after: Duration,
+}
+
+/// A submission became its sweep.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Submitted {
+    pub sweep_id: String,
+    pub n_jobs: u32,
+    /// Jobs new to the sweep.
+    pub n_added: u32,
+    /// Of the sweep's jobs, those whose trajectories were on disk already.
+    pub n_already_done: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SweepState {
+    Running,
+    Finished,
+    Cancelled,
+}
+
+/// A job's failure: final, or of one attempt with another to come.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobFailed {
+    pub job_key: String,
+    pub description: String,
+    pub error: String,
+    pub attempt: u32,
+    /// No attempt follows: the job is failed.
+    pub is_final: bool,
+}
+
+/// A sweep's state and counts, with one page of its failures.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SweepStatus {
+    pub sweep_id: String,
+    pub family: String,
+    pub state: SweepState,
+    pub n_jobs: u32,
+    pub n_queued: u32,
+    pub n_running: u32,
+    pub n_done: u32,
+    pub n_failed: u32,
+    pub n_cancelled: u32,
+    pub results_dir: PathBuf,
+    pub failures: Vec<JobFailed>,
+    /// Failed jobs beyond the page.
+    pub n_failures_omitted: u32,
+}
+
+/// What watchers of a sweep hear as it runs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SweepEvent {
+    JobStarted {
+        job_key: String,
+        description: String,
+        attempt_id: u64,
+        attempt: u32,
+        worker: String,
+    },
+    /// A job's trajectory is committed; its last record's metrics, by name.
+    JobFinished {
+        job_key: String,
+        description: String,
+        final_metrics: Vec<(String, f64)>,
+    },
+    JobFailed(JobFailed),
+    /// Nothing is queued or running any more.
+    SweepFinished(SweepStatus),
+}
