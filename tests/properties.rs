@@ -3,6 +3,7 @@
 //! printed on failure), checked against a model of the rules, and never allowed to panic.
 //! A few thousand cases run in well under a minute.
 
+use armada::coordinator::replies::ErrorKind;
 use armada::coordinator::spool::{RecordSchema, Spools};
 use armada::sweep::{parse_sweep, parse_sweep_limited};
 use armada_core::{MetricDef, MetricKind, StepRecord};
@@ -97,7 +98,7 @@ fn the_record_validator_accepts_exactly_the_whole_trajectories() {
             let outcome = catch_unwind(AssertUnwindSafe(|| spools.append(attempt, "s", &records[sent..end])));
             let outcome = outcome.unwrap_or_else(|_| panic!("case {case}: append panicked"));
             if let Err(e) = outcome {
-                assert_eq!(e.code(), tonic::Code::InvalidArgument, "case {case}");
+                assert_eq!(e.kind(), ErrorKind::InvalidArgument, "case {case}");
                 refused = Some((sent, end, e.message().to_string()));
                 break;
             }

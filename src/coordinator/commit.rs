@@ -7,6 +7,7 @@
 //! as `done` in one store transaction. A million jobs become a few thousand files, and a
 //! commit costs a share of one file creation and two fsyncs instead of its own.
 
+use super::replies::CommandError;
 use crate::results::live::{CellMoments, FloatMetrics};
 use crate::results::{self, Cell, PartJob, StoredRows};
 use armada_core::{MetricDef, ValidJob};
@@ -15,7 +16,6 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
-use tonic::Status;
 
 use super::live::LiveSummaries;
 use super::spool::Spool;
@@ -41,7 +41,7 @@ impl Default for CommitConfig {
 }
 
 /// Answers a commit: whether the attempt's trajectory is its job's.
-pub type CommitReply = oneshot::Sender<Result<bool, Status>>;
+pub type CommitReply = oneshot::Sender<Result<bool, CommandError>>;
 
 /// An attempt that won its job, to be written.
 pub struct Commit {

@@ -8,6 +8,7 @@
 //! of unfinished cells (at submission and at start-up), the exact rows of each cell whose
 //! jobs are all settled, and the sweep's files once every cell is exact.
 
+use super::replies::CommandError;
 use super::scheduler::SummaryInputs;
 pub use crate::results::live::cell_counts;
 use crate::results::live::{self, CellMoments, LiveSweep};
@@ -20,7 +21,6 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::{mpsc, watch};
-use tonic::Status;
 use tracing::{info, warn};
 
 /// The state of a sweep's summary files.
@@ -266,7 +266,7 @@ pub enum Current {
 }
 
 /// Where `sweep` stands; once it has finished, waits for its files.
-pub async fn current(live: &LiveSummaries, sweep: &str, inputs: &SummaryInputs) -> Result<Current, Status> {
+pub async fn current(live: &LiveSummaries, sweep: &str, inputs: &SummaryInputs) -> Result<Current, CommandError> {
     let n_cells = inputs.n_cells;
     if inputs.n_done == 0 {
         return Ok(Current::Nothing);
@@ -279,7 +279,7 @@ pub async fn current(live: &LiveSummaries, sweep: &str, inputs: &SummaryInputs) 
         return match entry.written().await {
             Ok(true) => Ok(Current::Files { n_cells }),
             Ok(false) => Ok(Current::Nothing),
-            Err(e) => Err(Status::internal(format!("summarizing sweep `{sweep}`: {e}"))),
+            Err(e) => Err(CommandError::internal(format!("summarizing sweep `{sweep}`: {e}"))),
         };
     }
     let tables = tokio::task::spawn_blocking(move || {
@@ -288,8 +288,8 @@ pub async fn current(live: &LiveSummaries, sweep: &str, inputs: &SummaryInputs) 
         live.tables().map(|t| t.map(|(summary, last)| (summary, last, n_cells as u32, n_exact as u32)))
     })
     .await
-    .map_err(|e| Status::internal(e.to_string()))?
-    .map_err(|e| Status::internal(format!("the live summary of sweep `{sweep}`: {e:#}")))?;
+    .map_err(|e| CommandError::internal(e.to_string()))?
+    .map_err(|e| CommandError::internal(format!("the live summary of sweep `{sweep}`: {e:#}")))?;
     Ok(match tables {
         Some((summary, last, n_cells, n_exact)) => Current::Live { summary, last, n_cells, n_exact },
         None => Current::Nothing,

@@ -115,3 +115,65 @@ pub enum SweepEvent {
     /// Nothing is queued or running any more.
     SweepFinished(SweepStatus),
 }
+
+/// Why a command was not carried out: who must act (the kind) and the message, which
+/// names the field or the thing concerned. `service.rs` maps each kind to its gRPC code.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CommandError {
+    kind: ErrorKind,
+    message: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The named sweep, session or attempt is not here.
+    NotFound,
+    /// It belongs to another worker session.
+    PermissionDenied,
+    /// The request itself is wrong.
+    InvalidArgument,
+    /// Right, but not in this state (a running sweep to delete, a worker of another build).
+    FailedPrecondition,
+    /// The coordinator is stopping.
+    Unavailable,
+    /// The coordinator's own fault: its store or its disk.
+    Internal,
+}
+
+impl CommandError {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        CommandError { kind, message: message.into() }
+    }
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::NotFound, message)
+    }
+    pub fn permission_denied(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::PermissionDenied, message)
+    }
+    pub fn invalid_argument(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::InvalidArgument, message)
+    }
+    pub fn failed_precondition(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::FailedPrecondition, message)
+    }
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Unavailable, message)
+    }
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Internal, message)
+    }
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl std::fmt::Display for CommandError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for CommandError {}

@@ -18,7 +18,7 @@ use super::jobs::{Job, Key, NewJob, Submission, Template};
 use super::live::{self, LiveSummaries, Opening};
 use super::queue::JobQueue;
 use super::replies::{
-    JobFailed, Lease, Leases, Registered, Registration, Submitted, SweepEvent, SweepState, SweepStatus,
+    CommandError, JobFailed, Lease, Leases, Registered, Registration, Submitted, SweepEvent, SweepState, SweepStatus,
 };
 use super::spool::{RecordSchema, Spools};
 use super::store::{JobState, SpecTemplate, Store, StoredJob};
@@ -33,7 +33,6 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 // Tokio's clock, not the system's: lease deadlines follow it, so tests pause and advance
 // time instead of sleeping.
 use tokio::time::Instant;
-use tonic::Status;
 use tracing::{info, warn};
 
 /// Timing and retry policy.
@@ -64,7 +63,7 @@ impl Default for SchedulerConfig {
     }
 }
 
-type Reply<T> = oneshot::Sender<Result<T, Status>>;
+type Reply<T> = oneshot::Sender<Result<T, CommandError>>;
 
 /// Which failures a status lists: a page, so that a reply stays small.
 #[derive(Clone, Copy, Debug)]
@@ -209,29 +208,29 @@ pub struct SchedulerHandle {
 
 impl SchedulerHandle {
     /// Send a command built around a reply channel and wait for the answer.
-    pub async fn call<T>(&self, make: impl FnOnce(Reply<T>) -> Command) -> Result<T, Status> {
+    pub async fn call<T>(&self, make: impl FnOnce(Reply<T>) -> Command) -> Result<T, CommandError> {
         self.send(make).await?.answer().await
     }
 
     /// Send a command that has no answer.
-    pub async fn mailbox_send(&self, command: Command) -> Result<(), Status> {
-        self.mailbox.send(command).await.map_err(|_| Status::unavailable("the scheduler has stopped"))
+    pub async fn mailbox_send(&self, command: Command) -> Result<(), CommandError> {
+        self.mailbox.send(command).await.map_err(|_| CommandError::unavailable("the scheduler has stopped"))
     }
 
     /// Send a command; its answer is awaited separately (several commands in flight at once).
-    pub async fn send<T>(&self, make: impl FnOnce(Reply<T>) -> Command) -> Result<Pending<T>, Status> {
+    pub async fn send<T>(&self, make: impl FnOnce(Reply<T>) -> Command) -> Result<Pending<T>, CommandError> {
         let (tx, rx) = oneshot::channel();
-        self.mailbox.send(make(tx)).await.map_err(|_| Status::unavailable("the scheduler has stopped"))?;
+        self.mailbox.send(make(tx)).await.map_err(|_| CommandError::unavailable("the scheduler has stopped"))?;
         Ok(Pending(rx))
     }
 }
 
 /// The answer to a command sent with [`SchedulerHandle::send`].
-pub struct Pending<T>(oneshot::Receiver<Result<T, Status>>);
+pub struct Pending<T>(oneshot::Receiver<Result<T, CommandError>>);
 
 impl<T> Pending<T> {
-    pub async fn answer(self) -> Result<T, Status> {
-        self.0.await.map_err(|_| Status::internal("the scheduler dropped the request"))?
+    pub async fn answer(self) -> Result<T, CommandError> {
+        self.0.await.map_err(|_| CommandError::internal("the scheduler dropped the request"))?
     }
 
     /// Not answered yet (an answer found here is dropped).
@@ -371,9 +370,9 @@ fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
 
-fn internal(e: anyhow::Error) -> Status {
+fn internal(e: anyhow::Error) -> CommandError {
     warn!("store error: {e:#}");
-    Status::internal(format!("coordinator store: {e:#}"))
+    CommandError::internal(format!("coordinator store: {e:#}"))
 }
 
 impl Scheduler {
@@ -682,12 +681,12 @@ impl Scheduler {
     /// when their trajectories are on disk already) and drops from it (jobs of the previous
     /// submission that this one does not contain). The store gets the new jobs in chunks
     /// ([`Self::store_chunk`]); nothing changes in memory until they are all stored.
-    fn begin_storing(&mut self, submission: Submission) -> Result<Storing, Status> {
+    fn begin_storing(&mut self, submission: Submission) -> Result<Storing, CommandError> {
         let Submission { name, family, templates, jobs, keys, by_key } = submission;
         let existing = self.sweeps.get(&name);
         if let Some(existing) = existing {
             if existing.family != family {
-                return Err(Status::invalid_argument(format!(
+                return Err(CommandError::invalid_argument(format!(
                     "family: sweep `{name}` exists with family `{}`, not `{family}`",
                     existing.family
                 )));
@@ -889,13 +888,13 @@ impl Scheduler {
         c
     }
 
-    fn status(&self, id: &str) -> Result<SweepStatus, Status> {
+    fn status(&self, id: &str) -> Result<SweepStatus, CommandError> {
         self.status_page(id, FailurePage::default())
     }
 
     /// A sweep's status with one page of its failures.
-    fn status_page(&self, id: &str, page: FailurePage) -> Result<SweepStatus, Status> {
-        let sweep = self.sweeps.get(id).ok_or_else(|| Status::not_found(format!("no sweep `{id}`")))?;
+    fn status_page(&self, id: &str, page: FailurePage) -> Result<SweepStatus, CommandError> {
+        let sweep = self.sweeps.get(id).ok_or_else(|| CommandError::not_found(format!("no sweep `{id}`")))?;
         let c = self.counts(id);
         let state = if sweep.cancelled {
             SweepState::Cancelled
@@ -935,8 +934,8 @@ impl Scheduler {
         })
     }
 
-    fn cancel(&mut self, id: &str) -> Result<SweepStatus, Status> {
-        let sweep = self.sweeps.get(id).ok_or_else(|| Status::not_found(format!("no sweep `{id}`")))?;
+    fn cancel(&mut self, id: &str) -> Result<SweepStatus, CommandError> {
+        let sweep = self.sweeps.get(id).ok_or_else(|| CommandError::not_found(format!("no sweep `{id}`")))?;
         let jobs = sweep.jobs.clone();
         self.store.cancel(id).map_err(internal)?;
         for i in jobs {
@@ -958,10 +957,10 @@ impl Scheduler {
 
     /// Forget a sweep with nothing queued or running: its jobs, attempts and live
     /// summaries, here and in the store (its results are the caller's to remove).
-    fn delete(&mut self, id: &str) -> Result<(PathBuf, u32), Status> {
-        let sweep = self.sweeps.get(id).ok_or_else(|| Status::not_found(format!("no sweep `{id}`")))?;
+    fn delete(&mut self, id: &str) -> Result<(PathBuf, u32), CommandError> {
+        let sweep = self.sweeps.get(id).ok_or_else(|| CommandError::not_found(format!("no sweep `{id}`")))?;
         if self.storing.as_ref().is_some_and(|s| s.name == id) {
-            return Err(Status::failed_precondition(format!(
+            return Err(CommandError::failed_precondition(format!(
                 "sweep `{id}`: a submission to it is being stored; delete it once `submit` has answered"
             )));
         }
@@ -970,7 +969,7 @@ impl Scheduler {
             matches!(j.state, JobState::Queued | JobState::Running) || j.committing
         });
         if busy {
-            return Err(Status::failed_precondition(format!(
+            return Err(CommandError::failed_precondition(format!(
                 "sweep `{id}` has queued or running jobs; cancel it first"
             )));
         }
@@ -985,8 +984,8 @@ impl Scheduler {
         Ok((self.results_dir.join(id), sweep.jobs.len() as u32))
     }
 
-    fn summary_inputs(&self, id: &str, with_keys: bool) -> Result<SummaryInputs, Status> {
-        let sweep = self.sweeps.get(id).ok_or_else(|| Status::not_found(format!("no sweep `{id}`")))?;
+    fn summary_inputs(&self, id: &str, with_keys: bool) -> Result<SummaryInputs, CommandError> {
+        let sweep = self.sweeps.get(id).ok_or_else(|| CommandError::not_found(format!("no sweep `{id}`")))?;
         let done = || sweep.jobs.iter().map(|&i| &self.jobs[i]).filter(|j| j.state == JobState::Done);
         let family = self.registry.family(&sweep.family).ok();
         let counts = self.counts(id);
@@ -1003,28 +1002,28 @@ impl Scheduler {
         })
     }
 
-    fn register(&mut self, registration: Registration) -> Result<Registered, Status> {
+    fn register(&mut self, registration: Registration) -> Result<Registered, CommandError> {
         let Registration { name, version, families, build } = registration;
         let ours = env!("CARGO_PKG_VERSION");
         if version != ours {
-            return Err(Status::failed_precondition(format!(
+            return Err(CommandError::failed_precondition(format!(
                 "version: worker runs armada {version}, the coordinator {ours}; job keys and results depend on the build"
             )));
         }
         let digest = self.registry.digest();
         if build != digest {
-            return Err(Status::failed_precondition(format!(
+            return Err(CommandError::failed_precondition(format!(
                 "build: the worker's families digest to `{build}`, the coordinator's to `{digest}`; \
                  run workers of the coordinator's build"
             )));
         }
         if families.is_empty() {
-            return Err(Status::invalid_argument("families: name the families this worker runs"));
+            return Err(CommandError::invalid_argument("families: name the families this worker runs"));
         }
         for (i, family) in families.iter().enumerate() {
             self.registry
                 .family(family)
-                .map_err(|e| Status::invalid_argument(format!("families[{i}]: {}", e.message)))?;
+                .map_err(|e| CommandError::invalid_argument(format!("families[{i}]: {}", e.message)))?;
         }
         let id = format!("w{}", self.next_worker);
         self.next_worker += 1;
@@ -1040,22 +1039,26 @@ impl Scheduler {
     }
 
     /// The registered worker of `session`, with the session's shared handle.
-    fn worker(&self, session: &str) -> Result<(Arc<str>, &Worker), Status> {
+    fn worker(&self, session: &str) -> Result<(Arc<str>, &Worker), CommandError> {
         match self.workers.get_key_value(session) {
             Some((key, worker)) => Ok((key.clone(), worker)),
-            None => Err(Status::not_found("session: not registered here (the coordinator restarted?); register again")),
+            None => Err(CommandError::not_found(
+                "session: not registered here (the coordinator restarted?); register again",
+            )),
         }
     }
 
     /// The attempt, if `session` holds it: NOT_FOUND when it is not known (void or
     /// finished), PERMISSION_DENIED when another session leased it.
-    fn held(&self, session: &str, attempt: u64) -> Result<&Attempt, Status> {
+    fn held(&self, session: &str, attempt: u64) -> Result<&Attempt, CommandError> {
         let a = self
             .attempts
             .get(&attempt)
-            .ok_or_else(|| Status::not_found(format!("attempt {attempt} is not known (void or finished)")))?;
+            .ok_or_else(|| CommandError::not_found(format!("attempt {attempt} is not known (void or finished)")))?;
         if *a.session != *session {
-            return Err(Status::permission_denied(format!("attempt {attempt} is not held by this worker session")));
+            return Err(CommandError::permission_denied(format!(
+                "attempt {attempt} is not held by this worker session"
+            )));
         }
         Ok(a)
     }
@@ -1088,7 +1091,7 @@ impl Scheduler {
         }
     }
 
-    fn lease(&mut self, session: &str, max_jobs: u32) -> Result<Leases, Status> {
+    fn lease(&mut self, session: &str, max_jobs: u32) -> Result<Leases, CommandError> {
         let (session, worker) = self.worker(session)?;
         let (worker_id, families) = (worker.id.clone(), worker.families.clone());
         let mut picked = Vec::new();
@@ -1158,11 +1161,11 @@ impl Scheduler {
         Ok(Leases { leases, retry_after: Duration::ZERO })
     }
 
-    fn heartbeat(&mut self, session: &str, attempts: Vec<u64>) -> Result<Vec<u64>, Status> {
+    fn heartbeat(&mut self, session: &str, attempts: Vec<u64>) -> Result<Vec<u64>, CommandError> {
         self.worker(session)?;
         // Another session's attempt: the whole heartbeat is refused, and renews nothing.
         if let Some(&id) = attempts.iter().find(|id| self.attempts.get(id).is_some_and(|a| *a.session != *session)) {
-            return Err(Status::permission_denied(format!("attempt {id} is not held by this worker session")));
+            return Err(CommandError::permission_denied(format!("attempt {id} is not held by this worker session")));
         }
         // Lease deadlines live in memory only: a restart voids every running attempt anyway,
         // so a heartbeat never waits on the store.
@@ -1208,7 +1211,7 @@ impl Scheduler {
         if job.state == JobState::Cancelled {
             let message = format!("job {} is {}", job.key, job.state.as_str());
             self.forget_attempt(attempt);
-            let _ = reply.send(Err(Status::failed_precondition(message)));
+            let _ = reply.send(Err(CommandError::failed_precondition(message)));
             return;
         }
         // A late result of a job that failed meanwhile (this attempt's lease expired, and
@@ -1216,7 +1219,7 @@ impl Scheduler {
         let revive = job.state == JobState::Failed;
         self.attempts.remove(&attempt);
         let Some(spool) = self.spools.take(attempt) else {
-            let _ = reply.send(Err(Status::internal(format!("attempt {attempt} has no spool"))));
+            let _ = reply.send(Err(CommandError::internal(format!("attempt {attempt} has no spool"))));
             return;
         };
         let refused = match spool.broken() {
@@ -1231,7 +1234,7 @@ impl Scheduler {
             if self.jobs[i].current == Some(attempt) {
                 self.void(i, attempt, error.clone());
             }
-            let _ = reply.send(Err(Status::invalid_argument(error)));
+            let _ = reply.send(Err(CommandError::invalid_argument(error)));
             return;
         }
         if revive {
@@ -1254,7 +1257,7 @@ impl Scheduler {
         if let Err(unsent) = self.committer.send(commit) {
             let commit = unsent.0;
             self.jobs[i].committing = false;
-            let _ = commit.reply.send(Err(Status::unavailable("the coordinator is shutting down")));
+            let _ = commit.reply.send(Err(CommandError::unavailable("the coordinator is shutting down")));
         }
     }
 
@@ -1293,7 +1296,7 @@ impl Scheduler {
                 if self.jobs[c.job].current == Some(c.attempt) {
                     self.requeue_or_fail(c.job, c.attempt, format!("writing its trajectory: {e}"));
                 }
-                let _ = c.reply.send(Err(Status::internal(format!("writing the trajectory: {e}"))));
+                let _ = c.reply.send(Err(CommandError::internal(format!("writing the trajectory: {e}"))));
             }
             for sweep in reopen {
                 self.open_live(&sweep);
@@ -1352,7 +1355,7 @@ impl Scheduler {
         }
     }
 
-    fn fail(&mut self, session: &str, attempt: u64, error: String) -> Result<bool, Status> {
+    fn fail(&mut self, session: &str, attempt: u64, error: String) -> Result<bool, CommandError> {
         self.held(session, attempt)?;
         let error = clip(error);
         let a = self.attempts.remove(&attempt).expect("held");
@@ -1369,11 +1372,11 @@ impl Scheduler {
 
     /// Attempts a worker leased and never started: each job current with it is queued
     /// again, first, with the attempt uncounted.
-    fn release(&mut self, session: &str, attempts: Vec<u64>) -> Result<u32, Status> {
+    fn release(&mut self, session: &str, attempts: Vec<u64>) -> Result<u32, CommandError> {
         self.worker(session)?;
         // Another session's attempt: nothing is released.
         if let Some(&id) = attempts.iter().find(|id| self.attempts.get(id).is_some_and(|a| *a.session != *session)) {
-            return Err(Status::permission_denied(format!("attempt {id} is not held by this worker session")));
+            return Err(CommandError::permission_denied(format!("attempt {id} is not held by this worker session")));
         }
         let mut released = 0;
         for id in attempts {
@@ -1591,6 +1594,7 @@ impl Counts {
 
 #[cfg(test)]
 mod tests {
+    use super::super::replies::ErrorKind;
     use super::*;
     use armada_core::{JobSpec, StepRecord, ValidJob};
     use polars::prelude::{ParquetReader, SerReader};
@@ -1637,12 +1641,7 @@ mod tests {
         s.call(|reply| Command::Lease { session, max_jobs: 8, reply }).await.unwrap().leases
     }
 
-    async fn upload_and_complete(
-        s: &SchedulerHandle,
-        session: &str,
-        attempt: u64,
-        v: f64,
-    ) -> Result<bool, tonic::Code> {
+    async fn upload_and_complete(s: &SchedulerHandle, session: &str, attempt: u64, v: f64) -> Result<bool, ErrorKind> {
         upload_and_complete_records(s, session, attempt, &records(v)).await
     }
 
@@ -1651,14 +1650,14 @@ mod tests {
         session: &str,
         attempt: u64,
         records: &[StepRecord],
-    ) -> Result<bool, tonic::Code> {
+    ) -> Result<bool, ErrorKind> {
         match s.spools.append(attempt, session, records) {
             Ok(_) => {}
-            Err(e) if e.code() == tonic::Code::InvalidArgument => {}
-            Err(e) => return Err(e.code()),
+            Err(e) if e.kind() == ErrorKind::InvalidArgument => {}
+            Err(e) => return Err(e.kind()),
         }
         let (session, n_records) = (session.to_string(), records.len() as u32);
-        s.call(|reply| Command::Complete { session, attempt, n_records, reply }).await.map_err(|e| e.code())
+        s.call(|reply| Command::Complete { session, attempt, n_records, reply }).await.map_err(|e| e.kind())
     }
 
     async fn status(s: &SchedulerHandle) -> SweepStatus {
@@ -1693,7 +1692,7 @@ mod tests {
         let job1 = |ls: &[Lease]| ls.iter().find(|l| l.spec.seed == 1).unwrap().attempt_id;
         // Job 0: the new attempt commits first; the late one is dropped.
         assert_eq!(upload_and_complete(&s, &b, job0(&second), 10.0).await, Ok(true));
-        assert_eq!(upload_and_complete(&s, &a, job0(&first), 20.0).await, Err(tonic::Code::NotFound), "dropped");
+        assert_eq!(upload_and_complete(&s, &a, job0(&first), 20.0).await, Err(ErrorKind::NotFound), "dropped");
         // Job 1: the expired attempt commits first (nobody had); the live one is told to stop.
         assert_eq!(upload_and_complete(&s, &a, job1(&first), 30.0).await, Ok(true));
         let hb = s
@@ -1701,7 +1700,7 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(hb, vec![job1(&second)]);
-        assert_eq!(upload_and_complete(&s, &b, job1(&second), 40.0).await, Err(tonic::Code::NotFound));
+        assert_eq!(upload_and_complete(&s, &b, job1(&second), 40.0).await, Err(ErrorKind::NotFound));
         let st = status(&s).await;
         assert_eq!((st.n_done, st.n_queued, st.n_running, st.n_failed), (2, 0, 0, 0));
         // Exactly the winners' records are on disk.
@@ -1767,7 +1766,7 @@ mod tests {
         std::fs::write(sweep_dir.join("trajectories"), b"in the way").unwrap();
         let w = register(&s).await;
         let first = lease(&s, &w).await;
-        assert_eq!(upload_and_complete(&s, &w, first[0].attempt_id, 1.0).await, Err(tonic::Code::Internal));
+        assert_eq!(upload_and_complete(&s, &w, first[0].attempt_id, 1.0).await, Err(ErrorKind::Internal));
         let st = status(&s).await;
         assert_eq!((st.n_done, st.n_queued, st.n_running), (0, 1, 0));
         std::fs::remove_file(sweep_dir.join("trajectories")).unwrap();
@@ -1861,17 +1860,17 @@ mod tests {
         let (a, b) = (register(&s).await, register(&s).await);
         assert_ne!(a, b);
         let id = lease(&s, &a).await[0].attempt_id;
-        let denied = tonic::Code::PermissionDenied;
-        assert_eq!(s.spools.append(id, &b, &records(9.0)).unwrap_err().code(), denied);
+        let denied = ErrorKind::PermissionDenied;
+        assert_eq!(s.spools.append(id, &b, &records(9.0)).unwrap_err().kind(), denied);
         assert_eq!(upload_and_complete(&s, &b, id, 9.0).await, Err(denied));
         let (session, error) = (b.clone(), "forged".to_string());
         let failed = s.call(|reply| Command::Fail { session, attempt: id, error, reply }).await;
-        assert_eq!(failed.unwrap_err().code(), denied);
+        assert_eq!(failed.unwrap_err().kind(), denied);
         let session = b.clone();
         let renewed = s.call(|reply| Command::Heartbeat { session, attempts: vec![id], reply }).await;
-        assert_eq!(renewed.unwrap_err().code(), denied);
+        assert_eq!(renewed.unwrap_err().kind(), denied);
         let unknown = s.call(|reply| Command::Lease { session: "nope".into(), max_jobs: 1, reply }).await;
-        assert_eq!(unknown.unwrap_err().code(), tonic::Code::NotFound);
+        assert_eq!(unknown.unwrap_err().kind(), ErrorKind::NotFound);
         let st = status(&s).await;
         assert_eq!((st.n_running, st.n_done, st.n_failed), (1, 0, 0), "nothing changed");
         assert_eq!(upload_and_complete(&s, &a, id, 1.0).await, Ok(true));
@@ -1894,7 +1893,7 @@ mod tests {
             s.call(move |reply| Command::Release { session, attempts, reply })
         };
         let refused = release(&b, vec![ids[1]]).await.unwrap_err();
-        assert_eq!(refused.code(), tonic::Code::PermissionDenied);
+        assert_eq!(refused.kind(), ErrorKind::PermissionDenied);
         assert_eq!(upload_and_complete(&s, &a, ids[0], 1.0).await, Ok(true));
         assert_eq!(release(&a, vec![ids[0], ids[1], ids[2]]).await.unwrap(), 2, "the committed one is skipped");
         let st = status(&s).await;
@@ -1927,7 +1926,7 @@ mod tests {
             let l = lease(&s, &w).await;
             assert_eq!(l[0].attempt, 1, "a voided attempt does not count");
             let outcome = upload_and_complete_records(&s, &w, l[0].attempt_id, &records).await;
-            assert_eq!(outcome, Err(tonic::Code::InvalidArgument));
+            assert_eq!(outcome, Err(ErrorKind::InvalidArgument));
             assert_eq!(status(&s).await.n_queued, 1);
         }
         // Through the upload stream: the service voids the attempt as the records arrive.
@@ -1940,7 +1939,7 @@ mod tests {
             let l = lease(&s, &w).await;
             assert_eq!(
                 upload_and_complete_records(&s, &w, l[0].attempt_id, &bad(&[5])).await,
-                Err(tonic::Code::InvalidArgument)
+                Err(ErrorKind::InvalidArgument)
             );
         }
         let st = status(&s).await;
@@ -1967,15 +1966,15 @@ mod tests {
             async move { s.call(|reply| Command::Register { registration, reply }).await.unwrap_err() }
         };
         let e = refused(Registration { build: "0123".into(), ..registration(&["testkit"]) }).await;
-        assert_eq!(e.code(), tonic::Code::FailedPrecondition);
+        assert_eq!(e.kind(), ErrorKind::FailedPrecondition);
         assert!(e.message().starts_with("build: the worker's families digest to `0123`"), "{}", e.message());
         let e = refused(registration(&[])).await;
         assert_eq!(
-            (e.code(), e.message()),
-            (tonic::Code::InvalidArgument, "families: name the families this worker runs")
+            (e.kind(), e.message()),
+            (ErrorKind::InvalidArgument, "families: name the families this worker runs")
         );
         let e = refused(registration(&["testkit", "nope"])).await;
-        assert_eq!(e.code(), tonic::Code::InvalidArgument);
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
         assert!(e.message().starts_with("families[1]: unknown family `nope`"), "{}", e.message());
     }
 
@@ -2046,7 +2045,7 @@ mod tests {
             let s = start(dir.path(), Duration::from_secs(60)).await;
             submit(&s, vec![job(0), job(1)]).await;
             let refused = s.call(|reply| Command::Delete { sweep: "t".into(), reply }).await.unwrap_err();
-            assert_eq!(refused.code(), tonic::Code::FailedPrecondition);
+            assert_eq!(refused.kind(), ErrorKind::FailedPrecondition);
             let w = register(&s).await;
             for l in lease(&s, &w).await {
                 assert_eq!(upload_and_complete(&s, &w, l.attempt_id, 1.0).await, Ok(true));
@@ -2054,9 +2053,9 @@ mod tests {
             let (sweep_dir, n_jobs) = s.call(|reply| Command::Delete { sweep: "t".into(), reply }).await.unwrap();
             assert_eq!((sweep_dir, n_jobs), (dir.path().join("t"), 2));
             let gone = s.call(|reply| Command::Status { sweep: "t".into(), failures: FailurePage::default(), reply });
-            assert_eq!(gone.await.unwrap_err().code(), tonic::Code::NotFound);
+            assert_eq!(gone.await.unwrap_err().kind(), ErrorKind::NotFound);
             let missing = s.call(|reply| Command::Delete { sweep: "t".into(), reply }).await.unwrap_err();
-            assert_eq!(missing.code(), tonic::Code::NotFound);
+            assert_eq!(missing.kind(), ErrorKind::NotFound);
             assert!(s.live.get("t").is_none());
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
@@ -2136,7 +2135,7 @@ mod tests {
     async fn a_resubmission_adds_drops_and_requeues_and_the_store_agrees() {
         let dir = tempfile::tempdir().unwrap();
         let seeds = |range: std::ops::Range<u64>| range.map(job).collect::<Vec<_>>();
-        async fn resubmit(s: &SchedulerHandle, jobs: Vec<ValidJob>) -> Result<Submitted, Status> {
+        async fn resubmit(s: &SchedulerHandle, jobs: Vec<ValidJob>) -> Result<Submitted, CommandError> {
             let submission = Submission::new("t".into(), "testkit".into(), jobs);
             s.call(|reply| Command::Submit { submission, reply }).await
         }

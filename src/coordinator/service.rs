@@ -7,7 +7,8 @@ use super::fetch;
 use super::jobs::Submission;
 use super::live::{self, Current};
 use super::replies::{
-    JobFailed, Lease, Leases, Registered, Registration, Submitted, SweepEvent, SweepState, SweepStatus,
+    CommandError, ErrorKind, JobFailed, Lease, Leases, Registered, Registration, Submitted, SweepEvent, SweepState,
+    SweepStatus,
 };
 use super::scheduler::{Command, FailurePage, Pending, SchedulerHandle};
 use crate::{results, sweep};
@@ -387,12 +388,12 @@ impl Coordinator {
                 // A record that breaks the schema breaks the spool: the commit below is
                 // refused with the reason, and the attempt voided.
                 Ok(_) => {}
-                Err(e) if e.code() == tonic::Code::InvalidArgument => {}
-                Err(e) => return Err(e),
+                Err(e) if e.kind() == ErrorKind::InvalidArgument => {}
+                Err(e) => return Err(e.into()),
             }
         }
         let (attempt, n_records) = (r.attempt_id, r.n_records);
-        self.scheduler.send(|reply| Command::Complete { session, attempt, n_records, reply }).await
+        Ok(self.scheduler.send(|reply| Command::Complete { session, attempt, n_records, reply }).await?)
     }
 }
 
@@ -446,12 +447,12 @@ impl pb::workers_server::Workers for Coordinator {
             match self.scheduler.spools.append(batch.attempt_id, &batch.session, &records) {
                 Ok(n) => n_records = n,
                 Err(e) => {
-                    if e.code() == tonic::Code::InvalidArgument {
+                    if e.kind() == ErrorKind::InvalidArgument {
                         // The records broke the job's schema: void the attempt now.
                         let attempt = batch.attempt_id;
                         let _ = self.scheduler.mailbox_send(Command::Refused { attempt }).await;
                     }
-                    return Err(e);
+                    return Err(e.into());
                 }
             }
         }
@@ -482,7 +483,7 @@ impl pb::workers_server::Workers for Coordinator {
         let mut outcomes = Vec::with_capacity(pending.len());
         for (attempt_id, answer) in pending {
             let answer = match answer {
-                Ok(reply) => reply.answer().await,
+                Ok(reply) => reply.answer().await.map_err(Status::from),
                 Err(e) => Err(e),
             };
             outcomes.push(match answer {
@@ -520,6 +521,21 @@ impl pb::workers_server::Workers for Coordinator {
             .call(|reply| Command::Release { session: r.session, attempts: r.attempt_ids, reply })
             .await?;
         Ok(Response::new(pb::ReleaseAttemptsResponse { released }))
+    }
+}
+
+/// The one mapping of a command's refusal to its gRPC status.
+impl From<CommandError> for Status {
+    fn from(e: CommandError) -> Status {
+        let code = match e.kind() {
+            ErrorKind::NotFound => tonic::Code::NotFound,
+            ErrorKind::PermissionDenied => tonic::Code::PermissionDenied,
+            ErrorKind::InvalidArgument => tonic::Code::InvalidArgument,
+            ErrorKind::FailedPrecondition => tonic::Code::FailedPrecondition,
+            ErrorKind::Unavailable => tonic::Code::Unavailable,
+            ErrorKind::Internal => tonic::Code::Internal,
+        };
+        Status::new(code, e.message())
     }
 }
 

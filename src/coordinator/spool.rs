@@ -12,13 +12,13 @@
 //! then one `f64` per metric. Spools do not outlive the coordinator: attempts that were
 //! running at a restart are void, and the directory is emptied at start-up.
 
+use super::replies::CommandError;
 use armada_core::{MetricDef, MetricKind, StepRecord};
 use dashmap::DashMap;
 use std::fs::{self, File};
 use std::io::{self, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use tonic::Status;
 
 /// Encoded records a spool keeps in memory before it appends them to its file.
 pub const SPOOL_BUFFER_BYTES: usize = 64 * 1024;
@@ -54,14 +54,16 @@ impl Spools {
     /// (void, finished, never leased), PERMISSION_DENIED when another session holds it,
     /// INVALID_ARGUMENT (naming the step and column) when a record breaks the schema: the
     /// spool is then broken, and the caller voids the attempt.
-    pub fn append(&self, attempt: u64, session: &str, records: &[StepRecord]) -> Result<u32, Status> {
+    pub fn append(&self, attempt: u64, session: &str, records: &[StepRecord]) -> Result<u32, CommandError> {
         // Clone the handle out so that the map's shard lock is not held during the write.
         let spool = self.map.get(&attempt).map(|s| s.value().clone()).ok_or_else(|| void(attempt))?;
         let mut spool = spool.lock().unwrap_or_else(|e| e.into_inner());
         if *spool.owner != *session {
-            return Err(Status::permission_denied(format!("attempt {attempt} is not held by this worker session")));
+            return Err(CommandError::permission_denied(format!(
+                "attempt {attempt} is not held by this worker session"
+            )));
         }
-        spool.append(records).map_err(|e| Status::invalid_argument(format!("attempt {attempt}: {e}")))?;
+        spool.append(records).map_err(|e| CommandError::invalid_argument(format!("attempt {attempt}: {e}")))?;
         Ok(spool.n_records)
     }
 
@@ -92,8 +94,8 @@ impl Spools {
     }
 }
 
-fn void(attempt: u64) -> Status {
-    Status::not_found(format!("attempt {attempt} is not known (void or finished)"))
+fn void(attempt: u64) -> CommandError {
+    CommandError::not_found(format!("attempt {attempt} is not known (void or finished)"))
 }
 
 /// What an attempt's records must be: one value per metric, Int metrics whole, and steps
@@ -380,7 +382,10 @@ mod tests {
         }
         assert!(!path.exists(), "the spill file is removed once read");
         assert!(spools.map.is_empty());
-        assert_eq!(spools.append(7, "s", &[record(0)]).unwrap_err().code(), tonic::Code::NotFound);
+        assert_eq!(
+            spools.append(7, "s", &[record(0)]).unwrap_err().kind(),
+            crate::coordinator::replies::ErrorKind::NotFound
+        );
     }
 
     /// Every way a trajectory can be wrong that was once committed: each is refused as it
@@ -409,7 +414,7 @@ mod tests {
             let attempt = attempt as u64;
             spools.create(attempt, "s".into(), schema(5));
             let err = spools.append(attempt, "s", &records).unwrap_err();
-            assert_eq!(err.code(), tonic::Code::InvalidArgument);
+            assert_eq!(err.kind(), crate::coordinator::replies::ErrorKind::InvalidArgument);
             assert!(err.message().contains(wanted), "{wanted}: {}", err.message());
             // Broken for good: a later, valid batch is refused too, and the commit sees why.
             assert!(spools.append(attempt, "s", &steps(&[0])).is_err());
@@ -474,7 +479,7 @@ mod tests {
         let spools = open(dir.path());
         spools.create(1, "mine".into(), schema(3));
         let err = spools.append(1, "theirs", &[record(0)]).unwrap_err();
-        assert_eq!(err.code(), tonic::Code::PermissionDenied);
+        assert_eq!(err.kind(), crate::coordinator::replies::ErrorKind::PermissionDenied);
         // The refusal did not break the owner's spool.
         assert_eq!(spools.append(1, "mine", &[record(0)]).unwrap(), 1);
     }
