@@ -508,23 +508,23 @@ impl Scheduler {
         last: &mut Option<(SpecTemplate, Arc<Template>, JobSpec)>,
     ) -> anyhow::Result<()> {
         let decoded = SpecTemplate::decode(&stored.spec);
-        let checked = decoded.clone().and_then(|(stored_template, seed)| {
-            let template = match last.take() {
-                Some((same, template, spec)) if same == stored_template => (same, template, spec),
+        let checked = decoded.as_ref().map_err(Clone::clone).and_then(|(stored_template, seed)| {
+            // The template is cloned, decoded and validated once per cell, not per job.
+            let (same, template, mut spec) = match last.take() {
+                Some(cached) if cached.0 == *stored_template => cached,
                 _ => {
                     let spec = stored_template.to_spec()?;
                     let valid = self.registry.validate(&spec).map_err(|e| e.to_string())?;
                     let template = self.template_for(valid.spec);
-                    (stored_template, template.clone(), template.spec.clone())
+                    (stored_template.clone(), template.clone(), template.spec.clone())
                 }
             };
-            let (stored_template, template, mut spec) = template;
-            spec.seed = seed;
+            spec.seed = *seed;
             let version = self.registry.family(&spec.family).map_err(|e| e.to_string())?.version();
             let key = spec.key(version);
             spec.seed = 0;
-            *last = Some((stored_template, template.clone(), spec));
-            Ok((template, seed, key))
+            *last = Some((same, template.clone(), spec));
+            Ok((template, *seed, key))
         });
         let stored_key = Key::parse(&stored.key);
         let (template, seed, key, mut state, error) = match (checked, stored_key) {
@@ -538,10 +538,10 @@ impl Scheduler {
                     Err(e) => format!("no longer valid in this build: {e}"),
                 };
                 let (mut spec, mut seed) = (JobSpec::new("?", "?", "?"), 0);
-                if let Ok((stored_template, stored_seed)) = decoded {
+                if let Ok((stored_template, stored_seed)) = &decoded {
                     let (family, benchmark, algorithm) = stored_template.names();
                     spec = JobSpec::new(family, benchmark, algorithm);
-                    seed = stored_seed;
+                    seed = *stored_seed;
                 }
                 // Its own template, shared with no valid job.
                 let template = Arc::new(Template { cell: Cell::of_spec(&spec), spec, id: self.next_template_id() });

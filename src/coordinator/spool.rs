@@ -328,6 +328,7 @@ impl Drop for SpoolReader {
 
 #[cfg(test)]
 mod tests {
+    use super::super::replies::ErrorKind;
     use super::*;
 
     const METRICS: [MetricDef; 3] = [
@@ -382,10 +383,7 @@ mod tests {
         }
         assert!(!path.exists(), "the spill file is removed once read");
         assert!(spools.map.is_empty());
-        assert_eq!(
-            spools.append(7, "s", &[record(0)]).unwrap_err().kind(),
-            crate::coordinator::replies::ErrorKind::NotFound
-        );
+        assert_eq!(spools.append(7, "s", &[record(0)]).unwrap_err().kind(), ErrorKind::NotFound);
     }
 
     /// Every way a trajectory can be wrong that was once committed: each is refused as it
@@ -414,7 +412,7 @@ mod tests {
             let attempt = attempt as u64;
             spools.create(attempt, "s".into(), schema(5));
             let err = spools.append(attempt, "s", &records).unwrap_err();
-            assert_eq!(err.kind(), crate::coordinator::replies::ErrorKind::InvalidArgument);
+            assert_eq!(err.kind(), ErrorKind::InvalidArgument);
             assert!(err.message().contains(wanted), "{wanted}: {}", err.message());
             // Broken for good: a later, valid batch is refused too, and the commit sees why.
             assert!(spools.append(attempt, "s", &steps(&[0])).is_err());
@@ -479,7 +477,7 @@ mod tests {
         let spools = open(dir.path());
         spools.create(1, "mine".into(), schema(3));
         let err = spools.append(1, "theirs", &[record(0)]).unwrap_err();
-        assert_eq!(err.kind(), crate::coordinator::replies::ErrorKind::PermissionDenied);
+        assert_eq!(err.kind(), ErrorKind::PermissionDenied);
         // The refusal did not break the owner's spool.
         assert_eq!(spools.append(1, "mine", &[record(0)]).unwrap(), 1);
     }

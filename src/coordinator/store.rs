@@ -59,7 +59,7 @@ pub struct SpecTemplate(pb::JobSpec);
 impl SpecTemplate {
     /// The bytes of a template: `spec` with its seed left out.
     pub fn encode(spec: &JobSpec) -> Vec<u8> {
-        wire::spec_to_wire(&JobSpec { seed: 0, ..spec.clone() }).encode_to_vec()
+        pb::JobSpec { seed: 0, ..wire::spec_to_wire(spec) }.encode_to_vec()
     }
 
     /// The bytes of a job: its template's, then its seed.

@@ -8,8 +8,9 @@
 //! depend on the algorithm, so every algorithm of a seed sees the same draws.
 //!
 //! A running job is an [`Episode`] that yields one [`StepRecord`] per step, its metrics
-//! declared once by [`metrics!`]; [`run_job`] drives it to its horizon (or its early end). The [`Registry`] maps names to families,
-//! checks parameters against their schemas and fills in defaults before any work.
+//! declared once by [`metrics!`]; [`run_job`] drives it to its horizon (or its early
+//! end). The [`Registry`] maps names to families, checks parameters against their
+//! schemas and fills in defaults before any work.
 //!
 //! ```
 //! use armada_core::{JobSpec, Params, ParamValue};
