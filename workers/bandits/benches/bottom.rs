@@ -83,7 +83,7 @@ fn main() {
         "algorithm", "rewards", "s/run", "regret", "Table1 s", "ratio", "same-machine Python"
     );
     for alg in BottomKind::ALL {
-        if filter.as_ref().is_some_and(|f| !alg.name().to_lowercase().contains(f.as_str())) {
+        if filter.as_ref().is_some_and(|f| !alg.label().to_lowercase().contains(f.as_str())) {
             continue;
         }
         let paper_model = if alg.paper_uses_linear_rewards() { "linear" } else { "logistic" };
@@ -104,7 +104,7 @@ fn main() {
                     .unwrap_or_else(|| "-".to_string());
                 println!(
                     "{:<11} {:<9} {:>9.3} {:>10.1} {:>12.2} {:>9.5} {:>24}",
-                    alg.name(),
+                    alg.label(),
                     model,
                     seconds,
                     regret,
@@ -115,7 +115,7 @@ fn main() {
             } else {
                 println!(
                     "{:<11} {:<9} {:>9.3} {:>10.1} {:>12} {:>9} {:>24}",
-                    alg.name(),
+                    alg.label(),
                     model,
                     seconds,
                     regret,

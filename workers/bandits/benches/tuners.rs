@@ -69,7 +69,7 @@ fn main() {
         "restarts/activ./rem./max"
     );
     for alg in BottomKind::ALL {
-        if filter.as_ref().is_some_and(|f| !alg.name().to_lowercase().contains(f.as_str())) {
+        if filter.as_ref().is_some_and(|f| !alg.label().to_lowercase().contains(f.as_str())) {
             continue;
         }
         let (mut cdt_seconds, mut cdt_regret, mut theory_seconds, mut theory_regret) = (0.0, 0.0, 0.0, 0.0);
@@ -88,7 +88,7 @@ fn main() {
         let table1 = paper_table1_cdt_sim_seconds(alg);
         println!(
             "{:<11} {:>9.3} {:>10.1} {:>10.3} {:>10.1} {:>9.2} {:>9.5} {:>26}",
-            alg.name(),
+            alg.label(),
             cdt_seconds,
             cdt_regret,
             theory_seconds,

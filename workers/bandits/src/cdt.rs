@@ -92,6 +92,29 @@ impl CdtConfig {
     }
 }
 
+armada_core::choice! {
+    /// CDT's constants, as a job's `preset` names them.
+    pub enum CdtPreset {
+        /// the paper's constants
+        Paper = "paper",
+        /// the reference code's (spec 6.2)
+        Refcode = "refcode",
+        /// the reference code's with its fixed index fhat + sqrt(13/n) (the draw it makes but
+        /// never adds, 6.2.1)
+        RefcodeFixed = "refcode-fixed",
+    }
+}
+
+impl CdtPreset {
+    pub fn config(self) -> CdtConfig {
+        match self {
+            CdtPreset::Paper => CdtConfig::paper(),
+            CdtPreset::Refcode => CdtConfig::refcode(),
+            CdtPreset::RefcodeFixed => CdtConfig { fixed_draw: true, ..CdtConfig::refcode() },
+        }
+    }
+}
+
 impl Default for CdtConfig {
     fn default() -> Self {
         Self::paper()
@@ -205,9 +228,9 @@ mod tests {
         let no_warmup = [0, 0, 30, 150, 0, 0, 150];
         let t1_zero = CdtConfig { warmup: WarmupRule::Rounds(0), ..CdtConfig::paper() };
         for (i, alg) in BottomKind::ALL.into_iter().enumerate() {
-            assert_eq!(phase(alg, CdtConfig::paper()), paper[i], "{}", alg.name());
-            assert_eq!(phase(alg, CdtConfig::refcode()), refcode[i], "{}", alg.name());
-            assert_eq!(phase(alg, t1_zero), no_warmup[i], "{}", alg.name());
+            assert_eq!(phase(alg, CdtConfig::paper()), paper[i], "{}", alg.label());
+            assert_eq!(phase(alg, CdtConfig::refcode()), refcode[i], "{}", alg.label());
+            assert_eq!(phase(alg, t1_zero), no_warmup[i], "{}", alg.label());
         }
     }
 

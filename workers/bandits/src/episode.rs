@@ -315,7 +315,7 @@ mod tests {
                 random += random_policy_regret(config, seed);
             }
             let ratio = regret / random;
-            assert!(ratio < 0.35, "{}: regret {regret} vs random {random} (ratio {ratio:.3})", alg.name());
+            assert!(ratio < 0.35, "{}: regret {regret} vs random {random} (ratio {ratio:.3})", alg.label());
         }
     }
 
@@ -336,9 +336,9 @@ mod tests {
         };
         for alg in BottomKind::ALL {
             let (a, b) = (once(alg, 10), once(alg, 10));
-            assert_eq!(a, b, "{}", alg.name());
+            assert_eq!(a, b, "{}", alg.label());
             if !matches!(alg, BottomKind::LinUcb | BottomKind::Gloc) {
-                assert_ne!(a.arms, once(alg, 11).arms, "{} ignores its algorithm stream", alg.name());
+                assert_ne!(a.arms, once(alg, 11).arms, "{} ignores its algorithm stream", alg.label());
             }
         }
     }
@@ -426,7 +426,7 @@ mod tests {
                     &mut StreamRng::seed_from_u64(31),
                     &mut StreamRng::seed_from_u64(33),
                 );
-                assert_eq!(tuned.cumulative_regret, plain.cumulative_regret, "{} {}", alg.name(), tuner.name());
+                assert_eq!(tuned.cumulative_regret, plain.cumulative_regret, "{} {}", alg.label(), tuner.name());
                 assert_eq!(tuned.arms, plain.arms);
                 assert!((tuned.total_reward() - plain.total_reward).abs() < 1e-9);
             }
@@ -475,15 +475,15 @@ mod tests {
             let intrinsic = alg.build(config.dim, config.horizon).intrinsic_warmup();
             let expected_phase =
                 paper_warmup(1500, p).max(intrinsic).div_ceil(outcome.plan.block_len) * outcome.plan.block_len;
-            assert_eq!(outcome.plan.random_phase, expected_phase, "{}", alg.name());
+            assert_eq!(outcome.plan.random_phase, expected_phase, "{}", alg.label());
             assert!(outcome.cumulative_regret.windows(2).all(|w| w[1] >= w[0]) && outcome.final_regret().is_finite());
             assert_eq!(outcome.hyperparameters.len(), (1500 - expected_phase) * p);
-            assert!(outcome.hyperparameters.iter().all(|a| (0.1..=5.0).contains(a)), "{}", alg.name());
+            assert!(outcome.hyperparameters.iter().all(|a| (0.1..=5.0).contains(a)), "{}", alg.label());
             let zooming = cdt.zooming().unwrap();
             let epoch = zooming.config().epoch;
-            assert_eq!(zooming.counters().restarts, outcome.plan.decisions().div_ceil(epoch), "{}", alg.name());
+            assert_eq!(zooming.counters().restarts, outcome.plan.decisions().div_ceil(epoch), "{}", alg.label());
             let mut again = Cdt::new(CdtConfig::paper());
-            assert_eq!(tuned_run(alg, config, &mut again, 12), outcome, "{}", alg.name());
+            assert_eq!(tuned_run(alg, config, &mut again, 12), outcome, "{}", alg.label());
         }
         let hp = |tuning_seed: u64| {
             let mut env = SyntheticEnv::new(config, StreamRng::seed_from_u64(12));

@@ -12,7 +12,7 @@
 //! * Step 0 is the state before any round (regret 0); step t is after round t. The job's
 //!   horizon is T (the paper's 14,000).
 
-use crate::cdt::{CdtConfig, WarmupRule};
+use crate::cdt::{CdtPreset, WarmupRule};
 use crate::env::{Environment, RewardModel, SyntheticConfig, SyntheticEnv};
 use crate::episode::TunedLoop;
 use crate::methods::TunerKind;
@@ -21,165 +21,194 @@ use crate::tuner::{CandidateSet, Tuner};
 use crate::yahoo::{YahooConfig, YahooData, YahooEnv};
 use crate::{BottomBandit, BottomKind};
 use armada_core::{
-    AnyEpisode, ComponentDef, Declaration, Episode, Family, JobError, JobStreams, ParamDef, ParamKind, Params,
-    StreamRng, ValidJob,
+    AnyEpisode, ComponentDef, Declaration, Episode, Family, JobError, JobStreams, Params, StreamRng, ValidJob,
 };
 
 /// The family as the registry sees it.
 pub struct BanditsFamily;
 
-/// Bottom algorithms by their parameter value, in the order of [`BottomKind::ALL`].
-const BOTTOM_NAMES: [&str; 7] = ["linucb", "lints", "ucb-glm", "glm-tsl", "laplace-ts", "gloc", "sgd-ts"];
+armada_core::params! {
+    /// The bottom bandit of a benchmark: it belongs to the setting, as in the paper's 14 panels.
+    pub struct Tuned {
+        /// the bottom contextual bandit being tuned (spec 2.5)
+        bottom: BottomKind = BottomKind::LinUcb,
+    }
+}
 
-const BOTTOM: ParamDef = ParamDef {
-    name: "bottom",
-    kind: ParamKind::Choice { options: &BOTTOM_NAMES, default: "linucb" },
-    doc: "the bottom contextual bandit being tuned (spec 2.5)",
-};
+armada_core::choice! {
+    /// The reward model of a benchmark.
+    pub enum Rewards {
+        /// linear for linucb/lints, logistic otherwise (spec 4.1)
+        Paper = "paper",
+        /// linear rewards for every bottom bandit
+        Linear = "linear",
+        /// logistic rewards for every bottom bandit
+        Logistic = "logistic",
+    }
+}
 
-const REWARDS: ParamDef = ParamDef {
-    name: "rewards",
-    kind: ParamKind::Choice { options: &["paper", "linear", "logistic"], default: "paper" },
-    doc: "reward model; `paper`: linear for linucb/lints, logistic otherwise (spec 4.1)",
-};
+armada_core::params! {
+    /// The bottom bandit and its reward model.
+    pub struct Setting {
+        #[flatten]
+        tuned: Tuned,
+        /// reward model; `paper`: linear for linucb/lints, logistic otherwise (spec 4.1)
+        rewards: Rewards = Rewards::Paper,
+    }
+}
+
+armada_core::params! {
+    /// `synthetic`'s parameters.
+    pub struct SyntheticParams {
+        #[flatten]
+        setting: Setting,
+        /// context dimension d
+        dim: usize in [1, 1000] = 25,
+        /// arms per round K
+        arms: usize in [2, 100_000] = 120,
+    }
+}
+
+armada_core::choice! {
+    /// The ratings behind the MovieLens environment.
+    pub enum Ratings {
+        /// the real MovieLens-100K ratings (analysis/fetch_movielens.py)
+        Ml100k = "ml-100k",
+        /// a generated stand-in of the same shape
+        Standin = "standin",
+    }
+}
+
+armada_core::choice! {
+    /// The linear reward noise of the MovieLens environment.
+    pub enum MovieLensNoise {
+        /// std sqrt(0.5), the paper's variance 0.5
+        Paper = "paper",
+        /// the code's std 0.5
+        Code = "code",
+    }
+}
+
+armada_core::params! {
+    /// `movielens`'s parameters.
+    pub struct MovieLensParams {
+        #[flatten]
+        setting: Setting,
+        /// the real ratings (analysis/fetch_movielens.py) or a generated stand-in of the same shape
+        data: Ratings = Ratings::Ml100k,
+        /// linear reward noise: std sqrt(0.5) (the paper's variance 0.5) or the code's std 0.5
+        noise: MovieLensNoise = MovieLensNoise::Paper,
+        /// movies per round K
+        arms: usize in [2, 1682] = 300,
+    }
+}
+
+armada_core::params! {
+    /// `unit-ball`'s parameters.
+    pub struct UnitBallParams {
+        #[flatten]
+        setting: Setting,
+        /// context dimension d
+        dim: usize in [1, 1000] = 10,
+        /// arms per round K (60 or 120 in Table 3)
+        arms: usize in [2, 100_000] = 120,
+    }
+}
+
+armada_core::params! {
+    /// `yahoo-standin`'s parameters.
+    pub struct YahooParams {
+        #[flatten]
+        tuned: Tuned,
+        /// seed of the generated log (fixed across repetitions, like a real data set)
+        dataset_seed: u64 in [0, 1 << 40] = 0,
+        /// articles in the universe M
+        articles: usize in [1, 100_000] = 270,
+        /// articles per round
+        pool: usize in [1, 1000] = 20,
+    }
+}
 
 /// The grid-search environment, also the Lipschitz check's ([`crate::lipschitz_check`]).
-pub(crate) const UNIT_BALL: ComponentDef = ComponentDef {
-    name: "unit-ball",
-    doc: "the grid-search environment of spec 3.4 (A.1): theta* and features uniform in the unit ball",
-    params: &[
-        BOTTOM,
-        REWARDS,
-        ParamDef { name: "dim", kind: ParamKind::Int { min: 1, max: 1000, default: 10 }, doc: "context dimension d" },
-        ParamDef {
-            name: "arms",
-            kind: ParamKind::Int { min: 2, max: 100_000, default: 120 },
-            doc: "arms per round K (60 or 120 in Table 3)",
-        },
-    ],
-};
+pub(crate) const UNIT_BALL: ComponentDef = ComponentDef::new::<UnitBallParams>(
+    "unit-ball",
+    "the grid-search environment of spec 3.4 (A.1): theta* and features uniform in the unit ball",
+);
 
 const BENCHMARKS: [ComponentDef; 4] = [
-    ComponentDef {
-        name: "synthetic",
-        doc: "the synthetic GLM environment of spec 3.1: a fresh theta* and context stream per repetition",
-        params: &[
-            BOTTOM,
-            REWARDS,
-            ParamDef {
-                name: "dim",
-                kind: ParamKind::Int { min: 1, max: 1000, default: 25 },
-                doc: "context dimension d",
-            },
-            ParamDef {
-                name: "arms",
-                kind: ParamKind::Int { min: 2, max: 100_000, default: 120 },
-                doc: "arms per round K",
-            },
-        ],
-    },
-    ComponentDef {
-        name: "movielens",
-        doc: "MovieLens-100K (spec 3.2): rank-20 factors, theta* from 300 users, 300 random movies per round",
-        params: &[
-            BOTTOM,
-            REWARDS,
-            ParamDef {
-                name: "data",
-                kind: ParamKind::Choice { options: &["ml-100k", "standin"], default: "ml-100k" },
-                doc: "the real ratings (analysis/fetch_movielens.py) or a generated stand-in of the same shape",
-            },
-            ParamDef {
-                name: "noise",
-                kind: ParamKind::Choice { options: &["paper", "code"], default: "paper" },
-                doc: "linear reward noise: std sqrt(0.5) (the paper's variance 0.5) or the code's std 0.5",
-            },
-            ParamDef {
-                name: "arms",
-                kind: ParamKind::Int { min: 2, max: 1682, default: 300 },
-                doc: "movies per round K",
-            },
-        ],
-    },
+    ComponentDef::new::<SyntheticParams>(
+        "synthetic",
+        "the synthetic GLM environment of spec 3.1: a fresh theta* and context stream per repetition",
+    ),
+    ComponentDef::new::<MovieLensParams>(
+        "movielens",
+        "MovieLens-100K (spec 3.2): rank-20 factors, theta* from 300 users, 300 random movies per round",
+    ),
     UNIT_BALL,
-    ComponentDef {
-        name: "yahoo-standin",
-        doc: "a seeded stand-in for Yahoo! R6A (spec 3.3): 6-d article features, pools of 20, Bernoulli(CTR) clicks",
-        params: &[
-            BOTTOM,
-            ParamDef {
-                name: "dataset_seed",
-                kind: ParamKind::Int { min: 0, max: 1 << 40, default: 0 },
-                doc: "seed of the generated log (fixed across repetitions, like a real data set)",
-            },
-            ParamDef {
-                name: "articles",
-                kind: ParamKind::Int { min: 1, max: 100_000, default: 270 },
-                doc: "articles in the universe M",
-            },
-            ParamDef {
-                name: "pool",
-                kind: ParamKind::Int { min: 1, max: 1000, default: 20 },
-                doc: "articles per round",
-            },
-        ],
-    },
+    ComponentDef::new::<YahooParams>(
+        "yahoo-standin",
+        "a seeded stand-in for Yahoo! R6A (spec 3.3): 6-d article features, pools of 20, Bernoulli(CTR) clicks",
+    ),
 ];
 
-const CANDIDATES: ParamDef = ParamDef {
-    name: "candidates",
-    kind: ParamKind::Choice { options: &["c1", "c2"], default: "c1" },
-    doc: "candidate set: C1 = {0.1, 1, ..., 5} (main), C2 = 13 values (Table 4)",
-};
+armada_core::params! {
+    /// The candidate set of OP, TL and TL-combined.
+    pub struct Candidates {
+        /// candidate set: C1 = {0.1, 1, ..., 5} (main), C2 = 13 values (Table 4)
+        candidates: CandidateSet = CandidateSet::C1,
+    }
+}
+
+armada_core::params! {
+    /// `fixed`'s parameters.
+    pub struct FixedParams {
+        /// the exploration value (Table 3's grid: 0.1, 0.5, 1, 1.5, ..., 10)
+        value: f64 in [0.0, 100.0] = 1.0,
+    }
+}
+
+armada_core::choice! {
+    /// CDT's random phase T1.
+    pub enum Warmup {
+        /// the preset's
+        Preset = "preset",
+        /// none: the T1 = 0 ablation of Table 5
+        None = "none",
+    }
+}
+
+armada_core::params! {
+    /// `cdt`'s parameters.
+    pub struct CdtParams {
+        /// the paper's constants, the reference code's (spec 6.2), or those with the code's fixed index
+        /// fhat + sqrt(13/n) (the draw it makes but never adds, 6.2.1)
+        preset: CdtPreset = CdtPreset::Paper,
+        /// random phase T1: the preset's, or none (the T1 = 0 ablation of Table 5)
+        warmup: Warmup = Warmup::Preset,
+        /// restart epoch T2 = k T^{(p+2)/(p+3)} (Table 6: 1, 2, 3)
+        k: f64 in [0.01, 100.0] = 3.0,
+    }
+}
 
 const ALGORITHMS: [ComponentDef; 6] = [
-    ComponentDef { name: "theory", doc: "the bottom bandit's theoretical hyperparameters (spec 2.6a)", params: &[] },
-    ComponentDef {
-        name: "op",
-        doc: "OP: Beta-Bernoulli Thompson sampling over the candidates, first hyperparameter only (spec 2.6b)",
-        params: &[CANDIDATES],
-    },
-    ComponentDef {
-        name: "tl",
-        doc: "TL (EXP3 over the candidates) for one hyperparameter, Syndicated for two (spec 2.6c-d)",
-        params: &[CANDIDATES],
-    },
-    ComponentDef {
-        name: "tl-combined",
-        doc: "EXP3 over the product of the candidate sets (the reference code's TL-combined, spec 2.6c)",
-        params: &[CANDIDATES],
-    },
-    ComponentDef {
-        name: "fixed",
-        doc: "a fixed exploration value (first hyperparameter), others at theory values: the grid search of spec 3.4 (A.1)",
-        params: &[ParamDef {
-            name: "value",
-            kind: ParamKind::Float { min: 0.0, max: 100.0, default: 1.0 },
-            doc: "the exploration value (Table 3's grid: 0.1, 0.5, 1, 1.5, ..., 10)",
-        }],
-    },
-    ComponentDef {
-        name: "cdt",
-        doc: "CDT: Zooming TS with restarts over [0.1, 5]^p (spec 2.1, 2.4)",
-        params: &[
-            ParamDef {
-                name: "preset",
-                kind: ParamKind::Choice { options: &["paper", "refcode", "refcode-fixed"], default: "paper" },
-                doc: "the paper's constants, the reference code's (spec 6.2), or those with the code's fixed index fhat + sqrt(13/n) (the draw it makes but never adds, 6.2.1)",
-            },
-            ParamDef {
-                name: "warmup",
-                kind: ParamKind::Choice { options: &["preset", "none"], default: "preset" },
-                doc: "random phase T1: the preset's, or none (the T1 = 0 ablation of Table 5)",
-            },
-            ParamDef {
-                name: "k",
-                kind: ParamKind::Float { min: 0.01, max: 100.0, default: 3.0 },
-                doc: "restart epoch T2 = k T^{(p+2)/(p+3)} (Table 6: 1, 2, 3)",
-            },
-
-        ],
-    },
+    ComponentDef::bare("theory", "the bottom bandit's theoretical hyperparameters (spec 2.6a)"),
+    ComponentDef::new::<Candidates>(
+        "op",
+        "OP: Beta-Bernoulli Thompson sampling over the candidates, first hyperparameter only (spec 2.6b)",
+    ),
+    ComponentDef::new::<Candidates>(
+        "tl",
+        "TL (EXP3 over the candidates) for one hyperparameter, Syndicated for two (spec 2.6c-d)",
+    ),
+    ComponentDef::new::<Candidates>(
+        "tl-combined",
+        "EXP3 over the product of the candidate sets (the reference code's TL-combined, spec 2.6c)",
+    ),
+    ComponentDef::new::<FixedParams>(
+        "fixed",
+        "a fixed exploration value (first hyperparameter), others at theory values: the grid search of spec 3.4 (A.1)",
+    ),
+    ComponentDef::new::<CdtParams>("cdt", "CDT: Zooming TS with restarts over [0.1, 5]^p (spec 2.1, 2.4)"),
 ];
 
 armada_core::metrics! {
@@ -195,35 +224,22 @@ armada_core::metrics! {
     }
 }
 
-pub(crate) fn bottom_of(params: &Params) -> Result<BottomKind, JobError> {
-    let name = params.str("bottom")?;
-    BOTTOM_NAMES
-        .iter()
-        .position(|&n| n == name)
-        .map(|i| BottomKind::ALL[i])
-        .ok_or_else(|| JobError::Invalid(format!("unknown bottom algorithm `{name}`")))
-}
-
 fn tuner_of(name: &str, params: &Params) -> Result<TunerKind, JobError> {
-    let candidates = || params.choice("candidates", &[("c1", CandidateSet::C1), ("c2", CandidateSet::C2)]);
+    let candidates = || params.parse::<Candidates>().map(|c| c.candidates);
     Ok(match name {
         "theory" => TunerKind::Theory,
         "op" => TunerKind::Op(candidates()?),
         "tl" => TunerKind::TlOrSyndicated(candidates()?),
         "tl-combined" => TunerKind::Tl(candidates()?),
-        "fixed" => TunerKind::FixedExploration(params.float("value")?),
+        "fixed" => TunerKind::FixedExploration(params.parse::<FixedParams>()?.value),
         "cdt" => {
-            let presets = [
-                ("paper", CdtConfig::paper()),
-                ("refcode", CdtConfig::refcode()),
-                ("refcode-fixed", CdtConfig { fixed_draw: true, ..CdtConfig::refcode() }),
-            ];
-            let mut config = params.choice("preset", &presets)?;
-            if params.choice("warmup", &[("preset", false), ("none", true)])? {
-                config.warmup = WarmupRule::Rounds(0);
+            let CdtParams { preset, warmup, k } = params.parse()?;
+            let mut config = preset.config();
+            match warmup {
+                Warmup::Preset => {}
+                Warmup::None => config.warmup = WarmupRule::Rounds(0),
             }
-            config.epoch_multiplier = params.float("k")?;
-
+            config.epoch_multiplier = k;
             TunerKind::Cdt(config)
         }
         other => return Err(JobError::Invalid(format!("unknown bandits tuner `{other}`"))),
@@ -231,49 +247,60 @@ fn tuner_of(name: &str, params: &Params) -> Result<TunerKind, JobError> {
 }
 
 /// Whether the bottom bandit plays linear rewards: `rewards = paper` follows spec 4.1.
-fn linear_rewards(bp: &Params, bottom: BottomKind) -> Result<bool, JobError> {
-    bp.choice("rewards", &[("paper", bottom.paper_uses_linear_rewards()), ("linear", true), ("logistic", false)])
+fn linear_rewards(rewards: Rewards, bottom: BottomKind) -> bool {
+    match rewards {
+        Rewards::Paper => bottom.paper_uses_linear_rewards(),
+        Rewards::Linear => true,
+        Rewards::Logistic => false,
+    }
+}
+
+/// The bottom bandit of a validated benchmark's parameters (every benchmark has one).
+pub(crate) fn bottom_of(params: &Params) -> Result<BottomKind, JobError> {
+    Ok(params.parse::<Tuned>()?.bottom)
 }
 
 /// The benchmark's environment for one repetition, drawn from the environment stream.
 pub(crate) fn environment(
     benchmark: &str,
     bp: &Params,
-    bottom: BottomKind,
     horizon: usize,
     stream: StreamRng,
 ) -> Result<Box<dyn Environment + Send>, JobError> {
-    if benchmark == "yahoo-standin" {
-        let config = YahooConfig { n_articles: bp.int("articles")? as usize, pool: bp.int("pool")? as usize, horizon };
-        let data = YahooData::generate(config, bp.int("dataset_seed")? as u64).map_err(JobError::Invalid)?;
-        return Ok(Box::new(YahooEnv::new(std::sync::Arc::new(data))));
-    }
-    let linear = linear_rewards(bp, bottom)?;
     Ok(match benchmark {
+        "yahoo-standin" => {
+            let p: YahooParams = bp.parse()?;
+            let config = YahooConfig { n_articles: p.articles, pool: p.pool, horizon };
+            let data = YahooData::generate(config, p.dataset_seed).map_err(JobError::Invalid)?;
+            Box::new(YahooEnv::new(std::sync::Arc::new(data)))
+        }
         "unit-ball" => {
-            let base = SyntheticConfig::appendix_grid(bp.int("arms")? as usize, linear);
-            Box::new(SyntheticEnv::new(SyntheticConfig { dim: bp.int("dim")? as usize, horizon, ..base }, stream))
+            let p: UnitBallParams = bp.parse()?;
+            let linear = linear_rewards(p.setting.rewards, p.setting.tuned.bottom);
+            let base = SyntheticConfig::appendix_grid(p.arms, linear);
+            Box::new(SyntheticEnv::new(SyntheticConfig { dim: p.dim, horizon, ..base }, stream))
         }
         "synthetic" => {
+            let p: SyntheticParams = bp.parse()?;
+            let linear = linear_rewards(p.setting.rewards, p.setting.tuned.bottom);
             let base = if linear { SyntheticConfig::paper_linear() } else { SyntheticConfig::paper_logistic() };
-            let config =
-                SyntheticConfig { dim: bp.int("dim")? as usize, n_arms: bp.int("arms")? as usize, horizon, ..base };
+            let config = SyntheticConfig { dim: p.dim, n_arms: p.arms, horizon, ..base };
             Box::new(SyntheticEnv::new(config, stream))
         }
         "movielens" => {
-            let source = match bp.choice("data", &[("ml-100k", false), ("standin", true)])? {
-                true => RatingsSource::StandIn(0),
-                false => RatingsSource::MovieLens,
+            let p: MovieLensParams = bp.parse()?;
+            let source = match p.data {
+                Ratings::Standin => RatingsSource::StandIn(0),
+                Ratings::Ml100k => RatingsSource::MovieLens,
             };
             let factors = crate::movielens::factors(&source).map_err(JobError::MissingData)?;
-            let code_noise = bp.choice("noise", &[("paper", false), ("code", true)])?;
-            let rewards = match (linear, code_noise) {
+            let linear = linear_rewards(p.setting.rewards, p.setting.tuned.bottom);
+            let rewards = match (linear, p.noise) {
                 (false, _) => RewardModel::Logistic,
-                (true, true) => RewardModel::Linear { noise_sd: 0.5 },
-                (true, false) => MovieLensConfig::paper_linear_noise(),
+                (true, MovieLensNoise::Code) => RewardModel::Linear { noise_sd: 0.5 },
+                (true, MovieLensNoise::Paper) => MovieLensConfig::paper_linear_noise(),
             };
-            let config =
-                MovieLensConfig { n_arms: bp.int("arms")? as usize, horizon, ..MovieLensConfig::paper(rewards) };
+            let config = MovieLensConfig { n_arms: p.arms, horizon, ..MovieLensConfig::paper(rewards) };
             Box::new(MovieLensEnv::new(config, factors, stream).map_err(JobError::Invalid)?)
         }
         other => return Err(JobError::Invalid(format!("unknown bandits benchmark `{other}`"))),
@@ -357,7 +384,7 @@ impl Family for BanditsFamily {
         let spec = &job.spec;
         let bp = &spec.benchmark_params;
         let bottom = bottom_of(bp)?;
-        let env = environment(&spec.benchmark, bp, bottom, spec.horizon as usize, streams.env("environment"))?;
+        let env = environment(&spec.benchmark, bp, spec.horizon as usize, streams.env("environment"))?;
         let bandit = bottom.build(env.dim(), env.horizon());
         let mut tuner = tuner_of(&spec.algorithm, &spec.algorithm_params)?.build(bandit.hyperparameters().len());
         let run = TunedLoop::start(bandit.as_ref(), env.horizon(), tuner.as_mut());
@@ -500,9 +527,10 @@ mod tests {
 
     #[test]
     fn names_and_models_follow_the_paper() {
-        assert_eq!(BOTTOM_NAMES.len(), BottomKind::ALL.len());
-        for (name, alg) in BOTTOM_NAMES.iter().zip(BottomKind::ALL) {
-            assert_eq!(name.replace('-', ""), alg.name().to_lowercase().replace('-', ""));
+        // The inherent list (an array, for loops) is the choice's, in the same order.
+        assert_eq!(<BottomKind as armada_core::Choice>::ALL, BottomKind::ALL);
+        for alg in BottomKind::ALL {
+            assert_eq!(alg.name().replace('-', ""), alg.label().to_lowercase().replace('-', ""));
         }
         // The second hyperparameter is recorded for the two-hyperparameter bandits only.
         let rows = records(&job("gloc", "cdt", 300, 0));

@@ -133,17 +133,25 @@ pub trait BottomBandit {
     fn observe(&mut self, x: &[f64], y: f64, hyperparameters: &[f64], rng: &mut dyn RngCore);
 }
 
-/// The seven bottom bandits of spec §2.5 (the algorithms being tuned; a job's `algorithm`
-/// is the tuner), for building them by name and for tables.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum BottomKind {
-    LinUcb,
-    LinTs,
-    UcbGlm,
-    GlmTsl,
-    LaplaceTs,
-    Gloc,
-    SgdTs,
+armada_core::choice! {
+    /// The seven bottom bandits of spec §2.5 (the algorithms being tuned; a job's `algorithm`
+    /// is the tuner), named as the benchmarks' `bottom` parameter names them.
+    pub enum BottomKind {
+        /// LinUCB
+        LinUcb = "linucb",
+        /// LinTS
+        LinTs = "lints",
+        /// UCB-GLM
+        UcbGlm = "ucb-glm",
+        /// GLM-TSL
+        GlmTsl = "glm-tsl",
+        /// Laplace-TS
+        LaplaceTs = "laplace-ts",
+        /// GLOC
+        Gloc = "gloc",
+        /// SGD-TS
+        SgdTs = "sgd-ts",
+    }
 }
 
 impl BottomKind {
@@ -157,7 +165,8 @@ impl BottomKind {
         BottomKind::SgdTs,
     ];
 
-    pub fn name(self) -> &'static str {
+    /// The name tables and the paper use.
+    pub fn label(self) -> &'static str {
         match self {
             BottomKind::LinUcb => "LinUCB",
             BottomKind::LinTs => "LinTS",
@@ -236,15 +245,15 @@ mod tests {
         let expected_p = [1, 1, 1, 1, 1, 2, 2];
         for (alg, p) in BottomKind::ALL.into_iter().zip(expected_p) {
             let b = alg.build(25, 14_000);
-            assert_eq!(b.name(), alg.name());
-            assert_eq!(b.hyperparameters().len(), p, "{}", alg.name());
+            assert_eq!(b.name(), alg.label());
+            assert_eq!(b.hyperparameters().len(), p, "{}", alg.label());
             for h in b.hyperparameters() {
                 assert_eq!((h.low, h.high), (0.1, 5.0));
             }
             let mut out = vec![f64::NAN; p];
             for round in [0, 1, 500, 13_999] {
                 b.theory_hyperparameters(round, &mut out);
-                assert!(out.iter().all(|v| v.is_finite() && *v > 0.0), "{} {:?}", alg.name(), out);
+                assert!(out.iter().all(|v| v.is_finite() && *v > 0.0), "{} {:?}", alg.label(), out);
             }
         }
     }

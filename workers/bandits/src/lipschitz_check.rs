@@ -21,7 +21,7 @@ use crate::tuner::Tuner;
 use crate::{BottomBandit, BottomKind};
 use armada_core::{
     AnyEpisode, ComponentDef, Declaration, Episode, Family, JobError, JobSpec, JobStreams, MetricDef, MetricKind,
-    Metrics, ParamDef, ParamKind, SpecError, StreamRng, ValidJob,
+    Metrics, SpecError, StreamRng, ValidJob,
 };
 use std::sync::OnceLock;
 
@@ -33,22 +33,30 @@ pub fn alphas() -> Vec<f64> {
 /// The family as the registry sees it.
 pub struct LipschitzCheckFamily;
 
-const ALGORITHMS: [ComponentDef; 1] = [ComponentDef {
-    name: "cdt",
-    doc: "CDT on LinUCB or LinTS, recording every fixed alpha's counterfactual expected reward",
-    params: &[
-        ParamDef {
-            name: "preset",
-            kind: ParamKind::Choice { options: &["paper", "refcode"], default: "paper" },
-            doc: "CDT's constants (spec 6.2)",
-        },
-        ParamDef {
-            name: "warmup",
-            kind: ParamKind::Int { min: 0, max: 1 << 30, default: 200 },
-            doc: "uniformly random rounds before CDT starts (the paper: 200)",
-        },
-    ],
-}];
+armada_core::choice! {
+    /// CDT's constants in the check.
+    pub enum CheckPreset {
+        /// the paper's
+        Paper = "paper",
+        /// the reference code's
+        Refcode = "refcode",
+    }
+}
+
+armada_core::params! {
+    /// The check's CDT.
+    pub struct CheckParams {
+        /// CDT's constants (spec 6.2)
+        preset: CheckPreset = CheckPreset::Paper,
+        /// uniformly random rounds before CDT starts (the paper: 200)
+        warmup: usize in [0, 1 << 30] = 200,
+    }
+}
+
+const ALGORITHMS: [ComponentDef; 1] = [ComponentDef::new::<CheckParams>(
+    "cdt",
+    "CDT on LinUCB or LinTS, recording every fixed alpha's counterfactual expected reward",
+)];
 
 fn metrics() -> &'static [MetricDef] {
     static METRICS: OnceLock<Vec<MetricDef>> = OnceLock::new();
@@ -160,8 +168,9 @@ impl Family for LipschitzCheckFamily {
     }
 
     fn check(&self, spec: &JobSpec) -> Result<(), SpecError> {
-        let bottom = spec.benchmark_params.str("bottom").unwrap_or("");
-        if !["linucb", "lints"].contains(&bottom) {
+        let bottom =
+            bottom_of(&spec.benchmark_params).map_err(|e| SpecError::new("benchmark_params.bottom", e.to_string()))?;
+        if !matches!(bottom, BottomKind::LinUcb | BottomKind::LinTs) {
             return Err(SpecError::new(
                 "benchmark_params.bottom",
                 format!("the Lipschitz check runs LinUCB or LinTS (one exploration value), not `{bottom}`"),
@@ -177,11 +186,15 @@ impl Family for LipschitzCheckFamily {
             return Err(JobError::Invalid("the Lipschitz check needs LinUCB or LinTS".into()));
         }
         let horizon = spec.horizon as usize;
-        let env = environment(&spec.benchmark, &spec.benchmark_params, bottom, horizon, streams.env("environment"))?;
+        let env = environment(&spec.benchmark, &spec.benchmark_params, horizon, streams.env("environment"))?;
         let bandit = bottom.build(env.dim(), horizon);
         let ap = &spec.algorithm_params;
-        let mut config = ap.choice("preset", &[("paper", CdtConfig::paper()), ("refcode", CdtConfig::refcode())])?;
-        config.warmup = WarmupRule::Rounds(ap.int("warmup")? as usize);
+        let CheckParams { preset, warmup } = ap.parse()?;
+        let mut config = match preset {
+            CheckPreset::Paper => CdtConfig::paper(),
+            CheckPreset::Refcode => CdtConfig::refcode(),
+        };
+        config.warmup = WarmupRule::Rounds(warmup);
         let mut tuner = TunerKind::Cdt(config).build(bandit.hyperparameters().len());
         let run = TunedLoop::start(bandit.as_ref(), horizon, tuner.as_mut());
         Ok(Box::new(CheckEpisode {
@@ -234,7 +247,7 @@ mod tests {
             let streams = JobStreams::new(&j.spec);
             let alg = bottom_of(&j.spec.benchmark_params).unwrap();
             let mut env =
-                environment(&j.spec.benchmark, &j.spec.benchmark_params, alg, 260, streams.env("environment")).unwrap();
+                environment(&j.spec.benchmark, &j.spec.benchmark_params, 260, streams.env("environment")).unwrap();
             let mut bandit = alg.build(6, 260);
             let mut config = CdtConfig::paper();
             config.warmup = WarmupRule::Rounds(200);
@@ -257,14 +270,8 @@ mod tests {
         let j = job("linucb", 230);
         let rows = records(&j);
         let streams = JobStreams::new(&j.spec);
-        let mut env = environment(
-            &j.spec.benchmark,
-            &j.spec.benchmark_params,
-            BottomKind::LinUcb,
-            230,
-            streams.env("environment"),
-        )
-        .unwrap();
+        let mut env =
+            environment(&j.spec.benchmark, &j.spec.benchmark_params, 230, streams.env("environment")).unwrap();
         let mut bandit = BottomKind::LinUcb.build(6, 230);
         let mut config = CdtConfig::paper();
         config.warmup = WarmupRule::Rounds(200);

@@ -16,10 +16,7 @@
 //! known. Regret is `sum_t (max_x f_t - f_t(x_t))`.
 
 use crate::zooming::{CoverageRule, InitialPoint, SelectionIndex, ZoomingConfig, ZoomingTs, CLIP_LEVEL};
-use armada_core::{
-    AnyEpisode, ComponentDef, Declaration, Episode, Family, JobError, JobStreams, ParamDef, ParamKind, Params,
-    StreamRng, ValidJob,
-};
+use armada_core::{AnyEpisode, ComponentDef, Declaration, Episode, Family, JobError, JobStreams, StreamRng, ValidJob};
 use rand_distr::{Distribution, StandardNormal};
 use std::f64::consts::PI;
 
@@ -88,15 +85,16 @@ impl Switching {
     }
 }
 
-/// Constants of the three methods (spec §3.4 A.3).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Constants {
-    /// Spec §2.1 with `tau0 = sqrt(0.1)`: `r(n) = sqrt(13 tau0^2 ln T / 2n)`, `s0 = sqrt(52 pi tau0^2 ln T)`,
-    /// removal, exact coverage.
-    Paper,
-    /// The code: `r(n) = sqrt(6.5 s^1.5 ln T / n)`, `s(n) = sqrt(pi s^2 ln T / n)` with `s = sqrt(0.1)`, no
-    /// removal, the code's 1-D gap rule (as the reference-code preset of CDT).
-    Code,
+armada_core::choice! {
+    /// Constants of the three methods (spec §3.4 A.3).
+    pub enum Constants {
+        /// Spec §2.1 with `tau0 = sqrt(0.1)`: `r(n) = sqrt(13 tau0^2 ln T / 2n)`, `s0 = sqrt(52 pi tau0^2 ln T)`,
+        /// removal, exact coverage.
+        Paper = "paper",
+        /// The code: `r(n) = sqrt(6.5 s^1.5 ln T / n)`, `s(n) = sqrt(pi s^2 ln T / n)` with `s = sqrt(0.1)`, no
+        /// removal, the code's 1-D gap rule (as the reference-code preset of CDT).
+        Code = "code",
+    }
 }
 
 /// `H = 10 ceil((T / c(T))^{3/4})` with `c(T) = 3` (22,800 at T = 90,000).
@@ -136,62 +134,74 @@ pub fn zooming(constants: Constants, horizon: usize) -> ZoomingConfig {
 /// The family as the registry sees it.
 pub struct LipschitzFamily;
 
-const BENCHMARKS: [ComponentDef; 1] = [ComponentDef {
-    name: "switching",
-    doc: "piecewise-stationary Lipschitz rewards on [0, 1] with 3 change points (spec 3.4, A.3)",
-    params: &[
-        ParamDef {
-            name: "shape",
-            kind: ParamKind::Choice { options: &["triangle", "sine"], default: "triangle" },
-            doc: "segment function: 0.9 - slope |x - a|, or (2/3pi) sin(3pi/2 (x - a + 1/3))",
-        },
-        ParamDef {
-            name: "slope",
-            kind: ParamKind::Float { min: 0.0, max: 10.0, default: 0.9 },
-            doc: "triangle slope (paper 0.9, code 0.95)",
-        },
-        ParamDef {
-            name: "change_points",
-            kind: ParamKind::Choice { options: &["head", "snapshot"], default: "head" },
-            doc: "the code's change points {22761, 47734, 70317} or the Figure 4 snapshot's {22861, 47734, 74817}, scaled by T/90000",
-        },
-        ParamDef {
-            name: "noise_var",
-            kind: ParamKind::Float { min: 0.0, max: 100.0, default: 0.1 },
-            doc: "variance of the Gaussian reward noise",
-        },
-    ],
-}];
+armada_core::choice! {
+    /// The function of each segment.
+    pub enum ShapeChoice {
+        /// 0.9 - slope |x - a|
+        Triangle = "triangle",
+        /// (2/3pi) sin(3pi/2 (x - a + 1/3))
+        Sine = "sine",
+    }
+}
 
-const CONSTANTS: ParamDef = ParamDef {
-    name: "constants",
-    kind: ParamKind::Choice { options: &["paper", "code"], default: "paper" },
-    doc: "radius and Thompson constants: the paper's with tau0 = sqrt(0.1), or the code's",
-};
+armada_core::choice! {
+    /// Where the segments change.
+    pub enum ChangePoints {
+        /// the code's {22761, 47734, 70317}
+        Head = "head",
+        /// the Figure 4 snapshot's {22861, 47734, 74817}
+        Snapshot = "snapshot",
+    }
+}
+
+armada_core::params! {
+    /// `switching`'s parameters.
+    pub struct SwitchingParams {
+        /// segment function: 0.9 - slope |x - a|, or (2/3pi) sin(3pi/2 (x - a + 1/3))
+        shape: ShapeChoice = ShapeChoice::Triangle,
+        /// triangle slope (paper 0.9, code 0.95)
+        slope: f64 in [0.0, 10.0] = 0.9,
+        /// the code's change points {22761, 47734, 70317} or the Figure 4 snapshot's {22861, 47734, 74817},
+        /// scaled by T/90000
+        change_points: ChangePoints = ChangePoints::Head,
+        /// variance of the Gaussian reward noise
+        noise_var: f64 in [0.0, 100.0] = 0.1,
+    }
+}
+
+const BENCHMARKS: [ComponentDef; 1] = [ComponentDef::new::<SwitchingParams>(
+    "switching",
+    "piecewise-stationary Lipschitz rewards on [0, 1] with 3 change points (spec 3.4, A.3)",
+)];
+
+armada_core::params! {
+    /// The constants every algorithm takes.
+    pub struct ConstantsParams {
+        /// radius and Thompson constants: the paper's with tau0 = sqrt(0.1), or the code's
+        constants: Constants = Constants::Paper,
+    }
+}
+
+armada_core::params! {
+    /// `zooming-tsr`'s parameters.
+    pub struct ZoomingTsrParams {
+        #[flatten]
+        constants: ConstantsParams,
+        /// restart period H; 0 = 10 ceil((T/3)^{3/4}) (22,800 at T = 90,000; the code uses 24,000)
+        epoch: usize in [0, 1 << 40] = 0,
+    }
+}
 
 const ALGORITHMS: [ComponentDef; 3] = [
-    ComponentDef {
-        name: "zooming-tsr",
-        doc: "Zooming TS with Restarts, paper Algorithm 1 (spec 2.1)",
-        params: &[
-            CONSTANTS,
-            ParamDef {
-                name: "epoch",
-                kind: ParamKind::Int { min: 0, max: 1 << 40, default: 0 },
-                doc: "restart period H; 0 = 10 ceil((T/3)^{3/4}) (22,800 at T = 90,000; the code uses 24,000)",
-            },
-        ],
-    },
-    ComponentDef {
-        name: "zooming",
-        doc: "stationary Zooming (UCB index fhat + 2 r(n), no restart, no removal; spec 2.2)",
-        params: &[CONSTANTS],
-    },
-    ComponentDef {
-        name: "oracle",
-        doc: "Zooming TS restarted exactly at the true change points (a skyline; spec 2.2)",
-        params: &[CONSTANTS],
-    },
+    ComponentDef::new::<ZoomingTsrParams>("zooming-tsr", "Zooming TS with Restarts, paper Algorithm 1 (spec 2.1)"),
+    ComponentDef::new::<ConstantsParams>(
+        "zooming",
+        "stationary Zooming (UCB index fhat + 2 r(n), no restart, no removal; spec 2.2)",
+    ),
+    ComponentDef::new::<ConstantsParams>(
+        "oracle",
+        "Zooming TS restarted exactly at the true change points (a skyline; spec 2.2)",
+    ),
 ];
 
 armada_core::metrics! {
@@ -235,10 +245,6 @@ impl Episode for SwitchingEpisode {
     }
 }
 
-fn constants(params: &Params) -> Result<Constants, JobError> {
-    params.choice("constants", &[("paper", Constants::Paper), ("code", Constants::Code)])
-}
-
 const DECLARATION: Declaration = Declaration {
     name: "lipschitz",
     // 2: as every family had before versions were per family.
@@ -261,20 +267,24 @@ impl Family for LipschitzFamily {
     fn start(&self, job: &ValidJob, streams: &JobStreams) -> Result<Box<dyn AnyEpisode>, JobError> {
         let (spec, bp) = (&job.spec, &job.spec.benchmark_params);
         let horizon = spec.horizon as usize;
-        let shape = match bp.choice("shape", &[("triangle", false), ("sine", true)])? {
-            true => Shape::Sine,
-            false => Shape::Triangle { slope: bp.float("slope")? },
+        let p: SwitchingParams = bp.parse()?;
+        let shape = match p.shape {
+            ShapeChoice::Sine => Shape::Sine,
+            ShapeChoice::Triangle => Shape::Triangle { slope: p.slope },
         };
-        let points =
-            bp.choice("change_points", &[("head", &CHANGE_POINTS_HEAD), ("snapshot", &CHANGE_POINTS_SNAPSHOT)])?;
-        let env = Switching::new(shape, points, horizon, bp.float("noise_var")?);
+        let points = match p.change_points {
+            ChangePoints::Head => &CHANGE_POINTS_HEAD,
+            ChangePoints::Snapshot => &CHANGE_POINTS_SNAPSHOT,
+        };
+        let env = Switching::new(shape, points, horizon, p.noise_var);
         let ap = &spec.algorithm_params;
-        let c = constants(ap)?;
+        // Every algorithm takes the constants.
+        let c = ap.parse::<ConstantsParams>()?.constants;
         let config = match spec.algorithm.as_str() {
             "zooming-tsr" => {
-                let epoch = match ap.int("epoch")? {
+                let epoch = match ap.parse::<ZoomingTsrParams>()?.epoch {
                     0 => paper_epoch(horizon),
-                    h => h as usize,
+                    h => h,
                 };
                 zooming_tsr(c, horizon, epoch)
             }

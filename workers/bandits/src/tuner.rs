@@ -61,13 +61,14 @@ pub trait Tuner {
     fn feedback(&mut self, reward: f64, rng: &mut dyn RngCore);
 }
 
-/// Which finite candidate set OP / TL / Syndicated use (spec §2.5, §5.2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum CandidateSet {
-    /// `{0.1, 1, 2, 3, 4, 5}`, the main experiments.
-    C1,
-    /// The finer 13 values of Appendix A.4.1.
-    C2,
+armada_core::choice! {
+    /// Which finite candidate set OP / TL / Syndicated use (spec §2.5, §5.2).
+    pub enum CandidateSet {
+        /// `{0.1, 1, 2, 3, 4, 5}`, the main experiments.
+        C1 = "c1",
+        /// The finer 13 values of Appendix A.4.1.
+        C2 = "c2",
+    }
 }
 
 impl CandidateSet {

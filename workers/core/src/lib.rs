@@ -34,11 +34,13 @@ mod runner;
 mod spec;
 
 pub use error::{JobError, SpecError};
-pub use params::{ParamValue, Params};
+pub use params::{
+    concat_defs, count_defs, doc_text, Choice, ParamDef, ParamKind, ParamType, ParamValue, Parameters, Params,
+};
 pub use record::{MetricDef, MetricKind, MetricValue, Metrics, StepRecord};
 pub use registry::{
-    check_param, check_params, find_component, AnyEpisode, ComponentDef, Declaration, Episode, Family, ParamDef,
-    ParamKind, Registry, ValidJob, MAX_HORIZON, MAX_SEED,
+    check_param, check_params, find_component, AnyEpisode, ComponentDef, Declaration, Episode, Family, Registry,
+    ValidJob, MAX_HORIZON, MAX_SEED,
 };
 pub use rng::{JobStreams, StreamRng};
 pub use runner::{run_job, RunOutcome};

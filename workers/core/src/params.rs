@@ -1,4 +1,13 @@
-//! Parameter values of benchmarks and algorithms, and their canonical text form.
+//! Parameters of benchmarks and algorithms: their values and canonical text form, and the
+//! typed structs they are declared as.
+//!
+//! A component (a benchmark or an algorithm) declares its parameters once, as a struct made
+//! by [`params!`]: each field is a parameter, named by the field, typed by its type (`f64`
+//! a float, an integer type an integer, `bool` a boolean, a [`choice!`] enum a choice),
+//! with its range, default and doc beside it. The struct's `DEFS` is the component's schema
+//! ([`ParamDef`]s, from which validation and `armada list` work), and
+//! [`Params::parse`] turns a validated job's parameters into the struct, so a family's code
+//! reads fields and matches choices exhaustively, never a parameter by its name.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -72,47 +81,354 @@ impl Params {
         self.0.iter()
     }
 
-    /// Typed access for validated parameters; a missing or mistyped one is a schema bug.
-    pub fn float(&self, name: &str) -> Result<f64, crate::JobError> {
-        self.get(name)
-            .and_then(ParamValue::as_f64)
-            .ok_or_else(|| crate::JobError::Invalid(format!("float parameter `{name}` missing")))
+    /// The typed parameters of a validated job: `P` is the struct its component declared
+    /// ([`params!`]). Validation filled in every parameter and checked every value, so an
+    /// error here is a schema bug (a struct that is not its component's), never bad input.
+    pub fn parse<P: Parameters>(&self) -> Result<P, crate::JobError> {
+        P::from_params(self)
     }
 
-    pub fn int(&self, name: &str) -> Result<i64, crate::JobError> {
-        match self.get(name) {
-            Some(ParamValue::Int(v)) => Ok(*v),
-            _ => Err(crate::JobError::Invalid(format!("integer parameter `{name}` missing"))),
+    /// The value of `name`, read as the type of the field that declared it.
+    pub fn read<T: ParamType>(&self, name: &str) -> Result<T, crate::JobError> {
+        let value = self.get(name).ok_or_else(|| {
+            crate::JobError::Invalid(format!("parameter `{name}` missing (its component declares another struct)"))
+        })?;
+        T::from_value(value)
+            .ok_or_else(|| crate::JobError::Invalid(format!("parameter `{name}` = {value} is not {}", T::DESCRIPTION)))
+    }
+}
+
+/// The type, range and default of one parameter.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ParamKind {
+    Float { min: f64, max: f64, default: f64 },
+    Int { min: i64, max: i64, default: i64 },
+    Bool { default: bool },
+    Choice { options: &'static [&'static str], default: &'static str },
+}
+
+/// One parameter of a benchmark or an algorithm.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ParamDef {
+    pub name: &'static str,
+    pub kind: ParamKind,
+    pub doc: &'static str,
+}
+
+/// A component's parameters as a struct made by [`params!`]: its schema, and the struct
+/// built from validated values.
+pub trait Parameters: Sized {
+    /// The schema, in declaration order (flattened groups in place).
+    const DEFS: &'static [ParamDef];
+    fn from_params(params: &Params) -> Result<Self, crate::JobError>;
+}
+
+/// A Rust type a parameter can have, and how it is read from a validated value.
+pub trait ParamType: Sized {
+    /// What a value of this type is, for messages ("a float").
+    const DESCRIPTION: &'static str;
+    fn from_value(value: &ParamValue) -> Option<Self>;
+}
+
+impl ParamType for f64 {
+    const DESCRIPTION: &'static str = "a float";
+    fn from_value(value: &ParamValue) -> Option<Self> {
+        value.as_f64()
+    }
+}
+
+impl ParamType for bool {
+    const DESCRIPTION: &'static str = "a boolean";
+    fn from_value(value: &ParamValue) -> Option<Self> {
+        match *value {
+            ParamValue::Bool(b) => Some(b),
+            _ => None,
         }
     }
+}
 
-    pub fn bool(&self, name: &str) -> Result<bool, crate::JobError> {
-        match self.get(name) {
-            Some(ParamValue::Bool(v)) => Ok(*v),
-            _ => Err(crate::JobError::Invalid(format!("boolean parameter `{name}` missing"))),
+macro_rules! int_param_types {
+    ($($t:ty),*) => {$(
+        impl ParamType for $t {
+            const DESCRIPTION: &'static str = concat!("an integer that fits ", stringify!($t));
+            fn from_value(value: &ParamValue) -> Option<Self> {
+                match *value {
+                    ParamValue::Int(i) => <$t>::try_from(i).ok(),
+                    _ => None,
+                }
+            }
         }
-    }
+    )*};
+}
+int_param_types!(i64, u32, u64, usize);
 
-    pub fn str(&self, name: &str) -> Result<&str, crate::JobError> {
-        match self.get(name) {
-            Some(ParamValue::Str(v)) => Ok(v),
-            _ => Err(crate::JobError::Invalid(format!("string parameter `{name}` missing"))),
+/// A [`choice!`] enum: a parameter whose value is one of a fixed set of names.
+pub trait Choice: Copy + 'static {
+    /// Every variant, in declaration order.
+    const ALL: &'static [Self];
+    /// Their names, in the same order: the schema's options.
+    const NAMES: &'static [&'static str];
+    fn name(self) -> &'static str;
+}
+
+/// The text of a field's doc comment: its lines joined (each begins with the space after
+/// `///`, which separates them), without the first line's leading space.
+#[doc(hidden)]
+pub const fn doc_text(doc: &'static str) -> &'static str {
+    match doc.as_bytes() {
+        [b' ', rest @ ..] => match std::str::from_utf8(rest) {
+            Ok(text) => text,
+            Err(_) => doc,
+        },
+        _ => doc,
+    }
+}
+
+/// The number of definitions in `parts`, for [`concat_defs`].
+#[doc(hidden)]
+pub const fn count_defs(parts: &[&[ParamDef]]) -> usize {
+    let (mut n, mut i) = (0, 0);
+    while i < parts.len() {
+        n += parts[i].len();
+        i += 1;
+    }
+    n
+}
+
+/// `parts` joined into one array, at compile time: a struct's own parameters and its
+/// flattened groups, in declaration order.
+#[doc(hidden)]
+pub const fn concat_defs<const N: usize>(parts: &[&[ParamDef]]) -> [ParamDef; N] {
+    const EMPTY: ParamDef = ParamDef { name: "", kind: ParamKind::Bool { default: false }, doc: "" };
+    let mut out = [EMPTY; N];
+    let (mut n, mut i) = (0, 0);
+    while i < parts.len() {
+        let mut j = 0;
+        while j < parts[i].len() {
+            out[n] = parts[i][j];
+            n += 1;
+            j += 1;
         }
+        i += 1;
     }
+    assert!(n == N, "concat_defs: N is not the number of definitions");
+    out
+}
 
-    /// A choice parameter as the value `options` pairs with it. A value the options do not
-    /// name is an error, never a silent default: an option added to a schema and forgotten
-    /// here fails the job (and the families' tests that start every option).
-    pub fn choice<T: Copy>(&self, name: &str, options: &[(&str, T)]) -> Result<T, crate::JobError> {
-        let value = self.str(name)?;
-        options.iter().find(|(option, _)| *option == value).map(|(_, v)| *v).ok_or_else(|| {
-            let known: Vec<&str> = options.iter().map(|(o, _)| *o).collect();
-            crate::JobError::Invalid(format!(
-                "choice `{name}` = `{value}` is not handled (handled: {})",
-                known.join(", ")
-            ))
-        })
-    }
+/// Declare a component's parameters once, as a struct. Each field is a parameter, named by
+/// the field and documented by its doc comment; its type decides the kind: `f64` a float
+/// and an integer type (`i64`, `u32`, `u64`, `usize`) an integer, each with its range
+/// `in [min, max]`; `bool` a boolean; a [`choice!`] enum a choice among its names. The
+/// default follows `=`. A field marked `#[flatten]` holds another `params!` struct, whose
+/// parameters are this one's too (a group several components share).
+///
+/// The struct implements [`Parameters`] (its `DEFS` is the component's schema, in field
+/// order) and `Default` (every default).
+///
+/// ```
+/// armada_core::choice! {
+///     /// How ties are broken.
+///     pub enum Tie {
+///         /// the lowest index
+///         First = "first",
+///         /// uniformly among the maximisers
+///         Random = "random",
+///     }
+/// }
+/// armada_core::params! {
+///     /// Ties, shared by several rules.
+///     pub struct Ties {
+///         /// how exact ties in the argmax are broken
+///         tie_break: Tie = Tie::First,
+///     }
+/// }
+/// armada_core::params! {
+///     /// The straddle's parameters.
+///     pub struct Straddle {
+///         /// the confidence multiplier
+///         beta_sqrt: f64 in [0.0, 100.0] = 3.0,
+///         /// candidates drawn per step
+///         pool: usize in [1, 1000] = 10,
+///         #[flatten]
+///         ties: Ties,
+///     }
+/// }
+/// use armada_core::{ParamKind, Parameters, Params, ParamValue};
+/// let names: Vec<_> = Straddle::DEFS.iter().map(|d| d.name).collect();
+/// assert_eq!(names, ["beta_sqrt", "pool", "tie_break"]);
+/// assert_eq!(Straddle::DEFS[0].kind, ParamKind::Float { min: 0.0, max: 100.0, default: 3.0 });
+/// assert_eq!(Straddle::DEFS[0].doc, "the confidence multiplier");
+/// let mut p = Params::new();
+/// p.insert("beta_sqrt".into(), ParamValue::Float(2.0));
+/// p.insert("pool".into(), ParamValue::Int(5));
+/// p.insert("tie_break".into(), ParamValue::Str("random".into()));
+/// let s: Straddle = p.parse().unwrap();
+/// assert_eq!((s.beta_sqrt, s.pool, s.ties.tie_break), (2.0, 5, Tie::Random));
+/// assert_eq!(Straddle::default().ties.tie_break, Tie::First);
+/// ```
+#[macro_export]
+macro_rules! params {
+    (
+        $(#[$meta:meta])*
+        $vis:vis struct $name:ident { $($body:tt)* }
+    ) => {
+        $crate::params!(@field [$(#[$meta])* $vis struct $name] [] [] [] [] $($body)*);
+    };
+
+    // A flattened group: its parameters are this struct's too.
+    (@field $head:tt [$($fields:tt)*] [$($parts:tt)*] [$($reads:tt)*] [$($defaults:tt)*]
+        #[flatten] $field:ident : $ty:ident, $($rest:tt)*
+    ) => {
+        $crate::params!(@field $head
+            [$($fields)* pub $field: $ty,]
+            [$($parts)* <$ty as $crate::Parameters>::DEFS,]
+            [$($reads)* $field (flat $ty)]
+            [$($defaults)* $field: <$ty as ::std::default::Default>::default(),]
+            $($rest)*);
+    };
+
+    // One parameter: `name: type in [min, max] = default,` (no range for bools and choices).
+    (@field $head:tt [$($fields:tt)*] [$($parts:tt)*] [$($reads:tt)*] [$($defaults:tt)*]
+        $(#[doc = $doc:literal])+
+        $field:ident : $ty:tt $(in [$min:expr, $max:expr])? = $default:expr, $($rest:tt)*
+    ) => {
+        $crate::params!(@field $head
+            [$($fields)* $(#[doc = $doc])+ pub $field: $ty,]
+            [$($parts)* &[$crate::ParamDef {
+                name: stringify!($field),
+                kind: $crate::params!(@kind $ty [$($min, $max)?] $default),
+                doc: $crate::doc_text(concat!($($doc),+)),
+            }],]
+            [$($reads)* $field (own)]
+            [$($defaults)* $field: $default,]
+            $($rest)*);
+    };
+
+    (@field [$(#[$meta:meta])* $vis:vis struct $name:ident]
+        [$($fields:tt)*] [$($parts:tt)*] [$($read:ident $how:tt)*] [$($defaults:tt)*]
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Debug, PartialEq)]
+        $vis struct $name { $($fields)* }
+
+        impl $name {
+            const PARTS: &'static [&'static [$crate::ParamDef]] = &[$($parts)*];
+        }
+
+        impl $crate::Parameters for $name {
+            const DEFS: &'static [$crate::ParamDef] =
+                &$crate::concat_defs::<{ $crate::count_defs($name::PARTS) }>($name::PARTS);
+            fn from_params(params: &$crate::Params) -> Result<Self, $crate::JobError> {
+                Ok($name { $($read: $crate::params!(@read params $read $how),)* })
+            }
+        }
+
+        impl ::std::default::Default for $name {
+            fn default() -> Self {
+                $name { $($defaults)* }
+            }
+        }
+    };
+
+    (@read $params:ident $field:ident (own)) => { $params.read(stringify!($field))? };
+    (@read $params:ident $field:ident (flat $ty:ident)) => {
+        <$ty as $crate::Parameters>::from_params($params)?
+    };
+
+    (@kind f64 [$min:expr, $max:expr] $default:expr) => {
+        $crate::ParamKind::Float { min: $min, max: $max, default: $default }
+    };
+    (@kind i64 [$min:expr, $max:expr] $default:expr) => { $crate::params!(@int $min, $max, $default) };
+    (@kind u32 [$min:expr, $max:expr] $default:expr) => { $crate::params!(@int $min, $max, $default) };
+    (@kind u64 [$min:expr, $max:expr] $default:expr) => { $crate::params!(@int $min, $max, $default) };
+    (@kind usize [$min:expr, $max:expr] $default:expr) => { $crate::params!(@int $min, $max, $default) };
+    (@kind bool [] $default:expr) => { $crate::ParamKind::Bool { default: $default } };
+    (@kind $choice:ident [] $default:expr) => {
+        $crate::ParamKind::Choice {
+            options: <$choice as $crate::Choice>::NAMES,
+            default: $choice::name($default),
+        }
+    };
+    (@int $min:expr, $max:expr, $default:expr) => {
+        $crate::ParamKind::Int { min: $min, max: $max, default: $default }
+    };
+}
+
+/// Declare a choice parameter's type: an enum whose variants are its options, each named
+/// by the string beside it. It implements [`Choice`] and [`ParamType`], so a [`params!`]
+/// field of this type is a choice among the names, and a family matches it exhaustively:
+/// an option added here and forgotten in a `match` does not compile.
+///
+/// ```
+/// armada_core::choice! {
+///     /// The reward model.
+///     pub enum Rewards {
+///         /// linear rewards
+///         Linear = "linear",
+///         /// logistic rewards
+///         Logistic = "logistic",
+///     }
+/// }
+/// use armada_core::Choice;
+/// assert_eq!(Rewards::NAMES, ["linear", "logistic"]);
+/// assert_eq!(Rewards::Logistic.name(), "logistic");
+/// assert_eq!(Rewards::from_name("linear"), Some(Rewards::Linear));
+/// ```
+#[macro_export]
+macro_rules! choice {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident {
+            $($(#[doc = $doc:literal])* $variant:ident = $text:literal),+ $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        $vis enum $name {
+            $($(#[doc = $doc])* $variant,)+
+        }
+
+        impl $name {
+            /// The option's name.
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text,)+
+                }
+            }
+
+            /// The variant named `name`, if any.
+            pub fn from_name(name: &str) -> Option<Self> {
+                match name {
+                    $($text => Some($name::$variant),)+
+                    _ => None,
+                }
+            }
+        }
+
+        impl $crate::Choice for $name {
+            const ALL: &'static [Self] = &[$($name::$variant),+];
+            const NAMES: &'static [&'static str] = &[$($text),+];
+            fn name(self) -> &'static str {
+                $name::name(self)
+            }
+        }
+
+        impl $crate::ParamType for $name {
+            const DESCRIPTION: &'static str = concat!("an option of ", stringify!($name));
+            fn from_value(value: &$crate::ParamValue) -> Option<Self> {
+                match value {
+                    $crate::ParamValue::Str(s) => $name::from_name(s),
+                    _ => None,
+                }
+            }
+        }
+
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str($name::name(*self))
+            }
+        }
+    };
 }
 
 /// Canonical text `{a=1,b="x"}`: what job keys hash and what result tables show.
@@ -132,6 +448,104 @@ impl fmt::Display for Params {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    crate::choice! {
+        /// A choice of three.
+        enum Shape {
+            /// round
+            Round = "round",
+            /// square
+            Square = "square",
+            /// the third
+            Other = "other-shape",
+        }
+    }
+
+    crate::params! {
+        /// A shared group.
+        struct Group {
+            /// a boolean
+            flag: bool = true,
+        }
+    }
+
+    crate::params! {
+        /// Every kind, a flattened group in the middle, a doc of two lines.
+        struct All {
+            /// a float
+            x: f64 in [-1.0, 1.0] = 0.5,
+            /// a count of
+            /// two lines
+            n: u32 in [0, 10] = 3,
+            #[flatten]
+            group: Group,
+            /// a choice
+            shape: Shape = Shape::Square,
+            /// a big integer
+            big: i64 in [i64::MIN, 1 << 40] = -7,
+        }
+    }
+
+    #[test]
+    fn a_struct_declares_its_schema_in_field_order_with_its_defaults() {
+        let defs: Vec<_> = All::DEFS.iter().map(|d| (d.name, d.kind, d.doc)).collect();
+        assert_eq!(
+            defs,
+            [
+                ("x", ParamKind::Float { min: -1.0, max: 1.0, default: 0.5 }, "a float"),
+                ("n", ParamKind::Int { min: 0, max: 10, default: 3 }, "a count of two lines"),
+                ("flag", ParamKind::Bool { default: true }, "a boolean"),
+                (
+                    "shape",
+                    ParamKind::Choice { options: &["round", "square", "other-shape"], default: "square" },
+                    "a choice"
+                ),
+                ("big", ParamKind::Int { min: i64::MIN, max: 1 << 40, default: -7 }, "a big integer"),
+            ]
+        );
+        // The schema's defaults, filled in by validation, parse to the struct's Default.
+        let component = crate::ComponentDef::new::<All>("all", "");
+        let completed = crate::check_params(&component, &Params::new()).unwrap();
+        assert_eq!(completed.parse::<All>().unwrap(), All::default());
+        assert_eq!(All::default(), All { x: 0.5, n: 3, group: Group { flag: true }, shape: Shape::Square, big: -7 });
+    }
+
+    #[test]
+    fn values_are_read_as_their_fields_types() {
+        let mut p = Params::new();
+        p.insert("x".into(), ParamValue::Int(1)); // an integer given for a float widens
+        p.insert("n".into(), ParamValue::Int(10));
+        p.insert("flag".into(), ParamValue::Bool(false));
+        p.insert("shape".into(), ParamValue::Str("other-shape".into()));
+        p.insert("big".into(), ParamValue::Int(i64::MIN));
+        let all: All = p.parse().unwrap();
+        assert_eq!(all, All { x: 1.0, n: 10, group: Group { flag: false }, shape: Shape::Other, big: i64::MIN });
+
+        // Parameters of another struct are a schema bug, reported with the parameter's name.
+        let mut bad = p.clone();
+        bad.insert("n".into(), ParamValue::Int(-1));
+        assert_eq!(
+            bad.parse::<All>().unwrap_err().to_string(),
+            "invalid job: parameter `n` = -1 is not an integer that fits u32"
+        );
+        bad = p.clone();
+        bad.0.remove("flag");
+        assert!(bad.parse::<All>().unwrap_err().to_string().contains("parameter `flag` missing"));
+        bad = p;
+        bad.insert("shape".into(), ParamValue::Str("triangle".into()));
+        assert!(bad.parse::<All>().unwrap_err().to_string().contains("is not an option of Shape"));
+    }
+
+    #[test]
+    fn a_choice_names_each_variant_once() {
+        assert_eq!(Shape::NAMES, ["round", "square", "other-shape"]);
+        for (&shape, &name) in Shape::ALL.iter().zip(Shape::NAMES) {
+            assert_eq!(shape.name(), name);
+            assert_eq!(Shape::from_name(name), Some(shape));
+            assert_eq!(shape.to_string(), name);
+        }
+        assert_eq!(Shape::from_name("Round"), None);
+    }
 
     #[test]
     fn canonical_text_is_sorted_and_typed() {

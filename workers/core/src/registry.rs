@@ -4,24 +4,10 @@
 //! and parameter of a [`JobSpec`], fills in defaults, and returns a [`ValidJob`] whose
 //! key is computed from the canonical, completed spec.
 
-use crate::{JobError, JobKey, JobSpec, JobStreams, MetricDef, Metrics, ParamValue, Params, SpecError};
-
-/// The type, range and default of one parameter.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum ParamKind {
-    Float { min: f64, max: f64, default: f64 },
-    Int { min: i64, max: i64, default: i64 },
-    Bool { default: bool },
-    Choice { options: &'static [&'static str], default: &'static str },
-}
-
-/// One parameter of a benchmark or an algorithm.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ParamDef {
-    pub name: &'static str,
-    pub kind: ParamKind,
-    pub doc: &'static str,
-}
+use crate::{
+    JobError, JobKey, JobSpec, JobStreams, MetricDef, Metrics, ParamDef, ParamKind, ParamValue, Parameters, Params,
+    SpecError,
+};
 
 /// A benchmark or an algorithm of a family: its name, what it is, its parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -29,6 +15,18 @@ pub struct ComponentDef {
     pub name: &'static str,
     pub doc: &'static str,
     pub params: &'static [ParamDef],
+}
+
+impl ComponentDef {
+    /// A component whose parameters are the struct `P` ([`crate::params!`]).
+    pub const fn new<P: Parameters>(name: &'static str, doc: &'static str) -> Self {
+        ComponentDef { name, doc, params: P::DEFS }
+    }
+
+    /// A component without parameters.
+    pub const fn bare(name: &'static str, doc: &'static str) -> Self {
+        ComponentDef { name, doc, params: &[] }
+    }
 }
 
 /// A running job: plain synchronous code that yields the metrics of one step at a time,

@@ -5,12 +5,13 @@
 //!
 //! `cargo run --release -p armada-cvs --example airfoil_fstar`
 
-use armada_cvs::problem::{CostNoise, Objective, Problem};
+use armada_cvs::problem::{CostNoise, CostSet, Objective, Problem};
 use armada_gp::lbfgs::minimize;
 
 fn main() {
     for variance in [0.02, 0.04] {
-        let mut problem = Problem::new(Objective::Plant, "cheap", CostNoise::Paper, variance, 100.0, 0.0).unwrap();
+        let mut problem =
+            Problem::new(Objective::Plant, CostSet::Cheap, CostNoise::Paper, variance, 100.0, 0.0).unwrap();
         problem.objective = Objective::Airfoil;
         problem.sets = Objective::Airfoil.control_sets().iter().map(|s| s.to_vec()).collect();
         let mut best = (f64::NEG_INFINITY, 0, vec![]);

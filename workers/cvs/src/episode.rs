@@ -39,11 +39,14 @@ armada_core::metrics! {
     }
 }
 
-/// How a run treats the last play (spec §2.7).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BudgetRule {
-    Overshoot,
-    Strict,
+armada_core::choice! {
+    /// How a run treats the last play (spec §2.7).
+    pub enum BudgetRule {
+        /// the last play may overshoot the budget
+        Overshoot = "overshoot",
+        /// stop before a play that would overshoot it
+        Strict = "strict",
+    }
 }
 
 /// Sizes of the Monte Carlo sets of a run.

@@ -2,8 +2,7 @@
 //! and cross-field checks (spec §4, §3, Appendix A).
 
 use armada_core::{
-    AnyEpisode, ComponentDef, Declaration, Family, JobError, JobSpec, JobStreams, ParamDef, ParamKind, Params,
-    SpecError, ValidJob,
+    AnyEpisode, ComponentDef, Declaration, Family, JobError, JobSpec, JobStreams, Params, SpecError, ValidJob,
 };
 
 use crate::algorithms::etc::{Etc, Grouping};
@@ -13,203 +12,254 @@ use crate::algorithms::ucb_cvs::UcbCvs;
 use crate::algorithms::{Algorithm, SearchConfig};
 use crate::episode::{BudgetRule, CvsEpisode, CvsMetrics, McConfig};
 use crate::maximize::MaximizeConfig;
-use crate::problem::{CostNoise, Objective, Problem};
+use crate::problem::{CostNoise, CostSet, Objective, Problem};
 use crate::surrogate::SigmaMode;
 
-const fn float(name: &'static str, min: f64, max: f64, default: f64, doc: &'static str) -> ParamDef {
-    ParamDef { name, kind: ParamKind::Float { min, max, default }, doc }
+armada_core::params! {
+    /// The parameters every benchmark takes (spec §4).
+    pub struct BenchParams {
+        /// mean costs of the 7 sets (spec 4.7)
+        cost_set: CostSet = CostSet::Cheap,
+        /// variance of every truncated-normal input after truncation (spec 2.5); at most 0.08: a
+        /// truncated normal on [0, 1] has a variance below 1/12, the uniform's
+        variance: f64 in [0.005, 0.08] = 0.02,
+        /// budget C in cost units
+        budget: f64 in [0.01, 100_000.0] = 100.0,
+        /// realised-cost rule (spec 4.7)
+        cost_noise: CostNoise = CostNoise::Paper,
+        /// observation noise std (CODE-uCVS: 0)
+        noise_std: f64 in [0.0, 10.0] = 0.01,
+        /// last play may overshoot C, or stop if it would (spec 2.7)
+        budget_rule: BudgetRule = BudgetRule::Overshoot,
+    }
 }
-const fn int(name: &'static str, min: i64, max: i64, default: i64, doc: &'static str) -> ParamDef {
-    ParamDef { name, kind: ParamKind::Int { min, max, default }, doc }
-}
-const fn choice(
-    name: &'static str,
-    options: &'static [&'static str],
-    default: &'static str,
-    doc: &'static str,
-) -> ParamDef {
-    ParamDef { name, kind: ParamKind::Choice { options, default }, doc }
-}
-
-const BENCH_PARAMS: &[ParamDef] = &[
-    choice(
-        "cost_set",
-        &["cheap", "moderate", "expensive", "code-4", "code-5"],
-        "cheap",
-        "mean costs of the 7 sets (spec 4.7)",
-    ),
-    // At most 0.08: a truncated normal on [0, 1] has a variance below 1/12, the uniform's.
-    float("variance", 0.005, 0.08, 0.02, "variance of every truncated-normal input after truncation (spec 2.5)"),
-    float("budget", 0.01, 100_000.0, 100.0, "budget C in cost units"),
-    choice("cost_noise", &["paper", "code", "none"], "paper", "realised-cost rule (spec 4.7)"),
-    float("noise_std", 0.0, 10.0, 0.01, "observation noise std (CODE-uCVS: 0)"),
-    choice(
-        "budget_rule",
-        &["overshoot", "strict"],
-        "overshoot",
-        "last play may overshoot C, or stop if it would (spec 2.7)",
-    ),
-];
 
 const BENCHMARKS: [ComponentDef; 5] = [
-    ComponentDef { name: "hartmann6-12d", doc: "Hartmann-6 embedded in 12-D (spec 4.2)", params: BENCH_PARAMS },
-    ComponentDef { name: "ackley6-12d", doc: "negated Ackley-6 embedded in 12-D (spec 4.3)", params: BENCH_PARAMS },
-    ComponentDef { name: "levy6-12d", doc: "negated Levy-6 embedded in 12-D (spec 4.4)", params: BENCH_PARAMS },
-    ComponentDef { name: "plant", doc: "plant-growth SVGP simulator, 5-D (spec 4.5)", params: BENCH_PARAMS },
-    ComponentDef {
-        name: "airfoil",
-        doc: "airfoil self-noise GP simulator, 5-D, no full set (spec 4.6); variance 0.02 or 0.04",
-        params: BENCH_PARAMS,
-    },
+    ComponentDef::new::<BenchParams>("hartmann6-12d", "Hartmann-6 embedded in 12-D (spec 4.2)"),
+    ComponentDef::new::<BenchParams>("ackley6-12d", "negated Ackley-6 embedded in 12-D (spec 4.3)"),
+    ComponentDef::new::<BenchParams>("levy6-12d", "negated Levy-6 embedded in 12-D (spec 4.4)"),
+    ComponentDef::new::<BenchParams>("plant", "plant-growth SVGP simulator, 5-D (spec 4.5)"),
+    ComponentDef::new::<BenchParams>(
+        "airfoil",
+        "airfoil self-noise GP simulator, 5-D, no full set (spec 4.6); variance 0.02 or 0.04",
+    ),
 ];
 
-macro_rules! common_params {
-    ($warm_full:expr, $n_iter:expr $(, $extra:expr)* $(,)?) => {
-        &[
-            int("n_mc", 1, 100_000, 1024, "MC samples N of the fixed set S (spec 2.3; CODE-uCVS 1500)"),
-            int("n_sigma", 1, 100_000, 1024, "samples of S (the first ones) averaged in E[sigma]; < n_mc is a documented reduction"),
-            choice("sigma_mode", &["per-sample", "rms"], "per-sample", "E[sigma] as the mean of per-sample sigmas (spec), or sqrt(E[sigma^2]) (fast, not the spec's)"),
-            int("n_warmup_full", 1, 1_000_000, $warm_full, "warm-up points when maximising over a full set (spec 2.4)"),
-            int("n_warmup_partial", 1, 1_000_000, 100, "warm-up points when maximising over a partial set"),
-            int("n_iter", 1, 100, $n_iter, "L-BFGS starts: n_iter - 1 random plus the best warm-up point"),
-            $($extra,)*
-        ]
+armada_core::params! {
+    /// The Monte Carlo sets every algorithm takes.
+    pub struct McParams {
+        /// MC samples N of the fixed set S (spec 2.3; CODE-uCVS 1500)
+        n_mc: usize in [1, 100_000] = 1024,
+        /// samples of S (the first ones) averaged in E[sigma]; < n_mc is a documented reduction
+        n_sigma: usize in [1, 100_000] = 1024,
+        /// E[sigma] as the mean of per-sample sigmas (spec), or sqrt(E[sigma^2]) (fast, not the spec's)
+        sigma_mode: SigmaMode = SigmaMode::PerSample,
+    }
+}
+
+/// The inner optimiser's parameters (spec 2.4), under a name of their own for each set of
+/// defaults: the proposed method searches less widely than the baselines.
+macro_rules! search_params {
+    ($(#[$meta:meta])* $name:ident: n_warmup_full = $full:literal, n_iter = $n_iter:literal) => {
+        armada_core::params! {
+            $(#[$meta])*
+            pub struct $name {
+                /// warm-up points when maximising over a full set (spec 2.4)
+                n_warmup_full: usize in [1, 1_000_000] = $full,
+                /// warm-up points when maximising over a partial set
+                n_warmup_partial: usize in [1, 1_000_000] = 100,
+                /// L-BFGS starts: n_iter - 1 random plus the best warm-up point
+                n_iter: usize in [1, 100] = $n_iter,
+            }
+        }
+
+        impl $name {
+            fn config(&self) -> SearchConfig {
+                SearchConfig {
+                    full: MaximizeConfig { n_warmup: self.n_warmup_full, n_iter: self.n_iter },
+                    partial: MaximizeConfig { n_warmup: self.n_warmup_partial, n_iter: self.n_iter },
+                }
+            }
+        }
     };
 }
 
-const BETA: ParamDef = float("beta", 0.0, 100.0, 2.0, "confidence multiplier (spec 2.2)");
+search_params! {
+    /// The proposed method's inner optimiser.
+    ProposedSearch: n_warmup_full = 2000, n_iter = 2
+}
+
+search_params! {
+    /// The baselines' inner optimiser.
+    BaselineSearch: n_warmup_full = 10000, n_iter = 5
+}
+
+armada_core::params! {
+    /// The UCB confidence multiplier.
+    pub struct Ucb {
+        /// confidence multiplier (spec 2.2)
+        beta: f64 in [0.0, 100.0] = 2.0,
+    }
+}
+
+armada_core::choice! {
+    /// Which BO-uCVS the proposed method runs.
+    pub enum ProposedMode {
+        /// Algorithm 1 as in spec 3.2
+        Paper = "paper",
+        /// Fsoft-AIC/BO-uCVS (spec 3.3, Adam refit per exploitation step)
+        Code = "code",
+        /// code without the refit
+        CodeFixed = "code-fixed",
+    }
+}
+
+armada_core::params! {
+    /// `proposed`'s parameters.
+    pub struct ProposedParams {
+        #[flatten]
+        mc: McParams,
+        #[flatten]
+        search: ProposedSearch,
+        /// paper: Algorithm 1 as in spec 3.2; code: Fsoft-AIC/BO-uCVS (spec 3.3, Adam refit per exploitation
+        /// step); code-fixed: code without the refit
+        mode: ProposedMode = ProposedMode::Paper,
+        #[flatten]
+        ucb: Ucb,
+        /// initial tolerance alpha (paper mode)
+        alpha0: f64 in [0.0, 0.99] = 0.1,
+        /// exploration budget fraction rho
+        explore_fraction: f64 in [0.0, 1.0] = 0.6,
+        /// when lcb_bar is updated during exploration
+        lcb_mode: LcbMode = LcbMode::EveryStep,
+        /// threshold shift (spec 3.2.1)
+        shift: Shift = Shift::Worst,
+        /// halve alpha every d exploitation plays, or once
+        alpha_schedule: AlphaSchedule = AlphaSchedule::Repeated,
+        /// T in sqrt(2 ln T / T_i): ln t or ln T_hat
+        cost_log: CostLog = CostLog::Iteration,
+        /// code mode: iteration from which sets are random (0 = never)
+        t_cap: usize in [0, 1_000_000] = 450,
+    }
+}
+
+armada_core::params! {
+    /// `ucb-psq`'s parameters.
+    pub struct UcbPsqParams {
+        #[flatten]
+        mc: McParams,
+        #[flatten]
+        search: BaselineSearch,
+        #[flatten]
+        ucb: Ucb,
+    }
+}
+
+armada_core::params! {
+    /// `ts-psq`'s parameters.
+    pub struct TsPsqParams {
+        #[flatten]
+        mc: McParams,
+        #[flatten]
+        search: BaselineSearch,
+        /// RFF frequencies D_f
+        n_features: usize in [1, 100_000] = 1024,
+    }
+}
+
+armada_core::params! {
+    /// `etc`'s parameters.
+    pub struct EtcParams {
+        #[flatten]
+        mc: McParams,
+        #[flatten]
+        search: BaselineSearch,
+        #[flatten]
+        ucb: Ucb,
+        /// plays per group (ETC-50)
+        plays_per_group: usize in [0, 1_000_000] = 50,
+        /// size: equal number of variables (paper); tay/code: the reference codes' lists
+        groups: Grouping = Grouping::Size,
+    }
+}
+
+armada_core::params! {
+    /// `ucb-cvs`'s parameters.
+    pub struct UcbCvsParams {
+        #[flatten]
+        mc: McParams,
+        #[flatten]
+        search: BaselineSearch,
+        #[flatten]
+        ucb: Ucb,
+        /// initial epsilon of the linear schedule
+        eps0: f64 in [0.0, 1000.0] = 0.1,
+        /// budget fraction at which epsilon reaches 0
+        eps_cut: f64 in [0.001, 1.0] = 0.5,
+    }
+}
 
 const ALGORITHMS: [ComponentDef; 5] = [
-    ComponentDef {
-        name: "proposed",
-        doc: "BO-uCVS (spec 3.2 paper mode, 3.3 code mode)",
-        params: common_params!(
-            2000,
-            2,
-            choice(
-                "mode",
-                &["paper", "code", "code-fixed"],
-                "paper",
-                "paper: Algorithm 1 as in spec 3.2; code: Fsoft-AIC/BO-uCVS (spec 3.3, Adam refit per exploitation step); code-fixed: code without the refit"
-            ),
-            BETA,
-            float("alpha0", 0.0, 0.99, 0.1, "initial tolerance alpha (paper mode)"),
-            float("explore_fraction", 0.0, 1.0, 0.6, "exploration budget fraction rho"),
-            choice(
-                "lcb_mode",
-                &["every_step", "every_round"],
-                "every_step",
-                "when lcb_bar is updated during exploration"
-            ),
-            choice("shift", &["worst", "zero", "min-observed"], "worst", "threshold shift (spec 3.2.1)"),
-            choice(
-                "alpha_schedule",
-                &["repeated", "once"],
-                "repeated",
-                "halve alpha every d exploitation plays, or once"
-            ),
-            choice("cost_log", &["iteration", "projected"], "iteration", "T in sqrt(2 ln T / T_i): ln t or ln T_hat"),
-            int("t_cap", 0, 1_000_000, 450, "code mode: iteration from which sets are random (0 = never)"),
-        ),
-    },
-    ComponentDef { name: "ucb-psq", doc: "UCB-PSQ (spec 3.4)", params: common_params!(10000, 5, BETA) },
-    ComponentDef {
-        name: "ts-psq",
-        doc: "TS-PSQ with random Fourier features (spec 3.5)",
-        params: common_params!(10000, 5, int("n_features", 1, 100_000, 1024, "RFF frequencies D_f")),
-    },
-    ComponentDef {
-        name: "etc",
-        doc: "ETC-n: UCB-PSQ over groups of sets, n plays per group, then all sets (spec 3.6)",
-        params: common_params!(
-            10000,
-            5,
-            BETA,
-            int("plays_per_group", 0, 1_000_000, 50, "plays per group (ETC-50)"),
-            choice(
-                "groups",
-                &["size", "tay", "code"],
-                "size",
-                "size: equal number of variables (paper); tay/code: the reference codes' lists"
-            ),
-        ),
-    },
-    ComponentDef {
-        name: "ucb-cvs",
-        doc: "UCB-CVS with known mean costs, reference only (spec 3.7)",
-        params: common_params!(
-            10000,
-            5,
-            BETA,
-            float("eps0", 0.0, 1000.0, 0.1, "initial epsilon of the linear schedule"),
-            float("eps_cut", 0.001, 1.0, 0.5, "budget fraction at which epsilon reaches 0"),
-        ),
-    },
+    ComponentDef::new::<ProposedParams>("proposed", "BO-uCVS (spec 3.2 paper mode, 3.3 code mode)"),
+    ComponentDef::new::<UcbPsqParams>("ucb-psq", "UCB-PSQ (spec 3.4)"),
+    ComponentDef::new::<TsPsqParams>("ts-psq", "TS-PSQ with random Fourier features (spec 3.5)"),
+    ComponentDef::new::<EtcParams>(
+        "etc",
+        "ETC-n: UCB-PSQ over groups of sets, n plays per group, then all sets (spec 3.6)",
+    ),
+    ComponentDef::new::<UcbCvsParams>("ucb-cvs", "UCB-CVS with known mean costs, reference only (spec 3.7)"),
 ];
 
 /// The `cvs` family.
 pub struct CvsFamily;
 
 fn problem(spec: &JobSpec) -> Result<(Problem, BudgetRule), JobError> {
-    let b = &spec.benchmark_params;
     let objective = Objective::by_name(&spec.benchmark)
         .ok_or_else(|| JobError::Invalid(format!("unknown cvs benchmark `{}`", spec.benchmark)))?;
-    let noise = CostNoise::by_name(b.str("cost_noise")?).ok_or_else(|| JobError::Invalid("cost_noise".into()))?;
-    let problem = Problem::new(
-        objective,
-        b.str("cost_set")?,
-        noise,
-        b.float("variance")?,
-        b.float("budget")?,
-        b.float("noise_std")?,
-    )?;
-    let rule = b.choice("budget_rule", &[("overshoot", BudgetRule::Overshoot), ("strict", BudgetRule::Strict)])?;
-    Ok((problem, rule))
-}
-
-fn usize_param(p: &Params, name: &str) -> Result<usize, JobError> {
-    Ok(p.int(name)? as usize)
+    let b: BenchParams = spec.benchmark_params.parse()?;
+    let problem = Problem::new(objective, b.cost_set, b.cost_noise, b.variance, b.budget, b.noise_std)?;
+    Ok((problem, b.budget_rule))
 }
 
 fn algorithm(name: &str, p: &Params, problem: &Problem) -> Result<Box<dyn Algorithm>, JobError> {
-    let search = SearchConfig {
-        full: MaximizeConfig { n_warmup: usize_param(p, "n_warmup_full")?, n_iter: usize_param(p, "n_iter")? },
-        partial: MaximizeConfig { n_warmup: usize_param(p, "n_warmup_partial")?, n_iter: usize_param(p, "n_iter")? },
-    };
-    let bad = |field: &str| JobError::Invalid(format!("bad value of `{field}`"));
     Ok(match name {
         "proposed" => {
+            let p: ProposedParams = p.parse()?;
+            let (mode, refit) = match p.mode {
+                ProposedMode::Paper => (Mode::Paper, false),
+                ProposedMode::Code => (Mode::Code, true),
+                ProposedMode::CodeFixed => (Mode::Code, false),
+            };
             let config = ProposedConfig {
-                mode: p.choice("mode", &[("paper", Mode::Paper), ("code", Mode::Code), ("code-fixed", Mode::Code)])?,
-                beta: p.float("beta")?,
-                alpha0: p.float("alpha0")?,
-                explore_fraction: p.float("explore_fraction")?,
-                lcb_mode: p
-                    .choice("lcb_mode", &[("every_step", LcbMode::EveryStep), ("every_round", LcbMode::EveryRound)])?,
-                shift: p.choice(
-                    "shift",
-                    &[("worst", Shift::Worst), ("zero", Shift::Zero), ("min-observed", Shift::MinObserved)],
-                )?,
-                alpha_schedule: p.choice(
-                    "alpha_schedule",
-                    &[("repeated", AlphaSchedule::Repeated), ("once", AlphaSchedule::Once)],
-                )?,
-                cost_log: p
-                    .choice("cost_log", &[("iteration", CostLog::Iteration), ("projected", CostLog::Projected)])?,
-                t_cap: usize_param(p, "t_cap")?,
-                refit: p.choice("mode", &[("paper", false), ("code", true), ("code-fixed", false)])?,
-                search,
+                mode,
+                beta: p.ucb.beta,
+                alpha0: p.alpha0,
+                explore_fraction: p.explore_fraction,
+                lcb_mode: p.lcb_mode,
+                shift: p.shift,
+                alpha_schedule: p.alpha_schedule,
+                cost_log: p.cost_log,
+                t_cap: p.t_cap,
+                refit,
+                search: p.search.config(),
             };
             Box::new(Proposed::new(config, problem.n_sets()))
         }
-        "ucb-psq" => Box::new(UcbPsq { beta: p.float("beta")?, search }),
-        "ts-psq" => Box::new(TsPsq { n_frequencies: usize_param(p, "n_features")?, search }),
+        "ucb-psq" => {
+            let p: UcbPsqParams = p.parse()?;
+            Box::new(UcbPsq { beta: p.ucb.beta, search: p.search.config() })
+        }
+        "ts-psq" => {
+            let p: TsPsqParams = p.parse()?;
+            Box::new(TsPsq { n_frequencies: p.n_features, search: p.search.config() })
+        }
         "etc" => {
-            let grouping = Grouping::by_name(p.str("groups")?).ok_or_else(|| bad("groups"))?;
-            Box::new(Etc::new(p.float("beta")?, grouping.groups(problem), usize_param(p, "plays_per_group")?, search))
+            let p: EtcParams = p.parse()?;
+            Box::new(Etc::new(p.ucb.beta, p.groups.groups(problem), p.plays_per_group, p.search.config()))
         }
         "ucb-cvs" => {
-            Box::new(UcbCvs { beta: p.float("beta")?, eps0: p.float("eps0")?, eps_cut: p.float("eps_cut")?, search })
+            let p: UcbCvsParams = p.parse()?;
+            Box::new(UcbCvs { beta: p.ucb.beta, eps0: p.eps0, eps_cut: p.eps_cut, search: p.search.config() })
         }
         other => return Err(JobError::Invalid(format!("unknown cvs algorithm `{other}`"))),
     })
@@ -220,8 +270,9 @@ pub fn episode(spec: &JobSpec, streams: &JobStreams) -> Result<CvsEpisode, JobEr
     let (problem, rule) = problem(spec)?;
     let p = &spec.algorithm_params;
     let algo = algorithm(&spec.algorithm, p, &problem)?;
-    let sigma_mode = p.choice("sigma_mode", &[("per-sample", SigmaMode::PerSample), ("rms", SigmaMode::Rms)])?;
-    let mc = McConfig { n_mc: usize_param(p, "n_mc")?, n_sigma: usize_param(p, "n_sigma")?, sigma_mode };
+    // Every algorithm takes the Monte Carlo parameters.
+    let McParams { n_mc, n_sigma, sigma_mode } = p.parse()?;
+    let mc = McConfig { n_mc, n_sigma, sigma_mode };
     Ok(CvsEpisode::new(problem, rule, algo, mc, streams))
 }
 
@@ -249,18 +300,16 @@ impl Family for CvsFamily {
     }
 
     fn check(&self, spec: &JobSpec) -> Result<(), SpecError> {
-        let b = &spec.benchmark_params;
-        let message = |e: JobError| e.to_string();
-        let variance = b.float("variance").map_err(|e| SpecError::new("benchmark_params.variance", message(e)))?;
+        let BenchParams { variance, .. } =
+            spec.benchmark_params.parse().map_err(|e| SpecError::new("benchmark_params", e.to_string()))?;
         if spec.benchmark == "airfoil" && Objective::Airfoil.f_star(variance).is_none() {
             return Err(SpecError::new(
                 "benchmark_params.variance",
                 format!("airfoil has f* only for variance 0.02 or 0.04, got {variance}"),
             ));
         }
-        let a = &spec.algorithm_params;
-        let n_mc = a.int("n_mc").map_err(|e| SpecError::new("algorithm_params.n_mc", message(e)))?;
-        let n_sigma = a.int("n_sigma").map_err(|e| SpecError::new("algorithm_params.n_sigma", message(e)))?;
+        let McParams { n_mc, n_sigma, .. } =
+            spec.algorithm_params.parse().map_err(|e| SpecError::new("algorithm_params", e.to_string()))?;
         if n_sigma > n_mc {
             return Err(SpecError::new("algorithm_params.n_sigma", format!("{n_sigma} exceeds n_mc = {n_mc}")));
         }

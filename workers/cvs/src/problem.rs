@@ -115,40 +115,49 @@ impl Objective {
 /// estimated 0.95 and 0.75.
 pub const AIRFOIL_F_STAR: [(f64, f64); 2] = [(0.02, 0.942_786_757_102), (0.04, 0.742_796_862_273)];
 
-/// Mean cost vectors (spec §4.7); `code-4`/`code-5` are CODE-uCVS cost ids 4 and 5.
-pub fn mean_costs(name: &str) -> Option<[f64; 7]> {
-    Some(match name {
-        "cheap" => [0.01, 0.01, 0.01, 0.1, 0.1, 0.1, 1.0],
-        "moderate" => [0.1, 0.1, 0.1, 0.2, 0.2, 0.2, 1.0],
-        "expensive" => [0.6, 0.6, 0.6, 0.8, 0.8, 0.8, 1.0],
-        "code-4" => [0.1, 0.1, 0.1, 0.5, 0.5, 0.5, 1.0],
-        "code-5" => [0.3, 0.3, 0.3, 0.8, 0.8, 0.8, 1.0],
-        _ => return None,
-    })
+armada_core::choice! {
+    /// The mean costs of the 7 control sets (spec §4.7; the reference codes' two more).
+    pub enum CostSet {
+        /// 0.01 for the 1-variable sets, 0.1 for the 2-variable ones, 1 for the full set
+        Cheap = "cheap",
+        /// 0.1, 0.2, 1
+        Moderate = "moderate",
+        /// 0.6, 0.8, 1
+        Expensive = "expensive",
+        /// CODE-uCVS cost id 4: 0.1, 0.5, 1
+        Code4 = "code-4",
+        /// CODE-uCVS cost id 5: 0.3, 0.8, 1
+        Code5 = "code-5",
+    }
 }
 
-/// How a realised cost deviates from its mean (spec §4.7).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CostNoise {
-    /// [PAPER] `N(0, 0.02^2)` (0.02 read as the std) added only if the mean is `>= 0.1`,
-    /// realised costs clipped at `>= 0.001`.
-    Paper,
-    /// [CODE-uCVS] `clip(mean + 0.01 N(0,1), 0.001, 2)` on every set.
-    Code,
-    /// Deterministic costs.
-    None,
+impl CostSet {
+    /// The mean cost of each control set, in set order.
+    pub fn mean_costs(self) -> [f64; 7] {
+        match self {
+            CostSet::Cheap => [0.01, 0.01, 0.01, 0.1, 0.1, 0.1, 1.0],
+            CostSet::Moderate => [0.1, 0.1, 0.1, 0.2, 0.2, 0.2, 1.0],
+            CostSet::Expensive => [0.6, 0.6, 0.6, 0.8, 0.8, 0.8, 1.0],
+            CostSet::Code4 => [0.1, 0.1, 0.1, 0.5, 0.5, 0.5, 1.0],
+            CostSet::Code5 => [0.3, 0.3, 0.3, 0.8, 0.8, 0.8, 1.0],
+        }
+    }
+}
+
+armada_core::choice! {
+    /// How a realised cost deviates from its mean (spec §4.7).
+    pub enum CostNoise {
+        /// [PAPER] `N(0, 0.02^2)` (0.02 read as the std) added only if the mean is `>= 0.1`,
+        /// realised costs clipped at `>= 0.001`.
+        Paper = "paper",
+        /// [CODE-uCVS] `clip(mean + 0.01 N(0,1), 0.001, 2)` on every set.
+        Code = "code",
+        /// Deterministic costs.
+        None = "none",
+    }
 }
 
 impl CostNoise {
-    pub fn by_name(name: &str) -> Option<Self> {
-        Some(match name {
-            "paper" => Self::Paper,
-            "code" => Self::Code,
-            "none" => Self::None,
-            _ => return None,
-        })
-    }
-
     pub fn realise<R: Rng + ?Sized>(self, mean: f64, rng: &mut R) -> f64 {
         let z: f64 = StandardNormal.sample(rng);
         match self {
@@ -179,13 +188,13 @@ pub struct Problem {
 impl Problem {
     pub fn new(
         objective: Objective,
-        cost_set: &str,
+        cost_set: CostSet,
         cost_noise: CostNoise,
         variance: f64,
         budget: f64,
         noise_std: f64,
     ) -> Result<Self, JobError> {
-        let costs = mean_costs(cost_set).ok_or_else(|| JobError::Invalid(format!("unknown cost set `{cost_set}`")))?;
+        let costs = cost_set.mean_costs();
         let f_star = objective
             .f_star(variance)
             .filter(|f| f.is_finite())
@@ -264,7 +273,7 @@ mod tests {
             (0.02, [0.285_215_451_301_368_66, 0.322_236_989_391_427_5]),
             (0.04, [0.288_691_258_616_729_2, 0.315_513_323_424_286_3]),
         ] {
-            let p = Problem::new(Objective::Airfoil, "cheap", CostNoise::Paper, variance, 100.0, 0.01).unwrap();
+            let p = Problem::new(Objective::Airfoil, CostSet::Cheap, CostNoise::Paper, variance, 100.0, 0.01).unwrap();
             assert!((p.expected_value(5, &x) - p.f_star).abs() < 1e-9);
         }
     }
@@ -288,7 +297,7 @@ mod tests {
 
     #[test]
     fn expected_value_of_a_full_set_is_f_and_partial_sets_average() {
-        let p = Problem::new(Objective::Hartmann6, "cheap", CostNoise::Paper, 0.02, 100.0, 0.01).unwrap();
+        let p = Problem::new(Objective::Hartmann6, CostSet::Cheap, CostNoise::Paper, 0.02, 100.0, 0.01).unwrap();
         let xs = [0.20169, 0.150011, 0.476874, 0.275332, 0.311652, 0.6573];
         let mut full = [0.5; 12];
         full[..6].copy_from_slice(&xs);
@@ -302,7 +311,7 @@ mod tests {
         assert!((f6 - 0.4642).abs() < 4.0 * 0.006, "{f6}");
         assert_eq!(p.full_set(), Some(6));
         assert_eq!(
-            Problem::new(Objective::Airfoil, "cheap", CostNoise::Paper, 0.03, 100.0, 0.01).err().map(|_| ()),
+            Problem::new(Objective::Airfoil, CostSet::Cheap, CostNoise::Paper, 0.03, 100.0, 0.01).err().map(|_| ()),
             Some(())
         );
     }

@@ -184,16 +184,17 @@ pub struct SetExpectation<'p> {
 /// Number of (point, sample) columns solved at once when evaluating many points.
 const COLUMNS_PER_SOLVE: usize = 1024;
 
-/// How `E_hat[sigma]` is estimated.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SigmaMode {
-    /// The spec's estimator (gotcha 1): the mean of per-sample posterior standard deviations
-    /// over the first `n_sigma` MC samples; cost `n_sigma n^2` per point.
-    PerSample,
-    /// A documented compute reduction, NOT the spec's estimator: `sqrt(E_hat[sigma^2])` over all
-    /// `N` samples, `E[sigma^2] = s2 - s2^2 A^T (K^{-1} o G) A` with `G = mean_n B_n B_n^T`;
-    /// cost `n^2` per point. By Jensen it is `>= E[sigma]`; exact for a full set.
-    Rms,
+armada_core::choice! {
+    /// How `E_hat[sigma]` is estimated.
+    pub enum SigmaMode {
+        /// The spec's estimator (gotcha 1): the mean of per-sample posterior standard deviations
+        /// over the first `n_sigma` MC samples; cost `n_sigma n^2` per point.
+        PerSample = "per-sample",
+        /// A documented compute reduction, NOT the spec's estimator: `sqrt(E_hat[sigma^2])` over all
+        /// `N` samples, `E[sigma^2] = s2 - s2^2 A^T (K^{-1} o G) A` with `G = mean_n B_n B_n^T`;
+        /// cost `n^2` per point. By Jensen it is `>= E[sigma]`; exact for a full set.
+        Rms = "rms",
+    }
 }
 
 /// `B` of one control set, grown by one row per observation (the MC samples and the set are

@@ -3,47 +3,52 @@
 //! It is not in armada's registry; its test builds a registry of its own, validates a job
 //! and runs it, as the coordinator and the workers would.
 //!
-//! What a family declares, once: its name and version, its benchmarks and algorithms with
-//! their parameters (type, range, default, doc; validation and `armada list` come from
-//! these), and its metrics (a struct made by `armada_core::metrics!`, built by name). What
-//! it does: `start` turns a validated job into an [`Episode`] that yields one record per
-//! step, step 0 being the state after the initial design. Every random draw comes from the job's [`JobStreams`]: environment streams are
-//! the same for every algorithm of a seed (the optimum, the noise), so algorithms are
-//! compared on common random numbers.
+//! What a family declares, once: its name and version; its benchmarks and algorithms, each
+//! with its parameters as a struct made by `armada_core::params!` (type, range, default and
+//! doc per field; validation and `armada list` come from it); and its metrics, a struct made
+//! by `armada_core::metrics!` and built by name. What it does: `start` parses a validated
+//! job's parameters into those structs and turns the job into an [`Episode`] that yields
+//! one record per step, step 0 being the state after the initial design. Every random draw
+//! comes from the job's [`JobStreams`]: environment streams are the same for every
+//! algorithm of a seed (the optimum, the noise), so algorithms are compared on common
+//! random numbers.
 
-use armada_core::{
-    AnyEpisode, ComponentDef, Declaration, Episode, Family, JobError, JobStreams, ParamDef, ParamKind, StreamRng,
-    ValidJob,
-};
+use armada_core::{AnyEpisode, ComponentDef, Declaration, Episode, Family, JobError, JobStreams, StreamRng, ValidJob};
 use rand::Rng;
 use rand_distr::{Distribution, Normal};
 
 pub struct ExampleFamily;
 
-const BENCHMARKS: [ComponentDef; 1] = [ComponentDef {
-    name: "quadratic",
-    doc: "f(x) = |x - x*|^2 on [-2, 2]^dim, x* uniform in [-1, 1]^dim per seed, Gaussian observation noise",
-    params: &[
-        ParamDef { name: "dim", kind: ParamKind::Int { min: 1, max: 100, default: 2 }, doc: "dimension" },
-        ParamDef {
-            name: "noise_sd",
-            kind: ParamKind::Float { min: 0.0, max: 10.0, default: 0.1 },
-            doc: "standard deviation of the observation noise",
-        },
-    ],
-}];
+armada_core::params! {
+    /// The quadratic's parameters, declared once: each field is a parameter with its range,
+    /// default and doc; validation and `armada list` read the schema this makes.
+    pub struct QuadraticParams {
+        /// dimension
+        dim: usize in [1, 100] = 2,
+        /// standard deviation of the observation noise
+        noise_sd: f64 in [0.0, 10.0] = 0.1,
+    }
+}
+
+armada_core::params! {
+    /// The hill climber's parameters.
+    pub struct HillClimbParams {
+        /// standard deviation of a step
+        step: f64 in [1e-6, 10.0] = 0.5,
+    }
+}
+
+const BENCHMARKS: [ComponentDef; 1] = [ComponentDef::new::<QuadraticParams>(
+    "quadratic",
+    "f(x) = |x - x*|^2 on [-2, 2]^dim, x* uniform in [-1, 1]^dim per seed, Gaussian observation noise",
+)];
 
 const ALGORITHMS: [ComponentDef; 2] = [
-    ComponentDef { name: "random", doc: "a uniform point of the box at every step", params: &[] },
-    ComponentDef {
-        name: "hill-climb",
-        doc: "a Gaussian step from the best observed point, kept when its observation is better",
-        params: &[ParamDef {
-            name: "step",
-            kind: ParamKind::Float { min: 1e-6, max: 10.0, default: 0.5 },
-            doc: "standard deviation of a step",
-        }],
-    },
+    ComponentDef::bare("random", "a uniform point of the box at every step"),
+    ComponentDef::new::<HillClimbParams>(
+        "hill-climb",
+        "a Gaussian step from the best observed point, kept when its observation is better",
+    ),
 ];
 
 armada_core::metrics! {
@@ -75,18 +80,17 @@ impl Family for ExampleFamily {
         &DECLARATION
     }
     fn start(&self, job: &ValidJob, streams: &JobStreams) -> Result<Box<dyn AnyEpisode>, JobError> {
-        // Validation filled in every parameter, so these lookups cannot miss.
-        let bench = &job.spec.benchmark_params;
-        let dim = bench.int("dim")? as usize;
+        // Validation filled in every parameter and checked its range: these parse.
+        let QuadraticParams { dim, noise_sd } = job.spec.benchmark_params.parse()?;
         let mut optimum_rng = streams.env("optimum");
         let optimum = (0..dim).map(|_| optimum_rng.random_range(-1.0..=1.0)).collect();
         let step = match job.spec.algorithm.as_str() {
-            "hill-climb" => Some(job.spec.algorithm_params.float("step")?),
+            "hill-climb" => Some(job.spec.algorithm_params.parse::<HillClimbParams>()?.step),
             _ => None,
         };
         Ok(Box::new(Quadratic {
             optimum,
-            noise_sd: bench.float("noise_sd")?,
+            noise_sd,
             noise: streams.env("noise"),
             moves: streams.algo("moves"),
             step,

@@ -38,7 +38,8 @@
 //! algorithm.
 
 use crate::algorithms::max_value::{choose_returned, max_value_loss, nearest_grid_point, tau};
-use crate::algorithms::{Acquisition, Choice, MaxValueBeta, ZeroRule};
+use crate::algorithms::{Acquisition, Choice, LseParams, MaxValueBeta, RandStraddleMaxParams, ZeroRule};
+use crate::benchmarks::ContinuousConfig;
 use crate::benchmarks::{ContinuousProblem, NOMINAL_CARD_X};
 use crate::metrics::{average_loss, upper_set_fscore, Returned};
 use crate::LseMetrics;
@@ -56,59 +57,6 @@ pub const POLISH_STEP_FRACTION: f64 = 0.05;
 /// while each old row streams through once.
 const EVAL_CHUNK: usize = 2048;
 
-/// How a continuous run optimises the AF and measures the metrics (the benchmark
-/// parameters of spec 4.3, checked once before any work).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ContinuousConfig {
-    pub pool_size: usize,
-    pub eval_points: usize,
-    pub metrics_every: u32,
-    pub polish_top_k: usize,
-    pub polish_evals: usize,
-}
-
-impl Default for ContinuousConfig {
-    /// The defaults of [`crate::benchmarks::CONTINUOUS_PARAMS`].
-    fn default() -> Self {
-        ContinuousConfig {
-            pool_size: 10_000,
-            eval_points: 100_000,
-            metrics_every: 1,
-            polish_top_k: 0,
-            polish_evals: 60,
-        }
-    }
-}
-
-impl ContinuousConfig {
-    /// From validated benchmark parameters.
-    pub fn from_params(params: &Params) -> Result<Self, JobError> {
-        let positive = |name: &str| -> Result<usize, JobError> {
-            let v = params.int(name)?;
-            usize::try_from(v)
-                .ok()
-                .filter(|&v| v >= 1)
-                .ok_or_else(|| JobError::Invalid(format!("{name} must be at least 1, got {v}")))
-        };
-        let config = ContinuousConfig {
-            pool_size: positive("pool_size")?,
-            eval_points: positive("eval_points")?,
-            metrics_every: u32::try_from(positive("metrics_every")?)
-                .map_err(|_| JobError::Invalid("metrics_every does not fit in u32".into()))?,
-            polish_top_k: usize::try_from(params.int("polish_top_k")?)
-                .map_err(|_| JobError::Invalid("polish_top_k must be >= 0".into()))?,
-            polish_evals: positive("polish_evals")?,
-        };
-        if config.polish_top_k > config.pool_size {
-            return Err(JobError::Invalid(format!(
-                "polish_top_k = {} exceeds pool_size = {}",
-                config.polish_top_k, config.pool_size
-            )));
-        }
-        Ok(config)
-    }
-}
-
 /// The acquisition rule of a continuous job on `problem`: the finite rules that apply to a
 /// box (spec 4.3 "Methods"), with LSE's `card_x = 0` read as the nominal `|X| = 1e15`, and
 /// `rand-straddle-max` as Algorithm 3 on the box.
@@ -123,7 +71,7 @@ pub fn continuous_acquisition(
                  on the continuous block (spec 4.3); use random, us, straddle, lse, rand-straddle or rand-straddle-max"
                 .into(),
         )),
-        "lse" if params.bool("intersection")? => {
+        "lse" if params.parse::<LseParams>()?.intersection => {
             return Err(JobError::Invalid(
                 "lse on a continuous benchmark runs without the running intersection (spec 2.6.2, gotcha 9): \
                  set intersection = false"
@@ -136,14 +84,10 @@ pub fn continuous_acquisition(
     // and the intersection (rejected above).
     let mut acquisition = Acquisition::from_params(name, params, 1)?;
     match &mut acquisition {
-        Acquisition::Lse { card_x, .. } if params.float("card_x")? == 0.0 => *card_x = NOMINAL_CARD_X,
+        Acquisition::Lse { card_x, .. } if params.parse::<LseParams>()?.card_x == 0.0 => *card_x = NOMINAL_CARD_X,
         Acquisition::RandomizedStraddleMax { beta, .. } => {
-            *beta = MaxValueBeta::Infinite {
-                dim: problem.dim,
-                width: problem.hi - problem.lo,
-                a: params.float("sup_a")?,
-                b: params.float("sup_b")?,
-            }
+            let RandStraddleMaxParams { sup_a, sup_b, .. } = params.parse()?;
+            *beta = MaxValueBeta::Infinite { dim: problem.dim, width: problem.hi - problem.lo, a: sup_a, b: sup_b }
         }
         _ => {}
     }
@@ -158,10 +102,13 @@ pub(crate) fn start(
     problem: ContinuousProblem,
 ) -> Result<Box<dyn AnyEpisode>, JobError> {
     let spec = &job.spec;
-    let config = ContinuousConfig::from_params(&spec.benchmark_params)?;
+    let config: ContinuousConfig = spec.benchmark_params.parse()?;
+    config.check()?;
     let acquisition = continuous_acquisition(&spec.algorithm, &spec.algorithm_params, &problem)?;
     let check_points = match acquisition {
-        Acquisition::RandomizedStraddleMax { .. } => spec.algorithm_params.int("check_points")? as usize,
+        Acquisition::RandomizedStraddleMax { .. } => {
+            spec.algorithm_params.parse::<RandStraddleMaxParams>()?.check_points
+        }
         _ => 0,
     };
     Ok(Box::new(ContinuousEpisode::new(problem, acquisition, config, streams, spec.horizon, check_points)))
@@ -787,10 +734,10 @@ mod tests {
 
     fn episode(job: &ValidJob) -> ContinuousEpisode {
         let spec = &job.spec;
-        let config = ContinuousConfig::from_params(&spec.benchmark_params).unwrap();
+        let config: ContinuousConfig = spec.benchmark_params.parse().unwrap();
         let problem = ContinuousProblem::by_name(&spec.benchmark).unwrap();
         let acquisition = continuous_acquisition(&spec.algorithm, &spec.algorithm_params, &problem).unwrap();
-        let check_points = spec.algorithm_params.int("check_points").map_or(0, |c| c as usize);
+        let check_points = spec.algorithm_params.parse::<RandStraddleMaxParams>().map_or(0, |p| p.check_points);
         ContinuousEpisode::new(problem, acquisition, config, &JobStreams::new(spec), spec.horizon, check_points)
     }
 
@@ -1106,7 +1053,7 @@ mod tests {
                 spec.benchmark_params.insert(k.to_string(), ParamValue::Int(*v));
             }
             let err = registry.validate(&spec).expect_err(algo);
-            let field = if algo == "rand-straddle" { "benchmark_params" } else { "algorithm" };
+            let field = if algo == "rand-straddle" { "benchmark_params.polish_top_k" } else { "algorithm" };
             assert_eq!(err.field_path, field, "{algo}");
             assert!(err.message.contains(needle), "{algo}: {err}");
             // Bypass validation (as a stale queued job would) to check the start-time guard.

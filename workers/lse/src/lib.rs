@@ -33,8 +33,8 @@ mod episode;
 pub mod metrics;
 
 pub use continuous_episode::{
-    continuous_acquisition, nelder_mead_box, predict_one, uniform_points, ContinuousConfig, ContinuousEpisode,
-    EvalSetMean, PolishStart, Polished,
+    continuous_acquisition, nelder_mead_box, predict_one, uniform_points, ContinuousEpisode, EvalSetMean, PolishStart,
+    Polished,
 };
 pub use episode::{CandidatePosterior, FiniteEpisode, LseMetrics};
 
@@ -73,8 +73,9 @@ impl Family for LseFamily {
             };
             continuous_episode::continuous_acquisition(&spec.algorithm, &spec.algorithm_params, &problem)
                 .map_err(|e| SpecError::new("algorithm", message(e)))?;
-            continuous_episode::ContinuousConfig::from_params(&spec.benchmark_params)
-                .map_err(|e| SpecError::new("benchmark_params", message(e)))?;
+            let config: benchmarks::ContinuousConfig =
+                spec.benchmark_params.parse().map_err(|e| SpecError::new("benchmark_params", message(e)))?;
+            config.check().map_err(|e| SpecError::new("benchmark_params.polish_top_k", message(e)))?;
         }
         Ok(())
     }

@@ -10,46 +10,50 @@
 //! Its sibling `testkit-short` has one algorithm, `short`: `echo` whose episode ends after
 //! step `seed % (last + 1)` (jobs of one cell that end early, at different steps).
 
-use armada_core::{
-    AnyEpisode, ComponentDef, Declaration, Episode, Family, JobError, JobStreams, ParamDef, ParamKind, StreamRng,
-    ValidJob,
-};
+use armada_core::{AnyEpisode, ComponentDef, Declaration, Episode, Family, JobError, JobStreams, StreamRng, ValidJob};
 use rand::Rng;
 use std::time::Duration;
 
 pub struct TestkitFamily;
 
 const BENCHMARKS: [ComponentDef; 1] =
-    [ComponentDef { name: "constant", doc: "no environment beyond one uniform draw per step", params: &[] }];
+    [ComponentDef::bare("constant", "no environment beyond one uniform draw per step")];
+
+armada_core::params! {
+    /// `slow`'s parameters.
+    pub struct SlowParams {
+        /// sleep per step
+        ms: u64 in [0, 60_000] = 100,
+    }
+}
+
+armada_core::params! {
+    /// `panic`'s parameters.
+    pub struct PanicParams {
+        /// the step
+        at: u32 in [0, 1 << 30] = 1,
+    }
+}
+
+armada_core::params! {
+    /// `short`'s parameters.
+    pub struct ShortParams {
+        /// the latest step a job may end at
+        last: u64 in [0, 1 << 30] = 3,
+    }
+}
 
 const ALGORITHMS: [ComponentDef; 3] = [
-    ComponentDef { name: "echo", doc: "value = seed + step + U(0,1)", params: &[] },
-    ComponentDef {
-        name: "slow",
-        doc: "echo, sleeping `ms` milliseconds per step",
-        params: &[ParamDef {
-            name: "ms",
-            kind: ParamKind::Int { min: 0, max: 60_000, default: 100 },
-            doc: "sleep per step",
-        }],
-    },
-    ComponentDef {
-        name: "panic",
-        doc: "echo that panics at step `at`",
-        params: &[ParamDef { name: "at", kind: ParamKind::Int { min: 0, max: 1 << 30, default: 1 }, doc: "the step" }],
-    },
+    ComponentDef::bare("echo", "value = seed + step + U(0,1)"),
+    ComponentDef::new::<SlowParams>("slow", "echo, sleeping `ms` milliseconds per step"),
+    ComponentDef::new::<PanicParams>("panic", "echo that panics at step `at`"),
 ];
 
 /// `testkit-short`'s one algorithm.
-const SHORT: ComponentDef = ComponentDef {
-    name: "short",
-    doc: "echo whose episode ends after step `seed % (last + 1)`: jobs of one cell end at different steps",
-    params: &[ParamDef {
-        name: "last",
-        kind: ParamKind::Int { min: 0, max: 1 << 30, default: 3 },
-        doc: "the latest step a job may end at",
-    }],
-};
+const SHORT: ComponentDef = ComponentDef::new::<ShortParams>(
+    "short",
+    "echo whose episode ends after step `seed % (last + 1)`: jobs of one cell end at different steps",
+);
 
 armada_core::metrics! {
     struct EchoMetrics {
@@ -123,7 +127,7 @@ impl Family for TestkitShortFamily {
         &SHORT_DECLARATION
     }
     fn start(&self, job: &ValidJob, streams: &JobStreams) -> Result<Box<dyn AnyEpisode>, JobError> {
-        let last = job.spec.algorithm_params.int("last")? as u64;
+        let ShortParams { last } = job.spec.algorithm_params.parse()?;
         let end_after = Some((job.spec.seed % (last + 1)) as u32);
         Ok(Box::new(Echo {
             rng: streams.env("value"),
@@ -143,8 +147,8 @@ impl Family for TestkitFamily {
         let p = &job.spec.algorithm_params;
         let (mut sleep, mut panic_at) = (Duration::ZERO, None);
         match job.spec.algorithm.as_str() {
-            "slow" => sleep = Duration::from_millis(p.int("ms")? as u64),
-            "panic" => panic_at = Some(p.int("at")? as u32),
+            "slow" => sleep = Duration::from_millis(p.parse::<SlowParams>()?.ms),
+            "panic" => panic_at = Some(p.parse::<PanicParams>()?.at),
             _ => {}
         }
         Ok(Box::new(Echo { rng: streams.env("value"), seed: job.spec.seed as f64, sleep, panic_at, end_after: None }))

@@ -21,13 +21,14 @@ pub enum Case {
     ThreeB,
 }
 
-/// How the surviving set `D_X^t` evolves (spec 3.2, 3.7).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Elimination {
-    /// Recomputed against the full `D_X` every round (the experiments, App. B.1).
-    Robust,
-    /// Algorithm 1 as printed: removals are permanent.
-    Progressive,
+armada_core::choice! {
+    /// How the surviving set `D_X^t` evolves (spec 3.2, 3.7).
+    pub enum Elimination {
+        /// Recomputed against the full `D_X` every round (the experiments, App. B.1).
+        Robust = "robust",
+        /// Algorithm 1 as printed: removals are permanent.
+        Progressive = "progressive",
+    }
 }
 
 /// An acquisition rule.

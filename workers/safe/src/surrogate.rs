@@ -19,15 +19,16 @@ pub const LENGTHSCALE0: f64 = 0.2;
 /// Candidates predicted per block: bounds the `n x block` whitened cross-covariance.
 const PREDICT_BLOCK: usize = 4096;
 
-/// How hyperparameters are refitted each round.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RefitMode {
-    /// Trieste 1.2.0: `10 x #params` prior draws plus the current values, L-BFGS from the best.
-    Multistart,
-    /// L-BFGS from the previous round's estimate only (the first fit is a multi-start).
-    Warm,
-    /// Keep the initial hyperparameters (spec gotcha 14: makes the comparison degenerate).
-    Fixed,
+armada_core::choice! {
+    /// How hyperparameters are refitted each round.
+    pub enum RefitMode {
+        /// Trieste 1.2.0: `10 x #params` prior draws plus the current values, L-BFGS from the best.
+        Multistart = "multistart",
+        /// L-BFGS from the previous round's estimate only (the first fit is a multi-start).
+        Warm = "warm",
+        /// Keep the initial hyperparameters (spec gotcha 14: makes the comparison degenerate).
+        Fixed = "fixed",
+    }
 }
 
 /// Data and hyperparameters of one GP.

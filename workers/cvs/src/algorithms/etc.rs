@@ -7,27 +7,19 @@ use armada_core::JobError;
 use super::{argmax_first, set_bounds, Algorithm, Choice, Context, Diagnostics, Phase, SearchConfig};
 use crate::problem::Problem;
 
-/// How the exploration groups are formed (spec §3.6, gotcha 13).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Grouping {
-    /// [PAPER] equal number of controlled variables, increasing size, full set excluded.
-    Size,
-    /// [CODE-Tay] `[[0,1,2],[3,4,5]]` (cost rank).
-    Tay,
-    /// [CODE-uCVS] `[[4,0,1,2],[5,3,6]]`.
-    Code,
+armada_core::choice! {
+    /// How the exploration groups are formed (spec §3.6, gotcha 13).
+    pub enum Grouping {
+        /// [PAPER] equal number of controlled variables, increasing size, full set excluded.
+        Size = "size",
+        /// [CODE-Tay] `[[0,1,2],[3,4,5]]` (cost rank).
+        Tay = "tay",
+        /// [CODE-uCVS] `[[4,0,1,2],[5,3,6]]`.
+        Code = "code",
+    }
 }
 
 impl Grouping {
-    pub fn by_name(name: &str) -> Option<Self> {
-        Some(match name {
-            "size" => Self::Size,
-            "tay" => Self::Tay,
-            "code" => Self::Code,
-            _ => return None,
-        })
-    }
-
     pub fn groups(self, problem: &Problem) -> Vec<Vec<usize>> {
         match self {
             Self::Tay => vec![vec![0, 1, 2], vec![3, 4, 5]],

@@ -30,38 +30,46 @@ pub enum Mode {
     Code,
 }
 
-/// When `lcb_bar` is updated during exploration (spec §3.2, line 10).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LcbMode {
-    EveryStep,
-    EveryRound,
+armada_core::choice! {
+    /// When `lcb_bar` is updated during exploration (spec §3.2, line 10).
+    pub enum LcbMode {
+        /// after every exploration play
+        EveryStep = "every_step",
+        /// once per round of exploration
+        EveryRound = "every_round",
+    }
 }
 
-/// The `shift` of the threshold (spec §3.2.1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Shift {
-    /// The benchmark's known worst value [RESOLVED default].
-    Worst,
-    /// The printed algorithm.
-    Zero,
-    /// Black-box alternative: the smallest observation so far.
-    MinObserved,
+armada_core::choice! {
+    /// The `shift` of the threshold (spec §3.2.1).
+    pub enum Shift {
+        /// The benchmark's known worst value [RESOLVED default].
+        Worst = "worst",
+        /// The printed algorithm.
+        Zero = "zero",
+        /// Black-box alternative: the smallest observation so far.
+        MinObserved = "min-observed",
+    }
 }
 
-/// `alpha = alpha0 0.5^floor(n_exp / h)` (repeated) or `alpha0` then `alpha0/2` after `h` (once).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AlphaSchedule {
-    Repeated,
-    Once,
+armada_core::choice! {
+    /// `alpha = alpha0 0.5^floor(n_exp / h)` (repeated) or `alpha0` then `alpha0/2` after `h` (once).
+    pub enum AlphaSchedule {
+        /// halve alpha every d exploitation plays
+        Repeated = "repeated",
+        /// halve alpha once
+        Once = "once",
+    }
 }
 
-/// `T` in the cost confidence radius `sqrt(2 ln T / T_i)` (spec §3.2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CostLog {
-    /// `ln t`, the current iteration (CODE-uCVS) [RESOLVED default].
-    Iteration,
-    /// `ln T_hat`, `T_hat = t + (C - spent) / min_j chat_j`.
-    Projected,
+armada_core::choice! {
+    /// `T` in the cost confidence radius `sqrt(2 ln T / T_i)` (spec §3.2).
+    pub enum CostLog {
+        /// `ln t`, the current iteration (CODE-uCVS) [RESOLVED default].
+        Iteration = "iteration",
+        /// `ln T_hat`, `T_hat = t + (C - spent) / min_j chat_j`.
+        Projected = "projected",
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]

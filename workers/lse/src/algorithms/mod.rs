@@ -13,26 +13,28 @@ pub use max_value::MaxValueBeta;
 pub use mile::{mile_af, mile_probability, std_normal_cdf, C_TINY};
 pub use straddle::{chi2_2_sqrt, randomized_straddle_af, straddle_af};
 
-use armada_core::{ComponentDef, JobError, ParamDef, ParamKind, Params};
+use armada_core::{ComponentDef, JobError, Params};
 use armada_gp::CandidateCovariance;
 use rand::Rng;
 
-/// How remaining exact ties in an argmax are broken (spec section 2.8).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TieBreak {
-    /// The lowest index in the canonical flattening (numpy `argmax`): the default.
-    LowestIndex,
-    /// Uniformly at random among the tied maximisers.
-    Random,
+armada_core::choice! {
+    /// How remaining exact ties in an argmax are broken (spec section 2.8).
+    pub enum TieBreak {
+        /// The lowest index in the canonical flattening (numpy `argmax`): the default.
+        LowestIndex = "lowest-index",
+        /// Uniformly at random among the tied maximisers.
+        Random = "random",
+    }
 }
 
-/// What the randomized straddle does when its clipped acquisition is zero everywhere.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ZeroRule {
-    /// Default: argmax of the unclipped straddle with the same `beta_t` (one of the maximisers).
-    Straddle,
-    /// Paper-literal: numpy `argmax` of the clipped AF, i.e. the first index.
-    FirstIndex,
+armada_core::choice! {
+    /// What the randomized straddle does when its clipped acquisition is zero everywhere.
+    pub enum ZeroRule {
+        /// Default: argmax of the unclipped straddle with the same `beta_t` (one of the maximisers).
+        Straddle = "straddle",
+        /// Paper-literal: numpy `argmax` of the clipped AF, i.e. the first index.
+        FirstIndex = "first-index",
+    }
 }
 
 /// An acquisition rule with its parameters and any state it keeps across steps.
@@ -94,141 +96,143 @@ pub struct Choice {
     pub af_max: f64,
 }
 
-const TIE_BREAK: ParamDef = ParamDef {
-    name: "tie_break",
-    kind: ParamKind::Choice { options: &["lowest-index", "random"], default: "lowest-index" },
-    doc: "how exact ties in the argmax are broken (spec 2.8)",
-};
+armada_core::params! {
+    /// The tie rule every argmax rule takes.
+    pub struct Ties {
+        /// how exact ties in the argmax are broken (spec 2.8)
+        tie_break: TieBreak = TieBreak::LowestIndex,
+    }
+}
 
-const ZERO_RULE: ParamDef = ParamDef {
-    name: "zero_rule",
-    kind: ParamKind::Choice { options: &["straddle", "first-index"], default: "straddle" },
-    doc: "when the clipped AF is 0 everywhere: the straddle argmax with the same beta_t (default), \
-          or the paper-literal first index",
-};
+armada_core::params! {
+    /// `straddle`'s parameters.
+    pub struct StraddleParams {
+        /// the fixed confidence multiplier beta^1/2 (paper: 3)
+        beta_sqrt: f64 in [0.0, 1e3] = 3.0,
+        #[flatten]
+        ties: Ties,
+    }
+}
+
+armada_core::params! {
+    /// `rand-straddle`'s parameters.
+    pub struct RandStraddleParams {
+        /// when the clipped AF is 0 everywhere: the straddle argmax with the same beta_t (default),
+        /// or the paper-literal first index
+        zero_rule: ZeroRule = ZeroRule::Straddle,
+        #[flatten]
+        ties: Ties,
+    }
+}
+
+armada_core::params! {
+    /// `rand-straddle-max`'s parameters: those of `rand-straddle`, and how the returned
+    /// classification is chosen.
+    pub struct RandStraddleMaxParams {
+        #[flatten]
+        rule: RandStraddleParams,
+        /// joint posterior sample paths for the choice of the returned classification
+        mc_paths: usize in [1, 100_000] = 1000,
+        /// Algorithm 3 only: the constant a of Assumption A.1, P(sup |df/dx_j| > L) <= a exp(-(L/b)^2)
+        /// [assumption: 1; the paper gives none]
+        sup_a: f64 in [1e-12, 1e12] = 1.0,
+        /// Algorithm 3 only: the constant b of Assumption A.1 [assumption: 1; the paper gives none]
+        sup_b: f64 in [1e-12, 1e12] = 1.0,
+        /// Algorithm 3 only: uniform points of the box on which the sample paths and past
+        /// classifications are compared (the sup over X is taken over them)
+        check_points: usize in [1, 20_000] = 1000,
+    }
+}
+
+armada_core::params! {
+    /// `lse`'s parameters.
+    pub struct LseParams {
+        /// confidence parameter of beta_t
+        delta: f64 in [1e-12, 1.0] = 0.05,
+        /// |X| in beta_t; 0 means the number of candidates of the benchmark
+        card_x: f64 in [0.0, 1e300] = 0.0,
+        /// keep the running intersection of credible intervals (the paper does on finite sets)
+        intersection: bool = true,
+        #[flatten]
+        ties: Ties,
+    }
+}
+
+armada_core::params! {
+    /// `mile`'s parameters.
+    pub struct MileParams {
+        /// the fixed confidence multiplier beta^1/2 of the confident set (paper: 3)
+        beta_sqrt: f64 in [0.0, 1e3] = 3.0,
+        #[flatten]
+        ties: Ties,
+    }
+}
 
 /// The registry entries of the finite-set algorithms.
 pub const ALGORITHMS: [ComponentDef; 7] = [
-    ComponentDef { name: "random", doc: "uniform random candidate, with replacement (spec 2.3)", params: &[] },
-    ComponentDef {
-        name: "us",
-        doc: "uncertainty sampling: argmax of the posterior variance (spec 2.2)",
-        params: &[TIE_BREAK],
-    },
-    ComponentDef {
-        name: "straddle",
-        doc: "straddle heuristic of Bryan et al. 2005 with a fixed beta^1/2 (spec 2.4)",
-        params: &[
-            ParamDef {
-                name: "beta_sqrt",
-                kind: ParamKind::Float { min: 0.0, max: 1e3, default: 3.0 },
-                doc: "the fixed confidence multiplier beta^1/2 (paper: 3)",
-            },
-            TIE_BREAK,
-        ],
-    },
-    ComponentDef {
-        name: "rand-straddle",
-        doc: "the proposed randomized straddle, Algorithm 1: beta_t ~ chi2_2 each step (spec 2.5.1)",
-        params: &[ZERO_RULE, TIE_BREAK],
-    },
-    ComponentDef {
-        name: "rand-straddle-max",
-        doc: "randomized straddle for the max-value loss: Algorithm 2 on finite X (beta_t = xi_t + 2 ln|X|), \
-              Algorithm 3 on the continuous block (beta_t = xi_t + 2 d ln tau_t, classification on a grid); the \
-              returned classification chosen by Monte Carlo (spec 2.5.2-2.5.3; not in the paper's experiments)",
-        params: &[
-            ZERO_RULE,
-            ParamDef {
-                name: "mc_paths",
-                kind: ParamKind::Int { min: 1, max: 100_000, default: 1000 },
-                doc: "joint posterior sample paths for the choice of the returned classification",
-            },
-            ParamDef {
-                name: "sup_a",
-                kind: ParamKind::Float { min: 1e-12, max: 1e12, default: 1.0 },
-                doc: "Algorithm 3 only: the constant a of Assumption A.1, P(sup |df/dx_j| > L) <= a exp(-(L/b)^2) \
-                      [assumption: 1; the paper gives none]",
-            },
-            ParamDef {
-                name: "sup_b",
-                kind: ParamKind::Float { min: 1e-12, max: 1e12, default: 1.0 },
-                doc: "Algorithm 3 only: the constant b of Assumption A.1 [assumption: 1; the paper gives none]",
-            },
-            ParamDef {
-                name: "check_points",
-                kind: ParamKind::Int { min: 1, max: 20_000, default: 1000 },
-                doc: "Algorithm 3 only: uniform points of the box on which the sample paths and past \
-                      classifications are compared (the sup over X is taken over them)",
-            },
-            TIE_BREAK,
-        ],
-    },
-    ComponentDef {
-        name: "lse",
-        doc: "LSE of Gotovos et al. 2013 as the paper runs it: theoretical beta_t, running intersection (spec 2.6.2)",
-        params: &[
-            ParamDef {
-                name: "delta",
-                kind: ParamKind::Float { min: 1e-12, max: 1.0, default: 0.05 },
-                doc: "confidence parameter of beta_t",
-            },
-            ParamDef {
-                name: "card_x",
-                kind: ParamKind::Float { min: 0.0, max: 1e300, default: 0.0 },
-                doc: "|X| in beta_t; 0 means the number of candidates of the benchmark",
-            },
-            ParamDef {
-                name: "intersection",
-                kind: ParamKind::Bool { default: true },
-                doc: "keep the running intersection of credible intervals (the paper does on finite sets)",
-            },
-            TIE_BREAK,
-        ],
-    },
-    ComponentDef {
-        name: "mile",
-        doc: "MILE of Zanette et al. 2019 (RMILE with eps = 0, gamma = -inf): expected confident upper-set size \
-              one step ahead; finite sets only, O(N^2) per step (spec 2.7)",
-        params: &[
-            ParamDef {
-                name: "beta_sqrt",
-                kind: ParamKind::Float { min: 0.0, max: 1e3, default: 3.0 },
-                doc: "the fixed confidence multiplier beta^1/2 of the confident set (paper: 3)",
-            },
-            TIE_BREAK,
-        ],
-    },
+    ComponentDef::bare("random", "uniform random candidate, with replacement (spec 2.3)"),
+    ComponentDef::new::<Ties>("us", "uncertainty sampling: argmax of the posterior variance (spec 2.2)"),
+    ComponentDef::new::<StraddleParams>(
+        "straddle",
+        "straddle heuristic of Bryan et al. 2005 with a fixed beta^1/2 (spec 2.4)",
+    ),
+    ComponentDef::new::<RandStraddleParams>(
+        "rand-straddle",
+        "the proposed randomized straddle, Algorithm 1: beta_t ~ chi2_2 each step (spec 2.5.1)",
+    ),
+    ComponentDef::new::<RandStraddleMaxParams>(
+        "rand-straddle-max",
+        "randomized straddle for the max-value loss: Algorithm 2 on finite X (beta_t = xi_t + 2 ln|X|), \
+         Algorithm 3 on the continuous block (beta_t = xi_t + 2 d ln tau_t, classification on a grid); the \
+         returned classification chosen by Monte Carlo (spec 2.5.2-2.5.3; not in the paper's experiments)",
+    ),
+    ComponentDef::new::<LseParams>(
+        "lse",
+        "LSE of Gotovos et al. 2013 as the paper runs it: theoretical beta_t, running intersection (spec 2.6.2)",
+    ),
+    ComponentDef::new::<MileParams>(
+        "mile",
+        "MILE of Zanette et al. 2019 (RMILE with eps = 0, gamma = -inf): expected confident upper-set size \
+         one step ahead; finite sets only, O(N^2) per step (spec 2.7)",
+    ),
 ];
 
 impl Acquisition {
     /// Build from a validated algorithm name and parameters, for `n_candidates` candidates.
     pub fn from_params(name: &str, params: &Params, n_candidates: usize) -> Result<Self, JobError> {
-        let tie =
-            || params.choice("tie_break", &[("lowest-index", TieBreak::LowestIndex), ("random", TieBreak::Random)]);
-        let zero_rule =
-            || params.choice("zero_rule", &[("straddle", ZeroRule::Straddle), ("first-index", ZeroRule::FirstIndex)]);
         Ok(match name {
             "random" => Acquisition::Random,
-            "us" => Acquisition::Uncertainty { tie: tie()? },
-            "straddle" => Acquisition::Straddle { beta_sqrt: params.float("beta_sqrt")?, tie: tie()? },
-            "rand-straddle" => Acquisition::RandomizedStraddle { zero_rule: zero_rule()?, tie: tie()? },
-            "rand-straddle-max" => Acquisition::RandomizedStraddleMax {
-                zero_rule: zero_rule()?,
-                tie: tie()?,
-                beta: MaxValueBeta::Finite { card_x: n_candidates as f64 },
-                mc_paths: params.int("mc_paths")? as usize,
-            },
-            "lse" => Acquisition::Lse {
-                card_x: match params.float("card_x")? {
-                    0.0 => n_candidates as f64,
-                    c => c,
-                },
-                delta: params.float("delta")?,
-                intersection: params.bool("intersection")?.then(|| RunningIntersection::new(n_candidates)),
-                tie: tie()?,
-            },
-            "mile" => Acquisition::Mile { beta_sqrt: params.float("beta_sqrt")?, tie: tie()? },
+            "us" => Acquisition::Uncertainty { tie: params.parse::<Ties>()?.tie_break },
+            "straddle" => {
+                let StraddleParams { beta_sqrt, ties } = params.parse()?;
+                Acquisition::Straddle { beta_sqrt, tie: ties.tie_break }
+            }
+            "rand-straddle" => {
+                let RandStraddleParams { zero_rule, ties } = params.parse()?;
+                Acquisition::RandomizedStraddle { zero_rule, tie: ties.tie_break }
+            }
+            "rand-straddle-max" => {
+                let p: RandStraddleMaxParams = params.parse()?;
+                Acquisition::RandomizedStraddleMax {
+                    zero_rule: p.rule.zero_rule,
+                    tie: p.rule.ties.tie_break,
+                    beta: MaxValueBeta::Finite { card_x: n_candidates as f64 },
+                    mc_paths: p.mc_paths,
+                }
+            }
+            "lse" => {
+                let LseParams { delta, card_x, intersection, ties } = params.parse()?;
+                Acquisition::Lse {
+                    card_x: if card_x == 0.0 { n_candidates as f64 } else { card_x },
+                    delta,
+                    intersection: intersection.then(|| RunningIntersection::new(n_candidates)),
+                    tie: ties.tie_break,
+                }
+            }
+            "mile" => {
+                let MileParams { beta_sqrt, ties } = params.parse()?;
+                Acquisition::Mile { beta_sqrt, tie: ties.tie_break }
+            }
             other => return Err(JobError::Invalid(format!("unknown lse algorithm `{other}`"))),
         })
     }

@@ -8,7 +8,7 @@
 //! There is no finite candidate set: the episode ([`crate::ContinuousEpisode`]) maximises
 //! the AF over a random pool and measures the metrics on a random evaluation set.
 
-use armada_core::{ComponentDef, ParamDef, ParamKind};
+use armada_core::{ComponentDef, JobError, Parameters};
 use armada_gp::Kernel;
 
 /// Input dimension of the block.
@@ -87,38 +87,40 @@ impl ContinuousProblem {
     }
 }
 
-/// Parameters shared by the three continuous benchmarks (how the episode optimises the AF
-/// and measures the metrics; spec 4.3). Ranges keep one job's memory bounded: the metric
-/// cache holds `8 * eval_points * (T + 1)` bytes (400 MB for the defaults at T = 500).
-pub const CONTINUOUS_PARAMS: [ParamDef; 5] = [
-    ParamDef {
-        name: "pool_size",
-        kind: ParamKind::Int { min: 1, max: 200_000, default: 10_000 },
-        doc: "uniform candidate pool P, fixed per run and common to all algorithms; x_t = argmax of the AF over P \
-              (spec 4.3 default)",
-    },
-    ParamDef {
-        name: "eval_points",
-        kind: ParamKind::Int { min: 1, max: 1_000_000, default: 100_000 },
-        doc: "size of the uniform evaluation set X~ on which loss and F-score are computed (spec 4.3: 100,000)",
-    },
-    ParamDef {
-        name: "metrics_every",
-        kind: ParamKind::Int { min: 1, max: 1_000_000, default: 1 },
-        doc: "compute the metrics at multiples of this step and at the horizon, NaN elsewhere",
-    },
-    ParamDef {
-        name: "polish_top_k",
-        kind: ParamKind::Int { min: 0, max: 1000, default: 0 },
-        doc: "optional refinement (spec 4.3 item 2): polish the k best pool points by a box-projected Nelder-Mead; \
-              0 = off",
-    },
-    ParamDef {
-        name: "polish_evals",
-        kind: ParamKind::Int { min: 1, max: 100_000, default: 60 },
-        doc: "AF evaluations per polished point (each O(t^2))",
-    },
-];
+armada_core::params! {
+    /// How a continuous run optimises the AF and measures the metrics: the parameters the
+    /// three continuous benchmarks share (spec 4.3). Ranges keep one job's memory bounded:
+    /// the metric cache holds `8 * eval_points * (T + 1)` bytes (400 MB for the defaults at
+    /// T = 500).
+    #[derive(Copy, Eq)]
+    pub struct ContinuousConfig {
+        /// uniform candidate pool P, fixed per run and common to all algorithms; x_t = argmax of the AF over P
+        /// (spec 4.3 default)
+        pool_size: usize in [1, 200_000] = 10_000,
+        /// size of the uniform evaluation set X~ on which loss and F-score are computed (spec 4.3: 100,000)
+        eval_points: usize in [1, 1_000_000] = 100_000,
+        /// compute the metrics at multiples of this step and at the horizon, NaN elsewhere
+        metrics_every: u32 in [1, 1_000_000] = 1,
+        /// optional refinement (spec 4.3 item 2): polish the k best pool points by a box-projected Nelder-Mead;
+        /// 0 = off
+        polish_top_k: usize in [0, 1000] = 0,
+        /// AF evaluations per polished point (each O(t^2))
+        polish_evals: usize in [1, 100_000] = 60,
+    }
+}
+
+impl ContinuousConfig {
+    /// What the ranges cannot say: at most every pool point is polished.
+    pub fn check(&self) -> Result<(), JobError> {
+        if self.polish_top_k > self.pool_size {
+            return Err(JobError::Invalid(format!(
+                "polish_top_k = {} exceeds pool_size = {}",
+                self.polish_top_k, self.pool_size
+            )));
+        }
+        Ok(())
+    }
+}
 
 /// The registry entries of this block.
 pub const CONTINUOUS_5D: [ComponentDef; 3] = [
@@ -126,17 +128,17 @@ pub const CONTINUOUS_5D: [ComponentDef; 3] = [
         name: "sphere-5d",
         doc: "shifted negative sphere 41.65518 - |x|^2 on [-5,5]^5; sf2 = 900, L = 40, noise 1e-6, theta = 9.6 \
               (spec 4.3)",
-        params: &CONTINUOUS_PARAMS,
+        params: ContinuousConfig::DEFS,
     },
     ComponentDef {
         name: "rosenbrock-5d",
         doc: "shifted negative Rosenbrock on [-5,5]^5; sf2 = 30000^2, L = 40, noise 1e-6, theta = 14800 (spec 4.3)",
-        params: &CONTINUOUS_PARAMS,
+        params: ContinuousConfig::DEFS,
     },
     ComponentDef {
         name: "styblinski-tang-5d",
         doc: "shifted negative Styblinski-Tang on [-5,5]^5; sf2 = 75^2, L = 40, noise 1e-6, theta = 12.3 (spec 4.3)",
-        params: &CONTINUOUS_PARAMS,
+        params: ContinuousConfig::DEFS,
     },
 ];
 

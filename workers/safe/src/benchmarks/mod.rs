@@ -14,7 +14,7 @@ pub mod hartmann;
 pub mod pendulum;
 
 use crate::grid::Grid;
-use armada_core::{ComponentDef, JobError, ParamDef, ParamKind, Params};
+use armada_core::{ComponentDef, JobError, Params};
 
 /// The true problem of one job, tabulated on its grid.
 #[derive(Clone, Debug)]
@@ -48,22 +48,25 @@ pub struct Benchmark {
 impl Benchmark {
     /// Builds a benchmark from its validated parameters.
     pub fn from_params(name: &str, p: &Params) -> Result<Self, JobError> {
-        let def = Definition::of(name, p)?;
+        let settings = Settings::of(name, p)?;
+        let def = Definition::of(name, &settings)?;
         let grid = Grid::new(def.n, &def.x_axes);
         let (f, g) = grid.points.iter().map(|z| (def.eval)(z[0], &z[1..])).unzip();
-        let fstar_override =
-            (name == "synthetic-3d" && p.str("fstar")? == "continuous").then_some(hartmann::CONTINUOUS_MAX);
+        let fstar_override = match settings.fstar {
+            FStar::Grid => None,
+            FStar::Continuous => Some(hartmann::CONTINUOUS_MAX),
+        };
         Ok(Benchmark {
             name: def.name,
             grid,
             f,
             g,
-            h: p.float("h")?,
-            l_f: p.float("l_f")?,
-            l_g: p.float("l_g")?,
+            h: settings.h,
+            l_f: settings.l_f,
+            l_g: settings.l_g,
             noise_var: def.noise_var,
             gp_noise_var: def.gp_noise_var,
-            v0: p.float("v0")?,
+            v0: settings.v0,
             x_box: def.x_axes.iter().map(|&(lo, hi, _)| (lo, hi)).collect(),
             fstar_override,
             eval: def.eval,
@@ -73,8 +76,9 @@ impl Benchmark {
     /// Checks assumption 3 (spec 1.2) before any work: every seed action `(0, x)` of the
     /// x-grid is safe under the chosen threshold. Returns the largest `g(0, x)` otherwise.
     pub fn check_seed_column(name: &str, p: &Params) -> Result<(), JobError> {
-        let def = Definition::of(name, p)?;
-        let h = p.float("h")?;
+        let settings = Settings::of(name, p)?;
+        let def = Definition::of(name, &settings)?;
+        let h = settings.h;
         let x = Grid::new(1, &def.x_axes).x;
         let worst = x.iter().map(|xi| (def.eval)(0.0, xi).1).fold(f64::NEG_INFINITY, f64::max);
         if worst > h {
@@ -99,15 +103,15 @@ struct Definition {
 }
 
 impl Definition {
-    fn of(name: &str, p: &Params) -> Result<Self, JobError> {
-        let n = p.int("grid")? as usize;
+    fn of(name: &str, settings: &Settings) -> Result<Self, JobError> {
+        let n = settings.grid;
         let noiseless = |name, x_axes, eval| Definition { name, n, x_axes, eval, noise_var: 0.0, gp_noise_var: 1e-5 };
         Ok(match name {
             "clinical" => noiseless("clinical", vec![(0.0, 2.0, n)], clinical::eval as fn(f64, &[f64]) -> (f64, f64)),
             "synthetic-2d" => noiseless("synthetic-2d", vec![(0.0, 1.0, n)], branin::eval),
             "synthetic-3d" => noiseless("synthetic-3d", vec![(0.0, 1.0, n), (0.0, 1.0, n)], hartmann::eval),
             "pendulum" => {
-                let noise = p.float("noise_var")?;
+                let noise = settings.noise_var;
                 let (lo, hi) = pendulum::X_RANGE;
                 Definition {
                     name: "pendulum",
@@ -123,87 +127,134 @@ impl Definition {
     }
 }
 
-const fn grid(default: i64, max: i64) -> ParamDef {
-    ParamDef {
-        name: "grid",
-        kind: ParamKind::Int { min: 3, max, default },
-        doc: "grid points per axis (s and every x-dimension), linspace with both endpoints",
+/// A benchmark's parameter struct: the five every benchmark has, with its own defaults
+/// (spec section 4), and any of its own after them.
+macro_rules! benchmark_params {
+    (
+        $(#[$meta:meta])*
+        $name:ident: grid = $grid:literal (at most $max:literal), h = $h:literal, l_f = $l_f:literal,
+        l_g = $l_g:literal, v0 = $v0:literal; $($own:tt)*
+    ) => {
+        armada_core::params! {
+            $(#[$meta])*
+            pub struct $name {
+                /// grid points per axis (s and every x-dimension), linspace with both endpoints
+                grid: usize in [3, $max] = $grid,
+                /// safety threshold h
+                h: f64 in [-1e6, 1e6] = $h,
+                /// L_f, the bound on the growth of f in s (eq. 4) given to M-SafeOpt
+                l_f: f64 in [1e-9, 1e6] = $l_f,
+                /// L'_g, the lower bound on the growth of g in s (eq. 5) given to M-SafeOpt
+                l_g: f64 in [1e-9, 1e6] = $l_g,
+                /// kernel variance: initial value and LogNormal(ln v0, 1) prior centre (spec 2.4)
+                v0: f64 in [1e-6, 1e4] = $v0,
+                $($own)*
+            }
+        }
+
+        impl $name {
+            /// The settings these parameters give, before the benchmark's own.
+            fn settings(&self) -> Settings {
+                Settings {
+                    grid: self.grid,
+                    h: self.h,
+                    l_f: self.l_f,
+                    l_g: self.l_g,
+                    v0: self.v0,
+                    fstar: FStar::Grid,
+                    noise_var: 0.0,
+                }
+            }
+        }
+    };
+}
+
+benchmark_params! {
+    /// `clinical`'s parameters.
+    ClinicalParams: grid = 200 (at most 1000), h = 0.9, l_f = 0.436, l_g = 0.035, v0 = 1.0;
+}
+
+benchmark_params! {
+    /// `synthetic-2d`'s parameters.
+    Synthetic2dParams: grid = 200 (at most 1000), h = 2.0, l_f = 10.166, l_g = 0.86, v0 = 9.0;
+}
+
+armada_core::choice! {
+    /// The regret reference of the 3-D benchmark.
+    pub enum FStar {
+        /// the grid's safe optimum
+        Grid = "grid",
+        /// Hartmann-3's continuous maximum 3.86278, as the reference code
+        Continuous = "continuous",
     }
 }
 
-const fn threshold(default: f64) -> ParamDef {
-    ParamDef { name: "h", kind: ParamKind::Float { min: -1e6, max: 1e6, default }, doc: "safety threshold h" }
+benchmark_params! {
+    /// `synthetic-3d`'s parameters.
+    Synthetic3dParams: grid = 75 (at most 150), h = 2.0, l_f = 1.9, l_g = 1.0, v0 = 1.0;
+    /// regret reference: the grid's safe optimum, or 3.86278 as the reference code (floor = grid gap)
+    fstar: FStar = FStar::Grid,
 }
 
-const fn growth_f(default: f64) -> ParamDef {
-    ParamDef {
-        name: "l_f",
-        kind: ParamKind::Float { min: 1e-9, max: 1e6, default },
-        doc: "L_f, the bound on the growth of f in s (eq. 4) given to M-SafeOpt",
-    }
+benchmark_params! {
+    /// `pendulum`'s parameters.
+    PendulumParams: grid = 100 (at most 1000), h = 9.0, l_f = 9.1, l_g = 0.5, v0 = 9.0;
+    /// variance of the Gaussian noise on f and g observations, also the GP likelihood variance
+    noise_var: f64 in [1e-8, 100.0] = 0.05,
 }
 
-const fn growth_g(default: f64) -> ParamDef {
-    ParamDef {
-        name: "l_g",
-        kind: ParamKind::Float { min: 1e-9, max: 1e6, default },
-        doc: "L'_g, the lower bound on the growth of g in s (eq. 5) given to M-SafeOpt",
-    }
+/// What a benchmark's validated parameters set, whichever benchmark it is.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Settings {
+    pub grid: usize,
+    pub h: f64,
+    pub l_f: f64,
+    pub l_g: f64,
+    pub v0: f64,
+    /// The regret reference (a parameter of `synthetic-3d` only).
+    pub fstar: FStar,
+    /// Observation noise variance (a parameter of `pendulum` only; the others are noiseless).
+    pub noise_var: f64,
 }
 
-const fn prior_centre(default: f64) -> ParamDef {
-    ParamDef {
-        name: "v0",
-        kind: ParamKind::Float { min: 1e-6, max: 1e4, default },
-        doc: "kernel variance: initial value and LogNormal(ln v0, 1) prior centre (spec 2.4)",
+impl Settings {
+    /// The settings of benchmark `name` from its validated parameters.
+    pub fn of(name: &str, p: &Params) -> Result<Self, JobError> {
+        Ok(match name {
+            "clinical" => p.parse::<ClinicalParams>()?.settings(),
+            "synthetic-2d" => p.parse::<Synthetic2dParams>()?.settings(),
+            "synthetic-3d" => {
+                let own: Synthetic3dParams = p.parse()?;
+                Settings { fstar: own.fstar, ..own.settings() }
+            }
+            "pendulum" => {
+                let own: PendulumParams = p.parse()?;
+                Settings { noise_var: own.noise_var, ..own.settings() }
+            }
+            other => return Err(JobError::Invalid(format!("unknown safe benchmark `{other}`"))),
+        })
     }
 }
 
 /// The benchmarks as the registry sees them.
 pub const BENCHMARKS: [ComponentDef; 4] = [
-    ComponentDef {
-        name: "clinical",
-        doc: "simulated clinical trial (spec 4.1): logistic efficacy and toxicity, x = dose 2 in [0, 2], noiseless",
-        params: &[grid(200, 1000), threshold(0.9), growth_f(0.436), growth_g(0.035), prior_centre(1.0)],
-    },
-    ComponentDef {
-        name: "synthetic-2d",
-        doc: "synthetic 2-D (spec 4.2): f = -ScaledBranin, g = 2s(e^y sin10y + sin5y + 5)/3 with y = x + 1/3; \
-              l_f = 10.166 as run (31.25 is the true bound)",
-        params: &[grid(200, 1000), threshold(2.0), growth_f(10.166), growth_g(0.86), prior_centre(9.0)],
-    },
-    ComponentDef {
-        name: "synthetic-3d",
-        doc: "synthetic 3-D (spec 4.3): Hartmann-3 (maximised), g = s + x1^2 + x2^3",
-        params: &[
-            grid(75, 150),
-            threshold(2.0),
-            growth_f(1.9),
-            growth_g(1.0),
-            prior_centre(1.0),
-            ParamDef {
-                name: "fstar",
-                kind: ParamKind::Choice { options: &["grid", "continuous"], default: "grid" },
-                doc: "regret reference: the grid's safe optimum, or 3.86278 as the reference code (floor = grid gap)",
-            },
-        ],
-    },
-    ComponentDef {
-        name: "pendulum",
-        doc: "pendulum swing-up (spec 4.4), a reconstruction: x = initial angle, s = one torque impulse (x40)",
-        params: &[
-            grid(100, 1000),
-            threshold(9.0),
-            growth_f(9.1),
-            growth_g(0.5),
-            prior_centre(9.0),
-            ParamDef {
-                name: "noise_var",
-                kind: ParamKind::Float { min: 1e-8, max: 100.0, default: 0.05 },
-                doc: "variance of the Gaussian noise on f and g observations, also the GP likelihood variance",
-            },
-        ],
-    },
+    ComponentDef::new::<ClinicalParams>(
+        "clinical",
+        "simulated clinical trial (spec 4.1): logistic efficacy and toxicity, x = dose 2 in [0, 2], noiseless",
+    ),
+    ComponentDef::new::<Synthetic2dParams>(
+        "synthetic-2d",
+        "synthetic 2-D (spec 4.2): f = -ScaledBranin, g = 2s(e^y sin10y + sin5y + 5)/3 with y = x + 1/3; \
+         l_f = 10.166 as run (31.25 is the true bound)",
+    ),
+    ComponentDef::new::<Synthetic3dParams>(
+        "synthetic-3d",
+        "synthetic 3-D (spec 4.3): Hartmann-3 (maximised), g = s + x1^2 + x2^3",
+    ),
+    ComponentDef::new::<PendulumParams>(
+        "pendulum",
+        "pendulum swing-up (spec 4.4), a reconstruction: x = initial angle, s = one torque impulse (x40)",
+    ),
 ];
 
 /// The spec's [CHECKED] values of section 4 (computed there in numpy).
