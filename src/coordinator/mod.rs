@@ -12,6 +12,7 @@ pub mod scheduler;
 pub mod service;
 pub mod spool;
 pub mod store;
+pub mod table;
 
 pub use scheduler::{SchedulerConfig, SchedulerHandle};
 

@@ -8,6 +8,10 @@
 //! commit wins: a later commit of the same job is answered `committed = false`, and any
 //! attempt whose job is no longer running it is told to stop at its next heartbeat.
 //!
+//! The job table and its transitions are [`super::table`]'s, a pure state machine; this
+//! actor is its executor: it carries out each transition's effects (the store's writes,
+//! spools, commits, live summaries, watchers) before it answers.
+//!
 //! Records do not pass through here: upload streams write into the attempt's [`Spool`]
 //! directly. The scheduler opens a spool at lease time, hands the winner's to the
 //! committer at commit time, and marks the job `done` when the committer reports its part
@@ -16,12 +20,12 @@
 use super::commit::{self, Commit, CommitConfig, PartWritten};
 use super::jobs::{Job, Key, NewJob, Submission, Template};
 use super::live::{self, LiveSummaries, Opening};
-use super::queue::JobQueue;
 use super::replies::{
     CommandError, JobFailed, Lease, Leases, Registered, Registration, Submitted, SweepEvent, SweepState, SweepStatus,
 };
 use super::spool::{RecordSchema, Spools};
 use super::store::{JobState, SpecTemplate, Store, StoredJob};
+use super::table::{CommitStart, Effect, JobTable, Policy};
 use crate::results;
 use crate::results::Cell;
 use armada_core::{JobSpec, MetricDef, Registry};
@@ -240,14 +244,8 @@ impl<T> Pending<T> {
     }
 }
 
-/// A command that keeps the scheduler this long gives running leases the time back.
-const BUSY_EXCUSED: Duration = Duration::from_millis(50);
-
 /// A worker that found nothing to lease asks again after this long.
 const NOTHING_TO_LEASE_RETRY: Duration = Duration::from_millis(200);
-
-/// Voided attempts after which a job fails (its records never fit its schema).
-pub const MAX_VOIDED: u32 = 10;
 
 /// Jobs of a submission written to the store per transaction, or added to the job table,
 /// per turn: a few milliseconds here, so a command arriving meanwhile hardly waits.
@@ -284,7 +282,7 @@ struct Storing {
     on_disk: HashSet<Key>,
     /// Jobs the sweep had before (the new ones' positions follow).
     base: usize,
-    /// How many of `by_key` are stored, then of `jobs` in memory (in `self.jobs` from
+    /// How many of `by_key` are stored, then of `jobs` in memory (in `self.table.jobs` from
     /// `first`, in no sweep or queue until the commit).
     stored: usize,
     applied: usize,
@@ -334,30 +332,22 @@ struct Sweep {
     announced: bool,
 }
 
-struct Attempt {
-    job: usize,
-    /// The session that leased it.
-    session: Arc<str>,
-    expires: Instant,
-}
-
 pub struct Scheduler {
     registry: Arc<Registry>,
     store: Store,
     results_dir: PathBuf,
     config: SchedulerConfig,
-    jobs: Vec<Job>,
+    /// The jobs, their queue and their leased attempts.
+    table: JobTable,
     sweeps: BTreeMap<String, Sweep>,
     /// The submission being stored, a chunk at a time between other commands, and those
     /// waiting for it.
     storing: Option<Storing>,
     waiting: VecDeque<(Submission, Reply<Submitted>)>,
-    queue: JobQueue,
     /// The jobs' shared templates, by cell and sweep seed.
     templates: HashMap<(Cell, u64), Arc<Template>>,
     /// Templates made so far (their ids).
     n_templates: usize,
-    attempts: HashMap<u64, Attempt>,
     /// Registered workers by session credential.
     workers: HashMap<Arc<str>, Worker>,
     next_worker: u64,
@@ -413,14 +403,12 @@ impl Scheduler {
             store,
             results_dir,
             config,
-            jobs: Vec::new(),
+            table: JobTable::new(Policy { lease_ttl: config.lease_ttl, max_attempts: config.max_attempts }),
             sweeps: BTreeMap::new(),
             storing: None,
             waiting: VecDeque::new(),
-            queue: JobQueue::default(),
             templates: HashMap::new(),
             n_templates: 0,
-            attempts: HashMap::new(),
             workers: HashMap::new(),
             next_worker: 1,
             spools: spools.clone(),
@@ -471,7 +459,7 @@ impl Scheduler {
         info!(
             "scheduler loaded {} sweep(s), {} job(s); attempt ids continue after {next_attempt}",
             s.sweeps.len(),
-            s.jobs.len()
+            s.table.jobs.len()
         );
         // The stored rows read to load the jobs are gone.
         release_free_memory();
@@ -558,15 +546,15 @@ impl Scheduler {
         if state == JobState::Failed && stored.state != JobState::Failed {
             self.store.set_job_state(&stored.sweep_id, &stored.key, JobState::Failed, error.as_deref())?;
         }
-        let i = self.jobs.len();
+        let i = self.table.jobs.len();
         let Some(sweep) = self.sweeps.get_mut(&stored.sweep_id) else { return Ok(()) };
         let mut job = Job::new(sweep.id.clone(), template, seed, key, state);
         job.attempts = stored.attempts;
         job.error = error.map(Into::into);
-        self.jobs.push(job);
+        self.table.jobs.push(job);
         sweep.jobs.push(i);
         if state == JobState::Queued && !self.config.only_submitted {
-            self.enqueue(i, false);
+            self.table.enqueue(i, false);
         }
         Ok(())
     }
@@ -582,7 +570,7 @@ impl Scheduler {
                     Some(c) => {
                         let started = Instant::now();
                         self.handle(c);
-                        self.excuse_busy_time(started.elapsed());
+                        self.table.excuse(started.elapsed());
                     }
                     None => break,
                 },
@@ -590,21 +578,9 @@ impl Scheduler {
                 _ = tokio::task::yield_now(), if self.storing.is_some() => {
                     let started = Instant::now();
                     self.store_chunk();
-                    self.excuse_busy_time(started.elapsed());
+                    self.table.excuse(started.elapsed());
                 }
             }
-        }
-    }
-
-    /// Leases do not age while the scheduler itself is busy: heartbeats sent during a
-    /// long command (a sweep of a million jobs takes seconds to store) wait in the mailbox,
-    /// so every running lease gets that time back.
-    fn excuse_busy_time(&mut self, busy: Duration) {
-        if busy < BUSY_EXCUSED {
-            return;
-        }
-        for a in self.attempts.values_mut() {
-            a.expires += busy;
         }
     }
 
@@ -699,8 +675,8 @@ impl Scheduler {
         let (base, known, removed) = match existing {
             None => (0, HashSet::new(), Vec::new()),
             Some(sweep) => {
-                let known = sweep.jobs.iter().map(|&i| self.jobs[i].key).collect();
-                let removed = sweep.jobs.iter().copied().filter(|&i| !keys.contains(&self.jobs[i].key)).collect();
+                let known = sweep.jobs.iter().map(|&i| self.table.jobs[i].key).collect();
+                let removed = sweep.jobs.iter().copied().filter(|&i| !keys.contains(&self.table.jobs[i].key)).collect();
                 (sweep.jobs.len(), known, removed)
             }
         };
@@ -720,7 +696,7 @@ impl Scheduler {
             base,
             stored: 0,
             applied: 0,
-            first: self.jobs.len(),
+            first: self.table.jobs.len(),
             removed,
             started: Instant::now(),
             reply: oneshot::channel().0,
@@ -763,19 +739,25 @@ impl Scheduler {
             for job in &storing.jobs[storing.applied..end] {
                 if !known(&job.key) {
                     let template = storing.templates[job.template as usize].clone();
-                    self.jobs.push(Job::new(sweep.clone(), template, job.seed, job.key, storing.first_state(job)));
+                    self.table.jobs.push(Job::new(
+                        sweep.clone(),
+                        template,
+                        job.seed,
+                        job.key,
+                        storing.first_state(job),
+                    ));
                 }
             }
             storing.applied = end;
             Ok(())
         } else {
-            let removed: Vec<String> = storing.removed.iter().map(|&i| self.jobs[i].key.to_string()).collect();
+            let removed: Vec<String> = storing.removed.iter().map(|&i| self.table.jobs[i].key.to_string()).collect();
             self.store.commit_submission(&storing.name, storing.generation, &removed)
         };
         if let Err(e) = result {
             // Nothing of it counts: its rows are dropped, its jobs were in no sweep.
             let storing = self.storing.take().expect("checked");
-            self.jobs.truncate(storing.first);
+            self.table.jobs.truncate(storing.first);
             if let Err(e) = self.store.abandon_submissions() {
                 warn!("store error: {e:#}");
             }
@@ -816,7 +798,7 @@ impl Scheduler {
         sweep.announced = false;
         for &i in &removed {
             // A tombstone: no longer in the sweep; a running attempt is told to stop.
-            let job = &mut self.jobs[i];
+            let job = &mut self.table.jobs[i];
             job.state = JobState::Cancelled;
             job.current = None;
         }
@@ -828,20 +810,22 @@ impl Scheduler {
             .jobs
             .iter()
             .copied()
-            .filter(|&i| matches!(self.jobs[i].state, JobState::Cancelled | JobState::Failed))
+            .filter(|&i| matches!(self.table.jobs[i].state, JobState::Cancelled | JobState::Failed))
             .collect();
-        sweep.jobs.extend(first..self.jobs.len());
+        sweep.jobs.extend(first..self.table.jobs.len());
         for i in requeue {
-            let job = &mut self.jobs[i];
+            let job = &mut self.table.jobs[i];
             job.state = JobState::Queued;
             job.attempts = 0;
             job.voided = 0;
             job.error = None;
-            self.enqueue(i, false);
+            self.table.enqueue(i, false);
         }
+        let mut effects = Vec::new();
         for &i in &removed {
-            self.forget_attempts_of(i);
+            self.table.forget_attempts_of(i, &mut effects);
         }
+        self.apply(effects);
         let sweep = &self.sweeps[&name];
         if self.config.only_submitted {
             // Queued jobs found in the store were not queued at startup; this sweep's are now.
@@ -849,15 +833,15 @@ impl Scheduler {
                 .jobs
                 .iter()
                 .copied()
-                .filter(|&i| self.jobs[i].state == JobState::Queued && !self.queue.contains(i))
+                .filter(|&i| self.table.jobs[i].state == JobState::Queued && !self.table.queue.contains(i))
                 .collect();
             for i in waiting {
-                self.enqueue(i, false);
+                self.table.enqueue(i, false);
             }
         }
-        let queued = (first..self.jobs.len()).filter(|&i| self.jobs[i].state == JobState::Queued);
-        self.queue.extend(&family, &queued.collect::<Vec<_>>());
-        let n_added = (self.jobs.len() - first) as u32;
+        let queued = (first..self.table.jobs.len()).filter(|&i| self.table.jobs[i].state == JobState::Queued);
+        self.table.queue.extend(&family, &queued.collect::<Vec<_>>());
+        let n_added = (self.table.jobs.len() - first) as u32;
         let n_already_done = self.counts(&name).done;
         let n_jobs = self.sweeps[&name].jobs.len() as u32;
         info!(
@@ -877,7 +861,7 @@ impl Scheduler {
     fn counts(&self, sweep: &str) -> Counts {
         let mut c = Counts::default();
         for &i in &self.sweeps[sweep].jobs {
-            match self.jobs[i].state {
+            match self.table.jobs[i].state {
                 JobState::Queued => c.queued += 1,
                 JobState::Running => c.running += 1,
                 JobState::Done => c.done += 1,
@@ -906,7 +890,7 @@ impl Scheduler {
         let failures: Vec<JobFailed> = sweep
             .jobs
             .iter()
-            .map(|&i| &self.jobs[i])
+            .map(|&i| &self.table.jobs[i])
             .filter(|j| j.state == JobState::Failed)
             .skip(page.offset)
             .take(page.limit)
@@ -938,17 +922,9 @@ impl Scheduler {
         let sweep = self.sweeps.get(id).ok_or_else(|| CommandError::not_found(format!("no sweep `{id}`")))?;
         let jobs = sweep.jobs.clone();
         self.store.cancel(id).map_err(internal)?;
-        for i in jobs {
-            let job = &mut self.jobs[i];
-            if matches!(job.state, JobState::Queued | JobState::Running) && !job.committing {
-                job.state = JobState::Cancelled;
-                if let Some(a) = job.current.take() {
-                    // The worker hears "abandon" at its next heartbeat.
-                    self.forget_attempt(a);
-                }
-                self.live.settled_without_result(id, self.jobs[i].cell());
-            }
-        }
+        // Running attempts hear "abandon" at their next heartbeat.
+        let effects = self.table.cancel(&jobs);
+        self.apply(effects);
         self.sweeps.get_mut(id).expect("checked").cancelled = true;
         info!("sweep {id} cancelled");
         self.check_finished(id);
@@ -965,7 +941,7 @@ impl Scheduler {
             )));
         }
         let busy = sweep.jobs.iter().any(|&i| {
-            let j = &self.jobs[i];
+            let j = &self.table.jobs[i];
             matches!(j.state, JobState::Queued | JobState::Running) || j.committing
         });
         if busy {
@@ -977,7 +953,7 @@ impl Scheduler {
         let sweep = self.sweeps.remove(id).expect("checked");
         for &i in &sweep.jobs {
             // A tombstone: the slot stays (indices are stable), the job is gone.
-            self.jobs[i].state = JobState::Cancelled;
+            self.table.jobs[i].state = JobState::Cancelled;
         }
         self.live.close(id);
         info!("sweep {id} deleted ({} jobs)", sweep.jobs.len());
@@ -986,7 +962,7 @@ impl Scheduler {
 
     fn summary_inputs(&self, id: &str, with_keys: bool) -> Result<SummaryInputs, CommandError> {
         let sweep = self.sweeps.get(id).ok_or_else(|| CommandError::not_found(format!("no sweep `{id}`")))?;
-        let done = || sweep.jobs.iter().map(|&i| &self.jobs[i]).filter(|j| j.state == JobState::Done);
+        let done = || sweep.jobs.iter().map(|&i| &self.table.jobs[i]).filter(|j| j.state == JobState::Done);
         let family = self.registry.family(&sweep.family).ok();
         let counts = self.counts(id);
         Ok(SummaryInputs {
@@ -1048,21 +1024,6 @@ impl Scheduler {
         }
     }
 
-    /// The attempt, if `session` holds it: NOT_FOUND when it is not known (void or
-    /// finished), PERMISSION_DENIED when another session leased it.
-    fn held(&self, session: &str, attempt: u64) -> Result<&Attempt, CommandError> {
-        let a = self
-            .attempts
-            .get(&attempt)
-            .ok_or_else(|| CommandError::not_found(format!("attempt {attempt} is not known (void or finished)")))?;
-        if *a.session != *session {
-            return Err(CommandError::permission_denied(format!(
-                "attempt {attempt} is not held by this worker session"
-            )));
-        }
-        Ok(a)
-    }
-
     fn next_template_id(&mut self) -> usize {
         self.n_templates += 1;
         self.n_templates - 1
@@ -1081,169 +1042,168 @@ impl Scheduler {
         template
     }
 
-    /// Queue job `i` (first, for a retry); the queue is per family.
-    fn enqueue(&mut self, i: usize, front: bool) {
-        let family = self.jobs[i].family();
-        if front {
-            self.queue.push_front(i, family);
-        } else {
-            self.queue.push_back(i, family);
+    /// Carry out a transition's effects in order (the store's writes, spools, live
+    /// summaries, watchers), then announce the sweeps that finished.
+    fn apply(&mut self, effects: Vec<Effect>) {
+        let mut finished = BTreeSet::new();
+        for effect in effects {
+            match effect {
+                Effect::EndAttempt { attempt, job, outcome, state, error } => {
+                    let job = &self.table.jobs[job];
+                    let (sweep, key) = (job.sweep.clone(), job.key.to_string());
+                    // Logged, not answered: the store then still says `running`, and a
+                    // restart voids (queues again) every attempt it finds running.
+                    if let Err(e) = self.store.end_attempt(attempt, outcome, (&sweep, &key), state, error.as_deref()) {
+                        warn!("store error: {e:#}");
+                    }
+                }
+                Effect::OpenSpool { attempt, job, session } => {
+                    let job = &self.table.jobs[job];
+                    let family = self.registry.family(job.family()).ok();
+                    let schema = RecordSchema {
+                        metrics: family.map_or(&[], |f| f.metrics()),
+                        horizon: job.template.spec.horizon,
+                        ends_early: family.is_some_and(|f| f.ends_early()),
+                    };
+                    self.spools.create(attempt, session, schema);
+                }
+                Effect::DiscardSpool(attempt) => self.spools.discard(attempt),
+                Effect::SettledWithoutResult(i) => {
+                    let job = &self.table.jobs[i];
+                    self.live.settled_without_result(&job.sweep, job.cell());
+                }
+                Effect::Started { job: i, attempt, worker } => {
+                    let sweep = self.table.jobs[i].sweep.clone();
+                    if self.watched(&sweep) {
+                        let job = &self.table.jobs[i];
+                        let event = SweepEvent::JobStarted {
+                            job_key: job.key.to_string(),
+                            description: job.valid().describe(),
+                            attempt_id: attempt,
+                            attempt: job.attempts,
+                            worker,
+                        };
+                        self.emit(&sweep, event);
+                    }
+                }
+                Effect::Failed { job: i, error, attempt_no, is_final } => {
+                    let sweep = self.table.jobs[i].sweep.clone();
+                    if self.watched(&sweep) {
+                        let job = &self.table.jobs[i];
+                        let event = SweepEvent::JobFailed(JobFailed {
+                            job_key: job.key.to_string(),
+                            description: job.valid().describe(),
+                            error,
+                            attempt: attempt_no,
+                            is_final,
+                        });
+                        self.emit(&sweep, event);
+                    }
+                }
+                Effect::CheckFinished(sweep) => {
+                    finished.insert(sweep);
+                }
+            }
+        }
+        for sweep in finished {
+            self.check_finished(&sweep);
         }
     }
 
     fn lease(&mut self, session: &str, max_jobs: u32) -> Result<Leases, CommandError> {
         let (session, worker) = self.worker(session)?;
         let (worker_id, families) = (worker.id.clone(), worker.families.clone());
-        let mut picked = Vec::new();
-        while picked.len() < max_jobs as usize {
-            let Some(i) = self.queue.pop(&families) else { break };
-            // The queue may hold jobs that were cancelled or committed since they were queued,
-            // or whose expired attempt is committing right now.
-            if self.jobs[i].state == JobState::Queued && !self.jobs[i].committing && !picked.contains(&i) {
-                picked.push(i);
-            }
-        }
+        let picked = self.table.pick(&families, max_jobs);
         if picked.is_empty() {
             return Ok(Leases { leases: Vec::new(), retry_after: NOTHING_TO_LEASE_RETRY });
         }
         let keys: Vec<(Arc<str>, String)> =
-            picked.iter().map(|&i| (self.jobs[i].sweep.clone(), self.jobs[i].key.to_string())).collect();
-        let expires = Instant::now() + self.config.lease_ttl;
-        let ids = match self.store.start_attempts(
-            &keys,
-            &worker_id,
-            now_ms(),
-            now_ms() + self.config.lease_ttl.as_millis() as i64,
-        ) {
+            picked.iter().map(|&i| (self.table.jobs[i].sweep.clone(), self.table.jobs[i].key.to_string())).collect();
+        let ttl_ms = self.config.lease_ttl.as_millis() as i64;
+        let ids = match self.store.start_attempts(&keys, &worker_id, now_ms(), now_ms() + ttl_ms) {
             Ok(ids) => ids,
             Err(e) => {
-                for &i in picked.iter().rev() {
-                    self.enqueue(i, true);
-                }
+                self.table.unpick(&picked);
                 return Err(internal(e));
             }
         };
-        let mut leases = Vec::with_capacity(picked.len());
-        for (&i, &id) in picked.iter().zip(&ids) {
-            let job = &mut self.jobs[i];
-            job.state = JobState::Running;
-            job.current = Some(id);
-            job.attempts += 1;
-            self.attempts.insert(id, Attempt { job: i, session: session.clone(), expires });
-            let family = self.registry.family(self.jobs[i].family()).ok();
-            let schema = RecordSchema {
-                metrics: family.map_or(&[], |f| f.metrics()),
-                horizon: self.jobs[i].template.spec.horizon,
-                ends_early: family.is_some_and(|f| f.ends_early()),
-            };
-            self.spools.create(id, session.clone(), schema);
-            let job = &self.jobs[i];
-            leases.push(Lease {
-                attempt_id: id,
-                sweep_id: job.sweep.to_string(),
-                job_key: job.key.to_string(),
-                spec: job.valid().spec,
-                attempt: job.attempts,
-            });
-            let sweep = job.sweep.clone();
-            if self.watched(&sweep) {
-                let job = &self.jobs[i];
-                let event = SweepEvent::JobStarted {
-                    job_key: job.key.to_string(),
-                    description: job.valid().describe(),
+        let effects = self.table.start_attempts(&picked, &ids, &session, &worker_id, Instant::now().into_std());
+        self.apply(effects);
+        let leases = picked
+            .iter()
+            .zip(&ids)
+            .map(|(&i, &id)| {
+                let job = &self.table.jobs[i];
+                Lease {
                     attempt_id: id,
+                    sweep_id: job.sweep.to_string(),
+                    job_key: job.key.to_string(),
+                    spec: job.valid().spec,
                     attempt: job.attempts,
-                    worker: worker_id.clone(),
-                };
-                self.emit(&sweep, event);
-            }
-        }
+                }
+            })
+            .collect();
         Ok(Leases { leases, retry_after: Duration::ZERO })
     }
 
     fn heartbeat(&mut self, session: &str, attempts: Vec<u64>) -> Result<Vec<u64>, CommandError> {
         self.worker(session)?;
-        // Another session's attempt: the whole heartbeat is refused, and renews nothing.
-        if let Some(&id) = attempts.iter().find(|id| self.attempts.get(id).is_some_and(|a| *a.session != *session)) {
-            return Err(CommandError::permission_denied(format!("attempt {id} is not held by this worker session")));
-        }
         // Lease deadlines live in memory only: a restart voids every running attempt anyway,
         // so a heartbeat never waits on the store.
-        let expires = Instant::now() + self.config.lease_ttl;
-        let mut abandon = Vec::new();
-        for id in attempts {
-            let live = self.attempts.get(&id).is_some_and(|a| self.jobs[a.job].current == Some(id));
-            if live {
-                self.attempts.get_mut(&id).expect("checked").expires = expires;
-            } else if !self.attempts.contains_key(&id) || self.is_settled(self.attempts[&id].job) {
-                abandon.push(id);
-            }
-            // Else: an expired attempt whose job is queued or run by another attempt;
-            // it may still commit first, so it is left alone.
-        }
-        Ok(abandon)
-    }
-
-    /// Done, failed or cancelled: nothing an attempt does can change it.
-    fn is_settled(&self, job: usize) -> bool {
-        let j = &self.jobs[job];
-        matches!(j.state, JobState::Done | JobState::Failed | JobState::Cancelled) || j.committing
+        self.table.heartbeat(session, attempts, Instant::now().into_std())
     }
 
     fn complete(&mut self, session: &str, attempt: u64, n_records: u32, reply: Reply<bool>) {
-        let i = match self.held(session, attempt) {
-            Ok(a) => a.job,
+        let (start, effects) = match self.table.begin_commit(session, attempt) {
+            Ok(started) => started,
             Err(e) => {
                 let _ = reply.send(Err(e));
                 return;
             }
         };
-        let job = &self.jobs[i];
-        if job.state == JobState::Done || job.committing {
-            let (sweep, key, state) = (job.sweep.clone(), job.key.to_string(), job.state);
-            self.forget_attempt(attempt);
-            if let Err(e) = self.store.end_attempt(attempt, "dropped", (&sweep, &key), state, None) {
-                warn!("store error: {e:#}");
+        self.apply(effects);
+        let (i, revive) = match start {
+            CommitStart::Dropped => {
+                let _ = reply.send(Ok(false));
+                return;
             }
-            let _ = reply.send(Ok(false));
-            return;
-        }
-        if job.state == JobState::Cancelled {
-            let message = format!("job {} is {}", job.key, job.state.as_str());
-            self.forget_attempt(attempt);
-            let _ = reply.send(Err(CommandError::failed_precondition(message)));
-            return;
-        }
-        // A late result of a job that failed meanwhile (this attempt's lease expired, and
-        // the job ran out of attempts): nothing else committed, so it commits.
-        let revive = job.state == JobState::Failed;
-        self.attempts.remove(&attempt);
-        let Some(spool) = self.spools.take(attempt) else {
-            let _ = reply.send(Err(CommandError::internal(format!("attempt {attempt} has no spool"))));
-            return;
+            CommitStart::Cancelled(message) => {
+                let _ = reply.send(Err(CommandError::failed_precondition(message)));
+                return;
+            }
+            CommitStart::Check { job, revive } => (job, revive),
         };
-        let refused = match spool.broken() {
-            Some(why) => Some(why.to_owned()),
-            None if spool.n_records() != n_records => {
-                Some(format!("n_records: the worker sent {n_records}, the coordinator holds {}", spool.n_records()))
+        let checked = match self.spools.take(attempt) {
+            None => Err(format!("attempt {attempt} has no spool")),
+            Some(spool) => {
+                let refused = match spool.broken() {
+                    Some(why) => Some(why.to_owned()),
+                    None if spool.n_records() != n_records => Some(format!(
+                        "n_records: the worker sent {n_records}, the coordinator holds {}",
+                        spool.n_records()
+                    )),
+                    None => spool.incomplete(),
+                };
+                match refused {
+                    Some(error) => {
+                        drop(spool.into_records());
+                        Err(error)
+                    }
+                    None => Ok(spool),
+                }
             }
-            None => spool.incomplete(),
         };
-        if let Some(error) = refused {
-            drop(spool.into_records());
-            if self.jobs[i].current == Some(attempt) {
-                self.void(i, attempt, error.clone());
+        let spool = match checked {
+            Ok(spool) => spool,
+            Err(error) => {
+                let effects = self.table.void_if_current(i, attempt, error.clone());
+                self.apply(effects);
+                let _ = reply.send(Err(CommandError::invalid_argument(error)));
+                return;
             }
-            let _ = reply.send(Err(CommandError::invalid_argument(error)));
-            return;
-        }
-        if revive {
-            let job = &mut self.jobs[i];
-            info!("job {}: a late result of attempt {attempt} commits; the job had failed", job.key);
-            (job.state, job.current, job.error, job.revived) = (JobState::Running, Some(attempt), None, true);
-        }
-        self.jobs[i].committing = true;
-        let job = &self.jobs[i];
+        };
+        self.table.commit(i, attempt, revive);
+        let job = &self.table.jobs[i];
         let commit = Commit {
             sweep: job.sweep.to_string(),
             sweep_dir: self.results_dir.join(&*job.sweep),
@@ -1256,7 +1216,7 @@ impl Scheduler {
         };
         if let Err(unsent) = self.committer.send(commit) {
             let commit = unsent.0;
-            self.jobs[i].committing = false;
+            self.table.commit_unsent(i);
             let _ = commit.reply.send(Err(CommandError::unavailable("the coordinator is shutting down")));
         }
     }
@@ -1269,33 +1229,20 @@ impl Scheduler {
     /// goes back to the queue.
     fn part_written(&mut self, written: PartWritten) {
         let PartWritten { part, jobs } = written;
-        for c in &jobs {
-            self.jobs[c.job].committing = false;
-        }
+        let committed: Vec<(usize, u64)> = jobs.iter().map(|c| (c.job, c.attempt)).collect();
         let recorded = part.and_then(|part| {
             let Some(first) = jobs.first() else { return Ok(()) };
-            let sweep = self.jobs[first.job].sweep.clone();
-            let keys: Vec<String> = jobs.iter().map(|c| self.jobs[c.job].key.to_string()).collect();
+            let sweep = self.table.jobs[first.job].sweep.clone();
+            let keys: Vec<String> = jobs.iter().map(|c| self.table.jobs[c.job].key.to_string()).collect();
             let done: Vec<(Option<u64>, &str)> =
                 jobs.iter().zip(&keys).map(|(c, k)| (Some(c.attempt), k.as_str())).collect();
             self.store.commit_jobs(&sweep, &part, &done).map_err(|e| format!("recording part {part}: {e:#}"))
         });
-        // Revived jobs settle again (done, or failed once more): their sweeps' summaries are
-        // rebuilt from the jobs' states.
-        let mut reopen = BTreeSet::new();
-        for c in &jobs {
-            let job = &mut self.jobs[c.job];
-            if std::mem::take(&mut job.revived) {
-                reopen.insert(job.sweep.clone());
-            }
-        }
         if let Err(e) = recorded {
             warn!("committing {} job(s) failed: {e}; they are queued again", jobs.len());
+            let (effects, reopen) = self.table.commit_failed(&committed, &e);
+            self.apply(effects);
             for c in jobs {
-                // A late (expired) attempt's job is queued or run by another attempt already.
-                if self.jobs[c.job].current == Some(c.attempt) {
-                    self.requeue_or_fail(c.job, c.attempt, format!("writing its trajectory: {e}"));
-                }
                 let _ = c.reply.send(Err(CommandError::internal(format!("writing the trajectory: {e}"))));
             }
             for sweep in reopen {
@@ -1303,26 +1250,21 @@ impl Scheduler {
             }
             return;
         }
-        let mut sweeps = BTreeSet::new();
+        let (effects, reopen) = self.table.committed(&committed);
         for c in jobs {
-            let i = c.job;
-            let job = &mut self.jobs[i];
-            job.state = JobState::Done;
-            job.current = None;
-            // Every other attempt of this job is now moot.
-            self.forget_attempts_of(i);
+            let job = &self.table.jobs[c.job];
+            let sweep = job.sweep.clone();
             if let Some(location) = c.location {
-                self.live.committed(&self.jobs[i].sweep, location);
+                self.live.committed(&sweep, location);
             }
-            let sweep = self.jobs[i].sweep.clone();
             if self.watched(&sweep) {
+                let job = &self.table.jobs[c.job];
                 let final_metrics = self
-                    .metrics_of(self.jobs[i].family())
+                    .metrics_of(job.family())
                     .iter()
                     .zip(c.last)
                     .map(|(m, value)| (m.name.to_string(), value))
                     .collect();
-                let job = &self.jobs[i];
                 let event = SweepEvent::JobFinished {
                     job_key: job.key.to_string(),
                     description: job.valid().describe(),
@@ -1330,70 +1272,32 @@ impl Scheduler {
                 };
                 self.emit(&sweep, event);
             }
-            sweeps.insert(sweep);
             let _ = c.reply.send(Ok(true));
         }
         for sweep in reopen {
             self.open_live(&sweep);
         }
-        for sweep in sweeps {
-            self.check_finished(&sweep);
-        }
-    }
-
-    /// Forget an attempt and its records.
-    fn forget_attempt(&mut self, attempt: u64) {
-        self.attempts.remove(&attempt);
-        self.spools.discard(attempt);
-    }
-
-    /// Forget every attempt of job `i`.
-    fn forget_attempts_of(&mut self, i: usize) {
-        let ids: Vec<u64> = self.attempts.iter().filter(|(_, a)| a.job == i).map(|(&id, _)| id).collect();
-        for id in ids {
-            self.forget_attempt(id);
-        }
+        self.apply(effects);
     }
 
     fn fail(&mut self, session: &str, attempt: u64, error: String) -> Result<bool, CommandError> {
-        self.held(session, attempt)?;
-        let error = clip(error);
-        let a = self.attempts.remove(&attempt).expect("held");
-        self.spools.discard(attempt);
-        let job = &self.jobs[a.job];
-        if self.is_settled(a.job) || job.current != Some(attempt) {
-            // Settled, or superseded by another attempt: this failure changes nothing.
-            return Ok(false);
-        }
-        let worker = self.workers.get(&a.session).map_or("a gone worker", |w| w.id.as_str());
-        warn!("job {} attempt {attempt} on {worker} failed: {error}", job.key);
-        Ok(self.requeue_or_fail(a.job, attempt, error))
+        let worker = self.workers.get(session).map_or_else(|| "a gone worker".to_string(), |w| w.id.clone());
+        let (retry, effects) = self.table.fail(session, attempt, clip(error), &worker)?;
+        self.apply(effects);
+        Ok(retry)
     }
 
     /// Attempts a worker leased and never started: each job current with it is queued
     /// again, first, with the attempt uncounted.
     fn release(&mut self, session: &str, attempts: Vec<u64>) -> Result<u32, CommandError> {
         self.worker(session)?;
-        // Another session's attempt: nothing is released.
-        if let Some(&id) = attempts.iter().find(|id| self.attempts.get(id).is_some_and(|a| *a.session != *session)) {
-            return Err(CommandError::permission_denied(format!("attempt {id} is not held by this worker session")));
-        }
         let mut released = 0;
-        for id in attempts {
-            let Some(a) = self.attempts.get(&id) else { continue };
-            let i = a.job;
-            let job = &self.jobs[i];
-            if job.current != Some(id) || job.committing {
-                continue;
-            }
+        for (id, i) in self.table.releasable(session, &attempts)? {
+            let job = &self.table.jobs[i];
             let (sweep, key) = (job.sweep.clone(), job.key.to_string());
             self.store.release_attempt(id, (&sweep, &key)).map_err(internal)?;
-            self.forget_attempt(id);
-            let job = &mut self.jobs[i];
-            job.state = JobState::Queued;
-            job.current = None;
-            job.attempts = job.attempts.saturating_sub(1);
-            self.enqueue(i, true);
+            let effects = self.table.release(id, i);
+            self.apply(effects);
             released += 1;
         }
         Ok(released)
@@ -1402,88 +1306,25 @@ impl Scheduler {
     /// Records of the upload stream broke the schema: the attempt is void (its spool knows
     /// why), and its job queued again.
     fn refused(&mut self, attempt: u64) {
-        let Some(a) = self.attempts.get(&attempt) else { return };
-        let i = a.job;
+        if self.table.attempt(attempt).is_none() {
+            return;
+        }
         let error = self.spools.take(attempt).and_then(|s| {
             let why = s.broken().map(str::to_owned);
             drop(s.into_records());
             why
         });
-        self.attempts.remove(&attempt);
-        if self.jobs[i].current == Some(attempt) && !self.is_settled(i) {
-            self.void(i, attempt, error.unwrap_or_else(|| "records refused".into()));
-        }
+        let effects = self.table.refused(attempt, error.unwrap_or_else(|| "records refused".into()));
+        self.apply(effects);
     }
 
-    /// An attempt void for the worker's fault (records that broke the schema): the job is
-    /// queued again without the attempt counting against max-attempts, unless it has been
-    /// voided [`MAX_VOIDED`] times.
-    fn void(&mut self, i: usize, attempt: u64, error: String) {
-        let job = &mut self.jobs[i];
-        job.voided += 1;
-        if job.voided >= MAX_VOIDED {
-            let error = format!("{error} (its attempts were refused {MAX_VOIDED} times)");
-            job.attempts = self.config.max_attempts;
-            self.requeue_or_fail(i, attempt, error);
-            return;
-        }
-        job.attempts = job.attempts.saturating_sub(1);
-        warn!("job {} attempt {attempt} voided: {error}", job.key);
-        self.requeue_or_fail(i, attempt, format!("attempt voided: {error}"));
-    }
-
-    /// A failed or expired attempt: queue the job for another attempt, or mark it failed
-    /// when it has had `max_attempts`. Returns whether it will be retried.
-    fn requeue_or_fail(&mut self, i: usize, attempt: u64, error: String) -> bool {
-        let job = &self.jobs[i];
-        let (sweep, key) = (job.sweep.clone(), job.key.to_string());
-        let retry = job.attempts < self.config.max_attempts;
-        let state = if retry { JobState::Queued } else { JobState::Failed };
-        if let Err(e) = self.store.end_attempt(attempt, "failed", (&sweep, &key), state, Some(&error)) {
-            warn!("store error: {e:#}");
-        }
-        let job = &mut self.jobs[i];
-        job.state = state;
-        job.current = None;
-        job.error = Some(error.as_str().into());
-        let attempt_no = job.attempts;
-        if retry {
-            // To the front: a retried job should not wait behind the whole sweep.
-            self.enqueue(i, true);
-        } else {
-            self.live.settled_without_result(&sweep, self.jobs[i].cell());
-        }
-        let description = self.jobs[i].valid().describe();
-        let event = SweepEvent::JobFailed(JobFailed {
-            job_key: key,
-            description,
-            error,
-            attempt: attempt_no,
-            is_final: !retry,
-        });
-        self.emit(&sweep, event);
-        self.check_finished(&sweep);
-        retry
-    }
-
-    /// Leases past their deadline: the job goes back to the queue (or fails). The attempt
-    /// stays known, so its late result still commits if nothing else has.
+    /// Leases past their deadline: the job goes back to the queue (or fails).
     fn expire_leases(&mut self) {
-        let now = Instant::now();
-        let expired: Vec<(u64, usize, String)> = self
-            .attempts
-            .iter()
-            .filter(|(&id, a)| a.expires < now && self.jobs[a.job].current == Some(id) && !self.jobs[a.job].committing)
-            .map(|(&id, a)| {
-                let worker =
-                    self.workers.get(&a.session).map_or_else(|| "?".to_string(), |w| format!("{} ({})", w.id, w.name));
-                (id, a.job, worker)
-            })
-            .collect();
-        for (id, i, worker) in expired {
-            warn!("job {} attempt {id}: the lease of worker {worker} expired", self.jobs[i].key);
-            self.requeue_or_fail(i, id, format!("lease expired: worker {worker} stopped heartbeating"));
-        }
+        let workers = &self.workers;
+        let worker =
+            |session: &str| workers.get(session).map_or_else(|| "?".to_string(), |w| format!("{} ({})", w.id, w.name));
+        let effects = self.table.expire(Instant::now().into_std(), worker);
+        self.apply(effects);
     }
 
     /// Someone watches `sweep`: events are worth building. Once the last watcher has left,
@@ -1527,7 +1368,7 @@ impl Scheduler {
         let done = sweep
             .jobs
             .iter()
-            .map(|&i| &self.jobs[i])
+            .map(|&i| &self.table.jobs[i])
             .filter(|j| j.state == JobState::Done)
             .map(|j| j.key.to_string())
             .collect();
@@ -1553,7 +1394,7 @@ impl Scheduler {
         // Counted by template first, by its number.
         let mut by_template: Vec<(Option<&Template>, usize, usize)> = vec![(None, 0, 0); self.n_templates];
         for &i in &self.sweeps[id].jobs {
-            let job = &self.jobs[i];
+            let job = &self.table.jobs[i];
             let counts = &mut by_template[job.template.id];
             counts.0 = Some(&job.template);
             counts.1 += 1;
@@ -1596,6 +1437,7 @@ impl Counts {
 mod tests {
     use super::super::replies::ErrorKind;
     use super::*;
+    use crate::coordinator::table::MAX_VOIDED;
     use armada_core::{JobSpec, StepRecord, ValidJob};
     use polars::prelude::{ParquetReader, SerReader};
 

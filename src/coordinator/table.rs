@@ -1,0 +1,772 @@
+//! The job table as a pure state machine: the jobs, their queue, and the attempts leased
+//! to workers, changed only by the transitions below. It does no I/O and reads no clock:
+//! a transition takes the time it happens at (`now`) and returns what must follow from it
+//! ([`Effect`]s: store writes, spools, live summaries, watchers), which the scheduler
+//! carries out, in order, before it answers the command.
+//!
+//! Where a transition depends on a store write that may fail (a lease needs the store's
+//! attempt ids, a commit needs its part recorded), the scheduler writes first and then
+//! applies the transition that matches the outcome ([`JobTable::start_attempts`] or
+//! [`JobTable::unpick`]; [`JobTable::committed`] or [`JobTable::commit_failed`]).
+//!
+//! Invariants, checked over random histories by the property test below:
+//! - a job is `running` exactly when it has a current attempt, and that attempt is leased;
+//! - a lease lives `lease_ttl` after it was granted or last renewed, and no longer;
+//! - the first commit of a job wins: once one has begun, no other attempt of the job
+//!   commits, and a job is `done` once, by one attempt;
+//! - a job has had at most `max_attempts` counted attempts, and it is `failed` only once it
+//!   has used them all.
+
+use super::jobs::Job;
+use super::queue::JobQueue;
+use super::replies::CommandError;
+use super::store::JobState;
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Voided attempts after which a job fails (its records never fit its schema).
+pub const MAX_VOIDED: u32 = 10;
+
+/// A command that keeps the scheduler at least this long gives running leases the time back.
+pub const BUSY_EXCUSED: Duration = Duration::from_millis(50);
+
+/// How long leases live and how often a job is tried.
+#[derive(Clone, Copy, Debug)]
+pub struct Policy {
+    pub lease_ttl: Duration,
+    pub max_attempts: u32,
+}
+
+/// A leased attempt.
+pub struct Attempt {
+    pub job: usize,
+    /// The worker session that holds it.
+    pub session: Arc<str>,
+    pub expires: Instant,
+}
+
+/// What a transition asks the scheduler to carry out.
+#[derive(Debug, PartialEq)]
+pub enum Effect {
+    /// Store: the attempt ended (`committed`, `failed`, `dropped`, ...), and its job is now
+    /// in `state` (with `error`, when one is given).
+    EndAttempt { attempt: u64, job: usize, outcome: &'static str, state: JobState, error: Option<String> },
+    /// Spools: a leased attempt's records will arrive here.
+    OpenSpool { attempt: u64, job: usize, session: Arc<str> },
+    /// Spools: the attempt's records are not wanted.
+    DiscardSpool(u64),
+    /// Live summaries: the job settled without a result (failed or cancelled).
+    SettledWithoutResult(usize),
+    /// Watchers: the job's attempt started on a worker.
+    Started { job: usize, attempt: u64, worker: String },
+    /// Watchers: an attempt of the job failed; `is_final` when the job will not be retried.
+    Failed { job: usize, error: String, attempt_no: u32, is_final: bool },
+    /// The sweep may have nothing left queued or running.
+    CheckFinished(Arc<str>),
+}
+
+/// How a commit begins ([`JobTable::begin_commit`]).
+#[derive(Debug, PartialEq)]
+pub enum CommitStart {
+    /// The job is done or committing already: this attempt's result is dropped.
+    Dropped,
+    /// The job was cancelled: the result is refused, with this message.
+    Cancelled(String),
+    /// The attempt may commit its job once its records check out; `revive` when the job had
+    /// failed meanwhile (this late result is the only one).
+    Check { job: usize, revive: bool },
+}
+
+pub struct JobTable {
+    pub jobs: Vec<Job>,
+    pub queue: JobQueue,
+    attempts: HashMap<u64, Attempt>,
+    policy: Policy,
+}
+
+impl JobTable {
+    pub fn new(policy: Policy) -> Self {
+        JobTable { jobs: Vec::new(), queue: JobQueue::default(), attempts: HashMap::new(), policy }
+    }
+
+    pub fn policy(&self) -> Policy {
+        self.policy
+    }
+
+    /// Queue job `i` (first, for a retry); the queue is per family.
+    pub fn enqueue(&mut self, i: usize, front: bool) {
+        let family = self.jobs[i].family();
+        if front {
+            self.queue.push_front(i, family);
+        } else {
+            self.queue.push_back(i, family);
+        }
+    }
+
+    /// Done, failed or cancelled, or committing: nothing an attempt does can change it.
+    pub fn is_settled(&self, i: usize) -> bool {
+        let j = &self.jobs[i];
+        matches!(j.state, JobState::Done | JobState::Failed | JobState::Cancelled) || j.committing
+    }
+
+    pub fn attempt(&self, id: u64) -> Option<&Attempt> {
+        self.attempts.get(&id)
+    }
+
+    /// The attempt, if `session` holds it: NOT_FOUND when it is not known (void or
+    /// finished), PERMISSION_DENIED when another session leased it.
+    pub fn held(&self, session: &str, attempt: u64) -> Result<&Attempt, CommandError> {
+        let a = self
+            .attempts
+            .get(&attempt)
+            .ok_or_else(|| CommandError::not_found(format!("attempt {attempt} is not known (void or finished)")))?;
+        if *a.session != *session {
+            return Err(CommandError::permission_denied(format!(
+                "attempt {attempt} is not held by this worker session"
+            )));
+        }
+        Ok(a)
+    }
+
+    /// Refuse a request about several attempts when one of them is another session's.
+    pub fn check_session(&self, session: &str, attempts: &[u64]) -> Result<(), CommandError> {
+        match attempts.iter().find(|id| self.attempts.get(id).is_some_and(|a| *a.session != *session)) {
+            Some(id) => {
+                Err(CommandError::permission_denied(format!("attempt {id} is not held by this worker session")))
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Up to `max_jobs` queued jobs of `families`, taken off the queue for a lease: then
+    /// [`Self::start_attempts`] starts them, or [`Self::unpick`] puts them back.
+    pub fn pick(&mut self, families: &BTreeSet<String>, max_jobs: u32) -> Vec<usize> {
+        let mut picked = Vec::new();
+        while picked.len() < max_jobs as usize {
+            let Some(i) = self.queue.pop(families) else { break };
+            // The queue may hold jobs that were cancelled or committed since they were
+            // queued, or whose expired attempt is committing right now.
+            if self.jobs[i].state == JobState::Queued && !self.jobs[i].committing && !picked.contains(&i) {
+                picked.push(i);
+            }
+        }
+        picked
+    }
+
+    /// Picked jobs that could not be leased go back to the front of the queue, in order.
+    pub fn unpick(&mut self, picked: &[usize]) {
+        for &i in picked.iter().rev() {
+            self.enqueue(i, true);
+        }
+    }
+
+    /// Start attempts `ids` (the store's) of the `picked` jobs for `session`, whose leases
+    /// expire `lease_ttl` after `now`.
+    pub fn start_attempts(
+        &mut self,
+        picked: &[usize],
+        ids: &[u64],
+        session: &Arc<str>,
+        worker: &str,
+        now: Instant,
+    ) -> Vec<Effect> {
+        let expires = now + self.policy.lease_ttl;
+        let mut effects = Vec::with_capacity(3 * picked.len());
+        for (&i, &id) in picked.iter().zip(ids) {
+            let job = &mut self.jobs[i];
+            job.state = JobState::Running;
+            job.current = Some(id);
+            job.attempts += 1;
+            self.attempts.insert(id, Attempt { job: i, session: session.clone(), expires });
+            effects.push(Effect::OpenSpool { attempt: id, job: i, session: session.clone() });
+            effects.push(Effect::Started { job: i, attempt: id, worker: worker.to_string() });
+        }
+        effects
+    }
+
+    /// Renew the leases of `attempts` held by `session` until `lease_ttl` after `now`;
+    /// answers the attempts to abandon (their jobs are settled, or they are unknown).
+    pub fn heartbeat(&mut self, session: &str, attempts: Vec<u64>, now: Instant) -> Result<Vec<u64>, CommandError> {
+        // Another session's attempt: the whole heartbeat is refused, and renews nothing.
+        self.check_session(session, &attempts)?;
+        let expires = now + self.policy.lease_ttl;
+        let mut abandon = Vec::new();
+        for id in attempts {
+            match self.attempts.get(&id).map(|a| a.job) {
+                Some(i) if self.jobs[i].current == Some(id) => {
+                    self.attempts.get_mut(&id).expect("found").expires = expires;
+                }
+                Some(i) if !self.is_settled(i) => {
+                    // An expired attempt whose job is queued or run by another attempt: it
+                    // may still commit first, so it is left alone.
+                }
+                _ => abandon.push(id),
+            }
+        }
+        Ok(abandon)
+    }
+
+    /// The leases not renewed in time: their jobs go back to the queue (or fail). The
+    /// attempts stay known, so a late result still commits if nothing else has. `worker`
+    /// names a session for the error.
+    pub fn expire(&mut self, now: Instant, worker: impl Fn(&str) -> String) -> Vec<Effect> {
+        let mut expired: Vec<(u64, usize, String)> = self
+            .attempts
+            .iter()
+            .filter(|(&id, a)| a.expires < now && self.jobs[a.job].current == Some(id) && !self.jobs[a.job].committing)
+            .map(|(&id, a)| (id, a.job, worker(&a.session)))
+            .collect();
+        // In attempt order, so that the effects do not depend on the map's.
+        expired.sort_unstable_by_key(|e| e.0);
+        let mut effects = Vec::new();
+        for (id, i, worker) in expired {
+            tracing::warn!("job {} attempt {id}: the lease of worker {worker} expired", self.jobs[i].key);
+            let error = format!("lease expired: worker {worker} stopped heartbeating");
+            self.requeue_or_fail(i, id, error, &mut effects);
+        }
+        effects
+    }
+
+    /// Leases do not age while the scheduler itself is busy: heartbeats sent during a long
+    /// command (a sweep of a million jobs takes seconds to store) wait in its mailbox, so
+    /// every running lease gets that time back.
+    pub fn excuse(&mut self, busy: Duration) {
+        if busy < BUSY_EXCUSED {
+            return;
+        }
+        for a in self.attempts.values_mut() {
+            a.expires += busy;
+        }
+    }
+
+    /// An attempt's result arrived: drop it, refuse it, or let it be checked for a commit.
+    /// On `Check` the attempt is no longer leased; its spool is the scheduler's to check,
+    /// then [`Self::commit`] or [`Self::void`] follows.
+    pub fn begin_commit(&mut self, session: &str, attempt: u64) -> Result<(CommitStart, Vec<Effect>), CommandError> {
+        let i = self.held(session, attempt)?.job;
+        let job = &self.jobs[i];
+        if job.state == JobState::Done || job.committing {
+            let effect = Effect::EndAttempt { attempt, job: i, outcome: "dropped", state: job.state, error: None };
+            self.forget_attempt(attempt, &mut Vec::new());
+            return Ok((CommitStart::Dropped, vec![effect, Effect::DiscardSpool(attempt)]));
+        }
+        if job.state == JobState::Cancelled {
+            let message = format!("job {} is {}", job.key, job.state.as_str());
+            let mut effects = Vec::new();
+            self.forget_attempt(attempt, &mut effects);
+            return Ok((CommitStart::Cancelled(message), effects));
+        }
+        // A late result of a job that failed meanwhile (this attempt's lease expired, and
+        // the job ran out of attempts): nothing else committed, so it commits.
+        let revive = job.state == JobState::Failed;
+        self.attempts.remove(&attempt);
+        Ok((CommitStart::Check { job: i, revive }, Vec::new()))
+    }
+
+    /// The attempt's records checked out: its job is committing (its part is being
+    /// written), and no other attempt commits it.
+    pub fn commit(&mut self, i: usize, attempt: u64, revive: bool) {
+        let job = &mut self.jobs[i];
+        if revive {
+            tracing::info!("job {}: a late result of attempt {attempt} commits; the job had failed", job.key);
+            (job.state, job.current, job.error, job.revived) = (JobState::Running, Some(attempt), None, true);
+        }
+        job.committing = true;
+    }
+
+    /// The commit could not be handed to the committer: the job is as it was.
+    pub fn commit_unsent(&mut self, i: usize) {
+        self.jobs[i].committing = false;
+    }
+
+    /// The part holding these `(job, attempt)`s is recorded: the jobs are done, and every
+    /// other attempt of theirs is moot. Answers the sweeps of revived jobs, whose live
+    /// summaries must be reopened.
+    pub fn committed(&mut self, jobs: &[(usize, u64)]) -> (Vec<Effect>, BTreeSet<Arc<str>>) {
+        let reopen = self.end_commits(jobs);
+        let mut effects = Vec::new();
+        for &(i, _) in jobs {
+            let job = &mut self.jobs[i];
+            job.state = JobState::Done;
+            job.current = None;
+            self.forget_attempts_of(i, &mut effects);
+            effects.push(Effect::CheckFinished(self.jobs[i].sweep.clone()));
+        }
+        (effects, reopen)
+    }
+
+    /// The part holding these `(job, attempt)`s could not be written or recorded: each job
+    /// whose current attempt it was is queued again (or fails).
+    pub fn commit_failed(&mut self, jobs: &[(usize, u64)], error: &str) -> (Vec<Effect>, BTreeSet<Arc<str>>) {
+        let reopen = self.end_commits(jobs);
+        let mut effects = Vec::new();
+        for &(i, attempt) in jobs {
+            let error = format!("writing its trajectory: {error}");
+            match self.jobs[i].current {
+                Some(current) if current == attempt => {
+                    self.requeue_or_fail(i, attempt, error, &mut effects);
+                }
+                Some(current) if !self.attempts.contains_key(&current) => {
+                    // The job's current attempt finished while this (late) one was
+                    // committing, and its result was dropped: run it again, uncounted.
+                    let job = &mut self.jobs[i];
+                    job.attempts = job.attempts.saturating_sub(1);
+                    self.requeue_or_fail(i, current, error, &mut effects);
+                }
+                // A late (expired) attempt's job is queued, or run by another attempt.
+                _ => {
+                    // A lease may have taken the queued job off the queue, and passed it
+                    // by, while this attempt was committing.
+                    if self.jobs[i].state == JobState::Queued && !self.queue.contains(i) {
+                        self.enqueue(i, true);
+                    }
+                }
+            }
+        }
+        (effects, reopen)
+    }
+
+    fn end_commits(&mut self, jobs: &[(usize, u64)]) -> BTreeSet<Arc<str>> {
+        let mut reopen = BTreeSet::new();
+        for &(i, _) in jobs {
+            let job = &mut self.jobs[i];
+            job.committing = false;
+            // Revived jobs settle again (done, or failed once more): their sweeps' summaries
+            // are rebuilt from the jobs' states.
+            if std::mem::take(&mut job.revived) {
+                reopen.insert(job.sweep.clone());
+            }
+        }
+        reopen
+    }
+
+    /// The worker reports that an attempt failed: answers whether its job will be tried again.
+    pub fn fail(
+        &mut self,
+        session: &str,
+        attempt: u64,
+        error: String,
+        worker: &str,
+    ) -> Result<(bool, Vec<Effect>), CommandError> {
+        self.held(session, attempt)?;
+        let a = self.attempts.remove(&attempt).expect("held");
+        let mut effects = vec![Effect::DiscardSpool(attempt)];
+        if self.is_settled(a.job) || self.jobs[a.job].current != Some(attempt) {
+            // Settled, or superseded by another attempt: this failure changes nothing.
+            return Ok((false, effects));
+        }
+        tracing::warn!("job {} attempt {attempt} on {worker} failed: {error}", self.jobs[a.job].key);
+        let retry = self.requeue_or_fail(a.job, attempt, error, &mut effects);
+        Ok((retry, effects))
+    }
+
+    /// Of `attempts` handed back by `session`, those whose jobs they still run (and that
+    /// are not committing): the store releases them, then [`Self::release`] does.
+    pub fn releasable(&self, session: &str, attempts: &[u64]) -> Result<Vec<(u64, usize)>, CommandError> {
+        self.check_session(session, attempts)?;
+        let mut seen = HashSet::new();
+        Ok(attempts
+            .iter()
+            .filter(|&&id| seen.insert(id))
+            .filter_map(|&id| Some((id, self.attempts.get(&id)?.job)))
+            .filter(|&(id, i)| self.jobs[i].current == Some(id) && !self.jobs[i].committing)
+            .collect())
+    }
+
+    /// A leased attempt that never started: its job is queued again, first, with the
+    /// attempt uncounted.
+    pub fn release(&mut self, attempt: u64, i: usize) -> Vec<Effect> {
+        let mut effects = Vec::new();
+        self.forget_attempt(attempt, &mut effects);
+        let job = &mut self.jobs[i];
+        job.state = JobState::Queued;
+        job.current = None;
+        job.attempts = job.attempts.saturating_sub(1);
+        self.enqueue(i, true);
+        effects
+    }
+
+    /// The attempt's records broke its job's schema (`error` says how): the attempt is
+    /// forgotten and, if its job still runs it, void.
+    pub fn refused(&mut self, attempt: u64, error: String) -> Vec<Effect> {
+        let mut effects = Vec::new();
+        let Some(a) = self.attempts.remove(&attempt) else { return effects };
+        if self.jobs[a.job].current == Some(attempt) && !self.is_settled(a.job) {
+            self.void(a.job, attempt, error, &mut effects);
+        }
+        effects
+    }
+
+    /// The records of attempt `attempt` of job `i`, checked for its commit, break its
+    /// schema (`error` says how): void it, if the job still runs it.
+    pub fn void_if_current(&mut self, i: usize, attempt: u64, error: String) -> Vec<Effect> {
+        let mut effects = Vec::new();
+        if self.jobs[i].current == Some(attempt) {
+            self.void(i, attempt, error, &mut effects);
+        }
+        effects
+    }
+
+    /// An attempt void for the worker's fault (records that broke the schema): the job is
+    /// queued again without the attempt counting against `max_attempts`, unless it has been
+    /// voided [`MAX_VOIDED`] times.
+    fn void(&mut self, i: usize, attempt: u64, error: String, effects: &mut Vec<Effect>) {
+        let job = &mut self.jobs[i];
+        job.voided += 1;
+        if job.voided >= MAX_VOIDED {
+            let error = format!("{error} (its attempts were refused {MAX_VOIDED} times)");
+            job.attempts = self.policy.max_attempts;
+            self.requeue_or_fail(i, attempt, error, effects);
+            return;
+        }
+        job.attempts = job.attempts.saturating_sub(1);
+        tracing::warn!("job {} attempt {attempt} voided: {error}", job.key);
+        self.requeue_or_fail(i, attempt, format!("attempt voided: {error}"), effects);
+    }
+
+    /// Cancel `jobs`: the queued and running ones (not committing) are `cancelled`, and a
+    /// running attempt hears "abandon" at its next heartbeat.
+    pub fn cancel(&mut self, jobs: &[usize]) -> Vec<Effect> {
+        let mut effects = Vec::new();
+        for &i in jobs {
+            let job = &mut self.jobs[i];
+            if matches!(job.state, JobState::Queued | JobState::Running) && !job.committing {
+                job.state = JobState::Cancelled;
+                if let Some(a) = job.current.take() {
+                    self.forget_attempt(a, &mut effects);
+                }
+                effects.push(Effect::SettledWithoutResult(i));
+            }
+        }
+        effects
+    }
+
+    /// Forget an attempt and its records.
+    fn forget_attempt(&mut self, attempt: u64, effects: &mut Vec<Effect>) {
+        self.attempts.remove(&attempt);
+        effects.push(Effect::DiscardSpool(attempt));
+    }
+
+    /// Forget every attempt of job `i`.
+    pub fn forget_attempts_of(&mut self, i: usize, effects: &mut Vec<Effect>) {
+        let mut ids: Vec<u64> = self.attempts.iter().filter(|(_, a)| a.job == i).map(|(&id, _)| id).collect();
+        ids.sort_unstable();
+        for id in ids {
+            self.forget_attempt(id, effects);
+        }
+    }
+
+    /// A failed or expired attempt: queue the job for another attempt, or mark it failed
+    /// when it has had `max_attempts`. Returns whether it will be retried.
+    fn requeue_or_fail(&mut self, i: usize, attempt: u64, error: String, effects: &mut Vec<Effect>) -> bool {
+        let max_attempts = self.policy.max_attempts;
+        let job = &mut self.jobs[i];
+        let retry = job.attempts < max_attempts;
+        let state = if retry { JobState::Queued } else { JobState::Failed };
+        effects.push(Effect::EndAttempt { attempt, job: i, outcome: "failed", state, error: Some(error.clone()) });
+        job.state = state;
+        job.current = None;
+        job.error = Some(error.as_str().into());
+        let attempt_no = job.attempts;
+        if retry {
+            // To the front: a retried job should not wait behind the whole sweep.
+            self.enqueue(i, true);
+        } else {
+            effects.push(Effect::SettledWithoutResult(i));
+        }
+        effects.push(Effect::Failed { job: i, error, attempt_no, is_final: !retry });
+        effects.push(Effect::CheckFinished(self.jobs[i].sweep.clone()));
+        retry
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::jobs::{Key, Template};
+    use super::*;
+    use crate::results::Cell;
+    use armada_core::JobSpec;
+
+    /// A small deterministic generator (xorshift64*): the histories are reproducible from
+    /// their seed, with no dependency.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+        fn chance(&mut self, percent: u64) -> bool {
+            self.below(100) < percent
+        }
+    }
+
+    const TTL: Duration = Duration::from_secs(10);
+    const MAX_ATTEMPTS: u32 = 3;
+    const SESSIONS: [&str; 3] = ["a", "b", "c"];
+
+    fn table(n_jobs: usize) -> JobTable {
+        let mut t = JobTable::new(Policy { lease_ttl: TTL, max_attempts: MAX_ATTEMPTS });
+        let spec = JobSpec::new("f", "bench", "algo");
+        let template = Arc::new(Template { cell: Cell::of_spec(&spec), spec, id: 0 });
+        let sweep: Arc<str> = "s".into();
+        for i in 0..n_jobs {
+            let key = Key::parse(&format!("{i:032x}")).unwrap();
+            t.jobs.push(Job::new(sweep.clone(), template.clone(), i as u64, key, JobState::Queued));
+            t.enqueue(i, false);
+        }
+        t
+    }
+
+    /// What the history says the table must hold.
+    #[derive(Default)]
+    struct Model {
+        /// Each leased attempt's session and its deadline: granted or renewed + ttl, plus
+        /// any busy time excused since.
+        leases: HashMap<u64, (Arc<str>, Instant)>,
+        /// The attempt that committed each done job.
+        done_by: HashMap<usize, u64>,
+        /// Commits handed to the committer and not yet written.
+        committing: Vec<(usize, u64)>,
+        next_id: u64,
+    }
+
+    /// Every invariant of the module doc, after every transition.
+    fn check(t: &JobTable, m: &Model, context: &str) {
+        for (i, job) in t.jobs.iter().enumerate() {
+            let at = || format!("{context}: job {i} ({:?}, current {:?})", job.state, job.current);
+            assert_eq!(job.state == JobState::Running, job.current.is_some(), "{}", at());
+            if let (Some(id), false) = (job.current, job.committing) {
+                let a = t.attempt(id).unwrap_or_else(|| panic!("{}: its attempt is not leased", at()));
+                assert_eq!(a.job, i, "{}", at());
+            }
+            assert!(job.attempts <= MAX_ATTEMPTS, "{}: {} attempts", at(), job.attempts);
+            if job.state == JobState::Failed {
+                assert_eq!(job.attempts, MAX_ATTEMPTS, "{}: failed before its last attempt", at());
+            }
+            if job.state == JobState::Queued && !job.committing {
+                assert!(t.queue.contains(i), "{}: queued, but not in the queue", at());
+            }
+            assert_eq!(job.state == JobState::Done, m.done_by.contains_key(&i), "{}", at());
+        }
+        for (id, (session, expires)) in &m.leases {
+            if let Some(a) = t.attempt(*id) {
+                assert_eq!((&a.session, a.expires), (session, *expires), "{context}: attempt {id}'s lease");
+            }
+        }
+    }
+
+    /// Random histories of leases, heartbeats, time passing, expiry, commits (whose parts
+    /// are written or not), failures, releases, refused records, busy spells and a cancel,
+    /// against the invariants above; the first-commit rule and lease expiry are checked
+    /// at the transition that decides them. No store, no clock, no sleeping.
+    #[test]
+    fn random_histories_keep_the_lifecycle_invariants() {
+        let (mut expired, mut wins, mut dropped, mut failed) = (0, 0, 0, 0);
+        for seed in 1..=400u64 {
+            let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+            let n_jobs = 1 + rng.below(6) as usize;
+            let mut t = table(n_jobs);
+            let mut m = Model { next_id: 1, ..Model::default() };
+            let t0 = Instant::now();
+            let mut now = t0;
+            let families: BTreeSet<String> = ["f".to_string()].into();
+            for step in 0..200 {
+                let session: Arc<str> = SESSIONS[rng.below(3) as usize].into();
+                let held: Vec<u64> = m.leases.iter().filter(|(_, (s, _))| *s == session).map(|(&id, _)| id).collect();
+                let some_held = |rng: &mut Rng| (!held.is_empty()).then(|| held[rng.below(held.len() as u64) as usize]);
+                let context = format!("seed {seed} step {step}");
+                match rng.below(100) {
+                    0..=19 => {
+                        let picked = t.pick(&families, 1 + rng.below(3) as u32);
+                        if rng.chance(10) {
+                            // The store could not start them.
+                            t.unpick(&picked);
+                        } else {
+                            let ids: Vec<u64> = (0..picked.len() as u64).map(|k| m.next_id + k).collect();
+                            m.next_id += ids.len() as u64;
+                            t.start_attempts(&picked, &ids, &session, "w", now);
+                            for id in ids {
+                                m.leases.insert(id, (session.clone(), now + TTL));
+                            }
+                        }
+                    }
+                    20..=34 => {
+                        let mut asked: Vec<u64> = held.iter().copied().filter(|_| rng.chance(70)).collect();
+                        asked.push(m.next_id + 7); // never leased
+                        let abandon = t.heartbeat(&session, asked.clone(), now).unwrap();
+                        for id in asked {
+                            let current = t.attempt(id).is_some_and(|a| t.jobs[a.job].current == Some(id));
+                            if current {
+                                m.leases.get_mut(&id).unwrap().1 = now + TTL;
+                            }
+                            let settled = t.attempt(id).is_none_or(|a| t.is_settled(a.job));
+                            assert_eq!(abandon.contains(&id), settled && !current, "{context}: heartbeat of {id}");
+                        }
+                    }
+                    35..=49 => {
+                        now += Duration::from_millis(rng.below(6000));
+                        let due: HashSet<u64> = t
+                            .jobs
+                            .iter()
+                            .filter(|j| !j.committing)
+                            .filter_map(|j| j.current)
+                            .filter(|id| m.leases[id].1 < now)
+                            .collect();
+                        let effects = t.expire(now, |s| s.to_string());
+                        let ended: HashSet<u64> = effects
+                            .iter()
+                            .filter_map(|e| match e {
+                                Effect::EndAttempt { attempt, .. } => Some(*attempt),
+                                _ => None,
+                            })
+                            .collect();
+                        assert_eq!(ended, due, "{context}: exactly the leases past their deadline expire");
+                        expired += ended.len();
+                    }
+                    50..=64 => {
+                        let Some(id) = some_held(&mut rng) else { continue };
+                        let job = t.attempt(id).map(|a| a.job);
+                        match t.begin_commit(&session, id) {
+                            Err(e) => panic!("{context}: {e}"),
+                            Ok((CommitStart::Dropped, _)) => {
+                                let job = &t.jobs[job.unwrap()];
+                                assert!(job.state == JobState::Done || job.committing, "{context}: dropped");
+                                dropped += 1;
+                                m.leases.remove(&id);
+                            }
+                            Ok((CommitStart::Cancelled(_), _)) => {
+                                m.leases.remove(&id);
+                            }
+                            Ok((CommitStart::Check { job, revive }, _)) => {
+                                assert_eq!(revive, t.jobs[job].state == JobState::Failed);
+                                m.leases.remove(&id);
+                                if rng.chance(15) {
+                                    t.void_if_current(job, id, "broken records".into());
+                                } else {
+                                    t.commit(job, id, revive);
+                                    m.committing.push((job, id));
+                                }
+                            }
+                        }
+                    }
+                    65..=74 => {
+                        if m.committing.is_empty() {
+                            continue;
+                        }
+                        let n = 1 + rng.below(m.committing.len() as u64) as usize;
+                        let part: Vec<(usize, u64)> = m.committing.drain(..n).collect();
+                        if rng.chance(20) {
+                            t.commit_failed(&part, "disk full");
+                        } else {
+                            t.committed(&part);
+                            for &(job, id) in &part {
+                                let first = m.done_by.insert(job, id);
+                                assert_eq!(first, None, "{context}: job {job} committed twice");
+                                wins += 1;
+                            }
+                        }
+                    }
+                    75..=82 => {
+                        let Some(id) = some_held(&mut rng) else { continue };
+                        let (_, _) = t.fail(&session, id, "boom".into(), "w").unwrap();
+                        m.leases.remove(&id);
+                        failed += 1;
+                    }
+                    83..=89 => {
+                        let asked: Vec<u64> = held.iter().copied().filter(|_| rng.chance(50)).collect();
+                        for (id, job) in t.releasable(&session, &asked).unwrap() {
+                            let before = t.jobs[job].attempts;
+                            t.release(id, job);
+                            assert_eq!(t.jobs[job].attempts, before - 1, "{context}: a release is uncounted");
+                            m.leases.remove(&id);
+                        }
+                    }
+                    90..=93 => {
+                        let Some(id) = some_held(&mut rng) else { continue };
+                        t.refused(id, "records refused".into());
+                        m.leases.remove(&id);
+                    }
+                    94..=98 => {
+                        let busy = Duration::from_millis(rng.below(200));
+                        t.excuse(busy);
+                        if busy >= BUSY_EXCUSED {
+                            for (_, expires) in m.leases.values_mut() {
+                                *expires += busy;
+                            }
+                        }
+                    }
+                    _ => {
+                        if rng.chance(20) {
+                            let all: Vec<usize> = (0..n_jobs).collect();
+                            t.cancel(&all);
+                            for (i, job) in t.jobs.iter().enumerate() {
+                                assert!(job.state != JobState::Running || job.committing, "{context}: {i} runs");
+                            }
+                        }
+                    }
+                }
+                // Attempts the table forgot (settled jobs, cancels) are no longer held.
+                m.leases.retain(|id, _| t.attempt(*id).is_some());
+                check(&t, &m, &context);
+            }
+        }
+        // The histories reach every decision often.
+        assert!(expired > 500 && wins > 500 && dropped > 20 && failed > 200, "{expired} {wins} {dropped} {failed}");
+    }
+
+    /// A lease renewed within its ttl lives on however long the job runs; one that is not
+    /// expires on the first look after its deadline, and not before.
+    #[test]
+    fn a_lease_lives_exactly_its_ttl_after_its_last_renewal() {
+        let mut t = table(1);
+        let families: BTreeSet<String> = ["f".to_string()].into();
+        let session: Arc<str> = "a".into();
+        let t0 = Instant::now();
+        let picked = t.pick(&families, 1);
+        t.start_attempts(&picked, &[7], &session, "w", t0);
+        let mut now = t0;
+        for _ in 0..1000 {
+            now += TTL - Duration::from_millis(1);
+            assert!(t.expire(now, |s| s.to_string()).is_empty());
+            assert_eq!(t.heartbeat("a", vec![7], now).unwrap(), Vec::<u64>::new());
+        }
+        assert!(t.expire(now + TTL, |s| s.to_string()).is_empty(), "at the deadline itself it still lives");
+        let effects = t.expire(now + TTL + Duration::from_nanos(1), |s| format!("{s}!"));
+        assert_eq!(
+            effects[0],
+            Effect::EndAttempt {
+                attempt: 7,
+                job: 0,
+                outcome: "failed",
+                state: JobState::Queued,
+                error: Some("lease expired: worker a! stopped heartbeating".into()),
+            }
+        );
+        assert_eq!(t.jobs[0].state, JobState::Queued);
+    }
+
+    /// A long command's busy time is given back to every running lease, so heartbeats that
+    /// waited in the mailbox meanwhile still arrive in time; short ones are not excused.
+    #[test]
+    fn busy_time_is_given_back_to_running_leases() {
+        let mut t = table(1);
+        let families: BTreeSet<String> = ["f".to_string()].into();
+        let t0 = Instant::now();
+        let picked = t.pick(&families, 1);
+        t.start_attempts(&picked, &[1], &"a".into(), "w", t0);
+        t.excuse(BUSY_EXCUSED - Duration::from_millis(1));
+        assert_eq!(t.attempt(1).unwrap().expires, t0 + TTL, "a short command is not excused");
+        t.excuse(Duration::from_secs(4));
+        assert_eq!(t.attempt(1).unwrap().expires, t0 + TTL + Duration::from_secs(4));
+        assert!(t.expire(t0 + TTL + Duration::from_secs(3), |s| s.to_string()).is_empty());
+        assert!(!t.expire(t0 + TTL + Duration::from_secs(5), |s| s.to_string()).is_empty());
+        assert_eq!(t.jobs[0].state, JobState::Queued);
+    }
+}
