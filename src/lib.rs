@@ -15,5 +15,7 @@ pub mod results;
 pub mod secret;
 pub mod shutdown;
 pub mod sweep;
+#[doc(hidden)]
+pub mod testing;
 
 pub use families::registry;

@@ -6,30 +6,10 @@
 use armada::coordinator::replies::ErrorKind;
 use armada::coordinator::spool::{RecordSchema, Spools};
 use armada::sweep::{parse_sweep, parse_sweep_limited};
+use armada::testing::Gen;
 use armada_core::{MetricDef, MetricKind, StepRecord};
 use std::collections::HashSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-
-/// xorshift64*: small, seeded, good enough to pick cases.
-struct Gen(u64);
-
-impl Gen {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len() as u64) as usize]
-    }
-}
 
 const METRICS: [MetricDef; 2] = [
     MetricDef { name: "x", kind: MetricKind::Float, doc: "" },

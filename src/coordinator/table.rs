@@ -486,26 +486,8 @@ mod tests {
     use super::super::jobs::{Key, Template};
     use super::*;
     use crate::results::Cell;
+    use crate::testing::Gen;
     use armada_core::JobSpec;
-
-    /// A small deterministic generator (xorshift64*): the histories are reproducible from
-    /// their seed, with no dependency.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-        fn chance(&mut self, percent: u64) -> bool {
-            self.below(100) < percent
-        }
-    }
 
     const TTL: Duration = Duration::from_secs(10);
     const MAX_ATTEMPTS: u32 = 3;
@@ -570,7 +552,7 @@ mod tests {
     fn random_histories_keep_the_lifecycle_invariants() {
         let (mut expired, mut wins, mut dropped, mut failed) = (0, 0, 0, 0);
         for seed in 1..=400u64 {
-            let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+            let mut rng = Gen::new(seed);
             let n_jobs = 1 + rng.below(6) as usize;
             let mut t = table(n_jobs);
             let mut m = Model { next_id: 1, ..Model::default() };
@@ -580,7 +562,7 @@ mod tests {
             for step in 0..200 {
                 let session: Arc<str> = SESSIONS[rng.below(3) as usize].into();
                 let held: Vec<u64> = m.leases.iter().filter(|(_, (s, _))| *s == session).map(|(&id, _)| id).collect();
-                let some_held = |rng: &mut Rng| (!held.is_empty()).then(|| held[rng.below(held.len() as u64) as usize]);
+                let some_held = |rng: &mut Gen| (!held.is_empty()).then(|| held[rng.below(held.len() as u64) as usize]);
                 let context = format!("seed {seed} step {step}");
                 match rng.below(100) {
                     0..=19 => {
