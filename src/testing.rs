@@ -10,7 +10,7 @@ impl Gen {
     pub fn new(seed: u64) -> Gen {
         Gen(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
     }
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
@@ -18,7 +18,7 @@ impl Gen {
     }
     /// Uniform in `0..n` (0 when `n` is 0).
     pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
+        self.next_u64() % n.max(1)
     }
     /// True with probability `percent` / 100.
     pub fn chance(&mut self, percent: u64) -> bool {
