@@ -71,9 +71,12 @@ pub use switching::LipschitzFamily;
 pub use tuner::{CandidateSet, Tuner};
 pub use zooming::{ZoomingConfig, ZoomingPreset, ZoomingTs};
 
+use ndarray::ArrayView2;
 use rand::{Rng, RngCore};
 
-/// The K context vectors of one round, stored row-major (`K x d`), borrowed from the environment.
+/// The K context vectors of one round, stored row-major (`K x d`), borrowed from the environment:
+/// an ndarray matrix view ([`Contexts::view`], [`Contexts::from`] a row-major `ArrayView2`,
+/// both without a copy) whose rows the bandits read as slices ([`Contexts::arm`]).
 #[derive(Clone, Copy, Debug)]
 pub struct Contexts<'a> {
     features: &'a [f64],
@@ -99,6 +102,21 @@ impl<'a> Contexts<'a> {
     }
     pub fn iter(&self) -> impl Iterator<Item = &'a [f64]> + 'a {
         self.features.chunks_exact(self.dim)
+    }
+    /// The `K x d` feature matrix, as an ndarray view of the same memory.
+    pub fn view(&self) -> ArrayView2<'a, f64> {
+        ArrayView2::from_shape((self.n_arms(), self.dim), self.features).expect("K x d row-major features")
+    }
+}
+
+/// A row-major `K x d` feature matrix, without a copy.
+///
+/// # Panics
+/// If the view is not row-major and contiguous, or is empty.
+impl<'a> From<ArrayView2<'a, f64>> for Contexts<'a> {
+    fn from(features: ArrayView2<'a, f64>) -> Self {
+        let dim = features.ncols();
+        Contexts::new(features.to_slice().expect("a row-major, contiguous K x d matrix"), dim)
     }
 }
 
@@ -229,6 +247,18 @@ pub(crate) fn fill_standard_normal(out: &mut [f64], rng: &mut dyn RngCore) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn contexts_are_an_ndarray_view_of_the_environments_features() {
+        let features = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+        let c = Contexts::new(&features, 3);
+        assert_eq!(c.view(), ndarray::array![[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]);
+        assert_eq!(c.view().as_ptr(), features.as_ptr());
+        let matrix = ndarray::array![[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]];
+        let from = Contexts::from(matrix.view());
+        assert_eq!((from.n_arms(), from.dim(), from.arm(2)), (3, 2, &[0.5, 0.5][..]));
+        assert_eq!(from.arm(0).as_ptr(), matrix.as_ptr());
+    }
 
     #[test]
     fn argmax_breaks_ties_to_the_lowest_index_and_ignores_nan() {
