@@ -247,3 +247,33 @@ fn the_readme_names_every_family() {
         armada::registry().families().map(|f| f.name()).filter(|name| !readme.contains(&format!("`{name}`"))).collect();
     assert!(missing.is_empty(), "README.md does not name the families {missing:?} (as `name`)");
 }
+
+/// The job table is a pure state machine: no I/O, no clock, no runtime. Its code (tests
+/// aside) names none of the things the scheduler executes for it.
+#[test]
+fn the_job_table_does_no_io_and_reads_no_clock() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/coordinator/table.rs");
+    let text = std::fs::read_to_string(&path).unwrap();
+    // Its code, without its tests and comments.
+    let code: String = text
+        .split("#[cfg(test)]")
+        .next()
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let uses: Vec<&str> = code.lines().filter(|l| l.starts_with("use ")).collect();
+    for line in &uses {
+        let allowed = ["use std::", "use super::jobs::", "use super::queue::", "use super::replies::CommandError;"];
+        assert!(
+            allowed.iter().any(|a| line.starts_with(a)) || *line == "use super::store::JobState;",
+            "table.rs imports `{line}`"
+        );
+    }
+    let forbidden =
+        ["tokio", "Store", "Spools", "spool::", "LiveSummaries", "Commit {", "rusqlite", "::now()", "std::fs", "spawn"];
+    for forbidden in forbidden {
+        assert!(!code.contains(forbidden), "table.rs (outside its tests) names `{forbidden}`");
+    }
+}
