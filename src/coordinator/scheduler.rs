@@ -796,12 +796,8 @@ impl Scheduler {
         });
         sweep.cancelled = false;
         sweep.announced = false;
-        for &i in &removed {
-            // A tombstone: no longer in the sweep; a running attempt is told to stop.
-            let job = &mut self.table.jobs[i];
-            job.state = JobState::Cancelled;
-            job.current = None;
-        }
+        // Tombstones: no longer in the sweep; a running attempt is told to stop.
+        let effects = self.table.drop_jobs(&removed);
         if !removed.is_empty() {
             let removed: HashSet<usize> = removed.iter().copied().collect();
             sweep.jobs.retain(|i| !removed.contains(i));
@@ -813,18 +809,7 @@ impl Scheduler {
             .filter(|&i| matches!(self.table.jobs[i].state, JobState::Cancelled | JobState::Failed))
             .collect();
         sweep.jobs.extend(first..self.table.jobs.len());
-        for i in requeue {
-            let job = &mut self.table.jobs[i];
-            job.state = JobState::Queued;
-            job.attempts = 0;
-            job.voided = 0;
-            job.error = None;
-            self.table.enqueue(i, false);
-        }
-        let mut effects = Vec::new();
-        for &i in &removed {
-            self.table.forget_attempts_of(i, &mut effects);
-        }
+        self.table.retry(&requeue);
         self.apply(effects);
         let sweep = &self.sweeps[&name];
         if self.config.only_submitted {
@@ -951,10 +936,9 @@ impl Scheduler {
         }
         self.store.delete_sweep(id).map_err(internal)?;
         let sweep = self.sweeps.remove(id).expect("checked");
-        for &i in &sweep.jobs {
-            // A tombstone: the slot stays (indices are stable), the job is gone.
-            self.table.jobs[i].state = JobState::Cancelled;
-        }
+        // Tombstones: the slots stay (indices are stable), the jobs are gone.
+        let effects = self.table.drop_jobs(&sweep.jobs);
+        self.apply(effects);
         self.live.close(id);
         info!("sweep {id} deleted ({} jobs)", sweep.jobs.len());
         Ok((self.results_dir.join(id), sweep.jobs.len() as u32))

@@ -442,6 +442,33 @@ impl JobTable {
         effects
     }
 
+    /// Jobs that leave their sweep (a resubmission dropped them, or the sweep is deleted):
+    /// tombstones from now on (the slots stay, so indices are stable). Their attempts are
+    /// forgotten, so a worker running one hears "abandon" at its next heartbeat.
+    pub fn drop_jobs(&mut self, jobs: &[usize]) -> Vec<Effect> {
+        let mut effects = Vec::new();
+        for &i in jobs {
+            let job = &mut self.jobs[i];
+            job.state = JobState::Cancelled;
+            job.current = None;
+            self.forget_attempts_of(i, &mut effects);
+        }
+        effects
+    }
+
+    /// Failed and cancelled jobs of a resubmitted sweep: queued again, from their first
+    /// attempt.
+    pub fn retry(&mut self, jobs: &[usize]) {
+        for &i in jobs {
+            let job = &mut self.jobs[i];
+            job.state = JobState::Queued;
+            job.attempts = 0;
+            job.voided = 0;
+            job.error = None;
+            self.enqueue(i, false);
+        }
+    }
+
     /// Forget an attempt and its records.
     fn forget_attempt(&mut self, attempt: u64, effects: &mut Vec<Effect>) {
         self.attempts.remove(&attempt);
@@ -449,7 +476,7 @@ impl JobTable {
     }
 
     /// Forget every attempt of job `i`.
-    pub fn forget_attempts_of(&mut self, i: usize, effects: &mut Vec<Effect>) {
+    fn forget_attempts_of(&mut self, i: usize, effects: &mut Vec<Effect>) {
         let mut ids: Vec<u64> = self.attempts.iter().filter(|(_, a)| a.job == i).map(|(&id, _)| id).collect();
         ids.sort_unstable();
         for id in ids {
@@ -514,6 +541,9 @@ mod tests {
         leases: HashMap<u64, (Arc<str>, Instant)>,
         /// The attempt that committed each done job.
         done_by: HashMap<usize, u64>,
+        /// Jobs a resubmission dropped (the table knows them as cancelled; a commit under
+        /// way when they were dropped may still make one done).
+        tombstones: BTreeSet<usize>,
         /// Commits handed to the committer and not yet written.
         committing: Vec<(usize, u64)>,
         next_id: u64,
@@ -535,7 +565,9 @@ mod tests {
             if job.state == JobState::Queued && !job.committing {
                 assert!(t.queue.contains(i), "{}: queued, but not in the queue", at());
             }
-            assert_eq!(job.state == JobState::Done, m.done_by.contains_key(&i), "{}", at());
+            if !m.tombstones.contains(&i) {
+                assert_eq!(job.state == JobState::Done, m.done_by.contains_key(&i), "{}", at());
+            }
         }
         for (id, (session, expires)) in &m.leases {
             if let Some(a) = t.attempt(*id) {
@@ -648,7 +680,7 @@ mod tests {
                             t.commit_failed(&part, "disk full");
                         } else {
                             t.committed(&part);
-                            for &(job, id) in &part {
+                            for &(job, id) in part.iter().filter(|(job, _)| !m.tombstones.contains(job)) {
                                 let first = m.done_by.insert(job, id);
                                 assert_eq!(first, None, "{context}: job {job} committed twice");
                                 wins += 1;
@@ -682,6 +714,23 @@ mod tests {
                             for (_, expires) in m.leases.values_mut() {
                                 *expires += busy;
                             }
+                        }
+                    }
+                    99 if rng.chance(50) => {
+                        // A resubmission: drops one job, runs the failed and cancelled again.
+                        let dropped = rng.below(n_jobs as u64) as usize;
+                        if !m.tombstones.contains(&dropped) {
+                            t.drop_jobs(&[dropped]);
+                            m.tombstones.insert(dropped);
+                            m.done_by.remove(&dropped);
+                        }
+                        let again: Vec<usize> = (0..n_jobs)
+                            .filter(|i| !m.tombstones.contains(i))
+                            .filter(|&i| matches!(t.jobs[i].state, JobState::Failed | JobState::Cancelled))
+                            .collect();
+                        t.retry(&again);
+                        for i in again {
+                            assert_eq!((t.jobs[i].state, t.jobs[i].attempts), (JobState::Queued, 0));
                         }
                     }
                     _ => {
