@@ -256,9 +256,11 @@ def table(df: pl.DataFrame) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("sweep", type=Path)
-    ap.add_argument("--out", type=Path, default=None, help="output directory (default: analysis/figures)")
+    ap.add_argument("--out", type=Path, default=None, help="output directory (default: SWEEP/figures)")
     args = ap.parse_args()
-    out = args.out or Path(__file__).resolve().parent / "figures"
+    # Like the other scripts: figures go beside the results they come from, never into the
+    # source tree (analysis/figures/ holds copies made by hand, with their provenance).
+    out = args.out or args.sweep / "figures"
     df = load(args.sweep)
     summary = args.sweep / "cost_summary.parquet"
     name = args.sweep.name
