@@ -242,7 +242,7 @@ impl JobTable {
 
     /// An attempt's result arrived: drop it, refuse it, or let it be checked for a commit.
     /// On `Check` the attempt is no longer leased; its spool is the scheduler's to check,
-    /// then [`Self::commit`] or [`Self::void`] follows.
+    /// then [`Self::commit`] or [`Self::void_if_current`] follows.
     pub fn begin_commit(&mut self, session: &str, attempt: u64) -> Result<(CommitStart, Vec<Effect>), CommandError> {
         let i = self.held(session, attempt)?.job;
         let job = &self.jobs[i];
