@@ -90,10 +90,6 @@ impl JobTable {
         JobTable { jobs: Vec::new(), queue: JobQueue::default(), attempts: HashMap::new(), policy }
     }
 
-    pub fn policy(&self) -> Policy {
-        self.policy
-    }
-
     /// Queue job `i` (first, for a retry); the queue is per family.
     pub fn enqueue(&mut self, i: usize, front: bool) {
         let family = self.jobs[i].family();
@@ -247,9 +243,10 @@ impl JobTable {
         let i = self.held(session, attempt)?.job;
         let job = &self.jobs[i];
         if job.state == JobState::Done || job.committing {
-            let effect = Effect::EndAttempt { attempt, job: i, outcome: "dropped", state: job.state, error: None };
-            self.forget_attempt(attempt, &mut Vec::new());
-            return Ok((CommitStart::Dropped, vec![effect, Effect::DiscardSpool(attempt)]));
+            let mut effects =
+                vec![Effect::EndAttempt { attempt, job: i, outcome: "dropped", state: job.state, error: None }];
+            self.forget_attempt(attempt, &mut effects);
+            return Ok((CommitStart::Dropped, effects));
         }
         if job.state == JobState::Cancelled {
             let message = format!("job {} is {}", job.key, job.state.as_str());
