@@ -248,32 +248,60 @@ fn the_readme_names_every_family() {
     assert!(missing.is_empty(), "README.md does not name the families {missing:?} (as `name`)");
 }
 
-/// The job table is a pure state machine: no I/O, no clock, no runtime. Its code (tests
-/// aside) names none of the things the scheduler executes for it.
+/// The scheduler's state machines are pure: no I/O, no clock, no runtime. Their code
+/// (tests aside) imports only std and each other's domain types, and names none of the
+/// things the scheduler executes for them.
 #[test]
-fn the_job_table_does_no_io_and_reads_no_clock() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/coordinator/table.rs");
-    let text = std::fs::read_to_string(&path).unwrap();
-    // Its code, without its tests and comments.
-    let code: String = text
-        .split("#[cfg(test)]")
-        .next()
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim_start().starts_with("//"))
-        .map(|l| format!("{l}\n"))
-        .collect();
-    let uses: Vec<&str> = code.lines().filter(|l| l.starts_with("use ")).collect();
-    for line in &uses {
-        let allowed = ["use std::", "use super::jobs::", "use super::queue::", "use super::replies::CommandError;"];
-        assert!(
-            allowed.iter().any(|a| line.starts_with(a)) || *line == "use super::store::JobState;",
-            "table.rs imports `{line}`"
-        );
-    }
-    let forbidden =
-        ["tokio", "Store", "Spools", "spool::", "LiveSummaries", "Commit {", "rusqlite", "::now()", "std::fs", "spawn"];
-    for forbidden in forbidden {
-        assert!(!code.contains(forbidden), "table.rs (outside its tests) names `{forbidden}`");
+fn the_state_machines_do_no_io_and_read_no_clock() {
+    let pure: [(&str, &[&str]); 3] = [
+        (
+            "table.rs",
+            &[
+                "use super::jobs::",
+                "use super::queue::",
+                "use super::replies::CommandError;",
+                "use super::store::JobState;",
+            ],
+        ),
+        (
+            "sweeps.rs",
+            &["use super::jobs::", "use super::replies::", "use super::store::JobState;", "use super::table::"],
+        ),
+        ("sessions.rs", &["use super::replies::", "use armada_core::Registry;"]),
+    ];
+    for (file, allowed) in pure {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/coordinator").join(file);
+        let text = std::fs::read_to_string(&path).unwrap();
+        // Its code, without its tests and comments.
+        let code: String = text
+            .split("#[cfg(test)]")
+            .next()
+            .unwrap()
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        for line in code.lines().filter(|l| l.starts_with("use ")) {
+            assert!(
+                line.starts_with("use std::") || allowed.iter().any(|a| line.starts_with(a)),
+                "{file} imports `{line}`"
+            );
+        }
+        let forbidden = [
+            "tokio",
+            "Store",
+            "Spools",
+            "spool::",
+            "LiveSummaries",
+            "Commit {",
+            "rusqlite",
+            "::now()",
+            "std::fs",
+            "spawn",
+            "random_secret",
+        ];
+        for forbidden in forbidden {
+            assert!(!code.contains(forbidden), "{file} (outside its tests) names `{forbidden}`");
+        }
     }
 }

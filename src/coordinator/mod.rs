@@ -10,8 +10,10 @@ pub mod queue;
 pub mod replies;
 pub mod scheduler;
 pub mod service;
+pub mod sessions;
 pub mod spool;
 pub mod store;
+pub mod sweeps;
 pub mod table;
 
 pub use scheduler::{SchedulerConfig, SchedulerHandle};

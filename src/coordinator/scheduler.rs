@@ -8,9 +8,11 @@
 //! commit wins: a later commit of the same job is answered `committed = false`, and any
 //! attempt whose job is no longer running it is told to stop at its next heartbeat.
 //!
-//! The job table and its transitions are [`super::table`]'s, a pure state machine; this
-//! actor is its executor: it carries out each transition's effects (the store's writes,
-//! spools, commits, live summaries, watchers) before it answers.
+//! The decisions are made by pure state machines: the jobs' ([`super::table`]), the sweeps'
+//! ([`super::sweeps`]) and the worker sessions' ([`super::sessions`]). This actor is their
+//! executor: it reads the clock once per command and passes it in, and it carries out each
+//! transition's effects (the store's writes, spools, commits, live summaries, watchers)
+//! before it answers.
 //!
 //! Records do not pass through here: upload streams write into the attempt's [`Spool`]
 //! directly. The scheduler opens a spool at lease time, hands the winner's to the
@@ -21,15 +23,17 @@ use super::commit::{self, Commit, CommitConfig, PartWritten};
 use super::jobs::{Job, Key, NewJob, Submission, Template};
 use super::live::{self, LiveSummaries, Opening};
 use super::replies::{
-    CommandError, JobFailed, Lease, Leases, Registered, Registration, Submitted, SweepEvent, SweepState, SweepStatus,
+    CommandError, JobFailed, Lease, Leases, Registered, Registration, Submitted, SweepEvent, SweepStatus,
 };
+use super::sessions::Sessions;
 use super::spool::{RecordSchema, Spools};
 use super::store::{JobState, SpecTemplate, Store, StoredJob};
+use super::sweeps::{FailurePage, Plan, Sweeps};
 use super::table::{CommitStart, Effect, JobTable, Policy};
 use crate::results;
 use crate::results::Cell;
 use armada_core::{JobSpec, MetricDef, Registry};
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -68,24 +72,6 @@ impl Default for SchedulerConfig {
 }
 
 type Reply<T> = oneshot::Sender<Result<T, CommandError>>;
-
-/// Which failures a status lists: a page, so that a reply stays small.
-#[derive(Clone, Copy, Debug)]
-pub struct FailurePage {
-    pub offset: usize,
-    pub limit: usize,
-}
-
-impl FailurePage {
-    pub const DEFAULT_LIMIT: usize = 100;
-    pub const MAX_LIMIT: usize = 10_000;
-}
-
-impl Default for FailurePage {
-    fn default() -> Self {
-        FailurePage { offset: 0, limit: Self::DEFAULT_LIMIT }
-    }
-}
 
 /// The longest error message kept for a job, in bytes: what a worker reports is clipped.
 pub const MAX_ERROR_BYTES: usize = 4096;
@@ -305,33 +291,6 @@ impl Storing {
     }
 }
 
-/// A registered worker session.
-struct Worker {
-    /// The public id (`w1`, ...) and the worker's own name, for messages.
-    id: String,
-    name: String,
-    families: BTreeSet<String>,
-}
-
-struct Sweep {
-    /// Its id, shared by its jobs.
-    id: Arc<str>,
-    family: String,
-    jobs: Vec<usize>,
-    cancelled: bool,
-    /// Its summary files hold every settled job (the store's flag).
-    summarized: bool,
-    /// The generation of its live summaries.
-    generation: u64,
-    /// Distinct cells among its jobs.
-    n_cells: u32,
-    /// Watchers' events, made by the first watch and dropped with the last watcher: an
-    /// unwatched sweep holds no buffer.
-    events: Option<broadcast::Sender<SweepEvent>>,
-    /// `sweep_finished` was sent (reset by a resubmission).
-    announced: bool,
-}
-
 pub struct Scheduler {
     registry: Arc<Registry>,
     store: Store,
@@ -339,7 +298,11 @@ pub struct Scheduler {
     config: SchedulerConfig,
     /// The jobs, their queue and their leased attempts.
     table: JobTable,
-    sweeps: BTreeMap<String, Sweep>,
+    /// The sweeps: their jobs and flags.
+    sweeps: Sweeps,
+    /// Each watched sweep's events, made by the first watch and dropped with the last
+    /// watcher: an unwatched sweep holds no buffer.
+    watchers: HashMap<String, broadcast::Sender<SweepEvent>>,
     /// The submission being stored, a chunk at a time between other commands, and those
     /// waiting for it.
     storing: Option<Storing>,
@@ -349,8 +312,7 @@ pub struct Scheduler {
     /// Templates made so far (their ids).
     n_templates: usize,
     /// Registered workers by session credential.
-    workers: HashMap<Arc<str>, Worker>,
-    next_worker: u64,
+    workers: Sessions,
     spools: Spools,
     live: LiveSummaries,
     committer: mpsc::UnboundedSender<Commit>,
@@ -401,35 +363,24 @@ impl Scheduler {
         let mut s = Scheduler {
             registry,
             store,
+            sweeps: Sweeps::new(results_dir.clone()),
             results_dir,
             config,
             table: JobTable::new(Policy { lease_ttl: config.lease_ttl, max_attempts: config.max_attempts }),
-            sweeps: BTreeMap::new(),
+            watchers: HashMap::new(),
             storing: None,
             waiting: VecDeque::new(),
             templates: HashMap::new(),
             n_templates: 0,
-            workers: HashMap::new(),
-            next_worker: 1,
+            workers: Sessions::default(),
             spools: spools.clone(),
             live: live.clone(),
             committer,
         };
         for sweep in s.store.sweeps()? {
-            let entry = Sweep {
-                id: sweep.id.as_str().into(),
-                family: sweep.family,
-                jobs: Vec::new(),
-                cancelled: sweep.cancelled,
-                summarized: sweep.summarized,
-                generation: 0,
-                n_cells: 0,
-                events: None,
-                announced: false,
-            };
-            s.sweeps.insert(sweep.id, entry);
+            s.sweeps.load(&sweep.id, sweep.family, sweep.cancelled, sweep.summarized);
         }
-        for id in s.sweeps.keys() {
+        for id in s.sweeps.ids() {
             let removed = results::remove_temp_files(&s.results_dir.join(id))?;
             if removed > 0 {
                 info!("sweep {id}: removed {removed} temp file(s) left by an interrupted write");
@@ -440,19 +391,17 @@ impl Scheduler {
         for stored in s.store.jobs()? {
             s.load_job(stored, &unrecorded, &mut last)?;
         }
-        let ids: Vec<String> = s.sweeps.keys().cloned().collect();
+        let ids: Vec<String> = s.sweeps.ids().cloned().collect();
         for id in ids {
-            let counts = s.counts(&id);
-            let files = counts.done == 0 || s.results_dir.join(&id).join(results::FINAL_FILE).is_file();
-            let sweep = s.sweeps.get_mut(&id).expect("listed");
-            sweep.announced = counts.is_finished();
+            let files =
+                s.sweeps.counts(&id, &s.table).done == 0 || s.results_dir.join(&id).join(results::FINAL_FILE).is_file();
             // Summaries cut short by the previous coordinator's end (or removed since) are
             // rebuilt; those of a running sweep are live again.
-            if !(counts.is_finished() && sweep.summarized && files) {
+            if s.sweeps.loaded(&id, &s.table, files) {
                 s.open_live(&id);
             } else {
                 let n_cells = s.cells_of(&id).len() as u32;
-                s.sweeps.get_mut(&id).expect("listed").n_cells = n_cells;
+                s.sweeps.set_cells(&id, n_cells);
             }
         }
         let next_attempt = s.store.max_attempt_id()?;
@@ -471,7 +420,7 @@ impl Scheduler {
     /// recording them. `(sweep, key)` -> part file name.
     fn unrecorded_parts(&self) -> anyhow::Result<HashMap<(String, String), String>> {
         let mut found = HashMap::new();
-        for sweep in self.sweeps.keys() {
+        for sweep in self.sweeps.ids() {
             let known = self.store.parts(sweep)?;
             for path in results::part_files(&self.results_dir.join(sweep))? {
                 let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -547,12 +496,12 @@ impl Scheduler {
             self.store.set_job_state(&stored.sweep_id, &stored.key, JobState::Failed, error.as_deref())?;
         }
         let i = self.table.jobs.len();
-        let Some(sweep) = self.sweeps.get_mut(&stored.sweep_id) else { return Ok(()) };
-        let mut job = Job::new(sweep.id.clone(), template, seed, key, state);
+        let Some(sweep) = self.sweeps.id_of(&stored.sweep_id) else { return Ok(()) };
+        let mut job = Job::new(sweep, template, seed, key, state);
         job.attempts = stored.attempts;
         job.error = error.map(Into::into);
         self.table.jobs.push(job);
-        sweep.jobs.push(i);
+        self.sweeps.load_job(i, &self.table);
         if state == JobState::Queued && !self.config.only_submitted {
             self.table.enqueue(i, false);
         }
@@ -569,12 +518,12 @@ impl Scheduler {
                 command = rx.recv() => match command {
                     Some(c) => {
                         let started = Instant::now();
-                        self.handle(c);
+                        self.handle(c, started.into_std());
                         self.table.excuse(started.elapsed());
                     }
                     None => break,
                 },
-                _ = tick.tick() => self.expire_leases(),
+                _ = tick.tick() => self.expire_leases(Instant::now().into_std()),
                 _ = tokio::task::yield_now(), if self.storing.is_some() => {
                     let started = Instant::now();
                     self.store_chunk();
@@ -584,26 +533,23 @@ impl Scheduler {
         }
     }
 
-    fn handle(&mut self, command: Command) {
+    /// Carry out one command, at `now` (the clock is read once, by the caller).
+    fn handle(&mut self, command: Command, now: std::time::Instant) {
         match command {
             Command::Submit { submission, reply } => self.submit(submission, reply),
             Command::Watch { sweep, reply } => {
                 let answer = self.status(&sweep).map(|s| {
-                    let events =
-                        self.sweeps.get_mut(&sweep).expect("status found it").events.get_or_insert_with(|| {
-                            // Room for a burst of events; a slower watcher gets a fresh snapshot.
-                            broadcast::channel(4096).0
-                        });
+                    // Room for a burst of events; a slower watcher gets a fresh snapshot.
+                    let events = self.watchers.entry(sweep).or_insert_with(|| broadcast::channel(4096).0);
                     (s, events.subscribe())
                 });
                 let _ = reply.send(answer);
             }
             Command::Status { sweep, failures, reply } => {
-                let _ = reply.send(self.status_page(&sweep, failures));
+                let _ = reply.send(self.sweeps.status(&sweep, failures, &self.table));
             }
             Command::List { reply } => {
-                let ids: Vec<String> = self.sweeps.keys().cloned().collect();
-                let _ = reply.send(ids.iter().map(|id| self.status(id)).collect());
+                let _ = reply.send(self.sweeps.ids().map(|id| self.status(id)).collect());
             }
             Command::Cancel { sweep, reply } => {
                 let _ = reply.send(self.cancel(&sweep));
@@ -618,10 +564,10 @@ impl Scheduler {
                 let _ = reply.send(self.register(registration));
             }
             Command::Lease { session, max_jobs, reply } => {
-                let _ = reply.send(self.lease(&session, max_jobs));
+                let _ = reply.send(self.lease(&session, max_jobs, now));
             }
             Command::Heartbeat { session, attempts, reply } => {
-                let _ = reply.send(self.heartbeat(&session, attempts));
+                let _ = reply.send(self.heartbeat(&session, attempts, now));
             }
             Command::Complete { session, attempt, n_records, reply } => {
                 self.complete(&session, attempt, n_records, reply)
@@ -659,27 +605,11 @@ impl Scheduler {
     /// ([`Self::store_chunk`]); nothing changes in memory until they are all stored.
     fn begin_storing(&mut self, submission: Submission) -> Result<Storing, CommandError> {
         let Submission { name, family, templates, jobs, keys, by_key } = submission;
-        let existing = self.sweeps.get(&name);
-        if let Some(existing) = existing {
-            if existing.family != family {
-                return Err(CommandError::invalid_argument(format!(
-                    "family: sweep `{name}` exists with family `{}`, not `{family}`",
-                    existing.family
-                )));
-            }
-        }
-        let on_disk = results::stored_keys(&self.results_dir.join(&name)).map_err(internal)?;
-        let on_disk = on_disk.iter().filter_map(|k| Key::parse(k)).collect();
         // A resubmission: what the sweep has is not added again, and what it has that the
         // submission does not is dropped.
-        let (base, known, removed) = match existing {
-            None => (0, HashSet::new(), Vec::new()),
-            Some(sweep) => {
-                let known = sweep.jobs.iter().map(|&i| self.table.jobs[i].key).collect();
-                let removed = sweep.jobs.iter().copied().filter(|&i| !keys.contains(&self.table.jobs[i].key)).collect();
-                (sweep.jobs.len(), known, removed)
-            }
-        };
+        let Plan { base, known, removed } = self.sweeps.plan(&name, &family, &keys, &self.table)?;
+        let on_disk = results::stored_keys(&self.results_dir.join(&name)).map_err(internal)?;
+        let on_disk = on_disk.iter().filter_map(|k| Key::parse(k)).collect();
         let templates: Vec<Arc<Template>> = templates.into_iter().map(|spec| self.template_for(spec)).collect();
         let stored_templates = templates.iter().map(|t| SpecTemplate::encode(&t.spec)).collect();
         let generation = self.store.begin_submission(&name, &family, now_ms()).map_err(internal)?;
@@ -734,8 +664,7 @@ impl Scheduler {
             self.store.add_jobs(&storing.name, storing.generation, &rows)
         } else if storing.applied < n {
             let end = (storing.applied + STORE_CHUNK).min(n);
-            let sweep: Arc<str> =
-                self.sweeps.get(&storing.name).map_or_else(|| storing.name.as_str().into(), |s| s.id.clone());
+            let sweep: Arc<str> = self.sweeps.id_of(&storing.name).unwrap_or_else(|| storing.name.as_str().into());
             for job in &storing.jobs[storing.applied..end] {
                 if !known(&job.key) {
                     let template = storing.templates[job.template as usize].clone();
@@ -783,177 +712,63 @@ impl Scheduler {
     fn finish_storing(&mut self, storing: Storing) {
         let Storing { name, family, removed, first, started, reply, .. } = storing;
         let stored = started.elapsed();
-        let sweep = self.sweeps.entry(name.clone()).or_insert_with(|| Sweep {
-            id: name.as_str().into(),
-            family: family.clone(),
-            jobs: Vec::new(),
-            cancelled: false,
-            summarized: false,
-            generation: 0,
-            n_cells: 0,
-            events: None,
-            announced: false,
-        });
-        sweep.cancelled = false;
-        sweep.announced = false;
-        // Tombstones: no longer in the sweep; a running attempt is told to stop.
-        let effects = self.table.drop_jobs(&removed);
-        if !removed.is_empty() {
-            let removed: HashSet<usize> = removed.iter().copied().collect();
-            sweep.jobs.retain(|i| !removed.contains(i));
-        }
-        let requeue: Vec<usize> = sweep
-            .jobs
-            .iter()
-            .copied()
-            .filter(|&i| matches!(self.table.jobs[i].state, JobState::Cancelled | JobState::Failed))
-            .collect();
-        sweep.jobs.extend(first..self.table.jobs.len());
-        self.table.retry(&requeue);
-        self.apply(effects);
-        let sweep = &self.sweeps[&name];
-        if self.config.only_submitted {
-            // Queued jobs found in the store were not queued at startup; this sweep's are now.
-            let waiting: Vec<usize> = sweep
-                .jobs
-                .iter()
-                .copied()
-                .filter(|&i| self.table.jobs[i].state == JobState::Queued && !self.table.queue.contains(i))
-                .collect();
-            for i in waiting {
-                self.table.enqueue(i, false);
-            }
-        }
-        let queued = (first..self.table.jobs.len()).filter(|&i| self.table.jobs[i].state == JobState::Queued);
-        self.table.queue.extend(&family, &queued.collect::<Vec<_>>());
         let n_added = (self.table.jobs.len() - first) as u32;
-        let n_already_done = self.counts(&name).done;
-        let n_jobs = self.sweeps[&name].jobs.len() as u32;
+        let effects =
+            self.sweeps.submitted(&name, &family, &removed, first, &mut self.table, self.config.only_submitted);
+        let counts = self.sweeps.counts(&name, &self.table);
+        let n_jobs = self.sweeps.get(&name).map_or(0, |s| s.jobs.len() as u32);
         info!(
-            "sweep {name}: {n_jobs} job(s), {n_added} new, {} dropped, {n_already_done} already done \
+            "sweep {name}: {n_jobs} job(s), {n_added} new, {} dropped, {} already done \
              (stored in {stored:.1?}, queued in {:.1?})",
             removed.len(),
+            counts.done,
             started.elapsed() - stored
         );
-        self.open_live(&name);
-        self.check_finished(&name);
-        let _ = reply.send(Ok(Submitted { sweep_id: name, n_jobs, n_added, n_already_done }));
+        self.apply(effects);
+        let _ = reply.send(Ok(Submitted { sweep_id: name, n_jobs, n_added, n_already_done: counts.done }));
         if n_added as usize >= TRIM_AFTER {
             release_free_memory();
         }
     }
 
-    fn counts(&self, sweep: &str) -> Counts {
-        let mut c = Counts::default();
-        for &i in &self.sweeps[sweep].jobs {
-            match self.table.jobs[i].state {
-                JobState::Queued => c.queued += 1,
-                JobState::Running => c.running += 1,
-                JobState::Done => c.done += 1,
-                JobState::Failed => c.failed += 1,
-                JobState::Cancelled => c.cancelled += 1,
-            }
-        }
-        c
-    }
-
     fn status(&self, id: &str) -> Result<SweepStatus, CommandError> {
-        self.status_page(id, FailurePage::default())
-    }
-
-    /// A sweep's status with one page of its failures.
-    fn status_page(&self, id: &str, page: FailurePage) -> Result<SweepStatus, CommandError> {
-        let sweep = self.sweeps.get(id).ok_or_else(|| CommandError::not_found(format!("no sweep `{id}`")))?;
-        let c = self.counts(id);
-        let state = if sweep.cancelled {
-            SweepState::Cancelled
-        } else if c.is_finished() {
-            SweepState::Finished
-        } else {
-            SweepState::Running
-        };
-        let failures: Vec<JobFailed> = sweep
-            .jobs
-            .iter()
-            .map(|&i| &self.table.jobs[i])
-            .filter(|j| j.state == JobState::Failed)
-            .skip(page.offset)
-            .take(page.limit)
-            .map(|j| JobFailed {
-                job_key: j.key.to_string(),
-                description: j.valid().describe(),
-                error: j.error.as_deref().unwrap_or_default().to_string(),
-                attempt: j.attempts,
-                is_final: true,
-            })
-            .collect();
-        Ok(SweepStatus {
-            sweep_id: id.to_string(),
-            family: sweep.family.clone(),
-            state,
-            n_jobs: sweep.jobs.len() as u32,
-            n_queued: c.queued,
-            n_running: c.running,
-            n_done: c.done,
-            n_failed: c.failed,
-            n_cancelled: c.cancelled,
-            results_dir: self.results_dir.join(id),
-            n_failures_omitted: c.failed - failures.len() as u32,
-            failures,
-        })
+        self.sweeps.status(id, FailurePage::default(), &self.table)
     }
 
     fn cancel(&mut self, id: &str) -> Result<SweepStatus, CommandError> {
-        let sweep = self.sweeps.get(id).ok_or_else(|| CommandError::not_found(format!("no sweep `{id}`")))?;
-        let jobs = sweep.jobs.clone();
+        self.sweeps.get(id)?;
         self.store.cancel(id).map_err(internal)?;
-        // Running attempts hear "abandon" at their next heartbeat.
-        let effects = self.table.cancel(&jobs);
-        self.apply(effects);
-        self.sweeps.get_mut(id).expect("checked").cancelled = true;
+        let effects = self.sweeps.cancel(id, &mut self.table)?;
         info!("sweep {id} cancelled");
-        self.check_finished(id);
+        self.apply(effects);
         self.status(id)
     }
 
     /// Forget a sweep with nothing queued or running: its jobs, attempts and live
     /// summaries, here and in the store (its results are the caller's to remove).
     fn delete(&mut self, id: &str) -> Result<(PathBuf, u32), CommandError> {
-        let sweep = self.sweeps.get(id).ok_or_else(|| CommandError::not_found(format!("no sweep `{id}`")))?;
-        if self.storing.as_ref().is_some_and(|s| s.name == id) {
-            return Err(CommandError::failed_precondition(format!(
-                "sweep `{id}`: a submission to it is being stored; delete it once `submit` has answered"
-            )));
-        }
-        let busy = sweep.jobs.iter().any(|&i| {
-            let j = &self.table.jobs[i];
-            matches!(j.state, JobState::Queued | JobState::Running) || j.committing
-        });
-        if busy {
-            return Err(CommandError::failed_precondition(format!(
-                "sweep `{id}` has queued or running jobs; cancel it first"
-            )));
-        }
+        self.sweeps.deletable(id, self.storing.as_ref().map(|s| s.name.as_str()), &self.table)?;
         self.store.delete_sweep(id).map_err(internal)?;
-        let sweep = self.sweeps.remove(id).expect("checked");
-        // Tombstones: the slots stay (indices are stable), the jobs are gone.
-        let effects = self.table.drop_jobs(&sweep.jobs);
+        let (effects, n_jobs) = self.sweeps.delete(id, &mut self.table)?;
+        self.watchers.remove(id);
         self.apply(effects);
-        self.live.close(id);
-        info!("sweep {id} deleted ({} jobs)", sweep.jobs.len());
-        Ok((self.results_dir.join(id), sweep.jobs.len() as u32))
+        info!("sweep {id} deleted ({n_jobs} jobs)");
+        Ok((self.results_dir.join(id), n_jobs))
     }
 
     fn summary_inputs(&self, id: &str, with_keys: bool) -> Result<SummaryInputs, CommandError> {
-        let sweep = self.sweeps.get(id).ok_or_else(|| CommandError::not_found(format!("no sweep `{id}`")))?;
-        let done = || sweep.jobs.iter().map(|&i| &self.table.jobs[i]).filter(|j| j.state == JobState::Done);
+        let sweep = self.sweeps.get(id)?;
         let family = self.registry.family(&sweep.family).ok();
-        let counts = self.counts(id);
+        let counts = self.sweeps.counts(id, &self.table);
+        let done_keys = match with_keys {
+            true => self.sweeps.done(id, &self.table).map(|j| j.key.to_string()).collect(),
+            false => BTreeSet::new(),
+        };
         Ok(SummaryInputs {
             sweep_dir: self.results_dir.join(id),
             finished: counts.is_finished(),
             n_done: counts.done,
-            done_keys: if with_keys { done().map(|j| j.key.to_string()).collect() } else { BTreeSet::new() },
+            done_keys,
             n_failed: counts.failed,
             n_cells: sweep.n_cells,
             metrics: family.map_or(&[], |f| f.metrics()),
@@ -963,49 +778,20 @@ impl Scheduler {
     }
 
     fn register(&mut self, registration: Registration) -> Result<Registered, CommandError> {
-        let Registration { name, version, families, build } = registration;
-        let ours = env!("CARGO_PKG_VERSION");
-        if version != ours {
-            return Err(CommandError::failed_precondition(format!(
-                "version: worker runs armada {version}, the coordinator {ours}; job keys and results depend on the build"
-            )));
-        }
-        let digest = self.registry.digest();
-        if build != digest {
-            return Err(CommandError::failed_precondition(format!(
-                "build: the worker's families digest to `{build}`, the coordinator's to `{digest}`; \
-                 run workers of the coordinator's build"
-            )));
-        }
-        if families.is_empty() {
-            return Err(CommandError::invalid_argument("families: name the families this worker runs"));
-        }
-        for (i, family) in families.iter().enumerate() {
-            self.registry
-                .family(family)
-                .map_err(|e| CommandError::invalid_argument(format!("families[{i}]: {}", e.message)))?;
-        }
-        let id = format!("w{}", self.next_worker);
-        self.next_worker += 1;
-        info!("worker {id} registered ({name}; {})", families.join(", "));
         let session: Arc<str> = crate::secret::random_secret().into();
-        self.workers.insert(session.clone(), Worker { id: id.clone(), name, families: families.into_iter().collect() });
+        let worker = self.workers.register(registration, env!("CARGO_PKG_VERSION"), &self.registry, session.clone())?;
+        info!(
+            "worker {} registered ({}; {})",
+            worker.id,
+            worker.name,
+            Vec::from_iter(worker.families.iter().cloned()).join(", ")
+        );
         Ok(Registered {
-            worker_id: id,
+            worker_id: worker.id.clone(),
             session: session.to_string(),
             lease_ttl: self.config.lease_ttl,
             heartbeat: self.config.heartbeat,
         })
-    }
-
-    /// The registered worker of `session`, with the session's shared handle.
-    fn worker(&self, session: &str) -> Result<(Arc<str>, &Worker), CommandError> {
-        match self.workers.get_key_value(session) {
-            Some((key, worker)) => Ok((key.clone(), worker)),
-            None => Err(CommandError::not_found(
-                "session: not registered here (the coordinator restarted?); register again",
-            )),
-        }
     }
 
     fn next_template_id(&mut self) -> usize {
@@ -1087,6 +873,8 @@ impl Scheduler {
                 Effect::CheckFinished(sweep) => {
                     finished.insert(sweep);
                 }
+                Effect::OpenLive(sweep) => self.open_live(&sweep),
+                Effect::CloseLive(sweep) => self.live.close(&sweep),
             }
         }
         for sweep in finished {
@@ -1094,8 +882,8 @@ impl Scheduler {
         }
     }
 
-    fn lease(&mut self, session: &str, max_jobs: u32) -> Result<Leases, CommandError> {
-        let (session, worker) = self.worker(session)?;
+    fn lease(&mut self, session: &str, max_jobs: u32, now: std::time::Instant) -> Result<Leases, CommandError> {
+        let (session, worker) = self.workers.get(session)?;
         let (worker_id, families) = (worker.id.clone(), worker.families.clone());
         let picked = self.table.pick(&families, max_jobs);
         if picked.is_empty() {
@@ -1111,7 +899,7 @@ impl Scheduler {
                 return Err(internal(e));
             }
         };
-        let effects = self.table.start_attempts(&picked, &ids, &session, &worker_id, Instant::now().into_std());
+        let effects = self.table.start_attempts(&picked, &ids, &session, &worker_id, now);
         self.apply(effects);
         let leases = picked
             .iter()
@@ -1130,11 +918,16 @@ impl Scheduler {
         Ok(Leases { leases, retry_after: Duration::ZERO })
     }
 
-    fn heartbeat(&mut self, session: &str, attempts: Vec<u64>) -> Result<Vec<u64>, CommandError> {
-        self.worker(session)?;
+    fn heartbeat(
+        &mut self,
+        session: &str,
+        attempts: Vec<u64>,
+        now: std::time::Instant,
+    ) -> Result<Vec<u64>, CommandError> {
+        self.workers.get(session)?;
         // Lease deadlines live in memory only: a restart voids every running attempt anyway,
         // so a heartbeat never waits on the store.
-        self.table.heartbeat(session, attempts, Instant::now().into_std())
+        self.table.heartbeat(session, attempts, now)
     }
 
     fn complete(&mut self, session: &str, attempt: u64, n_records: u32, reply: Reply<bool>) {
@@ -1265,7 +1058,7 @@ impl Scheduler {
     }
 
     fn fail(&mut self, session: &str, attempt: u64, error: String) -> Result<bool, CommandError> {
-        let worker = self.workers.get(session).map_or_else(|| "a gone worker".to_string(), |w| w.id.clone());
+        let worker = self.workers.get(session).map_or_else(|_| "a gone worker".to_string(), |(_, w)| w.id.clone());
         let (retry, effects) = self.table.fail(session, attempt, clip(error), &worker)?;
         self.apply(effects);
         Ok(retry)
@@ -1274,7 +1067,7 @@ impl Scheduler {
     /// Attempts a worker leased and never started: each job current with it is queued
     /// again, first, with the attempt uncounted.
     fn release(&mut self, session: &str, attempts: Vec<u64>) -> Result<u32, CommandError> {
-        self.worker(session)?;
+        self.workers.get(session)?;
         let mut released = 0;
         for (id, i) in self.table.releasable(session, &attempts)? {
             let job = &self.table.jobs[i];
@@ -1303,41 +1096,30 @@ impl Scheduler {
     }
 
     /// Leases past their deadline: the job goes back to the queue (or fails).
-    fn expire_leases(&mut self) {
+    fn expire_leases(&mut self, now: std::time::Instant) {
         let workers = &self.workers;
-        let worker =
-            |session: &str| workers.get(session).map_or_else(|| "?".to_string(), |w| format!("{} ({})", w.id, w.name));
-        let effects = self.table.expire(Instant::now().into_std(), worker);
+        let effects = self.table.expire(now, |session| workers.describe(session, "?"));
         self.apply(effects);
     }
 
     /// Someone watches `sweep`: events are worth building. Once the last watcher has left,
     /// the channel (and its buffer) is dropped until someone watches again.
     fn watched(&mut self, sweep: &str) -> bool {
-        let Some(s) = self.sweeps.get_mut(sweep) else { return false };
-        if s.events.as_ref().is_some_and(|tx| tx.receiver_count() == 0) {
-            s.events = None;
+        if self.watchers.get(sweep).is_some_and(|tx| tx.receiver_count() == 0) {
+            self.watchers.remove(sweep);
         }
-        s.events.is_some()
+        self.watchers.contains_key(sweep)
     }
 
     fn emit(&mut self, sweep: &str, event: SweepEvent) {
-        if !self.watched(sweep) {
-            return;
-        }
-        if let Some(tx) = self.sweeps.get(sweep).and_then(|s| s.events.as_ref()) {
-            let _ = tx.send(event);
+        if self.watched(sweep) {
+            let _ = self.watchers[sweep].send(event);
         }
     }
 
-    /// Announce a sweep that has nothing queued or running, once, and rebuild its summaries.
+    /// Announce a sweep that has nothing queued or running, once.
     fn check_finished(&mut self, id: &str) {
-        let Some(sweep) = self.sweeps.get(id) else { return };
-        if sweep.announced || !self.counts(id).is_finished() {
-            return;
-        }
-        let Ok(status) = self.status(id) else { return };
-        self.sweeps.get_mut(id).expect("checked").announced = true;
+        let Some(status) = self.sweeps.check_finished(id, &self.table) else { return };
         info!(
             "sweep {id} finished: {} done, {} failed, {} cancelled",
             status.n_done, status.n_failed, status.n_cancelled
@@ -1347,16 +1129,9 @@ impl Scheduler {
 
     /// (Re)open a sweep's live summaries from the state of its jobs.
     fn open_live(&mut self, id: &str) {
-        let cells = self.cells_of(id);
-        let sweep = &self.sweeps[id];
-        let done = sweep
-            .jobs
-            .iter()
-            .map(|&i| &self.table.jobs[i])
-            .filter(|j| j.state == JobState::Done)
-            .map(|j| j.key.to_string())
-            .collect();
+        let Ok(sweep) = self.sweeps.get(id) else { return };
         let family = self.registry.family(&sweep.family).ok();
+        let cells = self.cells_of(id);
         let n_cells = cells.len() as u32;
         let generation = self.live.open(Opening {
             sweep: id.to_string(),
@@ -1364,12 +1139,9 @@ impl Scheduler {
             metrics: family.map_or(&[], |f| f.metrics()),
             axes: family.map_or(&[], |f| f.summary_axes()),
             cells,
-            done,
+            done: self.sweeps.done(id, &self.table).map(|j| j.key.to_string()).collect(),
         });
-        let sweep = self.sweeps.get_mut(id).expect("checked");
-        sweep.generation = generation;
-        sweep.summarized = false;
-        sweep.n_cells = n_cells;
+        self.sweeps.opened_live(id, generation, n_cells);
     }
 
     /// The cells of a sweep with their numbers of jobs and of settled jobs.
@@ -1377,7 +1149,7 @@ impl Scheduler {
         let settled = |j: &Job| matches!(j.state, JobState::Done | JobState::Failed | JobState::Cancelled);
         // Counted by template first, by its number.
         let mut by_template: Vec<(Option<&Template>, usize, usize)> = vec![(None, 0, 0); self.n_templates];
-        for &i in &self.sweeps[id].jobs {
+        for &i in self.sweeps.get(id).map_or(&[][..], |s| &s.jobs) {
             let job = &self.table.jobs[i];
             let counts = &mut by_template[job.template.id];
             counts.0 = Some(&job.template);
@@ -1388,32 +1160,14 @@ impl Scheduler {
         live::cell_counts(cells)
     }
 
-    /// The live summaries of a sweep wrote its files: remember it, unless a resubmission
-    /// started newer ones.
+    /// The live summaries of a sweep wrote its files: the store remembers it, unless a
+    /// resubmission started newer ones.
     fn summarized(&mut self, id: &str, generation: u64) {
-        let Some(sweep) = self.sweeps.get_mut(id) else { return };
-        if sweep.generation != generation {
-            return;
+        if self.sweeps.summarized(id, generation) {
+            if let Err(e) = self.store.set_summarized(id) {
+                warn!("store error: {e:#}");
+            }
         }
-        sweep.summarized = true;
-        if let Err(e) = self.store.set_summarized(id) {
-            warn!("store error: {e:#}");
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, Default)]
-struct Counts {
-    queued: u32,
-    running: u32,
-    done: u32,
-    failed: u32,
-    cancelled: u32,
-}
-
-impl Counts {
-    fn is_finished(&self) -> bool {
-        self.queued == 0 && self.running == 0
     }
 }
 

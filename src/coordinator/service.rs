@@ -10,7 +10,8 @@ use super::replies::{
     CommandError, ErrorKind, JobFailed, Lease, Leases, Registered, Registration, Submitted, SweepEvent, SweepState,
     SweepStatus,
 };
-use super::scheduler::{Command, FailurePage, Pending, SchedulerHandle};
+use super::scheduler::{Command, Pending, SchedulerHandle};
+use super::sweeps::FailurePage;
 use crate::{results, sweep};
 use armada_core::{Registry, SpecError, ValidJob};
 use armada_proto::v1 as pb;

@@ -64,6 +64,10 @@ pub enum Effect {
     Failed { job: usize, error: String, attempt_no: u32, is_final: bool },
     /// The sweep may have nothing left queued or running.
     CheckFinished(Arc<str>),
+    /// Live summaries: (re)open the sweep's from its jobs' states.
+    OpenLive(Arc<str>),
+    /// Live summaries: the sweep is gone.
+    CloseLive(Arc<str>),
 }
 
 /// How a commit begins ([`JobTable::begin_commit`]).

@@ -1,0 +1,76 @@
+//! Worker sessions: who registered, under which secret session credential, for which
+//! families. Pure like [`super::table`]: the credential is drawn by the caller.
+
+use super::replies::{CommandError, Registration};
+use armada_core::Registry;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+/// A registered worker.
+pub struct Worker {
+    /// The public id (`w1`, ...) and the worker's own name, for messages.
+    pub id: String,
+    pub name: String,
+    pub families: BTreeSet<String>,
+}
+
+/// Registered workers by session credential.
+#[derive(Default)]
+pub struct Sessions {
+    workers: HashMap<Arc<str>, Worker>,
+    /// Workers registered so far (the next id's number is one more).
+    registered: u64,
+}
+
+impl Sessions {
+    /// Register a worker of build `version` under `session` when it runs this build
+    /// (`ours`, and the registry's digest) and names only families the registry has.
+    /// Answers its public id.
+    pub fn register(
+        &mut self,
+        registration: Registration,
+        ours: &str,
+        registry: &Registry,
+        session: Arc<str>,
+    ) -> Result<&Worker, CommandError> {
+        let Registration { name, version, families, build } = registration;
+        if version != ours {
+            return Err(CommandError::failed_precondition(format!(
+                "version: worker runs armada {version}, the coordinator {ours}; job keys and results depend on the build"
+            )));
+        }
+        let digest = registry.digest();
+        if build != digest {
+            return Err(CommandError::failed_precondition(format!(
+                "build: the worker's families digest to `{build}`, the coordinator's to `{digest}`; \
+                 run workers of the coordinator's build"
+            )));
+        }
+        if families.is_empty() {
+            return Err(CommandError::invalid_argument("families: name the families this worker runs"));
+        }
+        for (i, family) in families.iter().enumerate() {
+            registry
+                .family(family)
+                .map_err(|e| CommandError::invalid_argument(format!("families[{i}]: {}", e.message)))?;
+        }
+        self.registered += 1;
+        let worker = Worker { id: format!("w{}", self.registered), name, families: families.into_iter().collect() };
+        Ok(self.workers.entry(session).insert_entry(worker).into_mut())
+    }
+
+    /// The registered worker of `session`, with the session's shared handle.
+    pub fn get(&self, session: &str) -> Result<(Arc<str>, &Worker), CommandError> {
+        match self.workers.get_key_value(session) {
+            Some((key, worker)) => Ok((key.clone(), worker)),
+            None => Err(CommandError::not_found(
+                "session: not registered here (the coordinator restarted?); register again",
+            )),
+        }
+    }
+
+    /// The worker of `session` as messages name it: `w3 (host-a)`, or `unknown` when gone.
+    pub fn describe(&self, session: &str, unknown: &str) -> String {
+        self.workers.get(session).map_or_else(|| unknown.to_string(), |w| format!("{} ({})", w.id, w.name))
+    }
+}
