@@ -169,3 +169,38 @@ fn every_family_computes_its_golden_trajectories_bit_for_bit() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+/// Every benchmark and every algorithm of every family runs in its golden jobs, so that a
+/// change to any of them that alters what it computes fails above.
+#[test]
+fn golden_jobs_cover_every_benchmark_and_algorithm() {
+    let registry = registry();
+    let mut covered: BTreeMap<&str, (Vec<String>, Vec<String>)> = BTreeMap::new();
+    let files = golden_files();
+    let sweeps: Vec<sweep::Sweep> = files
+        .iter()
+        .map(|p| sweep::load_sweep(p, &registry).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
+        .collect();
+    for s in &sweeps {
+        let entry = covered.entry(s.family.as_str()).or_default();
+        for job in &s.jobs {
+            entry.0.push(job.spec.benchmark.clone());
+            entry.1.push(job.spec.algorithm.clone());
+        }
+    }
+    let mut missing = Vec::new();
+    for family in registry.families() {
+        let (benchmarks, algorithms) = covered.get(family.name()).cloned().unwrap_or_default();
+        for b in family.benchmarks().iter().filter(|b| !benchmarks.contains(&b.name.to_string())) {
+            missing.push(format!("{}: benchmark `{}`", family.name(), b.name));
+        }
+        for a in family.algorithms().iter().filter(|a| !algorithms.contains(&a.name.to_string())) {
+            missing.push(format!("{}: algorithm `{}`", family.name(), a.name));
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "no golden job runs these (add one to the family's golden/*.toml):\n{}",
+        missing.join("\n")
+    );
+}
