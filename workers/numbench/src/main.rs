@@ -1,0 +1,245 @@
+//! The numerics benchmark (issue 17): every workload of armada's speed table timed in one
+//! run, each beside its recorded baseline (`baseline.tsv`, seconds on this machine), the
+//! reference code's time on this machine (recorded, or measured with `--reference-lse`),
+//! and issue 17's target (twice the bound set by the work it must do). A workload is one job of a family, run through
+//! the registry and the real episode loop, as a worker runs it (no orchestration).
+//!
+//! ```text
+//! cargo run --release -p armada-numbench                   # the quick workloads (~30 s)
+//! cargo run --release -p armada-numbench -- --full         # also GLM-TSL and BO-uCVS (minutes)
+//! cargo run --release -p armada-numbench -- --only cdt     # workloads whose name contains `cdt`
+//! cargo run --release -p armada-numbench -- --record       # rewrite baseline.tsv from this run
+//! cargo run --release -p armada-numbench -- --reference-lse ../shared/reference/lse_straddle_ref \
+//!     --python /path/to/venv/bin/python                    # time the LSE numpy reference too
+//! ```
+//!
+//! Ratios are armada's seconds over the other column: below 1 is faster than it.
+
+use armada_core::{run_job, JobSpec, ParamValue, Registry};
+use std::collections::BTreeMap;
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+/// One row of the speed table.
+struct Workload {
+    name: &'static str,
+    /// The job it times.
+    spec: fn() -> JobSpec,
+    /// Whether the default run includes it (the others need `--full`).
+    quick: bool,
+    /// The reference code's seconds per run on this machine, as recorded, and what it is.
+    reference: Option<(f64, &'static str)>,
+    /// Issue 17's target in seconds, and where it comes from: twice the bound that the work
+    /// it must do sets, where the issue gives one.
+    target: Option<(f64, &'static str)>,
+}
+
+fn spec(family: &str, benchmark: &str, algorithm: &str, horizon: u32) -> JobSpec {
+    let mut spec = JobSpec::new(family, benchmark, algorithm);
+    spec.horizon = horizon;
+    spec
+}
+
+fn with(mut spec: JobSpec, benchmark_params: &[(&str, &str)]) -> JobSpec {
+    for (k, v) in benchmark_params {
+        spec.benchmark_params.insert(k.to_string(), ParamValue::Str(v.to_string()));
+    }
+    spec
+}
+
+/// The reference figures of issue 17's table, measured on this machine.
+const NUMPY_LSE: (f64, &str) = (2.9, "spec's numpy reference (recorded)");
+const LSE_TARGET: (f64, &str) = (0.060, "2x bound: O(N t) posterior updates, ~1e8 flops, ~30 ms");
+
+const WORKLOADS: &[Workload] = &[
+    Workload {
+        name: "lse-straddle",
+        spec: || spec("lse", "himmelblau", "straddle", 300),
+        quick: true,
+        reference: Some(NUMPY_LSE),
+        target: Some(LSE_TARGET),
+    },
+    Workload {
+        name: "lse-random",
+        spec: || spec("lse", "himmelblau", "random", 300),
+        quick: true,
+        reference: Some(NUMPY_LSE),
+        target: Some(LSE_TARGET),
+    },
+    Workload {
+        name: "lse-rand-straddle",
+        spec: || spec("lse", "himmelblau", "rand-straddle", 300),
+        quick: true,
+        reference: Some(NUMPY_LSE),
+        target: Some(LSE_TARGET),
+    },
+    Workload {
+        name: "mile",
+        spec: || spec("lse", "sinusoidal", "mile", 300),
+        quick: true,
+        reference: None,
+        target: Some((2.0, "2x bound: rank-1 downdates of a 2500^2 covariance, ~2e9 flops, < 1 s")),
+    },
+    Workload {
+        name: "cdt-linucb",
+        spec: || with(spec("bandits", "synthetic", "cdt", 14_000), &[("bottom", "linucb")]),
+        quick: true,
+        reference: Some((2.6, "CDT authors' Python with CDT (recorded)")),
+        target: Some((0.1, "2x bound: ~1e9 flops, ~50 ms")),
+    },
+    Workload {
+        name: "cdt-ucb-glm",
+        spec: || with(spec("bandits", "synthetic", "cdt", 14_000), &[("bottom", "ucb-glm")]),
+        quick: true,
+        reference: Some((32.5, "CDT authors' Python with CDT, 31-34 s (recorded)")),
+        target: Some((2.0, "2x bound: warm-started MLE, O(t d) gradient passes, < 1 s")),
+    },
+    Workload {
+        name: "cdt-glm-tsl",
+        spec: || with(spec("bandits", "synthetic", "cdt", 14_000), &[("bottom", "glm-tsl")]),
+        quick: false,
+        reference: Some((466.0, "CDT authors' Python with CDT, 1 BLAS thread (recorded)")),
+        target: None,
+    },
+    Workload {
+        name: "bocvs-proposed",
+        // The budget (100) ends the run; the horizon only has to exceed its plays.
+        spec: || spec("cvs", "hartmann6-12d", "proposed", 10_000),
+        quick: false,
+        reference: None,
+        target: Some((30.0, "issue 17: the proposed method within 30 s per run")),
+    },
+];
+
+/// The recorded seconds of each workload (`baseline.tsv`).
+fn read_baseline(path: &Path) -> BTreeMap<String, (f64, String)> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .filter_map(|l| {
+            let mut fields = l.splitn(3, '\t');
+            let name = fields.next()?.to_string();
+            let seconds = fields.next()?.parse().ok()?;
+            Some((name, (seconds, fields.next().unwrap_or("").to_string())))
+        })
+        .collect()
+}
+
+fn write_baseline(path: &Path, measured: &BTreeMap<&str, f64>, old: &BTreeMap<String, (f64, String)>) {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut out: String = text.lines().filter(|l| l.starts_with('#')).map(|l| format!("{l}\n")).collect();
+    let commit = Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    for w in WORKLOADS {
+        match (measured.get(w.name), old.get(w.name)) {
+            (Some(s), _) => out.push_str(&format!("{}\t{s:.3}\tarmada-numbench --record at {commit}\n", w.name)),
+            (None, Some((s, from))) => out.push_str(&format!("{}\t{s}\t{from}\n", w.name)),
+            (None, None) => {}
+        }
+    }
+    std::fs::write(path, out).expect("baseline.tsv is writable");
+}
+
+/// Seconds of one run of `spec`, through the registry and the family's episode.
+fn time_job(registry: &Registry, spec: &JobSpec) -> f64 {
+    let job = registry.validate(spec).unwrap_or_else(|e| panic!("{}: {e}", spec.benchmark));
+    let start = Instant::now();
+    run_job(registry, &job, &mut |_| ControlFlow::Continue(())).unwrap_or_else(|e| panic!("{}: {e}", job.describe()));
+    start.elapsed().as_secs_f64()
+}
+
+/// The LSE numpy reference's seconds per run of each method on Himmelblau (two runs each;
+/// `ref.py` prints each method's time).
+fn time_numpy_lse(dir: &Path, python: &str) -> BTreeMap<&'static str, f64> {
+    let out = std::env::temp_dir().join("armada-numbench-ref.json");
+    let run = Command::new(python)
+        .arg(dir.join("ref.py"))
+        .args(["himm", "straddle,random,proposed", "2"])
+        .arg(&out)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("{python} {}: {e}", dir.join("ref.py").display()));
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(run.status.success(), "the numpy reference failed:\n{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
+    let mut seconds = BTreeMap::new();
+    for line in stdout.lines() {
+        // `himm straddle time 5.8 r@50,100,300 ...`
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if let [_, method, "time", t, ..] = words[..] {
+            let workload = match method {
+                "straddle" => "lse-straddle",
+                "random" => "lse-random",
+                "proposed" => "lse-rand-straddle",
+                _ => continue,
+            };
+            seconds.insert(workload, t.parse::<f64>().expect("a time") / 2.0);
+        }
+    }
+    seconds
+}
+
+fn ratio(a: f64, b: f64) -> String {
+    format!("{:.3}", a / b)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let flag = |name: &str| args.iter().any(|a| a == name);
+    let value = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
+    let (full, record) = (flag("--full"), flag("--record"));
+    let only = value("--only");
+    let baseline_path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("baseline.tsv");
+    let baseline = read_baseline(&baseline_path);
+    let registry = Registry::new(vec![
+        Box::new(armada_lse::LseFamily),
+        Box::new(armada_bandits::BanditsFamily),
+        Box::new(armada_cvs::CvsFamily),
+    ]);
+    let measured_reference = value("--reference-lse").map(|dir| {
+        let python = value("--python").unwrap_or_else(|| "python3".into());
+        time_numpy_lse(Path::new(&dir), &python)
+    });
+
+    println!(
+        "{:<18} {:>9} {:>9} {:>8} {:>9} {:>8} {:>9} {:>8}  reference; target",
+        "workload", "armada s", "recorded", "ratio", "ref s", "ratio", "target s", "ratio"
+    );
+    let mut measured = BTreeMap::new();
+    for w in WORKLOADS {
+        if !(w.quick || full) || only.as_ref().is_some_and(|o| !w.name.contains(o.as_str())) {
+            continue;
+        }
+        let seconds = time_job(&registry, &(w.spec)());
+        measured.insert(w.name, seconds);
+        let recorded = baseline.get(w.name).map(|b| b.0);
+        let reference = match measured_reference.as_ref().and_then(|m| m.get(w.name)) {
+            Some(&s) => Some((s, "spec's numpy reference, measured now")),
+            None => w.reference,
+        };
+        let cell = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.3}"));
+        let vs = |x: Option<f64>| x.map_or("-".to_string(), |x| ratio(seconds, x));
+        println!(
+            "{:<18} {:>9.3} {:>9} {:>8} {:>9} {:>8} {:>9} {:>8}  {}; {}",
+            w.name,
+            seconds,
+            cell(recorded),
+            vs(recorded),
+            cell(reference.map(|r| r.0)),
+            vs(reference.map(|r| r.0)),
+            cell(w.target.map(|b| b.0)),
+            vs(w.target.map(|b| b.0)),
+            reference.map_or("-", |r| r.1),
+            w.target.map_or("-", |b| b.1),
+        );
+    }
+    if record {
+        write_baseline(&baseline_path, &measured, &baseline);
+        println!("recorded {} workload(s) in {}", measured.len(), baseline_path.display());
+    }
+}
