@@ -61,6 +61,8 @@ struct Active {
     var: f64,
     /// `1[x' in S_{t-1}]`, the term when `c = 0`.
     confident: f64,
+    /// `mu(x') - theta - beta^{1/2} sigma(x')`: `num` at `sigma_t = sigma(x')`, its least value.
+    margin: f64,
 }
 
 /// The MILE acquisition `a(x)` for every candidate `x` (spec 2.7); excluded `x` get NaN so an
@@ -87,7 +89,7 @@ pub fn mile_af(cov: &CandidateCovariance, theta: f64, beta_sqrt: f64, excluded: 
         if margin > Z_ONE * sd {
             n_always_one += 1;
         } else if !(dmu < 0.0 && dmu <= -Z_ZERO * sd) {
-            active.push(Active { index, dmu, var: v.max(0.0), confident: f64::from(margin > 0.0) });
+            active.push(Active { index, dmu, var: v.max(0.0), confident: f64::from(margin > 0.0), margin });
         }
     }
     // The integer part is exact; the fractional sums are added to it at the end.
@@ -108,6 +110,17 @@ pub fn mile_af(cov: &CandidateCovariance, theta: f64, beta_sqrt: f64, excluded: 
             let abs_c = c.abs();
             if abs_c < C_TINY {
                 sum += p.confident;
+                continue;
+            }
+            // `sigma_t` lies in [0, sigma(x')] and each operation giving `num_s` from it is
+            // monotone, in floating point too, so `num_s` lies in [margin s, dmu s]: where
+            // that interval decides the branch below, its square root is not needed (the
+            // same term is added, so the sum is bit for bit the same).
+            if p.margin * s >= Z_ONE * abs_c {
+                sum += 1.0;
+                continue;
+            }
+            if p.dmu * s <= -Z_ZERO * abs_c {
                 continue;
             }
             let sigma_t = (p.var - c * c * inv_s2).max(0.0).sqrt();
