@@ -8,7 +8,8 @@
 //! `mean_n cos(a_k + b_nk) = cos a_k Cbar_k - sin a_k Sbar_k` (and likewise for `sin`).
 
 use armada_core::StreamRng;
-use armada_gp::RandomFourierFeatures;
+use armada_gp::{RandomFourierFeatures, Rows};
+use ndarray::ArrayView2;
 
 use crate::maximize::{maximize, uniform_points, MaximizeConfig, Maximum};
 use crate::surrogate::{Posterior, SetCache, SetExpectation};
@@ -55,7 +56,11 @@ pub struct TsExpectation<'a> {
 }
 
 impl<'a> TsExpectation<'a> {
-    pub fn new(rff: &'a RandomFourierFeatures, theta: &'a [f64], ctrl: &[usize], samples: &[f64]) -> Self {
+    /// The expectation over `samples`, one sample of every variable per row (laid out once:
+    /// a row-major view is read in place, any other is copied, O(n_mc d)).
+    pub fn new(rff: &'a RandomFourierFeatures, theta: &'a [f64], ctrl: &[usize], samples: ArrayView2<'_, f64>) -> Self {
+        let samples = Rows::new(samples);
+        let samples = samples.as_slice();
         let d = rff.dim();
         let random: Vec<usize> = (0..d).filter(|l| !ctrl.contains(l)).collect();
         let n_freq = rff.n_frequencies();
@@ -128,7 +133,7 @@ mod tests {
         let theta: Vec<f64> = (0..rff.n_features()).map(|_| rng.random::<f64>() - 0.5).collect();
         let samples: Vec<f64> = (0..50 * 4).map(|_| rng.random()).collect();
         let ctrl = [0, 2];
-        let e = TsExpectation::new(&rff, &theta, &ctrl, &samples);
+        let e = TsExpectation::new(&rff, &theta, &ctrl, ArrayView2::from_shape((50, 4), &samples).unwrap());
         let xc = [0.3, 0.7];
         let mut phi = vec![0.0; rff.n_features()];
         let brute = samples
