@@ -290,6 +290,10 @@ impl<F: FnMut(&[f64]) -> f64> Tracker<F> {
 /// that stays in the box). At most `max_evals` evaluations of `g` (at least one, at `x0`);
 /// returns the best point evaluated, so the result is in the box and never worse than
 /// `g(x0)`. NaN values of `g` never win.
+///
+/// Points are `&[f64]` here, not ndarray views: this is a local optimiser's inner loop over
+/// simplex vertices it owns (`g` is evaluated once per trial point), not a point-set
+/// interface; a pool point is passed as its row of the pool's contiguous buffer.
 pub fn nelder_mead_box<F: FnMut(&[f64]) -> f64>(
     g: F,
     x0: &[f64],
