@@ -57,7 +57,7 @@ fn expectation_ratio(n: usize, n_mc: usize) {
     cache.update(&post, ArrayView2::from_shape((n_mc, d), &samples).unwrap());
     let mut e = SetExpectation::new(&post, &ctrl, &cache);
     let (mut mu, mut sd) = (vec![0.0; 20], vec![0.0; 20]);
-    e.moments_many(&points, &mut mu, &mut sd);
+    e.moments_many(ArrayView2::from_shape((20, 6), &points).unwrap(), &mut mu, &mut sd);
     let fact = t0.elapsed().as_secs_f64();
     let t0 = Instant::now();
     for xc in points.chunks(6) {

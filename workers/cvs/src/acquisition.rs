@@ -28,13 +28,13 @@ pub fn optimise_set(
     let warm = uniform_points(rng, config.n_warmup.max(1), dim);
     let n_warm = config.n_warmup.max(1);
     let (mut mu, mut sigma) = (vec![0.0; n_warm], vec![0.0; n_warm]);
-    e.moments_many(&warm, &mut mu, &mut sigma);
+    e.moments_many(warm.view(), &mut mu, &mut sigma);
     let (mut dmu, mut dsigma) = (vec![0.0; dim], vec![0.0; dim]);
     betas
         .iter()
         .map(|&beta| {
             let values: Vec<f64> = mu.iter().zip(&sigma).map(|(m, s)| m + beta * s).collect();
-            maximize(rng, dim, &warm, &values, config.n_iter, |x, grad| {
+            maximize(rng, warm.view(), &values, config.n_iter, |x, grad| {
                 let (m, s) = e.moments_grad(x, &mut dmu, &mut dsigma);
                 for k in 0..dim {
                     grad[k] = dmu[k] + beta * dsigma[k];
@@ -114,8 +114,8 @@ impl<'a> TsExpectation<'a> {
         let dim = self.dim();
         let n_warm = config.n_warmup.max(1);
         let warm = uniform_points(rng, n_warm, dim);
-        let values: Vec<f64> = warm.chunks(dim).map(|x| self.value_grad(x, &mut [])).collect();
-        maximize(rng, dim, &warm, &values, config.n_iter, |x, grad| self.value_grad(x, grad))
+        let values: Vec<f64> = Rows::new(warm.view()).iter().map(|x| self.value_grad(x, &mut [])).collect();
+        maximize(rng, warm.view(), &values, config.n_iter, |x, grad| self.value_grad(x, grad))
     }
 }
 

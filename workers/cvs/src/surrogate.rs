@@ -358,9 +358,11 @@ impl<'p> SetExpectation<'p> {
     }
 
     #[allow(clippy::needless_range_loop)] // index loops mirror the column layout
-    /// `(E[mu], E[sigma])` at many points (`n_points x dim` row-major), solving up to
-    /// [`COLUMNS_PER_SOLVE`] (point, sample) columns per triangular solve.
-    pub fn moments_many(&mut self, points: &[f64], mu: &mut [f64], sigma: &mut [f64]) {
+    /// `(E[mu], E[sigma])` at many points (one per row of `points`, laid out once), solving
+    /// up to [`COLUMNS_PER_SOLVE`] (point, sample) columns per triangular solve.
+    pub fn moments_many(&mut self, points: ArrayView2<'_, f64>, mu: &mut [f64], sigma: &mut [f64]) {
+        let points = Rows::new(points);
+        let points = points.as_slice();
         let dim = self.dim();
         if self.h.is_some() {
             for (p, x) in points.chunks(dim).enumerate() {
@@ -505,7 +507,12 @@ pub fn full_query(ctrl: &[usize], xc: &[f64], random_part: &[f64]) -> Vec<f64> {
 mod tests {
     use super::*;
     use armada_gp::Points;
-    use ndarray::aview1;
+    use ndarray::{aview1, ShapeBuilder};
+
+    /// One point as a `1 x d` matrix view.
+    fn aview2_row(x: &[f64]) -> ArrayView2<'_, f64> {
+        ArrayView2::from_shape((1, x.len()), x).unwrap()
+    }
 
     /// `samples` (`n x d` row-major) as a matrix view.
     fn mview(samples: &[f64], d: usize) -> ArrayView2<'_, f64> {
@@ -559,7 +566,7 @@ mod tests {
                 assert!((mu - bm).abs() < 1e-9, "{ctrl:?}: mu {mu} vs {bm}");
                 assert!((sd - bs).abs() < 1e-9, "{ctrl:?}: sigma {sd} vs {bs}");
                 let (mut m2, mut s2) = ([0.0], [0.0]);
-                e.moments_many(&xc, &mut m2, &mut s2);
+                e.moments_many(aview2_row(&xc), &mut m2, &mut s2);
                 assert!((m2[0] - mu).abs() < 1e-12 && (s2[0] - sd).abs() < 1e-12);
             }
         }
@@ -655,6 +662,32 @@ mod tests {
         let mut fresh = SetCache::new(d, &[0, 2], 16, 8);
         fresh.update(&post, mview(&samples, d));
         assert_eq!((grown.bsum, grown.b), (fresh.bsum, fresh.b));
+    }
+
+    /// The MC samples and query points in column-major layout give, bit for bit, the
+    /// numbers of their row-major originals (laid out once at the call).
+    #[test]
+    fn column_major_samples_and_points_give_the_numbers_of_their_row_major_copy() {
+        let d = 4;
+        let s = toy(d, 10, 7);
+        let post = s.posterior();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(8);
+        let samples: Vec<f64> = (0..16 * d).map(|_| rng.random()).collect();
+        let rows = mview(&samples, d);
+        let mut cols = ndarray::Array2::zeros((16, d).f());
+        cols.assign(&rows);
+        let ctrl = [1, 2];
+        let (mut a, mut b) = (SetCache::new(d, &ctrl, 16, 8), SetCache::new(d, &ctrl, 16, 8));
+        a.update(&post, rows);
+        b.update(&post, cols.view());
+        assert_eq!((&a.bsum, &a.b), (&b.bsum, &b.b));
+        let points: Vec<f64> = (0..5 * ctrl.len()).map(|_| rng.random()).collect();
+        let points = mview(&points, ctrl.len());
+        let points_t = points.t().to_owned();
+        let (mut ma, mut sa, mut mb, mut sb) = (vec![0.0; 5], vec![0.0; 5], vec![0.0; 5], vec![0.0; 5]);
+        SetExpectation::new(&post, &ctrl, &a).moments_many(points, &mut ma, &mut sa);
+        SetExpectation::new(&post, &ctrl, &b).moments_many(points_t.t(), &mut mb, &mut sb);
+        assert_eq!((ma, sa), (mb, sb));
     }
 
     #[test]

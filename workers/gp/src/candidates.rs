@@ -15,7 +15,7 @@ use crate::chol::JitterReport;
 use crate::error::GpError;
 use crate::gp::Gp;
 use crate::kernel::Kernel;
-use crate::points::{point, Points, Rows};
+use crate::points::{point, Points};
 
 /// Posterior mean and variance on a fixed candidate set, kept current in O(n*m) per observation.
 #[derive(Clone, Debug)]
@@ -156,11 +156,6 @@ impl CandidateCache {
     /// If `j` is out of range.
     pub fn candidate(&self, j: usize) -> &[f64] {
         self.candidates.row(j)
-    }
-
-    /// The candidate set as rows (borrowed).
-    pub fn candidate_rows(&self) -> Rows<'_> {
-        self.candidates.rows()
     }
 
     /// The underlying GP.
