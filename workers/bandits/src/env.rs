@@ -13,8 +13,8 @@
 //! matters because context generation would otherwise dominate the cost of the fast bandits.
 
 use crate::logistic::sigmoid;
-use crate::Contexts;
 use armada_core::StreamRng;
+use ndarray::ArrayView2;
 use rand::{Rng, RngCore};
 use rand_distr::{Distribution, StandardNormal};
 
@@ -79,8 +79,10 @@ impl ArmSet {
         self.expected.copy_from_slice(expected);
         self.best = self.expected.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     }
-    pub fn contexts(&self) -> Contexts<'_> {
-        Contexts::new(&self.features, self.dim)
+    /// The round's `K x d` features, one arm per row: a view of the set's own row-major
+    /// memory (no copy).
+    pub fn contexts(&self) -> ArrayView2<'_, f64> {
+        crate::contexts_view(&self.features, self.dim)
     }
 }
 
@@ -91,12 +93,12 @@ pub trait Environment {
     fn dim(&self) -> usize;
     /// Rounds of a run, T.
     fn horizon(&self) -> usize;
-    /// Draws the next round's contexts and their expected rewards.
-    fn next_round(&mut self) -> Contexts<'_>;
+    /// Draws the next round's contexts (`K x d`, one arm per row) and their expected rewards.
+    fn next_round(&mut self) -> ArrayView2<'_, f64>;
     /// The current round's arms (after [`Environment::next_round`]).
     fn arms(&self) -> &ArmSet;
-    /// The current round's contexts.
-    fn contexts(&self) -> Contexts<'_> {
+    /// The current round's contexts (`K x d`, one arm per row; a view, no copy).
+    fn contexts(&self) -> ArrayView2<'_, f64> {
         self.arms().contexts()
     }
     /// Expected reward of `arm` this round.
@@ -224,7 +226,7 @@ impl Environment for SyntheticEnv {
         self.config.horizon
     }
 
-    fn next_round(&mut self) -> Contexts<'_> {
+    fn next_round(&mut self) -> ArrayView2<'_, f64> {
         let features = self.arms.features_mut();
         match self.config.law {
             FeatureLaw::Cube => {
@@ -342,8 +344,9 @@ mod tests {
         let (mut sum_sq, mut count, mut max_norm) = (0.0, 0usize, 0.0_f64);
         for _ in 0..200 {
             let ctx = env.next_round();
-            assert_eq!(ctx.n_arms(), 120);
-            for x in ctx.iter() {
+            assert_eq!(ctx.nrows(), 120);
+            for x in ctx.rows() {
+                let x = x.as_slice().unwrap();
                 assert!(x.iter().all(|v| v.abs() <= 0.2));
                 let n = norm(x);
                 max_norm = max_norm.max(n);
@@ -367,7 +370,7 @@ mod tests {
         let mut b = SyntheticEnv::new(config, StreamRng::seed_from_u64(5));
         assert_eq!(a.theta(), b.theta());
         for _ in 0..3 {
-            assert_eq!(a.next_round().arm(7), b.next_round().arm(7));
+            assert_eq!(a.next_round().row(7), b.next_round().row(7));
         }
     }
 
@@ -380,7 +383,8 @@ mod tests {
         assert!(norm(env.theta()) <= 1.0);
         let (mut sq, mut first, mut first_sq, mut n) = (0.0, 0.0, 0.0, 0.0);
         for _ in 0..500 {
-            for x in env.next_round().iter() {
+            for x in env.next_round().rows() {
+                let x = x.as_slice().unwrap();
                 let r = norm(x);
                 assert!(r <= 1.0);
                 sq += r * r;

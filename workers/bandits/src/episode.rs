@@ -65,7 +65,7 @@ pub fn run(
         let y = env.sample_reward(arm, noise);
         regret += env.regret(arm);
         total_reward += y;
-        bandit.observe(env.contexts().arm(arm), y, &hp, algorithm);
+        bandit.observe(env.contexts().row(arm), y, &hp, algorithm);
         cumulative_regret.push(regret);
         arms.push(arm);
     }
@@ -188,7 +188,7 @@ impl TunedLoop {
         if tuned {
             bandit.choose(contexts, &self.hp, algorithm)
         } else {
-            random_arm(contexts.n_arms(), algorithm)
+            random_arm(contexts.nrows(), algorithm)
         }
     }
 
@@ -209,7 +209,7 @@ impl TunedLoop {
         let y = env.sample_reward(arm, noise);
         let expected = env.expected_reward(arm);
         self.regret += env.regret(arm);
-        bandit.observe(env.contexts().arm(arm), y, &self.hp, algorithm);
+        bandit.observe(env.contexts().row(arm), y, &self.hp, algorithm);
         if tuned {
             self.block_sum += y;
             self.block_rounds += 1;

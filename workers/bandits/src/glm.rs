@@ -9,7 +9,8 @@
 use crate::hyper::{Hyperparameter, TheoryConstants};
 use crate::linalg::{cholesky_in_place, dot, solve_lower_transpose_in_place, RidgeDesign};
 use crate::logistic::LogisticMle;
-use crate::{argmax_by, fill_standard_normal, random_arm, BottomBandit, Contexts};
+use crate::{argmax_by, fill_standard_normal, point, random_arm, BottomBandit, Contexts};
+use ndarray::{ArrayView1, ArrayView2};
 use rand::RngCore;
 
 const UCB_GLM_HYPERPARAMETERS: [Hyperparameter; 1] = [Hyperparameter::on_paper_box("alpha", "exploration rate")];
@@ -75,13 +76,16 @@ impl BottomBandit for UcbGlm {
     fn rounds_observed(&self) -> usize {
         self.mle.len()
     }
-    fn choose(&mut self, arms: Contexts<'_>, hp: &[f64], rng: &mut dyn RngCore) -> usize {
+    fn choose(&mut self, arms: ArrayView2<'_, f64>, hp: &[f64], rng: &mut dyn RngCore) -> usize {
+        let arms = Contexts::new(arms);
         if self.mle.len() < self.warmup {
             return random_arm(arms.n_arms(), rng);
         }
         argmax_by(arms.n_arms(), |a| self.index(arms.arm(a), hp[0]))
     }
-    fn observe(&mut self, x: &[f64], y: f64, _hp: &[f64], _rng: &mut dyn RngCore) {
+    fn observe(&mut self, x: ArrayView1<'_, f64>, y: f64, _hp: &[f64], _rng: &mut dyn RngCore) {
+        let x = point(x);
+        let x: &[f64] = &x;
         self.design.observe(x, 0.0);
         self.mle.push(x, y);
         if self.mle.len() >= self.warmup {
@@ -161,7 +165,8 @@ impl BottomBandit for GlmTsl {
     fn rounds_observed(&self) -> usize {
         self.mle.len()
     }
-    fn choose(&mut self, arms: Contexts<'_>, hp: &[f64], rng: &mut dyn RngCore) -> usize {
+    fn choose(&mut self, arms: ArrayView2<'_, f64>, hp: &[f64], rng: &mut dyn RngCore) -> usize {
+        let arms = Contexts::new(arms);
         if self.mle.len() < self.warmup {
             return random_arm(arms.n_arms(), rng);
         }
@@ -173,7 +178,9 @@ impl BottomBandit for GlmTsl {
         let sample = &self.sample;
         argmax_by(arms.n_arms(), |a| dot(arms.arm(a), sample))
     }
-    fn observe(&mut self, x: &[f64], y: f64, _hp: &[f64], _rng: &mut dyn RngCore) {
+    fn observe(&mut self, x: ArrayView1<'_, f64>, y: f64, _hp: &[f64], _rng: &mut dyn RngCore) {
+        let x = point(x);
+        let x: &[f64] = &x;
         self.mle.push(x, y);
         if self.mle.len() < self.warmup {
             return;
@@ -197,7 +204,9 @@ impl BottomBandit for GlmTsl {
 #[allow(clippy::needless_range_loop)] // index loops mirror the formulas they check
 mod tests {
     use super::*;
+    use crate::contexts_view;
     use crate::logistic::sigmoid;
+    use ndarray::aview1;
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
@@ -209,7 +218,7 @@ mod tests {
         for _ in 0..n {
             let x: Vec<f64> = (0..d).map(|_| rng.random::<f64>() - 0.5).collect();
             let y = if rng.random::<f64>() < sigmoid(dot(&x, &theta)) { 1.0 } else { 0.0 };
-            bandit.observe(&x, y, &[1.0], &mut rng);
+            bandit.observe(aview1(&x), y, &[1.0], &mut rng);
             xs.extend(x);
             ys.push(y);
         }
@@ -272,7 +281,7 @@ mod tests {
     #[test]
     fn warmup_rounds_are_uniformly_random() {
         let features: Vec<f64> = (0..4 * 2).map(|i| i as f64).collect();
-        let arms = Contexts::new(&features, 2);
+        let arms = contexts_view(&features, 2);
         let mut rng = ChaCha8Rng::seed_from_u64(9);
         let mut counts = [0usize; 4];
         let mut b = GlmTsl::new(2, TheoryConstants::paper(100));

@@ -12,7 +12,8 @@ use crate::hyper::{Hyperparameter, TheoryConstants};
 use crate::linalg::RidgeDesign;
 use crate::linalg::{cholesky_in_place, dot, matvec, norm, solve_lower_in_place, solve_lower_transpose_in_place};
 use crate::logistic::sigmoid;
-use crate::{argmax_by, BottomBandit, Contexts};
+use crate::{argmax_by, point, BottomBandit, Contexts};
+use ndarray::{ArrayView1, ArrayView2};
 use rand::RngCore;
 
 const GLOC_HYPERPARAMETERS: [Hyperparameter; 2] = [
@@ -160,10 +161,13 @@ impl BottomBandit for Gloc {
     fn rounds_observed(&self) -> usize {
         self.regression.n_observed()
     }
-    fn choose(&mut self, arms: Contexts<'_>, hp: &[f64], _rng: &mut dyn RngCore) -> usize {
+    fn choose(&mut self, arms: ArrayView2<'_, f64>, hp: &[f64], _rng: &mut dyn RngCore) -> usize {
+        let arms = Contexts::new(arms);
         argmax_by(arms.n_arms(), |a| self.index(arms.arm(a), hp[0]))
     }
-    fn observe(&mut self, x: &[f64], y: f64, hp: &[f64], _rng: &mut dyn RngCore) {
+    fn observe(&mut self, x: ArrayView1<'_, f64>, y: f64, hp: &[f64], _rng: &mut dyn RngCore) {
+        let x = point(x);
+        let x: &[f64] = &x;
         let kappa = hp[1];
         let before = dot(x, &self.ons_iterate);
         let loss_slope = sigmoid(before) - y;
@@ -187,6 +191,7 @@ impl BottomBandit for Gloc {
 #[allow(clippy::needless_range_loop)] // index loops mirror the formulas they check
 mod tests {
     use super::*;
+    use ndarray::aview1;
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
@@ -196,14 +201,14 @@ mod tests {
     fn first_ons_step_matches_hand_computation() {
         let mut b = Gloc::new(2, TheoryConstants::paper(10));
         let mut rng = ChaCha8Rng::seed_from_u64(0);
-        b.observe(&[1.0, 0.0], 1.0, &[1.0, 0.5], &mut rng);
+        b.observe(aview1(&[1.0, 0.0]), 1.0, &[1.0, 0.5], &mut rng);
         assert!((b.ons_iterate()[0] - 0.5).abs() < 1e-15 && b.ons_iterate()[1] == 0.0);
         assert!((b.estimate()[0] - 0.25).abs() < 1e-15 && b.estimate()[1] == 0.0);
         // alpha = 2: index of e2 is 0 + 2 * sqrt(1/1) = 2; of e1 is 0.25 + 2 sqrt(1/2).
         assert!((b.index(&[1.0, 0.0], 2.0) - (0.25 + 2.0 * 0.5f64.sqrt())).abs() < 1e-15);
         assert!((b.index(&[0.0, 1.0], 2.0) - 2.0).abs() < 1e-15);
         let mut before = Gloc::with_prediction(2, TheoryConstants::paper(10), OnsPrediction::BeforeStep);
-        before.observe(&[1.0, 0.0], 1.0, &[1.0, 0.5], &mut rng);
+        before.observe(aview1(&[1.0, 0.0]), 1.0, &[1.0, 0.5], &mut rng);
         assert_eq!(before.estimate(), &[0.0, 0.0], "pre-step prediction x^T theta_0 = 0");
     }
 
@@ -259,7 +264,7 @@ mod tests {
         let mut rng = ChaCha8Rng::seed_from_u64(2);
         for t in 0..500 {
             let x: Vec<f64> = (0..d).map(|_| rng.random::<f64>() - 0.5).collect();
-            b.observe(&x, (t % 3 == 0) as u8 as f64, &[1.0, 0.1], &mut rng);
+            b.observe(aview1(&x), (t % 3 == 0) as u8 as f64, &[1.0, 0.1], &mut rng);
             assert!(norm(b.ons_iterate()) <= 1.0 + 1e-12);
         }
         assert!(b.projections() > 0, "the test should exercise the projection");

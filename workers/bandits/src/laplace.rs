@@ -14,7 +14,8 @@
 use crate::hyper::{Hyperparameter, TheoryConstants};
 use crate::linalg::dot;
 use crate::logistic::{sigmoid, sigmoid_derivative};
-use crate::{argmax_by, fill_standard_normal, BottomBandit, Contexts};
+use crate::{argmax_by, fill_standard_normal, point, BottomBandit, Contexts};
+use ndarray::{ArrayView1, ArrayView2};
 use rand::{Rng, RngCore};
 
 const STEP_SIZE: [Hyperparameter; 1] = [Hyperparameter::on_paper_box("eta", "inner gradient-descent step size")];
@@ -98,7 +99,8 @@ impl BottomBandit for LaplaceTs {
     fn rounds_observed(&self) -> usize {
         self.n_observed
     }
-    fn choose(&mut self, arms: Contexts<'_>, _hp: &[f64], rng: &mut dyn RngCore) -> usize {
+    fn choose(&mut self, arms: ArrayView2<'_, f64>, _hp: &[f64], rng: &mut dyn RngCore) -> usize {
+        let arms = Contexts::new(arms);
         fill_standard_normal(&mut self.sample, rng);
         for ((s, m), q) in self.sample.iter_mut().zip(&self.mean).zip(&self.precision) {
             *s = m + *s / q.sqrt();
@@ -106,7 +108,9 @@ impl BottomBandit for LaplaceTs {
         let sample = &self.sample;
         argmax_by(arms.n_arms(), |a| dot(arms.arm(a), sample))
     }
-    fn observe(&mut self, x: &[f64], y: f64, hp: &[f64], rng: &mut dyn RngCore) {
+    fn observe(&mut self, x: ArrayView1<'_, f64>, y: f64, hp: &[f64], rng: &mut dyn RngCore) {
+        let x = point(x);
+        let x: &[f64] = &x;
         self.n_observed += 1;
         let signed_label = 2.0 * y - 1.0;
         for (w, m) in self.iterate.iter_mut().zip(&self.mean) {
@@ -143,6 +147,7 @@ impl BottomBandit for LaplaceTs {
 #[allow(clippy::needless_range_loop)] // index loops mirror the formulas they check
 mod tests {
     use super::*;
+    use ndarray::aview1;
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
 
@@ -154,7 +159,7 @@ mod tests {
         let mut b = LaplaceTs::new(3, TheoryConstants::paper(100));
         let mut rng = ChaCha8Rng::seed_from_u64(4);
         let x = [0.5, -0.3, 0.2];
-        b.observe(&x, 1.0, &[1.0], &mut rng);
+        b.observe(aview1(&x), 1.0, &[1.0], &mut rng);
         let m = b.mean().to_vec();
         // q = 1 before the update; yy = +1.
         let z: f64 = dot(&x, &m);
@@ -177,12 +182,12 @@ mod tests {
         let mut rng = ChaCha8Rng::seed_from_u64(5);
         let x = [1.0, 1.0];
         for t in 0..1000 {
-            b.observe(&x, (t % 2) as f64, &[0.01], &mut rng);
+            b.observe(aview1(&x), (t % 2) as f64, &[0.01], &mut rng);
         }
         assert_eq!(b.diverged_updates(), 0);
         assert!(b.precision()[0] > 100.0, "q = {:?}", b.precision());
         let (m, q) = (b.mean().to_vec(), b.precision().to_vec());
-        b.observe(&x, 0.0, &[5.0], &mut rng);
+        b.observe(aview1(&x), 0.0, &[5.0], &mut rng);
         assert_eq!(b.diverged_updates(), 1);
         assert_eq!((b.mean(), b.precision()), (&m[..], &q[..]));
     }

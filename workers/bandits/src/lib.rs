@@ -71,53 +71,64 @@ pub use switching::LipschitzFamily;
 pub use tuner::{CandidateSet, Tuner};
 pub use zooming::{ZoomingConfig, ZoomingPreset, ZoomingTs};
 
-use ndarray::ArrayView2;
+use std::borrow::Cow;
+
+use ndarray::{ArrayView1, ArrayView2};
 use rand::{Rng, RngCore};
 
-/// The K context vectors of one round, stored row-major (`K x d`), borrowed from the environment:
-/// an ndarray matrix view ([`Contexts::view`], [`Contexts::from`] a row-major `ArrayView2`,
-/// both without a copy) whose rows the bandits read as slices ([`Contexts::arm`]).
-#[derive(Clone, Copy, Debug)]
-pub struct Contexts<'a> {
-    features: &'a [f64],
+/// The K context vectors of one round as one contiguous row-major `K x d` buffer, which the
+/// bandits read arm by arm as slices ([`Contexts::arm`]) in their `O(K d)` scoring loops.
+///
+/// This is the boundary between the ndarray interface ([`BottomBandit::choose`] takes an
+/// `ArrayView2`) and the inner loops: built once per round, it borrows a standard-layout
+/// view as it is (what every environment hands out, no copy) and lays any other layout out
+/// anew once, an O(K d) copy.
+#[derive(Clone, Debug)]
+pub(crate) struct Contexts<'a> {
+    features: Cow<'a, [f64]>,
     dim: usize,
 }
 
 impl<'a> Contexts<'a> {
-    /// `features.len()` must be a positive multiple of `dim`.
-    pub fn new(features: &'a [f64], dim: usize) -> Self {
-        assert!(dim > 0 && !features.is_empty() && features.len() % dim == 0, "K x d row-major features");
+    /// The rows of `arms`, borrowed when `arms` is in standard layout, else copied once.
+    ///
+    /// # Panics
+    /// If there are no arms or no features.
+    pub(crate) fn new(arms: ArrayView2<'a, f64>) -> Self {
+        let dim = arms.ncols();
+        assert!(dim > 0 && arms.nrows() > 0, "a K x d feature matrix with K, d > 0");
+        let features = match arms.to_slice() {
+            Some(s) => Cow::Borrowed(s),
+            None => Cow::Owned(arms.iter().copied().collect()),
+        };
         Contexts { features, dim }
     }
     /// Number of arms K.
-    pub fn n_arms(&self) -> usize {
+    pub(crate) fn n_arms(&self) -> usize {
         self.features.len() / self.dim
     }
-    pub fn dim(&self) -> usize {
-        self.dim
-    }
     /// Feature vector `x_{t,a}`.
-    pub fn arm(&self, a: usize) -> &'a [f64] {
+    pub(crate) fn arm(&self, a: usize) -> &[f64] {
         &self.features[a * self.dim..(a + 1) * self.dim]
-    }
-    pub fn iter(&self) -> impl Iterator<Item = &'a [f64]> + 'a {
-        self.features.chunks_exact(self.dim)
-    }
-    /// The `K x d` feature matrix, as an ndarray view of the same memory.
-    pub fn view(&self) -> ArrayView2<'a, f64> {
-        ArrayView2::from_shape((self.n_arms(), self.dim), self.features).expect("K x d row-major features")
     }
 }
 
-/// A row-major `K x d` feature matrix, without a copy.
+/// A point of `R^d` (an arm's feature vector) as a slice: the view's own memory when it is
+/// contiguous, as every row of an environment's contexts is, else a copy (O(d)).
+pub(crate) fn point(x: ArrayView1<'_, f64>) -> Cow<'_, [f64]> {
+    match x.to_slice() {
+        Some(s) => Cow::Borrowed(s),
+        None => Cow::Owned(x.to_vec()),
+    }
+}
+
+/// `K x d` row-major features as an `ArrayView2` of the same memory (no copy).
 ///
 /// # Panics
-/// If the view is not row-major and contiguous, or is empty.
-impl<'a> From<ArrayView2<'a, f64>> for Contexts<'a> {
-    fn from(features: ArrayView2<'a, f64>) -> Self {
-        let dim = features.ncols();
-        Contexts::new(features.to_slice().expect("a row-major, contiguous K x d matrix"), dim)
-    }
+/// If `features.len()` is not a positive multiple of `dim`.
+pub fn contexts_view(features: &[f64], dim: usize) -> ArrayView2<'_, f64> {
+    assert!(dim > 0 && !features.is_empty() && features.len() % dim == 0, "K x d row-major features");
+    ArrayView2::from_shape((features.len() / dim, dim), features).expect("K x d row-major features")
 }
 
 /// One bottom-layer contextual bandit (spec §2.5, §8.1 `trait Bandit`).
@@ -145,10 +156,13 @@ pub trait BottomBandit {
     }
     /// Number of `observe` calls so far, i.e. the 0-based index of the next round.
     fn rounds_observed(&self) -> usize;
-    /// Picks an arm; ties go to the lowest index (spec §2.5).
-    fn choose(&mut self, arms: Contexts<'_>, hyperparameters: &[f64], rng: &mut dyn RngCore) -> usize;
-    /// Feeds back the reward `y` of the arm with feature `x` pulled this round.
-    fn observe(&mut self, x: &[f64], y: f64, hyperparameters: &[f64], rng: &mut dyn RngCore);
+    /// Picks an arm, a row of `arms` (the round's `K x d` features); ties go to the lowest
+    /// index (spec §2.5). A standard-layout `arms` is read in place; any other layout costs
+    /// one O(K d) copy per call.
+    fn choose(&mut self, arms: ArrayView2<'_, f64>, hyperparameters: &[f64], rng: &mut dyn RngCore) -> usize;
+    /// Feeds back the reward `y` of the arm with feature `x` pulled this round (a row of the
+    /// round's features: contiguous, read in place; a non-contiguous `x` is copied, O(d)).
+    fn observe(&mut self, x: ArrayView1<'_, f64>, y: f64, hyperparameters: &[f64], rng: &mut dyn RngCore);
 }
 
 armada_core::choice! {
@@ -247,17 +261,52 @@ pub(crate) fn fill_standard_normal(out: &mut [f64], rng: &mut dyn RngCore) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ndarray::ShapeBuilder;
 
     #[test]
-    fn contexts_are_an_ndarray_view_of_the_environments_features() {
+    fn contexts_borrow_a_row_major_view_and_lay_out_any_other_once() {
         let features = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
-        let c = Contexts::new(&features, 3);
-        assert_eq!(c.view(), ndarray::array![[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]);
-        assert_eq!(c.view().as_ptr(), features.as_ptr());
-        let matrix = ndarray::array![[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]];
-        let from = Contexts::from(matrix.view());
-        assert_eq!((from.n_arms(), from.dim(), from.arm(2)), (3, 2, &[0.5, 0.5][..]));
-        assert_eq!(from.arm(0).as_ptr(), matrix.as_ptr());
+        let view = contexts_view(&features, 3);
+        assert_eq!(view, ndarray::array![[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]);
+        assert_eq!(view.as_ptr(), features.as_ptr());
+        let c = Contexts::new(view);
+        assert!(matches!(c.features, Cow::Borrowed(_)));
+        assert_eq!((c.n_arms(), c.arm(1)), (2, &[4.0, 5.0, 6.0][..]));
+        assert_eq!(c.arm(0).as_ptr(), features.as_ptr());
+        assert_eq!(point(view.row(1)).as_ptr(), features[3..].as_ptr());
+        // The same arms stored column-major: copied once, the same rows.
+        let t = ndarray::array![[1.0, 4.0], [2.0, 5.0], [3.0, 6.0]];
+        let ct = Contexts::new(t.t());
+        assert!(matches!(ct.features, Cow::Owned(_)));
+        assert_eq!((ct.n_arms(), ct.arm(0), ct.arm(1)), (2, &[1.0, 2.0, 3.0][..], &[4.0, 5.0, 6.0][..]));
+        assert_eq!(*point(t.row(1)), [2.0, 5.0]);
+        assert_eq!(*point(t.column(1)), [4.0, 5.0, 6.0]);
+    }
+
+    /// Every bottom bandit chooses the same arms, and learns the same, from the column-major
+    /// copy of the rounds' features as from the row-major original.
+    #[test]
+    fn bandits_give_the_same_choices_for_any_layout_of_the_features() {
+        use rand::SeedableRng;
+        let (k, d) = (6, 3);
+        for kind in BottomKind::ALL {
+            let (mut a, mut b) = (kind.build(d, 200), kind.build(d, 200));
+            let mut rng_a = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+            let mut rng_b = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+            let hp: Vec<f64> = a.hyperparameters().iter().map(|h| 0.5 * (h.low + h.high)).collect();
+            for t in 0..60 {
+                let features: Vec<f64> = (0..k * d).map(|i| ((i * 7 + t * 13) as f64 * 0.37).sin()).collect();
+                let rows = contexts_view(&features, d);
+                let mut cols = ndarray::Array2::zeros((k, d).f());
+                cols.assign(&rows);
+                let arm_a = a.choose(rows, &hp, &mut rng_a);
+                let arm_b = b.choose(cols.view(), &hp, &mut rng_b);
+                assert_eq!(arm_a, arm_b, "{} round {t}", kind.label());
+                let y = (rows[(arm_a, 0)] > 0.0) as u8 as f64;
+                a.observe(rows.row(arm_a), y, &hp, &mut rng_a);
+                b.observe(cols.row(arm_b), y, &hp, &mut rng_b);
+            }
+        }
     }
 
     #[test]
@@ -265,7 +314,7 @@ mod tests {
         let s = [0.5, 2.0, 2.0, f64::NAN, 1.0];
         assert_eq!(argmax_by(s.len(), |a| s[a]), 1);
         let c = [1.0, 2.0, 3.0, 4.0];
-        let ctx = Contexts::new(&c, 2);
+        let ctx = Contexts::new(contexts_view(&c, 2));
         assert_eq!(ctx.n_arms(), 2);
         assert_eq!(ctx.arm(1), &[3.0, 4.0]);
     }

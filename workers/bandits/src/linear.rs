@@ -5,7 +5,8 @@
 
 use crate::hyper::{Hyperparameter, TheoryConstants};
 use crate::linalg::{dot, RidgeDesign};
-use crate::{argmax_by, fill_standard_normal, BottomBandit, Contexts};
+use crate::{argmax_by, fill_standard_normal, point, BottomBandit, Contexts};
+use ndarray::{ArrayView1, ArrayView2};
 use rand::RngCore;
 
 const EXPLORATION: [Hyperparameter; 1] = [Hyperparameter::on_paper_box("alpha", "exploration rate")];
@@ -55,10 +56,13 @@ impl BottomBandit for LinUcb {
     fn rounds_observed(&self) -> usize {
         self.design.n_observed()
     }
-    fn choose(&mut self, arms: Contexts<'_>, hp: &[f64], _rng: &mut dyn RngCore) -> usize {
+    fn choose(&mut self, arms: ArrayView2<'_, f64>, hp: &[f64], _rng: &mut dyn RngCore) -> usize {
+        let arms = Contexts::new(arms);
         argmax_by(arms.n_arms(), |a| self.index(arms.arm(a), hp[0]))
     }
-    fn observe(&mut self, x: &[f64], y: f64, _hp: &[f64], _rng: &mut dyn RngCore) {
+    fn observe(&mut self, x: ArrayView1<'_, f64>, y: f64, _hp: &[f64], _rng: &mut dyn RngCore) {
+        let x = point(x);
+        let x: &[f64] = &x;
         self.design.observe(x, y);
     }
 }
@@ -112,7 +116,8 @@ impl BottomBandit for LinTs {
     fn rounds_observed(&self) -> usize {
         self.design.n_observed()
     }
-    fn choose(&mut self, arms: Contexts<'_>, hp: &[f64], rng: &mut dyn RngCore) -> usize {
+    fn choose(&mut self, arms: ArrayView2<'_, f64>, hp: &[f64], rng: &mut dyn RngCore) -> usize {
+        let arms = Contexts::new(arms);
         let mut sample = std::mem::take(&mut self.sample);
         fill_standard_normal(&mut sample, rng);
         self.perturb(hp[0], &mut sample);
@@ -120,7 +125,9 @@ impl BottomBandit for LinTs {
         self.sample = sample;
         arm
     }
-    fn observe(&mut self, x: &[f64], y: f64, _hp: &[f64], _rng: &mut dyn RngCore) {
+    fn observe(&mut self, x: ArrayView1<'_, f64>, y: f64, _hp: &[f64], _rng: &mut dyn RngCore) {
+        let x = point(x);
+        let x: &[f64] = &x;
         self.design.observe(x, y);
     }
 }
@@ -129,7 +136,9 @@ impl BottomBandit for LinTs {
 #[allow(clippy::needless_range_loop)] // index loops mirror the formulas they check
 mod tests {
     use super::*;
+    use crate::contexts_view;
     use crate::linalg::tests::dense_inverse;
+    use ndarray::aview1;
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
 
@@ -145,7 +154,7 @@ mod tests {
         let mut b = LinUcb::new(2, paper());
         let mut rng = ChaCha8Rng::seed_from_u64(0);
         for (x, y) in [([1.0, 0.0], 1.0), ([0.0, 1.0], 0.5), ([1.0, 0.0], 0.0)] {
-            b.observe(&x, y, &[1.0], &mut rng);
+            b.observe(aview1(&x), y, &[1.0], &mut rng);
         }
         assert!((b.design().estimate()[0] - 1.0 / 3.0).abs() < 1e-15);
         assert!((b.design().estimate()[1] - 0.25).abs() < 1e-15);
@@ -157,7 +166,7 @@ mod tests {
             assert!((b.index(&[0.6, 0.8], alpha) - expected).abs() < 1e-14);
         }
         let arms = [1.0, 0.0, 0.0, 1.0];
-        let ctx = Contexts::new(&arms, 2);
+        let ctx = contexts_view(&arms, 2);
         assert_eq!(b.choose(ctx, &[0.64], &mut rng), 0);
         assert_eq!(b.choose(ctx, &[0.65], &mut rng), 1);
         assert_eq!(b.rounds_observed(), 3);
@@ -170,21 +179,21 @@ mod tests {
         let mut b = LinTs::new(2, paper());
         let mut rng = ChaCha8Rng::seed_from_u64(1);
         for (x, y) in [([1.0, 0.0], 1.0), ([0.0, 1.0], 0.5), ([1.0, 0.0], 0.0)] {
-            b.observe(&x, y, &[1.0], &mut rng);
+            b.observe(aview1(&x), y, &[1.0], &mut rng);
         }
         let mut z = [0.7, -1.2];
         b.perturb(2.0, &mut z);
         assert!((z[0] - (1.0 / 3.0 + 2.0 * 0.7 / 3f64.sqrt())).abs() < 1e-14);
         assert!((z[1] - (0.25 - 2.0 * 1.2 / 2f64.sqrt())).abs() < 1e-14);
 
-        b.observe(&[0.6, 0.8], 1.0, &[1.0], &mut rng);
+        b.observe(aview1(&[0.6, 0.8]), 1.0, &[1.0], &mut rng);
         let v_inv = dense_inverse(b.design().design(), 2);
         let alpha = 1.5;
         let n = 40_000;
         let arms = [1.0, 0.0];
         let (mut mean, mut m2) = ([0.0; 2], [0.0; 4]);
         for _ in 0..n {
-            b.choose(Contexts::new(&arms, 2), &[alpha], &mut rng);
+            b.choose(contexts_view(&arms, 2), &[alpha], &mut rng);
             let s = b.last_sample();
             for i in 0..2 {
                 mean[i] += s[i] / n as f64;
@@ -212,7 +221,7 @@ mod tests {
         use rand::Rng;
         for _ in 0..3000 {
             let x: Vec<f64> = (0..3).map(|_| rng.random::<f64>() - 0.5).collect();
-            b.observe(&x, dot(&x, &theta), &[0.0], &mut rng);
+            b.observe(aview1(&x), dot(&x, &theta), &[0.0], &mut rng);
         }
         for (e, t) in b.design().estimate().iter().zip(theta) {
             assert!((e - t).abs() < 2e-3, "{e} vs {t}");

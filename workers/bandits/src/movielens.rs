@@ -20,8 +20,8 @@
 
 use crate::env::{ArmSet, Environment, RewardModel};
 use crate::linalg::{cholesky_in_place, cholesky_solve_in_place, dot, norm};
-use crate::Contexts;
 use armada_core::StreamRng;
+use ndarray::ArrayView2;
 use rand::seq::index;
 use rand::{RngCore, SeedableRng};
 use rand_distr::{Distribution, StandardNormal};
@@ -356,7 +356,7 @@ impl Environment for MovieLensEnv {
         self.config.horizon
     }
 
-    fn next_round(&mut self) -> Contexts<'_> {
+    fn next_round(&mut self) -> ArrayView2<'_, f64> {
         let rank = self.factors.rank;
         let movies = index::sample(&mut self.stream, self.factors.n_movies(), self.config.n_arms);
         let largest = movies.iter().map(|j| norm(self.factors.movie(j))).fold(0.0, f64::max);
@@ -452,12 +452,13 @@ mod tests {
         assert!((norm(env.theta()) - 1.0).abs() < 1e-12);
         for _ in 0..5 {
             let ctx = env.next_round();
-            assert_eq!((ctx.n_arms(), ctx.dim()), (300, RANK));
-            let norms: Vec<f64> = ctx.iter().map(norm).collect();
+            assert_eq!(ctx.dim(), (300, RANK));
+            let norms: Vec<f64> = ctx.rows().into_iter().map(|x| norm(x.as_slice().unwrap())).collect();
             let largest = norms.iter().cloned().fold(0.0, f64::max);
             assert!((largest - 1.0).abs() < 1e-12, "the largest of the round has norm 1");
             // Each feature is a movie's factor scaled by 1/largest: find it among the movies.
-            let x = ctx.arm(0);
+            let x = ctx.row(0);
+            let x = x.as_slice().unwrap();
             let hit = (0..N_MOVIES).any(|j| {
                 let m = f.movie(j);
                 let s = norm(m) / norm(x);
@@ -466,13 +467,15 @@ mod tests {
             assert!(hit);
             let best = (0..300).map(|a| env.expected_reward(a)).fold(f64::NEG_INFINITY, f64::max);
             assert_eq!(best, env.best_expected_reward());
-            assert!((env.expected_reward(3) - dot(env.contexts().arm(3), env.theta())).abs() < 1e-15);
+            assert!(
+                (env.expected_reward(3) - dot(env.contexts().row(3).as_slice().unwrap(), env.theta())).abs() < 1e-15
+            );
         }
         let mut other = MovieLensEnv::new(config, f, StreamRng::seed_from_u64(2)).unwrap();
         let mut again =
             MovieLensEnv::new(config, factors(&RatingsSource::StandIn(1)).unwrap(), StreamRng::seed_from_u64(2))
                 .unwrap();
-        assert_eq!(other.next_round().arm(5), again.next_round().arm(5));
+        assert_eq!(other.next_round().row(5), again.next_round().row(5));
     }
 
     #[test]

@@ -10,7 +10,8 @@ use crate::glm::TINY_RIDGE;
 use crate::hyper::{Hyperparameter, TheoryConstants};
 use crate::linalg::dot;
 use crate::logistic::{sigmoid, LogisticMle};
-use crate::{argmax_by, fill_standard_normal, random_arm, BottomBandit, Contexts};
+use crate::{argmax_by, fill_standard_normal, point, random_arm, BottomBandit, Contexts};
+use ndarray::{ArrayView1, ArrayView2};
 use rand::RngCore;
 
 const SGD_TS_HYPERPARAMETERS: [Hyperparameter; 2] = [
@@ -143,7 +144,8 @@ impl BottomBandit for SgdTs {
     fn rounds_observed(&self) -> usize {
         self.n_observed
     }
-    fn choose(&mut self, arms: Contexts<'_>, hp: &[f64], rng: &mut dyn RngCore) -> usize {
+    fn choose(&mut self, arms: ArrayView2<'_, f64>, hp: &[f64], rng: &mut dyn RngCore) -> usize {
+        let arms = Contexts::new(arms);
         if self.n_observed < self.tau {
             return random_arm(arms.n_arms(), rng);
         }
@@ -154,7 +156,9 @@ impl BottomBandit for SgdTs {
         let sample = &self.sample;
         argmax_by(arms.n_arms(), |a| dot(arms.arm(a), sample))
     }
-    fn observe(&mut self, x: &[f64], y: f64, _hp: &[f64], _rng: &mut dyn RngCore) {
+    fn observe(&mut self, x: ArrayView1<'_, f64>, y: f64, _hp: &[f64], _rng: &mut dyn RngCore) {
+        let x = point(x);
+        let x: &[f64] = &x;
         self.n_observed += 1;
         if self.n_observed <= self.tau {
             self.warmup_fit.push(x, y);
@@ -176,7 +180,9 @@ impl BottomBandit for SgdTs {
 #[allow(clippy::needless_range_loop)] // index loops mirror the formulas they check
 mod tests {
     use super::*;
+    use crate::contexts_view;
     use crate::linalg::norm;
+    use ndarray::aview1;
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
@@ -202,7 +208,7 @@ mod tests {
         let mut b = SgdTs::with_epoch_length(d, TheoryConstants::paper(1000), tau);
         let mut rng = ChaCha8Rng::seed_from_u64(6);
         let features: Vec<f64> = (0..5 * d).map(|_| rng.random::<f64>() - 0.5).collect();
-        let arms = Contexts::new(&features, d);
+        let arms = contexts_view(&features, d);
         let (alpha, eta0) = (0.5, 5.0);
         let mut iterates: Vec<Vec<f64>> = Vec::new();
         let mut expected_iterate = vec![0.0; d];
@@ -237,7 +243,7 @@ mod tests {
                 );
             }
             let sample_before = b.epoch_sample().to_vec();
-            let x = arms.arm(arm).to_vec();
+            let x = arms.row(arm).to_vec();
             let y = (rng.random::<f64>() < 0.5) as u8 as f64;
             if t >= tau {
                 let r = sigmoid(dot(&x, &expected_iterate)) - y;
@@ -245,7 +251,7 @@ mod tests {
                     epoch_gradient[i] += r * x[i];
                 }
             }
-            b.observe(&x, y, &[alpha, eta0], &mut rng);
+            b.observe(aview1(&x), y, &[alpha, eta0], &mut rng);
             if t == tau - 1 {
                 expected_iterate.copy_from_slice(b.anchor());
             }

@@ -6,6 +6,7 @@ use crate::hyper::Hyperparameter;
 use crate::linalg::dot;
 use crate::{argmax_by, random_arm, BottomBandit, Contexts};
 use armada_core::{run_job, Registry, ValidJob};
+use ndarray::{ArrayView1, ArrayView2};
 use rand::{Rng, RngCore};
 use std::ops::ControlFlow;
 
@@ -59,7 +60,8 @@ impl BottomBandit for ExplorationProbe {
     fn rounds_observed(&self) -> usize {
         self.observed
     }
-    fn choose(&mut self, arms: Contexts<'_>, hp: &[f64], rng: &mut dyn RngCore) -> usize {
+    fn choose(&mut self, arms: ArrayView2<'_, f64>, hp: &[f64], rng: &mut dyn RngCore) -> usize {
+        let arms = Contexts::new(arms);
         let space = self.hyperparameters();
         let eps = space.iter().zip(hp).zip(&self.target).map(|((h, v), t)| (h.to_unit(*v) - t).abs()).sum::<f64>()
             / space.len() as f64;
@@ -69,7 +71,7 @@ impl BottomBandit for ExplorationProbe {
             argmax_by(arms.n_arms(), |a| dot(arms.arm(a), &self.theta))
         }
     }
-    fn observe(&mut self, _x: &[f64], _y: f64, _hp: &[f64], _rng: &mut dyn RngCore) {
+    fn observe(&mut self, _x: ArrayView1<'_, f64>, _y: f64, _hp: &[f64], _rng: &mut dyn RngCore) {
         self.observed += 1;
     }
 }

@@ -18,8 +18,8 @@
 
 use crate::env::{ArmSet, Environment, RewardModel};
 use crate::logistic::sigmoid;
-use crate::Contexts;
 use armada_core::StreamRng;
+use ndarray::ArrayView2;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Gamma, StandardNormal};
 
@@ -142,7 +142,7 @@ impl Environment for YahooEnv {
         self.data.config.horizon
     }
 
-    fn next_round(&mut self) -> Contexts<'_> {
+    fn next_round(&mut self) -> ArrayView2<'_, f64> {
         let t = self.round;
         assert!(t < self.data.config.horizon, "the stand-in log has {} rounds", self.data.config.horizon);
         let features = self.arms.features_mut();
@@ -203,9 +203,9 @@ mod tests {
         let mut noise = StreamRng::seed_from_u64(9);
         for t in 0..50 {
             let ctx = env.next_round();
-            assert_eq!(ctx.n_arms(), 20);
+            assert_eq!(ctx.nrows(), 20);
             let a = data.pools[t][7];
-            assert_eq!(ctx.arm(7), &data.features[a * DIM..][..DIM]);
+            assert_eq!(ctx.row(7).as_slice().unwrap(), &data.features[a * DIM..][..DIM]);
             assert_eq!(env.expected_reward(7), data.ctrs[t][7]);
             let best = data.ctrs[t].iter().cloned().fold(0.0, f64::max);
             assert_eq!(env.regret(7), best - data.ctrs[t][7]);

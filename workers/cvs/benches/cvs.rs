@@ -13,6 +13,7 @@ use armada_core::{Episode, JobSpec, JobStreams, ParamValue, Registry};
 use armada_cvs::surrogate::{full_query, GpConfig, SetCache, SetExpectation, Surrogate};
 use armada_cvs::CvsFamily;
 use armada_gp::{Gp, Kernel, Points};
+use ndarray::{aview1, ArrayView2};
 use rand::{Rng, SeedableRng};
 
 fn run(benchmark: &str, algorithm: &str, budget: f64, overrides: &[(String, ParamValue)]) -> (f64, usize) {
@@ -44,8 +45,8 @@ fn expectation_ratio(n: usize, n_mc: usize) {
     for _ in 0..n {
         let x: Vec<f64> = (0..d).map(|_| rng.random()).collect();
         let y = x[0].sin();
-        s.add(&x, y).unwrap();
-        gp.append(&x, y).unwrap();
+        s.add(aview1(&x), y).unwrap();
+        gp.append(aview1(&x), y).unwrap();
     }
     let samples: Vec<f64> = (0..n_mc * d).map(|_| rng.random()).collect();
     let ctrl = [0, 1, 2, 3, 4, 5];
@@ -53,10 +54,10 @@ fn expectation_ratio(n: usize, n_mc: usize) {
     let post = s.posterior();
     let t0 = Instant::now();
     let mut cache = SetCache::new(d, &ctrl, n_mc, n_mc);
-    cache.update(&post, &samples);
+    cache.update(&post, ArrayView2::from_shape((n_mc, d), &samples).unwrap());
     let mut e = SetExpectation::new(&post, &ctrl, &cache);
     let (mut mu, mut sd) = (vec![0.0; 20], vec![0.0; 20]);
-    e.moments_many(&points, &mut mu, &mut sd);
+    e.moments_many(ArrayView2::from_shape((20, 6), &points).unwrap(), &mut mu, &mut sd);
     let fact = t0.elapsed().as_secs_f64();
     let t0 = Instant::now();
     for xc in points.chunks(6) {
@@ -64,7 +65,7 @@ fn expectation_ratio(n: usize, n_mc: usize) {
         for smp in samples.chunks(d) {
             q.push(&full_query(&ctrl, xc, smp));
         }
-        let _ = gp.predict(&q);
+        let _ = gp.predict(q.view());
     }
     let naive = t0.elapsed().as_secs_f64();
     println!(

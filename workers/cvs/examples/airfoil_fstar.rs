@@ -7,6 +7,7 @@
 
 use armada_cvs::problem::{CostNoise, CostSet, Objective, Problem};
 use armada_gp::lbfgs::minimize;
+use ndarray::aview1;
 
 fn main() {
     for variance in [0.02, 0.04] {
@@ -20,7 +21,7 @@ fn main() {
             for i in 0..17 {
                 for j in 0..17 {
                     let x = [i as f64 / 16.0, j as f64 / 16.0];
-                    grid.push((problem.expected_value(set, &x), x));
+                    grid.push((problem.expected_value(set, aview1(&x)), x));
                 }
             }
             grid.sort_by(|a, b| b.0.total_cmp(&a.0));
@@ -32,9 +33,10 @@ fn main() {
                         let (mut xp, mut xm) = (x.to_vec(), x.to_vec());
                         xp[k] = (xp[k] + h).min(1.0);
                         xm[k] = (xm[k] - h).max(0.0);
-                        g[k] = -(problem.expected_value(set, &xp) - problem.expected_value(set, &xm)) / (xp[k] - xm[k]);
+                        g[k] = -(problem.expected_value(set, aview1(&xp)) - problem.expected_value(set, aview1(&xm)))
+                            / (xp[k] - xm[k]);
                     }
-                    Some((-problem.expected_value(set, x), g))
+                    Some((-problem.expected_value(set, aview1(x)), g))
                 };
                 let r = minimize(f, x0, Some(&[(0.0, 1.0), (0.0, 1.0)]), &Default::default()).unwrap();
                 let v = (-r.f).max(*v0);

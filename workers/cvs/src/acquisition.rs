@@ -8,7 +8,8 @@
 //! `mean_n cos(a_k + b_nk) = cos a_k Cbar_k - sin a_k Sbar_k` (and likewise for `sin`).
 
 use armada_core::StreamRng;
-use armada_gp::RandomFourierFeatures;
+use armada_gp::{RandomFourierFeatures, Rows};
+use ndarray::ArrayView2;
 
 use crate::maximize::{maximize, uniform_points, MaximizeConfig, Maximum};
 use crate::surrogate::{Posterior, SetCache, SetExpectation};
@@ -27,13 +28,13 @@ pub fn optimise_set(
     let warm = uniform_points(rng, config.n_warmup.max(1), dim);
     let n_warm = config.n_warmup.max(1);
     let (mut mu, mut sigma) = (vec![0.0; n_warm], vec![0.0; n_warm]);
-    e.moments_many(&warm, &mut mu, &mut sigma);
+    e.moments_many(warm.view(), &mut mu, &mut sigma);
     let (mut dmu, mut dsigma) = (vec![0.0; dim], vec![0.0; dim]);
     betas
         .iter()
         .map(|&beta| {
             let values: Vec<f64> = mu.iter().zip(&sigma).map(|(m, s)| m + beta * s).collect();
-            maximize(rng, dim, &warm, &values, config.n_iter, |x, grad| {
+            maximize(rng, warm.view(), &values, config.n_iter, |x, grad| {
                 let (m, s) = e.moments_grad(x, &mut dmu, &mut dsigma);
                 for k in 0..dim {
                     grad[k] = dmu[k] + beta * dsigma[k];
@@ -55,7 +56,11 @@ pub struct TsExpectation<'a> {
 }
 
 impl<'a> TsExpectation<'a> {
-    pub fn new(rff: &'a RandomFourierFeatures, theta: &'a [f64], ctrl: &[usize], samples: &[f64]) -> Self {
+    /// The expectation over `samples`, one sample of every variable per row (laid out once:
+    /// a row-major view is read in place, any other is copied, O(n_mc d)).
+    pub fn new(rff: &'a RandomFourierFeatures, theta: &'a [f64], ctrl: &[usize], samples: ArrayView2<'_, f64>) -> Self {
+        let samples = Rows::new(samples);
+        let samples = samples.as_slice();
         let d = rff.dim();
         let random: Vec<usize> = (0..d).filter(|l| !ctrl.contains(l)).collect();
         let n_freq = rff.n_frequencies();
@@ -109,8 +114,8 @@ impl<'a> TsExpectation<'a> {
         let dim = self.dim();
         let n_warm = config.n_warmup.max(1);
         let warm = uniform_points(rng, n_warm, dim);
-        let values: Vec<f64> = warm.chunks(dim).map(|x| self.value_grad(x, &mut [])).collect();
-        maximize(rng, dim, &warm, &values, config.n_iter, |x, grad| self.value_grad(x, grad))
+        let values: Vec<f64> = Rows::new(warm.view()).iter().map(|x| self.value_grad(x, &mut [])).collect();
+        maximize(rng, warm.view(), &values, config.n_iter, |x, grad| self.value_grad(x, grad))
     }
 }
 
@@ -128,7 +133,7 @@ mod tests {
         let theta: Vec<f64> = (0..rff.n_features()).map(|_| rng.random::<f64>() - 0.5).collect();
         let samples: Vec<f64> = (0..50 * 4).map(|_| rng.random()).collect();
         let ctrl = [0, 2];
-        let e = TsExpectation::new(&rff, &theta, &ctrl, &samples);
+        let e = TsExpectation::new(&rff, &theta, &ctrl, ArrayView2::from_shape((50, 4), &samples).unwrap());
         let xc = [0.3, 0.7];
         let mut phi = vec![0.0; rff.n_features()];
         let brute = samples

@@ -8,6 +8,7 @@
 //! after step 0 is a play.
 
 use armada_core::{Episode, JobError, JobStreams, StreamRng};
+use ndarray::{aview1, Array2};
 
 use crate::algorithms::{Algorithm, Choice, Context, Phase, PlayStats};
 use crate::problem::{Problem, N_INIT};
@@ -64,7 +65,7 @@ pub struct CvsEpisode {
     budget_rule: BudgetRule,
     algorithm: Box<dyn Algorithm>,
     surrogate: Surrogate,
-    samples: Vec<f64>,
+    samples: Array2<f64>,
     caches: Vec<SetCache>,
     sigma_mode: SigmaMode,
     stats: PlayStats,
@@ -92,6 +93,7 @@ impl CvsEpisode {
     ) -> Self {
         let mut mc_rng = streams.env("mc-samples");
         let samples: Vec<f64> = (0..mc.n_mc).flat_map(|_| problem.draw_inputs(&mut mc_rng)).collect();
+        let samples = Array2::from_shape_vec((mc.n_mc, problem.dim), samples).expect("n_mc draws of every variable");
         let surrogate = Surrogate::new(GpConfig::default(), problem.dim);
         let caches = problem
             .sets
@@ -157,8 +159,8 @@ impl Episode for CvsEpisode {
     fn initial(&mut self) -> Result<CvsMetrics, JobError> {
         for _ in 0..N_INIT {
             let x: Vec<f64> = (0..self.problem.dim).map(|_| rand::Rng::random(&mut self.init_rng)).collect();
-            let y = self.problem.observe(&x, &mut self.noise_rng);
-            self.surrogate.add(&x, y)?;
+            let y = self.problem.observe(aview1(&x), &mut self.noise_rng);
+            self.surrogate.add(aview1(&x), y)?;
         }
         Ok(self.row(None, f64::NAN, 0.0, f64::NAN))
     }
@@ -173,13 +175,13 @@ impl Episode for CvsEpisode {
             post = post.with_inverse();
         }
         for cache in &mut self.caches {
-            cache.update(&post, &self.samples);
+            cache.update(&post, self.samples.view());
         }
         let (observed_x, observed_y) = self.surrogate.data();
         let mut ctx = Context {
             problem: &self.problem,
             post: &post,
-            samples: &self.samples,
+            samples: self.samples.view(),
             caches: &self.caches,
             observed_x,
             observed_y,
@@ -196,10 +198,10 @@ impl Episode for CvsEpisode {
         // PLAY: a fresh random part, a noisy observation, the realised cost.
         let ctrl = &self.problem.sets[choice.set];
         let x = full_query(ctrl, &choice.x_ctrl, &self.problem.draw_inputs(&mut self.inputs_rng));
-        let y = self.problem.observe(&x, &mut self.noise_rng);
-        self.surrogate.add(&x, y)?;
+        let y = self.problem.observe(aview1(&x), &mut self.noise_rng);
+        self.surrogate.add(aview1(&x), y)?;
         self.stats.record(choice.set, cost);
-        let value = self.problem.expected_value(choice.set, &choice.x_ctrl);
+        let value = self.problem.expected_value(choice.set, aview1(&choice.x_ctrl));
         self.best_value = if self.best_value.is_nan() { value } else { self.best_value.max(value) };
         self.quality_regret += (1.0 - METRIC_ALPHA) * self.problem.f_star - value;
         let target = self.problem.objective.target_set();

@@ -6,6 +6,8 @@
 //! the L-BFGS runs use analytic gradients (spec §2.4 recommendation).
 
 use armada_gp::lbfgs::{minimize, LbfgsConfig};
+use armada_gp::Rows;
+use ndarray::{Array2, ArrayView2};
 use rand::Rng;
 
 /// Warm-up and restart sizes of one call site (spec §2.4 table).
@@ -23,8 +25,13 @@ pub fn scipy_lbfgs() -> LbfgsConfig {
     LbfgsConfig { memory: 10, max_iters: 15000, gtol: 1e-5, ftol: 2.220_446_049_250_313e-9, ..LbfgsConfig::default() }
 }
 
-/// `n x dim` uniform points in the unit box, row-major.
-pub fn uniform_points<R: Rng + ?Sized>(rng: &mut R, n: usize, dim: usize) -> Vec<f64> {
+/// `n` uniform points in the unit box `[0,1]^dim`, one per row, drawn row by row.
+pub fn uniform_points<R: Rng + ?Sized>(rng: &mut R, n: usize, dim: usize) -> Array2<f64> {
+    Array2::from_shape_vec((n, dim), uniform_rows(rng, n, dim)).expect("n points of dim coordinates")
+}
+
+/// [`uniform_points`] as a row-major buffer.
+fn uniform_rows<R: Rng + ?Sized>(rng: &mut R, n: usize, dim: usize) -> Vec<f64> {
     (0..n * dim).map(|_| rng.random::<f64>()).collect()
 }
 
@@ -35,19 +42,22 @@ pub struct Maximum {
     pub value: f64,
 }
 
-/// Maximise `g` over `[0,1]^dim` given its values at the warm-up points.
+/// Maximise `g` over `[0,1]^dim` given its values at the warm-up points (one per row of
+/// `warmup`, `dim` its number of columns).
 ///
-/// `g(x, grad)` returns the value and writes the gradient. A restart replaces the incumbent only
-/// if L-BFGS reports convergence and its value is at least the incumbent's (as SciPy's
+/// `g(x, grad)` returns the value and writes the gradient: a slice, as L-BFGS evaluates it
+/// at the points it owns, many times per run. A restart replaces the incumbent only if
+/// L-BFGS reports convergence and its value is at least the incumbent's (as SciPy's
 /// `success` test in the reference code).
-pub fn maximize<R, G>(rng: &mut R, dim: usize, warmup: &[f64], warm_values: &[f64], n_iter: usize, mut g: G) -> Maximum
+pub fn maximize<R, G>(rng: &mut R, warmup: ArrayView2<'_, f64>, warm_values: &[f64], n_iter: usize, mut g: G) -> Maximum
 where
     R: Rng + ?Sized,
     G: FnMut(&[f64], &mut [f64]) -> f64,
 {
+    let dim = warmup.ncols();
     let best = (0..warm_values.len()).fold(0, |b, p| if warm_values[p] > warm_values[b] { p } else { b });
-    let mut incumbent = Maximum { x: warmup[best * dim..(best + 1) * dim].to_vec(), value: warm_values[best] };
-    let mut seeds = uniform_points(rng, n_iter.saturating_sub(1), dim);
+    let mut incumbent = Maximum { x: Rows::new(warmup).row(best).to_vec(), value: warm_values[best] };
+    let mut seeds = uniform_rows(rng, n_iter.saturating_sub(1), dim);
     seeds.extend_from_slice(&incumbent.x.clone());
     let bounds = vec![(0.0, 1.0); dim];
     let config = scipy_lbfgs();
@@ -94,8 +104,8 @@ mod tests {
             -(x[0] - 0.3).powi(2) - (x[1] - 0.8).powi(2)
         };
         let warm = uniform_points(&mut rng, 50, 2);
-        let vals: Vec<f64> = warm.chunks(2).map(|x| g(x, &mut [0.0; 2])).collect();
-        let m = maximize(&mut rng, 2, &warm, &vals, 3, g);
+        let vals: Vec<f64> = Rows::new(warm.view()).iter().map(|x| g(x, &mut [0.0; 2])).collect();
+        let m = maximize(&mut rng, warm.view(), &vals, 3, g);
         assert!((m.x[0] - 0.3).abs() < 1e-4 && (m.x[1] - 0.8).abs() < 1e-4 && m.value > -1e-8);
         // Increasing in x: the maximum is on the upper bound.
         let h = |x: &[f64], grad: &mut [f64]| {
@@ -103,8 +113,8 @@ mod tests {
             x[0]
         };
         let warm = uniform_points(&mut rng, 20, 1);
-        let vals: Vec<f64> = warm.clone();
-        let m = maximize(&mut rng, 1, &warm, &vals, 2, h);
+        let vals: Vec<f64> = warm.iter().copied().collect();
+        let m = maximize(&mut rng, warm.view(), &vals, 2, h);
         assert_eq!(m.x, vec![1.0]);
     }
 }

@@ -2,6 +2,8 @@
 //! unknown costs, a budget, and the oracle `F_i(x^i)` used by the metrics (§5.4).
 
 use armada_core::{JobError, StreamRng};
+use armada_gp::points::point;
+use ndarray::ArrayView1;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, StandardNormal};
 
@@ -58,6 +60,12 @@ impl Objective {
         }
     }
 
+    /// `f(u)` at one point of `[0,1]^d`.
+    ///
+    /// A `&[f64]` rather than an ndarray view on purpose: this is the inner-loop primitive of
+    /// [`Problem::expected_value`] (4,096 evaluations per call, on a reused buffer), so it
+    /// takes a slice and does no layout check per point. The interfaces a job calls once per
+    /// play, [`Problem::observe`] and [`Problem::expected_value`], take `ArrayView1`s.
     pub fn value(self, u: &[f64]) -> f64 {
         match self {
             Self::Hartmann6 => hartmann6(u),
@@ -227,8 +235,11 @@ impl Problem {
         self.sets.iter().position(|s| s.len() == self.dim)
     }
 
-    /// `F_i(x^i)` on the fixed evaluation set (exact `f` for a full set).
-    pub fn expected_value(&self, set: usize, xc: &[f64]) -> f64 {
+    /// `F_i(x^i)` on the fixed evaluation set (exact `f` for a full set). `xc` holds the
+    /// values of the set's controlled coordinates, in the set's order.
+    pub fn expected_value(&self, set: usize, xc: ArrayView1<'_, f64>) -> f64 {
+        let xc = point(xc);
+        let xc: &[f64] = &xc;
         let ctrl = &self.sets[set];
         if ctrl.len() == self.dim {
             return self.objective.value(&full_query(ctrl, xc, &vec![0.0; self.dim]));
@@ -255,16 +266,17 @@ impl Problem {
         self.cost_noise.realise(self.costs[set], rng)
     }
 
-    /// `y = f(x) + N(0, noise_std^2)`.
-    pub fn observe<R: Rng + ?Sized>(&self, x: &[f64], rng: &mut R) -> f64 {
+    /// `y = f(x) + N(0, noise_std^2)` at a point `x` of `[0,1]^d`.
+    pub fn observe<R: Rng + ?Sized>(&self, x: ArrayView1<'_, f64>, rng: &mut R) -> f64 {
         let z: f64 = StandardNormal.sample(rng);
-        self.objective.value(x) + self.noise_std * z
+        self.objective.value(&point(x)) + self.noise_std * z
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ndarray::aview1;
 
     #[test]
     fn airfoil_f_star_is_attained_on_i6() {
@@ -274,7 +286,7 @@ mod tests {
             (0.04, [0.288_691_258_616_729_2, 0.315_513_323_424_286_3]),
         ] {
             let p = Problem::new(Objective::Airfoil, CostSet::Cheap, CostNoise::Paper, variance, 100.0, 0.01).unwrap();
-            assert!((p.expected_value(5, &x) - p.f_star).abs() < 1e-9);
+            assert!((p.expected_value(5, aview1(&x)) - p.f_star).abs() < 1e-9);
         }
     }
 
@@ -301,13 +313,13 @@ mod tests {
         let xs = [0.20169, 0.150011, 0.476874, 0.275332, 0.311652, 0.6573];
         let mut full = [0.5; 12];
         full[..6].copy_from_slice(&xs);
-        assert_eq!(p.expected_value(6, &full), hartmann6(&full));
+        assert_eq!(p.expected_value(6, aview1(&full)), hartmann6(&full));
         // I_5 controls every relevant variable: F_5 = f^* at the optimum (spec §4.9 table).
-        assert!((p.expected_value(4, &xs) - 3.32237).abs() < 1e-5);
+        assert!((p.expected_value(4, aview1(&xs)) - 3.32237).abs() < 1e-5);
         // I_6 controls only irrelevant variables: F_6 is the mean of f over the random part.
         // Reference: 0.4642 +- 0.0008 (scipy truncnorm, 200k samples); the spec's §4.9 value
         // 0.531 came from 256 samples. S_eval has 4096 samples, std of f about 0.37 => SE 0.006.
-        let f6 = p.expected_value(5, &[0.3; 6]);
+        let f6 = p.expected_value(5, aview1(&[0.3; 6]));
         assert!((f6 - 0.4642).abs() < 4.0 * 0.006, "{f6}");
         assert_eq!(p.full_set(), Some(6));
         assert_eq!(

@@ -12,7 +12,8 @@
 //! learning rate (times the sign of its gradient), whatever the gradient's size.
 
 use armada_core::JobError;
-use armada_gp::{log_marginal_likelihood_and_grad, Points};
+use armada_gp::log_marginal_likelihood_and_grad;
+use ndarray::ArrayView2;
 
 use crate::surrogate::{GpConfig, Hyper};
 
@@ -65,8 +66,14 @@ pub fn hyper_of(raw: &[f64], noise_var: f64) -> Hyper {
     }
 }
 
-/// `-(1/n) log p(y | theta)` and its gradient in the raw parameters.
-pub fn loss_and_grad(x: &Points, y: &[f64], raw: &[f64], noise_var: f64) -> Result<(f64, Vec<f64>), JobError> {
+/// `-(1/n) log p(y | theta)` and its gradient in the raw parameters; `x` holds one input per
+/// row (any layout; a non-standard one is laid out anew on each call, O(n d)).
+pub fn loss_and_grad(
+    x: ArrayView2<'_, f64>,
+    y: &[f64],
+    raw: &[f64],
+    noise_var: f64,
+) -> Result<(f64, Vec<f64>), JobError> {
     let d = raw.len() - 2;
     let h = hyper_of(raw, noise_var);
     let centred: Vec<f64> = y.iter().map(|v| v - h.mean).collect();
@@ -87,13 +94,13 @@ pub fn loss_and_grad(x: &Points, y: &[f64], raw: &[f64], noise_var: f64) -> Resu
 
 /// The refit: `adam.steps` Adam updates from `config`'s values (PyTorch's update rule with
 /// bias correction), returning the hyperparameters after the last update.
-pub fn refit(x: &Points, y: &[f64], config: GpConfig, adam: AdamConfig) -> Result<Hyper, JobError> {
+pub fn refit(x: ArrayView2<'_, f64>, y: &[f64], config: GpConfig, adam: AdamConfig) -> Result<Hyper, JobError> {
     Ok(hyper_of(&refit_raw(x, y, config, adam)?, config.noise_var))
 }
 
 /// [`refit`] in the raw coordinates.
-fn refit_raw(x: &Points, y: &[f64], config: GpConfig, adam: AdamConfig) -> Result<Vec<f64>, JobError> {
-    let mut raw = initial_raw(config, x.dim());
+fn refit_raw(x: ArrayView2<'_, f64>, y: &[f64], config: GpConfig, adam: AdamConfig) -> Result<Vec<f64>, JobError> {
+    let mut raw = initial_raw(config, x.ncols());
     let mut m = vec![0.0; raw.len()];
     let mut v = vec![0.0; raw.len()];
     for step in 1..=adam.steps {
@@ -113,25 +120,26 @@ fn refit_raw(x: &Points, y: &[f64], config: GpConfig, adam: AdamConfig) -> Resul
 mod tests {
     use super::*;
     use armada_gp::Gp;
+    use ndarray::Array2;
     use rand::{Rng, SeedableRng};
 
-    fn data(d: usize, n: usize) -> (Points, Vec<f64>) {
+    fn data(d: usize, n: usize) -> (Array2<f64>, Vec<f64>) {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
-        let mut x = Points::new(d);
+        let mut x = Vec::with_capacity(n * d);
         let mut y = Vec::new();
         for _ in 0..n {
             let p: Vec<f64> = (0..d).map(|_| rng.random()).collect();
             y.push(1.5 + (4.0 * p[0]).sin() + 0.3 * p[1]);
-            x.push(&p);
+            x.extend_from_slice(&p);
         }
-        (x, y)
+        (Array2::from_shape_vec((n, d), x).unwrap(), y)
     }
 
     /// The loss from armada-gp's own posterior (an independent code path: incremental Cholesky).
-    fn reference_loss(x: &Points, y: &[f64], raw: &[f64]) -> f64 {
+    fn reference_loss(x: ArrayView2<'_, f64>, y: &[f64], raw: &[f64]) -> f64 {
         let h = hyper_of(raw, 1e-4);
         let centred: Vec<f64> = y.iter().map(|v| v - h.mean).collect();
-        let (gp, _) = Gp::fit(h.kernel(), 1e-4, x.clone(), centred).unwrap();
+        let (gp, _) = Gp::fit(h.kernel(), 1e-4, x.to_owned(), centred).unwrap();
         -gp.log_marginal_likelihood() / y.len() as f64
     }
 
@@ -151,14 +159,14 @@ mod tests {
     fn loss_and_gradient_match_an_independent_likelihood_and_central_differences() {
         let (x, y) = data(3, 25);
         let raw = vec![-10.5, -11.0, -10.9, 0.3, 0.7];
-        let (loss, grad) = loss_and_grad(&x, &y, &raw, 1e-4).unwrap();
-        assert!((loss - reference_loss(&x, &y, &raw)).abs() < 1e-9 * loss.abs().max(1.0));
+        let (loss, grad) = loss_and_grad(x.view(), &y, &raw, 1e-4).unwrap();
+        assert!((loss - reference_loss(x.view(), &y, &raw)).abs() < 1e-9 * loss.abs().max(1.0));
         for i in 0..raw.len() {
             let h = 1e-5;
             let (mut up, mut down) = (raw.clone(), raw.clone());
             up[i] += h;
             down[i] -= h;
-            let fd = (reference_loss(&x, &y, &up) - reference_loss(&x, &y, &down)) / (2.0 * h);
+            let fd = (reference_loss(x.view(), &y, &up) - reference_loss(x.view(), &y, &down)) / (2.0 * h);
             assert!((grad[i] - fd).abs() < 1e-5 * (1.0 + fd.abs()), "raw[{i}]: {} vs {fd}", grad[i]);
         }
     }
@@ -168,9 +176,9 @@ mod tests {
         let (x, y) = data(2, 15);
         let config = GpConfig::default();
         let start = initial_raw(config, 2);
-        let (_, grad) = loss_and_grad(&x, &y, &start, config.noise_var).unwrap();
+        let (_, grad) = loss_and_grad(x.view(), &y, &start, config.noise_var).unwrap();
         let one = AdamConfig { steps: 1, ..AdamConfig::default() };
-        let h = refit(&x, &y, config, one).unwrap();
+        let h = refit(x.view(), &y, config, one).unwrap();
         let mut expected = start.clone();
         for (r, g) in expected.iter_mut().zip(&grad) {
             *r -= 0.1 * g.signum();
@@ -188,12 +196,12 @@ mod tests {
     fn ten_steps_lower_the_loss_and_keep_the_noise() {
         let (x, y) = data(3, 30);
         let config = GpConfig::default();
-        let before = loss_and_grad(&x, &y, &initial_raw(config, 3), config.noise_var).unwrap().0;
-        let raw_after = refit_raw(&x, &y, config, AdamConfig::default()).unwrap();
-        let h = refit(&x, &y, config, AdamConfig::default()).unwrap();
+        let before = loss_and_grad(x.view(), &y, &initial_raw(config, 3), config.noise_var).unwrap().0;
+        let raw_after = refit_raw(x.view(), &y, config, AdamConfig::default()).unwrap();
+        let h = refit(x.view(), &y, config, AdamConfig::default()).unwrap();
         assert_eq!(h, hyper_of(&raw_after, config.noise_var));
         assert_eq!(h.noise_var, 1e-4);
-        let after = loss_and_grad(&x, &y, &raw_after, config.noise_var).unwrap().0;
+        let after = loss_and_grad(x.view(), &y, &raw_after, config.noise_var).unwrap().0;
         assert!(after < before, "loss {before} -> {after}");
         // y has mean about 2: the mean climbs by about one learning rate per step.
         assert!(h.mean > 0.5 && h.mean < 1.5, "{}", h.mean);

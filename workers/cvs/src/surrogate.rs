@@ -19,10 +19,11 @@
 //! `Ibar = {}`, one "sample" with `B = 1`: plain `mu` and `sigma`.
 
 use armada_core::JobError;
-use armada_gp::{Gp, Kernel, Points};
+use armada_gp::{Gp, Kernel, Rows};
 
 use faer::linalg::triangular_solve::{solve_lower_triangular_in_place, solve_upper_triangular_in_place};
 use faer::{Mat, Par};
+use ndarray::{ArrayView1, ArrayView2};
 
 /// Posterior variance floor (GPyTorch clamps the predictive variance at 1e-10 in float64).
 pub const VAR_FLOOR: f64 = 1e-10;
@@ -70,7 +71,7 @@ impl Surrogate {
     }
 
     /// Condition on one more observation in O(n^2).
-    pub fn add(&mut self, x: &[f64], y: f64) -> Result<(), JobError> {
+    pub fn add(&mut self, x: ArrayView1<'_, f64>, y: f64) -> Result<(), JobError> {
         self.gp.append(x, y).map(|_| ()).map_err(|e| JobError::Numerical(format!("GP update: {e}")))
     }
 
@@ -78,7 +79,8 @@ impl Surrogate {
         self.gp.n_obs()
     }
 
-    pub fn data(&self) -> (&Points, &[f64]) {
+    /// The training inputs (one per row, a view of the GP's storage) and outputs.
+    pub fn data(&self) -> (ArrayView2<'_, f64>, &[f64]) {
         (self.gp.x(), self.gp.y())
     }
 
@@ -97,8 +99,8 @@ impl Surrogate {
 pub struct Posterior {
     pub dim: usize,
     pub n: usize,
-    /// Training inputs, `n x dim` row-major.
-    pub x: Vec<f64>,
+    /// Training inputs, `n x dim` row-major (see [`Posterior::x`] for the matrix).
+    pub(crate) x: Vec<f64>,
     /// Lower Cholesky factor of `K + lambda I`.
     pub l: Mat<f64>,
     /// `(K + lambda I)^{-1} (y - mean)`.
@@ -120,9 +122,9 @@ impl Posterior {
         solve_upper_triangular_in_place(l.transpose(), alpha.as_mut(), Par::Seq);
         let kernel = gp.kernel();
         Posterior {
-            dim: gp.x().dim(),
+            dim: gp.x().ncols(),
             n,
-            x: gp.x().as_slice().to_vec(),
+            x: gp.x().iter().copied().collect(),
             l,
             alpha: (0..n).map(|i| alpha[(i, 0)]).collect(),
             mean,
@@ -134,9 +136,10 @@ impl Posterior {
 
     /// The exact posterior of the data under refit hyperparameters (code mode, spec §2.1):
     /// one dense factorisation, O(n^3).
-    pub fn with_hyper(x: &Points, y: &[f64], hyper: &Hyper) -> Result<Self, JobError> {
+    /// `x` holds one input per row.
+    pub fn with_hyper(x: ArrayView2<'_, f64>, y: &[f64], hyper: &Hyper) -> Result<Self, JobError> {
         let centred = y.iter().map(|v| v - hyper.mean).collect();
-        let (gp, _) = Gp::fit(hyper.kernel(), hyper.noise_var, x.clone(), centred)
+        let (gp, _) = Gp::fit(hyper.kernel(), hyper.noise_var, x.to_owned(), centred)
             .map_err(|e| JobError::Numerical(format!("refit posterior: {e}")))?;
         Ok(Self::of_gp(&gp, hyper.mean))
     }
@@ -156,6 +159,11 @@ impl Posterior {
         );
         self.kinv = Some(kinv);
         self
+    }
+
+    /// The training inputs, one per row (a view, no copy).
+    pub fn x(&self) -> ArrayView2<'_, f64> {
+        ArrayView2::from_shape((self.n, self.dim), &self.x).expect("n x dim training inputs")
     }
 
     fn xa(&self, a: usize) -> &[f64] {
@@ -255,8 +263,11 @@ impl SetCache {
         self.mode == SigmaMode::Rms
     }
 
-    /// Add the rows of the data points the cache has not seen; `samples` is `n_mc x dim`.
-    pub fn update(&mut self, post: &Posterior, samples: &[f64]) {
+    /// Add the rows of the data points the cache has not seen; `samples` is `n_mc x dim`, one
+    /// sample per row (laid out once: a row-major view is read in place, any other copied).
+    pub fn update(&mut self, post: &Posterior, samples: ArrayView2<'_, f64>) {
+        let samples = Rows::new(samples);
+        let samples = samples.as_slice();
         let d = post.dim;
         for a in self.bsum.len()..post.n {
             let xa = post.xa(a);
@@ -347,9 +358,11 @@ impl<'p> SetExpectation<'p> {
     }
 
     #[allow(clippy::needless_range_loop)] // index loops mirror the column layout
-    /// `(E[mu], E[sigma])` at many points (`n_points x dim` row-major), solving up to
-    /// [`COLUMNS_PER_SOLVE`] (point, sample) columns per triangular solve.
-    pub fn moments_many(&mut self, points: &[f64], mu: &mut [f64], sigma: &mut [f64]) {
+    /// `(E[mu], E[sigma])` at many points (one per row of `points`, laid out once), solving
+    /// up to [`COLUMNS_PER_SOLVE`] (point, sample) columns per triangular solve.
+    pub fn moments_many(&mut self, points: ArrayView2<'_, f64>, mu: &mut [f64], sigma: &mut [f64]) {
+        let points = Rows::new(points);
+        let points = points.as_slice();
         let dim = self.dim();
         if self.h.is_some() {
             for (p, x) in points.chunks(dim).enumerate() {
@@ -493,6 +506,18 @@ pub fn full_query(ctrl: &[usize], xc: &[f64], random_part: &[f64]) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use armada_gp::Points;
+    use ndarray::{aview1, ShapeBuilder};
+
+    /// One point as a `1 x d` matrix view.
+    fn aview2_row(x: &[f64]) -> ArrayView2<'_, f64> {
+        ArrayView2::from_shape((1, x.len()), x).unwrap()
+    }
+
+    /// `samples` (`n x d` row-major) as a matrix view.
+    fn mview(samples: &[f64], d: usize) -> ArrayView2<'_, f64> {
+        ArrayView2::from_shape((samples.len() / d, d), samples).unwrap()
+    }
     use rand::{Rng, SeedableRng};
 
     fn toy(d: usize, n: usize, seed: u64) -> Surrogate {
@@ -501,7 +526,7 @@ mod tests {
         for _ in 0..n {
             let x: Vec<f64> = (0..d).map(|_| rng.random()).collect();
             let y = x.iter().map(|v| (3.0 * v).sin()).sum::<f64>();
-            s.add(&x, y).unwrap();
+            s.add(aview1(&x), y).unwrap();
         }
         s
     }
@@ -514,7 +539,7 @@ mod tests {
         for i in 0..n_mc {
             pts.push(&full_query(ctrl, xc, &samples[i * d..(i + 1) * d]));
         }
-        let (mean, var) = s.gp.predict(&pts);
+        let (mean, var) = s.gp.predict(pts.view());
         let emu = mean.iter().sum::<f64>() / n_mc as f64;
         let esd = var[..n_sigma].iter().map(|v| v.max(VAR_FLOOR).sqrt()).sum::<f64>() / n_sigma as f64;
         (emu, esd)
@@ -530,7 +555,7 @@ mod tests {
         for ctrl in [vec![0, 3], vec![1, 2, 4], vec![0, 1, 2, 3, 4]] {
             for n_sigma in [64, 16] {
                 let mut cache = SetCache::new(d, &ctrl, 64, n_sigma);
-                cache.update(&post, &samples);
+                cache.update(&post, mview(&samples, d));
                 let mut e = SetExpectation::new(&post, &ctrl, &cache);
                 let xc: Vec<f64> = (0..ctrl.len()).map(|_| rng.random()).collect();
                 let (mut dm, mut ds) = (vec![0.0; ctrl.len()], vec![0.0; ctrl.len()]);
@@ -541,7 +566,7 @@ mod tests {
                 assert!((mu - bm).abs() < 1e-9, "{ctrl:?}: mu {mu} vs {bm}");
                 assert!((sd - bs).abs() < 1e-9, "{ctrl:?}: sigma {sd} vs {bs}");
                 let (mut m2, mut s2) = ([0.0], [0.0]);
-                e.moments_many(&xc, &mut m2, &mut s2);
+                e.moments_many(aview2_row(&xc), &mut m2, &mut s2);
                 assert!((m2[0] - mu).abs() < 1e-12 && (s2[0] - sd).abs() < 1e-12);
             }
         }
@@ -556,7 +581,7 @@ mod tests {
         let samples: Vec<f64> = (0..48 * d).map(|_| rng.random()).collect();
         for ctrl in [vec![0, 3], vec![0, 1, 2, 3, 4]] {
             let mut cache = SetCache::with_mode(d, &ctrl, 48, 4, SigmaMode::Rms);
-            cache.update(&post, &samples);
+            cache.update(&post, mview(&samples, d));
             let mut e = SetExpectation::new(&post, &ctrl, &cache);
             let xc: Vec<f64> = (0..ctrl.len()).map(|_| rng.random()).collect();
             let k = ctrl.len();
@@ -567,7 +592,7 @@ mod tests {
             for smp in samples.chunks(d).take(n_pts) {
                 pts.push(&full_query(&ctrl, &xc, smp));
             }
-            let (mean, var) = s.gp.predict(&pts);
+            let (mean, var) = s.gp.predict(pts.view());
             let rms = (var.iter().sum::<f64>() / n_pts as f64).sqrt();
             assert!((mu - mean.iter().sum::<f64>() / n_pts as f64).abs() < 1e-9);
             assert!((sd - rms).abs() < 1e-8, "{ctrl:?}: {sd} vs {rms}");
@@ -594,7 +619,7 @@ mod tests {
         let samples: Vec<f64> = (0..24 * d).map(|_| rng.random()).collect();
         let ctrl = [1, 3];
         let mut cache = SetCache::new(d, &ctrl, 24, 24);
-        cache.update(&post, &samples);
+        cache.update(&post, mview(&samples, d));
         let mut e = SetExpectation::new(&post, &ctrl, &cache);
         let xc = [0.2, 0.7];
         let (mut dm, mut ds) = ([0.0; 2], [0.0; 2]);
@@ -602,7 +627,7 @@ mod tests {
         // Direct: mean + k^T K^{-1} (y - mean) and k(x,x) - k^T K^{-1} k, by dense solves.
         use faer::linalg::solvers::Solve;
         let kernel = hyper.kernel();
-        let n = x.len();
+        let n = x.nrows();
         let mut kmat = kernel.gram(x);
         for i in 0..n {
             kmat[(i, i)] += hyper.noise_var;
@@ -613,7 +638,7 @@ mod tests {
         let (mut m_sum, mut s_sum) = (0.0, 0.0);
         for smp in samples.chunks(d) {
             let q = full_query(&ctrl, &xc, smp);
-            let k = Mat::from_fn(n, 1, |i, _| kernel.eval(&q, x.row(i)));
+            let k = Mat::from_fn(n, 1, |i, _| kernel.eval(&q, &x.row(i).to_vec()));
             m_sum += hyper.mean + (0..n).map(|i| k[(i, 0)] * alpha[(i, 0)]).sum::<f64>();
             let w = llt.solve(&k);
             let var = kernel.eval(&q, &q) - (0..n).map(|i| k[(i, 0)] * w[(i, 0)]).sum::<f64>();
@@ -630,13 +655,39 @@ mod tests {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(6);
         let samples: Vec<f64> = (0..16 * d).map(|_| rng.random()).collect();
         let mut grown = SetCache::new(d, &[0, 2], 16, 8);
-        grown.update(&s.posterior(), &samples);
-        s.add(&[0.1, 0.2, 0.3, 0.4], 0.5).unwrap();
+        grown.update(&s.posterior(), mview(&samples, d));
+        s.add(aview1(&[0.1, 0.2, 0.3, 0.4]), 0.5).unwrap();
         let post = s.posterior();
-        grown.update(&post, &samples);
+        grown.update(&post, mview(&samples, d));
         let mut fresh = SetCache::new(d, &[0, 2], 16, 8);
-        fresh.update(&post, &samples);
+        fresh.update(&post, mview(&samples, d));
         assert_eq!((grown.bsum, grown.b), (fresh.bsum, fresh.b));
+    }
+
+    /// The MC samples and query points in column-major layout give, bit for bit, the
+    /// numbers of their row-major originals (laid out once at the call).
+    #[test]
+    fn column_major_samples_and_points_give_the_numbers_of_their_row_major_copy() {
+        let d = 4;
+        let s = toy(d, 10, 7);
+        let post = s.posterior();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(8);
+        let samples: Vec<f64> = (0..16 * d).map(|_| rng.random()).collect();
+        let rows = mview(&samples, d);
+        let mut cols = ndarray::Array2::zeros((16, d).f());
+        cols.assign(&rows);
+        let ctrl = [1, 2];
+        let (mut a, mut b) = (SetCache::new(d, &ctrl, 16, 8), SetCache::new(d, &ctrl, 16, 8));
+        a.update(&post, rows);
+        b.update(&post, cols.view());
+        assert_eq!((&a.bsum, &a.b), (&b.bsum, &b.b));
+        let points: Vec<f64> = (0..5 * ctrl.len()).map(|_| rng.random()).collect();
+        let points = mview(&points, ctrl.len());
+        let points_t = points.t().to_owned();
+        let (mut ma, mut sa, mut mb, mut sb) = (vec![0.0; 5], vec![0.0; 5], vec![0.0; 5], vec![0.0; 5]);
+        SetExpectation::new(&post, &ctrl, &a).moments_many(points, &mut ma, &mut sa);
+        SetExpectation::new(&post, &ctrl, &b).moments_many(points_t.t(), &mut mb, &mut sb);
+        assert_eq!((ma, sa), (mb, sb));
     }
 
     #[test]
@@ -648,7 +699,7 @@ mod tests {
         let samples: Vec<f64> = (0..32 * d).map(|_| rng.random()).collect();
         for ctrl in [vec![1, 3], vec![0, 1, 2, 3]] {
             let mut cache = SetCache::new(d, &ctrl, 32, 32);
-            cache.update(&post, &samples);
+            cache.update(&post, mview(&samples, d));
             let mut e = SetExpectation::new(&post, &ctrl, &cache);
             let xc: Vec<f64> = (0..ctrl.len()).map(|_| rng.random()).collect();
             let k = ctrl.len();

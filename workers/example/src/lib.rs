@@ -11,9 +11,12 @@
 //! one record per step, step 0 being the state after the initial design. Every random draw
 //! comes from the job's [`JobStreams`]: environment streams are the same for every
 //! algorithm of a seed (the optimum, the noise), so algorithms are compared on common
-//! random numbers.
+//! random numbers. Points are ndarray arrays, as at every family's interfaces: a point an
+//! episode keeps is an `Array1<f64>`, one the benchmark reads is an `ArrayView1<'_, f64>`
+//! (a set of points would be an `Array2<f64>`, one per row).
 
 use armada_core::{AnyEpisode, ComponentDef, Declaration, Episode, Family, JobError, JobStreams, StreamRng, ValidJob};
+use ndarray::{Array1, ArrayView1};
 use rand::Rng;
 use rand_distr::{Distribution, Normal};
 
@@ -83,7 +86,7 @@ impl Family for ExampleFamily {
         // Validation filled in every parameter and checked its range: these parse.
         let QuadraticParams { dim, noise_sd } = job.spec.benchmark_params.parse()?;
         let mut optimum_rng = streams.env("optimum");
-        let optimum = (0..dim).map(|_| optimum_rng.random_range(-1.0..=1.0)).collect();
+        let optimum = Array1::from_shape_fn(dim, |_| optimum_rng.random_range(-1.0..=1.0));
         let step = match job.spec.algorithm.as_str() {
             "hill-climb" => Some(job.spec.algorithm_params.parse::<HillClimbParams>()?.step),
             _ => None,
@@ -101,26 +104,26 @@ impl Family for ExampleFamily {
 }
 
 struct Quadratic {
-    optimum: Vec<f64>,
+    optimum: Array1<f64>,
     noise_sd: f64,
     noise: StreamRng,
     moves: StreamRng,
     /// The hill climber's step; `None` for random search.
     step: Option<f64>,
     /// The best observed point, its observation and its true value.
-    best: Option<(Vec<f64>, f64, f64)>,
+    best: Option<(Array1<f64>, f64, f64)>,
     evaluations: u32,
 }
 
 impl Quadratic {
-    fn f(&self, x: &[f64]) -> f64 {
+    fn f(&self, x: ArrayView1<'_, f64>) -> f64 {
         x.iter().zip(&self.optimum).map(|(a, b)| (a - b) * (a - b)).sum()
     }
 
     /// Evaluate `x`: observe it, keep it if best, and give this step's record.
-    fn evaluate(&mut self, x: Vec<f64>) -> Result<QuadraticMetrics, JobError> {
+    fn evaluate(&mut self, x: Array1<f64>) -> Result<QuadraticMetrics, JobError> {
         let noise = Normal::new(0.0, self.noise_sd).map_err(|e| JobError::Invalid(e.to_string()))?;
-        let f = self.f(&x);
+        let f = self.f(x.view());
         let y = f + noise.sample(&mut self.noise);
         self.evaluations += 1;
         if self.best.as_ref().is_none_or(|(_, best_y, _)| y < *best_y) {
@@ -130,8 +133,8 @@ impl Quadratic {
         Ok(QuadraticMetrics { y, best_f, evaluations: self.evaluations })
     }
 
-    fn uniform(&mut self) -> Vec<f64> {
-        (0..self.optimum.len()).map(|_| self.moves.random_range(-2.0..=2.0)).collect()
+    fn uniform(&mut self) -> Array1<f64> {
+        Array1::from_shape_fn(self.optimum.len(), |_| self.moves.random_range(-2.0..=2.0))
     }
 }
 
@@ -148,7 +151,7 @@ impl Episode for Quadratic {
             (Some(sd), Some((best, _, _))) => {
                 let gauss = Normal::new(0.0, sd).map_err(|e| JobError::Invalid(e.to_string()))?;
                 let from = best.clone();
-                from.iter().map(|v| (v + gauss.sample(&mut self.moves)).clamp(-2.0, 2.0)).collect()
+                from.mapv(|v| (v + gauss.sample(&mut self.moves)).clamp(-2.0, 2.0))
             }
             _ => self.uniform(),
         };

@@ -8,7 +8,8 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use armada_gp::{CandidateCache, Gp, Kernel, Points};
+use armada_gp::{CandidateCache, Gp, Kernel};
+use ndarray::{Array2, Axis};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -22,13 +23,14 @@ fn median_ms(mut t: Vec<f64>) -> f64 {
 
 fn main() {
     let side = 50;
-    let cands = Points::from_rows(
-        2,
+    let cands = Array2::from_shape_vec(
+        (side * side, 2),
         (0..side * side)
             .flat_map(|k| [(k % side) as f64 / (side - 1) as f64, (k / side) as f64 / (side - 1) as f64])
             .collect(),
-    );
-    let m = cands.len();
+    )
+    .expect("side^2 x 2");
+    let m = cands.nrows();
     let kernel = Kernel::squared_exponential(1.0, vec![0.15, 0.15]);
     let noise = 1e-3;
     let mut rng = ChaCha8Rng::seed_from_u64(0);
@@ -59,11 +61,11 @@ fn main() {
         let mut refit = Vec::with_capacity(STEPS);
         for s in 0..STEPS.min(3) {
             let idx = &order[..n + 1 + s];
-            let x = Points::from_rows(2, idx.iter().flat_map(|&j| cands.row(j).to_vec()).collect());
+            let x = cands.select(Axis(0), idx);
             let ys: Vec<f64> = idx.iter().map(|&j| y(j)).collect();
             let t = Instant::now();
             let (gp, _) = Gp::fit(kernel.clone(), noise, x, ys).expect("fit");
-            let (mean, var) = gp.predict(&cands);
+            let (mean, var) = gp.predict(cands.view());
             refit.push(t.elapsed().as_secs_f64() * 1e3);
             black_box((mean[0], var[0]));
         }

@@ -9,11 +9,13 @@
 //!
 //! When the new point is candidate `j`, `l = L^{-1} k(X, c_j) = V[:, j]`: no kernel solve at all.
 
+use ndarray::{Array2, ArrayView1, ArrayView2};
+
 use crate::chol::JitterReport;
 use crate::error::GpError;
 use crate::gp::Gp;
 use crate::kernel::Kernel;
-use crate::points::Points;
+use crate::points::{point, Points};
 
 /// Posterior mean and variance on a fixed candidate set, kept current in O(n*m) per observation.
 #[derive(Clone, Debug)]
@@ -31,16 +33,19 @@ pub struct CandidateCache {
 }
 
 impl CandidateCache {
-    /// A cache for a GP with no data: mean 0, variance `k(c, c)`.
+    /// A cache for a GP with no data: mean 0, variance `k(c, c)`. One candidate per row; the
+    /// cache keeps `candidates` as they are when row-major (no copy), else lays them out anew
+    /// once (O(m d)).
     ///
     /// # Panics
-    /// If `candidates.dim() != kernel.dim()` (programmer error).
-    pub fn new(kernel: Kernel, noise_var: f64, candidates: Points) -> Self {
+    /// If `candidates.ncols() != kernel.dim()` (programmer error).
+    pub fn new(kernel: Kernel, noise_var: f64, candidates: Array2<f64>) -> Self {
         assert_eq!(
-            candidates.dim(),
+            candidates.ncols(),
             kernel.dim(),
             "CandidateCache::new: candidate dimension differs from kernel dimension"
         );
+        let candidates = Points::from(candidates);
         let prior_var: Vec<f64> = candidates.iter().map(|c| kernel.eval(c, c)).collect();
         Self {
             gp: Gp::new(kernel, noise_var),
@@ -54,14 +59,16 @@ impl CandidateCache {
     }
 
     /// A cache for an already conditioned GP (e.g. after refitting hyperparameters): builds
-    /// `V = L^{-1} K(X, C)` with one blocked triangular solve, O(n^2 m).
-    pub fn from_gp(gp: Gp, candidates: Points) -> Result<Self, GpError> {
-        if candidates.dim() != gp.kernel().dim() {
-            return Err(GpError::DimensionMismatch { expected: gp.kernel().dim(), got: candidates.dim() });
+    /// `V = L^{-1} K(X, C)` with one blocked triangular solve, O(n^2 m). `candidates` are
+    /// kept as in [`CandidateCache::new`].
+    pub fn from_gp(gp: Gp, candidates: Array2<f64>) -> Result<Self, GpError> {
+        if candidates.ncols() != gp.kernel().dim() {
+            return Err(GpError::DimensionMismatch { expected: gp.kernel().dim(), got: candidates.ncols() });
         }
+        let candidates = Points::from(candidates);
         let n = gp.n_obs();
         let m = candidates.len();
-        let vm = gp.whitened_cross(&candidates);
+        let vm = gp.whitened_cross(&candidates.rows());
         let mut v = Vec::with_capacity(n * m);
         for i in 0..n {
             v.extend((0..m).map(|j| vm[(i, j)]));
@@ -91,15 +98,17 @@ impl CandidateCache {
         self.push(&cj, y, kxx)
     }
 
-    /// Observe an arbitrary point `x` with value `y` (one O(n^2) forward solve for `l`).
-    pub fn observe(&mut self, x: &[f64], y: f64) -> Result<JitterReport, GpError> {
-        self.gp.check_observation(x, y)?;
+    /// Observe an arbitrary point `x` with value `y` (one O(n^2) forward solve for `l`). A
+    /// non-contiguous `x` is copied once (O(d)).
+    pub fn observe(&mut self, x: ArrayView1<'_, f64>, y: f64) -> Result<JitterReport, GpError> {
+        let x = point(x);
+        self.gp.check_observation(&x, y)?;
         self.l.clear();
         self.l.resize(self.gp.n_obs(), 0.0);
-        self.gp.kernel().cross_into(x, self.gp.x(), &mut self.l);
+        self.gp.kernel().cross_into(&x, &self.gp.x_rows(), &mut self.l);
         self.gp.forward_solve_in_place(&mut self.l);
-        let kxx = self.gp.kernel().eval(x, x);
-        self.push(x, y, kxx)
+        let kxx = self.gp.kernel().eval(&x, &x);
+        self.push(&x, y, kxx)
     }
 
     /// Shared tail: extend the factor with `self.l`, append `v_new` to `V`, update mean and var.
@@ -111,7 +120,7 @@ impl CandidateCache {
         // v_new = (k(x, C) - sum_i l_i V_i) / d, an axpy over contiguous rows.
         self.v.resize((n + 1) * m, 0.0);
         let (old, new) = self.v.split_at_mut(n * m);
-        self.gp.kernel().cross_into(x, &self.candidates, new);
+        self.gp.kernel().cross_into(x, &self.candidates.rows(), new);
         for (li, row) in self.l.iter().zip(old.chunks_exact(m.max(1))) {
             for (nv, &ov) in new.iter_mut().zip(row) {
                 *nv -= li * ov;
@@ -135,9 +144,18 @@ impl CandidateCache {
         &self.var
     }
 
-    /// The candidate set.
-    pub fn candidates(&self) -> &Points {
-        &self.candidates
+    /// The candidate set, one per row (a view of the cache's own storage, no copy).
+    pub fn candidates(&self) -> ArrayView2<'_, f64> {
+        self.candidates.view()
+    }
+
+    /// Candidate `j` as a row of the contiguous candidate buffer (no copy, no layout check):
+    /// for acquisition rules that read candidates one at a time in their inner loops.
+    ///
+    /// # Panics
+    /// If `j` is out of range.
+    pub fn candidate(&self, j: usize) -> &[f64] {
+        self.candidates.row(j)
     }
 
     /// The underlying GP.

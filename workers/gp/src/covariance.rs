@@ -10,6 +10,8 @@
 //! against O(N n) for [`crate::CandidateCache`], which keeps only the variances. It exists for
 //! acquisition rules that read whole covariance rows, such as MILE (spec 2.7).
 
+use ndarray::{Array2, ArrayView2};
+
 use crate::chol::{pivot_floor, pivot_jitter, JitterReport};
 use crate::error::GpError;
 use crate::gp::check_hyper;
@@ -41,15 +43,18 @@ pub struct CandidateCovariance {
 
 impl CandidateCovariance {
     /// The prior on the candidates: mean 0, covariance `K(C, C)` (O(N^2) kernel evaluations).
+    /// One candidate per row, kept as they are when row-major (no copy), else laid out anew
+    /// once (O(N d)).
     ///
     /// # Panics
-    /// If `candidates.dim() != kernel.dim()` (programmer error).
-    pub fn new(kernel: Kernel, noise_var: f64, candidates: Points) -> Self {
+    /// If `candidates.ncols() != kernel.dim()` (programmer error).
+    pub fn new(kernel: Kernel, noise_var: f64, candidates: Array2<f64>) -> Self {
         assert_eq!(
-            candidates.dim(),
+            candidates.ncols(),
             kernel.dim(),
             "CandidateCovariance::new: candidate dimension differs from kernel dimension"
         );
+        let candidates = Points::from(candidates);
         let n = candidates.len();
         let mut cov = vec![0.0; n * n];
         // Fill the lower triangle once and mirror it: exact symmetry, half the kernel calls.
@@ -166,9 +171,9 @@ impl CandidateCovariance {
         self.candidates.is_empty()
     }
 
-    /// The candidate set.
-    pub fn candidates(&self) -> &Points {
-        &self.candidates
+    /// The candidate set, one per row (a view of this object's own storage, no copy).
+    pub fn candidates(&self) -> ArrayView2<'_, f64> {
+        self.candidates.view()
     }
 
     /// The covariance function.

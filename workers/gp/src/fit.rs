@@ -20,6 +20,7 @@
 use faer::linalg::matmul::matmul;
 use faer::linalg::triangular_solve::{solve_lower_triangular_in_place, solve_upper_triangular_in_place};
 use faer::{Accum, Mat, Par};
+use ndarray::ArrayView2;
 use rand::Rng;
 use rand_distr::{Distribution, StandardNormal};
 
@@ -28,7 +29,7 @@ use crate::error::GpError;
 use crate::gp::check_hyper;
 use crate::kernel::{Kernel, KernelKind};
 use crate::lbfgs::{minimize, LbfgsConfig};
-use crate::points::Points;
+use crate::points::Rows;
 
 const LN_2PI: f64 = 1.837_877_066_409_345_5;
 
@@ -159,21 +160,22 @@ pub struct MapFit {
 
 /// `J(theta)` and `dJ/dtheta` for `theta = [log v, log l_1..l_d]` of `kernel` (its own `kind` is
 /// used; `config` supplies the priors and the noise). If `K + lambda I` must be jittered to
-/// factorise, `J` and its gradient are those of the jittered matrix.
+/// factorise, `J` and its gradient are those of the jittered matrix. One input per row of `x`
+/// (a non-standard-layout `x` is laid out anew once, O(n d)).
 pub fn log_posterior_and_grad(
-    x: &Points,
+    x: ArrayView2<'_, f64>,
     y: &[f64],
     kernel: &Kernel,
     config: &MapConfig,
 ) -> Result<(f64, Vec<f64>), GpError> {
-    posterior(x, y, kernel, config, Want::ValueAndGrad)
+    posterior(&Rows::new(x), y, kernel, config, Want::ValueAndGrad)
 }
 
 /// `J(theta)` alone, equal bit for bit to the value of [`log_posterior_and_grad`] but several
 /// times cheaper (no `C^{-1}`, no pairwise derivative sums): what the multi-start screen of
 /// [`fit_map`] needs.
-pub fn log_posterior(x: &Points, y: &[f64], kernel: &Kernel, config: &MapConfig) -> Result<f64, GpError> {
-    posterior(x, y, kernel, config, Want::Value).map(|(v, _)| v)
+pub fn log_posterior(x: ArrayView2<'_, f64>, y: &[f64], kernel: &Kernel, config: &MapConfig) -> Result<f64, GpError> {
+    posterior(&Rows::new(x), y, kernel, config, Want::Value).map(|(v, _)| v)
 }
 
 /// Whether the gradient is needed (the value is computed the same way either way).
@@ -184,7 +186,7 @@ enum Want {
 }
 
 fn posterior(
-    x: &Points,
+    x: &Rows<'_>,
     y: &[f64],
     kernel: &Kernel,
     config: &MapConfig,
@@ -204,7 +206,7 @@ fn posterior(
     Ok((lp, grad))
 }
 
-fn check_data(x: &Points, y: &[f64], kernel: &Kernel) -> Result<(), GpError> {
+fn check_data(x: &Rows<'_>, y: &[f64], kernel: &Kernel) -> Result<(), GpError> {
     kernel.validate()?;
     crate::gp::check_data(x, y, kernel.dim())
 }
@@ -212,21 +214,23 @@ fn check_data(x: &Points, y: &[f64], kernel: &Kernel) -> Result<(), GpError> {
 /// The zero-mean log marginal likelihood `log N(y | 0, K + lambda I)`, its gradient in
 /// `[log v, log l_1..l_d]`, and `alpha = (K + lambda I)^{-1} y` (whose sum is the gradient in
 /// a constant prior mean subtracted from `y`). No priors: what plain type-II maximum
-/// likelihood (e.g. GPyTorch's `ExactMarginalLogLikelihood`) differentiates.
+/// likelihood (e.g. GPyTorch's `ExactMarginalLogLikelihood`) differentiates. `x` as in
+/// [`log_posterior_and_grad`].
 pub fn log_marginal_likelihood_and_grad(
-    x: &Points,
+    x: ArrayView2<'_, f64>,
     y: &[f64],
     kernel: &Kernel,
     noise_var: f64,
 ) -> Result<(f64, Vec<f64>, Vec<f64>), GpError> {
-    check_data(x, y, kernel)?;
-    lml_and_grad(x, y, kernel, noise_var, Want::ValueAndGrad)
+    let x = Rows::new(x);
+    check_data(&x, y, kernel)?;
+    lml_and_grad(&x, y, kernel, noise_var, Want::ValueAndGrad)
 }
 
 /// Log marginal likelihood, its gradient in `[log v, log l_1..l_d]` and `alpha` (dense,
 /// O(n^3 + n^2 d)); with `Want::Value` the gradient is left at zero and `alpha` empty.
 fn lml_and_grad(
-    x: &Points,
+    x: &Rows<'_>,
     y: &[f64],
     kernel: &Kernel,
     noise_var: f64,
@@ -239,7 +243,7 @@ fn lml_and_grad(
     if n == 0 {
         return Ok((0.0, grad, Vec::new()));
     }
-    let k = kernel.gram(x);
+    let k = kernel.gram_rows(x);
     let mut c = k.clone();
     for i in 0..n {
         c[(i, i)] += noise_var;
@@ -290,15 +294,17 @@ fn lml_and_grad(
 /// `log l_i`, clamped to the log-bounds), evaluates them and `warm_start` (clamped; if given),
 /// runs L-BFGS from the best `n_lbfgs_starts`, and returns the best result. Points where the
 /// covariance cannot be factorised are skipped; if every screened point fails, that error is
-/// returned.
+/// returned. `x` (one input per row) is laid out once, before any evaluation: a
+/// non-standard-layout `x` costs one O(n d) copy per fit, not one per evaluation.
 pub fn fit_map<R: Rng + ?Sized>(
-    x: &Points,
+    x: ArrayView2<'_, f64>,
     y: &[f64],
     config: &MapConfig,
     warm_start: Option<&Kernel>,
     rng: &mut R,
 ) -> Result<MapFit, GpError> {
     config.validate()?;
+    let x = &Rows::new(x);
     let dim = x.dim();
     let probe = Kernel::with_kind(config.kind, 1.0, vec![1.0; dim]);
     check_data(x, y, &probe)?;
@@ -317,12 +323,12 @@ pub fn fit_map<R: Rng + ?Sized>(
     let n_evals = std::cell::Cell::new(0);
     let objective = |theta: &[f64]| -> Result<(f64, Vec<f64>), GpError> {
         n_evals.set(n_evals.get() + 1);
-        log_posterior_and_grad(x, y, &config.kernel_from_theta(theta), config)
+        posterior(x, y, &config.kernel_from_theta(theta), config, Want::ValueAndGrad)
     };
     // The screen compares values only.
     let value = |theta: &[f64]| -> Result<f64, GpError> {
         n_evals.set(n_evals.get() + 1);
-        log_posterior(x, y, &config.kernel_from_theta(theta), config)
+        posterior(x, y, &config.kernel_from_theta(theta), config, Want::Value).map(|(v, _)| v)
     };
 
     // Screen prior draws and the warm start.

@@ -14,11 +14,12 @@
 use faer::linalg::matmul::matmul;
 use faer::linalg::triangular_solve::solve_lower_triangular_in_place;
 use faer::{Accum, Mat, Par};
+use ndarray::{Array2, ArrayView1, ArrayView2};
 
 use crate::chol::{cholesky_jittered, dot, pivot_floor, pivot_jitter, JitterReport, PackedLower};
 use crate::error::GpError;
 use crate::kernel::Kernel;
-use crate::points::Points;
+use crate::points::{point, Points, Rows};
 
 const LN_2PI: f64 = 1.837_877_066_409_345_5;
 
@@ -53,13 +54,21 @@ impl Gp {
         }
     }
 
-    /// Conditions on `(x, y)` with a full O(n^3) factorisation of `K + lambda I` (faer, sequential).
-    /// If the factorisation fails, jitter is added to the whole diagonal and reported.
-    pub fn fit(kernel: Kernel, noise_var: f64, x: Points, y: Vec<f64>) -> Result<(Self, JitterReport), GpError> {
+    /// Conditions on `(x, y)` (one point per row of `x`) with a full O(n^3) factorisation of
+    /// `K + lambda I` (faer, sequential). If the factorisation fails, jitter is added to the
+    /// whole diagonal and reported.
+    ///
+    /// The GP keeps `x`: a row-major `x` is kept as it is (no copy), any other layout is laid
+    /// out anew once (O(n d)).
+    pub fn fit(kernel: Kernel, noise_var: f64, x: Array2<f64>, y: Vec<f64>) -> Result<(Self, JitterReport), GpError> {
         check_hyper(&kernel, noise_var)?;
-        check_data(&x, &y, kernel.dim())?;
+        if x.ncols() != kernel.dim() {
+            return Err(GpError::DimensionMismatch { expected: kernel.dim(), got: x.ncols() });
+        }
+        let x = Points::from(x);
+        check_data(&x.rows(), &y, kernel.dim())?;
         let n = x.len();
-        let mut c = kernel.gram(&x);
+        let mut c = kernel.gram_rows(&x.rows());
         for i in 0..n {
             c[(i, i)] += noise_var;
         }
@@ -75,14 +84,15 @@ impl Gp {
     /// `l = L^{-1} k(X, x)` and `d = sqrt(k(x,x) + lambda - l^T l)`, and `w` by `(y - l^T w)/d`.
     ///
     /// If the new pivot `d^2` fails (see [`Gp::push_observation`]), jitter is added to this
-    /// observation's diagonal entry only.
-    pub fn append(&mut self, x: &[f64], y: f64) -> Result<JitterReport, GpError> {
-        self.check_observation(x, y)?;
+    /// observation's diagonal entry only. A non-contiguous `x` is copied once (O(d)).
+    pub fn append(&mut self, x: ArrayView1<'_, f64>, y: f64) -> Result<JitterReport, GpError> {
+        let x = point(x);
+        self.check_observation(&x, y)?;
         let mut l = vec![0.0; self.n_obs()];
-        self.kernel.cross_into(x, &self.x, &mut l);
+        self.kernel.cross_into(&x, &self.x.rows(), &mut l);
         self.chol.forward_solve_in_place(&mut l);
-        let kxx = self.kernel.eval(x, x);
-        self.push_observation(x, y, &l, kxx).map(|(_, _, r)| r)
+        let kxx = self.kernel.eval(&x, &x);
+        self.push_observation(&x, y, &l, kxx).map(|(_, _, r)| r)
     }
 
     /// Validates hyperparameters and one observation before any work.
@@ -148,9 +158,14 @@ impl Gp {
         self.noise_var
     }
 
-    /// Observed inputs.
-    pub fn x(&self) -> &Points {
-        &self.x
+    /// Observed inputs, one per row (a view of the GP's own storage, no copy).
+    pub fn x(&self) -> ArrayView2<'_, f64> {
+        self.x.view()
+    }
+
+    /// Observed inputs as rows (borrowed).
+    pub(crate) fn x_rows(&self) -> Rows<'_> {
+        self.x.rows()
     }
 
     /// Observed outputs.
@@ -195,8 +210,8 @@ impl Gp {
     }
 
     /// `V = L^{-1} K(X, Q)` (n x |Q|), by a blocked sequential triangular solve.
-    pub(crate) fn whitened_cross(&self, xq: &Points) -> Mat<f64> {
-        let mut v = self.kernel.cross(&self.x, xq);
+    pub(crate) fn whitened_cross(&self, xq: &Rows<'_>) -> Mat<f64> {
+        let mut v = self.kernel.cross_rows(&self.x.rows(), xq);
         if self.n_obs() > 0 {
             let l = self.chol.to_mat();
             solve_lower_triangular_in_place(l.as_ref(), v.as_mut(), Par::Seq);
@@ -204,12 +219,18 @@ impl Gp {
         v
     }
 
-    /// Posterior mean `V^T w` and variance `k(q,q) - ||V_q||^2` (clamped at 0) at each query.
+    /// Posterior mean `V^T w` and variance `k(q,q) - ||V_q||^2` (clamped at 0) at each query
+    /// (a row of `xq`; a non-standard-layout `xq` is laid out anew once, O(|Q| d)).
     ///
     /// # Panics
-    /// If `xq.dim() != self.kernel().dim()` (programmer error).
-    pub fn predict(&self, xq: &Points) -> (Vec<f64>, Vec<f64>) {
-        assert_eq!(xq.dim(), self.kernel.dim(), "Gp::predict: wrong dimension");
+    /// If `xq.ncols() != self.kernel().dim()` (programmer error).
+    pub fn predict(&self, xq: ArrayView2<'_, f64>) -> (Vec<f64>, Vec<f64>) {
+        assert_eq!(xq.ncols(), self.kernel.dim(), "Gp::predict: wrong dimension");
+        self.predict_rows(&Rows::new(xq))
+    }
+
+    /// [`Gp::predict`] on rows already laid out.
+    pub(crate) fn predict_rows(&self, xq: &Rows<'_>) -> (Vec<f64>, Vec<f64>) {
         let v = self.whitened_cross(xq);
         let mut mean = Vec::with_capacity(xq.len());
         let mut var = Vec::with_capacity(xq.len());
@@ -230,9 +251,10 @@ impl Gp {
     /// query, unlike [`Gp::predict`]): for large query sets when the variance is not needed.
     ///
     /// # Panics
-    /// If `xq.dim() != self.kernel().dim()` (programmer error).
-    pub fn predict_mean(&self, xq: &Points) -> Vec<f64> {
-        assert_eq!(xq.dim(), self.kernel.dim(), "Gp::predict_mean: wrong dimension");
+    /// If `xq.ncols() != self.kernel().dim()` (programmer error).
+    pub fn predict_mean(&self, xq: ArrayView2<'_, f64>) -> Vec<f64> {
+        assert_eq!(xq.ncols(), self.kernel.dim(), "Gp::predict_mean: wrong dimension");
+        let xq = Rows::new(xq);
         let mut alpha = self.w.clone();
         self.chol.backward_solve_in_place(&mut alpha);
         xq.iter().map(|q| self.x.iter().zip(&alpha).map(|(xi, a)| a * self.kernel.eval(xi, q)).sum()).collect()
@@ -241,10 +263,15 @@ impl Gp {
     /// Posterior covariance `K(Q, Q) - V^T V` (|Q| x |Q|).
     ///
     /// # Panics
-    /// If `xq.dim() != self.kernel().dim()` (programmer error).
-    pub fn posterior_cov(&self, xq: &Points) -> Mat<f64> {
-        assert_eq!(xq.dim(), self.kernel.dim(), "Gp::posterior_cov: wrong dimension");
-        let mut cov = self.kernel.gram(xq);
+    /// If `xq.ncols() != self.kernel().dim()` (programmer error).
+    pub fn posterior_cov(&self, xq: ArrayView2<'_, f64>) -> Mat<f64> {
+        assert_eq!(xq.ncols(), self.kernel.dim(), "Gp::posterior_cov: wrong dimension");
+        self.posterior_cov_rows(&Rows::new(xq))
+    }
+
+    /// [`Gp::posterior_cov`] on rows already laid out.
+    pub(crate) fn posterior_cov_rows(&self, xq: &Rows<'_>) -> Mat<f64> {
+        let mut cov = self.kernel.gram_rows(xq);
         if self.n_obs() > 0 {
             let v = self.whitened_cross(xq);
             matmul(cov.as_mut(), Accum::Add, v.transpose(), v.as_ref(), -1.0, Par::Seq);
@@ -270,7 +297,7 @@ pub(crate) fn check_hyper(kernel: &Kernel, noise_var: f64) -> Result<(), GpError
 }
 
 /// Training inputs of the kernel's dimension, one finite value per finite input.
-pub(crate) fn check_data(x: &Points, y: &[f64], dim: usize) -> Result<(), GpError> {
+pub(crate) fn check_data(x: &Rows<'_>, y: &[f64], dim: usize) -> Result<(), GpError> {
     if x.dim() != dim {
         return Err(GpError::DimensionMismatch { expected: dim, got: x.dim() });
     }
@@ -289,18 +316,23 @@ pub(crate) fn check_data(x: &Points, y: &[f64], dim: usize) -> Result<(), GpErro
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ndarray::aview1;
+
+    fn rows(dim: usize, data: Vec<f64>) -> Array2<f64> {
+        Array2::from_shape_vec((data.len() / dim, dim), data).unwrap()
+    }
 
     #[test]
     fn factor_reconstructs_covariance() {
         let kernel = Kernel::matern52(1.3, vec![0.4, 0.7]);
-        let x = Points::from_rows(2, (0..20).map(|i| (i as f64 * 0.37).sin()).collect());
+        let x = rows(2, (0..20).map(|i| (i as f64 * 0.37).sin()).collect());
         let y: Vec<f64> = (0..10).map(|i| i as f64 * 0.1).collect();
         let (gp, rep) = Gp::fit(kernel.clone(), 0.01, x.clone(), y).unwrap();
         assert_eq!(rep, JitterReport::default());
         assert_eq!(gp.cholesky_factor().nrows(), 10);
         let l = gp.cholesky_factor();
         let llt = &l * l.transpose();
-        let mut c = kernel.gram(&x);
+        let mut c = kernel.gram(x.view());
         for i in 0..10 {
             c[(i, i)] += 0.01;
         }
@@ -316,18 +348,18 @@ mod tests {
         // Two routes: k(q, X) (L^{-T} w) by back substitution here, (L^{-1} k(X, q)) . w by a
         // blocked forward solve in predict; the latter is checked against scikit-learn in tests/.
         let kernel = Kernel::squared_exponential(2.0, vec![0.5, 1.5, 0.8]);
-        let x = Points::from_rows(3, (0..90).map(|i| (i as f64 * 0.731).sin() * 2.0).collect());
+        let x = rows(3, (0..90).map(|i| (i as f64 * 0.731).sin() * 2.0).collect());
         let y: Vec<f64> = (0..30).map(|i| (i as f64 * 0.3).cos()).collect();
         let (mut gp, _) = Gp::fit(kernel, 0.05, x, y).unwrap();
-        gp.append(&[0.1, -0.2, 0.3], 0.7).unwrap();
-        let q = Points::from_rows(3, (0..600).map(|i| (i as f64 * 0.377).cos() * 2.5).collect());
-        let (want, _) = gp.predict(&q);
-        let got = gp.predict_mean(&q);
+        gp.append(aview1(&[0.1, -0.2, 0.3]), 0.7).unwrap();
+        let q = rows(3, (0..600).map(|i| (i as f64 * 0.377).cos() * 2.5).collect());
+        let (want, _) = gp.predict(q.view());
+        let got = gp.predict_mean(q.view());
         let scale = want.iter().fold(0.0_f64, |m, v| m.max(v.abs()));
         assert!(scale > 0.1);
         for (g, w) in got.iter().zip(&want) {
             assert!((g - w).abs() <= 1e-10 * scale, "{g} vs {w}");
         }
-        assert_eq!(Gp::new(Kernel::matern32(1.0, vec![1.0; 3]), 0.1).predict_mean(&q), vec![0.0; 200]);
+        assert_eq!(Gp::new(Kernel::matern32(1.0, vec![1.0; 3]), 0.1).predict_mean(q.view()), vec![0.0; 200]);
     }
 }

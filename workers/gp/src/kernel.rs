@@ -10,9 +10,10 @@
 //! ([`Kernel::lengthscale_grad_factor`]), which is what MAP fitting differentiates.
 
 use faer::Mat;
+use ndarray::ArrayView2;
 
 use crate::error::GpError;
-use crate::points::Points;
+use crate::points::Rows;
 
 const SQRT3: f64 = 1.732_050_807_568_877_2;
 const SQRT5: f64 = 2.236_067_977_499_79;
@@ -142,13 +143,27 @@ impl Kernel {
     }
 
     /// `k(a, b)`. Slices must both have length `self.dim()` (checked in debug builds).
+    ///
+    /// Two `&[f64]` rather than ndarray views on purpose: this is the inner-loop primitive
+    /// (called O(n m) times per posterior), fed rows of a buffer laid out once
+    /// ([`crate::points::Rows`]), with no layout check per call.
     #[inline]
     pub fn eval(&self, a: &[f64], b: &[f64]) -> f64 {
         self.k_of_r2(self.scaled_sq_dist(a, b))
     }
 
-    /// Gram matrix `K_ij = k(x_i, x_j)` (n x n, exactly symmetric).
-    pub fn gram(&self, x: &Points) -> Mat<f64> {
+    /// Gram matrix `K_ij = k(x_i, x_j)` (n x n, exactly symmetric), one point per row of `x`
+    /// (a non-standard-layout `x` is laid out anew once, O(n d)).
+    ///
+    /// # Panics
+    /// If `x.ncols() != self.dim()` (programmer error).
+    pub fn gram(&self, x: ArrayView2<'_, f64>) -> Mat<f64> {
+        assert_eq!(x.ncols(), self.dim(), "Kernel::gram: wrong dimension");
+        self.gram_rows(&Rows::new(x))
+    }
+
+    /// [`Kernel::gram`] on rows already laid out.
+    pub(crate) fn gram_rows(&self, x: &Rows<'_>) -> Mat<f64> {
         let n = x.len();
         let mut k = Mat::zeros(n, n);
         for j in 0..n {
@@ -162,13 +177,24 @@ impl Kernel {
         k
     }
 
-    /// Cross-covariance `K_ij = k(a_i, b_j)` (|a| x |b|).
-    pub fn cross(&self, a: &Points, b: &Points) -> Mat<f64> {
+    /// Cross-covariance `K_ij = k(a_i, b_j)` (|a| x |b|), one point per row (a
+    /// non-standard-layout input is laid out anew once, O(n d)).
+    ///
+    /// # Panics
+    /// If either input has not `self.dim()` columns (programmer error).
+    pub fn cross(&self, a: ArrayView2<'_, f64>, b: ArrayView2<'_, f64>) -> Mat<f64> {
+        assert_eq!(a.ncols(), self.dim(), "Kernel::cross: wrong dimension");
+        assert_eq!(b.ncols(), self.dim(), "Kernel::cross: wrong dimension");
+        self.cross_rows(&Rows::new(a), &Rows::new(b))
+    }
+
+    /// [`Kernel::cross`] on rows already laid out.
+    pub(crate) fn cross_rows(&self, a: &Rows<'_>, b: &Rows<'_>) -> Mat<f64> {
         Mat::from_fn(a.len(), b.len(), |i, j| self.eval(a.row(i), b.row(j)))
     }
 
     /// `out[j] = k(x, b_j)` into a caller-provided buffer (no allocation).
-    pub(crate) fn cross_into(&self, x: &[f64], b: &Points, out: &mut [f64]) {
+    pub(crate) fn cross_into(&self, x: &[f64], b: &Rows<'_>, out: &mut [f64]) {
         debug_assert_eq!(out.len(), b.len());
         for (o, bj) in out.iter_mut().zip(b.iter()) {
             *o = self.eval(x, bj);

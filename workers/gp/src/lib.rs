@@ -18,13 +18,22 @@
 //! [`fit_map`] fits `[log v, log l_i]` by MAP with prior-screened multi-start bounded L-BFGS
 //! ([`lbfgs`]); [`sample_prior`] / [`sample_posterior`] draw joint samples.
 //!
+//! # Arrays
+//!
+//! Designs, candidate sets and query sets are ndarray matrices, one point per row:
+//! `ArrayView2<'_, f64>` where borrowed, `Array2<f64>` where the GP keeps them (taken without a
+//! copy when row-major); a single point is an `ArrayView1<'_, f64>`. Each is laid out as one
+//! contiguous row-major buffer once, at the call (see [`points`] for what copies and what
+//! does not), and read as `&[f64]` rows inside.
+//!
 //! # Example
 //!
 //! ```
-//! use armada_gp::{CandidateCache, Kernel, Points};
+//! use armada_gp::{CandidateCache, Kernel};
+//! use ndarray::Array2;
 //!
 //! let kernel = Kernel::squared_exponential(1.0, vec![0.3]);
-//! let grid = Points::from_rows(1, (0..11).map(|i| i as f64 / 10.0).collect());
+//! let grid = Array2::from_shape_fn((11, 1), |(i, _)| i as f64 / 10.0);
 //! let mut cache = CandidateCache::new(kernel, 1e-6, grid);
 //! cache.observe_candidate(5, 0.7)?; // observe f(0.5) = 0.7
 //! assert!((cache.mean()[5] - 0.7).abs() < 1e-5);
@@ -54,6 +63,6 @@ pub use fit::{
 };
 pub use gp::Gp;
 pub use kernel::{Kernel, KernelKind};
-pub use points::Points;
+pub use points::{Points, Rows};
 pub use rff::{sample_weights, weight_posterior, RandomFourierFeatures};
 pub use sample::{sample_posterior, sample_prior};

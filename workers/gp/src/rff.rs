@@ -14,13 +14,14 @@
 
 use faer::linalg::triangular_solve::{solve_lower_triangular_in_place, solve_upper_triangular_in_place};
 use faer::{Mat, Par};
+use ndarray::ArrayView2;
 use rand::Rng;
 use rand_distr::{ChiSquared, Distribution, StandardNormal};
 
 use crate::chol::cholesky_jittered;
 use crate::error::GpError;
 use crate::kernel::{Kernel, KernelKind};
-use crate::points::Points;
+use crate::points::Rows;
 
 /// `D` random frequencies of a kernel, already divided by the lengthscales.
 #[derive(Clone, Debug, PartialEq)]
@@ -82,6 +83,10 @@ impl RandomFourierFeatures {
     }
 
     /// `phi(x)` into `out` (length `2 D`): cosines first, then sines.
+    ///
+    /// A point as a `&[f64]` on purpose: this is the per-point kernel of a Thompson-sampling
+    /// inner loop (an acquisition evaluates it at every candidate), with no layout check per
+    /// call; a point set goes through [`RandomFourierFeatures::feature_matrix`].
     pub fn features_into(&self, x: &[f64], out: &mut [f64]) {
         let d = self.n_frequencies();
         for j in 0..d {
@@ -91,8 +96,13 @@ impl RandomFourierFeatures {
         }
     }
 
-    /// `Phi`, one row `phi(x_i)^T` per point (`n x 2D`).
-    pub fn feature_matrix(&self, x: &Points) -> Mat<f64> {
+    /// `Phi`, one row `phi(x_i)^T` per point, a row of `x` (`n x 2D`; a non-standard-layout
+    /// `x` is laid out anew once, O(n d)).
+    pub fn feature_matrix(&self, x: ArrayView2<'_, f64>) -> Mat<f64> {
+        self.feature_matrix_rows(&Rows::new(x))
+    }
+
+    fn feature_matrix_rows(&self, x: &Rows<'_>) -> Mat<f64> {
         let mut row = vec![0.0; self.n_features()];
         let mut phi = Mat::zeros(x.len(), self.n_features());
         for (i, xi) in x.iter().enumerate() {
@@ -105,19 +115,20 @@ impl RandomFourierFeatures {
     }
 }
 
-/// One draw of the weights from the posterior of the linear model (Matheron's rule).
+/// One draw of the weights from the posterior of the linear model (Matheron's rule), given the
+/// observed inputs, one per row of `x`.
 pub fn sample_weights<R: Rng + ?Sized>(
     rff: &RandomFourierFeatures,
-    x: &Points,
+    x: ArrayView2<'_, f64>,
     y: &[f64],
     noise_var: f64,
     rng: &mut R,
 ) -> Result<Vec<f64>, GpError> {
-    if y.len() != x.len() {
-        return Err(GpError::LengthMismatch { expected: x.len(), got: y.len() });
+    let n = x.nrows();
+    if y.len() != n {
+        return Err(GpError::LengthMismatch { expected: n, got: y.len() });
     }
     let phi = rff.feature_matrix(x);
-    let n = x.len();
     let m = rff.n_features();
     let eps: Vec<f64> = (0..m).map(|_| StandardNormal.sample(rng)).collect();
     // r = y - Phi eps - sqrt(lambda) eta
@@ -134,12 +145,12 @@ pub fn sample_weights<R: Rng + ?Sized>(
 /// The exact weight posterior `(Phi^T P y, I - Phi^T P Phi)`; O(D^2 n), for small problems and tests.
 pub fn weight_posterior(
     rff: &RandomFourierFeatures,
-    x: &Points,
+    x: ArrayView2<'_, f64>,
     y: &[f64],
     noise_var: f64,
 ) -> Result<(Vec<f64>, Mat<f64>), GpError> {
     let phi = rff.feature_matrix(x);
-    let (n, m) = (x.len(), rff.n_features());
+    let (n, m) = (x.nrows(), rff.n_features());
     let mut py = Mat::from_fn(n, 1, |i, _| y[i]);
     solve_gram(&phi, noise_var, &mut py)?;
     let mean = (0..m).map(|k| (0..n).map(|i| phi[(i, k)] * py[(i, 0)]).sum()).collect();
@@ -170,7 +181,12 @@ fn solve_gram(phi: &Mat<f64>, noise_var: f64, rhs: &mut Mat<f64>) -> Result<(), 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ndarray::Array2;
     use rand::SeedableRng;
+
+    fn rows2(data: Vec<f64>) -> Array2<f64> {
+        Array2::from_shape_vec((data.len() / 2, 2), data).unwrap()
+    }
 
     fn rng(seed: u64) -> rand_chacha::ChaCha8Rng {
         rand_chacha::ChaCha8Rng::seed_from_u64(seed)
@@ -205,14 +221,15 @@ mod tests {
     fn matheron_samples_have_the_weight_posterior_moments() {
         let kernel = Kernel::squared_exponential(1.0, vec![0.3, 0.3]);
         let rff = RandomFourierFeatures::sample(&kernel, 3, &mut rng(1)).unwrap();
-        let x = Points::from_rows(2, vec![0.1, 0.2, 0.5, 0.5, 0.9, 0.1, 0.3, 0.8]);
+        let x = rows2(vec![0.1, 0.2, 0.5, 0.5, 0.9, 0.1, 0.3, 0.8]);
         let y = [0.3, -0.2, 0.8, 0.1];
         let noise = 0.05;
-        let (mean, cov) = weight_posterior(&rff, &x, &y, noise).unwrap();
+        let (mean, cov) = weight_posterior(&rff, x.view(), &y, noise).unwrap();
         let m = rff.n_features();
         let n_draws = 40_000;
         let mut r = rng(2);
-        let draws: Vec<Vec<f64>> = (0..n_draws).map(|_| sample_weights(&rff, &x, &y, noise, &mut r).unwrap()).collect();
+        let draws: Vec<Vec<f64>> =
+            (0..n_draws).map(|_| sample_weights(&rff, x.view(), &y, noise, &mut r).unwrap()).collect();
         for a in 0..m {
             let avg = draws.iter().map(|t| t[a]).sum::<f64>() / n_draws as f64;
             // Mean within 5 standard errors sqrt(Sigma_aa / n).
@@ -230,17 +247,17 @@ mod tests {
     #[test]
     fn weight_space_posterior_approaches_the_exact_gp() {
         let kernel = Kernel::squared_exponential(1.0, vec![0.3, 0.4]);
-        let x = Points::from_rows(2, vec![0.1, 0.2, 0.5, 0.5, 0.9, 0.1, 0.3, 0.8, 0.7, 0.7]);
+        let x = rows2(vec![0.1, 0.2, 0.5, 0.5, 0.9, 0.1, 0.3, 0.8, 0.7, 0.7]);
         let y = vec![0.3, -0.2, 0.8, 0.1, 0.5];
         let noise = 0.01;
         let (gp, _) = crate::Gp::fit(kernel.clone(), noise, x.clone(), y.clone()).unwrap();
-        let q = Points::from_rows(2, vec![0.4, 0.4, 0.2, 0.6]);
-        let (mu, var) = gp.predict(&q);
+        let q = rows2(vec![0.4, 0.4, 0.2, 0.6]);
+        let (mu, var) = gp.predict(q.view());
         let rff = RandomFourierFeatures::sample(&kernel, 1500, &mut rng(5)).unwrap();
-        let (mean, cov) = weight_posterior(&rff, &x, &y, noise).unwrap();
+        let (mean, cov) = weight_posterior(&rff, x.view(), &y, noise).unwrap();
         let mut phi = vec![0.0; rff.n_features()];
-        for (j, xq) in q.iter().enumerate() {
-            rff.features_into(xq, &mut phi);
+        for (j, xq) in q.rows().into_iter().enumerate() {
+            rff.features_into(xq.as_slice().unwrap(), &mut phi);
             let m: f64 = phi.iter().zip(&mean).map(|(p, t)| p * t).sum();
             let mut v = 0.0;
             for a in 0..phi.len() {

@@ -7,6 +7,7 @@
 
 use faer::linalg::matmul::matmul;
 use faer::{Accum, Mat, Par};
+use ndarray::ArrayView2;
 use rand::Rng;
 use rand_distr::{Distribution, StandardNormal};
 
@@ -15,37 +16,41 @@ use crate::error::GpError;
 use crate::gp::check_hyper;
 use crate::gp::Gp;
 use crate::kernel::Kernel;
-use crate::points::Points;
+use crate::points::Rows;
 
 /// `n_samples` joint draws of `f(xq)` under the prior `GP(0, k)`, one per column
-/// (`|xq| x n_samples`).
+/// (`|xq| x n_samples`). One query point per row of `xq` (a non-standard-layout `xq` is laid
+/// out anew once, O(|xq| d)).
 pub fn sample_prior<R: Rng + ?Sized>(
     kernel: &Kernel,
-    xq: &Points,
+    xq: ArrayView2<'_, f64>,
     n_samples: usize,
     rng: &mut R,
 ) -> Result<(Mat<f64>, JitterReport), GpError> {
     check_hyper(kernel, 0.0)?;
-    check_dim(kernel, xq)?;
-    let cov = kernel.gram(xq);
+    let xq = Rows::new(xq);
+    check_dim(kernel, &xq)?;
+    let cov = kernel.gram_rows(&xq);
     draw(&vec![0.0; xq.len()], &cov, kernel.variance, n_samples, rng)
 }
 
 /// `n_samples` joint draws of the latent `f(xq)` under the posterior of `gp`, one per column.
+/// `xq` as in [`sample_prior`].
 pub fn sample_posterior<R: Rng + ?Sized>(
     gp: &Gp,
-    xq: &Points,
+    xq: ArrayView2<'_, f64>,
     n_samples: usize,
     rng: &mut R,
 ) -> Result<(Mat<f64>, JitterReport), GpError> {
     check_hyper(gp.kernel(), gp.noise_var())?;
-    check_dim(gp.kernel(), xq)?;
-    let (mean, _) = gp.predict(xq);
-    let cov = gp.posterior_cov(xq);
+    let xq = Rows::new(xq);
+    check_dim(gp.kernel(), &xq)?;
+    let (mean, _) = gp.predict_rows(&xq);
+    let cov = gp.posterior_cov_rows(&xq);
     draw(&mean, &cov, gp.kernel().variance, n_samples, rng)
 }
 
-fn check_dim(kernel: &Kernel, xq: &Points) -> Result<(), GpError> {
+fn check_dim(kernel: &Kernel, xq: &Rows<'_>) -> Result<(), GpError> {
     if xq.dim() != kernel.dim() {
         return Err(GpError::DimensionMismatch { expected: kernel.dim(), got: xq.dim() });
     }

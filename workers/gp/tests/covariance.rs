@@ -2,12 +2,18 @@
 //! independent routes: the Cholesky-based `CandidateCache` (mean, variance, `cov(i, j)`) and
 //! `Gp::fit` + `Gp::posterior_cov` (a batch factorisation of all the data).
 
-use armada_gp::{CandidateCache, CandidateCovariance, Gp, Kernel, Points};
+use armada_gp::{CandidateCache, CandidateCovariance, Gp, Kernel};
+use ndarray::Array2;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-fn random_points(rng: &mut ChaCha8Rng, n: usize, dim: usize) -> Points {
-    Points::from_rows(dim, (0..n * dim).map(|_| rng.random::<f64>()).collect())
+fn random_points(rng: &mut ChaCha8Rng, n: usize, dim: usize) -> Array2<f64> {
+    rows(dim, (0..n * dim).map(|_| rng.random::<f64>()).collect())
+}
+
+/// `data.len() / dim` points, one per row.
+fn rows(dim: usize, data: Vec<f64>) -> Array2<f64> {
+    Array2::from_shape_vec((data.len() / dim, dim), data).unwrap()
 }
 
 /// `|got - want| <= tol * max(|want|, scale)`: relative to the prior variance for entries near 0.
@@ -26,25 +32,25 @@ fn downdates_match_cache_and_batch_posterior_cov() {
     let cands = random_points(&mut rng, 300, 2);
     let mut full = CandidateCovariance::new(kernel.clone(), noise, cands.clone());
     let mut cache = CandidateCache::new(kernel.clone(), noise, cands.clone());
-    let mut x = Points::new(2);
+    let mut x = Array2::zeros((0, 2));
     let mut y = Vec::new();
     for t in 0..50 {
         // A few repeats on purpose: index drawn from the first 40 candidates half of the time.
-        let j = if t % 2 == 0 { rng.random_range(0..40) } else { rng.random_range(0..cands.len()) };
-        let yj = (5.0 * cands.row(j)[0]).sin() + rng.random::<f64>() * 0.1;
+        let j = if t % 2 == 0 { rng.random_range(0..40) } else { rng.random_range(0..cands.nrows()) };
+        let yj = (5.0 * cands[(j, 0)]).sin() + rng.random::<f64>() * 0.1;
         assert!(!full.observe_candidate(j, yj).unwrap().jittered());
         cache.observe_candidate(j, yj).unwrap();
-        x.push(cands.row(j));
+        x.push_row(cands.row(j)).unwrap();
         y.push(yj);
     }
     assert_eq!(full.n_obs(), 50);
 
     let (gp, report) = Gp::fit(kernel.clone(), noise, x, y).unwrap();
     assert!(!report.jittered());
-    let batch = gp.posterior_cov(&cands);
-    let (batch_mean, _) = gp.predict(&cands);
+    let batch = gp.posterior_cov(cands.view());
+    let (batch_mean, _) = gp.predict(cands.view());
     let v = kernel.variance;
-    let m = cands.len();
+    let m = cands.nrows();
     for i in 0..m {
         assert_close(&format!("mean[{i}] vs cache"), full.mean()[i], cache.mean()[i], 1.0, 1e-9);
         assert_close(&format!("mean[{i}] vs batch"), full.mean()[i], batch_mean[i], 1.0, 1e-9);
@@ -68,7 +74,7 @@ fn downdates_match_cache_and_batch_posterior_cov() {
 #[test]
 fn lost_pivot_is_jittered_and_reported() {
     let kernel = Kernel::squared_exponential(1.0, vec![0.3]);
-    let cands = Points::from_rows(1, (0..11).map(|i| i as f64 / 10.0).collect());
+    let cands = rows(1, (0..11).map(|i| i as f64 / 10.0).collect());
     let mut full = CandidateCovariance::new(kernel, 0.0, cands);
     assert!(!full.observe_candidate(4, 0.5).unwrap().jittered());
     assert_eq!(full.var()[4], 0.0);

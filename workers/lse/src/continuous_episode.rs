@@ -44,7 +44,8 @@ use crate::benchmarks::{ContinuousProblem, NOMINAL_CARD_X};
 use crate::metrics::{average_loss, upper_set_fscore, Returned};
 use crate::LseMetrics;
 use armada_core::{AnyEpisode, Episode, JobError, JobStreams, Params, StreamRng, ValidJob};
-use armada_gp::{CandidateCache, Gp, Points};
+use armada_gp::{CandidateCache, Gp, Points, Rows};
+use ndarray::{aview1, s, Array2, ArrayView1, ArrayView2};
 use rand::Rng;
 use rand_distr::StandardNormal;
 
@@ -114,10 +115,10 @@ pub(crate) fn start(
     Ok(Box::new(ContinuousEpisode::new(problem, acquisition, config, streams, spec.horizon, check_points)))
 }
 
-/// `n` iid uniform points of `[lo, hi]^dim`, drawn row by row.
-pub fn uniform_points<R: Rng + ?Sized>(n: usize, dim: usize, lo: f64, hi: f64, rng: &mut R) -> Points {
+/// `n` iid uniform points of `[lo, hi]^dim`, one per row, drawn row by row.
+pub fn uniform_points<R: Rng + ?Sized>(n: usize, dim: usize, lo: f64, hi: f64, rng: &mut R) -> Array2<f64> {
     let data = (0..n * dim).map(|_| uniform(lo, hi, rng)).collect();
-    Points::from_rows(dim, data)
+    Array2::from_shape_vec((n, dim), data).expect("n points of dim coordinates")
 }
 
 fn uniform<R: Rng + ?Sized>(lo: f64, hi: f64, rng: &mut R) -> f64 {
@@ -130,9 +131,16 @@ fn uniform<R: Rng + ?Sized>(lo: f64, hi: f64, rng: &mut R) -> f64 {
 ///
 /// # Panics
 /// If `x.len()` differs from the kernel dimension (programmer error).
-pub fn predict_one(gp: &Gp, x: &[f64]) -> (f64, f64) {
+pub fn predict_one(gp: &Gp, x: ArrayView1<'_, f64>) -> (f64, f64) {
+    predict_one_slice(gp, &armada_gp::points::point(x))
+}
+
+/// [`predict_one`] at a point given as a slice: the objective of the Nelder–Mead polish,
+/// called once per simplex evaluation. The design is seen as rows once per call (an O(1)
+/// layout check against the O(n^2) solve).
+pub(crate) fn predict_one_slice(gp: &Gp, x: &[f64]) -> (f64, f64) {
     assert_eq!(x.len(), gp.kernel().dim(), "predict_one: wrong dimension");
-    let kx: Vec<f64> = gp.x().iter().map(|xi| gp.kernel().eval(xi, x)).collect();
+    let kx: Vec<f64> = Rows::new(gp.x()).iter().map(|xi| gp.kernel().eval(xi, x)).collect();
     let l = gp.forward_solve(&kx).expect("k(X, x) has one entry per observation");
     let mu = l.iter().zip(gp.whitened_y()).map(|(a, b)| a * b).sum();
     let ll: f64 = l.iter().map(|a| a * a).sum();
@@ -160,10 +168,12 @@ pub struct EvalSetMean {
 }
 
 impl EvalSetMean {
-    /// The prior: mean 0 on every point. Room for `capacity_obs` observations (the run's
-    /// `T + 1`) is reserved up front, up to 1 GiB, so that `V` is not reallocated (and
-    /// transiently doubled) while it is large.
-    pub fn new(points: Points, capacity_obs: usize) -> Self {
+    /// The prior: mean 0 on every point (one per row of `points`, kept without a copy when
+    /// row-major, else laid out anew once, O(|X~| d)). Room for `capacity_obs` observations
+    /// (the run's `T + 1`) is reserved up front, up to 1 GiB, so that `V` is not reallocated
+    /// (and transiently doubled) while it is large.
+    pub fn new(points: Array2<f64>, capacity_obs: usize) -> Self {
+        let points = Points::from(points);
         let m = points.len();
         let max_rows = (1usize << 27) / m.max(1);
         EvalSetMean { v: Vec::with_capacity(capacity_obs.min(max_rows) * m), n_rows: 0, mean: vec![0.0; m], points }
@@ -182,7 +192,7 @@ impl EvalSetMean {
         }
         let m = self.points.len();
         let l = gp.cholesky_factor();
-        let (kernel, x, w) = (gp.kernel(), gp.x(), gp.whitened_y());
+        let (kernel, x, w) = (gp.kernel(), Rows::new(gp.x()), gp.whitened_y());
         self.v.resize(n * m, 0.0);
         let (old, new) = self.v.split_at_mut(n_old * m);
         for c0 in (0..m).step_by(EVAL_CHUNK) {
@@ -232,9 +242,9 @@ impl EvalSetMean {
         &self.mean
     }
 
-    /// The evaluation set.
-    pub fn points(&self) -> &Points {
-        &self.points
+    /// The evaluation set, one point per row (a view of its storage, no copy).
+    pub fn points(&self) -> ArrayView2<'_, f64> {
+        self.points.view()
     }
 }
 
@@ -280,6 +290,10 @@ impl<F: FnMut(&[f64]) -> f64> Tracker<F> {
 /// that stays in the box). At most `max_evals` evaluations of `g` (at least one, at `x0`);
 /// returns the best point evaluated, so the result is in the box and never worse than
 /// `g(x0)`. NaN values of `g` never win.
+///
+/// Points are `&[f64]` here, not ndarray views: this is a local optimiser's inner loop over
+/// simplex vertices it owns (`g` is evaluated once per trial point), not a point-set
+/// interface; a pool point is passed as its row of the pool's contiguous buffer.
 pub fn nelder_mead_box<F: FnMut(&[f64]) -> f64>(
     g: F,
     x0: &[f64],
@@ -388,8 +402,8 @@ pub struct PolishStart {
 /// Algorithm 3's bookkeeping for its returned classification (spec 2.5.3; module docs).
 struct MaxValueReturn {
     mc_paths: usize,
-    /// The check set `C`.
-    check: Points,
+    /// The check set `C`, one point per row.
+    check: Array2<f64>,
     /// `history[s]`: `H_{s+1}` on `C`, recorded after `s` acquisitions.
     history: Vec<Vec<bool>>,
     mc_rng: StreamRng,
@@ -398,15 +412,17 @@ struct MaxValueReturn {
 }
 
 /// `[x]_t` for every point: the nearest centre of the grid with `tau` points per axis on
-/// `[lo, lo + width]^d` ([`nearest_grid_point`] on the box shifted to the origin).
-pub fn on_grid(points: &Points, lo: f64, width: f64, tau: u64) -> Points {
-    let mut shifted = vec![0.0; points.dim()];
-    let mut data = Vec::with_capacity(points.as_slice().len());
-    for x in points.iter() {
+/// `[lo, lo + width]^d` ([`nearest_grid_point`] on the box shifted to the origin). One point
+/// per row in and out; a non-standard-layout input is laid out anew once (O(n d)).
+pub fn on_grid(points: ArrayView2<'_, f64>, lo: f64, width: f64, tau: u64) -> Array2<f64> {
+    let rows = Rows::new(points);
+    let mut shifted = vec![0.0; rows.dim()];
+    let mut data = Vec::with_capacity(rows.as_slice().len());
+    for x in rows.iter() {
         shifted.iter_mut().zip(x).for_each(|(s, &xi)| *s = xi - lo);
         data.extend(nearest_grid_point(&shifted, width, tau).into_iter().map(|g| g + lo));
     }
-    Points::from_rows(points.dim(), data)
+    Array2::from_shape_vec((rows.len(), rows.dim()), data).expect("one grid point per point")
 }
 
 /// A running continuous LSE job (spec 4.3).
@@ -443,7 +459,7 @@ impl ContinuousEpisode {
         let (d, lo, hi) = (problem.dim, problem.lo, problem.hi);
         let pool_points = uniform_points(config.pool_size, d, lo, hi, &mut streams.env("pool"));
         let eval_points = uniform_points(config.eval_points, d, lo, hi, &mut streams.env("evalset"));
-        let eval_f = eval_points.iter().map(problem.f).collect();
+        let eval_f = Rows::new(eval_points.view()).iter().map(problem.f).collect();
         let max_value = match acquisition {
             Acquisition::RandomizedStraddleMax { mc_paths, .. } => Some(MaxValueReturn {
                 mc_paths,
@@ -480,10 +496,10 @@ impl ContinuousEpisode {
     }
 
     /// Algorithm 3's classification `H_t` (eq. A.3) on `points` under `gp`.
-    fn grid_classification(&self, gp: &Gp, points: &Points, t: u32) -> (Vec<f64>, Vec<bool>) {
+    fn grid_classification(&self, gp: &Gp, points: ArrayView2<'_, f64>, t: u32) -> (Vec<f64>, Vec<bool>) {
         let p = &self.problem;
         let tau_t = self.grid_size(t).expect("grid_classification is Algorithm 3's");
-        let mean = gp.predict_mean(&on_grid(points, p.lo, p.hi - p.lo, tau_t));
+        let mean = gp.predict_mean(on_grid(points, p.lo, p.hi - p.lo, tau_t).view());
         let upper = mean.iter().map(|&mu| mu >= p.theta).collect();
         (mean, upper)
     }
@@ -491,7 +507,7 @@ impl ContinuousEpisode {
     /// After `step` acquisitions: record `H_{step+1}` on the check set.
     fn record_classification(&mut self, step: u32) {
         let Some(state) = &self.max_value else { return };
-        let (_, upper) = self.grid_classification(self.pool.gp(), &state.check, step + 1);
+        let (_, upper) = self.grid_classification(self.pool.gp(), state.check.view(), step + 1);
         self.max_value.as_mut().expect("checked above").history.push(upper);
     }
 
@@ -500,13 +516,13 @@ impl ContinuousEpisode {
     fn choose_returned(&mut self) -> Result<(), JobError> {
         let Some(state) = &mut self.max_value else { return Ok(()) };
         let gp = self.pool.gp();
-        let (paths, _) = armada_gp::sample_posterior(gp, &state.check, state.mc_paths, &mut state.mc_rng)
+        let (paths, _) = armada_gp::sample_posterior(gp, state.check.view(), state.mc_paths, &mut state.mc_rng)
             .map_err(|e| JobError::Numerical(format!("sampling posterior paths for Algorithm 3: {e}")))?;
         let samples: Vec<Vec<f64>> = (0..paths.ncols()).map(|j| paths.col_as_slice(j).to_vec()).collect();
         let (step, _) = choose_returned(&state.history, &samples, self.problem.theta);
         // The posterior after `step` acquisitions: the first step + 1 observations.
-        let (n, d) = (step + 1, self.problem.dim);
-        let x = Points::from_rows(d, gp.x().as_slice()[..n * d].to_vec());
+        let n = step + 1;
+        let x = gp.x().slice(s![..n, ..]).to_owned();
         let (prefix, _) = Gp::fit(gp.kernel().clone(), gp.noise_var(), x, gp.y()[..n].to_vec())
             .map_err(|e| JobError::Numerical(format!("refitting the returned step's posterior: {e}")))?;
         let (mean, upper) = self.grid_classification(&prefix, self.eval.points(), step as u32 + 1);
@@ -519,8 +535,8 @@ impl ContinuousEpisode {
 
     /// Algorithm 3's past classifications on the check set and its check set (None for the
     /// other rules).
-    pub fn max_value_history(&self) -> Option<(&Points, &[Vec<bool>])> {
-        self.max_value.as_ref().map(|s| (&s.check, s.history.as_slice()))
+    pub fn max_value_history(&self) -> Option<(ArrayView2<'_, f64>, &[Vec<bool>])> {
+        self.max_value.as_ref().map(|s| (s.check.view(), s.history.as_slice()))
     }
 
     pub fn problem(&self) -> &ContinuousProblem {
@@ -531,13 +547,13 @@ impl ContinuousEpisode {
         &self.config
     }
 
-    /// The candidate pool `P`.
-    pub fn pool_points(&self) -> &Points {
+    /// The candidate pool `P`, one point per row (a view, no copy).
+    pub fn pool_points(&self) -> ArrayView2<'_, f64> {
         self.pool.candidates()
     }
 
-    /// The evaluation set `X~`.
-    pub fn eval_points(&self) -> &Points {
+    /// The evaluation set `X~`, one point per row (a view, no copy).
+    pub fn eval_points(&self) -> ArrayView2<'_, f64> {
         self.eval.points()
     }
 
@@ -579,7 +595,7 @@ impl ContinuousEpisode {
     /// argmax `choice.index` first, then the next best by objective value (ties: lower
     /// index). Empty when the rule has no pointwise AF or polishing is off.
     pub fn polish_starts(&self, choice: &Choice) -> Vec<PolishStart> {
-        let k = self.config.polish_top_k.min(self.pool.candidates().len());
+        let k = self.config.polish_top_k.min(self.pool.candidates().nrows());
         let Some(obj) = self.objective(choice) else { return Vec::new() };
         if k == 0 {
             return Vec::new();
@@ -601,11 +617,10 @@ impl ContinuousEpisode {
             .chain(others)
             .map(|i| {
                 let g = |x: &[f64]| {
-                    let (mu, v) = predict_one(gp, x);
+                    let (mu, v) = predict_one_slice(gp, x);
                     obj(mu, v)
                 };
-                let polished =
-                    nelder_mead_box(g, self.pool.candidates().row(i), lo, hi, step, self.config.polish_evals);
+                let polished = nelder_mead_box(g, self.pool.candidate(i), lo, hi, step, self.config.polish_evals);
                 PolishStart { pool_index: i, start_value: values[i], polished }
             })
             .collect()
@@ -622,7 +637,7 @@ impl ContinuousEpisode {
         let choice =
             self.acquisition.select(t, self.pool.mean(), self.pool.var(), self.problem.theta, &mut self.algo_rng);
         let unpolished = Observed {
-            x: self.pool.candidates().row(choice.index).to_vec(),
+            x: self.pool.candidate(choice.index).to_vec(),
             pool_index: Some(choice.index),
             beta_sqrt: choice.beta_sqrt,
             af_max: choice.af_max,
@@ -637,8 +652,8 @@ impl ContinuousEpisode {
             return unpolished;
         }
         let pool_index =
-            (best.polished.x.as_slice() == self.pool.candidates().row(best.pool_index)).then_some(best.pool_index);
-        let (mu, var) = predict_one(self.pool.gp(), &best.polished.x);
+            (best.polished.x.as_slice() == self.pool.candidate(best.pool_index)).then_some(best.pool_index);
+        let (mu, var) = predict_one_slice(self.pool.gp(), &best.polished.x);
         let af_max = self.acquisition.af_value(mu, var, self.problem.theta, choice.beta_sqrt).unwrap_or(f64::NAN);
         Observed { x: best.polished.x, pool_index, beta_sqrt: choice.beta_sqrt, af_max }
     }
@@ -651,7 +666,7 @@ impl ContinuousEpisode {
         let y = fx + self.problem.noise_var.sqrt() * eps;
         let report = match obs.pool_index {
             Some(j) => self.pool.observe_candidate(j, y),
-            None => self.pool.observe(&obs.x, y),
+            None => self.pool.observe(aview1(&obs.x), y),
         };
         report.map(|_| ()).map_err(|e| JobError::Numerical(e.to_string()))
     }
@@ -712,6 +727,7 @@ mod tests {
     use crate::benchmarks::CONTINUOUS_5D;
     use crate::LseFamily;
     use armada_core::{run_job, Family, JobSpec, Metrics, ParamValue, Registry};
+    use ndarray::ShapeBuilder;
     use rand::SeedableRng;
     use std::ops::ControlFlow;
 
@@ -820,13 +836,13 @@ mod tests {
         for block in [1, 1, 5, 3, 13, 2] {
             for _ in 0..block {
                 let x: Vec<f64> = (0..5).map(|_| rng.random_range(-5.0..5.0)).collect();
-                cache.observe(&x, (problem.f)(&x)).unwrap();
+                cache.observe(aview1(&x), (problem.f)(&x)).unwrap();
                 n += 1;
             }
             lazy.catch_up(cache.gp());
             assert_eq!(lazy.mean(), cache.mean(), "after {n} observations");
         }
-        let (mu, _) = cache.gp().predict(&points);
+        let (mu, _) = cache.gp().predict(points.view());
         let scale = mu.iter().fold(0.0f64, |a, &b| a.max(b.abs()));
         let err = mu.iter().zip(lazy.mean()).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
         assert!(err <= 1e-8 * scale, "max error {err} at scale {scale}");
@@ -840,11 +856,11 @@ mod tests {
         let mut gp = Gp::new(problem.kernel.clone(), problem.noise_var);
         for _ in 0..40 {
             let x: Vec<f64> = (0..5).map(|_| rng.random_range(-5.0..5.0)).collect();
-            gp.append(&x, (problem.f)(&x)).unwrap();
+            gp.append(aview1(&x), (problem.f)(&x)).unwrap();
         }
         let q = uniform_points(50, 5, -5.0, 5.0, &mut rng);
-        let (mu, var) = gp.predict(&q);
-        for (j, x) in q.iter().enumerate() {
+        let (mu, var) = gp.predict(q.view());
+        for (j, x) in q.rows().into_iter().enumerate() {
             let (m1, v1) = predict_one(&gp, x);
             assert!((m1 - mu[j]).abs() <= 1e-9 * (1.0 + mu[j].abs()), "{m1} vs {}", mu[j]);
             assert!((v1 - var[j]).abs() <= 1e-9 * problem.kernel.variance, "{v1} vs {}", var[j]);
@@ -861,7 +877,7 @@ mod tests {
         let j = job("sphere-5d", "rand-straddle", horizon, &sizes, &[]);
         let mut ep = episode(&j);
         let theta = ep.problem().theta;
-        let f: Vec<f64> = ep.eval_points().iter().map(sphere_f).collect();
+        let f: Vec<f64> = Rows::new(ep.eval_points()).iter().map(sphere_f).collect();
         assert_eq!(ep.eval_f(), f.as_slice());
         let mut rows = vec![ep.initial().unwrap().into_values()];
         let mut direct = vec![ep.gp().predict(ep.eval_points()).0];
@@ -935,7 +951,7 @@ mod tests {
             assert_eq!(ep.gp().x().row(0), a.gp().x().row(0), "{algo}");
             assert_eq!(ep.gp().y()[0], a.gp().y()[0], "{algo}");
             assert_eq!(rows[0][col("loss")], ra[0][col("loss")], "{algo}");
-            assert!(ep.gp().x().iter().all(|x| ep.problem().contains(x)), "{algo}");
+            assert!(Rows::new(ep.gp().x()).iter().all(|x| ep.problem().contains(x)), "{algo}");
             if algo == "random" {
                 // Uniform in the box, not pool points.
                 assert!(rows.iter().all(|r| r[col("chosen_index")] == -1.0));
@@ -1008,7 +1024,7 @@ mod tests {
                 let j = job(bench, algo, 12, &sizes, ap);
                 let mut ep = episode(&j);
                 let rows = run(&mut ep, 12);
-                assert!(ep.gp().x().iter().all(|x| ep.problem().contains(x)), "{bench} {algo}");
+                assert!(Rows::new(ep.gp().x()).iter().all(|x| ep.problem().contains(x)), "{bench} {algo}");
                 // Polishing moved at least one choice off the pool.
                 assert!(rows[1..].iter().any(|r| r[col("chosen_index")] == -1.0), "{bench} {algo}");
                 let mut acq = ep.acquisition.clone();
@@ -1019,8 +1035,7 @@ mod tests {
                 assert_eq!(starts.len(), 4);
                 assert_eq!(starts[0].pool_index, choice.index);
                 for s in &starts {
-                    let x0 = ep.pool_points().row(s.pool_index);
-                    let (mu0, v0) = predict_one(ep.gp(), x0);
+                    let (mu0, v0) = predict_one(ep.gp(), ep.pool_points().row(s.pool_index));
                     assert!(ep.problem().contains(&s.polished.x));
                     assert!(s.polished.evals <= 40);
                     assert!(s.polished.value >= obj(mu0, v0), "{bench} {algo}: {s:?}");
@@ -1113,14 +1128,9 @@ mod tests {
 
     /// `[x]_t` by the floor of the cell index, an independent route to [`on_grid`] away from
     /// cell boundaries (which uniform draws hit with probability 0).
-    fn grid_by_floor(points: &Points, lo: f64, width: f64, tau: u64) -> Points {
+    fn grid_by_floor(points: ArrayView2<'_, f64>, lo: f64, width: f64, tau: u64) -> Array2<f64> {
         let h = width / tau as f64;
-        let data = points
-            .as_slice()
-            .iter()
-            .map(|&x| lo + (((x - lo) / h).floor().clamp(0.0, tau as f64 - 1.0) + 0.5) * h)
-            .collect();
-        Points::from_rows(points.dim(), data)
+        points.mapv(|x| lo + (((x - lo) / h).floor().clamp(0.0, tau as f64 - 1.0) + 0.5) * h)
     }
 
     #[test]
@@ -1128,9 +1138,13 @@ mod tests {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
         let pts = uniform_points(3000, 5, -5.0, 5.0, &mut rng);
         for tau in [1u64, 3, 108, 10_000] {
-            let g = on_grid(&pts, -5.0, 10.0, tau);
-            assert_eq!(g.as_slice(), grid_by_floor(&pts, -5.0, 10.0, tau).as_slice(), "tau {tau}");
-            for (x, gx) in pts.iter().zip(g.iter()) {
+            let g = on_grid(pts.view(), -5.0, 10.0, tau);
+            assert_eq!(g.as_slice(), grid_by_floor(pts.view(), -5.0, 10.0, tau).as_slice(), "tau {tau}");
+            // A column-major copy of the points gives the same grid.
+            let mut pts_f = Array2::zeros(pts.raw_dim().f());
+            pts_f.assign(&pts);
+            assert_eq!(on_grid(pts_f.view(), -5.0, 10.0, tau), g, "tau {tau}");
+            for (x, gx) in pts.rows().into_iter().zip(g.rows()) {
                 let l1: f64 = x.iter().zip(gx).map(|(a, b)| (a - b).abs()).sum();
                 assert!(l1 <= 5.0 * 10.0 / tau as f64 + 1e-12);
             }
@@ -1162,10 +1176,10 @@ mod tests {
             assert!((xi - want).abs() <= 1e-9 * (1.0 + want), "t = {t}: xi {xi} vs {want}");
         }
         let (check, history) = ep.max_value_history().unwrap();
-        assert_eq!((check.len(), history.len()), (200, horizon as usize + 1));
+        assert_eq!((check.nrows(), history.len()), (200, horizon as usize + 1));
         // The last recorded classification: H_{T+1} = {mu_T([x]_{T+1}) >= theta} on C.
         let tau_next = tau(horizon + 1, d, width, 1.0, 1.0);
-        let (mean, _) = ep.gp().predict(&grid_by_floor(check, -5.0, width, tau_next));
+        let (mean, _) = ep.gp().predict(grid_by_floor(check, -5.0, width, tau_next).view());
         let want: Vec<bool> = mean.iter().map(|&mu| mu >= theta).collect();
         assert_eq!(history[horizon as usize], want);
         for (t, row) in rows.iter().enumerate() {
@@ -1180,10 +1194,10 @@ mod tests {
         // Rebuild the returned classification from the first step + 1 observations.
         let n = step as usize + 1;
         let gp = ep.gp();
-        let x = Points::from_rows(d, gp.x().as_slice()[..n * d].to_vec());
+        let x = gp.x().slice(s![..n, ..]).to_owned();
         let (prefix, _) = Gp::fit(gp.kernel().clone(), gp.noise_var(), x, gp.y()[..n].to_vec()).unwrap();
         let tau_r = tau(n as u32, d, width, 1.0, 1.0);
-        let (mean, _) = prefix.predict(&grid_by_floor(ep.eval_points(), -5.0, width, tau_r));
+        let (mean, _) = prefix.predict(grid_by_floor(ep.eval_points(), -5.0, width, tau_r).view());
         let f = ep.eval_f();
         let loss =
             mean.iter().zip(f).filter(|(&mu, &fx)| (mu >= theta) != (fx >= theta)).map(|(_, &fx)| (fx - theta).abs());

@@ -2,17 +2,17 @@
 //! initial point), run through the real episode loop for every registered algorithm.
 
 use armada_core::{check_params, run_job, Episode, Family, JobSpec, JobStreams, Params, Registry};
-use armada_gp::{Kernel, Points};
+use armada_gp::Kernel;
 use armada_lse::algorithms::{Acquisition, ALGORITHMS};
 use armada_lse::benchmarks::{grid_2d, FiniteProblem, Protocol};
 use armada_lse::{FiniteEpisode, LseFamily};
+use ndarray::s;
 use std::ops::ControlFlow;
 
 /// A 6 x 5 grid with the carrier block's protocol and kernel family.
 fn small_noise_free_problem() -> FiniteProblem {
-    let candidates = grid_2d(6, (0.0, 10.0), (0.0, 10.0));
-    let candidates = Points::from_rows(2, candidates.as_slice()[..60].to_vec());
-    let f = candidates.iter().map(|x| (0.4 * x[0]).sin() + 0.1 * x[1] - 0.3).collect();
+    let candidates = grid_2d(6, (0.0, 10.0), (0.0, 10.0)).slice_move(s![..30, ..]);
+    let f = candidates.rows().into_iter().map(|x| (0.4 * x[0]).sin() + 0.1 * x[1] - 0.3).collect();
     FiniteProblem {
         candidates,
         f,

@@ -134,14 +134,14 @@ fn refit_ratio() {
         with_grad / value_only
     );
     let mut model = armada_safe::surrogate::Surrogate::new(2, 1.0, 1e-5, armada_safe::surrogate::RefitMode::Fixed, 0);
-    for (z, &yi) in x.iter().zip(y) {
+    for (z, &yi) in x.rows().into_iter().zip(y) {
         model.observe(z, yi);
     }
     let grid = &episode.benchmark().grid;
     let predict_reps = 20;
     let (generic, _) = timed(|| {
         for _ in 0..predict_reps {
-            std::hint::black_box(model.predict(&grid.points).unwrap());
+            std::hint::black_box(model.predict(grid.points.view()).unwrap());
         }
     });
     let (tabled, _) = timed(|| {

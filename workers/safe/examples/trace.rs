@@ -101,7 +101,7 @@ fn main() {
         let estimates = config.algorithm.estimates(&sets);
         let grid = &episode.benchmark().grid;
         println!("row,x1,x2,boundary_s,s_hat");
-        for (i, (x, (&b, &e))) in grid.x.iter().zip(sets.boundary.iter().zip(estimates)).enumerate() {
+        for (i, (x, (&b, &e))) in grid.x.rows().into_iter().zip(sets.boundary.iter().zip(estimates)).enumerate() {
             let x2 = x.get(1).map_or("NaN".to_string(), |v| format!("{v:?}"));
             println!("{i},{:?},{x2},{:?},{:?}", x[0], grid.s[b], grid.s[e]);
         }

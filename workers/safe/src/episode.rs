@@ -13,6 +13,7 @@ use crate::regret::RegretReference;
 use crate::sets::RoundSets;
 use crate::surrogate::{RefitMode, Surrogate};
 use armada_core::{Episode, JobError, JobStreams, StreamRng};
+use ndarray::{aview1, ArrayView2};
 use rand::Rng;
 use rand_distr::StandardNormal;
 
@@ -115,7 +116,7 @@ impl SafeEpisode {
         for _ in 0..2 {
             let mut z = vec![0.0];
             z.extend(episode.bench.x_box.iter().map(|&(lo, hi)| seeds.random_range(lo..hi)));
-            let (f, g) = (episode.bench.eval)(0.0, &z[1..]);
+            let (f, g) = (episode.bench.eval)(0.0, aview1(&z[1..]));
             episode.observe(&z, f, g);
         }
         // The first fit is common to every algorithm of the seed.
@@ -126,7 +127,7 @@ impl SafeEpisode {
     }
 
     /// The observations of f so far (seeds first).
-    pub fn f_data(&self) -> (&armada_gp::Points, &[f64]) {
+    pub fn f_data(&self) -> (ArrayView2<'_, f64>, &[f64]) {
         self.f_model.data()
     }
 
@@ -163,8 +164,8 @@ impl SafeEpisode {
             yf += sd * self.noise.sample::<f64, _>(StandardNormal);
             yg += sd * self.noise.sample::<f64, _>(StandardNormal);
         }
-        self.f_model.observe(z, yf);
-        self.g_model.observe(z, yg);
+        self.f_model.observe(aview1(z), yf);
+        self.g_model.observe(aview1(z), yg);
     }
 
     fn update_posterior(&mut self) -> Result<(), JobError> {

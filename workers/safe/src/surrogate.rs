@@ -9,9 +9,11 @@
 
 use crate::grid::Grid;
 use armada_core::JobError;
-use armada_gp::{fit_map, Gp, Kernel, KernelKind, LogNormalPrior, MapConfig, Points};
+use armada_gp::points::point;
+use armada_gp::{fit_map, Gp, Kernel, KernelKind, LogNormalPrior, MapConfig, Points, Rows};
 use faer::linalg::triangular_solve::solve_lower_triangular_in_place;
 use faer::{Mat, Par};
+use ndarray::{ArrayView1, ArrayView2, Axis};
 use rand::Rng;
 
 /// Initial lengthscale and prior median (spec 2.4).
@@ -34,6 +36,7 @@ armada_core::choice! {
 /// Data and hyperparameters of one GP.
 #[derive(Clone, Debug)]
 pub struct Surrogate {
+    /// The observed inputs, growing by one row per observation.
     x: Points,
     y: Vec<f64>,
     kernel: Kernel,
@@ -62,9 +65,9 @@ impl Surrogate {
         }
     }
 
-    /// Adds one observation (no refit).
-    pub fn observe(&mut self, z: &[f64], y: f64) {
-        self.x.push(z);
+    /// Adds one observation (no refit) at the input `z = (s, x)`.
+    pub fn observe(&mut self, z: ArrayView1<'_, f64>, y: f64) {
+        self.x.push(&point(z));
         self.y.push(y);
     }
 
@@ -73,9 +76,9 @@ impl Surrogate {
         &self.kernel
     }
 
-    /// The observed inputs and values.
-    pub fn data(&self) -> (&Points, &[f64]) {
-        (&self.x, &self.y)
+    /// The observed inputs (one per row, a view of the surrogate's storage) and values.
+    pub fn data(&self) -> (ArrayView2<'_, f64>, &[f64]) {
+        (self.x.view(), &self.y)
     }
 
     /// Refits the hyperparameters by MAP according to the mode; returns the number of
@@ -87,7 +90,7 @@ impl Surrogate {
             RefitMode::Warm if self.n_fits > 0 => config.n_prior_draws_per_param = 0,
             RefitMode::Warm | RefitMode::Multistart => {}
         }
-        let fit = fit_map(&self.x, &self.y, &config, Some(&self.kernel), rng)
+        let fit = fit_map(self.x.view(), &self.y, &config, Some(&self.kernel), rng)
             .map_err(|e| JobError::Numerical(format!("MAP refit: {e}")))?;
         self.kernel = fit.kernel;
         self.n_fits += 1;
@@ -95,7 +98,7 @@ impl Surrogate {
     }
 
     fn factor(&self) -> Result<Gp, JobError> {
-        Gp::fit(self.kernel.clone(), self.config.noise_var, self.x.clone(), self.y.clone())
+        Gp::fit(self.kernel.clone(), self.config.noise_var, self.x.clone().into_array(), self.y.clone())
             .map(|(gp, _)| gp)
             .map_err(|e| JobError::Numerical(format!("GP factorisation: {e}")))
     }
@@ -109,15 +112,14 @@ impl Surrogate {
     /// contiguous loop of `fastexp::matern52` that the compiler vectorises.
     pub fn predict_grid(&self, grid: &Grid) -> Result<(Vec<f64>, Vec<f64>), JobError> {
         if self.kernel.kind != KernelKind::Matern52 {
-            return self.predict(&grid.points);
+            return self.predict(grid.points.view());
         }
         let gp = self.factor()?;
         let n = self.x.len();
         let inv_l: Vec<f64> = self.kernel.lengthscales.iter().map(|l| 1.0 / l).collect();
         let ds2: Vec<Vec<f64>> =
             grid.s.iter().map(|s| self.x.iter().map(|z| ((s - z[0]) * inv_l[0]).powi(2)).collect()).collect();
-        let dx2: Vec<Vec<f64>> = grid
-            .x
+        let dx2: Vec<Vec<f64>> = Rows::new(grid.x.view())
             .iter()
             .map(|xi| {
                 self.x
@@ -160,14 +162,15 @@ impl Surrogate {
         Ok((mean, sd))
     }
 
-    /// Posterior mean and standard deviation (latent, noise not added) at every point.
-    pub fn predict(&self, points: &Points) -> Result<(Vec<f64>, Vec<f64>), JobError> {
+    /// Posterior mean and standard deviation (latent, noise not added) at every point, one
+    /// per row of `points`, predicted in blocks of rows (views, no copy; a non-standard-layout
+    /// `points` is laid out anew block by block, O(n d) in all).
+    pub fn predict(&self, points: ArrayView2<'_, f64>) -> Result<(Vec<f64>, Vec<f64>), JobError> {
         let gp = self.factor()?;
-        let dim = points.dim();
-        let mut mean = Vec::with_capacity(points.len());
-        let mut sd = Vec::with_capacity(points.len());
-        for block in points.as_slice().chunks(PREDICT_BLOCK * dim) {
-            let (m, v) = gp.predict(&Points::from_rows(dim, block.to_vec()));
+        let mut mean = Vec::with_capacity(points.nrows());
+        let mut sd = Vec::with_capacity(points.nrows());
+        for block in points.axis_chunks_iter(Axis(0), PREDICT_BLOCK) {
+            let (m, v) = gp.predict(block);
             mean.extend(m);
             sd.extend(v.into_iter().map(f64::sqrt));
         }
@@ -181,6 +184,7 @@ impl Surrogate {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ndarray::aview1;
 
     #[test]
     fn grid_prediction_equals_pointwise_prediction() {
@@ -188,10 +192,10 @@ mod tests {
         let mut model = Surrogate::new(3, 1.5, 1e-5, RefitMode::Fixed, 0);
         model.kernel = Kernel::matern52(1.5, vec![0.3, 0.7, 0.4]);
         for (k, z) in [[0.1, 0.3, -0.2], [0.5, 1.9, 0.8], [0.9, 1.0, 0.0], [0.0, 0.7, 0.5]].iter().enumerate() {
-            model.observe(z, (k as f64 * 1.3).sin());
+            model.observe(aview1(z), (k as f64 * 1.3).sin());
         }
         let (m1, s1) = model.predict_grid(&grid).unwrap();
-        let (m2, s2) = model.predict(&grid.points).unwrap();
+        let (m2, s2) = model.predict(grid.points.view()).unwrap();
         assert_eq!(m1.len(), grid.len());
         for k in 0..grid.len() {
             assert!((m1[k] - m2[k]).abs() < 1e-12 && (s1[k] - s2[k]).abs() < 1e-9, "{k}");

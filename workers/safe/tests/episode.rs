@@ -7,6 +7,7 @@ use armada_safe::benchmarks::Benchmark;
 use armada_safe::regret::RegretReference;
 use armada_safe::surrogate::{RefitMode, Surrogate};
 use armada_safe::{SafeFamily, SafeMetrics};
+use ndarray::aview1;
 use rand::SeedableRng;
 
 fn registry() -> Registry {
@@ -140,19 +141,19 @@ fn refits_never_lose_to_the_previous_hyperparameters() {
         let mut model = Surrogate::new(2, 1.0, 1e-5, mode, 10);
         for i in 0..12 {
             let (s, x) = ((i * 7 % 12) as f64 / 11.0, (i * 5 % 12) as f64 / 5.5);
-            let (f, _) = armada_safe::benchmarks::clinical::eval(s, &[x]);
+            let (f, _) = armada_safe::benchmarks::clinical::eval(s, aview1(&[x]));
             let before = model.kernel().clone();
-            model.observe(&[s, x], f);
+            model.observe(aview1(&[s, x]), f);
             let (xs, ys) = model.data();
-            let (xs, ys) = (xs.clone(), ys.to_vec());
-            let j = |k| log_posterior_and_grad(&xs, &ys, k, &config).unwrap().0;
+            let (xs, ys) = (xs.to_owned(), ys.to_vec());
+            let j = |k| log_posterior_and_grad(xs.view(), &ys, k, &config).unwrap().0;
             let j_before = j(&before);
             model.refit(&mut rng).unwrap();
             assert!(j(model.kernel()) >= j_before - 1e-9, "{mode:?} at {i}");
         }
     }
     let mut fixed = Surrogate::new(2, 1.0, 1e-5, RefitMode::Fixed, 10);
-    fixed.observe(&[0.5, 0.5], 1.0);
+    fixed.observe(aview1(&[0.5, 0.5]), 1.0);
     fixed.refit(&mut rng).unwrap();
     assert_eq!((fixed.kernel().variance, fixed.kernel().lengthscales.clone()), (1.0, vec![0.2, 0.2]));
 }
@@ -160,10 +161,13 @@ fn refits_never_lose_to_the_previous_hyperparameters() {
 #[test]
 fn the_posterior_interpolates_noiseless_data_and_reverts_to_the_prior_far_away() {
     let mut model = Surrogate::new(2, 2.0, 1e-8, RefitMode::Fixed, 10);
-    model.observe(&[0.1, 0.2], 0.7);
-    model.observe(&[0.9, 0.4], -0.3);
-    let q = armada_gp::Points::from_rows(2, vec![0.1, 0.2, 0.9, 0.4, 50.0, 50.0]);
-    let (mu, sd) = model.predict(&q).unwrap();
+    model.observe(aview1(&[0.1, 0.2]), 0.7);
+    model.observe(aview1(&[0.9, 0.4]), -0.3);
+    let q = ndarray::array![[0.1, 0.2], [0.9, 0.4], [50.0, 50.0]];
+    let (mu, sd) = model.predict(q.view()).unwrap();
+    // The same points column-major (a transposed view): the same numbers.
+    let qt = q.t().to_owned();
+    assert_eq!(model.predict(qt.t()).unwrap(), (mu.clone(), sd.clone()));
     assert!((mu[0] - 0.7).abs() < 1e-6 && (mu[1] + 0.3).abs() < 1e-6);
     assert!(sd[0] < 1e-3 && sd[1] < 1e-3);
     assert!(mu[2].abs() < 1e-12 && (sd[2] - 2f64.sqrt()).abs() < 1e-12);

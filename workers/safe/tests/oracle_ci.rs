@@ -12,6 +12,7 @@ use armada_safe::confidence::Confidence;
 use armada_safe::regret::RegretReference;
 use armada_safe::sets::RoundSets;
 use armada_safe::SafeFamily;
+use ndarray::{s, ArrayView1};
 use rand::{Rng, SeedableRng};
 
 const BETA: f64 = 3.0;
@@ -26,12 +27,12 @@ fn benchmark(name: &str, grid: i64) -> Benchmark {
 /// A toy where elimination is easy: `f = -(s - 0.4)^2 - 3 (x - 0.2)^2`, `g = s + x/2`, `h = 1`,
 /// with the exact growth constants `L_f = max df/ds = 0.8` and `L'_g = 1`.
 fn toy() -> Benchmark {
-    fn eval(s: f64, x: &[f64]) -> (f64, f64) {
+    fn eval(s: f64, x: ArrayView1<'_, f64>) -> (f64, f64) {
         (-(s - 0.4).powi(2) - 3.0 * (x[0] - 0.2).powi(2), s + 0.5 * x[0])
     }
     let mut b = benchmark("clinical", 25);
     b.grid = armada_safe::grid::Grid::new(25, &[(0.0, 1.0, 25)]);
-    (b.f, b.g) = b.grid.points.iter().map(|z| eval(z[0], &z[1..])).unzip();
+    (b.f, b.g) = b.grid.points.rows().into_iter().map(|z| eval(z[0], z.slice(s![1..]))).unzip();
     (b.h, b.l_f, b.l_g, b.x_box, b.eval) = (1.0, 0.8, 1.0, vec![(0.0, 1.0)], eval);
     b
 }
@@ -67,7 +68,7 @@ impl Oracle {
 
     fn confidence(&self, bench: &Benchmark) -> Confidence {
         let pts = &bench.grid.points;
-        let shrink: Vec<f64> = (0..pts.len())
+        let shrink: Vec<f64> = (0..pts.nrows())
             .map(|k| {
                 let z = pts.row(k);
                 let near: f64 = self

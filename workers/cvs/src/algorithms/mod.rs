@@ -8,7 +8,7 @@ pub mod psq;
 pub mod ucb_cvs;
 
 use armada_core::{JobError, StreamRng};
-use armada_gp::Points;
+use ndarray::ArrayView2;
 
 use crate::maximize::{MaximizeConfig, Maximum};
 use crate::problem::Problem;
@@ -18,13 +18,14 @@ use crate::surrogate::{Posterior, SetCache};
 pub struct Context<'a> {
     pub problem: &'a Problem,
     pub post: &'a Posterior,
-    /// The run's fixed MC sample set `S` (`n_mc x dim` row-major, spec §2.3).
-    pub samples: &'a [f64],
+    /// The run's fixed MC sample set `S`, one sample of every variable per row (`n_mc x dim`,
+    /// spec §2.3; row-major, a view of the episode's own array).
+    pub samples: ArrayView2<'a, f64>,
     /// Per-set caches of the kernel factor over the random part, up to date with `post`.
     pub caches: &'a [SetCache],
     /// The GP's training inputs and outputs so far (the initial design included), in the
-    /// order of `post`.
-    pub observed_x: &'a Points,
+    /// order of `post`: one input per row, a view of the GP's own storage.
+    pub observed_x: ArrayView2<'a, f64>,
     pub observed_y: &'a [f64],
     /// The surrogate's noise variance `lambda`.
     pub gp_noise_var: f64,
@@ -38,9 +39,9 @@ impl Context<'_> {
         Context {
             problem: self.problem,
             post,
-            samples: self.samples,
+            samples: self.samples.reborrow(),
             caches,
-            observed_x: self.observed_x,
+            observed_x: self.observed_x.reborrow(),
             observed_y: self.observed_y,
             gp_noise_var: self.gp_noise_var,
             stats: self.stats,

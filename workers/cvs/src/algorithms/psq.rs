@@ -39,8 +39,7 @@ impl Algorithm for TsPsq {
         let kernel = Kernel::squared_exponential(p.s2, lengthscales);
         let numerical = |e: armada_gp::GpError| JobError::Numerical(format!("TS-PSQ sample: {e}"));
         let rff = RandomFourierFeatures::sample(&kernel, self.n_frequencies, ctx.rng).map_err(numerical)?;
-        let x = armada_gp::Points::from_rows(p.dim, p.x.clone());
-        let theta = sample_weights(&rff, &x, ctx.observed_y, ctx.gp_noise_var, ctx.rng).map_err(numerical)?;
+        let theta = sample_weights(&rff, p.x(), ctx.observed_y, ctx.gp_noise_var, ctx.rng).map_err(numerical)?;
         let sets: Vec<usize> = match ctx.problem.full_set() {
             Some(full) => vec![full],
             None => (0..ctx.problem.n_sets()).collect(),

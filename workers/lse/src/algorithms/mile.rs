@@ -140,7 +140,8 @@ pub fn mile_af(cov: &CandidateCovariance, theta: f64, beta_sqrt: f64, excluded: 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use armada_gp::{Gp, Kernel, Points};
+    use armada_gp::{Gp, Kernel};
+    use ndarray::{s, Array2};
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
     use rand_distr::StandardNormal;
@@ -177,9 +178,9 @@ mod tests {
     }
 
     /// A small problem with data: 25 candidates on [0, 4], 4 noisy observations.
-    fn small_problem(noise: f64) -> (Kernel, Points, Vec<usize>, Vec<f64>, CandidateCovariance) {
+    fn small_problem(noise: f64) -> (Kernel, Array2<f64>, Vec<usize>, Vec<f64>, CandidateCovariance) {
         let kernel = Kernel::squared_exponential(1.5, vec![0.6]);
-        let cands = Points::from_rows(1, (0..25).map(|i| i as f64 / 6.0).collect());
+        let cands = Array2::from_shape_fn((25, 1), |(i, _)| i as f64 / 6.0);
         let obs = vec![3usize, 9, 14, 21];
         let ys = vec![1.2, -0.4, 0.9, 1.6];
         let mut cov = CandidateCovariance::new(kernel.clone(), noise, cands.clone());
@@ -198,12 +199,9 @@ mod tests {
         let noise = 0.05;
         let (theta, beta_sqrt) = (0.3, 1.0);
         let (kernel, cands, obs, ys, cov) = small_problem(noise);
-        let mut x_obs = Points::new(1);
-        for &j in &obs {
-            x_obs.push(cands.row(j));
-        }
+        let x_obs = cands.select(ndarray::Axis(0), &obs);
         let (base, _) = Gp::fit(kernel, noise, x_obs, ys).unwrap();
-        let (mu, var) = base.predict(&cands);
+        let (mu, var) = base.predict(cands.view());
 
         // Pick pairs (x', x) deterministically: the ones with the most extreme covariances
         // of each sign among pairs whose p is in (0.05, 0.95).
@@ -229,14 +227,14 @@ mod tests {
         for (xp, x) in pairs {
             let s2 = var[x] + noise;
             let p = mile_probability(mu[xp] - theta, var[xp], cov.cov(xp, x), s2, beta_sqrt);
-            let q = Points::from_rows(1, cands.row(xp).to_vec());
+            let q = cands.slice(s![xp..xp + 1, ..]);
             let mut hits = 0usize;
             let mut var_after = f64::NAN;
             for _ in 0..n_draws {
                 let y = mu[x] + s2.sqrt() * rng.sample::<f64, _>(StandardNormal);
                 let mut gp = base.clone();
                 gp.append(cands.row(x), y).unwrap();
-                let (m1, v1) = gp.predict(&q);
+                let (m1, v1) = gp.predict(q);
                 var_after = v1[0];
                 hits += (m1[0] - beta_sqrt * v1[0].sqrt() > theta) as usize;
             }
@@ -299,7 +297,7 @@ mod tests {
         let noise = 0.01;
         let (theta, beta_sqrt) = (-1.0, 3.0);
         let kernel = Kernel::squared_exponential(1.0, vec![1.0]);
-        let cands = Points::from_rows(1, vec![0.0, 0.1, 0.2, 0.3, 0.4, 50.0]);
+        let cands = Array2::from_shape_vec((6, 1), vec![0.0, 0.1, 0.2, 0.3, 0.4, 50.0]).unwrap();
         let cov = CandidateCovariance::new(kernel.clone(), noise, cands.clone());
         let af = mile_af(&cov, theta, beta_sqrt, None);
         let mut rng = ChaCha8Rng::seed_from_u64(5);
@@ -317,7 +315,7 @@ mod tests {
                 let y = (1.0 + noise).sqrt() * rng.sample::<f64, _>(StandardNormal);
                 let mut gp = Gp::new(kernel.clone(), noise);
                 gp.append(cands.row(x), y).unwrap();
-                let (m1, v1) = gp.predict(&cands);
+                let (m1, v1) = gp.predict(cands.view());
                 let size = m1.iter().zip(&v1).filter(|(m, v)| *m - beta_sqrt * v.sqrt() > theta).count() as f64;
                 total += size;
                 total_sq += size * size;

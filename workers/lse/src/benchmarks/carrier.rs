@@ -4,7 +4,8 @@
 
 use super::{FiniteProblem, Protocol};
 use armada_core::ComponentDef;
-use armada_gp::{Kernel, Points};
+use armada_gp::Kernel;
+use ndarray::Array2;
 use std::f64::consts::PI;
 
 /// Grid sizes: `x1 in {8, 10, ..., 184}` (89 values), `x2 in {8, 10, ..., 154}` (74 values).
@@ -25,15 +26,15 @@ pub const CARRIER_LIFETIME: ComponentDef = ComponentDef {
 };
 
 /// The grid `{(2a + 6, 2b + 6) : 1 <= a <= 89, 1 <= b <= 74}`, flattened x1-major like
-/// [`super::grid_2d`]: index `i * 74 + j` holds `(8 + 2i, 8 + 2j)`.
-pub fn carrier_grid() -> Points {
+/// [`super::grid_2d`]: row `i * 74 + j` holds `(8 + 2i, 8 + 2j)`.
+pub fn carrier_grid() -> Array2<f64> {
     let mut data = Vec::with_capacity(2 * N_X1 * N_X2);
     for i in 0..N_X1 {
         for j in 0..N_X2 {
             data.extend_from_slice(&[8.0 + 2.0 * i as f64, 8.0 + 2.0 * j as f64]);
         }
     }
-    Points::from_rows(2, data)
+    Array2::from_shape_vec((N_X1 * N_X2, 2), data).expect("89 x 74 points of 2 coordinates")
 }
 
 /// The stand-in's raw surface before rescaling (spec 4.4): a low-lifetime frame along the
@@ -59,7 +60,7 @@ pub fn carrier_lifetime_raw(x1: f64, x2: f64) -> f64 {
 /// lengthscale 25 in grid units, nugget `1e-6`, exact observations and no repeats.
 pub fn carrier_lifetime() -> FiniteProblem {
     let candidates = carrier_grid();
-    let raw: Vec<f64> = candidates.iter().map(|x| carrier_lifetime_raw(x[0], x[1])).collect();
+    let raw: Vec<f64> = candidates.rows().into_iter().map(|x| carrier_lifetime_raw(x[0], x[1])).collect();
     let (lo, hi) = raw.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &r| (lo.min(r), hi.max(r)));
     let f = raw
         .iter()
@@ -85,12 +86,12 @@ mod tests {
     #[test]
     fn grid_is_89_by_74_x1_major() {
         let g = carrier_grid();
-        assert_eq!(g.len(), 6586);
-        assert_eq!(g.row(0), &[8.0, 8.0]);
-        assert_eq!(g.row(1), &[8.0, 10.0]);
-        assert_eq!(g.row(73), &[8.0, 154.0]);
-        assert_eq!(g.row(74), &[10.0, 8.0]);
-        assert_eq!(g.row(6585), &[184.0, 154.0]);
+        assert_eq!(g.nrows(), 6586);
+        assert_eq!(g.row(0).to_vec(), [8.0, 8.0]);
+        assert_eq!(g.row(1).to_vec(), [8.0, 10.0]);
+        assert_eq!(g.row(73).to_vec(), [8.0, 154.0]);
+        assert_eq!(g.row(74).to_vec(), [10.0, 8.0]);
+        assert_eq!(g.row(6585).to_vec(), [184.0, 154.0]);
     }
 
     /// Spec 4.4 check values (spec author's numpy; re-computed with numpy from the same

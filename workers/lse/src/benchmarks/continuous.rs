@@ -41,7 +41,11 @@ pub fn styblinski_tang(x: &[f64]) -> f64 {
     -20.8875 - 0.5 * x.iter().map(|&v| v.powi(4) - 16.0 * v * v + 5.0 * v).sum::<f64>()
 }
 
-/// A noise-free black box on the box.
+/// A noise-free black box on the box, at one point.
+///
+/// A `&[f64]` rather than an ndarray view on purpose: it is an inner-loop primitive, called
+/// once per point of the evaluation set `X~` (100,000 by default) on a row of its contiguous
+/// buffer, and once per Nelder–Mead trial point; a slice needs no layout check per call.
 pub type BlackBox = fn(&[f64]) -> f64;
 
 /// A continuous level-set problem on the box `[lo, hi]^dim` (spec 4.3): the noise-free

@@ -3,8 +3,9 @@
 
 use super::{FiniteProblem, Protocol};
 use armada_core::{ComponentDef, JobError};
-use armada_gp::{Kernel, Points};
+use armada_gp::Kernel;
 use faer::{Mat, Side};
+use ndarray::Array2;
 use rand::Rng;
 use rand_distr::StandardNormal;
 
@@ -33,8 +34,8 @@ pub const FINITE_2D: [ComponentDef; 3] = [
 ];
 
 /// The `n x n` grid of `[l1,u1] x [l2,u2]` with endpoints, flattened x1-major:
-/// index `i*n + j` holds `(x1_i, x2_j)` (numpy `meshgrid(indexing='ij').ravel()`).
-pub fn grid_2d(n: usize, (l1, u1): (f64, f64), (l2, u2): (f64, f64)) -> Points {
+/// row `i*n + j` holds `(x1_i, x2_j)` (numpy `meshgrid(indexing='ij').ravel()`).
+pub fn grid_2d(n: usize, (l1, u1): (f64, f64), (l2, u2): (f64, f64)) -> Array2<f64> {
     let a1 = linspace(l1, u1, n);
     let a2 = linspace(l2, u2, n);
     let mut data = Vec::with_capacity(2 * n * n);
@@ -43,7 +44,7 @@ pub fn grid_2d(n: usize, (l1, u1): (f64, f64), (l2, u2): (f64, f64)) -> Points {
             data.extend_from_slice(&[x1, x2]);
         }
     }
-    Points::from_rows(2, data)
+    Array2::from_shape_vec((n * n, 2), data).expect("n^2 points of 2 coordinates")
 }
 
 pub(crate) fn linspace(lo: f64, hi: f64, n: usize) -> Vec<f64> {
@@ -54,7 +55,7 @@ pub(crate) fn linspace(lo: f64, hi: f64, n: usize) -> Vec<f64> {
 /// Case 2: `sin(10 x1) + cos(4 x2) - cos(3 x1 x2)` on `[0,1] x [0,2]`, theta = 1.
 pub fn sinusoidal() -> FiniteProblem {
     let candidates = grid_2d(GRID_SIDE, (0.0, 1.0), (0.0, 2.0));
-    let f = (0..candidates.len())
+    let f = (0..candidates.nrows())
         .map(|i| {
             let x = candidates.row(i);
             (10.0 * x[0]).sin() + (4.0 * x[1]).cos() - (3.0 * x[0] * x[1]).cos()
@@ -73,7 +74,7 @@ pub fn sinusoidal() -> FiniteProblem {
 /// Case 3: `-(x1^2 + x2 - 11)^2 - (x1 + x2^2 - 7)^2 + 100` on `[-5,5]^2`, theta = 0.
 pub fn himmelblau() -> FiniteProblem {
     let candidates = grid_2d(GRID_SIDE, (-5.0, 5.0), (-5.0, 5.0));
-    let f = (0..candidates.len())
+    let f = (0..candidates.nrows())
         .map(|i| {
             let x = candidates.row(i);
             -(x[0] * x[0] + x[1] - 11.0).powi(2) - (x[0] + x[1] * x[1] - 7.0).powi(2) + 100.0
@@ -136,11 +137,11 @@ mod tests {
     #[test]
     fn grid_is_x1_major_with_endpoints() {
         let g = grid_2d(50, (0.0, 1.0), (0.0, 2.0));
-        assert_eq!(g.len(), 2500);
-        assert_eq!(g.row(0), &[0.0, 0.0]);
-        assert_eq!(g.row(1), &[0.0, 2.0 / 49.0]);
-        assert_eq!(g.row(50), &[1.0 / 49.0, 0.0]);
-        assert_eq!(g.row(2499), &[1.0, 2.0]);
+        assert_eq!(g.nrows(), 2500);
+        assert_eq!(g.row(0).to_vec(), [0.0, 0.0]);
+        assert_eq!(g.row(1).to_vec(), [0.0, 2.0 / 49.0]);
+        assert_eq!(g.row(50).to_vec(), [1.0 / 49.0, 0.0]);
+        assert_eq!(g.row(2499).to_vec(), [1.0, 2.0]);
     }
 
     /// Spec section 4.2 sanity values (spec author's numpy computation).

@@ -14,7 +14,8 @@ pub use finite2d::{gp_sample_path_kron, grid_2d, himmelblau, sinusoidal, FINITE_
 pub use toy1d::{toy_1d, toy_1d_f, TOY_1D};
 
 use armada_core::ComponentDef;
-use armada_gp::{Kernel, Points};
+use armada_gp::Kernel;
+use ndarray::Array2;
 
 /// Every benchmark of the family, in registry order: the finite ones, then the continuous
 /// 5-D block (spec 4.3, [`ContinuousProblem`]).
@@ -35,7 +36,9 @@ pub const BENCHMARKS: [ComponentDef; 8] = [
 /// experiment observes.
 #[derive(Clone, Debug)]
 pub struct FiniteProblem {
-    pub candidates: Points,
+    /// `X`, one candidate per row (row-major, so the episode's GP keeps a clone of it as it
+    /// is).
+    pub candidates: Array2<f64>,
     pub f: Vec<f64>,
     pub theta: f64,
     pub kernel: Kernel,

@@ -9,7 +9,8 @@
 use super::finite2d::linspace;
 use super::{FiniteProblem, Protocol};
 use armada_core::ComponentDef;
-use armada_gp::{Kernel, Points};
+use armada_gp::Kernel;
+use ndarray::Array2;
 
 /// Number of grid points on [-10, 10] (spacing 0.02).
 pub const TOY_1D_N: usize = 1001;
@@ -36,7 +37,7 @@ pub fn toy_1d() -> FiniteProblem {
     let xs = linspace(-10.0, 10.0, TOY_1D_N);
     let f = xs.iter().map(|&x| toy_1d_f(x)).collect();
     FiniteProblem {
-        candidates: Points::from_rows(1, xs),
+        candidates: Array2::from_shape_vec((TOY_1D_N, 1), xs).expect("one coordinate per point"),
         f,
         theta: 3.0,
         kernel: Kernel::squared_exponential_paper_l(4.0, 1.0, 1),
@@ -52,11 +53,11 @@ mod tests {
     #[test]
     fn grid_and_start() {
         let p = toy_1d();
-        assert_eq!(p.candidates.len(), 1001);
-        assert_eq!(p.candidates.row(0), &[-10.0]);
-        assert_eq!(p.candidates.row(TOY_1D_START), &[-5.0]);
-        assert_eq!(p.candidates.row(500), &[0.0]);
-        assert_eq!(p.candidates.row(1000), &[10.0]);
+        assert_eq!(p.candidates.nrows(), 1001);
+        assert_eq!(p.candidates.row(0).to_vec(), [-10.0]);
+        assert_eq!(p.candidates.row(TOY_1D_START).to_vec(), [-5.0]);
+        assert_eq!(p.candidates.row(500).to_vec(), [0.0]);
+        assert_eq!(p.candidates.row(1000).to_vec(), [10.0]);
         assert_eq!(p.protocol.initial_index, Some(250));
         // L = 1: k(x, x + 1) = 4 exp(-1).
         assert!((p.kernel.eval(&[0.0], &[1.0]) - 4.0 * (-1f64).exp()).abs() < 1e-15);

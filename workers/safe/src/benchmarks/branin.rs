@@ -2,10 +2,12 @@
 //! (Picheny et al. 2013, inputs rescaled from [0, 1]^2), the safety function is
 //! `g = 2 s (e^y sin 10y + sin 5y + 5) / 3` with `y = x + 1/3`. Noiseless.
 
+use ndarray::ArrayView1;
+
 use std::f64::consts::PI;
 
 /// `(f, g)` at `(s, x)`.
-pub fn eval(s: f64, x: &[f64]) -> (f64, f64) {
+pub fn eval(s: f64, x: ArrayView1<'_, f64>) -> (f64, f64) {
     let b = 5.1 / (4.0 * PI * PI);
     let c = 5.0 / PI;
     let t = 1.0 / (8.0 * PI);

@@ -1,6 +1,8 @@
 //! Synthetic 3-D problem (spec 4.3): Hartmann-3 in its positive (maximised) form over
 //! `z = (s, x1, x2) in [0, 1]^3`, safety `g = s + x1^2 + x2^3`. Noiseless.
 
+use ndarray::ArrayView1;
+
 const A_COEF: [f64; 4] = [1.0, 1.2, 3.0, 3.2];
 const A_MAT: [[f64; 3]; 4] = [[3.0, 10.0, 30.0], [0.1, 10.0, 35.0], [3.0, 10.0, 30.0], [0.1, 10.0, 35.0]];
 const P_MAT: [[f64; 3]; 4] =
@@ -10,7 +12,7 @@ const P_MAT: [[f64; 3]; 4] =
 pub const CONTINUOUS_MAX: f64 = 3.86278;
 
 /// `(f, g)` at `(s, x)`.
-pub fn eval(s: f64, x: &[f64]) -> (f64, f64) {
+pub fn eval(s: f64, x: ArrayView1<'_, f64>) -> (f64, f64) {
     let z = [s, x[0], x[1]];
     let f = (0..4)
         .map(|i| {

@@ -15,6 +15,14 @@ pub mod pendulum;
 
 use crate::grid::Grid;
 use armada_core::{ComponentDef, JobError, Params};
+use armada_gp::Rows;
+use ndarray::{aview1, ArrayView1};
+
+/// A benchmark's true `(f(s, x), g(s, x))` at an action: `s` and the point `x` of `D_X`.
+///
+/// Tabulating it on the grid calls it once per candidate, with `x` a view of a row of the
+/// grid's contiguous buffer (no copy, no layout check); benchmarks index `x` directly.
+pub type Eval = fn(f64, ArrayView1<'_, f64>) -> (f64, f64);
 
 /// The true problem of one job, tabulated on its grid.
 #[derive(Clone, Debug)]
@@ -42,7 +50,7 @@ pub struct Benchmark {
     /// Regret reference `f(s_*, x_*)` when it is not the grid's safe optimum (3-D, `fstar = continuous`).
     pub fstar_override: Option<f64>,
     /// `(f, g)` at any point, for the off-grid seeds.
-    pub eval: fn(f64, &[f64]) -> (f64, f64),
+    pub eval: Eval,
 }
 
 impl Benchmark {
@@ -51,7 +59,7 @@ impl Benchmark {
         let settings = Settings::of(name, p)?;
         let def = Definition::of(name, &settings)?;
         let grid = Grid::new(def.n, &def.x_axes);
-        let (f, g) = grid.points.iter().map(|z| (def.eval)(z[0], &z[1..])).unzip();
+        let (f, g) = Rows::new(grid.points.view()).iter().map(|z| (def.eval)(z[0], aview1(&z[1..]))).unzip();
         let fstar_override = match settings.fstar {
             FStar::Grid => None,
             FStar::Continuous => Some(hartmann::CONTINUOUS_MAX),
@@ -80,7 +88,7 @@ impl Benchmark {
         let def = Definition::of(name, &settings)?;
         let h = settings.h;
         let x = Grid::new(1, &def.x_axes).x;
-        let worst = x.iter().map(|xi| (def.eval)(0.0, xi).1).fold(f64::NEG_INFINITY, f64::max);
+        let worst = x.rows().into_iter().map(|xi| (def.eval)(0.0, xi).1).fold(f64::NEG_INFINITY, f64::max);
         if worst > h {
             return Err(JobError::Invalid(format!(
                 "the seed column s = 0 must be safe (assumption 3), but max g(0, x) = {worst} > h = {h}"
@@ -95,7 +103,7 @@ struct Definition {
     name: &'static str,
     n: usize,
     x_axes: Vec<(f64, f64, usize)>,
-    eval: fn(f64, &[f64]) -> (f64, f64),
+    eval: Eval,
     /// Observation noise variance.
     noise_var: f64,
     /// The GP's fixed likelihood variance (spec 2.4: 1e-5 for the noiseless benchmarks).
@@ -107,7 +115,7 @@ impl Definition {
         let n = settings.grid;
         let noiseless = |name, x_axes, eval| Definition { name, n, x_axes, eval, noise_var: 0.0, gp_noise_var: 1e-5 };
         Ok(match name {
-            "clinical" => noiseless("clinical", vec![(0.0, 2.0, n)], clinical::eval as fn(f64, &[f64]) -> (f64, f64)),
+            "clinical" => noiseless("clinical", vec![(0.0, 2.0, n)], clinical::eval as Eval),
             "synthetic-2d" => noiseless("synthetic-2d", vec![(0.0, 1.0, n)], branin::eval),
             "synthetic-3d" => noiseless("synthetic-3d", vec![(0.0, 1.0, n), (0.0, 1.0, n)], hartmann::eval),
             "pendulum" => {
@@ -287,14 +295,14 @@ mod tests {
     }
 
     /// `(max df/ds, min dg/ds)` by forward differences on an `n x n` grid of `s x x-range`.
-    fn growth(eval: fn(f64, &[f64]) -> (f64, f64), x_range: (f64, f64), n: usize) -> (f64, f64) {
+    fn growth(eval: Eval, x_range: (f64, f64), n: usize) -> (f64, f64) {
         let ds = 1.0 / (n - 1) as f64;
         let (mut max_df, mut min_dg) = (f64::NEG_INFINITY, f64::INFINITY);
         for xi in crate::grid::linspace(x_range.0, x_range.1, n) {
             for j in 0..n - 1 {
                 let s = j as f64 * ds;
-                let (f0, g0) = eval(s, &[xi]);
-                let (f1, g1) = eval(s + ds, &[xi]);
+                let (f0, g0) = eval(s, aview1(&[xi]));
+                let (f1, g1) = eval(s + ds, aview1(&[xi]));
                 max_df = max_df.max((f1 - f0) / ds);
                 min_dg = min_dg.min((g1 - g0) / ds);
             }
@@ -316,10 +324,10 @@ mod tests {
         assert!(close(best, 0.377538, 1e-6), "{best}");
         assert!(close(at[0], 0.25126, 1e-5) && close(at[1], 0.50251, 1e-5), "{at:?}");
         // Unconstrained optimum 1/(1 + e^0.5) at (1/4, 1/2), safe with g = 0.7311.
-        let (f, g) = clinical::eval(0.25, &[0.5]);
+        let (f, g) = clinical::eval(0.25, aview1(&[0.5]));
         assert!(close(f, 1.0 / (1.0 + 0.5f64.exp()), 1e-15) && close(g, 0.7311, 1e-4));
         // The seed column is safe: g(0, x) <= g(0, 2) = 0.8808.
-        assert!(close(clinical::eval(0.0, &[2.0]).1, 0.8808, 1e-4));
+        assert!(close(clinical::eval(0.0, aview1(&[2.0])).1, 0.8808, 1e-4));
         let (l_f, l_g) = growth(clinical::eval, (0.0, 2.0), 2001);
         assert!(close(l_f, 0.4354, 1e-3) && close(l_g, 0.03534, 1e-4), "{l_f} {l_g}");
         assert!(b.l_f >= l_f && b.l_g <= l_g);
@@ -343,7 +351,7 @@ mod tests {
         // The three Branin optima: f = 1.0473939 each; g = 0.1450, 1.4648, 2.5767.
         let optima = [(0.123894, 0.818333, 0.1450), (0.542773, 0.151667, 1.4648), (0.961652, 0.165, 2.5767)];
         for (s, x, g_ref) in optima {
-            let (f, g) = branin::eval(s, &[x]);
+            let (f, g) = branin::eval(s, aview1(&[x]));
             assert!(close(f, 1.0473939, 1e-6) && close(g, g_ref, 1e-4), "({s}, {x}): {f} {g}");
         }
         let (l_f, l_g) = growth(branin::eval, (0.0, 1.0), 4001);
@@ -370,7 +378,7 @@ mod tests {
             assert!(close(*a, r, 1e-4), "{at:?}");
         }
         // The spec prints g = 1.0433 at the optimum; s + x1^2 + x2^3 there is 1.04302.
-        let (f, g) = hartmann::eval(0.114614, &[0.555649, 0.852547]);
+        let (f, g) = hartmann::eval(0.114614, aview1(&[0.555649, 0.852547]));
         assert!(close(f, 3.86278, 1e-5) && close(g, 1.04302, 1e-5), "{f} {g}");
         let b50 = bench("synthetic-3d", &[("grid", ParamValue::Int(50))]);
         assert!(close(safe_argmax(&b50).0, 3.859802, 1e-6));

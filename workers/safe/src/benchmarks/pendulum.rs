@@ -8,6 +8,8 @@
 //! crossing of upright (`th_n > 0`), then `-thd_up` for good; `f = max_n f_n`. Safety:
 //! `g = max_n |thd_n|`.
 
+use ndarray::ArrayView1;
+
 use std::f64::consts::PI;
 
 /// The x-interval of initial angles.
@@ -17,7 +19,7 @@ const DT: f64 = 0.05;
 const TORQUE_SCALE: f64 = 40.0;
 
 /// `(f, g)` at `(s, x)`: simulates one episode.
-pub fn eval(s: f64, x: &[f64]) -> (f64, f64) {
+pub fn eval(s: f64, x: ArrayView1<'_, f64>) -> (f64, f64) {
     let (mut th, mut thd) = (x[0], 0.0_f64);
     let mut crossed: Option<f64> = None;
     let mut f = f64::NEG_INFINITY;
