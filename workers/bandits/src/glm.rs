@@ -32,6 +32,8 @@ pub struct UcbGlm {
     design: RidgeDesign,
     theory: TheoryConstants,
     warmup: usize,
+    /// Scratch: this round's `||x_a||^2_{V^{-1}}`.
+    widths: Vec<f64>,
 }
 
 impl UcbGlm {
@@ -44,6 +46,7 @@ impl UcbGlm {
             design: RidgeDesign::new(dim, theory.lambda),
             theory,
             warmup,
+            widths: Vec::new(),
         }
     }
     pub fn mle(&self) -> &LogisticMle {
@@ -81,7 +84,13 @@ impl BottomBandit for UcbGlm {
         if self.mle.len() < self.warmup {
             return random_arm(arms.n_arms(), rng);
         }
-        argmax_by(arms.n_arms(), |a| self.index(arms.arm(a), hp[0]))
+        // `index` of every arm, bit for bit, with the widths computed for all arms at once.
+        let mut widths = std::mem::take(&mut self.widths);
+        self.design.widths_squared(arms.features(), &mut widths);
+        let (estimate, alpha) = (self.mle.estimate(), hp[0]);
+        let arm = argmax_by(arms.n_arms(), |a| dot(arms.arm(a), estimate) + alpha * widths[a].sqrt());
+        self.widths = widths;
+        arm
     }
     fn observe(&mut self, x: ArrayView1<'_, f64>, y: f64, _hp: &[f64], _rng: &mut dyn RngCore) {
         let x = point(x);

@@ -107,6 +107,8 @@ pub struct Gloc {
     prediction: OnsPrediction,
     theory: TheoryConstants,
     projections: usize,
+    /// Scratch: this round's `||x_a||^2_{V^{-1}}`.
+    widths: Vec<f64>,
 }
 
 impl Gloc {
@@ -123,6 +125,7 @@ impl Gloc {
             prediction,
             theory,
             projections: 0,
+            widths: Vec::new(),
         }
     }
     pub fn ons_iterate(&self) -> &[f64] {
@@ -163,7 +166,13 @@ impl BottomBandit for Gloc {
     }
     fn choose(&mut self, arms: ArrayView2<'_, f64>, hp: &[f64], _rng: &mut dyn RngCore) -> usize {
         let arms = Contexts::new(arms);
-        argmax_by(arms.n_arms(), |a| self.index(arms.arm(a), hp[0]))
+        // `index` of every arm, bit for bit, with the widths computed for all arms at once.
+        let mut widths = std::mem::take(&mut self.widths);
+        self.regression.widths_squared(arms.features(), &mut widths);
+        let (estimate, alpha) = (self.regression.estimate(), hp[0]);
+        let arm = argmax_by(arms.n_arms(), |a| dot(arms.arm(a), estimate) + alpha * widths[a].sqrt());
+        self.widths = widths;
+        arm
     }
     fn observe(&mut self, x: ArrayView1<'_, f64>, y: f64, hp: &[f64], _rng: &mut dyn RngCore) {
         let x = point(x);

@@ -107,6 +107,10 @@ impl<'a> Contexts<'a> {
     pub(crate) fn n_arms(&self) -> usize {
         self.features.len() / self.dim
     }
+    /// All K feature vectors, row-major.
+    pub(crate) fn features(&self) -> &[f64] {
+        &self.features
+    }
     /// Feature vector `x_{t,a}`.
     pub(crate) fn arm(&self, a: usize) -> &[f64] {
         &self.features[a * self.dim..(a + 1) * self.dim]

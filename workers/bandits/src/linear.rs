@@ -22,11 +22,13 @@ pub fn linucb_theory_alpha(dim: usize, round: usize, c: &TheoryConstants) -> f64
 pub struct LinUcb {
     design: RidgeDesign,
     theory: TheoryConstants,
+    /// Scratch: this round's `||x_a||^2_{V^{-1}}`.
+    widths: Vec<f64>,
 }
 
 impl LinUcb {
     pub fn new(dim: usize, theory: TheoryConstants) -> Self {
-        LinUcb { design: RidgeDesign::new(dim, theory.lambda), theory }
+        LinUcb { design: RidgeDesign::new(dim, theory.lambda), theory, widths: Vec::new() }
     }
     /// The UCB index of feature `x` with exploration rate `alpha`.
     pub fn index(&self, x: &[f64], alpha: f64) -> f64 {
@@ -58,7 +60,13 @@ impl BottomBandit for LinUcb {
     }
     fn choose(&mut self, arms: ArrayView2<'_, f64>, hp: &[f64], _rng: &mut dyn RngCore) -> usize {
         let arms = Contexts::new(arms);
-        argmax_by(arms.n_arms(), |a| self.index(arms.arm(a), hp[0]))
+        // `index` of every arm, bit for bit, with the widths computed for all arms at once.
+        let mut widths = std::mem::take(&mut self.widths);
+        self.design.widths_squared(arms.features(), &mut widths);
+        let (estimate, alpha) = (self.design.estimate(), hp[0]);
+        let arm = argmax_by(arms.n_arms(), |a| dot(arms.arm(a), estimate) + alpha * widths[a].sqrt());
+        self.widths = widths;
+        arm
     }
     fn observe(&mut self, x: ArrayView1<'_, f64>, y: f64, _hp: &[f64], _rng: &mut dyn RngCore) {
         let x = point(x);
