@@ -9,7 +9,7 @@
 use crate::hyper::{Hyperparameter, TheoryConstants};
 use crate::linalg::{cholesky_in_place, dot, solve_lower_transpose_in_place, RidgeDesign};
 use crate::logistic::LogisticMle;
-use crate::{argmax_by, fill_standard_normal, point, random_arm, BottomBandit, Contexts};
+use crate::{argmax_by, fill_standard_normal, optimistic_arm, point, random_arm, BottomBandit, Contexts};
 use ndarray::{ArrayView1, ArrayView2};
 use rand::RngCore;
 
@@ -84,13 +84,7 @@ impl BottomBandit for UcbGlm {
         if self.mle.len() < self.warmup {
             return random_arm(arms.n_arms(), rng);
         }
-        // `index` of every arm, bit for bit, with the widths computed for all arms at once.
-        let mut widths = std::mem::take(&mut self.widths);
-        self.design.widths_squared(arms.features(), &mut widths);
-        let (estimate, alpha) = (self.mle.estimate(), hp[0]);
-        let arm = argmax_by(arms.n_arms(), |a| dot(arms.arm(a), estimate) + alpha * widths[a].sqrt());
-        self.widths = widths;
-        arm
+        optimistic_arm(&arms, self.mle.estimate(), &self.design, hp[0], &mut self.widths)
     }
     fn observe(&mut self, x: ArrayView1<'_, f64>, y: f64, _hp: &[f64], _rng: &mut dyn RngCore) {
         let x = point(x);

@@ -12,7 +12,7 @@ use crate::hyper::{Hyperparameter, TheoryConstants};
 use crate::linalg::RidgeDesign;
 use crate::linalg::{cholesky_in_place, dot, matvec, norm, solve_lower_in_place, solve_lower_transpose_in_place};
 use crate::logistic::sigmoid;
-use crate::{argmax_by, point, BottomBandit, Contexts};
+use crate::{optimistic_arm, point, BottomBandit, Contexts};
 use ndarray::{ArrayView1, ArrayView2};
 use rand::RngCore;
 
@@ -166,13 +166,7 @@ impl BottomBandit for Gloc {
     }
     fn choose(&mut self, arms: ArrayView2<'_, f64>, hp: &[f64], _rng: &mut dyn RngCore) -> usize {
         let arms = Contexts::new(arms);
-        // `index` of every arm, bit for bit, with the widths computed for all arms at once.
-        let mut widths = std::mem::take(&mut self.widths);
-        self.regression.widths_squared(arms.features(), &mut widths);
-        let (estimate, alpha) = (self.regression.estimate(), hp[0]);
-        let arm = argmax_by(arms.n_arms(), |a| dot(arms.arm(a), estimate) + alpha * widths[a].sqrt());
-        self.widths = widths;
-        arm
+        optimistic_arm(&arms, self.regression.estimate(), &self.regression, hp[0], &mut self.widths)
     }
     fn observe(&mut self, x: ArrayView1<'_, f64>, y: f64, hp: &[f64], _rng: &mut dyn RngCore) {
         let x = point(x);

@@ -236,6 +236,20 @@ impl BottomKind {
 }
 
 /// Index of the largest score, ties to the lowest index (numpy `argmax`, spec §2.5). NaN scores never win.
+/// The optimistic arm `argmax_a x_a^T theta + alpha ||x_a||_{V^{-1}}` (LinUCB, UCB-GLM, GLOC), bit
+/// for bit [`argmax_by`] of that index arm by arm, with every arm's width computed at once
+/// ([`linalg::RidgeDesign::widths_squared`]) into `widths`, a scratch buffer.
+pub(crate) fn optimistic_arm(
+    arms: &Contexts<'_>,
+    theta: &[f64],
+    design: &linalg::RidgeDesign,
+    alpha: f64,
+    widths: &mut Vec<f64>,
+) -> usize {
+    design.widths_squared(arms.features(), widths);
+    argmax_by(arms.n_arms(), |a| linalg::dot(arms.arm(a), theta) + alpha * widths[a].sqrt())
+}
+
 pub(crate) fn argmax_by(n: usize, mut score: impl FnMut(usize) -> f64) -> usize {
     let mut best = 0;
     let mut best_score = f64::NEG_INFINITY;

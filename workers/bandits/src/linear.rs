@@ -5,7 +5,7 @@
 
 use crate::hyper::{Hyperparameter, TheoryConstants};
 use crate::linalg::{dot, RidgeDesign};
-use crate::{argmax_by, fill_standard_normal, point, BottomBandit, Contexts};
+use crate::{argmax_by, fill_standard_normal, optimistic_arm, point, BottomBandit, Contexts};
 use ndarray::{ArrayView1, ArrayView2};
 use rand::RngCore;
 
@@ -60,13 +60,7 @@ impl BottomBandit for LinUcb {
     }
     fn choose(&mut self, arms: ArrayView2<'_, f64>, hp: &[f64], _rng: &mut dyn RngCore) -> usize {
         let arms = Contexts::new(arms);
-        // `index` of every arm, bit for bit, with the widths computed for all arms at once.
-        let mut widths = std::mem::take(&mut self.widths);
-        self.design.widths_squared(arms.features(), &mut widths);
-        let (estimate, alpha) = (self.design.estimate(), hp[0]);
-        let arm = argmax_by(arms.n_arms(), |a| dot(arms.arm(a), estimate) + alpha * widths[a].sqrt());
-        self.widths = widths;
-        arm
+        optimistic_arm(&arms, self.design.estimate(), &self.design, hp[0], &mut self.widths)
     }
     fn observe(&mut self, x: ArrayView1<'_, f64>, y: f64, _hp: &[f64], _rng: &mut dyn RngCore) {
         let x = point(x);
