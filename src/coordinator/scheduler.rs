@@ -784,7 +784,7 @@ impl Scheduler {
             "worker {} registered ({}; {})",
             worker.id,
             worker.name,
-            Vec::from_iter(worker.families.iter().cloned()).join(", ")
+            worker.families.iter().map(String::as_str).collect::<Vec<_>>().join(", ")
         );
         Ok(Registered {
             worker_id: worker.id.clone(),
@@ -1149,7 +1149,7 @@ impl Scheduler {
         let settled = |j: &Job| matches!(j.state, JobState::Done | JobState::Failed | JobState::Cancelled);
         // Counted by template first, by its number.
         let mut by_template: Vec<(Option<&Template>, usize, usize)> = vec![(None, 0, 0); self.n_templates];
-        for &i in self.sweeps.get(id).map_or(&[][..], |s| &s.jobs) {
+        for &i in self.sweeps.jobs(id) {
             let job = &self.table.jobs[i];
             let counts = &mut by_template[job.template.id];
             counts.0 = Some(&job.template);

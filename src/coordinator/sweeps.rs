@@ -123,6 +123,11 @@ impl Sweeps {
         self.map.get(id).ok_or_else(|| no_sweep(id))
     }
 
+    /// The sweep's jobs (none for an unknown sweep).
+    pub fn jobs(&self, id: &str) -> &[usize] {
+        self.map.get(id).map_or(&[], |s| &s.jobs)
+    }
+
     pub fn ids(&self) -> impl Iterator<Item = &String> {
         self.map.keys()
     }
@@ -170,7 +175,7 @@ impl Sweeps {
 
     pub fn counts(&self, id: &str, table: &JobTable) -> Counts {
         let mut c = Counts::default();
-        for &i in self.map.get(id).map_or(&[][..], |s| &s.jobs) {
+        for &i in self.jobs(id) {
             match table.jobs[i].state {
                 JobState::Queued => c.queued += 1,
                 JobState::Running => c.running += 1,
@@ -184,8 +189,7 @@ impl Sweeps {
 
     /// A sweep's done jobs.
     pub fn done<'a>(&'a self, id: &str, table: &'a JobTable) -> impl Iterator<Item = &'a Job> + 'a {
-        let jobs = self.map.get(id).map_or(&[][..], |s| &s.jobs);
-        jobs.iter().map(|&i| &table.jobs[i]).filter(|j| j.state == JobState::Done)
+        self.jobs(id).iter().map(|&i| &table.jobs[i]).filter(|j| j.state == JobState::Done)
     }
 
     /// A sweep's status with one page of its failures.
@@ -475,9 +479,9 @@ mod tests {
                 let name = NAMES[rng.below(2) as usize];
                 match rng.below(100) {
                     0..=24 => {
-                        // Keys 0..10 of sweep a, 5..15 of b: the two share none (a key is
-                        // its spec's, and the spec names no sweep, but a real collision
-                        // would need the same jobs in both; they stay distinct here).
+                        // Keys 0..10 of sweep a, 100..110 of b: the two share none (a key is
+                        // its spec's and names no sweep; the same key in two sweeps would
+                        // need the same jobs in both).
                         let base = if name == "a" { 0 } else { 100 };
                         let keys: HashSet<Key> = (0..10).filter(|_| rng.chance(60)).map(|k| key(base + k)).collect();
                         let plan = sweeps.plan(name, "f", &keys, &t).unwrap();
