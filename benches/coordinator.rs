@@ -66,7 +66,8 @@ fn measure(text: &str, name: &str) -> (Timing, Timing) {
     let local = Timing { run, summaries: t0.elapsed().as_secs_f64() };
 
     let dist_dir = tempfile::tempdir().unwrap();
-    let config = EmbeddedConfig { n_workers: WORKERS, progress: false, worker_exe: PathBuf::from(BIN) };
+    let config =
+        EmbeddedConfig { n_workers: WORKERS, progress: false, worker_exe: PathBuf::from(BIN), dashboard: None };
     let t0 = Instant::now();
     let outcome = run_embedded(text, name, dist_dir.path(), &config).unwrap();
     let total = t0.elapsed().as_secs_f64();

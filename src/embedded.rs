@@ -24,6 +24,8 @@ pub struct EmbeddedConfig {
     pub progress: bool,
     /// The armada binary the workers run (normally this process's own executable).
     pub worker_exe: PathBuf,
+    /// Where to serve the dashboard, if anywhere (its address is printed on stderr).
+    pub dashboard: Option<std::net::SocketAddr>,
 }
 
 /// Kills the worker processes when dropped (on every exit path).
@@ -64,6 +66,7 @@ pub fn run_embedded(
             token: Some(token.clone()),
             tls: None,
             max_jobs_per_sweep: crate::sweep::DEFAULT_MAX_JOBS,
+            dashboard: config.dashboard,
             scheduler: SchedulerConfig { only_submitted: true, ..SchedulerConfig::default() },
         };
         let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
@@ -71,21 +74,25 @@ pub fn run_embedded(
         let server = tokio::spawn(coordinator::serve(
             serve_config,
             Arc::new(crate::registry()),
-            move |addr| {
-                let _ = addr_tx.send(addr);
+            move |at| {
+                let _ = addr_tx.send(at);
             },
             async {
                 let _ = stop_rx.await;
             },
         ));
-        let addr = match addr_rx.await {
-            Ok(addr) => addr,
+        let at = match addr_rx.await {
+            Ok(at) => at,
             // The server ended before listening: report its error.
             Err(_) => {
                 return Err(server.await?.err().unwrap_or_else(|| anyhow::anyhow!("the coordinator did not start")))
             }
         };
-        let url = format!("http://{addr}");
+        let url = format!("http://{}", at.grpc);
+        if let Some(dashboard) = at.dashboard {
+            // The token rides in the address once: the page swaps it for a cookie.
+            eprintln!("dashboard: http://{dashboard}/?token={token}");
+        }
         let mut workers = Workers(Vec::new());
         for _ in 0..config.n_workers.max(1) {
             let child = Command::new(&config.worker_exe)

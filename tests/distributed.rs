@@ -3,97 +3,11 @@
 
 mod common;
 
+use common::cluster::{client, client_env, serve, worker, worker_args, write, BIN};
 use common::{armada, assert_same_trajectory, job_count, jobs, text, wait_until, Proc};
-use std::fs::File;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
-
-const BIN: &str = env!("CARGO_BIN_EXE_armada");
-
-struct Coordinator {
-    proc: Proc,
-    url: String,
-    port: u16,
-}
-
-/// Start `armada serve` on `port` (0: any) with its data in `data`; logs go to `data/../`.
-fn serve(data: &Path, port: u16, extra: &[&str]) -> Coordinator {
-    let log = File::create(data.with_extension(format!("serve-{port}.log"))).unwrap();
-    let mut child = Command::new(BIN)
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--data", data.to_str().unwrap()])
-        .args(extra)
-        .env("ARMADA_LOG", "info")
-        .env_remove("ARMADA_TOKEN")
-        .stdout(Stdio::piped())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let url = line.trim().rsplit(' ').next().unwrap().to_string();
-    assert!(url.contains("://127.0.0.1:"), "coordinator did not start: {line:?}");
-    let port = url.rsplit(':').next().unwrap().parse().unwrap();
-    Coordinator { proc: Proc(child), url, port }
-}
-
-/// Start `armada worker` with `slots` and `env`; its log (at info level) goes to `log`.
-fn worker(url: &str, slots: usize, log: &Path, env: &[(&str, &str)]) -> Proc {
-    worker_args(url, slots, log, &[], env)
-}
-
-/// A worker with extra arguments and environment.
-fn worker_args(url: &str, slots: usize, log: &Path, args: &[&str], env: &[(&str, &str)]) -> Proc {
-    let mut cmd = Command::new(BIN);
-    cmd.args(["worker", "--coordinator", url, "--slots", &slots.to_string()])
-        .args(args)
-        .env("ARMADA_LOG", "info")
-        .env_remove("ARMADA_TOKEN")
-        .stdout(Stdio::null())
-        .stderr(File::create(log).unwrap());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    Proc(cmd.spawn().unwrap())
-}
-
-/// Run a client subcommand against `url` to completion, at most `secs`.
-fn client(args: &[&str], url: &str, secs: u64) -> Output {
-    client_env(args, url, secs, &[])
-}
-
-fn client_env(args: &[&str], url: &str, secs: u64, env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(BIN);
-    cmd.args(args)
-        .args(["--coordinator", url])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env_remove("ARMADA_TOKEN")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let child = cmd.spawn().unwrap();
-    let id = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(Duration::from_secs(secs)) {
-        Ok(out) => out.unwrap(),
-        Err(_) => {
-            let _ = Command::new("kill").args(["-KILL", &id.to_string()]).status();
-            panic!("`armada {}` did not finish within {secs} s", args.join(" "));
-        }
-    }
-}
-
-fn write(dir: &Path, name: &str, body: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, body).unwrap();
-    path
-}
 
 /// Every committed job holds steps 0..=horizon exactly once, in order.
 fn assert_each_step_once(sweep_dir: &Path, horizon: i64) {

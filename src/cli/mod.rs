@@ -2,6 +2,7 @@
 
 mod list;
 mod remote;
+mod report;
 mod run;
 mod serve;
 mod summarize;
@@ -45,6 +46,22 @@ enum Command {
     /// Download a sweep's trajectories (all, or some jobs or cells) or a summary table
     /// from a coordinator.
     Fetch(remote::FetchArgs),
+    /// Write a self-contained HTML report (curves and tables) of a finished sweep's results.
+    Report(report::ReportArgs),
+}
+
+/// A `--dashboard` value: an address, or `off` (None).
+#[derive(Clone, Copy, Debug)]
+pub struct DashboardAt(pub Option<std::net::SocketAddr>);
+
+pub fn parse_dashboard(value: &str) -> Result<DashboardAt, String> {
+    if value == "off" {
+        return Ok(DashboardAt(None));
+    }
+    value
+        .parse()
+        .map(|a| DashboardAt(Some(a)))
+        .map_err(|_| format!("`{value}`: give HOST:PORT (e.g. 127.0.0.1:7071) or `off`"))
 }
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -58,6 +75,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Watch(args) => remote::watch(args),
         Command::Status(args) => remote::status(args),
         Command::Cancel(args) => remote::cancel(args),
+        Command::Report(args) => report::report(args),
         Command::Delete(args) => remote::delete(args),
         Command::Fetch(args) => remote::fetch(args),
     }

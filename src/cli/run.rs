@@ -27,6 +27,10 @@ pub struct RunArgs {
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
+    /// Where the embedded coordinator serves its dashboard (HTTP), or `off`; its address,
+    /// with the run's token, is printed at the start.
+    #[arg(long, value_parser = super::parse_dashboard, default_value = "127.0.0.1:0")]
+    dashboard: super::DashboardAt,
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
@@ -55,7 +59,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             report.failures.iter().map(|(job, error)| format!("failed: {}: {error}", job.describe())).collect();
         (failures, None)
     } else {
-        let config = embedded::EmbeddedConfig { n_workers: n_jobs, progress, worker_exe: std::env::current_exe()? };
+        let config = embedded::EmbeddedConfig {
+            n_workers: n_jobs,
+            progress,
+            worker_exe: std::env::current_exe()?,
+            dashboard: args.dashboard.0,
+        };
         let outcome = embedded::run_embedded(&text, stem, &args.out, &config)?;
         (armada::client::failure_lines(&outcome.status, 20), outcome.summary)
     };

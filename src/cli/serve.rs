@@ -44,6 +44,11 @@ pub struct ServeArgs {
     /// Refuse sweeps of more jobs than this (counted before their grids are expanded).
     #[arg(long, default_value_t = armada::sweep::DEFAULT_MAX_JOBS)]
     max_jobs_per_sweep: usize,
+    /// Where the dashboard and /metrics listen (HTTP), or `off`. Default: the --listen
+    /// address with the next port (7071 beside the default 7070; any free port when
+    /// --listen's port is 0).
+    #[arg(long, value_parser = super::parse_dashboard)]
+    dashboard: Option<super::DashboardAt>,
 }
 
 pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
@@ -52,12 +57,20 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(args.commit_linger_ms <= 60_000, "--commit-linger-ms must be at most 60000");
     anyhow::ensure!(args.part_writers.is_none_or(|n| (1..=64).contains(&n)), "--part-writers must be 1 to 64");
     let lease_ttl = Duration::from_millis(args.lease_ttl_ms);
+    let dashboard = match args.dashboard {
+        Some(at) => at.0,
+        None => {
+            let port = if args.listen.port() == 0 { 0 } else { args.listen.port().checked_add(1).unwrap_or(0) };
+            Some(SocketAddr::new(args.listen.ip(), port))
+        }
+    };
     let config = ServeConfig {
         listen: args.listen,
         data: args.data,
         token: args.token,
         tls: args.tls_cert.zip(args.tls_key),
         max_jobs_per_sweep: args.max_jobs_per_sweep,
+        dashboard,
         scheduler: SchedulerConfig {
             lease_ttl,
             heartbeat: lease_ttl / 4,
@@ -75,10 +88,16 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     runtime.block_on(coordinator::serve(
         config,
         Arc::new(armada::registry()),
-        |addr| {
-            // The first line of stdout: tests and `armada run` read the port from it.
-            println!("armada coordinator listening on {scheme}://{addr}");
-            let _ = std::io::stdout().flush();
+        |at| {
+            // The first line of stdout: tests and scripts read the port from it. Both lines
+            // go in one write, and a reader that closed the pipe after the first is no
+            // error worth stopping for.
+            let mut lines = format!("armada coordinator listening on {scheme}://{}\n", at.grpc);
+            if let Some(addr) = at.dashboard {
+                lines += &format!("armada dashboard on http://{addr}/ (metrics: http://{addr}/metrics)\n");
+            }
+            let mut stdout = std::io::stdout().lock();
+            let _ = stdout.write_all(lines.as_bytes()).and_then(|()| stdout.flush());
         },
         super::shutdown_signal(),
     ))?;

@@ -18,7 +18,9 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 
 use super::live::LiveSummaries;
+use super::metrics::Metrics;
 use super::spool::Spool;
+use std::sync::atomic::Ordering::Relaxed;
 
 /// When a part is written.
 #[derive(Clone, Copy, Debug)]
@@ -52,6 +54,8 @@ pub struct Commit {
     pub attempt: u64,
     pub valid: ValidJob,
     pub spool: Spool,
+    /// When the attempt asked to commit (for the commit latency metric).
+    pub asked: std::time::Instant,
     pub reply: CommitReply,
 }
 
@@ -63,6 +67,7 @@ pub struct Committed {
     pub last: Vec<f64>,
     /// Where its rows are, once the part is written.
     pub location: Option<StoredRows>,
+    pub asked: std::time::Instant,
     pub reply: CommitReply,
 }
 
@@ -79,10 +84,11 @@ pub struct PartWritten {
 pub fn start(
     config: CommitConfig,
     live: LiveSummaries,
+    metrics: Arc<Metrics>,
     report: impl Fn(PartWritten) + Send + Sync + 'static,
 ) -> mpsc::UnboundedSender<Commit> {
     let (tx, rx) = mpsc::unbounded_channel();
-    tokio::spawn(run(config, rx, live, Arc::new(report)));
+    tokio::spawn(run(config, rx, live, metrics, Arc::new(report)));
     tx
 }
 
@@ -90,6 +96,7 @@ async fn run(
     config: CommitConfig,
     mut inbox: mpsc::UnboundedReceiver<Commit>,
     live: LiveSummaries,
+    metrics: Arc<Metrics>,
     report: Arc<dyn Fn(PartWritten) + Send + Sync>,
 ) {
     let writers = Arc::new(tokio::sync::Semaphore::new(config.writers.max(1)));
@@ -114,12 +121,12 @@ async fn run(
             by_sweep.entry(c.sweep_dir.clone()).or_default().push(c);
         }
         for commits in by_sweep.into_values() {
-            let (report, live) = (report.clone(), live.clone());
+            let (report, live, metrics) = (report.clone(), live.clone(), metrics.clone());
             // Parts are written side by side (one per core by default): a single writer
             // caps ingestion at one core's worth of Parquet encoding.
             let Ok(permit) = writers.clone().acquire_owned().await else { return };
             tokio::task::spawn_blocking(move || {
-                report(write(commits, &live));
+                report(write(commits, &live, &metrics));
                 drop(permit);
             });
         }
@@ -127,7 +134,7 @@ async fn run(
 }
 
 /// Write one sweep's commits as one part, and add their moments to its live summaries.
-fn write(commits: Vec<Commit>, live: &LiveSummaries) -> PartWritten {
+fn write(commits: Vec<Commit>, live: &LiveSummaries, counters: &Metrics) -> PartWritten {
     let (sweep, sweep_dir, metrics) = (commits[0].sweep.clone(), commits[0].sweep_dir.clone(), commits[0].metrics);
     let floats = FloatMetrics::of(metrics);
     // The moments of each cell of the part, fed as the records stream into the part.
@@ -149,6 +156,7 @@ fn write(commits: Vec<Commit>, live: &LiveSummaries) -> PartWritten {
             attempt: c.attempt,
             last: c.spool.last().to_vec(),
             location: None,
+            asked: c.asked,
             reply: c.reply,
         });
         let n_records = c.spool.n_records() as usize;
@@ -172,6 +180,9 @@ fn write(commits: Vec<Commit>, live: &LiveSummaries) -> PartWritten {
                 .map(|(cell, m)| (cell.clone(), m.into_inner().unwrap_or_else(|e| e.into_inner())))
                 .collect();
             live.add_moments(&sweep, &moments);
+            counters.parts_written.fetch_add(1, Relaxed);
+            counters.jobs_committed.fetch_add(jobs.len() as u64, Relaxed);
+            counters.rows_committed.fetch_add(written.jobs.iter().map(|j| j.rows as u64).sum(), Relaxed);
             let mut by_key: BTreeMap<String, StoredRows> =
                 written.jobs.into_iter().map(|j| (j.key.clone(), j)).collect();
             for (job, key) in jobs.iter_mut().zip(&keys) {
@@ -182,6 +193,9 @@ fn write(commits: Vec<Commit>, live: &LiveSummaries) -> PartWritten {
         Ok(Err(e)) => Err(format!("{e:#}")),
         Err(_) => Err("writing the part panicked".to_string()),
     };
+    if part.is_err() {
+        counters.parts_failed.fetch_add(1, Relaxed);
+    }
     PartWritten { part, jobs }
 }
 

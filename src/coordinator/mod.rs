@@ -3,9 +3,11 @@
 //! and summaries of [`crate::results`], under `DATA/<sweep>/`.
 
 pub mod commit;
+pub mod dashboard;
 pub mod fetch;
 pub mod jobs;
 pub mod live;
+pub mod metrics;
 pub mod queue;
 pub mod replies;
 pub mod scheduler;
@@ -44,19 +46,29 @@ pub struct ServeConfig {
     pub scheduler: SchedulerConfig,
     /// The most jobs a submitted sweep may have.
     pub max_jobs_per_sweep: usize,
+    /// Where the dashboard and `/metrics` listen (HTTP), if anywhere; port 0 picks one.
+    pub dashboard: Option<SocketAddr>,
 }
 
-/// Serve until `shutdown` resolves. `on_listening` gets the bound address once the
-/// socket listens (the CLI prints it; tests and `armada run` read it).
+/// Where a coordinator listens, once it does.
+#[derive(Clone, Copy, Debug)]
+pub struct Listening {
+    pub grpc: SocketAddr,
+    pub dashboard: Option<SocketAddr>,
+}
+
+/// Serve until `shutdown` resolves. `on_listening` gets the bound addresses once the
+/// sockets listen (the CLI prints them; tests and `armada run` read them).
 pub async fn serve(
     config: ServeConfig,
     registry: Arc<Registry>,
-    on_listening: impl FnOnce(SocketAddr),
+    on_listening: impl FnOnce(Listening),
     shutdown: impl Future<Output = ()> + Send,
 ) -> anyhow::Result<()> {
     let store = store::Store::open(&config.data)?;
     let scheduler = scheduler::Scheduler::start(registry.clone(), store, config.data.clone(), config.scheduler)?;
-    let coordinator = service::Coordinator { scheduler, registry, max_jobs: config.max_jobs_per_sweep };
+    let coordinator =
+        service::Coordinator { scheduler: scheduler.clone(), registry, max_jobs: config.max_jobs_per_sweep };
     let auth = RequireToken::new(config.token.as_deref());
 
     let (health, health_service) = tonic_health::server::health_reporter();
@@ -82,7 +94,31 @@ pub async fn serve(
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("listening on {}", config.listen))?;
-    on_listening(listener.local_addr()?);
+    let dashboard_listener = match config.dashboard {
+        Some(addr) => Some(
+            tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("listening on {addr} for the dashboard"))?,
+        ),
+        None => None,
+    };
+    on_listening(Listening {
+        grpc: listener.local_addr()?,
+        dashboard: dashboard_listener.as_ref().map(|l| l.local_addr()).transpose()?,
+    });
+    // The dashboard stops with the gRPC server: it watches the same shutdown.
+    let (stopping, stopped) = tokio::sync::watch::channel(false);
+    let shutdown = async move {
+        shutdown.await;
+        let _ = stopping.send(true);
+    };
+    let dashboard = dashboard_listener.map(|listener| {
+        let mut stopped = stopped.clone();
+        let until = async move {
+            let _ = stopped.wait_for(|&s| s).await;
+        };
+        tokio::spawn(dashboard::serve(listener, scheduler, config.data.clone(), config.token.clone(), until))
+    });
     // serve_with_incoming ignores the builder's TCP settings: without TCP_NODELAY, Nagle's
     // algorithm meets delayed ACKs and small replies (a lease, a commit) wait ~40 ms.
     let incoming = TcpListenerStream::new(listener).map(|stream| {
@@ -99,5 +135,13 @@ pub async fn serve(
         .serve_with_incoming_shutdown(incoming, shutdown)
         .await
         .context("serving gRPC")?;
+    if let Some(dashboard) = dashboard {
+        // A request in flight may hold a graceful end: give it a moment, then cut it, so
+        // that no handle keeps the scheduler (and the store's lock) alive.
+        let abort = dashboard.abort_handle();
+        if tokio::time::timeout(std::time::Duration::from_secs(1), dashboard).await.is_err() {
+            abort.abort();
+        }
+    }
     Ok(())
 }

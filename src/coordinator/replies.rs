@@ -11,6 +11,8 @@ use std::time::Duration;
 pub struct Registration {
     /// The worker's own name, for messages.
     pub name: String,
+    /// Jobs it runs side by side (0: not said).
+    pub slots: u32,
     /// The armada version it runs.
     pub version: String,
     /// The families it runs (at least one).
@@ -93,6 +95,45 @@ pub struct SweepStatus {
     pub failures: Vec<JobFailed>,
     /// Failed jobs beyond the page.
     pub n_failures_omitted: u32,
+}
+
+/// A registered worker, as the dashboard shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorkerInfo {
+    pub id: String,
+    pub name: String,
+    pub families: Vec<String>,
+    pub slots: u32,
+    /// Attempts it holds now.
+    pub running: u32,
+    /// Since its last request.
+    pub idle: Duration,
+    /// Heard from within a lease's lifetime: a worker silent for longer has lost its leases.
+    pub alive: bool,
+}
+
+/// One job of a sweep, as the dashboard lists it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobInfo {
+    pub key: String,
+    pub seed: u64,
+    pub benchmark: String,
+    pub benchmark_params: String,
+    pub algorithm: String,
+    pub algorithm_params: String,
+    pub state: &'static str,
+    pub attempts: u32,
+    pub error: Option<String>,
+}
+
+/// Which jobs of a sweep to list: those of one cell, or one job.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct JobFilter {
+    pub benchmark: Option<String>,
+    pub benchmark_params: Option<String>,
+    pub algorithm: Option<String>,
+    pub algorithm_params: Option<String>,
+    pub key: Option<String>,
 }
 
 /// What watchers of a sweep hear as it runs.

@@ -22,8 +22,10 @@
 use super::commit::{self, Commit, CommitConfig, PartWritten};
 use super::jobs::{Job, Key, NewJob, Submission, Template};
 use super::live::{self, LiveSummaries, Opening};
+use super::metrics::Metrics;
 use super::replies::{
-    CommandError, JobFailed, Lease, Leases, Registered, Registration, Submitted, SweepEvent, SweepStatus,
+    CommandError, JobFailed, JobFilter, JobInfo, Lease, Leases, Registered, Registration, Submitted, SweepEvent,
+    SweepStatus, WorkerInfo,
 };
 use super::sessions::Sessions;
 use super::spool::{RecordSchema, Spools};
@@ -35,6 +37,7 @@ use crate::results::Cell;
 use armada_core::{JobSpec, MetricDef, Registry};
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::{broadcast, mpsc, oneshot};
@@ -143,6 +146,23 @@ pub enum Command {
         registration: Registration,
         reply: Reply<Registered>,
     },
+    /// The registered workers, for the dashboard.
+    Workers {
+        reply: Reply<Vec<WorkerInfo>>,
+    },
+    /// The jobs of a sweep that `filter` selects (at most `limit`), for the dashboard.
+    Jobs {
+        sweep: String,
+        filter: JobFilter,
+        limit: usize,
+        reply: Reply<Vec<JobInfo>>,
+    },
+    /// The part file that holds a done job's trajectory (none while it is not done).
+    PartOf {
+        sweep: String,
+        key: String,
+        reply: Reply<Option<PathBuf>>,
+    },
     Lease {
         session: String,
         max_jobs: u32,
@@ -194,6 +214,7 @@ pub struct SchedulerHandle {
     mailbox: mpsc::Sender<Command>,
     pub spools: Spools,
     pub live: LiveSummaries,
+    pub metrics: Arc<Metrics>,
 }
 
 impl SchedulerHandle {
@@ -316,6 +337,7 @@ pub struct Scheduler {
     spools: Spools,
     live: LiveSummaries,
     committer: mpsc::UnboundedSender<Commit>,
+    metrics: Arc<Metrics>,
 }
 
 fn now_ms() -> i64 {
@@ -354,8 +376,9 @@ impl Scheduler {
                 let _ = mailbox.blocking_send(Command::Summarized { sweep: sweep.to_string(), generation });
             }
         });
+        let metrics = Arc::new(Metrics::default());
         let mailbox = tx.downgrade();
-        let committer = commit::start(config.commit, live.clone(), move |written| {
+        let committer = commit::start(config.commit, live.clone(), metrics.clone(), move |written| {
             if let Some(mailbox) = mailbox.upgrade() {
                 let _ = mailbox.blocking_send(Command::PartWritten(written));
             }
@@ -376,6 +399,7 @@ impl Scheduler {
             spools: spools.clone(),
             live: live.clone(),
             committer,
+            metrics: metrics.clone(),
         };
         for sweep in s.store.sweeps()? {
             s.sweeps.load(&sweep.id, sweep.family, sweep.cancelled, sweep.summarized);
@@ -413,7 +437,7 @@ impl Scheduler {
         // The stored rows read to load the jobs are gone.
         release_free_memory();
         tokio::spawn(s.run(rx));
-        Ok(SchedulerHandle { mailbox: tx, spools, live })
+        Ok(SchedulerHandle { mailbox: tx, spools, live, metrics })
     }
 
     /// Jobs in parts the store does not know: written, then the coordinator died before
@@ -561,21 +585,35 @@ impl Scheduler {
                 let _ = reply.send(self.summary_inputs(&sweep, with_keys));
             }
             Command::Register { registration, reply } => {
-                let _ = reply.send(self.register(registration));
+                let _ = reply.send(self.register(registration, now));
+            }
+            Command::Workers { reply } => {
+                let _ = reply.send(Ok(self.worker_infos(now)));
+            }
+            Command::Jobs { sweep, filter, limit, reply } => {
+                let _ = reply.send(self.job_infos(&sweep, &filter, limit));
+            }
+            Command::PartOf { sweep, key, reply } => {
+                let _ = reply.send(self.part_of(&sweep, &key));
             }
             Command::Lease { session, max_jobs, reply } => {
+                self.workers.touch(&session, now);
                 let _ = reply.send(self.lease(&session, max_jobs, now));
             }
             Command::Heartbeat { session, attempts, reply } => {
+                self.workers.touch(&session, now);
                 let _ = reply.send(self.heartbeat(&session, attempts, now));
             }
             Command::Complete { session, attempt, n_records, reply } => {
+                self.workers.touch(&session, now);
                 self.complete(&session, attempt, n_records, reply)
             }
             Command::Fail { session, attempt, error, reply } => {
+                self.workers.touch(&session, now);
                 let _ = reply.send(self.fail(&session, attempt, error));
             }
             Command::Release { session, attempts, reply } => {
+                self.workers.touch(&session, now);
                 let _ = reply.send(self.release(&session, attempts));
             }
             Command::Refused { attempt } => self.refused(attempt),
@@ -777,9 +815,10 @@ impl Scheduler {
         })
     }
 
-    fn register(&mut self, registration: Registration) -> Result<Registered, CommandError> {
+    fn register(&mut self, registration: Registration, now: std::time::Instant) -> Result<Registered, CommandError> {
         let session: Arc<str> = crate::secret::random_secret().into();
-        let worker = self.workers.register(registration, env!("CARGO_PKG_VERSION"), &self.registry, session.clone())?;
+        let worker =
+            self.workers.register(registration, env!("CARGO_PKG_VERSION"), &self.registry, session.clone(), now)?;
         info!(
             "worker {} registered ({}; {})",
             worker.id,
@@ -792,6 +831,66 @@ impl Scheduler {
             lease_ttl: self.config.lease_ttl,
             heartbeat: self.config.heartbeat,
         })
+    }
+
+    fn worker_infos(&self, now: std::time::Instant) -> Vec<WorkerInfo> {
+        let running = self.table.attempts_by_session();
+        self.workers
+            .all()
+            .into_iter()
+            .map(|(session, w)| {
+                let idle = now.saturating_duration_since(w.last_seen);
+                WorkerInfo {
+                    id: w.id.clone(),
+                    name: w.name.clone(),
+                    families: w.families.iter().cloned().collect(),
+                    slots: w.slots,
+                    running: running.get(&**session).copied().unwrap_or(0),
+                    idle,
+                    alive: idle <= self.config.lease_ttl,
+                }
+            })
+            .collect()
+    }
+
+    fn job_infos(&self, sweep: &str, filter: &JobFilter, limit: usize) -> Result<Vec<JobInfo>, CommandError> {
+        self.sweeps.get(sweep)?;
+        let wanted = |want: &Option<String>, have: &str| want.as_deref().is_none_or(|w| w == have);
+        Ok(self
+            .sweeps
+            .jobs(sweep)
+            .iter()
+            .map(|&i| &self.table.jobs[i])
+            .filter(|job| {
+                let cell = job.cell();
+                wanted(&filter.benchmark, &cell.benchmark)
+                    && wanted(&filter.benchmark_params, &cell.benchmark_params)
+                    && wanted(&filter.algorithm, &cell.algorithm)
+                    && wanted(&filter.algorithm_params, &cell.algorithm_params)
+                    && filter.key.as_deref().is_none_or(|k| job.key.to_string() == k)
+            })
+            .take(limit)
+            .map(|job| {
+                let cell = job.cell();
+                JobInfo {
+                    key: job.key.to_string(),
+                    seed: job.seed,
+                    benchmark: cell.benchmark.clone(),
+                    benchmark_params: cell.benchmark_params.clone(),
+                    algorithm: cell.algorithm.clone(),
+                    algorithm_params: cell.algorithm_params.clone(),
+                    state: job.state.as_str(),
+                    attempts: job.attempts,
+                    error: job.error.as_deref().map(str::to_owned),
+                }
+            })
+            .collect())
+    }
+
+    fn part_of(&self, sweep: &str, key: &str) -> Result<Option<PathBuf>, CommandError> {
+        self.sweeps.get(sweep)?;
+        let part = self.store.part_of(sweep, key).map_err(internal)?;
+        Ok(part.map(|p| results::trajectories_dir(&self.results_dir.join(sweep)).join(p)))
     }
 
     fn next_template_id(&mut self) -> usize {
@@ -819,6 +918,7 @@ impl Scheduler {
         for effect in effects {
             match effect {
                 Effect::EndAttempt { attempt, job, outcome, state, error } => {
+                    self.metrics.attempt_ended(outcome);
                     let job = &self.table.jobs[job];
                     let (sweep, key) = (job.sweep.clone(), job.key.to_string());
                     // Logged, not answered: the store then still says `running`, and a
@@ -843,6 +943,7 @@ impl Scheduler {
                     self.live.settled_without_result(&job.sweep, job.cell());
                 }
                 Effect::Started { job: i, attempt, worker } => {
+                    self.metrics.attempts_started.fetch_add(1, Relaxed);
                     let sweep = self.table.jobs[i].sweep.clone();
                     if self.watched(&sweep) {
                         let job = &self.table.jobs[i];
@@ -857,6 +958,9 @@ impl Scheduler {
                     }
                 }
                 Effect::Failed { job: i, error, attempt_no, is_final } => {
+                    if !is_final {
+                        self.metrics.retries.fetch_add(1, Relaxed);
+                    }
                     let sweep = self.table.jobs[i].sweep.clone();
                     if self.watched(&sweep) {
                         let job = &self.table.jobs[i];
@@ -989,6 +1093,7 @@ impl Scheduler {
             attempt,
             valid: job.valid(),
             spool,
+            asked: std::time::Instant::now(),
             reply,
         };
         if let Err(unsent) = self.committer.send(commit) {
@@ -1050,6 +1155,8 @@ impl Scheduler {
                 self.emit(&sweep, event);
             }
             let _ = c.reply.send(Ok(true));
+            self.metrics.attempt_ended("committed");
+            self.metrics.commit_answered(c.asked.elapsed());
         }
         for sweep in reopen {
             self.open_live(&sweep);
@@ -1075,6 +1182,7 @@ impl Scheduler {
             self.store.release_attempt(id, (&sweep, &key)).map_err(internal)?;
             let effects = self.table.release(id, i);
             self.apply(effects);
+            self.metrics.attempt_ended("released");
             released += 1;
         }
         Ok(released)
@@ -1099,6 +1207,8 @@ impl Scheduler {
     fn expire_leases(&mut self, now: std::time::Instant) {
         let workers = &self.workers;
         let effects = self.table.expire(now, |session| workers.describe(session, "?"));
+        let expired = effects.iter().filter(|e| matches!(e, Effect::EndAttempt { .. })).count();
+        self.metrics.leases_expired.fetch_add(expired as u64, Relaxed);
         self.apply(effects);
     }
 
@@ -1204,6 +1314,7 @@ mod tests {
     fn registration(families: &[&str]) -> Registration {
         Registration {
             name: "test".into(),
+            slots: 1,
             version: env!("CARGO_PKG_VERSION").to_string(),
             families: families.iter().map(|f| f.to_string()).collect(),
             build: crate::registry().digest(),

@@ -388,7 +388,7 @@ impl Coordinator {
             match self.scheduler.spools.append(r.attempt_id, &session, &records) {
                 // A record that breaks the schema breaks the spool: the commit below is
                 // refused with the reason, and the attempt voided.
-                Ok(_) => {}
+                Ok(_) => self.records_received(records.len()),
                 Err(e) if e.kind() == ErrorKind::InvalidArgument => {}
                 Err(e) => return Err(e.into()),
             }
@@ -396,13 +396,17 @@ impl Coordinator {
         let (attempt, n_records) = (r.attempt_id, r.n_records);
         Ok(self.scheduler.send(|reply| Command::Complete { session, attempt, n_records, reply }).await?)
     }
+
+    fn records_received(&self, n: usize) {
+        self.scheduler.metrics.records_received.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 #[tonic::async_trait]
 impl pb::workers_server::Workers for Coordinator {
     async fn register(&self, request: Request<pb::RegisterRequest>) -> Result<Response<pb::RegisterResponse>, Status> {
-        let pb::RegisterRequest { name, version, families, build, .. } = request.into_inner();
-        let registration = Registration { name, version, families, build };
+        let pb::RegisterRequest { name, slots, version, families, build } = request.into_inner();
+        let registration = Registration { name, slots, version, families, build };
         let Registered { worker_id, session, lease_ttl, heartbeat } =
             self.scheduler.call(|reply| Command::Register { registration, reply }).await?;
         Ok(Response::new(pb::RegisterResponse {
@@ -446,7 +450,10 @@ impl pb::workers_server::Workers for Coordinator {
             let records: Vec<_> = batch.records.into_iter().map(wire::record_from_wire).collect();
             // Straight into the attempt's spool: record batches never wait on the scheduler.
             match self.scheduler.spools.append(batch.attempt_id, &batch.session, &records) {
-                Ok(n) => n_records = n,
+                Ok(n) => {
+                    n_records = n;
+                    self.records_received(records.len());
+                }
                 Err(e) => {
                     if e.kind() == ErrorKind::InvalidArgument {
                         // The records broke the job's schema: void the attempt now.

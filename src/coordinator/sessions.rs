@@ -5,6 +5,7 @@ use super::replies::{CommandError, Registration};
 use armada_core::Registry;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// A registered worker.
 pub struct Worker {
@@ -12,6 +13,10 @@ pub struct Worker {
     pub id: String,
     pub name: String,
     pub families: BTreeSet<String>,
+    /// Jobs it runs side by side, as it declared (0: not said).
+    pub slots: u32,
+    /// Its last request (registration, lease, heartbeat, commit...).
+    pub last_seen: Instant,
 }
 
 /// Registered workers by session credential.
@@ -32,8 +37,9 @@ impl Sessions {
         ours: &str,
         registry: &Registry,
         session: Arc<str>,
+        now: Instant,
     ) -> Result<&Worker, CommandError> {
-        let Registration { name, version, families, build } = registration;
+        let Registration { name, slots, version, families, build } = registration;
         if version != ours {
             return Err(CommandError::failed_precondition(format!(
                 "version: worker runs armada {version}, the coordinator {ours}; job keys and results depend on the build"
@@ -55,7 +61,13 @@ impl Sessions {
                 .map_err(|e| CommandError::invalid_argument(format!("families[{i}]: {}", e.message)))?;
         }
         self.registered += 1;
-        let worker = Worker { id: format!("w{}", self.registered), name, families: families.into_iter().collect() };
+        let worker = Worker {
+            id: format!("w{}", self.registered),
+            name,
+            families: families.into_iter().collect(),
+            slots,
+            last_seen: now,
+        };
         Ok(self.workers.entry(session).insert_entry(worker).into_mut())
     }
 
@@ -67,6 +79,20 @@ impl Sessions {
                 "session: not registered here (the coordinator restarted?); register again",
             )),
         }
+    }
+
+    /// The worker of `session` was heard from at `now`.
+    pub fn touch(&mut self, session: &str, now: Instant) {
+        if let Some(worker) = self.workers.get_mut(session) {
+            worker.last_seen = now;
+        }
+    }
+
+    /// Every registered worker, with its session credential, in registration order.
+    pub fn all(&self) -> Vec<(&Arc<str>, &Worker)> {
+        let mut all: Vec<_> = self.workers.iter().collect();
+        all.sort_by_key(|(_, w)| w.id[1..].parse::<u64>().unwrap_or(u64::MAX));
+        all
     }
 
     /// The worker of `session` as messages name it: `w3 (host-a)`, or `unknown` when gone.

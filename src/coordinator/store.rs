@@ -433,6 +433,16 @@ impl Store {
         Ok(())
     }
 
+    /// The part file that holds job `key` of `sweep`, once it is done.
+    pub fn part_of(&self, sweep: &str, key: &str) -> anyhow::Result<Option<String>> {
+        let mut stmt = self.conn.prepare_cached("SELECT part FROM jobs WHERE sweep_id = ?1 AND key = ?2")?;
+        let mut rows = stmt.query(params![sweep, key])?;
+        Ok(match rows.next()? {
+            Some(row) => row.get(0)?,
+            None => None,
+        })
+    }
+
     /// The part files the store knows for `sweep`.
     pub fn parts(&self, sweep: &str) -> anyhow::Result<std::collections::BTreeSet<String>> {
         let mut stmt =

@@ -94,6 +94,15 @@ impl JobTable {
         JobTable { jobs: Vec::new(), queue: JobQueue::default(), attempts: HashMap::new(), policy }
     }
 
+    /// Leased attempts per worker session.
+    pub fn attempts_by_session(&self) -> HashMap<&str, u32> {
+        let mut counts = HashMap::new();
+        for a in self.attempts.values() {
+            *counts.entry(&*a.session).or_default() += 1;
+        }
+        counts
+    }
+
     /// Queue job `i` (first, for a retry); the queue is per family.
     pub fn enqueue(&mut self, i: usize, front: bool) {
         let family = self.jobs[i].family();

@@ -118,7 +118,7 @@ const ALGORITHM_PARAMS: &str = "algorithm_params";
 const SEED: &str = "seed";
 const SWEEP_SEED: &str = "sweep_seed";
 const HORIZON: &str = "horizon";
-const STEP: &str = "step";
+pub const STEP: &str = "step";
 const ELAPSED_MS: &str = "elapsed_ms";
 
 /// Every non-metric column of a trajectory, in file order. A metric may not use these names.
@@ -214,7 +214,7 @@ fn write_atomic(path: &Path, write: impl FnOnce(&mut BufWriter<File>) -> anyhow:
 }
 
 /// Read a whole Parquet file.
-fn read_parquet(path: &Path) -> anyhow::Result<DataFrame> {
+pub fn read_parquet(path: &Path) -> anyhow::Result<DataFrame> {
     let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
     ParquetReader::new(file)
         .finish()

@@ -2,6 +2,7 @@
 //! parts, and comparing trajectories.
 #![allow(dead_code)]
 
+pub mod cluster;
 pub mod net;
 
 use polars::prelude::*;

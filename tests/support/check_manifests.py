@@ -4,7 +4,7 @@
 
 Checks that every flag the manifests pass exists in the subcommand's --help, that the
 token comes from one Secret for both, that the probe and the Service reach the port the
-coordinator listens on, that --data is the persistent volume, that workers dial the
+coordinator listens on, that the Service exposes the dashboard's port, that --data is the persistent volume, that workers dial the
 Service, and that the workers' slots and grace period fit what a worker does on SIGTERM.
 Prints each failure and exits 1 if there is one.
 """
@@ -73,6 +73,12 @@ check(
 )
 service_port = service["spec"]["ports"][0]
 check(service_port["targetPort"] == port, "the Service does not target the listening port")
+dashboard = arg(args, "--dashboard")
+check(dashboard is not None and dashboard.startswith("0.0.0.0:"), "the dashboard must listen on every interface")
+if dashboard:
+    http = int(dashboard.rsplit(":", 1)[1])
+    check(http in [p["containerPort"] for p in coordinator["ports"]], "the dashboard's port is not a container port")
+    check(http in [p["targetPort"] for p in service["spec"]["ports"]], "the Service does not expose the dashboard")
 
 worker = container("Deployment")
 wargs = worker["args"]

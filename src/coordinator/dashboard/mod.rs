@@ -1,0 +1,512 @@
+//! The dashboard: a coordinator's sweeps in a browser, and its Prometheus metrics, over
+//! HTTP/1.1 on a port of its own (`armada serve --dashboard`, and `armada run`'s loopback
+//! one).
+//!
+//! The page is one HTML file with its script and style (`assets/`), compiled into the
+//! binary: no CDN, no build step, nothing fetched from elsewhere. It polls a small JSON API
+//! answered from the scheduler's state and the live summaries ([`crate::coordinator::live`]),
+//! never from the trajectories (one job's rows are read only when its trajectory is asked
+//! for). A sweep's curves and final table are computed once per change of the sweep and
+//! shared by every viewer. The same token as the gRPC services guards everything.
+//!
+//! Routes: `/` (the page), `/assets/*`, `/metrics` (Prometheus text), and under `/api/`:
+//! `overview` (sweeps with their pace, workers), `sweeps/{id}` (status and failures),
+//! `sweeps/{id}/curves?metric=M`, `sweeps/{id}/final`, `sweeps/{id}/jobs?benchmark=..`
+//! (a cell's jobs) and `sweeps/{id}/jobs/{key}` (one job's trajectory).
+
+pub mod progress;
+pub mod prometheus;
+pub mod views;
+
+use crate::coordinator::live::{self, Current};
+use crate::coordinator::replies::{CommandError, ErrorKind, JobFilter, SweepState, SweepStatus, WorkerInfo};
+use crate::coordinator::scheduler::{Command, SummaryInputs};
+use crate::coordinator::sweeps::FailurePage;
+use crate::coordinator::SchedulerHandle;
+use crate::results;
+use axum::body::Body;
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use progress::Progress;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub const INDEX_HTML: &str = include_str!("assets/index.html");
+pub const APP_JS: &str = include_str!("assets/app.js");
+pub const CHART_JS: &str = include_str!("assets/chart.js");
+pub const STYLE_CSS: &str = include_str!("assets/style.css");
+
+/// A sweep's tables are recomputed at most this often while it runs, however many pages
+/// poll them.
+const REFRESH_AT_MOST_EVERY: Duration = Duration::from_secs(1);
+/// Jobs listed for one cell at most.
+const CELL_JOBS_LIMIT: usize = 1_000;
+
+/// The dashboard's state, shared by its handlers.
+pub struct Dashboard {
+    scheduler: SchedulerHandle,
+    /// The coordinator's data directory (for the store's size).
+    data: PathBuf,
+    token: Option<String>,
+    /// The cookie that carries the token: named after the port, since a browser shares
+    /// cookies between the ports of one host.
+    cookie: String,
+    progress: Mutex<Progress>,
+    views: Mutex<HashMap<String, Arc<SweepViews>>>,
+}
+
+/// What the page shows of a sweep's results, computed once per change.
+#[derive(Serialize)]
+struct SweepViews {
+    /// `live` (some cells provisional), `files` (the summary files) or `none` (no job done).
+    source: &'static str,
+    n_cells: u32,
+    n_exact: u32,
+    #[serde(flatten)]
+    tables: views::SweepTables,
+    #[serde(skip)]
+    stamp: Stamp,
+    #[serde(skip)]
+    made: Instant,
+}
+
+/// What identifies a state of a sweep's summaries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Stamp {
+    n_done: u32,
+    n_failed: u32,
+    finished: bool,
+    n_exact: usize,
+}
+
+/// Serve the dashboard on `listener` until `shutdown` resolves.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    scheduler: SchedulerHandle,
+    data: PathBuf,
+    token: Option<String>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let port = listener.local_addr()?.port();
+    let dashboard = Arc::new(Dashboard {
+        scheduler,
+        data,
+        token: token.filter(|t| !t.is_empty()),
+        cookie: format!("armada_token_{port}"),
+        progress: Mutex::default(),
+        views: Mutex::default(),
+    });
+    let sampler = tokio::spawn(sample_progress(dashboard.clone()));
+    let app = router(dashboard);
+    let served = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
+    sampler.abort();
+    served
+}
+
+/// The routes, behind the token.
+pub fn router(dashboard: Arc<Dashboard>) -> Router {
+    Router::new()
+        .route("/", get(|| async { asset("text/html; charset=utf-8", INDEX_HTML) }))
+        .route("/assets/app.js", get(|| async { asset("text/javascript; charset=utf-8", APP_JS) }))
+        .route("/assets/chart.js", get(|| async { asset("text/javascript; charset=utf-8", CHART_JS) }))
+        .route("/assets/style.css", get(|| async { asset("text/css; charset=utf-8", STYLE_CSS) }))
+        .route("/metrics", get(metrics))
+        .route("/api/overview", get(overview))
+        .route("/api/sweeps/{id}", get(sweep))
+        .route("/api/sweeps/{id}/curves", get(curves))
+        .route("/api/sweeps/{id}/final", get(final_table))
+        .route("/api/sweeps/{id}/jobs", get(cell_jobs))
+        .route("/api/sweeps/{id}/jobs/{key}", get(trajectory))
+        .fallback(|| async { (StatusCode::NOT_FOUND, "not found\n") })
+        .layer(middleware::from_fn_with_state(dashboard.clone(), require_token))
+        .with_state(dashboard)
+}
+
+fn asset(content_type: &'static str, body: &'static str) -> Response {
+    ([(header::CONTENT_TYPE, content_type), (header::CACHE_CONTROL, "no-cache")], body).into_response()
+}
+
+/// The token, when one is set: `authorization: Bearer <token>` (scripts, Prometheus), the
+/// dashboard's cookie (the page's own requests), or `?token=<token>` in the address that
+/// `armada run` prints, which sets the cookie and redirects to the address without it.
+async fn require_token(State(d): State<Arc<Dashboard>>, request: Request, next: Next) -> Response {
+    let Some(expected) = &d.token else { return next.run(request).await };
+    let headers = request.headers();
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .is_some_and(|t| same(t, expected));
+    if bearer || cookie(headers, &d.cookie).is_some_and(|t| same(&t, expected)) {
+        return next.run(request).await;
+    }
+    let query: Vec<(String, String)> =
+        request.uri().query().and_then(|q| serde_urlencoded::from_str(q).ok()).unwrap_or_default();
+    if query.iter().any(|(k, v)| k == "token" && same(v, expected)) {
+        let rest: Vec<&(String, String)> = query.iter().filter(|(k, _)| k != "token").collect();
+        let mut location = request.uri().path().to_string();
+        if !rest.is_empty() {
+            location.push('?');
+            location.push_str(&serde_urlencoded::to_string(rest).unwrap_or_default());
+        }
+        let set_cookie = format!("{}={expected}; Path=/; HttpOnly; SameSite=Strict", d.cookie);
+        let mut response = StatusCode::SEE_OTHER.into_response();
+        if let (Ok(location), Ok(cookie)) = (HeaderValue::from_str(&location), HeaderValue::from_str(&set_cookie)) {
+            response.headers_mut().insert(header::LOCATION, location);
+            response.headers_mut().insert(header::SET_COOKIE, cookie);
+        }
+        return response;
+    }
+    let message = "missing or wrong token: open the address armada printed (it carries ?token=...), \
+                   or send `authorization: Bearer <token>`\n";
+    (StatusCode::UNAUTHORIZED, [(header::WWW_AUTHENTICATE, "Bearer")], message).into_response()
+}
+
+/// Equal, in time independent of where they differ.
+fn same(given: &str, expected: &str) -> bool {
+    given.len() == expected.len() && given.bytes().zip(expected.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+}
+
+fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers.get_all(header::COOKIE).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(';')).find_map(|c| {
+        let (k, v) = c.trim().split_once('=')?;
+        (k == name).then(|| v.to_string())
+    })
+}
+
+/// An API error: the status and a JSON body `{"error": "..."}`.
+struct ApiError(StatusCode, String);
+
+impl From<CommandError> for ApiError {
+    fn from(e: CommandError) -> Self {
+        let status = match e.kind() {
+            ErrorKind::NotFound => StatusCode::NOT_FOUND,
+            ErrorKind::InvalidArgument => StatusCode::BAD_REQUEST,
+            ErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ErrorKind::PermissionDenied | ErrorKind::FailedPrecondition | ErrorKind::Internal => {
+                StatusCode::INTERNAL_SERVER_ERROR
+            }
+        };
+        ApiError(status, e.message().to_string())
+    }
+}
+
+impl From<anyhow::Error> for ApiError {
+    fn from(e: anyhow::Error) -> Self {
+        ApiError(StatusCode::INTERNAL_SERVER_ERROR, format!("{e:#}"))
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.0, json_body(&serde_json::json!({ "error": self.1 }))).into_response()
+    }
+}
+
+fn json_body(value: &impl Serialize) -> Response {
+    match serde_json::to_vec(value) {
+        Ok(bytes) => ([(header::CONTENT_TYPE, "application/json")], Body::from(bytes)).into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("encoding: {e}")).into_response(),
+    }
+}
+
+/// Run blocking work (Parquet, polars) off the async threads.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> anyhow::Result<T> + Send + 'static) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
+        .map_err(Into::into)
+}
+
+/// Sample every sweep's settled count, for throughput and ETA.
+async fn sample_progress(d: Arc<Dashboard>) {
+    let mut tick = tokio::time::interval(progress::SAMPLE_EVERY);
+    loop {
+        tick.tick().await;
+        let Ok(sweeps) = d.scheduler.call(|reply| Command::List { reply }).await else { continue };
+        let now = Instant::now();
+        let mut progress = d.progress.lock().unwrap_or_else(|e| e.into_inner());
+        for s in &sweeps {
+            progress.sample(&s.sweep_id, u64::from(s.n_done + s.n_failed + s.n_cancelled), now);
+        }
+        progress.retain(&sweeps.iter().map(|s| s.sweep_id.as_str()).collect::<Vec<_>>());
+    }
+}
+
+#[derive(Serialize)]
+struct SweepSummaryView {
+    id: String,
+    family: String,
+    state: &'static str,
+    n_jobs: u32,
+    queued: u32,
+    running: u32,
+    done: u32,
+    failed: u32,
+    cancelled: u32,
+    jobs_per_second: Option<f64>,
+    eta_seconds: Option<f64>,
+}
+
+fn state_name(state: SweepState) -> &'static str {
+    match state {
+        SweepState::Running => "running",
+        SweepState::Finished => "finished",
+        SweepState::Cancelled => "cancelled",
+    }
+}
+
+impl SweepSummaryView {
+    fn of(s: &SweepStatus, progress: &Progress) -> Self {
+        let pace = progress.pace(&s.sweep_id, u64::from(s.n_queued + s.n_running));
+        SweepSummaryView {
+            id: s.sweep_id.clone(),
+            family: s.family.clone(),
+            state: state_name(s.state),
+            n_jobs: s.n_jobs,
+            queued: s.n_queued,
+            running: s.n_running,
+            done: s.n_done,
+            failed: s.n_failed,
+            cancelled: s.n_cancelled,
+            jobs_per_second: pace.jobs_per_second,
+            eta_seconds: if s.state == SweepState::Running { pace.eta_seconds } else { None },
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct WorkerView {
+    id: String,
+    name: String,
+    families: Vec<String>,
+    slots: u32,
+    running: u32,
+    idle_seconds: f64,
+    alive: bool,
+}
+
+impl From<WorkerInfo> for WorkerView {
+    fn from(w: WorkerInfo) -> Self {
+        WorkerView {
+            id: w.id,
+            name: w.name,
+            families: w.families,
+            slots: w.slots,
+            running: w.running,
+            idle_seconds: w.idle.as_secs_f64(),
+            alive: w.alive,
+        }
+    }
+}
+
+async fn overview(State(d): State<Arc<Dashboard>>) -> Result<Response, ApiError> {
+    let sweeps = d.scheduler.call(|reply| Command::List { reply }).await?;
+    let workers = d.scheduler.call(|reply| Command::Workers { reply }).await?;
+    let sweeps: Vec<SweepSummaryView> = {
+        let progress = d.progress.lock().unwrap_or_else(|e| e.into_inner());
+        sweeps.iter().map(|s| SweepSummaryView::of(s, &progress)).collect()
+    };
+    // Workers that went silent long ago are counted, not listed: a coordinator that has
+    // seen thousands of Slurm tasks come and go would list them all.
+    let n_lost = workers.iter().filter(|w| !w.alive).count();
+    let workers: Vec<WorkerView> = workers.into_iter().filter(|w| w.alive).map(WorkerView::from).collect();
+    Ok(json_body(&serde_json::json!({ "sweeps": sweeps, "workers": workers, "workers_lost": n_lost })))
+}
+
+async fn sweep(State(d): State<Arc<Dashboard>>, Path(id): Path<String>) -> Result<Response, ApiError> {
+    let sweep = id.clone();
+    let failures = FailurePage::default();
+    let status = d.scheduler.call(|reply| Command::Status { sweep, failures, reply }).await?;
+    let progress = SweepSummaryView::of(&status, &d.progress.lock().unwrap_or_else(|e| e.into_inner()));
+    let failures: Vec<_> = status
+        .failures
+        .iter()
+        .map(|f| {
+            serde_json::json!({
+                "key": f.job_key, "description": f.description, "error": f.error,
+                "attempt": f.attempt, "final": f.is_final,
+            })
+        })
+        .collect();
+    Ok(json_body(&serde_json::json!({
+        "sweep": progress,
+        "results_dir": status.results_dir,
+        "failures": failures,
+        "failures_omitted": status.n_failures_omitted,
+    })))
+}
+
+#[derive(Deserialize)]
+struct MetricQuery {
+    metric: Option<String>,
+}
+
+async fn curves(
+    State(d): State<Arc<Dashboard>>,
+    Path(id): Path<String>,
+    Query(q): Query<MetricQuery>,
+) -> Result<Response, ApiError> {
+    let v = d.views_of(&id).await?;
+    let metric = match q.metric {
+        Some(m) if v.source != "none" && !v.tables.metrics.contains(&m) => {
+            return Err(ApiError(
+                StatusCode::BAD_REQUEST,
+                format!("metric: `{m}` is not a float metric of sweep `{id}`; it has {}", v.tables.metrics.join(", ")),
+            ))
+        }
+        Some(m) => Some(m),
+        None => v.tables.metrics.first().cloned(),
+    };
+    let curves = metric.as_ref().and_then(|m| v.tables.curves.get(m));
+    Ok(json_body(&serde_json::json!({
+        "source": v.source, "n_cells": v.n_cells, "n_exact": v.n_exact,
+        "metrics": v.tables.metrics, "metric": metric, "curves": curves,
+    })))
+}
+
+async fn final_table(State(d): State<Arc<Dashboard>>, Path(id): Path<String>) -> Result<Response, ApiError> {
+    let v = d.views_of(&id).await?;
+    Ok(json_body(&serde_json::json!({
+        "source": v.source, "n_cells": v.n_cells, "n_exact": v.n_exact, "final": v.tables.final_table,
+    })))
+}
+
+#[derive(Deserialize)]
+struct CellQuery {
+    benchmark: Option<String>,
+    benchmark_params: Option<String>,
+    algorithm: Option<String>,
+    algorithm_params: Option<String>,
+}
+
+async fn cell_jobs(
+    State(d): State<Arc<Dashboard>>,
+    Path(id): Path<String>,
+    Query(q): Query<CellQuery>,
+) -> Result<Response, ApiError> {
+    let filter = JobFilter {
+        benchmark: q.benchmark,
+        benchmark_params: q.benchmark_params,
+        algorithm: q.algorithm,
+        algorithm_params: q.algorithm_params,
+        key: None,
+    };
+    let jobs = d.scheduler.call(|reply| Command::Jobs { sweep: id, filter, limit: CELL_JOBS_LIMIT, reply }).await?;
+    let jobs: Vec<_> = jobs
+        .iter()
+        .map(|j| {
+            serde_json::json!({
+                "key": j.key, "seed": j.seed, "state": j.state, "attempts": j.attempts, "error": j.error,
+                "benchmark": j.benchmark, "benchmark_params": j.benchmark_params,
+                "algorithm": j.algorithm, "algorithm_params": j.algorithm_params,
+            })
+        })
+        .collect();
+    Ok(json_body(&serde_json::json!({ "jobs": jobs, "limit": CELL_JOBS_LIMIT })))
+}
+
+async fn trajectory(
+    State(d): State<Arc<Dashboard>>,
+    Path((id, key)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let (sweep, job) = (id.clone(), key.clone());
+    let part = d.scheduler.call(|reply| Command::PartOf { sweep, key: job, reply }).await?;
+    let Some(part) = part else {
+        return Err(ApiError(StatusCode::NOT_FOUND, format!("job {key} of sweep `{id}` has no trajectory (not done)")));
+    };
+    let trajectory = blocking(move || {
+        let index = results::read_index(&part)?;
+        let Some(rows) = index.iter().find(|j| j.key == key) else {
+            anyhow::bail!("{} does not hold job {key}", part.display());
+        };
+        let frames = results::read_jobs(&[rows])?;
+        views::trajectory(&key, &frames[0], views::TRAJECTORY_POINTS)
+    })
+    .await?;
+    Ok(json_body(&trajectory))
+}
+
+async fn metrics(State(d): State<Arc<Dashboard>>) -> Result<Response, ApiError> {
+    let sweeps = d.scheduler.call(|reply| Command::List { reply }).await?;
+    let workers = d.scheduler.call(|reply| Command::Workers { reply }).await?;
+    let mut gauges = prometheus::Gauges::default();
+    for s in &sweeps {
+        for (total, n) in gauges.jobs.iter_mut().zip([s.n_queued, s.n_running, s.n_done, s.n_failed, s.n_cancelled]) {
+            *total += u64::from(n);
+        }
+        gauges.sweeps[match s.state {
+            SweepState::Running => 0,
+            SweepState::Finished => 1,
+            SweepState::Cancelled => 2,
+        }] += 1;
+    }
+    for w in &workers {
+        gauges.leases += u64::from(w.running);
+        if w.alive {
+            gauges.workers_alive += 1;
+            gauges.slots += u64::from(w.slots);
+        } else {
+            gauges.workers_lost += 1;
+        }
+    }
+    gauges.store_bytes = ["armada.sqlite", "armada.sqlite-wal"]
+        .iter()
+        .filter_map(|f| std::fs::metadata(d.data.join(f)).ok())
+        .map(|m| m.len())
+        .sum();
+    let page = prometheus::render(&gauges, &d.scheduler.metrics);
+    Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], page).into_response())
+}
+
+impl Dashboard {
+    /// The sweep's views, computed again only when its summaries changed (and at most every
+    /// [`REFRESH_AT_MOST_EVERY`] while it runs).
+    async fn views_of(&self, id: &str) -> Result<Arc<SweepViews>, ApiError> {
+        let sweep = id.to_string();
+        let inputs = self.scheduler.call(|reply| Command::Summary { sweep, with_keys: false, reply }).await?;
+        let n_exact = self.scheduler.live.get(id).map_or(0, |e| e.lock().progress().0);
+        let stamp = Stamp { n_done: inputs.n_done, n_failed: inputs.n_failed, finished: inputs.finished, n_exact };
+        let cached = self.views.lock().unwrap_or_else(|e| e.into_inner()).get(id).cloned();
+        if let Some(v) = cached {
+            if v.stamp == stamp || (!stamp.finished && v.made.elapsed() < REFRESH_AT_MOST_EVERY) {
+                return Ok(v);
+            }
+        }
+        let views = Arc::new(self.compute_views(id, &inputs, stamp).await?);
+        self.views.lock().unwrap_or_else(|e| e.into_inner()).insert(id.to_string(), views.clone());
+        Ok(views)
+    }
+
+    async fn compute_views(&self, id: &str, inputs: &SummaryInputs, stamp: Stamp) -> Result<SweepViews, ApiError> {
+        let current = live::current(&self.scheduler.live, id, inputs).await?;
+        let (source, n_cells, n_exact, frames) = match current {
+            Current::Live { summary, last, n_cells, n_exact } => ("live", n_cells, n_exact, Some((summary, last))),
+            Current::Files { n_cells } => {
+                let dir = inputs.sweep_dir.clone();
+                let frames = blocking(move || {
+                    Ok((
+                        results::read_parquet(&dir.join(results::SUMMARY_FILE))?,
+                        results::read_parquet(&dir.join(results::FINAL_FILE))?,
+                    ))
+                })
+                .await?;
+                ("files", n_cells, n_cells, Some(frames))
+            }
+            Current::Nothing => ("none", inputs.n_cells, 0, None),
+        };
+        let tables = match frames {
+            None => views::SweepTables::default(),
+            Some((summary, last)) => blocking(move || views::sweep_tables(&summary, &last)).await?,
+        };
+        Ok(SweepViews { source, n_cells, n_exact, tables, stamp, made: Instant::now() })
+    }
+}

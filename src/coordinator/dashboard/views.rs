@@ -1,0 +1,359 @@
+//! What the dashboard and the static report show, as JSON-ready values: a sweep's curves
+//! (one metric, one line per algorithm variant, per benchmark variant), its final table, and
+//! one job's trajectory. Built from the summary tables in their Parquet schema (README,
+//! "Parquet schema"), whether live ([`crate::coordinator::live`]) or read from the files,
+//! so the page and the report draw the same numbers `armada summarize` writes.
+
+use crate::results::STEP;
+use anyhow::Context;
+use polars::prelude::{Column, DataFrame};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+
+/// Points per curve at most: a 90,000-step run is drawn from this many steps, evenly spaced,
+/// the last step always among them.
+pub const CURVE_POINTS: usize = 400;
+/// Points of one job's trajectory at most.
+pub const TRAJECTORY_POINTS: usize = 2_000;
+
+/// Everything the page draws of a sweep's tables.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct SweepTables {
+    /// The float metrics, sorted.
+    pub metrics: Vec<String>,
+    #[serde(rename = "final")]
+    pub final_table: Option<FinalTable>,
+    /// Each metric's curves, thinned to [`CURVE_POINTS`].
+    pub curves: BTreeMap<String, Curves>,
+}
+
+/// Every metric's curves and the final table, from a sweep's summary and final tables.
+pub fn sweep_tables(summary: &DataFrame, last: &DataFrame) -> anyhow::Result<SweepTables> {
+    let metrics = metrics(summary)?;
+    let mut curves = BTreeMap::new();
+    for m in &metrics {
+        curves.insert(m.clone(), self::curves(summary, m, CURVE_POINTS)?);
+    }
+    Ok(SweepTables { metrics, final_table: Some(final_table(last)?), curves })
+}
+
+/// The curves of one metric.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Curves {
+    pub metric: String,
+    /// One panel per benchmark variant, in the tables' (cell) order.
+    pub panels: Vec<Panel>,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Panel {
+    pub benchmark: String,
+    pub benchmark_params: String,
+    pub lines: Vec<Line>,
+}
+
+/// One algorithm variant's statistics over seeds, step by step.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Line {
+    pub algorithm: String,
+    pub algorithm_params: String,
+    pub step: Vec<i64>,
+    pub n: Vec<i64>,
+    pub mean: Vec<Option<f64>>,
+    pub se: Vec<Option<f64>>,
+    /// Null while the cell is provisional (live, some jobs still to come).
+    pub q10: Vec<Option<f64>>,
+    pub q90: Vec<Option<f64>>,
+}
+
+/// The final-step table, one row per cell.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct FinalTable {
+    pub metrics: Vec<String>,
+    pub rows: Vec<FinalRow>,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct FinalRow {
+    pub benchmark: String,
+    pub benchmark_params: String,
+    pub algorithm: String,
+    pub algorithm_params: String,
+    /// The cell's final step.
+    pub step: i64,
+    /// Seeds with a value, the most over the metrics.
+    pub n: i64,
+    /// Per metric of [`FinalTable::metrics`]: mean and standard error (null when missing).
+    pub mean: Vec<Option<f64>>,
+    pub se: Vec<Option<f64>>,
+}
+
+/// One job's trajectory: its steps and every metric column (floats and integers alike).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Trajectory {
+    pub key: String,
+    pub step: Vec<i64>,
+    pub columns: Vec<(String, Vec<Option<f64>>)>,
+}
+
+/// The summary table's columns, read once.
+struct Long<'a> {
+    benchmark: Vec<Option<&'a str>>,
+    benchmark_params: Vec<Option<&'a str>>,
+    algorithm: Vec<Option<&'a str>>,
+    algorithm_params: Vec<Option<&'a str>>,
+    step: Vec<Option<i64>>,
+    metric: Vec<Option<&'a str>>,
+    n: Vec<Option<i64>>,
+}
+
+impl<'a> Long<'a> {
+    fn of(df: &'a DataFrame) -> anyhow::Result<Long<'a>> {
+        let text = |name: &str| -> anyhow::Result<Vec<Option<&'a str>>> {
+            Ok(df.column(name).with_context(|| format!("column {name}"))?.str()?.iter().collect())
+        };
+        let int = |name: &str| -> anyhow::Result<Vec<Option<i64>>> {
+            Ok(df.column(name).with_context(|| format!("column {name}"))?.i64()?.iter().collect())
+        };
+        Ok(Long {
+            benchmark: text("benchmark")?,
+            benchmark_params: text("benchmark_params")?,
+            algorithm: text("algorithm")?,
+            algorithm_params: text("algorithm_params")?,
+            step: int(STEP)?,
+            metric: text("metric")?,
+            n: int("n")?,
+        })
+    }
+
+    fn cell(&self, row: usize) -> [&'a str; 4] {
+        let s = |c: &Vec<Option<&'a str>>| c[row].unwrap_or("");
+        [s(&self.benchmark), s(&self.benchmark_params), s(&self.algorithm), s(&self.algorithm_params)]
+    }
+}
+
+fn floats(df: &DataFrame, name: &str) -> anyhow::Result<Vec<Option<f64>>> {
+    let column: &Column = df.column(name).with_context(|| format!("column {name}"))?;
+    Ok(column.f64()?.iter().map(|v| v.filter(|v| v.is_finite())).collect())
+}
+
+/// The float metrics a summary table holds, sorted.
+pub fn metrics(summary: &DataFrame) -> anyhow::Result<Vec<String>> {
+    let mut names: Vec<String> = summary
+        .column("metric")?
+        .str()?
+        .iter()
+        .flatten()
+        .map(str::to_owned)
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    names.sort();
+    Ok(names)
+}
+
+/// The curves of `metric` from a summary table, each thinned to at most `max_points`.
+pub fn curves(summary: &DataFrame, metric: &str, max_points: usize) -> anyhow::Result<Curves> {
+    let long = Long::of(summary)?;
+    let (mean, se, q10, q90) =
+        (floats(summary, "mean")?, floats(summary, "se")?, floats(summary, "q10")?, floats(summary, "q90")?);
+    let mut panels: Vec<Panel> = Vec::new();
+    let mut panel_of: HashMap<[&str; 2], usize> = HashMap::new();
+    let mut line_of: HashMap<[&str; 4], (usize, usize)> = HashMap::new();
+    for row in 0..summary.height() {
+        if long.metric[row] != Some(metric) {
+            continue;
+        }
+        let cell = long.cell(row);
+        let (p, l) = *line_of.entry(cell).or_insert_with(|| {
+            let p = *panel_of.entry([cell[0], cell[1]]).or_insert_with(|| {
+                panels.push(Panel { benchmark: cell[0].into(), benchmark_params: cell[1].into(), lines: Vec::new() });
+                panels.len() - 1
+            });
+            panels[p].lines.push(Line {
+                algorithm: cell[2].into(),
+                algorithm_params: cell[3].into(),
+                step: Vec::new(),
+                n: Vec::new(),
+                mean: Vec::new(),
+                se: Vec::new(),
+                q10: Vec::new(),
+                q90: Vec::new(),
+            });
+            (p, panels[p].lines.len() - 1)
+        });
+        let line = &mut panels[p].lines[l];
+        line.step.push(long.step[row].unwrap_or(0));
+        line.n.push(long.n[row].unwrap_or(0));
+        line.mean.push(mean[row]);
+        line.se.push(se[row]);
+        line.q10.push(q10[row]);
+        line.q90.push(q90[row]);
+    }
+    for line in panels.iter_mut().flat_map(|p| &mut p.lines) {
+        let keep = thin(line.step.len(), max_points);
+        line.step = pick(&line.step, &keep);
+        line.n = pick(&line.n, &keep);
+        line.mean = pick(&line.mean, &keep);
+        line.se = pick(&line.se, &keep);
+        line.q10 = pick(&line.q10, &keep);
+        line.q90 = pick(&line.q90, &keep);
+    }
+    Ok(Curves { metric: metric.to_string(), panels })
+}
+
+/// The final table (in the schema of `final.parquet`), one row per cell in cell order.
+pub fn final_table(last: &DataFrame) -> anyhow::Result<FinalTable> {
+    let long = Long::of(last)?;
+    let (mean, se) = (floats(last, "mean")?, floats(last, "se")?);
+    let metrics = metrics(last)?;
+    let metric_index: HashMap<&str, usize> = metrics.iter().enumerate().map(|(i, m)| (m.as_str(), i)).collect();
+    let mut rows: Vec<FinalRow> = Vec::new();
+    let mut row_of: HashMap<[&str; 4], usize> = HashMap::new();
+    for row in 0..last.height() {
+        let cell = long.cell(row);
+        let r = *row_of.entry(cell).or_insert_with(|| {
+            rows.push(FinalRow {
+                benchmark: cell[0].into(),
+                benchmark_params: cell[1].into(),
+                algorithm: cell[2].into(),
+                algorithm_params: cell[3].into(),
+                step: 0,
+                n: 0,
+                mean: vec![None; metrics.len()],
+                se: vec![None; metrics.len()],
+            });
+            rows.len() - 1
+        });
+        let Some(&m) = long.metric[row].and_then(|name| metric_index.get(name)) else { continue };
+        let out = &mut rows[r];
+        out.step = out.step.max(long.step[row].unwrap_or(0));
+        out.n = out.n.max(long.n[row].unwrap_or(0));
+        out.mean[m] = mean[row];
+        out.se[m] = se[row];
+    }
+    Ok(FinalTable { metrics, rows })
+}
+
+/// One job's rows (in the trajectories' schema), thinned to at most `max_points` steps.
+pub fn trajectory(key: &str, rows: &DataFrame, max_points: usize) -> anyhow::Result<Trajectory> {
+    const NOT_METRICS: [&str; 11] = [
+        "job_key",
+        "family",
+        "benchmark",
+        "benchmark_params",
+        "algorithm",
+        "algorithm_params",
+        "seed",
+        "sweep_seed",
+        "horizon",
+        STEP,
+        "elapsed_ms",
+    ];
+    let step: Vec<i64> = rows.column(STEP)?.i64()?.iter().map(|s| s.unwrap_or(0)).collect();
+    let keep = thin(step.len(), max_points);
+    let mut columns = Vec::new();
+    for column in rows.columns() {
+        let name = column.name().as_str();
+        if NOT_METRICS.contains(&name) {
+            continue;
+        }
+        let values: Vec<Option<f64>> = match column.dtype() {
+            polars::prelude::DataType::Float64 => column.f64()?.iter().map(|v| v.filter(|v| v.is_finite())).collect(),
+            polars::prelude::DataType::Int64 => column.i64()?.iter().map(|v| v.map(|v| v as f64)).collect(),
+            _ => continue,
+        };
+        columns.push((name.to_string(), pick(&values, &keep)));
+    }
+    Ok(Trajectory { key: key.to_string(), step: pick(&step, &keep), columns })
+}
+
+/// Indices of at most `max` of `len` points, evenly spaced, first and last included.
+fn thin(len: usize, max: usize) -> Vec<usize> {
+    if len <= max || max < 2 {
+        return (0..len).collect();
+    }
+    let mut keep: Vec<usize> = (0..max).map(|i| i * (len - 1) / (max - 1)).collect();
+    keep.dedup();
+    keep
+}
+
+fn pick<T: Clone>(values: &[T], keep: &[usize]) -> Vec<T> {
+    keep.iter().map(|&i| values[i].clone()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use polars::prelude::*;
+
+    /// A summary table of two algorithms on one benchmark, metric `loss` and `fscore`.
+    fn summary() -> DataFrame {
+        type Row<'a> = (&'a str, &'a str, i64, &'a str, i64, f64, Option<f64>, Option<f64>);
+        let rows: Vec<Row> = vec![
+            ("us", "{}", 0, "fscore", 3, 0.1, Some(0.01), Some(0.05)),
+            ("us", "{}", 0, "loss", 3, 5.0, Some(0.5), None),
+            ("us", "{}", 1, "loss", 3, 4.0, Some(0.4), None),
+            ("straddle", "{beta_sqrt=3.0}", 0, "loss", 2, 6.0, None, Some(7.0)),
+            ("straddle", "{beta_sqrt=3.0}", 1, "loss", 2, f64::NAN, None, Some(6.0)),
+        ];
+        df!(
+            "family" => rows.iter().map(|_| "lse").collect::<Vec<_>>(),
+            "benchmark" => rows.iter().map(|_| "sinusoidal").collect::<Vec<_>>(),
+            "benchmark_params" => rows.iter().map(|_| "{}").collect::<Vec<_>>(),
+            "algorithm" => rows.iter().map(|r| r.0).collect::<Vec<_>>(),
+            "algorithm_params" => rows.iter().map(|r| r.1).collect::<Vec<_>>(),
+            "horizon" => rows.iter().map(|_| 1i64).collect::<Vec<_>>(),
+            "step" => rows.iter().map(|r| r.2).collect::<Vec<_>>(),
+            "metric" => rows.iter().map(|r| r.3).collect::<Vec<_>>(),
+            "n" => rows.iter().map(|r| r.4).collect::<Vec<_>>(),
+            "mean" => rows.iter().map(|r| r.5).collect::<Vec<_>>(),
+            "std" => rows.iter().map(|r| r.6).collect::<Vec<_>>(),
+            "se" => rows.iter().map(|r| r.6).collect::<Vec<_>>(),
+            "median" => rows.iter().map(|r| Some(r.5)).collect::<Vec<_>>(),
+            "q10" => rows.iter().map(|r| r.7).collect::<Vec<_>>(),
+            "q90" => rows.iter().map(|r| r.7).collect::<Vec<_>>(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn curves_group_one_metric_by_benchmark_then_algorithm_in_table_order() {
+        let c = curves(&summary(), "loss", 100).unwrap();
+        assert_eq!(c.panels.len(), 1);
+        let lines = &c.panels[0].lines;
+        assert_eq!(
+            lines.iter().map(|l| (l.algorithm.as_str(), l.algorithm_params.as_str())).collect::<Vec<_>>(),
+            vec![("us", "{}"), ("straddle", "{beta_sqrt=3.0}")]
+        );
+        assert_eq!(lines[0].step, vec![0, 1]);
+        assert_eq!(lines[0].mean, vec![Some(5.0), Some(4.0)]);
+        assert_eq!(lines[0].se, vec![Some(0.5), Some(0.4)]);
+        // NaN is missing, as in the tables' own convention.
+        assert_eq!(lines[1].mean, vec![Some(6.0), None]);
+        assert_eq!(lines[1].q90, vec![Some(7.0), Some(6.0)]);
+        assert_eq!(metrics(&summary()).unwrap(), vec!["fscore", "loss"]);
+    }
+
+    #[test]
+    fn the_final_table_has_a_row_per_cell_and_a_column_per_metric() {
+        let t = final_table(&summary()).unwrap();
+        assert_eq!(t.metrics, vec!["fscore", "loss"]);
+        assert_eq!(t.rows.len(), 2);
+        let us = &t.rows[0];
+        assert_eq!((us.algorithm.as_str(), us.step, us.n), ("us", 1, 3));
+        // The last row of a (cell, metric) wins: the table holds one row per pair.
+        assert_eq!(us.mean, vec![Some(0.1), Some(4.0)]);
+        assert_eq!(t.rows[1].mean, vec![None, None]);
+    }
+
+    #[test]
+    fn thinning_keeps_the_ends_and_spaces_the_rest_evenly() {
+        assert_eq!(thin(5, 10), vec![0, 1, 2, 3, 4]);
+        assert_eq!(thin(11, 3), vec![0, 5, 10]);
+        let kept = thin(90_001, CURVE_POINTS);
+        assert_eq!(kept.len(), CURVE_POINTS);
+        assert_eq!((kept[0], *kept.last().unwrap()), (0, 90_000));
+        assert!(kept.windows(2).all(|w| (224..=226).contains(&(w[1] - w[0]))), "{:?}", &kept[..4]);
+    }
+}

@@ -1,0 +1,105 @@
+//! Running the distributed system's real processes on 127.0.0.1: a coordinator
+//! (`armada serve`) with its dashboard on ports the OS picks, workers, and CLI clients.
+//! Every wait is bounded.
+
+use super::Proc;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_armada");
+
+pub struct Coordinator {
+    pub proc: Proc,
+    pub url: String,
+    pub port: u16,
+    /// The dashboard's address (`127.0.0.1:PORT`).
+    pub dashboard: String,
+}
+
+/// Start `armada serve` on `port` (0: any) with its data in `data`; logs go to `data/../`.
+pub fn serve(data: &Path, port: u16, extra: &[&str]) -> Coordinator {
+    let log = File::create(data.with_extension(format!("serve-{port}.log"))).unwrap();
+    let mut child = Command::new(BIN)
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--data", data.to_str().unwrap()])
+        // A restart on a fixed port would put the dashboard on the next one, which another
+        // test's coordinator may hold: any free port instead.
+        .args(["--dashboard", "127.0.0.1:0"])
+        .args(extra)
+        .env("ARMADA_LOG", "info")
+        .env_remove("ARMADA_TOKEN")
+        .stdout(Stdio::piped())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let (mut line, mut second) = (String::new(), String::new());
+    stdout.read_line(&mut line).unwrap();
+    let url = line.trim().rsplit(' ').next().unwrap().to_string();
+    assert!(url.contains("://127.0.0.1:"), "coordinator did not start: {line:?}");
+    let port = url.rsplit(':').next().unwrap().parse().unwrap();
+    stdout.read_line(&mut second).unwrap();
+    // "armada dashboard on http://ADDR/ (metrics: ...)"
+    let dashboard = second.split("http://").nth(1).and_then(|r| r.split('/').next()).unwrap_or_default().to_string();
+    assert!(dashboard.starts_with("127.0.0.1:"), "no dashboard line: {second:?}");
+    Coordinator { proc: Proc(child), url, port, dashboard }
+}
+
+/// Start `armada worker` with `slots` and `env`; its log (at info level) goes to `log`.
+pub fn worker(url: &str, slots: usize, log: &Path, env: &[(&str, &str)]) -> Proc {
+    worker_args(url, slots, log, &[], env)
+}
+
+/// A worker with extra arguments and environment.
+pub fn worker_args(url: &str, slots: usize, log: &Path, args: &[&str], env: &[(&str, &str)]) -> Proc {
+    let mut cmd = Command::new(BIN);
+    cmd.args(["worker", "--coordinator", url, "--slots", &slots.to_string()])
+        .args(args)
+        .env("ARMADA_LOG", "info")
+        .env_remove("ARMADA_TOKEN")
+        .stdout(Stdio::null())
+        .stderr(File::create(log).unwrap());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    Proc(cmd.spawn().unwrap())
+}
+
+/// Run a client subcommand against `url` to completion, at most `secs`.
+pub fn client(args: &[&str], url: &str, secs: u64) -> Output {
+    client_env(args, url, secs, &[])
+}
+
+pub fn client_env(args: &[&str], url: &str, secs: u64, env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args)
+        .args(["--coordinator", url])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_remove("ARMADA_TOKEN")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let child = cmd.spawn().unwrap();
+    let id = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(Duration::from_secs(secs)) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            let _ = Command::new("kill").args(["-KILL", &id.to_string()]).status();
+            panic!("`armada {}` did not finish within {secs} s", args.join(" "));
+        }
+    }
+}
+
+pub fn write(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, body).unwrap();
+    path
+}
