@@ -104,8 +104,8 @@ pub struct WorkerInfo {
     pub name: String,
     pub families: Vec<String>,
     pub slots: u32,
-    /// Attempts it holds now.
-    pub running: u32,
+    /// Attempts it holds now: running, and leased ahead while jobs are short.
+    pub leased: u32,
     /// Since its last request.
     pub idle: Duration,
     /// Heard from within a lease's lifetime: a worker silent for longer has lost its leases.

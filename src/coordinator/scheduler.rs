@@ -834,7 +834,7 @@ impl Scheduler {
     }
 
     fn worker_infos(&self, now: std::time::Instant) -> Vec<WorkerInfo> {
-        let running = self.table.attempts_by_session();
+        let leased = self.table.attempts_by_session();
         self.workers
             .all()
             .into_iter()
@@ -845,7 +845,7 @@ impl Scheduler {
                     name: w.name.clone(),
                     families: w.families.iter().cloned().collect(),
                     slots: w.slots,
-                    running: running.get(&**session).copied().unwrap_or(0),
+                    leased: leased.get(&**session).copied().unwrap_or(0),
                     idle,
                     alive: idle <= self.config.lease_ttl,
                 }

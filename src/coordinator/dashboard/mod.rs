@@ -18,7 +18,7 @@ pub mod progress;
 pub mod prometheus;
 pub mod views;
 
-use crate::coordinator::live::{self, Current};
+use crate::coordinator::live::{SweepSummaries, Written};
 use crate::coordinator::replies::{CommandError, ErrorKind, JobFilter, SweepState, SweepStatus, WorkerInfo};
 use crate::coordinator::scheduler::{Command, SummaryInputs};
 use crate::coordinator::sweeps::FailurePage;
@@ -85,6 +85,8 @@ struct Stamp {
     n_failed: u32,
     finished: bool,
     n_exact: usize,
+    /// The summary files are written (or there is nothing live to wait for).
+    written: bool,
 }
 
 /// Serve the dashboard on `listener` until `shutdown` resolves.
@@ -289,7 +291,7 @@ struct WorkerView {
     name: String,
     families: Vec<String>,
     slots: u32,
-    running: u32,
+    leased: u32,
     idle_seconds: f64,
     alive: bool,
 }
@@ -301,7 +303,7 @@ impl From<WorkerInfo> for WorkerView {
             name: w.name,
             families: w.families,
             slots: w.slots,
-            running: w.running,
+            leased: w.leased,
             idle_seconds: w.idle.as_secs_f64(),
             alive: w.alive,
         }
@@ -450,7 +452,7 @@ async fn metrics(State(d): State<Arc<Dashboard>>) -> Result<Response, ApiError> 
         }] += 1;
     }
     for w in &workers {
-        gauges.leases += u64::from(w.running);
+        gauges.leases += u64::from(w.leased);
         if w.alive {
             gauges.workers_alive += 1;
             gauges.slots += u64::from(w.slots);
@@ -473,24 +475,51 @@ impl Dashboard {
     async fn views_of(&self, id: &str) -> Result<Arc<SweepViews>, ApiError> {
         let sweep = id.to_string();
         let inputs = self.scheduler.call(|reply| Command::Summary { sweep, with_keys: false, reply }).await?;
-        let n_exact = self.scheduler.live.get(id).map_or(0, |e| e.lock().progress().0);
-        let stamp = Stamp { n_done: inputs.n_done, n_failed: inputs.n_failed, finished: inputs.finished, n_exact };
+        let entry = self.scheduler.live.get(id);
+        let n_exact = entry.as_ref().map_or(0, |e| e.lock().progress().0);
+        let written = entry.as_ref().is_none_or(|e| e.state() != Written::Pending);
+        let stamp =
+            Stamp { n_done: inputs.n_done, n_failed: inputs.n_failed, finished: inputs.finished, n_exact, written };
         let cached = self.views.lock().unwrap_or_else(|e| e.into_inner()).get(id).cloned();
         if let Some(v) = cached {
-            if v.stamp == stamp || (!stamp.finished && v.made.elapsed() < REFRESH_AT_MOST_EVERY) {
+            if v.stamp == stamp || (!stamp.written && v.made.elapsed() < REFRESH_AT_MOST_EVERY) {
                 return Ok(v);
             }
         }
-        let views = Arc::new(self.compute_views(id, &inputs, stamp).await?);
+        let views = Arc::new(self.compute_views(entry, &inputs, stamp).await?);
         self.views.lock().unwrap_or_else(|e| e.into_inner()).insert(id.to_string(), views.clone());
         Ok(views)
     }
 
-    async fn compute_views(&self, id: &str, inputs: &SummaryInputs, stamp: Stamp) -> Result<SweepViews, ApiError> {
-        let current = live::current(&self.scheduler.live, id, inputs).await?;
-        let (source, n_cells, n_exact, frames) = match current {
-            Current::Live { summary, last, n_cells, n_exact } => ("live", n_cells, n_exact, Some((summary, last))),
-            Current::Files { n_cells } => {
+    /// From the live summaries while the sweep's files are not written (even once it has
+    /// finished: a page does not wait for the last cells' exact rows), then from the files.
+    async fn compute_views(
+        &self,
+        entry: Option<Arc<SweepSummaries>>,
+        inputs: &SummaryInputs,
+        stamp: Stamp,
+    ) -> Result<SweepViews, ApiError> {
+        let n_cells = inputs.n_cells;
+        let (source, n_exact, frames) = match entry.as_ref().map(|e| e.state()) {
+            _ if inputs.n_done == 0 => ("none", 0, None),
+            Some(Written::Pending) => {
+                let entry = entry.expect("matched");
+                let live = blocking(move || {
+                    let live = entry.lock();
+                    Ok((live.progress().0 as u32, live.tables()?))
+                })
+                .await?;
+                match live {
+                    (n_exact, Some(frames)) => ("live", n_exact, Some(frames)),
+                    (n_exact, None) => ("none", n_exact, None),
+                }
+            }
+            Some(Written::Done(Ok(false))) => ("none", n_cells, None),
+            Some(Written::Done(Err(e))) => {
+                return Err(ApiError(StatusCode::INTERNAL_SERVER_ERROR, format!("summarizing the sweep: {e}")))
+            }
+            // Written, by this coordinator or before it started.
+            Some(Written::Done(Ok(true))) | None => {
                 let dir = inputs.sweep_dir.clone();
                 let frames = blocking(move || {
                     Ok((
@@ -499,9 +528,8 @@ impl Dashboard {
                     ))
                 })
                 .await?;
-                ("files", n_cells, n_cells, Some(frames))
+                ("files", n_cells, Some(frames))
             }
-            Current::Nothing => ("none", inputs.n_cells, 0, None),
         };
         let tables = match frames {
             None => views::SweepTables::default(),

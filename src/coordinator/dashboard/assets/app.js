@@ -46,6 +46,37 @@ function duration(s) {
 
 function variant(name, params) { return params && params !== "{}" ? `${name} ${params}` : name; }
 
+// `{a=1,b="x,y"}` as [["a", "1"], ["b", "\"x,y\""]]: commas inside quotes do not split.
+function paramPairs(params) {
+  const body = (params || "").replace(/^\{|\}$/g, "");
+  const pairs = [];
+  let current = "", quoted = false;
+  for (const c of body) {
+    if (c === '"') quoted = !quoted;
+    if (c === "," && !quoted) { pairs.push(current); current = ""; } else current += c;
+  }
+  if (current) pairs.push(current);
+  return pairs.map((p) => { const i = p.indexOf("="); return [p.slice(0, i), p.slice(i + 1)]; });
+}
+
+// Short names for algorithm variants: a parameter with the same value in every variant of
+// an algorithm tells them nothing apart, so only the others are shown (all on hover).
+function shortNames(items) {
+  const shared = {};
+  for (const it of items) {
+    const pairs = paramPairs(it.algorithm_params);
+    const seen = shared[it.algorithm];
+    if (!seen) { shared[it.algorithm] = new Map(pairs); continue; }
+    const mine = new Map(pairs);
+    for (const [k, v] of seen) if (mine.get(k) !== v) seen.delete(k);
+    for (const k of mine.keys()) if (!seen.has(k)) seen.set(k, undefined);
+  }
+  return items.map((it) => {
+    const keep = paramPairs(it.algorithm_params).filter(([k, v]) => shared[it.algorithm].get(k) !== v);
+    return keep.length ? `${it.algorithm} {${keep.map(([k, v]) => `${k}=${v}`).join(",")}}` : it.algorithm;
+  });
+}
+
 function bar(cls, done, failed, total) {
   const b = el("span", null, cls);
   const d = el("span", null, "done"), f = el("span", null, "failed");
@@ -75,7 +106,7 @@ function renderOverview(o) {
   const wbody = $("workers").tBodies[0];
   wbody.textContent = "";
   for (const w of o.workers) {
-    wbody.appendChild(row([w.id, w.name, { text: w.slots || "?", cls: "num" }, { text: w.running, cls: "num" },
+    wbody.appendChild(row([w.id, w.name, { text: w.slots || "?", cls: "num" }, { text: w.leased, cls: "num" },
       w.families.join(", "), `${w.idle_seconds.toFixed(1)} s ago`]));
   }
   const slots = o.workers.reduce((n, w) => n + w.slots, 0);
@@ -119,8 +150,9 @@ function renderCurves(curves) {
   for (const panel of curves.panels) {
     const div = el("div", null, "panel");
     box.appendChild(div);
-    const series = panel.lines.map((l) => ({
-      name: variant(l.algorithm, l.algorithm_params),
+    const names = shortNames(panel.lines);
+    const series = panel.lines.map((l, k) => ({
+      name: names[k],
       x: l.step,
       y: l.mean,
       lo: ui.band === "se" ? l.mean.map((m, i) => (m === null || l.se[i] === null ? null : m - l.se[i]))
@@ -140,8 +172,10 @@ function renderFinal(table) {
   head.textContent = "";
   body.textContent = "";
   if (!table) return;
+  const short = shortNames(table.rows);
+  const names = new Map(table.rows.map((r, k) => [r, short[k]]));
   const columns = [{ name: "benchmark", key: (r) => variant(r.benchmark, r.benchmark_params) },
-    { name: "algorithm", key: (r) => variant(r.algorithm, r.algorithm_params) },
+    { name: "algorithm", key: (r) => names.get(r), title: (r) => variant(r.algorithm, r.algorithm_params) },
     { name: "step", key: (r) => r.step, num: true }, { name: "n", key: (r) => r.n, num: true }]
     .concat(table.metrics.map((m, i) => ({ name: m, key: (r) => r.mean[i], num: true, metric: i })));
   const tr = el("tr");
@@ -172,6 +206,7 @@ function renderFinal(table) {
       return { text: m === null ? "–" : `${formatNumber(m)} ± ${formatNumber(se)}`, cls: "num" };
     });
     const tr = row(cells, REPORT ? "" : "clickable");
+    tr.children[1].title = columns[1].title(r);
     const cell = [r.benchmark, r.benchmark_params, r.algorithm, r.algorithm_params];
     if (ui.cell && ui.cell.join("\n") === cell.join("\n")) tr.classList.add("selected");
     if (!REPORT) tr.onclick = () => { ui.cell = cell; ui.job = null; showJobs(); renderFinal(ui.final); };
