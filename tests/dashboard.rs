@@ -59,6 +59,15 @@ fn unchunk(mut body: &str) -> String {
 
 const BEARER: (&str, &str) = ("authorization", "Bearer dash-token");
 
+/// Start a worker of two slots on `coord` and submit the sweep `body` (named `name`).
+fn submit_to_a_worker(coord: &Coordinator, dir: &Path, name: &str, body: &str) -> common::Proc {
+    let sweep = write(dir, &format!("{name}.toml"), body);
+    let worker = worker(&coord.url, 2, &dir.join("w.log"), &[("ARMADA_TOKEN", TOKEN)]);
+    let submitted = client_env(&["submit", sweep.to_str().unwrap()], &coord.url, 30, &[("ARMADA_TOKEN", TOKEN)]);
+    assert!(submitted.status.success(), "{}", text(&submitted.stderr));
+    worker
+}
+
 fn api(d: &Coordinator, path: &str) -> Value {
     let (status, _, body) = get(&d.dashboard, path, &[BEARER]);
     assert_eq!(status, 200, "{path}: {body}");
@@ -93,7 +102,6 @@ params = { at = 3 }
 #[test]
 fn the_dashboard_serves_progress_curves_jobs_and_metrics_behind_the_token() {
     let tmp = tempfile::tempdir().unwrap();
-    let sweep = write(tmp.path(), "dash.toml", SWEEP);
     let data = tmp.path().join("data");
     let coord = serve(&data, 0, &["--token", TOKEN, "--max-attempts", "2"]);
 
@@ -120,9 +128,7 @@ fn the_dashboard_serves_progress_curves_jobs_and_metrics_behind_the_token() {
     assert!(!page.contains("http://") && !page.contains("https://"), "the page loads nothing from elsewhere");
     assert_eq!(get(&coord.dashboard, "/?token=nope", &[]).0, 401);
 
-    let _w = worker(&coord.url, 2, &tmp.path().join("w.log"), &[("ARMADA_TOKEN", TOKEN)]);
-    let submitted = client_env(&["submit", sweep.to_str().unwrap()], &coord.url, 30, &[("ARMADA_TOKEN", TOKEN)]);
-    assert!(submitted.status.success(), "{}", text(&submitted.stderr));
+    let _w = submit_to_a_worker(&coord, tmp.path(), "dash", SWEEP);
     wait_until(60, "the sweep to finish", || api(&coord, "/api/overview")["sweeps"][0]["state"] == "finished");
 
     let overview = api(&coord, "/api/overview");
@@ -329,12 +335,8 @@ fn a_browser_sees_progress_and_curves_update_while_jobs_commit() {
         }
     };
     let tmp = tempfile::tempdir().unwrap();
-    let sweep = write(tmp.path(), "browse.toml", SLOW_SWEEP);
-    let data = tmp.path().join("data");
-    let coord = serve(&data, 0, &["--token", TOKEN]);
-    let _w = worker(&coord.url, 2, &tmp.path().join("w.log"), &[("ARMADA_TOKEN", TOKEN)]);
-    let submitted = client_env(&["submit", sweep.to_str().unwrap()], &coord.url, 30, &[("ARMADA_TOKEN", TOKEN)]);
-    assert!(submitted.status.success(), "{}", text(&submitted.stderr));
+    let coord = serve(&tmp.path().join("data"), 0, &["--token", TOKEN]);
+    let _w = submit_to_a_worker(&coord, tmp.path(), "browse", SLOW_SWEEP);
     let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("dashboard-screenshots");
     std::fs::create_dir_all(&shots).unwrap();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/dashboard_browser.js");

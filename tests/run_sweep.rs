@@ -29,6 +29,11 @@ fn quick_sweep_prints_a_table_writes_summaries_and_resumes() {
     let out_dir = out.path().to_str().unwrap();
     let first = armada(&["run", "sweeps/lse-finite-quick.toml", "--out", out_dir]);
     assert!(first.status.success(), "{}", text(&first.stderr));
+    // The embedded coordinator's dashboard: a loopback address with the run's token.
+    let stderr = text(&first.stderr);
+    let dashboard = stderr.lines().find(|l| l.starts_with("dashboard: ")).unwrap_or_else(|| panic!("{stderr}"));
+    assert!(dashboard.starts_with("dashboard: http://127.0.0.1:") && dashboard.contains("/?token="), "{dashboard}");
+    assert_eq!(dashboard.rsplit("token=").next().unwrap().len(), 32, "{dashboard}");
     let stdout = text(&first.stdout);
     for name in
         ["gp-sample-path", "sinusoidal", "himmelblau", "random", "us", "straddle", "rand-straddle", "lse", "fscore"]
