@@ -521,6 +521,18 @@ fn tls_serves_https_to_clients_that_trust_the_certificate() {
     let watched = client(&["watch", "tls", "--quiet", "--tls-ca", ca], &coord.url, 60);
     assert!(watched.status.success(), "{}", text(&watched.stderr));
     assert_eq!(job_count(&data.join("tls")), 3);
+    // The dashboard is HTTPS with the same certificate, and nothing in the clear.
+    let curl = |url: &str| {
+        Command::new("curl").args(["-sS", "--max-time", "20", "--cacert", ca, url]).output().expect("curl runs")
+    };
+    let metrics = curl(&format!("https://{}/metrics", coord.dashboard));
+    assert!(metrics.status.success(), "{}", text(&metrics.stderr));
+    assert!(text(&metrics.stdout).contains("armada_jobs{state=\"done\"} 3"), "{}", text(&metrics.stdout));
+    let plain = curl(&format!("http://{}/metrics", coord.dashboard));
+    assert!(
+        !plain.status.success() || !text(&plain.stdout).contains("armada_jobs"),
+        "the dashboard answered in the clear"
+    );
 }
 
 #[test]

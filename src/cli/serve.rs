@@ -94,7 +94,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             // error worth stopping for.
             let mut lines = format!("armada coordinator listening on {scheme}://{}\n", at.grpc);
             if let Some(addr) = at.dashboard {
-                lines += &format!("armada dashboard on http://{addr}/ (metrics: http://{addr}/metrics)\n");
+                lines += &format!("armada dashboard on {scheme}://{addr}/ (metrics: {scheme}://{addr}/metrics)\n");
             }
             let mut stdout = std::io::stdout().lock();
             let _ = stdout.write_all(lines.as_bytes()).and_then(|()| stdout.flush());

@@ -46,7 +46,8 @@ pub struct ServeConfig {
     pub scheduler: SchedulerConfig,
     /// The most jobs a submitted sweep may have.
     pub max_jobs_per_sweep: usize,
-    /// Where the dashboard and `/metrics` listen (HTTP), if anywhere; port 0 picks one.
+    /// Where the dashboard and `/metrics` listen (HTTP, or HTTPS with `tls`), if anywhere;
+    /// port 0 picks one.
     pub dashboard: Option<SocketAddr>,
 }
 
@@ -112,12 +113,17 @@ pub async fn serve(
         shutdown.await;
         let _ = stopping.send(true);
     };
+    let dashboard_tls = match (&config.tls, &dashboard_listener) {
+        (Some((cert, key)), Some(_)) => Some(dashboard::tls::acceptor(cert, key)?),
+        _ => None,
+    };
     let dashboard = dashboard_listener.map(|listener| {
         let mut stopped = stopped.clone();
         let until = async move {
             let _ = stopped.wait_for(|&s| s).await;
         };
-        tokio::spawn(dashboard::serve(listener, scheduler, config.data.clone(), config.token.clone(), until))
+        let (data, token) = (config.data.clone(), config.token.clone());
+        tokio::spawn(dashboard::serve(listener, scheduler, data, token, dashboard_tls, until))
     });
     // serve_with_incoming ignores the builder's TCP settings: without TCP_NODELAY, Nagle's
     // algorithm meets delayed ACKs and small replies (a lease, a commit) wait ~40 ms.

@@ -41,8 +41,8 @@ pub fn serve(data: &Path, port: u16, extra: &[&str]) -> Coordinator {
     assert!(url.contains("://127.0.0.1:"), "coordinator did not start: {line:?}");
     let port = url.rsplit(':').next().unwrap().parse().unwrap();
     stdout.read_line(&mut second).unwrap();
-    // "armada dashboard on http://ADDR/ (metrics: ...)"
-    let dashboard = second.split("http://").nth(1).and_then(|r| r.split('/').next()).unwrap_or_default().to_string();
+    // "armada dashboard on http://ADDR/ (metrics: ...)", https with TLS
+    let dashboard = second.split("://").nth(1).and_then(|r| r.split('/').next()).unwrap_or_default().to_string();
     assert!(dashboard.starts_with("127.0.0.1:"), "no dashboard line: {second:?}");
     Coordinator { proc: Proc(child), url, port, dashboard }
 }

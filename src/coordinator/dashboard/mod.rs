@@ -16,6 +16,7 @@
 
 pub mod progress;
 pub mod prometheus;
+pub mod tls;
 pub mod views;
 
 use crate::coordinator::live::{SweepSummaries, Written};
@@ -89,12 +90,13 @@ struct Stamp {
     written: bool,
 }
 
-/// Serve the dashboard on `listener` until `shutdown` resolves.
+/// Serve the dashboard on `listener` until `shutdown` resolves, over TLS with `tls`.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     scheduler: SchedulerHandle,
     data: PathBuf,
     token: Option<String>,
+    tls: Option<tokio_rustls::TlsAcceptor>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let port = listener.local_addr()?.port();
@@ -108,7 +110,10 @@ pub async fn serve(
     });
     let sampler = tokio::spawn(sample_progress(dashboard.clone()));
     let app = router(dashboard);
-    let served = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
+    let served = match tls {
+        Some(acceptor) => tls::serve(listener, acceptor, app, shutdown).await,
+        None => axum::serve(listener, app).with_graceful_shutdown(shutdown).await,
+    };
     sampler.abort();
     served
 }
