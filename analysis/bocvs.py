@@ -13,10 +13,15 @@ directory holds `cost_summary.parquet` (columns benchmark, cost_set, variance, a
 metric, cost, mean, se) it is used instead.
 
 Figure 1: simple regret against cost spent (log y), one panel per (objective, cost set,
-variance). Figure 2: number of evaluations against cost spent. It also prints, per setting and
-algorithm: final simple regret, evaluations at budget, seconds per run, and the mechanics the
-spec's section 6 expects (full-set plays, ETC plays per group, the proposed method's
-exploration and exploitation counts). It prints the path of every file it writes.
+variance) the sweep holds (the paper's four settings first). Figure 2: number of evaluations
+against cost spent. It also prints, per setting and algorithm: final simple regret,
+evaluations at budget, seconds per run, and the mechanics the spec's section 6 expects
+(full-set plays, ETC plays per group, the proposed method's exploration and exploitation
+counts).
+
+Output: every file goes to SWEEP/figures/ (or --out DIR), never into the source tree: fig1.png,
+fig2.png, and final_values.md, the per-setting table as printed. It prints the path of every
+file it writes.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ SETTINGS = [("cheap", 0.02), ("cheap", 0.04), ("moderate", 0.02), ("moderate", 0
 COLORS = {
     "Proposed": "tab:red",
     "Proposed (code)": "tab:pink",
+    "Proposed (code-fixed)": "tab:brown",
     "UCB-PSQ": "tab:blue",
     "TS-PSQ": "tab:green",
     "UCB-CVS": "tab:purple",
@@ -59,7 +65,8 @@ def param(text: pl.Expr, name: str) -> pl.Expr:
 
 def label(algorithm: str, params: str) -> str:
     if algorithm == "proposed":
-        return "Proposed (code)" if 'mode="code"' in params else "Proposed"
+        m = re.search(r'[{,]mode="([^"]+)"', params)
+        return "Proposed" if m is None or m.group(1) == "paper" else f"Proposed ({m.group(1)})"
     if algorithm == "etc":
         m = re.search(r"plays_per_group=(\d+)", params)
         return f"ETC-{m.group(1) if m else '?'}"
@@ -171,11 +178,18 @@ def figure(data: dict, metric: str, ylabel: str, log: bool, out: Path) -> Path |
     objectives = [o for o in OBJECTIVES if any(k[0] == o for k in data)]
     if not objectives:
         return None
+    # The paper's settings that the sweep holds, then any other (e.g. bocvs-code-setting's).
+    def same(a: tuple, b: tuple) -> bool:
+        return a[0] == b[0] and abs(a[1] - b[1]) <= 1e-12
+
+    present = sorted({(k[1], k[2]) for k in data})
+    settings = [s for s in SETTINGS if any(same(s, p) for p in present)]
+    settings += [p for p in present if not any(same(s, p) for s in SETTINGS)]
     fig, axes = plt.subplots(
-        len(objectives), len(SETTINGS), figsize=(4 * len(SETTINGS), 3.2 * len(objectives)), squeeze=False
+        len(objectives), len(settings), figsize=(4 * len(settings), 3.2 * len(objectives)), squeeze=False
     )
     for r, obj in enumerate(objectives):
-        for c, (cost_set, var) in enumerate(SETTINGS):
+        for c, (cost_set, var) in enumerate(settings):
             ax = axes[r][c]
             for (bench, cs, v, lab), ((x, m, se), _) in sorted(data.items()):
                 if bench != obj or cs != cost_set or abs(v - var) > 1e-12 or x.size == 0:
@@ -202,9 +216,9 @@ def figure(data: dict, metric: str, ylabel: str, log: bool, out: Path) -> Path |
     return out
 
 
-def table(df: pl.DataFrame) -> None:
+def table(df: pl.DataFrame) -> str:
     """Per setting and algorithm: final simple regret, evaluations at budget, seconds per run,
-    and the mechanics of spec section 6."""
+    and the mechanics of spec section 6, as a Markdown table."""
     per_run = (
         df.group_by("job_key", "benchmark", "cost_set", "variance", "label")
         .agg(
@@ -250,20 +264,19 @@ def table(df: pl.DataFrame) -> None:
         tbl_hide_column_data_types=True,
         tbl_hide_dataframe_shape=True,
     ):
-        print(summary)
+        return str(summary) + "\n"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("sweep", type=Path)
-    ap.add_argument("--out", type=Path, default=None, help="output directory (default: SWEEP/figures)")
+    ap.add_argument("--out", type=Path, default=None, help="where figures and the table go (default: SWEEP/figures)")
     args = ap.parse_args()
     # Like the other scripts: figures go beside the results they come from, never into the
     # source tree (analysis/figures/ holds copies made by hand, with their provenance).
     out = args.out or args.sweep / "figures"
     df = load(args.sweep)
     summary = args.sweep / "cost_summary.parquet"
-    name = args.sweep.name
     for metric, ylabel, log, fig in (
         ("simple_regret", "simple regret", True, "fig1"),
         ("n_evals", "number of evaluations", False, "fig2"),
@@ -271,10 +284,15 @@ def main() -> None:
         data = from_summary(summary, metric) if summary.exists() else curves(df, metric)
         if not summary.exists():
             cross_check(args.sweep, data, metric)
-        path = figure(data, metric, ylabel, log, out / f"{name}-{fig}.png")
+        path = figure(data, metric, ylabel, log, out / f"{fig}.png")
         if path:
             print(path)
-    table(df)
+    text = table(df)
+    print(text)
+    out.mkdir(parents=True, exist_ok=True)
+    table_path = out / "final_values.md"
+    table_path.write_text(text, encoding="utf-8")
+    print(table_path)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,12 @@ prints, as Markdown tables with the paper's value beside ours and the ratio ours
 * cdt-sim-refcode (CDT presets refcode / refcode-fixed): their final regret beside the paper's CDT.
 
 --main DIR names a cdt-main directory used for the C1 and T1 = T^{2/(p+3)} columns.
---out DIR is where figures go (default DIR/figures); their paths are printed.
+
+Output: everything goes to DIR/figures/ (or --out DIR), never into the source tree, and the path
+of every file written is printed. Each table printed is also written there as Markdown, exactly as
+printed: final_regret.md (cdt-main's regret table and ranking claims), table1.md .. table6.md (the
+paper's Tables 1-6), switching.md (Figure 4's numbers), fig3.md (Figure 3's numbers), refcode.md;
+the figures are fig2.png, fig3.png and fig4.png.
 
 When final.parquet or summary.parquet is missing (a sweep still running, not yet summarised),
 the statistics are computed from the trajectory shards that exist. Missing cells print as "-",
@@ -34,6 +39,8 @@ and every count says how many settings it is over ("k of n settings present").
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import math
 import sys
 from pathlib import Path
@@ -208,6 +215,33 @@ def markdown(headers: list[str], rows: list[list[str]], left: int = 2) -> None:
 
 def heading(text: str) -> None:
     print(f"\n## {text}\n")
+
+
+class Tee(io.TextIOBase):
+    """A text stream that writes to several others."""
+
+    def __init__(self, *streams) -> None:
+        self.streams = streams
+
+    def write(self, text: str) -> int:
+        for stream in self.streams:
+            stream.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        for stream in self.streams:
+            stream.flush()
+
+
+@contextlib.contextmanager
+def table_file(path: Path, written: list[Path]):
+    """Everything printed inside the block is printed and also written to `path` (Markdown)."""
+    copy = io.StringIO()
+    with contextlib.redirect_stdout(Tee(sys.stdout, copy)):
+        yield
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(copy.getvalue().lstrip("\n"), encoding="utf-8")
+    written.append(path)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -687,7 +721,7 @@ def table4(c2: dict, c1: dict) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def tables56(abl: dict, main: dict) -> None:
+def table5(abl: dict, main: dict) -> None:
     """abl: {(bottom, env, k): cell} for CDT with warmup none; main: {(bottom, env, 'cdt'): cell}."""
     heading("Table 5: CDT with and without the random warm-up T1 (spec 5.3)")
     print(
@@ -747,6 +781,9 @@ def tables56(abl: dict, main: dict) -> None:
             f"{max(abs(paper_diffs[s]) for s in present):.1f}%."
         )
 
+
+def table6(abl: dict, main: dict) -> None:
+    """abl: {(bottom, env, k): cell} for CDT with warmup none; main: {(bottom, env, 'tl' or 'op'): cell}."""
     heading("Table 6: CDT with restart epoch T2 = k T^{(p+2)/(p+3)}, no warm-up (spec 5.3)")
     print(
         f"Ours: mean ± se, warmup = none (T = {horizons(abl)}, n = {ns(abl)}). "
@@ -1203,33 +1240,50 @@ def run(sweep: Path, main_dir: Path | None, out: Path) -> int:
     kinds = kinds_present(final)
     print(f"# CDT paper tables from {sweep} ({', '.join(kinds) or 'nothing recognised'})")
     frames = [f for f in (main_final, final) if f is not None]  # the sweep itself wins over --main
-    figures = []
+    figures: list[Path | None] = []
+    tables: list[Path] = []
+
+    def table(name: str):
+        return table_file(out / f"{name}.md", tables)
+
     if "main" in kinds:
         main = keyed([final], "main", "regret", "algorithm")
-        main_regret_table(main)
-        main_claims(main)
-        table1(seconds_per_run(sweep))
+        with table("final_regret"):
+            main_regret_table(main)
+            main_claims(main)
+        with table("table1"):
+            table1(seconds_per_run(sweep))
         figures.append(figure2(load_curves(sweep, "regret"), out))
     if "table4" in kinds:
-        table4(keyed([final], "table4", "regret", "algorithm"), keyed(frames, "main", "regret", "algorithm"))
+        with table("table4"):
+            table4(keyed([final], "table4", "regret", "algorithm"), keyed(frames, "main", "regret", "algorithm"))
     if "ablation" in kinds:
-        tables56(keyed([final], "ablation", "regret", "k"), keyed(frames, "main", "regret", "algorithm"))
+        abl, main = keyed([final], "ablation", "regret", "k"), keyed(frames, "main", "regret", "algorithm")
+        with table("table5"):
+            table5(abl, main)
+        with table("table6"):
+            table6(abl, main)
     if "yahoo" in kinds:
         reward = lookup([final], "yahoo", "reward_cum", ["bottom", "algorithm"])
         ctr = lookup([final], "yahoo", "expected_cum", ["bottom", "algorithm"])
-        table2(reward, ctr)
+        with table("table2"):
+            table2(reward, ctr)
     if "grid" in kinds:
-        table3(final)
+        with table("table3"):
+            table3(final)
     if "switching" in kinds:
-        switching_table(final)
+        with table("switching"):
+            switching_table(final)
         figures.append(figure4(load_curves(sweep, "regret"), out))
     if "lipcheck" in kinds:
-        figures.append(lipcheck(sweep, out))
+        with table("fig3"):
+            figures.append(lipcheck(sweep, out))
     if "refcode" in kinds:
-        refcode_table(keyed([final], "refcode", "regret", "preset"))
-    for path in figures:
-        if path:
-            print(f"\nwrote {path}")
+        with table("refcode"):
+            refcode_table(keyed([final], "refcode", "regret", "preset"))
+    print()
+    for path in tables + [f for f in figures if f]:
+        print(f"wrote {path}")
     return 0 if kinds else 1
 
 
@@ -1237,7 +1291,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("sweep", type=Path, help="a sweep directory, e.g. results/cdt-main")
     parser.add_argument("--main", type=Path, default=None, help="a cdt-main directory for the C1 / T1 columns")
-    parser.add_argument("--out", type=Path, default=None, help="where figures go (default SWEEP/figures)")
+    parser.add_argument("--out", type=Path, default=None, help="where figures and tables go (default SWEEP/figures)")
     args = parser.parse_args()
     if not check_dir(args.sweep) or (args.main and not check_dir(args.main)):
         return 2

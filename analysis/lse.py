@@ -15,7 +15,10 @@ benchmarks it holds, and draws:
 
 Error bars: the paper's bars have total length six standard errors. By default a bar spans
 mean +- 3 SE (--se-mult 3); --se-mult 6 gives the other reading, mean +- 6 SE.
-It prints the path of every file it writes.
+
+Output: each sweep's figures go to that sweep directory's figures/ (fig1.png and the figure of
+its block: fig3.png, fig4.png or fig5.png), or all to --out DIR; never into the source tree.
+It prints no table. It prints the path of every file it writes.
 """
 
 from __future__ import annotations

@@ -30,6 +30,8 @@ directory given, pools them, and
   - fig6.png: pendulum R'_t/t and R^X_t/t (Case 2 vs baselines).
   The pendulum is a reconstruction of the simulator (spec 4.4); its panels say so.
 
+Output: every file goes to the first sweep directory's figures/ (or --out DIR), never into the
+source tree: fig1.png .. fig6.png, and final_values.md, the table of final values as printed.
 It prints the path of every file it writes.
 """
 
@@ -150,7 +152,8 @@ def fmt(mean: float | None, std: float | None) -> str:
     return f"{mean:.4f}{s}"
 
 
-def print_tables(df: pl.DataFrame) -> None:
+def final_values(df: pl.DataFrame) -> list[str]:
+    """The table of final values as Markdown lines."""
     last = df.filter(pl.col("step") == pl.col("step").max().over("job_key"))
     metrics = ["regret_avg", "regret2_avg", "regretx_avg", "violations_cum"]
     stats = (
@@ -169,9 +172,12 @@ def print_tables(df: pl.DataFrame) -> None:
         .agg(pl.col("s").mean().alias("s_mean"), pl.col("s").std().alias("s_std"))
     )
     stats = stats.join(seconds, on=["benchmark", "benchmark_params", "algorithm", "algorithm_params"], how="left")
-    print("Final values at T (mean ± std over seeds); s/run = seconds per run")
-    print("| benchmark | grid | algorithm | c | runs | T | R_T/T | R'_T/T | R^X_T/T | violations | s/run |")
-    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    lines = [
+        "Final values at T (mean ± std over seeds); s/run = seconds per run",
+        "",
+        "| benchmark | grid | algorithm | c | runs | T | R_T/T | R'_T/T | R^X_T/T | violations | s/run |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in stats.iter_rows(named=True):
         grid = parse_params(r["benchmark_params"]).get("grid", "")
         extra = {k: v for k, v in parse_params(r["algorithm_params"]).items()
@@ -179,12 +185,13 @@ def print_tables(df: pl.DataFrame) -> None:
                                    ("restarts_per_param", 10), ("elimination", "robust"),
                                    ("refined_acquisition", False)} and k != "l_scale"}
         alg = LABELS.get(r["algorithm"], r["algorithm"]) + (f" {extra}" if extra else "")
-        print(
+        lines.append(
             f"| {r['benchmark']} | {grid} | {alg} | {r['l_scale']:g} | {r['runs']} | {r['T']} | "
             f"{fmt(r['regret_avg_mean'], r['regret_avg_std'])} | {fmt(r['regret2_avg_mean'], r['regret2_avg_std'])} | "
             f"{fmt(r['regretx_avg_mean'], r['regretx_avg_std'])} | "
             f"{fmt(r['violations_cum_mean'], r['violations_cum_std'])} | {fmt(r['s_mean'], r['s_std'])} |"
         )
+    return lines
 
 
 # ----------------------------------------------------------------------------------------------
@@ -396,7 +403,7 @@ def action_figure(df: pl.DataFrame, out: Path, algs: list[str], name: str, file_
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("sweep_dirs", nargs="+", type=Path, help="results/<sweep> directories with trajectories/")
-    ap.add_argument("--out", type=Path, help="where the PNG files go (default: the first sweep's figures/)")
+    ap.add_argument("--out", type=Path, help="where figures and the table go (default: the first sweep's figures/)")
     ap.add_argument("--seed", type=int, default=0, help="the seed whose actions Figures 1 and 3 show")
     ap.add_argument("--trace-bin", type=Path, help="armada-safe's `trace` example binary, to draw discovered boundaries")
     args = ap.parse_args(argv)
@@ -406,7 +413,11 @@ def main(argv: list[str]) -> int:
         return 2
     out = args.out or args.sweep_dirs[0] / "figures"
     out.mkdir(parents=True, exist_ok=True)
-    print_tables(df)
+    table = "\n".join(final_values(df)) + "\n"
+    print(table)
+    table_path = out / "final_values.md"
+    table_path.write_text(table, encoding="utf-8")
+    print(table_path)
     base = nominal(df)
     written = [
         action_figure(df, out, ["msafeopt-case1", "msafeopt-case2"], "Figure 1", "fig1.png", args.seed, args.trace_bin),
