@@ -30,6 +30,7 @@ pub mod benchmarks;
 pub mod episode;
 pub mod family;
 pub mod maximize;
+pub mod parallel;
 pub mod problem;
 pub mod refit;
 pub mod special;

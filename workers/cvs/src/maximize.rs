@@ -43,21 +43,37 @@ pub struct Maximum {
 }
 
 /// Maximise `g` over `[0,1]^dim` given its values at the warm-up points (one per row of
-/// `warmup`, `dim` its number of columns).
+/// `warmup`, `dim` its number of columns), drawing the restarts' seeds from `rng`.
 ///
 /// `g(x, grad)` returns the value and writes the gradient: a slice, as L-BFGS evaluates it
-/// at the points it owns, many times per run. A restart replaces the incumbent only if
-/// L-BFGS reports convergence and its value is at least the incumbent's (as SciPy's
-/// `success` test in the reference code).
-pub fn maximize<R, G>(rng: &mut R, warmup: ArrayView2<'_, f64>, warm_values: &[f64], n_iter: usize, mut g: G) -> Maximum
+/// at the points it owns, many times per run.
+pub fn maximize<R, G>(rng: &mut R, warmup: ArrayView2<'_, f64>, warm_values: &[f64], n_iter: usize, g: G) -> Maximum
 where
     R: Rng + ?Sized,
+    G: FnMut(&[f64], &mut [f64]) -> f64,
+{
+    let seeds = draw_seeds(rng, n_iter, warmup.ncols());
+    maximize_from(&seeds, warmup, warm_values, g)
+}
+
+/// The random draws of one [`maximize`] call: `n_iter - 1` uniform seeds, row-major.
+pub fn draw_seeds<R: Rng + ?Sized>(rng: &mut R, n_iter: usize, dim: usize) -> Vec<f64> {
+    uniform_rows(rng, n_iter.saturating_sub(1), dim)
+}
+
+/// [`maximize`] with its seeds drawn beforehand ([`draw_seeds`]), so that the draws of many
+/// calls can be made in their order and the calls run on other threads.
+///
+/// A restart replaces the incumbent only if L-BFGS reports convergence and its value is at
+/// least the incumbent's (as SciPy's `success` test in the reference code).
+pub fn maximize_from<G>(seeds: &[f64], warmup: ArrayView2<'_, f64>, warm_values: &[f64], mut g: G) -> Maximum
+where
     G: FnMut(&[f64], &mut [f64]) -> f64,
 {
     let dim = warmup.ncols();
     let best = (0..warm_values.len()).fold(0, |b, p| if warm_values[p] > warm_values[b] { p } else { b });
     let mut incumbent = Maximum { x: Rows::new(warmup).row(best).to_vec(), value: warm_values[best] };
-    let mut seeds = uniform_rows(rng, n_iter.saturating_sub(1), dim);
+    let mut seeds = seeds.to_vec();
     seeds.extend_from_slice(&incumbent.x.clone());
     let bounds = vec![(0.0, 1.0); dim];
     let config = scipy_lbfgs();

@@ -10,6 +10,7 @@ pub mod ucb_cvs;
 use armada_core::{JobError, StreamRng};
 use ndarray::ArrayView2;
 
+use crate::acquisition::{optimise_set_drawn, SetDraws};
 use crate::maximize::{MaximizeConfig, Maximum};
 use crate::problem::Problem;
 use crate::surrogate::{Posterior, SetCache};
@@ -139,17 +140,32 @@ pub fn set_bounds(
     lower: Option<f64>,
     search: &SearchConfig,
 ) -> (Maximum, Option<Maximum>) {
+    set_bounds_many(ctx, &[set], upper, lower, search).pop().expect("one set")
+}
+
+/// [`set_bounds`] for each of `sets`, in order: the random draws are made set after set, as
+/// one call per set would make them, and the sets are then optimised in parallel.
+pub fn set_bounds_many(
+    ctx: &mut Context<'_>,
+    sets: &[usize],
+    upper: f64,
+    lower: Option<f64>,
+    search: &SearchConfig,
+) -> Vec<(Maximum, Option<Maximum>)> {
     let betas: Vec<f64> = std::iter::once(upper).chain(lower.map(|b| -b)).collect();
-    let mut out = crate::acquisition::optimise_set(
-        ctx.post,
-        &ctx.problem.sets[set],
-        &ctx.caches[set],
-        &betas,
-        search.for_set(ctx.problem, set),
-        ctx.rng,
-    );
-    let low = if lower.is_some() { out.pop() } else { None };
-    (out.pop().expect("one maximum per beta"), low)
+    let problem = ctx.problem;
+    let draws: Vec<SetDraws> = sets
+        .iter()
+        .map(|&j| SetDraws::draw(ctx.rng, search.for_set(problem, j), problem.sets[j].len(), betas.len()))
+        .collect();
+    let (post, caches) = (ctx.post, ctx.caches);
+    crate::parallel::map(sets.len(), |i| {
+        let j = sets[i];
+        let mut out =
+            optimise_set_drawn(post, &problem.sets[j], &caches[j], &betas, search.for_set(problem, j), &draws[i]);
+        let low = if lower.is_some() { out.pop() } else { None };
+        (out.pop().expect("one maximum per beta"), low)
+    })
 }
 
 /// Index of the largest value; the first on ties.
