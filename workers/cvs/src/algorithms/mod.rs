@@ -143,8 +143,7 @@ pub fn set_bounds(
     set_bounds_many(ctx, &[set], upper, lower, search).pop().expect("one set")
 }
 
-/// [`set_bounds`] for each of `sets`, in order: the random draws are made set after set, as
-/// one call per set would make them, and the sets are then optimised in parallel.
+/// [`set_bounds`] for each of `sets`, in order.
 pub fn set_bounds_many(
     ctx: &mut Context<'_>,
     sets: &[usize],
@@ -153,18 +152,29 @@ pub fn set_bounds_many(
     search: &SearchConfig,
 ) -> Vec<(Maximum, Option<Maximum>)> {
     let betas: Vec<f64> = std::iter::once(upper).chain(lower.map(|b| -b)).collect();
+    let requests: Vec<(usize, &[f64])> = sets.iter().map(|&j| (j, &betas[..])).collect();
+    set_maxima(ctx, &requests, search)
+        .into_iter()
+        .map(|mut out| {
+            let low = if lower.is_some() { out.pop() } else { None };
+            (out.pop().expect("one maximum per beta"), low)
+        })
+        .collect()
+}
+
+/// The maxima of `E_hat[mu + beta sigma]` of each request `(set, betas)`, one per `beta`, as
+/// one call per request in this order would find them: the random draws are made request
+/// after request, then the requests are optimised in parallel.
+pub fn set_maxima(ctx: &mut Context<'_>, requests: &[(usize, &[f64])], search: &SearchConfig) -> Vec<Vec<Maximum>> {
     let problem = ctx.problem;
-    let draws: Vec<SetDraws> = sets
+    let draws: Vec<SetDraws> = requests
         .iter()
-        .map(|&j| SetDraws::draw(ctx.rng, search.for_set(problem, j), problem.sets[j].len(), betas.len()))
+        .map(|&(j, betas)| SetDraws::draw(ctx.rng, search.for_set(problem, j), problem.sets[j].len(), betas.len()))
         .collect();
     let (post, caches) = (ctx.post, ctx.caches);
-    crate::parallel::map(sets.len(), |i| {
-        let j = sets[i];
-        let mut out =
-            optimise_set_drawn(post, &problem.sets[j], &caches[j], &betas, search.for_set(problem, j), &draws[i]);
-        let low = if lower.is_some() { out.pop() } else { None };
-        (out.pop().expect("one maximum per beta"), low)
+    crate::parallel::map(requests.len(), |i| {
+        let (j, betas) = requests[i];
+        optimise_set_drawn(post, &problem.sets[j], &caches[j], betas, search.for_set(problem, j), &draws[i])
     })
 }
 

@@ -20,7 +20,8 @@ use armada_core::JobError;
 use rand::Rng;
 
 use super::{
-    argmax_first, set_bounds, set_bounds_many, Algorithm, Choice, Context, Diagnostics, Phase, PlayStats, SearchConfig,
+    argmax_first, set_bounds, set_bounds_many, set_maxima, Algorithm, Choice, Context, Diagnostics, Phase, PlayStats,
+    SearchConfig,
 };
 use crate::maximize::Maximum;
 use crate::refit::{self, AdamConfig};
@@ -122,11 +123,17 @@ impl Proposed {
             Mode::Code => t % m,
         };
         let beta = self.config.beta;
-        let (best, _) = set_bounds(ctx, set, beta, None, &self.config.search);
+        let update_lcb = self.config.mode == Mode::Paper && (self.config.lcb_mode == LcbMode::EveryStep || t % m == 0);
+        // The set's UCB, then (if due) every set's LCB: one batch, drawn in this order.
+        let (upper, lower) = ([beta], [-beta]);
+        let requests: Vec<(usize, &[f64])> =
+            std::iter::once((set, &upper[..])).chain((0..m).filter(|_| update_lcb).map(|j| (j, &lower[..]))).collect();
+        let mut maxima = set_maxima(ctx, &requests, &self.config.search).into_iter().map(|mut v| v.remove(0));
+        let best = maxima.next().expect("the explored set's UCB");
         if self.config.mode == Mode::Paper {
             self.ucb_bar[set] = self.ucb_bar[set].min(best.value);
-            if self.config.lcb_mode == LcbMode::EveryStep || t % m == 0 {
-                let ml = self.max_lower(ctx, beta);
+            if update_lcb {
+                let ml = maxima.map(|mx| mx.value).fold(f64::NEG_INFINITY, f64::max);
                 self.lcb_bar = self.lcb_bar.max(ml);
             }
         }
