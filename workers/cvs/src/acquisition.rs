@@ -11,7 +11,7 @@ use armada_core::StreamRng;
 use armada_gp::{RandomFourierFeatures, Rows};
 use ndarray::{Array2, ArrayView2};
 
-use crate::maximize::{draw_seeds, maximize, maximize_from, uniform_points, MaximizeConfig, Maximum};
+use crate::maximize::{draw_seeds, maximize, maximize_from, uniform_points, Ascent, MaximizeConfig, Maximum};
 use crate::surrogate::{Posterior, SetCache, SetExpectation};
 
 /// Maximise `E_hat[mu + beta sigma]` over set `ctrl` for each `beta`, sharing the warm-up.
@@ -58,21 +58,39 @@ pub fn optimise_set_drawn(
     let n_warm = config.n_warmup.max(1);
     let (mut mu, mut sigma) = (vec![0.0; n_warm], vec![0.0; n_warm]);
     e.moments_many(warm.view(), &mut mu, &mut sigma);
-    let (mut dmu, mut dsigma) = (vec![0.0; dim], vec![0.0; dim]);
+    let mut bound = Bound { e, beta: 0.0, dmu: vec![0.0; dim], dsigma: vec![0.0; dim] };
     betas
         .iter()
         .zip(&draws.seeds)
         .map(|(&beta, seeds)| {
             let values: Vec<f64> = mu.iter().zip(&sigma).map(|(m, s)| m + beta * s).collect();
-            maximize_from(seeds, warm.view(), &values, |x, grad| {
-                let (m, s) = e.moments_grad(x, &mut dmu, &mut dsigma);
-                for k in 0..dim {
-                    grad[k] = dmu[k] + beta * dsigma[k];
-                }
-                m + beta * s
-            })
+            bound.beta = beta;
+            maximize_from(seeds, warm.view(), &values, &mut bound)
         })
         .collect()
+}
+
+/// `E_hat[mu + beta sigma]` of one set as the maximiser climbs it: the gradient's second
+/// triangular solve only at the points L-BFGS accepts.
+struct Bound<'p> {
+    e: SetExpectation<'p>,
+    beta: f64,
+    dmu: Vec<f64>,
+    dsigma: Vec<f64>,
+}
+
+impl Ascent for Bound<'_> {
+    fn value(&mut self, x: &[f64]) -> f64 {
+        let (m, s) = self.e.moments(x);
+        m + self.beta * s
+    }
+
+    fn gradient(&mut self, grad: &mut [f64]) {
+        self.e.gradient(&mut self.dmu, &mut self.dsigma);
+        for (k, g) in grad.iter_mut().enumerate() {
+            *g = self.dmu[k] + self.beta * self.dsigma[k];
+        }
+    }
 }
 
 /// `E_hat[g([x^I, X^Ibar])]` for an RFF sample path `g = phi^T theta`.
