@@ -393,9 +393,7 @@ impl<'p> SetExpectation<'p> {
                 mu[p] = self.fill_a(&points[p * dim..(p + 1) * dim]);
                 for s in 0..ns {
                     let col = (p - start) * ns + s;
-                    for a in 0..n {
-                        kc[(a, col)] = self.post.s2 * self.a[a] * self.b[(a, s)];
-                    }
+                    kernel_column(self.post.s2, &self.a, self.b.col(s), kc.col_mut(col));
                 }
             }
             solve_lower_triangular_in_place(self.post.l.as_ref(), kc.as_mut(), Par::Seq);
@@ -429,14 +427,11 @@ impl<'p> SetExpectation<'p> {
             self.rms_grad = grad;
             return moments;
         }
-        let n = self.post.n;
         let ns = self.n_sigma();
         let s2 = self.post.s2;
         let mu = self.fill_a(xc);
         for s in 0..ns {
-            for a in 0..n {
-                self.kc[(a, s)] = s2 * self.a[a] * self.b[(a, s)];
-            }
+            kernel_column(s2, &self.a, self.b.col(s), self.kc.col_mut(s));
         }
         self.v.copy_from(&self.kc);
         solve_lower_triangular_in_place(self.post.l.as_ref(), self.v.as_mut(), Par::Seq);
@@ -521,6 +516,15 @@ impl SetExpectation<'_> {
             }
         }
         (mu, sd)
+    }
+}
+
+/// `k_s = s2 A o B_s`, the kernel column of one (point, sample) pair, on contiguous slices.
+fn kernel_column(s2: f64, a: &[f64], b: faer::ColRef<'_, f64>, k: faer::ColMut<'_, f64>) {
+    let b = b.try_as_col_major().expect("a column of a column-major matrix").as_slice();
+    let k = k.try_as_col_major_mut().expect("a column of a column-major matrix").as_slice_mut();
+    for ((k, a), b) in k.iter_mut().zip(a).zip(b) {
+        *k = s2 * a * b;
     }
 }
 
