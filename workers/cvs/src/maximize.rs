@@ -44,7 +44,7 @@ pub struct Maximum {
 }
 
 /// What [`maximize_from`] climbs: the value at a point, then, if asked, the gradient at that
-/// point (a gradient can cost as much again as its value: E[sigma]'s second solve).
+/// point (a gradient can cost as much again as its value: `E[sigma]`'s second solve).
 pub trait Ascent {
     fn value(&mut self, x: &[f64]) -> f64;
     /// The gradient at the point of the last [`Ascent::value`] call.
