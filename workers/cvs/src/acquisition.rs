@@ -9,9 +9,9 @@
 
 use armada_core::StreamRng;
 use armada_gp::{RandomFourierFeatures, Rows};
-use ndarray::ArrayView2;
+use ndarray::{Array2, ArrayView2};
 
-use crate::maximize::{maximize, uniform_points, MaximizeConfig, Maximum};
+use crate::maximize::{draw_seeds, maximize, maximize_from, uniform_points, Ascent, MaximizeConfig, Maximum};
 use crate::surrogate::{Posterior, SetCache, SetExpectation};
 
 /// Maximise `E_hat[mu + beta sigma]` over set `ctrl` for each `beta`, sharing the warm-up.
@@ -23,26 +23,74 @@ pub fn optimise_set(
     config: MaximizeConfig,
     rng: &mut StreamRng,
 ) -> Vec<Maximum> {
+    let draws = SetDraws::draw(rng, config, ctrl.len(), betas.len());
+    optimise_set_drawn(post, ctrl, cache, betas, config, &draws)
+}
+
+/// The random draws of one [`optimise_set`] call, in the order it makes them: the warm-up
+/// points, then each `beta`'s restart seeds. Drawn first, they let the sets of an iteration
+/// be optimised on other threads with the numbers of a sequential run.
+pub struct SetDraws {
+    warm: Array2<f64>,
+    seeds: Vec<Vec<f64>>,
+}
+
+impl SetDraws {
+    pub fn draw(rng: &mut StreamRng, config: MaximizeConfig, dim: usize, n_betas: usize) -> Self {
+        let warm = uniform_points(rng, config.n_warmup.max(1), dim);
+        let seeds = (0..n_betas).map(|_| draw_seeds(rng, config.n_iter, dim)).collect();
+        Self { warm, seeds }
+    }
+}
+
+/// [`optimise_set`] with its draws made beforehand.
+pub fn optimise_set_drawn(
+    post: &Posterior,
+    ctrl: &[usize],
+    cache: &SetCache,
+    betas: &[f64],
+    config: MaximizeConfig,
+    draws: &SetDraws,
+) -> Vec<Maximum> {
     let mut e = SetExpectation::new(post, ctrl, cache);
     let dim = e.dim();
-    let warm = uniform_points(rng, config.n_warmup.max(1), dim);
+    let warm = &draws.warm;
     let n_warm = config.n_warmup.max(1);
     let (mut mu, mut sigma) = (vec![0.0; n_warm], vec![0.0; n_warm]);
     e.moments_many(warm.view(), &mut mu, &mut sigma);
-    let (mut dmu, mut dsigma) = (vec![0.0; dim], vec![0.0; dim]);
+    let mut bound = Bound { e, beta: 0.0, dmu: vec![0.0; dim], dsigma: vec![0.0; dim] };
     betas
         .iter()
-        .map(|&beta| {
+        .zip(&draws.seeds)
+        .map(|(&beta, seeds)| {
             let values: Vec<f64> = mu.iter().zip(&sigma).map(|(m, s)| m + beta * s).collect();
-            maximize(rng, warm.view(), &values, config.n_iter, |x, grad| {
-                let (m, s) = e.moments_grad(x, &mut dmu, &mut dsigma);
-                for k in 0..dim {
-                    grad[k] = dmu[k] + beta * dsigma[k];
-                }
-                m + beta * s
-            })
+            bound.beta = beta;
+            maximize_from(seeds, warm.view(), &values, &mut bound)
         })
         .collect()
+}
+
+/// `E_hat[mu + beta sigma]` of one set as the maximiser climbs it: the gradient's second
+/// triangular solve only at the points L-BFGS accepts.
+struct Bound<'p> {
+    e: SetExpectation<'p>,
+    beta: f64,
+    dmu: Vec<f64>,
+    dsigma: Vec<f64>,
+}
+
+impl Ascent for Bound<'_> {
+    fn value(&mut self, x: &[f64]) -> f64 {
+        let (m, s) = self.e.moments(x);
+        m + self.beta * s
+    }
+
+    fn gradient(&mut self, grad: &mut [f64]) {
+        self.e.gradient(&mut self.dmu, &mut self.dsigma);
+        for (k, g) in grad.iter_mut().enumerate() {
+            *g = self.dmu[k] + self.beta * self.dsigma[k];
+        }
+    }
 }
 
 /// `E_hat[g([x^I, X^Ibar])]` for an RFF sample path `g = phi^T theta`.

@@ -3,9 +3,10 @@
 //!
 //! The warm-up values are computed by the caller in one batch (so that the upper and lower
 //! confidence bounds of a set can share the posterior moments of the same warm-up points);
-//! the L-BFGS runs use analytic gradients (spec §2.4 recommendation).
+//! the L-BFGS runs use analytic gradients (spec §2.4 recommendation), asked for only at the
+//! points the line search accepts ([`Ascent`]).
 
-use armada_gp::lbfgs::{minimize, LbfgsConfig};
+use armada_gp::lbfgs::{minimize_objective, LbfgsConfig, Objective};
 use armada_gp::Rows;
 use ndarray::{Array2, ArrayView2};
 use rand::Rng;
@@ -42,46 +43,105 @@ pub struct Maximum {
     pub value: f64,
 }
 
+/// What [`maximize_from`] climbs: the value at a point, then, if asked, the gradient at that
+/// point (a gradient can cost as much again as its value: `E[sigma]`'s second solve).
+pub trait Ascent {
+    fn value(&mut self, x: &[f64]) -> f64;
+    /// The gradient at the point of the last [`Ascent::value`] call.
+    fn gradient(&mut self, grad: &mut [f64]);
+}
+
+/// A joint `g(x, grad) -> value` as an [`Ascent`] (value and gradient computed together).
+pub struct Joint<G> {
+    g: G,
+    grad: Vec<f64>,
+}
+
+impl<G: FnMut(&[f64], &mut [f64]) -> f64> Joint<G> {
+    pub fn new(dim: usize, g: G) -> Self {
+        Self { g, grad: vec![0.0; dim] }
+    }
+}
+
+impl<G: FnMut(&[f64], &mut [f64]) -> f64> Ascent for Joint<G> {
+    fn value(&mut self, x: &[f64]) -> f64 {
+        (self.g)(x, &mut self.grad)
+    }
+
+    fn gradient(&mut self, grad: &mut [f64]) {
+        grad.copy_from_slice(&self.grad);
+    }
+}
+
+/// An [`Ascent`] as L-BFGS's minimisation [`Objective`], with SciPy's `maxfun`.
+struct Descent<'a, A: ?Sized> {
+    ascent: &'a mut A,
+    dim: usize,
+    n_evals: usize,
+}
+
+impl<A: Ascent + ?Sized> Objective for Descent<'_, A> {
+    fn value(&mut self, x: &[f64]) -> Option<f64> {
+        // SciPy's maxfun: past it the objective is "undefined", the line search fails and the
+        // run ends unconverged (SciPy: success = False), so it is not accepted.
+        self.n_evals += 1;
+        if self.n_evals > MAX_EVALS {
+            return None;
+        }
+        let v = self.ascent.value(x);
+        v.is_finite().then_some(-v)
+    }
+
+    fn gradient(&mut self) -> Option<Vec<f64>> {
+        let mut grad = vec![0.0; self.dim];
+        self.ascent.gradient(&mut grad);
+        grad.iter_mut().for_each(|gi| *gi = -*gi);
+        Some(grad)
+    }
+}
+
 /// Maximise `g` over `[0,1]^dim` given its values at the warm-up points (one per row of
-/// `warmup`, `dim` its number of columns).
+/// `warmup`, `dim` its number of columns), drawing the restarts' seeds from `rng`.
 ///
 /// `g(x, grad)` returns the value and writes the gradient: a slice, as L-BFGS evaluates it
-/// at the points it owns, many times per run. A restart replaces the incumbent only if
-/// L-BFGS reports convergence and its value is at least the incumbent's (as SciPy's
-/// `success` test in the reference code).
-pub fn maximize<R, G>(rng: &mut R, warmup: ArrayView2<'_, f64>, warm_values: &[f64], n_iter: usize, mut g: G) -> Maximum
+/// at the points it owns, many times per run.
+pub fn maximize<R, G>(rng: &mut R, warmup: ArrayView2<'_, f64>, warm_values: &[f64], n_iter: usize, g: G) -> Maximum
 where
     R: Rng + ?Sized,
     G: FnMut(&[f64], &mut [f64]) -> f64,
 {
+    let seeds = draw_seeds(rng, n_iter, warmup.ncols());
+    maximize_from(&seeds, warmup, warm_values, &mut Joint::new(warmup.ncols(), g))
+}
+
+/// The random draws of one [`maximize`] call: `n_iter - 1` uniform seeds, row-major.
+pub fn draw_seeds<R: Rng + ?Sized>(rng: &mut R, n_iter: usize, dim: usize) -> Vec<f64> {
+    uniform_rows(rng, n_iter.saturating_sub(1), dim)
+}
+
+/// [`maximize`] with its seeds drawn beforehand ([`draw_seeds`]), so that the draws of many
+/// calls can be made in their order and the calls run on other threads.
+///
+/// A restart replaces the incumbent only if L-BFGS reports convergence and its value is at
+/// least the incumbent's (as SciPy's `success` test in the reference code).
+pub fn maximize_from<A: Ascent + ?Sized>(
+    seeds: &[f64],
+    warmup: ArrayView2<'_, f64>,
+    warm_values: &[f64],
+    ascent: &mut A,
+) -> Maximum {
     let dim = warmup.ncols();
     let best = (0..warm_values.len()).fold(0, |b, p| if warm_values[p] > warm_values[b] { p } else { b });
     let mut incumbent = Maximum { x: Rows::new(warmup).row(best).to_vec(), value: warm_values[best] };
-    let mut seeds = uniform_rows(rng, n_iter.saturating_sub(1), dim);
+    let mut seeds = seeds.to_vec();
     seeds.extend_from_slice(&incumbent.x.clone());
     let bounds = vec![(0.0, 1.0); dim];
     let config = scipy_lbfgs();
     for seed in seeds.chunks(dim) {
-        let mut n_evals = 0;
-        let result = minimize(
-            |x: &[f64]| {
-                // SciPy's maxfun: past it the objective is "undefined", the line search fails and
-                // the run ends unconverged (SciPy: success = False), so it is not accepted.
-                n_evals += 1;
-                if n_evals > MAX_EVALS {
-                    return None;
-                }
-                let mut grad = vec![0.0; dim];
-                let v = g(x, &mut grad);
-                grad.iter_mut().for_each(|gi| *gi = -*gi);
-                v.is_finite().then_some((-v, grad))
-            },
-            seed,
-            Some(&bounds),
-            &config,
-        );
+        let mut objective = Descent { ascent: &mut *ascent, dim, n_evals: 0 };
+        let result = minimize_objective(&mut objective, seed, Some(&bounds), &config);
         if let Some(r) = result {
-            if r.converged && n_evals <= MAX_EVALS && -r.f >= incumbent.value {
+            if r.converged && objective.n_evals <= MAX_EVALS && -r.f >= incumbent.value {
                 incumbent = Maximum { x: r.x.iter().map(|v| v.clamp(0.0, 1.0)).collect(), value: -r.f };
             }
         }

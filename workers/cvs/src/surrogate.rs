@@ -183,10 +183,17 @@ pub struct SetExpectation<'p> {
     mean_weights: Vec<f64>,
     /// Rms mode: `H = K^{-1} o G`.
     h: Option<Mat<f64>>,
-    // Scratch, reused across evaluations.
+    // Scratch, reused across evaluations; after [`SetExpectation::moments`], the state of its
+    // point that [`SetExpectation::gradient`] continues from.
+    xc: Vec<f64>,
     a: Vec<f64>,
     kc: Mat<f64>,
     v: Mat<f64>,
+    /// `1/sigma_s`, 0 where the variance floor is active.
+    inv_sigma: Vec<f64>,
+    g_all: Vec<f64>,
+    /// Rms mode: the gradients, computed with the moments.
+    rms_grad: (Vec<f64>, Vec<f64>),
 }
 
 /// Number of (point, sample) columns solved at once when evaluating many points.
@@ -326,9 +333,13 @@ impl<'p> SetExpectation<'p> {
             b,
             mean_weights,
             h,
+            xc: vec![0.0; ctrl.len()],
             a: vec![0.0; n],
-            kc: Mat::zeros(0, 0),
-            v: Mat::zeros(0, 0),
+            kc: Mat::zeros(n, ns),
+            v: Mat::zeros(n, ns),
+            inv_sigma: vec![0.0; ns],
+            g_all: vec![0.0; n],
+            rms_grad: (vec![0.0; ctrl.len()], vec![0.0; ctrl.len()]),
         }
     }
 
@@ -382,9 +393,7 @@ impl<'p> SetExpectation<'p> {
                 mu[p] = self.fill_a(&points[p * dim..(p + 1) * dim]);
                 for s in 0..ns {
                     let col = (p - start) * ns + s;
-                    for a in 0..n {
-                        kc[(a, col)] = self.post.s2 * self.a[a] * self.b[(a, s)];
-                    }
+                    kernel_column(self.post.s2, &self.a, self.b.col(s), kc.col_mut(col));
                 }
             }
             solve_lower_triangular_in_place(self.post.l.as_ref(), kc.as_mut(), Par::Seq);
@@ -400,62 +409,78 @@ impl<'p> SetExpectation<'p> {
         }
     }
 
-    #[allow(clippy::needless_range_loop)] // index loops mirror the formulas
     /// `(E[mu], E[sigma])` at `xc` with their gradients w.r.t. the controlled coordinates.
     pub fn moments_grad(&mut self, xc: &[f64], dmu: &mut [f64], dsigma: &mut [f64]) -> (f64, f64) {
+        let moments = self.moments(xc);
+        self.gradient(dmu, dsigma);
+        moments
+    }
+
+    /// `(E[mu], E[sigma])` at `xc` (one triangular solve), keeping what
+    /// [`SetExpectation::gradient`] needs at this point.
+    #[allow(clippy::needless_range_loop)] // index loops mirror the formulas
+    pub fn moments(&mut self, xc: &[f64]) -> (f64, f64) {
+        self.xc.copy_from_slice(xc);
         if self.h.is_some() {
-            return self.moments_rms(xc, Some((dmu, dsigma)));
+            let mut grad = std::mem::take(&mut self.rms_grad);
+            let moments = self.moments_rms(xc, Some((&mut grad.0, &mut grad.1)));
+            self.rms_grad = grad;
+            return moments;
         }
-        let n = self.post.n;
         let ns = self.n_sigma();
         let s2 = self.post.s2;
         let mu = self.fill_a(xc);
-        if self.kc.nrows() != n || self.kc.ncols() != ns {
-            self.kc = Mat::zeros(n, ns);
-        }
         for s in 0..ns {
-            for a in 0..n {
-                self.kc[(a, s)] = s2 * self.a[a] * self.b[(a, s)];
-            }
+            kernel_column(s2, &self.a, self.b.col(s), self.kc.col_mut(s));
         }
-        self.v = self.kc.clone();
+        self.v.copy_from(&self.kc);
         solve_lower_triangular_in_place(self.post.l.as_ref(), self.v.as_mut(), Par::Seq);
         // sigma_s, and 1/sigma_s where the floor is not active (zero gradient under the clamp).
-        let mut inv_sigma = vec![0.0; ns];
         let mut sigma_sum = 0.0;
         for s in 0..ns {
             let vv = self.v.col(s).squared_norm_l2();
             let var = s2 - vv;
             let sd = var.max(VAR_FLOOR).sqrt();
             sigma_sum += sd;
-            if var > VAR_FLOOR {
-                inv_sigma[s] = 1.0 / sd;
-            }
+            self.inv_sigma[s] = if var > VAR_FLOOR { 1.0 / sd } else { 0.0 };
         }
+        (mu, sigma_sum / ns as f64)
+    }
+
+    /// The gradients of `E[mu]` and `E[sigma]` at the point of the last
+    /// [`SetExpectation::moments`] call (a second triangular solve).
+    #[allow(clippy::needless_range_loop)] // index loops mirror the formulas
+    pub fn gradient(&mut self, dmu: &mut [f64], dsigma: &mut [f64]) {
+        if self.h.is_some() {
+            dmu.copy_from_slice(&self.rms_grad.0);
+            dsigma.copy_from_slice(&self.rms_grad.1);
+            return;
+        }
+        let n = self.post.n;
+        let ns = self.n_sigma();
         // W = (K + lambda I)^{-1} k_s for every sample.
         solve_upper_triangular_in_place(self.post.l.transpose(), self.v.as_mut(), Par::Seq);
         dmu.fill(0.0);
         dsigma.fill(0.0);
         // d sigma_s / d x_l = (1/sigma_s) sum_a w_as k_as (x_l - x_al) / ls_l^2; g_a sums over s
         // (column by column, contiguous).
-        let mut g_all = vec![0.0; n];
+        self.g_all.fill(0.0);
         for s in 0..ns {
             let (w_col, k_col) = (self.v.col(s), self.kc.col(s));
-            for ((g, w), k) in g_all.iter_mut().zip(w_col.iter()).zip(k_col.iter()) {
-                *g += w * k * inv_sigma[s];
+            for ((g, w), k) in self.g_all.iter_mut().zip(w_col.iter()).zip(k_col.iter()) {
+                *g += w * k * self.inv_sigma[s];
             }
         }
         for a in 0..n {
-            let g = g_all[a] / ns as f64;
+            let g = self.g_all[a] / ns as f64;
             let m = self.a[a] * self.mean_weights[a];
             let xa = self.post.xa(a);
             for (k, &l) in self.ctrl.iter().enumerate() {
-                let scaled = (xc[k] - xa[l]) * self.post.inv_ls2[l];
+                let scaled = (self.xc[k] - xa[l]) * self.post.inv_ls2[l];
                 dmu[k] -= m * scaled;
                 dsigma[k] += g * scaled;
             }
         }
-        (mu, sigma_sum / ns as f64)
     }
 }
 
@@ -491,6 +516,15 @@ impl SetExpectation<'_> {
             }
         }
         (mu, sd)
+    }
+}
+
+/// `k_s = s2 A o B_s`, the kernel column of one (point, sample) pair, on contiguous slices.
+fn kernel_column(s2: f64, a: &[f64], b: faer::ColRef<'_, f64>, k: faer::ColMut<'_, f64>) {
+    let b = b.try_as_col_major().expect("a column of a column-major matrix").as_slice();
+    let k = k.try_as_col_major_mut().expect("a column of a column-major matrix").as_slice_mut();
+    for ((k, a), b) in k.iter_mut().zip(a).zip(b) {
+        *k = s2 * a * b;
     }
 }
 

@@ -13,6 +13,10 @@
 //!
 //! The objective may be undefined at some points (e.g. a non-PD covariance): it returns `None`
 //! there, which the line search treats as `+inf`.
+//!
+//! An objective whose gradient costs more than its value can implement [`Objective`] and run
+//! through [`minimize_objective`]: the line search asks for the gradient only at the points it
+//! accepts (a rejected trial point needs only its value), with the iterates of [`minimize`].
 
 use std::collections::VecDeque;
 
@@ -56,6 +60,33 @@ pub struct LbfgsResult {
     pub converged: bool,
 }
 
+/// An objective evaluated in two parts: the value at a point, then (if the minimiser asks) the
+/// gradient at that same point.
+pub trait Objective {
+    /// The value at `x`, or `None` where the objective is undefined.
+    fn value(&mut self, x: &[f64]) -> Option<f64>;
+    /// The gradient at the point of the last [`Objective::value`] call, which returned a value.
+    fn gradient(&mut self) -> Option<Vec<f64>>;
+}
+
+/// A joint `f(x) -> (value, gradient)` as an [`Objective`].
+struct Joint<F> {
+    f: F,
+    grad: Option<Vec<f64>>,
+}
+
+impl<F: FnMut(&[f64]) -> Option<(f64, Vec<f64>)>> Objective for Joint<F> {
+    fn value(&mut self, x: &[f64]) -> Option<f64> {
+        let (v, g) = (self.f)(x)?;
+        self.grad = Some(g);
+        Some(v)
+    }
+
+    fn gradient(&mut self) -> Option<Vec<f64>> {
+        self.grad.take()
+    }
+}
+
 /// Minimises `f` from `x0`, optionally within `bounds[i] = (lo_i, hi_i)`.
 ///
 /// `f` returns `Some((value, gradient))`, or `None` where it is undefined. Returns `None` if the
@@ -63,10 +94,21 @@ pub struct LbfgsResult {
 ///
 /// # Panics
 /// If `bounds` is given with a length different from `x0`'s.
-pub fn minimize<F>(mut f: F, x0: &[f64], bounds: Option<&[(f64, f64)]>, config: &LbfgsConfig) -> Option<LbfgsResult>
+pub fn minimize<F>(f: F, x0: &[f64], bounds: Option<&[(f64, f64)]>, config: &LbfgsConfig) -> Option<LbfgsResult>
 where
     F: FnMut(&[f64]) -> Option<(f64, Vec<f64>)>,
 {
+    minimize_objective(&mut Joint { f, grad: None }, x0, bounds, config)
+}
+
+/// [`minimize`] for an [`Objective`]: the gradient is asked for at the start and at every
+/// accepted step, never at a trial point the line search rejects.
+pub fn minimize_objective<O: Objective + ?Sized>(
+    f: &mut O,
+    x0: &[f64],
+    bounds: Option<&[(f64, f64)]>,
+    config: &LbfgsConfig,
+) -> Option<LbfgsResult> {
     let n = x0.len();
     if let Some(b) = bounds {
         assert_eq!(b.len(), n, "lbfgs::minimize: bounds length differs from x0");
@@ -80,7 +122,8 @@ where
     };
     let mut x = x0.to_vec();
     project(&mut x);
-    let (mut fx, mut g) = f(&x).filter(|(v, g)| v.is_finite() && g.iter().all(|gi| gi.is_finite()))?;
+    let mut fx = f.value(&x).filter(|v| v.is_finite())?;
+    let mut g = f.gradient().filter(|g| g.iter().all(|gi| gi.is_finite()))?;
     let mut n_evals = 1;
     let mut memory: VecDeque<(Vec<f64>, Vec<f64>, f64)> = VecDeque::with_capacity(config.memory);
     let mut converged = false;
@@ -142,10 +185,14 @@ where
                 continue;
             }
             n_evals += 1;
-            if let Some((ft, gt)) = f(&xt) {
-                if ft.is_finite() && gt.iter().all(|v| v.is_finite()) && ft <= fx + config.c1 * decrease {
-                    accepted = Some((xt, ft, gt));
-                    break;
+            // A point is accepted with a finite value that decreases enough and a finite
+            // gradient; the gradient is only computed once the value passes.
+            if let Some(ft) = f.value(&xt) {
+                if ft.is_finite() && ft <= fx + config.c1 * decrease {
+                    if let Some(gt) = f.gradient().filter(|gt| gt.iter().all(|v| v.is_finite())) {
+                        accepted = Some((xt, ft, gt));
+                        break;
+                    }
                 }
             }
             t *= 0.5;
@@ -228,6 +275,38 @@ mod tests {
         let r = minimize(rosenbrock, &[-1.2, 1.0], Some(&bounds), &cfg).unwrap();
         assert!(r.converged, "{r:?}");
         assert!((r.x[0] - 0.5).abs() < 1e-12 && (r.x[1] - 0.25).abs() < 1e-8, "{r:?}");
+    }
+
+    /// Rosenbrock in two parts, counting the gradients asked for.
+    struct Split {
+        x: Vec<f64>,
+        n_values: usize,
+        n_gradients: usize,
+    }
+
+    impl Objective for Split {
+        fn value(&mut self, x: &[f64]) -> Option<f64> {
+            self.n_values += 1;
+            self.x = x.to_vec();
+            rosenbrock(x).map(|(v, _)| v)
+        }
+
+        fn gradient(&mut self) -> Option<Vec<f64>> {
+            self.n_gradients += 1;
+            rosenbrock(&self.x).map(|(_, g)| g)
+        }
+    }
+
+    #[test]
+    fn an_objective_in_two_parts_takes_the_same_steps_with_fewer_gradients() {
+        let cfg = LbfgsConfig { gtol: 1e-10, ftol: 0.0, max_iters: 500, ..LbfgsConfig::default() };
+        let joint = minimize(rosenbrock, &[-1.2, 1.0], None, &cfg).unwrap();
+        let mut split = Split { x: vec![], n_values: 0, n_gradients: 0 };
+        let r = minimize_objective(&mut split, &[-1.2, 1.0], None, &cfg).unwrap();
+        assert_eq!((r.x, r.f, r.iters, r.n_evals), (joint.x, joint.f, joint.iters, joint.n_evals));
+        assert_eq!(split.n_values, joint.n_evals);
+        // The start and each accepted step; the rejected trial points needed no gradient.
+        assert!(split.n_gradients <= r.iters + 1 && split.n_gradients < split.n_values, "{}", split.n_gradients);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use armada_core::JobError;
 
-use super::{argmax_first, set_bounds, Algorithm, Choice, Context, Diagnostics, Phase, SearchConfig};
+use super::{argmax_first, set_bounds, set_bounds_many, Algorithm, Choice, Context, Diagnostics, Phase, SearchConfig};
 use crate::problem::Problem;
 
 armada_core::choice! {
@@ -64,7 +64,7 @@ impl Algorithm for Etc {
             Some(j) => (j, set_bounds(ctx, j, self.beta, None, &self.search).0.x),
             None => {
                 let maxima: Vec<_> =
-                    candidates.iter().map(|&j| set_bounds(ctx, j, self.beta, None, &self.search).0).collect();
+                    set_bounds_many(ctx, &candidates, self.beta, None, &self.search).into_iter().map(|b| b.0).collect();
                 let k = argmax_first(maxima.iter().map(|m| m.value));
                 (candidates[k], maxima[k].x.clone())
             }

@@ -10,6 +10,7 @@ pub mod ucb_cvs;
 use armada_core::{JobError, StreamRng};
 use ndarray::ArrayView2;
 
+use crate::acquisition::{optimise_set_drawn, SetDraws};
 use crate::maximize::{MaximizeConfig, Maximum};
 use crate::problem::Problem;
 use crate::surrogate::{Posterior, SetCache};
@@ -139,17 +140,42 @@ pub fn set_bounds(
     lower: Option<f64>,
     search: &SearchConfig,
 ) -> (Maximum, Option<Maximum>) {
+    set_bounds_many(ctx, &[set], upper, lower, search).pop().expect("one set")
+}
+
+/// [`set_bounds`] for each of `sets`, in order.
+pub fn set_bounds_many(
+    ctx: &mut Context<'_>,
+    sets: &[usize],
+    upper: f64,
+    lower: Option<f64>,
+    search: &SearchConfig,
+) -> Vec<(Maximum, Option<Maximum>)> {
     let betas: Vec<f64> = std::iter::once(upper).chain(lower.map(|b| -b)).collect();
-    let mut out = crate::acquisition::optimise_set(
-        ctx.post,
-        &ctx.problem.sets[set],
-        &ctx.caches[set],
-        &betas,
-        search.for_set(ctx.problem, set),
-        ctx.rng,
-    );
-    let low = if lower.is_some() { out.pop() } else { None };
-    (out.pop().expect("one maximum per beta"), low)
+    let requests: Vec<(usize, &[f64])> = sets.iter().map(|&j| (j, &betas[..])).collect();
+    set_maxima(ctx, &requests, search)
+        .into_iter()
+        .map(|mut out| {
+            let low = if lower.is_some() { out.pop() } else { None };
+            (out.pop().expect("one maximum per beta"), low)
+        })
+        .collect()
+}
+
+/// The maxima of `E_hat[mu + beta sigma]` of each request `(set, betas)`, one per `beta`, as
+/// one call per request in this order would find them: the random draws are made request
+/// after request, then the requests are optimised in parallel.
+pub fn set_maxima(ctx: &mut Context<'_>, requests: &[(usize, &[f64])], search: &SearchConfig) -> Vec<Vec<Maximum>> {
+    let problem = ctx.problem;
+    let draws: Vec<SetDraws> = requests
+        .iter()
+        .map(|&(j, betas)| SetDraws::draw(ctx.rng, search.for_set(problem, j), problem.sets[j].len(), betas.len()))
+        .collect();
+    let (post, caches) = (ctx.post, ctx.caches);
+    crate::parallel::map(requests.len(), |i| {
+        let (j, betas) = requests[i];
+        optimise_set_drawn(post, &problem.sets[j], &caches[j], betas, search.for_set(problem, j), &draws[i])
+    })
 }
 
 /// Index of the largest value; the first on ties.

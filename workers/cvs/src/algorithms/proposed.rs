@@ -19,7 +19,10 @@
 use armada_core::JobError;
 use rand::Rng;
 
-use super::{argmax_first, set_bounds, Algorithm, Choice, Context, Diagnostics, Phase, PlayStats, SearchConfig};
+use super::{
+    argmax_first, set_bounds, set_bounds_many, set_maxima, Algorithm, Choice, Context, Diagnostics, Phase, PlayStats,
+    SearchConfig,
+};
 use crate::maximize::Maximum;
 use crate::refit::{self, AdamConfig};
 use crate::surrogate::{GpConfig, Posterior, SetCache};
@@ -105,8 +108,10 @@ impl Proposed {
 
     /// `max_j max_{x^j} E[l]` over every set.
     fn max_lower(&self, ctx: &mut Context<'_>, beta: f64) -> f64 {
-        (0..ctx.problem.n_sets())
-            .map(|j| set_bounds(ctx, j, -beta, None, &self.config.search).0.value)
+        let sets: Vec<usize> = (0..ctx.problem.n_sets()).collect();
+        set_bounds_many(ctx, &sets, -beta, None, &self.config.search)
+            .iter()
+            .map(|b| b.0.value)
             .fold(f64::NEG_INFINITY, f64::max)
     }
 
@@ -118,11 +123,17 @@ impl Proposed {
             Mode::Code => t % m,
         };
         let beta = self.config.beta;
-        let (best, _) = set_bounds(ctx, set, beta, None, &self.config.search);
+        let update_lcb = self.config.mode == Mode::Paper && (self.config.lcb_mode == LcbMode::EveryStep || t % m == 0);
+        // The set's UCB, then (if due) every set's LCB: one batch, drawn in this order.
+        let (upper, lower) = ([beta], [-beta]);
+        let requests: Vec<(usize, &[f64])> =
+            std::iter::once((set, &upper[..])).chain((0..m).filter(|_| update_lcb).map(|j| (j, &lower[..]))).collect();
+        let mut maxima = set_maxima(ctx, &requests, &self.config.search).into_iter().map(|mut v| v.remove(0));
+        let best = maxima.next().expect("the explored set's UCB");
         if self.config.mode == Mode::Paper {
             self.ucb_bar[set] = self.ucb_bar[set].min(best.value);
-            if self.config.lcb_mode == LcbMode::EveryStep || t % m == 0 {
-                let ml = self.max_lower(ctx, beta);
+            if update_lcb {
+                let ml = maxima.map(|mx| mx.value).fold(f64::NEG_INFINITY, f64::max);
                 self.lcb_bar = self.lcb_bar.max(ml);
             }
         }
@@ -139,11 +150,10 @@ impl Proposed {
             AlphaSchedule::Repeated => cfg.alpha0 * 0.5f64.powi((self.n_exploit / h) as i32),
             AlphaSchedule::Once => cfg.alpha0 * if self.n_exploit < h { 1.0 } else { 0.5 },
         };
-        let bounds: Vec<(Maximum, Maximum)> = (0..m)
-            .map(|j| {
-                let (u, l) = set_bounds(ctx, j, cfg.beta, Some(cfg.beta), &cfg.search);
-                (u, l.expect("lower bound requested"))
-            })
+        let sets: Vec<usize> = (0..m).collect();
+        let bounds: Vec<(Maximum, Maximum)> = set_bounds_many(ctx, &sets, cfg.beta, Some(cfg.beta), &cfg.search)
+            .into_iter()
+            .map(|(u, l)| (u, l.expect("lower bound requested")))
             .collect();
         let u: Vec<f64> = bounds.iter().map(|b| b.0.value).collect();
         let m_l = bounds.iter().map(|b| b.1.value).fold(f64::NEG_INFINITY, f64::max);
@@ -235,7 +245,9 @@ impl Proposed {
         if !l_max.is_finite() {
             l_max = f64::NEG_INFINITY;
         }
-        let maxima: Vec<Maximum> = (0..m).map(|j| set_bounds(ctx, j, ucb_beta, None, &cfg.search).0).collect();
+        let sets: Vec<usize> = (0..m).collect();
+        let maxima: Vec<Maximum> =
+            set_bounds_many(ctx, &sets, ucb_beta, None, &cfg.search).into_iter().map(|b| b.0).collect();
         let s = ctx.stats;
         let cost_lcb: Vec<f64> = (0..m)
             .map(|j| match s.counts[j] {

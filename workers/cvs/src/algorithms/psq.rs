@@ -4,7 +4,7 @@
 use armada_core::JobError;
 use armada_gp::{sample_weights, Kernel, RandomFourierFeatures};
 
-use super::{argmax_first, set_bounds, Algorithm, Choice, Context, Diagnostics, Phase, SearchConfig};
+use super::{argmax_first, set_bounds, set_bounds_many, Algorithm, Choice, Context, Diagnostics, Phase, SearchConfig};
 use crate::acquisition::TsExpectation;
 
 /// UCB-PSQ: `argmax_{j, x^j} E_hat[mu + beta sigma]`.
@@ -19,8 +19,9 @@ impl Algorithm for UcbPsq {
             let (best, _) = set_bounds(ctx, full, self.beta, None, &self.search);
             return Ok(choice(full, best.x));
         }
+        let sets: Vec<usize> = (0..ctx.problem.n_sets()).collect();
         let maxima: Vec<_> =
-            (0..ctx.problem.n_sets()).map(|j| set_bounds(ctx, j, self.beta, None, &self.search).0).collect();
+            set_bounds_many(ctx, &sets, self.beta, None, &self.search).into_iter().map(|b| b.0).collect();
         let set = argmax_first(maxima.iter().map(|m| m.value));
         Ok(choice(set, maxima[set].x.clone()))
     }

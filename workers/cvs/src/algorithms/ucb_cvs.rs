@@ -5,7 +5,7 @@
 
 use armada_core::JobError;
 
-use super::{argmax_first, set_bounds, Algorithm, Choice, Context, Diagnostics, Phase, SearchConfig};
+use super::{argmax_first, set_bounds_many, Algorithm, Choice, Context, Diagnostics, Phase, SearchConfig};
 
 pub struct UcbCvs {
     pub beta: f64,
@@ -17,7 +17,9 @@ pub struct UcbCvs {
 impl Algorithm for UcbCvs {
     fn choose(&mut self, ctx: &mut Context<'_>) -> Result<Choice, JobError> {
         let m = ctx.problem.n_sets();
-        let maxima: Vec<_> = (0..m).map(|j| set_bounds(ctx, j, self.beta, None, &self.search).0).collect();
+        let sets: Vec<usize> = (0..m).collect();
+        let maxima: Vec<_> =
+            set_bounds_many(ctx, &sets, self.beta, None, &self.search).into_iter().map(|b| b.0).collect();
         let g = maxima.iter().map(|mx| mx.value).fold(f64::NEG_INFINITY, f64::max);
         let eps = self.eps0 * (1.0 - ctx.stats.spent / (self.eps_cut * ctx.problem.budget)).max(0.0);
         let costs = &ctx.problem.costs;
