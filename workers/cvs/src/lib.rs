@@ -5,7 +5,7 @@
 //! draws the other inputs from truncated normals and charges a random, unknown cost. The
 //! family holds the problem model ([`problem`]), the GP surrogate with factorised Monte Carlo
 //! expectations over the random inputs ([`surrogate`], [`acquisition`]), the inner maximiser
-//! ([`maximize`]; an iteration's sets run on a few threads, [`parallel`]), the benchmarks of
+//! ([`maximize`]; an iteration's sets on more threads only when asked, [`parallel`]), the benchmarks of
 //! spec §4 ([`benchmarks`]), the algorithms of spec §3 ([`algorithms`]: the proposed method in
 //! paper and code mode, UCB-PSQ, TS-PSQ, ETC, UCB-CVS) and the episode that plays them until
 //! the budget is spent ([`episode`]).

@@ -1,29 +1,33 @@
-//! Independent tasks of one iteration (the control sets' optimisations) on a few threads.
+//! Independent tasks of one iteration (the control sets' optimisations), on more than one
+//! thread only when asked.
 //!
-//! Each task's result depends only on its own inputs (its random draws are made beforehand,
-//! in the sequential order), so a run gives the same numbers on any number of threads.
-//! The thread count is the machine's parallelism, capped by `ARMADA_CVS_THREADS` (1 runs
-//! every task on the caller's thread).
+//! A job runs on one core: a worker's slots are its cores, and a sweep's throughput comes
+//! from jobs side by side (DESIGN, "the job model"). `ARMADA_CVS_THREADS=N` lets one job use
+//! N threads, for a machine that runs fewer BO-uCVS jobs than it has cores (one long run on
+//! a laptop); give its worker fewer slots. Each task's result depends only on its own
+//! inputs (its random draws are made beforehand, in the sequential order), so a run gives
+//! the same numbers on any number of threads.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-/// Threads a job may use: `ARMADA_CVS_THREADS` if set (at least 1), else the machine's.
+/// Threads a job may use: `ARMADA_CVS_THREADS` if set (at least 1), else one.
 pub fn threads() -> usize {
     static THREADS: OnceLock<usize> = OnceLock::new();
     *THREADS.get_or_init(|| {
-        let machine = std::thread::available_parallelism().map_or(1, |n| n.get());
-        match std::env::var("ARMADA_CVS_THREADS").ok().and_then(|v| v.parse::<usize>().ok()) {
-            Some(n) => n.max(1),
-            None => machine,
-        }
+        std::env::var("ARMADA_CVS_THREADS").ok().and_then(|v| v.parse::<usize>().ok()).map_or(1, |n| n.max(1))
     })
 }
 
 /// `f(i)` for every `i < n`, in order; tasks are handed out one at a time (their costs
 /// differ: a full set has one sample, a partial set many).
 pub fn map<T: Send, F: Fn(usize) -> T + Sync>(n: usize, f: F) -> Vec<T> {
-    let workers = threads().min(n);
+    map_on(threads(), n, f)
+}
+
+/// [`map`] on at most `threads` threads.
+fn map_on<T: Send, F: Fn(usize) -> T + Sync>(threads: usize, n: usize, f: F) -> Vec<T> {
+    let workers = threads.min(n);
     if workers <= 1 {
         return (0..n).map(f).collect();
     }
@@ -55,8 +59,14 @@ pub fn map<T: Send, F: Fn(usize) -> T + Sync>(n: usize, f: F) -> Vec<T> {
 mod tests {
     #[test]
     fn results_come_back_in_order() {
-        let out = super::map(37, |i| i * i);
-        assert_eq!(out, (0..37).map(|i| i * i).collect::<Vec<_>>());
-        assert!(super::map(0, |i| i).is_empty());
+        for threads in [1, 3] {
+            let out = super::map_on(threads, 37, |i| i * i);
+            assert_eq!(out, (0..37).map(|i| i * i).collect::<Vec<_>>());
+            assert!(super::map_on(threads, 0, |i| i).is_empty());
+        }
+        // One thread unless ARMADA_CVS_THREADS asks for more.
+        if std::env::var_os("ARMADA_CVS_THREADS").is_none() {
+            assert_eq!(super::threads(), 1);
+        }
     }
 }
