@@ -239,11 +239,13 @@ fn workers_under_slurm_run_a_sweep_drain_on_scancel_and_a_second_array_finishes_
     assert_same_as_reference(&data.join(name), &reference.join(name), "lse-finite-quick under Slurm");
     assert!(cluster.logs(&first).iter().all(|l| l.contains("registered with")), "{:?}", cluster.logs(&first));
 
-    // Slower jobs; scancel while they run.
+    // Slower jobs; scancel while they run. Each takes 3 s, so that the sweep still has
+    // about 12 s of work when scancel is sent: Slurm's signal may take seconds to arrive
+    // on a loaded machine.
     let slow = tmp.path().join("slurm-slow.toml");
     std::fs::write(
         &slow,
-        "name = \"slurm-slow\"\nfamily = \"testkit\"\nseeds = 12\nhorizon = 4\n[[benchmarks]]\nname = \"constant\"\n\
+        "name = \"slurm-slow\"\nfamily = \"testkit\"\nseeds = 12\nhorizon = 9\n[[benchmarks]]\nname = \"constant\"\n\
          [[algorithms]]\nname = \"slow\"\nparams = { ms = 300 }\n",
     )
     .unwrap();
