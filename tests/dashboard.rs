@@ -165,6 +165,9 @@ fn the_dashboard_serves_progress_curves_jobs_and_metrics_behind_the_token() {
         }
     }
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    // Finished, its curves come from the summary files once they are written (until then
+    // from the live summaries).
+    wait_until(60, "the summary files", || api(&coord, "/api/sweeps/dash/curves")["source"] == "files");
     let curves = api(&coord, "/api/sweeps/dash/curves?metric=value");
     assert_eq!(curves["source"], "files");
     // Three cells; the panicking one has no job done, so no line and no row.
