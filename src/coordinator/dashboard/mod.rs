@@ -34,7 +34,7 @@ use axum::routing::get;
 use axum::Router;
 use progress::Progress;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -64,19 +64,33 @@ pub struct Dashboard {
     views: Mutex<HashMap<String, Arc<SweepViews>>>,
 }
 
-/// What the page shows of a sweep's results, computed once per change.
-#[derive(Serialize)]
+/// What the page shows of a sweep's results, computed once per change, and encoded then
+/// too (on the blocking pool): a poll only copies bytes.
 struct SweepViews {
     /// `live` (some cells provisional), `files` (the summary files) or `none` (no job done).
     source: &'static str,
     n_cells: u32,
     n_exact: u32,
-    #[serde(flatten)]
-    tables: views::SweepTables,
-    #[serde(skip)]
+    metrics: Vec<String>,
+    /// The final table and each metric's curves, as JSON.
+    final_json: String,
+    curves_json: BTreeMap<String, String>,
     stamp: Stamp,
-    #[serde(skip)]
     made: Instant,
+}
+
+impl SweepViews {
+    /// `{"source":...,"n_cells":...,"n_exact":..., <rest>}` with `rest` already JSON.
+    fn reply(&self, rest: &[(&str, &str)]) -> Response {
+        let mut body =
+            serde_json::json!({ "source": self.source, "n_cells": self.n_cells, "n_exact": self.n_exact }).to_string();
+        body.pop();
+        for (key, json) in rest {
+            body += &format!(",{}:{json}", serde_json::Value::from(*key));
+        }
+        body.push('}');
+        ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+    }
 }
 
 /// What identifies a state of a sweep's summaries.
@@ -364,27 +378,24 @@ async fn curves(
 ) -> Result<Response, ApiError> {
     let v = d.views_of(&id).await?;
     let metric = match q.metric {
-        Some(m) if v.source != "none" && !v.tables.metrics.contains(&m) => {
+        Some(m) if v.source != "none" && !v.metrics.contains(&m) => {
             return Err(ApiError(
                 StatusCode::BAD_REQUEST,
-                format!("metric: `{m}` is not a float metric of sweep `{id}`; it has {}", v.tables.metrics.join(", ")),
+                format!("metric: `{m}` is not a float metric of sweep `{id}`; it has {}", v.metrics.join(", ")),
             ))
         }
         Some(m) => Some(m),
-        None => v.tables.metrics.first().cloned(),
+        None => v.metrics.first().cloned(),
     };
-    let curves = metric.as_ref().and_then(|m| v.tables.curves.get(m));
-    Ok(json_body(&serde_json::json!({
-        "source": v.source, "n_cells": v.n_cells, "n_exact": v.n_exact,
-        "metrics": v.tables.metrics, "metric": metric, "curves": curves,
-    })))
+    let curves = metric.as_ref().and_then(|m| v.curves_json.get(m)).map_or("null", String::as_str);
+    let (metrics, metric) =
+        (serde_json::Value::from(v.metrics.clone()).to_string(), serde_json::json!(metric).to_string());
+    Ok(v.reply(&[("metrics", &metrics), ("metric", &metric), ("curves", curves)]))
 }
 
 async fn final_table(State(d): State<Arc<Dashboard>>, Path(id): Path<String>) -> Result<Response, ApiError> {
     let v = d.views_of(&id).await?;
-    Ok(json_body(&serde_json::json!({
-        "source": v.source, "n_cells": v.n_cells, "n_exact": v.n_exact, "final": v.tables.final_table,
-    })))
+    Ok(v.reply(&[("final", &v.final_json)]))
 }
 
 #[derive(Deserialize)]
@@ -536,10 +547,18 @@ impl Dashboard {
                 ("files", n_cells, Some(frames))
             }
         };
-        let tables = match frames {
-            None => views::SweepTables::default(),
-            Some((summary, last)) => blocking(move || views::sweep_tables(&summary, &last)).await?,
-        };
-        Ok(SweepViews { source, n_cells, n_exact, tables, stamp, made: Instant::now() })
+        let (metrics, final_json, curves_json) = blocking(move || {
+            let tables = match frames {
+                None => views::SweepTables::default(),
+                Some((summary, last)) => views::sweep_tables(&summary, &last)?,
+            };
+            let mut curves = BTreeMap::new();
+            for (metric, c) in &tables.curves {
+                curves.insert(metric.clone(), serde_json::to_string(c)?);
+            }
+            Ok((tables.metrics, serde_json::to_string(&tables.final_table)?, curves))
+        })
+        .await?;
+        Ok(SweepViews { source, n_cells, n_exact, metrics, final_json, curves_json, stamp, made: Instant::now() })
     }
 }
