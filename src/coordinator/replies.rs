@@ -68,6 +68,19 @@ pub enum SweepState {
     Cancelled,
 }
 
+impl SweepState {
+    /// Every state, in declaration order (`state as usize` is its index here).
+    pub const ALL: [SweepState; 3] = [SweepState::Running, SweepState::Finished, SweepState::Cancelled];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SweepState::Running => "running",
+            SweepState::Finished => "finished",
+            SweepState::Cancelled => "cancelled",
+        }
+    }
+}
+
 /// A job's failure: final, or of one attempt with another to come.
 #[derive(Clone, Debug, PartialEq)]
 pub struct JobFailed {
@@ -133,7 +146,6 @@ pub struct JobFilter {
     pub benchmark_params: Option<String>,
     pub algorithm: Option<String>,
     pub algorithm_params: Option<String>,
-    pub key: Option<String>,
 }
 
 /// What watchers of a sweep hear as it runs.

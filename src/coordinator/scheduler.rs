@@ -867,7 +867,6 @@ impl Scheduler {
                     && wanted(&filter.benchmark_params, &cell.benchmark_params)
                     && wanted(&filter.algorithm, &cell.algorithm)
                     && wanted(&filter.algorithm_params, &cell.algorithm_params)
-                    && filter.key.as_deref().is_none_or(|k| job.key.to_string() == k)
             })
             .take(limit)
             .map(|job| {

@@ -25,6 +25,7 @@ use crate::coordinator::scheduler::{Command, SummaryInputs};
 use crate::coordinator::sweeps::FailurePage;
 use crate::coordinator::SchedulerHandle;
 use crate::results;
+use armada_worker::auth::same_secret;
 use axum::body::Body;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -165,13 +166,13 @@ async fn require_token(State(d): State<Arc<Dashboard>>, request: Request, next: 
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
-        .is_some_and(|t| same(t, expected));
-    if bearer || cookie(headers, &d.cookie).is_some_and(|t| same(&t, expected)) {
+        .is_some_and(|t| same_secret(t, expected));
+    if bearer || cookie(headers, &d.cookie).is_some_and(|t| same_secret(&t, expected)) {
         return next.run(request).await;
     }
     let query: Vec<(String, String)> =
         request.uri().query().and_then(|q| serde_urlencoded::from_str(q).ok()).unwrap_or_default();
-    if query.iter().any(|(k, v)| k == "token" && same(v, expected)) {
+    if query.iter().any(|(k, v)| k == "token" && same_secret(v, expected)) {
         let rest: Vec<&(String, String)> = query.iter().filter(|(k, _)| k != "token").collect();
         let mut location = request.uri().path().to_string();
         if !rest.is_empty() {
@@ -189,11 +190,6 @@ async fn require_token(State(d): State<Arc<Dashboard>>, request: Request, next: 
     let message = "missing or wrong token: open the address armada printed (it carries ?token=...), \
                    or send `authorization: Bearer <token>`\n";
     (StatusCode::UNAUTHORIZED, [(header::WWW_AUTHENTICATE, "Bearer")], message).into_response()
-}
-
-/// Equal, in time independent of where they differ.
-fn same(given: &str, expected: &str) -> bool {
-    given.len() == expected.len() && given.bytes().zip(expected.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
 }
 
 fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
@@ -258,7 +254,10 @@ async fn sample_progress(d: Arc<Dashboard>) {
         for s in &sweeps {
             progress.sample(&s.sweep_id, u64::from(s.n_done + s.n_failed + s.n_cancelled), now);
         }
-        progress.retain(&sweeps.iter().map(|s| s.sweep_id.as_str()).collect::<Vec<_>>());
+        let ids: Vec<&str> = sweeps.iter().map(|s| s.sweep_id.as_str()).collect();
+        progress.retain(&ids);
+        // A deleted sweep's views go with it.
+        d.views.lock().unwrap_or_else(|e| e.into_inner()).retain(|id, _| ids.contains(&id.as_str()));
     }
 }
 
@@ -277,21 +276,13 @@ struct SweepSummaryView {
     eta_seconds: Option<f64>,
 }
 
-fn state_name(state: SweepState) -> &'static str {
-    match state {
-        SweepState::Running => "running",
-        SweepState::Finished => "finished",
-        SweepState::Cancelled => "cancelled",
-    }
-}
-
 impl SweepSummaryView {
     fn of(s: &SweepStatus, progress: &Progress) -> Self {
         let pace = progress.pace(&s.sweep_id, u64::from(s.n_queued + s.n_running));
         SweepSummaryView {
             id: s.sweep_id.clone(),
             family: s.family.clone(),
-            state: state_name(s.state),
+            state: s.state.as_str(),
             n_jobs: s.n_jobs,
             queued: s.n_queued,
             running: s.n_running,
@@ -416,7 +407,6 @@ async fn cell_jobs(
         benchmark_params: q.benchmark_params,
         algorithm: q.algorithm,
         algorithm_params: q.algorithm_params,
-        key: None,
     };
     let jobs = d.scheduler.call(|reply| Command::Jobs { sweep: id, filter, limit: CELL_JOBS_LIMIT, reply }).await?;
     let jobs: Vec<_> = jobs
@@ -461,11 +451,7 @@ async fn metrics(State(d): State<Arc<Dashboard>>) -> Result<Response, ApiError> 
         for (total, n) in gauges.jobs.iter_mut().zip([s.n_queued, s.n_running, s.n_done, s.n_failed, s.n_cancelled]) {
             *total += u64::from(n);
         }
-        gauges.sweeps[match s.state {
-            SweepState::Running => 0,
-            SweepState::Finished => 1,
-            SweepState::Cancelled => 2,
-        }] += 1;
+        gauges.sweeps[s.state as usize] += 1;
     }
     for w in &workers {
         gauges.leases += u64::from(w.leased);

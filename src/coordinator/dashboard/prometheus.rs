@@ -4,6 +4,7 @@
 //! bound on a coordinator that lives for months.
 
 use crate::coordinator::metrics::{Metrics, COMMIT_BUCKETS};
+use crate::coordinator::replies::SweepState;
 use std::fmt::Write;
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -12,7 +13,7 @@ use std::sync::atomic::Ordering::Relaxed;
 pub struct Gauges {
     /// Jobs of every sweep: queued, running, done, failed, cancelled.
     pub jobs: [u64; 5],
-    /// Sweeps: running, finished, cancelled.
+    /// Sweeps, indexed as `SweepState::ALL`.
     pub sweeps: [u64; 3],
     /// Workers heard from within a lease's lifetime, and the others.
     pub workers_alive: u64,
@@ -25,7 +26,6 @@ pub struct Gauges {
 }
 
 pub const JOB_STATES: [&str; 5] = ["queued", "running", "done", "failed", "cancelled"];
-pub const SWEEP_STATES: [&str; 3] = ["running", "finished", "cancelled"];
 
 /// The page.
 pub fn render(gauges: &Gauges, metrics: &Metrics) -> String {
@@ -36,7 +36,7 @@ pub fn render(gauges: &Gauges, metrics: &Metrics) -> String {
         let _ = writeln!(o, "armada_jobs{{state=\"{state}\"}} {n}");
     }
     header(o, "armada_sweeps", "gauge", "Sweeps, by state.");
-    for (state, n) in SWEEP_STATES.iter().zip(gauges.sweeps) {
+    for (state, n) in SweepState::ALL.iter().map(|s| s.as_str()).zip(gauges.sweeps) {
         let _ = writeln!(o, "armada_sweeps{{state=\"{state}\"}} {n}");
     }
     let simple: [(&str, &str, &str, u64); 13] = [
@@ -161,5 +161,7 @@ mod tests {
             }
         }
         assert_eq!(typed.len(), 17);
+        // The gauges index sweeps by `state as usize`: ALL must be in declaration order.
+        assert!(SweepState::ALL.iter().enumerate().all(|(i, &s)| s as usize == i));
     }
 }

@@ -139,17 +139,8 @@ fn floats(df: &DataFrame, name: &str) -> anyhow::Result<Vec<Option<f64>>> {
 
 /// The float metrics a summary table holds, sorted.
 pub fn metrics(summary: &DataFrame) -> anyhow::Result<Vec<String>> {
-    let mut names: Vec<String> = summary
-        .column("metric")?
-        .str()?
-        .iter()
-        .flatten()
-        .map(str::to_owned)
-        .collect::<std::collections::BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    names.sort();
-    Ok(names)
+    let names: std::collections::BTreeSet<&str> = summary.column("metric")?.str()?.iter().flatten().collect();
+    Ok(names.into_iter().map(str::to_owned).collect())
 }
 
 /// The curves of `metric` from a summary table, each thinned to at most `max_points`.

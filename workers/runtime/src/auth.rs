@@ -48,16 +48,18 @@ impl tonic::service::Interceptor for RequireToken {
     fn call(&mut self, request: Request<()>) -> Result<Request<()>, Status> {
         let Some(expected) = &self.expected else { return Ok(request) };
         let given = request.metadata().get("authorization").and_then(|v| v.to_str().ok());
-        // Compare in constant time with respect to the token's content.
-        let ok = given.is_some_and(|g| {
-            g.len() == expected.len() && g.bytes().zip(expected.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
-        });
-        if ok {
+        if given.is_some_and(|g| same_secret(g, expected)) {
             Ok(request)
         } else {
             Err(Status::unauthenticated("missing or wrong token: send `authorization: Bearer <token>`"))
         }
     }
+}
+
+/// Whether `given` is `expected`, in time that does not depend on where they differ (a
+/// token's content must not leak through how long a refusal takes).
+pub fn same_secret(given: &str, expected: &str) -> bool {
+    given.len() == expected.len() && given.bytes().zip(expected.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
 }
 
 #[cfg(test)]
