@@ -126,7 +126,7 @@ pub struct WorkerInfo {
 }
 
 /// One job of a sweep, as the dashboard lists it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct JobInfo {
     pub key: String,
     pub seed: u64,

@@ -208,6 +208,34 @@ pub enum Command {
     },
 }
 
+impl Command {
+    /// The worker session a worker's request names: it was heard from.
+    fn session(&self) -> Option<&str> {
+        match self {
+            Command::Lease { session, .. }
+            | Command::Heartbeat { session, .. }
+            | Command::Complete { session, .. }
+            | Command::Fail { session, .. }
+            | Command::Release { session, .. } => Some(session),
+            // No `_` arm: a new worker request must say whether it names a session.
+            Command::Submit { .. }
+            | Command::Watch { .. }
+            | Command::Status { .. }
+            | Command::List { .. }
+            | Command::Cancel { .. }
+            | Command::Delete { .. }
+            | Command::Summary { .. }
+            | Command::Register { .. }
+            | Command::Workers { .. }
+            | Command::Jobs { .. }
+            | Command::PartOf { .. }
+            | Command::Refused { .. }
+            | Command::PartWritten(_)
+            | Command::Summarized { .. } => None,
+        }
+    }
+}
+
 /// The scheduler's mailbox, and the spools the upload streams write into.
 #[derive(Clone)]
 pub struct SchedulerHandle {
@@ -559,6 +587,9 @@ impl Scheduler {
 
     /// Carry out one command, at `now` (the clock is read once, by the caller).
     fn handle(&mut self, command: Command, now: std::time::Instant) {
+        if let Some(session) = command.session() {
+            self.workers.touch(session, now);
+        }
         match command {
             Command::Submit { submission, reply } => self.submit(submission, reply),
             Command::Watch { sweep, reply } => {
@@ -597,23 +628,18 @@ impl Scheduler {
                 let _ = reply.send(self.part_of(&sweep, &key));
             }
             Command::Lease { session, max_jobs, reply } => {
-                self.workers.touch(&session, now);
                 let _ = reply.send(self.lease(&session, max_jobs, now));
             }
             Command::Heartbeat { session, attempts, reply } => {
-                self.workers.touch(&session, now);
                 let _ = reply.send(self.heartbeat(&session, attempts, now));
             }
             Command::Complete { session, attempt, n_records, reply } => {
-                self.workers.touch(&session, now);
                 self.complete(&session, attempt, n_records, reply)
             }
             Command::Fail { session, attempt, error, reply } => {
-                self.workers.touch(&session, now);
                 let _ = reply.send(self.fail(&session, attempt, error));
             }
             Command::Release { session, attempts, reply } => {
-                self.workers.touch(&session, now);
                 let _ = reply.send(self.release(&session, attempts));
             }
             Command::Refused { attempt } => self.refused(attempt),

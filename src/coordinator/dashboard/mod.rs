@@ -409,16 +409,6 @@ async fn cell_jobs(
         algorithm_params: q.algorithm_params,
     };
     let jobs = d.scheduler.call(|reply| Command::Jobs { sweep: id, filter, limit: CELL_JOBS_LIMIT, reply }).await?;
-    let jobs: Vec<_> = jobs
-        .iter()
-        .map(|j| {
-            serde_json::json!({
-                "key": j.key, "seed": j.seed, "state": j.state, "attempts": j.attempts, "error": j.error,
-                "benchmark": j.benchmark, "benchmark_params": j.benchmark_params,
-                "algorithm": j.algorithm, "algorithm_params": j.algorithm_params,
-            })
-        })
-        .collect();
     Ok(json_body(&serde_json::json!({ "jobs": jobs, "limit": CELL_JOBS_LIMIT })))
 }
 
