@@ -11,7 +11,7 @@
 //! solution is set by the stopping rule, not by `P`. Step halving guards against overshooting
 //! (spec §7.12: Newton with step halving, at most 50 iterations, tolerance 1e-8).
 
-use crate::linalg::{cholesky_in_place, cholesky_solve_in_place, dot};
+use crate::linalg::{cholesky_in_place, cholesky_solve_in_place, dot, dot4};
 use faer::linalg::matmul::matmul;
 use faer::{Accum, MatMut, MatRef, Par};
 
@@ -181,7 +181,17 @@ impl LogisticMle {
     pub fn exact_curvature(&mut self, out: &mut [f64]) {
         let (n, d) = (self.labels.len(), self.dim);
         self.weighted_features.clear();
-        for x in self.features.chunks_exact(d) {
+        // Four samples at a time, as in `gradient_at`.
+        let blocks = self.features.chunks_exact(4 * d);
+        let tail = blocks.remainder();
+        for rows in blocks {
+            let z = dot4(rows, &self.estimate);
+            for (x, z) in rows.chunks_exact(d).zip(z) {
+                let w = sigmoid_derivative(z);
+                self.weighted_features.extend(x.iter().map(|xi| w * xi));
+            }
+        }
+        for x in tail.chunks_exact(d) {
             let w = sigmoid_derivative(dot(x, &self.estimate));
             self.weighted_features.extend(x.iter().map(|xi| w * xi));
         }
@@ -230,12 +240,33 @@ impl LogisticMle {
         }
     }
 
-    /// Gradient only (no objective, so no logarithm) at `theta`. O(n d).
+    /// Gradient only (no objective, so no logarithm) at `theta`. O(n d), the fit's hot loop.
+    ///
+    /// Samples go four at a time ([`dot4`]) so that their products, exponentials and divisions
+    /// overlap; each component of the gradient still adds the samples' terms one by one in
+    /// history order, so the result is bit for bit the one-sample loop's.
     fn gradient_at(&self, theta: &[f64], gradient: &mut [f64]) {
+        let d = self.dim;
         for (g, t) in gradient.iter_mut().zip(theta) {
             *g = self.ridge * t;
         }
-        for (x, &y) in self.features.chunks_exact(self.dim).zip(&self.labels) {
+        let blocks = self.features.chunks_exact(4 * d);
+        let tail = blocks.remainder();
+        for (rows, y) in blocks.zip(self.labels.chunks_exact(4)) {
+            let z = dot4(rows, theta);
+            let r: [f64; 4] = std::array::from_fn(|s| sigmoid(z[s]) - y[s]);
+            let (x0, rest) = rows.split_at(d);
+            let (x1, rest) = rest.split_at(d);
+            let (x2, x3) = rest.split_at(d);
+            for ((((g, a), b), c), e) in gradient.iter_mut().zip(x0).zip(x1).zip(x2).zip(x3) {
+                *g += r[0] * a;
+                *g += r[1] * b;
+                *g += r[2] * c;
+                *g += r[3] * e;
+            }
+        }
+        let tail_labels = &self.labels[self.labels.len() - tail.len() / d..];
+        for (x, &y) in tail.chunks_exact(d).zip(tail_labels) {
             let residual = sigmoid(dot(x, theta)) - y;
             for (g, xi) in gradient.iter_mut().zip(x) {
                 *g += residual * xi;
