@@ -164,8 +164,10 @@ fn time_job(registry: &Registry, spec: &JobSpec) -> f64 {
 /// `ref.py` prints each method's time).
 fn time_numpy_lse(dir: &Path, python: &str) -> BTreeMap<&'static str, f64> {
     let out = std::env::temp_dir().join("armada-numbench-ref.json");
+    // Run from its own directory (it reads its data beside it), so name the script alone: a
+    // relative `dir` joined again would point nowhere.
     let run = Command::new(python)
-        .arg(dir.join("ref.py"))
+        .arg("ref.py")
         .args(["himm", "straddle,random,proposed", "2"])
         .arg(&out)
         .current_dir(dir)
