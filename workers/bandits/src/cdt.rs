@@ -61,6 +61,32 @@ pub struct CdtConfig {
     /// Replace the Thompson draw by its `Z = 1` bonus, `fhat + s0 / sqrt n` (the reference code's
     /// effective index, spec §6.2.1); false everywhere in the paper.
     pub fixed_draw: bool,
+    /// How a top-layer point `v in [0,1]^p` becomes hyperparameter values.
+    pub map: HyperparameterMap,
+}
+
+/// How CDT maps its scaled box `[0,1]^p` onto hyperparameter values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HyperparameterMap {
+    /// The paper's `alpha = 0.1 + 4.9 v` per coordinate (spec §1.2, §7.8).
+    Paper,
+    /// The released code's (HEAD `d67bc02`, the `*_auto` functions, spec §6.2.5): `alpha = 4 v` for
+    /// LinUCB and `5 v` for every other bottom, so the box is `[0, 4]` or `[0, 5]` and includes zero.
+    /// Per coordinate for GLOC and SGD-TS; the code's own two-dimensional uses are buggy (GLOC sets
+    /// both hyperparameters to the whole vector, SGD-TS uses `2 * 5 v` as the variance) and are not
+    /// followed.
+    Code,
+}
+
+impl HyperparameterMap {
+    /// The code's multiplier: 4 for LinUCB, 5 for the others.
+    pub fn code_scale(bandit_name: &str) -> f64 {
+        if bandit_name == "LinUCB" {
+            4.0
+        } else {
+            5.0
+        }
+    }
 }
 
 impl CdtConfig {
@@ -72,6 +98,7 @@ impl CdtConfig {
             epoch_multiplier: 3.0,
             top_horizon: TopHorizon::Decisions,
             fixed_draw: false,
+            map: HyperparameterMap::Paper,
         }
     }
     /// The reference code's top-layer constants, warm-ups and `T_top = T`; the restart epoch stays the
@@ -102,6 +129,10 @@ armada_core::choice! {
         /// the reference code's with its fixed index fhat + sqrt(13/n) (the draw it makes but
         /// never adds, 6.2.1)
         RefcodeFixed = "refcode-fixed",
+        /// refcode-fixed with the code's hyperparameter map alpha = 4v (LinUCB) or 5v (others)
+        /// instead of 0.1 + 4.9v (6.2.5); with k = 11 (no restart at T = 14,000) it is the
+        /// authors' released code as its run.py runs it
+        RefcodeMap = "refcode-map",
     }
 }
 
@@ -111,6 +142,9 @@ impl CdtPreset {
             CdtPreset::Paper => CdtConfig::paper(),
             CdtPreset::Refcode => CdtConfig::refcode(),
             CdtPreset::RefcodeFixed => CdtConfig { fixed_draw: true, ..CdtConfig::refcode() },
+            CdtPreset::RefcodeMap => {
+                CdtConfig { fixed_draw: true, map: HyperparameterMap::Code, ..CdtConfig::refcode() }
+            }
         }
     }
 }
@@ -183,11 +217,21 @@ impl Tuner for Cdt {
         self.space = plan.space;
         self.zooming = Some(ZoomingTs::new(self.zooming_config(plan)));
     }
-    /// One `ZTS_SELECT`, mapped from `[0,1]^p` to the box (spec §2.4 lines 5-6).
-    fn propose(&mut self, _bandit: &dyn BottomBandit, _round: usize, out: &mut [f64], rng: &mut dyn RngCore) {
+    /// One `ZTS_SELECT`, mapped from `[0,1]^p` to the box (spec §2.4 lines 5-6), or by the code's map.
+    fn propose(&mut self, bandit: &dyn BottomBandit, _round: usize, out: &mut [f64], rng: &mut dyn RngCore) {
         let zooming = self.zooming.as_mut().expect("start first");
         let selection = zooming.select(rng);
-        from_unit_box(self.space, zooming.point(selection.arm), out);
+        let point = zooming.point(selection.arm);
+        match self.config.map {
+            HyperparameterMap::Paper => from_unit_box(self.space, point, out),
+            HyperparameterMap::Code => {
+                assert_eq!(point.len(), out.len(), "dimension mismatch");
+                let scale = HyperparameterMap::code_scale(bandit.name());
+                for (o, &v) in out.iter_mut().zip(point) {
+                    *o = scale * v.clamp(0.0, 1.0);
+                }
+            }
+        }
     }
     /// The same reward the bottom layer saw is the top layer's reward (spec §2.4 line 10, §7.9).
     fn feedback(&mut self, reward: f64, _rng: &mut dyn RngCore) {
@@ -277,6 +321,47 @@ mod tests {
                 assert!(out.iter().all(|a| (1.57..=3.53).contains(a)), "{out:?}");
             }
             cdt.feedback(0.5, &mut rng);
+        }
+    }
+
+    /// The `refcode-map` preset is `refcode-fixed` with the released code's map: `alpha = 4 v` for LinUCB
+    /// and `5 v` for the others (spec §6.2.5), per coordinate; the epoch's first arm, uniform in
+    /// [0.3, 0.7]^p, then gives alpha in [1.2, 2.8] (LinUCB) or [1.5, 3.5]; the paper map is untouched.
+    #[test]
+    fn refcode_map_preset_scales_the_top_arm_as_the_code() {
+        let map = CdtPreset::RefcodeMap.config();
+        assert_eq!(map, CdtConfig { map: HyperparameterMap::Code, ..CdtPreset::RefcodeFixed.config() });
+        assert_eq!(CdtPreset::Paper.config().map, HyperparameterMap::Paper);
+        assert_eq!(CdtPreset::RefcodeFixed.config().map, HyperparameterMap::Paper);
+        for (alg, scale, first) in [
+            (BottomKind::LinUcb, 4.0, 1.2..=2.8),
+            (BottomKind::LinTs, 5.0, 1.5..=3.5),
+            (BottomKind::Gloc, 5.0, 1.5..=3.5),
+        ] {
+            let bandit = alg.build(5, 2000);
+            for (config, code) in [(map, true), (CdtPreset::RefcodeFixed.config(), false)] {
+                let mut cdt = Cdt::new(config);
+                cdt.start(&TuningPlan::new(bandit.as_ref(), 2000, 0));
+                let mut rng = ChaCha8Rng::seed_from_u64(11);
+                let mut out = vec![0.0; bandit.hyperparameters().len()];
+                for step in 0..400 {
+                    cdt.propose(bandit.as_ref(), step, &mut out, &mut rng);
+                    let z = cdt.zooming().unwrap();
+                    let expected = |c: &[f64]| -> Vec<f64> {
+                        c.iter().map(|&v| if code { scale * v } else { 0.1 + 4.9 * v }).collect()
+                    };
+                    let hit = z
+                        .active_arms()
+                        .iter()
+                        .any(|a| expected(&a.centre).iter().zip(&out).all(|(e, o)| (e - o).abs() < 1e-12));
+                    assert!(hit, "{}: {out:?} is no mapped active centre (code map: {code})", alg.label());
+                    if step == 0 && code {
+                        assert!(out.iter().all(|a| first.contains(a)), "{}: {out:?}", alg.label());
+                    }
+                    // Rewards favour small values, so arms near 0 get activated and played.
+                    cdt.feedback(1.0 - out[0] / 5.0, &mut rng);
+                }
+            }
         }
     }
 

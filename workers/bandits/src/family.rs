@@ -180,8 +180,9 @@ armada_core::choice! {
 armada_core::params! {
     /// `cdt`'s parameters.
     pub struct CdtParams {
-        /// the paper's constants, the reference code's (spec 6.2), or those with the code's fixed index
-        /// fhat + sqrt(13/n) (the draw it makes but never adds, 6.2.1)
+        /// the paper's constants, the reference code's (spec 6.2), those with the code's fixed index
+        /// fhat + sqrt(13/n) (the draw it makes but never adds, 6.2.1), or those with the code's map
+        /// alpha = 4v (LinUCB) / 5v (others) too (6.2.5)
         preset: CdtPreset = CdtPreset::Paper,
         /// random phase T1: the preset's, or none (the T1 = 0 ablation of Table 5)
         warmup: Warmup = Warmup::Preset,
