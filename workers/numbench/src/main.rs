@@ -11,7 +11,14 @@
 //! cargo run --release -p armada-numbench -- --record       # rewrite baseline.tsv from this run
 //! cargo run --release -p armada-numbench -- --reference-lse ../shared/reference/lse_straddle_ref \
 //!     --python /path/to/venv/bin/python                    # time the LSE numpy reference too
+//! cargo run --release -p armada-numbench -- --only cdt --reference-cdt /path/to/CDT_exp \
+//!     --python /path/to/venv/bin/python                    # and the CDT authors' code (one run each)
 //! ```
+//!
+//! `--reference-cdt` runs the CDT authors' code (a checkout of their `CDT_exp`, set up as
+//! analysis/README.md "CDT beside the authors' code" says) through `analysis/cdt_authors.py`,
+//! one repetition of each CDT workload in the run except GLM-TSL (their GLM-TSL + CDT does not
+//! run as released; its recorded time stays).
 //!
 //! Ratios are armada's seconds over the other column: below 1 is faster than it.
 
@@ -192,6 +199,39 @@ fn time_numpy_lse(dir: &Path, python: &str) -> BTreeMap<&'static str, f64> {
     seconds
 }
 
+/// The CDT authors' seconds for one run of `bottom` (their module name, e.g. `ucbglm`) with CDT
+/// on Sim (d = 25, K = 120, T = 14,000), as `analysis/cdt_authors.py` measures it: their
+/// algorithm's time, without building the context tensor.
+fn time_authors_cdt(code: &Path, python: &str, bottom: &str) -> f64 {
+    let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../analysis/cdt_authors.py");
+    let out = std::env::temp_dir().join(format!("armada-numbench-cdt-{bottom}-{}.csv", std::process::id()));
+    let _ = std::fs::remove_file(&out);
+    let run = Command::new(python)
+        .arg(&driver)
+        .args(["run", "--code"])
+        .arg(code)
+        .args(["--algo", bottom, "--tuners", "cdt", "--reps", "1", "--out"])
+        .arg(&out)
+        .env("OMP_NUM_THREADS", "1")
+        .env("OPENBLAS_NUM_THREADS", "1")
+        .env("MKL_NUM_THREADS", "1")
+        .output()
+        .unwrap_or_else(|e| panic!("{python} {}: {e}", driver.display()));
+    assert!(
+        run.status.success(),
+        "the CDT authors' code failed ({bottom}):\n{}\n{}",
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let csv = std::fs::read_to_string(&out).unwrap_or_else(|e| panic!("{}: {e}", out.display()));
+    let _ = std::fs::remove_file(&out);
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap_or("").split(',').collect();
+    let column = header.iter().position(|h| *h == "seconds").expect("a seconds column");
+    let row: Vec<&str> = lines.next().expect("one repetition").split(',').collect();
+    row[column].parse().expect("seconds")
+}
+
 fn ratio(a: f64, b: f64) -> String {
     format!("{:.3}", a / b)
 }
@@ -209,10 +249,14 @@ fn main() {
         Box::new(armada_bandits::BanditsFamily),
         Box::new(armada_cvs::CvsFamily),
     ]);
-    let measured_reference = value("--reference-lse").map(|dir| {
-        let python = value("--python").unwrap_or_else(|| "python3".into());
-        time_numpy_lse(Path::new(&dir), &python)
-    });
+    let python = value("--python").unwrap_or_else(|| "python3".into());
+    let mut measured_reference: BTreeMap<&str, (f64, &str)> = BTreeMap::new();
+    if let Some(dir) = value("--reference-lse") {
+        for (workload, seconds) in time_numpy_lse(Path::new(&dir), &python) {
+            measured_reference.insert(workload, (seconds, "spec's numpy reference, measured now"));
+        }
+    }
+    let reference_cdt = value("--reference-cdt");
 
     println!(
         "{:<18} {:>9} {:>9} {:>8} {:>9} {:>8} {:>9} {:>8}  reference; target",
@@ -226,10 +270,17 @@ fn main() {
         let seconds = time_job(&registry, &(w.spec)());
         measured.insert(w.name, seconds);
         let recorded = baseline.get(w.name).map(|b| b.0);
-        let reference = match measured_reference.as_ref().and_then(|m| m.get(w.name)) {
-            Some(&s) => Some((s, "spec's numpy reference, measured now")),
-            None => w.reference,
+        // The authors' module for each CDT workload whose reference runs as released.
+        let authors_bottom = match w.name {
+            "cdt-linucb" => Some("linucb"),
+            "cdt-ucb-glm" => Some("ucbglm"),
+            _ => None,
         };
+        if let (Some(code), Some(bottom)) = (&reference_cdt, authors_bottom) {
+            let seconds = time_authors_cdt(Path::new(code), &python, bottom);
+            measured_reference.insert(w.name, (seconds, "CDT authors' Python with CDT, measured now"));
+        }
+        let reference = measured_reference.get(w.name).copied().or(w.reference);
         let cell = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.3}"));
         let vs = |x: Option<f64>| x.map_or("-".to_string(), |x| ratio(seconds, x));
         println!(
