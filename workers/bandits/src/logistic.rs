@@ -181,17 +181,7 @@ impl LogisticMle {
     pub fn exact_curvature(&mut self, out: &mut [f64]) {
         let (n, d) = (self.labels.len(), self.dim);
         self.weighted_features.clear();
-        // Four samples at a time, as in `gradient_at`.
-        let blocks = self.features.chunks_exact(4 * d);
-        let tail = blocks.remainder();
-        for rows in blocks {
-            let z = dot4(rows, &self.estimate);
-            for (x, z) in rows.chunks_exact(d).zip(z) {
-                let w = sigmoid_derivative(z);
-                self.weighted_features.extend(x.iter().map(|xi| w * xi));
-            }
-        }
-        for x in tail.chunks_exact(d) {
+        for x in self.features.chunks_exact(d) {
             let w = sigmoid_derivative(dot(x, &self.estimate));
             self.weighted_features.extend(x.iter().map(|xi| w * xi));
         }
