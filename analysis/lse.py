@@ -16,9 +16,16 @@ benchmarks it holds, and draws:
 Error bars: the paper's bars have total length six standard errors. By default a bar spans
 mean +- 3 SE (--se-mult 3); --se-mult 6 gives the other reading, mean +- 6 SE.
 
-Output: each sweep's figures go to that sweep directory's figures/ (fig1.png and the figure of
-its block: fig3.png, fig4.png or fig5.png), or all to --out DIR; never into the source tree.
-It prints no table. It prints the path of every file it writes.
+Claims: for each block it also prints, and writes as claims.md, the paper's comparison at
+four checkpoints (a fifth, half, three fifths of the horizon, and the horizon): per benchmark,
+metric and checkpoint, the proposed method's mean +- SE, the best method there, and each
+comparison that beats the proposed one by more than two standard errors of the difference
+(unpaired: sqrt(se_a^2 + se_b^2)). "as good or better" means none does; that is the paper's
+"performs as well as or better than the comparison methods" (spec 6.2).
+
+Output: each sweep's figures and claims.md go to that sweep directory's figures/ (fig1.png and
+the figure of its block: fig3.png, fig4.png or fig5.png), or all to --out DIR (claims.md then
+holds the last sweep's); never into the source tree. It prints the path of every file it writes.
 """
 
 from __future__ import annotations
@@ -147,6 +154,70 @@ def draw_block(summary: pl.DataFrame, fig_name: str, out: Path, se_mult: float) 
     return path
 
 
+# Lower is better for the loss r_t, higher for the F-score.
+LOWER_IS_BETTER = {"loss": True, "fscore": False}
+PROPOSED = "rand-straddle"
+
+
+def checkpoints(steps: list[int]) -> list[int]:
+    """The recorded steps nearest a fifth, half, three fifths of the last one, and the last."""
+    last = max(steps)
+    picked = [min(steps, key=lambda s: abs(s - q * last)) for q in (0.2, 0.5, 0.6, 1.0)]
+    return sorted(set(picked))
+
+
+def claims_rows(summary: pl.DataFrame, fig_name: str) -> list[list[str]]:
+    """One row per benchmark, metric and checkpoint: the proposed method against the rest."""
+    benchmarks, _ = BLOCKS[fig_name]
+    rows = []
+    for bench in [b for b in benchmarks if b in set(summary["benchmark"].unique())]:
+        for metric, lower in LOWER_IS_BETTER.items():
+            d = summary.filter((pl.col("benchmark") == bench) & (pl.col("metric") == metric) & (pl.col("n") > 0))
+            if d.filter(pl.col("algorithm") == PROPOSED).height == 0:
+                continue
+            steps = sorted(d.filter(pl.col("algorithm") == PROPOSED)["step"].unique().to_list())
+            variants = d.select("algorithm", "algorithm_params").unique()
+            multi = variants.height > variants["algorithm"].n_unique()
+            sign = 1.0 if lower else -1.0
+            for t in checkpoints(steps):
+                at = [
+                    (a == PROPOSED, label(a, p, multi), m, se or 0.0)
+                    for a, p, m, se in d.filter(pl.col("step") == t)
+                    .select("algorithm", "algorithm_params", "mean", "se")
+                    .sort("algorithm", "algorithm_params")
+                    .iter_rows()
+                ]
+                others = [(name, m, se) for proposed, name, m, se in at if not proposed]
+                for _, name_p, mp, sp in [r for r in at if r[0]]:
+                    best = min([(name_p, mp)] + [(n, m) for n, m, _ in others], key=lambda r: sign * r[1])
+                    ahead = [
+                        f"{name} ({sign * (mp - m) / math.hypot(sp, se):.1f} se)"
+                        for name, m, se in others
+                        if sign * (mp - m) > 2 * math.hypot(sp, se)
+                    ]
+                    rows.append([
+                        bench, metric, str(t), f"{name_p} {mp:.4f} ± {sp:.4f}", best[0],
+                        ", ".join(ahead) if ahead else "as good or better",
+                    ])
+    return rows
+
+
+def claims_table(summary: pl.DataFrame, fig_name: str) -> str | None:
+    rows = claims_rows(summary, fig_name)
+    if not rows:
+        return None
+    n = int(summary.filter(pl.col("metric") == "loss")["n"].max())
+    head = ["benchmark", "metric", "t", "proposed: mean ± se", "best there", "beats Proposed by > 2 se"]
+    lines = [
+        f"{fig_name}: the proposed method against every comparison, {n} simulations (spec 6.2)",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+    ]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("sweep_dirs", nargs="+", type=Path, help="results/<sweep> directories holding summary.parquet")
@@ -164,6 +235,13 @@ def main(argv: list[str]) -> int:
         summary = pl.read_parquet(summary_path).filter(pl.col("family") == "lse")
         drawn = [draw_block(summary, name, out, args.se_mult) for name in BLOCKS]
         written += [p for p in drawn if p is not None]
+        tables = [t for t in (claims_table(summary, name) for name in BLOCKS) if t is not None]
+        if tables:
+            text = "\n".join(tables)
+            print(text)
+            path = out / "claims.md"
+            path.write_text(text)
+            written.append(path)
         written.append(figure1(out))
     for p in dict.fromkeys(written):
         print(p)

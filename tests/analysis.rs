@@ -275,18 +275,48 @@ fn lse_draws_every_figure_of_its_quick_sweeps() {
     let stdout = script(&python, "lse.py", &args, &[]);
     // Figure 1 is analytic (three panels); the block figures have two rows and a column per
     // benchmark (4.6 x 6.4 inches each at 120 dpi).
-    for (dir, block, size) in [
-        (&dirs[0], "fig3.png", (1656, 768)),
-        (&dirs[1], "fig4.png", (1656, 768)),
-        (&dirs[2], "fig5.png", (552, 768)),
-        (&dirs[3], "fig3.png", (1656, 768)),
+    let fig3 = ["gp-sample-path", "sinusoidal", "himmelblau"].as_slice();
+    for (dir, block, size, benchmarks, horizon) in [
+        (&dirs[0], "fig3.png", (1656, 768), fig3, "30"),
+        (&dirs[1], "fig4.png", (1656, 768), ["sphere-5d", "rosenbrock-5d", "styblinski-tang-5d"].as_slice(), "20"),
+        (&dirs[2], "fig5.png", (552, 768), ["carrier-lifetime"].as_slice(), "10"),
+        (&dirs[3], "fig3.png", (1656, 768), fig3, "50"),
     ] {
-        assert_files(dir, &["fig1.png", block]);
+        assert_files(dir, &["fig1.png", block, "claims.md"]);
         assert_figure(dir, "fig1.png", (1560, 432));
         assert_figure(dir, block, size);
-        for name in ["fig1.png", block] {
+        check_lse_claims(&tables(dir, "claims.md")[0], benchmarks, horizon);
+        for name in ["fig1.png", block, "claims.md"] {
             let path = dir.join("figures").join(name);
             assert!(stdout.lines().any(|l| Path::new(l) == path), "lse.py did not print {}:\n{stdout}", path.display());
+        }
+    }
+}
+
+/// `claims.md` of one block: for every benchmark and metric, up to four checkpoints ending
+/// at the horizon, and each comparison it names ahead of the proposed method by more than
+/// two standard errors.
+fn check_lse_claims(table: &Table, benchmarks: &[&str], horizon: &str) {
+    let keys = table.keys(3);
+    for bench in benchmarks {
+        for metric in ["loss", "fscore"] {
+            let ts: Vec<&str> = keys.iter().filter(|k| k[0] == *bench && k[1] == metric).map(|k| k[2]).collect();
+            assert!((1..=4).contains(&ts.len()), "{bench} {metric}: checkpoints {ts:?}");
+            assert_eq!(ts.last(), Some(&horizon), "{bench} {metric}: the last checkpoint is not the horizon");
+        }
+    }
+    assert_filled(table, &["proposed: mean ± se", "best there"], "claims.md");
+    for verdict in table.column("beats Proposed by > 2 se") {
+        if verdict == "as good or better" {
+            continue;
+        }
+        for entry in verdict.split(", ") {
+            let se: f64 = entry
+                .rsplit_once('(')
+                .and_then(|(_, r)| r.strip_suffix(" se)"))
+                .and_then(|x| x.parse().ok())
+                .unwrap_or_else(|| panic!("claims.md: cannot read {entry:?}"));
+            assert!(se > 2.0, "claims.md names {entry:?}, not more than 2 se ahead");
         }
     }
 }
