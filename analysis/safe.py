@@ -30,8 +30,13 @@ directory given, pools them, and
   - fig6.png: pendulum R'_t/t and R^X_t/t (Case 2 vs baselines).
   The pendulum is a reconstruction of the simulator (spec 4.4); its panels say so.
 
+* prints, for the cells run with the paper's defaults (c = 1), each running-average regret at
+  a fifth, half and all of the horizon (mean over seeds) and its ratio from T/2 to T: the
+  "sublinear" (decreasing) against "plateaus" claims of spec section 6;
+
 Output: every file goes to the first sweep directory's figures/ (or --out DIR), never into the
-source tree: fig1.png .. fig6.png, and final_values.md, the table of final values as printed.
+source tree: fig1.png .. fig6.png, final_values.md, the table of final values as printed, and
+trend.md, the table of regret over time as printed.
 It prints the path of every file it writes.
 """
 
@@ -191,6 +196,38 @@ def final_values(df: pl.DataFrame) -> list[str]:
             f"{fmt(r['regretx_avg_mean'], r['regretx_avg_std'])} | "
             f"{fmt(r['violations_cum_mean'], r['violations_cum_std'])} | {fmt(r['s_mean'], r['s_std'])} |"
         )
+    return lines
+
+
+def trend(df: pl.DataFrame) -> list[str]:
+    """R_t/t, R'_t/t and R^X_t/t at T/5, T/2 and T of the nominal cells, as Markdown lines."""
+    base = nominal(df).filter(pl.col("step") > 0)
+    horizon = base.group_by("job_key").agg(pl.col("step").max().alias("T"))
+    base = base.join(horizon, on="job_key")
+    lines = [
+        "Running-average regret over time, cells with the paper's defaults (c = 1); mean over seeds. "
+        "T/2 -> T: the ratio of the value at T to the value at T/2 (below 1: still decreasing)",
+        "",
+        "| benchmark | algorithm | regret | runs | t = T/5 | t = T/2 | t = T | T/2 -> T |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
+    ]
+    names = {"regret_avg": "R_t/t", "regret2_avg": "R'_t/t", "regretx_avg": "R^X_t/t"}
+    for metric, name in names.items():
+        at = {}
+        for frac in (5, 2, 1):
+            at[frac] = (
+                base.filter((pl.col("step") == pl.col("T") // frac) & pl.col(metric).is_not_nan())
+                .group_by("benchmark", "algorithm")
+                .agg(pl.col(metric).mean().alias("mean"), pl.len().alias("runs"))
+            )
+        rows = at[1].join(at[2], on=["benchmark", "algorithm"], suffix="_2").join(
+            at[5], on=["benchmark", "algorithm"], suffix="_5")
+        for r in rows.sort("benchmark", "algorithm").iter_rows(named=True):
+            ratio = r["mean"] / r["mean_2"] if r["mean_2"] else float("nan")
+            lines.append(
+                f"| {r['benchmark']} | {LABELS.get(r['algorithm'], r['algorithm'])} | {name} | {r['runs']} | "
+                f"{r['mean_5']:.4f} | {r['mean_2']:.4f} | {r['mean']:.4f} | {ratio:.3f} |"
+            )
     return lines
 
 
@@ -416,6 +453,11 @@ def main(argv: list[str]) -> int:
     table = "\n".join(final_values(df)) + "\n"
     print(table)
     table_path = out / "final_values.md"
+    table_path.write_text(table, encoding="utf-8")
+    print(table_path)
+    table = "\n".join(trend(df)) + "\n"
+    print(table)
+    table_path = out / "trend.md"
     table_path.write_text(table, encoding="utf-8")
     print(table_path)
     base = nominal(df)

@@ -454,7 +454,7 @@ fn safe_draws_figures_1_to_6_and_writes_its_table() {
     let stdout = script(&python, "safe.py", &args, &["--trace-bin", trace.to_str().unwrap()]);
     // Everything in the first sweep's figures/.
     let first = &dirs[0];
-    let names = ["fig1.png", "fig2.png", "fig3.png", "fig4.png", "fig5.png", "fig6.png", "final_values.md"];
+    let names = ["fig1.png", "fig2.png", "fig3.png", "fig4.png", "fig5.png", "fig6.png", "final_values.md", "trend.md"];
     assert_files(first, &names);
     for name in names {
         let path = first.join("figures").join(name);
@@ -501,6 +501,28 @@ fn safe_draws_figures_1_to_6_and_writes_its_table() {
     assert!(table.column("runs").iter().all(|n| *n == "2"), "{table:?}");
     assert!(table.column("T").iter().all(|t| *t == "10"), "{table:?}");
     assert_filled(table, &["R_T/T", "R'_T/T", "R^X_T/T", "violations", "s/run"], "final_values.md");
+
+    // trend.md: the c = 1 cells above, each regret once, at T/5, T/2 and T (here 2, 5, 10).
+    let trend = &tables(first, "trend.md")[0];
+    let got: BTreeSet<Vec<&str>> = trend.keys(3).into_iter().collect();
+    assert_eq!(got.len(), trend.rows.len(), "a row twice: {trend:?}");
+    let nominal: BTreeSet<(&str, &str)> = expected.iter().filter(|k| k[2] == "1").map(|k| (k[0], k[1])).collect();
+    let wanted: BTreeSet<Vec<&str>> = nominal
+        .iter()
+        .flat_map(|(b, a)| ["R_t/t", "R'_t/t", "R^X_t/t"].map(|m| vec![*b, *a, m]))
+        .collect();
+    assert_eq!(got, wanted);
+    for row in &trend.rows {
+        let value = |i: usize| -> f64 { row[i].parse().unwrap_or_else(|_| panic!("trend.md: {row:?}")) };
+        assert_eq!(row[3], "2", "{row:?}");
+        // The ratio is the value at T over the value at T/2, to the printed digits (four
+        // decimals each, three for the ratio).
+        let (half, end, ratio) = (value(5), value(6), value(7));
+        if half > 0.0 {
+            let rounding = ratio.abs() * (5e-5 / half + 5e-5 / end.abs().max(5e-5)) + 5e-4;
+            assert!((ratio - end / half).abs() <= rounding, "{row:?}");
+        }
+    }
 }
 
 /// bocvs.py on one sweep: its two figures of `size`, and its table with `labels` in every
