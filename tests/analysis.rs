@@ -507,10 +507,8 @@ fn safe_draws_figures_1_to_6_and_writes_its_table() {
     let got: BTreeSet<Vec<&str>> = trend.keys(3).into_iter().collect();
     assert_eq!(got.len(), trend.rows.len(), "a row twice: {trend:?}");
     let nominal: BTreeSet<(&str, &str)> = expected.iter().filter(|k| k[2] == "1").map(|k| (k[0], k[1])).collect();
-    let wanted: BTreeSet<Vec<&str>> = nominal
-        .iter()
-        .flat_map(|(b, a)| ["R_t/t", "R'_t/t", "R^X_t/t"].map(|m| vec![*b, *a, m]))
-        .collect();
+    let wanted: BTreeSet<Vec<&str>> =
+        nominal.iter().flat_map(|(b, a)| ["R_t/t", "R'_t/t", "R^X_t/t"].map(|m| vec![*b, *a, m])).collect();
     assert_eq!(got, wanted);
     for row in &trend.rows {
         let value = |i: usize| -> f64 { row[i].parse().unwrap_or_else(|_| panic!("trend.md: {row:?}")) };
