@@ -17,7 +17,7 @@ Error bars: the paper's bars have total length six standard errors. By default a
 mean +- 3 SE (--se-mult 3); --se-mult 6 gives the other reading, mean +- 6 SE.
 
 Claims: for each block it also prints, and writes as claims.md, the paper's comparison at
-four checkpoints (a fifth, half, three fifths of the horizon, and the horizon): per benchmark,
+five checkpoints (a tenth, a fifth, half, three fifths of the horizon, and the horizon): per benchmark,
 metric and checkpoint, the proposed method's mean +- SE, the best method there, and each
 comparison that beats the proposed one by more than two standard errors of the difference
 (unpaired: sqrt(se_a^2 + se_b^2)). "as good or better" means none does; that is the paper's
@@ -160,9 +160,9 @@ PROPOSED = "rand-straddle"
 
 
 def checkpoints(steps: list[int]) -> list[int]:
-    """The recorded steps nearest a fifth, half, three fifths of the last one, and the last."""
+    """The recorded steps nearest a tenth, a fifth, half, three fifths of the last one, and the last."""
     last = max(steps)
-    picked = [min(steps, key=lambda s: abs(s - q * last)) for q in (0.2, 0.5, 0.6, 1.0)]
+    picked = [min(steps, key=lambda s: abs(s - q * last)) for q in (0.1, 0.2, 0.5, 0.6, 1.0)]
     return sorted(set(picked))
 
 

@@ -293,7 +293,7 @@ fn lse_draws_every_figure_of_its_quick_sweeps() {
     }
 }
 
-/// `claims.md` of one block: for every benchmark and metric, up to four checkpoints ending
+/// `claims.md` of one block: for every benchmark and metric, up to five checkpoints ending
 /// at the horizon, and each comparison it names ahead of the proposed method by more than
 /// two standard errors.
 fn check_lse_claims(table: &Table, benchmarks: &[&str], horizon: &str) {
@@ -301,7 +301,7 @@ fn check_lse_claims(table: &Table, benchmarks: &[&str], horizon: &str) {
     for bench in benchmarks {
         for metric in ["loss", "fscore"] {
             let ts: Vec<&str> = keys.iter().filter(|k| k[0] == *bench && k[1] == metric).map(|k| k[2]).collect();
-            assert!((1..=4).contains(&ts.len()), "{bench} {metric}: checkpoints {ts:?}");
+            assert!((1..=5).contains(&ts.len()), "{bench} {metric}: checkpoints {ts:?}");
             assert_eq!(ts.last(), Some(&horizon), "{bench} {metric}: the last checkpoint is not the horizon");
         }
     }
@@ -316,7 +316,8 @@ fn check_lse_claims(table: &Table, benchmarks: &[&str], horizon: &str) {
                 .and_then(|(_, r)| r.strip_suffix(" se)"))
                 .and_then(|x| x.parse().ok())
                 .unwrap_or_else(|| panic!("claims.md: cannot read {entry:?}"));
-            assert!(se > 2.0, "claims.md names {entry:?}, not more than 2 se ahead");
+            // More than 2, printed to one decimal: 2.0 at least.
+            assert!(se >= 2.0, "claims.md names {entry:?}, not more than 2 se ahead");
         }
     }
 }
