@@ -173,9 +173,9 @@ def claims_rows(summary: pl.DataFrame, fig_name: str) -> list[list[str]]:
     for bench in [b for b in benchmarks if b in set(summary["benchmark"].unique())]:
         for metric, lower in LOWER_IS_BETTER.items():
             d = summary.filter((pl.col("benchmark") == bench) & (pl.col("metric") == metric) & (pl.col("n") > 0))
-            if d.filter(pl.col("algorithm") == PROPOSED).height == 0:
-                continue
             steps = sorted(d.filter(pl.col("algorithm") == PROPOSED)["step"].unique().to_list())
+            if not steps:
+                continue
             variants = d.select("algorithm", "algorithm_params").unique()
             multi = variants.height > variants["algorithm"].n_unique()
             sign = 1.0 if lower else -1.0

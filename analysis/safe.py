@@ -450,16 +450,12 @@ def main(argv: list[str]) -> int:
         return 2
     out = args.out or args.sweep_dirs[0] / "figures"
     out.mkdir(parents=True, exist_ok=True)
-    table = "\n".join(final_values(df)) + "\n"
-    print(table)
-    table_path = out / "final_values.md"
-    table_path.write_text(table, encoding="utf-8")
-    print(table_path)
-    table = "\n".join(trend(df)) + "\n"
-    print(table)
-    table_path = out / "trend.md"
-    table_path.write_text(table, encoding="utf-8")
-    print(table_path)
+    for name, lines in [("final_values.md", final_values(df)), ("trend.md", trend(df))]:
+        table = "\n".join(lines) + "\n"
+        print(table)
+        table_path = out / name
+        table_path.write_text(table, encoding="utf-8")
+        print(table_path)
     base = nominal(df)
     written = [
         action_figure(df, out, ["msafeopt-case1", "msafeopt-case2"], "Figure 1", "fig1.png", args.seed, args.trace_bin),
