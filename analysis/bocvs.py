@@ -20,8 +20,10 @@ evaluations at budget, seconds per run, and the mechanics the spec's section 6 e
 counts).
 
 Output: every file goes to SWEEP/figures/ (or --out DIR), never into the source tree: fig1.png,
-fig2.png, and final_values.md, the per-setting table as printed. It prints the path of every
-file it writes.
+fig2.png, final_values.md, the per-setting table as printed, and claims.md: per panel, for simple
+regret and the evaluation count at a fifth, two fifths, ... of the budget, the proposed method
+(paper mode, else code mode) against every other curve (ahead or behind by more than two unpaired
+standard errors). It prints the path of every file it writes.
 """
 
 from __future__ import annotations
@@ -66,7 +68,10 @@ def param(text: pl.Expr, name: str) -> pl.Expr:
 def label(algorithm: str, params: str) -> str:
     if algorithm == "proposed":
         m = re.search(r'[{,]mode="([^"]+)"', params)
-        return "Proposed" if m is None or m.group(1) == "paper" else f"Proposed ({m.group(1)})"
+        name = "Proposed" if m is None or m.group(1) == "paper" else f"Proposed ({m.group(1)})"
+        # The threshold's shift (bocvs-plant-shift), when not the default.
+        shift = re.search(r'[{,]shift="([^"]+)"', params)
+        return name if shift is None or shift.group(1) == "worst" else f"{name} shift={shift.group(1)}"
     if algorithm == "etc":
         m = re.search(r"plays_per_group=(\d+)", params)
         return f"ETC-{m.group(1) if m else '?'}"
@@ -267,6 +272,61 @@ def table(df: pl.DataFrame) -> str:
         return str(summary) + "\n"
 
 
+# The paper's claims compare the proposed method (paper mode, the spec's default) with every
+# other curve of its panel; lower is better for simple regret, higher for the evaluation count
+# (claim 3: more evaluations once exploitation starts, at cost 60).
+BETTER_LOWER = {"simple_regret": True, "n_evals": False}
+CHECKPOINTS = (0.2, 0.4, 0.6, 0.8, 1.0)
+
+
+def reference_label(labels: set[str]) -> str | None:
+    """The curve the claims are about: paper mode if the sweep ran it, else code mode."""
+    for lab in ("Proposed", "Proposed (code)"):
+        if lab in labels:
+            return lab
+    return None
+
+
+def value_at(curve: tuple, cost: float) -> tuple[float, float]:
+    """A forward-filled curve's mean and standard error at `cost` (its first value before that)."""
+    x, m, se = curve
+    i = max(int(np.searchsorted(x, cost, side="right")) - 1, 0)
+    return float(m[i]), float(se[i])
+
+
+def claims(data: dict[str, dict], runs: dict[tuple, int], budgets: dict[tuple, float]) -> str:
+    """Per panel, metric and checkpoint (a fifth of the budget, two fifths, ... , the budget):
+    the proposed method's mean +- se, the best curve there, and the curves ahead of or behind
+    it by more than two unpaired standard errors."""
+    head = ["objective", "cost set", "variance", "metric", "cost", "proposed: mean ± se", "best there",
+            "ahead of it by > 2 se", "behind it by > 2 se"]
+    rows = []
+    panels = sorted({k[:3] for curves in data.values() for k in curves},
+                    key=lambda p: (OBJECTIVES.index(p[0]) if p[0] in OBJECTIVES else len(OBJECTIVES), p[1], p[2]))
+    for bench, cost_set, var in panels:
+        for metric, lower in BETTER_LOWER.items():
+            panel = {k[3]: curve for k, (curve, _) in data[metric].items() if k[:3] == (bench, cost_set, var) and curve[0].size}
+            ref = reference_label(set(panel))
+            if ref is None:
+                continue
+            budget = budgets[(bench, cost_set, var)]
+            sign = 1.0 if lower else -1.0
+            for q in CHECKPOINTS:
+                cost = q * budget
+                at = {lab: value_at(curve, cost) for lab, curve in sorted(panel.items())}
+                mp, sp = at[ref]
+                best = min(at, key=lambda lab: sign * at[lab][0])
+                gap = {lab: sign * (mp - m) / max(np.hypot(sp, se), 1e-300) for lab, (m, se) in at.items() if lab != ref}
+                ahead = [f"{lab} ({g:.1f} se)" for lab, g in gap.items() if g > 2]
+                behind = [f"{lab} ({-g:.1f} se)" for lab, g in gap.items() if g < -2]
+                n = runs.get((bench, cost_set, var, ref), 0)
+                rows.append([bench, cost_set, f"{var:.3f}", metric, f"{cost:.0f}", f"{ref} {mp:.4g} ± {sp:.2g} (n={n})",
+                             best, ", ".join(ahead) or "none", ", ".join(behind) or "none"])
+    lines = ["The proposed method against every other curve of its panel, on the common cost axis (spec 5.3, 6)",
+             "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows]) + "\n"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("sweep", type=Path)
@@ -277,22 +337,26 @@ def main() -> None:
     out = args.out or args.sweep / "figures"
     df = load(args.sweep)
     summary = args.sweep / "cost_summary.parquet"
+    data = {}
     for metric, ylabel, log, fig in (
         ("simple_regret", "simple regret", True, "fig1"),
         ("n_evals", "number of evaluations", False, "fig2"),
     ):
-        data = from_summary(summary, metric) if summary.exists() else curves(df, metric)
+        data[metric] = from_summary(summary, metric) if summary.exists() else curves(df, metric)
         if not summary.exists():
-            cross_check(args.sweep, data, metric)
-        path = figure(data, metric, ylabel, log, out / f"{fig}.png")
+            cross_check(args.sweep, data[metric], metric)
+        path = figure(data[metric], metric, ylabel, log, out / f"{fig}.png")
         if path:
             print(path)
-    text = table(df)
-    print(text)
+    per_curve = df.filter(pl.col("step") == 0).group_by("benchmark", "cost_set", "variance", "label").len()
+    runs = {tuple(r[:4]): r[4] for r in per_curve.iter_rows()}
+    budgets = {tuple(r[:3]): r[3] for r in df.select("benchmark", "cost_set", "variance", "budget").unique().iter_rows()}
     out.mkdir(parents=True, exist_ok=True)
-    table_path = out / "final_values.md"
-    table_path.write_text(text, encoding="utf-8")
-    print(table_path)
+    for name, text in (("final_values.md", table(df)), ("claims.md", claims(data, runs, budgets))):
+        print(text)
+        path = out / name
+        path.write_text(text, encoding="utf-8")
+        print(path)
 
 
 if __name__ == "__main__":

@@ -306,20 +306,28 @@ fn check_lse_claims(table: &Table, benchmarks: &[&str], horizon: &str) {
         }
     }
     assert_filled(table, &["proposed: mean ± se", "best there"], "claims.md");
-    for verdict in table.column("beats Proposed by > 2 se") {
-        if verdict == "as good or better" {
+    check_gaps(table, "beats Proposed by > 2 se", "as good or better");
+}
+
+/// A claims column listing the curves more than two standard errors from the proposed
+/// method, as "name (x.y se)" entries joined by ", ", or `none` when there is none.
+fn check_gaps(table: &Table, column: &str, none: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    for verdict in table.column(column) {
+        if verdict == none {
             continue;
         }
         for entry in verdict.split(", ") {
-            let se: f64 = entry
-                .rsplit_once('(')
-                .and_then(|(_, r)| r.strip_suffix(" se)"))
-                .and_then(|x| x.parse().ok())
-                .unwrap_or_else(|| panic!("claims.md: cannot read {entry:?}"));
+            let (name, se) = entry
+                .rsplit_once(" (")
+                .and_then(|(name, r)| Some((name, r.strip_suffix(" se)")?.parse::<f64>().ok()?)))
+                .unwrap_or_else(|| panic!("claims.md: cannot read {entry:?} in {column}"));
             // More than 2, printed to one decimal: 2.0 at least.
-            assert!(se >= 2.0, "claims.md names {entry:?}, not more than 2 se ahead");
+            assert!(se >= 2.0, "claims.md names {entry:?} in {column}, not more than 2 se away");
+            names.push(name.to_string());
         }
     }
+    names
 }
 
 #[test]
@@ -524,11 +532,12 @@ fn safe_draws_figures_1_to_6_and_writes_its_table() {
     }
 }
 
-/// bocvs.py on one sweep: its two figures of `size`, and its table with `labels` in every
-/// setting; the cross-check against armada's along_cum_cost.parquet must agree exactly.
-fn check_bocvs(python: &Path, dir: &Path, size: (u32, u32), settings: &[[&str; 3]], labels: &[&str]) {
+/// bocvs.py on one sweep: its two figures of `size`, its table with `labels` in every
+/// setting, and its claims at fifths of `budget`; the cross-check against armada's
+/// along_cum_cost.parquet must agree exactly.
+fn check_bocvs(python: &Path, dir: &Path, size: (u32, u32), settings: &[[&str; 3]], labels: &[&str], budget: u32) {
     let stdout = script(python, "bocvs.py", &[dir], &[]);
-    assert_files(dir, &["fig1.png", "fig2.png", "final_values.md"]);
+    assert_files(dir, &["fig1.png", "fig2.png", "final_values.md", "claims.md"]);
     assert_figure(dir, "fig1.png", size);
     assert_figure(dir, "fig2.png", size);
     let check = stdout
@@ -548,6 +557,46 @@ fn check_bocvs(python: &Path, dir: &Path, size: (u32, u32), settings: &[[&str; 3
     assert_eq!(table.keys(4), expected);
     assert!(table.column("runs").iter().all(|n| *n == "2"), "{table:?}");
     assert_filled(table, &["sr", "evals", "spent", "seconds"], "final_values.md");
+    check_bocvs_claims(&tables(dir, "claims.md")[0], settings, labels, budget);
+    for name in ["fig1.png", "fig2.png", "final_values.md", "claims.md"] {
+        let path = dir.join("figures").join(name);
+        assert!(stdout.lines().any(|l| Path::new(l) == path), "bocvs.py did not print {}:\n{stdout}", path.display());
+    }
+}
+
+/// `claims.md`: for every setting, simple regret and the evaluation count at a fifth, two
+/// fifths, ... of the budget; the proposed method's row names the other curves only, each
+/// more than two standard errors away, never the same curve as ahead and behind.
+fn check_bocvs_claims(table: &Table, settings: &[[&str; 3]], labels: &[&str], budget: u32) {
+    let proposed = if labels.contains(&"Proposed") { "Proposed" } else { "Proposed (code)" };
+    let costs: Vec<String> = (1..=5).map(|i| (i * budget / 5).to_string()).collect();
+    let mut expected = Vec::new();
+    for s in settings {
+        for metric in ["simple_regret", "n_evals"] {
+            for cost in &costs {
+                expected.push(vec![s[0], s[1], s[2], metric, cost.as_str()]);
+            }
+        }
+    }
+    let mut keys = table.keys(5);
+    keys.sort();
+    expected.sort();
+    assert_eq!(keys, expected, "claims.md rows");
+    for (value, n) in table.column("proposed: mean ± se").iter().zip(table.column("best there")) {
+        assert!(value.starts_with(&format!("{proposed} ")) && value.ends_with("(n=2)"), "claims.md: {value:?}");
+        assert!(labels.contains(&n), "claims.md: best there {n:?}");
+    }
+    for column in ["ahead of it by > 2 se", "behind it by > 2 se"] {
+        for name in check_gaps(table, column, "none") {
+            assert!(name != proposed && labels.contains(&name.as_str()), "claims.md names {name:?} in {column}");
+        }
+    }
+    for (ahead, behind) in table.column("ahead of it by > 2 se").iter().zip(table.column("behind it by > 2 se")) {
+        for name in labels {
+            let entry = format!("{name} (");
+            assert!(!(ahead.contains(&entry) && behind.contains(&entry)), "{name} both ahead and behind");
+        }
+    }
 }
 
 #[test]
@@ -562,6 +611,7 @@ fn bocvs_draws_figures_1_and_2_and_writes_its_table() {
         (480, 384),
         &[["plant", "code-5", "0.080"]],
         &["Proposed (code)", "Proposed (code-fixed)"],
+        5,
     );
 
     if std::env::var("ARMADA_ANALYSIS_SLOW").as_deref() == Ok("1") {
@@ -574,7 +624,7 @@ fn bocvs_draws_figures_1_and_2_and_writes_its_table() {
         }
         // 4 objectives x the paper's 4 settings.
         let labels = ["ETC-50", "Proposed", "Proposed (code)", "TS-PSQ", "UCB-PSQ"];
-        check_bocvs(&python, &dir, (1920, 1536), &settings, &labels);
+        check_bocvs(&python, &dir, (1920, 1536), &settings, &labels, 5);
     }
 }
 
