@@ -628,6 +628,55 @@ fn bocvs_draws_figures_1_and_2_and_writes_its_table() {
     }
 }
 
+/// The tables committed beside each paper's figures are what its script computes, byte for
+/// byte, from the full runs committed with them (`analysis/figures/<paper>/data/<sweep>/`:
+/// `final.parquet`, LSE's `summary.parquet`, M-SafeOpt's trajectories): a change to a script
+/// that alters a committed table fails here until the table is regenerated from the data.
+#[test]
+fn committed_tables_are_what_the_scripts_compute_from_the_committed_runs() {
+    let Some(python) = python() else { return };
+    let figures = Path::new(ROOT).join("analysis/figures");
+    let data = |paper: &str, sweep: &str| figures.join(paper).join("data").join(sweep);
+    let safe: Vec<PathBuf> =
+        ["safe-fig2", "safe-fig4", "safe-fig5", "safe-fig6"].iter().map(|s| data("safe", s)).collect();
+    // (script, sweep directories, extra arguments, [(table written, committed table)]).
+    let cases: Vec<(&str, Vec<PathBuf>, Vec<String>, Vec<(&str, &str)>)> = vec![
+        ("lse.py", vec![data("lse", "lse-fig3")], vec![], vec![("claims.md", "lse/claims-fig3.md")]),
+        ("lse.py", vec![data("lse", "lse-fig4")], vec![], vec![("claims.md", "lse/claims-fig4.md")]),
+        ("lse.py", vec![data("lse", "lse-fig5")], vec![], vec![("claims.md", "lse/claims-fig5.md")]),
+        ("safe.py", safe, vec![], vec![("final_values.md", "safe/final_values.md"), ("trend.md", "safe/trend.md")]),
+        ("cdt.py", vec![data("cdt", "cdt-main")], vec![], vec![("final_regret.md", "cdt/final_regret.md")]),
+        ("cdt.py", vec![data("cdt", "cdt-grid")], vec![], vec![("table3.md", "cdt/table3.md")]),
+        ("cdt.py", vec![data("cdt", "cdt-ablation")], vec![], vec![("table6.md", "cdt/table6.md")]),
+        (
+            "cdt.py",
+            vec![data("cdt", "cdt-ablation")],
+            vec!["--main".into(), data("cdt", "cdt-main").to_str().unwrap().into()],
+            vec![("table5.md", "cdt/table5.md")],
+        ),
+    ];
+    for (name, dirs, extra, tables) in cases {
+        let out = tempfile::tempdir().unwrap();
+        let args: Vec<&Path> = dirs.iter().map(PathBuf::as_path).collect();
+        let mut extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+        extra.extend(["--out", out.path().to_str().unwrap()]);
+        script(&python, name, &args, &extra);
+        for (written, committed) in tables {
+            let got =
+                std::fs::read_to_string(out.path().join(written)).unwrap_or_else(|e| panic!("{name}: {written}: {e}"));
+            let want = std::fs::read_to_string(figures.join(committed)).unwrap();
+            if let Some((i, (g, w))) =
+                got.lines().zip(want.lines()).enumerate().find(|(_, (g, w))| g != w).or_else(|| {
+                    let n = got.lines().count().min(want.lines().count());
+                    (got != want).then(|| (n, (got.lines().nth(n).unwrap_or(""), want.lines().nth(n).unwrap_or(""))))
+                })
+            {
+                panic!("{name} {dirs:?}: {written} differs from analysis/figures/{committed} at line {}:\n  computed:  {g}\n  committed: {w}", i + 1);
+            }
+        }
+    }
+}
+
 /// The checks above fail on what a broken script leaves: no file, a file that is not a PNG,
 /// a truncated PNG, a figure of the wrong size, a table without rows or with empty cells.
 #[test]
