@@ -83,6 +83,17 @@ LABEL = {
 }
 # The paper's Sim values (spec 5.1: CDT from Table 5 with T1 = T^{2/(p+3)}, TL/Syndicated and OP from
 # Table 4's C1 columns). No Theory endpoints are published.
+# The paper's final regrets on MovieLens (spec 5.1: Table 5's CDT with T1 = T^{2/(p+3)}, Table 4's C1).
+PAPER_MOVIELENS = {
+    "linucb": {"cdt": 307.19, "tl": 346.16, "op": 390.10},
+    "lints": {"cdt": 340.85, "tl": 519.09, "op": 666.35},
+    "ucbglm": {"cdt": 311.72, "tl": 381.00, "op": 397.58},
+    "glmtsl": {"cdt": 432.47, "tl": 446.74, "op": 678.91},
+    "laplacets": {"cdt": 900.10, "tl": 949.51, "op": 1063.92},
+    "gloc": {"cdt": 461.78, "tl": 571.36, "op": 513.90},
+    "sgdts": {"cdt": 838.06, "tl": 1016.72, "op": 1084.13},
+}
+
 PAPER_SIM = {
     "linucb": {"cdt": 303.14, "tl": 343.14, "op": 383.62},
     "lints": {"cdt": 669.45, "tl": 828.41, "op": 869.30},
@@ -92,6 +103,17 @@ PAPER_SIM = {
     "gloc": {"cdt": 418.05, "tl": 406.28, "op": 417.30},
     "sgdts": {"cdt": 425.98, "tl": 448.29, "op": 551.63},
 }
+
+
+# Per environment: its heading, the paper's values, armada's benchmark name.
+ENVS = {
+    "sim": ("Sim", "synthetic"),
+    "movielens": ("MovieLens", "movielens"),
+}
+
+
+def paper(env: str) -> dict:
+    return PAPER_SIM if env == "sim" else PAPER_MOVIELENS
 
 
 def kwargs_for(algo, tuner, er, H, lamda, delta, c, eta0):
@@ -166,17 +188,39 @@ def cmd_run(a) -> None:
         mod.trans = lambda _scale, v, _k=1: 0.1 + 4.9 * v
     H = a.H if a.H > 0 else a.T
     lb, ub = -1 / math.sqrt(a.d), 1 / math.sqrt(a.d)
+    K = a.K or (300 if a.env == "movielens" else 120)
+    if a.env == "movielens":
+        # Their run.py with -gentype movie: the factors shipped in their data/ (a header row and an
+        # index column each), read from the checkout, never copied.
+        movies = np.loadtxt(os.path.join(a.code, "data", "movie.csv"), skiprows=1, delimiter=",")[:, 1:]
+        users = np.loadtxt(os.path.join(a.code, "data", "user.csv"), skiprows=1, delimiter=",")[:, 1:]
 
+    header = ["algo", "tuner", "rep", "seed_base", "H", "er", "T", "map", "final_regret", "seconds", "env"]
+    if os.path.exists(a.out):
+        with open(a.out) as fh:
+            existing = next(csv.reader(fh), [])
+        if "env" not in existing and a.env != "sim":
+            sys.exit(f"{a.out} holds Sim rows without an env column: write {a.env} rows to a new file")
+        header = existing or header
     new = not os.path.exists(a.out)
     with open(a.out, "a", newline="") as fh:
         w = csv.writer(fh)
         if new:
-            w.writerow(["algo", "tuner", "rep", "seed_base", "H", "er", "T", "map", "final_regret", "seconds"])
+            w.writerow(header)
         for rep in range(a.first_rep, a.first_rep + a.reps):
             np.random.seed(a.seed_base + rep)
-            theta = np.random.uniform(lb, ub, (a.d))
-            data = dg.context(a.K, a.T, a.d, a.sigma, theta, theta_norm=1, gen_type="uniform", model=model,
-                              contextual=True)
+            if a.env == "movielens":
+                # run.py: theta* = mean of 300 users drawn without replacement, unit norm; each
+                # round K movies without replacement, divided by the largest norm among them.
+                picked = np.random.choice(len(users), 300, replace=False)
+                theta = users[picked].mean(axis=0)
+                theta /= np.linalg.norm(theta)
+                data = dg.movie(K, a.T, users.shape[1], a.sigma, true_theta=theta, theta_norm=1, model=model,
+                                fv=movies)
+            else:
+                theta = np.random.uniform(lb, ub, (a.d))
+                data = dg.context(K, a.T, a.d, a.sigma, theta, theta_norm=1, gen_type="uniform", model=model,
+                                  contextual=True)
             data.build_bandit()
             for tuner in tuners:
                 obj = getattr(mod, clsname)(data)
@@ -195,8 +239,9 @@ def cmd_run(a) -> None:
                 reg = fn(**kwargs)
                 secs = time.perf_counter() - t0
                 final = float(reg[-1])
-                w.writerow([a.algo, tuner, rep, a.seed_base, H, " ".join(map(str, a.er)), a.T, a.map, repr(final),
-                            f"{secs:.2f}"])
+                row = [a.algo, tuner, rep, a.seed_base, H, " ".join(map(str, a.er)), a.T, a.map, repr(final),
+                       f"{secs:.2f}", a.env]
+                w.writerow(row[: len(header)])
                 fh.flush()
                 print(f"{a.algo} {tuner} rep {rep}: final regret {final:.2f} ({secs:.1f} s)", flush=True)
 
@@ -222,12 +267,15 @@ def param(params: str, name: str) -> str | None:
     return hit.group(1).strip('"') if hit else None
 
 
-def authors_rows(paths: list[str]) -> dict:
-    """(algo, tuner, variant) -> {rep: final regret}; the variant names H and the candidate set."""
+def authors_rows(paths: list[str], env: str) -> dict:
+    """(algo, tuner, variant) -> {rep: final regret} in `env` (files without an env column hold
+    Sim rows); the variant names H and the candidate set."""
     out: dict = {}
     for p in paths:
         with open(p) as fh:
             for r in csv.DictReader(fh):
+                if (r.get("env") or "sim") != env:
+                    continue
                 T = int(r["T"])
                 variant = []
                 if r["tuner"] == "cdt":
@@ -262,8 +310,9 @@ def eff_selection(rows: dict, pick: int) -> dict:
     return out
 
 
-def armada_rows(dirs: list[str]) -> dict:
-    """(algo, tuner, variant) -> (n, mean, se) from each sweep's final.parquet (metric regret)."""
+def armada_rows(dirs: list[str], env: str) -> dict:
+    """(algo, tuner, variant) -> (n, mean, se) in `env` from each sweep's final.parquet (metric
+    regret); on MovieLens the variant names the reward noise when it is the code's."""
     import polars as pl
 
     out: dict = {}
@@ -272,7 +321,7 @@ def armada_rows(dirs: list[str]) -> dict:
         if not f.is_file():
             print(f"warning: {f} missing (run `armada summarize {d}`)", file=sys.stderr)
             continue
-        df = pl.read_parquet(f).filter((pl.col("metric") == "regret") & (pl.col("benchmark") == "synthetic"))
+        df = pl.read_parquet(f).filter((pl.col("metric") == "regret") & (pl.col("benchmark") == ENVS[env][1]))
         for r in df.iter_rows(named=True):
             bottom = ARMADA_BOTTOM[param(r["benchmark_params"], "bottom")]
             alg, ap = r["algorithm"], r["algorithm_params"]
@@ -291,6 +340,8 @@ def armada_rows(dirs: list[str]) -> dict:
                 tuner = f"fixed:{float(param(ap, 'value')):g}"
             if alg == "tl-combined":
                 variant = "TL-combined " + variant
+            if param(r["benchmark_params"], "noise") == "code":
+                variant = f"{variant}, noise std 0.5".lstrip(", ")
             key = (bottom, tuner, variant)
             if key in out:  # the same cell in a second sweep (e.g. more seeds): keep both, named
                 key = (bottom, tuner, f"{variant}, {Path(d).name}".lstrip(", "))
@@ -299,21 +350,22 @@ def armada_rows(dirs: list[str]) -> dict:
 
 
 def cmd_table(a) -> None:
-    rows = authors_rows(a.authors)
+    rows = authors_rows(a.authors, a.env)
     if a.eff:
         rows.update(eff_selection(rows, a.eff))
     auth = {k: mean_se(list(v.values())) for k, v in rows.items()}
-    arm = armada_rows(a.armada)
+    arm = armada_rows(a.armada, a.env)
     algos = [x for x in MODULES if any(k[0] == x for k in list(auth) + list(arm))]
     order = ["cdt", "tl", "op", "theory"]
+    paper_values = paper(a.env)
     for algo in algos:
-        print(f"\n### {LABEL[algo]}, Sim\n")
+        print(f"\n### {LABEL[algo]}, {ENVS[a.env][0]}\n")
         print("| tuner | source | variant | final regret, mean ± s.e. (N) | paper |")
         print("|---|---|---|---:|---:|")
         tuners = sorted({k[1] for k in list(auth) + list(arm) if k[0] == algo},
                         key=lambda t: (order.index(t) if t in order else len(order), t))
         for tuner in tuners:
-            paper = PAPER_SIM[algo].get(tuner)
+            paper = paper_values[algo].get(tuner)
             ptxt = f"{paper:.2f}" if paper else "–"
             for (al, tu, var), (n, m, se) in sorted(auth.items()):
                 if al == algo and tu == tuner:
@@ -322,7 +374,7 @@ def cmd_table(a) -> None:
                 if al == algo and tu == tuner:
                     print(f"| {tuner} | armada | {var or '–'} | {fmt(n, m, se)} | {ptxt} |")
     print()
-    claims(auth, arm)
+    claims(auth, arm, a.env)
 
 
 # The sources the ranking claims are stated under: (label, where, {tuner: variant}); for the
@@ -344,11 +396,11 @@ CLAIM_SOURCES = [
 ]
 
 
-def claims(auth: dict, arm: dict) -> None:
-    """The paper's two ranking claims (spec 5.1) on the Sim settings present: CDT has the lowest
+def claims(auth: dict, arm: dict, env: str) -> None:
+    """The paper's two ranking claims (spec 5.1) on the settings of `env` present: CDT has the lowest
     final regret; TL/Syndicated beats OP. A verdict whose margin is under two standard errors of
     the difference is marked "(noise)"."""
-    print("\n### The paper's ranking claims on Sim, by source\n")
+    print(f"\n### The paper's ranking claims on {ENVS[env][0]}, by source\n")
     print("| source | setting | CDT | TL/Synd. | OP | CDT lowest | TL < OP |")
     print("|---|---|---:|---:|---:|---|---|")
 
@@ -365,7 +417,7 @@ def claims(auth: dict, arm: dict) -> None:
             if not any(k[0] == algo for k in list(arm) + list(auth)):
                 continue
             if where == "paper":
-                vals = {t: (v, 0.0) for t, v in PAPER_SIM[algo].items()}
+                vals = {t: (v, 0.0) for t, v in paper(env)[algo].items()}
             else:
                 table = arm if where == "armada" else auth
                 got = {t: table.get((algo, t, v)) for t, v in variants.items()}
@@ -397,7 +449,9 @@ def main() -> None:
     r.add_argument("--first-rep", type=int, default=0)
     r.add_argument("--seed-base", type=int, default=17000)
     r.add_argument("--T", type=int, default=14000)
-    r.add_argument("--K", type=int, default=120)
+    r.add_argument("--env", choices=sorted(ENVS), default="sim",
+                   help="Sim (uniform contexts) or MovieLens (the factors in their data/, as run.py -gentype movie)")
+    r.add_argument("--K", type=int, default=None, help="arms per round (default 120 on Sim, 300 on MovieLens)")
     r.add_argument("--d", type=int, default=25)
     r.add_argument("--H", type=int, default=0, help="CDT restart period; <= 0 means H = T (run.py's default)")
     r.add_argument("--er", type=float, nargs="+", default=[0.1, 1, 2, 3, 4, 5],
@@ -413,6 +467,7 @@ def main() -> None:
     t = sub.add_parser("table", help="authors' code beside armada's sweeps and the paper, per Sim setting")
     t.add_argument("--authors", nargs="*", default=[], help="CSV files written by `run`")
     t.add_argument("--armada", nargs="*", default=[], help="armada sweep directories (final.parquet)")
+    t.add_argument("--env", choices=sorted(ENVS), default="sim")
     t.add_argument("--eff", type=int, default=0, metavar="PICK",
                    help="also show the old run.py's repetition filter (-eff True) with rep = PICK")
     a = ap.parse_args()
