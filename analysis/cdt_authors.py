@@ -365,8 +365,8 @@ def cmd_table(a) -> None:
         tuners = sorted({k[1] for k in list(auth) + list(arm) if k[0] == algo},
                         key=lambda t: (order.index(t) if t in order else len(order), t))
         for tuner in tuners:
-            paper = paper_values[algo].get(tuner)
-            ptxt = f"{paper:.2f}" if paper else "–"
+            value = paper_values[algo].get(tuner)
+            ptxt = f"{value:.2f}" if value else "–"
             for (al, tu, var), (n, m, se) in sorted(auth.items()):
                 if al == algo and tu == tuner:
                     print(f"| {tuner} | authors' code | {var or '–'} | {fmt(n, m, se)} | {ptxt} |")
