@@ -342,6 +342,8 @@ def armada_rows(dirs: list[str], env: str) -> dict:
                 variant = "TL-combined " + variant
             if param(r["benchmark_params"], "noise") == "code":
                 variant = f"{variant}, noise std 0.5".lstrip(", ")
+            if param(r["benchmark_params"], "data") == "cdt-authors-factors":
+                variant = f"{variant}, their factors".lstrip(", ")
             key = (bottom, tuner, variant)
             if key in out:  # the same cell in a second sweep (e.g. more seeds): keep both, named
                 key = (bottom, tuner, f"{variant}, {Path(d).name}".lstrip(", "))
@@ -389,6 +391,13 @@ CLAIM_SOURCES = [
      {"cdt": "refcode-fixed, no restart (k = 11)", "tl": "TL-combined C1", "op": "C1"}),
     ("armada, refcode-fixed, paper's T2 (k = 3)", "armada",
      {"cdt": "refcode-fixed, k = 3 (T2)", "tl": "C1", "op": "C1"}),
+    # MovieLens beside the authors' code: the code's noise, on armada's ALS factors or on theirs.
+    ("armada, refcode-fixed, no restart, noise std 0.5 (ALS factors)", "armada",
+     {"cdt": "refcode-fixed, no restart (k = 11), noise std 0.5", "tl": "C1, noise std 0.5",
+      "op": "C1, noise std 0.5"}),
+    ("armada, refcode-fixed, no restart, noise std 0.5, their factors", "armada",
+     {"cdt": "refcode-fixed, no restart (k = 11), noise std 0.5, their factors",
+      "tl": "C1, noise std 0.5, their factors", "op": "C1, noise std 0.5, their factors"}),
     ("authors' code (run.py defaults but C1)", "authors",
      {"cdt": "no restart (H = T)", "tl": "C1", "op": "C1"}),
     ("authors' code with -H 3861 (the paper's T2, p = 1)", "authors",

@@ -76,6 +76,9 @@ armada_core::choice! {
         Ml100k = "ml-100k",
         /// a generated stand-in of the same shape
         Standin = "standin",
+        /// a cross-check, not the paper's setting: the CDT authors' precomputed rank-20 factors
+        /// (their data/movie.csv and user.csv), copied into the data directory's cdt-authors/
+        CdtAuthorsFactors = "cdt-authors-factors",
     }
 }
 
@@ -293,6 +296,7 @@ pub(crate) fn environment(
             let source = match p.data {
                 Ratings::Standin => RatingsSource::StandIn(0),
                 Ratings::Ml100k => RatingsSource::MovieLens,
+                Ratings::CdtAuthorsFactors => RatingsSource::CdtAuthorsFactors,
             };
             let factors = crate::movielens::factors(&source).map_err(JobError::MissingData)?;
             let linear = linear_rewards(p.setting.rewards, p.setting.tuned.bottom);

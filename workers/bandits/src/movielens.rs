@@ -256,6 +256,8 @@ pub enum RatingsSource {
     MovieLens,
     /// [`Ratings::standin`] with this seed.
     StandIn(u64),
+    /// No ratings: the CDT authors' factors as they ship them ([`read_cdt_authors_factors`]).
+    CdtAuthorsFactors,
 }
 
 /// The factors of `source`, computed once per process.
@@ -265,11 +267,11 @@ pub fn factors(source: &RatingsSource) -> Result<Arc<Factors>, String> {
     if let Some(f) = cache.lock().expect("no panics while holding the lock").get(source) {
         return Ok(f.clone());
     }
-    let ratings = match source {
-        RatingsSource::StandIn(seed) => Ratings::standin(*seed),
-        RatingsSource::MovieLens => read_movielens(&ratings_path())?,
-    };
-    let f = Arc::new(factorize(&ratings, RANK, LAMBDA, SWEEPS));
+    let f = Arc::new(match source {
+        RatingsSource::StandIn(seed) => factorize(&Ratings::standin(*seed), RANK, LAMBDA, SWEEPS),
+        RatingsSource::MovieLens => factorize(&read_movielens(&ratings_path())?, RANK, LAMBDA, SWEEPS),
+        RatingsSource::CdtAuthorsFactors => read_cdt_authors_factors(&data_dir().join(CDT_AUTHORS_DIR))?,
+    });
     cache.lock().expect("no panics while holding the lock").insert(source.clone(), f.clone());
     Ok(f)
 }
@@ -286,6 +288,54 @@ fn read_movielens(path: &Path) -> Result<Ratings, String> {
     let ratings = Ratings::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
     ratings.check_shape().map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(ratings)
+}
+
+/// Where [`read_cdt_authors_factors`] looks, inside the data directory.
+pub const CDT_AUTHORS_DIR: &str = "cdt-authors";
+
+/// The CDT authors' precomputed factors, `movie.csv` (1682 x 20) and `user.csv` (943 x 20) from
+/// their repository's `CDT_exp/data/`, copied by the user into `dir` (never shipped with armada;
+/// spec 3.2 keeps them as a cross-check of the environment: they do not reconstruct the ratings).
+pub fn read_cdt_authors_factors(dir: &Path) -> Result<Factors, String> {
+    let read = |name: &str, rows: usize| -> Result<Vec<f64>, String> {
+        let path = dir.join(name);
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            format!(
+                "the CDT authors' factors are not readable at {} ({e}): copy movie.csv and user.csv from \
+                 their repository's CDT_exp/data/ (kangyue1997/Bandit-Continuous-Hyperparameter-Optimization) \
+                 into {}, or use data = \"ml-100k\"",
+                path.display(),
+                dir.display()
+            )
+        })?;
+        parse_factor_csv(&text, rows, RANK).map_err(|e| format!("{}: {e}", path.display()))
+    };
+    Ok(Factors { rank: RANK, users: read("user.csv", N_USERS)?, movies: read("movie.csv", N_MOVIES)? })
+}
+
+/// A factor table as the CDT authors write it (pandas' `to_csv`): a header row, then one row per
+/// user or movie, an index column and `rank` values; returned row-major without the index.
+pub fn parse_factor_csv(text: &str, rows: usize, rank: usize) -> Result<Vec<f64>, String> {
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    lines.next().ok_or("the file is empty")?;
+    let mut values = Vec::with_capacity(rows * rank);
+    for (i, line) in lines.enumerate() {
+        let cells: Vec<&str> = line.split(',').collect();
+        if cells.len() != rank + 1 {
+            return Err(format!("row {} has {} cells, expected an index and {rank} values", i + 1, cells.len()));
+        }
+        for cell in &cells[1..] {
+            let v: f64 = cell.trim().parse().map_err(|_| format!("row {}: {cell:?} is not a number", i + 1))?;
+            if !v.is_finite() {
+                return Err(format!("row {}: {cell:?} is not finite", i + 1));
+            }
+            values.push(v);
+        }
+    }
+    if values.len() != rows * rank {
+        return Err(format!("{} rows, expected {rows}", values.len() / rank));
+    }
+    Ok(values)
 }
 
 /// Arms per round, users averaged into `theta*`, horizon and reward model.
@@ -378,6 +428,22 @@ impl Environment for MovieLensEnv {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The authors' format (header, index column, values), read row-major without the index;
+    /// every malformed table is refused with its row named.
+    #[test]
+    fn factor_tables_parse_and_name_bad_rows() {
+        let text = ",0,1,2\n0,0.5,-1.25,3e-2\n1,2,0,-0.75\n";
+        assert_eq!(parse_factor_csv(text, 2, 3).unwrap(), vec![0.5, -1.25, 0.03, 2.0, 0.0, -0.75]);
+        assert_eq!(parse_factor_csv(text, 3, 3).unwrap_err(), "2 rows, expected 3");
+        assert!(parse_factor_csv(",0,1\n0,1,2,3\n", 1, 2).unwrap_err().starts_with("row 1 has 4 cells"));
+        assert!(parse_factor_csv(",0,1\n0,1,2\n1,x,2\n", 2, 2).unwrap_err().starts_with("row 2: \"x\""));
+        assert!(parse_factor_csv(",0,1\n0,1,NaN\n", 1, 2).unwrap_err().contains("not finite"));
+        assert_eq!(parse_factor_csv("", 1, 2).unwrap_err(), "the file is empty");
+        // A missing directory says where the files go and where they come from.
+        let err = read_cdt_authors_factors(Path::new("/nonexistent/armada-data/cdt-authors")).unwrap_err();
+        assert!(err.contains("CDT_exp/data/") && err.contains("/nonexistent/armada-data/cdt-authors"), "{err}");
+    }
 
     #[test]
     fn parse_reads_both_formats_and_names_bad_lines() {
