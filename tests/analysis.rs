@@ -628,6 +628,15 @@ fn bocvs_draws_figures_1_and_2_and_writes_its_table() {
     }
 }
 
+/// One script run over committed data, and the tables it must reproduce.
+struct Recompute {
+    script: &'static str,
+    dirs: Vec<PathBuf>,
+    extra: Vec<String>,
+    /// (table the script writes, the committed table under analysis/figures/).
+    tables: Vec<(&'static str, &'static str)>,
+}
+
 /// The tables committed beside each paper's figures are what its script computes, byte for
 /// byte, from the full runs committed with them (`analysis/figures/<paper>/data/<sweep>/`:
 /// `final.parquet`, LSE's `summary.parquet`, M-SafeOpt's trajectories): a change to a script
@@ -637,25 +646,22 @@ fn committed_tables_are_what_the_scripts_compute_from_the_committed_runs() {
     let Some(python) = python() else { return };
     let figures = Path::new(ROOT).join("analysis/figures");
     let data = |paper: &str, sweep: &str| figures.join(paper).join("data").join(sweep);
-    let safe: Vec<PathBuf> =
-        ["safe-fig2", "safe-fig4", "safe-fig5", "safe-fig6"].iter().map(|s| data("safe", s)).collect();
-    // (script, sweep directories, extra arguments, [(table written, committed table)]).
-    let cases: Vec<(&str, Vec<PathBuf>, Vec<String>, Vec<(&str, &str)>)> = vec![
-        ("lse.py", vec![data("lse", "lse-fig3")], vec![], vec![("claims.md", "lse/claims-fig3.md")]),
-        ("lse.py", vec![data("lse", "lse-fig4")], vec![], vec![("claims.md", "lse/claims-fig4.md")]),
-        ("lse.py", vec![data("lse", "lse-fig5")], vec![], vec![("claims.md", "lse/claims-fig5.md")]),
-        ("safe.py", safe, vec![], vec![("final_values.md", "safe/final_values.md"), ("trend.md", "safe/trend.md")]),
-        ("cdt.py", vec![data("cdt", "cdt-main")], vec![], vec![("final_regret.md", "cdt/final_regret.md")]),
-        ("cdt.py", vec![data("cdt", "cdt-grid")], vec![], vec![("table3.md", "cdt/table3.md")]),
-        ("cdt.py", vec![data("cdt", "cdt-ablation")], vec![], vec![("table6.md", "cdt/table6.md")]),
-        (
-            "cdt.py",
-            vec![data("cdt", "cdt-ablation")],
-            vec!["--main".into(), data("cdt", "cdt-main").to_str().unwrap().into()],
-            vec![("table5.md", "cdt/table5.md")],
-        ),
+    let run = |script, dirs, tables| Recompute { script, dirs, extra: Vec::new(), tables };
+    let safe = ["safe-fig2", "safe-fig4", "safe-fig5", "safe-fig6"].iter().map(|s| data("safe", s)).collect();
+    let cases = [
+        run("lse.py", vec![data("lse", "lse-fig3")], vec![("claims.md", "lse/claims-fig3.md")]),
+        run("lse.py", vec![data("lse", "lse-fig4")], vec![("claims.md", "lse/claims-fig4.md")]),
+        run("lse.py", vec![data("lse", "lse-fig5")], vec![("claims.md", "lse/claims-fig5.md")]),
+        run("safe.py", safe, vec![("final_values.md", "safe/final_values.md"), ("trend.md", "safe/trend.md")]),
+        run("cdt.py", vec![data("cdt", "cdt-main")], vec![("final_regret.md", "cdt/final_regret.md")]),
+        run("cdt.py", vec![data("cdt", "cdt-grid")], vec![("table3.md", "cdt/table3.md")]),
+        run("cdt.py", vec![data("cdt", "cdt-ablation")], vec![("table6.md", "cdt/table6.md")]),
+        Recompute {
+            extra: vec!["--main".into(), data("cdt", "cdt-main").to_str().unwrap().into()],
+            ..run("cdt.py", vec![data("cdt", "cdt-ablation")], vec![("table5.md", "cdt/table5.md")])
+        },
     ];
-    for (name, dirs, extra, tables) in cases {
+    for Recompute { script: name, dirs, extra, tables } in cases {
         let out = tempfile::tempdir().unwrap();
         let args: Vec<&Path> = dirs.iter().map(PathBuf::as_path).collect();
         let mut extra: Vec<&str> = extra.iter().map(String::as_str).collect();
