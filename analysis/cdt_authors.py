@@ -81,9 +81,8 @@ LABEL = {
     "gloc": "GLOC",
     "sgdts": "SGD-TS",
 }
-# The paper's Sim values (spec 5.1: CDT from Table 5 with T1 = T^{2/(p+3)}, TL/Syndicated and OP from
-# Table 4's C1 columns). No Theory endpoints are published.
-# The paper's final regrets on MovieLens (spec 5.1: Table 5's CDT with T1 = T^{2/(p+3)}, Table 4's C1).
+# The paper's final regrets (spec 5.1: CDT from Table 5 with T1 = T^{2/(p+3)}, TL/Syndicated and OP
+# from Table 4's C1 columns), on MovieLens and on Sim. No Theory endpoints are published.
 PAPER_MOVIELENS = {
     "linucb": {"cdt": 307.19, "tl": 346.16, "op": 390.10},
     "lints": {"cdt": 340.85, "tl": 519.09, "op": 666.35},
@@ -105,15 +104,11 @@ PAPER_SIM = {
 }
 
 
-# Per environment: its heading, the paper's values, armada's benchmark name.
+# Per environment: its heading, armada's benchmark name, the paper's values.
 ENVS = {
-    "sim": ("Sim", "synthetic"),
-    "movielens": ("MovieLens", "movielens"),
+    "sim": ("Sim", "synthetic", PAPER_SIM),
+    "movielens": ("MovieLens", "movielens", PAPER_MOVIELENS),
 }
-
-
-def paper(env: str) -> dict:
-    return PAPER_SIM if env == "sim" else PAPER_MOVIELENS
 
 
 def kwargs_for(algo, tuner, er, H, lamda, delta, c, eta0):
@@ -195,17 +190,17 @@ def cmd_run(a) -> None:
         movies = np.loadtxt(os.path.join(a.code, "data", "movie.csv"), skiprows=1, delimiter=",")[:, 1:]
         users = np.loadtxt(os.path.join(a.code, "data", "user.csv"), skiprows=1, delimiter=",")[:, 1:]
 
-    header = ["algo", "tuner", "rep", "seed_base", "H", "er", "T", "map", "final_regret", "seconds", "env"]
+    # Files written before the env column hold Sim rows only; new rows keep a file's columns.
+    existing = []
     if os.path.exists(a.out):
         with open(a.out) as fh:
             existing = next(csv.reader(fh), [])
-        if "env" not in existing and a.env != "sim":
-            sys.exit(f"{a.out} holds Sim rows without an env column: write {a.env} rows to a new file")
-        header = existing or header
-    new = not os.path.exists(a.out)
+    if existing and "env" not in existing and a.env != "sim":
+        sys.exit(f"{a.out} holds Sim rows without an env column: write {a.env} rows to a new file")
+    header = existing or ["algo", "tuner", "rep", "seed_base", "H", "er", "T", "map", "final_regret", "seconds", "env"]
     with open(a.out, "a", newline="") as fh:
         w = csv.writer(fh)
-        if new:
+        if not existing:
             w.writerow(header)
         for rep in range(a.first_rep, a.first_rep + a.reps):
             np.random.seed(a.seed_base + rep)
@@ -359,7 +354,7 @@ def cmd_table(a) -> None:
     arm = armada_rows(a.armada, a.env)
     algos = [x for x in MODULES if any(k[0] == x for k in list(auth) + list(arm))]
     order = ["cdt", "tl", "op", "theory"]
-    paper_values = paper(a.env)
+    paper_values = ENVS[a.env][2]
     for algo in algos:
         print(f"\n### {LABEL[algo]}, {ENVS[a.env][0]}\n")
         print("| tuner | source | variant | final regret, mean ± s.e. (N) | paper |")
@@ -426,7 +421,7 @@ def claims(auth: dict, arm: dict, env: str) -> None:
             if not any(k[0] == algo for k in list(arm) + list(auth)):
                 continue
             if where == "paper":
-                vals = {t: (v, 0.0) for t, v in paper(env)[algo].items()}
+                vals = {t: (v, 0.0) for t, v in ENVS[env][2][algo].items()}
             else:
                 table = arm if where == "armada" else auth
                 got = {t: table.get((algo, t, v)) for t, v in variants.items()}
