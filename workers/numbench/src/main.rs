@@ -13,7 +13,15 @@
 //!     --python /path/to/venv/bin/python                    # time the LSE numpy reference too
 //! cargo run --release -p armada-numbench -- --only cdt --reference-cdt /path/to/CDT_exp \
 //!     --python /path/to/venv/bin/python                    # and the CDT authors' code (one run each)
+//! cargo run --release -p armada-numbench -- --against /tmp/base/target/release/armada-numbench \
+//!     --rounds 5                                           # A/B against another build, same run
 //! ```
+//!
+//! `--against BIN` times each workload in this build and in another numbench binary (a
+//! baseline commit's, built from a `git worktree`; any numbench build, since it is read through
+//! its printed table), in `--rounds` rounds that alternate which build runs first, so both see
+//! the same machine, loaded or not; it prints the medians and their ratio. `--rounds N` alone
+//! takes the median of N runs of this build.
 //!
 //! `--reference-cdt` runs the CDT authors' code (a checkout of their `CDT_exp`, set up as
 //! analysis/README.md "CDT beside the authors' code" says) through `analysis/cdt_authors.py`,
@@ -232,6 +240,56 @@ fn time_authors_cdt(code: &Path, python: &str, bottom: &str) -> f64 {
     row[column].parse().expect("seconds")
 }
 
+/// Seconds of one run of `workload` by another numbench binary (`--against`): its table's
+/// `armada s` column, in the row named after the workload.
+fn time_other_build(bin: &Path, workload: &Workload) -> Result<f64, String> {
+    let mut command = Command::new(bin);
+    command.args(["--only", workload.name]);
+    if !workload.quick {
+        command.arg("--full");
+    }
+    let out = command.output().map_err(|e| format!("--against {}: {e}", bin.display()))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        return Err(format!(
+            "--against {} failed on {} ({}):\n{stdout}{}",
+            bin.display(),
+            workload.name,
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    seconds_in_table(&stdout, workload.name)
+        .ok_or_else(|| format!("--against {}: no row for {} in its output:\n{stdout}", bin.display(), workload.name))
+}
+
+/// The `armada s` column of the row named `name` in a numbench table.
+fn seconds_in_table(table: &str, name: &str) -> Option<f64> {
+    table.lines().find_map(|line| {
+        let mut words = line.split_whitespace();
+        if words.next()? != name {
+            return None;
+        }
+        words.next()?.parse().ok()
+    })
+}
+
+fn median(xs: &[f64]) -> f64 {
+    let mut xs = xs.to_vec();
+    xs.sort_by(f64::total_cmp);
+    let mid = xs.len() / 2;
+    if xs.len() % 2 == 1 {
+        xs[mid]
+    } else {
+        (xs[mid - 1] + xs[mid]) / 2.0
+    }
+}
+
+fn fail(message: &str) -> ! {
+    eprintln!("armada-numbench: {message}");
+    std::process::exit(2)
+}
+
 fn ratio(a: f64, b: f64) -> String {
     format!("{:.3}", a / b)
 }
@@ -257,6 +315,28 @@ fn main() {
         }
     }
     let reference_cdt = value("--reference-cdt");
+    let against = value("--against").map(PathBuf::from);
+    let rounds = match value("--rounds") {
+        None => {
+            if against.is_some() {
+                3
+            } else {
+                1
+            }
+        }
+        Some(r) => r
+            .parse::<usize>()
+            .ok()
+            .filter(|&r| r > 0)
+            .unwrap_or_else(|| fail(&format!("--rounds {r}: a positive integer"))),
+    };
+    if let Some(bin) = &against {
+        if !bin.is_file() {
+            fail(&format!("--against {}: no such file (a numbench binary of another build)", bin.display()));
+        }
+    }
+    // (workload, this build's seconds, the other build's seconds), per round.
+    let mut ab: Vec<(&str, Vec<f64>, Vec<f64>)> = Vec::new();
 
     println!(
         "{:<18} {:>9} {:>9} {:>8} {:>9} {:>8} {:>9} {:>8}  reference; target",
@@ -267,8 +347,28 @@ fn main() {
         if !(w.quick || full) || only.as_ref().is_some_and(|o| !w.name.contains(o.as_str())) {
             continue;
         }
-        let seconds = time_job(&registry, &(w.spec)());
+        let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+        for round in 0..rounds {
+            // Alternate which build goes first, so that neither always meets the other's wake.
+            let other_first = round % 2 == 0;
+            let mut other = || {
+                if let Some(bin) = &against {
+                    theirs.push(time_other_build(bin, w).unwrap_or_else(|e| fail(&e)));
+                }
+            };
+            if other_first {
+                other();
+            }
+            ours.push(time_job(&registry, &(w.spec)()));
+            if !other_first {
+                other();
+            }
+        }
+        let seconds = median(&ours);
         measured.insert(w.name, seconds);
+        if against.is_some() {
+            ab.push((w.name, ours, theirs));
+        }
         let recorded = baseline.get(w.name).map(|b| b.0);
         // The authors' module for each CDT workload whose reference runs as released.
         let authors_bottom = match w.name {
@@ -297,8 +397,42 @@ fn main() {
             w.target.map_or("-", |b| b.1),
         );
     }
+    if let Some(bin) = &against {
+        println!("\nA/B against {} (median of {rounds} rounds, alternating which build runs first)", bin.display());
+        println!("{:<18} {:>9} {:>9} {:>8}  per-round ratios", "workload", "this s", "other s", "ratio");
+        for (name, ours, theirs) in &ab {
+            let per_round: Vec<String> = ours.iter().zip(theirs).map(|(a, b)| ratio(*a, *b)).collect();
+            let (a, b) = (median(ours), median(theirs));
+            println!("{name:<18} {a:>9.3} {b:>9.3} {:>8}  {}", ratio(a, b), per_round.join(" "));
+        }
+    }
     if record {
         write_baseline(&baseline_path, &measured, &baseline);
         println!("recorded {} workload(s) in {}", measured.len(), baseline_path.display());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_seconds_of_the_named_row_only() {
+        let table = "workload            armada s  recorded    ratio ...\n\
+                     lse-rand-straddle      0.041     0.075    0.547 ...\n\
+                     lse-straddle           0.033     0.068    0.485 ...\n";
+        assert_eq!(seconds_in_table(table, "lse-straddle"), Some(0.033));
+        assert_eq!(seconds_in_table(table, "lse-rand-straddle"), Some(0.041));
+        // a name that is only a prefix or a part of a row's name is not that row
+        assert_eq!(seconds_in_table(table, "lse"), None);
+        assert_eq!(seconds_in_table(table, "straddle"), None);
+        assert_eq!(seconds_in_table("mile oops\n", "mile"), None);
+    }
+
+    #[test]
+    fn median_of_odd_and_even_counts() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert_eq!(median(&[7.0]), 7.0);
     }
 }
