@@ -17,8 +17,12 @@ here. Their code writes results/<objective>/ under --workdir (which gets a `data
 checkout's data/ for plant and airfoil); every 10 plays it saves the run so far
 (results/<objective>/pickles/raw_*.pkl), which `show` reads for a run still going.
 
-Plant needs gpflow and TensorFlow (their data/plant/plant_funcs.py), which do not run on this
-machine; for the other objectives their unused imports are bound to empty modules (see cmd_run).
+Plant needs gpflow and TensorFlow (their data/plant/plant_funcs.py); its pickled model is read
+through `plant_model_from_old_pickle` (TensorFlow 2.15 on Python 3.11, where theirs pinned 2.11
+on 3.8), and `plant-check` compares it with armada's closed form of the same model. For the
+other objectives their unused imports are bound to empty modules (see cmd_run).
+
+    python analysis/bocvs_authors.py plant-check --code /work/refs/bocvs-authors
 
 Cost ids (their core/cvs.py): 3 = armada's `cheap` (0.01 / 0.1 / 1), 4 = `code-4`, 5 = `code-5`,
 all with the code's cost noise; variance ids (core/dists.py): 1 = 0.01, 2 = 0.02, 3 = 0.04,
@@ -52,11 +56,13 @@ def cmd_run(a) -> None:
     cut = source.find("\nseeds = [")
     if cut < 0:
         sys.exit(f"{code / 'main.py'}: no module-level `seeds = [` grid to leave out; has the file changed?")
-    if a.objective not in ("plant",):
+    if a.objective == "plant":
+        plant_model_from_old_pickle(code)
+    else:
         # Their core/objectives.py imports the plant simulator at module level, which imports
-        # gpflow, tensorflow and tensorflow_probability; only the plant objective calls it. TensorFlow
-        # cannot start on this machine (it aborts with "random_device could not be read"), so for
-        # every other objective those three names are bound to empty modules: nothing runs them.
+        # gpflow, tensorflow and tensorflow_probability; only the plant objective calls it. For every
+        # other objective those three names are bound to empty modules (nothing runs them), so the
+        # venv needs TensorFlow for plant only.
         import types
 
         for name in ("gpflow", "tensorflow", "tensorflow_probability"):
@@ -82,6 +88,72 @@ def cmd_run(a) -> None:
     )
     print(f"finished in {time.perf_counter() - started:.0f} s (wall)")
     show(work)
+
+
+def plant_model_from_old_pickle(code: Path):
+    """Import their plant simulator (data/plant/plant_funcs.py) so that it can load its model here,
+    and return the module.
+
+    Their model is a pickle of gpflow 2.6 / TensorFlow 2.11 objects (data/plant/gp_leaf_dict.p),
+    which TensorFlow 2.11 reads only on Python 3.10 or older. On TensorFlow 2.15 (Python 3.11) two
+    things break: the module of `TrackableReference` moved (tensorflow.python.training.tracking ->
+    tensorflow.python.trackable), and the unpickled bijectors lack attributes the newer
+    TensorFlow Probability reads. So the module's `pickle` is replaced by one whose `loads` unpickles
+    with the old module name bound to the new one and returns each parameter's value: its pickled
+    unconstrained variable through a fresh bijector of the same class and parameters. Their
+    `multiple_assign` then assigns those values as before. Nothing in their files changes."""
+    import pickle
+    import types
+
+    import tensorflow.python.trackable.base as trackable_base
+
+    sys.modules.setdefault("tensorflow.python.training.tracking.base", trackable_base)
+
+    def loads(data: bytes) -> dict:
+        values = {}
+        for path, value in pickle.loads(data).items():
+            if type(value).__name__ == "Parameter":
+                bijector = value.__dict__["_bijector"]
+                params = {k: v for k, v in bijector.__dict__["_parameters"].items() if k not in ("self", "__class__", "parameters")}
+                unconstrained = value.__dict__["_pretransformed_input"].numpy()
+                value = type(bijector)(**params).forward(unconstrained).numpy()
+            values[path] = value
+        return values
+
+    sys.path.insert(0, str(code))
+    import data.plant.plant_funcs as plant_funcs
+
+    plant_funcs.pickle = types.SimpleNamespace(loads=loads)
+    return plant_funcs
+
+
+def cmd_plant_check(a) -> None:
+    """Their plant simulator (standardised mean, as their objective calls it) against armada's
+    closed form of the same model (workers/cvs/data/plant_svgp_mean.json: f(u) = k(x(u), Z) alpha),
+    at uniform points of the unit cube and at the JSON's recorded maximiser."""
+    import json
+
+    import numpy as np
+
+    plant_funcs = plant_model_from_old_pickle(Path(a.code).resolve())
+    theirs = plant_funcs.create_leaf_max_area_func(standardize=True)
+    model = json.loads((Path(__file__).resolve().parent.parent / "workers/cvs/data/plant_svgp_mean.json").read_text())
+    lo, hi = np.array(model["lo"]), np.array(model["hi"])
+    z, lengthscales, alpha = np.array(model["Z"]), np.array(model["lengthscales"]), np.array(model["alpha"])
+
+    def armada(u):
+        x = lo + u * (hi - lo)
+        k = model["variance"] * np.exp(-0.5 * (((x[:, None, :] - z[None]) / lengthscales) ** 2).sum(-1))
+        return k @ alpha
+
+    (label, at_max), = model["check"].items()
+    u_max = np.array([float(v) for v in label[label.index("[") + 1 : label.index("]")].split(",")])
+    u = np.vstack([np.random.default_rng(a.seed).uniform(size=(a.points, 5)), u_max])
+    ours, their = armada(u), theirs(lo + u * (hi - lo))[0].ravel()
+    diff = np.abs(ours - their)
+    print(f"{a.points} uniform points: max |armada - theirs| = {diff[:-1].max():.3g} "
+          f"(values from {their[:-1].min():.4g} to {their[:-1].max():.4g}); "
+          f"at the recorded maximiser: theirs {their[-1]:.10g}, armada {ours[-1]:.10g} (JSON check {at_max})")
 
 
 def regret_at(cost_per_iter, simple_regret, cost: float) -> float:
@@ -131,9 +203,15 @@ def main() -> None:
     r.add_argument("--workdir", required=True, help="where their code writes results/")
     s = sub.add_parser("show", help="the runs under a work directory, finished or running")
     s.add_argument("--workdir", required=True)
+    p = sub.add_parser("plant-check", help="their plant simulator against armada's closed form of it")
+    p.add_argument("--code", required=True, help="a checkout of Fsoft-AIC/BO-uCVS")
+    p.add_argument("--points", type=int, default=1000)
+    p.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
     if a.cmd == "run":
         cmd_run(a)
+    elif a.cmd == "plant-check":
+        cmd_plant_check(a)
     else:
         show(Path(a.workdir))
 
