@@ -67,7 +67,7 @@ def cmd_run(a) -> None:
 
         for name in ("gpflow", "tensorflow", "tensorflow_probability"):
             sys.modules.setdefault(name, types.ModuleType(name))
-    sys.path.insert(0, str(code))
+    on_path(code)
     os.chdir(work)
     namespace = {"__name__": "bocvs_authors_main", "__file__": str(code / "main.py")}
     exec(compile(source[:cut], str(code / "main.py"), "exec"), namespace)
@@ -90,6 +90,12 @@ def cmd_run(a) -> None:
     show(work)
 
 
+def on_path(code: Path) -> None:
+    """Their modules import each other from the checkout's root (`core.*`, `data.*`)."""
+    if str(code) not in sys.path:
+        sys.path.insert(0, str(code))
+
+
 def plant_model_from_old_pickle(code: Path):
     """Import their plant simulator (data/plant/plant_funcs.py) so that it can load its model here,
     and return the module.
@@ -102,7 +108,6 @@ def plant_model_from_old_pickle(code: Path):
     with the old module name bound to the new one and returns each parameter's value: its pickled
     unconstrained variable through a fresh bijector of the same class and parameters. Their
     `multiple_assign` then assigns those values as before. Nothing in their files changes."""
-    import pickle
     import types
 
     import tensorflow.python.trackable.base as trackable_base
@@ -120,7 +125,7 @@ def plant_model_from_old_pickle(code: Path):
             values[path] = value
         return values
 
-    sys.path.insert(0, str(code))
+    on_path(code)
     import data.plant.plant_funcs as plant_funcs
 
     plant_funcs.pickle = types.SimpleNamespace(loads=loads)

@@ -183,7 +183,8 @@ def fix_name_clashes(mod, algo: str, tuners) -> None:
     things (differences T14 and B8 in analysis/README.md); the driver renames one of the two:
     - GLM-TSL's `glmtsl_auto` takes the restart period as `H`, then reuses `H` for the Hessian, so
       its two restart tests `(t - tau) % H` fail on a matrix after the first CDT round (the spec's
-      appendix timed it after a fix of this clash): the period is kept as `H_restart` before `H` is overwritten;
+      appendix timed it after a fix of this clash): the period is kept as `H_restart` before `H`
+      is overwritten;
     - Laplace-TS's `laplacets_tl` keeps EXP3's probability vector in `p`, then reuses `p` for the
       logistic probability of the pulled arm, so EXP3 indexes a scalar at its first update: EXP3's
       vector becomes `p_exp3`."""

@@ -1,40 +1,70 @@
-//! `--against`: numbench times a workload in itself and in another build, round by round.
-//! Here the other build is this same binary, so what is checked is the plumbing (the rows,
-//! the rounds, the ratio of the medians), not any speed.
+//! `--against`: numbench times a workload in itself and in another build, round by round. The
+//! other build here is a stand-in script that prints a numbench table row with a fixed time, so
+//! the other side's seconds are known and the ratio can be checked against them.
 
-use std::process::Command;
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::process::{Command, Output};
 
 const BIN: &str = env!("CARGO_BIN_EXE_armada-numbench");
 
+/// An executable script standing in for another numbench build: it prints `stdout`.
+fn other_build(name: &str, stdout: &str) -> PathBuf {
+    let path = std::env::temp_dir().join(format!("armada-numbench-{name}-{}", std::process::id()));
+    std::fs::write(&path, format!("#!/bin/sh\nprintf '{stdout}'\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+fn numbench(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).output().unwrap()
+}
+
 #[test]
 fn prints_both_builds_medians_their_ratio_and_every_round() {
-    let out = Command::new(BIN).args(["--only", "lse-random", "--against", BIN, "--rounds", "3"]).output().unwrap();
+    let other = other_build("two-seconds", "workload armada s\\nlse-random 2.000 0.1 2.0\\n");
+    let out = numbench(&["--only", "lse-random", "--against", other.to_str().unwrap(), "--rounds", "3"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
     let ab = stdout.split_once("\nA/B against ").expect("an A/B table").1;
-    assert!(ab.starts_with(BIN) && ab.contains("median of 3 rounds"), "{ab}");
+    assert!(ab.starts_with(other.to_str().unwrap()) && ab.contains("median of 3 rounds"), "{ab}");
     let rows: Vec<&str> = ab.lines().filter(|l| l.starts_with("lse-")).collect();
     assert_eq!(rows.len(), 1, "only the workload asked for: {ab}");
     let numbers: Vec<f64> = rows[0].split_whitespace().skip(1).map(|w| w.parse().unwrap()).collect();
     // this s, other s, ratio, then one ratio per round
     assert_eq!(numbers.len(), 3 + 3, "{}", rows[0]);
-    let (this, other, ratio) = (numbers[0], numbers[1], numbers[2]);
-    assert!(this > 0.0 && other > 0.0);
-    // printed to 3 decimals: the ratio is of the printed medians up to that rounding
-    assert!((ratio - this / other).abs() <= 0.0005 * (1.0 + 1.0 / other) + 0.0005 * ratio, "{}", rows[0]);
+    let (this, other_s, ratio) = (numbers[0], numbers[1], numbers[2]);
+    assert_eq!(other_s, 2.0, "the other build's seconds, read from its table row");
+    assert!(this > 0.0);
+    // this / other, not the other way round: ratio and `this` are each printed to 3 decimals,
+    // so they agree to 0.0005 + 0.0005 / 2.
+    assert!((ratio - this / 2.0).abs() <= 0.00076, "{}", rows[0]);
+    // every round's ratio is that round's time over 2 s, and the middle one is the median's
+    let mut rounds = numbers[3..].to_vec();
+    rounds.sort_by(f64::total_cmp);
+    assert!((rounds[1] - this / 2.0).abs() <= 0.00076, "{}", rows[0]);
     // the main table's armada s is the same median
     let main_row = stdout.lines().find(|l| l.starts_with("lse-random")).unwrap();
     assert_eq!(main_row.split_whitespace().nth(1).unwrap().parse::<f64>().unwrap(), this);
+    std::fs::remove_file(other).unwrap();
 }
 
 #[test]
-fn a_missing_build_or_a_bad_round_count_is_named_not_a_panic() {
-    let out = Command::new(BIN).args(["--only", "lse-random", "--against", "/nonexistent/numbench"]).output().unwrap();
+fn a_missing_build_a_build_without_the_row_or_a_bad_round_count_is_named_not_a_panic() {
+    let out = numbench(&["--only", "lse-random", "--against", "/nonexistent/numbench"]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("--against /nonexistent/numbench: no such file"), "{stderr}");
 
-    let out = Command::new(BIN).args(["--only", "lse-random", "--rounds", "0"]).output().unwrap();
+    // a build whose table lacks the workload (an older numbench, say)
+    let other = other_build("no-row", "workload armada s\\nmile 9.700\\n");
+    let out = numbench(&["--only", "lse-random", "--against", other.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no row for lse-random in its output"), "{stderr}");
+    std::fs::remove_file(other).unwrap();
+
+    let out = numbench(&["--only", "lse-random", "--rounds", "0"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--rounds 0: a positive integer"));
 }
