@@ -29,6 +29,7 @@ standard errors). It prints the path of every file it writes.
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import sys
 from pathlib import Path
@@ -259,6 +260,8 @@ def table(df: pl.DataFrame) -> str:
             pl.col("g3").mean(),
         )
         .sort("benchmark", "cost_set", "variance", "label")
+        # Airfoil's regrets are 1e-5 to 1e-2: significant digits, not a fixed number of decimals.
+        .with_columns(pl.col("sr", "sr_se").map_elements(lambda v: f"{v:.4g}", return_dtype=pl.String))
     )
     with pl.Config(
         tbl_rows=-1,
@@ -294,6 +297,14 @@ def value_at(curve: tuple, cost: float) -> tuple[float, float]:
     return float(m[i]), float(se[i])
 
 
+def se_gap(diff: float, se: float) -> float:
+    """`diff` in standard errors; two curves without spread (every seed alike, as on Ackley)
+    that differ are an infinite number of them apart."""
+    if se > 0:
+        return diff / se
+    return 0.0 if diff == 0 else math.copysign(math.inf, diff)
+
+
 def claims(data: dict[str, dict], runs: dict[tuple, int], budgets: dict[tuple, float]) -> str:
     """Per panel, metric and checkpoint (a fifth of the budget, two fifths, ... , the budget):
     the proposed method's mean +- se, the best curve there, and the curves ahead of or behind
@@ -316,7 +327,7 @@ def claims(data: dict[str, dict], runs: dict[tuple, int], budgets: dict[tuple, f
                 at = {lab: value_at(curve, cost) for lab, curve in sorted(panel.items())}
                 mp, sp = at[ref]
                 best = min(at, key=lambda lab: sign * at[lab][0])
-                gap = {lab: sign * (mp - m) / max(np.hypot(sp, se), 1e-300) for lab, (m, se) in at.items() if lab != ref}
+                gap = {lab: se_gap(sign * (mp - m), np.hypot(sp, se)) for lab, (m, se) in at.items() if lab != ref}
                 ahead = [f"{lab} ({g:.1f} se)" for lab, g in gap.items() if g > 2]
                 behind = [f"{lab} ({-g:.1f} se)" for lab, g in gap.items() if g < -2]
                 n = runs.get((bench, cost_set, var, ref), 0)
