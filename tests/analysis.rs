@@ -639,7 +639,7 @@ struct Recompute {
 
 /// The tables committed beside each paper's figures are what its script computes, byte for
 /// byte, from the full runs committed with them (`analysis/figures/<paper>/data/<sweep>/`:
-/// `final.parquet`, LSE's `summary.parquet`, M-SafeOpt's trajectories): a change to a script
+/// `final.parquet`, LSE's `summary.parquet`, M-SafeOpt's and BO-uCVS's trajectories): a change to a script
 /// that alters a committed table fails here until the table is regenerated from the data.
 #[test]
 fn committed_tables_are_what_the_scripts_compute_from_the_committed_runs() {
@@ -654,6 +654,11 @@ fn committed_tables_are_what_the_scripts_compute_from_the_committed_runs() {
         run("lse.py", vec![data("lse", "lse-fig5")], vec![("claims.md", "lse/claims-fig5.md")]),
         run("safe.py", safe, vec![("final_values.md", "safe/final_values.md"), ("trend.md", "safe/trend.md")]),
         run("cdt.py", vec![data("cdt", "cdt-main")], vec![("final_regret.md", "cdt/final_regret.md")]),
+        run(
+            "bocvs.py",
+            vec![data("bocvs", "bocvs-fig1")],
+            vec![("final_values.md", "bocvs/final_values.md"), ("claims.md", "bocvs/claims.md")],
+        ),
         run("cdt.py", vec![data("cdt", "cdt-grid")], vec![("table3.md", "cdt/table3.md")]),
         run("cdt.py", vec![data("cdt", "cdt-ablation")], vec![("table6.md", "cdt/table6.md")]),
         Recompute {
