@@ -240,11 +240,27 @@ def cmd_run(a) -> None:
     if existing and "env" not in existing and a.env != "sim":
         sys.exit(f"{a.out} holds Sim rows without an env column: write {a.env} rows to a new file")
     header = existing or ["algo", "tuner", "rep", "seed_base", "H", "er", "T", "map", "final_regret", "seconds", "env"]
+    # Runs already in the file are skipped, so a long series killed part way resumes by rerunning
+    # the same command: every tuner's run is seeded on its own (below), so none depends on another.
+    settings = (a.algo, a.seed_base, H, " ".join(map(str, a.er)), a.T, a.map, a.env)
+    done = set()
+    if existing:
+        with open(a.out) as fh:
+            for r in csv.DictReader(fh):
+                key = (r["algo"], int(r["seed_base"]), int(r["H"]), r["er"], int(r["T"]), r.get("map") or "code",
+                       r.get("env") or "sim")
+                if key == settings:
+                    done.add((r["tuner"], int(r["rep"])))
     with open(a.out, "a", newline="") as fh:
         w = csv.writer(fh)
         if not existing:
             w.writerow(header)
         for rep in range(a.first_rep, a.first_rep + a.reps):
+            todo = [t for t in tuners if (t, rep) not in done]
+            if len(todo) < len(tuners):
+                print(f"{a.algo} rep {rep}: {', '.join(t for t in tuners if t not in todo)} already in {a.out}", flush=True)
+            if not todo:
+                continue
             np.random.seed(a.seed_base + rep)
             if a.env == "movielens":
                 # run.py: theta* = mean of 300 users drawn without replacement, unit norm; each
@@ -259,7 +275,7 @@ def cmd_run(a) -> None:
                 data = dg.context(K, a.T, a.d, a.sigma, theta, theta_norm=1, gen_type="uniform", model=model,
                                   contextual=True)
             data.build_bandit()
-            for tuner in tuners:
+            for tuner in todo:
                 obj = getattr(mod, clsname)(data)
                 if tuner.startswith("fixed:"):
                     # a fixed exploration value through the Theory method's `explore` argument (the
