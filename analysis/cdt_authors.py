@@ -242,7 +242,8 @@ def cmd_run(a) -> None:
     header = existing or ["algo", "tuner", "rep", "seed_base", "H", "er", "T", "map", "final_regret", "seconds", "env"]
     # Runs already in the file are skipped, so a long series killed part way resumes by rerunning
     # the same command: every tuner's run is seeded on its own (below), so none depends on another.
-    settings = (a.algo, a.seed_base, H, " ".join(map(str, a.er)), a.T, a.map, a.env)
+    er_text = " ".join(map(str, a.er))  # the `er` column, as written below
+    settings = (a.algo, a.seed_base, H, er_text, a.T, a.map, a.env)
     done = set()
     if existing:
         with open(a.out) as fh:
@@ -292,7 +293,7 @@ def cmd_run(a) -> None:
                 reg = fn(**kwargs)
                 secs = time.perf_counter() - t0
                 final = float(reg[-1])
-                row = [a.algo, tuner, rep, a.seed_base, H, " ".join(map(str, a.er)), a.T, a.map, repr(final),
+                row = [a.algo, tuner, rep, a.seed_base, H, er_text, a.T, a.map, repr(final),
                        f"{secs:.2f}", a.env]
                 w.writerow(row[: len(header)])
                 fh.flush()
