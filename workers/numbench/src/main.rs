@@ -167,12 +167,29 @@ fn write_baseline(path: &Path, measured: &BTreeMap<&str, f64>, old: &BTreeMap<St
     std::fs::write(path, out).expect("baseline.tsv is writable");
 }
 
-/// Seconds of one run of `spec`, through the registry and the family's episode.
-fn time_job(registry: &Registry, spec: &JobSpec) -> f64 {
+/// One timed run of a workload.
+struct Run {
+    seconds: f64,
+    /// FNV-1a over the bits of every metric value of every step: two builds that print the same
+    /// digest ran the same trajectory, to the last bit.
+    digest: u64,
+}
+
+/// One run of `spec`, through the registry and the family's episode.
+fn time_job(registry: &Registry, spec: &JobSpec) -> Run {
     let job = registry.validate(spec).unwrap_or_else(|e| panic!("{}: {e}", spec.benchmark));
+    let mut digest: u64 = 0xcbf2_9ce4_8422_2325;
     let start = Instant::now();
-    run_job(registry, &job, &mut |_| ControlFlow::Continue(())).unwrap_or_else(|e| panic!("{}: {e}", job.describe()));
-    start.elapsed().as_secs_f64()
+    run_job(registry, &job, &mut |record| {
+        for value in &record.values {
+            for byte in value.to_bits().to_le_bytes() {
+                digest = (digest ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3);
+            }
+        }
+        ControlFlow::Continue(())
+    })
+    .unwrap_or_else(|e| panic!("{}: {e}", job.describe()));
+    Run { seconds: start.elapsed().as_secs_f64(), digest }
 }
 
 /// The LSE numpy reference's seconds per run of each method on Himmelblau (two runs each;
@@ -240,9 +257,10 @@ fn time_authors_cdt(code: &Path, python: &str, bottom: &str) -> f64 {
     row[column].parse().expect("seconds")
 }
 
-/// Seconds of one run of `workload` by another numbench binary (`--against`): its table's
-/// `armada s` column, in the row named after the workload.
-fn time_other_build(bin: &Path, workload: &Workload) -> Result<f64, String> {
+/// One run of `workload` by another numbench binary (`--against`): its table's `armada s`
+/// column, in the row named after the workload, and the digest at the row's end (none from a
+/// build older than the digest).
+fn time_other_build(bin: &Path, workload: &Workload) -> Result<(f64, Option<u64>), String> {
     let mut command = Command::new(bin);
     command.args(["--only", workload.name]);
     if !workload.quick {
@@ -259,8 +277,16 @@ fn time_other_build(bin: &Path, workload: &Workload) -> Result<f64, String> {
             String::from_utf8_lossy(&out.stderr)
         ));
     }
-    seconds_in_table(&stdout, workload.name)
-        .ok_or_else(|| format!("--against {}: no row for {} in its output:\n{stdout}", bin.display(), workload.name))
+    let seconds = seconds_in_table(&stdout, workload.name)
+        .ok_or_else(|| format!("--against {}: no row for {} in its output:\n{stdout}", bin.display(), workload.name))?;
+    Ok((seconds, digest_in_table(&stdout, workload.name)))
+}
+
+/// The digest (`digest=<16 hex digits>`) in the row named `name` of a numbench table.
+fn digest_in_table(table: &str, name: &str) -> Option<u64> {
+    let row = table.lines().find(|line| line.split_whitespace().next() == Some(name))?;
+    let hex = row.split_whitespace().find_map(|w| w.strip_prefix("digest="))?;
+    u64::from_str_radix(hex, 16).ok()
 }
 
 /// The `armada s` column of the row named `name` in a numbench table.
@@ -335,8 +361,9 @@ fn main() {
             fail(&format!("--against {}: no such file (a numbench binary of another build)", bin.display()));
         }
     }
-    // (workload, this build's seconds, the other build's seconds), per round.
-    let mut ab: Vec<(&str, Vec<f64>, Vec<f64>)> = Vec::new();
+    // (workload, this build's runs, the other build's runs), per round.
+    type OtherRun = (f64, Option<u64>);
+    let mut ab: Vec<(&str, Vec<Run>, Vec<OtherRun>)> = Vec::new();
 
     println!(
         "{:<18} {:>9} {:>9} {:>8} {:>9} {:>8} {:>9} {:>8}  reference; target",
@@ -364,7 +391,10 @@ fn main() {
                 other();
             }
         }
-        let seconds = median(&ours);
+        let seconds = median(&ours.iter().map(|r| r.seconds).collect::<Vec<_>>());
+        // Every round of one build runs the same trajectory (a job is deterministic).
+        let digest = ours[0].digest;
+        assert!(ours.iter().all(|r| r.digest == digest), "{}: the rounds ran different trajectories", w.name);
         measured.insert(w.name, seconds);
         if against.is_some() {
             ab.push((w.name, ours, theirs));
@@ -384,7 +414,7 @@ fn main() {
         let cell = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.3}"));
         let vs = |x: Option<f64>| x.map_or("-".to_string(), |x| ratio(seconds, x));
         println!(
-            "{:<18} {:>9.3} {:>9} {:>8} {:>9} {:>8} {:>9} {:>8}  {}; {}",
+            "{:<18} {:>9.3} {:>9} {:>8} {:>9} {:>8} {:>9} {:>8}  {}; {}; digest={digest:016x}",
             w.name,
             seconds,
             cell(recorded),
@@ -398,12 +428,22 @@ fn main() {
         );
     }
     if let Some(bin) = &against {
-        println!("\nA/B against {} (median of {rounds} rounds, alternating which build runs first)", bin.display());
-        println!("{:<18} {:>9} {:>9} {:>8}  per-round ratios", "workload", "this s", "other s", "ratio");
+        println!("\nA/B against {} (median of {rounds} rounds, alternating which build runs first;", bin.display());
+        println!("trajectory: the two builds' digests of every metric value, `-` from a build without one)");
+        println!(
+            "{:<18} {:>9} {:>9} {:>8} {:>10}  per-round ratios",
+            "workload", "this s", "other s", "ratio", "trajectory"
+        );
         for (name, ours, theirs) in &ab {
-            let per_round: Vec<String> = ours.iter().zip(theirs).map(|(a, b)| ratio(*a, *b)).collect();
-            let (a, b) = (median(ours), median(theirs));
-            println!("{name:<18} {a:>9.3} {b:>9.3} {:>8}  {}", ratio(a, b), per_round.join(" "));
+            let per_round: Vec<String> = ours.iter().zip(theirs).map(|(a, b)| ratio(a.seconds, b.0)).collect();
+            let a = median(&ours.iter().map(|r| r.seconds).collect::<Vec<_>>());
+            let b = median(&theirs.iter().map(|r| r.0).collect::<Vec<_>>());
+            let same = match theirs[0].1 {
+                Some(d) if d == ours[0].digest => "same",
+                Some(_) => "differs",
+                None => "-",
+            };
+            println!("{name:<18} {a:>9.3} {b:>9.3} {:>8} {same:>10}  {}", ratio(a, b), per_round.join(" "));
         }
     }
     if record {
@@ -427,6 +467,18 @@ mod tests {
         assert_eq!(seconds_in_table(table, "lse"), None);
         assert_eq!(seconds_in_table(table, "straddle"), None);
         assert_eq!(seconds_in_table("mile oops\n", "mile"), None);
+    }
+
+    #[test]
+    fn reads_the_digest_of_the_named_row_only() {
+        let table = "mile   9.7  18.2  0.53  -  -  2.0  4.8  -; bound; digest=00ff00ff00ff00ff\n\
+                     mile-x 1.0  -  -  -  -  -  -  -; -; digest=0000000000000001\n\
+                     lse    0.1  -  -  -  -  -  -  -; -\n";
+        assert_eq!(digest_in_table(table, "mile"), Some(0x00ff_00ff_00ff_00ff));
+        assert_eq!(digest_in_table(table, "mile-x"), Some(1));
+        // an older build's row has no digest
+        assert_eq!(digest_in_table(table, "lse"), None);
+        assert_eq!(digest_in_table(table, "absent"), None);
     }
 
     #[test]

@@ -30,9 +30,11 @@ fn prints_both_builds_medians_their_ratio_and_every_round() {
     assert!(ab.starts_with(other.to_str().unwrap()) && ab.contains("median of 3 rounds"), "{ab}");
     let rows: Vec<&str> = ab.lines().filter(|l| l.starts_with("lse-")).collect();
     assert_eq!(rows.len(), 1, "only the workload asked for: {ab}");
-    let numbers: Vec<f64> = rows[0].split_whitespace().skip(1).map(|w| w.parse().unwrap()).collect();
-    // this s, other s, ratio, then one ratio per round
-    assert_eq!(numbers.len(), 3 + 3, "{}", rows[0]);
+    let words: Vec<&str> = rows[0].split_whitespace().collect();
+    // this s, other s, ratio, the trajectory (`-`: the stand-in prints no digest), one ratio per round
+    assert_eq!(words.len(), 1 + 3 + 1 + 3, "{}", rows[0]);
+    assert_eq!(words[4], "-", "{}", rows[0]);
+    let numbers: Vec<f64> = words[1..4].iter().chain(&words[5..]).map(|w| w.parse().unwrap()).collect();
     let (this, other_s, ratio) = (numbers[0], numbers[1], numbers[2]);
     assert_eq!(other_s, 2.0, "the other build's seconds, read from its table row");
     assert!(this > 0.0);
@@ -47,6 +49,27 @@ fn prints_both_builds_medians_their_ratio_and_every_round() {
     let main_row = stdout.lines().find(|l| l.starts_with("lse-random")).unwrap();
     assert_eq!(main_row.split_whitespace().nth(1).unwrap().parse::<f64>().unwrap(), this);
     std::fs::remove_file(other).unwrap();
+}
+
+/// The trajectory column compares the digest of every metric value that each build prints.
+#[test]
+fn says_whether_the_other_build_ran_the_same_trajectory() {
+    let out = numbench(&["--only", "lse-random"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let row = stdout.lines().find(|l| l.starts_with("lse-random")).expect("a row");
+    let digest = row.split_whitespace().find_map(|w| w.strip_prefix("digest=")).expect("a digest");
+    assert_eq!(digest.len(), 16, "{row}");
+    let other_digest = format!("{:016x}", u64::from_str_radix(digest, 16).unwrap() ^ 1);
+    for (other_digest, verdict) in [(digest, "same"), (other_digest.as_str(), "differs")] {
+        let other =
+            other_build(verdict, &format!("workload armada s\\nlse-random 2.000 - -; -; digest={other_digest}\\n"));
+        let out = numbench(&["--only", "lse-random", "--against", other.to_str().unwrap(), "--rounds", "1"]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let ab = stdout.split_once("\nA/B against ").expect("an A/B table").1;
+        let ab_row = ab.lines().find(|l| l.starts_with("lse-random")).expect("an A/B row");
+        assert_eq!(ab_row.split_whitespace().nth(4), Some(verdict), "{ab_row}");
+        std::fs::remove_file(other).unwrap();
+    }
 }
 
 #[test]
