@@ -8,6 +8,7 @@
 //! * Cholesky factorisation and triangular solves, used for Gaussian sampling from a precision matrix
 //!   (`mean + L^{-T} z`, spec §7.13: "never invert and then factor") and for Newton steps.
 
+use armada_core::avx2_dispatch;
 use thiserror::Error;
 
 /// Failures of the dense kernels.
@@ -16,35 +17,6 @@ pub enum LinalgError {
     #[error("matrix is not positive definite (pivot {pivot} is {value})")]
     NotPositiveDefinite { pivot: usize, value: f64 },
 }
-
-/// Defines a function whose body is compiled twice: for AVX2, used when the processor has it
-/// (std checks once and caches the answer), and for the baseline x86-64 (SSE2) otherwise. The two
-/// give the same bits: Rust never contracts `a * b + c` into a fused multiply-add and keeps the
-/// order of every operation, so AVX2 changes only how many lanes an instruction holds (about 20%
-/// faster on the kernels below, which do four lanes at a time). `tests/golden.rs` and the
-/// bit-for-bit tests below hold the dispatched kernels to the one-row code.
-macro_rules! avx2_dispatch {
-    ($(#[$meta:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $body:block) => {
-        $(#[$meta])*
-        $vis fn $name($($arg: $ty),*) {
-            #[inline(always)]
-            fn body($($arg: $ty),*) $body
-            #[cfg(target_arch = "x86_64")]
-            {
-                #[target_feature(enable = "avx2")]
-                fn avx2($($arg: $ty),*) {
-                    body($($arg),*)
-                }
-                if std::arch::is_x86_feature_detected!("avx2") {
-                    // SAFETY: the processor supports AVX2, checked just above.
-                    return unsafe { avx2($($arg),*) };
-                }
-            }
-            body($($arg),*)
-        }
-    };
-}
-pub(crate) use avx2_dispatch;
 
 /// Inner product with four independent accumulators: a single running sum is a chain of dependent adds
 /// that the compiler may not reorder, and `dot` is the innermost operation of every algorithm here.

@@ -11,7 +11,8 @@
 //! solution is set by the stopping rule, not by `P`. Step halving guards against overshooting
 //! (spec §7.12: Newton with step halving, at most 50 iterations, tolerance 1e-8).
 
-use crate::linalg::{avx2_dispatch, cholesky_in_place, cholesky_solve_in_place, dot, dot4};
+use crate::linalg::{cholesky_in_place, cholesky_solve_in_place, dot, dot4};
+use armada_core::avx2_dispatch;
 use faer::linalg::matmul::matmul;
 use faer::{Accum, MatMut, MatRef, Par};
 

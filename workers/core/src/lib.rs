@@ -25,6 +25,7 @@
 //!
 //! Architecture invariant: this crate knows nothing of gRPC, tokio or Parquet.
 
+mod dispatch;
 mod error;
 mod params;
 mod record;

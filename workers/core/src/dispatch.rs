@@ -1,0 +1,45 @@
+//! Numeric kernels compiled twice: for AVX2 where the processor has it, and for baseline x86-64.
+
+/// Defines a function whose body is compiled twice: for AVX2, used when the processor has it
+/// (std checks once and caches the answer), and for the baseline x86-64 (SSE2) otherwise. The two
+/// give the same bits: Rust never contracts `a * b + c` into a fused multiply-add and keeps the
+/// order of every operation, so AVX2 changes only how many lanes an instruction holds. Write the
+/// body with its lanes in local arrays (`[f64; 4]`) so that the compiler keeps each in one vector.
+///
+/// ```
+/// armada_core::avx2_dispatch! {
+///     /// Four sums of squares.
+///     pub fn squares(xs: &[[f64; 4]]) -> [f64; 4] {
+///         let mut acc = [0.0; 4];
+///         for x in xs {
+///             for l in 0..4 {
+///                 acc[l] += x[l] * x[l];
+///             }
+///         }
+///         acc
+///     }
+/// }
+/// assert_eq!(squares(&[[1.0, 2.0, 3.0, 4.0], [1.0; 4]]), [2.0, 5.0, 10.0, 17.0]);
+/// ```
+#[macro_export]
+macro_rules! avx2_dispatch {
+    ($(#[$meta:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block) => {
+        $(#[$meta])*
+        $vis fn $name($($arg: $ty),*) $(-> $ret)? {
+            #[inline(always)]
+            fn body($($arg: $ty),*) $(-> $ret)? $body
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx2")]
+                fn avx2($($arg: $ty),*) $(-> $ret)? {
+                    body($($arg),*)
+                }
+                if std::arch::is_x86_feature_detected!("avx2") {
+                    // SAFETY: the processor supports AVX2, checked just above.
+                    return unsafe { avx2($($arg),*) };
+                }
+            }
+            body($($arg),*)
+        }
+    };
+}
