@@ -81,6 +81,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 writers: args.part_writers.unwrap_or(CommitConfig::default().writers),
                 ..CommitConfig::default()
             },
+            ..SchedulerConfig::default()
         },
     };
     let scheme = if config.tls.is_some() { "https" } else { "http" };

@@ -60,6 +60,10 @@ pub struct SchedulerConfig {
     pub only_submitted: bool,
     /// How commits are grouped into trajectory parts.
     pub commit: CommitConfig,
+    /// A worker not heard from this long, and holding no live lease, is forgotten: a
+    /// coordinator that outlives many workers does not keep them all. One that comes back
+    /// registers again (a late commit of an expired attempt still counts).
+    pub forget_worker_after: Duration,
 }
 
 impl Default for SchedulerConfig {
@@ -70,6 +74,7 @@ impl Default for SchedulerConfig {
             max_attempts: 3,
             only_submitted: false,
             commit: CommitConfig::default(),
+            forget_worker_after: Duration::from_secs(600),
         }
     }
 }
@@ -575,7 +580,11 @@ impl Scheduler {
                     }
                     None => break,
                 },
-                _ = tick.tick() => self.expire_leases(Instant::now().into_std()),
+                _ = tick.tick() => {
+                    let now = Instant::now().into_std();
+                    self.expire_leases(now);
+                    self.forget_idle_workers(now);
+                }
                 _ = tokio::task::yield_now(), if self.storing.is_some() => {
                     let started = Instant::now();
                     self.store_chunk();
@@ -1237,6 +1246,18 @@ impl Scheduler {
         self.apply(effects);
     }
 
+    /// Workers silent for `forget_worker_after` and holding nothing are dropped.
+    fn forget_idle_workers(&mut self, now: std::time::Instant) {
+        let Some(cutoff) = now.checked_sub(self.config.forget_worker_after) else { return };
+        if !self.workers.any_idle_since(cutoff) {
+            return;
+        }
+        let holding = self.table.sessions_holding(now);
+        for worker in self.workers.forget_idle(cutoff, |session| holding.contains(session)) {
+            info!("worker {worker} forgotten: not heard from in {:?}", self.config.forget_worker_after);
+        }
+    }
+
     /// Someone watches `sweep`: events are worth building. Once the last watcher has left,
     /// the channel (and its buffer) is dropped until someone watches again.
     fn watched(&mut self, sweep: &str) -> bool {
@@ -1692,6 +1713,49 @@ mod tests {
         let e = refused(registration(&["testkit", "nope"])).await;
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
         assert!(e.message().starts_with("families[1]: unknown family `nope`"), "{}", e.message());
+    }
+
+    /// A worker silent for `forget_worker_after` is dropped from the list once it holds no
+    /// lease, and must register again; one that keeps heartbeating stays, and so does a
+    /// silent one while it still holds a lease.
+    #[tokio::test(start_paused = true)]
+    async fn silent_workers_holding_nothing_are_forgotten() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = SchedulerConfig {
+            lease_ttl: Duration::from_secs(100),
+            forget_worker_after: Duration::from_secs(30),
+            ..SchedulerConfig::default()
+        };
+        let s = start_with(dir.path(), config);
+        submit(&s, vec![job(0)]).await;
+        let (holder, idle, live) = (register(&s).await, register(&s).await, register(&s).await);
+        assert_eq!(lease(&s, &holder).await.len(), 1);
+        let heartbeat = |session: &str| {
+            let (s, session) = (s.clone(), session.to_string());
+            async move { s.call(|reply| Command::Heartbeat { session, attempts: vec![], reply }).await }
+        };
+        let listed = || async { s.call(|reply| Command::Workers { reply }).await.unwrap() };
+        let ids = |workers: Vec<WorkerInfo>| workers.into_iter().map(|w| w.id).collect::<Vec<_>>();
+        for _ in 0..4 {
+            tokio::time::sleep(Duration::from_secs(10)).await;
+            heartbeat(&live).await.unwrap();
+        }
+        // 40 s on: `idle` is gone, `holder` still holds its lease (100 s), `live` spoke.
+        assert_eq!(ids(listed().await), ["w1", "w3"]);
+        let e = heartbeat(&idle).await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::NotFound);
+        assert!(e.message().contains("register again"), "{}", e.message());
+        // The lease expires at 100 s; 30 s later the holder, silent since 0 s, is gone too.
+        for _ in 0..10 {
+            tokio::time::sleep(Duration::from_secs(10)).await;
+            heartbeat(&live).await.unwrap();
+        }
+        assert_eq!(ids(listed().await), ["w3"]);
+        assert_eq!(status(&s).await.n_queued, 1, "the expired lease's job is queued again");
+        // A forgotten worker that comes back registers under a new id.
+        let back = register(&s).await;
+        assert_eq!(lease(&s, &back).await.len(), 1);
+        assert_eq!(ids(listed().await), ["w3", "w4"]);
     }
 
     /// A status lists a page of the failures (100 by default) and says how many it left

@@ -95,6 +95,28 @@ impl Sessions {
         all
     }
 
+    /// Forget the workers last heard from before `cutoff` whose sessions hold no attempt
+    /// (`holds` says which do), so that workers come and gone do not accumulate; one that
+    /// comes back is told its session is unknown and registers again. Answers them as
+    /// messages name them.
+    pub fn forget_idle(&mut self, cutoff: Instant, holds: impl Fn(&str) -> bool) -> Vec<String> {
+        let idle: Vec<Arc<str>> = self
+            .workers
+            .iter()
+            .filter(|(session, w)| w.last_seen < cutoff && !holds(session))
+            .map(|(session, _)| session.clone())
+            .collect();
+        idle.iter()
+            .filter_map(|session| self.workers.remove(session))
+            .map(|w| format!("{} ({})", w.id, w.name))
+            .collect()
+    }
+
+    /// Whether any worker was last heard from before `cutoff` (cheap, checked every tick).
+    pub fn any_idle_since(&self, cutoff: Instant) -> bool {
+        self.workers.values().any(|w| w.last_seen < cutoff)
+    }
+
     /// The worker of `session` as messages name it: `w3 (host-a)`, or `unknown` when gone.
     pub fn describe(&self, session: &str, unknown: &str) -> String {
         self.workers.get(session).map_or_else(|| unknown.to_string(), |w| format!("{} ({})", w.id, w.name))

@@ -103,6 +103,16 @@ impl JobTable {
         counts
     }
 
+    /// The sessions holding a lease not yet expired at `now`, or an attempt being committed
+    /// (an expired attempt stays known for a late commit, but holds nothing).
+    pub fn sessions_holding(&self, now: Instant) -> HashSet<&str> {
+        self.attempts
+            .values()
+            .filter(|a| a.expires >= now || self.jobs[a.job].committing)
+            .map(|a| &*a.session)
+            .collect()
+    }
+
     /// Queue job `i` (first, for a retry); the queue is per family.
     pub fn enqueue(&mut self, i: usize, front: bool) {
         let family = self.jobs[i].family();
