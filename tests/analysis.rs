@@ -19,8 +19,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Instant, SystemTime};
 
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
 /// The venv's python, or `None` when this machine cannot make one (the test is skipped,
 /// unless ARMADA_REQUIRE_PYTHON=1).
 fn python() -> Option<PathBuf> {
@@ -36,7 +34,7 @@ fn python() -> Option<PathBuf> {
         return None;
     }
     let started = Instant::now();
-    let python = common::python_venv("venv-analysis", &Path::new(ROOT).join("analysis/requirements.txt"));
+    let python = common::python_venv("venv-analysis", &common::manifest_dir().join("analysis/requirements.txt"));
     eprintln!("venv-analysis ready in {:.1} s", started.elapsed().as_secs_f64());
     Some(python)
 }
@@ -104,7 +102,7 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, (u64, SystemTime)> {
 /// as they were.
 fn script(python: &Path, name: &str, args: &[&Path], extra: &[&str]) -> String {
     let cwd = tempfile::tempdir().unwrap();
-    let analysis = Path::new(ROOT).join("analysis");
+    let analysis = common::manifest_dir().join("analysis");
     let before = snapshot(&analysis);
     let started = Instant::now();
     let out =
@@ -437,7 +435,7 @@ fn trace_example() -> PathBuf {
         .args(["build", "--workspace", "--example", "trace", "--message-format=json-render-diagnostics"])
         .arg("--target-dir")
         .arg(target)
-        .current_dir(ROOT)
+        .current_dir(common::manifest_dir())
         .output()
         .unwrap();
     assert!(built.status.success(), "cargo build --workspace --example trace:\n{}", text(&built.stderr));
@@ -644,7 +642,7 @@ struct Recompute {
 #[test]
 fn committed_tables_are_what_the_scripts_compute_from_the_committed_runs() {
     let Some(python) = python() else { return };
-    let figures = Path::new(ROOT).join("analysis/figures");
+    let figures = common::manifest_dir().join("analysis/figures");
     let data = |paper: &str, sweep: &str| figures.join(paper).join("data").join(sweep);
     let run = |script, dirs, tables| Recompute { script, dirs, extra: Vec::new(), tables };
     let safe = ["safe-fig2", "safe-fig4", "safe-fig5", "safe-fig6"].iter().map(|s| data("safe", s)).collect();

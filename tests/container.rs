@@ -14,7 +14,6 @@ mod common;
 
 use common::net::Net;
 use common::{armada, assert_same_trajectory, jobs, text, wait_until};
-use std::path::Path;
 use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_armada");
@@ -60,7 +59,7 @@ fn a_coordinator_and_a_worker_from_the_image_run_a_sweep_and_the_worker_drains_o
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = common::manifest_dir();
     // The coordinator first: the test certificate is for its address, 10.77.0.1.
     let Some(net) = Net::new("i", &["coord", "worker", "client"]) else { return };
     let context = tmp.path().join("context");

@@ -342,7 +342,7 @@ fn a_browser_sees_progress_and_curves_update_while_jobs_commit() {
     let _w = submit_to_a_worker(&coord, tmp.path(), "browse", SLOW_SWEEP);
     let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("dashboard-screenshots");
     std::fs::create_dir_all(&shots).unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/dashboard_browser.js");
+    let script = common::manifest_dir().join("tests/support/dashboard_browser.js");
     let out = Command::new("timeout")
         .args(["--signal=KILL", "180", "node"])
         .arg(&script)

@@ -186,7 +186,7 @@ fn live_summaries_fill_in_while_the_sweep_runs_and_end_as_a_rebuild() {
 /// A Python with analysis/requirements-grpc.txt: a venv under the target directory, made
 /// from the package registry on first use and kept while the requirements are unchanged.
 fn python_with_grpc() -> PathBuf {
-    common::python_venv("venv-grpc", &Path::new(env!("CARGO_MANIFEST_DIR")).join("analysis/requirements-grpc.txt"))
+    common::python_venv("venv-grpc", &common::manifest_dir().join("analysis/requirements-grpc.txt"))
 }
 
 const SLOW_SWEEP: &str = r#"
@@ -466,7 +466,7 @@ fn a_python_grpc_client_submits_and_watches_a_sweep() {
     let coord = serve(&data, 0, &["--token", "py-token"]);
     let _w = worker(&coord.url, 2, &tmp.path().join("w.log"), &[("ARMADA_TOKEN", "py-token")]);
     let out = Command::new(python_with_grpc())
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("analysis/grpc_client.py"))
+        .arg(common::manifest_dir().join("analysis/grpc_client.py"))
         .args(["--coordinator", &coord.url, "--token", "py-token", sweep.to_str().unwrap()])
         .output()
         .expect("python3 runs");
@@ -499,7 +499,7 @@ fn a_python_grpc_client_submits_and_watches_a_sweep() {
 #[test]
 fn tls_serves_https_to_clients_that_trust_the_certificate() {
     let tmp = tempfile::tempdir().unwrap();
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls");
+    let fixtures = common::manifest_dir().join("tests/fixtures/tls");
     let (cert, key) = (fixtures.join("cert.pem"), fixtures.join("key.pem"));
     let data = tmp.path().join("data");
     let coord = serve(&data, 0, &["--tls-cert", cert.to_str().unwrap(), "--tls-key", key.to_str().unwrap()]);
@@ -683,7 +683,7 @@ fn a_rogue_session_cannot_touch_another_workers_attempt() {
         text(&client(&["status", "rogue"], &coord.url, 30).stdout).contains("1 running")
     });
     let out = Command::new(&python)
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/rogue_worker.py"))
+        .arg(common::manifest_dir().join("tests/support/rogue_worker.py"))
         .args([coord.url.as_str(), "1"])
         .output()
         .expect("python3 runs");

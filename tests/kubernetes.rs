@@ -6,7 +6,6 @@
 mod common;
 
 use common::{python_venv, text};
-use std::path::Path;
 use std::process::Command;
 
 /// The Kubernetes version the manifests are checked against.
@@ -14,7 +13,7 @@ const KUBERNETES: &str = "1.33";
 
 #[test]
 fn the_manifests_validate_against_the_schemas_and_agree_with_the_binary() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = common::manifest_dir();
     let python = python_venv("venv-kubernetes", &root.join("deploy/kubernetes/requirements.txt"));
     let manifests = [root.join("deploy/kubernetes/coordinator.yaml"), root.join("deploy/kubernetes/workers.yaml")];
     let validate = python.parent().unwrap().join("kubernetes-validate");

@@ -28,7 +28,7 @@ fn on(net: &Net, host: &str, args: &[&str]) -> Command {
 }
 
 fn tls() -> (PathBuf, PathBuf) {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls");
+    let dir = common::manifest_dir().join("tests/fixtures/tls");
     (dir.join("net-cert.pem"), dir.join("net-key.pem"))
 }
 

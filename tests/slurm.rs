@@ -122,7 +122,7 @@ impl Cluster {
     /// `sbatch` the worker array script against `url`, as a user would on a 2-CPU node:
     /// the script's #SBATCH lines overridden on the command line. Returns the job id.
     fn workers(&self, url: &str, tasks: usize) -> String {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/slurm/workers.sbatch");
+        let script = common::manifest_dir().join("deploy/slurm/workers.sbatch");
         let bin_dir = Path::new(BIN).parent().unwrap().display().to_string();
         let out = self
             .command("sbatch")
@@ -228,7 +228,7 @@ fn workers_under_slurm_run_a_sweep_drain_on_scancel_and_a_second_array_finishes_
     let (_coordinator, url) = serve(&data, &log);
 
     // A real sweep file, through two array tasks.
-    let lse = Path::new(env!("CARGO_MANIFEST_DIR")).join("sweeps/lse-finite-quick.toml");
+    let lse = common::manifest_dir().join("sweeps/lse-finite-quick.toml");
     let reference = tmp.path().join("reference");
     let run = armada(&["run", lse.to_str().unwrap(), "--in-process", "--out", reference.to_str().unwrap(), "--quiet"]);
     assert!(run.status.success(), "{}", text(&run.stderr));

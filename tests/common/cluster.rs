@@ -76,7 +76,7 @@ pub fn client_env(args: &[&str], url: &str, secs: u64, env: &[(&str, &str)]) -> 
     let mut cmd = Command::new(BIN);
     cmd.args(args)
         .args(["--coordinator", url])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .current_dir(super::manifest_dir())
         .env_remove("ARMADA_TOKEN")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

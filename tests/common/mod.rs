@@ -11,10 +11,17 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
 
+/// This checkout's root, read when the test runs: cargo reuses a test binary built from
+/// another checkout of the same sources when both share a target directory, and
+/// `env!("CARGO_MANIFEST_DIR")` would then still name that other checkout.
+pub fn manifest_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(|| env!("CARGO_MANIFEST_DIR").into(), std::path::PathBuf::from)
+}
+
 pub fn armada(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_armada"))
         .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .current_dir(manifest_dir())
         .output()
         .expect("the armada binary runs")
 }

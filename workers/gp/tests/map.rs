@@ -7,6 +7,13 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
 
+/// This checkout's root, read when the test runs: cargo reuses a test binary built from
+/// another checkout of the same sources when both share a target directory, and
+/// `env!("CARGO_MANIFEST_DIR")` would then still name that other checkout.
+fn manifest_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(|| env!("CARGO_MANIFEST_DIR").into(), std::path::PathBuf::from)
+}
+
 /// `data.len() / dim` points, one per row.
 fn rows(dim: usize, data: Vec<f64>) -> ndarray::Array2<f64> {
     ndarray::Array2::from_shape_vec((data.len() / dim, dim), data).unwrap()
@@ -51,7 +58,7 @@ fn gradients_match_central_differences_for_every_kind() {
 
 #[test]
 fn map_fit_improves_on_its_starts_and_matches_scipy() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/reference.json");
+    let path = manifest_dir().join("tests/fixtures/reference.json");
     let fx: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let c = &fx["map"];
     let dim = c["dim"].as_u64().unwrap() as usize;

@@ -9,6 +9,13 @@
 use armada_gp::{Gp, Kernel};
 use serde_json::Value;
 
+/// This checkout's root, read when the test runs: cargo reuses a test binary built from
+/// another checkout of the same sources when both share a target directory, and
+/// `env!("CARGO_MANIFEST_DIR")` would then still name that other checkout.
+fn manifest_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(|| env!("CARGO_MANIFEST_DIR").into(), std::path::PathBuf::from)
+}
+
 /// `data.len() / dim` points, one per row.
 fn rows(dim: usize, data: Vec<f64>) -> ndarray::Array2<f64> {
     ndarray::Array2::from_shape_vec((data.len() / dim, dim), data).unwrap()
@@ -17,7 +24,7 @@ fn rows(dim: usize, data: Vec<f64>) -> ndarray::Array2<f64> {
 const TOL: f64 = 1e-10;
 
 fn fixtures() -> Value {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/reference.json");
+    let path = manifest_dir().join("tests/fixtures/reference.json");
     let text = std::fs::read_to_string(path).expect("reference.json present");
     serde_json::from_str(&text).expect("reference.json parses")
 }

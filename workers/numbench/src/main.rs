@@ -167,6 +167,13 @@ fn write_baseline(path: &Path, measured: &BTreeMap<&str, f64>, old: &BTreeMap<St
     std::fs::write(path, out).expect("baseline.tsv is writable");
 }
 
+/// This crate's directory: as `cargo run` says when it runs us (a build that another checkout
+/// of the same sources made, in a shared target directory, keeps that checkout's compile-time
+/// path), else where we were built.
+fn manifest_dir() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(|| env!("CARGO_MANIFEST_DIR").into(), PathBuf::from)
+}
+
 /// One timed run of a workload.
 struct Run {
     seconds: f64,
@@ -228,7 +235,7 @@ fn time_numpy_lse(dir: &Path, python: &str) -> BTreeMap<&'static str, f64> {
 /// on Sim (d = 25, K = 120, T = 14,000), as `analysis/cdt_authors.py` measures it: their
 /// algorithm's time, without building the context tensor.
 fn time_authors_cdt(code: &Path, python: &str, bottom: &str) -> f64 {
-    let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../analysis/cdt_authors.py");
+    let driver = manifest_dir().join("../../analysis/cdt_authors.py");
     let out = std::env::temp_dir().join(format!("armada-numbench-cdt-{bottom}-{}.csv", std::process::id()));
     let _ = std::fs::remove_file(&out);
     let run = Command::new(python)
@@ -326,7 +333,7 @@ fn main() {
     let value = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
     let (full, record) = (flag("--full"), flag("--record"));
     let only = value("--only");
-    let baseline_path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("baseline.tsv");
+    let baseline_path = manifest_dir().join("baseline.tsv");
     let baseline = read_baseline(&baseline_path);
     let registry = Registry::new(vec![
         Box::new(armada_lse::LseFamily),
