@@ -79,7 +79,7 @@ pub struct LinTs {
 
 impl LinTs {
     pub fn new(dim: usize, theory: TheoryConstants) -> Self {
-        LinTs { design: RidgeDesign::new(dim, theory.lambda), theory, sample: vec![0.0; dim] }
+        LinTs { design: RidgeDesign::with_factor(dim, theory.lambda), theory, sample: vec![0.0; dim] }
     }
     /// Overwrites the standard normal `z` with `theta-hat + alpha L^{-T} z` (spec §2.5.2), a draw of theta~.
     pub fn perturb(&self, alpha: f64, z: &mut [f64]) {
