@@ -5,7 +5,7 @@
 //! the registry and the real episode loop, as a worker runs it (no orchestration).
 //!
 //! ```text
-//! cargo run --release -p armada-numbench                   # the quick workloads (~30 s)
+//! cargo run --release -p armada-numbench                   # the quick workloads (~40 s)
 //! cargo run --release -p armada-numbench -- --full         # also GLM-TSL and BO-uCVS (minutes)
 //! cargo run --release -p armada-numbench -- --only cdt     # workloads whose name contains `cdt`
 //! cargo run --release -p armada-numbench -- --record       # rewrite baseline.tsv from this run
@@ -89,6 +89,19 @@ const WORKLOADS: &[Workload] = &[
         quick: true,
         reference: Some(NUMPY_LSE),
         target: Some(LSE_TARGET),
+    },
+    Workload {
+        name: "lse-continuous",
+        // One run of LSE Figure 4 (sweeps/lse-fig4.toml): most of its time is the posterior
+        // mean on the 100,000 evaluation points every fifth step, bound by memory.
+        spec: || {
+            let mut s = spec("lse", "rosenbrock-5d", "rand-straddle", 500);
+            s.benchmark_params.insert("metrics_every".into(), ParamValue::Int(5));
+            s
+        },
+        quick: true,
+        reference: None,
+        target: None,
     },
     Workload {
         name: "mile",
