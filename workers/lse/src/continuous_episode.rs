@@ -55,8 +55,9 @@ use rand_distr::StandardNormal;
 pub const POLISH_STEP_FRACTION: f64 = 0.05;
 
 /// Columns per block of [`EvalSetMean`]'s `V`: the new rows of a block (five of 2 KB each at
-/// Figure 4's schedule) stay in the L1 cache while each old row streams through once. (2,048,
-/// row-major, was 0.59x as fast on a Figure 4 run; 128 and 256 measured the same, 512 slower.)
+/// Figure 4's schedule) stay in the L1 cache while each old row streams through once. (A
+/// Figure 4 run took 1.7 times as long with row-major rows, 2,048 columns and no AVX2; with
+/// this layout, 128 and 256 columns measured the same, 512 slower.)
 const EVAL_CHUNK: usize = 256;
 
 /// The acquisition rule of a continuous job on `problem`: the finite rules that apply to a
@@ -165,8 +166,7 @@ pub struct EvalSetMean {
     /// `V`, column block by column block ([`EVAL_CHUNK`] columns each, the last one
     /// narrower): block `c` holds its `row_capacity` rows one after another, so that the
     /// catch-up, which reads every old row of one block before it moves on, streams through
-    /// contiguous memory (row-major, it read 16 KB and jumped 800 KB, at a quarter of the
-    /// memory's pace).
+    /// contiguous memory (row-major, it read 16 KB and jumped 800 KB).
     v: Vec<f64>,
     row_capacity: usize,
     n_rows: usize,
