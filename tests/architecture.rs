@@ -1,16 +1,11 @@
 //! House rules as tests: the dependency invariants of ARCHITECTURE.md, and a `//!`
 //! doc comment at the top of every Rust file.
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Command;
-
-/// This checkout's root, read when the test runs: cargo reuses a test binary built from
-/// another checkout of the same sources when both share a target directory, and
-/// `env!("CARGO_MANIFEST_DIR")` would then still name that other checkout.
-fn manifest_dir() -> std::path::PathBuf {
-    std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(|| env!("CARGO_MANIFEST_DIR").into(), std::path::PathBuf::from)
-}
 
 /// Every crate under `workers/` but the runtime must stay plain synchronous Rust: no
 /// runtime, wire or dataframe crates.
@@ -34,7 +29,7 @@ fn worker_crates_depend_on_no_runtime_wire_or_dataframe_crate() {
     let host = version.lines().find_map(|l| l.strip_prefix("host: ")).expect("rustc names its host");
     let out = Command::new(env!("CARGO"))
         .args(["metadata", "--format-version", "1", "--locked", "--filter-platform", host])
-        .current_dir(manifest_dir())
+        .current_dir(common::manifest_dir())
         .output()
         .expect("cargo metadata runs");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -59,7 +54,7 @@ fn worker_crates_depend_on_no_runtime_wire_or_dataframe_crate() {
     }
     // The crates under workers/, found from their manifests: a new family crate is checked
     // without being listed here.
-    let workers_dir = manifest_dir().join("workers");
+    let workers_dir = common::manifest_dir().join("workers");
     let under_workers: Vec<&str> = meta["packages"]
         .as_array()
         .unwrap()
@@ -90,7 +85,7 @@ fn worker_crates_depend_on_no_runtime_wire_or_dataframe_crate() {
 
 #[test]
 fn every_rust_file_opens_with_a_module_doc() {
-    let root = manifest_dir();
+    let root = common::manifest_dir();
     let mut missing = Vec::new();
     for dir in ["src", "workers", "proto", "tests"] {
         visit(&root.join(dir), &mut |path| {
@@ -185,7 +180,7 @@ fn find_cycle(edges: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>>
 /// aside): a module can be read, and changed, after the ones it uses.
 #[test]
 fn the_modules_of_every_crate_import_each_other_without_cycles() {
-    let root = manifest_dir();
+    let root = common::manifest_dir();
     let mut crates = vec![root.join("src"), root.join("proto/src")];
     for entry in std::fs::read_dir(root.join("workers")).unwrap().flatten() {
         crates.push(entry.path().join("src"));
@@ -249,7 +244,7 @@ fn the_cycle_check_sees_grouped_imports_and_cycles() {
 /// a new family is documented where users look.
 #[test]
 fn the_readme_names_every_family() {
-    let readme = std::fs::read_to_string(manifest_dir().join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(common::manifest_dir().join("README.md")).unwrap();
     let missing: Vec<&str> =
         armada::registry().families().map(|f| f.name()).filter(|name| !readme.contains(&format!("`{name}`"))).collect();
     assert!(missing.is_empty(), "README.md does not name the families {missing:?} (as `name`)");
@@ -277,7 +272,7 @@ fn the_state_machines_do_no_io_and_read_no_clock() {
         ("sessions.rs", &["use super::replies::", "use armada_core::Registry;"]),
     ];
     for (file, allowed) in pure {
-        let path = manifest_dir().join("src/coordinator").join(file);
+        let path = common::manifest_dir().join("src/coordinator").join(file);
         let text = std::fs::read_to_string(&path).unwrap();
         // Its code, without its tests and comments.
         let code: String = text

@@ -8,6 +8,8 @@
 //! file written afresh (the regeneration that a bump runs); `.ci/run` then refuses the
 //! change until the new file is committed, so the comparison is never skipped in CI.
 
+mod common;
+
 use armada::{registry, sweep};
 use armada_core::{run_job, Family, StepRecord};
 use std::collections::BTreeMap;
@@ -15,16 +17,9 @@ use std::fmt::Write;
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 
-/// This checkout's root, read when the test runs: cargo reuses a test binary built from
-/// another checkout of the same sources when both share a target directory, and
-/// `env!("CARGO_MANIFEST_DIR")` would then still name that other checkout.
-fn manifest_dir() -> std::path::PathBuf {
-    std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(|| env!("CARGO_MANIFEST_DIR").into(), std::path::PathBuf::from)
-}
-
 /// Every golden sweep file, in a stable order.
 fn golden_files() -> Vec<PathBuf> {
-    let workers = manifest_dir().join("workers");
+    let workers = common::manifest_dir().join("workers");
     let mut files: Vec<PathBuf> = std::fs::read_dir(workers)
         .unwrap()
         .flat_map(|krate| std::fs::read_dir(krate.unwrap().path().join("golden")).into_iter().flatten())

@@ -1,14 +1,9 @@
 //! Every sweep file shipped in sweeps/ validates, and each `-quick` variant has the
 //! benchmarks and algorithms of its full sweep (only seeds and horizon shrink).
 
-use std::collections::BTreeSet;
+mod common;
 
-/// This checkout's root, read when the test runs: cargo reuses a test binary built from
-/// another checkout of the same sources when both share a target directory, and
-/// `env!("CARGO_MANIFEST_DIR")` would then still name that other checkout.
-fn manifest_dir() -> std::path::PathBuf {
-    std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(|| env!("CARGO_MANIFEST_DIR").into(), std::path::PathBuf::from)
-}
+use std::collections::BTreeSet;
 
 fn cells(sweep: &armada::sweep::Sweep) -> BTreeSet<(String, String, String, String)> {
     sweep
@@ -24,7 +19,7 @@ fn cells(sweep: &armada::sweep::Sweep) -> BTreeSet<(String, String, String, Stri
 #[test]
 fn shipped_sweeps_validate_and_quick_variants_match_their_full_sweeps() {
     let registry = armada::registry();
-    let dir = manifest_dir().join("sweeps");
+    let dir = common::manifest_dir().join("sweeps");
     let mut n_files = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();

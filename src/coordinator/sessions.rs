@@ -19,6 +19,13 @@ pub struct Worker {
     pub last_seen: Instant,
 }
 
+impl Worker {
+    /// The worker as messages name it: `w3 (host-a)`.
+    pub fn label(&self) -> String {
+        format!("{} ({})", self.id, self.name)
+    }
+}
+
 /// Registered workers by session credential.
 #[derive(Default)]
 pub struct Sessions {
@@ -100,16 +107,15 @@ impl Sessions {
     /// comes back is told its session is unknown and registers again. Answers them as
     /// messages name them.
     pub fn forget_idle(&mut self, cutoff: Instant, holds: impl Fn(&str) -> bool) -> Vec<String> {
-        let idle: Vec<Arc<str>> = self
-            .workers
-            .iter()
-            .filter(|(session, w)| w.last_seen < cutoff && !holds(session))
-            .map(|(session, _)| session.clone())
-            .collect();
-        idle.iter()
-            .filter_map(|session| self.workers.remove(session))
-            .map(|w| format!("{} ({})", w.id, w.name))
-            .collect()
+        let mut forgotten = Vec::new();
+        self.workers.retain(|session, w| {
+            let keep = w.last_seen >= cutoff || holds(session);
+            if !keep {
+                forgotten.push(w.label());
+            }
+            keep
+        });
+        forgotten
     }
 
     /// Whether any worker was last heard from before `cutoff` (cheap, checked every tick).
@@ -119,6 +125,6 @@ impl Sessions {
 
     /// The worker of `session` as messages name it: `w3 (host-a)`, or `unknown` when gone.
     pub fn describe(&self, session: &str, unknown: &str) -> String {
-        self.workers.get(session).map_or_else(|| unknown.to_string(), |w| format!("{} ({})", w.id, w.name))
+        self.workers.get(session).map_or_else(|| unknown.to_string(), Worker::label)
     }
 }
