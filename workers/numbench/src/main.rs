@@ -92,8 +92,8 @@ const WORKLOADS: &[Workload] = &[
     },
     Workload {
         name: "lse-continuous",
-        // One run of LSE Figure 4 (sweeps/lse-fig4.toml): most of its time is the posterior
-        // mean on the 100,000 evaluation points every fifth step, bound by memory.
+        // One run of LSE Figure 4 (sweeps/lse-fig4.toml): most of its time is catching up the
+        // posterior mean on the 100,000 evaluation points every fifth step.
         spec: || {
             let mut s = spec("lse", "rosenbrock-5d", "rand-straddle", 500);
             s.benchmark_params.insert("metrics_every".into(), ParamValue::Int(5));
@@ -304,20 +304,18 @@ fn time_other_build(bin: &Path, workload: &Workload) -> Result<(f64, Option<u64>
 
 /// The digest (`digest=<16 hex digits>`) in the row named `name` of a numbench table.
 fn digest_in_table(table: &str, name: &str) -> Option<u64> {
-    let row = table.lines().find(|line| line.split_whitespace().next() == Some(name))?;
-    let hex = row.split_whitespace().find_map(|w| w.strip_prefix("digest="))?;
+    let hex = table_row(table, name)?.split_whitespace().find_map(|w| w.strip_prefix("digest="))?;
     u64::from_str_radix(hex, 16).ok()
+}
+
+/// The row named `name` (its first word) of a numbench table.
+fn table_row<'a>(table: &'a str, name: &str) -> Option<&'a str> {
+    table.lines().find(|line| line.split_whitespace().next() == Some(name))
 }
 
 /// The `armada s` column of the row named `name` in a numbench table.
 fn seconds_in_table(table: &str, name: &str) -> Option<f64> {
-    table.lines().find_map(|line| {
-        let mut words = line.split_whitespace();
-        if words.next()? != name {
-            return None;
-        }
-        words.next()?.parse().ok()
-    })
+    table_row(table, name)?.split_whitespace().nth(1)?.parse().ok()
 }
 
 fn median(xs: &[f64]) -> f64 {
