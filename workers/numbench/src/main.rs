@@ -338,12 +338,73 @@ fn ratio(a: f64, b: f64) -> String {
     format!("{:.3}", a / b)
 }
 
+/// The command line. Anything it does not know is an error: a mistyped `--rouns 5` must not
+/// quietly run the defaults and print a table that looks like the one asked for.
+#[derive(Debug, Default, PartialEq)]
+struct Args {
+    full: bool,
+    record: bool,
+    only: Option<String>,
+    python: Option<String>,
+    reference_lse: Option<String>,
+    reference_cdt: Option<String>,
+    against: Option<String>,
+    rounds: Option<String>,
+}
+
+const USAGE: &str = "usage: armada-numbench [--full] [--only NAME] [--record] [--rounds N] [--against BIN]
+                       [--reference-lse DIR] [--reference-cdt DIR] [--python PY]
+(see workers/numbench/src/main.rs and README.md for what each does)";
+
+/// `Ok(None)` for `--help`.
+fn parse_args(args: &[String]) -> Result<Option<Args>, String> {
+    let mut parsed = Args::default();
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        let slot = match arg.as_str() {
+            "-h" | "--help" => return Ok(None),
+            "--full" => {
+                parsed.full = true;
+                continue;
+            }
+            "--record" => {
+                parsed.record = true;
+                continue;
+            }
+            "--only" => &mut parsed.only,
+            "--python" => &mut parsed.python,
+            "--reference-lse" => &mut parsed.reference_lse,
+            "--reference-cdt" => &mut parsed.reference_cdt,
+            "--against" => &mut parsed.against,
+            "--rounds" => &mut parsed.rounds,
+            other => return Err(format!("unknown argument `{other}`")),
+        };
+        match rest.next() {
+            Some(value) if !value.starts_with("--") => *slot = Some(value.clone()),
+            _ => return Err(format!("{arg} needs a value")),
+        }
+    }
+    Ok(Some(parsed))
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let flag = |name: &str| args.iter().any(|a| a == name);
-    let value = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
-    let (full, record) = (flag("--full"), flag("--record"));
-    let only = value("--only");
+    let args = match parse_args(&args) {
+        Ok(Some(args)) => args,
+        Ok(None) => {
+            println!("{USAGE}");
+            return;
+        }
+        Err(e) => fail(&format!("{e}\n{USAGE}")),
+    };
+    let (full, record) = (args.full, args.record);
+    let only = args.only;
+    if let Some(o) = &only {
+        if !WORKLOADS.iter().any(|w| w.name.contains(o.as_str())) {
+            let names: Vec<&str> = WORKLOADS.iter().map(|w| w.name).collect();
+            fail(&format!("--only {o}: no workload's name contains it (workloads: {})", names.join(", ")));
+        }
+    }
     let baseline_path = manifest_dir().join("baseline.tsv");
     let baseline = read_baseline(&baseline_path);
     let registry = Registry::new(vec![
@@ -351,16 +412,16 @@ fn main() {
         Box::new(armada_bandits::BanditsFamily),
         Box::new(armada_cvs::CvsFamily),
     ]);
-    let python = value("--python").unwrap_or_else(|| "python3".into());
+    let python = args.python.unwrap_or_else(|| "python3".into());
     let mut measured_reference: BTreeMap<&str, (f64, &str)> = BTreeMap::new();
-    if let Some(dir) = value("--reference-lse") {
+    if let Some(dir) = args.reference_lse {
         for (workload, seconds) in time_numpy_lse(Path::new(&dir), &python) {
             measured_reference.insert(workload, (seconds, "spec's numpy reference, measured now"));
         }
     }
-    let reference_cdt = value("--reference-cdt");
-    let against = value("--against").map(PathBuf::from);
-    let rounds = match value("--rounds") {
+    let reference_cdt = args.reference_cdt;
+    let against = args.against.map(PathBuf::from);
+    let rounds = match args.rounds {
         None => {
             if against.is_some() {
                 3
@@ -497,6 +558,30 @@ mod tests {
         // an older build's row has no digest
         assert_eq!(digest_in_table(table, "lse"), None);
         assert_eq!(digest_in_table(table, "absent"), None);
+    }
+
+    fn parse(args: &[&str]) -> Result<Option<Args>, String> {
+        parse_args(&args.iter().map(|a| a.to_string()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn arguments_parse_and_mistakes_are_named() {
+        let args = parse(&["--full", "--only", "cdt", "--rounds", "5", "--against", "/b/numbench"]).unwrap().unwrap();
+        assert_eq!(
+            args,
+            Args {
+                full: true,
+                only: Some("cdt".into()),
+                rounds: Some("5".into()),
+                against: Some("/b/numbench".into()),
+                ..Args::default()
+            }
+        );
+        assert_eq!(parse(&[]).unwrap(), Some(Args::default()));
+        assert_eq!(parse(&["--record", "--help"]).unwrap(), None);
+        assert_eq!(parse(&["--rouns", "5"]).unwrap_err(), "unknown argument `--rouns`");
+        assert_eq!(parse(&["--only"]).unwrap_err(), "--only needs a value");
+        assert_eq!(parse(&["--against", "--full"]).unwrap_err(), "--against needs a value");
     }
 
     #[test]

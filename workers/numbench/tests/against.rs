@@ -91,3 +91,18 @@ fn a_missing_build_a_build_without_the_row_or_a_bad_round_count_is_named_not_a_p
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--rounds 0: a positive integer"));
 }
+
+#[test]
+fn a_mistyped_argument_or_an_unknown_workload_stops_before_any_run() {
+    let out = numbench(&["--only", "lse-random", "--rouns", "5"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("unknown argument `--rouns`") && stderr.contains("usage:"), "{stderr}");
+    assert!(out.stdout.is_empty(), "nothing ran: {}", String::from_utf8_lossy(&out.stdout));
+
+    let out = numbench(&["--only", "mille"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--only mille: no workload's name contains it") && stderr.contains("mile"), "{stderr}");
+    assert!(out.stdout.is_empty());
+}
