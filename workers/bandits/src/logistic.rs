@@ -12,7 +12,6 @@
 //! (spec §7.12: Newton with step halving, at most 50 iterations, tolerance 1e-8).
 
 use crate::linalg::{cholesky_in_place, cholesky_solve_in_place, dot, dot4};
-use armada_core::avx2_dispatch;
 use faer::linalg::matmul::matmul;
 use faer::{Accum, MatMut, MatRef, Par};
 
@@ -24,6 +23,23 @@ pub fn sigmoid(z: f64) -> f64 {
         let e = z.exp();
         e / (1.0 + e)
     }
+}
+
+/// [`sigmoid`] of four values, bit for bit (NaN included), without its branch: the sign of
+/// `x^T theta` over a history is a coin flip the branch predictor loses about half the time.
+/// Each lane selects the exponent its branch would take (`-|z|`, but `z` itself for NaN, as
+/// [`sigmoid`]), then both quotients are formed and one kept.
+#[inline(always)]
+pub fn sigmoid4(z: [f64; 4]) -> [f64; 4] {
+    let e: [f64; 4] = std::array::from_fn(|s| if z[s] >= 0.0 { -z[s] } else { z[s] }.exp());
+    std::array::from_fn(|s| {
+        let (positive, negative) = (1.0 / (1.0 + e[s]), e[s] / (1.0 + e[s]));
+        if z[s] >= 0.0 {
+            positive
+        } else {
+            negative
+        }
+    })
 }
 
 /// `ln(1 + e^z)` without overflow.
@@ -319,21 +335,60 @@ impl LogisticMle {
     }
 }
 
-avx2_dispatch! {
-    /// Adds `sum_s (sigmoid(x_s^T theta) - y_s) x_s` over the row-major history `features` (one
-    /// row of `theta.len()` per label) to `gradient`.
-    ///
-    /// Samples go four at a time ([`dot4`]) so that their products, exponentials and divisions
-    /// overlap; each component of the gradient still adds the samples' terms one by one in
-    /// history order, so the result is bit for bit the one-sample loop's.
-    fn add_log_likelihood_gradient(features: &[f64], labels: &[f64], theta: &[f64], gradient: &mut [f64]) {
-        let d = theta.len();
-        let blocks = features.chunks_exact(4 * d);
-        let tail = blocks.remainder();
-        for (rows, y) in blocks.zip(labels.chunks_exact(4)) {
-            let z = dot4(rows, theta);
-            let r: [f64; 4] = std::array::from_fn(|s| sigmoid(z[s]) - y[s]);
-            let (x0, rest) = rows.split_at(d);
+/// Samples per chunk of [`gradient_pass`]: a multiple of four, small enough that a chunk's rows
+/// (64 x 25 x 8 bytes at d = 25) stay in L1 between its first and last pass.
+const GRADIENT_CHUNK: usize = 64;
+
+/// Adds `sum_s (sigmoid(x_s^T theta) - y_s) x_s` over the row-major history `features` (one row
+/// of `theta.len()` per label) to `gradient`: [`gradient_pass`] with the AVX2 copy of [`dot4`]
+/// where the processor has AVX2, compiled for AVX2 throughout. Both give the same bits.
+fn add_log_likelihood_gradient(features: &[f64], labels: &[f64], theta: &[f64], gradient: &mut [f64]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx2")]
+        fn avx2(features: &[f64], labels: &[f64], theta: &[f64], gradient: &mut [f64]) {
+            // The closure inherits this function's AVX2, so it may call dot4_avx2.
+            gradient_pass(features, labels, theta, gradient, |rows, b| crate::linalg::dot4_avx2(rows, b))
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the processor supports AVX2, checked just above.
+            return unsafe { avx2(features, labels, theta, gradient) };
+        }
+    }
+    gradient_pass(features, labels, theta, gradient, dot4)
+}
+
+/// The gradient pass of [`add_log_likelihood_gradient`], given a [`dot4`] (bit for bit).
+///
+/// Samples go in chunks of [`GRADIENT_CHUNK`], each in three passes: the linear predictors four
+/// rows at a time, then the residuals `sigmoid(z) - y` ([`sigmoid4`]: no branch on the sign),
+/// then the update, while the chunk's rows are still in L1. Each component of the gradient
+/// still adds the samples' terms one by one in history order, so the result is bit for bit the
+/// one-sample loop's.
+#[inline(always)]
+fn gradient_pass(
+    features: &[f64],
+    labels: &[f64],
+    theta: &[f64],
+    gradient: &mut [f64],
+    dot4: impl Fn(&[f64], &[f64]) -> [f64; 4],
+) {
+    let d = theta.len();
+    let whole = labels.len() / 4 * 4;
+    let mut residuals = [0.0; GRADIENT_CHUNK];
+    for (rows, y) in features[..whole * d].chunks(GRADIENT_CHUNK * d).zip(labels[..whole].chunks(GRADIENT_CHUNK)) {
+        let residuals = &mut residuals[..y.len()];
+        for (r, block) in residuals.chunks_exact_mut(4).zip(rows.chunks_exact(4 * d)) {
+            r.copy_from_slice(&dot4(block, theta));
+        }
+        for (r, y) in residuals.chunks_exact_mut(4).zip(y.chunks_exact(4)) {
+            let p = sigmoid4([r[0], r[1], r[2], r[3]]);
+            for s in 0..4 {
+                r[s] = p[s] - y[s];
+            }
+        }
+        for (r, block) in residuals.chunks_exact(4).zip(rows.chunks_exact(4 * d)) {
+            let (x0, rest) = block.split_at(d);
             let (x1, rest) = rest.split_at(d);
             let (x2, x3) = rest.split_at(d);
             for ((((g, a), b), c), e) in gradient.iter_mut().zip(x0).zip(x1).zip(x2).zip(x3) {
@@ -343,12 +398,11 @@ avx2_dispatch! {
                 *g += r[3] * e;
             }
         }
-        let tail_labels = &labels[labels.len() - tail.len() / d..];
-        for (x, &y) in tail.chunks_exact(d).zip(tail_labels) {
-            let residual = sigmoid(dot(x, theta)) - y;
-            for (g, xi) in gradient.iter_mut().zip(x) {
-                *g += residual * xi;
-            }
+    }
+    for (x, &y) in features[whole * d..].chunks_exact(d).zip(&labels[whole..]) {
+        let residual = sigmoid(dot(x, theta)) - y;
+        for (g, xi) in gradient.iter_mut().zip(x) {
+            *g += residual * xi;
         }
     }
 }
@@ -421,11 +475,15 @@ mod tests {
     /// tail of 0-3 samples) and a dimension that is not a multiple of four.
     #[test]
     fn gradient_pass_is_bit_for_bit_the_one_sample_loop() {
-        for (n, d) in [(0, 3), (1, 25), (7, 25), (64, 25), (103, 6), (9, 1)] {
+        // Sizes below, at and across the 64-sample chunks, with and without a tail of 1-3 samples.
+        for (n, d) in [(0, 3), (1, 25), (7, 25), (64, 25), (103, 6), (9, 1), (130, 25), (259, 25), (200, 7)] {
             let (xs, ys) = synthetic_history(11 + n as u64, n, d);
             let theta: Vec<f64> = (0..d).map(|i| 0.3 - 0.07 * i as f64).collect();
             let mut fast = vec![0.25; d];
             add_log_likelihood_gradient(&xs, &ys, &theta, &mut fast);
+            // The baseline x86-64 path too (the one above runs AVX2 where the processor has it).
+            let mut portable = vec![0.25; d];
+            gradient_pass(&xs, &ys, &theta, &mut portable, dot4);
             let mut slow = vec![0.25; d];
             for (x, &y) in xs.chunks_exact(d).zip(&ys) {
                 let residual = sigmoid(dot(x, &theta)) - y;
@@ -435,6 +493,7 @@ mod tests {
             }
             let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(&fast), bits(&slow), "n = {n}, d = {d}");
+            assert_eq!(bits(&portable), bits(&slow), "n = {n}, d = {d}");
         }
     }
 
@@ -485,6 +544,21 @@ mod tests {
                     .map(|x| sigmoid_derivative(x.iter().zip(&theta).map(|(a, b)| a * b).sum()) * x[i] * x[j])
                     .sum();
                 assert!((h[i * d + j] - naive).abs() < 1e-12 * (1.0 + naive.abs()));
+            }
+        }
+    }
+
+    #[test]
+    fn sigmoid4_is_bit_for_bit_sigmoid() {
+        let mut rng = ChaCha8Rng::seed_from_u64(4);
+        let edges =
+            [0.0, -0.0, 1e-300, -1e-300, 36.7, -36.7, 745.2, -745.2, 800.0, -800.0, f64::INFINITY, f64::NEG_INFINITY];
+        let random = (0..400_000).map(|i| (rng.random::<f64>() - 0.5) * if i % 2 == 0 { 20.0 } else { 1500.0 });
+        let values: Vec<f64> = edges.into_iter().chain(random).chain([f64::NAN; 4]).collect();
+        for z in values.chunks_exact(4) {
+            let batch = sigmoid4([z[0], z[1], z[2], z[3]]);
+            for (b, &z) in batch.iter().zip(z) {
+                assert_eq!(b.to_bits(), sigmoid(z).to_bits(), "z = {z}");
             }
         }
     }
