@@ -197,11 +197,8 @@ impl LogisticMle {
     /// estimate: O(n d^2), done as one `(W X)^T X` product by faer, then symmetrised.
     pub fn exact_curvature(&mut self, out: &mut [f64]) {
         let (n, d) = (self.labels.len(), self.dim);
-        self.weighted_features.clear();
-        for x in self.features.chunks_exact(d) {
-            let w = sigmoid_derivative(dot(x, &self.estimate));
-            self.weighted_features.extend(x.iter().map(|xi| w * xi));
-        }
+        self.weighted_features.resize(n * d, 0.0);
+        weigh_by_curvature(&self.features, &self.estimate, &mut self.weighted_features);
         if n == 0 {
             out.fill(0.0);
             return;
@@ -356,6 +353,54 @@ fn add_log_likelihood_gradient(features: &[f64], labels: &[f64], theta: &[f64], 
         }
     }
     gradient_pass(features, labels, theta, gradient, dot4)
+}
+
+/// Overwrites `weighted` with each row `x_s` of `features` times `mu'(x_s^T theta)`, the rows of
+/// `W X` in the exact curvature `X^T W X`: [`curvature_weights_pass`], dispatched as
+/// [`add_log_likelihood_gradient`] is.
+fn weigh_by_curvature(features: &[f64], theta: &[f64], weighted: &mut [f64]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx2")]
+        fn avx2(features: &[f64], theta: &[f64], weighted: &mut [f64]) {
+            curvature_weights_pass(features, theta, weighted, |rows, b| crate::linalg::dot4_avx2(rows, b))
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the processor supports AVX2, checked just above.
+            return unsafe { avx2(features, theta, weighted) };
+        }
+    }
+    curvature_weights_pass(features, theta, weighted, dot4)
+}
+
+/// The pass of [`weigh_by_curvature`], given a [`dot4`]: four rows at a time, bit for bit
+/// `sigmoid_derivative(dot(x, theta)) * x` row by row ([`sigmoid4`] is [`sigmoid`]'s bits).
+#[inline(always)]
+fn curvature_weights_pass(
+    features: &[f64],
+    theta: &[f64],
+    weighted: &mut [f64],
+    dot4: impl Fn(&[f64], &[f64]) -> [f64; 4],
+) {
+    let d = theta.len();
+    let blocks = features.chunks_exact(4 * d);
+    let tail = blocks.remainder();
+    let mut out = weighted.chunks_exact_mut(4 * d);
+    for (rows, out) in blocks.zip(&mut out) {
+        let p = sigmoid4(dot4(rows, theta));
+        for ((o, x), p) in out.chunks_exact_mut(d).zip(rows.chunks_exact(d)).zip(p) {
+            let w = p * (1.0 - p);
+            for (o, x) in o.iter_mut().zip(x) {
+                *o = w * x;
+            }
+        }
+    }
+    for (o, x) in out.into_remainder().chunks_exact_mut(d).zip(tail.chunks_exact(d)) {
+        let w = sigmoid_derivative(dot(x, theta));
+        for (o, x) in o.iter_mut().zip(x) {
+            *o = w * x;
+        }
+    }
 }
 
 /// The gradient pass of [`add_log_likelihood_gradient`], given a [`dot4`] (bit for bit).
@@ -522,6 +567,30 @@ mod tests {
             let c = mle.counters();
             assert!(c.iterations <= 4 * c.fits, "warm start should need few steps: {c:?}");
             assert!(c.exact_hessian_rebuilds * 10 <= c.fits, "exact Hessians should be rare: {c:?}");
+        }
+    }
+
+    /// Both copies of the curvature weights, bit for bit the row-by-row formula, with and
+    /// without a tail of 1-3 rows.
+    #[test]
+    fn curvature_weights_are_bit_for_bit_the_one_row_formula() {
+        for (n, d) in [(0, 3), (1, 25), (7, 25), (64, 25), (103, 6), (9, 1)] {
+            let (xs, _) = synthetic_history(21 + n as u64, n, d);
+            let theta: Vec<f64> = (0..d).map(|i| 0.9 - 0.11 * i as f64).collect();
+            let expected: Vec<u64> = xs
+                .chunks_exact(d)
+                .flat_map(|x| {
+                    let w = sigmoid_derivative(dot(x, &theta));
+                    x.iter().map(move |xi| (w * xi).to_bits())
+                })
+                .collect();
+            let mut dispatched = vec![f64::NAN; n * d];
+            weigh_by_curvature(&xs, &theta, &mut dispatched);
+            let mut portable = vec![f64::NAN; n * d];
+            curvature_weights_pass(&xs, &theta, &mut portable, dot4);
+            for got in [dispatched, portable] {
+                assert_eq!(got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), expected, "n = {n}, d = {d}");
+            }
         }
     }
 
