@@ -131,7 +131,7 @@ pub(crate) fn point(x: ArrayView1<'_, f64>) -> Cow<'_, [f64]> {
 /// # Panics
 /// If `features.len()` is not a positive multiple of `dim`.
 pub fn contexts_view(features: &[f64], dim: usize) -> ArrayView2<'_, f64> {
-    assert!(dim > 0 && !features.is_empty() && features.len() % dim == 0, "K x d row-major features");
+    assert!(dim > 0 && !features.is_empty() && features.len().is_multiple_of(dim), "K x d row-major features");
     ArrayView2::from_shape((features.len() / dim, dim), features).expect("K x d row-major features")
 }
 

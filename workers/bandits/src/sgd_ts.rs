@@ -150,7 +150,7 @@ impl BottomBandit for SgdTs {
             return random_arm(arms.n_arms(), rng);
         }
         let j = self.n_observed / self.tau;
-        if self.n_observed % self.tau == 0 && j > self.epochs_done {
+        if self.n_observed.is_multiple_of(self.tau) && j > self.epochs_done {
             self.start_epoch(j, hp[0], hp[1], rng);
         }
         let sample = &self.sample;

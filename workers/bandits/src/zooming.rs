@@ -256,7 +256,7 @@ impl ZoomingTs {
     pub fn select(&mut self, rng: &mut dyn RngCore) -> Selection {
         assert!(self.pending.is_none(), "update the previous selection first");
         self.rounds += 1;
-        if (self.rounds - 1) % self.config.epoch == 0 || std::mem::take(&mut self.restart_requested) {
+        if (self.rounds - 1).is_multiple_of(self.config.epoch) || std::mem::take(&mut self.restart_requested) {
             self.restart();
             let centre = self.initial_point(rng);
             let arm = self.activate(centre);

@@ -53,7 +53,11 @@ impl<'a> Rows<'a> {
     /// If `dim == 0` or `data.len()` is not a multiple of `dim` (programmer error).
     pub fn from_slice(dim: usize, data: &'a [f64]) -> Self {
         assert!(dim > 0, "Rows::from_slice: dim must be positive");
-        assert!(data.len() % dim == 0, "Rows::from_slice: data length {} is not a multiple of dim {dim}", data.len());
+        assert!(
+            data.len().is_multiple_of(dim),
+            "Rows::from_slice: data length {} is not a multiple of dim {dim}",
+            data.len()
+        );
         Self { dim, len: data.len() / dim, data: Cow::Borrowed(data) }
     }
 
@@ -144,7 +148,11 @@ impl Points {
     /// If `dim == 0` or `data.len()` is not a multiple of `dim` (programmer error).
     pub fn from_rows(dim: usize, data: Vec<f64>) -> Self {
         assert!(dim > 0, "Points::from_rows: dim must be positive");
-        assert!(data.len() % dim == 0, "Points::from_rows: data length {} is not a multiple of dim {dim}", data.len());
+        assert!(
+            data.len().is_multiple_of(dim),
+            "Points::from_rows: data length {} is not a multiple of dim {dim}",
+            data.len()
+        );
         Self { dim, data }
     }
 

@@ -709,7 +709,7 @@ impl ContinuousEpisode {
 
     /// The record of `step`.
     fn record(&mut self, step: u32, obs: &Observed) -> LseMetrics {
-        let scheduled = step % self.config.metrics_every == 0 || step == self.horizon;
+        let scheduled = step.is_multiple_of(self.config.metrics_every) || step == self.horizon;
         let (loss, fscore, max_loss) = if scheduled {
             self.eval.catch_up(self.pool.gp());
             let (mean, f, theta) = (self.eval.mean(), self.eval_f.as_slice(), self.problem.theta);

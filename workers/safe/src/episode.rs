@@ -191,7 +191,7 @@ impl SafeEpisode {
         tot.regret2 += r2;
         tot.regretx += rx;
         tot.violations += u32::from(g_k > self.bench.h);
-        tot.uncertified += u32::from(self.conf.ucb_g[k] > self.bench.h && k % n_s > 0);
+        tot.uncertified += u32::from(self.conf.ucb_g[k] > self.bench.h && !k.is_multiple_of(n_s));
         tot.fallbacks += u32::from(decision.kept_previous_active);
 
         let z = self.bench.grid.points.row(k).to_vec();

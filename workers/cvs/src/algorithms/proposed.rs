@@ -123,7 +123,8 @@ impl Proposed {
             Mode::Code => t % m,
         };
         let beta = self.config.beta;
-        let update_lcb = self.config.mode == Mode::Paper && (self.config.lcb_mode == LcbMode::EveryStep || t % m == 0);
+        let update_lcb =
+            self.config.mode == Mode::Paper && (self.config.lcb_mode == LcbMode::EveryStep || t.is_multiple_of(m));
         // The set's UCB, then (if due) every set's LCB: one batch, drawn in this order.
         let (upper, lower) = ([beta], [-beta]);
         let requests: Vec<(usize, &[f64])> =
