@@ -336,41 +336,41 @@ impl LogisticMle {
 /// (64 x 25 x 8 bytes at d = 25) stay in L1 between its first and last pass.
 const GRADIENT_CHUNK: usize = 64;
 
-/// Adds `sum_s (sigmoid(x_s^T theta) - y_s) x_s` over the row-major history `features` (one row
-/// of `theta.len()` per label) to `gradient`: [`gradient_pass`] with the AVX2 copy of [`dot4`]
-/// where the processor has AVX2, compiled for AVX2 throughout. Both give the same bits.
-fn add_log_likelihood_gradient(features: &[f64], labels: &[f64], theta: &[f64], gradient: &mut [f64]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        #[target_feature(enable = "avx2")]
-        fn avx2(features: &[f64], labels: &[f64], theta: &[f64], gradient: &mut [f64]) {
-            // The closure inherits this function's AVX2, so it may call dot4_avx2.
-            gradient_pass(features, labels, theta, gradient, |rows, b| crate::linalg::dot4_avx2(rows, b))
+/// Defines `$name`, which runs `$pass` (a pass that takes its [`dot4`] as its last argument) with
+/// `dot4_avx2` in a copy compiled for AVX2 where the processor has it, and with [`dot4`]
+/// elsewhere. Both give the same bits. (`avx2_dispatch!` compiles one body twice; these passes
+/// also need a different helper in the AVX2 copy.)
+macro_rules! dispatch_dot4 {
+    ($(#[$meta:meta])* fn $name:ident($($arg:ident: $ty:ty),*) => $pass:ident) => {
+        $(#[$meta])*
+        fn $name($($arg: $ty),*) {
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx2")]
+                fn avx2($($arg: $ty),*) {
+                    // The closure inherits this function's AVX2, so it may call dot4_avx2.
+                    $pass($($arg),*, |rows, b| crate::linalg::dot4_avx2(rows, b))
+                }
+                if std::arch::is_x86_feature_detected!("avx2") {
+                    // SAFETY: the processor supports AVX2, checked just above.
+                    return unsafe { avx2($($arg),*) };
+                }
+            }
+            $pass($($arg),*, dot4)
         }
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the processor supports AVX2, checked just above.
-            return unsafe { avx2(features, labels, theta, gradient) };
-        }
-    }
-    gradient_pass(features, labels, theta, gradient, dot4)
+    };
 }
 
-/// Overwrites `weighted` with each row `x_s` of `features` times `mu'(x_s^T theta)`, the rows of
-/// `W X` in the exact curvature `X^T W X`: [`curvature_weights_pass`], dispatched as
-/// [`add_log_likelihood_gradient`] is.
-fn weigh_by_curvature(features: &[f64], theta: &[f64], weighted: &mut [f64]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        #[target_feature(enable = "avx2")]
-        fn avx2(features: &[f64], theta: &[f64], weighted: &mut [f64]) {
-            curvature_weights_pass(features, theta, weighted, |rows, b| crate::linalg::dot4_avx2(rows, b))
-        }
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the processor supports AVX2, checked just above.
-            return unsafe { avx2(features, theta, weighted) };
-        }
-    }
-    curvature_weights_pass(features, theta, weighted, dot4)
+dispatch_dot4! {
+    /// Adds `sum_s (sigmoid(x_s^T theta) - y_s) x_s` over the row-major history `features` (one
+    /// row of `theta.len()` per label) to `gradient` ([`gradient_pass`]).
+    fn add_log_likelihood_gradient(features: &[f64], labels: &[f64], theta: &[f64], gradient: &mut [f64]) => gradient_pass
+}
+
+dispatch_dot4! {
+    /// Overwrites `weighted` with each row `x_s` of `features` times `mu'(x_s^T theta)`, the rows
+    /// of `W X` in the exact curvature `X^T W X` ([`curvature_weights_pass`]).
+    fn weigh_by_curvature(features: &[f64], theta: &[f64], weighted: &mut [f64]) => curvature_weights_pass
 }
 
 /// The pass of [`weigh_by_curvature`], given a [`dot4`]: four rows at a time, bit for bit
