@@ -30,7 +30,9 @@ copied here. What it does differently from their run.py (analysis/README.md list
     SGD-TS's and GLOC's TL use without importing, is bound into the module;
   * --map paper (a diagnostic, off by default) rebinds `trans` in the bottom module so that CDT
     maps its point v to 0.1 + 4.9 v (the paper) instead of 4 v / 5 v;
-  * --tuners fixed:<value> runs the Theory method with its `explore` argument (a fixed value).
+  * --tuners fixed:<value> runs the Theory method with its `explore` argument (a fixed value);
+    GLM-TSL's has none, so its fixed value is run as OP over one candidate (`--tuners op --er
+    <value>`), which `table` lists as `fixed:<value>`.
   * the candidate set and the restart period are options (run.py: -er default 0.5 1 3 5 7, -H
     default 0 meaning H = T); this driver defaults to the paper's C1 and, like run.py, H = T.
 
@@ -336,9 +338,14 @@ def authors_rows(paths: list[str], env: str) -> dict:
                     variant.append("no restart (H = T)" if int(r["H"]) >= T else f"H = {r['H']}")
                     if r.get("map", "code") == "paper":
                         variant.append("paper map 0.1 + 4.9v (diagnostic)")
-                if r["tuner"] in ("op", "tl"):
+                tuner = r["tuner"]
+                if tuner == "op" and len(r["er"].split()) == 1:
+                    # OP over one candidate plays it every round: the fixed value, for the bottoms
+                    # whose Theory method has no `explore` hook (GLM-TSL)
+                    tuner, variant = f"fixed:{float(r['er']):g}", ["OP over one candidate"]
+                elif tuner in ("op", "tl"):
                     variant.append("C1" if r["er"] == "0.1 1 2 3 4 5" else f"candidates {{{r['er']}}}")
-                out.setdefault((r["algo"], r["tuner"], ", ".join(variant)), {})[int(r["rep"])] = float(r["final_regret"])
+                out.setdefault((r["algo"], tuner, ", ".join(variant)), {})[int(r["rep"])] = float(r["final_regret"])
     return out
 
 

@@ -686,6 +686,38 @@ fn committed_tables_are_what_the_scripts_compute_from_the_committed_runs() {
     }
 }
 
+/// `cdt_authors.py table` on rows as `cdt_authors.py run` writes them: each setting's runs
+/// grouped by tuner and variant, mean and standard error (n - 1) computed by hand here, the
+/// paper's value beside them, and OP over a single candidate shown as the fixed value it plays
+/// (GLM-TSL's fixed values are run that way on the authors' side).
+#[test]
+fn cdt_authors_table_groups_the_authors_runs_by_tuner_and_variant() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("authors.csv");
+    let c1 = "0.1 1 2 3 4 5";
+    let rows = [("op", "5.0", 500.0), ("op", "5.0", 510.0), ("op", "5.0", 530.0), ("op", c1, 400.0), ("op", c1, 420.0)]
+        .into_iter()
+        .chain([("cdt", c1, 300.0), ("cdt", c1, 310.0)]);
+    let mut text = String::from("algo,tuner,rep,seed_base,H,er,T,map,final_regret,seconds,env\n");
+    let mut reps = BTreeMap::new();
+    for (tuner, er, regret) in rows {
+        let rep = reps.entry((tuner, er)).or_insert(0);
+        text += &format!("glmtsl,{tuner},{rep},17000,14000,{er},14000,code,{regret},1.0,sim\n");
+        *rep += 1;
+    }
+    std::fs::write(&csv, text).unwrap();
+    let stdout = script(&python, "cdt_authors.py", &[], &["table", "--authors", csv.to_str().unwrap()]);
+    // 500, 510, 530: mean 513.33, squared deviations summing to 1400/3, se = sqrt(1400/3 / 2 / 3) = 8.82.
+    for want in [
+        "| cdt | authors' code | no restart (H = T) | 305.0 ± 5.0 (2) | 333.07 |",
+        "| op | authors' code | C1 | 410.0 ± 10.0 (2) | 445.43 |",
+        "| fixed:5 | authors' code | OP over one candidate | 513.3 ± 8.8 (3) | – |",
+    ] {
+        assert!(stdout.lines().any(|l| l == want), "cdt_authors.py table lacks `{want}`:\n{stdout}");
+    }
+}
+
 /// The checks above fail on what a broken script leaves: no file, a file that is not a PNG,
 /// a truncated PNG, a figure of the wrong size, a table without rows or with empty cells.
 #[test]
