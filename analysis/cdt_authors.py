@@ -323,6 +323,12 @@ def param(params: str, name: str) -> str | None:
     return hit.group(1).strip('"') if hit else None
 
 
+def fixed_label(value) -> str:
+    """The tuner label of a fixed exploration value, the same on both sides (`fixed:1`, not
+    `fixed:1.0`)."""
+    return f"fixed:{float(value):g}"
+
+
 def authors_rows(paths: list[str], env: str) -> dict:
     """(algo, tuner, variant) -> {rep: final regret} in `env` (files without an env column hold
     Sim rows); the variant names H and the candidate set."""
@@ -339,10 +345,12 @@ def authors_rows(paths: list[str], env: str) -> dict:
                     if r.get("map", "code") == "paper":
                         variant.append("paper map 0.1 + 4.9v (diagnostic)")
                 tuner = r["tuner"]
-                if tuner == "op" and len(r["er"].split()) == 1:
+                if tuner.startswith("fixed:"):
+                    tuner = fixed_label(tuner.split(":", 1)[1])
+                elif tuner == "op" and len(r["er"].split()) == 1:
                     # OP over one candidate plays it every round: the fixed value, for the bottoms
                     # whose Theory method has no `explore` hook (GLM-TSL)
-                    tuner, variant = f"fixed:{float(r['er']):g}", ["OP over one candidate"]
+                    tuner, variant = fixed_label(r["er"]), ["OP over one candidate"]
                 elif tuner in ("op", "tl"):
                     variant.append("C1" if r["er"] == "0.1 1 2 3 4 5" else f"candidates {{{r['er']}}}")
                 out.setdefault((r["algo"], tuner, ", ".join(variant)), {})[int(r["rep"])] = float(r["final_regret"])
@@ -398,7 +406,7 @@ def armada_rows(dirs: list[str], env: str) -> dict:
                 variant = ""
             tuner = {"tl-combined": "tl"}.get(alg, alg)
             if alg == "fixed":
-                tuner = f"fixed:{float(param(ap, 'value')):g}"
+                tuner = fixed_label(param(ap, "value"))
             if alg == "tl-combined":
                 variant = "TL-combined " + variant
             if param(r["benchmark_params"], "noise") == "code":

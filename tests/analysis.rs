@@ -689,30 +689,34 @@ fn committed_tables_are_what_the_scripts_compute_from_the_committed_runs() {
 /// `cdt_authors.py table` on rows as `cdt_authors.py run` writes them: each setting's runs
 /// grouped by tuner and variant, mean and standard error (n - 1) computed by hand here, the
 /// paper's value beside them, and OP over a single candidate shown as the fixed value it plays
-/// (GLM-TSL's fixed values are run that way on the authors' side).
+/// (GLM-TSL's fixed values are run that way on the authors' side), and a Theory run at a fixed
+/// value labelled as armada's `fixed` rows are (`fixed:1`, whatever the command line spelled).
 #[test]
 fn cdt_authors_table_groups_the_authors_runs_by_tuner_and_variant() {
     let Some(python) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("authors.csv");
-    let c1 = "0.1 1 2 3 4 5";
-    let rows = [("op", "5.0", 500.0), ("op", "5.0", 510.0), ("op", "5.0", 530.0), ("op", c1, 400.0), ("op", c1, 420.0)]
-        .into_iter()
-        .chain([("cdt", c1, 300.0), ("cdt", c1, 310.0)]);
-    let mut text = String::from("algo,tuner,rep,seed_base,H,er,T,map,final_regret,seconds,env\n");
-    let mut reps = BTreeMap::new();
-    for (tuner, er, regret) in rows {
-        let rep = reps.entry((tuner, er)).or_insert(0);
-        text += &format!("glmtsl,{tuner},{rep},17000,14000,{er},14000,code,{regret},1.0,sim\n");
-        *rep += 1;
-    }
-    std::fs::write(&csv, text).unwrap();
+    let rows = "\
+algo,tuner,rep,seed_base,H,er,T,map,final_regret,seconds,env
+glmtsl,op,0,17000,14000,5.0,14000,code,500.0,1.0,sim
+glmtsl,op,1,17000,14000,5.0,14000,code,510.0,1.0,sim
+glmtsl,op,2,17000,14000,5.0,14000,code,530.0,1.0,sim
+glmtsl,op,0,17000,14000,0.1 1 2 3 4 5,14000,code,400.0,1.0,sim
+glmtsl,op,1,17000,14000,0.1 1 2 3 4 5,14000,code,420.0,1.0,sim
+glmtsl,cdt,0,17000,14000,0.1 1 2 3 4 5,14000,code,300.0,1.0,sim
+glmtsl,cdt,1,17000,14000,0.1 1 2 3 4 5,14000,code,310.0,1.0,sim
+lints,fixed:1.0,0,17000,14000,0.1 1 2 3 4 5,14000,code,800.0,1.0,sim
+lints,fixed:1.0,1,17000,14000,0.1 1 2 3 4 5,14000,code,820.0,1.0,sim
+";
+    std::fs::write(&csv, rows).unwrap();
     let stdout = script(&python, "cdt_authors.py", &[], &["table", "--authors", csv.to_str().unwrap()]);
     // 500, 510, 530: mean 513.33, squared deviations summing to 1400/3, se = sqrt(1400/3 / 2 / 3) = 8.82.
     for want in [
         "| cdt | authors' code | no restart (H = T) | 305.0 ± 5.0 (2) | 333.07 |",
         "| op | authors' code | C1 | 410.0 ± 10.0 (2) | 445.43 |",
         "| fixed:5 | authors' code | OP over one candidate | 513.3 ± 8.8 (3) | – |",
+        // a Theory run at a fixed value, labelled as armada's `fixed` rows are
+        "| fixed:1 | authors' code | – | 810.0 ± 10.0 (2) | – |",
     ] {
         assert!(stdout.lines().any(|l| l == want), "cdt_authors.py table lacks `{want}`:\n{stdout}");
     }
