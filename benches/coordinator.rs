@@ -244,6 +244,7 @@ fn huge_submit(n_jobs: u64) {
                 version: env!("CARGO_PKG_VERSION").into(),
                 families: vec!["testkit".into()],
                 build: reg.digest(),
+                declarations: vec![],
             })
             .await
             .unwrap()

@@ -20,7 +20,8 @@
 //! Every error names its field (`algorithms[1].params.beta_sqrt`) and what is allowed.
 
 use armada_core::{
-    check_param, check_params, find_component, JobSpec, ParamValue, Params, Registry, SpecError, ValidJob, MAX_HORIZON,
+    check_param, check_params, find_component, validate_as, JobSpec, ParamValue, Params, Registry, SpecError, ValidJob,
+    MAX_HORIZON,
 };
 use std::collections::HashMap;
 use std::path::Path;
@@ -101,6 +102,7 @@ pub fn parse_sweep_limited(
     check_name(&name)?;
     let family_name = string(required(&top, "family")?, "family")?;
     let family = registry.family(family_name)?;
+    let salt = family.key_salt();
     let seeds = seeds(required(&top, "seeds")?)?;
     let sweep_seed = match top.get("sweep_seed") {
         None => 0,
@@ -151,7 +153,7 @@ pub fn parse_sweep_limited(
                         horizon,
                         sweep_seed,
                     };
-                    let cell = registry.validate(&spec).map_err(|e| {
+                    let cell = validate_as(family, &spec).map_err(|e| {
                         SpecError::new(
                             algo.path.clone(),
                             format!("with benchmark `{}` ({}): {e}", bench.name, bench.path),
@@ -166,7 +168,7 @@ pub fn parse_sweep_limited(
                     for &seed in &seeds {
                         let mut spec = cell.spec.clone();
                         spec.seed = seed;
-                        let key = spec.key(family.version());
+                        let key = spec.key_salted(&salt);
                         jobs.push(ValidJob { spec, key });
                     }
                 }

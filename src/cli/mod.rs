@@ -1,5 +1,6 @@
 //! Subcommands of `armada`, one module each.
 
+mod family;
 mod list;
 mod remote;
 mod report;
@@ -46,6 +47,9 @@ enum Command {
     /// Download a sweep's trajectories (all, or some jobs or cells) or a summary table
     /// from a coordinator.
     Fetch(remote::FetchArgs),
+    /// Declare a family to a coordinator ahead of its workers (`armada family add FILE`).
+    #[command(subcommand)]
+    Family(family::FamilyCommand),
     /// Write a self-contained HTML report (curves and tables) of a finished sweep's results.
     Report(report::ReportArgs),
 }
@@ -78,6 +82,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Report(args) => report::report(args),
         Command::Delete(args) => remote::delete(args),
         Command::Fetch(args) => remote::fetch(args),
+        Command::Family(command) => family::family(command),
     }
 }
 

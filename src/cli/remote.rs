@@ -24,12 +24,12 @@ pub struct Remote {
 }
 
 impl Remote {
-    async fn client(&self) -> anyhow::Result<Client> {
+    pub(super) async fn client(&self) -> anyhow::Result<Client> {
         armada::client::connect(&self.coordinator, self.token.as_deref(), self.tls_ca.as_deref()).await
     }
 }
 
-fn block_on<T>(f: impl std::future::Future<Output = anyhow::Result<T>>) -> anyhow::Result<T> {
+pub(super) fn block_on<T>(f: impl std::future::Future<Output = anyhow::Result<T>>) -> anyhow::Result<T> {
     tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(f)
 }
 

@@ -54,6 +54,9 @@ impl fmt::Display for Key {
 pub struct Template {
     pub spec: JobSpec,
     pub cell: Cell,
+    /// The family as the sweep refers to it ([`armada_core::Family::reference`]): a
+    /// declared family's jobs are leased only to sessions that declared that very digest.
+    pub family: Arc<str>,
     /// Its number among the scheduler's templates (0, 1, ...): jobs are counted by cell
     /// through it, without hashing a cell per job.
     pub id: usize,
@@ -103,8 +106,9 @@ impl Job {
         ValidJob { spec, key: self.key.job_key() }
     }
 
+    /// The family as the sweep refers to it (the queue and the sessions go by it).
     pub fn family(&self) -> &str {
-        &self.template.spec.family
+        &self.template.family
     }
 
     pub fn cell(&self) -> &Cell {

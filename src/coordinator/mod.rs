@@ -2,8 +2,10 @@
 //! job table, and the SQLite store that makes it durable. Results are the Parquet shards
 //! and summaries of [`crate::results`], under `DATA/<sweep>/`.
 
+pub mod catalog;
 pub mod commit;
 pub mod dashboard;
+pub mod declared;
 pub mod fetch;
 pub mod jobs;
 pub mod live;
@@ -67,9 +69,10 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send,
 ) -> anyhow::Result<()> {
     let store = store::Store::open(&config.data)?;
-    let scheduler = scheduler::Scheduler::start(registry.clone(), store, config.data.clone(), config.scheduler)?;
+    let catalog = Arc::new(catalog::Catalog::new(Registry::clone(&registry)));
+    let scheduler = scheduler::Scheduler::start(catalog.clone(), store, config.data.clone(), config.scheduler)?;
     let coordinator =
-        service::Coordinator { scheduler: scheduler.clone(), registry, max_jobs: config.max_jobs_per_sweep };
+        service::Coordinator { scheduler: scheduler.clone(), catalog, max_jobs: config.max_jobs_per_sweep };
     let auth = RequireToken::new(config.token.as_deref());
 
     let (health, health_service) = tonic_health::server::health_reporter();

@@ -1,7 +1,9 @@
 //! What the scheduler is asked and what it answers and announces, in armada's own types.
 //! `service.rs` alone converts them to and from the wire's (prost) messages, so the
-//! scheduler knows nothing of how the protocol encodes them.
+//! scheduler knows nothing of how the protocol encodes them (a family's declaration is
+//! kept in its wire form, as data: [`Checked`]).
 
+use super::declared::Checked;
 use armada_core::JobSpec;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -19,6 +21,16 @@ pub struct Registration {
     pub families: Vec<String>,
     /// Its registry's digest ([`armada_core::Registry::digest`]).
     pub build: String,
+    /// The families it declares (checked already, off the scheduler).
+    pub declarations: Vec<Checked>,
+}
+
+/// A declaration was accepted.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Declared {
+    pub digest: String,
+    /// False when the same declaration was kept already.
+    pub created: bool,
 }
 
 /// A registered worker session.

@@ -19,13 +19,15 @@
 //! committer at commit time, and marks the job `done` when the committer reports its part
 //! durable (see [`super::commit`]).
 
+use super::catalog::{Catalog, Decision};
 use super::commit::{self, Commit, CommitConfig, PartWritten};
+use super::declared::Checked;
 use super::jobs::{Job, Key, NewJob, Submission, Template};
 use super::live::{self, LiveSummaries, Opening};
 use super::metrics::Metrics;
 use super::replies::{
-    CommandError, JobFailed, JobFilter, JobInfo, Lease, Leases, Registered, Registration, Submitted, SweepEvent,
-    SweepStatus, WorkerInfo,
+    CommandError, Declared, JobFailed, JobFilter, JobInfo, Lease, Leases, Registered, Registration, Submitted,
+    SweepEvent, SweepStatus, WorkerInfo,
 };
 use super::sessions::Sessions;
 use super::spool::{RecordSchema, Spools};
@@ -34,7 +36,7 @@ use super::sweeps::{FailurePage, Plan, Sweeps};
 use super::table::{CommitStart, Effect, JobTable, Policy};
 use crate::results;
 use crate::results::Cell;
-use armada_core::{JobSpec, MetricDef, Registry};
+use armada_core::{Declaration, JobSpec, MetricDef};
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering::Relaxed;
@@ -151,6 +153,11 @@ pub enum Command {
         registration: Registration,
         reply: Reply<Registered>,
     },
+    /// A client declares a family ahead of its workers.
+    Declare {
+        declaration: Checked,
+        reply: Reply<Declared>,
+    },
     /// The registered workers, for the dashboard.
     Workers {
         reply: Reply<Vec<WorkerInfo>>,
@@ -231,6 +238,7 @@ impl Command {
             | Command::Delete { .. }
             | Command::Summary { .. }
             | Command::Register { .. }
+            | Command::Declare { .. }
             | Command::Workers { .. }
             | Command::Jobs { .. }
             | Command::PartOf { .. }
@@ -346,7 +354,8 @@ impl Storing {
 }
 
 pub struct Scheduler {
-    registry: Arc<Registry>,
+    /// The families known, built in and declared.
+    catalog: Arc<Catalog>,
     store: Store,
     results_dir: PathBuf,
     config: SchedulerConfig,
@@ -361,8 +370,8 @@ pub struct Scheduler {
     /// waiting for it.
     storing: Option<Storing>,
     waiting: VecDeque<(Submission, Reply<Submitted>)>,
-    /// The jobs' shared templates, by cell and sweep seed.
-    templates: HashMap<(Cell, u64), Arc<Template>>,
+    /// The jobs' shared templates, by family reference, cell and sweep seed.
+    templates: HashMap<(Arc<str>, Cell, u64), Arc<Template>>,
     /// Templates made so far (their ids).
     n_templates: usize,
     /// Registered workers by session credential.
@@ -386,7 +395,7 @@ impl Scheduler {
     /// Load the state of `store` (voiding the attempts of a previous life) and start the
     /// actor. Results go to `results_dir/<sweep>/`.
     pub fn start(
-        registry: Arc<Registry>,
+        catalog: Arc<Catalog>,
         mut store: Store,
         results_dir: PathBuf,
         config: SchedulerConfig,
@@ -417,7 +426,7 @@ impl Scheduler {
             }
         });
         let mut s = Scheduler {
-            registry,
+            catalog,
             store,
             sweeps: Sweeps::new(results_dir.clone()),
             results_dir,
@@ -434,6 +443,11 @@ impl Scheduler {
             committer,
             metrics: metrics.clone(),
         };
+        for declaration in s.store.families()? {
+            if let Err(e) = s.catalog.load(&declaration) {
+                warn!("the store keeps a declaration no longer accepted ({e}); its sweeps' jobs cannot run");
+            }
+        }
         for sweep in s.store.sweeps()? {
             s.sweeps.load(&sweep.id, sweep.family, sweep.cancelled, sweep.summarized);
         }
@@ -499,25 +513,30 @@ impl Scheduler {
         &mut self,
         stored: StoredJob,
         unrecorded: &HashMap<(String, String), String>,
-        last: &mut Option<(SpecTemplate, Arc<Template>, JobSpec)>,
+        last: &mut Option<(SpecTemplate, Arc<Template>, JobSpec, String)>,
     ) -> anyhow::Result<()> {
         let decoded = SpecTemplate::decode(&stored.spec);
+        // The sweep's family, as its submission named it (a declared one with its digest).
+        let reference = self.sweeps.get(&stored.sweep_id).map(|s| s.family.clone()).unwrap_or_default();
+        let reference = reference.as_str();
         let checked = decoded.as_ref().map_err(Clone::clone).and_then(|(stored_template, seed)| {
             // The template is cloned, decoded and validated once per cell, not per job.
-            let (same, template, mut spec) = match last.take() {
-                Some(cached) if cached.0 == *stored_template => cached,
+            let (same, template, mut spec, salt) = match last.take() {
+                Some(cached) if cached.0 == *stored_template && &*cached.1.family == reference => cached,
                 _ => {
                     let spec = stored_template.to_spec()?;
-                    let valid = self.registry.validate(&spec).map_err(|e| e.to_string())?;
-                    let template = self.template_for(valid.spec);
-                    (stored_template.clone(), template.clone(), template.spec.clone())
+                    let registry = self.catalog.get();
+                    let family = registry.resolve(reference).map_err(|e| e.to_string())?;
+                    let valid = armada_core::validate_as(family, &spec).map_err(|e| e.to_string())?;
+                    let salt = family.key_salt();
+                    let template = self.template_for(valid.spec, reference);
+                    (stored_template.clone(), template.clone(), template.spec.clone(), salt)
                 }
             };
             spec.seed = *seed;
-            let version = self.registry.family(&spec.family).map_err(|e| e.to_string())?.version();
-            let key = spec.key(version);
+            let key = spec.key_salted(&salt);
             spec.seed = 0;
-            *last = Some((same, template.clone(), spec));
+            *last = Some((same, template.clone(), spec, salt));
             Ok((template, *seed, key))
         });
         let stored_key = Key::parse(&stored.key);
@@ -538,7 +557,12 @@ impl Scheduler {
                     seed = *stored_seed;
                 }
                 // Its own template, shared with no valid job.
-                let template = Arc::new(Template { cell: Cell::of_spec(&spec), spec, id: self.next_template_id() });
+                let template = Arc::new(Template {
+                    cell: Cell::of_spec(&spec),
+                    spec,
+                    family: reference.into(),
+                    id: self.next_template_id(),
+                });
                 (template, seed, stored_key.unwrap_or(Key::ZERO), JobState::Failed, Some(why))
             }
         };
@@ -627,6 +651,9 @@ impl Scheduler {
             Command::Register { registration, reply } => {
                 let _ = reply.send(self.register(registration, now));
             }
+            Command::Declare { declaration, reply } => {
+                let _ = reply.send(self.declare(declaration));
+            }
             Command::Workers { reply } => {
                 let _ = reply.send(Ok(self.worker_infos(now)));
             }
@@ -683,7 +710,8 @@ impl Scheduler {
         let Plan { base, known, removed } = self.sweeps.plan(&name, &family, &keys, &self.table)?;
         let on_disk = results::stored_keys(&self.results_dir.join(&name)).map_err(internal)?;
         let on_disk = on_disk.iter().filter_map(|k| Key::parse(k)).collect();
-        let templates: Vec<Arc<Template>> = templates.into_iter().map(|spec| self.template_for(spec)).collect();
+        let templates: Vec<Arc<Template>> =
+            templates.into_iter().map(|spec| self.template_for(spec, &family)).collect();
         let stored_templates = templates.iter().map(|t| SpecTemplate::encode(&t.spec)).collect();
         let generation = self.store.begin_submission(&name, &family, now_ms()).map_err(internal)?;
         Ok(Storing {
@@ -831,7 +859,7 @@ impl Scheduler {
 
     fn summary_inputs(&self, id: &str, with_keys: bool) -> Result<SummaryInputs, CommandError> {
         let sweep = self.sweeps.get(id)?;
-        let family = self.registry.family(&sweep.family).ok();
+        let family = self.declaration_of(&sweep.family);
         let counts = self.sweeps.counts(id, &self.table);
         let done_keys = match with_keys {
             true => self.sweeps.done(id, &self.table).map(|j| j.key.to_string()).collect(),
@@ -844,16 +872,51 @@ impl Scheduler {
             done_keys,
             n_failed: counts.failed,
             n_cells: sweep.n_cells,
-            metrics: family.map_or(&[], |f| f.metrics()),
-            headline: family.map_or(&[], |f| f.headline_metrics()),
-            axes: family.map_or(&[], |f| f.summary_axes()),
+            metrics: family.map_or(&[], |f| f.metrics),
+            headline: family.map_or(&[], |f| f.headline_metrics),
+            axes: family.map_or(&[], |f| f.summary_axes),
         })
     }
 
-    fn register(&mut self, registration: Registration, now: std::time::Instant) -> Result<Registered, CommandError> {
+    /// Keep a family's declaration (in the store first), unless the same one is kept.
+    fn declare(&mut self, declaration: Checked) -> Result<Declared, CommandError> {
+        match self.catalog.decide(declaration)? {
+            Decision::Known { digest } => Ok(Declared { digest, created: false }),
+            Decision::New(checked) => {
+                let Checked { info, digest } = &*checked;
+                let encoded = prost::Message::encode_to_vec(info);
+                self.store.add_family(&info.name, info.version, digest, &encoded).map_err(internal)?;
+                info!("family {} v{} declared (digest {digest})", info.name, info.version);
+                let declared = Declared { digest: digest.clone(), created: true };
+                self.catalog.add(*checked);
+                Ok(declared)
+            }
+        }
+    }
+
+    fn register(
+        &mut self,
+        mut registration: Registration,
+        now: std::time::Instant,
+    ) -> Result<Registered, CommandError> {
+        // The families it declares are kept first: a session runs only what is kept.
+        let mut declared = HashMap::new();
+        for (i, declaration) in std::mem::take(&mut registration.declarations).into_iter().enumerate() {
+            let name = declaration.info.name.clone();
+            let Declared { digest, .. } = self
+                .declare(declaration)
+                .map_err(|e| CommandError::new(e.kind(), format!("declarations[{i}]: {}", e.message())))?;
+            declared.insert(name.clone(), format!("{name}+{digest}"));
+        }
         let session: Arc<str> = crate::secret::random_secret().into();
-        let worker =
-            self.workers.register(registration, env!("CARGO_PKG_VERSION"), &self.registry, session.clone(), now)?;
+        let worker = self.workers.register(
+            registration,
+            env!("CARGO_PKG_VERSION"),
+            &self.catalog.get(),
+            &declared,
+            session.clone(),
+            now,
+        )?;
         info!(
             "worker {} registered ({}; {})",
             worker.id,
@@ -934,13 +997,14 @@ impl Scheduler {
 
     /// The shared template of a validated spec's cell (made on first use); its seed is
     /// ignored.
-    fn template_for(&mut self, mut spec: JobSpec) -> Arc<Template> {
+    fn template_for(&mut self, mut spec: JobSpec, family: &str) -> Arc<Template> {
         spec.seed = 0;
-        let id = (Cell::of_spec(&spec), spec.sweep_seed);
+        let id = (Arc::<str>::from(family), Cell::of_spec(&spec), spec.sweep_seed);
         if let Some(template) = self.templates.get(&id) {
             return template.clone();
         }
-        let template = Arc::new(Template { spec, cell: id.0.clone(), id: self.next_template_id() });
+        let template =
+            Arc::new(Template { spec, cell: id.1.clone(), family: id.0.clone(), id: self.next_template_id() });
         self.templates.insert(id, template.clone());
         template
     }
@@ -963,11 +1027,11 @@ impl Scheduler {
                 }
                 Effect::OpenSpool { attempt, job, session } => {
                     let job = &self.table.jobs[job];
-                    let family = self.registry.family(job.family()).ok();
+                    let family = self.declaration_of(job.family());
                     let schema = RecordSchema {
-                        metrics: family.map_or(&[], |f| f.metrics()),
+                        metrics: family.map_or(&[], |f| f.metrics),
                         horizon: job.template.spec.horizon,
-                        ends_early: family.is_some_and(|f| f.ends_early()),
+                        ends_early: family.is_some_and(|f| f.ends_early),
                     };
                     self.spools.create(attempt, session, schema);
                 }
@@ -1138,7 +1202,12 @@ impl Scheduler {
     }
 
     fn metrics_of(&self, family: &str) -> &'static [MetricDef] {
-        self.registry.family(family).map(|f| f.metrics()).unwrap_or(&[])
+        self.declaration_of(family).map_or(&[], |f| f.metrics)
+    }
+
+    /// The declaration of a family as sweeps and jobs refer to it ([`armada_core::Family::reference`]).
+    fn declaration_of(&self, reference: &str) -> Option<&'static Declaration> {
+        self.catalog.get().resolve(reference).ok().map(|f| f.declaration())
     }
 
     /// A part was written (or not): its jobs are done, in one store transaction, or each
@@ -1286,14 +1355,14 @@ impl Scheduler {
     /// (Re)open a sweep's live summaries from the state of its jobs.
     fn open_live(&mut self, id: &str) {
         let Ok(sweep) = self.sweeps.get(id) else { return };
-        let family = self.registry.family(&sweep.family).ok();
+        let family = self.declaration_of(&sweep.family);
         let cells = self.cells_of(id);
         let n_cells = cells.len() as u32;
         let generation = self.live.open(Opening {
             sweep: id.to_string(),
             sweep_dir: self.results_dir.join(id),
-            metrics: family.map_or(&[], |f| f.metrics()),
-            axes: family.map_or(&[], |f| f.summary_axes()),
+            metrics: family.map_or(&[], |f| f.metrics),
+            axes: family.map_or(&[], |f| f.summary_axes),
             cells,
             done: self.sweeps.done(id, &self.table).map(|j| j.key.to_string()).collect(),
         });
@@ -1354,7 +1423,13 @@ mod tests {
     fn start_with(dir: &std::path::Path, config: SchedulerConfig) -> SchedulerHandle {
         let commit = CommitConfig { linger: Duration::from_millis(5), ..CommitConfig::default() };
         let config = SchedulerConfig { commit, ..config };
-        Scheduler::start(Arc::new(crate::registry()), Store::open(dir).unwrap(), dir.to_path_buf(), config).unwrap()
+        Scheduler::start(
+            Arc::new(Catalog::new(crate::registry())),
+            Store::open(dir).unwrap(),
+            dir.to_path_buf(),
+            config,
+        )
+        .unwrap()
     }
 
     fn registration(families: &[&str]) -> Registration {
@@ -1364,6 +1439,7 @@ mod tests {
             version: env!("CARGO_PKG_VERSION").to_string(),
             families: families.iter().map(|f| f.to_string()).collect(),
             build: crate::registry().digest(),
+            declarations: vec![],
         }
     }
 
@@ -1715,6 +1791,85 @@ mod tests {
         assert!(e.message().starts_with("families[1]: unknown family `nope`"), "{}", e.message());
     }
 
+    /// A declared family's jobs go only to sessions that declared that very digest; a
+    /// worker cannot run a declared family without declaring it; the declaration and the
+    /// sweep's jobs, keyed by its digest, survive a restart.
+    #[tokio::test]
+    async fn declared_families_are_leased_by_digest_and_survive_a_restart() {
+        use crate::coordinator::declared;
+        let dir = tempfile::tempdir().unwrap();
+        let catalog = || Arc::new(Catalog::new(crate::registry()));
+        let declaration = |version: u32| {
+            let mut info = declared::family_info(crate::registry().family("testkit").unwrap());
+            (info.name, info.version) = ("mybo".into(), version);
+            declared::check(info, &crate::registry()).unwrap()
+        };
+        let config = SchedulerConfig {
+            commit: CommitConfig { linger: Duration::from_millis(5), ..CommitConfig::default() },
+            ..SchedulerConfig::default()
+        };
+        let first = catalog();
+        let s = Scheduler::start(first.clone(), Store::open(dir.path()).unwrap(), dir.path().into(), config).unwrap();
+        let v1 = declaration(1);
+        let declaration_v1 = v1.clone();
+        let declared = s.call(|reply| Command::Declare { declaration: declaration_v1, reply }).await.unwrap();
+        assert!(declared.created);
+        let reference = format!("mybo+{}", declared.digest);
+        let jobs: Vec<ValidJob> = (0..2)
+            .map(|seed| {
+                let mut spec = JobSpec::new("mybo", "constant", "echo");
+                (spec.seed, spec.horizon) = (seed, 2);
+                first.get().validate(&spec).unwrap()
+            })
+            .collect();
+        assert_ne!(jobs[0].key, job(0).key, "the digest salts the key");
+        let keys: BTreeSet<String> = jobs.iter().map(|j| j.key.0.clone()).collect();
+        let submission = Submission::new("mine".into(), reference.clone(), jobs);
+        s.call(|reply| Command::Submit { submission, reply }).await.unwrap();
+        let with = |families: &[&str], declarations: Vec<declared::Checked>| Registration {
+            declarations,
+            build: String::new(),
+            version: String::new(),
+            ..registration(families)
+        };
+        let register_as = |registration: Registration| {
+            let s = s.clone();
+            async move { s.call(|reply| Command::Register { registration, reply }).await }
+        };
+        // Built-in workers and workers of another version of the family get none of them.
+        let builtin = register(&s).await;
+        assert!(lease(&s, &builtin).await.is_empty());
+        let v2 = register_as(with(&["mybo"], vec![declaration(2)])).await.unwrap().session;
+        assert!(lease(&s, &v2).await.is_empty());
+        // Naming it without declaring it is refused; a worker of declared families only
+        // needs neither armada's version nor its build.
+        let e = register_as(with(&["mybo"], vec![])).await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        assert!(e.message().starts_with("families[0]: `mybo` is a declared family"), "{}", e.message());
+        let mut changed = v1.clone();
+        changed.info.doc = "another doc".into();
+        let changed = declared::check(changed.info, &crate::registry()).unwrap();
+        let e = register_as(with(&["mybo"], vec![changed])).await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::FailedPrecondition);
+        assert!(
+            e.message().starts_with("declarations[0]: family `mybo` version 1 is declared already"),
+            "{}",
+            e.message()
+        );
+        let mine = register_as(with(&["mybo"], vec![v1.clone()])).await.unwrap().session;
+        let leased = lease(&s, &mine).await;
+        assert_eq!(leased.iter().map(|l| l.job_key.clone()).collect::<BTreeSet<_>>(), keys);
+        // Restart on the same store with a catalog of the built-in families only.
+        drop(s);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let second = catalog();
+        let s = Scheduler::start(second.clone(), Store::open(dir.path()).unwrap(), dir.path().into(), config).unwrap();
+        assert_eq!(second.get().resolve(&reference).unwrap().version(), 1);
+        let again = s.call(|reply| Command::Register { registration: with(&["mybo"], vec![v1]), reply }).await;
+        let leased = lease(&s, &again.unwrap().session).await;
+        assert_eq!(leased.iter().map(|l| l.job_key.clone()).collect::<BTreeSet<_>>(), keys, "queued again, same keys");
+    }
+
     /// A worker silent for `forget_worker_after` is dropped from the list once it holds no
     /// lease, and must register again; one that keeps heartbeating stays, and so does a
     /// silent one while it still holds a lease.
@@ -1997,9 +2152,13 @@ mod tests {
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
         let config = SchedulerConfig { only_submitted: true, ..SchedulerConfig::default() };
-        let s =
-            Scheduler::start(Arc::new(crate::registry()), Store::open(dir.path()).unwrap(), dir.path().into(), config)
-                .unwrap();
+        let s = Scheduler::start(
+            Arc::new(Catalog::new(crate::registry())),
+            Store::open(dir.path()).unwrap(),
+            dir.path().into(),
+            config,
+        )
+        .unwrap();
         submit(&s, "b", vec![job(5)]).await;
         let w = register(&s).await;
         let leases = lease(&s, &w).await;

@@ -3,12 +3,14 @@
 //! scheduler's. Slow work (parsing a large sweep, building summaries) runs off the
 //! scheduler, on the blocking pool.
 
+use super::catalog::Catalog;
+use super::declared;
 use super::fetch;
 use super::jobs::Submission;
 use super::live::{self, Current};
 use super::replies::{
-    CommandError, ErrorKind, JobFailed, Lease, Leases, Registered, Registration, Submitted, SweepEvent, SweepState,
-    SweepStatus,
+    CommandError, Declared, ErrorKind, JobFailed, Lease, Leases, Registered, Registration, Submitted, SweepEvent,
+    SweepState, SweepStatus,
 };
 use super::scheduler::{Command, Pending, SchedulerHandle};
 use super::sweeps::FailurePage;
@@ -24,11 +26,11 @@ use tokio_stream::{Stream, StreamExt};
 use tonic::{Request, Response, Status, Streaming};
 use tracing::info;
 
-/// Both services share the scheduler's handle and the registry.
+/// Both services share the scheduler's handle and the families known.
 #[derive(Clone)]
 pub struct Coordinator {
     pub scheduler: SchedulerHandle,
-    pub registry: Arc<Registry>,
+    pub catalog: Arc<Catalog>,
     /// The most jobs a submitted sweep may have.
     pub max_jobs: usize,
 }
@@ -38,15 +40,17 @@ fn invalid(e: SpecError) -> Status {
 }
 
 impl Coordinator {
-    /// A submitted sweep as validated jobs; nothing reaches the scheduler unless every job is valid.
+    /// A submitted sweep as validated jobs, with its family's reference
+    /// ([`armada_core::Family::reference`]); nothing reaches the scheduler unless every job is valid.
     fn parse(&self, request: pb::SubmitSweepRequest) -> Result<(String, String, Vec<ValidJob>), Status> {
+        let registry = self.catalog.get();
+        let reference = |name: &str| registry.family(name).map(|f| f.reference()).map_err(invalid);
         let default_name = if request.default_name.is_empty() { "sweep" } else { request.default_name.as_str() };
         match request.sweep {
             None => Err(Status::invalid_argument("sweep: give either `toml` or `structured`")),
             Some(pb::submit_sweep_request::Sweep::Toml(text)) => {
-                let s =
-                    sweep::parse_sweep_limited(&text, default_name, &self.registry, self.max_jobs).map_err(invalid)?;
-                Ok((s.name, s.family, s.jobs))
+                let s = sweep::parse_sweep_limited(&text, default_name, &registry, self.max_jobs).map_err(invalid)?;
+                Ok((s.name, reference(&s.family)?, s.jobs))
             }
             Some(pb::submit_sweep_request::Sweep::Structured(s)) => {
                 sweep::check_name(&s.name).map_err(|e| invalid(e.within("structured")))?;
@@ -64,7 +68,7 @@ impl Coordinator {
                 for (i, spec) in s.jobs.into_iter().enumerate() {
                     let field = format!("structured.jobs[{i}]");
                     let spec = wire::spec_from_wire(spec, &field).map_err(Status::invalid_argument)?;
-                    let job = self.registry.validate(&spec).map_err(|e| invalid(e.within(&field)))?;
+                    let job = registry.validate(&spec).map_err(|e| invalid(e.within(&field)))?;
                     if let Some(first) = jobs.first().map(|j: &ValidJob| &j.spec.family) {
                         if *first != job.spec.family {
                             return Err(Status::invalid_argument(format!(
@@ -74,7 +78,7 @@ impl Coordinator {
                     }
                     jobs.push(job);
                 }
-                let family = jobs[0].spec.family.clone();
+                let family = reference(&jobs[0].spec.family)?;
                 Ok((s.name, family, jobs))
             }
         }
@@ -192,7 +196,7 @@ impl pb::sweeps_server::Sweeps for Coordinator {
         &self,
         _request: Request<pb::ServerInfoRequest>,
     ) -> Result<Response<pb::ServerInfoResponse>, Status> {
-        Ok(Response::new(server_info(&self.registry)))
+        Ok(Response::new(server_info(&self.catalog.get())))
     }
 
     async fn delete_sweep(
@@ -304,78 +308,32 @@ impl pb::sweeps_server::Sweeps for Coordinator {
         tokio::task::spawn_blocking(move || fetch::send(source, &request, &inputs.sweep_dir, &inputs.done_keys, &tx));
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }
+
+    async fn declare_family(
+        &self,
+        request: Request<pb::DeclareFamilyRequest>,
+    ) -> Result<Response<pb::DeclareFamilyResponse>, Status> {
+        let declaration = request
+            .into_inner()
+            .declaration
+            .ok_or_else(|| Status::invalid_argument("declaration: give the family's declaration"))?;
+        let declaration = self
+            .catalog
+            .check(declaration)
+            .map_err(|e| Status::invalid_argument(format!("declaration.{}", e.message())))?;
+        let Declared { digest, created } = self.scheduler.call(|reply| Command::Declare { declaration, reply }).await?;
+        Ok(Response::new(pb::DeclareFamilyResponse { digest, created }))
+    }
 }
 
 /// The coordinator's version, build and family schemas, as ServerInfo answers them.
 pub fn server_info(registry: &Registry) -> pb::ServerInfoResponse {
-    use armada_core::{ComponentDef, MetricKind, ParamKind};
-    let component = |c: &ComponentDef| pb::ComponentInfo {
-        name: c.name.to_string(),
-        doc: c.doc.to_string(),
-        params: c
-            .params
-            .iter()
-            .map(|p| {
-                use pb::param_info::Kind;
-                let (kind, min, max, choices, default) = match p.kind {
-                    ParamKind::Float { min, max, default } => {
-                        (Kind::Float, min, max, vec![], armada_core::ParamValue::Float(default))
-                    }
-                    ParamKind::Int { min, max, default } => {
-                        (Kind::Int, min as f64, max as f64, vec![], armada_core::ParamValue::Int(default))
-                    }
-                    ParamKind::Bool { default } => {
-                        (Kind::Bool, 0.0, 0.0, vec![], armada_core::ParamValue::Bool(default))
-                    }
-                    ParamKind::Choice { options, default } => (
-                        Kind::Choice,
-                        0.0,
-                        0.0,
-                        options.iter().map(|o| o.to_string()).collect(),
-                        armada_core::ParamValue::Str(default.to_string()),
-                    ),
-                };
-                pb::ParamInfo {
-                    name: p.name.to_string(),
-                    doc: p.doc.to_string(),
-                    kind: kind as i32,
-                    min,
-                    max,
-                    choices,
-                    default: Some(wire::param_to_wire(&default)),
-                }
-            })
-            .collect(),
-    };
     pb::ServerInfoResponse {
         version: env!("CARGO_PKG_VERSION").to_string(),
         build: registry.digest(),
         key_salt: armada_core::key_salt(2),
         stream_salt: armada_core::STREAM_SALT.to_string(),
-        families: registry
-            .families()
-            .map(|f| pb::FamilyInfo {
-                name: f.name().to_string(),
-                doc: f.doc().to_string(),
-                version: f.version(),
-                key_salt: armada_core::key_salt(f.version()),
-                ends_early: f.ends_early(),
-                benchmarks: f.benchmarks().iter().map(component).collect(),
-                algorithms: f.algorithms().iter().map(component).collect(),
-                metrics: f
-                    .metrics()
-                    .iter()
-                    .map(|m| pb::MetricInfo {
-                        name: m.name.to_string(),
-                        doc: m.doc.to_string(),
-                        kind: match m.kind {
-                            MetricKind::Float => pb::metric_info::Kind::Float,
-                            MetricKind::Int => pb::metric_info::Kind::Int,
-                        } as i32,
-                    })
-                    .collect(),
-            })
-            .collect(),
+        families: registry.families().map(declared::family_info).collect(),
     }
 }
 
@@ -405,8 +363,17 @@ impl Coordinator {
 #[tonic::async_trait]
 impl pb::workers_server::Workers for Coordinator {
     async fn register(&self, request: Request<pb::RegisterRequest>) -> Result<Response<pb::RegisterResponse>, Status> {
-        let pb::RegisterRequest { name, slots, version, families, build } = request.into_inner();
-        let registration = Registration { name, slots, version, families, build };
+        let pb::RegisterRequest { name, slots, version, families, build, declarations } = request.into_inner();
+        let declarations = declarations
+            .into_iter()
+            .enumerate()
+            .map(|(i, d)| {
+                self.catalog
+                    .check(d)
+                    .map_err(|e| Status::invalid_argument(format!("declarations[{i}].{}", e.message())))
+            })
+            .collect::<Result<_, _>>()?;
+        let registration = Registration { name, slots, version, families, build, declarations };
         let Registered { worker_id, session, lease_ttl, heartbeat } =
             self.scheduler.call(|reply| Command::Register { registration, reply }).await?;
         Ok(Response::new(pb::RegisterResponse {

@@ -12,6 +12,7 @@ pub struct Worker {
     /// The public id (`w1`, ...) and the worker's own name, for messages.
     pub id: String,
     pub name: String,
+    /// The families it runs, by reference ([`armada_core::Family::reference`]).
     pub families: BTreeSet<String>,
     /// Jobs it runs side by side, as it declared (0: not said).
     pub slots: u32,
@@ -35,46 +36,59 @@ pub struct Sessions {
 }
 
 impl Sessions {
-    /// Register a worker of build `version` under `session` when it runs this build
-    /// (`ours`, and the registry's digest) and names only families the registry has.
-    /// Answers its public id.
+    /// Register a worker under `session`. Each family it names is a built-in one of
+    /// `registry` (it must then run this build: `ours`, and the registry's digest) or one
+    /// it declared (`declared`: name -> reference, kept already); the session runs the
+    /// families by reference, so a declared family's jobs go only to sessions that declared
+    /// the same digest. Answers its public id.
     pub fn register(
         &mut self,
         registration: Registration,
         ours: &str,
         registry: &Registry,
+        declared: &HashMap<String, String>,
         session: Arc<str>,
         now: Instant,
     ) -> Result<&Worker, CommandError> {
-        let Registration { name, slots, version, families, build } = registration;
-        if version != ours {
-            return Err(CommandError::failed_precondition(format!(
-                "version: worker runs armada {version}, the coordinator {ours}; job keys and results depend on the build"
-            )));
-        }
-        let digest = registry.digest();
-        if build != digest {
-            return Err(CommandError::failed_precondition(format!(
-                "build: the worker's families digest to `{build}`, the coordinator's to `{digest}`; \
-                 run workers of the coordinator's build"
-            )));
-        }
+        let Registration { name, slots, version, families, build, declarations: _ } = registration;
         if families.is_empty() {
             return Err(CommandError::invalid_argument("families: name the families this worker runs"));
         }
+        let mut references = BTreeSet::new();
+        let mut runs_builtin = false;
         for (i, family) in families.iter().enumerate() {
-            registry
+            if let Some(reference) = declared.get(family) {
+                references.insert(reference.clone());
+                continue;
+            }
+            let known = registry
                 .family(family)
                 .map_err(|e| CommandError::invalid_argument(format!("families[{i}]: {}", e.message)))?;
+            if known.declared_digest().is_some() {
+                return Err(CommandError::invalid_argument(format!(
+                    "families[{i}]: `{family}` is a declared family; a worker that runs it declares it too \
+                     (`declarations`), so that it runs the very declaration a sweep was keyed by"
+                )));
+            }
+            runs_builtin = true;
+            references.insert(family.clone());
+        }
+        if runs_builtin {
+            if version != ours {
+                return Err(CommandError::failed_precondition(format!(
+                    "version: worker runs armada {version}, the coordinator {ours}; job keys and results depend on the build"
+                )));
+            }
+            let digest = registry.digest();
+            if build != digest {
+                return Err(CommandError::failed_precondition(format!(
+                    "build: the worker's families digest to `{build}`, the coordinator's to `{digest}`; \
+                     run workers of the coordinator's build"
+                )));
+            }
         }
         self.registered += 1;
-        let worker = Worker {
-            id: format!("w{}", self.registered),
-            name,
-            families: families.into_iter().collect(),
-            slots,
-            last_seen: now,
-        };
+        let worker = Worker { id: format!("w{}", self.registered), name, families: references, slots, last_seen: now };
         Ok(self.workers.entry(session).insert_entry(worker).into_mut())
     }
 

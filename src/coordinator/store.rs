@@ -1,4 +1,5 @@
-//! The coordinator's durable state in SQLite: sweeps, jobs, attempts and their leases.
+//! The coordinator's durable state in SQLite: sweeps, jobs, attempts and their leases,
+//! and the families declared to it.
 //! The store is locked exclusively while a coordinator has it open.
 //!
 //! Every state change the scheduler makes is written here before it is acted on or
@@ -134,6 +135,13 @@ CREATE TABLE IF NOT EXISTS jobs (
     part      TEXT,
     PRIMARY KEY (sweep_id, key)
 );
+CREATE TABLE IF NOT EXISTS families (
+    name         TEXT NOT NULL,
+    version      INTEGER NOT NULL,
+    digest       TEXT NOT NULL,
+    declaration  BLOB NOT NULL,
+    PRIMARY KEY (name, version)
+);
 CREATE TABLE IF NOT EXISTS attempts (
     id                INTEGER PRIMARY KEY AUTOINCREMENT,
     sweep_id          TEXT NOT NULL,
@@ -219,6 +227,25 @@ impl Store {
             Ok(StoredJob { sweep_id, key, ord, spec, state: JobState::parse(&state)?, attempts, error })
         })
         .collect()
+    }
+
+    /// The declared families, in the order they were declared: each one's
+    /// `armada.v1.FamilyInfo` encoding.
+    pub fn families(&self) -> anyhow::Result<Vec<Vec<u8>>> {
+        let mut stmt = self.conn.prepare_cached("SELECT declaration FROM families ORDER BY rowid")?;
+        let rows = stmt.query_map([], |r| r.get(0))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Keep a declared family (its name and version are new: the caller checked).
+    pub fn add_family(&mut self, name: &str, version: u32, digest: &str, declaration: &[u8]) -> anyhow::Result<()> {
+        self.conn
+            .execute(
+                "INSERT INTO families (name, version, digest, declaration) VALUES (?1, ?2, ?3, ?4)",
+                params![name, version, digest, declaration],
+            )
+            .with_context(|| format!("keeping the declaration of family {name} v{version}"))?;
+        Ok(())
     }
 
     /// The largest attempt id ever handed out (ids are never reused, across restarts too).

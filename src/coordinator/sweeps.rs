@@ -463,7 +463,8 @@ mod tests {
     fn random_histories_keep_the_sweep_invariants() {
         let (mut resubmitted, mut dropped, mut deleted, mut refused, mut announced) = (0, 0, 0, 0, 0);
         let spec = JobSpec::new("f", "bench", "algo");
-        let template = Arc::new(Template { cell: Cell::of_spec(&spec), spec, id: 0 });
+        let template =
+            Arc::new(Template { cell: Cell::of_spec(&spec), family: spec.family.as_str().into(), spec, id: 0 });
         let families: BTreeSet<String> = ["f".to_string()].into();
         for seed in 1..=300u64 {
             let mut rng = Gen::new(seed);

@@ -543,7 +543,8 @@ mod tests {
     fn table(n_jobs: usize) -> JobTable {
         let mut t = JobTable::new(Policy { lease_ttl: TTL, max_attempts: MAX_ATTEMPTS });
         let spec = JobSpec::new("f", "bench", "algo");
-        let template = Arc::new(Template { cell: Cell::of_spec(&spec), spec, id: 0 });
+        let template =
+            Arc::new(Template { cell: Cell::of_spec(&spec), family: spec.family.as_str().into(), spec, id: 0 });
         let sweep: Arc<str> = "s".into();
         for i in 0..n_jobs {
             let key = Key::parse(&format!("{i:032x}")).unwrap();

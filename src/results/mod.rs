@@ -122,7 +122,7 @@ pub const STEP: &str = "step";
 const ELAPSED_MS: &str = "elapsed_ms";
 
 /// Every non-metric column of a trajectory, in file order. A metric may not use these names.
-const SHARD_FIXED_COLUMNS: [&str; 11] = [
+pub(crate) const SHARD_FIXED_COLUMNS: [&str; 11] = [
     JOB_KEY,
     FAMILY,
     BENCHMARK,

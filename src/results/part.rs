@@ -152,20 +152,41 @@ pub fn read_index(path: &Path) -> anyhow::Result<Vec<StoredRows>> {
 }
 
 /// A file of one job without an index (older armada): its key is the file stem and its
-/// cell is in its first row.
+/// cell is in its first row. Every row must be that job's: a part that lost its index
+/// (rewritten by another tool) is refused, never read as one job.
 fn legacy_index(path: &Path, part: Arc<PathBuf>, n_rows: usize) -> anyhow::Result<Vec<StoredRows>> {
     let key = path.file_stem().and_then(|s| s.to_str()).context("a part file name is not UTF-8")?.to_owned();
+    if !(key.len() == 32 && key.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))) {
+        bail!(
+            "{}: its footer has no job index ({INDEX_KEY:?}), so armada cannot tell whose rows are whose \
+             (a part rewritten by another tool loses it); put back the part armada wrote, or move this \
+             file out of trajectories/ to summarize the other jobs",
+            path.display()
+        );
+    }
     if n_rows == 0 {
         return Ok(Vec::new());
     }
     let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let columns = [FAMILY, BENCHMARK, BENCHMARK_PARAMS, ALGORITHM, ALGORITHM_PARAMS, HORIZON];
+    let columns = [JOB_KEY, FAMILY, BENCHMARK, BENCHMARK_PARAMS, ALGORITHM, ALGORITHM_PARAMS, HORIZON];
     let df = ParquetReader::new(file)
         .with_columns(Some(columns.iter().map(|c| c.to_string()).collect()))
-        .with_slice(Some((0, 1)))
         .finish()
         .map_err(anyhow::Error::from)
         .with_context(|| format!("reading {}", path.display()))?;
+    let keys = df
+        .column(JOB_KEY)
+        .and_then(|c| c.str().cloned())
+        .map_err(anyhow::Error::from)
+        .with_context(|| format!("reading {}", path.display()))?;
+    if let Some(other) = keys.iter().find(|k| *k != Some(key.as_str())) {
+        bail!(
+            "{}: a file of one job without a job index, but it holds rows of job {} besides its own; \
+             armada does not read it (move it out of trajectories/ to summarize the other jobs)",
+            path.display(),
+            other.unwrap_or("null")
+        );
+    }
     let cell = frame_cell(&df).with_context(|| format!("reading {}", path.display()))?;
     Ok(vec![StoredRows { key, cell, part, offset: 0, rows: n_rows }])
 }
@@ -652,6 +673,27 @@ mod tests {
         write_shard(dir.path(), &job, &METRICS, &records(4, 0.0)).unwrap();
         let err = stored_jobs(dir.path(), None).unwrap_err();
         assert!(format!("{err:#}").contains("is stored twice"), "{err:#}");
+    }
+
+    /// A part rewritten by another tool (polars writes no `armada.jobs` footer) is refused
+    /// naming the file, never read as one job; so is a one-job file holding other rows.
+    #[test]
+    fn a_part_without_its_index_is_refused_not_merged_into_one_job() {
+        let dir = tempfile::tempdir().unwrap();
+        let jobs: Vec<_> = (0..3).map(|seed| (job("lse", "sinusoidal", "straddle", seed), records(4, 0.0))).collect();
+        let path = write_part(dir.path(), &METRICS, jobs.iter().map(|(j, r)| part_job(j, r)).collect()).unwrap().path;
+        assert_eq!(stored_jobs(dir.path(), None).unwrap().len(), 3);
+        let mut df = read_parquet(&path).unwrap();
+        write_parquet_atomic(&path, &mut df).unwrap();
+        let err = format!("{:#}", stored_jobs(dir.path(), None).unwrap_err());
+        assert!(err.contains(&path.display().to_string()) && err.contains("has no job index"), "{err}");
+        assert!(crate::results::summarize(dir.path(), None).is_err(), "summarize must refuse it too");
+        // Renamed as an older armada's one-job file, the other jobs' rows still show.
+        fs::remove_file(&path).unwrap();
+        let legacy = trajectories_dir(dir.path()).join(format!("{}.parquet", jobs[0].0.key));
+        write_parquet_atomic(&legacy, &mut df).unwrap();
+        let err = format!("{:#}", stored_jobs(dir.path(), None).unwrap_err());
+        assert!(err.contains("holds rows of job") && err.contains(&legacy.display().to_string()), "{err}");
     }
 
     #[test]

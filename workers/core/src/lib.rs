@@ -40,8 +40,8 @@ pub use params::{
 };
 pub use record::{MetricDef, MetricKind, MetricValue, Metrics, StepRecord};
 pub use registry::{
-    check_param, check_params, find_component, AnyEpisode, ComponentDef, Declaration, Episode, Family, Registry,
-    ValidJob, MAX_HORIZON, MAX_SEED,
+    check_param, check_params, find_component, validate_as, AnyEpisode, ComponentDef, Declaration, Episode, Family,
+    Registry, ValidJob, MAX_HORIZON, MAX_SEED,
 };
 pub use rng::{JobStreams, StreamRng};
 pub use runner::{run_job, RunOutcome};

@@ -4,6 +4,8 @@
 //! and parameter of a [`JobSpec`], fills in defaults, and returns a [`ValidJob`] whose
 //! key is computed from the canonical, completed spec.
 
+use std::sync::Arc;
+
 use crate::{
     JobError, JobKey, JobSpec, JobStreams, MetricDef, Metrics, ParamDef, ParamKind, ParamValue, Parameters, Params,
     SpecError,
@@ -121,6 +123,28 @@ pub trait Family: Send + Sync {
     fn ends_early(&self) -> bool {
         self.declaration().ends_early
     }
+    /// The digest of the family's declaration when it was declared at run time (by a
+    /// worker or a client) rather than built in: it salts the family's job keys.
+    fn declared_digest(&self) -> Option<&str> {
+        None
+    }
+    /// How the coordinator refers to this very declaration: the name for a built-in family,
+    /// `name+digest` for a declared one ([`Registry::resolve`] finds it again).
+    fn reference(&self) -> String {
+        match self.declared_digest() {
+            None => self.name().to_string(),
+            Some(digest) => format!("{}+{digest}", self.name()),
+        }
+    }
+    /// What starts the canonical text of the family's job keys: [`crate::key_salt`] of
+    /// its version, and for a declared family its digest too, so that two declarations
+    /// never share a key.
+    fn key_salt(&self) -> String {
+        match self.declared_digest() {
+            None => crate::key_salt(self.version()),
+            Some(digest) => format!("{}+{digest}", crate::key_salt(self.version())),
+        }
+    }
     /// Checks across fields that parameter schemas cannot express (an algorithm that does
     /// not apply to a benchmark, parameters that must agree). Runs during validation, so a
     /// bad combination is refused before anything is queued.
@@ -149,13 +173,21 @@ impl ValidJob {
     }
 }
 
-/// All families known to this build.
+/// All families known: those of this build, and on a coordinator those declared since.
+#[derive(Clone)]
 pub struct Registry {
-    families: Vec<Box<dyn Family>>,
+    families: Vec<Arc<dyn Family>>,
 }
 
 impl Registry {
     pub fn new(families: Vec<Box<dyn Family>>) -> Self {
+        Registry { families: families.into_iter().map(Arc::from).collect() }
+    }
+
+    /// This registry and `family` (a declared one: several versions of a name may stand).
+    pub fn with(&self, family: Arc<dyn Family>) -> Registry {
+        let mut families = self.families.clone();
+        families.push(family);
         Registry { families }
     }
 
@@ -163,26 +195,36 @@ impl Registry {
         self.families.iter().map(|f| f.as_ref())
     }
 
+    /// The family of this name; of a declared name, its newest version.
     pub fn family(&self, name: &str) -> Result<&dyn Family, SpecError> {
-        self.families().find(|f| f.name() == name).ok_or_else(|| {
-            SpecError::new(
-                "family",
-                format!(
-                    "unknown family `{name}`; known: {}",
-                    self.families().map(|f| f.name()).collect::<Vec<_>>().join(", ")
-                ),
-            )
+        self.families().filter(|f| f.name() == name).max_by_key(|f| f.version()).ok_or_else(|| {
+            let mut known: Vec<&str> = self.families().map(|f| f.name()).collect();
+            known.dedup();
+            SpecError::new("family", format!("unknown family `{name}`; known: {}", known.join(", ")))
         })
     }
 
-    /// A digest of everything that decides what a job is: each family's name, version,
+    /// The family a [`Family::reference`] names: a built-in family by name, a declared one
+    /// by name and digest, whatever versions were declared since.
+    pub fn resolve(&self, reference: &str) -> Result<&dyn Family, SpecError> {
+        match reference.split_once('+') {
+            None => self.family(reference),
+            Some((name, digest)) => {
+                self.families().find(|f| f.name() == name && f.declared_digest() == Some(digest)).ok_or_else(|| {
+                    SpecError::new("family", format!("no declaration of family `{name}` has digest {digest}"))
+                })
+            }
+        }
+    }
+
+    /// A digest of everything that decides what a job is: each built-in family's name, version,
     /// benchmarks, algorithms (with their parameter schemas and defaults) and metrics.
     /// A worker and a coordinator with the same digest compute the same jobs from the same
     /// specs; the coordinator refuses a worker whose digest differs.
     pub fn digest(&self) -> String {
         let mut hasher = blake3::Hasher::new();
         hasher.update(crate::STREAM_SALT.as_bytes());
-        for f in self.families() {
+        for f in self.families().filter(|f| f.declared_digest().is_none()) {
             let schema = format!(
                 "\n{};v{};{:?};{:?};{:?};ends_early={}",
                 f.name(),
@@ -199,33 +241,36 @@ impl Registry {
 
     /// Check names and parameters, fill defaults, and key the completed spec.
     pub fn validate(&self, spec: &JobSpec) -> Result<ValidJob, SpecError> {
-        let family = self.family(&spec.family)?;
-        let bench = find_component(family.benchmarks(), &spec.benchmark, "benchmark", family.name())?;
-        let algo = find_component(family.algorithms(), &spec.algorithm, "algorithm", family.name())?;
-        let mut complete = spec.clone();
-        complete.benchmark_params =
-            check_params(bench, &spec.benchmark_params).map_err(|e| e.within("benchmark_params"))?;
-        complete.algorithm_params =
-            check_params(algo, &spec.algorithm_params).map_err(|e| e.within("algorithm_params"))?;
-        if !(1..=MAX_HORIZON).contains(&complete.horizon) {
-            return Err(SpecError::new(
-                "horizon",
-                format!("{} is out of range; expected an integer in [1, {MAX_HORIZON}]", complete.horizon),
-            ));
-        }
-        if complete.seed > MAX_SEED {
-            return Err(SpecError::new(
-                "seed",
-                format!(
-                    "{} is out of range; expected an integer in [0, {MAX_SEED}] (trajectories store it as Int64)",
-                    complete.seed
-                ),
-            ));
-        }
-        family.check(&complete)?;
-        let key = complete.key(family.version());
-        Ok(ValidJob { spec: complete, key })
+        validate_as(self.family(&spec.family)?, spec)
     }
+}
+
+/// [`Registry::validate`] for the given declaration of the spec's family.
+pub fn validate_as(family: &dyn Family, spec: &JobSpec) -> Result<ValidJob, SpecError> {
+    let bench = find_component(family.benchmarks(), &spec.benchmark, "benchmark", family.name())?;
+    let algo = find_component(family.algorithms(), &spec.algorithm, "algorithm", family.name())?;
+    let mut complete = spec.clone();
+    complete.benchmark_params =
+        check_params(bench, &spec.benchmark_params).map_err(|e| e.within("benchmark_params"))?;
+    complete.algorithm_params = check_params(algo, &spec.algorithm_params).map_err(|e| e.within("algorithm_params"))?;
+    if !(1..=MAX_HORIZON).contains(&complete.horizon) {
+        return Err(SpecError::new(
+            "horizon",
+            format!("{} is out of range; expected an integer in [1, {MAX_HORIZON}]", complete.horizon),
+        ));
+    }
+    if complete.seed > MAX_SEED {
+        return Err(SpecError::new(
+            "seed",
+            format!(
+                "{} is out of range; expected an integer in [0, {MAX_SEED}] (trajectories store it as Int64)",
+                complete.seed
+            ),
+        ));
+    }
+    family.check(&complete)?;
+    let key = complete.key_salted(&family.key_salt());
+    Ok(ValidJob { spec: complete, key })
 }
 
 /// The longest horizon a job may have: steps are numbered 0..=horizon, and a trajectory

@@ -51,9 +51,14 @@ impl JobSpec {
 
     /// The canonical text of the spec, for its family at `version`: what the key hashes.
     pub fn canonical(&self, version: u32) -> String {
+        self.canonical_salted(&key_salt(version))
+    }
+
+    /// The canonical text under the family's salt ([`crate::Family::key_salt`]).
+    pub fn canonical_salted(&self, salt: &str) -> String {
         format!(
             "{};family={};benchmark={}{};algorithm={}{};seed={};horizon={};sweep_seed={}",
-            key_salt(version),
+            salt,
             self.family,
             self.benchmark,
             self.benchmark_params,
@@ -69,7 +74,12 @@ impl JobSpec {
     /// [`crate::Registry::validate`], which knows it): the first 128 bits of BLAKE3 over
     /// the canonical text.
     pub fn key(&self, version: u32) -> JobKey {
-        let hash = blake3::hash(self.canonical(version).as_bytes());
+        self.key_salted(&key_salt(version))
+    }
+
+    /// The key under the family's salt ([`crate::Family::key_salt`]).
+    pub fn key_salted(&self, salt: &str) -> JobKey {
+        let hash = blake3::hash(self.canonical_salted(salt).as_bytes());
         let mut hex = String::with_capacity(32);
         for b in &hash.as_bytes()[..16] {
             hex.push_str(&format!("{b:02x}"));

@@ -125,6 +125,8 @@ async fn session(
             version: env!("CARGO_PKG_VERSION").to_string(),
             families: registry.families().map(|f| f.name().to_string()).collect(),
             build: registry.digest(),
+            // Its families are built into the coordinator too (the build digest says so).
+            declarations: vec![],
         })
         .await?
         .into_inner();
