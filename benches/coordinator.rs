@@ -245,6 +245,8 @@ fn huge_submit(n_jobs: u64) {
                 families: vec!["testkit".into()],
                 build: reg.digest(),
                 declarations: vec![],
+                host: "bench".into(),
+                software: "bench".into(),
             })
             .await
             .unwrap()

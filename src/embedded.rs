@@ -64,6 +64,7 @@ pub fn run_embedded(
             listen: "127.0.0.1:0".parse().expect("a valid address"),
             data: out.to_path_buf(),
             token: Some(token.clone()),
+            tokens: vec![],
             tls: None,
             max_jobs_per_sweep: crate::sweep::DEFAULT_MAX_JOBS,
             dashboard: config.dashboard,

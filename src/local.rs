@@ -183,6 +183,7 @@ impl Parts<'_> {
             .into_iter()
             .map(|(job, records)| PartJob {
                 job,
+                provenance: None,
                 n_records: records.len(),
                 records: Box::new(records.into_iter().map(Ok)),
             })

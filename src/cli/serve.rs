@@ -21,6 +21,10 @@ pub struct ServeArgs {
     /// Require this bearer token on every request.
     #[arg(long, env = TOKEN_ENV, hide_env_values = true)]
     token: Option<String>,
+    /// More tokens, each with a role (client, worker, admin) and, for a worker token, the
+    /// families it may run: a TOML file of `[[tokens]]` tables (see the README's trust model).
+    #[arg(long)]
+    tokens: Option<PathBuf>,
     /// Serve TLS with this PEM certificate chain (with --tls-key).
     #[arg(long, requires = "tls_key")]
     tls_cert: Option<PathBuf>,
@@ -68,6 +72,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         listen: args.listen,
         data: args.data,
         token: args.token,
+        tokens: args.tokens.as_deref().map(coordinator::access::read_tokens).transpose()?.unwrap_or_default(),
         tls: args.tls_cert.zip(args.tls_key),
         max_jobs_per_sweep: args.max_jobs_per_sweep,
         dashboard,

@@ -49,6 +49,7 @@ pub fn worker(args: WorkerArgs) -> anyhow::Result<ExitCode> {
         token: args.token,
         tls_ca: args.tls_ca,
         name: format!("{host}:{}", std::process::id()),
+        host,
     };
     // Job work runs on the blocking pool, at most `slots` jobs at a time.
     let runtime = tokio::runtime::Builder::new_multi_thread()

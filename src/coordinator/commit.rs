@@ -9,7 +9,7 @@
 
 use super::replies::CommandError;
 use crate::results::live::{CellMoments, FloatMetrics};
-use crate::results::{self, Cell, PartJob, StoredRows};
+use crate::results::{self, Cell, PartJob, Provenance, StoredRows};
 use armada_core::{MetricDef, ValidJob};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -53,6 +53,8 @@ pub struct Commit {
     pub job: usize,
     pub attempt: u64,
     pub valid: ValidJob,
+    /// Who produced it (the committing worker session).
+    pub provenance: Option<Provenance>,
     pub spool: Spool,
     /// When the attempt asked to commit (for the commit latency metric).
     pub asked: std::time::Instant,
@@ -167,7 +169,7 @@ fn write(commits: Vec<Commit>, live: &LiveSummaries, counters: &Metrics) -> Part
                 lock(moments).add_step(r.step, &values);
             }
         });
-        parts.push(PartJob { job: c.valid, n_records, records: Box::new(records) });
+        parts.push(PartJob { job: c.valid, provenance: c.provenance, n_records, records: Box::new(records) });
     }
     // A panic while writing is a failed part like any other: its jobs must not stay
     // `committing` (never leased, never expired) in the scheduler.

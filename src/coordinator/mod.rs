@@ -2,6 +2,7 @@
 //! job table, and the SQLite store that makes it durable. Results are the Parquet shards
 //! and summaries of [`crate::results`], under `DATA/<sweep>/`.
 
+pub mod access;
 pub mod catalog;
 pub mod commit;
 pub mod dashboard;
@@ -25,7 +26,6 @@ pub use scheduler::{SchedulerConfig, SchedulerHandle};
 use anyhow::Context;
 use armada_core::Registry;
 use armada_proto::v1 as pb;
-use armada_worker::auth::RequireToken;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -41,8 +41,10 @@ pub struct ServeConfig {
     pub listen: SocketAddr,
     /// The store (`armada.sqlite`) and the results (`<sweep>/...`).
     pub data: PathBuf,
-    /// Required bearer token, if any.
+    /// Required bearer token, if any: it may do everything (see [`access`]).
     pub token: Option<String>,
+    /// More tokens, each with its role (a `--tokens` file).
+    pub tokens: Vec<access::TokenEntry>,
     /// PEM certificate chain and private key: serve TLS.
     pub tls: Option<(PathBuf, PathBuf)>,
     pub scheduler: SchedulerConfig,
@@ -73,7 +75,9 @@ pub async fn serve(
     let scheduler = scheduler::Scheduler::start(catalog.clone(), store, config.data.clone(), config.scheduler)?;
     let coordinator =
         service::Coordinator { scheduler: scheduler.clone(), catalog, max_jobs: config.max_jobs_per_sweep };
-    let auth = RequireToken::new(config.token.as_deref());
+    let tokens = Arc::new(access::Tokens::new(config.token.as_deref(), config.tokens.clone()));
+    let sweeps_gate = access::Gate::new(tokens.clone(), access::Service::Sweeps);
+    let workers_gate = access::Gate::new(tokens, access::Service::Workers);
 
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<pb::sweeps_server::SweepsServer<service::Coordinator>>().await;
@@ -139,8 +143,8 @@ pub async fn serve(
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
-        .add_service(pb::sweeps_server::SweepsServer::with_interceptor(coordinator.clone(), auth.clone()))
-        .add_service(pb::workers_server::WorkersServer::with_interceptor(coordinator, auth))
+        .add_service(pb::sweeps_server::SweepsServer::with_interceptor(coordinator.clone(), sweeps_gate))
+        .add_service(pb::workers_server::WorkersServer::with_interceptor(coordinator, workers_gate))
         .serve_with_incoming_shutdown(incoming, shutdown)
         .await
         .context("serving gRPC")?;

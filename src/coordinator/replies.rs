@@ -23,6 +23,9 @@ pub struct Registration {
     pub build: String,
     /// The families it declares (checked already, off the scheduler).
     pub declarations: Vec<Checked>,
+    /// Its host and what it runs, for the provenance of what it commits.
+    pub host: String,
+    pub software: String,
 }
 
 /// A declaration was accepted.

@@ -35,7 +35,7 @@ use super::store::{JobState, SpecTemplate, Store, StoredJob};
 use super::sweeps::{FailurePage, Plan, Sweeps};
 use super::table::{CommitStart, Effect, JobTable, Policy};
 use crate::results;
-use crate::results::Cell;
+use crate::results::{Cell, Provenance};
 use armada_core::{Declaration, JobSpec, MetricDef};
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
@@ -1183,7 +1183,16 @@ impl Scheduler {
         };
         self.table.commit(i, attempt, revive);
         let job = &self.table.jobs[i];
+        let provenance = self.workers.get(session).ok().map(|(_, w)| Provenance {
+            worker: w.id.clone(),
+            name: w.name.clone(),
+            host: w.host.clone(),
+            software: w.software.clone(),
+            attempt_id: attempt,
+            family_digest: job.family().split_once('+').map_or("", |(_, digest)| digest).to_string(),
+        });
         let commit = Commit {
+            provenance,
             sweep: job.sweep.to_string(),
             sweep_dir: self.results_dir.join(&*job.sweep),
             metrics: self.metrics_of(job.family()),
@@ -1440,6 +1449,8 @@ mod tests {
             families: families.iter().map(|f| f.to_string()).collect(),
             build: crate::registry().digest(),
             declarations: vec![],
+            host: "test-host".into(),
+            software: "test".into(),
         }
     }
 
@@ -1859,6 +1870,20 @@ mod tests {
         let mine = register_as(with(&["mybo"], vec![v1.clone()])).await.unwrap().session;
         let leased = lease(&s, &mine).await;
         assert_eq!(leased.iter().map(|l| l.job_key.clone()).collect::<BTreeSet<_>>(), keys);
+        // Its trajectory records who produced it, under which declaration.
+        assert_eq!(upload_and_complete(&s, &mine, leased[0].attempt_id, 1.0).await, Ok(true));
+        let parts = results::part_files(&dir.path().join("mine")).unwrap();
+        let provenance = results::read_provenance(&parts[0]).unwrap();
+        let expected = Provenance {
+            worker: "w3".into(),
+            name: "test".into(),
+            host: "test-host".into(),
+            software: "test".into(),
+            attempt_id: leased[0].attempt_id,
+            family_digest: declared.digest.clone(),
+        };
+        assert_eq!(provenance.into_iter().collect::<Vec<_>>(), vec![(leased[0].job_key.clone(), expected)]);
+        let keys: BTreeSet<String> = keys.into_iter().filter(|k| *k != leased[0].job_key).collect();
         // Restart on the same store with a catalog of the built-in families only.
         drop(s);
         tokio::time::sleep(Duration::from_millis(200)).await;

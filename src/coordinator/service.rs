@@ -3,6 +3,7 @@
 //! scheduler's. Slow work (parsing a large sweep, building summaries) runs off the
 //! scheduler, on the blocking pool.
 
+use super::access::Grant;
 use super::catalog::Catalog;
 use super::declared;
 use super::fetch;
@@ -363,7 +364,15 @@ impl Coordinator {
 #[tonic::async_trait]
 impl pb::workers_server::Workers for Coordinator {
     async fn register(&self, request: Request<pb::RegisterRequest>) -> Result<Response<pb::RegisterResponse>, Status> {
-        let pb::RegisterRequest { name, slots, version, families, build, declarations } = request.into_inner();
+        let grant = request.extensions().get::<Grant>().cloned().unwrap_or_default();
+        let pb::RegisterRequest { name, slots, version, families, build, declarations, host, software } =
+            request.into_inner();
+        for (i, family) in families.iter().enumerate() {
+            grant.check(family, &format!("families[{i}]"))?;
+        }
+        for (i, declaration) in declarations.iter().enumerate() {
+            grant.check(&declaration.name, &format!("declarations[{i}].name"))?;
+        }
         let declarations = declarations
             .into_iter()
             .enumerate()
@@ -372,8 +381,20 @@ impl pb::workers_server::Workers for Coordinator {
                     .check(d)
                     .map_err(|e| Status::invalid_argument(format!("declarations[{i}].{}", e.message())))
             })
-            .collect::<Result<_, _>>()?;
-        let registration = Registration { name, slots, version, families, build, declarations };
+            .collect::<Result<Vec<_>, _>>()?;
+        // A declared family's salt is its declaration's; a built-in one's, this build's.
+        let registry = self.catalog.get();
+        let key_salts = families
+            .iter()
+            .filter_map(|name| {
+                let salt = match declarations.iter().find(|d| d.info.name == *name) {
+                    Some(d) => format!("{}+{}", armada_core::key_salt(d.info.version), d.digest),
+                    None => registry.family(name).ok()?.key_salt(),
+                };
+                Some((name.clone(), salt))
+            })
+            .collect();
+        let registration = Registration { name, slots, version, families, build, declarations, host, software };
         let Registered { worker_id, session, lease_ttl, heartbeat } =
             self.scheduler.call(|reply| Command::Register { registration, reply }).await?;
         Ok(Response::new(pb::RegisterResponse {
@@ -381,6 +402,7 @@ impl pb::workers_server::Workers for Coordinator {
             lease_ttl_ms: lease_ttl.as_millis() as u32,
             heartbeat_interval_ms: heartbeat.as_millis() as u32,
             session,
+            key_salts,
         }))
     }
 

@@ -16,6 +16,9 @@ pub struct Worker {
     pub families: BTreeSet<String>,
     /// Jobs it runs side by side, as it declared (0: not said).
     pub slots: u32,
+    /// Its host and what it runs, as it said.
+    pub host: String,
+    pub software: String,
     /// Its last request (registration, lease, heartbeat, commit...).
     pub last_seen: Instant,
 }
@@ -50,7 +53,7 @@ impl Sessions {
         session: Arc<str>,
         now: Instant,
     ) -> Result<&Worker, CommandError> {
-        let Registration { name, slots, version, families, build, declarations: _ } = registration;
+        let Registration { name, slots, version, families, build, declarations: _, host, software } = registration;
         if families.is_empty() {
             return Err(CommandError::invalid_argument("families: name the families this worker runs"));
         }
@@ -88,7 +91,15 @@ impl Sessions {
             }
         }
         self.registered += 1;
-        let worker = Worker { id: format!("w{}", self.registered), name, families: references, slots, last_seen: now };
+        let worker = Worker {
+            id: format!("w{}", self.registered),
+            name,
+            families: references,
+            slots,
+            host,
+            software,
+            last_seen: now,
+        };
         Ok(self.workers.entry(session).insert_entry(worker).into_mut())
     }
 

@@ -87,8 +87,8 @@ mod table;
 pub use along::{along_file, summarize_along, AlongReport};
 
 pub use part::{
-    encode_jobs, for_each_job, part_files, part_name, read_index, read_jobs, stored_jobs, stored_keys,
-    trajectories_dir, write_part, write_shard, Cell, PartJob, StoredRows, WrittenPart,
+    encode_jobs, for_each_job, part_files, part_name, read_index, read_jobs, read_provenance, stored_jobs, stored_keys,
+    trajectories_dir, write_part, write_shard, Cell, PartJob, Provenance, StoredRows, WrittenPart,
 };
 pub use summary::{rebuild_summaries, summarize, summarize_cell, write_summaries, CellSummary, SummaryReport};
 pub use table::{final_table, render_final};

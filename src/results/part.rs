@@ -25,6 +25,26 @@ pub const PART_ROW_GROUP_ROWS: usize = 1 << 15;
 /// The footer metadata key of a part's index.
 pub const INDEX_KEY: &str = "armada.jobs";
 
+/// The footer metadata key of who produced each job of a part: a JSON object from job key
+/// to [`Provenance`] (DuckDB: `parquet_kv_metadata`; polars: `read_parquet_metadata`).
+pub const PROVENANCE_KEY: &str = "armada.provenance";
+
+/// Who produced a committed trajectory.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// The worker session as the coordinator names it (`w3`), and as it named itself.
+    pub worker: String,
+    pub name: String,
+    pub host: String,
+    /// What the worker runs, as it said: armada's version and build, or an SDK's version.
+    pub software: String,
+    /// The attempt that committed it.
+    pub attempt_id: u64,
+    /// The digest of the family's declaration, for a declared family (empty for a built-in
+    /// one: the coordinator's build decides it).
+    pub family_digest: String,
+}
+
 /// The group columns above step: constant within a job.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Cell {
@@ -149,6 +169,28 @@ pub fn read_index(path: &Path) -> anyhow::Result<Vec<StoredRows>> {
         bail!("{}: job {key} (rows {offset}..{}) lies past the end of the file", path.display(), offset + rows);
     }
     index.locations(path)
+}
+
+/// Who produced each job of one part, from its footer (empty for a part written in
+/// process, or by an armada older than provenance).
+pub fn read_provenance(path: &Path) -> anyhow::Result<BTreeMap<String, Provenance>> {
+    let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let metadata = ParquetReader::new(file)
+        .get_metadata()
+        .map_err(anyhow::Error::from)
+        .with_context(|| format!("reading the footer of {}", path.display()))?
+        .clone();
+    let entry = metadata
+        .key_value_metadata()
+        .as_ref()
+        .and_then(|kv| kv.iter().find(|e| e.key == PROVENANCE_KEY))
+        .and_then(|e| e.value.clone());
+    match entry {
+        None => Ok(BTreeMap::new()),
+        Some(json) => {
+            serde_json::from_str(&json).with_context(|| format!("reading the provenance of {}", path.display()))
+        }
+    }
 }
 
 /// A file of one job without an index (older armada): its key is the file stem and its
@@ -282,6 +324,8 @@ pub fn encode_jobs(jobs: &[&StoredRows]) -> anyhow::Result<Vec<u8>> {
 /// One job's trajectory, ready to be written into a part.
 pub struct PartJob<'a> {
     pub job: ValidJob,
+    /// Who produced it (none when run in process).
+    pub provenance: Option<Provenance>,
     pub n_records: usize,
     /// Yields exactly `n_records` records, in step order.
     pub records: Box<dyn Iterator<Item = anyhow::Result<StepRecord>> + Send + 'a>,
@@ -322,11 +366,17 @@ pub fn write_part(sweep_dir: &Path, metrics: &[MetricDef], mut jobs: Vec<PartJob
     let path = dir.join(part_name(&first_key));
     write_atomic(&path, |out| {
         let schema = trajectory_frame(&jobs[0].job, metrics, &[])?.schema().clone();
-        let metadata = KeyValueMetadata::from_static(vec![(INDEX_KEY.to_owned(), index.to_json())]);
+        let mut entries = vec![(INDEX_KEY.to_owned(), index.to_json())];
+        let provenance: BTreeMap<&str, &Provenance> =
+            jobs.iter().filter_map(|j| Some((j.job.key.0.as_str(), j.provenance.as_ref()?))).collect();
+        if !provenance.is_empty() {
+            entries.push((PROVENANCE_KEY.to_owned(), serde_json::to_string(&provenance)?));
+        }
+        let metadata = KeyValueMetadata::from_static(entries);
         let mut writer = parquet_writer(out).with_key_value_metadata(Some(metadata)).batched(&schema)?;
         let mut group = RowGroup::default();
         for part_job in &mut jobs {
-            let PartJob { job, n_records, records } = part_job;
+            let PartJob { job, n_records, records, .. } = part_job;
             let mut chunk = Vec::with_capacity((*n_records).min(PART_ROW_GROUP_ROWS));
             let mut n_read = 0;
             loop {
@@ -368,8 +418,12 @@ pub fn write_shard(
     metrics: &[MetricDef],
     records: &[StepRecord],
 ) -> anyhow::Result<PathBuf> {
-    let part =
-        PartJob { job: job.clone(), n_records: records.len(), records: Box::new(records.iter().cloned().map(Ok)) };
+    let part = PartJob {
+        job: job.clone(),
+        provenance: None,
+        n_records: records.len(),
+        records: Box::new(records.iter().cloned().map(Ok)),
+    };
     Ok(write_part(sweep_dir, metrics, vec![part])?.path)
 }
 
@@ -522,7 +576,12 @@ mod tests {
 
     fn part_job(job: &ValidJob, records: &[StepRecord]) -> PartJob<'static> {
         let owned = records.to_vec();
-        PartJob { job: job.clone(), n_records: owned.len(), records: Box::new(owned.into_iter().map(Ok)) }
+        PartJob {
+            job: job.clone(),
+            provenance: None,
+            n_records: owned.len(),
+            records: Box::new(owned.into_iter().map(Ok)),
+        }
     }
 
     #[test]
@@ -706,7 +765,12 @@ mod tests {
         let err = write_shard(dir.path(), &job, &METRICS, &fractional).unwrap_err();
         assert!(format!("{err:#}").contains("non-integer"), "{err:#}");
         // A source that yields fewer records than announced.
-        let lying = PartJob { job: job.clone(), n_records: 3, records: Box::new(records(2, 0.0).into_iter().map(Ok)) };
+        let lying = PartJob {
+            job: job.clone(),
+            provenance: None,
+            n_records: 3,
+            records: Box::new(records(2, 0.0).into_iter().map(Ok)),
+        };
         let err = write_part(dir.path(), &METRICS, vec![lying]).unwrap_err();
         assert!(format!("{err:#}").contains("2 records where 3 were announced"), "{err:#}");
         assert!(stored_keys(dir.path()).unwrap().is_empty());

@@ -616,8 +616,12 @@ mod tests {
         let jobs = fixture_jobs();
         for (job, _, records) in &jobs {
             let records = records.clone();
-            let part =
-                PartJob { job: job.clone(), n_records: records.len(), records: Box::new(records.into_iter().map(Ok)) };
+            let part = PartJob {
+                job: job.clone(),
+                provenance: None,
+                n_records: records.len(),
+                records: Box::new(records.into_iter().map(Ok)),
+            };
             by_family.entry(if job.spec.family == "lse" { "lse" } else { "bandit" }).or_default().push(part);
         }
         for (family, parts) in by_family {

@@ -427,7 +427,9 @@ async fn trajectory(
             anyhow::bail!("{} does not hold job {key}", part.display());
         };
         let frames = results::read_jobs(&[rows])?;
-        views::trajectory(&key, &frames[0], views::TRAJECTORY_POINTS)
+        let mut trajectory = views::trajectory(&key, &frames[0], views::TRAJECTORY_POINTS)?;
+        trajectory.provenance = results::read_provenance(&part)?.remove(&key);
+        Ok(trajectory)
     })
     .await?;
     Ok(json_body(&trajectory))

@@ -94,6 +94,8 @@ pub struct Trajectory {
     pub key: String,
     pub step: Vec<i64>,
     pub columns: Vec<(String, Vec<Option<f64>>)>,
+    /// Who produced it, when its part says.
+    pub provenance: Option<crate::results::Provenance>,
 }
 
 /// The summary table's columns, read once.
@@ -256,7 +258,7 @@ pub fn trajectory(key: &str, rows: &DataFrame, max_points: usize) -> anyhow::Res
         };
         columns.push((name.to_string(), pick(&values, &keep)));
     }
-    Ok(Trajectory { key: key.to_string(), step: pick(&step, &keep), columns })
+    Ok(Trajectory { key: key.to_string(), step: pick(&step, &keep), columns, provenance: None })
 }
 
 /// Indices of at most `max` of `len` points, evenly spaced, first and last included.

@@ -64,6 +64,8 @@ pub struct WorkerConfig {
     pub tls_ca: Option<std::path::PathBuf>,
     /// A human name for the coordinator's messages.
     pub name: String,
+    /// The host it runs on (recorded with every trajectory it commits).
+    pub host: String,
 }
 
 type Client = WorkersClient<InterceptedService<Channel, BearerToken>>;
@@ -127,6 +129,8 @@ async fn session(
             build: registry.digest(),
             // Its families are built into the coordinator too (the build digest says so).
             declarations: vec![],
+            host: config.host.clone(),
+            software: format!("armada {} (build {})", env!("CARGO_PKG_VERSION"), registry.digest()),
         })
         .await?
         .into_inner();

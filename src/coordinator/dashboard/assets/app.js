@@ -251,6 +251,14 @@ async function showTrajectory() {
   if (!metric) { box.textContent = "this job has no metric columns"; return; }
   drawChart(box, { title: `job ${t.key}`, xLabel: "step", yLabel: metric[0],
     series: [{ name: metric[0], x: t.step, y: metric[1] }] });
+  const p = t.provenance;
+  if (p) {
+    const line = document.createElement("p");
+    line.className = "provenance";
+    const family = p.family_digest ? `, family declaration ${p.family_digest}` : "";
+    line.textContent = `committed by ${p.worker} (${p.name}) on ${p.host}, running ${p.software}; attempt ${p.attempt_id}${family}`;
+    box.appendChild(line);
+  }
 }
 
 // ---- the loop

@@ -1,0 +1,221 @@
+//! Who may call what. A coordinator without tokens is open to anyone who reaches it. With
+//! tokens, every gRPC call carries one (`authorization: Bearer <token>`), and its role
+//! decides what the call may do:
+//! - `admin` (`--token`, and `armada run`'s own): everything, as a single token always did;
+//! - `client`: the `Sweeps` service (submit, watch, status, cancel, delete, fetch, declare);
+//! - `worker`: the `Workers` service, limited, when the token names families, to
+//!   registering for (and declaring) only those: a session runs only the families it
+//!   registered, so such a worker can never lease, upload or commit a job of another.
+
+use anyhow::Context;
+use armada_worker::auth::same_secret;
+use serde::Deserialize;
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::Arc;
+use tonic::{Request, Status};
+
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Admin,
+    Client,
+    Worker,
+}
+
+/// One token of a `--tokens` file.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenEntry {
+    pub secret: String,
+    pub role: Role,
+    /// A worker token's families (any, when absent).
+    pub families: Option<BTreeSet<String>>,
+}
+
+/// The shortest secret a tokens file may hold: a guessable token guards nothing.
+const MIN_SECRET_LEN: usize = 16;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TokensFile {
+    tokens: Vec<TokenEntry>,
+}
+
+/// Read a tokens file (TOML: `[[tokens]]` tables of `secret`, `role`, `families`).
+pub fn read_tokens(path: &Path) -> anyhow::Result<Vec<TokenEntry>> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    parse_tokens(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+fn parse_tokens(text: &str) -> Result<Vec<TokenEntry>, String> {
+    let file: TokensFile = toml::from_str(text).map_err(|e| e.to_string().trim_end().to_string())?;
+    for (i, t) in file.tokens.iter().enumerate() {
+        if t.secret.len() < MIN_SECRET_LEN || !t.secret.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(format!(
+                "tokens[{i}].secret: use at least {MIN_SECRET_LEN} printable ASCII characters without spaces"
+            ));
+        }
+        if t.families.is_some() && t.role != Role::Worker {
+            return Err(format!("tokens[{i}].families: only a worker token is limited to families"));
+        }
+        if file.tokens[..i].iter().any(|u| u.secret == t.secret) {
+            return Err(format!("tokens[{i}].secret: the same secret twice"));
+        }
+    }
+    Ok(file.tokens)
+}
+
+/// What a call's token allows a worker to run: put into the call's extensions by
+/// [`Gate`], read by Register.
+#[derive(Clone, Debug, Default)]
+pub struct Grant {
+    /// The families it may register for and declare (any, when `None`).
+    pub families: Option<Arc<BTreeSet<String>>>,
+}
+
+impl Grant {
+    /// Refuse a family the token does not cover: PERMISSION_DENIED naming the field.
+    pub fn check(&self, family: &str, field: &str) -> Result<(), Status> {
+        match &self.families {
+            Some(allowed) if !allowed.contains(family) => Err(Status::permission_denied(format!(
+                "{field}: this worker's token runs only the families {}, not `{family}`",
+                allowed.iter().cloned().collect::<Vec<_>>().join(", ")
+            ))),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The coordinator's tokens; none: open.
+#[derive(Debug, Default)]
+pub struct Tokens {
+    entries: Vec<TokenEntry>,
+}
+
+impl Tokens {
+    /// `admin` (the `--token`) and the entries of a tokens file.
+    pub fn new(admin: Option<&str>, mut entries: Vec<TokenEntry>) -> Tokens {
+        if let Some(secret) = admin.filter(|t| !t.is_empty()) {
+            entries.push(TokenEntry { secret: secret.to_string(), role: Role::Admin, families: None });
+        }
+        Tokens { entries }
+    }
+
+    fn find(&self, bearer: Option<&str>) -> Option<&TokenEntry> {
+        let given = bearer?.strip_prefix("Bearer ")?;
+        // Every entry is compared, so that how long a refusal takes says nothing of which.
+        self.entries.iter().fold(None, |found, e| if same_secret(given, &e.secret) { Some(e) } else { found })
+    }
+}
+
+/// The two services a token may open.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Service {
+    Sweeps,
+    Workers,
+}
+
+/// The interceptor in front of one service: UNAUTHENTICATED without a known token,
+/// PERMISSION_DENIED for a token whose role does not open this service.
+#[derive(Clone, Debug)]
+pub struct Gate {
+    tokens: Arc<Tokens>,
+    service: Service,
+}
+
+impl Gate {
+    pub fn new(tokens: Arc<Tokens>, service: Service) -> Gate {
+        Gate { tokens, service }
+    }
+}
+
+impl tonic::service::Interceptor for Gate {
+    fn call(&mut self, mut request: Request<()>) -> Result<Request<()>, Status> {
+        if self.tokens.entries.is_empty() {
+            request.extensions_mut().insert(Grant::default());
+            return Ok(request);
+        }
+        let bearer = request.metadata().get("authorization").and_then(|v| v.to_str().ok());
+        let Some(entry) = self.tokens.find(bearer) else {
+            return Err(Status::unauthenticated("missing or wrong token: send `authorization: Bearer <token>`"));
+        };
+        let grant = match (&entry.role, self.service) {
+            (Role::Admin, _) => Grant::default(),
+            (Role::Client, Service::Sweeps) => Grant::default(),
+            (Role::Worker, Service::Workers) => Grant { families: entry.families.clone().map(Arc::new) },
+            (Role::Client, Service::Workers) => {
+                return Err(Status::permission_denied("this is a client token: it cannot act as a worker"))
+            }
+            (Role::Worker, Service::Sweeps) => {
+                return Err(Status::permission_denied(
+                    "this is a worker token: it cannot submit, watch, cancel, delete or fetch sweeps",
+                ))
+            }
+        };
+        request.extensions_mut().insert(grant);
+        Ok(request)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tonic::service::Interceptor;
+
+    fn call(gate: &mut Gate, token: Option<&str>) -> Result<Grant, tonic::Code> {
+        let mut request = Request::new(());
+        if let Some(t) = token {
+            request.metadata_mut().insert("authorization", format!("Bearer {t}").parse().unwrap());
+        }
+        gate.call(request).map(|r| r.extensions().get::<Grant>().cloned().unwrap()).map_err(|e| e.code())
+    }
+
+    #[test]
+    fn each_role_opens_its_service_only() {
+        let file = r#"
+[[tokens]]
+secret = "client-secret-0123"
+role = "client"
+[[tokens]]
+secret = "worker-secret-0123"
+role = "worker"
+families = ["mybo"]
+"#;
+        let tokens = Arc::new(Tokens::new(Some("admin-secret"), parse_tokens(file).unwrap()));
+        let mut sweeps = Gate::new(tokens.clone(), Service::Sweeps);
+        let mut workers = Gate::new(tokens, Service::Workers);
+        assert!(call(&mut sweeps, Some("client-secret-0123")).is_ok());
+        assert_eq!(call(&mut workers, Some("client-secret-0123")).unwrap_err(), tonic::Code::PermissionDenied);
+        assert_eq!(call(&mut sweeps, Some("worker-secret-0123")).unwrap_err(), tonic::Code::PermissionDenied);
+        let grant = call(&mut workers, Some("worker-secret-0123")).unwrap();
+        assert!(grant.check("mybo", "families[0]").is_ok());
+        let e = grant.check("lse", "families[1]").unwrap_err();
+        assert_eq!(e.code(), tonic::Code::PermissionDenied);
+        assert_eq!(e.message(), "families[1]: this worker's token runs only the families mybo, not `lse`");
+        for gate in [&mut sweeps, &mut workers] {
+            assert!(call(gate, Some("admin-secret")).unwrap().families.is_none());
+            assert_eq!(call(gate, Some("nope-nope-nope-nope")).unwrap_err(), tonic::Code::Unauthenticated);
+            assert_eq!(call(gate, None).unwrap_err(), tonic::Code::Unauthenticated);
+        }
+        // No token at all: open, unlimited.
+        let mut open = Gate::new(Arc::new(Tokens::new(None, vec![])), Service::Workers);
+        assert!(call(&mut open, None).unwrap().families.is_none());
+    }
+
+    #[test]
+    fn a_tokens_file_is_checked_field_by_field() {
+        let bad = |text: &str| parse_tokens(text).unwrap_err();
+        assert_eq!(
+            bad("[[tokens]]\nsecret = \"short\"\nrole = \"client\"\n"),
+            "tokens[0].secret: use at least 16 printable ASCII characters without spaces"
+        );
+        assert_eq!(
+            bad("[[tokens]]\nsecret = \"0123456789abcdef\"\nrole = \"client\"\nfamilies = [\"x\"]\n"),
+            "tokens[0].families: only a worker token is limited to families"
+        );
+        assert!(bad("[[tokens]]\nsecret = \"0123456789abcdef\"\nrole = \"root\"\n").contains("unknown variant `root`"));
+        let twice = "[[tokens]]\nsecret = \"0123456789abcdef\"\nrole = \"client\"\n".repeat(2);
+        assert_eq!(bad(&twice), "tokens[1].secret: the same secret twice");
+    }
+}
