@@ -1,30 +1,64 @@
-//! `armada list`: what this build can run, with every parameter, its range and default.
+//! `armada list`: what this build can run, with every parameter, its range and default;
+//! with `--coordinator`, what a coordinator runs, the families declared to it included.
 
-use armada_core::{ComponentDef, ParamKind};
+use armada::coordinator::declared::{self, DeclaredFamily};
+use armada_core::{ComponentDef, Family, ParamKind, Registry};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args, Debug)]
-pub struct ListArgs {}
+pub struct ListArgs {
+    /// List what this coordinator runs (its ServerInfo) instead of this build's families.
+    #[arg(long)]
+    coordinator: Option<String>,
+    /// Bearer token, if the coordinator requires one.
+    #[arg(long, env = armada_worker::auth::TOKEN_ENV, hide_env_values = true)]
+    token: Option<String>,
+    /// CA certificate (PEM) for an https:// coordinator.
+    #[arg(long)]
+    tls_ca: Option<PathBuf>,
+}
 
-pub fn list(_args: ListArgs) -> anyhow::Result<ExitCode> {
-    for family in armada::registry().families() {
-        println!("family {} (version {}): {}", family.name(), family.version(), family.doc());
-        print_components("benchmark", family.benchmarks());
-        print_components("algorithm", family.algorithms());
-        if family.ends_early() {
-            println!("  metrics (one row per step; a run may end before its horizon):");
-        } else {
-            println!("  metrics (one row per step, 0..=horizon):");
+pub fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
+    let Some(url) = &args.coordinator else {
+        for family in armada::registry().families() {
+            print_family(family, "");
         }
-        for m in family.metrics() {
-            let kind = match m.kind {
-                armada_core::MetricKind::Float => "float",
-                armada_core::MetricKind::Int => "integer",
-            };
-            println!("      {} ({kind}): {}", m.name, m.doc);
-        }
+        return Ok(ExitCode::SUCCESS);
+    };
+    let info = super::remote::block_on(async {
+        let mut client = armada::client::connect(url, args.token.as_deref(), args.tls_ca.as_deref()).await?;
+        Ok(client.server_info(armada_proto::v1::ServerInfoRequest {}).await?.into_inner())
+    })?;
+    // Each family as the coordinator describes it, read like a declaration (built-in ones
+    // follow the same rules), so that both print alike.
+    let no_builtins = Registry::new(vec![]);
+    for wire in info.families {
+        let (name, digest) = (wire.name.clone(), wire.digest.clone());
+        let checked = declared::check(wire, &no_builtins)
+            .map_err(|e| anyhow::anyhow!("the coordinator describes family {name} oddly: {e}"))?;
+        let origin = if digest.is_empty() { String::new() } else { format!(", declared, digest {digest}") };
+        print_family(&DeclaredFamily::new(checked), &origin);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn print_family(family: &dyn Family, origin: &str) {
+    println!("family {} (version {}{origin}): {}", family.name(), family.version(), family.doc());
+    print_components("benchmark", family.benchmarks());
+    print_components("algorithm", family.algorithms());
+    if family.ends_early() {
+        println!("  metrics (one row per step; a run may end before its horizon):");
+    } else {
+        println!("  metrics (one row per step, 0..=horizon):");
+    }
+    for m in family.metrics() {
+        let kind = match m.kind {
+            armada_core::MetricKind::Float => "float",
+            armada_core::MetricKind::Int => "integer",
+        };
+        println!("      {} ({kind}): {}", m.name, m.doc);
+    }
 }
 
 fn print_components(what: &str, defs: &[ComponentDef]) {
