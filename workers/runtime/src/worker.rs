@@ -89,8 +89,14 @@ pub async fn run_worker(
                 info!("drained: every leased job finished and was committed; exiting");
                 return Ok(());
             }
-            Err(e) if matches!(e.code(), Code::Unauthenticated | Code::FailedPrecondition | Code::InvalidArgument) => {
-                // A wrong token or version does not fix itself by retrying.
+            Err(e)
+                if matches!(
+                    e.code(),
+                    Code::Unauthenticated | Code::PermissionDenied | Code::FailedPrecondition | Code::InvalidArgument
+                ) =>
+            {
+                // A wrong token, a token of another role or a wrong version does not fix
+                // itself by retrying.
                 return Err(anyhow::anyhow!("the coordinator refused this worker: {}", e.message()));
             }
             Err(e) => {
