@@ -1,0 +1,224 @@
+//! armada-sdk (workers/python) with real processes: its own tests in a venv it is
+//! pip-installed into; Python workers of a declared family beside a Rust worker of a
+//! built-in one, one Python worker killed while it holds leases, giving an uninterrupted
+//! run's trajectories and summaries; and the SDK's guide run as written.
+
+mod common;
+
+use common::cluster::{client, serve, worker, write, Coordinator};
+use common::{assert_same_trajectory, jobs, text, wait_until, Proc};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+/// The python of a venv with the SDK's test requirements, and the SDK installed from
+/// workers/python (once per run of this binary, so that a changed SDK is what is tested).
+fn sdk_python() -> &'static Path {
+    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
+    PYTHON.get_or_init(|| {
+        let sdk = common::manifest_dir().join("workers/python");
+        let python = common::python_venv("venv-sdk", &sdk.join("requirements-test.txt"));
+        let installed = Command::new(&python)
+            .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps"])
+            .args(["--no-build-isolation", "--force-reinstall"])
+            .arg(&sdk)
+            .output()
+            .unwrap();
+        assert!(installed.status.success(), "pip install workers/python:\n{}", text(&installed.stderr));
+        python
+    })
+}
+
+fn python_worker(url: &str, family: &str, slots: usize, log: &Path, dir: &Path) -> Proc {
+    let child = Command::new(sdk_python())
+        .args(["-m", "armada_sdk.worker", family, "--coordinator", url, "--slots", &slots.to_string()])
+        .current_dir(dir)
+        .env("PYTHONPATH", dir)
+        .env_remove("ARMADA_TOKEN")
+        .stdout(Stdio::null())
+        .stderr(File::create(log).unwrap())
+        .spawn()
+        .unwrap();
+    Proc(child)
+}
+
+fn registered(log: &Path) -> bool {
+    std::fs::read_to_string(log).is_ok_and(|l| l.contains("registered with"))
+}
+
+#[test]
+fn the_sdk_passes_its_own_tests() {
+    let tests = common::manifest_dir().join("workers/python/tests");
+    // From another directory, so that the installed package is what is imported.
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(sdk_python())
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
+        .arg(&tests)
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    let summary = stdout.lines().last().unwrap_or_default();
+    assert!(summary.contains(" passed") && !summary.contains("failed") && !summary.contains("skipped"), "{summary}");
+}
+
+const NOISY_SWEEP: &str = r#"
+name = "noisy-mix"
+family = "noisy"
+seeds = 4
+horizon = 30
+[[benchmarks]]
+name = "branin"
+[[benchmarks]]
+name = "hartmann3"
+[[algorithms]]
+name = "random-search"
+[[algorithms]]
+name = "gp-ucb"
+params = { candidates = 2048 }
+"#;
+
+const TESTKIT_SWEEP: &str = r#"
+name = "builtin-mix"
+family = "testkit"
+seeds = 6
+horizon = 5
+[[benchmarks]]
+name = "constant"
+[[algorithms]]
+name = "echo"
+"#;
+
+fn submit_and_watch(coord: &Coordinator, sweep: &Path, id: &str) {
+    let submitted = client(&["submit", sweep.to_str().unwrap()], &coord.url, 60);
+    assert!(submitted.status.success(), "{}", text(&submitted.stderr));
+    let watched = client(&["watch", id, "--quiet"], &coord.url, 300);
+    assert!(watched.status.success(), "{}", text(&watched.stderr));
+}
+
+#[test]
+fn python_workers_of_a_declared_family_run_beside_a_rust_worker() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let (noisy, builtin) = (write(dir, "noisy.toml", NOISY_SWEEP), write(dir, "builtin.toml", TESTKIT_SWEEP));
+    let family = "armada_sdk.examples.noisy:FAMILY";
+
+    // The uninterrupted run: one Python worker.
+    let reference = serve(&dir.join("reference"), 0, &[]);
+    let mut only = python_worker(&reference.url, family, 2, &dir.join("only.log"), dir);
+    wait_until(120, "the Python worker registers", || registered(&dir.join("only.log")));
+    submit_and_watch(&reference, &noisy, "noisy-mix");
+    only.sigterm();
+    assert!(only.wait(60).success(), "a drained Python worker exits 0");
+
+    // Before any worker declared the family, its sweep is refused.
+    let coord = serve(&dir.join("data"), 0, &["--lease-ttl-ms", "1000"]);
+    let refused = client(&["submit", noisy.to_str().unwrap()], &coord.url, 60);
+    assert!(!refused.status.success());
+    assert!(text(&refused.stderr).contains("family: unknown family `noisy`"), "{}", text(&refused.stderr));
+    let _rust = worker(&coord.url, 1, &dir.join("rust.log"), &[]);
+    let (log1, log2) = (dir.join("p1.log"), dir.join("p2.log"));
+    let mut p1 = python_worker(&coord.url, family, 1, &log1, dir);
+    let _p2 = python_worker(&coord.url, family, 1, &log2, dir);
+    wait_until(120, "both Python workers register", || registered(&log1) && registered(&log2));
+    for sweep in [&noisy, &builtin] {
+        let submitted = client(&["submit", sweep.to_str().unwrap()], &coord.url, 60);
+        assert!(submitted.status.success(), "{}", text(&submitted.stderr));
+    }
+    // Kill one Python worker as soon as jobs are being committed: it holds leases (it
+    // leases two jobs per slot ahead), which expire and go to the other.
+    wait_until(120, "jobs of the declared family commit", || {
+        std::fs::read_dir(dir.join("data/noisy-mix/trajectories")).is_ok_and(|mut d| d.next().is_some())
+    });
+    p1.kill9();
+    for id in ["noisy-mix", "builtin-mix"] {
+        let watched = client(&["watch", id, "--quiet"], &coord.url, 300);
+        assert!(watched.status.success(), "{}", text(&watched.stderr));
+    }
+    let metrics = Command::new("curl").args(["-s", &format!("http://{}/metrics", coord.dashboard)]).output().unwrap();
+    let metrics = text(&metrics.stdout);
+    let expired: u64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("armada_leases_expired_total "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no expired-lease counter in /metrics:\n{metrics}"));
+    assert!(expired >= 1, "the killed worker held no lease: nothing was tested");
+
+    // The same trajectories, bit for bit but elapsed_ms, and the same summaries, byte for byte.
+    let (ours, theirs) = (jobs(&dir.join("data/noisy-mix")), jobs(&dir.join("reference/noisy-mix")));
+    assert_eq!(ours.len(), 16);
+    assert_eq!(ours.keys().collect::<Vec<_>>(), theirs.keys().collect::<Vec<_>>());
+    for (key, df) in &ours {
+        assert_same_trajectory(df, &theirs[key], key);
+    }
+    for table in ["summary.parquet", "final.parquet"] {
+        let read = |root: &str| std::fs::read(dir.join(root).join("noisy-mix").join(table)).unwrap();
+        assert!(read("data") == read("reference"), "{table} differs from the uninterrupted run's");
+    }
+    // Each family's jobs ran on its own workers: provenance says who committed what.
+    let software = |sweep: &str| -> Vec<String> {
+        let mut all = Vec::new();
+        for part in common::part_files(&dir.join("data").join(sweep)) {
+            all.extend(armada::results::read_provenance(&part).unwrap().into_values().map(|p| p.software));
+        }
+        all
+    };
+    let python = software("noisy-mix");
+    assert_eq!(python.len(), 16);
+    assert!(python.iter().all(|s| s.starts_with("armada-sdk 0.1.0 (Python ")), "{python:?}");
+    let rust = software("builtin-mix");
+    assert_eq!(rust.len(), 6);
+    assert!(rust.iter().all(|s| s.starts_with("armada 0.1.0 (build ")), "{rust:?}");
+}
+
+/// The fenced blocks of the SDK's README marked `file=NAME`, as (name, text).
+fn guide_files(readme: &str) -> Vec<(String, String)> {
+    let mut files = Vec::new();
+    let mut lines = readme.lines();
+    while let Some(line) = lines.next() {
+        if let Some(name) = line.strip_prefix("```python file=") {
+            let body: Vec<&str> = lines.by_ref().take_while(|l| !l.starts_with("```")).collect();
+            files.push((name.trim().to_string(), body.join("\n") + "\n"));
+        }
+    }
+    files
+}
+
+#[test]
+fn the_sdk_guide_runs_as_written() {
+    let readme = std::fs::read_to_string(common::manifest_dir().join("workers/python/README.md")).unwrap();
+    let files = guide_files(&readme);
+    assert_eq!(files.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), ["my_family.py", "submit.py"]);
+    // The guide's commands, as the README gives them (with a free port here).
+    assert!(readme.contains("armada serve --listen 127.0.0.1:7070 --data armada-data &"));
+    assert!(
+        readme.contains("python -m armada_sdk.worker my_family:FAMILY --coordinator http://127.0.0.1:7070 --slots 2 &")
+    );
+    assert!(readme.contains("`python submit.py http://127.0.0.1:7070`"));
+    let tmp = tempfile::tempdir().unwrap();
+    for (name, body) in &files {
+        write(tmp.path(), name, body);
+    }
+    let coord = serve(&tmp.path().join("armada-data"), 0, &[]);
+    let log = tmp.path().join("worker.log");
+    let _worker = python_worker(&coord.url, "my_family:FAMILY", 2, &log, tmp.path());
+    let out = Command::new(sdk_python())
+        .args(["submit.py", &coord.url])
+        .current_dir(tmp.path())
+        .env("PYTHONPATH", tmp.path())
+        .output()
+        .unwrap();
+    let stdout = text(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}\nworker: {}",
+        text(&out.stderr),
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    assert!(stdout.contains("15 of 15 jobs done"), "{stdout}");
+    for row in ["local-search", "{step_size=0.1}", "{step_size=0.5}", "random"] {
+        assert!(stdout.contains(row), "{row} missing:\n{stdout}");
+    }
+}

@@ -1,0 +1,56 @@
+"""Running one job of a family: its episode driven step by step into records, each
+checked against the family's metrics as the coordinator will check it."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Mapping
+
+from .family import Family
+from .keys import Job, JobStreams
+
+
+@dataclass(frozen=True)
+class Record:
+    """One step of a trajectory: the family's metrics in declared order."""
+
+    step: int
+    elapsed_ms: float
+    values: tuple[float, ...]
+
+
+class EpisodeError(Exception):
+    """The episode broke the family's contract (a metric missing, a step past the end)."""
+
+
+def _values(family: Family, metrics: Mapping[str, float], step: int) -> tuple[float, ...]:
+    names = family.metric_names()
+    missing = [n for n in names if n not in metrics]
+    extra = [n for n in metrics if n not in names]
+    if missing or extra:
+        raise EpisodeError(f"step {step}: metrics missing {missing}, not declared {extra}")
+    values = []
+    for m in family.metrics:
+        v = float(metrics[m.name])
+        if m.kind == "int" and not (math.isnan(v) or v == int(v)):
+            raise EpisodeError(f"step {step}: metric {m.name} is an int metric, got {v}")
+        values.append(v)
+    return tuple(values)
+
+
+def run_episode(family: Family, job: Job) -> list[Record]:
+    """Every record of ``job``: steps 0..=horizon, or 0..=last for a family that ends early."""
+    started = time.perf_counter()
+    episode = family.start(job, JobStreams(job))
+    records = [Record(0, (time.perf_counter() - started) * 1e3, _values(family, episode.initial(), 0))]
+    for t in range(1, job.horizon + 1):
+        started = time.perf_counter()
+        metrics = episode.step(t)
+        if metrics is None:
+            if not family.ends_early:
+                raise EpisodeError(f"step {t}: the episode ended, but family {family.name} does not end early")
+            break
+        records.append(Record(t, (time.perf_counter() - started) * 1e3, _values(family, metrics, t)))
+    return records

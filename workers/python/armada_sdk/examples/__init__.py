@@ -1,0 +1,1 @@
+"""Worked example families of the SDK."""

@@ -1,0 +1,298 @@
+"""The worker runtime: run a family's jobs for a coordinator.
+
+    python -m armada_sdk.worker MODULE:FAMILY --coordinator URL [--slots N] [--token T] [--tls-ca PEM]
+
+It registers a session that declares the family, leases jobs ahead (up to twice the slots),
+runs them in N processes side by side, heartbeats every attempt it holds, commits each
+finished trajectory (inline, or uploaded in batches when long), reports a job's exception
+with FailAttempt, retries a lost connection with backoff (saying where it tries), registers
+again when the coordinator forgot its session, and on SIGTERM or Ctrl-C stops leasing,
+hands back the jobs it has not started, finishes the running ones and exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import functools
+import importlib
+import logging
+import multiprocessing
+import os
+import platform
+import signal
+import socket
+import sys
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Callable, Optional, TypeVar, Union
+
+import grpc
+
+from . import __version__, connection
+from ._proto import job_pb2, service_pb2
+from .episode import Record, run_episode
+from .family import Family
+from .keys import Job
+
+log = logging.getLogger("armada_sdk.worker")
+T = TypeVar("T")
+
+#: Trajectories longer than this are uploaded in batches of this many records before the
+#: commit; shorter ones ride on the commit.
+UPLOAD_BATCH = 4096
+#: An error message sent to the coordinator is cut to this many characters (it keeps 4 KiB).
+MAX_ERROR = 4000
+
+
+def load_family(spec: str) -> Family:
+    """``MODULE:ATTRIBUTE``, e.g. ``armada_sdk.examples.noisy:FAMILY``."""
+    module, _, attribute = spec.partition(":")
+    if not module or not attribute:
+        raise ValueError(f"{spec!r}: name the family as MODULE:ATTRIBUTE, e.g. armada_sdk.examples.noisy:FAMILY")
+    family = getattr(importlib.import_module(module), attribute)
+    if not isinstance(family, Family):
+        raise TypeError(f"{spec} is a {type(family).__name__}, not an armada_sdk.Family")
+    return family
+
+
+@functools.lru_cache(maxsize=None)
+def _family_in_process(spec: str) -> Family:
+    return load_family(spec)
+
+
+def _run(spec: str, job: Job) -> Union[list[Record], str]:
+    """In a slot's process: the job's records, or the error's text."""
+    try:
+        return run_episode(_family_in_process(spec), job)
+    except Exception:  # noqa: BLE001 (the job's own error is reported, not raised)
+        return traceback.format_exc()[-MAX_ERROR:]
+
+
+def job_of(spec: job_pb2.JobSpec) -> Job:
+    """A lease's spec as a Job."""
+
+    def params(m) -> dict:
+        return {name: getattr(v, v.WhichOneof("kind")) for name, v in m.items()}
+
+    return Job(
+        family=spec.family,
+        benchmark=spec.benchmark,
+        algorithm=spec.algorithm,
+        seed=spec.seed,
+        horizon=spec.horizon,
+        sweep_seed=spec.sweep_seed,
+        benchmark_params=params(spec.benchmark_params),
+        algorithm_params=params(spec.algorithm_params),
+    )
+
+
+def _wire(records: list[Record]) -> list[job_pb2.StepRecord]:
+    return [job_pb2.StepRecord(step=r.step, elapsed_ms=r.elapsed_ms, metrics=r.values) for r in records]
+
+
+class SessionLost(Exception):
+    """The coordinator no longer knows this session (it restarted, or forgot a silent worker)."""
+
+
+@dataclass
+class Held:
+    lease: service_pb2.JobLease
+    future: Optional[cf.Future]
+
+
+class Worker:
+    def __init__(
+        self,
+        family_spec: str,
+        coordinator: str,
+        slots: int,
+        token: Optional[str] = None,
+        tls_ca: Optional[str] = None,
+        name: Optional[str] = None,
+    ):
+        self.family_spec = family_spec
+        self.family = load_family(family_spec)
+        self.coordinator = coordinator
+        self.slots = max(1, slots)
+        self.metadata = connection.metadata(token)
+        self.name = name or f"{socket.gethostname()}:{os.getpid()}"
+        _, self.workers = connection.stubs(connection.channel(coordinator, tls_ca))
+        self.draining = False
+        self.session = ""
+        self.key_salt = ""
+        self.heartbeat_every = 1.0
+        self.held: dict[int, Held] = {}
+        self.done = 0
+
+    # ---- calls, retried while the coordinator is out of reach
+
+    def _call(self, what: str, call: Callable[[], T]) -> T:
+        backoff = 0.1
+        while True:
+            try:
+                return call()
+            except grpc.RpcError as e:
+                code = e.code()
+                if code == grpc.StatusCode.NOT_FOUND and "session" in (e.details() or ""):
+                    raise SessionLost(e.details()) from e
+                if code not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+                    raise
+                log.warning("coordinator %s: %s (%s); retrying %s in %.1f s", self.coordinator, code.name, e.details(), what, backoff)
+                time.sleep(backoff)
+                backoff = min(backoff * 2, 5.0)
+
+    def register(self) -> None:
+        request = service_pb2.RegisterRequest(
+            name=self.name,
+            slots=self.slots,
+            families=[self.family.name],
+            declarations=[self.family.to_proto()],
+            host=socket.gethostname(),
+            software=f"armada-sdk {__version__} (Python {platform.python_version()})",
+        )
+        reply = self._call("Register", lambda: self.workers.Register(request, metadata=self.metadata, timeout=30))
+        self.session, self.key_salt = reply.session, reply.key_salts[self.family.name]
+        self.heartbeat_every = max(reply.heartbeat_interval_ms, 20) / 1000
+        log.info("registered with %s as %s (%d slots, family %s, key salt %s)", self.coordinator, reply.worker_id, self.slots, self.family.name, self.key_salt)
+
+    # ---- the loop
+
+    def run(self) -> None:
+        context = multiprocessing.get_context("spawn")
+        with cf.ProcessPoolExecutor(max_workers=self.slots, mp_context=context) as pool:
+            self.register()
+            next_heartbeat = time.monotonic() + self.heartbeat_every
+            while not (self.draining and not self.held):
+                try:
+                    if self.draining:
+                        self._release_unstarted()
+                    else:
+                        self._lease(pool)
+                    if time.monotonic() >= next_heartbeat:
+                        self._heartbeat()
+                        next_heartbeat = time.monotonic() + self.heartbeat_every
+                    self._settle(timeout=0.05)
+                except SessionLost as e:
+                    log.warning("%s; registering again (the jobs it held are void)", e)
+                    for held in self.held.values():
+                        if held.future is not None:
+                            held.future.cancel()
+                    self.held.clear()
+                    if not self.draining:
+                        self.register()
+        log.info("drained after %d jobs: every leased job finished and was committed; exiting", self.done)
+
+    def _lease(self, pool: cf.ProcessPoolExecutor) -> None:
+        room = 2 * self.slots - len(self.held)
+        if room <= 0:
+            return
+        request = service_pb2.LeaseRequest(session=self.session, max_jobs=room)
+        reply = self._call("Lease", lambda: self.workers.Lease(request, metadata=self.metadata, timeout=30))
+        for lease in reply.leases:
+            job = job_of(lease.spec)
+            key = job.key(self.key_salt)
+            if key != lease.job_key:
+                self._fail(lease.attempt_id, f"this worker computes key {key} for job {lease.job_key}: its family is not the one the sweep was keyed by")
+                continue
+            self.held[lease.attempt_id] = Held(lease, pool.submit(_run, self.family_spec, job))
+
+    def _heartbeat(self) -> None:
+        request = service_pb2.HeartbeatRequest(session=self.session, attempt_ids=list(self.held))
+        reply = self._call("Heartbeat", lambda: self.workers.Heartbeat(request, metadata=self.metadata, timeout=30))
+        for attempt in reply.abandon:
+            held = self.held.pop(attempt, None)
+            if held is not None and held.future is not None:
+                held.future.cancel()
+                log.info("attempt %d abandoned (cancelled, or its job no longer held)", attempt)
+
+    def _settle(self, timeout: float) -> None:
+        running = [h.future for h in self.held.values() if h.future is not None]
+        if not running:
+            time.sleep(timeout)
+            return
+        done, _ = cf.wait(running, timeout=timeout, return_when=cf.FIRST_COMPLETED)
+        for attempt, held in list(self.held.items()):
+            if held.future in done:
+                del self.held[attempt]
+                if held.future.cancelled():
+                    continue
+                outcome = held.future.result()
+                if isinstance(outcome, str):
+                    self._fail(attempt, outcome)
+                else:
+                    self._commit(attempt, outcome)
+
+    def _commit(self, attempt: int, records: list[Record]) -> None:
+        wire = _wire(records)
+        inline = wire
+        if len(wire) > UPLOAD_BATCH:
+            batches = [
+                service_pb2.RecordBatch(attempt_id=attempt, records=wire[i : i + UPLOAD_BATCH], session=self.session)
+                for i in range(0, len(wire), UPLOAD_BATCH)
+            ]
+            self._call("UploadRecords", lambda: self.workers.UploadRecords(iter(batches), metadata=self.metadata, timeout=600))
+            inline = []
+        request = service_pb2.CompleteAttemptRequest(attempt_id=attempt, n_records=len(wire), records=inline, session=self.session)
+        try:
+            reply = self._call("CompleteAttempt", lambda: self.workers.CompleteAttempt(request, metadata=self.metadata, timeout=600))
+        except grpc.RpcError as e:
+            # The job was cancelled or failed meanwhile, or the records were refused: the
+            # coordinator decides; this worker goes on with its other jobs.
+            log.warning("attempt %d not committed: %s: %s", attempt, e.code().name, e.details())
+            return
+        self.done += 1
+        if not reply.committed:
+            log.info("attempt %d: another attempt had committed its job first", attempt)
+
+    def _fail(self, attempt: int, error: str) -> None:
+        log.warning("attempt %d failed: %s", attempt, error.strip().splitlines()[-1] if error.strip() else error)
+        request = service_pb2.FailAttemptRequest(attempt_id=attempt, error=error[-MAX_ERROR:], session=self.session)
+        try:
+            self._call("FailAttempt", lambda: self.workers.FailAttempt(request, metadata=self.metadata, timeout=30))
+        except grpc.RpcError as e:
+            log.warning("attempt %d: the failure was not recorded: %s: %s", attempt, e.code().name, e.details())
+
+    def _release_unstarted(self) -> None:
+        unstarted = [a for a, h in self.held.items() if h.future is not None and h.future.cancel()]
+        if not unstarted:
+            return
+        for attempt in unstarted:
+            del self.held[attempt]
+        request = service_pb2.ReleaseAttemptsRequest(session=self.session, attempt_ids=unstarted)
+        reply = self._call("ReleaseAttempts", lambda: self.workers.ReleaseAttempts(request, metadata=self.metadata, timeout=30))
+        log.info("draining: handed back %d job(s) not started", reply.released)
+
+    def drain(self, *_: object) -> None:
+        if not self.draining:
+            log.info("draining: no more leases; finishing the running jobs")
+        self.draining = True
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m armada_sdk.worker", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("family", help="the family to run, as MODULE:ATTRIBUTE (e.g. armada_sdk.examples.noisy:FAMILY)")
+    parser.add_argument("--coordinator", default=os.environ.get("ARMADA_COORDINATOR", "http://127.0.0.1:7070"), help="the coordinator's URL")
+    parser.add_argument("--slots", type=int, default=os.cpu_count() or 1, help="jobs run side by side, each in its own process (default: the cores)")
+    parser.add_argument("--token", default=os.environ.get("ARMADA_TOKEN"), help="bearer token (default: $ARMADA_TOKEN)")
+    parser.add_argument("--tls-ca", default=None, help="CA certificate (PEM) for an https:// coordinator")
+    parser.add_argument("--name", default=None, help="a name for the coordinator's messages (default: host:pid)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    try:
+        worker = Worker(args.family, args.coordinator, args.slots, args.token, args.tls_ca, args.name)
+    except (ValueError, TypeError, ImportError) as e:
+        parser.error(str(e))
+    signal.signal(signal.SIGTERM, worker.drain)
+    signal.signal(signal.SIGINT, worker.drain)
+    try:
+        worker.run()
+    except grpc.RpcError as e:
+        log.error("the coordinator %s refused this worker: %s: %s", args.coordinator, e.code().name, e.details())
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,81 @@
+"""Declaring a family: the wire form, the quick checks, and episodes' records."""
+
+import math
+
+import pytest
+
+from armada_sdk import Algorithm, Benchmark, Family, Float, Int, Job, Metric, run_episode
+from armada_sdk._proto import service_pb2
+from armada_sdk.episode import EpisodeError
+from armada_sdk.examples.noisy import FAMILY
+
+
+def test_the_declaration_carries_every_field():
+    info = FAMILY.to_proto()
+    assert (info.name, info.version) == ("noisy", 1)
+    assert [b.name for b in info.benchmarks] == ["branin", "hartmann3"]
+    ucb = info.algorithms[1]
+    assert [p.name for p in ucb.params] == ["beta", "lengthscale", "candidates"]
+    assert ucb.params[0].kind == service_pb2.ParamInfo.FLOAT and ucb.params[0].default.float == 2.0
+    assert ucb.params[2].kind == service_pb2.ParamInfo.INT and ucb.params[2].default.int == 256
+    assert (ucb.params[2].min, ucb.params[2].max) == (16, 4096)
+    assert [m.kind for m in info.metrics] == [service_pb2.MetricInfo.FLOAT, service_pb2.MetricInfo.FLOAT, service_pb2.MetricInfo.INT]
+    assert list(info.headline_metrics) == ["simple_regret"]
+
+
+def family(**changes):
+    fields = dict(
+        name="t",
+        version=1,
+        benchmarks=[Benchmark("b", params=[Float("x", 0.0, 1.0, 0.5)])],
+        algorithms=[Algorithm("a", params=[Int("n", 1, 9, 3)])],
+        metrics=[Metric("m"), Metric("k", kind="int")],
+        start=lambda job, streams: None,
+    )
+    fields.update(changes)
+    return Family(**fields)
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"version": 0}, "version: 0 is not a version"),
+        ({"algorithms": []}, "algorithms: declare at least one"),
+        ({"benchmarks": [Benchmark("b", params=[Float("x", 0.0, 1.0, 2.0)])]}, r"benchmarks\[0\].params\[0\].default: 2.0 is not a float in \[0.0, 1.0\]"),
+        ({"algorithms": [Algorithm("a"), Algorithm("a")]}, r"algorithms\[1\].name: 'a' is declared twice"),
+        ({"metrics": [Metric("m", kind="double")]}, r"metrics\[0\].kind: 'double' is not a metric kind"),
+        ({"summary_axes": ["k"]}, r"summary_axes\[0\]: 'k' is not a float metric"),
+    ],
+)
+def test_a_broken_declaration_names_its_field(changes, message):
+    with pytest.raises(ValueError, match=message):
+        family(**changes)
+
+
+class Counting:
+    def __init__(self, job, streams, metrics):
+        self.metrics = metrics
+
+    def initial(self):
+        return self.metrics(0)
+
+    def step(self, t):
+        return self.metrics(t)
+
+
+def test_records_hold_every_step_in_declared_order_and_are_checked():
+    ok = family(start=lambda job, s: Counting(job, s, lambda t: {"k": t, "m": t / 2}))
+    records = run_episode(ok, Job("t", "b", "a", 0, 3))
+    assert [(r.step, r.values) for r in records] == [(0, (0.0, 0.0)), (1, (0.5, 1.0)), (2, (1.0, 2.0)), (3, (1.5, 3.0))]
+    missing = family(start=lambda job, s: Counting(job, s, lambda t: {"m": 1.0}))
+    with pytest.raises(EpisodeError, match=r"step 0: metrics missing \['k'\]"):
+        run_episode(missing, Job("t", "b", "a", 0, 3))
+    fractional = family(start=lambda job, s: Counting(job, s, lambda t: {"m": 1.0, "k": 0.5}))
+    with pytest.raises(EpisodeError, match="metric k is an int metric, got 0.5"):
+        run_episode(fractional, Job("t", "b", "a", 0, 3))
+    nan = family(start=lambda job, s: Counting(job, s, lambda t: {"m": 1.0, "k": math.nan}))
+    assert math.isnan(run_episode(nan, Job("t", "b", "a", 0, 1))[1].values[1])
+    early = family(start=lambda job, s: Counting(job, s, lambda t: None if t == 2 else {"m": 1.0, "k": t}))
+    with pytest.raises(EpisodeError, match="does not end early"):
+        run_episode(early, Job("t", "b", "a", 0, 3))
+    assert len(run_episode(family(ends_early=True, start=early.start), Job("t", "b", "a", 0, 3))) == 2
