@@ -222,3 +222,57 @@ fn the_sdk_guide_runs_as_written() {
         assert!(stdout.contains(row), "{row} missing:\n{stdout}");
     }
 }
+
+const BROKEN_FAMILY: &str = r#"
+from armada_sdk import Algorithm, Benchmark, Family, Metric
+
+
+class Episode:
+    def __init__(self, job, streams):
+        self.job = job
+
+    def initial(self):
+        return {"value": 0.0}
+
+    def step(self, t):
+        if self.job.algorithm == "breaks" and t == 2:
+            raise ValueError(f"broken on purpose at step {t}")
+        return {"value": float(t)}
+
+
+FAMILY = Family(
+    name="broken",
+    version=1,
+    benchmarks=[Benchmark("b")],
+    algorithms=[Algorithm("works"), Algorithm("breaks")],
+    metrics=[Metric("value")],
+    start=Episode,
+)
+"#;
+
+/// A job whose episode raises is reported with its traceback (FailAttempt), retried up to
+/// the coordinator's max attempts, then marked failed; the other jobs commit.
+#[test]
+fn a_python_job_that_raises_fails_with_its_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    write(tmp.path(), "broken_family.py", BROKEN_FAMILY);
+    let sweep = write(
+        tmp.path(),
+        "broken.toml",
+        "family = \"broken\"\nseeds = 2\nhorizon = 3\n[[benchmarks]]\nname = \"b\"\n\
+         [[algorithms]]\nname = \"works\"\n[[algorithms]]\nname = \"breaks\"\n",
+    );
+    let coord = serve(&tmp.path().join("data"), 0, &["--max-attempts", "2"]);
+    let log = tmp.path().join("worker.log");
+    let _worker = python_worker(&coord.url, "broken_family:FAMILY", 1, &log, tmp.path());
+    wait_until(120, "the Python worker registers", || registered(&log));
+    let submitted = client(&["submit", sweep.to_str().unwrap()], &coord.url, 60);
+    assert!(submitted.status.success(), "{}", text(&submitted.stderr));
+    let watched = client(&["watch", "broken", "--quiet"], &coord.url, 300);
+    assert!(!watched.status.success(), "a sweep with failed jobs exits non-zero");
+    let status = client(&["status", "broken"], &coord.url, 60);
+    let status = text(&status.stdout);
+    assert!(status.contains("2 done") && status.contains("2 failed"), "{status}");
+    assert!(status.contains("ValueError: broken on purpose at step 2"), "{status}");
+    assert_eq!(jobs(&tmp.path().join("data/broken")).len(), 2);
+}

@@ -3,12 +3,14 @@ checked against the family's metrics as the coordinator will check it."""
 
 from __future__ import annotations
 
+import functools
 import math
 import time
+import traceback
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Mapping, Union
 
-from .family import Family
+from .family import Family, load_family
 from .keys import Job, JobStreams
 
 
@@ -54,3 +56,24 @@ def run_episode(family: Family, job: Job) -> list[Record]:
             break
         records.append(Record(t, (time.perf_counter() - started) * 1e3, _values(family, metrics, t)))
     return records
+
+
+#: An error's text sent to the coordinator is cut to this many characters (it keeps 4 KiB).
+MAX_ERROR = 4000
+
+
+@functools.lru_cache(maxsize=None)
+def _family(spec: str) -> Family:
+    return load_family(spec)
+
+
+def run_in_slot(family_spec: str, jobs: list[Job]) -> list[Union[list[Record], str]]:
+    """What a worker's slot process runs: each job's records, or its error's text (the
+    family is imported once per process)."""
+    outcomes: list[Union[list[Record], str]] = []
+    for job in jobs:
+        try:
+            outcomes.append(run_episode(_family(family_spec), job))
+        except Exception:  # noqa: BLE001 (the job's own error is reported, not raised)
+            outcomes.append(traceback.format_exc()[-MAX_ERROR:])
+    return outcomes

@@ -9,6 +9,7 @@ starts; the coordinator's are authoritative.
 
 from __future__ import annotations
 
+import importlib
 import math
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Protocol, Sequence, Union
@@ -197,3 +198,14 @@ def _unique(names: list[str], where: str) -> None:
     for i, n in enumerate(names):
         if n in names[:i]:
             raise ValueError(f"{where}[{i}].name: {n!r} is declared twice")
+
+
+def load_family(spec: str) -> Family:
+    """``MODULE:ATTRIBUTE``, e.g. ``armada_sdk.examples.noisy:FAMILY``."""
+    module, _, attribute = spec.partition(":")
+    if not module or not attribute:
+        raise ValueError(f"{spec!r}: name the family as MODULE:ATTRIBUTE, e.g. armada_sdk.examples.noisy:FAMILY")
+    family = getattr(importlib.import_module(module), attribute)
+    if not isinstance(family, Family):
+        raise TypeError(f"{spec} is a {type(family).__name__}, not an armada_sdk.Family")
+    return family

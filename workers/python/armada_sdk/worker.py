@@ -2,7 +2,7 @@
 
     python -m armada_sdk.worker MODULE:FAMILY --coordinator URL [--slots N] [--token T] [--tls-ca PEM]
 
-It registers a session that declares the family, leases jobs ahead (up to twice the slots),
+It registers a session that declares the family, leases jobs ahead (up to 16 per slot),
 runs them in N processes side by side, heartbeats every attempt it holds, commits each
 finished trajectory (inline, or uploaded in batches when long), reports a job's exception
 with FailAttempt, retries a lost connection with backoff (saying where it tries), registers
@@ -14,60 +14,38 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures as cf
-import functools
-import importlib
 import logging
 import multiprocessing
 import os
 import platform
 import signal
+import queue
 import socket
 import sys
+import threading
 import time
-import traceback
 from dataclasses import dataclass
-from typing import Callable, Optional, TypeVar, Union
+from typing import Callable, Optional, TypeVar
 
 import grpc
 
 from . import __version__, connection
 from ._proto import job_pb2, service_pb2
-from .episode import Record, run_episode
-from .family import Family
+from .episode import MAX_ERROR, Record, run_in_slot
+from .family import load_family
 from .keys import Job
 
 log = logging.getLogger("armada_sdk.worker")
 T = TypeVar("T")
 
 #: Trajectories longer than this are uploaded in batches of this many records before the
-#: commit; shorter ones ride on the commit.
+#: commit; shorter ones ride on the commit (a batch of commits in one CompleteAttempts).
 UPLOAD_BATCH = 4096
-#: An error message sent to the coordinator is cut to this many characters (it keeps 4 KiB).
-MAX_ERROR = 4000
-
-
-def load_family(spec: str) -> Family:
-    """``MODULE:ATTRIBUTE``, e.g. ``armada_sdk.examples.noisy:FAMILY``."""
-    module, _, attribute = spec.partition(":")
-    if not module or not attribute:
-        raise ValueError(f"{spec!r}: name the family as MODULE:ATTRIBUTE, e.g. armada_sdk.examples.noisy:FAMILY")
-    family = getattr(importlib.import_module(module), attribute)
-    if not isinstance(family, Family):
-        raise TypeError(f"{spec} is a {type(family).__name__}, not an armada_sdk.Family")
-    return family
-
-
-@functools.lru_cache(maxsize=None)
-def _family_in_process(spec: str) -> Family:
-    return load_family(spec)
-
-
-def _run(spec: str, job: Job) -> Union[list[Record], str]:
-    """In a slot's process: the job's records, or the error's text."""
-    try:
-        return run_episode(_family_in_process(spec), job)
-    except Exception:  # noqa: BLE001 (the job's own error is reported, not raised)
-        return traceback.format_exc()[-MAX_ERROR:]
+#: Jobs leased per slot at most (queued in the slot processes' pool).
+LEASE_AHEAD = 16
+#: Jobs shorter than this on average (milliseconds) run in chunks of CHUNK per process hop.
+SHORT_JOB_MS = 5.0
+CHUNK = 8
 
 
 def job_of(spec: job_pb2.JobSpec) -> Job:
@@ -98,8 +76,12 @@ class SessionLost(Exception):
 
 @dataclass
 class Held:
+    """A leased attempt: its job runs in a slot process, alone or in a chunk of short jobs
+    (``future`` gives the chunk's outcomes, this one's at ``index``)."""
+
     lease: service_pb2.JobLease
-    future: Optional[cf.Future]
+    future: cf.Future
+    index: int
 
 
 class Worker:
@@ -124,6 +106,10 @@ class Worker:
         self.key_salt = ""
         self.heartbeat_every = 1.0
         self.held: dict[int, Held] = {}
+        #: Jobs per slot task: 1 until jobs prove short.
+        self.chunk = 1
+        #: Finished attempts for the committer thread (None: stop).
+        self.outbox: queue.Queue = queue.Queue()
         self.done = 0
 
     # ---- calls, retried while the coordinator is out of reach
@@ -161,8 +147,10 @@ class Worker:
 
     def run(self) -> None:
         context = multiprocessing.get_context("spawn")
+        committer = threading.Thread(target=self._commits, name="committer", daemon=True)
         with cf.ProcessPoolExecutor(max_workers=self.slots, mp_context=context) as pool:
             self.register()
+            committer.start()
             next_heartbeat = time.monotonic() + self.heartbeat_every
             while not (self.draining and not self.held):
                 try:
@@ -177,74 +165,114 @@ class Worker:
                 except SessionLost as e:
                     log.warning("%s; registering again (the jobs it held are void)", e)
                     for held in self.held.values():
-                        if held.future is not None:
-                            held.future.cancel()
+                        held.future.cancel()
                     self.held.clear()
                     if not self.draining:
                         self.register()
+            self.outbox.put(None)
+            committer.join()
         log.info("drained after %d jobs: every leased job finished and was committed; exiting", self.done)
 
     def _lease(self, pool: cf.ProcessPoolExecutor) -> None:
-        room = 2 * self.slots - len(self.held)
-        if room <= 0:
+        # Up to LEASE_AHEAD jobs per slot, asked for in chunks of half that: a short job
+        # then costs a share of a lease call, not one of its own.
+        room = LEASE_AHEAD * self.slots - len(self.held)
+        if room < LEASE_AHEAD * self.slots // 2:
             return
         request = service_pb2.LeaseRequest(session=self.session, max_jobs=room)
         reply = self._call("Lease", lambda: self.workers.Lease(request, metadata=self.metadata, timeout=30))
+        valid = []
         for lease in reply.leases:
             job = job_of(lease.spec)
             key = job.key(self.key_salt)
             if key != lease.job_key:
                 self._fail(lease.attempt_id, f"this worker computes key {key} for job {lease.job_key}: its family is not the one the sweep was keyed by")
                 continue
-            self.held[lease.attempt_id] = Held(lease, pool.submit(_run, self.family_spec, job))
+            valid.append((lease, job))
+        for start in range(0, len(valid), self.chunk):
+            chunk = valid[start : start + self.chunk]
+            future = pool.submit(run_in_slot, self.family_spec, [job for _, job in chunk])
+            for index, (lease, _) in enumerate(chunk):
+                self.held[lease.attempt_id] = Held(lease, future, index)
 
     def _heartbeat(self) -> None:
         request = service_pb2.HeartbeatRequest(session=self.session, attempt_ids=list(self.held))
         reply = self._call("Heartbeat", lambda: self.workers.Heartbeat(request, metadata=self.metadata, timeout=30))
         for attempt in reply.abandon:
             held = self.held.pop(attempt, None)
-            if held is not None and held.future is not None:
-                held.future.cancel()
+            if held is not None:
+                # A chunk runs on while another of its attempts is held.
+                if not any(h.future is held.future for h in self.held.values()):
+                    held.future.cancel()
                 log.info("attempt %d abandoned (cancelled, or its job no longer held)", attempt)
 
     def _settle(self, timeout: float) -> None:
-        running = [h.future for h in self.held.values() if h.future is not None]
+        running = {id(h.future): h.future for h in self.held.values()}
         if not running:
             time.sleep(timeout)
             return
-        done, _ = cf.wait(running, timeout=timeout, return_when=cf.FIRST_COMPLETED)
+        done, _ = cf.wait(list(running.values()), timeout=timeout, return_when=cf.FIRST_COMPLETED)
+        finished_ms = []
         for attempt, held in list(self.held.items()):
             if held.future in done:
                 del self.held[attempt]
                 if held.future.cancelled():
                     continue
-                outcome = held.future.result()
+                outcome = held.future.result()[held.index]
                 if isinstance(outcome, str):
                     self._fail(attempt, outcome)
                 else:
-                    self._commit(attempt, outcome)
+                    finished_ms.append(sum(r.elapsed_ms for r in outcome))
+                    self.outbox.put((attempt, outcome))
+        if finished_ms:
+            # Short jobs go to the slots in chunks (one process hop for several); a long one
+            # alone, so that no slot idles while another works through a chunk.
+            short = sum(finished_ms) / len(finished_ms) < SHORT_JOB_MS
+            self.chunk = CHUNK if short else 1
 
-    def _commit(self, attempt: int, records: list[Record]) -> None:
-        wire = _wire(records)
-        inline = wire
-        if len(wire) > UPLOAD_BATCH:
-            batches = [
-                service_pb2.RecordBatch(attempt_id=attempt, records=wire[i : i + UPLOAD_BATCH], session=self.session)
-                for i in range(0, len(wire), UPLOAD_BATCH)
-            ]
-            self._call("UploadRecords", lambda: self.workers.UploadRecords(iter(batches), metadata=self.metadata, timeout=600))
-            inline = []
-        request = service_pb2.CompleteAttemptRequest(attempt_id=attempt, n_records=len(wire), records=inline, session=self.session)
-        try:
-            reply = self._call("CompleteAttempt", lambda: self.workers.CompleteAttempt(request, metadata=self.metadata, timeout=600))
-        except grpc.RpcError as e:
-            # The job was cancelled or failed meanwhile, or the records were refused: the
-            # coordinator decides; this worker goes on with its other jobs.
-            log.warning("attempt %d not committed: %s: %s", attempt, e.code().name, e.details())
+    def _commits(self) -> None:
+        """The committer thread: finished attempts go in one CompleteAttempts call per batch
+        (long trajectories uploaded first), so that the loop keeps leasing and running while
+        the coordinator groups commits into parts (it answers after its commit linger)."""
+        while True:
+            batch = [self.outbox.get()]
+            while len(batch) < 512 and not self.outbox.empty():
+                batch.append(self.outbox.get())
+            stop = None in batch
+            finished = [item for item in batch if item is not None]
+            try:
+                self._commit(finished)
+            except (grpc.RpcError, SessionLost) as e:
+                # The jobs were cancelled or failed meanwhile, the records refused, or the
+                # session is gone: the coordinator decides; this worker goes on.
+                log.warning("%d attempt(s) not committed: %s", len(finished), e)
+            if stop:
+                return
+
+    def _commit(self, finished: list[tuple[int, list[Record]]]) -> None:
+        if not finished:
             return
-        self.done += 1
-        if not reply.committed:
-            log.info("attempt %d: another attempt had committed its job first", attempt)
+        requests = []
+        for attempt, records in finished:
+            wire = _wire(records)
+            inline = wire
+            if len(wire) > UPLOAD_BATCH:
+                batches = [
+                    service_pb2.RecordBatch(attempt_id=attempt, records=wire[i : i + UPLOAD_BATCH], session=self.session)
+                    for i in range(0, len(wire), UPLOAD_BATCH)
+                ]
+                self._call("UploadRecords", lambda: self.workers.UploadRecords(iter(batches), metadata=self.metadata, timeout=600))
+                inline = []
+            requests.append(service_pb2.CompleteAttemptRequest(attempt_id=attempt, n_records=len(wire), records=inline))
+        request = service_pb2.CompleteAttemptsRequest(attempts=requests, session=self.session)
+        reply = self._call("CompleteAttempts", lambda: self.workers.CompleteAttempts(request, metadata=self.metadata, timeout=600))
+        for outcome in reply.outcomes:
+            if outcome.code != 0:
+                log.warning("attempt %d not committed: %s", outcome.attempt_id, outcome.message)
+            elif not outcome.committed:
+                log.info("attempt %d: another attempt had committed its job first", outcome.attempt_id)
+            else:
+                self.done += 1
 
     def _fail(self, attempt: int, error: str) -> None:
         log.warning("attempt %d failed: %s", attempt, error.strip().splitlines()[-1] if error.strip() else error)
@@ -255,7 +283,9 @@ class Worker:
             log.warning("attempt %d: the failure was not recorded: %s: %s", attempt, e.code().name, e.details())
 
     def _release_unstarted(self) -> None:
-        unstarted = [a for a, h in self.held.items() if h.future is not None and h.future.cancel()]
+        for held in self.held.values():
+            held.future.cancel()  # only what has not started
+        unstarted = [a for a, h in self.held.items() if h.future.cancelled()]
         if not unstarted:
             return
         for attempt in unstarted:
