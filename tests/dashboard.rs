@@ -221,6 +221,11 @@ fn the_dashboard_serves_progress_curves_jobs_and_metrics_behind_the_token() {
     let stored: Vec<f64> = trajectories[key].column("value").unwrap().f64().unwrap().into_no_null_iter().collect();
     let (name, served) = (&trajectory["columns"][0][0], &trajectory["columns"][0][1]);
     assert_eq!(name, "value");
+    // Who produced it: the worker session, its host and build, the attempt.
+    let provenance = &trajectory["provenance"];
+    assert!(provenance["worker"].as_str().unwrap().starts_with('w'), "{provenance}");
+    assert!(provenance["software"].as_str().unwrap().starts_with("armada 0.1.0 (build "), "{provenance}");
+    assert_eq!(provenance["family_digest"], "", "a built-in family has no declaration digest");
     let served: Vec<f64> = served.as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
     assert_eq!(served.len(), stored.len());
     for (got, want) in served.iter().zip(&stored) {
@@ -372,6 +377,9 @@ fn a_browser_sees_progress_and_curves_update_while_jobs_commit() {
     assert_eq!(seen["sorted_desc"], serde_json::json!(["slow {ms=60}", "slow {ms=40}"]), "{seen}");
     assert_eq!(seen["jobs_listed"], 6);
     assert!(seen["trajectory_points"].as_u64().unwrap() >= 41, "{seen}");
+    // Who committed the job, under its trajectory.
+    let provenance = seen["provenance"].as_str().unwrap_or_default();
+    assert!(provenance.starts_with("committed by w") && provenance.contains("running armada 0.1.0 (build "), "{seen}");
     for shot in ["dashboard-running.png", "dashboard-finished.png"] {
         let png = std::fs::read(shots.join(shot)).unwrap();
         assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "{shot} is a PNG");

@@ -31,8 +31,13 @@ fn sdk_python() -> &'static Path {
 }
 
 fn python_worker(url: &str, family: &str, slots: usize, log: &Path, dir: &Path) -> Proc {
+    python_worker_args(url, family, slots, log, dir, &[])
+}
+
+fn python_worker_args(url: &str, family: &str, slots: usize, log: &Path, dir: &Path, extra: &[&str]) -> Proc {
     let child = Command::new(sdk_python())
         .args(["-m", "armada_sdk.worker", family, "--coordinator", url, "--slots", &slots.to_string()])
+        .args(extra)
         .current_dir(dir)
         .env("PYTHONPATH", dir)
         .env_remove("ARMADA_TOKEN")
@@ -275,4 +280,35 @@ fn a_python_job_that_raises_fails_with_its_error() {
     assert!(status.contains("2 done") && status.contains("2 failed"), "{status}");
     assert!(status.contains("ValueError: broken on purpose at step 2"), "{status}");
     assert_eq!(jobs(&tmp.path().join("data/broken")).len(), 2);
+}
+
+/// A Python worker (with the coordinator's token) outlives its coordinator: it retries,
+/// naming the coordinator, while the coordinator is down, registers again when it is back
+/// (its old session is unknown there), and the sweep completes with every job once.
+#[test]
+fn a_python_worker_rides_out_a_coordinator_restart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let token = "sdk-token-0123456789";
+    let sweep = write(dir, "noisy.toml", &NOISY_SWEEP.replace("seeds = 4", "seeds = 12"));
+    let data = dir.join("data");
+    let mut coord = serve(&data, 0, &["--token", token]);
+    let (url, port) = (coord.url.clone(), coord.port);
+    let log = dir.join("worker.log");
+    let _worker = python_worker_args(&url, "armada_sdk.examples.noisy:FAMILY", 1, &log, dir, &["--token", token]);
+    wait_until(120, "the Python worker registers", || registered(&log));
+    let with_token = [("ARMADA_TOKEN", token)];
+    let submitted = common::cluster::client_env(&["submit", sweep.to_str().unwrap()], &url, 60, &with_token);
+    assert!(submitted.status.success(), "{}", text(&submitted.stderr));
+    wait_until(120, "a first part", || {
+        std::fs::read_dir(data.join("noisy-mix/trajectories")).is_ok_and(|mut d| d.next().is_some())
+    });
+    coord.proc.kill9();
+    let worker_log = || std::fs::read_to_string(&log).unwrap_or_default();
+    wait_until(60, "the worker retries", || worker_log().contains(&format!("coordinator {url}: UNAVAILABLE")));
+    let coord = serve(&data, port, &["--token", token]);
+    let watched = common::cluster::client_env(&["watch", "noisy-mix", "--quiet"], &coord.url, 300, &with_token);
+    assert!(watched.status.success(), "{}\n{}", text(&watched.stderr), worker_log());
+    assert!(worker_log().contains("registering again"), "{}", worker_log());
+    assert_eq!(jobs(&data.join("noisy-mix")).len(), 48);
 }

@@ -322,62 +322,44 @@ impl DeclaredFamily {
         fn text(s: &str) -> &'static str {
             Box::leak(s.to_string().into_boxed_str())
         }
-        fn texts(v: &[String]) -> &'static [&'static str] {
-            Box::leak(v.iter().map(|s| text(s)).collect::<Vec<_>>().into_boxed_slice())
+        fn each<T, U>(items: &[T], make: impl Fn(&T) -> U) -> &'static [U] {
+            Box::leak(items.iter().map(make).collect::<Vec<_>>().into_boxed_slice())
         }
+        let param = |p: &pb::ParamInfo| ParamDef {
+            name: text(&p.name),
+            doc: text(&p.doc),
+            kind: match param_kind(p).expect("checked") {
+                Kind::Float { min, max, default } => ParamKind::Float { min, max, default },
+                Kind::Int { min, max, default } => ParamKind::Int { min, max, default },
+                Kind::Bool { default } => ParamKind::Bool { default },
+                Kind::Choice { options, default } => {
+                    ParamKind::Choice { options: each(&options, |o| text(o)), default: text(&default) }
+                }
+            },
+        };
         let component = |c: &pb::ComponentInfo| ComponentDef {
             name: text(&c.name),
             doc: text(&c.doc),
-            params: Box::leak(
-                c.params
-                    .iter()
-                    .map(|p| ParamDef {
-                        name: text(&p.name),
-                        doc: text(&p.doc),
-                        kind: match param_kind(p).expect("checked") {
-                            Kind::Float { min, max, default } => ParamKind::Float { min, max, default },
-                            Kind::Int { min, max, default } => ParamKind::Int { min, max, default },
-                            Kind::Bool { default } => ParamKind::Bool { default },
-                            Kind::Choice { options, default } => {
-                                ParamKind::Choice { options: texts(&options), default: text(&default) }
-                            }
-                        },
-                    })
-                    .collect::<Vec<_>>()
-                    .into_boxed_slice(),
-            ),
+            params: each(&c.params, param),
         };
-        let components = |v: &[pb::ComponentInfo]| -> &'static [ComponentDef] {
-            Box::leak(v.iter().map(component).collect::<Vec<_>>().into_boxed_slice())
+        let metric = |m: &pb::MetricInfo| MetricDef {
+            name: text(&m.name),
+            kind: metric_kind(m.kind).expect("checked"),
+            doc: text(&m.doc),
         };
         let info = &checked.info;
         let declaration = Box::leak(Box::new(Declaration {
             name: text(&info.name),
             version: info.version,
             doc: text(&info.doc),
-            benchmarks: components(&info.benchmarks),
-            algorithms: components(&info.algorithms),
-            metrics: Box::leak(
-                info.metrics
-                    .iter()
-                    .map(|m| MetricDef {
-                        name: text(&m.name),
-                        kind: metric_kind(m.kind).expect("checked"),
-                        doc: text(&m.doc),
-                    })
-                    .collect::<Vec<_>>()
-                    .into_boxed_slice(),
-            ),
+            benchmarks: each(&info.benchmarks, component),
+            algorithms: each(&info.algorithms, component),
+            metrics: each(&info.metrics, metric),
             ends_early: info.ends_early,
-            headline_metrics: texts(&info.headline_metrics),
-            summary_axes: texts(&info.summary_axes),
+            headline_metrics: each(&info.headline_metrics, |n| text(n)),
+            summary_axes: each(&info.summary_axes, |n| text(n)),
         }));
         DeclaredFamily { declaration, checked }
-    }
-
-    /// The declaration as it was accepted (and is kept in the store).
-    pub fn checked(&self) -> &Checked {
-        &self.checked
     }
 }
 

@@ -61,6 +61,7 @@ async function main() {
     await page.click("#jobs tbody tr.clickable >> nth=0");
     await page.waitForSelector("#trajectory svg path.line", { timeout: 10000 });
     seen.trajectory_points = Number(await page.getAttribute("#trajectory svg path.line", "data-points"));
+    seen.provenance = await page.textContent("#trajectory p.provenance");
     await page.screenshot({ path: path.join(SHOTS, "dashboard-finished.png"), fullPage: false });
   } finally {
     await browser.close();

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import importlib
 import math
+import re
 from dataclasses import dataclass, field
-from typing import Callable, Optional, Protocol, Sequence, Union
+from typing import Callable, NoReturn, Optional, Protocol, Sequence, Union
 
 from ._proto import job_pb2, service_pb2
-from .keys import Job, JobStreams
+from .keys import Job, JobStreams, unusable_text
 
 
 @dataclass(frozen=True)
@@ -149,55 +150,118 @@ def _component(c: Union[Benchmark, Algorithm]) -> service_pb2.ComponentInfo:
     return service_pb2.ComponentInfo(name=c.name, doc=c.doc, params=[_param(p) for p in c.params])
 
 
+#: The declaration rules' limits (service.proto, above ``ComponentInfo``).
+MAX_NAME_LEN = 64
+MAX_DOC_LEN = 4096
+MAX_ITEMS = 256
+MAX_DECLARATION_BYTES = 256 * 1024
+#: Integer parameter ranges travel as doubles: beyond 2^53 they would not be exact.
+MAX_EXACT_INT = 2**53
+#: A trajectory's columns besides the metrics: no metric may take these names.
+TRAJECTORY_COLUMNS = frozenset(
+    "job_key family benchmark benchmark_params algorithm algorithm_params seed sweep_seed horizon step elapsed_ms".split()
+)
+_FAMILY_NAME = re.compile(r"[a-z][a-z0-9_-]*")
+_ITEM_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+
+
 def check(family: Family) -> None:
-    """The quick checks; a ValueError names the field (``algorithms[1].params[0].default``)."""
-
-    def fail(field_path: str, message: str) -> None:
-        raise ValueError(f"{field_path}: {message}")
-
-    if not (isinstance(family.version, int) and family.version >= 1):
-        fail("version", f"{family.version!r} is not a version; versions start at 1")
+    """The declaration rules of service.proto, checked before anything reaches the
+    coordinator; a ValueError names the field (``algorithms[1].params[0].default: ...``)."""
+    if not (len(family.name) <= MAX_NAME_LEN and _FAMILY_NAME.fullmatch(family.name)):
+        _fail("name", f"{family.name!r} is not a family name; use 1 to {MAX_NAME_LEN} of a-z, 0-9, '_' and '-', starting with a letter")
+    if not (isinstance(family.version, int) and not isinstance(family.version, bool) and family.version >= 1):
+        _fail("version", f"{family.version!r} is not a version; versions start at 1")
+    if not callable(family.start):
+        _fail("start", f"{family.start!r} is not callable; give the function (or class) that starts an episode")
+    _check_doc(family.doc, "doc")
     for what, components in (("benchmarks", family.benchmarks), ("algorithms", family.algorithms)):
-        if not components:
-            fail(what, "declare at least one")
-        _unique([c.name for c in components], what)
+        _check_count(len(components), what)
+        _check_names([c.name for c in components], what)
         for i, c in enumerate(components):
-            _unique([p.name for p in c.params], f"{what}[{i}].params")
+            _check_doc(c.doc, f"{what}[{i}].doc")
+            if len(c.params) > MAX_ITEMS:
+                _fail(f"{what}[{i}].params", f"{len(c.params)} parameters, over {MAX_ITEMS}")
+            _check_names([p.name for p in c.params], f"{what}[{i}].params")
             for j, p in enumerate(c.params):
-                at = f"{what}[{i}].params[{j}]"
-                if isinstance(p, Float):
-                    if not (math.isfinite(p.min) and math.isfinite(p.max) and p.min <= p.max):
-                        fail(f"{at}.min", f"[{p.min}, {p.max}] is not a finite range")
-                    number = isinstance(p.default, (int, float)) and not isinstance(p.default, bool)
-                    if not (number and p.min <= p.default <= p.max):
-                        fail(f"{at}.default", f"{p.default!r} is not a float in [{p.min}, {p.max}]")
-                elif isinstance(p, Int):
-                    if not (isinstance(p.default, int) and p.min <= p.default <= p.max):
-                        fail(f"{at}.default", f"{p.default!r} is not an integer in [{p.min}, {p.max}]")
-                elif isinstance(p, Choice):
-                    if p.default not in p.choices:
-                        fail(f"{at}.default", f"{p.default!r} is not one of {list(p.choices)}")
-                elif not isinstance(p, Bool):
-                    fail(at, f"{p!r} is not a Float, Int, Bool or Choice")
-    if not family.metrics:
-        fail("metrics", "declare at least one")
-    _unique(family.metric_names(), "metrics")
+                _check_doc(p.doc, f"{what}[{i}].params[{j}].doc")
+                _check_param(p, f"{what}[{i}].params[{j}]")
+    _check_count(len(family.metrics), "metrics")
+    _check_names(family.metric_names(), "metrics")
     for i, m in enumerate(family.metrics):
+        if m.name in TRAJECTORY_COLUMNS:
+            _fail(f"metrics[{i}].name", f"{m.name!r} is a trajectory column; name the metric otherwise")
+        _check_doc(m.doc, f"metrics[{i}].doc")
         if m.kind not in _METRIC_KINDS:
-            fail(f"metrics[{i}].kind", f"{m.kind!r} is not a metric kind; expected float or int")
+            _fail(f"metrics[{i}].kind", f"{m.kind!r} is not a metric kind; expected float or int")
     floats = {m.name for m in family.metrics if m.kind == "float"}
     for i, n in enumerate(family.headline_metrics):
         if n not in family.metric_names():
-            fail(f"headline_metrics[{i}]", f"{n!r} is not a metric of the family")
+            _fail(f"headline_metrics[{i}]", f"{n!r} is not a metric of the family")
     for i, n in enumerate(family.summary_axes):
         if n not in floats:
-            fail(f"summary_axes[{i}]", f"{n!r} is not a float metric of the family")
+            _fail(f"summary_axes[{i}]", f"{n!r} is not a float metric of the family")
+    size = family.to_proto().ByteSize()
+    if size > MAX_DECLARATION_BYTES:
+        _fail("declaration", f"it takes {size} bytes encoded, over {MAX_DECLARATION_BYTES}")
 
 
-def _unique(names: list[str], where: str) -> None:
+def _fail(field_path: str, message: str) -> NoReturn:
+    raise ValueError(f"{field_path}: {message}")
+
+
+def _check_count(n: int, where: str) -> None:
+    if n == 0:
+        _fail(where, "declare at least one")
+    if n > MAX_ITEMS:
+        _fail(where, f"{n} declared, over {MAX_ITEMS}")
+
+
+def _check_doc(doc: str, where: str) -> None:
+    if len(doc) > MAX_DOC_LEN:
+        _fail(where, f"{len(doc)} characters, over {MAX_DOC_LEN}")
+
+
+def _check_names(names: list[str], where: str) -> None:
+    """Names of components, parameters or metrics: usable, and unique where they stand."""
     for i, n in enumerate(names):
+        if not (isinstance(n, str) and len(n) <= MAX_NAME_LEN and _ITEM_NAME.fullmatch(n)):
+            _fail(f"{where}[{i}].name", f"{n!r} is not a usable name; use 1 to {MAX_NAME_LEN} of A-Z, a-z, 0-9, '_', '.' and '-'")
         if n in names[:i]:
-            raise ValueError(f"{where}[{i}].name: {n!r} is declared twice")
+            _fail(f"{where}[{i}].name", f"{n!r} is declared twice")
+
+
+def _is_int(x: object) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _check_param(p: Param, at: str) -> None:
+    if isinstance(p, Float):
+        finite = all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in (p.min, p.max))
+        if not (finite and p.min <= p.max):
+            _fail(f"{at}.min", f"[{p.min}, {p.max}] is not a finite range of floats")
+        if not (isinstance(p.default, (int, float)) and not isinstance(p.default, bool) and p.min <= p.default <= p.max):
+            _fail(f"{at}.default", f"{p.default!r} is not a float in [{p.min}, {p.max}]")
+    elif isinstance(p, Int):
+        if not (_is_int(p.min) and _is_int(p.max) and -MAX_EXACT_INT <= p.min <= p.max <= MAX_EXACT_INT):
+            _fail(f"{at}.min", f"[{p.min}, {p.max}] is not an integral range within +-2^53")
+        if not (_is_int(p.default) and p.min <= p.default <= p.max):
+            _fail(f"{at}.default", f"{p.default!r} is not an integer in [{p.min}, {p.max}]")
+    elif isinstance(p, Bool):
+        if not isinstance(p.default, bool):
+            _fail(f"{at}.default", f"{p.default!r} is not a bool")
+    elif isinstance(p, Choice):
+        if isinstance(p.choices, str) or not 1 <= len(p.choices) <= MAX_ITEMS:
+            _fail(f"{at}.choices", f"{p.choices!r}: declare 1 to {MAX_ITEMS} choices (a list of strings)")
+        for i, c in enumerate(p.choices):
+            if not (isinstance(c, str) and 1 <= len(c.encode()) <= MAX_NAME_LEN and unusable_text(c) is None):
+                _fail(f"{at}.choices[{i}]", f"{c!r} is not a usable choice; use 1 to {MAX_NAME_LEN} bytes, no quotes, backslashes or control characters")
+            if c in p.choices[:i]:
+                _fail(f"{at}.choices[{i}]", f"{c!r} is declared twice")
+        if p.default not in p.choices:
+            _fail(f"{at}.default", f"{p.default!r} is not one of {list(p.choices)}")
+    else:
+        _fail(at, f"{p!r} is not a Float, Int, Bool or Choice")
 
 
 def load_family(spec: str) -> Family:

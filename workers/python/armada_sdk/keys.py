@@ -15,8 +15,9 @@ ChaCha8 on the same seeds.
 from __future__ import annotations
 
 import math
+import unicodedata
 from dataclasses import dataclass, field
-from typing import Mapping, Union
+from typing import Mapping, Optional, Union
 
 import blake3
 import numpy as np
@@ -40,6 +41,15 @@ def rust_float(x: float) -> str:
     return text
 
 
+def unusable_text(text: str) -> Optional[str]:
+    """The first character a choice may not hold (a quote, a backslash, or a control
+    character as Rust's ``char::is_control`` knows them: C0, DEL and C1), or None."""
+    for c in text:
+        if c in '"\\' or unicodedata.category(c) == "Cc":
+            return c
+    return None
+
+
 def param_text(value: ParamValue) -> str:
     """One parameter value as the canonical text writes it."""
     if isinstance(value, bool):
@@ -49,8 +59,9 @@ def param_text(value: ParamValue) -> str:
     if isinstance(value, float):
         return rust_float(value)
     if isinstance(value, str):
-        if any(c in value for c in '"\\') or any(ord(c) < 32 or ord(c) == 127 for c in value):
-            raise ValueError(f"{value!r}: a choice holds no quotes, backslashes or control characters")
+        bad = unusable_text(value)
+        if bad is not None:
+            raise ValueError(f"{value!r}: a choice holds no quotes, backslashes or control characters (it has {bad!r})")
         return f'"{value}"'
     raise TypeError(f"{value!r} is not a parameter value")
 

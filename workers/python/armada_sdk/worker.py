@@ -48,6 +48,20 @@ SHORT_JOB_MS = 5.0
 CHUNK = 8
 
 
+def _slot_init(worker_pid: int) -> None:
+    """In each slot process: ignore SIGINT (Ctrl-C reaches the whole process group, and the
+    running jobs must finish while the worker drains), and exit once the worker is gone (a
+    worker killed with SIGKILL cannot stop its slots)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def watch() -> None:
+        while os.getppid() == worker_pid:
+            time.sleep(1)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="watch-worker", daemon=True).start()
+
+
 def job_of(spec: job_pb2.JobSpec) -> Job:
     """A lease's spec as a Job."""
 
@@ -72,6 +86,11 @@ def _wire(records: list[Record]) -> list[job_pb2.StepRecord]:
 
 class SessionLost(Exception):
     """The coordinator no longer knows this session (it restarted, or forgot a silent worker)."""
+
+
+class Unreachable(Exception):
+    """The coordinator is out of reach while the worker drains: it stops waiting for it, as
+    armada's Rust worker does (the leases it holds expire and their jobs are queued again)."""
 
 
 @dataclass
@@ -125,6 +144,8 @@ class Worker:
                     raise SessionLost(e.details()) from e
                 if code not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
                     raise
+                if self.draining:
+                    raise Unreachable(f"coordinator {self.coordinator}: {code.name} ({e.details()}) while draining") from e
                 log.warning("coordinator %s: %s (%s); retrying %s in %.1f s", self.coordinator, code.name, e.details(), what, backoff)
                 time.sleep(backoff)
                 backoff = min(backoff * 2, 5.0)
@@ -148,12 +169,16 @@ class Worker:
     def run(self) -> None:
         context = multiprocessing.get_context("spawn")
         committer = threading.Thread(target=self._commits, name="committer", daemon=True)
-        with cf.ProcessPoolExecutor(max_workers=self.slots, mp_context=context) as pool:
-            self.register()
-            committer.start()
-            next_heartbeat = time.monotonic() + self.heartbeat_every
+        committer.start()
+        gave_up = False
+        slot = dict(initializer=_slot_init, initargs=(os.getpid(),))
+        with cf.ProcessPoolExecutor(max_workers=self.slots, mp_context=context, **slot) as pool:
+            next_heartbeat = 0.0
             while not (self.draining and not self.held):
                 try:
+                    if not self.session:
+                        self.register()
+                        next_heartbeat = time.monotonic() + self.heartbeat_every
                     if self.draining:
                         self._release_unstarted()
                     else:
@@ -164,14 +189,23 @@ class Worker:
                     self._settle(timeout=0.05)
                 except SessionLost as e:
                     log.warning("%s; registering again (the jobs it held are void)", e)
-                    for held in self.held.values():
-                        held.future.cancel()
-                    self.held.clear()
-                    if not self.draining:
-                        self.register()
+                    self._drop_held()
+                    self.session = ""
+                except Unreachable as e:
+                    log.warning("%s: giving up the %d job(s) it held (queued again when their leases expire)", e, len(self.held))
+                    self._drop_held()
+                    gave_up = True
             self.outbox.put(None)
             committer.join()
-        log.info("drained after %d jobs: every leased job finished and was committed; exiting", self.done)
+        if gave_up:
+            log.info("exiting after %d jobs, without reaching the coordinator", self.done)
+        else:
+            log.info("drained after %d jobs: every leased job finished and was committed; exiting", self.done)
+
+    def _drop_held(self) -> None:
+        for held in self.held.values():
+            held.future.cancel()  # only what has not started
+        self.held.clear()
 
     def _lease(self, pool: cf.ProcessPoolExecutor) -> None:
         # Up to LEASE_AHEAD jobs per slot, asked for in chunks of half that: a short job
@@ -242,7 +276,7 @@ class Worker:
             finished = [item for item in batch if item is not None]
             try:
                 self._commit(finished)
-            except (grpc.RpcError, SessionLost) as e:
+            except (grpc.RpcError, SessionLost, Unreachable) as e:
                 # The jobs were cancelled or failed meanwhile, the records refused, or the
                 # session is gone: the coordinator decides; this worker goes on.
                 log.warning("%d attempt(s) not committed: %s", len(finished), e)

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from armada_sdk import Algorithm, Benchmark, Family, Float, Int, Job, Metric, run_episode
+from armada_sdk import Algorithm, Benchmark, Bool, Choice, Family, Float, Int, Job, Metric, run_episode
 from armada_sdk._proto import service_pb2
 from armada_sdk.episode import EpisodeError
 from armada_sdk.examples.noisy import FAMILY
@@ -45,6 +45,22 @@ def family(**changes):
         ({"algorithms": [Algorithm("a"), Algorithm("a")]}, r"algorithms\[1\].name: 'a' is declared twice"),
         ({"metrics": [Metric("m", kind="double")]}, r"metrics\[0\].kind: 'double' is not a metric kind"),
         ({"summary_axes": ["k"]}, r"summary_axes\[0\]: 'k' is not a float metric"),
+        ({"name": "My-family"}, "name: 'My-family' is not a family name"),
+        ({"name": "x" * 65}, "name: 'x+' is not a family name"),
+        ({"doc": "d" * 4097}, "doc: 4097 characters, over 4096"),
+        ({"metrics": [Metric("step")]}, r"metrics\[0\].name: 'step' is a trajectory column"),
+        ({"metrics": [Metric("a b")]}, r"metrics\[0\].name: 'a b' is not a usable name"),
+        ({"benchmarks": [Benchmark(f"b{i}") for i in range(257)]}, "benchmarks: 257 declared, over 256"),
+        ({"algorithms": [Algorithm("a", params=[Int("n", 0, 2**60, 3)])]}, r"algorithms\[0\].params\[0\].min: .* not an integral range within \+-2\^53"),
+        ({"algorithms": [Algorithm("a", params=[Int("n", 0, 9, True)])]}, r"algorithms\[0\].params\[0\].default: True is not an integer"),
+        ({"algorithms": [Algorithm("a", params=[Float("x", 0.0, math.inf, 1.0)])]}, r"algorithms\[0\].params\[0\].min: \[0.0, inf\] is not a finite range"),
+        ({"algorithms": [Algorithm("a", params=[Bool("on", 1)])]}, r"algorithms\[0\].params\[0\].default: 1 is not a bool"),
+        ({"algorithms": [Algorithm("a", params=[Choice("m", [], "x")])]}, r"algorithms\[0\].params\[0\].choices: \[\]: declare 1 to 256"),
+        ({"algorithms": [Algorithm("a", params=[Choice("m", ["x", 'y"'], "x")])]}, r"algorithms\[0\].params\[0\].choices\[1\]: 'y\"' is not a usable choice"),
+        ({"algorithms": [Algorithm("a", params=[Choice("m", ["x", "\x85"], "x")])]}, r"choices\[1\]: .* is not a usable choice"),
+        ({"algorithms": [Algorithm("a", params=[Choice("m", ["x", "x"], "x")])]}, r"choices\[1\]: 'x' is declared twice"),
+        ({"algorithms": [Algorithm("a"), Algorithm("b", params=[Choice("m", ["x", "y"], "z")])]}, r"algorithms\[1\].params\[0\].default: 'z' is not one of \['x', 'y'\]"),
+        ({"start": None}, "start: None is not callable"),
     ],
 )
 def test_a_broken_declaration_names_its_field(changes, message):

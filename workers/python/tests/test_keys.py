@@ -58,9 +58,10 @@ def test_the_documented_canonical_text_and_key():
     assert pinned.key("armada-job-v2") == "7434155572d52354eeb40da7a7e19c39"
 
 
-def test_a_choice_with_a_quote_has_no_canonical_text():
+@pytest.mark.parametrize("text", ['a"b', "a\\b", "a\nb", "a\x7fb", "a\x85b"])
+def test_a_choice_with_a_quote_or_a_control_character_has_no_canonical_text(text):
     with pytest.raises(ValueError, match="no quotes"):
-        params_text({"mode": 'a"b'})
+        params_text({"mode": text})
 
 
 def test_streams_follow_the_documented_derivation():
