@@ -312,3 +312,26 @@ fn a_python_worker_rides_out_a_coordinator_restart() {
     assert!(worker_log().contains("registering again"), "{}", worker_log());
     assert_eq!(jobs(&data.join("noisy-mix")).len(), 48);
 }
+
+/// Over TLS: the Python worker and client take the CA certificate as the Rust ones do.
+#[test]
+fn python_workers_and_clients_speak_tls() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fixtures = common::manifest_dir().join("tests/fixtures/tls");
+    let (cert, key) = (fixtures.join("cert.pem"), fixtures.join("key.pem"));
+    let coord =
+        serve(&tmp.path().join("data"), 0, &["--tls-cert", cert.to_str().unwrap(), "--tls-key", key.to_str().unwrap()]);
+    assert!(coord.url.starts_with("https://"), "{}", coord.url);
+    let ca = cert.to_str().unwrap();
+    let log = tmp.path().join("worker.log");
+    let family = "armada_sdk.examples.echo:FAMILY";
+    let _worker = python_worker_args(&coord.url, family, 1, &log, tmp.path(), &["--tls-ca", ca]);
+    let script = "import sys\nfrom armada_sdk import Client\nc = Client(sys.argv[1], tls_ca=sys.argv[2])\n\
+                  s = c.submit({'name': 'tls', 'family': 'echo', 'seeds': 3, 'horizon': 4, \
+                  'benchmarks': [{'name': 'constant'}], 'algorithms': [{'name': 'echo'}]})\n\
+                  st = c.watch(s, progress=False)\nprint(st.n_done, len(c.trajectories(s)))\n";
+    wait_until(120, "the Python worker registers over TLS", || registered(&log));
+    let out = Command::new(sdk_python()).args(["-c", script, &coord.url, ca]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim(), "3 15", "3 jobs of 5 rows");
+}
