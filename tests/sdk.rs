@@ -326,12 +326,59 @@ fn python_workers_and_clients_speak_tls() {
     let log = tmp.path().join("worker.log");
     let family = "armada_sdk.examples.echo:FAMILY";
     let _worker = python_worker_args(&coord.url, family, 1, &log, tmp.path(), &["--tls-ca", ca]);
-    let script = "import sys\nfrom armada_sdk import Client\nc = Client(sys.argv[1], tls_ca=sys.argv[2])\n\
-                  s = c.submit({'name': 'tls', 'family': 'echo', 'seeds': 3, 'horizon': 4, \
-                  'benchmarks': [{'name': 'constant'}], 'algorithms': [{'name': 'echo'}]})\n\
-                  st = c.watch(s, progress=False)\nprint(st.n_done, len(c.trajectories(s)))\n";
+    let script = r#"
+import sys
+
+from armada_sdk import Client
+
+client = Client(sys.argv[1], tls_ca=sys.argv[2])
+sweep = client.submit(
+    {"name": "tls", "family": "echo", "seeds": 3, "horizon": 4,
+     "benchmarks": [{"name": "constant"}], "algorithms": [{"name": "echo"}]}
+)
+status = client.watch(sweep, progress=False)
+print(status.n_done, len(client.trajectories(sweep)))
+"#;
     wait_until(120, "the Python worker registers over TLS", || registered(&log));
     let out = Command::new(sdk_python()).args(["-c", script, &coord.url, ca]).output().unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout).trim(), "3 15", "3 jobs of 5 rows");
+}
+
+/// What a worker says of itself is recorded with its trajectories, so it is bounded: a
+/// 300-character host is refused naming the field, and the coordinator goes on.
+#[test]
+fn an_oversized_host_is_refused_naming_the_field() {
+    let tmp = tempfile::tempdir().unwrap();
+    let coord = serve(&tmp.path().join("data"), 0, &[]);
+    let script = r#"
+import sys
+
+import grpc
+
+from armada_sdk import connection
+from armada_sdk._proto import service_pb2
+from armada_sdk.examples.echo import FAMILY
+
+_, workers = connection.stubs(connection.channel(sys.argv[1]))
+
+
+def register(host):
+    request = service_pb2.RegisterRequest(
+        name="x", slots=1, families=["echo"], declarations=[FAMILY.to_proto()], host=host, software="test"
+    )
+    try:
+        return "OK " + workers.Register(request, timeout=10).key_salts["echo"]
+    except grpc.RpcError as e:
+        return f"{e.code().name}: {e.details()}"
+
+
+print(register("h" * 300))
+print(register("h" * 256))
+"#;
+    let out = Command::new(sdk_python()).args(["-c", script, &coord.url]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let lines: Vec<String> = text(&out.stdout).lines().map(String::from).collect();
+    assert_eq!(lines[0], "INVALID_ARGUMENT: host: 300 characters, over 256");
+    assert!(lines[1].starts_with("OK armada-job-v1+"), "{lines:?}");
 }

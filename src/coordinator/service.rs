@@ -327,6 +327,9 @@ impl pb::sweeps_server::Sweeps for Coordinator {
     }
 }
 
+/// The longest `host` or `software` a worker may register with.
+const MAX_PROVENANCE_FIELD: usize = 256;
+
 /// The coordinator's version, build and family schemas, as ServerInfo answers them.
 pub fn server_info(registry: &Registry) -> pb::ServerInfoResponse {
     pb::ServerInfoResponse {
@@ -367,6 +370,16 @@ impl pb::workers_server::Workers for Coordinator {
         let grant = request.extensions().get::<Grant>().cloned().unwrap_or_default();
         let pb::RegisterRequest { name, slots, version, families, build, declarations, host, software } =
             request.into_inner();
+        for (field, value) in [("host", &host), ("software", &software)] {
+            // Recorded with every trajectory the worker commits: bounded like any field
+            // that sizes what the coordinator keeps.
+            if value.chars().count() > MAX_PROVENANCE_FIELD {
+                return Err(Status::invalid_argument(format!(
+                    "{field}: {} characters, over {MAX_PROVENANCE_FIELD}",
+                    value.chars().count()
+                )));
+            }
+        }
         for (i, family) in families.iter().enumerate() {
             grant.check(family, &format!("families[{i}]"))?;
         }
