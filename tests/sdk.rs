@@ -347,10 +347,11 @@ print(status.n_done, len(client.trajectories(sweep)))
     assert_eq!(text(&out.stdout).trim(), "3 15", "3 jobs of 5 rows");
 }
 
-/// What a worker says of itself is recorded with its trajectories, so it is bounded: a
-/// 300-character host is refused naming the field, and the coordinator goes on.
+/// What a worker says of itself is kept with its session and recorded with its
+/// trajectories, so it is bounded: an oversized host, name or slot count is refused naming
+/// the field, and the coordinator goes on.
 #[test]
-fn an_oversized_host_is_refused_naming_the_field() {
+fn an_oversized_registration_is_refused_naming_the_field() {
     let tmp = tempfile::tempdir().unwrap();
     let coord = serve(&tmp.path().join("data"), 0, &[]);
     let script = r#"
@@ -365,9 +366,9 @@ from armada_sdk.examples.echo import FAMILY
 _, workers = connection.stubs(connection.channel(sys.argv[1]))
 
 
-def register(host):
+def register(host, name="x", slots=1):
     request = service_pb2.RegisterRequest(
-        name="x", slots=1, families=["echo"], declarations=[FAMILY.to_proto()], host=host, software="test"
+        name=name, slots=slots, families=["echo"], declarations=[FAMILY.to_proto()], host=host, software="test"
     )
     try:
         return "OK " + workers.Register(request, timeout=10).key_salts["echo"]
@@ -376,11 +377,15 @@ def register(host):
 
 
 print(register("h" * 300))
-print(register("h" * 256))
+print(register("h", name="n" * 1000))
+print(register("h", slots=5000))
+print(register("h" * 256, slots=4096))
 "#;
     let out = Command::new(sdk_python()).args(["-c", script, &coord.url]).output().unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     let lines: Vec<String> = text(&out.stdout).lines().map(String::from).collect();
     assert_eq!(lines[0], "INVALID_ARGUMENT: host: 300 characters, over 256");
-    assert!(lines[1].starts_with("OK armada-job-v1+"), "{lines:?}");
+    assert_eq!(lines[1], "INVALID_ARGUMENT: name: 1000 characters, over 256");
+    assert_eq!(lines[2], "INVALID_ARGUMENT: slots: 5000, over 4096");
+    assert!(lines[3].starts_with("OK armada-job-v1+"), "{lines:?}");
 }

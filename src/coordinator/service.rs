@@ -327,8 +327,10 @@ impl pb::sweeps_server::Sweeps for Coordinator {
     }
 }
 
-/// The longest `host` or `software` a worker may register with.
-const MAX_PROVENANCE_FIELD: usize = 256;
+/// The longest `name`, `host` or `software` a worker may register with.
+const MAX_WORKER_FIELD: usize = 256;
+/// The most slots a worker may declare (they sum into /metrics' slot gauge).
+const MAX_SLOTS: u32 = 4096;
 
 /// The coordinator's version, build and family schemas, as ServerInfo answers them.
 pub fn server_info(registry: &Registry) -> pb::ServerInfoResponse {
@@ -370,15 +372,18 @@ impl pb::workers_server::Workers for Coordinator {
         let grant = request.extensions().get::<Grant>().cloned().unwrap_or_default();
         let pb::RegisterRequest { name, slots, version, families, build, declarations, host, software } =
             request.into_inner();
-        for (field, value) in [("host", &host), ("software", &software)] {
-            // Recorded with every trajectory the worker commits: bounded like any field
-            // that sizes what the coordinator keeps.
-            if value.chars().count() > MAX_PROVENANCE_FIELD {
+        for (field, value) in [("name", &name), ("host", &host), ("software", &software)] {
+            // Kept with the session and recorded with every trajectory the worker commits:
+            // bounded, like every field that sizes what the coordinator keeps.
+            if value.chars().count() > MAX_WORKER_FIELD {
                 return Err(Status::invalid_argument(format!(
-                    "{field}: {} characters, over {MAX_PROVENANCE_FIELD}",
+                    "{field}: {} characters, over {MAX_WORKER_FIELD}",
                     value.chars().count()
                 )));
             }
+        }
+        if slots > MAX_SLOTS {
+            return Err(Status::invalid_argument(format!("slots: {slots}, over {MAX_SLOTS}")));
         }
         for (i, family) in families.iter().enumerate() {
             grant.check(family, &format!("families[{i}]"))?;

@@ -154,16 +154,32 @@ CREATE TABLE IF NOT EXISTS attempts (
 ";
 
 /// Add `column` to `table` of a store made by an older armada, unless it has it.
-fn add_column(conn: &Connection, table: &str, column: &str, declaration: &str) -> anyhow::Result<()> {
+fn add_column(conn: &Connection, table: &str, column: &str, declaration: &str) -> rusqlite::Result<()> {
     let has: bool =
         conn.query_row("SELECT COUNT(*) FROM pragma_table_info(?1) WHERE name = ?2", params![table, column], |r| {
             r.get(0)
         })?;
     if !has {
-        conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {declaration}"))
-            .with_context(|| format!("adding {table}.{column}"))?;
+        conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {declaration}"))?;
     }
     Ok(())
+}
+
+/// SQLite found the file damaged (not a database, or a malformed one), as opposed to busy.
+fn is_damage(e: &rusqlite::Error) -> bool {
+    matches!(e.sqlite_error_code(), Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase))
+}
+
+/// What to say of a damaged store: which file, and what to do, since the trajectories
+/// beside it are intact and a resubmitted sweep finds its committed jobs done.
+fn damaged(path: &Path, e: &rusqlite::Error) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{} is damaged ({e}): it is not a store armada can read. The sweeps' trajectories beside \
+         it (<sweep>/trajectories/) are intact: move the store aside (with its -wal and -shm \
+         files), start again, and resubmit the sweeps; jobs whose trajectories are on disk are \
+         found done, not run again",
+        path.display()
+    )
 }
 
 impl Store {
@@ -172,30 +188,42 @@ impl Store {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let path = dir.join("armada.sqlite");
         let conn = Connection::open(&path).with_context(|| format!("opening {}", path.display()))?;
-        // One coordinator per directory: take an exclusive lock first and hold it for the life of
-        // the connection, so a second coordinator on the same DIR fails here, clearly.
-        conn.pragma_update(None, "locking_mode", "EXCLUSIVE")?;
-        if let Err(e) = conn.execute_batch("BEGIN EXCLUSIVE; COMMIT;") {
-            anyhow::bail!(
+        let prepare = || -> rusqlite::Result<()> {
+            // One coordinator per directory: take an exclusive lock first and hold it for the
+            // life of the connection, so a second coordinator on the same DIR fails here, clearly.
+            conn.pragma_update(None, "locking_mode", "EXCLUSIVE")?;
+            conn.execute_batch("BEGIN EXCLUSIVE; COMMIT;")
+        };
+        match prepare() {
+            Err(e) if is_damage(&e) => return Err(damaged(&path, &e)),
+            Err(e) => anyhow::bail!(
                 "{} is in use by another coordinator ({e}); run one coordinator per directory: \
                  use another --data (or --out), or submit to the running one",
                 path.display()
-            );
+            ),
+            Ok(()) => {}
         }
-        // WAL with full sync: a committed transaction survives a crash of the process or the machine.
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", "FULL")?;
-        conn.execute_batch(SCHEMA).context("creating the store's tables")?;
-        // Stores made before trajectory parts have no `part` column, and none made before
-        // live summaries a `summarized` flag (their summaries are rebuilt once).
-        add_column(&conn, "jobs", "part", "TEXT")?;
-        conn.execute_batch("CREATE INDEX IF NOT EXISTS jobs_part ON jobs (sweep_id, part)")?;
-        add_column(&conn, "sweeps", "summarized", "INTEGER NOT NULL DEFAULT 0")?;
-        // Submissions are stored in chunks under a generation (see `begin_submission`); in
-        // older stores every row is of the first, committed one.
-        add_column(&conn, "sweeps", "generation", "INTEGER NOT NULL DEFAULT 0")?;
-        add_column(&conn, "jobs", "generation", "INTEGER NOT NULL DEFAULT 0")?;
-        Ok(Store { conn })
+        let migrate = || -> rusqlite::Result<()> {
+            // WAL with full sync: a committed transaction survives a crash of the process or
+            // the machine.
+            conn.pragma_update(None, "journal_mode", "WAL")?;
+            conn.pragma_update(None, "synchronous", "FULL")?;
+            conn.execute_batch(SCHEMA)?;
+            // Stores made before trajectory parts have no `part` column, and none made before
+            // live summaries a `summarized` flag (their summaries are rebuilt once).
+            add_column(&conn, "jobs", "part", "TEXT")?;
+            conn.execute_batch("CREATE INDEX IF NOT EXISTS jobs_part ON jobs (sweep_id, part)")?;
+            add_column(&conn, "sweeps", "summarized", "INTEGER NOT NULL DEFAULT 0")?;
+            // Submissions are stored in chunks under a generation (see `begin_submission`);
+            // in older stores every row is of the first, committed one.
+            add_column(&conn, "sweeps", "generation", "INTEGER NOT NULL DEFAULT 0")?;
+            add_column(&conn, "jobs", "generation", "INTEGER NOT NULL DEFAULT 0")
+        };
+        match migrate() {
+            Err(e) if is_damage(&e) => Err(damaged(&path, &e)),
+            Err(e) => Err(anyhow::Error::from(e).context(format!("preparing the store {}", path.display()))),
+            Ok(()) => Ok(Store { conn }),
+        }
     }
 
     pub fn sweeps(&self) -> anyhow::Result<Vec<StoredSweep>> {
@@ -522,6 +550,42 @@ mod tests {
         assert_eq!(a.to_spec().unwrap(), JobSpec { seed: 0, ..spec });
         assert_eq!(a.names(), ("lse", "sinusoidal", "straddle"));
         assert!(SpecTemplate::decode(&[0xff, 0xff]).is_err());
+    }
+
+    /// A damaged store is said to be damaged, naming the file and the way out, never
+    /// taken for one another coordinator holds; a held one still is.
+    #[test]
+    fn a_damaged_store_is_not_mistaken_for_a_busy_one() {
+        use std::io::{Seek, SeekFrom, Write};
+        let made = |dir: &Path| {
+            let mut store = Store::open(dir).unwrap();
+            store.begin_submission("s", "lse", 0).unwrap();
+            let jobs: Vec<StoredJob> = (0..400).map(|i| job(&format!("{i:032x}"), i)).collect();
+            store.add_jobs("s", 0, &jobs).unwrap();
+            drop(store);
+            let path = dir.join("armada.sqlite");
+            // Checkpointed into the main file, so that damaging it is what a reader meets.
+            let _ = std::fs::remove_file(dir.join("armada.sqlite-wal"));
+            path
+        };
+        let truncated = tempfile::tempdir().unwrap();
+        let path = made(truncated.path());
+        let len = std::fs::metadata(&path).unwrap().len();
+        std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(len / 2).unwrap();
+        let garbage = tempfile::tempdir().unwrap();
+        let path = made(garbage.path());
+        let mut file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        file.seek(SeekFrom::Start(0)).unwrap();
+        file.write_all(&[0xa5; 8192]).unwrap();
+        for dir in [truncated.path(), garbage.path()] {
+            let err = format!("{:#}", Store::open(dir).err().expect("a damaged store does not open"));
+            assert!(err.contains(&format!("{} is damaged", dir.join("armada.sqlite").display())), "{err}");
+            assert!(err.contains("move the store aside") && !err.contains("another coordinator"), "{err}");
+        }
+        let busy = tempfile::tempdir().unwrap();
+        let _held = Store::open(busy.path()).unwrap();
+        let err = format!("{:#}", Store::open(busy.path()).err().unwrap());
+        assert!(err.contains("in use by another coordinator"), "{err}");
     }
 
     fn job(key: &str, ord: i64) -> StoredJob {
