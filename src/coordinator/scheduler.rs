@@ -637,7 +637,10 @@ impl Scheduler {
                 let _ = reply.send(self.sweeps.status(&sweep, failures, &self.table));
             }
             Command::List { reply } => {
-                let _ = reply.send(self.sweeps.ids().map(|id| self.status(id)).collect());
+                // Counts only: failures page per sweep (Status), so that a list of many
+                // sweeps with many failures stays small.
+                let counts = FailurePage { offset: 0, limit: 0 };
+                let _ = reply.send(self.sweeps.ids().map(|id| self.sweeps.status(id, counts, &self.table)).collect());
             }
             Command::Cancel { sweep, reply } => {
                 let _ = reply.send(self.cancel(&sweep));
@@ -1971,6 +1974,9 @@ mod tests {
         let page = s.call(|reply| Command::Status { sweep: "t".into(), failures, reply }).await.unwrap();
         assert_eq!((page.failures.len(), page.n_failures_omitted), (30, 120));
         assert_eq!(page.failures[0].job_key, job(120).key.0, "in job order");
+        // A list of every sweep carries counts, not failures: its size does not grow with them.
+        let listed = s.call(|reply| Command::List { reply }).await.unwrap();
+        assert_eq!((listed[0].n_failed, listed[0].failures.len(), listed[0].n_failures_omitted), (150, 0, 150));
     }
 
     /// Temp files a killed writer left in a sweep's directories are removed at start-up;
