@@ -152,6 +152,17 @@ fn python_workers_of_a_declared_family_run_beside_a_rust_worker() {
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or_else(|| panic!("no expired-lease counter in /metrics:\n{metrics}"));
     assert!(expired >= 1, "the killed worker held no lease: nothing was tested");
+    // The dashboard and `armada report` show the declared family like a built-in one.
+    let curves =
+        Command::new("curl").args(["-s", &format!("http://{}/api/sweeps/noisy-mix/curves", coord.dashboard)]).output();
+    let curves = text(&curves.unwrap().stdout);
+    assert!(curves.contains(r#""metrics":["best_observed","simple_regret"]"#), "{curves}");
+    let report = dir.join("report.html");
+    let written =
+        common::armada(&["report", dir.join("data/noisy-mix").to_str().unwrap(), "--out", report.to_str().unwrap()]);
+    assert!(written.status.success(), "{}", text(&written.stderr));
+    let html = std::fs::read_to_string(&report).unwrap();
+    assert!(html.contains("simple_regret") && html.contains("gp-ucb") && html.contains("hartmann3"));
 
     // The same trajectories, bit for bit but elapsed_ms, and the same summaries, byte for byte.
     let (ours, theirs) = (jobs(&dir.join("data/noisy-mix")), jobs(&dir.join("reference/noisy-mix")));
