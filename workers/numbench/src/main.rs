@@ -9,7 +9,7 @@
 //! cargo run --release -p armada-numbench -- --full         # also GLM-TSL and BO-uCVS (minutes)
 //! cargo run --release -p armada-numbench -- --only cdt     # workloads whose name contains `cdt`
 //! cargo run --release -p armada-numbench -- --record       # rewrite baseline.tsv from this run
-//! cargo run --release -p armada-numbench -- --reference-lse ../shared/reference/lse_straddle_ref \
+//! cargo run --release -p armada-numbench -- --reference-lse REFERENCE_DIR \
 //!     --python /path/to/venv/bin/python                    # time the LSE numpy reference too
 //! cargo run --release -p armada-numbench -- --only cdt --reference-cdt /path/to/CDT_exp \
 //!     --python /path/to/venv/bin/python                    # and the CDT authors' code (one run each)
