@@ -2,8 +2,9 @@
 """BO-uCVS beside the authors' code (issue 17, items 5 and 6): run the authors' proposed method on
 one setting and print its simple regret against cost, beside armada's.
 
-    # a checkout of Fsoft-AIC/BO-uCVS and a venv with its packages (analysis/README.md)
-    python analysis/bocvs_authors.py run --code /work/refs/bocvs-authors --objective extendackley \
+    # a checkout of Fsoft-AIC/BO-uCVS under REFS (a directory outside armada's) and a venv
+    # with its packages (analysis/README.md)
+    python analysis/bocvs_authors.py run --code REFS/bocvs-authors --objective extendackley \
         --costs-id 3 --var-id 2 --seed 0 --workdir /tmp/bocvs-authors
     python analysis/bocvs_authors.py show --workdir /tmp/bocvs-authors   # finished or partial runs
 
@@ -22,7 +23,7 @@ through `plant_model_from_old_pickle` (TensorFlow 2.15 on Python 3.11, where the
 on 3.8), and `plant-check` compares it with armada's closed form of the same model. For the
 other objectives their unused imports are bound to empty modules (see cmd_run).
 
-    python analysis/bocvs_authors.py plant-check --code /work/refs/bocvs-authors
+    python analysis/bocvs_authors.py plant-check --code REFS/bocvs-authors
 
 Cost ids (their core/cvs.py): 3 = armada's `cheap` (0.01 / 0.1 / 1), 4 = `code-4`, 5 = `code-5`,
 all with the code's cost noise; variance ids (core/dists.py): 1 = 0.01, 2 = 0.02, 3 = 0.04,

@@ -2,9 +2,10 @@
 """CDT beside the authors' code (issue 17, item 4): run the CDT authors' public Python code on the
 Sim environment, and print its final regret beside armada's sweeps and the paper's values.
 
-    # 1. run the authors' code (a checkout of their repository; see analysis/README.md)
-    python analysis/cdt_authors.py run --code /work/refs/cdt-authors/CDT_exp \
-        --tl-helper /work/refs/cdt-authors-htcb/algo/zooming_ts_tuning.py \
+    # 1. run the authors' code (a checkout of their repository under REFS, a directory
+    #    outside armada's; see analysis/README.md)
+    python analysis/cdt_authors.py run --code REFS/cdt-authors/CDT_exp \
+        --tl-helper REFS/cdt-authors-htcb/algo/zooming_ts_tuning.py \
         --algo linucb --tuners cdt,op,tl,theory --reps 20 --out authors_sim.csv
     # 2. the comparison table (armada's side from `armada run` sweep directories)
     python analysis/cdt_authors.py table --authors authors_sim.csv [more.csv ...] \
