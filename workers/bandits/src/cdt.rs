@@ -12,18 +12,19 @@ use crate::hyper::{from_unit_box, Hyperparameter};
 use crate::tuner::{Tuner, TuningPlan};
 use crate::zooming::{SelectionIndex, ZoomingConfig, ZoomingPreset, ZoomingTs};
 use crate::BottomBandit;
+use armada_math as math;
 use rand::RngCore;
 
 /// `T1 = floor(T^{2/(p+3)})`: 118 (p = 1) and 45 (p = 2) at T = 14,000 (spec §2.4).
 pub fn paper_warmup(horizon: usize, p: usize) -> usize {
-    (horizon as f64).powf(2.0 / (p as f64 + 3.0)).floor() as usize
+    math::pow(horizon as f64, 2.0 / (p as f64 + 3.0)).floor() as usize
 }
 
 /// `T2 = round(k T^{(p+2)/(p+3)})` rounds; the paper's `k` is 3 (3861 for p = 1, 6223 for p = 2 at
 /// T = 14,000; spec §2.4), Table 6 also uses 1 and 2.
 pub fn paper_epoch(horizon: usize, p: usize, multiplier: f64) -> usize {
     let p = p as f64;
-    ((multiplier * (horizon as f64).powf((p + 2.0) / (p + 3.0))).round() as usize).max(1)
+    ((multiplier * math::pow(horizon as f64, (p + 2.0) / (p + 3.0))).round() as usize).max(1)
 }
 
 /// How many random rounds CDT asks for before its first decision.

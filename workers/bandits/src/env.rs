@@ -14,9 +14,10 @@
 
 use crate::logistic::sigmoid;
 use armada_core::StreamRng;
+use armada_math as math;
+use armada_math::dist::{Distribution, StandardNormal};
 use ndarray::ArrayView2;
 use rand::{Rng, RngCore};
-use rand_distr::{Distribution, StandardNormal};
 
 /// The reward model.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -264,7 +265,7 @@ fn uniform_in_ball(x: &mut [f64], rng: &mut dyn RngCore) {
         }
         let n = crate::linalg::norm(x);
         if n > 0.0 {
-            let radius = rng.random::<f64>().powf(1.0 / x.len() as f64);
+            let radius = math::pow(rng.random::<f64>(), 1.0 / x.len() as f64);
             x.iter_mut().for_each(|v| *v *= radius / n);
             return;
         }

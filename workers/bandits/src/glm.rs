@@ -10,6 +10,7 @@ use crate::hyper::{Hyperparameter, TheoryConstants};
 use crate::linalg::{cholesky_in_place, dot, solve_lower_transpose_in_place, RidgeDesign};
 use crate::logistic::LogisticMle;
 use crate::{argmax_by, fill_standard_normal, optimistic_arm, point, random_arm, BottomBandit, Contexts};
+use armada_math as math;
 use ndarray::{ArrayView1, ArrayView2};
 use rand::RngCore;
 
@@ -71,7 +72,8 @@ impl BottomBandit for UcbGlm {
     fn theory_hyperparameters(&self, _round: usize, out: &mut [f64]) {
         let c = &self.theory;
         let d = self.dim() as f64;
-        out[0] = c.sigma / c.kappa * (d / 2.0 * (1.0 + 2.0 * c.horizon as f64 / d).ln() + (1.0 / c.delta).ln()).sqrt();
+        out[0] =
+            c.sigma / c.kappa * (d / 2.0 * math::ln(1.0 + 2.0 * c.horizon as f64 / d) + math::ln(1.0 / c.delta)).sqrt();
     }
     fn intrinsic_warmup(&self) -> usize {
         self.warmup
@@ -160,7 +162,7 @@ impl BottomBandit for GlmTsl {
     /// Constant `2.5 sqrt(d ln(T/d) + 2 ln T)` (33.3 for d = 25, T = 14000).
     fn theory_hyperparameters(&self, _round: usize, out: &mut [f64]) {
         let (d, t) = (self.dim() as f64, self.theory.horizon as f64);
-        out[0] = 2.5 * (d * (t / d).ln() + 2.0 * t.ln()).sqrt();
+        out[0] = 2.5 * (d * math::ln(t / d) + 2.0 * math::ln(t)).sqrt();
     }
     fn intrinsic_warmup(&self) -> usize {
         self.warmup

@@ -270,7 +270,7 @@ pub(crate) fn random_arm(n_arms: usize, rng: &mut dyn RngCore) -> usize {
 
 /// Fills `out` with i.i.d. standard normals.
 pub(crate) fn fill_standard_normal(out: &mut [f64], rng: &mut dyn RngCore) {
-    use rand_distr::{Distribution, StandardNormal};
+    use armada_math::dist::{Distribution, StandardNormal};
     for o in out {
         *o = StandardNormal.sample(rng);
     }

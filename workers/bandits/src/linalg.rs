@@ -9,6 +9,7 @@
 //!   (`mean + L^{-T} z`, spec §7.13: "never invert and then factor") and for Newton steps.
 
 use armada_core::avx2_dispatch;
+use armada_math as math;
 use thiserror::Error;
 
 /// Failures of the dense kernels.
@@ -252,7 +253,7 @@ pub fn cholesky_rank1_update(l: &mut [f64], x: &[f64], work: &mut [f64]) {
     work.copy_from_slice(x);
     for k in 0..n {
         let lkk = l[k * n + k];
-        let r = lkk.hypot(work[k]);
+        let r = math::hypot(lkk, work[k]);
         let c = r / lkk;
         let s = work[k] / lkk;
         l[k * n + k] = r;

@@ -6,6 +6,7 @@
 use crate::hyper::{Hyperparameter, TheoryConstants};
 use crate::linalg::{dot, RidgeDesign};
 use crate::{argmax_by, fill_standard_normal, optimistic_arm, point, BottomBandit, Contexts};
+use armada_math as math;
 use ndarray::{ArrayView1, ArrayView2};
 use rand::RngCore;
 
@@ -14,7 +15,7 @@ const EXPLORATION: [Hyperparameter; 1] = [Hyperparameter::on_paper_box("alpha", 
 /// `sigma sqrt(d ln((1 + t/lambda)/delta)) + sqrt(lambda) S`, the LinUCB theory value at 0-based round `t`
 /// (spec §2.5 "Theory values").
 pub fn linucb_theory_alpha(dim: usize, round: usize, c: &TheoryConstants) -> f64 {
-    c.sigma * (dim as f64 * ((1.0 + round as f64 / c.lambda) / c.delta).ln()).sqrt() + c.lambda.sqrt() * c.norm_bound
+    c.sigma * (dim as f64 * math::ln((1.0 + round as f64 / c.lambda) / c.delta)).sqrt() + c.lambda.sqrt() * c.norm_bound
 }
 
 /// LinUCB (Li et al. 2010): `argmax_a x^T theta-hat + alpha ||x||_{V^{-1}}`.

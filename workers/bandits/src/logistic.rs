@@ -12,15 +12,16 @@
 //! (spec §7.12: Newton with step halving, at most 50 iterations, tolerance 1e-8).
 
 use crate::linalg::{cholesky_in_place, cholesky_solve_in_place, dot, dot4};
+use armada_math as math;
 use faer::linalg::matmul::matmul;
 use faer::{Accum, MatMut, MatRef, Par};
 
 /// `sigma(z) = 1/(1 + e^{-z})`, evaluated without overflow for any sign of `z`.
 pub fn sigmoid(z: f64) -> f64 {
     if z >= 0.0 {
-        1.0 / (1.0 + (-z).exp())
+        1.0 / (1.0 + math::exp(-z))
     } else {
-        let e = z.exp();
+        let e = math::exp(z);
         e / (1.0 + e)
     }
 }
@@ -31,7 +32,7 @@ pub fn sigmoid(z: f64) -> f64 {
 /// [`sigmoid`]), then both quotients are formed and one kept.
 #[inline(always)]
 pub fn sigmoid4(z: [f64; 4]) -> [f64; 4] {
-    let e: [f64; 4] = std::array::from_fn(|s| if z[s] >= 0.0 { -z[s] } else { z[s] }.exp());
+    let e = math::lanes::exp4(std::array::from_fn(|s| if z[s] >= 0.0 { -z[s] } else { z[s] }));
     std::array::from_fn(|s| {
         let (positive, negative) = (1.0 / (1.0 + e[s]), e[s] / (1.0 + e[s]));
         if z[s] >= 0.0 {
@@ -45,9 +46,9 @@ pub fn sigmoid4(z: [f64; 4]) -> [f64; 4] {
 /// `ln(1 + e^z)` without overflow.
 pub fn softplus(z: f64) -> f64 {
     if z > 0.0 {
-        z + (-z).exp().ln_1p()
+        z + math::log1p(math::exp(-z))
     } else {
-        z.exp().ln_1p()
+        math::log1p(math::exp(z))
     }
 }
 
@@ -183,8 +184,8 @@ impl LogisticMle {
         for (x, &y) in self.features.chunks_exact(self.dim).zip(&self.labels) {
             let z = dot(x, theta);
             // One exponential serves both softplus(z) and sigmoid(z).
-            let e = (-z.abs()).exp();
-            value += z.max(0.0) + e.ln_1p() - y * z;
+            let e = math::exp(-z.abs());
+            value += z.max(0.0) + math::log1p(e) - y * z;
             let residual = if z >= 0.0 { 1.0 / (1.0 + e) } else { e / (1.0 + e) } - y;
             for (g, xi) in gradient.iter_mut().zip(x) {
                 *g += residual * xi;

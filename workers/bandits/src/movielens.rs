@@ -21,10 +21,10 @@
 use crate::env::{ArmSet, Environment, RewardModel};
 use crate::linalg::{cholesky_in_place, cholesky_solve_in_place, dot, norm};
 use armada_core::StreamRng;
+use armada_math::dist::{Distribution, StandardNormal};
 use ndarray::ArrayView2;
 use rand::seq::index;
 use rand::{RngCore, SeedableRng};
-use rand_distr::{Distribution, StandardNormal};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};

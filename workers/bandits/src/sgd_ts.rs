@@ -11,6 +11,7 @@ use crate::hyper::{Hyperparameter, TheoryConstants};
 use crate::linalg::dot;
 use crate::logistic::{sigmoid, LogisticMle};
 use crate::{argmax_by, fill_standard_normal, point, random_arm, BottomBandit, Contexts};
+use armada_math as math;
 use ndarray::{ArrayView1, ArrayView2};
 use rand::RngCore;
 
@@ -28,7 +29,7 @@ pub const THEORY_ETA0: f64 = 1.0;
 
 /// `tau = ceil(C max(ln T, d))`: 150 for d = 25 and 120 for d = 20 (spec §2.5.7).
 pub fn epoch_length(dim: usize, horizon: usize) -> usize {
-    (EPOCH_CONSTANT * (horizon as f64).ln().max(dim as f64)).ceil() as usize
+    (EPOCH_CONSTANT * math::ln(horizon as f64).max(dim as f64)).ceil() as usize
 }
 
 /// SGD-TS with the tuned covariance `2 alpha^2 / j I`.
@@ -130,8 +131,8 @@ impl BottomBandit for SgdTs {
     fn theory_hyperparameters(&self, round: usize, out: &mut [f64]) {
         let (d, tau, t) = (self.dim() as f64, self.tau as f64, self.theory.horizon as f64);
         let j = (round / self.tau).max(1) as f64;
-        let g1 = self.theory.sigma * (d / 2.0 * (1.0 + 2.0 * j * tau / d).ln() + 2.0 * t.ln()).sqrt();
-        let g2 = tau / THEORY_ETA0 * (1.0 + j.ln()).sqrt();
+        let g1 = self.theory.sigma * (d / 2.0 * math::ln(1.0 + 2.0 * j * tau / d) + 2.0 * math::ln(t)).sqrt();
+        let g2 = tau / THEORY_ETA0 * (1.0 + math::ln(j)).sqrt();
         out[0] = (g1 * g1 + g2 * g2).sqrt();
         out[1] = THEORY_ETA0;
     }

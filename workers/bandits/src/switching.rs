@@ -17,7 +17,8 @@
 
 use crate::zooming::{CoverageRule, InitialPoint, SelectionIndex, ZoomingConfig, ZoomingTs, CLIP_LEVEL};
 use armada_core::{AnyEpisode, ComponentDef, Declaration, Episode, Family, JobError, JobStreams, StreamRng, ValidJob};
-use rand_distr::{Distribution, StandardNormal};
+use armada_math as math;
+use armada_math::dist::{Distribution, StandardNormal};
 use std::f64::consts::PI;
 
 /// The paper's horizon for Figure 4; change points are given for it.
@@ -40,7 +41,7 @@ impl Shape {
     pub fn mean(&self, x: f64, a: f64) -> f64 {
         match *self {
             Shape::Triangle { slope } => 0.9 - slope * (x - a).abs(),
-            Shape::Sine => 2.0 / (3.0 * PI) * (1.5 * PI * (x - a + 1.0 / 3.0)).sin(),
+            Shape::Sine => 2.0 / (3.0 * PI) * math::sin(1.5 * PI * (x - a + 1.0 / 3.0)),
         }
     }
     /// `max_x f(x) = f(a)`.
@@ -99,7 +100,7 @@ armada_core::choice! {
 
 /// `H = 10 ceil((T / c(T))^{3/4})` with `c(T) = 3` (22,800 at T = 90,000).
 pub fn paper_epoch(horizon: usize) -> usize {
-    10 * (horizon as f64 / 3.0).powf(0.75).ceil() as usize
+    10 * math::pow(horizon as f64 / 3.0, 0.75).ceil() as usize
 }
 
 /// The Zooming TS-R configuration (Oracle: the same, with `H = T` and forced restarts).
@@ -108,9 +109,9 @@ pub fn zooming_tsr(constants: Constants, horizon: usize, epoch: usize) -> Zoomin
     match constants {
         Constants::Paper => ZoomingConfig::paper(1, horizon, epoch, tau0),
         Constants::Code => {
-            let (s, log_t) = (tau0, (horizon.max(2) as f64).ln());
+            let (s, log_t) = (tau0, math::ln(horizon.max(2) as f64));
             ZoomingConfig {
-                radius_numerator: 6.5 * s.powf(1.5) * log_t,
+                radius_numerator: 6.5 * math::pow(s, 1.5) * log_t,
                 index: SelectionIndex::Thompson { scale: (PI * s * s * log_t).sqrt(), clip: CLIP_LEVEL },
                 removal: false,
                 coverage: CoverageRule::RefCode,
@@ -248,7 +249,10 @@ impl Episode for SwitchingEpisode {
 const DECLARATION: Declaration = Declaration {
     name: "lipschitz",
     // 2: as every family had before versions were per family.
-    version: 2,
+    // 3: every transcendental function (exp, ln, sin, ...) and random variate (normal, gamma,
+    // beta, chi-squared) from armada-math, whose bits do not depend on the processor, instead of
+    // the system's libm and rand_distr (issue 36).
+    version: 3,
     doc:
         "the CDT paper's switching Lipschitz bandit (Appendix A.3): Zooming TS with Restarts vs Zooming and the Oracle",
     benchmarks: &BENCHMARKS,

@@ -10,8 +10,9 @@
 
 use crate::hyper::{Hyperparameter, CANDIDATES_C1, CANDIDATES_C2};
 use crate::BottomBandit;
+use armada_math as math;
+use armada_math::dist::{Beta, Distribution};
 use rand::{Rng, RngCore};
-use rand_distr::{Beta, Distribution};
 
 /// What a tuner knows about the run before its first decision.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -205,7 +206,7 @@ impl Exp3 {
     /// `gamma = min(1, sqrt(M ln M / ((e - 1) T)))` with `T` the run's total rounds (spec §7.20).
     pub fn gamma(arms: usize, horizon: usize) -> f64 {
         let m = arms as f64;
-        (m * m.ln() / ((std::f64::consts::E - 1.0) * horizon as f64)).sqrt().min(1.0)
+        (m * math::ln(m) / ((std::f64::consts::E - 1.0) * horizon as f64)).sqrt().min(1.0)
     }
     pub fn new(arms: usize, horizon: usize) -> Self {
         assert!(arms >= 1 && horizon >= 1);
@@ -237,9 +238,9 @@ impl Exp3 {
         let m = self.log_weights.len() as f64;
         self.log_weights[played] += self.gamma / m * reward / self.probabilities[played];
         let max = self.log_weights.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let total: f64 = self.log_weights.iter().map(|l| (l - max).exp()).sum();
+        let total: f64 = self.log_weights.iter().map(|l| math::exp(l - max)).sum();
         for (p, l) in self.probabilities.iter_mut().zip(&self.log_weights) {
-            *p = self.gamma / m + (1.0 - self.gamma) * (l - max).exp() / total;
+            *p = self.gamma / m + (1.0 - self.gamma) * math::exp(l - max) / total;
         }
         self.current = Some(sample_categorical(&self.probabilities, rng));
     }

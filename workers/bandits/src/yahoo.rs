@@ -19,9 +19,9 @@
 use crate::env::{ArmSet, Environment, RewardModel};
 use crate::logistic::sigmoid;
 use armada_core::StreamRng;
+use armada_math::dist::{Distribution, Gamma, StandardNormal};
 use ndarray::ArrayView2;
 use rand::{Rng, SeedableRng};
-use rand_distr::{Distribution, Gamma, StandardNormal};
 
 /// Features per article: a constant 1 and five cluster memberships.
 pub const DIM: usize = 6;

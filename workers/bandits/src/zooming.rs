@@ -12,8 +12,9 @@
 //! oracle"): exact interval arithmetic for `p = 1`, a `G^p` grid for `p >= 2`, and the reference code's
 //! rules (`check_1d`, the 9-point `check_2d`) for the reference-code preset.
 
+use armada_math as math;
+use armada_math::dist::{Distribution, StandardNormal};
 use rand::{Rng, RngCore};
-use rand_distr::{Distribution, StandardNormal};
 
 /// Clip level `zmin = 1/sqrt(2 pi)` of the Thompson noise (spec §2.1, §7.4: clipped from below, not at 0).
 pub const CLIP_LEVEL: f64 = 0.398_942_280_401_432_7;
@@ -153,7 +154,7 @@ impl ZoomingConfig {
 }
 
 fn log_horizon(horizon: usize) -> f64 {
-    (horizon.max(2) as f64).ln()
+    math::ln(horizon.max(2) as f64)
 }
 
 /// One active arm of the current epoch.

@@ -25,7 +25,6 @@
 //!
 //! Architecture invariant: this crate knows nothing of gRPC, tokio or Parquet.
 
-mod dispatch;
 mod error;
 mod params;
 mod record;
@@ -34,6 +33,8 @@ mod rng;
 mod runner;
 mod spec;
 
+/// Kept here for the crates that used it from armada-core before armada-math held it.
+pub use armada_math::avx2_dispatch;
 pub use error::{JobError, SpecError};
 pub use params::{
     concat_defs, count_defs, doc_text, Choice, ParamDef, ParamKind, ParamType, ParamValue, Parameters, Params,

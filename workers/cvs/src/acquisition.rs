@@ -9,6 +9,7 @@
 
 use armada_core::StreamRng;
 use armada_gp::{RandomFourierFeatures, Rows};
+use armada_math as math;
 use ndarray::{Array2, ArrayView2};
 
 use crate::maximize::{draw_seeds, maximize, maximize_from, uniform_points, Ascent, MaximizeConfig, Maximum};
@@ -120,8 +121,8 @@ impl<'a> TsExpectation<'a> {
                 let (mut c, mut s) = (0.0, 0.0);
                 for sample in samples.chunks(d) {
                     let b: f64 = random.iter().map(|&l| w[l] * sample[l]).sum();
-                    c += b.cos();
-                    s += b.sin();
+                    c += math::cos(b);
+                    s += math::sin(b);
                 }
                 cbar[k] = c / n_mc as f64;
                 sbar[k] = s / n_mc as f64;
@@ -143,7 +144,7 @@ impl<'a> TsExpectation<'a> {
         for k in 0..n_freq {
             let w = self.rff.frequency(k);
             let a: f64 = self.ctrl.iter().zip(xc).map(|(&l, x)| w[l] * x).sum();
-            let (sa, ca) = a.sin_cos();
+            let (sa, ca) = math::sin_cos(a);
             let (tc, ts) = (self.theta[k], self.theta[n_freq + k]);
             // E cos(a + b) = cos a Cbar - sin a Sbar;  E sin(a + b) = sin a Cbar + cos a Sbar.
             g += tc * (ca * self.cbar[k] - sa * self.sbar[k]) + ts * (sa * self.cbar[k] + ca * self.sbar[k]);

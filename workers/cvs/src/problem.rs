@@ -3,9 +3,9 @@
 
 use armada_core::{JobError, StreamRng};
 use armada_gp::points::point;
+use armada_math::dist::{Distribution, StandardNormal};
 use ndarray::ArrayView1;
 use rand::{Rng, SeedableRng};
-use rand_distr::{Distribution, StandardNormal};
 
 use crate::benchmarks::simulators::{Airfoil, Plant};
 use crate::benchmarks::synthetic::{ackley6, hartmann6, levy6};

@@ -13,6 +13,7 @@
 
 use armada_core::JobError;
 use armada_gp::log_marginal_likelihood_and_grad;
+use armada_math as math;
 use ndarray::ArrayView2;
 
 use crate::surrogate::{GpConfig, Hyper};
@@ -37,19 +38,19 @@ impl Default for AdamConfig {
 }
 
 fn sigmoid(r: f64) -> f64 {
-    1.0 / (1.0 + (-r).exp())
+    1.0 / (1.0 + math::exp(-r))
 }
 
 /// `ln(1 + e^r)`, without overflow for large `r`.
 fn softplus(r: f64) -> f64 {
-    r.max(0.0) + (-r.abs()).exp().ln_1p()
+    r.max(0.0) + math::log1p(math::exp(-r.abs()))
 }
 
 /// Raw parameters `[r_1..r_d, r_s, r_m]` of `config` (all lengthscales equal, mean 0).
 pub fn initial_raw(config: GpConfig, dim: usize) -> Vec<f64> {
     let p = (config.lengthscale - LS_LOW) / (LS_HIGH - LS_LOW);
-    let r_ls = (p / (1.0 - p)).ln();
-    let r_s = config.outputscale.exp_m1().ln();
+    let r_ls = math::ln(p / (1.0 - p));
+    let r_s = math::ln(math::expm1(config.outputscale));
     let mut raw = vec![r_ls; dim];
     raw.extend([r_s, 0.0]);
     raw

@@ -1,72 +1,21 @@
 //! Standard normal density, distribution and quantile functions (spec §2.5).
 //!
-//! `std` has no `erf`, and the crate may not add dependencies, so `erfc` is computed here:
-//! the Maclaurin series of `erf` for `|x| < 2.5` and a Lentz continued fraction beyond,
-//! both accurate to a few ulps in double precision. The quantile starts from Acklam's rational
-//! approximation and is polished by Halley steps on the accurate CDF.
+//! The CDF is armada-math's (`erfc`, the same bits on every processor). The quantile starts
+//! from Acklam's rational approximation and is polished by Halley steps on the accurate CDF.
 
-const SQRT_2: f64 = std::f64::consts::SQRT_2;
+use armada_math as math;
+
 const FRAC_1_SQRT_2PI: f64 = 0.398_942_280_401_432_7;
 
 /// `phi(x)`, the standard normal density.
 pub fn normal_pdf(x: f64) -> f64 {
-    FRAC_1_SQRT_2PI * (-0.5 * x * x).exp()
+    FRAC_1_SQRT_2PI * math::exp(-0.5 * x * x)
 }
 
-/// `Phi(x)`, the standard normal distribution function.
+/// `Phi(x)`, the standard normal distribution function (armada-math's, accurate in both
+/// tails).
 pub fn normal_cdf(x: f64) -> f64 {
-    0.5 * erfc(-x / SQRT_2)
-}
-
-/// Complementary error function.
-pub fn erfc(x: f64) -> f64 {
-    if x.is_nan() {
-        return f64::NAN;
-    }
-    if x < 0.0 {
-        return 2.0 - erfc(-x);
-    }
-    if x < 2.5 {
-        return 1.0 - erf_series(x);
-    }
-    if x > 27.0 {
-        return 0.0;
-    }
-    // erfc(x) = exp(-x^2)/sqrt(pi) * 1/(x + 1/2/(x + 1/(x + 3/2/(x + ...)))) (Lentz).
-    let tiny = 1e-300;
-    let mut f = x;
-    let mut c = x;
-    let mut d = 0.0;
-    for k in 1..200 {
-        let a = k as f64 / 2.0;
-        d = x + a * d;
-        d = if d.abs() < tiny { tiny } else { d };
-        c = x + a / c;
-        c = if c.abs() < tiny { tiny } else { c };
-        d = 1.0 / d;
-        let delta = c * d;
-        f *= delta;
-        if (delta - 1.0).abs() < 1e-16 {
-            break;
-        }
-    }
-    (-x * x).exp() / (f * std::f64::consts::PI.sqrt())
-}
-
-/// `erf(x) = 2/sqrt(pi) * sum_k (-1)^k x^(2k+1) / (k! (2k+1))`, for small `|x|`.
-fn erf_series(x: f64) -> f64 {
-    let x2 = x * x;
-    let mut term = x;
-    let mut sum = x;
-    for k in 1..200 {
-        term *= -x2 / k as f64;
-        let add = term / (2 * k + 1) as f64;
-        sum += add;
-        if add.abs() < 1e-17 * sum.abs() {
-            break;
-        }
-    }
-    sum * 2.0 / std::f64::consts::PI.sqrt()
+    math::std_normal_cdf(x)
 }
 
 /// `Phi^{-1}(p)` for `p in (0, 1)`; `-inf`/`+inf` at the ends.
@@ -116,7 +65,7 @@ fn acklam(p: f64) -> f64 {
         [7.784_695_709_041_462e-3, 3.224_671_290_700_398e-1, 2.445_134_137_142_996, 3.754_408_661_907_416];
     let p_low = 0.02425;
     if p < p_low {
-        let q = (-2.0 * p.ln()).sqrt();
+        let q = (-2.0 * math::ln(p)).sqrt();
         (((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5])
             / ((((D[0] * q + D[1]) * q + D[2]) * q + D[3]) * q + 1.0)
     } else if p <= 1.0 - p_low {
@@ -125,7 +74,7 @@ fn acklam(p: f64) -> f64 {
         (((((A[0] * r + A[1]) * r + A[2]) * r + A[3]) * r + A[4]) * r + A[5]) * q
             / (((((B[0] * r + B[1]) * r + B[2]) * r + B[3]) * r + B[4]) * r + 1.0)
     } else {
-        let q = (-2.0 * (1.0 - p).ln()).sqrt();
+        let q = (-2.0 * math::ln(1.0 - p)).sqrt();
         -(((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5])
             / ((((D[0] * q + D[1]) * q + D[2]) * q + D[3]) * q + 1.0)
     }

@@ -20,6 +20,7 @@
 
 use armada_core::JobError;
 use armada_gp::{Gp, Kernel, Rows};
+use armada_math as math;
 
 use faer::linalg::triangular_solve::{solve_lower_triangular_in_place, solve_upper_triangular_in_place};
 use faer::{Mat, Par};
@@ -286,7 +287,7 @@ impl SetCache {
                     let diff = samples[s * d + l] - xa[l];
                     r2 += diff * diff * post.inv_ls2[l];
                 }
-                let bsa = (-0.5 * r2).exp();
+                let bsa = math::exp(-0.5 * r2);
                 sum += bsa;
                 if s < self.n_sigma {
                     self.b.push(bsa);
@@ -362,7 +363,7 @@ impl<'p> SetExpectation<'p> {
                 let diff = xc[k] - xa[l];
                 r2 += diff * diff * self.post.inv_ls2[l];
             }
-            self.a[a] = (-0.5 * r2).exp();
+            self.a[a] = math::exp(-0.5 * r2);
             mu += self.a[a] * self.mean_weights[a];
         }
         mu

@@ -16,9 +16,9 @@
 //! (a set of points would be an `Array2<f64>`, one per row).
 
 use armada_core::{AnyEpisode, ComponentDef, Declaration, Episode, Family, JobError, JobStreams, StreamRng, ValidJob};
+use armada_math::dist::{Distribution, Normal};
 use ndarray::{Array1, ArrayView1};
 use rand::Rng;
-use rand_distr::{Distribution, Normal};
 
 pub struct ExampleFamily;
 
@@ -67,7 +67,10 @@ armada_core::metrics! {
 const DECLARATION: Declaration = Declaration {
     name: "example",
     // 1: the first version.
-    version: 1,
+    // 2: every transcendental function (exp, ln, sin, ...) and random variate (normal, gamma,
+    // beta, chi-squared) from armada-math, whose bits do not depend on the processor, instead of
+    // the system's libm and rand_distr (issue 36).
+    version: 2,
     doc: "a worked example: a noisy quadratic, random search against a hill climber",
     benchmarks: &BENCHMARKS,
     algorithms: &ALGORITHMS,

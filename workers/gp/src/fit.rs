@@ -17,12 +17,13 @@
 //! the priors (clamped to the log-bounds), also evaluate the warm start, keep the best
 //! `n_lbfgs_starts` and run bounded L-BFGS ([`crate::lbfgs`]) from each; return the best.
 
+use armada_math as math;
+use armada_math::dist::{Distribution, StandardNormal};
 use faer::linalg::matmul::matmul;
 use faer::linalg::triangular_solve::{solve_lower_triangular_in_place, solve_upper_triangular_in_place};
 use faer::{Accum, Mat, Par};
 use ndarray::ArrayView2;
 use rand::Rng;
-use rand_distr::{Distribution, StandardNormal};
 
 use crate::chol::cholesky_jittered;
 use crate::error::GpError;
@@ -46,7 +47,7 @@ impl LogNormalPrior {
     /// `log N(log_theta; mu, sigma)`.
     pub fn log_density(&self, log_theta: f64) -> f64 {
         let z = (log_theta - self.mu) / self.sigma;
-        -0.5 * z * z - self.sigma.ln() - 0.5 * LN_2PI
+        -0.5 * z * z - math::ln(self.sigma) - 0.5 * LN_2PI
     }
 
     /// `d/dlog_theta log N(log_theta; mu, sigma) = -(log_theta - mu) / sigma^2`.
@@ -135,11 +136,13 @@ impl MapConfig {
     fn log_bounds(&self, dim: usize) -> Vec<(f64, f64)> {
         let (vl, vh) = self.bounds_variance;
         let (ll, lh) = self.bounds_lengthscale;
-        std::iter::once((vl.ln(), vh.ln())).chain(std::iter::repeat_n((ll.ln(), lh.ln()), dim)).collect()
+        std::iter::once((math::ln(vl), math::ln(vh)))
+            .chain(std::iter::repeat_n((math::ln(ll), math::ln(lh)), dim))
+            .collect()
     }
 
     fn kernel_from_theta(&self, theta: &[f64]) -> Kernel {
-        Kernel::with_kind(self.kind, theta[0].exp(), theta[1..].iter().map(|t| t.exp()).collect())
+        Kernel::with_kind(self.kind, math::exp(theta[0]), theta[1..].iter().map(|&t| math::exp(t)).collect())
     }
 }
 
@@ -195,11 +198,11 @@ fn posterior(
     config.validate()?;
     check_data(x, y, kernel)?;
     let (lml, mut grad, _) = lml_and_grad(x, y, kernel, config.noise_var, want)?;
-    let lv = kernel.variance.ln();
+    let lv = math::ln(kernel.variance);
     let mut lp = lml + config.variance_prior.log_density(lv);
     grad[0] += config.variance_prior.grad(lv);
     for (g, l) in grad[1..].iter_mut().zip(&kernel.lengthscales) {
-        let ll = l.ln();
+        let ll = math::ln(*l);
         lp += config.lengthscale_prior.log_density(ll);
         *g += config.lengthscale_prior.grad(ll);
     }
@@ -253,7 +256,7 @@ fn lml_and_grad(
     let mut alpha = Mat::from_fn(n, 1, |i, _| y[i]);
     solve_lower_triangular_in_place(l.as_ref(), alpha.as_mut(), Par::Seq);
     let quad: f64 = (0..n).map(|i| alpha[(i, 0)] * alpha[(i, 0)]).sum();
-    let logdet_half: f64 = (0..n).map(|i| l[(i, i)].ln()).sum();
+    let logdet_half: f64 = (0..n).map(|i| math::ln(l[(i, i)])).sum();
     let lml = -0.5 * quad - logdet_half - 0.5 * n as f64 * LN_2PI;
     if want == Want::Value {
         return Ok((lml, grad, Vec::new()));
@@ -349,7 +352,7 @@ pub fn fit_map<R: Rng + ?Sized>(
     }
     if let Some(k) = warm_start {
         let mut theta: Vec<f64> =
-            std::iter::once(k.variance.ln()).chain(k.lengthscales.iter().map(|l| l.ln())).collect();
+            std::iter::once(math::ln(k.variance)).chain(k.lengthscales.iter().map(|&l| math::ln(l))).collect();
         clamp(&mut theta);
         starts.push(theta);
     }

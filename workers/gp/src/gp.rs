@@ -11,6 +11,7 @@
 //! Appending `(x, y)` extends the factor by one row (Rasmussen & Williams, A.4 / LSE spec 1.2):
 //! `l = L^{-1} k(X, x)`, `d = sqrt(k(x, x) + lambda - l^T l)`, `w_new = (y - l^T w) / d`.
 
+use armada_math as math;
 use faer::linalg::matmul::matmul;
 use faer::linalg::triangular_solve::solve_lower_triangular_in_place;
 use faer::{Accum, Mat, Par};
@@ -282,7 +283,7 @@ impl Gp {
     /// `log p(y) = -1/2 y^T C^{-1} y - sum_i log L_ii - n/2 log 2 pi`, with `y^T C^{-1} y = w^T w`.
     pub fn log_marginal_likelihood(&self) -> f64 {
         let n = self.n_obs();
-        let logdet_half: f64 = (0..n).map(|i| self.chol.diag(i).ln()).sum();
+        let logdet_half: f64 = (0..n).map(|i| math::ln(self.chol.diag(i))).sum();
         -0.5 * dot(&self.w, &self.w) - logdet_half - 0.5 * n as f64 * LN_2PI
     }
 }

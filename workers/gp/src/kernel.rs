@@ -9,6 +9,7 @@
 //! Every kind satisfies `dk / d log l_i = g(r) (a_i - b_i)^2 / l_i^2` for a radial factor `g`
 //! ([`Kernel::lengthscale_grad_factor`]), which is what MAP fitting differentiates.
 
+use armada_math as math;
 use faer::Mat;
 use ndarray::ArrayView2;
 
@@ -109,15 +110,15 @@ impl Kernel {
     pub fn k_of_r2(&self, r2: f64) -> f64 {
         let v = self.variance;
         match self.kind {
-            KernelKind::SquaredExponential => v * (-0.5 * r2).exp(),
+            KernelKind::SquaredExponential => v * math::exp(-0.5 * r2),
             KernelKind::Matern32 => {
                 let s = SQRT3 * r2.sqrt();
-                v * (1.0 + s) * (-s).exp()
+                v * (1.0 + s) * math::exp(-s)
             }
             KernelKind::Matern52 => {
                 let r = r2.sqrt();
                 let s = SQRT5 * r;
-                v * (1.0 + s + 5.0 / 3.0 * r2) * (-s).exp()
+                v * (1.0 + s + 5.0 / 3.0 * r2) * math::exp(-s)
             }
         }
     }
@@ -134,10 +135,10 @@ impl Kernel {
         let v = self.variance;
         match self.kind {
             KernelKind::SquaredExponential => self.k_of_r2(r2),
-            KernelKind::Matern32 => 3.0 * v * (-SQRT3 * r2.sqrt()).exp(),
+            KernelKind::Matern32 => 3.0 * v * math::exp(-SQRT3 * r2.sqrt()),
             KernelKind::Matern52 => {
                 let s = SQRT5 * r2.sqrt();
-                5.0 / 3.0 * v * (1.0 + s) * (-s).exp()
+                5.0 / 3.0 * v * (1.0 + s) * math::exp(-s)
             }
         }
     }

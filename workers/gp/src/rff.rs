@@ -12,11 +12,12 @@
 //! `theta = eps + Phi^T P (y - Phi eps - sqrt(lambda) eta)`, `eps ~ N(0, I)`, `eta ~ N(0, I_n)`,
 //! which needs only an `n x n` Cholesky instead of one of the `2D x 2D` covariance.
 
+use armada_math as math;
+use armada_math::dist::{ChiSquared, Distribution, StandardNormal};
 use faer::linalg::triangular_solve::{solve_lower_triangular_in_place, solve_upper_triangular_in_place};
 use faer::{Mat, Par};
 use ndarray::ArrayView2;
 use rand::Rng;
-use rand_distr::{ChiSquared, Distribution, StandardNormal};
 
 use crate::chol::cholesky_jittered;
 use crate::error::GpError;
@@ -91,8 +92,8 @@ impl RandomFourierFeatures {
         let d = self.n_frequencies();
         for j in 0..d {
             let p: f64 = self.frequency(j).iter().zip(x).map(|(w, xi)| w * xi).sum();
-            out[j] = self.scale * p.cos();
-            out[d + j] = self.scale * p.sin();
+            out[j] = self.scale * math::cos(p);
+            out[d + j] = self.scale * math::sin(p);
         }
     }
 

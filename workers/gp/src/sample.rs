@@ -1,15 +1,15 @@
 //! Joint Gaussian samples of the prior or posterior process on a point set.
 //!
 //! A sample is `f = mu + L z` with `Sigma = L L^T` (jittered only if the factorisation fails) and
-//! `z ~ N(0, I)`. Standard normals are drawn from `rand_distr::StandardNormal` column by column
+//! `z ~ N(0, I)`. Standard normals are drawn from `armada_math::dist::StandardNormal` column by column
 //! (sample 0's `|xq|` values first), so a seeded rng gives bit-identical samples; all linear
 //! algebra is sequential.
 
+use armada_math::dist::{Distribution, StandardNormal};
 use faer::linalg::matmul::matmul;
 use faer::{Accum, Mat, Par};
 use ndarray::ArrayView2;
 use rand::Rng;
-use rand_distr::{Distribution, StandardNormal};
 
 use crate::chol::{cholesky_jittered, JitterReport};
 use crate::error::GpError;

@@ -45,9 +45,9 @@ use crate::metrics::{average_loss, upper_set_fscore, Returned};
 use crate::LseMetrics;
 use armada_core::{AnyEpisode, Episode, JobError, JobStreams, Params, StreamRng, ValidJob};
 use armada_gp::{CandidateCache, Gp, Points, Rows};
+use armada_math::dist::StandardNormal;
 use ndarray::{aview1, s, Array2, ArrayView1, ArrayView2};
 use rand::Rng;
-use rand_distr::StandardNormal;
 
 /// Edge of the initial Nelder–Mead simplex, as a fraction of the box width [ASSUMPTION:
 /// 0.05, i.e. 0.5 on `[-5, 5]`, about a third of the pool's nearest-neighbour spacing

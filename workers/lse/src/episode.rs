@@ -16,8 +16,8 @@ use crate::benchmarks::FiniteProblem;
 use crate::metrics::{average_loss, upper_set_fscore, Returned};
 use armada_core::{Episode, JobError, JobStreams, StreamRng};
 use armada_gp::{CandidateCache, CandidateCovariance, GpError, JitterReport};
+use armada_math::dist::StandardNormal;
 use rand::Rng;
-use rand_distr::StandardNormal;
 
 armada_core::metrics! {
     /// The per-step metrics of the family.

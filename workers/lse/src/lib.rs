@@ -48,7 +48,10 @@ pub struct LseFamily;
 const DECLARATION: Declaration = Declaration {
     name: "lse",
     // 2: as every family had before versions were per family.
-    version: 2,
+    // 3: every transcendental function (exp, ln, sin, ...) and random variate (normal, gamma,
+    // beta, chi-squared) from armada-math, whose bits do not depend on the processor, instead of
+    // the system's libm and rand_distr (issue 36).
+    version: 3,
     doc: "level-set estimation with the randomized straddle (Inatsu et al., arXiv:2408.03144)",
     benchmarks: &BENCHMARKS,
     algorithms: &ALGORITHMS,

@@ -13,9 +13,9 @@ use crate::regret::RegretReference;
 use crate::sets::RoundSets;
 use crate::surrogate::{RefitMode, Surrogate};
 use armada_core::{Episode, JobError, JobStreams, StreamRng};
+use armada_math::dist::StandardNormal;
 use ndarray::{aview1, ArrayView2};
 use rand::Rng;
-use rand_distr::StandardNormal;
 
 /// How a run is configured beyond its benchmark and rule.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -11,6 +11,7 @@ use crate::grid::Grid;
 use armada_core::JobError;
 use armada_gp::points::point;
 use armada_gp::{fit_map, Gp, Kernel, KernelKind, LogNormalPrior, MapConfig, Points, Rows};
+use armada_math as math;
 use faer::linalg::triangular_solve::solve_lower_triangular_in_place;
 use faer::{Mat, Par};
 use ndarray::{ArrayView1, ArrayView2, Axis};
@@ -50,8 +51,8 @@ impl Surrogate {
     pub fn new(dim: usize, v0: f64, noise_var: f64, mode: RefitMode, draws_per_param: usize) -> Self {
         let mut config = MapConfig::new(
             KernelKind::Matern52,
-            LogNormalPrior { mu: v0.ln(), sigma: 1.0 },
-            LogNormalPrior { mu: LENGTHSCALE0.ln(), sigma: 1.0 },
+            LogNormalPrior { mu: math::ln(v0), sigma: 1.0 },
+            LogNormalPrior { mu: math::ln(LENGTHSCALE0), sigma: 1.0 },
             noise_var,
         );
         config.n_prior_draws_per_param = draws_per_param;

@@ -17,6 +17,7 @@
 //! hyperparameters throughout.
 
 use armada_core::JobError;
+use armada_math as math;
 use rand::Rng;
 
 use super::{
@@ -183,14 +184,14 @@ impl Proposed {
         }
         let s = ctx.stats;
         let log_t = match cfg.cost_log {
-            CostLog::Iteration => (t as f64).ln(),
+            CostLog::Iteration => math::ln(t as f64),
             CostLog::Projected => {
                 let cheapest = (0..m)
                     .filter(|&j| s.counts[j] > 0)
                     .map(|j| s.cost_sums[j] / s.counts[j] as f64)
                     .fold(f64::INFINITY, f64::min)
                     .max(1e-12);
-                (t as f64 + (ctx.problem.budget - s.spent).max(0.0) / cheapest).ln()
+                math::ln(t as f64 + (ctx.problem.budget - s.spent).max(0.0) / cheapest)
             }
         };
         let cost_lcb = clipped_cost_lcb(s, log_t);
@@ -253,7 +254,7 @@ impl Proposed {
         let cost_lcb: Vec<f64> = (0..m)
             .map(|j| match s.counts[j] {
                 0 => f64::NEG_INFINITY,
-                k => s.cost_sums[j] / k as f64 - (2.0 * (t as f64).ln() / k as f64).sqrt(),
+                k => s.cost_sums[j] / k as f64 - (2.0 * math::ln(t as f64) / k as f64).sqrt(),
             })
             .collect();
         let feasible: Vec<usize> = (0..m).filter(|&j| maxima[j].value >= l_max).collect();

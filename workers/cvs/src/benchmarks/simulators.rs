@@ -2,6 +2,7 @@
 //! GPs fitted by Tay et al. (MIT), shipped as JSON in `data/` with their licence and compiled
 //! into the crate, so workers need no files at run time.
 
+use armada_math as math;
 use std::sync::OnceLock;
 
 use serde::Deserialize;
@@ -51,7 +52,7 @@ impl Plant {
                 let d = x[l] - zj[l] / self.lengthscales[l];
                 r2 += d * d;
             }
-            f += (-0.5 * r2).exp() * aj;
+            f += math::exp(-0.5 * r2) * aj;
         }
         self.variance * f
     }
@@ -75,7 +76,7 @@ impl Airfoil {
                 r2 += d * d;
             }
             let r = r2.sqrt();
-            f += (1.0 + SQRT5 * r + 5.0 / 3.0 * r2) * (-SQRT5 * r).exp() * aj;
+            f += (1.0 + SQRT5 * r + 5.0 / 3.0 * r2) * math::exp(-SQRT5 * r) * aj;
         }
         self.mean_constant + self.outputscale * f
     }

@@ -3,6 +3,8 @@
 //! Coordinates 7..12 exist and are controlled or randomised like any other, but do not
 //! affect the value ("unrelated variables").
 
+use armada_math as math;
+
 /// Hartmann-6 (negated textbook form, so the maximum is `3.32237`), native box `[0,1]^6`.
 pub fn hartmann6(u: &[f64]) -> f64 {
     const ALPHA: [f64; 4] = [1.0, 1.2, 3.0, 3.2];
@@ -21,7 +23,7 @@ pub fn hartmann6(u: &[f64]) -> f64 {
     (0..4)
         .map(|i| {
             let e: f64 = (0..6).map(|j| A[i][j] * (u[j] - P[i][j]).powi(2)).sum();
-            ALPHA[i] * (-e).exp()
+            ALPHA[i] * math::exp(-e)
         })
         .sum()
 }
@@ -30,8 +32,8 @@ pub fn hartmann6(u: &[f64]) -> f64 {
 pub fn ackley6(u: &[f64]) -> f64 {
     let x: Vec<f64> = u[..6].iter().map(|&ui| -32.768 + 65.536 * ui).collect();
     let sq = x.iter().map(|v| v * v).sum::<f64>() / 6.0;
-    let cs = x.iter().map(|v| (2.0 * std::f64::consts::PI * v).cos()).sum::<f64>() / 6.0;
-    let ack = -20.0 * (-0.2 * sq.sqrt()).exp() - cs.exp() + 20.0 + std::f64::consts::E;
+    let cs = x.iter().map(|v| math::cos(2.0 * std::f64::consts::PI * v)).sum::<f64>() / 6.0;
+    let ack = -20.0 * math::exp(-0.2 * sq.sqrt()) - math::exp(cs) + 20.0 + std::f64::consts::E;
     -ack
 }
 
@@ -39,11 +41,11 @@ pub fn ackley6(u: &[f64]) -> f64 {
 pub fn levy6(u: &[f64]) -> f64 {
     use std::f64::consts::PI;
     let w: Vec<f64> = u[..6].iter().map(|&ui| 1.0 + (-10.0 + 20.0 * ui - 1.0) / 4.0).collect();
-    let mut s = (PI * w[0]).sin().powi(2);
+    let mut s = math::sin(PI * w[0]).powi(2);
     for wj in &w[..5] {
-        s += (wj - 1.0).powi(2) * (1.0 + 10.0 * (PI * wj + 1.0).sin().powi(2));
+        s += (wj - 1.0).powi(2) * (1.0 + 10.0 * math::sin(PI * wj + 1.0).powi(2));
     }
-    s += (w[5] - 1.0).powi(2) * (1.0 + (2.0 * PI * w[5]).sin().powi(2));
+    s += (w[5] - 1.0).powi(2) * (1.0 + math::sin(2.0 * PI * w[5]).powi(2));
     -s
 }
 

@@ -2,10 +2,12 @@
 //! (spec section 2.6.2): only its acquisition function, with the theoretical `beta_t`
 //! and, on finite sets, the running intersection of credible intervals.
 
+use armada_math as math;
+
 /// `beta_t^{1/2} = sqrt(2 ln(|X| pi^2 t^2 / (6 delta)))`, with `t` the iteration index from 1.
 pub fn lse_beta_sqrt(card_x: f64, t: u32, delta: f64) -> f64 {
     let t = t as f64;
-    (2.0 * (card_x * std::f64::consts::PI.powi(2) * t * t / (6.0 * delta)).ln()).sqrt()
+    (2.0 * math::ln(card_x * std::f64::consts::PI.powi(2) * t * t / (6.0 * delta))).sqrt()
 }
 
 /// Running credible-interval bounds over the candidate set: `ucbT` only decreases and

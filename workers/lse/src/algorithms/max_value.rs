@@ -5,6 +5,7 @@
 //! Not used in any of the paper's experiments; offered as the algorithm `rand-straddle-max`
 //! (Algorithm 2 on the finite benchmarks, Algorithm 3 on the continuous block).
 
+use armada_math as math;
 use rand::Rng;
 
 /// The `beta_t` of a max-value variant: Algorithm 2's `xi_t + 2 ln |X|` on a finite set, or
@@ -36,7 +37,7 @@ impl MaxValueBeta {
 /// Algorithm 2 (finite X): `beta_t^{1/2} = sqrt(xi_t + 2 ln |X|)`, `xi_t ~ chi2_2`.
 pub fn finite_beta_sqrt<R: Rng + ?Sized>(card_x: f64, rng: &mut R) -> f64 {
     let xi = super::chi2_2_sqrt(rng).powi(2);
-    (xi + 2.0 * card_x.ln()).sqrt()
+    (xi + 2.0 * math::ln(card_x)).sqrt()
 }
 
 /// The max-value loss `r~ = max_x l(x)` of the classification `upper[x]` (`x in H`)
@@ -65,13 +66,13 @@ pub fn choose_returned(history: &[Vec<bool>], samples: &[Vec<f64>], theta: f64) 
 pub fn tau(t: u32, d: usize, r: f64, a: f64, b: f64) -> u64 {
     let d_f = d as f64;
     let t = t as f64;
-    (b * d_f * r * t * t * ((a * d_f).ln().max(0.0).sqrt() + std::f64::consts::PI.sqrt() / 2.0)).ceil() as u64
+    (b * d_f * r * t * t * (math::ln(a * d_f).max(0.0).sqrt() + std::f64::consts::PI.sqrt() / 2.0)).ceil() as u64
 }
 
 /// Algorithm 3: `beta_t^{1/2} = sqrt(2 d ln(tau_t) + xi_t)`, `xi_t ~ chi2_2` (`|X_t| = tau_t^d`).
 pub fn infinite_beta_sqrt<R: Rng + ?Sized>(tau_t: u64, d: usize, rng: &mut R) -> f64 {
     let xi = super::chi2_2_sqrt(rng).powi(2);
-    (2.0 * d as f64 * (tau_t as f64).ln() + xi).sqrt()
+    (2.0 * d as f64 * math::ln(tau_t as f64) + xi).sqrt()
 }
 
 /// `[x]_t`: the point of the regular grid with `tau` points per axis on `[0, r]` (cell centres

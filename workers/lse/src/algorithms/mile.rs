@@ -22,8 +22,9 @@
 //! and without allocating inside the double loop (see [`af_block`]). The result is bit for bit
 //! that of the one-term-at-a-time loop [`af_one`].
 
-use super::normal_cdf::{std_normal_cdf, std_normal_cdf_batch};
 use armada_gp::CandidateCovariance;
+use armada_math::lanes::std_normal_cdf_in_place;
+use armada_math::std_normal_cdf;
 
 /// `|c|` below this is treated as 0 (spec 2.7 numerics): it only guards the `0/0` of a zero
 /// numerator, since for any larger `|c|` the saturation tests below are exact.
@@ -191,7 +192,7 @@ struct BlockScratch {
 /// a sum of non-negative terms unchanged. In three passes, the first and the last without
 /// branches (the candidates' rows read side by side, a lane per candidate in one vector):
 /// every term except those that need `Phi` (5% of them on the sinusoidal runs); then those,
-/// four at a time ([`std_normal_cdf_batch`]); then each lane's sum, in `af_one`'s order.
+/// four at a time ([`std_normal_cdf_in_place`]); then each lane's sum, in `af_one`'s order.
 fn af_block(
     cov: &CandidateCovariance,
     x0: usize,
@@ -221,7 +222,7 @@ fn af_block(
             bits &= bits - 1;
         }
     }
-    std_normal_cdf_batch(&mut scratch.phi);
+    std_normal_cdf_in_place(&mut scratch.phi);
     for (&k, &p) in scratch.phi_at.iter().zip(&scratch.phi) {
         scratch.terms[k] = p;
     }
@@ -286,10 +287,10 @@ armada_core::avx2_dispatch! {
 mod tests {
     use super::*;
     use armada_gp::{Gp, Kernel};
+    use armada_math::dist::StandardNormal;
     use ndarray::{s, Array2};
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
-    use rand_distr::StandardNormal;
 
     /// Reference values of `Phi` from mpmath at 40 digits (`mpmath.ncdf(z)`, the script is
     /// `for z in [...]: print(mp.nstr(mp.ncdf(z), 20))` with `mp.mp.dps = 40`).

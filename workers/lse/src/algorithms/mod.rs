@@ -6,13 +6,12 @@
 mod gotovos;
 pub mod max_value;
 mod mile;
-mod normal_cdf;
 mod straddle;
 
+pub use armada_math::std_normal_cdf;
 pub use gotovos::{lse_beta_sqrt, RunningIntersection};
 pub use max_value::MaxValueBeta;
 pub use mile::{mile_af, mile_probability, C_TINY};
-pub use normal_cdf::{std_normal_cdf, std_normal_cdf_batch};
 pub use straddle::{chi2_2_sqrt, randomized_straddle_af, straddle_af};
 
 use armada_core::{ComponentDef, JobError, Params};

@@ -1,5 +1,6 @@
 //! The straddle family of acquisition functions (spec sections 2.4 and 2.5).
 
+use armada_math as math;
 use rand::Rng;
 
 /// `STR(x) = beta^{1/2} sigma(x) - |mu(x) - theta|`
@@ -23,7 +24,7 @@ pub fn randomized_straddle_af<'a>(
 /// multiplies sigma by the square root of the chi-squared draw).
 pub fn chi2_2_sqrt<R: Rng + ?Sized>(rng: &mut R) -> f64 {
     let u = 1.0 - rng.random::<f64>(); // in (0, 1]
-    (-2.0 * u.ln()).sqrt()
+    (-2.0 * math::ln(u)).sqrt()
 }
 
 #[cfg(test)]

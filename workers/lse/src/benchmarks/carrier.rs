@@ -5,6 +5,7 @@
 use super::{FiniteProblem, Protocol};
 use armada_core::ComponentDef;
 use armada_gp::Kernel;
+use armada_math as math;
 use ndarray::Array2;
 use std::f64::consts::PI;
 
@@ -45,12 +46,12 @@ pub fn carrier_grid() -> Array2<f64> {
 pub fn carrier_lifetime_raw(x1: f64, x2: f64) -> f64 {
     let u = (x1 - 8.0) / 176.0;
     let v = (x2 - 8.0) / 146.0;
-    let s = |z: f64| 1.0 / (1.0 + (-z).exp());
+    let s = |z: f64| 1.0 / (1.0 + math::exp(-z));
     let edge = s((v - 0.10) / 0.03) * s((0.93 - v) / 0.02) * s((u - 0.05) / 0.02) * s((0.95 - u) / 0.02);
-    let blobs = 0.85 * (-((u - 0.30).powi(2) + (v - 0.55).powi(2)) / (2.0 * 0.06 * 0.06)).exp()
-        + 0.75 * (-((u - 0.70).powi(2) + (v - 0.35).powi(2)) / (2.0 * 0.05 * 0.05)).exp()
-        + 0.70 * (-((u - 0.55).powi(2) / (2.0 * 0.12 * 0.12) + (v - 0.75).powi(2) / (2.0 * 0.03 * 0.03))).exp();
-    let waves = 0.08 * (2.0 * PI * 3.0 * u).sin() * (2.0 * PI * 2.0 * v).sin();
+    let blobs = 0.85 * math::exp(-((u - 0.30).powi(2) + (v - 0.55).powi(2)) / (2.0 * 0.06 * 0.06))
+        + 0.75 * math::exp(-((u - 0.70).powi(2) + (v - 0.35).powi(2)) / (2.0 * 0.05 * 0.05))
+        + 0.70 * math::exp(-((u - 0.55).powi(2) / (2.0 * 0.12 * 0.12) + (v - 0.75).powi(2) / (2.0 * 0.03 * 0.03)));
+    let waves = 0.08 * math::sin(2.0 * PI * 3.0 * u) * math::sin(2.0 * PI * 2.0 * v);
     edge * (1.0 - blobs) + waves * edge
 }
 

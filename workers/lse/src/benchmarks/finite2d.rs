@@ -4,10 +4,11 @@
 use super::{FiniteProblem, Protocol};
 use armada_core::{ComponentDef, JobError};
 use armada_gp::Kernel;
+use armada_math as math;
+use armada_math::dist::StandardNormal;
 use faer::{Mat, Side};
 use ndarray::Array2;
 use rand::Rng;
-use rand_distr::StandardNormal;
 
 /// Points per axis of the 2-D grids.
 pub const GRID_SIDE: usize = 50;
@@ -58,15 +59,15 @@ pub fn sinusoidal() -> FiniteProblem {
     let f = (0..candidates.nrows())
         .map(|i| {
             let x = candidates.row(i);
-            (10.0 * x[0]).sin() + (4.0 * x[1]).cos() - (3.0 * x[0] * x[1]).cos()
+            math::sin(10.0 * x[0]) + math::cos(4.0 * x[1]) - math::cos(3.0 * x[0] * x[1])
         })
         .collect();
     FiniteProblem {
         candidates,
         f,
         theta: 1.0,
-        kernel: Kernel::squared_exponential_paper_l(2f64.exp(), 2.0 * (-3f64).exp(), 2),
-        noise_var: (-2f64).exp(),
+        kernel: Kernel::squared_exponential_paper_l(math::exp(2f64), 2.0 * math::exp(-3f64), 2),
+        noise_var: math::exp(-2f64),
         protocol: Protocol::NOISY,
     }
 }
@@ -84,8 +85,8 @@ pub fn himmelblau() -> FiniteProblem {
         candidates,
         f,
         theta: 0.0,
-        kernel: Kernel::squared_exponential_paper_l(8f64.exp(), 2.0, 2),
-        noise_var: 4f64.exp(),
+        kernel: Kernel::squared_exponential_paper_l(math::exp(8f64), 2.0, 2),
+        noise_var: math::exp(4f64),
         protocol: Protocol::NOISY,
     }
 }
@@ -121,7 +122,7 @@ pub fn gp_sample_path_kron<R: Rng + ?Sized>(rng: &mut R) -> Result<FiniteProblem
 /// `U diag(sqrt(max(lambda, 0)))` for the 1-D Gram matrix `exp(-(a_i - a_j)^2 / 2)`.
 fn sqrt_factor(axis: &[f64]) -> Result<Mat<f64>, JobError> {
     let n = axis.len();
-    let k = Mat::<f64>::from_fn(n, n, |i, j| (-(axis[i] - axis[j]).powi(2) / 2.0).exp());
+    let k = Mat::<f64>::from_fn(n, n, |i, j| math::exp(-(axis[i] - axis[j]).powi(2) / 2.0));
     let evd = k
         .self_adjoint_eigen(Side::Lower)
         .map_err(|e| JobError::Numerical(format!("eigendecomposition of the axis kernel failed: {e:?}")))?;

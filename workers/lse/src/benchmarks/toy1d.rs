@@ -10,6 +10,7 @@ use super::finite2d::linspace;
 use super::{FiniteProblem, Protocol};
 use armada_core::ComponentDef;
 use armada_gp::Kernel;
+use armada_math as math;
 use ndarray::Array2;
 
 /// Number of grid points on [-10, 10] (spacing 0.02).
@@ -28,7 +29,7 @@ pub const TOY_1D: ComponentDef = ComponentDef {
 
 /// `f(x) = 5 exp(-(x+5)^2) + 5 exp(-(x-5)^2) - 2 exp(-x^2) - 1`.
 pub fn toy_1d_f(x: f64) -> f64 {
-    5.0 * (-(x + 5.0).powi(2)).exp() + 5.0 * (-(x - 5.0).powi(2)).exp() - 2.0 * (-x * x).exp() - 1.0
+    5.0 * math::exp(-(x + 5.0).powi(2)) + 5.0 * math::exp(-(x - 5.0).powi(2)) - 2.0 * math::exp(-x * x) - 1.0
 }
 
 /// The Figure 2 toy as an LSE problem: noisy observations (variance `1e-2`, also the model's),

@@ -3,12 +3,13 @@
 //!
 //! `f(s,x) = 1 / (1 + exp(1 - 2s - x + 4s^2 + x^2))`, `g(s,x) = 1 / (1 + exp(-2s - x))`.
 
+use armada_math as math;
 use ndarray::ArrayView1;
 
 /// `(f, g)` at `(s, x)`.
 pub fn eval(s: f64, x: ArrayView1<'_, f64>) -> (f64, f64) {
     let d2 = x[0];
-    let f = 1.0 / (1.0 + (1.0 - 2.0 * s - d2 + 4.0 * s * s + d2 * d2).exp());
-    let g = 1.0 / (1.0 + (-2.0 * s - d2).exp());
+    let f = 1.0 / (1.0 + math::exp(1.0 - 2.0 * s - d2 + 4.0 * s * s + d2 * d2));
+    let g = 1.0 / (1.0 + math::exp(-2.0 * s - d2));
     (f, g)
 }

@@ -1,6 +1,7 @@
 //! Synthetic 3-D problem (spec 4.3): Hartmann-3 in its positive (maximised) form over
 //! `z = (s, x1, x2) in [0, 1]^3`, safety `g = s + x1^2 + x2^3`. Noiseless.
 
+use armada_math as math;
 use ndarray::ArrayView1;
 
 const A_COEF: [f64; 4] = [1.0, 1.2, 3.0, 3.2];
@@ -17,7 +18,7 @@ pub fn eval(s: f64, x: ArrayView1<'_, f64>) -> (f64, f64) {
     let f = (0..4)
         .map(|i| {
             let e: f64 = (0..3).map(|j| A_MAT[i][j] * (z[j] - P_MAT[i][j]).powi(2)).sum();
-            A_COEF[i] * (-e).exp()
+            A_COEF[i] * math::exp(-e)
         })
         .sum();
     (f, s + x[0] * x[0] + x[1].powi(3))

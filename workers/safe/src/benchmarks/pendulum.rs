@@ -8,6 +8,7 @@
 //! crossing of upright (`th_n > 0`), then `-thd_up` for good; `f = max_n f_n`. Safety:
 //! `g = max_n |thd_n|`.
 
+use armada_math as math;
 use ndarray::ArrayView1;
 
 use std::f64::consts::PI;
@@ -39,7 +40,7 @@ pub fn eval(s: f64, x: ArrayView1<'_, f64>) -> (f64, f64) {
         }
         let u = if n == 0 { s } else { 0.0 };
         // 3 g / (2 l) sin th + 3 / (m l^2) * 40 u, with g = 10, m = l = 1.
-        thd += (15.0 * th.sin() + 3.0 * TORQUE_SCALE * u) * DT;
+        thd += (15.0 * math::sin(th) + 3.0 * TORQUE_SCALE * u) * DT;
         th += thd * DT;
     }
     (f, g)

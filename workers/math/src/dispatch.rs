@@ -7,7 +7,7 @@
 /// body with its lanes in local arrays (`[f64; 4]`) so that the compiler keeps each in one vector.
 ///
 /// ```
-/// armada_core::avx2_dispatch! {
+/// armada_math::avx2_dispatch! {
 ///     /// Four sums of squares.
 ///     pub fn squares(xs: &[[f64; 4]]) -> [f64; 4] {
 ///         let mut acc = [0.0; 4];

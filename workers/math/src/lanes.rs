@@ -1,12 +1,12 @@
-//! The standard normal CDF, one value at a time and in batches that give the same bits.
+//! The functions four arguments at a time, each lane bit for bit the one-at-a-time function.
 //!
-//! [`std_normal_cdf`] is `erfc(-z / sqrt 2) / 2` with the `libm` crate's `erfc` (accurate in
-//! both tails). MILE evaluates it about 90 million times per run, which made it a third of the
-//! run's time, so [`std_normal_cdf_batch`] evaluates four values per step: the same `erfc` and
-//! `exp` algorithms (fdlibm's, which `libm` ports), every lane doing exactly their
-//! floating-point operations in their order, with the branches turned into selects. Rust never
-//! fuses a multiply and an add, so the results are the same bits as the one-at-a-time function;
-//! the tests compare the two on millions of points and at every branch's edges.
+//! Each lane does exactly the floating-point operations of fdlibm's algorithm (the one the
+//! scalar function runs), in their order, with the branches turned into selects; Rust never
+//! fuses a multiply and an add, so the lanes give the scalar function's bits while the
+//! compiler keeps them in vector registers. A lane outside the branch-free domain (rare:
+//! overflow, results below the normal range, the far tails) makes its group of four fall back
+//! to the scalar function. The tests compare the two on millions of points and at every
+//! branch's edges.
 //!
 //! The algorithms and coefficients are FreeBSD msun's `s_erf.c` and `e_exp.c`:
 //!
@@ -18,32 +18,52 @@
 // The coefficients as fdlibm prints them.
 #![allow(clippy::excessive_precision)]
 
-/// Standard normal CDF `Phi(z) = erfc(-z / sqrt 2) / 2` (libm's erfc: accurate in both tails,
-/// unlike `1 - erf`).
+/// Four `f64`s, one per lane.
+pub type F64x4 = [f64; LANES];
+
+/// `exp` of four arguments, bit for bit [`crate::exp`] of each.
 #[inline]
-pub fn std_normal_cdf(z: f64) -> f64 {
-    0.5 * libm::erfc(-z * std::f64::consts::FRAC_1_SQRT_2)
+pub fn exp4(x: F64x4) -> F64x4 {
+    if x.iter().all(|x| x.abs() < 708.0) {
+        exp_lanes(x)
+    } else {
+        x.map(crate::exp)
+    }
 }
 
-/// `zs[k] <- std_normal_cdf(zs[k])` for every `k`, bit for bit. Four values at a time where
-/// `erfc`'s argument lies in `(-26, 26)` (`|z| < 36.7`; `Phi(-36.7)` is 1e-295, and the branch
-/// of `exp` for results below the normal range is left out); anything else, and the last
-/// `len % 4`, one at a time.
-pub fn std_normal_cdf_batch(zs: &mut [f64]) {
+/// `erfc` of four arguments, bit for bit [`crate::erfc`] of each.
+#[inline]
+pub fn erfc4(x: F64x4) -> F64x4 {
+    if x.iter().all(|x| x.abs() < 26.0) {
+        erfc_lanes(x)
+    } else {
+        x.map(crate::erfc)
+    }
+}
+
+/// `zs[k] <- std_normal_cdf(zs[k])` for every `k`, bit for bit [`crate::std_normal_cdf`]:
+/// four values at a time, the last `len % 4` one at a time.
+pub fn std_normal_cdf_in_place(zs: &mut [f64]) {
     let mut chunks = zs.chunks_exact_mut(LANES);
     for chunk in &mut chunks {
-        let z: [f64; LANES] = chunk.try_into().expect("a chunk of LANES");
-        let x = z.map(|z| -z * std::f64::consts::FRAC_1_SQRT_2);
-        if x.iter().all(|x| x.abs() < 26.0) {
-            let erfc = erfc_lanes(x);
-            for (out, e) in chunk.iter_mut().zip(erfc) {
-                *out = 0.5 * e;
-            }
-        } else {
-            chunk.iter_mut().for_each(|z| *z = std_normal_cdf(*z));
+        let z: F64x4 = chunk.try_into().expect("a chunk of LANES");
+        let erfc = erfc4(z.map(|z| -z * std::f64::consts::FRAC_1_SQRT_2));
+        for (out, e) in chunk.iter_mut().zip(erfc) {
+            *out = 0.5 * e;
         }
     }
-    chunks.into_remainder().iter_mut().for_each(|z| *z = std_normal_cdf(*z));
+    chunks.into_remainder().iter_mut().for_each(|z| *z = crate::std_normal_cdf(*z));
+}
+
+crate::avx2_dispatch! {
+    /// `libm::exp` of four arguments with `|x| < 708`, branch-free.
+    fn exp_lanes(x: F64x4) -> F64x4 {
+        let mut out = [0.0; LANES];
+        for l in 0..LANES {
+            out[l] = exp_lane(x[l]);
+        }
+        out
+    }
 }
 
 const LANES: usize = 4;
@@ -139,7 +159,7 @@ fn high_word_abs(x: f64) -> u32 {
     ((x.to_bits() >> 32) as u32) & 0x7fff_ffff
 }
 
-armada_core::avx2_dispatch! {
+crate::avx2_dispatch! {
     /// `libm::erfc` of four arguments with `|x| < 26`, branch-free.
     fn erfc_lanes(x: [f64; LANES]) -> [f64; LANES] {
         let mut out = [0.0; LANES];
@@ -226,9 +246,9 @@ mod tests {
 
     fn assert_same_bits(zs: &[f64]) {
         let mut batch = zs.to_vec();
-        std_normal_cdf_batch(&mut batch);
+        std_normal_cdf_in_place(&mut batch);
         for (z, got) in zs.iter().zip(&batch) {
-            let want = std_normal_cdf(*z);
+            let want = crate::std_normal_cdf(*z);
             assert_eq!(got.to_bits(), want.to_bits(), "Phi({z:e}): batch {got:e}, one at a time {want:e}");
         }
     }
@@ -297,6 +317,32 @@ mod tests {
         // Outside the domain (the unselected branches of erfc's lanes): no overflow, no panic.
         for x in [f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 1e300, -1e300, f64::MAX] {
             std::hint::black_box(exp_lane(x));
+        }
+    }
+
+    /// `exp4` is `exp` lane by lane, in the branch-free domain and out of it (the fallback).
+    #[test]
+    fn exp4_equals_exp() {
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        for _ in 0..500_000 {
+            let x: [f64; 4] = std::array::from_fn(|_| rng.random_range(-720.0..712.0));
+            for (l, got) in exp4(x).into_iter().enumerate() {
+                assert_eq!(got.to_bits(), crate::exp(x[l]).to_bits(), "exp({:e})", x[l]);
+            }
+        }
+        let odd = [f64::NAN, f64::INFINITY, -745.2, 709.8];
+        assert_eq!(exp4(odd).map(f64::to_bits), odd.map(crate::exp).map(f64::to_bits));
+    }
+
+    /// `erfc4` is `erfc` lane by lane over both branches' domains.
+    #[test]
+    fn erfc4_equals_erfc() {
+        let mut rng = ChaCha8Rng::seed_from_u64(6);
+        for _ in 0..500_000 {
+            let x: [f64; 4] = std::array::from_fn(|_| rng.random_range(-30.0..30.0));
+            for (l, got) in erfc4(x).into_iter().enumerate() {
+                assert_eq!(got.to_bits(), crate::erfc(x[l]).to_bits(), "erfc({:e})", x[l]);
+            }
         }
     }
 }
