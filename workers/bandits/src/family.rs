@@ -370,9 +370,11 @@ impl Episode for BanditsEpisode {
 const DECLARATION: Declaration = Declaration {
     name: "bandits",
     // 2: as every family had before versions were per family.
-    // 3: every transcendental function (exp, ln, sin, ...) and random variate (normal, gamma,
-    // beta, chi-squared) from armada-math, whose bits do not depend on the processor, instead of
-    // the system's libm and rand_distr (issue 36).
+    // 3: numerics whose bits do not depend on the processor (issue 36): every
+    // transcendental function (exp, ln, sin, ...) and random variate (normal, gamma, beta,
+    // chi-squared) from armada-math instead of the system's libm and rand_distr, and the
+    // products, Cholesky factors, triangular solves and eigendecompositions from armada-linalg
+    // instead of faer's kernels.
     version: 3,
     doc: "online hyperparameter tuning of GLM contextual bandits: CDT and its baselines (Kang, Hsieh, Lee)",
     benchmarks: &BENCHMARKS,

@@ -12,9 +12,9 @@
 //! (spec §7.12: Newton with step halving, at most 50 iterations, tolerance 1e-8).
 
 use crate::linalg::{cholesky_in_place, cholesky_solve_in_place, dot, dot4};
+use armada_linalg::matmul;
 use armada_math as math;
-use faer::linalg::matmul::matmul;
-use faer::{Accum, MatMut, MatRef, Par};
+use faer::{Accum, MatMut, MatRef};
 
 /// `sigma(z) = 1/(1 + e^{-z})`, evaluated without overflow for any sign of `z`.
 pub fn sigmoid(z: f64) -> f64 {
@@ -207,7 +207,7 @@ impl LogisticMle {
         let lhs = MatRef::from_row_major_slice(&self.weighted_features, n, d);
         let rhs = MatRef::from_row_major_slice(&self.features, n, d);
         let dst = MatMut::from_column_major_slice_mut(out, d, d);
-        matmul(dst, Accum::Replace, lhs.transpose(), rhs, 1.0, Par::Seq);
+        matmul(dst, Accum::Replace, lhs.transpose(), rhs, 1.0);
         for i in 0..d {
             for j in 0..i {
                 let s = 0.5 * (out[i * d + j] + out[j * d + i]);

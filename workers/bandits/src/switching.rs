@@ -249,9 +249,11 @@ impl Episode for SwitchingEpisode {
 const DECLARATION: Declaration = Declaration {
     name: "lipschitz",
     // 2: as every family had before versions were per family.
-    // 3: every transcendental function (exp, ln, sin, ...) and random variate (normal, gamma,
-    // beta, chi-squared) from armada-math, whose bits do not depend on the processor, instead of
-    // the system's libm and rand_distr (issue 36).
+    // 3: numerics whose bits do not depend on the processor (issue 36): every
+    // transcendental function (exp, ln, sin, ...) and random variate (normal, gamma, beta,
+    // chi-squared) from armada-math instead of the system's libm and rand_distr, and the
+    // products, Cholesky factors, triangular solves and eigendecompositions from armada-linalg
+    // instead of faer's kernels.
     version: 3,
     doc:
         "the CDT paper's switching Lipschitz bandit (Appendix A.3): Zooming TS with Restarts vs Zooming and the Oracle",

@@ -283,9 +283,11 @@ const DECLARATION: Declaration = Declaration {
     // 4: a run ends once its budget is spent (`ends_early`) instead of repeating its last
     // row with `played = 0` up to the horizon, and the `played` metric is gone (every row
     // after step 0 is a play); the plays themselves are unchanged.
-    // 5: every transcendental function (exp, ln, sin, ...) and random variate (normal, gamma,
-    // beta, chi-squared) from armada-math, whose bits do not depend on the processor, instead of
-    // the system's libm and rand_distr (issue 36).
+    // 5: numerics whose bits do not depend on the processor (issue 36): every
+    // transcendental function (exp, ln, sin, ...) and random variate (normal, gamma, beta,
+    // chi-squared) from armada-math instead of the system's libm and rand_distr, and the
+    // products, Cholesky factors, triangular solves and eigendecompositions from armada-linalg
+    // instead of faer's kernels.
     version: 5,
     doc: "BO with unknown cost-varying variable subsets (Hoang, Nguyen, Tran, AAAI 2025, arXiv:2412.15863) and its baselines",
     benchmarks: &BENCHMARKS,

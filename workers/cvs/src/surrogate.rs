@@ -22,8 +22,9 @@ use armada_core::JobError;
 use armada_gp::{Gp, Kernel, Rows};
 use armada_math as math;
 
-use faer::linalg::triangular_solve::{solve_lower_triangular_in_place, solve_upper_triangular_in_place};
-use faer::{Mat, Par};
+use armada_linalg::{matmul, squared_norm};
+use armada_linalg::{solve_lower_in_place, solve_lower_transpose_in_place};
+use faer::{Accum, Mat, MatRef};
 use ndarray::{ArrayView1, ArrayView2};
 
 /// Posterior variance floor (GPyTorch clamps the predictive variance at 1e-10 in float64).
@@ -120,7 +121,7 @@ impl Posterior {
         let l = gp.cholesky_factor();
         let n = gp.n_obs();
         let mut alpha = Mat::from_fn(n, 1, |i, _| gp.whitened_y()[i]);
-        solve_upper_triangular_in_place(l.transpose(), alpha.as_mut(), Par::Seq);
+        solve_lower_transpose_in_place(l.as_ref(), alpha.as_mut());
         let kernel = gp.kernel();
         Posterior {
             dim: gp.x().ncols(),
@@ -148,16 +149,9 @@ impl Posterior {
     /// Adds `(K + lambda I)^{-1} = L^{-T} L^{-1}` (O(n^3), once per iteration).
     pub fn with_inverse(mut self) -> Self {
         let mut linv = Mat::<f64>::identity(self.n, self.n);
-        solve_lower_triangular_in_place(self.l.as_ref(), linv.as_mut(), Par::Seq);
+        solve_lower_in_place(self.l.as_ref(), linv.as_mut());
         let mut kinv = Mat::zeros(self.n, self.n);
-        faer::linalg::matmul::matmul(
-            kinv.as_mut(),
-            faer::Accum::Replace,
-            linv.transpose(),
-            linv.as_ref(),
-            1.0,
-            Par::Seq,
-        );
+        matmul(kinv.as_mut(), Accum::Replace, linv.transpose(), linv.as_ref(), 1.0);
         self.kinv = Some(kinv);
         self
     }
@@ -397,11 +391,12 @@ impl<'p> SetExpectation<'p> {
                     kernel_column(self.post.s2, &self.a, self.b.col(s), kc.col_mut(col));
                 }
             }
-            solve_lower_triangular_in_place(self.post.l.as_ref(), kc.as_mut(), Par::Seq);
+            solve_lower_in_place(self.post.l.as_ref(), kc.as_mut());
             for p in start..end {
                 let mut sum = 0.0;
                 for s in 0..ns {
-                    let vv = kc.col((p - start) * ns + s).squared_norm_l2();
+                    let vv =
+                        squared_norm(kc.col((p - start) * ns + s).try_as_col_major().expect("contiguous").as_slice());
                     sum += (self.post.s2 - vv).max(VAR_FLOOR).sqrt();
                 }
                 sigma[p] = sum / ns as f64;
@@ -435,11 +430,11 @@ impl<'p> SetExpectation<'p> {
             kernel_column(s2, &self.a, self.b.col(s), self.kc.col_mut(s));
         }
         self.v.copy_from(&self.kc);
-        solve_lower_triangular_in_place(self.post.l.as_ref(), self.v.as_mut(), Par::Seq);
+        solve_lower_in_place(self.post.l.as_ref(), self.v.as_mut());
         // sigma_s, and 1/sigma_s where the floor is not active (zero gradient under the clamp).
         let mut sigma_sum = 0.0;
         for s in 0..ns {
-            let vv = self.v.col(s).squared_norm_l2();
+            let vv = squared_norm(self.v.col(s).try_as_col_major().expect("contiguous").as_slice());
             let var = s2 - vv;
             let sd = var.max(VAR_FLOOR).sqrt();
             sigma_sum += sd;
@@ -460,7 +455,7 @@ impl<'p> SetExpectation<'p> {
         let n = self.post.n;
         let ns = self.n_sigma();
         // W = (K + lambda I)^{-1} k_s for every sample.
-        solve_upper_triangular_in_place(self.post.l.transpose(), self.v.as_mut(), Par::Seq);
+        solve_lower_transpose_in_place(self.post.l.as_ref(), self.v.as_mut());
         dmu.fill(0.0);
         dsigma.fill(0.0);
         // d sigma_s / d x_l = (1/sigma_s) sum_a w_as k_as (x_l - x_al) / ls_l^2; g_a sums over s
@@ -493,10 +488,14 @@ impl SetExpectation<'_> {
         let s2 = self.post.s2;
         let mu = self.fill_a(xc);
         let h = self.h.as_ref().expect("rms mode");
-        let a_col = faer::ColRef::from_slice(&self.a);
-        let mut ha_col = faer::Col::<f64>::zeros(n);
-        faer::linalg::matmul::matmul(ha_col.as_mut(), faer::Accum::Replace, h.as_ref(), a_col, 1.0, Par::Seq);
-        let ha: Vec<f64> = ha_col.iter().copied().collect();
+        let mut ha = vec![0.0; n];
+        matmul(
+            faer::MatMut::from_column_major_slice_mut(&mut ha, n, 1),
+            Accum::Replace,
+            h.as_ref(),
+            MatRef::from_column_major_slice(&self.a, n, 1),
+            1.0,
+        );
         let q: f64 = ha.iter().zip(&self.a).map(|(x, y)| x * y).sum();
         let var = s2 - s2 * s2 * q;
         let sd = var.max(VAR_FLOOR).sqrt();

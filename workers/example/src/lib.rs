@@ -67,9 +67,11 @@ armada_core::metrics! {
 const DECLARATION: Declaration = Declaration {
     name: "example",
     // 1: the first version.
-    // 2: every transcendental function (exp, ln, sin, ...) and random variate (normal, gamma,
-    // beta, chi-squared) from armada-math, whose bits do not depend on the processor, instead of
-    // the system's libm and rand_distr (issue 36).
+    // 2: numerics whose bits do not depend on the processor (issue 36): every
+    // transcendental function (exp, ln, sin, ...) and random variate (normal, gamma, beta,
+    // chi-squared) from armada-math instead of the system's libm and rand_distr, and the
+    // products, Cholesky factors, triangular solves and eigendecompositions from armada-linalg
+    // instead of faer's kernels.
     version: 2,
     doc: "a worked example: a noisy quadratic, random search against a hill climber",
     benchmarks: &BENCHMARKS,

@@ -7,12 +7,11 @@
 //!
 //! A factorisation "fails" when a pivot `d_i^2` is not above the rounding floor
 //! `n * eps * c_max` (`c_max` the largest diagonal entry): below it, `d_i^2` is indistinguishable
-//! from the rounding error of the `n`-term sum it is computed from, so faer's bare positivity
+//! from the rounding error of the `n`-term sum it is computed from, so a bare positivity
 //! test would accept numerical noise as a pivot.
 
-use faer::dyn_stack::{MemBuffer, MemStack};
-use faer::linalg::cholesky::llt::factor::{cholesky_in_place, cholesky_in_place_scratch};
-use faer::{Mat, MatRef, Par};
+use armada_linalg::cholesky_in_place;
+use faer::{Mat, MatRef};
 
 use crate::error::GpError;
 
@@ -80,20 +79,17 @@ pub(crate) fn cholesky_jittered(a: MatRef<'_, f64>, variance: f64) -> Result<(Ma
         return Err(GpError::NonFinite("covariance matrix"));
     }
     let floor = pivot_floor(n, c_max);
-    let mut mem = MemBuffer::new(cholesky_in_place_scratch::<f64>(n, Par::Seq, Default::default()));
     let mut report = JitterReport::default();
     loop {
         let mut l = a.to_owned();
         for i in 0..n {
             l[(i, i)] += report.jitter;
         }
-        let ok =
-            cholesky_in_place(l.as_mut(), Default::default(), Par::Seq, MemStack::new(&mut mem), Default::default())
-                .is_ok()
-                && (0..n).all(|i| {
-                    let d = l[(i, i)];
-                    d.is_finite() && d * d > floor
-                });
+        let ok = cholesky_in_place(l.as_mut()).is_ok()
+            && (0..n).all(|i| {
+                let d = l[(i, i)];
+                d.is_finite() && d * d > floor
+            });
         if ok {
             for j in 1..n {
                 for i in 0..j {

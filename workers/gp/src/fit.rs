@@ -17,11 +17,11 @@
 //! the priors (clamped to the log-bounds), also evaluate the warm start, keep the best
 //! `n_lbfgs_starts` and run bounded L-BFGS ([`crate::lbfgs`]) from each; return the best.
 
+use armada_linalg::matmul;
+use armada_linalg::{solve_lower_in_place, solve_lower_transpose_in_place};
 use armada_math as math;
 use armada_math::dist::{Distribution, StandardNormal};
-use faer::linalg::matmul::matmul;
-use faer::linalg::triangular_solve::{solve_lower_triangular_in_place, solve_upper_triangular_in_place};
-use faer::{Accum, Mat, Par};
+use faer::{Accum, Mat};
 use ndarray::ArrayView2;
 use rand::Rng;
 
@@ -254,20 +254,20 @@ fn lml_and_grad(
     let (l, _) = cholesky_jittered(c.as_ref(), kernel.variance)?;
     // alpha = L^{-T} L^{-1} y.
     let mut alpha = Mat::from_fn(n, 1, |i, _| y[i]);
-    solve_lower_triangular_in_place(l.as_ref(), alpha.as_mut(), Par::Seq);
+    solve_lower_in_place(l.as_ref(), alpha.as_mut());
     let quad: f64 = (0..n).map(|i| alpha[(i, 0)] * alpha[(i, 0)]).sum();
     let logdet_half: f64 = (0..n).map(|i| math::ln(l[(i, i)])).sum();
     let lml = -0.5 * quad - logdet_half - 0.5 * n as f64 * LN_2PI;
     if want == Want::Value {
         return Ok((lml, grad, Vec::new()));
     }
-    solve_upper_triangular_in_place(l.transpose(), alpha.as_mut(), Par::Seq);
+    solve_lower_transpose_in_place(l.as_ref(), alpha.as_mut());
 
     // C^{-1} = L^{-T} L^{-1}.
     let mut linv = Mat::<f64>::identity(n, n);
-    solve_lower_triangular_in_place(l.as_ref(), linv.as_mut(), Par::Seq);
+    solve_lower_in_place(l.as_ref(), linv.as_mut());
     let mut cinv = Mat::<f64>::zeros(n, n);
-    matmul(cinv.as_mut(), Accum::Replace, linv.transpose(), linv.as_ref(), 1.0, Par::Seq);
+    matmul(cinv.as_mut(), Accum::Replace, linv.transpose(), linv.as_ref(), 1.0);
 
     // 1/2 sum_ab W_ab dK_ab, using symmetry: off-diagonal pairs count twice and contribute to
     // the lengthscales; the diagonal only to log v (its distance is zero).

@@ -11,10 +11,10 @@
 //! Appending `(x, y)` extends the factor by one row (Rasmussen & Williams, A.4 / LSE spec 1.2):
 //! `l = L^{-1} k(X, x)`, `d = sqrt(k(x, x) + lambda - l^T l)`, `w_new = (y - l^T w) / d`.
 
+use armada_linalg::matmul;
+use armada_linalg::solve_lower_in_place;
 use armada_math as math;
-use faer::linalg::matmul::matmul;
-use faer::linalg::triangular_solve::solve_lower_triangular_in_place;
-use faer::{Accum, Mat, Par};
+use faer::{Accum, Mat};
 use ndarray::{Array2, ArrayView1, ArrayView2};
 
 use crate::chol::{cholesky_jittered, dot, pivot_floor, pivot_jitter, JitterReport, PackedLower};
@@ -215,7 +215,7 @@ impl Gp {
         let mut v = self.kernel.cross_rows(&self.x.rows(), xq);
         if self.n_obs() > 0 {
             let l = self.chol.to_mat();
-            solve_lower_triangular_in_place(l.as_ref(), v.as_mut(), Par::Seq);
+            solve_lower_in_place(l.as_ref(), v.as_mut());
         }
         v
     }
@@ -275,7 +275,7 @@ impl Gp {
         let mut cov = self.kernel.gram_rows(xq);
         if self.n_obs() > 0 {
             let v = self.whitened_cross(xq);
-            matmul(cov.as_mut(), Accum::Add, v.transpose(), v.as_ref(), -1.0, Par::Seq);
+            matmul(cov.as_mut(), Accum::Add, v.transpose(), v.as_ref(), -1.0);
         }
         cov
     }

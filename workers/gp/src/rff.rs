@@ -12,10 +12,11 @@
 //! `theta = eps + Phi^T P (y - Phi eps - sqrt(lambda) eta)`, `eps ~ N(0, I)`, `eta ~ N(0, I_n)`,
 //! which needs only an `n x n` Cholesky instead of one of the `2D x 2D` covariance.
 
+use armada_linalg::matmul;
+use armada_linalg::{solve_lower_in_place, solve_lower_transpose_in_place};
 use armada_math as math;
 use armada_math::dist::{ChiSquared, Distribution, StandardNormal};
-use faer::linalg::triangular_solve::{solve_lower_triangular_in_place, solve_upper_triangular_in_place};
-use faer::{Mat, Par};
+use faer::{Accum, Mat};
 use ndarray::ArrayView2;
 use rand::Rng;
 
@@ -168,14 +169,14 @@ pub fn weight_posterior(
 fn solve_gram(phi: &Mat<f64>, noise_var: f64, rhs: &mut Mat<f64>) -> Result<(), GpError> {
     let n = phi.nrows();
     let mut gram = Mat::zeros(n, n);
-    faer::linalg::matmul::matmul(gram.as_mut(), faer::Accum::Replace, phi.as_ref(), phi.transpose(), 1.0, Par::Seq);
+    matmul(gram.as_mut(), Accum::Replace, phi.as_ref(), phi.transpose(), 1.0);
     for i in 0..n {
         gram[(i, i)] += noise_var;
     }
     let scale = (0..n).map(|i| gram[(i, i)]).fold(0.0_f64, f64::max);
     let (l, _) = cholesky_jittered(gram.as_ref(), scale)?;
-    solve_lower_triangular_in_place(l.as_ref(), rhs.as_mut(), Par::Seq);
-    solve_upper_triangular_in_place(l.transpose(), rhs.as_mut(), Par::Seq);
+    solve_lower_in_place(l.as_ref(), rhs.as_mut());
+    solve_lower_transpose_in_place(l.as_ref(), rhs.as_mut());
     Ok(())
 }
 

@@ -5,9 +5,9 @@
 //! (sample 0's `|xq|` values first), so a seeded rng gives bit-identical samples; all linear
 //! algebra is sequential.
 
+use armada_linalg::matmul;
 use armada_math::dist::{Distribution, StandardNormal};
-use faer::linalg::matmul::matmul;
-use faer::{Accum, Mat, Par};
+use faer::{Accum, Mat};
 use ndarray::ArrayView2;
 use rand::Rng;
 
@@ -80,6 +80,6 @@ fn draw<R: Rng + ?Sized>(
         }
     }
     let mut out = Mat::from_fn(m, n_samples, |i, _| mean[i]);
-    matmul(out.as_mut(), Accum::Add, l.as_ref(), z.as_ref(), 1.0, Par::Seq);
+    matmul(out.as_mut(), Accum::Add, l.as_ref(), z.as_ref(), 1.0);
     Ok((out, report))
 }

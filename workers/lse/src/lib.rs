@@ -48,9 +48,11 @@ pub struct LseFamily;
 const DECLARATION: Declaration = Declaration {
     name: "lse",
     // 2: as every family had before versions were per family.
-    // 3: every transcendental function (exp, ln, sin, ...) and random variate (normal, gamma,
-    // beta, chi-squared) from armada-math, whose bits do not depend on the processor, instead of
-    // the system's libm and rand_distr (issue 36).
+    // 3: numerics whose bits do not depend on the processor (issue 36): every
+    // transcendental function (exp, ln, sin, ...) and random variate (normal, gamma, beta,
+    // chi-squared) from armada-math instead of the system's libm and rand_distr, and the
+    // products, Cholesky factors, triangular solves and eigendecompositions from armada-linalg
+    // instead of faer's kernels.
     version: 3,
     doc: "level-set estimation with the randomized straddle (Inatsu et al., arXiv:2408.03144)",
     benchmarks: &BENCHMARKS,

@@ -31,7 +31,7 @@ fn closed_open01<R: Rng + ?Sized>(rng: &mut R) -> f64 {
 pub struct StandardNormal;
 
 /// Where the tail begins (for 256 layers).
-const ZIG_R: f64 = 3.654_152_885_361_008_8;
+const ZIG_R: f64 = 3.654_152_885_361_009;
 /// The area of each layer (and of the base strip with the tail).
 const ZIG_V: f64 = 0.004_928_673_233_99;
 const LAYERS: usize = 256;
@@ -101,7 +101,7 @@ pub struct Normal {
 impl Normal {
     /// Refuses a negative or non-finite standard deviation.
     pub fn new(mean: f64, sd: f64) -> Result<Self, String> {
-        if !(sd >= 0.0 && sd.is_finite()) || !mean.is_finite() {
+        if !(sd >= 0.0 && sd.is_finite() && mean.is_finite()) {
             return Err(format!("a normal needs a finite mean and a finite sd >= 0, not N({mean}, {sd}^2)"));
         }
         Ok(Self { mean, sd })

@@ -1,7 +1,9 @@
-//! The families stay off the system's libm: no `f64::exp` and friends, no fused multiply-add,
-//! no `rand_distr` (whose samplers call the system's libm) and no `libm` crate outside
-//! armada-math, in the production code of every crate under `workers/` that jobs run.
-//! Test code may use them as references.
+//! The families stay off the system's libm and off kernels that choose their code path by
+//! processor: no `f64::exp` and friends, no fused multiply-add, no `rand_distr` (whose
+//! samplers call the system's libm), no `libm` crate outside armada-math, and none of faer's
+//! kernels (products, factorisations, reductions: armada-linalg's instead; faer's matrix types
+//! are fine), in the production code of every crate under `workers/` that jobs run. Test code
+//! may use them as references.
 
 use std::path::{Path, PathBuf};
 
@@ -125,7 +127,22 @@ fn libm_uses(code: &str) -> Vec<(usize, String)> {
             }
         }
     }
-    for krate in ["rand_distr", "libm::"] {
+    for krate in [
+        "rand_distr",
+        "libm::",
+        "faer::linalg",
+        ".llt(",
+        ".ldlt(",
+        ".lblt(",
+        ".partial_piv_lu(",
+        ".qr(",
+        ".svd(",
+        ".self_adjoint_eigen(",
+        ".eigen(",
+        "norm_l2(",
+        "norm_l1(",
+        "norm_max(",
+    ] {
         for (at, _) in code.match_indices(krate) {
             found.push((line_of(at), krate.to_string()));
         }

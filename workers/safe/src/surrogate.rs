@@ -11,9 +11,9 @@ use crate::grid::Grid;
 use armada_core::JobError;
 use armada_gp::points::point;
 use armada_gp::{fit_map, Gp, Kernel, KernelKind, LogNormalPrior, MapConfig, Points, Rows};
+use armada_linalg::solve_lower_in_place;
 use armada_math as math;
-use faer::linalg::triangular_solve::solve_lower_triangular_in_place;
-use faer::{Mat, Par};
+use faer::Mat;
 use ndarray::{ArrayView1, ArrayView2, Axis};
 use rand::Rng;
 
@@ -146,7 +146,7 @@ impl Surrogate {
                     *k = crate::fastexp::matern52(variance, a + b);
                 }
             }
-            solve_lower_triangular_in_place(l.as_ref(), v.as_mut(), Par::Seq);
+            solve_lower_in_place(l.as_ref(), v.as_mut());
             for c in 0..v.ncols() {
                 let (mut m, mut q) = (0.0, 0.0);
                 for (o, &voc) in v.col(c).iter().enumerate() {

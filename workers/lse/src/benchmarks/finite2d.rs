@@ -4,9 +4,10 @@
 use super::{FiniteProblem, Protocol};
 use armada_core::{ComponentDef, JobError};
 use armada_gp::Kernel;
+use armada_linalg::{matmul, symmetric_eigen, Accum};
 use armada_math as math;
 use armada_math::dist::StandardNormal;
-use faer::{Mat, Side};
+use faer::Mat;
 use ndarray::Array2;
 use rand::Rng;
 
@@ -99,10 +100,13 @@ pub fn himmelblau() -> FiniteProblem {
 /// has exactly covariance `K1 (x) K2` under the x1-major flattening `f = vec_rowmajor(F)`.
 pub fn gp_sample_path_kron<R: Rng + ?Sized>(rng: &mut R) -> Result<FiniteProblem, JobError> {
     let axis = linspace(-5.0, 5.0, GRID_SIDE);
-    let a = sqrt_factor(&axis)?; // both axes are the same grid, so A1 = A2
+    let a = sqrt_factor(&axis); // both axes are the same grid, so A1 = A2
     let n = GRID_SIDE;
     let z = Mat::<f64>::from_fn(n, n, |_, _| rng.sample(StandardNormal));
-    let fmat = &a * &z * a.transpose();
+    let mut az = Mat::zeros(n, n);
+    matmul(az.as_mut(), Accum::Replace, a.as_ref(), z.as_ref(), 1.0);
+    let mut fmat = Mat::zeros(n, n);
+    matmul(fmat.as_mut(), Accum::Replace, az.as_ref(), a.transpose(), 1.0);
     let mut f = Vec::with_capacity(n * n);
     for i in 0..n {
         for j in 0..n {
@@ -120,14 +124,11 @@ pub fn gp_sample_path_kron<R: Rng + ?Sized>(rng: &mut R) -> Result<FiniteProblem
 }
 
 /// `U diag(sqrt(max(lambda, 0)))` for the 1-D Gram matrix `exp(-(a_i - a_j)^2 / 2)`.
-fn sqrt_factor(axis: &[f64]) -> Result<Mat<f64>, JobError> {
+fn sqrt_factor(axis: &[f64]) -> Mat<f64> {
     let n = axis.len();
     let k = Mat::<f64>::from_fn(n, n, |i, j| math::exp(-(axis[i] - axis[j]).powi(2) / 2.0));
-    let evd = k
-        .self_adjoint_eigen(Side::Lower)
-        .map_err(|e| JobError::Numerical(format!("eigendecomposition of the axis kernel failed: {e:?}")))?;
-    let (u, s) = (evd.U(), evd.S().column_vector());
-    Ok(Mat::from_fn(n, n, |i, j| u[(i, j)] * s[j].max(0.0).sqrt()))
+    let (u, s) = symmetric_eigen(k.as_ref());
+    Mat::from_fn(n, n, |i, j| u[(i, j)] * s[j].max(0.0).sqrt())
 }
 
 #[cfg(test)]

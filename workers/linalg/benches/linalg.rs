@@ -1,0 +1,122 @@
+//! armada-linalg against faer on the shapes the families use, in the same run: prints each
+//! kernel's time and the ratio (armada / faer). faer is faster where it fuses multiply-adds
+//! and uses wider vectors; the ratio is the price of the same bits on every processor.
+//!
+//! Run: cargo bench -p armada-linalg
+
+use armada_linalg::{cholesky_in_place, matmul, solve_lower_in_place, solve_lower_transpose_in_place, Accum, Mat};
+use faer::dyn_stack::{MemBuffer, MemStack};
+use faer::Par;
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+/// The fastest of `reps` runs (the least disturbed by the rest of the machine).
+fn best(reps: usize, mut f: impl FnMut()) -> Duration {
+    (0..reps)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed()
+        })
+        .min()
+        .unwrap()
+}
+
+fn random(rows: usize, cols: usize, seed: u64) -> Mat<f64> {
+    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    Mat::from_fn(rows, cols, |_, _| {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        (s >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+    })
+}
+
+fn spd(n: usize) -> Mat<f64> {
+    let a = random(n, n, 3);
+    let mut c = Mat::zeros(n, n);
+    faer::linalg::matmul::matmul(c.as_mut(), Accum::Replace, a.as_ref(), a.transpose(), 1.0 / n as f64, Par::Seq);
+    for i in 0..n {
+        c[(i, i)] += 1.0;
+    }
+    c
+}
+
+fn report(name: &str, ours: Duration, faer: Duration) {
+    println!(
+        "{name:<44} armada {:>9.3} ms   faer {:>9.3} ms   ratio {:>5.2}",
+        ours.as_secs_f64() * 1e3,
+        faer.as_secs_f64() * 1e3,
+        ours.as_secs_f64() / faer.as_secs_f64()
+    );
+}
+
+fn main() {
+    for (m, n, k, what) in [
+        (500, 500, 500, "matmul 500x500x500"),
+        (1000, 1000, 200, "matmul v^T v: 1000x1000, inner 200"),
+        (1000, 16, 1000, "matmul L z: 1000x1000 times 1000x16"),
+        (20, 20, 2000, "matmul X^T X: 20x20, inner 2000"),
+    ] {
+        let (a, b) = (random(m, k, 1), random(k, n, 2));
+        let mut c = Mat::zeros(m, n);
+        let ours = best(5, || matmul(c.as_mut(), Accum::Replace, a.as_ref(), b.as_ref(), 1.0));
+        let theirs =
+            best(5, || faer::linalg::matmul::matmul(c.as_mut(), Accum::Replace, a.as_ref(), b.as_ref(), 1.0, Par::Seq));
+        report(what, ours, theirs);
+    }
+    for n in [100, 500, 1500] {
+        let a = spd(n);
+        let ours = best(5, || {
+            let mut l = a.clone();
+            cholesky_in_place(l.as_mut()).unwrap();
+            black_box(l);
+        });
+        let mut mem = MemBuffer::new(faer::linalg::cholesky::llt::factor::cholesky_in_place_scratch::<f64>(
+            n,
+            Par::Seq,
+            Default::default(),
+        ));
+        let theirs = best(5, || {
+            let mut l = a.clone();
+            faer::linalg::cholesky::llt::factor::cholesky_in_place(
+                l.as_mut(),
+                Default::default(),
+                Par::Seq,
+                MemStack::new(&mut mem),
+                Default::default(),
+            )
+            .unwrap();
+            black_box(l);
+        });
+        report(&format!("cholesky {n}"), ours, theirs);
+    }
+    for (n, m) in [(200, 4096), (500, 1), (100, 100)] {
+        let mut l = spd(n);
+        cholesky_in_place(l.as_mut()).unwrap();
+        let l = Mat::from_fn(n, n, |i, j| if i >= j { l[(i, j)] } else { 0.0 });
+        let b = random(n, m, 5);
+        let ours = best(5, || {
+            let mut x = b.clone();
+            solve_lower_in_place(l.as_ref(), x.as_mut());
+            black_box(x);
+        });
+        let theirs = best(5, || {
+            let mut x = b.clone();
+            faer::linalg::triangular_solve::solve_lower_triangular_in_place(l.as_ref(), x.as_mut(), Par::Seq);
+            black_box(x);
+        });
+        report(&format!("solve L X = B: {n}x{n}, {m} columns"), ours, theirs);
+        let ours = best(5, || {
+            let mut x = b.clone();
+            solve_lower_transpose_in_place(l.as_ref(), x.as_mut());
+            black_box(x);
+        });
+        let theirs = best(5, || {
+            let mut x = b.clone();
+            faer::linalg::triangular_solve::solve_upper_triangular_in_place(l.transpose(), x.as_mut(), Par::Seq);
+            black_box(x);
+        });
+        report(&format!("solve L^T X = B: {n}x{n}, {m} columns"), ours, theirs);
+    }
+}

@@ -1,0 +1,110 @@
+//! The lower Cholesky factor, blocked right-looking: each block column of `NB` is factored
+//! column by column (its diagonal block and the panel below it), then the trailing lower
+//! triangle is updated by [`matmul`] one block column at a time.
+
+use faer::{Accum, Mat, MatMut};
+
+use crate::gemm::matmul;
+
+/// Columns per block.
+const NB: usize = 64;
+
+/// A pivot was not positive (or not a number): the matrix is not numerically positive
+/// definite. `pivot` is the column where it happened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NotPositiveDefinite {
+    pub pivot: usize,
+}
+
+/// Overwrites the lower triangle of the square `a` with `L`, `a = L L^T`, reading only
+/// `a`'s lower triangle; the strict upper triangle is left as it was. On failure `a`'s lower
+/// triangle holds a partial factorisation.
+pub fn cholesky_in_place(mut a: MatMut<'_, f64>) -> Result<(), NotPositiveDefinite> {
+    let n = a.nrows();
+    assert_eq!(n, a.ncols(), "cholesky of a {}x{} matrix", n, a.ncols());
+    let mut l = Mat::from_fn(n, n, |i, j| if i >= j { a[(i, j)] } else { 0.0 });
+    let result = factor(l.as_mut());
+    for j in 0..n {
+        for i in j..n {
+            a[(i, j)] = l[(i, j)];
+        }
+    }
+    result
+}
+
+/// Factors a contiguous column-major `a` in place (lower triangle).
+fn factor(mut a: MatMut<'_, f64>) -> Result<(), NotPositiveDefinite> {
+    let n = a.nrows();
+    for k in (0..n).step_by(NB) {
+        let end = (k + NB).min(n);
+        for j in k..end {
+            let d = a[(j, j)];
+            if d.is_nan() || d <= 0.0 {
+                return Err(NotPositiveDefinite { pivot: j });
+            }
+            let ljj = d.sqrt();
+            {
+                let col = a.as_mut().col_mut(j).try_as_col_major_mut().expect("contiguous").as_slice_mut();
+                col[j] = ljj;
+                for x in &mut col[j + 1..] {
+                    *x /= ljj;
+                }
+            }
+            // The block's later columns, down the whole panel: a[c.., c] -= l[c.., j] l[c, j].
+            for c in j + 1..end {
+                let (left, mut right) = a.as_mut().split_at_col_mut(c);
+                let lj = &left.as_ref().col(j).try_as_col_major().expect("contiguous").as_slice()[c..];
+                let target =
+                    &mut right.as_mut().col_mut(0).try_as_col_major_mut().expect("contiguous").as_slice_mut()[c..];
+                let f = lj[0];
+                for (x, l) in target.iter_mut().zip(lj) {
+                    *x -= l * f;
+                }
+            }
+        }
+        // The trailing lower triangle: A22 -= L21 L21^T, block column by block column.
+        if end < n {
+            let (left, mut right) = a.as_mut().split_at_col_mut(end);
+            let l21 = left.as_ref().submatrix(end, k, n - end, end - k);
+            let rest = n - end;
+            for jb in (0..rest).step_by(NB) {
+                let w = NB.min(rest - jb);
+                let dst = right.as_mut().submatrix_mut(end + jb, jb, rest - jb, w);
+                let rows = l21.submatrix(jb, 0, rest - jb, end - k);
+                let cols = l21.submatrix(jb, 0, w, end - k);
+                matmul(dst, Accum::Add, rows, cols.transpose(), -1.0);
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{naive_product, relative_gap, spd};
+
+    #[test]
+    fn the_factor_reproduces_the_matrix() {
+        for n in [1, 2, 63, 64, 65, 150] {
+            let a = spd(n, n as u64);
+            let mut l = a.clone();
+            cholesky_in_place(l.as_mut()).unwrap();
+            let lower = Mat::from_fn(n, n, |i, j| if i >= j { l[(i, j)] } else { 0.0 });
+            let llt = naive_product(lower.as_ref(), lower.transpose());
+            assert!(relative_gap(llt.as_ref(), a.as_ref()) < 1e-14 * n as f64, "n = {n}");
+            // The strict upper triangle is untouched.
+            assert!((0..n).all(|j| (0..j).all(|i| l[(i, j)] == a[(i, j)])));
+        }
+    }
+
+    #[test]
+    fn a_matrix_that_is_not_positive_definite_names_its_pivot() {
+        let mut a = spd(100, 9);
+        a[(70, 70)] = -1e3;
+        assert_eq!(cholesky_in_place(a.as_mut()), Err(NotPositiveDefinite { pivot: 70 }));
+        let mut nan = spd(5, 1);
+        nan[(0, 0)] = f64::NAN;
+        assert_eq!(cholesky_in_place(nan.as_mut()), Err(NotPositiveDefinite { pivot: 0 }));
+    }
+}
