@@ -247,6 +247,7 @@ fn huge_submit(n_jobs: u64) {
                 declarations: vec![],
                 host: "bench".into(),
                 software: "bench".into(),
+                processor: "bench".into(),
             })
             .await
             .unwrap()

@@ -225,6 +225,7 @@ fn the_dashboard_serves_progress_curves_jobs_and_metrics_behind_the_token() {
     let provenance = &trajectory["provenance"];
     assert!(provenance["worker"].as_str().unwrap().starts_with('w'), "{provenance}");
     assert!(provenance["software"].as_str().unwrap().starts_with("armada 0.1.0 (build "), "{provenance}");
+    assert_eq!(provenance["processor"], armada_worker::processor::describe().as_str(), "{provenance}");
     assert_eq!(provenance["family_digest"], "", "a built-in family has no declaration digest");
     let served: Vec<f64> = served.as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
     assert_eq!(served.len(), stored.len());

@@ -143,6 +143,8 @@ fn declared_families_token_roles_and_provenance_through_the_real_binaries() {
             assert_eq!(key.len(), 32);
             assert!(p.worker.starts_with('w') && p.name.contains(':'), "{p:?}");
             assert!(p.software.starts_with("armada 0.1.0 (build "), "{p:?}");
+            // The processor it ran on, as this machine's worker describes it.
+            assert_eq!(p.processor, armada_worker::processor::describe(), "{p:?}");
             assert!(p.family_digest.is_empty() && p.attempt_id > 0, "{p:?}");
             recorded += 1;
         }

@@ -176,13 +176,18 @@ fn python_workers_of_a_declared_family_run_beside_a_rust_worker() {
         assert!(read("data") == read("reference"), "{table} differs from the uninterrupted run's");
     }
     // Each family's jobs ran on its own workers: provenance says who committed what.
-    let software = |sweep: &str| -> Vec<String> {
+    let provenance = |sweep: &str| -> Vec<armada::results::Provenance> {
         let mut all = Vec::new();
         for part in common::part_files(&dir.join("data").join(sweep)) {
-            all.extend(armada::results::read_provenance(&part).unwrap().into_values().map(|p| p.software));
+            all.extend(armada::results::read_provenance(&part).unwrap().into_values());
         }
         all
     };
+    // Both SDKs describe this machine's processor the same way.
+    for p in provenance("noisy-mix").iter().chain(&provenance("builtin-mix")) {
+        assert_eq!(p.processor, armada_worker::processor::describe(), "{p:?}");
+    }
+    let software = |sweep: &str| -> Vec<String> { provenance(sweep).into_iter().map(|p| p.software).collect() };
     let python = software("noisy-mix");
     assert_eq!(python.len(), 16);
     assert!(python.iter().all(|s| s.starts_with("armada-sdk 0.1.0 (Python ")), "{python:?}");

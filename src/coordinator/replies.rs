@@ -23,9 +23,10 @@ pub struct Registration {
     pub build: String,
     /// The families it declares (checked already, off the scheduler).
     pub declarations: Vec<Checked>,
-    /// Its host and what it runs, for the provenance of what it commits.
+    /// Its host, what it runs and on which processor, for the provenance of what it commits.
     pub host: String,
     pub software: String,
+    pub processor: String,
 }
 
 /// A declaration was accepted.

@@ -1191,6 +1191,7 @@ impl Scheduler {
             name: w.name.clone(),
             host: w.host.clone(),
             software: w.software.clone(),
+            processor: w.processor.clone(),
             attempt_id: attempt,
             family_digest: job.family().split_once('+').map_or("", |(_, digest)| digest).to_string(),
         });
@@ -1454,6 +1455,7 @@ mod tests {
             declarations: vec![],
             host: "test-host".into(),
             software: "test".into(),
+            processor: "test-processor".into(),
         }
     }
 
@@ -1882,6 +1884,7 @@ mod tests {
             name: "test".into(),
             host: "test-host".into(),
             software: "test".into(),
+            processor: "test-processor".into(),
             attempt_id: leased[0].attempt_id,
             family_digest: declared.digest.clone(),
         };

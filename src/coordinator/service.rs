@@ -370,9 +370,9 @@ impl Coordinator {
 impl pb::workers_server::Workers for Coordinator {
     async fn register(&self, request: Request<pb::RegisterRequest>) -> Result<Response<pb::RegisterResponse>, Status> {
         let grant = request.extensions().get::<Grant>().cloned().unwrap_or_default();
-        let pb::RegisterRequest { name, slots, version, families, build, declarations, host, software } =
+        let pb::RegisterRequest { name, slots, version, families, build, declarations, host, software, processor } =
             request.into_inner();
-        for (field, value) in [("name", &name), ("host", &host), ("software", &software)] {
+        for (field, value) in [("name", &name), ("host", &host), ("software", &software), ("processor", &processor)] {
             // Kept with the session and recorded with every trajectory the worker commits:
             // bounded, like every field that sizes what the coordinator keeps.
             if value.chars().count() > MAX_WORKER_FIELD {
@@ -412,7 +412,8 @@ impl pb::workers_server::Workers for Coordinator {
                 Some((name.clone(), salt))
             })
             .collect();
-        let registration = Registration { name, slots, version, families, build, declarations, host, software };
+        let registration =
+            Registration { name, slots, version, families, build, declarations, host, software, processor };
         let Registered { worker_id, session, lease_ttl, heartbeat } =
             self.scheduler.call(|reply| Command::Register { registration, reply }).await?;
         Ok(Response::new(pb::RegisterResponse {

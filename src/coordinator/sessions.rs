@@ -16,9 +16,10 @@ pub struct Worker {
     pub families: BTreeSet<String>,
     /// Jobs it runs side by side, as it declared (0: not said).
     pub slots: u32,
-    /// Its host and what it runs, as it said.
+    /// Its host, what it runs and on which processor, as it said.
     pub host: String,
     pub software: String,
+    pub processor: String,
     /// Its last request (registration, lease, heartbeat, commit...).
     pub last_seen: Instant,
 }
@@ -53,7 +54,8 @@ impl Sessions {
         session: Arc<str>,
         now: Instant,
     ) -> Result<&Worker, CommandError> {
-        let Registration { name, slots, version, families, build, declarations: _, host, software } = registration;
+        let Registration { name, slots, version, families, build, declarations: _, host, software, processor } =
+            registration;
         if families.is_empty() {
             return Err(CommandError::invalid_argument("families: name the families this worker runs"));
         }
@@ -98,6 +100,7 @@ impl Sessions {
             slots,
             host,
             software,
+            processor,
             last_seen: now,
         };
         Ok(self.workers.entry(session).insert_entry(worker).into_mut())

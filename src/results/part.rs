@@ -38,6 +38,10 @@ pub struct Provenance {
     pub host: String,
     /// What the worker runs, as it said: armada's version and build, or an SDK's version.
     pub software: String,
+    /// Its processor's model and x86-64 feature level, as it said (empty in parts written
+    /// before workers said it).
+    #[serde(default)]
+    pub processor: String,
     /// The attempt that committed it.
     pub attempt_id: u64,
     /// The digest of the family's declaration, for a declared family (empty for a built-in

@@ -93,6 +93,34 @@ class Unreachable(Exception):
     armada's Rust worker does (the leases it holds expire and their jobs are queued again)."""
 
 
+
+def describe_processor() -> str:
+    """The processor's model and x86-64 feature level, as armada's Rust worker says it
+    (`Intel(R) Xeon(R) ... (x86-64-v4)`): recorded with every trajectory this worker commits."""
+    model, flags = "", set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and not model:
+                    model = value.strip()
+                elif key.strip() == "flags" and not flags:
+                    flags = set(value.split())
+    except OSError:
+        pass
+    has = flags.issuperset
+    if platform.machine() not in ("x86_64", "AMD64"):
+        level = platform.machine()
+    elif has({"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl", "avx2", "fma", "bmi2", "movbe"}):
+        level = "x86-64-v4"
+    elif has({"avx2", "fma", "bmi1", "bmi2", "f16c", "lzcnt" if "lzcnt" in flags else "abm", "movbe"}):
+        level = "x86-64-v3"
+    elif has({"sse4_2", "sse4_1", "ssse3", "popcnt", "cx16"}):
+        level = "x86-64-v2"
+    else:
+        level = "x86-64-v1"
+    return f"{model or platform.machine()} ({level})"
+
 @dataclass
 class Held:
     """A leased attempt: its job runs in a slot process, alone or in a chunk of short jobs
@@ -158,6 +186,7 @@ class Worker:
             declarations=[self.family.to_proto()],
             host=socket.gethostname(),
             software=f"armada-sdk {__version__} (Python {platform.python_version()})",
+            processor=describe_processor(),
         )
         reply = self._call("Register", lambda: self.workers.Register(request, metadata=self.metadata, timeout=30))
         self.session, self.key_salt = reply.session, reply.key_salts[self.family.name]

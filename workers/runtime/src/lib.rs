@@ -8,6 +8,7 @@
 
 pub mod auth;
 pub mod connect;
+pub mod processor;
 pub mod testkit;
 pub mod wire;
 pub mod worker;

@@ -137,6 +137,7 @@ async fn session(
             declarations: vec![],
             host: config.host.clone(),
             software: format!("armada {} (build {})", env!("CARGO_PKG_VERSION"), registry.digest()),
+            processor: crate::processor::describe(),
         })
         .await?
         .into_inner();

@@ -256,7 +256,8 @@ async function showTrajectory() {
     const line = document.createElement("p");
     line.className = "provenance";
     const family = p.family_digest ? `, family declaration ${p.family_digest}` : "";
-    line.textContent = `committed by ${p.worker} (${p.name}) on ${p.host}, running ${p.software}; attempt ${p.attempt_id}${family}`;
+    const processor = p.processor ? ` (${p.processor})` : '';
+    line.textContent = `committed by ${p.worker} (${p.name}) on ${p.host}${processor}, running ${p.software}; attempt ${p.attempt_id}${family}`;
     box.appendChild(line);
   }
 }
