@@ -16,7 +16,8 @@ const FORBIDDEN: &[&str] = &["tokio", "tonic", "prost", "polars", "armada-proto"
 const WORKER_RUNTIME: &str = "armada-worker";
 const WORKER_FORBIDDEN: &[&str] = &["polars", "rusqlite", "armada"];
 /// The crates under `workers/` that are libraries of the families, not families.
-const NOT_FAMILIES: &[&str] = &["armada-core", "armada-gp", "armada-worker", "armada-numbench"];
+const NOT_FAMILIES: &[&str] =
+    &["armada-core", "armada-math", "armada-linalg", "armada-gp", "armada-worker", "armada-numbench"];
 
 #[test]
 fn worker_crates_depend_on_no_runtime_wire_or_dataframe_crate() {

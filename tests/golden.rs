@@ -17,6 +17,12 @@ use std::fmt::Write;
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 
+/// Set in the copies of this test that [`the_same_bits_on_every_processor_model`] runs: they
+/// compare and never write.
+const COMPARE_ONLY: &str = "ARMADA_GOLDEN_COMPARE_ONLY";
+/// Set there too: the families a copy compares (all when unset).
+const ONLY_FAMILIES: &str = "ARMADA_GOLDEN_FAMILIES";
+
 /// Every golden sweep file, in a stable order.
 fn golden_files() -> Vec<PathBuf> {
     let workers = common::manifest_dir().join("workers");
@@ -136,8 +142,13 @@ fn every_family_computes_its_golden_trajectories_bit_for_bit() {
         entry.1.push(s);
     }
     let mut failures = Vec::new();
+    // The processor-model copies may each take some families (a comma-separated list).
+    let only = std::env::var(ONLY_FAMILIES).ok();
     for family in registry.families() {
         let name = family.name();
+        if only.as_deref().is_some_and(|only| !only.split(',').any(|f| f == name)) {
+            continue;
+        }
         let Some((dir, sweeps)) = by_family.get(name) else {
             failures.push(format!("family `{name}` has no golden jobs: add golden/{name}.toml to its crate"));
             continue;
@@ -147,6 +158,11 @@ fn every_family_computes_its_golden_trajectories_bit_for_bit() {
         let recorded = std::fs::read_to_string(&path).unwrap_or_default();
         let recorded_version = recorded.lines().find_map(|l| l.strip_prefix("version ")).and_then(|v| v.parse().ok());
         if recorded_version != Some(family.version()) {
+            if std::env::var_os(COMPARE_ONLY).is_some() {
+                failures
+                    .push(format!("family `{name}`: version {} recorded as {recorded_version:?}", family.version()));
+                continue;
+            }
             std::fs::write(&path, &computed).unwrap();
             eprintln!(
                 "family `{name}`: version {} (recorded {recorded_version:?}): wrote {}; commit it",
@@ -205,4 +221,55 @@ fn golden_jobs_cover_every_benchmark_and_algorithm() {
         "no golden job runs these (add one to the family's golden/*.toml):\n{}",
         missing.join("\n")
     );
+}
+
+/// Processor models of qemu's user-mode emulator, one per x86-64 level: v1 (SSE2 only), v2
+/// (SSE4.2), v3 (AVX2 and fused multiply-add: armada's AVX2 kernels run) and v4 (AVX-512).
+const PROCESSOR_MODELS: [(&str, &str); 4] =
+    [("qemu64", "x86-64-v1"), ("Nehalem", "x86-64-v2"), ("Haswell", "x86-64-v3"), ("Icelake-Server", "x86-64-v4")];
+
+/// glibc's processor-specific variants (of `exp`, `memcpy`, ...) masked: its SSE2 ones run.
+const GLIBC_SSE2_ONLY: &str = "glibc.cpu.hwcaps=-AVX,-AVX2,-FMA,-FMA4,-AVX512F,-AVX512DQ,-AVX512BW,-AVX512VL";
+
+/// The golden trajectories come out bit for bit on every processor: this test binary runs the
+/// comparison again under each emulated model of [`PROCESSOR_MODELS`] but the one of this
+/// processor's level, which the native comparison covers (armada's kernels take their
+/// baseline or their AVX2 path by what the processor reports), and natively with glibc's
+/// processor-specific variants masked. A job's bits then depend on its key alone,
+/// not on which node of a cluster ran it.
+#[test]
+fn the_same_bits_on_every_processor_model() {
+    if !common::qemu_present() {
+        return;
+    }
+    let qemu = "qemu-x86_64";
+    let exe = std::env::current_exe().unwrap();
+    let golden = "every_family_computes_its_golden_trajectories_bit_for_bit";
+    let mut runs: Vec<(String, std::process::Command)> = Vec::new();
+    // The native comparison (the test above) covers this processor's own level.
+    let native = armada_worker::processor::level();
+    for (model, level) in PROCESSOR_MODELS.into_iter().filter(|(_, level)| *level != native) {
+        let mut cmd = std::process::Command::new(qemu);
+        cmd.args(["-cpu", model]).arg(&exe).args([golden, "--exact"]);
+        runs.push((format!("qemu -cpu {model} ({level})"), cmd));
+    }
+    let mut masked = std::process::Command::new(&exe);
+    masked.args([golden, "--exact"]).env("GLIBC_TUNABLES", GLIBC_SSE2_ONLY);
+    runs.push(("native, glibc's SSE2 variants".into(), masked));
+    let children: Vec<(String, std::process::Child)> = runs
+        .into_iter()
+        .map(|(what, mut cmd)| {
+            cmd.env(COMPARE_ONLY, "1").stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+            (what, cmd.spawn().unwrap())
+        })
+        .collect();
+    let mut failures = Vec::new();
+    for (what, child) in children {
+        let out = child.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        if !out.status.success() || !stdout.contains("test result: ok. 1 passed") {
+            failures.push(format!("{what}:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr)));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }

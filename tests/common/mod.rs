@@ -144,6 +144,21 @@ impl Proc {
     }
 }
 
+/// Whether `qemu-x86_64` (Debian: `qemu-user`) is installed; where it is not, the test that
+/// asks says it is skipped, unless `ARMADA_REQUIRE_QEMU=1` (as `.ci/run` sets) makes that a
+/// failure.
+pub fn qemu_present() -> bool {
+    let found = Command::new("qemu-x86_64").arg("--version").output().is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var("ARMADA_REQUIRE_QEMU").as_deref() != Ok("1"),
+            "qemu-x86_64 is missing and ARMADA_REQUIRE_QEMU=1 (Debian: apt-get install qemu-user)"
+        );
+        eprintln!("SKIPPED: qemu-x86_64 is missing (Debian: qemu-user); see ARMADA_REQUIRE_QEMU");
+    }
+    found
+}
+
 /// Poll `cond` every 50 ms for at most `secs`.
 pub fn wait_until(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(secs);
