@@ -19,27 +19,11 @@ pub enum LinalgError {
     NotPositiveDefinite { pivot: usize, value: f64 },
 }
 
-/// Inner product with four independent accumulators: a single running sum is a chain of dependent adds
-/// that the compiler may not reorder, and `dot` is the innermost operation of every algorithm here.
-/// The summation order is fixed, so results stay bit-reproducible.
-pub fn dot(a: &[f64], b: &[f64]) -> f64 {
-    debug_assert_eq!(a.len(), b.len());
-    let n = a.len().min(b.len());
-    let (a, b) = (&a[..n], &b[..n]);
-    let mut acc = [0.0; 4];
-    let mut a4 = a.chunks_exact(4);
-    let mut b4 = b.chunks_exact(4);
-    for (x, y) in (&mut a4).zip(&mut b4) {
-        for k in 0..4 {
-            acc[k] += x[k] * y[k];
-        }
-    }
-    let mut sum = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-    for (x, y) in a4.remainder().iter().zip(b4.remainder()) {
-        sum += x * y;
-    }
-    sum
-}
+/// Inner product with four independent accumulators (armada-linalg's): a single running sum
+/// is a chain of dependent adds that the compiler may not reorder, and `dot` is the innermost
+/// operation of every algorithm here. The summation order is fixed, so results stay
+/// bit-reproducible.
+pub use armada_linalg::dot;
 
 /// [`dot`] of each of four consecutive rows of the row-major `4 x d` block `rows` with `b`, bit for bit
 /// the same as four calls: each row keeps `dot`'s accumulators and order. The four rows' chains are
