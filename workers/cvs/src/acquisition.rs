@@ -121,8 +121,9 @@ impl<'a> TsExpectation<'a> {
                 let (mut c, mut s) = (0.0, 0.0);
                 for sample in samples.chunks(d) {
                     let b: f64 = random.iter().map(|&l| w[l] * sample[l]).sum();
-                    c += math::cos(b);
-                    s += math::sin(b);
+                    let (sb, cb) = math::sin_cos(b);
+                    c += cb;
+                    s += sb;
                 }
                 cbar[k] = c / n_mc as f64;
                 sbar[k] = s / n_mc as f64;

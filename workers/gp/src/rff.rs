@@ -93,8 +93,10 @@ impl RandomFourierFeatures {
         let d = self.n_frequencies();
         for j in 0..d {
             let p: f64 = self.frequency(j).iter().zip(x).map(|(w, xi)| w * xi).sum();
-            out[j] = self.scale * math::cos(p);
-            out[d + j] = self.scale * math::sin(p);
+            // One argument reduction for both (the same bits as `sin` and `cos` apart).
+            let (s, c) = math::sin_cos(p);
+            out[j] = self.scale * c;
+            out[d + j] = self.scale * s;
         }
     }
 

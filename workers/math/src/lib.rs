@@ -114,5 +114,12 @@ mod tests {
             assert_eq!((s.to_bits(), c.to_bits()), (super::sin(x).to_bits(), super::cos(x).to_bits()), "x = {x}");
             x += 0.7390851332151607;
         }
+        // Tiny arguments, the large ones reduced by Payne-Hanek, and the non-finite.
+        let mut odd = vec![5e-324, 1e-300, 1e-10, 2f64.powi(-27), 1e22, 1e300, f64::MAX, f64::INFINITY, f64::NAN];
+        odd.extend((0..2000).map(|k| 1e6 * 1.0173f64.powi(k)).take_while(|x| x.is_finite()));
+        for x in odd.iter().flat_map(|x| [*x, -x]) {
+            let (s, c) = super::sin_cos(x);
+            assert_eq!((s.to_bits(), c.to_bits()), (super::sin(x).to_bits(), super::cos(x).to_bits()), "x = {x}");
+        }
     }
 }
