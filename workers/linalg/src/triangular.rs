@@ -1,7 +1,7 @@
 //! Triangular solves with many right-hand sides, blocked: each diagonal block of `NB` is
 //! solved by substitution, column of `X` by column, and the rest of `B` updated by
-//! [`matmul`]. With fewer than `NR` right-hand sides the whole triangle is one block (a
-//! product with so few columns would not pay).
+//! [`matmul`]. With fewer than `FEW_COLUMNS` right-hand sides the whole triangle is one block
+//! (a product with so few columns would not pay).
 
 use faer::{Accum, Mat, MatMut, MatRef};
 
@@ -12,6 +12,7 @@ const NB: usize = 64;
 /// Below this many right-hand sides, substitution alone.
 const FEW_COLUMNS: usize = 8;
 
+/// The rows of a diagonal block for `columns` right-hand sides.
 fn block_rows(n: usize, columns: usize) -> usize {
     if columns < FEW_COLUMNS {
         n.max(1)
