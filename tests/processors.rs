@@ -10,10 +10,9 @@
 
 mod common;
 
-use common::cluster::{client, serve, worker, write, BIN};
-use common::{armada, assert_same_trajectory, job_count, jobs, part_files, qemu_present, text, wait_until, Proc};
+use common::cluster::{client, serve, worker, worker_via, write};
+use common::{armada, assert_same_trajectory, job_count, jobs, part_files, qemu_present, text, wait_until};
 use std::collections::BTreeSet;
-use std::process::{Command, Stdio};
 
 /// The emulated processor: x86-64-v2, without AVX, so that the emulated worker runs armada's
 /// baseline kernels where this machine's native worker runs their AVX2 copies.
@@ -60,16 +59,7 @@ fn a_sweep_shared_with_an_emulated_processor_equals_one_native_run() {
     // the emulated one drains (it finishes its running job and hands back those it leased
     // ahead): both serve the sweep, whichever of them is faster.
     let emulated_log = tmp.path().join("emulated.log");
-    let mut emulated = Proc(
-        Command::new("qemu-x86_64")
-            .args(["-cpu", EMULATED.0, BIN, "worker", "--coordinator", &coord.url, "--slots", "1"])
-            .env("ARMADA_LOG", "info")
-            .env_remove("ARMADA_TOKEN")
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&emulated_log).unwrap())
-            .spawn()
-            .unwrap(),
-    );
+    let mut emulated = worker_via(&["qemu-x86_64", "-cpu", EMULATED.0], &coord.url, 1, &emulated_log, &[], &[]);
     let out = client(&["submit", sweep.to_str().unwrap()], &coord.url, 60);
     assert!(out.status.success(), "{}", text(&out.stderr));
     wait_until(600, "the emulated worker to commit a job", || job_count(&data.join("processors")) >= 1);

@@ -54,7 +54,20 @@ pub fn worker(url: &str, slots: usize, log: &Path, env: &[(&str, &str)]) -> Proc
 
 /// A worker with extra arguments and environment.
 pub fn worker_args(url: &str, slots: usize, log: &Path, args: &[&str], env: &[(&str, &str)]) -> Proc {
-    let mut cmd = Command::new(BIN);
+    worker_via(&[], url, slots, log, args, env)
+}
+
+/// A worker run through `wrapper` (an emulator and its arguments, `["qemu-x86_64", "-cpu",
+/// "Nehalem"]`; empty: the binary itself).
+pub fn worker_via(wrapper: &[&str], url: &str, slots: usize, log: &Path, args: &[&str], env: &[(&str, &str)]) -> Proc {
+    let mut cmd = match wrapper.split_first() {
+        Some((program, rest)) => {
+            let mut cmd = Command::new(program);
+            cmd.args(rest).arg(BIN);
+            cmd
+        }
+        None => Command::new(BIN),
+    };
     cmd.args(["worker", "--coordinator", url, "--slots", &slots.to_string()])
         .args(args)
         .env("ARMADA_LOG", "info")

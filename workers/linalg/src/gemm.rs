@@ -44,10 +44,10 @@ pub fn matmul(mut dst: MatMut<'_, f64>, accum: Accum, a: MatRef<'_, f64>, b: Mat
         let nc = NC.min(n - jc);
         for pc in (0..k).step_by(KC) {
             let kc = KC.min(k - pc);
-            pack_b(&mut packed_b, b.submatrix(pc, jc, kc, nc));
+            pack(&mut packed_b, b.submatrix(pc, jc, kc, nc).transpose(), NR);
             for ic in (0..m).step_by(MC) {
                 let mc = MC.min(m - ic);
-                pack_a(&mut packed_a, a.submatrix(ic, pc, mc, kc));
+                pack(&mut packed_a, a.submatrix(ic, pc, mc, kc), MR);
                 for jr in (0..nc).step_by(NR) {
                     let b_panel = &packed_b[jr * kc..(jr + NR) * kc];
                     for ir in (0..mc).step_by(MR) {
@@ -66,28 +66,16 @@ pub fn matmul(mut dst: MatMut<'_, f64>, accum: Accum, a: MatRef<'_, f64>, b: Mat
     }
 }
 
-/// `a` (`mc x kc`) as panels of `MR` rows, each stored `k`-major: `panel[k * MR + i]`. Rows
-/// past `mc` are zeros (their sums are never written back).
-fn pack_a(out: &mut [f64], a: MatRef<'_, f64>) {
-    let (mc, kc) = (a.nrows(), a.ncols());
-    for (p, panel) in out[..mc.div_ceil(MR) * MR * kc].chunks_exact_mut(MR * kc).enumerate() {
+/// `m` (`rows x kc`) as panels of `width` rows, each stored `k`-major:
+/// `panel[k * width + i] = m[(p * width + i, k)]`. Rows past `rows` are zeros (their sums are
+/// never written back). `a` is packed as it is, `b` as its transpose (panels of columns).
+fn pack(out: &mut [f64], m: MatRef<'_, f64>, width: usize) {
+    let (rows, kc) = (m.nrows(), m.ncols());
+    for (p, panel) in out[..rows.div_ceil(width) * width * kc].chunks_exact_mut(width * kc).enumerate() {
         for k in 0..kc {
-            for i in 0..MR {
-                let row = p * MR + i;
-                panel[k * MR + i] = if row < mc { a[(row, k)] } else { 0.0 };
-            }
-        }
-    }
-}
-
-/// `b` (`kc x nc`) as panels of `NR` columns, each stored `k`-major: `panel[k * NR + j]`.
-fn pack_b(out: &mut [f64], b: MatRef<'_, f64>) {
-    let (kc, nc) = (b.nrows(), b.ncols());
-    for (p, panel) in out[..nc.div_ceil(NR) * NR * kc].chunks_exact_mut(NR * kc).enumerate() {
-        for k in 0..kc {
-            for j in 0..NR {
-                let col = p * NR + j;
-                panel[k * NR + j] = if col < nc { b[(k, col)] } else { 0.0 };
+            for i in 0..width {
+                let row = p * width + i;
+                panel[k * width + i] = if row < rows { m[(row, k)] } else { 0.0 };
             }
         }
     }
