@@ -9,7 +9,7 @@
 
 use armada_core::StreamRng;
 use armada_gp::{RandomFourierFeatures, Rows};
-use armada_math as math;
+use armada_math::lanes;
 use ndarray::{Array2, ArrayView2};
 
 use crate::maximize::{draw_seeds, maximize, maximize_from, uniform_points, Ascent, MaximizeConfig, Maximum};
@@ -119,12 +119,11 @@ impl<'a> TsExpectation<'a> {
             for k in 0..n_freq {
                 let w = rff.frequency(k);
                 let (mut c, mut s) = (0.0, 0.0);
-                for sample in samples.chunks(d) {
-                    let b: f64 = random.iter().map(|&l| w[l] * sample[l]).sum();
-                    let (sb, cb) = math::sin_cos(b);
+                let phase = |n: usize| random.iter().map(|&l| w[l] * samples[n * d + l]).sum::<f64>();
+                lanes::sin_cos_each(n_mc, phase, |_, sb, cb| {
                     c += cb;
                     s += sb;
-                }
+                });
                 cbar[k] = c / n_mc as f64;
                 sbar[k] = s / n_mc as f64;
             }
@@ -142,20 +141,22 @@ impl<'a> TsExpectation<'a> {
         let scale = self.rff.scale();
         grad.fill(0.0);
         let mut g = 0.0;
-        for k in 0..n_freq {
+        let phase = |k: usize| {
             let w = self.rff.frequency(k);
-            let a: f64 = self.ctrl.iter().zip(xc).map(|(&l, x)| w[l] * x).sum();
-            let (sa, ca) = math::sin_cos(a);
+            self.ctrl.iter().zip(xc).map(|(&l, x)| w[l] * x).sum::<f64>()
+        };
+        lanes::sin_cos_each(n_freq, phase, |k, sa, ca| {
             let (tc, ts) = (self.theta[k], self.theta[n_freq + k]);
             // E cos(a + b) = cos a Cbar - sin a Sbar;  E sin(a + b) = sin a Cbar + cos a Sbar.
             g += tc * (ca * self.cbar[k] - sa * self.sbar[k]) + ts * (sa * self.cbar[k] + ca * self.sbar[k]);
             if !grad.is_empty() {
                 let dg = tc * (-sa * self.cbar[k] - ca * self.sbar[k]) + ts * (ca * self.cbar[k] - sa * self.sbar[k]);
+                let w = self.rff.frequency(k);
                 for (gk, &l) in grad.iter_mut().zip(&self.ctrl) {
                     *gk += scale * dg * w[l];
                 }
             }
-        }
+        });
         scale * g
     }
 

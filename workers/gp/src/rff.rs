@@ -14,8 +14,8 @@
 
 use armada_linalg::matmul;
 use armada_linalg::{solve_lower_in_place, solve_lower_transpose_in_place};
-use armada_math as math;
 use armada_math::dist::{ChiSquared, Distribution, StandardNormal};
+use armada_math::lanes;
 use faer::{Accum, Mat};
 use ndarray::ArrayView2;
 use rand::Rng;
@@ -60,11 +60,13 @@ impl RandomFourierFeatures {
         Ok(Self { dim, omega, scale: (kernel.variance / n_frequencies as f64).sqrt() })
     }
 
+    #[inline]
     pub fn dim(&self) -> usize {
         self.dim
     }
 
     /// Number of frequencies `D`.
+    #[inline]
     pub fn n_frequencies(&self) -> usize {
         self.omega.len() / self.dim.max(1)
     }
@@ -75,11 +77,13 @@ impl RandomFourierFeatures {
     }
 
     /// `sqrt(v / D)`, the amplitude of every feature.
+    #[inline]
     pub fn scale(&self) -> f64 {
         self.scale
     }
 
     /// Frequency `j` divided by the lengthscales.
+    #[inline]
     pub fn frequency(&self, j: usize) -> &[f64] {
         &self.omega[j * self.dim..(j + 1) * self.dim]
     }
@@ -91,13 +95,12 @@ impl RandomFourierFeatures {
     /// call; a point set goes through [`RandomFourierFeatures::feature_matrix`].
     pub fn features_into(&self, x: &[f64], out: &mut [f64]) {
         let d = self.n_frequencies();
-        for j in 0..d {
-            let p: f64 = self.frequency(j).iter().zip(x).map(|(w, xi)| w * xi).sum();
-            // One argument reduction for both (the same bits as `sin` and `cos` apart).
-            let (s, c) = math::sin_cos(p);
+        let phase = |j: usize| self.frequency(j).iter().zip(x).map(|(w, xi)| w * xi).sum::<f64>();
+        // One argument reduction for both, four phases at a time (the bits of `sin` and `cos`).
+        lanes::sin_cos_each(d, phase, |j, s, c| {
             out[j] = self.scale * c;
             out[d + j] = self.scale * s;
-        }
+        });
     }
 
     /// `Phi`, one row `phi(x_i)^T` per point, a row of `x` (`n x 2D`; a non-standard-layout

@@ -8,7 +8,8 @@
 //! to the scalar function. The tests compare the two on millions of points and at every
 //! branch's edges.
 //!
-//! The algorithms and coefficients are FreeBSD msun's `s_erf.c` and `e_exp.c`:
+//! The algorithms and coefficients are FreeBSD msun's `s_erf.c`, `e_exp.c`, `e_rem_pio2.c`,
+//! `k_sin.c` and `k_cos.c`:
 //!
 //! > Copyright (C) 1993, 2004 by Sun Microsystems, Inc. All rights reserved.
 //! > Developed at SunPro, a Sun Microsystems, Inc. business.
@@ -38,6 +39,36 @@ pub fn erfc4(x: F64x4) -> F64x4 {
         erfc_lanes(x)
     } else {
         x.map(crate::erfc)
+    }
+}
+
+/// `(sin, cos)` of four arguments, bit for bit [`crate::sin_cos`] of each.
+#[inline]
+pub fn sin_cos4(x: F64x4) -> (F64x4, F64x4) {
+    match sin_cos_lanes(x) {
+        Some(sc) => sc,
+        None => {
+            let sc = x.map(crate::sin_cos);
+            (sc.map(|(s, _)| s), sc.map(|(_, c)| c))
+        }
+    }
+}
+
+/// `body(k, sin p_k, cos p_k)` for `k = 0..n` in order, with `p_k = phase(k)`: the phases
+/// go four at a time through [`sin_cos4`] (the last `n % 4` one at a time), so `body` sees
+/// the bits of [`crate::sin_cos`] one at a time, in the same order.
+#[inline]
+pub fn sin_cos_each(n: usize, mut phase: impl FnMut(usize) -> f64, mut body: impl FnMut(usize, f64, f64)) {
+    let full = n - n % LANES;
+    for k0 in (0..full).step_by(LANES) {
+        let (s, c) = sin_cos4(std::array::from_fn(|l| phase(k0 + l)));
+        for l in 0..LANES {
+            body(k0 + l, s[l], c[l]);
+        }
+    }
+    for k in full..n {
+        let (s, c) = crate::sin_cos(phase(k));
+        body(k, s, c);
     }
 }
 
@@ -193,6 +224,80 @@ crate::avx2_dispatch! {
     }
 }
 
+// fdlibm's rem_pio2: `pi/2` as `PIO2_1 + PIO2_1T` (`PIO2_1`'s 33 bits times any `|n| < 2^20`
+// are exact), and the rounding constant of `rint(x / (pi/2))`.
+// fdlibm's invpio2, 0x3fe45f30_6dc9c883.
+const INV_PIO2: f64 = std::f64::consts::FRAC_2_PI;
+const PIO2_1: f64 = 1.57079632673412561417e+00;
+const PIO2_1T: f64 = 6.07710050650619224932e-11;
+const TO_INT: f64 = 1.5 / f64::EPSILON;
+// k_sin and k_cos on [-pi/4, pi/4].
+const S1: f64 = -1.66666666666666324348e-01;
+const S2: f64 = 8.33333333332248946124e-03;
+const S3: f64 = -1.98412698298579493134e-04;
+const S4: f64 = 2.75573137070700676789e-06;
+const S5: f64 = -2.50507602534068634195e-08;
+const S6: f64 = 1.58969099521155010221e-10;
+const C1: f64 = 4.16666666666666019037e-02;
+const C2: f64 = -1.38888888888741095749e-03;
+const C3: f64 = 2.48015872894767294178e-05;
+const C4: f64 = -2.75573143513906633035e-07;
+const C5: f64 = 2.08757232129817482790e-09;
+const C6: f64 = -1.13596475577881948265e-11;
+
+crate::avx2_dispatch! {
+    /// `libm::sincos` of four arguments with `2^-27 <= |x| < 2^20 pi/2` whose reduction needs
+    /// one round (all but those within about `2^-16 |x|` of a multiple of `pi/2`), without
+    /// branches; `None` where a lane is outside that domain. One pass per step over the four
+    /// lanes, integers as `i64` and the quadrant as an `f64`, so that every pass stays in
+    /// vector registers.
+    fn sin_cos_lanes(x: F64x4) -> Option<(F64x4, F64x4)> {
+        let (mut sin, mut cos) = ([0.0; LANES], [0.0; LANES]);
+        let mut in_domain = [false; LANES];
+        for l in 0..LANES {
+            let x = x[l];
+            let ix = high_word_abs(x);
+            // rem_pio2: up to 9pi/4, `n` is fixed by thresholds on the high word and one
+            // round follows, except near pi/2, pi, 3pi/2 and 2pi, where (as beyond 9pi/4)
+            // `n = rint(x / (pi/2))` and a second round follows if the first cancels.
+            let near_multiple = (ix <= 0x400f_6a7a && (ix & 0xf_ffff) == 0x9_21fb) | (ix == 0x4012_d97c) | (ix == 0x4019_21fb);
+            let fixed = (ix <= 0x401c_463b) & !near_multiple;
+            let n_fixed = if ix <= 0x4002_d97c { 1.0 } else { 2.0 };
+            let n_fixed = if ix <= 0x400f_6a7a { n_fixed } else if ix <= 0x4015_fdbc { 3.0 } else { 4.0 };
+            let n_fixed = if x < 0.0 { -n_fixed } else { n_fixed };
+            let n_rounded = (x * INV_PIO2 + TO_INT) - TO_INT;
+            let f_n = if fixed { n_fixed } else { n_rounded };
+            let r = x - f_n * PIO2_1;
+            let w = f_n * PIO2_1T;
+            let head = r - w;
+            let tail = (r - head) - w;
+            let cancels = (ix >> 20) as i32 - (high_word_abs(head) >> 20) as i32 > 16;
+            // |x| <= pi/4: no reduction, and k_sin's formula for a tail of zero.
+            let unreduced = ix <= 0x3fe9_21fb;
+            in_domain[l] = (0x3e46_a09e..0x4139_21fb).contains(&ix) & (unreduced | fixed | !cancels);
+            let y0 = if unreduced { x } else { head };
+            let y1 = if unreduced { 0.0 } else { tail };
+            let z = y0 * y0;
+            let w = z * z;
+            let r = S2 + z * (S3 + z * S4) + z * w * (S5 + z * S6);
+            let v = z * y0;
+            let s_unreduced = y0 + v * (S1 + z * r);
+            let s_reduced = y0 - ((z * (0.5 * y1 - v * r) - y1) - v * S1);
+            let s = if unreduced { s_unreduced } else { s_reduced };
+            let r = z * (C1 + z * (C2 + z * C3)) + w * w * (C4 + z * (C5 + z * C6));
+            let hz = 0.5 * z;
+            let w = 1.0 - hz;
+            let c = w + (((1.0 - w) - hz) + (z * r - y0 * y1));
+            // n & 3 picks (s, c), (c, -s), (-s, -c) or (-c, s).
+            let q = if unreduced { 0 } else { (f_n as i32) & 3 };
+            let (s, c) = if q & 1 == 1 { (c, s) } else { (s, c) };
+            sin[l] = if q >= 2 { -s } else { s };
+            cos[l] = if q == 1 || q == 2 { -c } else { c };
+        }
+        in_domain.iter().all(|&ok| ok).then_some((sin, cos))
+    }
+}
+
 const LN2HI: f64 = 6.93147180369123816490e-01;
 const LN2LO: f64 = 1.90821492927058770002e-10;
 // fdlibm's invln2, 0x3ff71547_652b82fe.
@@ -344,5 +449,82 @@ mod tests {
                 assert_eq!(got.to_bits(), crate::erfc(x[l]).to_bits(), "erfc({:e})", x[l]);
             }
         }
+    }
+
+    fn assert_sin_cos_same_bits(xs: &[f64]) {
+        let mut next = 0;
+        sin_cos_each(
+            xs.len(),
+            |k| xs[k],
+            |k, sin, cos| {
+                assert_eq!(k, next, "in order");
+                next += 1;
+                let (s, c) = crate::sin_cos(xs[k]);
+                assert_eq!((sin.to_bits(), cos.to_bits()), (s.to_bits(), c.to_bits()), "sin_cos({:e})", xs[k]);
+            },
+        );
+        assert_eq!(next, xs.len());
+    }
+
+    /// `sin_cos4` is `sin_cos` lane by lane: random arguments at every scale the families
+    /// meet (RFF phases are tens to thousands), tiny and huge ones (the fallback).
+    #[test]
+    fn sin_cos4_equals_sin_cos_on_random_points() {
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let xs: Vec<f64> = (0..2_000_000)
+            .map(|k| match k % 5 {
+                0 => rng.random_range(-8.0..8.0),
+                1 => rng.random_range(-100.0..100.0),
+                2 => rng.random_range(-1e4..1e4),
+                3 => rng.random_range(-2e6..2e6),
+                _ => rng.random_range(-1.0..1.0) * 10f64.powi(rng.random_range(-30..25)),
+            })
+            .collect();
+        assert_sin_cos_same_bits(&xs);
+    }
+
+    /// Every threshold of rem_pio2 and sincos on the high word (pi/4, 3pi/4, 5pi/4, 7pi/4,
+    /// 9pi/4, 2^20 pi/2, 2^-27), the high words near pi/2, pi, 3pi/2 and 2pi that take the
+    /// rounded path, and arguments within a few ulps of multiples of pi/2 (where the first
+    /// round cancels and a second is needed), from both sides and both signs.
+    #[test]
+    fn sin_cos4_equals_sin_cos_at_the_branch_edges() {
+        let mut xs = vec![0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, f64::MIN_POSITIVE, 5e-324];
+        let high_words: [u32; 11] = [
+            0x3fe9_21fb,
+            0x4002_d97c,
+            0x400f_6a7a,
+            0x4015_fdbc,
+            0x401c_463b,
+            0x4139_21fb,
+            0x3e46_a09e,
+            0x3ff9_21fb,
+            0x4009_21fb,
+            0x4012_d97c,
+            0x4019_21fb,
+        ];
+        let mut rng = ChaCha8Rng::seed_from_u64(8);
+        for hw in high_words {
+            for low in [0u32, 1, 0x5444_2d18, u32::MAX - 1, u32::MAX].into_iter().chain((0..64).map(|_| rng.random())) {
+                for h in [hw - 1, hw, hw + 1] {
+                    let x = f64::from_bits(((h as u64) << 32) | low as u64);
+                    xs.extend([x, -x]);
+                }
+            }
+        }
+        for k in 1..2_000 {
+            let m = k as f64 * std::f64::consts::FRAC_PI_2;
+            let mut below = m;
+            let mut above = m;
+            for _ in 0..4 {
+                xs.extend([below, above, -below, -above]);
+                below = f64::from_bits(below.to_bits() - 1);
+                above = f64::from_bits(above.to_bits() + 1);
+            }
+        }
+        // Groups of four that mix lanes of every kind.
+        let mixed: Vec<f64> = (0..400_000).map(|_| xs[rng.random_range(0..xs.len())]).collect();
+        assert_sin_cos_same_bits(&xs);
+        assert_sin_cos_same_bits(&mixed);
     }
 }

@@ -145,6 +145,15 @@ const WORKLOADS: &[Workload] = &[
         reference: None,
         target: Some((30.0, "issue 17: the proposed method within 30 s per run")),
     },
+    Workload {
+        name: "bocvs-ts-psq",
+        // bocvs-fig1's TS-PSQ (1-4 min per run at the issue 36's filing, 73% in `sincos`): a
+        // fresh RFF sample path every play, averaged over the MC samples and maximised.
+        spec: || spec("cvs", "hartmann6-12d", "ts-psq", 10_000),
+        quick: false,
+        reference: None,
+        target: None,
+    },
 ];
 
 /// The recorded seconds of each workload (`baseline.tsv`).
