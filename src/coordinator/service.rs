@@ -633,7 +633,7 @@ mod tests {
             assert_eq!(f.key_salt, format!("armada-job-v{}", f.version), "{}", f.name);
         }
         let cvs = info.families.iter().find(|f| f.name == "cvs").unwrap();
-        assert_eq!(cvs.version, 5, "bumped for the code mode's Adam refit, for ending runs early, then for numerics with the same bits on every processor");
+        assert_eq!(cvs.version, 6, "bumped for the code mode's Adam refit, for ending runs early, for numerics with the same bits on every processor, then for fused multiply-adds");
         assert!(cvs.ends_early);
         assert!(!info.families.iter().find(|f| f.name == "lse").unwrap().ends_early);
         let names: Vec<&str> = info.families.iter().map(|f| f.name.as_str()).collect();

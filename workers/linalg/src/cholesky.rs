@@ -2,6 +2,7 @@
 //! column by column (its diagonal block and the panel below it), then the trailing lower
 //! triangle is updated by [`matmul`] one block column at a time.
 
+use armada_math::fma;
 use faer::{Accum, Mat, MatMut};
 
 use crate::gemm::matmul;
@@ -32,51 +33,54 @@ pub fn cholesky_in_place(mut a: MatMut<'_, f64>) -> Result<(), NotPositiveDefini
     result
 }
 
-/// Factors a contiguous column-major `a` in place (lower triangle).
-fn factor(mut a: MatMut<'_, f64>) -> Result<(), NotPositiveDefinite> {
-    let n = a.nrows();
-    for k in (0..n).step_by(NB) {
-        let end = (k + NB).min(n);
-        for j in k..end {
-            let d = a[(j, j)];
-            if d.is_nan() || d <= 0.0 {
-                return Err(NotPositiveDefinite { pivot: j });
-            }
-            let ljj = d.sqrt();
-            {
-                let col = a.as_mut().col_mut(j).try_as_col_major_mut().expect("contiguous").as_slice_mut();
-                col[j] = ljj;
-                for x in &mut col[j + 1..] {
-                    *x /= ljj;
+armada_math::avx2_dispatch! {
+    /// Factors a contiguous column-major `a` in place (lower triangle).
+    fn factor(a: MatMut<'_, f64>) -> Result<(), NotPositiveDefinite> {
+        let mut a = a;
+        let n = a.nrows();
+        for k in (0..n).step_by(NB) {
+            let end = (k + NB).min(n);
+            for j in k..end {
+                let d = a[(j, j)];
+                if d.is_nan() || d <= 0.0 {
+                    return Err(NotPositiveDefinite { pivot: j });
+                }
+                let ljj = d.sqrt();
+                {
+                    let col = a.as_mut().col_mut(j).try_as_col_major_mut().expect("contiguous").as_slice_mut();
+                    col[j] = ljj;
+                    for x in &mut col[j + 1..] {
+                        *x /= ljj;
+                    }
+                }
+                // The block's later columns, down the whole panel: a[c.., c] -= l[c.., j] l[c, j].
+                for c in j + 1..end {
+                    let (left, mut right) = a.as_mut().split_at_col_mut(c);
+                    let lj = &left.as_ref().col(j).try_as_col_major().expect("contiguous").as_slice()[c..];
+                    let target =
+                        &mut right.as_mut().col_mut(0).try_as_col_major_mut().expect("contiguous").as_slice_mut()[c..];
+                    let f = lj[0];
+                    for (x, l) in target.iter_mut().zip(lj) {
+                        *x = fma(-l, f, *x);
+                    }
                 }
             }
-            // The block's later columns, down the whole panel: a[c.., c] -= l[c.., j] l[c, j].
-            for c in j + 1..end {
-                let (left, mut right) = a.as_mut().split_at_col_mut(c);
-                let lj = &left.as_ref().col(j).try_as_col_major().expect("contiguous").as_slice()[c..];
-                let target =
-                    &mut right.as_mut().col_mut(0).try_as_col_major_mut().expect("contiguous").as_slice_mut()[c..];
-                let f = lj[0];
-                for (x, l) in target.iter_mut().zip(lj) {
-                    *x -= l * f;
+            // The trailing lower triangle: A22 -= L21 L21^T, block column by block column.
+            if end < n {
+                let (left, mut right) = a.as_mut().split_at_col_mut(end);
+                let l21 = left.as_ref().submatrix(end, k, n - end, end - k);
+                let rest = n - end;
+                for jb in (0..rest).step_by(NB) {
+                    let w = NB.min(rest - jb);
+                    let dst = right.as_mut().submatrix_mut(end + jb, jb, rest - jb, w);
+                    let rows = l21.submatrix(jb, 0, rest - jb, end - k);
+                    let cols = l21.submatrix(jb, 0, w, end - k);
+                    matmul(dst, Accum::Add, rows, cols.transpose(), -1.0);
                 }
             }
         }
-        // The trailing lower triangle: A22 -= L21 L21^T, block column by block column.
-        if end < n {
-            let (left, mut right) = a.as_mut().split_at_col_mut(end);
-            let l21 = left.as_ref().submatrix(end, k, n - end, end - k);
-            let rest = n - end;
-            for jb in (0..rest).step_by(NB) {
-                let w = NB.min(rest - jb);
-                let dst = right.as_mut().submatrix_mut(end + jb, jb, rest - jb, w);
-                let rows = l21.submatrix(jb, 0, rest - jb, end - k);
-                let cols = l21.submatrix(jb, 0, w, end - k);
-                matmul(dst, Accum::Add, rows, cols.transpose(), -1.0);
-            }
-        }
+        Ok(())
     }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -3,8 +3,10 @@
 //!
 //! The order of every sum is fixed by the block sizes alone: entry `(i, j)` accumulates
 //! `a[i, k] b[k, j]` for `k` in blocks of `KC` in increasing order, one register sum per
-//! block, and adds `alpha` times each block's sum to `dst[i, j]` block after block.
+//! block, each term by a fused multiply-add ([`armada_math::fma`], correctly rounded on every
+//! processor), and adds `alpha` times each block's sum to `dst[i, j]` block after block.
 
+use armada_math::fma;
 use faer::{Accum, MatMut, MatRef};
 
 /// Rows of `a` per register block.
@@ -38,8 +40,9 @@ pub fn matmul(mut dst: MatMut<'_, f64>, accum: Accum, a: MatRef<'_, f64>, b: Mat
     if m == 0 || n == 0 || k == 0 {
         return;
     }
-    let mut packed_b = vec![0.0; KC * NC.min(n.div_ceil(NR) * NR)];
-    let mut packed_a = vec![0.0; KC * MC.min(m.div_ceil(MR) * MR)];
+    // Sized to this product's blocks (a small product must not clear megabytes first).
+    let mut packed_b = vec![0.0; KC.min(k) * NC.min(n.div_ceil(NR) * NR)];
+    let mut packed_a = vec![0.0; KC.min(k) * MC.min(m.div_ceil(MR) * MR)];
     for jc in (0..n).step_by(NC) {
         let nc = NC.min(n - jc);
         for pc in (0..k).step_by(KC) {
@@ -88,7 +91,7 @@ armada_math::avx2_dispatch! {
         for (ak, bk) in a.chunks_exact(MR).zip(b.chunks_exact(NR)) {
             for i in 0..MR {
                 for j in 0..NR {
-                    acc[i][j] += ak[i] * bk[j];
+                    acc[i][j] = fma(ak[i], bk[j], acc[i][j]);
                 }
             }
         }
@@ -139,5 +142,11 @@ mod tests {
         let mut dst = Mat::zeros(1, 1);
         matmul(dst.as_mut(), Accum::Replace, a.as_ref(), b.as_ref(), 1.0);
         assert_eq!(dst[(0, 0)], (((1e16 + 1.0) - 1e16) + 1.0) + 0.5);
+        // Each term is fused: 0.1 * 0.1 added to -0.01 without rounding the product first.
+        let a = Mat::from_fn(1, 2, |_, p| [0.1, 0.1][p]);
+        let b = Mat::from_fn(2, 1, |p, _| [-0.1, 0.1][p]);
+        matmul(dst.as_mut(), Accum::Replace, a.as_ref(), b.as_ref(), 1.0);
+        assert_eq!(dst[(0, 0)], 0.1f64.mul_add(0.1, -(0.1 * 0.1)));
+        assert_ne!(dst[(0, 0)], 0.0);
     }
 }

@@ -1,10 +1,13 @@
-//! Numeric kernels compiled twice: for AVX2 where the processor has it, and for baseline x86-64.
+//! Numeric kernels compiled twice: for AVX2 and FMA where the processor has them, and for
+//! baseline x86-64.
 
-/// Defines a function whose body is compiled twice: for AVX2, used when the processor has it
-/// (std checks once and caches the answer), and for the baseline x86-64 (SSE2) otherwise. The two
-/// give the same bits: Rust never contracts `a * b + c` into a fused multiply-add and keeps the
-/// order of every operation, so AVX2 changes only how many lanes an instruction holds. Write the
-/// body with its lanes in local arrays (`[f64; 4]`) so that the compiler keeps each in one vector.
+/// Defines a function whose body is compiled twice: for AVX2 with FMA, used when the processor
+/// has both (std checks once and caches the answer), and for the baseline x86-64 (SSE2)
+/// otherwise. The two give the same bits: Rust never contracts `a * b + c` into a fused
+/// multiply-add and keeps the order of every operation, so AVX2 changes only how many lanes
+/// an instruction holds; an explicit [`crate::fma`] is one instruction in the first copy and
+/// the C library's correctly rounded `fma` in the second, the same value. Write the body with
+/// its lanes in local arrays (`[f64; 4]`) so that the compiler keeps each in one vector.
 ///
 /// ```
 /// armada_math::avx2_dispatch! {
@@ -30,12 +33,12 @@ macro_rules! avx2_dispatch {
             fn body($($arg: $ty),*) $(-> $ret)? $body
             #[cfg(target_arch = "x86_64")]
             {
-                #[target_feature(enable = "avx2")]
+                #[target_feature(enable = "avx2,fma")]
                 fn avx2($($arg: $ty),*) $(-> $ret)? {
                     body($($arg),*)
                 }
-                if std::arch::is_x86_feature_detected!("avx2") {
-                    // SAFETY: the processor supports AVX2, checked just above.
+                if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+                    // SAFETY: the processor supports AVX2 and FMA, checked just above.
                     return unsafe { avx2($($arg),*) };
                 }
             }

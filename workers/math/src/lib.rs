@@ -14,8 +14,9 @@
 //!   one-at-a-time function, written so that the compiler keeps the lanes in vectors;
 //! - [`dist`]: the random variates the families draw (standard normal, normal, gamma,
 //!   chi-squared, beta), built on the functions above;
-//! - [`avx2_dispatch!`]: a kernel compiled for AVX2 and for baseline x86-64, with the same
-//!   bits.
+//! - [`fma`]: the fused multiply-add, correctly rounded wherever it runs;
+//! - [`avx2_dispatch!`]: a kernel compiled for AVX2 with FMA and for baseline x86-64, with
+//!   the same bits.
 //!
 //! Accuracy, measured against exact values (`tests/reference.py`, decimal arithmetic at 60
 //! or more digits, on dense and special arguments; `tests/accuracy.rs` holds each bound):
@@ -95,6 +96,17 @@ pub fn pow(x: f64, y: f64) -> f64 {
 #[inline]
 pub fn hypot(x: f64, y: f64) -> f64 {
     libm::hypot(x, y)
+}
+
+/// `a b + c` rounded once: IEEE 754's fused multiply-add. It is correctly rounded, so its bits
+/// do not depend on how it runs: one instruction in code compiled with FMA (the AVX2 copy of
+/// [`avx2_dispatch!`], aarch64), else the C library's `fma`, which IEEE 754 (and C's
+/// `fma`) require to round correctly; `tests/accuracy.rs` holds it to an independent software
+/// implementation. Half the operations of `a * b + c` and one rounding fewer: the dense
+/// products of armada-linalg run on it.
+#[inline(always)]
+pub fn fma(a: f64, b: f64, c: f64) -> f64 {
+    a.mul_add(b, c)
 }
 
 /// The standard normal CDF `Phi(z) = erfc(-z / sqrt 2) / 2`, accurate in both tails.

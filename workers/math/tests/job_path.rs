@@ -1,5 +1,6 @@
 //! The families stay off the system's libm and off kernels that choose their code path by
-//! processor: no `f64::exp` and friends, no fused multiply-add, no `rand_distr` (whose
+//! processor: no `f64::exp` and friends, no `mul_add` (a fused multiply-add goes through
+//! `armada_math::fma`, which says why it is the same everywhere), no `rand_distr` (whose
 //! samplers call the system's libm), no `libm` crate outside armada-math, and none of faer's
 //! kernels (products, factorisations, reductions: armada-linalg's instead; faer's matrix types
 //! are fine), in the production code of every crate under `workers/` that jobs run. Test code
