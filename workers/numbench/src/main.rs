@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! cargo run --release -p armada-numbench                   # the quick workloads (~40 s)
-//! cargo run --release -p armada-numbench -- --full         # also GLM-TSL and BO-uCVS (minutes)
+//! cargo run --release -p armada-numbench -- --full         # also GLM-TSL, BO-uCVS and TS-PSQ (minutes)
 //! cargo run --release -p armada-numbench -- --only cdt     # workloads whose name contains `cdt`
 //! cargo run --release -p armada-numbench -- --record       # rewrite baseline.tsv from this run
 //! cargo run --release -p armada-numbench -- --reference-lse REFERENCE_DIR \
