@@ -1,8 +1,10 @@
 //! Triangular solves with many right-hand sides, blocked: each diagonal block of `NB` rows is
-//! solved by substitution, and the rest of `B` updated by [`matmul`]. Every multiply-add is
-//! fused ([`fma`], correctly rounded on every processor), and the substitutions are compiled
-//! for AVX2 with FMA and for baseline x86-64 (`avx2_dispatch!`), with the same bits. With fewer than `FEW_COLUMNS` right-hand sides the whole
-//! triangle is one block (a product with so few columns would not pay).
+//! solved by substitution, and the rest of `B` updated by [`matmul`]. The forward
+//! substitution fuses its multiply-adds ([`fma`], correctly rounded on every processor), and
+//! both substitutions are compiled for AVX2 with FMA and for baseline x86-64
+//! (`avx2_dispatch!`), with the same bits (a fused operation outside such a copy would be a
+//! library call). With fewer than `FEW_COLUMNS` right-hand sides the whole triangle is one
+//! block (a product with so few columns would not pay).
 
 use armada_math::fma;
 use faer::{Accum, Mat, MatMut, MatRef};
