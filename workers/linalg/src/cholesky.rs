@@ -1,6 +1,8 @@
 //! The lower Cholesky factor, blocked right-looking: each block column of `NB` is factored
 //! column by column (its diagonal block and the panel below it), then the trailing lower
-//! triangle is updated by [`matmul`] one block column at a time.
+//! triangle is updated by [`matmul`] one block column at a time. Each multiply-add is fused
+//! ([`fma`], correctly rounded on every processor), and the column updates are compiled for
+//! AVX2 with FMA and for baseline x86-64 (`avx2_dispatch!`), with the same bits.
 
 use armada_math::fma;
 use faer::{Accum, Mat, MatMut};
