@@ -224,9 +224,9 @@ crate::avx2_dispatch! {
     }
 }
 
-// fdlibm's rem_pio2: `pi/2` as `PIO2_1 + PIO2_1T` (`PIO2_1`'s 33 bits times any `|n| < 2^20`
-// are exact), and the rounding constant of `rint(x / (pi/2))`.
-// fdlibm's invpio2, 0x3fe45f30_6dc9c883.
+// fdlibm's rem_pio2: `2/pi` (its invpio2, 0x3fe45f30_6dc9c883), `pi/2` as `PIO2_1 + PIO2_1T`
+// (`PIO2_1`'s 33 bits times any `|n| < 2^20` are exact), and the rounding constant of
+// `rint(x / (pi/2))`.
 const INV_PIO2: f64 = std::f64::consts::FRAC_2_PI;
 const PIO2_1: f64 = 1.57079632673412561417e+00;
 const PIO2_1T: f64 = 6.07710050650619224932e-11;

@@ -108,8 +108,9 @@ armada_math::avx2_dispatch! {
 /// `fma` is the fused multiply-add rounded once, bit for bit the `libm` crate's software
 /// `fma` (musl's, exact integer arithmetic): on random operands over a wide range of
 /// exponents, where `c` cancels the rounded product (the result is the product's rounding
-/// error, lost without fusing), and on halfway cases; in a dispatched kernel and called
-/// directly.
+/// error, lost without fusing), and on halfway cases; in a dispatched kernel (the FMA
+/// instruction where the processor has it: the comparison that matters) and called directly
+/// (the runtime library's `fma`).
 #[test]
 fn fma_is_the_correctly_rounded_fused_multiply_add() {
     use rand::{Rng, SeedableRng};

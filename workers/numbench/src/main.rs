@@ -147,7 +147,7 @@ const WORKLOADS: &[Workload] = &[
     },
     Workload {
         name: "bocvs-ts-psq",
-        // bocvs-fig1's TS-PSQ (1-4 min per run at the issue 36's filing, 73% in `sincos`): a
+        // bocvs-fig1's TS-PSQ (1-4 min per run when issue 36 was filed, 73% in `sincos`): a
         // fresh RFF sample path every play, averaged over the MC samples and maximised.
         spec: || spec("cvs", "hartmann6-12d", "ts-psq", 10_000),
         quick: false,
