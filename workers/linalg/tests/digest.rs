@@ -47,6 +47,9 @@ fn kernels_give_their_pinned_bits() {
     solve_lower_in_place(l.as_ref(), x.as_mut());
     let mut y = random(300, 3, 5);
     solve_lower_transpose_in_place(l.as_ref(), y.as_mut());
+    // Many right-hand sides, not a multiple of the substitution panels' width.
+    let mut z = random(300, 21, 6);
+    solve_lower_transpose_in_place(l.as_ref(), z.as_mut());
     let small = Mat::from_fn(40, 40, |i, j| spd[(i, j)]);
     let (u, lambda) = symmetric_eigen(small.as_ref());
     let v: Vec<f64> = (0..1001).map(|i| armada_math::sin(i as f64 * 0.37)).collect();
@@ -63,6 +66,7 @@ fn kernels_give_their_pinned_bits() {
         ("cholesky", digest(&l)),
         ("solve L", digest(&x)),
         ("solve L^T", digest(&y)),
+        ("solve L^T, many", digest(&z)),
         ("eigenvectors", digest(&u)),
         ("eigenvalues", digest(&Mat::from_fn(40, 1, |i, _| lambda[i]))),
         ("sums", digest(&sums)),
@@ -70,12 +74,13 @@ fn kernels_give_their_pinned_bits() {
     assert_eq!(got, PINNED);
 }
 
-const PINNED: [(&str, u64); 8] = [
+const PINNED: [(&str, u64); 9] = [
     ("matmul", 0x5f2b848194e969b4),
     ("matmul transposed", 0x5d15d85773591651),
     ("cholesky", 0x0ce1645aaf61ce3d),
     ("solve L", 0xe55c85ae32704511),
     ("solve L^T", 0x7657711d2025e6dd),
+    ("solve L^T, many", 0x7f2c7a8a8a2f47b8),
     ("eigenvectors", 0xb511a5dd4b0a60eb),
     ("eigenvalues", 0x1c3d86567921c17c),
     ("sums", 0x4b11484852783923),
