@@ -56,13 +56,34 @@ pub fn matmul(mut dst: MatMut<'_, f64>, accum: Accum, a: MatRef<'_, f64>, b: Mat
                     for ir in (0..mc).step_by(MR) {
                         let a_panel = &packed_a[ir * kc..(ir + MR) * kc];
                         let sums = block_product(a_panel, b_panel);
-                        for (i, row) in sums.iter().enumerate().take(mc - ir) {
-                            for (j, s) in row.iter().enumerate().take(nc - jr) {
-                                let d = &mut dst[(ic + ir + i, jc + jr + j)];
-                                *d += alpha * s;
-                            }
-                        }
+                        add_block(dst.as_mut(), (ic + ir, jc + jr), &sums, (MR.min(mc - ir), NR.min(nc - jr)), alpha);
                     }
+                }
+            }
+        }
+    }
+}
+
+/// `dst[i0 + i, j0 + j] += alpha sums[i][j]` for the block's `rows x cols` entries that exist.
+fn add_block(
+    mut dst: MatMut<'_, f64>,
+    (i0, j0): (usize, usize),
+    sums: &[[f64; NR]; MR],
+    (rows, cols): (usize, usize),
+    alpha: f64,
+) {
+    for j in 0..cols {
+        let column = dst.as_mut().col_mut(j0 + j);
+        match column.try_as_col_major_mut() {
+            Some(column) => {
+                for (d, row) in column.as_slice_mut()[i0..i0 + rows].iter_mut().zip(sums) {
+                    *d += alpha * row[j];
+                }
+            }
+            None => {
+                let mut column = dst.as_mut().col_mut(j0 + j);
+                for (i, row) in sums.iter().enumerate().take(rows) {
+                    column[i0 + i] += alpha * row[j];
                 }
             }
         }
@@ -75,10 +96,28 @@ pub fn matmul(mut dst: MatMut<'_, f64>, accum: Accum, a: MatRef<'_, f64>, b: Mat
 fn pack(out: &mut [f64], m: MatRef<'_, f64>, width: usize) {
     let (rows, kc) = (m.nrows(), m.ncols());
     for (p, panel) in out[..rows.div_ceil(width) * width * kc].chunks_exact_mut(width * kc).enumerate() {
-        for k in 0..kc {
-            for i in 0..width {
-                let row = p * width + i;
-                panel[k * width + i] = if row < rows { m[(row, k)] } else { 0.0 };
+        let (first, present) = (p * width, width.min(rows - p * width));
+        if present < width {
+            panel.fill(0.0);
+        }
+        if let Some(block) = m.subrows(first, present).try_as_col_major() {
+            // Contiguous columns (a column-major `a`).
+            for k in 0..kc {
+                panel[k * width..k * width + present].copy_from_slice(block.col(k).try_as_col_major().expect("contiguous").as_slice());
+            }
+        } else if m.col_stride() == 1 {
+            // Contiguous rows (a transposed view: `b`, or a transposed `a`).
+            for i in 0..present {
+                let row = m.row(first + i).try_as_row_major().expect("contiguous").as_slice();
+                for (k, v) in row.iter().enumerate() {
+                    panel[k * width + i] = *v;
+                }
+            }
+        } else {
+            for k in 0..kc {
+                for i in 0..present {
+                    panel[k * width + i] = m[(first + i, k)];
+                }
             }
         }
     }

@@ -4,9 +4,11 @@
 //! faer chooses its kernels by processor at run time (AVX-512, AVX2 with fused
 //! multiply-add, or scalar), and each choice rounds differently. armada keeps faer's matrix
 //! types (`Mat`, `MatRef`, `MatMut`) for storage and views and computes with these kernels
-//! instead: every sum runs in one fixed order, no multiply is fused with an add, and the
-//! AVX2 copy of a kernel (`armada_math::avx2_dispatch!`) differs from the baseline only in
-//! how many lanes an instruction holds.
+//! instead: every sum runs in one fixed order, every multiply-add is either fused
+//! ([`armada_math::fma`], correctly rounded, so the same on every processor) or not, by the
+//! kernel's definition, never by the processor, and the AVX2 + FMA copy of a kernel
+//! (`armada_math::avx2_dispatch!`) differs from the baseline only in how many lanes an
+//! instruction holds.
 //!
 //! - [`matmul`]: `dst = alpha a b` or `dst += alpha a b`, any strides (transposed views too);
 //! - [`cholesky_in_place`]: the lower Cholesky factor, blocked;
@@ -30,6 +32,7 @@ pub use triangular::{solve_lower_in_place, solve_lower_transpose_in_place};
 
 /// `sum x_i^2`: four partial sums over `i mod 4`, then `(s0 + s1) + (s2 + s3)`, then the
 /// remainder in order. The same bits on every processor, and a vector add per four terms.
+#[inline]
 pub fn squared_norm(x: &[f64]) -> f64 {
     let mut acc = [0.0; 4];
     let mut chunks = x.chunks_exact(4);
@@ -46,6 +49,7 @@ pub fn squared_norm(x: &[f64]) -> f64 {
 }
 
 /// `sum x_i y_i`, in the order of [`squared_norm`].
+#[inline]
 pub fn dot(x: &[f64], y: &[f64]) -> f64 {
     assert_eq!(x.len(), y.len(), "dot of lengths {} and {}", x.len(), y.len());
     let mut acc = [0.0; 4];

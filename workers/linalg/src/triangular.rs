@@ -3,8 +3,11 @@
 //! substitution fuses its multiply-adds ([`fma`], correctly rounded on every processor), and
 //! both substitutions are compiled for AVX2 with FMA and for baseline x86-64
 //! (`avx2_dispatch!`), with the same bits (a fused operation outside such a copy would be a
-//! library call). With fewer than `FEW_COLUMNS` right-hand sides the whole triangle is one
-//! block (a product with so few columns would not pay).
+//! library call). Within a diagonal block, `W` columns at a time are copied into a row-major
+//! panel and substituted together, one vector operation across the columns per step, each
+//! entry in the order of the one-column substitution (so the same bits whether a column went
+//! through a panel or alone). With fewer than `FEW_COLUMNS` right-hand sides the whole
+//! triangle is one block (a product with so few columns would not pay).
 
 use armada_math::fma;
 use faer::{Accum, Mat, MatMut, MatRef};
@@ -15,6 +18,8 @@ use crate::gemm::matmul;
 const NB: usize = 64;
 /// Below this many right-hand sides, substitution alone.
 const FEW_COLUMNS: usize = 8;
+/// Right-hand sides per substitution panel (two AVX2 vectors).
+const W: usize = 8;
 
 /// The rows of a diagonal block for `columns` right-hand sides.
 fn block_rows(n: usize, columns: usize) -> usize {
@@ -62,12 +67,12 @@ pub fn solve_lower_transpose_in_place(l: MatRef<'_, f64>, b: MatMut<'_, f64>) {
 fn forward(l: MatRef<'_, f64>, mut x: MatMut<'_, f64>) {
     let (n, m) = (l.nrows(), x.ncols());
     let nb = block_rows(n, m);
+    let mut panel = Vec::new();
     for k in (0..n).step_by(nb) {
         let end = (k + nb).min(n);
         let diagonal: Vec<&[f64]> = (k..end).map(|p| &crate::col(l, p)[k..end]).collect();
-        for c in 0..m {
-            substitute(&diagonal, &mut column(x.as_mut().col_mut(c))[k..end]);
-        }
+        let kernels = Kernels { panel: substitute_panel, column: substitute };
+        solve_diagonal_block(&diagonal, x.as_mut().subrows_mut(k, end - k), &mut panel, kernels);
         if end < n {
             let (top, bottom) = x.as_mut().split_at_row_mut(end);
             matmul(bottom, Accum::Add, l.submatrix(end, k, n - end, end - k), top.as_ref().subrows(k, end - k), -1.0);
@@ -79,12 +84,12 @@ fn backward(l: MatRef<'_, f64>, mut x: MatMut<'_, f64>) {
     let (n, m) = (l.nrows(), x.ncols());
     let nb = block_rows(n, m);
     let starts: Vec<usize> = (0..n).step_by(nb).collect();
+    let mut panel = Vec::new();
     for &k in starts.iter().rev() {
         let end = (k + nb).min(n);
         let diagonal: Vec<&[f64]> = (k..end).map(|p| &crate::col(l, p)[k..end]).collect();
-        for c in 0..m {
-            substitute_transposed(&diagonal, &mut column(x.as_mut().col_mut(c))[k..end]);
-        }
+        let kernels = Kernels { panel: substitute_transposed_panel, column: substitute_transposed };
+        solve_diagonal_block(&diagonal, x.as_mut().subrows_mut(k, end - k), &mut panel, kernels);
         if k > 0 {
             let (top, bottom) = x.as_mut().split_at_row_mut(k);
             matmul(
@@ -95,6 +100,36 @@ fn backward(l: MatRef<'_, f64>, mut x: MatMut<'_, f64>) {
                 -1.0,
             );
         }
+    }
+}
+
+/// The two forms of one substitution: on a panel of [`W`] columns, and on one column.
+struct Kernels {
+    panel: fn(&[&[f64]], &mut [f64]),
+    column: fn(&[&[f64]], &mut [f64]),
+}
+
+/// Solves the diagonal block for every column of `x` (the block's rows): [`W`] columns at a
+/// time through a row-major panel, the last `m mod W` one by one.
+fn solve_diagonal_block(diagonal: &[&[f64]], mut x: MatMut<'_, f64>, panel: &mut Vec<f64>, kernels: Kernels) {
+    let (rows, m) = (x.nrows(), x.ncols());
+    panel.resize(rows * W, 0.0);
+    let full = m - m % W;
+    for c0 in (0..full).step_by(W) {
+        for j in 0..W {
+            for (i, v) in column(x.as_mut().col_mut(c0 + j)).iter().enumerate() {
+                panel[i * W + j] = *v;
+            }
+        }
+        (kernels.panel)(diagonal, panel);
+        for j in 0..W {
+            for (i, v) in column(x.as_mut().col_mut(c0 + j)).iter_mut().enumerate() {
+                *v = panel[i * W + j];
+            }
+        }
+    }
+    for c in full..m {
+        (kernels.column)(diagonal, column(x.as_mut().col_mut(c)));
     }
 }
 
@@ -127,6 +162,62 @@ armada_math::avx2_dispatch! {
     }
 }
 
+armada_math::avx2_dispatch! {
+    /// [`substitute`] on [`W`] columns at once, held row by row (`panel[i * W + j]` is row `i`
+    /// of column `j`), so that each step is one vector operation across the columns. Every
+    /// entry sees the operations of `substitute` in its order: the same bits. (Grouping four
+    /// pivots per pass over the rows below, which keeps the same order, made LLVM vectorise
+    /// across rows instead, and ran slower.)
+    fn substitute_panel(diagonal: &[&[f64]], panel: &mut [f64]) {
+        for (p, d) in diagonal.iter().enumerate() {
+            let (done, below) = panel.split_at_mut((p + 1) * W);
+            let xp: &mut [f64; W] = (&mut done[p * W..]).try_into().expect("a panel row");
+            for v in xp.iter_mut() {
+                *v /= d[p];
+            }
+            let xp = *xp;
+            for (xi, &dip) in below.chunks_exact_mut(W).zip(&d[p + 1..]) {
+                for j in 0..W {
+                    xi[j] = fma(-dip, xp[j], xi[j]);
+                }
+            }
+        }
+    }
+}
+
+armada_math::avx2_dispatch! {
+    /// [`substitute_transposed`] on a panel of [`W`] columns (as [`substitute_panel`]), each
+    /// column's sum in [`crate::dot`]'s order: four partial sums over the rows below `p` in
+    /// groups of four, `(s0 + s1) + (s2 + s3)`, then the remaining rows in order. The same bits.
+    fn substitute_transposed_panel(diagonal: &[&[f64]], panel: &mut [f64]) {
+        for (p, d) in diagonal.iter().enumerate().rev() {
+            let (head, below) = panel.split_at_mut((p + 1) * W);
+            let mut acc = [[0.0; W]; 4];
+            let mut rows = below.chunks_exact(4 * W);
+            let mut ds = d[p + 1..].chunks_exact(4);
+            for (x4, d4) in (&mut rows).zip(&mut ds) {
+                for (l, acc_l) in acc.iter_mut().enumerate() {
+                    for j in 0..W {
+                        acc_l[j] += d4[l] * x4[l * W + j];
+                    }
+                }
+            }
+            let mut sum = [0.0; W];
+            for j in 0..W {
+                sum[j] = (acc[0][j] + acc[1][j]) + (acc[2][j] + acc[3][j]);
+            }
+            for (xi, &di) in rows.remainder().chunks_exact(W).zip(ds.remainder()) {
+                for j in 0..W {
+                    sum[j] += di * xi[j];
+                }
+            }
+            for (v, s) in head[p * W..].iter_mut().zip(sum) {
+                *v = (*v - s) / d[p];
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -151,6 +242,30 @@ mod tests {
             let mut b = naive_product(lower.transpose(), x.as_ref());
             solve_lower_transpose_in_place(l.as_ref(), b.as_mut());
             assert!(relative_gap(b.as_ref(), x.as_ref()) < 1e-12, "L^T, {n}x{m}");
+        }
+    }
+
+    /// A panel of columns and the columns one at a time give the same bits, for blocks of
+    /// every row count around the sums' groups of four.
+    #[test]
+    fn panels_and_single_columns_agree_to_the_bit() {
+        for rows in [1, 2, 3, 4, 5, 8, 13, 64] {
+            let l = factor(rows);
+            let diagonal: Vec<&[f64]> = (0..rows).map(|p| crate::col(l.as_ref(), p)).collect();
+            let x = random(rows, W, rows as u64);
+            for kernels in [
+                Kernels { panel: substitute_panel, column: substitute },
+                Kernels { panel: substitute_transposed_panel, column: substitute_transposed },
+            ] {
+                let mut panel: Vec<f64> = (0..rows * W).map(|k| x[(k / W, k % W)]).collect();
+                (kernels.panel)(&diagonal, &mut panel);
+                for j in 0..W {
+                    let mut one: Vec<f64> = (0..rows).map(|i| x[(i, j)]).collect();
+                    (kernels.column)(&diagonal, &mut one);
+                    let from_panel: Vec<u64> = (0..rows).map(|i| panel[i * W + j].to_bits()).collect();
+                    assert_eq!(from_panel, one.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), "{rows} rows, column {j}");
+                }
+            }
         }
     }
 
