@@ -349,7 +349,6 @@ impl<'p> SetExpectation<'p> {
 
     /// `A_a(x^I)` into `self.a`, and `E[mu]`.
     fn fill_a(&mut self, xc: &[f64]) -> f64 {
-        let mut mu = self.post.mean;
         for a in 0..self.post.n {
             let xa = self.post.xa(a);
             let mut r2 = 0.0;
@@ -357,8 +356,12 @@ impl<'p> SetExpectation<'p> {
                 let diff = xc[k] - xa[l];
                 r2 += diff * diff * self.post.inv_ls2[l];
             }
-            self.a[a] = math::exp(-0.5 * r2);
-            mu += self.a[a] * self.mean_weights[a];
+            self.a[a] = -0.5 * r2;
+        }
+        math::lanes::exp_in_place(&mut self.a);
+        let mut mu = self.post.mean;
+        for (a, w) in self.a.iter().zip(&self.mean_weights) {
+            mu += a * w;
         }
         mu
     }

@@ -72,6 +72,17 @@ pub fn sin_cos_each(n: usize, mut phase: impl FnMut(usize) -> f64, mut body: imp
     }
 }
 
+/// `xs[k] <- exp(xs[k])` for every `k`, bit for bit [`crate::exp`]: four values at a time,
+/// the last `len % 4` one at a time.
+pub fn exp_in_place(xs: &mut [f64]) {
+    let mut chunks = xs.chunks_exact_mut(LANES);
+    for chunk in &mut chunks {
+        let x: F64x4 = (&*chunk).try_into().expect("a chunk of LANES");
+        chunk.copy_from_slice(&exp4(x));
+    }
+    chunks.into_remainder().iter_mut().for_each(|x| *x = crate::exp(*x));
+}
+
 /// `zs[k] <- std_normal_cdf(zs[k])` for every `k`, bit for bit [`crate::std_normal_cdf`]:
 /// four values at a time, the last `len % 4` one at a time.
 pub fn std_normal_cdf_in_place(zs: &mut [f64]) {
@@ -310,6 +321,21 @@ const P: [f64; 5] = [
     4.13813679705723846039e-08,
 ];
 
+/// 2^52: adding it to a non-negative integer below 2^52 leaves that integer in the low bits.
+const TWO52: f64 = 4_503_599_627_370_496.0;
+
+/// `y` rounded toward zero, for `|y| < 2^51`: rounded to the nearest integer by adding and
+/// subtracting 1.5 * 2^52, then one step back toward zero if that went past `y` (and `y`'s
+/// sign, for a zero).
+#[inline(always)]
+fn trunc_small(y: f64) -> f64 {
+    const ROUND: f64 = 1.5 * TWO52;
+    let nearest = (y + ROUND) - ROUND;
+    let step = if nearest < 0.0 { -1.0 } else { 1.0 };
+    let toward_zero = if nearest.abs() > y.abs() { nearest - step } else { nearest };
+    toward_zero.copysign(y)
+}
+
 /// `libm::exp(x)` for `|x| < 708` (no overflow, no result below the normal range), without branches: the
 /// reduction `x = k ln2 + r` as fdlibm does it (`k = 0` where `|x| <= ln2 / 2` changes nothing
 /// in its formula), then `2^k` multiplied in, which is exact.
@@ -317,25 +343,29 @@ const P: [f64; 5] = [
 fn exp_lane(x: f64) -> f64 {
     let hx = high_word_abs(x);
     let half = if x.is_sign_negative() { -0.5 } else { 0.5 };
-    let k_far = (INVLN2 * x + half) as i32;
-    let k_near = if x.is_sign_negative() { -1 } else { 1 };
+    // fdlibm's `(int)(invln2 * x + half)`, kept as a float: an `as i32` conversion would keep
+    // LLVM from vectorising the lanes.
+    let k_far = trunc_small(INVLN2 * x + half);
+    let k_near = if x.is_sign_negative() { -1.0 } else { 1.0 };
     let k = if hx >= 0x3ff0_a2b2 {
         k_far
     } else if hx > 0x3fd6_2e42 {
         k_near
     } else {
-        0
+        0.0
     };
     // Within the domain |k| <= 1022 already; a lane whose result is not selected (erfc
     // computes every branch) may hold anything, and must not overflow `0x3ff + k`.
-    let k = k.clamp(-1022, 1023);
-    let hi = x - k as f64 * LN2HI;
-    let lo = k as f64 * LN2LO;
+    let k = k.clamp(-1022.0, 1023.0);
+    let hi = x - k * LN2HI;
+    let lo = k * LN2LO;
     let r = hi - lo;
     let rr = r * r;
     let c = r - rr * horner(rr, &P);
     let y = 1.0 + (r * c / (2.0 - c) - lo + hi);
-    let scaled = y * f64::from_bits(((0x3ff + k) as u64) << 52);
+    // 2^k: `0x3ff + k` (an integer in 1..=2046) lands in the low bits of its sum with 2^52.
+    let two_k = f64::from_bits((k + (1023.0 + TWO52)).to_bits() << 52);
+    let scaled = y * two_k;
     if hx > 0x3e30_0000 {
         scaled
     } else {
@@ -422,6 +452,35 @@ mod tests {
         // Outside the domain (the unselected branches of erfc's lanes): no overflow, no panic.
         for x in [f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 1e300, -1e300, f64::MAX] {
             std::hint::black_box(exp_lane(x));
+        }
+    }
+
+    /// `trunc_small` is `trunc` below 2^51: integers, halves (the ties of its rounding
+    /// step) and random values of every magnitude, both signs.
+    #[test]
+    fn trunc_small_rounds_toward_zero() {
+        let mut rng = ChaCha8Rng::seed_from_u64(43);
+        let mut ys: Vec<f64> = (-40..=40).map(|k| k as f64 * 0.5).collect();
+        ys.extend((0..100_000).map(|_| rng.random_range(-1.0..1.0) * 2f64.powi(rng.random_range(-5..51))));
+        ys.extend([0.49999999999999994, -0.49999999999999994, 2f64.powi(51) - 0.5, -0.0]);
+        for y in ys {
+            assert_eq!(trunc_small(y).to_bits(), y.trunc().to_bits(), "{y}");
+        }
+    }
+
+    /// `exp_in_place` is `exp` entry by entry, on lengths around the lanes' multiple and with
+    /// arguments in and out of the branch-free domain.
+    #[test]
+    fn exp_in_place_equals_exp() {
+        let mut rng = ChaCha8Rng::seed_from_u64(41);
+        for len in [0, 1, 3, 4, 5, 8, 11, 1000] {
+            let xs: Vec<f64> = (0..len)
+                .map(|k| if k % 97 == 13 { 709.5 } else { rng.random_range(-745.0..709.0) })
+                .collect();
+            let mut got = xs.clone();
+            exp_in_place(&mut got);
+            let want: Vec<u64> = xs.iter().map(|&x| crate::exp(x).to_bits()).collect();
+            assert_eq!(got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), want, "length {len}");
         }
     }
 
