@@ -10,11 +10,11 @@ use armada_math::fma;
 use faer::{Accum, MatMut, MatRef};
 
 /// Rows of `a` per register block.
-const MR: usize = 4;
+pub(crate) const MR: usize = 4;
 /// Columns of `b` per register block (two vectors of four).
-const NR: usize = 8;
+pub(crate) const NR: usize = 8;
 /// Inner dimension per block (a packed `a` panel stays in L1, `b`'s block in L2).
-const KC: usize = 256;
+pub(crate) const KC: usize = 256;
 /// Rows of `a` per packed block.
 const MC: usize = 128;
 /// Columns of `b` per packed block.
@@ -93,7 +93,7 @@ fn add_block(
 /// `m` (`rows x kc`) as panels of `width` rows, each stored `k`-major:
 /// `panel[k * width + i] = m[(p * width + i, k)]`. Rows past `rows` are zeros (their sums are
 /// never written back). `a` is packed as it is, `b` as its transpose (panels of columns).
-fn pack(out: &mut [f64], m: MatRef<'_, f64>, width: usize) {
+pub(crate) fn pack(out: &mut [f64], m: MatRef<'_, f64>, width: usize) {
     let (rows, kc) = (m.nrows(), m.ncols());
     for (p, panel) in out[..rows.div_ceil(width) * width * kc].chunks_exact_mut(width * kc).enumerate() {
         let (first, present) = (p * width, width.min(rows - p * width));
@@ -125,7 +125,7 @@ fn pack(out: &mut [f64], m: MatRef<'_, f64>, width: usize) {
 
 armada_math::avx2_dispatch! {
     /// The `MR x NR` sums `sum_k a[k, i] b[k, j]` of one packed panel pair, `k` in order.
-    fn block_product(a: &[f64], b: &[f64]) -> [[f64; NR]; MR] {
+    pub(crate) fn block_product(a: &[f64], b: &[f64]) -> [[f64; NR]; MR] {
         let mut acc = [[0.0; NR]; MR];
         for (ak, bk) in a.chunks_exact(MR).zip(b.chunks_exact(NR)) {
             for i in 0..MR {

@@ -1,34 +1,38 @@
 //! Triangular solves with many right-hand sides, blocked: each diagonal block of `NB` rows is
-//! solved by substitution, and the rest of `B` updated by [`matmul`]. The forward
-//! substitution fuses its multiply-adds ([`fma`], correctly rounded on every processor), and
-//! both substitutions are compiled for AVX2 with FMA and for baseline x86-64
-//! (`avx2_dispatch!`), with the same bits (a fused operation outside such a copy would be a
-//! library call). Within a diagonal block, `W` columns at a time are copied into a row-major
-//! panel and substituted together, one vector operation across the columns per step, each
-//! entry in the order of the one-column substitution (so the same bits whether a column went
-//! through a panel or alone). With fewer than `FEW_COLUMNS` right-hand sides the whole
-//! triangle is one block (a product with so few columns would not pay).
+//! solved by substitution, and the rows its solution enters updated as [`matmul`] would (one
+//! fused sum over the block, then subtracted). The forward substitution fuses its
+//! multiply-adds ([`fma`], correctly rounded on every processor), and both substitutions are
+//! compiled for AVX2 with FMA and for baseline x86-64 (`avx2_dispatch!`), with the same bits
+//! (a fused operation outside such a copy would be a library call).
+//!
+//! With `FEW_COLUMNS` right-hand sides or more, `W` columns at a time are copied into a
+//! row-major panel, which goes through every block while it stays in cache: the substitution
+//! is one vector operation across the columns per step, each entry in the order of the
+//! one-column substitution, and the update is the GEMM's register kernel, whose packed right
+//! operand the panel's solved rows already are (`L`'s blocks are packed once per solve).
+//! With fewer columns the whole triangle is one block, solved column by column (a product
+//! with so few columns would not pay).
 
 use armada_math::fma;
-use faer::{Accum, Mat, MatMut, MatRef};
+use faer::{Mat, MatMut, MatRef};
 
+use std::cell::RefCell;
+use std::ops::Range;
+
+use crate::gemm::{block_product, pack, KC, MR, NR};
+#[cfg(doc)]
 use crate::gemm::matmul;
 
 /// Rows per block.
 const NB: usize = 64;
 /// Below this many right-hand sides, substitution alone.
 const FEW_COLUMNS: usize = 8;
-/// Right-hand sides per substitution panel (two AVX2 vectors).
-const W: usize = 8;
-
-/// The rows of a diagonal block for `columns` right-hand sides.
-fn block_rows(n: usize, columns: usize) -> usize {
-    if columns < FEW_COLUMNS {
-        n.max(1)
-    } else {
-        NB
-    }
-}
+/// Right-hand sides per panel (two AVX2 vectors): the GEMM kernel's column count, so that a
+/// panel's solved rows are its packed right operand.
+const W: usize = NR;
+// A block's update must be one of the GEMM's `KC` steps (one fused sum, then added), as
+// `matmul` computes it.
+const _: () = assert!(NB <= KC);
 
 /// Calls `solve(l, x)` with views whose columns are contiguous: `l` and `b` themselves when
 /// theirs are (the usual case: no copy), else copies (`b`'s written back).
@@ -64,43 +68,19 @@ pub fn solve_lower_transpose_in_place(l: MatRef<'_, f64>, b: MatMut<'_, f64>) {
     with_contiguous(l, b, backward);
 }
 
-fn forward(l: MatRef<'_, f64>, mut x: MatMut<'_, f64>) {
-    let (n, m) = (l.nrows(), x.ncols());
-    let nb = block_rows(n, m);
-    let mut panel = Vec::new();
-    for k in (0..n).step_by(nb) {
-        let end = (k + nb).min(n);
-        let diagonal: Vec<&[f64]> = (k..end).map(|p| &crate::col(l, p)[k..end]).collect();
-        let kernels = Kernels { panel: substitute_panel, column: substitute };
-        solve_diagonal_block(&diagonal, x.as_mut().subrows_mut(k, end - k), &mut panel, kernels);
-        if end < n {
-            let (top, bottom) = x.as_mut().split_at_row_mut(end);
-            matmul(bottom, Accum::Add, l.submatrix(end, k, n - end, end - k), top.as_ref().subrows(k, end - k), -1.0);
-        }
-    }
+fn forward(l: MatRef<'_, f64>, x: MatMut<'_, f64>) {
+    solve(l, x, Direction::Forward);
 }
 
-fn backward(l: MatRef<'_, f64>, mut x: MatMut<'_, f64>) {
-    let (n, m) = (l.nrows(), x.ncols());
-    let nb = block_rows(n, m);
-    let starts: Vec<usize> = (0..n).step_by(nb).collect();
-    let mut panel = Vec::new();
-    for &k in starts.iter().rev() {
-        let end = (k + nb).min(n);
-        let diagonal: Vec<&[f64]> = (k..end).map(|p| &crate::col(l, p)[k..end]).collect();
-        let kernels = Kernels { panel: substitute_transposed_panel, column: substitute_transposed };
-        solve_diagonal_block(&diagonal, x.as_mut().subrows_mut(k, end - k), &mut panel, kernels);
-        if k > 0 {
-            let (top, bottom) = x.as_mut().split_at_row_mut(k);
-            matmul(
-                top,
-                Accum::Add,
-                l.submatrix(k, 0, end - k, k).transpose(),
-                bottom.as_ref().subrows(0, end - k),
-                -1.0,
-            );
-        }
-    }
+fn backward(l: MatRef<'_, f64>, x: MatMut<'_, f64>) {
+    solve(l, x, Direction::Backward);
+}
+
+/// Through `L` from the top (`L X = B`) or through `L^T` from the bottom (`L^T X = B`).
+#[derive(Clone, Copy, PartialEq)]
+enum Direction {
+    Forward,
+    Backward,
 }
 
 /// The two forms of one substitution: on a panel of [`W`] columns, and on one column.
@@ -109,27 +89,119 @@ struct Kernels {
     column: fn(&[&[f64]], &mut [f64]),
 }
 
-/// Solves the diagonal block for every column of `x` (the block's rows): [`W`] columns at a
-/// time through a row-major panel, the last `m mod W` one by one.
-fn solve_diagonal_block(diagonal: &[&[f64]], mut x: MatMut<'_, f64>, panel: &mut Vec<f64>, kernels: Kernels) {
-    let (rows, m) = (x.nrows(), x.ncols());
-    panel.resize(rows * W, 0.0);
-    let full = m - m % W;
-    for c0 in (0..full).step_by(W) {
-        for j in 0..W {
-            for (i, v) in column(x.as_mut().col_mut(c0 + j)).iter().enumerate() {
-                panel[i * W + j] = *v;
+fn solve(l: MatRef<'_, f64>, mut x: MatMut<'_, f64>, direction: Direction) {
+    let (n, m) = (l.nrows(), x.ncols());
+    let kernels = match direction {
+        Direction::Forward => Kernels { panel: substitute_panel, column: substitute },
+        Direction::Backward => Kernels { panel: substitute_transposed_panel, column: substitute_transposed },
+    };
+    if m < FEW_COLUMNS {
+        let diagonal: Vec<&[f64]> = (0..n).map(|p| crate::col(l, p)).collect();
+        for c in 0..m {
+            (kernels.column)(&diagonal, column(x.as_mut().col_mut(c)));
+        }
+        return;
+    }
+    SCRATCH.with_borrow_mut(|(panel, packed)| solve_in_panels(l, x, direction, kernels, panel, packed));
+}
+
+thread_local! {
+    /// The panel and packed multipliers of [`solve_in_panels`], kept between solves (BO-uCVS
+    /// solves thousands of times per play, and fresh buffers cost a page fault per 4 KB).
+    static SCRATCH: RefCell<(Vec<f64>, Vec<f64>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+}
+
+/// One diagonal block of the blocked solve.
+struct Block<'a> {
+    /// Its rows, solved by substitution.
+    rows: Range<usize>,
+    /// Its columns of `L` from its first row to its last.
+    diagonal: Vec<&'a [f64]>,
+    /// The rows that its solution enters (below it in `L`, above it in `L^T`).
+    targets: Range<usize>,
+    /// Where its multipliers there start in the packed buffer.
+    packed_at: usize,
+}
+
+/// The blocked solve, `W` columns at a time in a row-major panel (`panel[i * W + j]` is row
+/// `i` of the panel's column `j`; the last panel padded with zero columns, which stay zero):
+/// each panel goes through every block while it stays in cache, and the multipliers are
+/// packed once for all panels.
+fn solve_in_panels(
+    l: MatRef<'_, f64>,
+    mut x: MatMut<'_, f64>,
+    direction: Direction,
+    kernels: Kernels,
+    panel: &mut Vec<f64>,
+    packed: &mut Vec<f64>,
+) {
+    let (n, m) = (l.nrows(), x.ncols());
+    let mut starts: Vec<usize> = (0..n).step_by(NB).collect();
+    if direction == Direction::Backward {
+        starts.reverse();
+    }
+    packed.clear();
+    let blocks: Vec<Block> = starts
+        .into_iter()
+        .map(|k| {
+            let end = (k + NB).min(n);
+            let (targets, multipliers) = match direction {
+                Direction::Forward => (end..n, l.submatrix(end, k, n - end, end - k)),
+                Direction::Backward => (0..k, l.submatrix(k, 0, end - k, k).transpose()),
+            };
+            let packed_at = packed.len();
+            packed.resize(packed_at + targets.len().div_ceil(MR) * MR * (end - k), 0.0);
+            pack(&mut packed[packed_at..], multipliers, MR);
+            let diagonal = (k..end).map(|p| &crate::col(l, p)[k..end]).collect();
+            Block { rows: k..end, diagonal, targets, packed_at }
+        })
+        .collect();
+    panel.resize(n * W, 0.0);
+    for c0 in (0..m).step_by(W) {
+        let width = W.min(m - c0);
+        if width < W {
+            panel.fill(0.0);
+        }
+        let mut columns: Vec<&mut [f64]> = x.as_mut().subcols_mut(c0, width).col_iter_mut().map(column).collect();
+        for (i, row) in panel.chunks_exact_mut(W).enumerate() {
+            for (slot, c) in row.iter_mut().zip(&columns) {
+                *slot = c[i];
             }
         }
-        (kernels.panel)(diagonal, panel);
-        for j in 0..W {
-            for (i, v) in column(x.as_mut().col_mut(c0 + j)).iter_mut().enumerate() {
-                *v = panel[i * W + j];
+        for b in &blocks {
+            (kernels.panel)(&b.diagonal, &mut panel[b.rows.start * W..b.rows.end * W]);
+            update(panel, b.rows.clone(), b.targets.clone(), &packed[b.packed_at..]);
+        }
+        for (i, row) in panel.chunks_exact(W).enumerate() {
+            for (slot, c) in row.iter().zip(&mut columns) {
+                c[i] = *slot;
             }
         }
     }
-    for c in full..m {
-        (kernels.column)(diagonal, column(x.as_mut().col_mut(c)));
+}
+
+/// `x_i <- x_i - sum_p m_ip x_p` over the `solved` rows `p`, for every `target` row `i` of
+/// a panel, as [`matmul`] with `Accum::Add` and `alpha = -1` computes it (the block fits in
+/// one of its `KC` steps): the register kernel's fused sum over `p` in order, then
+/// subtracted. `packed` holds the multipliers as [`pack`] lays out `matmul`'s `a`, and the
+/// solved rows are already its packed `b` (`W` is its `NR`).
+fn update(panel: &mut [f64], solved: Range<usize>, targets: Range<usize>, packed: &[f64]) {
+    let kc = solved.len();
+    let (solved_rows, target_rows) = if targets.start >= solved.end {
+        let (head, tail) = panel.split_at_mut(targets.start * W);
+        (&head[solved.start * W..solved.end * W], &mut tail[..targets.len() * W])
+    } else {
+        let (head, tail) = panel.split_at_mut(solved.start * W);
+        (&tail[..kc * W], &mut head[targets.start * W..targets.end * W])
+    };
+    for (g, rows) in target_rows.chunks_mut(MR * W).enumerate() {
+        let sums = block_product(&packed[g * MR * kc..(g + 1) * MR * kc], solved_rows);
+        for (row, sums) in rows.chunks_exact_mut(W).zip(&sums) {
+            for (x, s) in row.iter_mut().zip(sums) {
+                // `x + (-1 * s)`, matmul's update, is `x - s` to the bit.
+                *x -= s;
+            }
+        }
     }
 }
 
