@@ -103,7 +103,8 @@ pub(crate) fn pack(out: &mut [f64], m: MatRef<'_, f64>, width: usize) {
         if let Some(block) = m.subrows(first, present).try_as_col_major() {
             // Contiguous columns (a column-major `a`).
             for k in 0..kc {
-                panel[k * width..k * width + present].copy_from_slice(block.col(k).try_as_col_major().expect("contiguous").as_slice());
+                panel[k * width..k * width + present]
+                    .copy_from_slice(block.col(k).try_as_col_major().expect("contiguous").as_slice());
             }
         } else if m.col_stride() == 1 {
             // Contiguous rows (a transposed view: `b`, or a transposed `a`).

@@ -19,9 +19,9 @@ use faer::{Mat, MatMut, MatRef};
 use std::cell::RefCell;
 use std::ops::Range;
 
-use crate::gemm::{block_product, pack, KC, MR, NR};
 #[cfg(doc)]
 use crate::gemm::matmul;
+use crate::gemm::{block_product, pack, KC, MR, NR};
 
 /// Rows per block.
 const NB: usize = 64;
@@ -335,7 +335,11 @@ mod tests {
                     let mut one: Vec<f64> = (0..rows).map(|i| x[(i, j)]).collect();
                     (kernels.column)(&diagonal, &mut one);
                     let from_panel: Vec<u64> = (0..rows).map(|i| panel[i * W + j].to_bits()).collect();
-                    assert_eq!(from_panel, one.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), "{rows} rows, column {j}");
+                    assert_eq!(
+                        from_panel,
+                        one.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                        "{rows} rows, column {j}"
+                    );
                 }
             }
         }

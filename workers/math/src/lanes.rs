@@ -474,9 +474,8 @@ mod tests {
     fn exp_in_place_equals_exp() {
         let mut rng = ChaCha8Rng::seed_from_u64(41);
         for len in [0, 1, 3, 4, 5, 8, 11, 1000] {
-            let xs: Vec<f64> = (0..len)
-                .map(|k| if k % 97 == 13 { 709.5 } else { rng.random_range(-745.0..709.0) })
-                .collect();
+            let xs: Vec<f64> =
+                (0..len).map(|k| if k % 97 == 13 { 709.5 } else { rng.random_range(-745.0..709.0) }).collect();
             let mut got = xs.clone();
             exp_in_place(&mut got);
             let want: Vec<u64> = xs.iter().map(|&x| crate::exp(x).to_bits()).collect();
