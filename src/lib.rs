@@ -11,6 +11,7 @@ pub mod coordinator;
 pub mod embedded;
 pub mod families;
 pub mod local;
+pub mod page;
 pub mod report;
 pub mod results;
 pub mod secret;

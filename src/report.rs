@@ -1,9 +1,9 @@
 //! `armada report`: a finished sweep's curves and final table as one self-contained HTML
 //! file, readable offline from disk. It is the dashboard's own page with its style, its
 //! scripts and the sweep's views (computed from `summary.parquet` and `final.parquet` by
-//! [`crate::coordinator::dashboard::views`]) inlined, so the report and the live page draw the same.
+//! [`crate::page::views`]) inlined, so the report and the live page draw the same.
 
-use crate::coordinator::dashboard::{self, views};
+use crate::page::{self, views};
 use crate::results;
 use anyhow::{bail, Context};
 use serde_json::json;
@@ -55,13 +55,13 @@ pub fn write_report(sweep_dir: &Path, out: Option<&Path>) -> anyhow::Result<Path
 pub fn page(data: &str) -> anyhow::Result<String> {
     // In a <script> element, `</script` ends it whatever the quotes: JSON allows `\/`.
     let data = data.replace("</", "<\\/").replace("<!--", "<\\!--");
-    let mut html = dashboard::INDEX_HTML.to_string();
+    let mut html = page::INDEX_HTML.to_string();
     let inlined = [
-        (r#"<link rel="stylesheet" href="/assets/style.css">"#, format!("<style>\n{}</style>", dashboard::STYLE_CSS)),
-        (r#"<script src="/assets/chart.js"></script>"#, format!("<script>\n{}</script>", dashboard::CHART_JS)),
+        (r#"<link rel="stylesheet" href="/assets/style.css">"#, format!("<style>\n{}</style>", page::STYLE_CSS)),
+        (r#"<script src="/assets/chart.js"></script>"#, format!("<script>\n{}</script>", page::CHART_JS)),
         (
             r#"<script src="/assets/app.js"></script>"#,
-            format!("<script>window.ARMADA_REPORT = {data};</script>\n<script>\n{}</script>", dashboard::APP_JS),
+            format!("<script>window.ARMADA_REPORT = {data};</script>\n<script>\n{}</script>", page::APP_JS),
         ),
     ];
     for (tag, inline) in inlined {
@@ -82,7 +82,7 @@ mod tests {
         let html = page(r#"{"x": "</script><!-- y"}"#).unwrap();
         assert!(!html.contains("/assets/"), "an asset is still referenced");
         assert!(!html.contains("src=") && !html.contains("href=\"http"), "an external reference");
-        assert!(html.contains(dashboard::CHART_JS) && html.contains(dashboard::APP_JS));
+        assert!(html.contains(page::CHART_JS) && html.contains(page::APP_JS));
         assert!(html.contains(r#"window.ARMADA_REPORT = {"x": "<\/script><\!-- y"};"#));
         // The data cannot end its own script element.
         assert_eq!(html.matches("</script>").count(), 3);

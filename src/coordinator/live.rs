@@ -8,8 +8,7 @@
 //! of unfinished cells (at submission and at start-up), the exact rows of each cell whose
 //! jobs are all settled, and the sweep's files once every cell is exact.
 
-use super::replies::CommandError;
-use super::scheduler::SummaryInputs;
+use super::replies::{CommandError, SummaryInputs};
 pub use crate::results::live::cell_counts;
 use crate::results::live::{self, CellMoments, LiveSweep};
 use crate::results::{self, Cell, StoredRows};

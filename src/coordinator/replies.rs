@@ -4,7 +4,8 @@
 //! kept in its wire form, as data: [`Checked`]).
 
 use super::declared::Checked;
-use armada_core::JobSpec;
+use armada_core::{JobSpec, MetricDef};
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -246,3 +247,20 @@ impl std::fmt::Display for CommandError {
 }
 
 impl std::error::Error for CommandError {}
+
+/// What the summary of a sweep is built from.
+pub struct SummaryInputs {
+    pub sweep_dir: PathBuf,
+    /// Nothing is queued or running.
+    pub finished: bool,
+    pub n_done: u32,
+    /// The keys of the done jobs, when asked for (FetchResults of trajectories).
+    pub done_keys: BTreeSet<String>,
+    pub n_failed: u32,
+    /// Cells of the sweep.
+    pub n_cells: u32,
+    pub metrics: &'static [MetricDef],
+    pub headline: &'static [&'static str],
+    /// The family's [`armada_core::Family::summary_axes`].
+    pub axes: &'static [&'static str],
+}

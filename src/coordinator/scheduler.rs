@@ -27,7 +27,7 @@ use super::live::{self, LiveSummaries, Opening};
 use super::metrics::Metrics;
 use super::replies::{
     CommandError, Declared, JobFailed, JobFilter, JobInfo, Lease, Leases, Registered, Registration, Submitted,
-    SweepEvent, SweepStatus, WorkerInfo,
+    SummaryInputs, SweepEvent, SweepStatus, WorkerInfo,
 };
 use super::sessions::Sessions;
 use super::spool::{RecordSchema, Spools};
@@ -98,23 +98,6 @@ fn clip(mut error: String) -> String {
         error.push_str(&format!(" ... ({cut} more bytes)"));
     }
     error
-}
-
-/// What the summary of a sweep is built from.
-pub struct SummaryInputs {
-    pub sweep_dir: PathBuf,
-    /// Nothing is queued or running.
-    pub finished: bool,
-    pub n_done: u32,
-    /// The keys of the done jobs, when asked for (FetchResults of trajectories).
-    pub done_keys: BTreeSet<String>,
-    pub n_failed: u32,
-    /// Cells of the sweep.
-    pub n_cells: u32,
-    pub metrics: &'static [MetricDef],
-    pub headline: &'static [&'static str],
-    /// The family's [`armada_core::Family::summary_axes`].
-    pub axes: &'static [&'static str],
 }
 
 /// A request to the scheduler.

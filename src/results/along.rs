@@ -14,7 +14,7 @@
 //! `n`, `mean`, `std`, `se`, `median`, `q10`, `q90`. Rows sorted by cell, point, metric.
 
 use super::part::for_each_job;
-use super::summary::{by_cell, concat, statistics, with_names, Interner, Rows};
+use super::stats::{by_cell, statistics, with_names, Interner, Rows};
 use super::*;
 use anyhow::{bail, ensure};
 use std::collections::BTreeSet;

@@ -17,7 +17,7 @@
 //! Sweeps list their jobs seed-major, so cells complete one after another over the sweep's
 //! last round of seeds, and the summary files are written as the last cell's rows are.
 
-use super::summary::{concat, with_names, Stats};
+use super::stats::{with_names, Stats};
 use super::*;
 use armada_core::{MetricDef, MetricKind};
 use std::collections::{BTreeMap, BTreeSet, HashMap};

@@ -81,6 +81,7 @@
 mod along;
 pub mod live;
 mod part;
+mod stats;
 mod summary;
 mod table;
 
@@ -220,6 +221,20 @@ pub fn read_parquet(path: &Path) -> anyhow::Result<DataFrame> {
         .finish()
         .map_err(anyhow::Error::from)
         .with_context(|| format!("reading {}", path.display()))
+}
+
+/// Frames of one schema stacked into one contiguous frame.
+fn concat<'a>(frames: impl Iterator<Item = &'a DataFrame>) -> anyhow::Result<DataFrame> {
+    let mut out = DataFrame::empty();
+    for rows in frames {
+        if out.width() == 0 {
+            out = rows.clone();
+        } else {
+            out.vstack_mut(rows)?;
+        }
+    }
+    out.rechunk_mut();
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -318,7 +318,7 @@ pub fn encode_jobs(jobs: &[&StoredRows]) -> anyhow::Result<Vec<u8>> {
     jobs.sort_by(|a, b| (&a.cell, &a.key).cmp(&(&b.cell, &b.key)));
     let index = PartIndex::of(jobs.iter().map(|j| (j.key.clone(), j.cell.clone(), j.rows)));
     ensure!(!jobs.is_empty(), "no jobs to encode");
-    let mut frame = super::summary::concat(read_jobs(&jobs)?.iter())?;
+    let mut frame = super::concat(read_jobs(&jobs)?.iter())?;
     let metadata = KeyValueMetadata::from_static(vec![(INDEX_KEY.to_owned(), index.to_json())]);
     let mut bytes = Vec::new();
     parquet_writer(&mut bytes).with_key_value_metadata(Some(metadata)).finish(&mut frame)?;

@@ -2,8 +2,7 @@
 //! HTTP/1.1 on a port of its own (`armada serve --dashboard`, and `armada run`'s loopback
 //! one).
 //!
-//! The page is one HTML file with its script and style (`assets/`), compiled into the
-//! binary: no CDN, no build step, nothing fetched from elsewhere. It polls a small JSON API
+//! The page ([`crate::page`]) polls a small JSON API
 //! answered from the scheduler's state and the live summaries ([`crate::coordinator::live`]),
 //! never from the trajectories (one job's rows are read only when its trajectory is asked
 //! for). A sweep's curves and final table are computed once per change of the sweep and
@@ -17,13 +16,14 @@
 pub mod progress;
 pub mod prometheus;
 pub mod tls;
-pub mod views;
 
 use crate::coordinator::live::{SweepSummaries, Written};
+use crate::coordinator::replies::SummaryInputs;
 use crate::coordinator::replies::{CommandError, ErrorKind, JobFilter, SweepState, SweepStatus, WorkerInfo};
-use crate::coordinator::scheduler::{Command, SummaryInputs};
+use crate::coordinator::scheduler::Command;
 use crate::coordinator::sweeps::FailurePage;
 use crate::coordinator::SchedulerHandle;
+use crate::page::{views, APP_JS, CHART_JS, INDEX_HTML, STYLE_CSS};
 use crate::results;
 use armada_worker::auth::same_secret;
 use axum::body::Body;
@@ -40,11 +40,6 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-pub const INDEX_HTML: &str = include_str!("assets/index.html");
-pub const APP_JS: &str = include_str!("assets/app.js");
-pub const CHART_JS: &str = include_str!("assets/chart.js");
-pub const STYLE_CSS: &str = include_str!("assets/style.css");
 
 /// A sweep's tables are recomputed at most this often while it runs, however many pages
 /// poll them.

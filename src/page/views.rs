@@ -1,7 +1,7 @@
 //! What the dashboard and the static report show, as JSON-ready values: a sweep's curves
 //! (one metric, one line per algorithm variant, per benchmark variant), its final table, and
 //! one job's trajectory. Built from the summary tables in their Parquet schema (README,
-//! "Parquet schema"), whether live ([`crate::coordinator::live`]) or read from the files,
+//! "Parquet schema"), whether live (the coordinator's live summaries) or read from the files,
 //! so the page and the report draw the same numbers `armada summarize` writes.
 
 use crate::results::STEP;
