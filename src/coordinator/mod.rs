@@ -8,6 +8,7 @@ pub mod commit;
 pub mod dashboard;
 pub mod declared;
 pub mod fetch;
+pub mod handle;
 pub mod jobs;
 pub mod live;
 pub mod metrics;
@@ -21,7 +22,8 @@ pub mod store;
 pub mod sweeps;
 pub mod table;
 
-pub use scheduler::{SchedulerConfig, SchedulerHandle};
+pub use handle::SchedulerHandle;
+pub use scheduler::SchedulerConfig;
 
 use anyhow::Context;
 use armada_core::Registry;

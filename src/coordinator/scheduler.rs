@@ -22,6 +22,7 @@
 use super::catalog::{Catalog, Decision};
 use super::commit::{self, Commit, CommitConfig, PartWritten};
 use super::declared::Checked;
+use super::handle::{Command, Reply, SchedulerHandle};
 use super::jobs::{Job, Key, NewJob, Submission, Template};
 use super::live::{self, LiveSummaries, Opening};
 use super::metrics::Metrics;
@@ -81,8 +82,6 @@ impl Default for SchedulerConfig {
     }
 }
 
-type Reply<T> = oneshot::Sender<Result<T, CommandError>>;
-
 /// The longest error message kept for a job, in bytes: what a worker reports is clipped.
 pub const MAX_ERROR_BYTES: usize = 4096;
 
@@ -98,181 +97,6 @@ fn clip(mut error: String) -> String {
         error.push_str(&format!(" ... ({cut} more bytes)"));
     }
     error
-}
-
-/// A request to the scheduler.
-pub enum Command {
-    Submit {
-        submission: Submission,
-        reply: Reply<Submitted>,
-    },
-    Watch {
-        sweep: String,
-        reply: Reply<(SweepStatus, broadcast::Receiver<SweepEvent>)>,
-    },
-    Status {
-        sweep: String,
-        failures: FailurePage,
-        reply: Reply<SweepStatus>,
-    },
-    List {
-        reply: Reply<Vec<SweepStatus>>,
-    },
-    Cancel {
-        sweep: String,
-        reply: Reply<SweepStatus>,
-    },
-    /// Remove a settled sweep from the store; answers its directory and job count.
-    Delete {
-        sweep: String,
-        reply: Reply<(PathBuf, u32)>,
-    },
-    Summary {
-        sweep: String,
-        with_keys: bool,
-        reply: Reply<SummaryInputs>,
-    },
-    Register {
-        registration: Registration,
-        reply: Reply<Registered>,
-    },
-    /// A client declares a family ahead of its workers.
-    Declare {
-        declaration: Checked,
-        reply: Reply<Declared>,
-    },
-    /// The registered workers, for the dashboard.
-    Workers {
-        reply: Reply<Vec<WorkerInfo>>,
-    },
-    /// The jobs of a sweep that `filter` selects (at most `limit`), for the dashboard.
-    Jobs {
-        sweep: String,
-        filter: JobFilter,
-        limit: usize,
-        reply: Reply<Vec<JobInfo>>,
-    },
-    /// The part file that holds a done job's trajectory (none while it is not done).
-    PartOf {
-        sweep: String,
-        key: String,
-        reply: Reply<Option<PathBuf>>,
-    },
-    Lease {
-        session: String,
-        max_jobs: u32,
-        reply: Reply<Leases>,
-    },
-    /// Renew the leases of these attempts; answers the attempts to abandon.
-    Heartbeat {
-        session: String,
-        attempts: Vec<u64>,
-        reply: Reply<Vec<u64>>,
-    },
-    /// Commit an attempt; answers whether its trajectory is the job's (a later commit of
-    /// a job is not).
-    Complete {
-        session: String,
-        attempt: u64,
-        n_records: u32,
-        reply: Reply<bool>,
-    },
-    /// An attempt failed; answers whether its job will be tried again.
-    Fail {
-        session: String,
-        attempt: u64,
-        error: String,
-        reply: Reply<bool>,
-    },
-    /// Attempts leased and never started, handed back: answers how many jobs were queued.
-    Release {
-        session: String,
-        attempts: Vec<u64>,
-        reply: Reply<u32>,
-    },
-    /// The attempt's uploaded records broke its job's schema (the spool says why): void it.
-    Refused {
-        attempt: u64,
-    },
-    /// Internal: the committer wrote (or failed to write) a part.
-    PartWritten(PartWritten),
-    /// Internal: the summary files of a sweep's live summaries (that generation) are written.
-    Summarized {
-        sweep: String,
-        generation: u64,
-    },
-}
-
-impl Command {
-    /// The worker session a worker's request names: it was heard from.
-    fn session(&self) -> Option<&str> {
-        match self {
-            Command::Lease { session, .. }
-            | Command::Heartbeat { session, .. }
-            | Command::Complete { session, .. }
-            | Command::Fail { session, .. }
-            | Command::Release { session, .. } => Some(session),
-            // No `_` arm: a new worker request must say whether it names a session.
-            Command::Submit { .. }
-            | Command::Watch { .. }
-            | Command::Status { .. }
-            | Command::List { .. }
-            | Command::Cancel { .. }
-            | Command::Delete { .. }
-            | Command::Summary { .. }
-            | Command::Register { .. }
-            | Command::Declare { .. }
-            | Command::Workers { .. }
-            | Command::Jobs { .. }
-            | Command::PartOf { .. }
-            | Command::Refused { .. }
-            | Command::PartWritten(_)
-            | Command::Summarized { .. } => None,
-        }
-    }
-}
-
-/// The scheduler's mailbox, and the spools the upload streams write into.
-#[derive(Clone)]
-pub struct SchedulerHandle {
-    mailbox: mpsc::Sender<Command>,
-    pub spools: Spools,
-    pub live: LiveSummaries,
-    pub metrics: Arc<Metrics>,
-}
-
-impl SchedulerHandle {
-    /// Send a command built around a reply channel and wait for the answer.
-    pub async fn call<T>(&self, make: impl FnOnce(Reply<T>) -> Command) -> Result<T, CommandError> {
-        self.send(make).await?.answer().await
-    }
-
-    /// Send a command that has no answer.
-    pub async fn mailbox_send(&self, command: Command) -> Result<(), CommandError> {
-        self.mailbox.send(command).await.map_err(|_| CommandError::unavailable("the scheduler has stopped"))
-    }
-
-    /// Send a command; its answer is awaited separately (several commands in flight at once).
-    pub async fn send<T>(&self, make: impl FnOnce(Reply<T>) -> Command) -> Result<Pending<T>, CommandError> {
-        let (tx, rx) = oneshot::channel();
-        self.mailbox.send(make(tx)).await.map_err(|_| CommandError::unavailable("the scheduler has stopped"))?;
-        Ok(Pending(rx))
-    }
-}
-
-/// The answer to a command sent with [`SchedulerHandle::send`].
-pub struct Pending<T>(oneshot::Receiver<Result<T, CommandError>>);
-
-impl<T> Pending<T> {
-    pub async fn answer(self) -> Result<T, CommandError> {
-        self.0.await.map_err(|_| CommandError::internal("the scheduler dropped the request"))?
-    }
-
-    /// Not answered yet (an answer found here is dropped).
-    #[cfg(test)]
-    fn is_pending(&mut self) -> bool {
-        matches!(self.0.try_recv(), Err(oneshot::error::TryRecvError::Empty))
-    }
 }
 
 /// A worker that found nothing to lease asks again after this long.
@@ -467,7 +291,7 @@ impl Scheduler {
         // The stored rows read to load the jobs are gone.
         release_free_memory();
         tokio::spawn(s.run(rx));
-        Ok(SchedulerHandle { mailbox: tx, spools, live, metrics })
+        Ok(SchedulerHandle::new(tx, spools, live, metrics))
     }
 
     /// Jobs in parts the store does not know: written, then the coordinator died before
@@ -1463,7 +1287,7 @@ mod tests {
         attempt: u64,
         records: &[StepRecord],
     ) -> Result<bool, ErrorKind> {
-        match s.spools.append(attempt, session, records) {
+        match s.append(attempt, session, records) {
             Ok(_) => {}
             Err(e) if e.kind() == ErrorKind::InvalidArgument => {}
             Err(e) => return Err(e.kind()),
@@ -1636,7 +1460,7 @@ mod tests {
                 assert_eq!(upload_and_complete(&s, &w, l.attempt_id, l.spec.seed as f64).await, Ok(true));
             }
             // The live summaries exist until their files are written.
-            if let Some(entry) = s.live.get("t") {
+            if let Some(entry) = s.live_summaries("t") {
                 assert_eq!(entry.written().await, Ok(true));
             }
             assert!(final_file.is_file());
@@ -1646,12 +1470,12 @@ mod tests {
         assert!(Store::open(dir.path()).unwrap().sweeps().unwrap()[0].summarized);
         {
             let s = start(dir.path(), Duration::from_secs(60)).await;
-            assert!(s.live.get("t").is_none(), "finished and summarized: nothing to redo");
+            assert!(s.live_summaries("t").is_none(), "finished and summarized: nothing to redo");
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
         std::fs::remove_file(&final_file).unwrap();
         let s = start(dir.path(), Duration::from_secs(60)).await;
-        let entry = s.live.get("t").expect("its summaries are rebuilt");
+        let entry = s.live_summaries("t").expect("its summaries are rebuilt");
         assert_eq!(entry.written().await, Ok(true));
         assert!(std::fs::read(&final_file).unwrap() == written);
     }
@@ -1673,7 +1497,7 @@ mod tests {
         assert_ne!(a, b);
         let id = lease(&s, &a).await[0].attempt_id;
         let denied = ErrorKind::PermissionDenied;
-        assert_eq!(s.spools.append(id, &b, &records(9.0)).unwrap_err().kind(), denied);
+        assert_eq!(s.append(id, &b, &records(9.0)).unwrap_err().kind(), denied);
         assert_eq!(upload_and_complete(&s, &b, id, 9.0).await, Err(denied));
         let (session, error) = (b.clone(), "forged".to_string());
         let failed = s.call(|reply| Command::Fail { session, attempt: id, error, reply }).await;
@@ -1743,8 +1567,8 @@ mod tests {
         }
         // Through the upload stream: the service voids the attempt as the records arrive.
         let l = lease(&s, &w).await;
-        assert!(s.spools.append(l[0].attempt_id, &w, &bad(&[1])).is_err());
-        s.mailbox_send(Command::Refused { attempt: l[0].attempt_id }).await.unwrap();
+        assert!(s.append(l[0].attempt_id, &w, &bad(&[1])).is_err());
+        s.refused(l[0].attempt_id).await.unwrap();
         assert_eq!(status(&s).await.n_queued, 1);
         // Voided again and again: the job fails, with the reason.
         for _ in 3..MAX_VOIDED {
@@ -2008,7 +1832,7 @@ mod tests {
             assert_eq!(gone.await.unwrap_err().kind(), ErrorKind::NotFound);
             let missing = s.call(|reply| Command::Delete { sweep: "t".into(), reply }).await.unwrap_err();
             assert_eq!(missing.kind(), ErrorKind::NotFound);
-            assert!(s.live.get("t").is_none());
+            assert!(s.live_summaries("t").is_none());
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
         let store = Store::open(dir.path()).unwrap();
@@ -2044,7 +1868,7 @@ mod tests {
         assert_eq!(upload_and_complete(&s, &w, id, 4.0).await, Ok(true));
         let st = status(&s).await;
         assert_eq!((st.n_done, st.n_failed), (1, 0));
-        if let Some(entry) = s.live.get("t") {
+        if let Some(entry) = s.live_summaries("t") {
             assert_eq!(entry.written().await, Ok(true));
         }
         let summary = dir.path().join("t").join(results::SUMMARY_FILE);

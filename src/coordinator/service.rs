@@ -7,13 +7,13 @@ use super::access::Grant;
 use super::catalog::Catalog;
 use super::declared;
 use super::fetch;
+use super::handle::{Pending, SchedulerHandle};
 use super::jobs::Submission;
-use super::live::{self, Current};
+use super::live::Current;
 use super::replies::{
     CommandError, Declared, ErrorKind, JobFailed, Lease, Leases, Registered, Registration, Submitted, SweepEvent,
     SweepState, SweepStatus,
 };
-use super::scheduler::{Command, Pending, SchedulerHandle};
 use super::sweeps::FailurePage;
 use crate::{results, sweep};
 use armada_core::{Registry, SpecError, ValidJob};
@@ -104,7 +104,7 @@ impl pb::sweeps_server::Sweeps for Coordinator {
         .await
         .map_err(|e| Status::internal(e.to_string()))??;
         let parsed = started.elapsed();
-        let reply = self.scheduler.call(|reply| Command::Submit { submission, reply }).await?;
+        let reply = self.scheduler.submit(submission).await?;
         info!(
             "sweep {}: {} job(s) parsed and validated in {parsed:.1?}, stored and queued in {:.1?}",
             reply.sweep_id,
@@ -122,8 +122,7 @@ impl pb::sweeps_server::Sweeps for Coordinator {
         request: Request<pb::WatchSweepRequest>,
     ) -> Result<Response<Self::WatchSweepStream>, Status> {
         let sweep = request.into_inner().sweep_id;
-        let (snapshot, mut events) =
-            self.scheduler.call(|reply| Command::Watch { sweep: sweep.clone(), reply }).await?;
+        let (snapshot, mut events) = self.scheduler.watch(sweep.clone()).await?;
         let (tx, rx) = mpsc::channel(256);
         let scheduler = self.scheduler.clone();
         tokio::spawn(async move {
@@ -144,7 +143,7 @@ impl pb::sweeps_server::Sweeps for Coordinator {
                     // A slow watcher missed events: send where things stand instead.
                     Err(broadcast::error::RecvError::Lagged(_)) => {
                         let failures = FailurePage::default();
-                        match scheduler.call(|reply| Command::Status { sweep: sweep.clone(), failures, reply }).await {
+                        match scheduler.status(sweep.clone(), failures).await {
                             Ok(s) => pb::SweepEvent { event: Some(Event::Snapshot(sweep_status(s))) },
                             Err(_) => return,
                         }
@@ -173,7 +172,7 @@ impl pb::sweeps_server::Sweeps for Coordinator {
             n => n,
         };
         let failures = FailurePage { offset: r.failures_offset as usize, limit };
-        let status = self.scheduler.call(|reply| Command::Status { sweep: r.sweep_id, failures, reply }).await?;
+        let status = self.scheduler.status(r.sweep_id, failures).await?;
         Ok(Response::new(sweep_status(status)))
     }
 
@@ -181,7 +180,7 @@ impl pb::sweeps_server::Sweeps for Coordinator {
         &self,
         _request: Request<pb::ListSweepsRequest>,
     ) -> Result<Response<pb::ListSweepsResponse>, Status> {
-        let sweeps = self.scheduler.call(|reply| Command::List { reply }).await?;
+        let sweeps = self.scheduler.list().await?;
         Ok(Response::new(pb::ListSweepsResponse { sweeps: sweeps.into_iter().map(sweep_status).collect() }))
     }
 
@@ -190,7 +189,7 @@ impl pb::sweeps_server::Sweeps for Coordinator {
         request: Request<pb::CancelSweepRequest>,
     ) -> Result<Response<pb::SweepStatus>, Status> {
         let sweep = request.into_inner().sweep_id;
-        Ok(Response::new(sweep_status(self.scheduler.call(|reply| Command::Cancel { sweep, reply }).await?)))
+        Ok(Response::new(sweep_status(self.scheduler.cancel(sweep).await?)))
     }
 
     async fn server_info(
@@ -206,7 +205,7 @@ impl pb::sweeps_server::Sweeps for Coordinator {
     ) -> Result<Response<pb::DeleteSweepResponse>, Status> {
         let r = request.into_inner();
         let sweep = r.sweep_id;
-        let (dir, n_jobs) = self.scheduler.call(|reply| Command::Delete { sweep, reply }).await?;
+        let (dir, n_jobs) = self.scheduler.delete(sweep).await?;
         let mut results_removed = false;
         if !r.keep_results && dir.exists() {
             tokio::task::spawn_blocking(move || std::fs::remove_dir_all(&dir))
@@ -223,9 +222,8 @@ impl pb::sweeps_server::Sweeps for Coordinator {
         request: Request<pb::GetSummaryRequest>,
     ) -> Result<Response<pb::GetSummaryResponse>, Status> {
         let sweep = request.into_inner().sweep_id;
-        let inputs =
-            self.scheduler.call(|reply| Command::Summary { sweep: sweep.clone(), with_keys: false, reply }).await?;
-        let current = live::current(&self.scheduler.live, &sweep, &inputs).await?;
+        let inputs = self.scheduler.summary_inputs(sweep.clone(), false).await?;
+        let current = self.scheduler.current(&sweep, &inputs).await?;
         if let Current::Nothing = current {
             return Err(Status::failed_precondition(format!("sweep `{sweep}` has no finished job yet")));
         }
@@ -278,10 +276,10 @@ impl pb::sweeps_server::Sweeps for Coordinator {
         let sweep = request.sweep_id.clone();
         let table = fetch::check(&request)?;
         let with_keys = matches!(table, fetch::Wanted::Trajectories);
-        let inputs = self.scheduler.call(|reply| Command::Summary { sweep: sweep.clone(), with_keys, reply }).await?;
+        let inputs = self.scheduler.summary_inputs(sweep.clone(), with_keys).await?;
         let source = match table {
             fetch::Wanted::Trajectories => fetch::Source::Trajectories,
-            fetch::Wanted::Summary(which) => match live::current(&self.scheduler.live, &sweep, &inputs).await? {
+            fetch::Wanted::Summary(which) => match self.scheduler.current(&sweep, &inputs).await? {
                 Current::Live { summary, last, .. } => match which {
                     fetch::SummaryTable::Summary => fetch::Source::Frame(summary),
                     fetch::SummaryTable::Final => fetch::Source::Frame(last),
@@ -322,7 +320,7 @@ impl pb::sweeps_server::Sweeps for Coordinator {
             .catalog
             .check(declaration)
             .map_err(|e| Status::invalid_argument(format!("declaration.{}", e.message())))?;
-        let Declared { digest, created } = self.scheduler.call(|reply| Command::Declare { declaration, reply }).await?;
+        let Declared { digest, created } = self.scheduler.declare(declaration).await?;
         Ok(Response::new(pb::DeclareFamilyResponse { digest, created }))
     }
 }
@@ -349,7 +347,7 @@ impl Coordinator {
     async fn complete(&self, session: String, r: pb::CompleteAttemptRequest) -> Result<Pending<bool>, Status> {
         if !r.records.is_empty() {
             let records: Vec<_> = r.records.into_iter().map(wire::record_from_wire).collect();
-            match self.scheduler.spools.append(r.attempt_id, &session, &records) {
+            match self.scheduler.append(r.attempt_id, &session, &records) {
                 // A record that breaks the schema breaks the spool: the commit below is
                 // refused with the reason, and the attempt voided.
                 Ok(_) => self.records_received(records.len()),
@@ -358,11 +356,11 @@ impl Coordinator {
             }
         }
         let (attempt, n_records) = (r.attempt_id, r.n_records);
-        Ok(self.scheduler.send(|reply| Command::Complete { session, attempt, n_records, reply }).await?)
+        Ok(self.scheduler.complete(session, attempt, n_records).await?)
     }
 
     fn records_received(&self, n: usize) {
-        self.scheduler.metrics.records_received.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+        self.scheduler.records_received(n as u64);
     }
 }
 
@@ -414,8 +412,7 @@ impl pb::workers_server::Workers for Coordinator {
             .collect();
         let registration =
             Registration { name, slots, version, families, build, declarations, host, software, processor };
-        let Registered { worker_id, session, lease_ttl, heartbeat } =
-            self.scheduler.call(|reply| Command::Register { registration, reply }).await?;
+        let Registered { worker_id, session, lease_ttl, heartbeat } = self.scheduler.register(registration).await?;
         Ok(Response::new(pb::RegisterResponse {
             worker_id,
             lease_ttl_ms: lease_ttl.as_millis() as u32,
@@ -427,8 +424,7 @@ impl pb::workers_server::Workers for Coordinator {
 
     async fn lease(&self, request: Request<pb::LeaseRequest>) -> Result<Response<pb::LeaseResponse>, Status> {
         let r = request.into_inner();
-        let Leases { leases, retry_after } =
-            self.scheduler.call(|reply| Command::Lease { session: r.session, max_jobs: r.max_jobs, reply }).await?;
+        let Leases { leases, retry_after } = self.scheduler.lease(r.session, r.max_jobs).await?;
         Ok(Response::new(pb::LeaseResponse {
             leases: leases.into_iter().map(job_lease).collect(),
             retry_after_ms: retry_after.as_millis() as u32,
@@ -440,10 +436,7 @@ impl pb::workers_server::Workers for Coordinator {
         request: Request<pb::HeartbeatRequest>,
     ) -> Result<Response<pb::HeartbeatResponse>, Status> {
         let r = request.into_inner();
-        let abandon = self
-            .scheduler
-            .call(|reply| Command::Heartbeat { session: r.session, attempts: r.attempt_ids, reply })
-            .await?;
+        let abandon = self.scheduler.heartbeat(r.session, r.attempt_ids).await?;
         Ok(Response::new(pb::HeartbeatResponse { abandon }))
     }
 
@@ -457,7 +450,7 @@ impl pb::workers_server::Workers for Coordinator {
             let batch = batch?;
             let records: Vec<_> = batch.records.into_iter().map(wire::record_from_wire).collect();
             // Straight into the attempt's spool: record batches never wait on the scheduler.
-            match self.scheduler.spools.append(batch.attempt_id, &batch.session, &records) {
+            match self.scheduler.append(batch.attempt_id, &batch.session, &records) {
                 Ok(n) => {
                     n_records = n;
                     self.records_received(records.len());
@@ -466,7 +459,7 @@ impl pb::workers_server::Workers for Coordinator {
                     if e.kind() == ErrorKind::InvalidArgument {
                         // The records broke the job's schema: void the attempt now.
                         let attempt = batch.attempt_id;
-                        let _ = self.scheduler.mailbox_send(Command::Refused { attempt }).await;
+                        let _ = self.scheduler.refused(attempt).await;
                     }
                     return Err(e.into());
                 }
@@ -520,10 +513,7 @@ impl pb::workers_server::Workers for Coordinator {
         request: Request<pb::FailAttemptRequest>,
     ) -> Result<Response<pb::FailAttemptResponse>, Status> {
         let r = request.into_inner();
-        let will_retry = self
-            .scheduler
-            .call(|reply| Command::Fail { session: r.session, attempt: r.attempt_id, error: r.error, reply })
-            .await?;
+        let will_retry = self.scheduler.fail(r.session, r.attempt_id, r.error).await?;
         Ok(Response::new(pb::FailAttemptResponse { will_retry }))
     }
 
@@ -532,10 +522,7 @@ impl pb::workers_server::Workers for Coordinator {
         request: Request<pb::ReleaseAttemptsRequest>,
     ) -> Result<Response<pb::ReleaseAttemptsResponse>, Status> {
         let r = request.into_inner();
-        let released = self
-            .scheduler
-            .call(|reply| Command::Release { session: r.session, attempts: r.attempt_ids, reply })
-            .await?;
+        let released = self.scheduler.release(r.session, r.attempt_ids).await?;
         Ok(Response::new(pb::ReleaseAttemptsResponse { released }))
     }
 }

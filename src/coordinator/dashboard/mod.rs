@@ -20,7 +20,6 @@ pub mod tls;
 use crate::coordinator::live::{SweepSummaries, Written};
 use crate::coordinator::replies::SummaryInputs;
 use crate::coordinator::replies::{CommandError, ErrorKind, JobFilter, SweepState, SweepStatus, WorkerInfo};
-use crate::coordinator::scheduler::Command;
 use crate::coordinator::sweeps::FailurePage;
 use crate::coordinator::SchedulerHandle;
 use crate::page::{views, APP_JS, CHART_JS, INDEX_HTML, STYLE_CSS};
@@ -243,7 +242,7 @@ async fn sample_progress(d: Arc<Dashboard>) {
     let mut tick = tokio::time::interval(progress::SAMPLE_EVERY);
     loop {
         tick.tick().await;
-        let Ok(sweeps) = d.scheduler.call(|reply| Command::List { reply }).await else { continue };
+        let Ok(sweeps) = d.scheduler.list().await else { continue };
         let now = Instant::now();
         let mut progress = d.progress.lock().unwrap_or_else(|e| e.into_inner());
         for s in &sweeps {
@@ -316,8 +315,8 @@ impl From<WorkerInfo> for WorkerView {
 }
 
 async fn overview(State(d): State<Arc<Dashboard>>) -> Result<Response, ApiError> {
-    let sweeps = d.scheduler.call(|reply| Command::List { reply }).await?;
-    let workers = d.scheduler.call(|reply| Command::Workers { reply }).await?;
+    let sweeps = d.scheduler.list().await?;
+    let workers = d.scheduler.workers().await?;
     let sweeps: Vec<SweepSummaryView> = {
         let progress = d.progress.lock().unwrap_or_else(|e| e.into_inner());
         sweeps.iter().map(|s| SweepSummaryView::of(s, &progress)).collect()
@@ -332,7 +331,7 @@ async fn overview(State(d): State<Arc<Dashboard>>) -> Result<Response, ApiError>
 async fn sweep(State(d): State<Arc<Dashboard>>, Path(id): Path<String>) -> Result<Response, ApiError> {
     let sweep = id.clone();
     let failures = FailurePage::default();
-    let status = d.scheduler.call(|reply| Command::Status { sweep, failures, reply }).await?;
+    let status = d.scheduler.status(sweep, failures).await?;
     let progress = SweepSummaryView::of(&status, &d.progress.lock().unwrap_or_else(|e| e.into_inner()));
     let failures: Vec<_> = status
         .failures
@@ -403,7 +402,7 @@ async fn cell_jobs(
         algorithm: q.algorithm,
         algorithm_params: q.algorithm_params,
     };
-    let jobs = d.scheduler.call(|reply| Command::Jobs { sweep: id, filter, limit: CELL_JOBS_LIMIT, reply }).await?;
+    let jobs = d.scheduler.jobs(id, filter, CELL_JOBS_LIMIT).await?;
     Ok(json_body(&serde_json::json!({ "jobs": jobs, "limit": CELL_JOBS_LIMIT })))
 }
 
@@ -412,7 +411,7 @@ async fn trajectory(
     Path((id, key)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
     let (sweep, job) = (id.clone(), key.clone());
-    let part = d.scheduler.call(|reply| Command::PartOf { sweep, key: job, reply }).await?;
+    let part = d.scheduler.part_of(sweep, job).await?;
     let Some(part) = part else {
         return Err(ApiError(StatusCode::NOT_FOUND, format!("job {key} of sweep `{id}` has no trajectory (not done)")));
     };
@@ -431,8 +430,8 @@ async fn trajectory(
 }
 
 async fn metrics(State(d): State<Arc<Dashboard>>) -> Result<Response, ApiError> {
-    let sweeps = d.scheduler.call(|reply| Command::List { reply }).await?;
-    let workers = d.scheduler.call(|reply| Command::Workers { reply }).await?;
+    let sweeps = d.scheduler.list().await?;
+    let workers = d.scheduler.workers().await?;
     let mut gauges = prometheus::Gauges::default();
     for s in &sweeps {
         for (total, n) in gauges.jobs.iter_mut().zip([s.n_queued, s.n_running, s.n_done, s.n_failed, s.n_cancelled]) {
@@ -454,7 +453,7 @@ async fn metrics(State(d): State<Arc<Dashboard>>) -> Result<Response, ApiError> 
         .filter_map(|f| std::fs::metadata(d.data.join(f)).ok())
         .map(|m| m.len())
         .sum();
-    let page = prometheus::render(&gauges, &d.scheduler.metrics);
+    let page = prometheus::render(&gauges, d.scheduler.metrics());
     Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], page).into_response())
 }
 
@@ -463,8 +462,8 @@ impl Dashboard {
     /// [`REFRESH_AT_MOST_EVERY`] while it runs).
     async fn views_of(&self, id: &str) -> Result<Arc<SweepViews>, ApiError> {
         let sweep = id.to_string();
-        let inputs = self.scheduler.call(|reply| Command::Summary { sweep, with_keys: false, reply }).await?;
-        let entry = self.scheduler.live.get(id);
+        let inputs = self.scheduler.summary_inputs(sweep, false).await?;
+        let entry = self.scheduler.live_summaries(id);
         let n_exact = entry.as_ref().map_or(0, |e| e.lock().progress().0);
         let written = entry.as_ref().is_none_or(|e| e.state() != Written::Pending);
         let stamp =

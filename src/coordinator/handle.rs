@@ -1,0 +1,329 @@
+//! How the rest of armada talks to the scheduler actor: the [`Command`]s of its mailbox,
+//! and [`SchedulerHandle`], a typed async method per request. The gRPC services, the
+//! dashboard and the tests call the methods; only the scheduler matches on commands.
+//!
+//! The handle also carries what the request paths use beside the actor, off its mailbox:
+//! the spools that upload streams append records to, the live summaries that answer
+//! `FetchResults` and the dashboard while a sweep runs, and the metrics.
+
+use super::commit::PartWritten;
+use super::declared::Checked;
+use super::jobs::Submission;
+use super::live::{self, Current, LiveSummaries, SweepSummaries};
+use super::metrics::Metrics;
+use super::replies::{
+    CommandError, Declared, JobFilter, JobInfo, Leases, Registered, Registration, Submitted, SummaryInputs, SweepEvent,
+    SweepStatus, WorkerInfo,
+};
+use super::spool::Spools;
+use super::sweeps::FailurePage;
+use armada_core::StepRecord;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio::sync::{broadcast, mpsc, oneshot};
+
+/// How the scheduler answers a command.
+pub(super) type Reply<T> = oneshot::Sender<Result<T, CommandError>>;
+
+/// A request to the scheduler.
+pub(super) enum Command {
+    Submit {
+        submission: Submission,
+        reply: Reply<Submitted>,
+    },
+    Watch {
+        sweep: String,
+        reply: Reply<(SweepStatus, broadcast::Receiver<SweepEvent>)>,
+    },
+    Status {
+        sweep: String,
+        failures: FailurePage,
+        reply: Reply<SweepStatus>,
+    },
+    List {
+        reply: Reply<Vec<SweepStatus>>,
+    },
+    Cancel {
+        sweep: String,
+        reply: Reply<SweepStatus>,
+    },
+    /// Remove a settled sweep from the store; answers its directory and job count.
+    Delete {
+        sweep: String,
+        reply: Reply<(PathBuf, u32)>,
+    },
+    Summary {
+        sweep: String,
+        with_keys: bool,
+        reply: Reply<SummaryInputs>,
+    },
+    Register {
+        registration: Registration,
+        reply: Reply<Registered>,
+    },
+    /// A client declares a family ahead of its workers.
+    Declare {
+        declaration: Checked,
+        reply: Reply<Declared>,
+    },
+    /// The registered workers, for the dashboard.
+    Workers {
+        reply: Reply<Vec<WorkerInfo>>,
+    },
+    /// The jobs of a sweep that `filter` selects (at most `limit`), for the dashboard.
+    Jobs {
+        sweep: String,
+        filter: JobFilter,
+        limit: usize,
+        reply: Reply<Vec<JobInfo>>,
+    },
+    /// The part file that holds a done job's trajectory (none while it is not done).
+    PartOf {
+        sweep: String,
+        key: String,
+        reply: Reply<Option<PathBuf>>,
+    },
+    Lease {
+        session: String,
+        max_jobs: u32,
+        reply: Reply<Leases>,
+    },
+    /// Renew the leases of these attempts; answers the attempts to abandon.
+    Heartbeat {
+        session: String,
+        attempts: Vec<u64>,
+        reply: Reply<Vec<u64>>,
+    },
+    /// Commit an attempt; answers whether its trajectory is the job's (a later commit of
+    /// a job is not).
+    Complete {
+        session: String,
+        attempt: u64,
+        n_records: u32,
+        reply: Reply<bool>,
+    },
+    /// An attempt failed; answers whether its job will be tried again.
+    Fail {
+        session: String,
+        attempt: u64,
+        error: String,
+        reply: Reply<bool>,
+    },
+    /// Attempts leased and never started, handed back: answers how many jobs were queued.
+    Release {
+        session: String,
+        attempts: Vec<u64>,
+        reply: Reply<u32>,
+    },
+    /// The attempt's uploaded records broke its job's schema (the spool says why): void it.
+    Refused {
+        attempt: u64,
+    },
+    /// Internal: the committer wrote (or failed to write) a part.
+    PartWritten(PartWritten),
+    /// Internal: the summary files of a sweep's live summaries (that generation) are written.
+    Summarized {
+        sweep: String,
+        generation: u64,
+    },
+}
+
+impl Command {
+    /// The worker session a worker's request names: it was heard from.
+    pub(super) fn session(&self) -> Option<&str> {
+        match self {
+            Command::Lease { session, .. }
+            | Command::Heartbeat { session, .. }
+            | Command::Complete { session, .. }
+            | Command::Fail { session, .. }
+            | Command::Release { session, .. } => Some(session),
+            // No `_` arm: a new worker request must say whether it names a session.
+            Command::Submit { .. }
+            | Command::Watch { .. }
+            | Command::Status { .. }
+            | Command::List { .. }
+            | Command::Cancel { .. }
+            | Command::Delete { .. }
+            | Command::Summary { .. }
+            | Command::Register { .. }
+            | Command::Declare { .. }
+            | Command::Workers { .. }
+            | Command::Jobs { .. }
+            | Command::PartOf { .. }
+            | Command::Refused { .. }
+            | Command::PartWritten(_)
+            | Command::Summarized { .. } => None,
+        }
+    }
+}
+
+/// The scheduler's mailbox, and what the request paths use beside it. Cloned by every
+/// service and the dashboard; the actor stops once the last clone is dropped.
+#[derive(Clone)]
+pub struct SchedulerHandle {
+    mailbox: mpsc::Sender<Command>,
+    spools: Spools,
+    live: LiveSummaries,
+    metrics: Arc<Metrics>,
+}
+
+impl SchedulerHandle {
+    pub(super) fn new(
+        mailbox: mpsc::Sender<Command>,
+        spools: Spools,
+        live: LiveSummaries,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        SchedulerHandle { mailbox, spools, live, metrics }
+    }
+
+    /// Submit a sweep's jobs.
+    pub async fn submit(&self, submission: Submission) -> Result<Submitted, CommandError> {
+        self.call(|reply| Command::Submit { submission, reply }).await
+    }
+
+    /// A sweep's status now, and its events from now on.
+    pub async fn watch(&self, sweep: String) -> Result<(SweepStatus, broadcast::Receiver<SweepEvent>), CommandError> {
+        self.call(|reply| Command::Watch { sweep, reply }).await
+    }
+
+    /// A sweep's status, with the page of its failures asked for.
+    pub async fn status(&self, sweep: String, failures: FailurePage) -> Result<SweepStatus, CommandError> {
+        self.call(|reply| Command::Status { sweep, failures, reply }).await
+    }
+
+    /// Every sweep's status.
+    pub async fn list(&self) -> Result<Vec<SweepStatus>, CommandError> {
+        self.call(|reply| Command::List { reply }).await
+    }
+
+    /// Cancel a sweep's queued and running jobs.
+    pub async fn cancel(&self, sweep: String) -> Result<SweepStatus, CommandError> {
+        self.call(|reply| Command::Cancel { sweep, reply }).await
+    }
+
+    /// Forget a settled sweep; answers its directory and job count.
+    pub async fn delete(&self, sweep: String) -> Result<(PathBuf, u32), CommandError> {
+        self.call(|reply| Command::Delete { sweep, reply }).await
+    }
+
+    /// What a sweep's summary is built from (with the done jobs' keys when asked).
+    pub async fn summary_inputs(&self, sweep: String, with_keys: bool) -> Result<SummaryInputs, CommandError> {
+        self.call(|reply| Command::Summary { sweep, with_keys, reply }).await
+    }
+
+    /// Register a worker.
+    pub async fn register(&self, registration: Registration) -> Result<Registered, CommandError> {
+        self.call(|reply| Command::Register { registration, reply }).await
+    }
+
+    /// Declare a family (checked already) ahead of its workers.
+    pub async fn declare(&self, declaration: Checked) -> Result<Declared, CommandError> {
+        self.call(|reply| Command::Declare { declaration, reply }).await
+    }
+
+    /// The registered workers.
+    pub async fn workers(&self) -> Result<Vec<WorkerInfo>, CommandError> {
+        self.call(|reply| Command::Workers { reply }).await
+    }
+
+    /// The jobs of a sweep that `filter` selects, at most `limit`.
+    pub async fn jobs(&self, sweep: String, filter: JobFilter, limit: usize) -> Result<Vec<JobInfo>, CommandError> {
+        self.call(|reply| Command::Jobs { sweep, filter, limit, reply }).await
+    }
+
+    /// The part file holding a done job's trajectory.
+    pub async fn part_of(&self, sweep: String, key: String) -> Result<Option<PathBuf>, CommandError> {
+        self.call(|reply| Command::PartOf { sweep, key, reply }).await
+    }
+
+    /// Lease up to `max_jobs` jobs to a worker session.
+    pub async fn lease(&self, session: String, max_jobs: u32) -> Result<Leases, CommandError> {
+        self.call(|reply| Command::Lease { session, max_jobs, reply }).await
+    }
+
+    /// Renew the leases of these attempts; answers the attempts to abandon.
+    pub async fn heartbeat(&self, session: String, attempts: Vec<u64>) -> Result<Vec<u64>, CommandError> {
+        self.call(|reply| Command::Heartbeat { session, attempts, reply }).await
+    }
+
+    /// Commit an attempt. The answer (whether its trajectory is the job's) comes once its
+    /// part is durable; it is awaited apart, so that a stream can have several in flight.
+    pub async fn complete(&self, session: String, attempt: u64, n_records: u32) -> Result<Pending<bool>, CommandError> {
+        self.send(|reply| Command::Complete { session, attempt, n_records, reply }).await
+    }
+
+    /// An attempt failed; answers whether its job will be tried again.
+    pub async fn fail(&self, session: String, attempt: u64, error: String) -> Result<bool, CommandError> {
+        self.call(|reply| Command::Fail { session, attempt, error, reply }).await
+    }
+
+    /// Attempts leased and never started, handed back; answers how many jobs were queued.
+    pub async fn release(&self, session: String, attempts: Vec<u64>) -> Result<u32, CommandError> {
+        self.call(|reply| Command::Release { session, attempts, reply }).await
+    }
+
+    /// Append an attempt's uploaded records to its spool (off the actor); answers the
+    /// attempt's records so far. An error that voids the attempt is reported to the
+    /// scheduler by [`Self::refused`].
+    pub fn append(&self, attempt: u64, session: &str, records: &[StepRecord]) -> Result<u32, CommandError> {
+        self.spools.append(attempt, session, records)
+    }
+
+    /// The attempt's records broke its job's schema: void it.
+    pub async fn refused(&self, attempt: u64) -> Result<(), CommandError> {
+        self.mailbox_send(Command::Refused { attempt }).await
+    }
+
+    /// A running sweep's live tables (or its written files), for `FetchResults`.
+    pub async fn current(&self, sweep: &str, inputs: &SummaryInputs) -> Result<Current, CommandError> {
+        live::current(&self.live, sweep, inputs).await
+    }
+
+    /// A sweep's live summaries, while it has them.
+    pub fn live_summaries(&self, sweep: &str) -> Option<Arc<SweepSummaries>> {
+        self.live.get(sweep)
+    }
+
+    /// The counters behind `/metrics`.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// Count records received on an upload stream.
+    pub fn records_received(&self, n: u64) {
+        self.metrics.records_received.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Send a command built around a reply channel and wait for the answer.
+    pub(super) async fn call<T>(&self, make: impl FnOnce(Reply<T>) -> Command) -> Result<T, CommandError> {
+        self.send(make).await?.answer().await
+    }
+
+    /// Send a command that has no answer.
+    async fn mailbox_send(&self, command: Command) -> Result<(), CommandError> {
+        self.mailbox.send(command).await.map_err(|_| CommandError::unavailable("the scheduler has stopped"))
+    }
+
+    /// Send a command; its answer is awaited separately (several commands in flight at once).
+    pub(super) async fn send<T>(&self, make: impl FnOnce(Reply<T>) -> Command) -> Result<Pending<T>, CommandError> {
+        let (tx, rx) = oneshot::channel();
+        self.mailbox.send(make(tx)).await.map_err(|_| CommandError::unavailable("the scheduler has stopped"))?;
+        Ok(Pending(rx))
+    }
+}
+
+/// The answer to a command sent with [`SchedulerHandle::send`].
+pub struct Pending<T>(oneshot::Receiver<Result<T, CommandError>>);
+
+impl<T> Pending<T> {
+    pub async fn answer(self) -> Result<T, CommandError> {
+        self.0.await.map_err(|_| CommandError::internal("the scheduler dropped the request"))?
+    }
+
+    /// Not answered yet (an answer found here is dropped).
+    #[cfg(test)]
+    pub(super) fn is_pending(&mut self) -> bool {
+        matches!(self.0.try_recv(), Err(oneshot::error::TryRecvError::Empty))
+    }
+}
