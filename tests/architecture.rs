@@ -246,7 +246,7 @@ fn the_state_machines_do_no_io_and_read_no_clock() {
                 "use super::jobs::",
                 "use super::queue::",
                 "use super::replies::CommandError;",
-                "use super::store::JobState;",
+                "use super::store::{AttemptOutcome, JobState};",
             ],
         ),
         (

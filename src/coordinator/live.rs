@@ -170,7 +170,7 @@ async fn summarizer(mut inbox: mpsc::UnboundedReceiver<Work>, sweeps: Sweeps, su
         let done = tokio::task::spawn_blocking(move || match work {
             Work::Seed(entry, done) => {
                 if let Err(e) = seed(&entry, &done) {
-                    warn!("live summaries of {}: {e:#}", entry.sweep);
+                    warn!(sweep = %entry.sweep, error = %format!("{e:#}"), "live summaries failed");
                     end.finish(&entry, Err(format!("{e:#}")));
                     return;
                 }
@@ -180,7 +180,7 @@ async fn summarizer(mut inbox: mpsc::UnboundedReceiver<Work>, sweeps: Sweeps, su
         })
         .await;
         if let Err(e) = done {
-            warn!("the summarizer panicked: {e}");
+            warn!(error = %e, "the summarizer panicked");
         }
     }
 }
@@ -213,7 +213,7 @@ fn summarize_cells(entry: &Arc<SweepSummaries>, end: &Ending) {
         match results::summarize_cell(&cell.cell, &refs, entry.axes) {
             Ok(summary) => entry.lock().set_exact(&cell.cell, summary),
             Err(e) => {
-                warn!("summarizing a cell of {}: {e:#}", entry.sweep);
+                warn!(sweep = %entry.sweep, error = %format!("{e:#}"), "summarizing a cell failed");
                 end.finish(entry, Err(format!("{e:#}")));
                 return;
             }
@@ -228,7 +228,7 @@ fn summarize_cells(entry: &Arc<SweepSummaries>, end: &Ending) {
         Ok(false)
     } else {
         results::write_summaries(&entry.sweep_dir, &cells, entry.axes).map(|report| {
-            info!("sweep {}: summaries of {} jobs written", entry.sweep, report.n_jobs);
+            info!(sweep = %entry.sweep, jobs = report.n_jobs, "summaries written");
             true
         })
     };

@@ -6,6 +6,7 @@
 //! latency by the committer. Gauges (jobs by state, workers, store size) are not kept here:
 //! they are read when the page is scraped, from the scheduler's own state.
 
+use super::store::AttemptOutcome;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
@@ -37,8 +38,8 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    pub fn attempt_ended(&self, outcome: &'static str) {
-        *self.attempts_ended.lock().unwrap_or_else(|e| e.into_inner()).entry(outcome).or_default() += 1;
+    pub fn attempt_ended(&self, outcome: AttemptOutcome) {
+        *self.attempts_ended.lock().unwrap_or_else(|e| e.into_inner()).entry(outcome.as_str()).or_default() += 1;
     }
 
     /// Ended attempts by outcome, sorted by outcome.
@@ -110,9 +111,10 @@ mod tests {
     #[test]
     fn ended_attempts_are_counted_by_outcome() {
         let m = Metrics::default();
-        for outcome in ["failed", "committed", "failed", "expired"] {
+        use AttemptOutcome::*;
+        for outcome in [Failed, Committed, Failed, Released] {
             m.attempt_ended(outcome);
         }
-        assert_eq!(m.attempts_ended(), vec![("committed", 1), ("expired", 1), ("failed", 2)]);
+        assert_eq!(m.attempts_ended(), vec![("committed", 1), ("failed", 2), ("released", 1)]);
     }
 }

@@ -32,7 +32,7 @@ use super::replies::{
 };
 use super::sessions::Sessions;
 use super::spool::{RecordSchema, Spools};
-use super::store::{JobState, SpecTemplate, Store, StoredJob};
+use super::store::{AttemptOutcome, JobState, SpecTemplate, Store, StoredJob};
 use super::sweeps::{FailurePage, Plan, Sweeps};
 use super::table::{CommitStart, Effect, JobTable, Policy};
 use crate::results;
@@ -98,6 +98,15 @@ fn clip(mut error: String) -> String {
     }
     error
 }
+
+/// Commands waiting for the actor. Callers wait when it is full (back-pressure on the
+/// services), and the actor takes a command in microseconds, so a thousand is room for
+/// every worker's heartbeat and commit of a large cluster at once without a wait.
+const MAILBOX_CAPACITY: usize = 1024;
+
+/// Events kept for a sweep's watchers: room for a burst (a large sweep's jobs settling
+/// together); a watcher that falls further behind is sent a fresh snapshot instead.
+const WATCH_EVENTS: usize = 4096;
 
 /// A worker that found nothing to lease asks again after this long.
 const NOTHING_TO_LEASE_RETRY: Duration = Duration::from_millis(200);
@@ -194,7 +203,7 @@ fn now_ms() -> i64 {
 }
 
 fn internal(e: anyhow::Error) -> CommandError {
-    warn!("store error: {e:#}");
+    warn!(error = %format!("{e:#}"), "store error");
     CommandError::internal(format!("coordinator store: {e:#}"))
 }
 
@@ -209,13 +218,16 @@ impl Scheduler {
     ) -> anyhow::Result<SchedulerHandle> {
         let abandoned = store.abandon_submissions()?;
         if abandoned > 0 {
-            info!("dropped {abandoned} job(s) of a submission the previous coordinator had not finished storing");
+            info!(
+                jobs = abandoned,
+                "dropped the jobs of a submission the previous coordinator had not finished storing"
+            );
         }
         let voided = store.void_running()?;
         if voided > 0 {
-            info!("{voided} job(s) were running when the previous coordinator stopped; queued again");
+            info!(jobs = voided, "jobs running when the previous coordinator stopped are queued again");
         }
-        let (tx, rx) = mpsc::channel(1024);
+        let (tx, rx) = mpsc::channel(MAILBOX_CAPACITY);
         let spools = Spools::open(&results_dir.join(".spool"))?;
         // The committer reports through a weak handle, so that the actor stops, and closes its
         // store, once every outside handle is dropped.
@@ -252,7 +264,7 @@ impl Scheduler {
         };
         for declaration in s.store.families()? {
             if let Err(e) = s.catalog.load(&declaration) {
-                warn!("the store keeps a declaration no longer accepted ({e}); its sweeps' jobs cannot run");
+                warn!(error = %e, "the store keeps a declaration no longer accepted; its sweeps' jobs cannot run");
             }
         }
         for sweep in s.store.sweeps()? {
@@ -261,7 +273,7 @@ impl Scheduler {
         for id in s.sweeps.ids() {
             let removed = results::remove_temp_files(&s.results_dir.join(id))?;
             if removed > 0 {
-                info!("sweep {id}: removed {removed} temp file(s) left by an interrupted write");
+                info!(sweep = %id, files = removed, "removed temp files left by an interrupted write");
             }
         }
         let unrecorded = s.unrecorded_parts()?;
@@ -283,11 +295,7 @@ impl Scheduler {
             }
         }
         let next_attempt = s.store.max_attempt_id()?;
-        info!(
-            "scheduler loaded {} sweep(s), {} job(s); attempt ids continue after {next_attempt}",
-            s.sweeps.len(),
-            s.table.jobs.len()
-        );
+        info!(sweeps = s.sweeps.len(), jobs = s.table.jobs.len(), next_attempt, "scheduler loaded the store");
         // The stored rows read to load the jobs are gone.
         release_free_memory();
         tokio::spawn(s.run(rx));
@@ -434,8 +442,7 @@ impl Scheduler {
             Command::Submit { submission, reply } => self.submit(submission, reply),
             Command::Watch { sweep, reply } => {
                 let answer = self.status(&sweep).map(|s| {
-                    // Room for a burst of events; a slower watcher gets a fresh snapshot.
-                    let events = self.watchers.entry(sweep).or_insert_with(|| broadcast::channel(4096).0);
+                    let events = self.watchers.entry(sweep).or_insert_with(|| broadcast::channel(WATCH_EVENTS).0);
                     (s, events.subscribe())
                 });
                 let _ = reply.send(answer);
@@ -599,7 +606,7 @@ impl Scheduler {
             let storing = self.storing.take().expect("checked");
             self.table.jobs.truncate(storing.first);
             if let Err(e) = self.store.abandon_submissions() {
-                warn!("store error: {e:#}");
+                warn!(error = %format!("{e:#}"), "store error");
             }
             let _ = storing.reply.send(Err(internal(e)));
             self.next_submission();
@@ -629,11 +636,14 @@ impl Scheduler {
         let counts = self.sweeps.counts(&name, &self.table);
         let n_jobs = self.sweeps.get(&name).map_or(0, |s| s.jobs.len() as u32);
         info!(
-            "sweep {name}: {n_jobs} job(s), {n_added} new, {} dropped, {} already done \
-             (stored in {stored:.1?}, queued in {:.1?})",
-            removed.len(),
-            counts.done,
-            started.elapsed() - stored
+            sweep = %name,
+            jobs = n_jobs,
+            new = n_added,
+            dropped = removed.len(),
+            already_done = counts.done,
+            stored = ?stored,
+            queued = ?(started.elapsed() - stored),
+            "sweep stored and queued"
         );
         self.apply(effects);
         let _ = reply.send(Ok(Submitted { sweep_id: name, n_jobs, n_added, n_already_done: counts.done }));
@@ -650,7 +660,7 @@ impl Scheduler {
         self.sweeps.get(id)?;
         self.store.cancel(id).map_err(internal)?;
         let effects = self.sweeps.cancel(id, &mut self.table)?;
-        info!("sweep {id} cancelled");
+        info!(sweep = %id, "sweep cancelled");
         self.apply(effects);
         self.status(id)
     }
@@ -663,7 +673,7 @@ impl Scheduler {
         let (effects, n_jobs) = self.sweeps.delete(id, &mut self.table)?;
         self.watchers.remove(id);
         self.apply(effects);
-        info!("sweep {id} deleted ({n_jobs} jobs)");
+        info!(sweep = %id, jobs = n_jobs, "sweep deleted");
         Ok((self.results_dir.join(id), n_jobs))
     }
 
@@ -696,7 +706,7 @@ impl Scheduler {
                 let Checked { info, digest } = &*checked;
                 let encoded = prost::Message::encode_to_vec(info);
                 self.store.add_family(&info.name, info.version, digest, &encoded).map_err(internal)?;
-                info!("family {} v{} declared (digest {digest})", info.name, info.version);
+                info!(family = %info.name, version = info.version, %digest, "family declared");
                 let declared = Declared { digest: digest.clone(), created: true };
                 self.catalog.add(*checked);
                 Ok(declared)
@@ -728,10 +738,10 @@ impl Scheduler {
             now,
         )?;
         info!(
-            "worker {} registered ({}; {})",
-            worker.id,
-            worker.name,
-            worker.families.iter().map(String::as_str).collect::<Vec<_>>().join(", ")
+            worker = %worker.id,
+            name = %worker.name,
+            families = ?worker.families,
+            "worker registered"
         );
         Ok(Registered {
             worker_id: worker.id.clone(),
@@ -832,7 +842,7 @@ impl Scheduler {
                     // Logged, not answered: the store then still says `running`, and a
                     // restart voids (queues again) every attempt it finds running.
                     if let Err(e) = self.store.end_attempt(attempt, outcome, (&sweep, &key), state, error.as_deref()) {
-                        warn!("store error: {e:#}");
+                        warn!(error = %format!("{e:#}"), "store error");
                     }
                 }
                 Effect::OpenSpool { attempt, job, session } => {
@@ -1044,7 +1054,7 @@ impl Scheduler {
             self.store.commit_jobs(&sweep, &part, &done).map_err(|e| format!("recording part {part}: {e:#}"))
         });
         if let Err(e) = recorded {
-            warn!("committing {} job(s) failed: {e}; they are queued again", jobs.len());
+            warn!(jobs = jobs.len(), error = %e, "committing failed; the jobs are queued again");
             let (effects, reopen) = self.table.commit_failed(&committed, &e);
             self.apply(effects);
             for c in jobs {
@@ -1078,7 +1088,7 @@ impl Scheduler {
                 self.emit(&sweep, event);
             }
             let _ = c.reply.send(Ok(true));
-            self.metrics.attempt_ended("committed");
+            self.metrics.attempt_ended(AttemptOutcome::Committed);
             self.metrics.commit_answered(c.asked.elapsed());
         }
         for sweep in reopen {
@@ -1105,7 +1115,7 @@ impl Scheduler {
             self.store.release_attempt(id, (&sweep, &key)).map_err(internal)?;
             let effects = self.table.release(id, i);
             self.apply(effects);
-            self.metrics.attempt_ended("released");
+            self.metrics.attempt_ended(AttemptOutcome::Released);
             released += 1;
         }
         Ok(released)
@@ -1143,7 +1153,7 @@ impl Scheduler {
         }
         let holding = self.table.sessions_holding(now);
         for worker in self.workers.forget_idle(cutoff, |session| holding.contains(session)) {
-            info!("worker {worker} forgotten: not heard from in {:?}", self.config.forget_worker_after);
+            info!(%worker, silent_for = ?self.config.forget_worker_after, "worker forgotten");
         }
     }
 
@@ -1166,8 +1176,11 @@ impl Scheduler {
     fn check_finished(&mut self, id: &str) {
         let Some(status) = self.sweeps.check_finished(id, &self.table) else { return };
         info!(
-            "sweep {id} finished: {} done, {} failed, {} cancelled",
-            status.n_done, status.n_failed, status.n_cancelled
+            sweep = %id,
+            done = status.n_done,
+            failed = status.n_failed,
+            cancelled = status.n_cancelled,
+            "sweep finished"
         );
         self.emit(id, SweepEvent::SweepFinished(status));
     }
@@ -1210,7 +1223,7 @@ impl Scheduler {
     fn summarized(&mut self, id: &str, generation: u64) {
         if self.sweeps.summarized(id, generation) {
             if let Err(e) = self.store.set_summarized(id) {
-                warn!("store error: {e:#}");
+                warn!(error = %format!("{e:#}"), "store error");
             }
         }
     }

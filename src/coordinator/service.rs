@@ -27,6 +27,15 @@ use tokio_stream::{Stream, StreamExt};
 use tonic::{Request, Response, Status, Streaming};
 use tracing::info;
 
+/// Messages of a WatchSweep stream waiting for the client: a snapshot and a burst of
+/// events; when it is full the stream's task waits, and the scheduler's broadcast keeps
+/// the events meanwhile.
+const WATCH_STREAM_CAPACITY: usize = 256;
+
+/// FetchResults chunks (1 MiB each) read ahead of the client: enough to keep the network
+/// busy, few enough that a slow client holds a few MiB, not a whole table.
+const FETCH_CHUNKS_AHEAD: usize = 4;
+
 /// Both services share the scheduler's handle and the families known.
 #[derive(Clone)]
 pub struct Coordinator {
@@ -106,10 +115,11 @@ impl pb::sweeps_server::Sweeps for Coordinator {
         let parsed = started.elapsed();
         let reply = self.scheduler.submit(submission).await?;
         info!(
-            "sweep {}: {} job(s) parsed and validated in {parsed:.1?}, stored and queued in {:.1?}",
-            reply.sweep_id,
-            reply.n_jobs,
-            started.elapsed() - parsed
+            sweep = %reply.sweep_id,
+            jobs = reply.n_jobs,
+            validated = ?parsed,
+            stored_and_queued = ?(started.elapsed() - parsed),
+            "sweep submitted"
         );
         let Submitted { sweep_id, n_jobs, n_added, n_already_done } = reply;
         Ok(Response::new(pb::SubmitSweepResponse { sweep_id, n_jobs, n_added, n_already_done }))
@@ -123,7 +133,7 @@ impl pb::sweeps_server::Sweeps for Coordinator {
     ) -> Result<Response<Self::WatchSweepStream>, Status> {
         let sweep = request.into_inner().sweep_id;
         let (snapshot, mut events) = self.scheduler.watch(sweep.clone()).await?;
-        let (tx, rx) = mpsc::channel(256);
+        let (tx, rx) = mpsc::channel(WATCH_STREAM_CAPACITY);
         let scheduler = self.scheduler.clone();
         tokio::spawn(async move {
             use pb::sweep_event::Event;
@@ -303,7 +313,7 @@ impl pb::sweeps_server::Sweeps for Coordinator {
                 )));
             }
         }
-        let (tx, rx) = mpsc::channel(4);
+        let (tx, rx) = mpsc::channel(FETCH_CHUNKS_AHEAD);
         tokio::task::spawn_blocking(move || fetch::send(source, &request, &inputs.sweep_dir, &inputs.done_keys, &tx));
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }

@@ -50,6 +50,31 @@ impl JobState {
     }
 }
 
+/// How an attempt ended, as stored and as counted by `/metrics`
+/// (`armada_attempts_ended_total{outcome=...}`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AttemptOutcome {
+    /// Its trajectory became the job's.
+    Committed,
+    /// The worker reported a failure, or its lease expired.
+    Failed,
+    /// Its job no longer ran it (settled or cancelled meanwhile): a late report.
+    Dropped,
+    /// Leased and handed back unstarted.
+    Released,
+}
+
+impl AttemptOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AttemptOutcome::Committed => "committed",
+            AttemptOutcome::Failed => "failed",
+            AttemptOutcome::Dropped => "dropped",
+            AttemptOutcome::Released => "released",
+        }
+    }
+}
+
 /// A job's spec without its seed, as the store keeps it: the wire's `armada.v1.JobSpec`
 /// encoding, so that the column is readable by any protobuf tool and the encoding stays
 /// in this module. A job's bytes are its template's (seed 0, so absent) followed by a
@@ -409,13 +434,13 @@ impl Store {
     pub fn end_attempt(
         &mut self,
         attempt: u64,
-        attempt_state: &str,
+        outcome: AttemptOutcome,
         job: (&str, &str),
         job_state: JobState,
         error: Option<&str>,
     ) -> anyhow::Result<()> {
         let tx = self.conn.transaction()?;
-        tx.execute("UPDATE attempts SET state = ?1 WHERE id = ?2", params![attempt_state, attempt as i64])?;
+        tx.execute("UPDATE attempts SET state = ?1 WHERE id = ?2", params![outcome.as_str(), attempt as i64])?;
         tx.execute(
             "UPDATE jobs SET state = ?1, error = COALESCE(?2, error) WHERE sweep_id = ?3 AND key = ?4",
             params![job_state.as_str(), error, job.0, job.1],

@@ -20,7 +20,7 @@
 use super::jobs::Job;
 use super::queue::JobQueue;
 use super::replies::CommandError;
-use super::store::JobState;
+use super::store::{AttemptOutcome, JobState};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -51,7 +51,7 @@ pub struct Attempt {
 pub enum Effect {
     /// Store: the attempt ended (`committed`, `failed`, `dropped`, ...), and its job is now
     /// in `state` (with `error`, when one is given).
-    EndAttempt { attempt: u64, job: usize, outcome: &'static str, state: JobState, error: Option<String> },
+    EndAttempt { attempt: u64, job: usize, outcome: AttemptOutcome, state: JobState, error: Option<String> },
     /// Spools: a leased attempt's records will arrive here.
     OpenSpool { attempt: u64, job: usize, session: Arc<str> },
     /// Spools: the attempt's records are not wanted.
@@ -240,7 +240,7 @@ impl JobTable {
         expired.sort_unstable_by_key(|e| e.0);
         let mut effects = Vec::new();
         for (id, i, worker) in expired {
-            tracing::warn!("job {} attempt {id}: the lease of worker {worker} expired", self.jobs[i].key);
+            tracing::warn!(sweep = %self.jobs[i].sweep, job = %self.jobs[i].key, attempt = id, %worker, "lease expired");
             let error = format!("lease expired: worker {worker} stopped heartbeating");
             self.requeue_or_fail(i, id, error, &mut effects);
         }
@@ -266,8 +266,13 @@ impl JobTable {
         let i = self.held(session, attempt)?.job;
         let job = &self.jobs[i];
         if job.state == JobState::Done || job.committing {
-            let mut effects =
-                vec![Effect::EndAttempt { attempt, job: i, outcome: "dropped", state: job.state, error: None }];
+            let mut effects = vec![Effect::EndAttempt {
+                attempt,
+                job: i,
+                outcome: AttemptOutcome::Dropped,
+                state: job.state,
+                error: None,
+            }];
             self.forget_attempt(attempt, &mut effects);
             return Ok((CommitStart::Dropped, effects));
         }
@@ -289,7 +294,7 @@ impl JobTable {
     pub fn commit(&mut self, i: usize, attempt: u64, revive: bool) {
         let job = &mut self.jobs[i];
         if revive {
-            tracing::info!("job {}: a late result of attempt {attempt} commits; the job had failed", job.key);
+            tracing::info!(sweep = %job.sweep, job = %job.key, attempt, "a late result commits; the job had failed");
             (job.state, job.current, job.error, job.revived) = (JobState::Running, Some(attempt), None, true);
         }
         job.committing = true;
@@ -376,7 +381,7 @@ impl JobTable {
             // Settled, or superseded by another attempt: this failure changes nothing.
             return Ok((false, effects));
         }
-        tracing::warn!("job {} attempt {attempt} on {worker} failed: {error}", self.jobs[a.job].key);
+        tracing::warn!(sweep = %self.jobs[a.job].sweep, job = %self.jobs[a.job].key, attempt, %worker, %error, "attempt failed");
         let retry = self.requeue_or_fail(a.job, attempt, error, &mut effects);
         Ok((retry, effects))
     }
@@ -441,7 +446,7 @@ impl JobTable {
             return;
         }
         job.attempts = job.attempts.saturating_sub(1);
-        tracing::warn!("job {} attempt {attempt} voided: {error}", job.key);
+        tracing::warn!(sweep = %job.sweep, job = %job.key, attempt, %error, "attempt voided");
         self.requeue_or_fail(i, attempt, format!("attempt voided: {error}"), effects);
     }
 
@@ -511,7 +516,13 @@ impl JobTable {
         let job = &mut self.jobs[i];
         let retry = job.attempts < max_attempts;
         let state = if retry { JobState::Queued } else { JobState::Failed };
-        effects.push(Effect::EndAttempt { attempt, job: i, outcome: "failed", state, error: Some(error.clone()) });
+        effects.push(Effect::EndAttempt {
+            attempt,
+            job: i,
+            outcome: AttemptOutcome::Failed,
+            state,
+            error: Some(error.clone()),
+        });
         job.state = state;
         job.current = None;
         job.error = Some(error.as_str().into());
@@ -796,7 +807,7 @@ mod tests {
             Effect::EndAttempt {
                 attempt: 7,
                 job: 0,
-                outcome: "failed",
+                outcome: AttemptOutcome::Failed,
                 state: JobState::Queued,
                 error: Some("lease expired: worker a! stopped heartbeating".into()),
             }

@@ -106,6 +106,7 @@ fn header(out: &mut String, name: &str, kind: &str, help: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::coordinator::store::AttemptOutcome;
     use std::time::Duration;
 
     /// Every sample line of the page, as (name with labels, value).
@@ -123,8 +124,8 @@ mod tests {
     fn the_page_is_well_formed_text_with_every_family_typed_once() {
         let metrics = Metrics::default();
         metrics.attempts_started.fetch_add(7, Relaxed);
-        metrics.attempt_ended("committed");
-        metrics.attempt_ended("dropped");
+        metrics.attempt_ended(AttemptOutcome::Committed);
+        metrics.attempt_ended(AttemptOutcome::Dropped);
         metrics.commit_answered(Duration::from_millis(300));
         let gauges = Gauges {
             jobs: [1, 2, 3, 4, 5],
