@@ -295,7 +295,7 @@ impl Scheduler {
             }
         }
         let next_attempt = s.store.max_attempt_id()?;
-        info!(sweeps = s.sweeps.len(), jobs = s.table.jobs.len(), next_attempt, "scheduler loaded the store");
+        info!(sweeps = s.sweeps.len(), jobs = s.table.len(), next_attempt, "scheduler loaded the store");
         // The stored rows read to load the jobs are gone.
         release_free_memory();
         tokio::spawn(s.run(rx));
@@ -391,12 +391,12 @@ impl Scheduler {
         if state == JobState::Failed && stored.state != JobState::Failed {
             self.store.set_job_state(&stored.sweep_id, &stored.key, JobState::Failed, error.as_deref())?;
         }
-        let i = self.table.jobs.len();
+        let i = self.table.len();
         let Some(sweep) = self.sweeps.id_of(&stored.sweep_id) else { return Ok(()) };
         let mut job = Job::new(sweep, template, seed, key, state);
         job.attempts = stored.attempts;
         job.error = error.map(Into::into);
-        self.table.jobs.push(job);
+        self.table.push(job);
         self.sweeps.load_job(i, &self.table);
         if state == JobState::Queued && !self.config.only_submitted {
             self.table.enqueue(i, false);
@@ -544,7 +544,7 @@ impl Scheduler {
             base,
             stored: 0,
             applied: 0,
-            first: self.table.jobs.len(),
+            first: self.table.len(),
             removed,
             started: Instant::now(),
             reply: oneshot::channel().0,
@@ -586,25 +586,19 @@ impl Scheduler {
             for job in &storing.jobs[storing.applied..end] {
                 if !known(&job.key) {
                     let template = storing.templates[job.template as usize].clone();
-                    self.table.jobs.push(Job::new(
-                        sweep.clone(),
-                        template,
-                        job.seed,
-                        job.key,
-                        storing.first_state(job),
-                    ));
+                    self.table.push(Job::new(sweep.clone(), template, job.seed, job.key, storing.first_state(job)));
                 }
             }
             storing.applied = end;
             Ok(())
         } else {
-            let removed: Vec<String> = storing.removed.iter().map(|&i| self.table.jobs[i].key.to_string()).collect();
+            let removed: Vec<String> = storing.removed.iter().map(|&i| self.table.job(i).key.to_string()).collect();
             self.store.commit_submission(&storing.name, storing.generation, &removed)
         };
         if let Err(e) = result {
             // Nothing of it counts: its rows are dropped, its jobs were in no sweep.
             let storing = self.storing.take().expect("checked");
-            self.table.jobs.truncate(storing.first);
+            self.table.truncate(storing.first);
             if let Err(e) = self.store.abandon_submissions() {
                 warn!(error = %format!("{e:#}"), "store error");
             }
@@ -630,7 +624,7 @@ impl Scheduler {
     fn finish_storing(&mut self, storing: Storing) {
         let Storing { name, family, removed, first, started, reply, .. } = storing;
         let stored = started.elapsed();
-        let n_added = (self.table.jobs.len() - first) as u32;
+        let n_added = (self.table.len() - first) as u32;
         let effects =
             self.sweeps.submitted(&name, &family, &removed, first, &mut self.table, self.config.only_submitted);
         let counts = self.sweeps.counts(&name, &self.table);
@@ -778,7 +772,7 @@ impl Scheduler {
             .sweeps
             .jobs(sweep)
             .iter()
-            .map(|&i| &self.table.jobs[i])
+            .map(|&i| self.table.job(i))
             .filter(|job| {
                 let cell = job.cell();
                 wanted(&filter.benchmark, &cell.benchmark)
@@ -837,7 +831,7 @@ impl Scheduler {
             match effect {
                 Effect::EndAttempt { attempt, job, outcome, state, error } => {
                     self.metrics.attempt_ended(outcome);
-                    let job = &self.table.jobs[job];
+                    let job = self.table.job(job);
                     let (sweep, key) = (job.sweep.clone(), job.key.to_string());
                     // Logged, not answered: the store then still says `running`, and a
                     // restart voids (queues again) every attempt it finds running.
@@ -846,7 +840,7 @@ impl Scheduler {
                     }
                 }
                 Effect::OpenSpool { attempt, job, session } => {
-                    let job = &self.table.jobs[job];
+                    let job = self.table.job(job);
                     let family = self.declaration_of(job.family());
                     let schema = RecordSchema {
                         metrics: family.map_or(&[], |f| f.metrics),
@@ -857,14 +851,14 @@ impl Scheduler {
                 }
                 Effect::DiscardSpool(attempt) => self.spools.discard(attempt),
                 Effect::SettledWithoutResult(i) => {
-                    let job = &self.table.jobs[i];
+                    let job = self.table.job(i);
                     self.live.settled_without_result(&job.sweep, job.cell());
                 }
                 Effect::Started { job: i, attempt, worker } => {
                     self.metrics.attempts_started.fetch_add(1, Relaxed);
-                    let sweep = self.table.jobs[i].sweep.clone();
+                    let sweep = self.table.job(i).sweep.clone();
                     if self.watched(&sweep) {
-                        let job = &self.table.jobs[i];
+                        let job = self.table.job(i);
                         let event = SweepEvent::JobStarted {
                             job_key: job.key.to_string(),
                             description: job.valid().describe(),
@@ -879,9 +873,9 @@ impl Scheduler {
                     if !is_final {
                         self.metrics.retries.fetch_add(1, Relaxed);
                     }
-                    let sweep = self.table.jobs[i].sweep.clone();
+                    let sweep = self.table.job(i).sweep.clone();
                     if self.watched(&sweep) {
-                        let job = &self.table.jobs[i];
+                        let job = self.table.job(i);
                         let event = SweepEvent::JobFailed(JobFailed {
                             job_key: job.key.to_string(),
                             description: job.valid().describe(),
@@ -912,7 +906,7 @@ impl Scheduler {
             return Ok(Leases { leases: Vec::new(), retry_after: NOTHING_TO_LEASE_RETRY });
         }
         let keys: Vec<(Arc<str>, String)> =
-            picked.iter().map(|&i| (self.table.jobs[i].sweep.clone(), self.table.jobs[i].key.to_string())).collect();
+            picked.iter().map(|&i| (self.table.job(i).sweep.clone(), self.table.job(i).key.to_string())).collect();
         let ttl_ms = self.config.lease_ttl.as_millis() as i64;
         let ids = match self.store.start_attempts(&keys, &worker_id, now_ms(), now_ms() + ttl_ms) {
             Ok(ids) => ids,
@@ -927,7 +921,7 @@ impl Scheduler {
             .iter()
             .zip(&ids)
             .map(|(&i, &id)| {
-                let job = &self.table.jobs[i];
+                let job = self.table.job(i);
                 Lease {
                     attempt_id: id,
                     sweep_id: job.sweep.to_string(),
@@ -1002,7 +996,7 @@ impl Scheduler {
             }
         };
         self.table.commit(i, attempt, revive);
-        let job = &self.table.jobs[i];
+        let job = self.table.job(i);
         let provenance = self.workers.get(session).ok().map(|(_, w)| Provenance {
             worker: w.id.clone(),
             name: w.name.clone(),
@@ -1047,8 +1041,8 @@ impl Scheduler {
         let committed: Vec<(usize, u64)> = jobs.iter().map(|c| (c.job, c.attempt)).collect();
         let recorded = part.and_then(|part| {
             let Some(first) = jobs.first() else { return Ok(()) };
-            let sweep = self.table.jobs[first.job].sweep.clone();
-            let keys: Vec<String> = jobs.iter().map(|c| self.table.jobs[c.job].key.to_string()).collect();
+            let sweep = self.table.job(first.job).sweep.clone();
+            let keys: Vec<String> = jobs.iter().map(|c| self.table.job(c.job).key.to_string()).collect();
             let done: Vec<(Option<u64>, &str)> =
                 jobs.iter().zip(&keys).map(|(c, k)| (Some(c.attempt), k.as_str())).collect();
             self.store.commit_jobs(&sweep, &part, &done).map_err(|e| format!("recording part {part}: {e:#}"))
@@ -1067,13 +1061,13 @@ impl Scheduler {
         }
         let (effects, reopen) = self.table.committed(&committed);
         for c in jobs {
-            let job = &self.table.jobs[c.job];
+            let job = self.table.job(c.job);
             let sweep = job.sweep.clone();
             if let Some(location) = c.location {
                 self.live.committed(&sweep, location);
             }
             if self.watched(&sweep) {
-                let job = &self.table.jobs[c.job];
+                let job = self.table.job(c.job);
                 let final_metrics = self
                     .metrics_of(job.family())
                     .iter()
@@ -1110,7 +1104,7 @@ impl Scheduler {
         self.workers.get(session)?;
         let mut released = 0;
         for (id, i) in self.table.releasable(session, &attempts)? {
-            let job = &self.table.jobs[i];
+            let job = self.table.job(i);
             let (sweep, key) = (job.sweep.clone(), job.key.to_string());
             self.store.release_attempt(id, (&sweep, &key)).map_err(internal)?;
             let effects = self.table.release(id, i);
@@ -1208,7 +1202,7 @@ impl Scheduler {
         // Counted by template first, by its number.
         let mut by_template: Vec<(Option<&Template>, usize, usize)> = vec![(None, 0, 0); self.n_templates];
         for &i in self.sweeps.jobs(id) {
-            let job = &self.table.jobs[i];
+            let job = self.table.job(i);
             let counts = &mut by_template[job.template.id];
             counts.0 = Some(&job.template);
             counts.1 += 1;

@@ -158,7 +158,7 @@ impl Sweeps {
 
     /// Job `i`, just loaded into the table, belongs to its sweep.
     pub fn load_job(&mut self, i: usize, table: &JobTable) {
-        let sweep = self.map.get_mut(&*table.jobs[i].sweep).expect("a loaded job's sweep is loaded");
+        let sweep = self.map.get_mut(&*table.job(i).sweep).expect("a loaded job's sweep is loaded");
         sweep.jobs.push(i);
     }
 
@@ -176,7 +176,7 @@ impl Sweeps {
     pub fn counts(&self, id: &str, table: &JobTable) -> Counts {
         let mut c = Counts::default();
         for &i in self.jobs(id) {
-            match table.jobs[i].state {
+            match table.job(i).state {
                 JobState::Queued => c.queued += 1,
                 JobState::Running => c.running += 1,
                 JobState::Done => c.done += 1,
@@ -189,7 +189,7 @@ impl Sweeps {
 
     /// A sweep's done jobs.
     pub fn done<'a>(&'a self, id: &str, table: &'a JobTable) -> impl Iterator<Item = &'a Job> + 'a {
-        self.jobs(id).iter().map(|&i| &table.jobs[i]).filter(|j| j.state == JobState::Done)
+        self.jobs(id).iter().map(|&i| table.job(i)).filter(|j| j.state == JobState::Done)
     }
 
     /// A sweep's status with one page of its failures.
@@ -206,7 +206,7 @@ impl Sweeps {
         let failures: Vec<JobFailed> = sweep
             .jobs
             .iter()
-            .map(|&i| &table.jobs[i])
+            .map(|&i| table.job(i))
             .filter(|j| j.state == JobState::Failed)
             .skip(page.offset)
             .take(page.limit)
@@ -246,8 +246,8 @@ impl Sweeps {
                 sweep.family
             )));
         }
-        let known = sweep.jobs.iter().map(|&i| table.jobs[i].key).collect();
-        let removed = sweep.jobs.iter().copied().filter(|&i| !keys.contains(&table.jobs[i].key)).collect();
+        let known = sweep.jobs.iter().map(|&i| table.job(i).key).collect();
+        let removed = sweep.jobs.iter().copied().filter(|&i| !keys.contains(&table.job(i).key)).collect();
         Ok(Plan { base: sweep.jobs.len(), known, removed })
     }
 
@@ -278,7 +278,7 @@ impl Sweeps {
             .jobs
             .iter()
             .copied()
-            .filter(|&i| matches!(table.jobs[i].state, JobState::Cancelled | JobState::Failed))
+            .filter(|&i| matches!(table.job(i).state, JobState::Cancelled | JobState::Failed))
             .collect();
         table.retry(&retry);
         if only_submitted {
@@ -286,16 +286,16 @@ impl Sweeps {
                 .jobs
                 .iter()
                 .copied()
-                .filter(|&i| table.jobs[i].state == JobState::Queued && !table.queue.contains(i))
+                .filter(|&i| table.job(i).state == JobState::Queued && !table.is_queued(i))
                 .collect();
             for i in held {
                 table.enqueue(i, false);
             }
         }
-        let new = first..table.jobs.len();
+        let new = first..table.len();
         sweep.jobs.extend(new.clone());
-        let queued: Vec<usize> = new.filter(|&i| table.jobs[i].state == JobState::Queued).collect();
-        table.queue.extend(family, &queued);
+        let queued: Vec<usize> = new.filter(|&i| table.job(i).state == JobState::Queued).collect();
+        table.enqueue_all(family, &queued);
         effects.push(Effect::OpenLive(sweep.id.clone()));
         effects.push(Effect::CheckFinished(sweep.id.clone()));
         effects
@@ -322,7 +322,7 @@ impl Sweeps {
             )));
         }
         let busy = sweep.jobs.iter().any(|&i| {
-            let j = &table.jobs[i];
+            let j = table.job(i);
             matches!(j.state, JobState::Queued | JobState::Running) || j.committing
         });
         if busy {
@@ -432,12 +432,12 @@ mod tests {
         for (id, keys) in &m.keys {
             let sweep = sweeps.get(id).unwrap();
             for &i in &sweep.jobs {
-                assert_eq!(&*t.jobs[i].sweep, id.as_str(), "{context}: job {i} of {id} names another sweep");
+                assert_eq!(&*t.job(i).sweep, id.as_str(), "{context}: job {i} of {id} names another sweep");
                 if let Some(other) = owner.insert(i, id) {
                     panic!("{context}: job {i} is in {other} and {id}");
                 }
             }
-            let held: Vec<Key> = sweep.jobs.iter().map(|&i| t.jobs[i].key).collect();
+            let held: Vec<Key> = sweep.jobs.iter().map(|&i| t.job(i).key).collect();
             assert_eq!(held.len(), keys.len(), "{context}: {id} holds {held:?}, submitted {keys:?}");
             assert_eq!(held.into_iter().collect::<BTreeSet<_>>(), *keys, "{context}: {id}'s keys");
             let counts = sweeps.counts(id, t);
@@ -490,14 +490,14 @@ mod tests {
                             resubmitted += 1;
                             dropped += plan.removed.len();
                         }
-                        let first = t.jobs.len();
+                        let first = t.len();
                         let id: Arc<str> = sweeps.id_of(name).unwrap_or_else(|| name.into());
                         let mut sorted: Vec<Key> = keys.iter().copied().collect();
                         sorted.sort();
                         for k in sorted.into_iter().filter(|k| !plan.known.contains(k)) {
                             let on_disk = rng.chance(20);
                             let state = if on_disk { JobState::Done } else { JobState::Queued };
-                            t.jobs.push(Job::new(id.clone(), template.clone(), 0, k, state));
+                            t.push(Job::new(id.clone(), template.clone(), 0, k, state));
                         }
                         let effects = sweeps.submitted(name, "f", &plan.removed, first, &mut t, false);
                         assert!(effects.contains(&Effect::OpenLive(id.clone())), "{context}: live not reopened");

@@ -83,8 +83,10 @@ pub enum CommitStart {
 }
 
 pub struct JobTable {
-    pub jobs: Vec<Job>,
-    pub queue: JobQueue,
+    /// Every job, by index: jobs are only appended (and a submission that could not be
+    /// stored is cut off again), so an index names one job for the table's life.
+    jobs: Vec<Job>,
+    queue: JobQueue,
     attempts: HashMap<u64, Attempt>,
     policy: Policy,
 }
@@ -92,6 +94,43 @@ pub struct JobTable {
 impl JobTable {
     pub fn new(policy: Policy) -> Self {
         JobTable { jobs: Vec::new(), queue: JobQueue::default(), attempts: HashMap::new(), policy }
+    }
+
+    /// The job at index `i`.
+    pub fn job(&self, i: usize) -> &Job {
+        &self.jobs[i]
+    }
+
+    /// How many jobs the table holds.
+    pub fn len(&self) -> usize {
+        self.jobs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.jobs.is_empty()
+    }
+
+    /// Append a job (loaded from the store or submitted), not queued; answers its index.
+    pub fn push(&mut self, job: Job) -> usize {
+        self.jobs.push(job);
+        self.jobs.len() - 1
+    }
+
+    /// Drop the jobs from index `first` on: a submission that could not be stored. They
+    /// were never queued or leased.
+    pub fn truncate(&mut self, first: usize) {
+        debug_assert!(self.jobs[first.min(self.jobs.len())..].iter().all(|j| j.current.is_none()));
+        self.jobs.truncate(first);
+    }
+
+    /// Whether job `i` is in the queue.
+    pub fn is_queued(&self, i: usize) -> bool {
+        self.queue.contains(i)
+    }
+
+    /// Queue these jobs of `family` at the back, in the order given.
+    pub fn enqueue_all(&mut self, family: &str, jobs: &[usize]) {
+        self.queue.extend(family, jobs);
     }
 
     /// Leased attempts per worker session.
