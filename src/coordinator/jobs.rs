@@ -62,6 +62,48 @@ pub struct Template {
     pub id: usize,
 }
 
+/// The templates of every job, shared by cell: jobs of one family reference, cell and
+/// sweep seed point to one [`Template`], numbered in order of first use.
+#[derive(Default)]
+pub struct Templates {
+    by_cell: HashMap<(Arc<str>, Cell, u64), Arc<Template>>,
+    n: usize,
+}
+
+impl Templates {
+    /// The shared template of a validated spec's cell (made on first use); its seed is
+    /// ignored.
+    pub fn shared(&mut self, mut spec: JobSpec, family: &str) -> Arc<Template> {
+        spec.seed = 0;
+        let id = (Arc::<str>::from(family), Cell::of_spec(&spec), spec.sweep_seed);
+        if let Some(template) = self.by_cell.get(&id) {
+            return template.clone();
+        }
+        let template = Arc::new(Template { spec, cell: id.1.clone(), family: id.0.clone(), id: self.next_id() });
+        self.by_cell.insert(id, template.clone());
+        template
+    }
+
+    /// A template of its own, shared with no other job (a stored job this build cannot run).
+    pub fn unique(&mut self, spec: JobSpec, family: &str) -> Arc<Template> {
+        Arc::new(Template { cell: Cell::of_spec(&spec), spec, family: family.into(), id: self.next_id() })
+    }
+
+    /// How many templates were made: their ids are `0..len()`.
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    fn next_id(&mut self) -> usize {
+        self.n += 1;
+        self.n - 1
+    }
+}
+
 pub struct Job {
     pub sweep: Arc<str>,
     pub template: Arc<Template>,

@@ -13,6 +13,7 @@ pub mod jobs;
 pub mod live;
 pub mod metrics;
 pub mod queue;
+pub mod recovery;
 pub mod replies;
 pub mod scheduler;
 pub mod service;

@@ -23,9 +23,10 @@ use super::catalog::{Catalog, Decision};
 use super::commit::{self, Commit, CommitConfig, PartWritten};
 use super::declared::Checked;
 use super::handle::{Command, Reply, SchedulerHandle};
-use super::jobs::{Job, Key, NewJob, Submission, Template};
+use super::jobs::{Job, Key, NewJob, Submission, Template, Templates};
 use super::live::{self, LiveSummaries, Opening};
 use super::metrics::Metrics;
+use super::recovery::{Recovery, StoreFix};
 use super::replies::{
     CommandError, Declared, JobFailed, JobFilter, JobInfo, Lease, Leases, Registered, Registration, Submitted,
     SummaryInputs, SweepEvent, SweepStatus, WorkerInfo,
@@ -37,7 +38,7 @@ use super::sweeps::{FailurePage, Plan, Sweeps};
 use super::table::{CommitStart, Effect, JobTable, Policy};
 use crate::results;
 use crate::results::{Cell, Provenance};
-use armada_core::{Declaration, JobSpec, MetricDef};
+use armada_core::{Declaration, MetricDef};
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering::Relaxed;
@@ -186,10 +187,8 @@ pub struct Scheduler {
     /// waiting for it.
     storing: Option<Storing>,
     waiting: VecDeque<(Submission, Reply<Submitted>)>,
-    /// The jobs' shared templates, by family reference, cell and sweep seed.
-    templates: HashMap<(Arc<str>, Cell, u64), Arc<Template>>,
-    /// Templates made so far (their ids).
-    n_templates: usize,
+    /// The jobs' shared templates.
+    templates: Templates,
     /// Registered workers by session credential.
     workers: Sessions,
     spools: Spools,
@@ -254,8 +253,7 @@ impl Scheduler {
             watchers: HashMap::new(),
             storing: None,
             waiting: VecDeque::new(),
-            templates: HashMap::new(),
-            n_templates: 0,
+            templates: Templates::default(),
             workers: Sessions::default(),
             spools: spools.clone(),
             live: live.clone(),
@@ -277,9 +275,10 @@ impl Scheduler {
             }
         }
         let unrecorded = s.unrecorded_parts()?;
-        let mut last = None;
+        let registry = s.catalog.get();
+        let mut recovery = Recovery::new(&registry);
         for stored in s.store.jobs()? {
-            s.load_job(stored, &unrecorded, &mut last)?;
+            s.load_job(stored, &unrecorded, &mut recovery)?;
         }
         let ids: Vec<String> = s.sweeps.ids().cloned().collect();
         for id in ids {
@@ -321,82 +320,31 @@ impl Scheduler {
         Ok(found)
     }
 
-    /// Load one stored job, checking that this build computes the key it was stored
-    /// under. `last` is the previous job's template with its encoded spec (seed 0): the
-    /// jobs of a cell are stored together, so most jobs only need their key hashed.
+    /// Load one stored job (see [`Recovery::load`]), writing the store's correction first.
     fn load_job(
         &mut self,
         stored: StoredJob,
         unrecorded: &HashMap<(String, String), String>,
-        last: &mut Option<(SpecTemplate, Arc<Template>, JobSpec, String)>,
+        recovery: &mut Recovery,
     ) -> anyhow::Result<()> {
-        let decoded = SpecTemplate::decode(&stored.spec);
-        // The sweep's family, as its submission named it (a declared one with its digest).
         let reference = self.sweeps.get(&stored.sweep_id).map(|s| s.family.clone()).unwrap_or_default();
-        let reference = reference.as_str();
-        let checked = decoded.as_ref().map_err(Clone::clone).and_then(|(stored_template, seed)| {
-            // The template is cloned, decoded and validated once per cell, not per job.
-            let (same, template, mut spec, salt) = match last.take() {
-                Some(cached) if cached.0 == *stored_template && &*cached.1.family == reference => cached,
-                _ => {
-                    let spec = stored_template.to_spec()?;
-                    let registry = self.catalog.get();
-                    let family = registry.resolve(reference).map_err(|e| e.to_string())?;
-                    let valid = armada_core::validate_as(family, &spec).map_err(|e| e.to_string())?;
-                    let salt = family.key_salt();
-                    let template = self.template_for(valid.spec, reference);
-                    (stored_template.clone(), template.clone(), template.spec.clone(), salt)
-                }
-            };
-            spec.seed = *seed;
-            let key = spec.key_salted(&salt);
-            spec.seed = 0;
-            *last = Some((same, template.clone(), spec, salt));
-            Ok((template, *seed, key))
-        });
-        let stored_key = Key::parse(&stored.key);
-        let (template, seed, key, mut state, error) = match (checked, stored_key) {
-            (Ok((template, seed, key)), Some(stored_key)) if Key::of(&key) == stored_key => {
-                (template, seed, stored_key, stored.state, stored.error)
+        let part = unrecorded.get(&(stored.sweep_id.clone(), stored.key.clone())).map(String::as_str);
+        let loaded = recovery.load(&stored, &reference, part, &mut self.templates);
+        match &loaded.fix {
+            Some(StoreFix::Committed { part }) => {
+                self.store.commit_jobs(&stored.sweep_id, part, &[(None, stored.key.as_str())])?
             }
-            (other, _) => {
-                // A job of an older build: keep it visible, but it cannot run.
-                let why = match other {
-                    Ok((_, _, key)) => format!("this build computes key {key} for it (another armada version)"),
-                    Err(e) => format!("no longer valid in this build: {e}"),
-                };
-                let (mut spec, mut seed) = (JobSpec::new("?", "?", "?"), 0);
-                if let Ok((stored_template, stored_seed)) = &decoded {
-                    let (family, benchmark, algorithm) = stored_template.names();
-                    spec = JobSpec::new(family, benchmark, algorithm);
-                    seed = *stored_seed;
-                }
-                // Its own template, shared with no valid job.
-                let template = Arc::new(Template {
-                    cell: Cell::of_spec(&spec),
-                    spec,
-                    family: reference.into(),
-                    id: self.next_template_id(),
-                });
-                (template, seed, stored_key.unwrap_or(Key::ZERO), JobState::Failed, Some(why))
+            Some(StoreFix::Failed { error }) => {
+                self.store.set_job_state(&stored.sweep_id, &stored.key, JobState::Failed, Some(error))?
             }
-        };
-        // `void_running` ran first, so nothing here is `running`.
-        if let Some(part) = unrecorded.get(&(stored.sweep_id.clone(), stored.key.clone())) {
-            if state == JobState::Queued {
-                self.store.commit_jobs(&stored.sweep_id, part, &[(None, stored.key.as_str())])?;
-                state = JobState::Done;
-            }
+            None => {}
         }
-        if state == JobState::Failed && stored.state != JobState::Failed {
-            self.store.set_job_state(&stored.sweep_id, &stored.key, JobState::Failed, error.as_deref())?;
-        }
-        let i = self.table.len();
         let Some(sweep) = self.sweeps.id_of(&stored.sweep_id) else { return Ok(()) };
-        let mut job = Job::new(sweep, template, seed, key, state);
+        let state = loaded.state;
+        let mut job = Job::new(sweep, loaded.template, loaded.seed, loaded.key, state);
         job.attempts = stored.attempts;
-        job.error = error.map(Into::into);
-        self.table.push(job);
+        job.error = loaded.error.map(Into::into);
+        let i = self.table.push(job);
         self.sweeps.load_job(i, &self.table);
         if state == JobState::Queued && !self.config.only_submitted {
             self.table.enqueue(i, false);
@@ -528,7 +476,7 @@ impl Scheduler {
         let on_disk = results::stored_keys(&self.results_dir.join(&name)).map_err(internal)?;
         let on_disk = on_disk.iter().filter_map(|k| Key::parse(k)).collect();
         let templates: Vec<Arc<Template>> =
-            templates.into_iter().map(|spec| self.template_for(spec, &family)).collect();
+            templates.into_iter().map(|spec| self.templates.shared(spec, &family)).collect();
         let stored_templates = templates.iter().map(|t| SpecTemplate::encode(&t.spec)).collect();
         let generation = self.store.begin_submission(&name, &family, now_ms()).map_err(internal)?;
         Ok(Storing {
@@ -802,25 +750,6 @@ impl Scheduler {
         self.sweeps.get(sweep)?;
         let part = self.store.part_of(sweep, key).map_err(internal)?;
         Ok(part.map(|p| results::trajectories_dir(&self.results_dir.join(sweep)).join(p)))
-    }
-
-    fn next_template_id(&mut self) -> usize {
-        self.n_templates += 1;
-        self.n_templates - 1
-    }
-
-    /// The shared template of a validated spec's cell (made on first use); its seed is
-    /// ignored.
-    fn template_for(&mut self, mut spec: JobSpec, family: &str) -> Arc<Template> {
-        spec.seed = 0;
-        let id = (Arc::<str>::from(family), Cell::of_spec(&spec), spec.sweep_seed);
-        if let Some(template) = self.templates.get(&id) {
-            return template.clone();
-        }
-        let template =
-            Arc::new(Template { spec, cell: id.1.clone(), family: id.0.clone(), id: self.next_template_id() });
-        self.templates.insert(id, template.clone());
-        template
     }
 
     /// Carry out a transition's effects in order (the store's writes, spools, live
@@ -1200,7 +1129,7 @@ impl Scheduler {
     fn cells_of(&self, id: &str) -> Vec<(Cell, usize, usize)> {
         let settled = |j: &Job| matches!(j.state, JobState::Done | JobState::Failed | JobState::Cancelled);
         // Counted by template first, by its number.
-        let mut by_template: Vec<(Option<&Template>, usize, usize)> = vec![(None, 0, 0); self.n_templates];
+        let mut by_template: Vec<(Option<&Template>, usize, usize)> = vec![(None, 0, 0); self.templates.len()];
         for &i in self.sweeps.jobs(id) {
             let job = self.table.job(i);
             let counts = &mut by_template[job.template.id];

@@ -1,0 +1,213 @@
+//! Restart recovery as a function of what the store holds: each stored job becomes the job
+//! the table loads, with the correction the store needs to agree with it. No I/O and no
+//! clock: the scheduler reads the store and the parts' indexes, calls [`Recovery::load`]
+//! for each job in store order, and writes the corrections.
+//!
+//! Two things can make a stored job differ from what it says: a part written whose record
+//! the previous coordinator did not live to store (the job is done, in that part), and a
+//! build that no longer computes the key the job was stored under, or no longer accepts
+//! its spec (the job stays visible, failed with the reason, and never runs).
+
+use super::jobs::{Key, Template, Templates};
+use super::store::{JobState, SpecTemplate, StoredJob};
+use armada_core::{JobSpec, Registry};
+use std::sync::Arc;
+
+/// A stored job, as the table loads it.
+pub struct Loaded {
+    pub template: Arc<Template>,
+    pub seed: u64,
+    pub key: Key,
+    pub state: JobState,
+    pub error: Option<String>,
+    /// What the store must be told so that it agrees with `state`.
+    pub fix: Option<StoreFix>,
+}
+
+/// A correction of a stored job.
+#[derive(Clone, Debug, PartialEq)]
+pub enum StoreFix {
+    /// It was queued, and it is in `part`, which the store does not know: it is done there.
+    Committed { part: String },
+    /// This build cannot run it: it is failed, with `error` as the reason.
+    Failed { error: String },
+}
+
+/// The last cell's template with its encoded spec (seed 0) and key salt: the jobs of a
+/// cell are stored together, so most jobs only need their key hashed.
+struct LastCell {
+    stored: SpecTemplate,
+    template: Arc<Template>,
+    spec: JobSpec,
+    salt: String,
+}
+
+/// Loads the stored jobs of one start-up, in store order.
+pub struct Recovery<'a> {
+    registry: &'a Registry,
+    last: Option<LastCell>,
+}
+
+impl<'a> Recovery<'a> {
+    pub fn new(registry: &'a Registry) -> Self {
+        Recovery { registry, last: None }
+    }
+
+    /// Load one stored job of the sweep whose family is `reference` (as its submission
+    /// named it, a declared one with its digest), checking that this build computes the key
+    /// it was stored under. `unrecorded_part` is the part that holds it, when the store
+    /// does not know that part. `void_running` ran before: nothing stored is `running`.
+    pub fn load(
+        &mut self,
+        stored: &StoredJob,
+        reference: &str,
+        unrecorded_part: Option<&str>,
+        templates: &mut Templates,
+    ) -> Loaded {
+        let decoded = SpecTemplate::decode(&stored.spec);
+        let checked = match &decoded {
+            Ok((stored_template, seed)) => self.key_of(stored_template, *seed, reference, templates),
+            Err(e) => Err(e.clone()),
+        };
+        let stored_key = Key::parse(&stored.key);
+        match (checked, stored_key) {
+            (Ok((template, key)), Some(stored_key)) if Key::of(&key) == stored_key => {
+                let seed = decoded.as_ref().map_or(0, |d| d.1);
+                let (mut state, mut fix) = (stored.state, None);
+                if let Some(part) = unrecorded_part.filter(|_| state == JobState::Queued) {
+                    state = JobState::Done;
+                    fix = Some(StoreFix::Committed { part: part.to_string() });
+                }
+                Loaded { template, seed, key: stored_key, state, error: stored.error.clone(), fix }
+            }
+            (other, _) => {
+                // A job of an older build: keep it visible, but it cannot run.
+                let why = match other {
+                    Ok((_, key)) => format!("this build computes key {key} for it (another armada version)"),
+                    Err(e) => format!("no longer valid in this build: {e}"),
+                };
+                let (mut spec, mut seed) = (JobSpec::new("?", "?", "?"), 0);
+                if let Ok((stored_template, stored_seed)) = &decoded {
+                    let (family, benchmark, algorithm) = stored_template.names();
+                    spec = JobSpec::new(family, benchmark, algorithm);
+                    seed = *stored_seed;
+                }
+                let fix = (stored.state != JobState::Failed).then(|| StoreFix::Failed { error: why.clone() });
+                Loaded {
+                    template: templates.unique(spec, reference),
+                    seed,
+                    key: stored_key.unwrap_or(Key::ZERO),
+                    state: JobState::Failed,
+                    error: Some(why),
+                    fix,
+                }
+            }
+        }
+    }
+
+    /// The shared template of a stored template and the key this build computes for it
+    /// with `seed`. The template is decoded and validated once per cell, not per job.
+    fn key_of(
+        &mut self,
+        stored: &SpecTemplate,
+        seed: u64,
+        reference: &str,
+        templates: &mut Templates,
+    ) -> Result<(Arc<Template>, armada_core::JobKey), String> {
+        let mut last = match self.last.take() {
+            Some(last) if last.stored == *stored && &*last.template.family == reference => last,
+            _ => {
+                let spec = stored.to_spec()?;
+                let family = self.registry.resolve(reference).map_err(|e| e.to_string())?;
+                let valid = armada_core::validate_as(family, &spec).map_err(|e| e.to_string())?;
+                let template = templates.shared(valid.spec, reference);
+                LastCell { stored: stored.clone(), spec: template.spec.clone(), template, salt: family.key_salt() }
+            }
+        };
+        last.spec.seed = seed;
+        let key = last.spec.key_salted(&last.salt);
+        last.spec.seed = 0;
+        let template = last.template.clone();
+        self.last = Some(last);
+        Ok((template, key))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stored(seed: u64, state: JobState) -> StoredJob {
+        let mut spec = JobSpec::new("testkit", "constant", "echo");
+        spec.horizon = 2;
+        spec.seed = seed;
+        let valid = crate::registry().validate(&spec).unwrap();
+        let template = SpecTemplate::encode(&valid.spec);
+        StoredJob {
+            sweep_id: "t".into(),
+            key: valid.key.to_string(),
+            ord: seed as i64,
+            spec: SpecTemplate::with_seed(&template, seed),
+            state,
+            attempts: 1,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn valid_jobs_load_as_stored_sharing_their_cells_template() {
+        let registry = crate::registry();
+        let (mut recovery, mut templates) = (Recovery::new(&registry), Templates::default());
+        let a = recovery.load(&stored(1, JobState::Queued), "testkit", None, &mut templates);
+        let b = recovery.load(&stored(2, JobState::Done), "testkit", None, &mut templates);
+        assert_eq!((a.state, a.seed, a.fix.clone()), (JobState::Queued, 1, None));
+        assert_eq!((b.state, b.seed, b.fix.clone()), (JobState::Done, 2, None));
+        assert_eq!(a.key.to_string(), stored(1, JobState::Queued).key);
+        assert!(Arc::ptr_eq(&a.template, &b.template) && templates.len() == 1);
+        assert_eq!(a.template.spec.seed, 0);
+    }
+
+    #[test]
+    fn a_queued_job_in_a_part_the_store_does_not_know_is_done_there() {
+        let registry = crate::registry();
+        let (mut recovery, mut templates) = (Recovery::new(&registry), Templates::default());
+        let part = Some("part-1.parquet");
+        let queued = recovery.load(&stored(1, JobState::Queued), "testkit", part, &mut templates);
+        assert_eq!(queued.state, JobState::Done);
+        assert_eq!(queued.fix, Some(StoreFix::Committed { part: "part-1.parquet".into() }));
+        // Settled jobs keep their state: a failed or cancelled job's late part is not its result.
+        for state in [JobState::Done, JobState::Failed, JobState::Cancelled] {
+            let other = recovery.load(&stored(2, state), "testkit", part, &mut templates);
+            assert_eq!((other.state, other.fix), (state, None), "{state:?}");
+        }
+    }
+
+    #[test]
+    fn a_job_this_build_cannot_run_is_failed_with_the_reason_once() {
+        let registry = crate::registry();
+        let (mut recovery, mut templates) = (Recovery::new(&registry), Templates::default());
+        // Stored under another key (another armada version).
+        let mut moved = stored(1, JobState::Queued);
+        moved.key = "0".repeat(32);
+        let loaded = recovery.load(&moved, "testkit", Some("part-1.parquet"), &mut templates);
+        let error = loaded.error.clone().unwrap();
+        assert!(error.starts_with("this build computes key "), "{error}");
+        assert_eq!((loaded.state, loaded.fix), (JobState::Failed, Some(StoreFix::Failed { error })));
+        assert_eq!(loaded.key.to_string(), "0".repeat(32));
+        assert_eq!(loaded.template.spec.family, "testkit");
+        // Already failed in the store: nothing to write.
+        moved.state = JobState::Failed;
+        assert_eq!(recovery.load(&moved, "testkit", None, &mut templates).fix, None);
+        // A family this build does not have, and bytes that are no spec.
+        let unknown = recovery.load(&stored(2, JobState::Queued), "nope", None, &mut templates);
+        assert!(unknown.error.unwrap().starts_with("no longer valid in this build: "));
+        let mut garbage = stored(3, JobState::Done);
+        garbage.spec = vec![0xff; 7];
+        let loaded = recovery.load(&garbage, "testkit", None, &mut templates);
+        assert_eq!((loaded.state, loaded.seed), (JobState::Failed, 0));
+        assert_eq!(loaded.template.spec.family, "?");
+        assert!(matches!(loaded.fix, Some(StoreFix::Failed { .. })));
+        // Each job that cannot run has a template of its own.
+        assert!(!Arc::ptr_eq(&loaded.template, &unknown.template));
+    }
+}
