@@ -28,8 +28,8 @@ use super::live::{self, LiveSummaries, Opening};
 use super::metrics::Metrics;
 use super::recovery::{Recovery, StoreFix};
 use super::replies::{
-    CommandError, Declared, JobFailed, JobFilter, JobInfo, Lease, Leases, Registered, Registration, Submitted,
-    SummaryInputs, SweepEvent, SweepStatus, WorkerInfo,
+    CommandError, Declared, JobFailed, Lease, Leases, Registered, Registration, Submitted, SummaryInputs, SweepEvent,
+    SweepStatus,
 };
 use super::sessions::Sessions;
 use super::spool::{RecordSchema, Spools};
@@ -420,10 +420,11 @@ impl Scheduler {
                 let _ = reply.send(self.declare(declaration));
             }
             Command::Workers { reply } => {
-                let _ = reply.send(Ok(self.worker_infos(now)));
+                let _ =
+                    reply.send(Ok(self.workers.infos(&self.table.attempts_by_session(), now, self.config.lease_ttl)));
             }
             Command::Jobs { sweep, filter, limit, reply } => {
-                let _ = reply.send(self.job_infos(&sweep, &filter, limit));
+                let _ = reply.send(self.sweeps.job_infos(&sweep, &self.table, &filter, limit));
             }
             Command::PartOf { sweep, key, reply } => {
                 let _ = reply.send(self.part_of(&sweep, &key));
@@ -691,59 +692,6 @@ impl Scheduler {
             lease_ttl: self.config.lease_ttl,
             heartbeat: self.config.heartbeat,
         })
-    }
-
-    fn worker_infos(&self, now: std::time::Instant) -> Vec<WorkerInfo> {
-        let leased = self.table.attempts_by_session();
-        self.workers
-            .all()
-            .into_iter()
-            .map(|(session, w)| {
-                let idle = now.saturating_duration_since(w.last_seen);
-                WorkerInfo {
-                    id: w.id.clone(),
-                    name: w.name.clone(),
-                    families: w.families.iter().cloned().collect(),
-                    slots: w.slots,
-                    leased: leased.get(&**session).copied().unwrap_or(0),
-                    idle,
-                    alive: idle <= self.config.lease_ttl,
-                }
-            })
-            .collect()
-    }
-
-    fn job_infos(&self, sweep: &str, filter: &JobFilter, limit: usize) -> Result<Vec<JobInfo>, CommandError> {
-        self.sweeps.get(sweep)?;
-        let wanted = |want: &Option<String>, have: &str| want.as_deref().is_none_or(|w| w == have);
-        Ok(self
-            .sweeps
-            .jobs(sweep)
-            .iter()
-            .map(|&i| self.table.job(i))
-            .filter(|job| {
-                let cell = job.cell();
-                wanted(&filter.benchmark, &cell.benchmark)
-                    && wanted(&filter.benchmark_params, &cell.benchmark_params)
-                    && wanted(&filter.algorithm, &cell.algorithm)
-                    && wanted(&filter.algorithm_params, &cell.algorithm_params)
-            })
-            .take(limit)
-            .map(|job| {
-                let cell = job.cell();
-                JobInfo {
-                    key: job.key.to_string(),
-                    seed: job.seed,
-                    benchmark: cell.benchmark.clone(),
-                    benchmark_params: cell.benchmark_params.clone(),
-                    algorithm: cell.algorithm.clone(),
-                    algorithm_params: cell.algorithm_params.clone(),
-                    state: job.state.as_str(),
-                    attempts: job.attempts,
-                    error: job.error.as_deref().map(str::to_owned),
-                }
-            })
-            .collect())
     }
 
     fn part_of(&self, sweep: &str, key: &str) -> Result<Option<PathBuf>, CommandError> {
@@ -1156,6 +1104,7 @@ impl Scheduler {
 mod tests {
     use super::super::replies::ErrorKind;
     use super::*;
+    use crate::coordinator::replies::WorkerInfo;
     use crate::coordinator::table::MAX_VOIDED;
     use armada_core::{JobSpec, StepRecord, ValidJob};
     use polars::prelude::{ParquetReader, SerReader};

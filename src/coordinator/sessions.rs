@@ -1,11 +1,11 @@
 //! Worker sessions: who registered, under which secret session credential, for which
 //! families. Pure like [`super::table`]: the credential is drawn by the caller.
 
-use super::replies::{CommandError, Registration};
+use super::replies::{CommandError, Registration, WorkerInfo};
 use armada_core::Registry;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// A registered worker.
 pub struct Worker {
@@ -128,6 +128,26 @@ impl Sessions {
         let mut all: Vec<_> = self.workers.iter().collect();
         all.sort_by_key(|(_, w)| w.id[1..].parse::<u64>().unwrap_or(u64::MAX));
         all
+    }
+
+    /// What the dashboard shows of every worker: `leased` attempts by session, idle since
+    /// it was last heard from, alive while that is within `lease_ttl`.
+    pub fn infos(&self, leased: &HashMap<&str, u32>, now: Instant, lease_ttl: Duration) -> Vec<WorkerInfo> {
+        self.all()
+            .into_iter()
+            .map(|(session, w)| {
+                let idle = now.saturating_duration_since(w.last_seen);
+                WorkerInfo {
+                    id: w.id.clone(),
+                    name: w.name.clone(),
+                    families: w.families.iter().cloned().collect(),
+                    slots: w.slots,
+                    leased: leased.get(&**session).copied().unwrap_or(0),
+                    idle,
+                    alive: idle <= lease_ttl,
+                }
+            })
+            .collect()
     }
 
     /// Forget the workers last heard from before `cutoff` whose sessions hold no attempt

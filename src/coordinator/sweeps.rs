@@ -17,7 +17,7 @@
 //!   resubmission re-arms it.
 
 use super::jobs::{Job, Key};
-use super::replies::{CommandError, JobFailed, SweepState, SweepStatus};
+use super::replies::{CommandError, JobFailed, JobFilter, JobInfo, SweepState, SweepStatus};
 use super::store::JobState;
 use super::table::{Effect, JobTable};
 use std::collections::{BTreeMap, HashSet};
@@ -126,6 +126,46 @@ impl Sweeps {
     /// The sweep's jobs (none for an unknown sweep).
     pub fn jobs(&self, id: &str) -> &[usize] {
         self.map.get(id).map_or(&[], |s| &s.jobs)
+    }
+
+    /// What the dashboard shows of the jobs of sweep `id` that `filter` selects (at most
+    /// `limit`, in the sweep's order).
+    pub fn job_infos(
+        &self,
+        id: &str,
+        table: &JobTable,
+        filter: &JobFilter,
+        limit: usize,
+    ) -> Result<Vec<JobInfo>, CommandError> {
+        self.get(id)?;
+        let wanted = |want: &Option<String>, have: &str| want.as_deref().is_none_or(|w| w == have);
+        Ok(self
+            .jobs(id)
+            .iter()
+            .map(|&i| table.job(i))
+            .filter(|job| {
+                let cell = job.cell();
+                wanted(&filter.benchmark, &cell.benchmark)
+                    && wanted(&filter.benchmark_params, &cell.benchmark_params)
+                    && wanted(&filter.algorithm, &cell.algorithm)
+                    && wanted(&filter.algorithm_params, &cell.algorithm_params)
+            })
+            .take(limit)
+            .map(|job| {
+                let cell = job.cell();
+                JobInfo {
+                    key: job.key.to_string(),
+                    seed: job.seed,
+                    benchmark: cell.benchmark.clone(),
+                    benchmark_params: cell.benchmark_params.clone(),
+                    algorithm: cell.algorithm.clone(),
+                    algorithm_params: cell.algorithm_params.clone(),
+                    state: job.state.as_str(),
+                    attempts: job.attempts,
+                    error: job.error.as_deref().map(str::to_owned),
+                }
+            })
+            .collect())
     }
 
     pub fn ids(&self) -> impl Iterator<Item = &String> {
@@ -588,5 +628,31 @@ mod tests {
         let e = sweeps.plan("s", "safe", &HashSet::new(), &t).err().unwrap();
         assert_eq!(e.message(), "family: sweep `s` exists with family `lse`, not `safe`");
         assert_eq!(sweeps.get("t").err().unwrap().message(), "no sweep `t`");
+    }
+
+    #[test]
+    fn job_infos_select_by_cell_up_to_the_limit_in_sweep_order() {
+        let mut t = JobTable::new(Policy { lease_ttl: Duration::from_secs(1), max_attempts: 1 });
+        let mut sweeps = Sweeps::new(PathBuf::from("r"));
+        let plan = sweeps.plan("s", "f", &(0..6).map(key).collect(), &t).unwrap();
+        assert!(plan.known.is_empty());
+        let id: Arc<str> = "s".into();
+        for k in 0..6u64 {
+            let algorithm = if k % 2 == 0 { "even" } else { "odd" };
+            let spec = JobSpec::new("f", "bench", algorithm);
+            let template =
+                Arc::new(Template { cell: Cell::of_spec(&spec), family: "f".into(), spec, id: (k % 2) as usize });
+            t.push(Job::new(id.clone(), template, 10 + k, key(k), JobState::Queued));
+        }
+        sweeps.submitted("s", "f", &[], 0, &mut t, false);
+        let odd = JobFilter { algorithm: Some("odd".into()), ..JobFilter::default() };
+        let infos = sweeps.job_infos("s", &t, &odd, 2).unwrap();
+        let seeds: Vec<u64> = infos.iter().map(|j| j.seed).collect();
+        assert_eq!(seeds, [11, 13]);
+        assert!(infos.iter().all(|j| j.algorithm == "odd" && j.state == "queued" && j.benchmark == "bench"));
+        assert_eq!(sweeps.job_infos("s", &t, &JobFilter::default(), 100).unwrap().len(), 6);
+        let none = JobFilter { benchmark: Some("other".into()), ..JobFilter::default() };
+        assert!(sweeps.job_infos("s", &t, &none, 100).unwrap().is_empty());
+        assert_eq!(sweeps.job_infos("x", &t, &odd, 1).unwrap_err().message(), "no sweep `x`");
     }
 }
