@@ -253,7 +253,7 @@ fn the_state_machines_do_no_io_and_read_no_clock() {
             "sweeps.rs",
             &["use super::jobs::", "use super::replies::", "use super::store::JobState;", "use super::table::"],
         ),
-        ("sessions.rs", &["use super::replies::", "use armada_core::Registry;"]),
+        ("sessions.rs", &["use super::replies::", "use crate::results::Provenance;", "use armada_core::Registry;"]),
         (
             "recovery.rs",
             &["use super::jobs::", "use super::store::{JobState, SpecTemplate, StoredJob};", "use armada_core::"],

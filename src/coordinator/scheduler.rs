@@ -37,7 +37,7 @@ use super::store::{AttemptOutcome, JobState, SpecTemplate, Store, StoredJob};
 use super::sweeps::{FailurePage, Plan, Sweeps};
 use super::table::{CommitStart, Effect, JobTable, Policy};
 use crate::results;
-use crate::results::{Cell, Provenance};
+use crate::results::Cell;
 use armada_core::{Declaration, MetricDef};
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
@@ -845,23 +845,13 @@ impl Scheduler {
         };
         let checked = match self.spools.take(attempt) {
             None => Err(format!("attempt {attempt} has no spool")),
-            Some(spool) => {
-                let refused = match spool.broken() {
-                    Some(why) => Some(why.to_owned()),
-                    None if spool.n_records() != n_records => Some(format!(
-                        "n_records: the worker sent {n_records}, the coordinator holds {}",
-                        spool.n_records()
-                    )),
-                    None => spool.incomplete(),
-                };
-                match refused {
-                    Some(error) => {
-                        drop(spool.into_records());
-                        Err(error)
-                    }
-                    None => Ok(spool),
+            Some(spool) => match spool.refusal(n_records) {
+                Some(error) => {
+                    drop(spool.into_records()); // removes its file
+                    Err(error)
                 }
-            }
+                None => Ok(spool),
+            },
         };
         let spool = match checked {
             Ok(spool) => spool,
@@ -874,15 +864,7 @@ impl Scheduler {
         };
         self.table.commit(i, attempt, revive);
         let job = self.table.job(i);
-        let provenance = self.workers.get(session).ok().map(|(_, w)| Provenance {
-            worker: w.id.clone(),
-            name: w.name.clone(),
-            host: w.host.clone(),
-            software: w.software.clone(),
-            processor: w.processor.clone(),
-            attempt_id: attempt,
-            family_digest: job.family().split_once('+').map_or("", |(_, digest)| digest).to_string(),
-        });
+        let provenance = self.workers.provenance(session, attempt, job.family());
         let commit = Commit {
             provenance,
             sweep: job.sweep.to_string(),
@@ -1106,6 +1088,7 @@ mod tests {
     use super::*;
     use crate::coordinator::replies::WorkerInfo;
     use crate::coordinator::table::MAX_VOIDED;
+    use crate::results::Provenance;
     use armada_core::{JobSpec, StepRecord, ValidJob};
     use polars::prelude::{ParquetReader, SerReader};
 

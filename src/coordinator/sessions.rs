@@ -2,6 +2,7 @@
 //! families. Pure like [`super::table`]: the credential is drawn by the caller.
 
 use super::replies::{CommandError, Registration, WorkerInfo};
+use crate::results::Provenance;
 use armada_core::Registry;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -121,6 +122,21 @@ impl Sessions {
         if let Some(worker) = self.workers.get_mut(session) {
             worker.last_seen = now;
         }
+    }
+
+    /// Who computed an attempt of a job of `family` (its reference: a declared family's
+    /// carries its digest), for the part's provenance; none for an unknown session.
+    pub fn provenance(&self, session: &str, attempt: u64, family: &str) -> Option<Provenance> {
+        let w = self.workers.get(session)?;
+        Some(Provenance {
+            worker: w.id.clone(),
+            name: w.name.clone(),
+            host: w.host.clone(),
+            software: w.software.clone(),
+            processor: w.processor.clone(),
+            attempt_id: attempt,
+            family_digest: family.split_once('+').map_or("", |(_, digest)| digest).to_string(),
+        })
     }
 
     /// Every registered worker, with its session credential, in registration order.

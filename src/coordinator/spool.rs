@@ -254,6 +254,18 @@ impl Spool {
         })
     }
 
+    /// Why the records held cannot be committed as the whole trajectory of a worker that
+    /// says it sent `n_records`: uploads refused, another count held, or steps missing.
+    pub fn refusal(&self, n_records: u32) -> Option<String> {
+        match self.broken() {
+            Some(why) => Some(why.to_owned()),
+            None if self.n_records != n_records => {
+                Some(format!("n_records: the worker sent {n_records}, the coordinator holds {}", self.n_records))
+            }
+            None => self.incomplete(),
+        }
+    }
+
     /// Why the attempt's uploads were refused, if they were.
     pub fn broken(&self) -> Option<&str> {
         self.broken.as_deref()
