@@ -239,7 +239,7 @@ fn the_readme_names_every_family() {
 /// things the scheduler executes for them.
 #[test]
 fn the_state_machines_do_no_io_and_read_no_clock() {
-    let pure: [(&str, &[&str]); 4] = [
+    let pure: [(&str, &[&str]); 5] = [
         (
             "table.rs",
             &[
@@ -254,6 +254,15 @@ fn the_state_machines_do_no_io_and_read_no_clock() {
             &["use super::jobs::", "use super::replies::", "use super::store::JobState;", "use super::table::"],
         ),
         ("sessions.rs", &["use super::replies::", "use crate::results::Provenance;", "use armada_core::Registry;"]),
+        (
+            "ingest.rs",
+            &[
+                "use super::jobs::",
+                "use super::store::{JobState, SpecTemplate, StoredJob};",
+                "use super::sweeps::Plan;",
+                "use super::table::JobTable;",
+            ],
+        ),
         (
             "recovery.rs",
             &["use super::jobs::", "use super::store::{JobState, SpecTemplate, StoredJob};", "use armada_core::"],

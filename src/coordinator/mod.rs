@@ -9,6 +9,7 @@ pub mod dashboard;
 pub mod declared;
 pub mod fetch;
 pub mod handle;
+pub mod ingest;
 pub mod jobs;
 pub mod live;
 pub mod metrics;

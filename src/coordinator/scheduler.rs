@@ -23,7 +23,8 @@ use super::catalog::{Catalog, Decision};
 use super::commit::{self, Commit, CommitConfig, PartWritten};
 use super::declared::Checked;
 use super::handle::{Command, Reply, SchedulerHandle};
-use super::jobs::{Job, Key, NewJob, Submission, Template, Templates};
+use super::ingest::{Ingest, Step};
+use super::jobs::{Job, Key, Submission, Template, Templates};
 use super::live::{self, LiveSummaries, Opening};
 use super::metrics::Metrics;
 use super::recovery::{Recovery, StoreFix};
@@ -33,13 +34,13 @@ use super::replies::{
 };
 use super::sessions::Sessions;
 use super::spool::{RecordSchema, Spools};
-use super::store::{AttemptOutcome, JobState, SpecTemplate, Store, StoredJob};
-use super::sweeps::{FailurePage, Plan, Sweeps};
+use super::store::{AttemptOutcome, JobState, Store, StoredJob};
+use super::sweeps::{FailurePage, Sweeps};
 use super::table::{CommitStart, Effect, JobTable, Policy};
 use crate::results;
 use crate::results::Cell;
 use armada_core::{Declaration, MetricDef};
-use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -130,44 +131,13 @@ fn release_free_memory() {
     }
 }
 
-/// A submission being stored (see [`Scheduler::begin_storing`]).
+/// A submission being stored (see [`Ingest`]), with what its answer needs.
 struct Storing {
-    name: String,
-    family: String,
+    ingest: Ingest,
     /// Its generation in the store.
     generation: i64,
-    templates: Vec<Arc<Template>>,
-    /// Each template's spec as the store keeps it ([`SpecTemplate::encode`]).
-    stored_templates: Vec<Vec<u8>>,
-    /// Its jobs in run order; those the sweep has already are skipped.
-    jobs: Vec<NewJob>,
-    /// Positions in `jobs` in key order (the order they are stored in).
-    by_key: Vec<u32>,
-    /// Keys of jobs whose trajectories are on disk already: they are added `done`.
-    on_disk: HashSet<Key>,
-    /// Jobs the sweep had before (the new ones' positions follow).
-    base: usize,
-    /// How many of `by_key` are stored, then of `jobs` in memory (in `self.table.jobs` from
-    /// `first`, in no sweep or queue until the commit).
-    stored: usize,
-    applied: usize,
-    first: usize,
-    /// Keys the sweep has already.
-    known: HashSet<Key>,
-    /// Jobs of the sweep this submission drops.
-    removed: Vec<usize>,
     started: Instant,
     reply: Reply<Submitted>,
-}
-
-impl Storing {
-    fn first_state(&self, job: &NewJob) -> JobState {
-        if self.on_disk.contains(&job.key) {
-            JobState::Done
-        } else {
-            JobState::Queued
-        }
-    }
 }
 
 pub struct Scheduler {
@@ -473,81 +443,34 @@ impl Scheduler {
         let Submission { name, family, templates, jobs, keys, by_key } = submission;
         // A resubmission: what the sweep has is not added again, and what it has that the
         // submission does not is dropped.
-        let Plan { base, known, removed } = self.sweeps.plan(&name, &family, &keys, &self.table)?;
+        let plan = self.sweeps.plan(&name, &family, &keys, &self.table)?;
         let on_disk = results::stored_keys(&self.results_dir.join(&name)).map_err(internal)?;
         let on_disk = on_disk.iter().filter_map(|k| Key::parse(k)).collect();
         let templates: Vec<Arc<Template>> =
             templates.into_iter().map(|spec| self.templates.shared(spec, &family)).collect();
-        let stored_templates = templates.iter().map(|t| SpecTemplate::encode(&t.spec)).collect();
         let generation = self.store.begin_submission(&name, &family, now_ms()).map_err(internal)?;
-        Ok(Storing {
-            known,
-            name,
-            family,
-            generation,
-            templates,
-            stored_templates,
-            jobs,
-            by_key,
-            on_disk,
-            base,
-            stored: 0,
-            applied: 0,
-            first: self.table.len(),
-            removed,
-            started: Instant::now(),
-            reply: oneshot::channel().0,
-        })
+        let ingest = Ingest::new(name, family, templates, jobs, by_key, plan, on_disk, self.table.len());
+        Ok(Storing { ingest, generation, started: Instant::now(), reply: oneshot::channel().0 })
     }
 
     /// One step of the submission being stored: the next chunk of its jobs into the store,
     /// or (once all are) into the job table; then its commit, which makes it the sweep.
     fn store_chunk(&mut self) {
         let Some(storing) = self.storing.as_mut() else { return };
-        let known = |key: &Key| storing.known.contains(key);
-        let n = storing.jobs.len();
-        let committing = storing.applied == n;
-        let result = if storing.stored < n {
-            let end = (storing.stored + STORE_CHUNK).min(n);
-            let rows: Vec<StoredJob> = storing.by_key[storing.stored..end]
-                .iter()
-                .map(|&k| (k as usize, &storing.jobs[k as usize]))
-                .filter(|(_, job)| !known(&job.key))
-                .map(|(k, job)| {
-                    let spec = SpecTemplate::with_seed(&storing.stored_templates[job.template as usize], job.seed);
-                    StoredJob {
-                        sweep_id: String::new(),
-                        key: job.key.to_string(),
-                        // Known jobs leave gaps: positions only order the sweep's jobs.
-                        ord: (storing.base + k) as i64,
-                        spec,
-                        state: storing.first_state(job),
-                        attempts: 0,
-                        error: None,
-                    }
-                })
-                .collect();
-            storing.stored = end;
-            self.store.add_jobs(&storing.name, storing.generation, &rows)
-        } else if storing.applied < n {
-            let end = (storing.applied + STORE_CHUNK).min(n);
-            let sweep: Arc<str> = self.sweeps.id_of(&storing.name).unwrap_or_else(|| storing.name.as_str().into());
-            for job in &storing.jobs[storing.applied..end] {
-                if !known(&job.key) {
-                    let template = storing.templates[job.template as usize].clone();
-                    self.table.push(Job::new(sweep.clone(), template, job.seed, job.key, storing.first_state(job)));
-                }
-            }
-            storing.applied = end;
-            Ok(())
-        } else {
-            let removed: Vec<String> = storing.removed.iter().map(|&i| self.table.job(i).key.to_string()).collect();
-            self.store.commit_submission(&storing.name, storing.generation, &removed)
+        let name = storing.ingest.name.as_str();
+        let sweep: Arc<str> = self.sweeps.id_of(name).unwrap_or_else(|| name.into());
+        let step = storing.ingest.step(&mut self.table, &sweep, STORE_CHUNK);
+        let name = storing.ingest.name.as_str();
+        let committing = matches!(step, Step::Commit(_));
+        let result = match step {
+            Step::Write(rows) => self.store.add_jobs(name, storing.generation, &rows),
+            Step::Added => Ok(()),
+            Step::Commit(removed) => self.store.commit_submission(name, storing.generation, &removed),
         };
         if let Err(e) = result {
             // Nothing of it counts: its rows are dropped, its jobs were in no sweep.
             let storing = self.storing.take().expect("checked");
-            self.table.truncate(storing.first);
+            self.table.truncate(storing.ingest.first);
             if let Err(e) = self.store.abandon_submissions() {
                 warn!(error = %format!("{e:#}"), "store error");
             }
@@ -571,13 +494,13 @@ impl Scheduler {
     /// the sweep (drop what it dropped, queue its jobs and the sweep's failed and
     /// cancelled ones again), then answer.
     fn finish_storing(&mut self, storing: Storing) {
-        let Storing { name, family, removed, first, started, reply, .. } = storing;
+        let Storing { ingest, started, reply, .. } = storing;
         let stored = started.elapsed();
-        let n_added = (self.table.len() - first) as u32;
-        let effects =
-            self.sweeps.submitted(&name, &family, &removed, first, &mut self.table, self.config.only_submitted);
-        let counts = self.sweeps.counts(&name, &self.table);
-        let n_jobs = self.sweeps.get(&name).map_or(0, |s| s.jobs.len() as u32);
+        let n_added = ingest.n_added(&self.table) as u32;
+        let (name, family, removed, first) = (&ingest.name, &ingest.family, ingest.removed(), ingest.first);
+        let effects = self.sweeps.submitted(name, family, removed, first, &mut self.table, self.config.only_submitted);
+        let counts = self.sweeps.counts(name, &self.table);
+        let n_jobs = self.sweeps.get(name).map_or(0, |s| s.jobs.len() as u32);
         info!(
             sweep = %name,
             jobs = n_jobs,
@@ -589,7 +512,7 @@ impl Scheduler {
             "sweep stored and queued"
         );
         self.apply(effects);
-        let _ = reply.send(Ok(Submitted { sweep_id: name, n_jobs, n_added, n_already_done: counts.done }));
+        let _ = reply.send(Ok(Submitted { sweep_id: ingest.name, n_jobs, n_added, n_already_done: counts.done }));
         if n_added as usize >= TRIM_AFTER {
             release_free_memory();
         }
@@ -611,7 +534,7 @@ impl Scheduler {
     /// Forget a sweep with nothing queued or running: its jobs, attempts and live
     /// summaries, here and in the store (its results are the caller's to remove).
     fn delete(&mut self, id: &str) -> Result<(PathBuf, u32), CommandError> {
-        self.sweeps.deletable(id, self.storing.as_ref().map(|s| s.name.as_str()), &self.table)?;
+        self.sweeps.deletable(id, self.storing.as_ref().map(|s| s.ingest.name.as_str()), &self.table)?;
         self.store.delete_sweep(id).map_err(internal)?;
         let (effects, n_jobs) = self.sweeps.delete(id, &mut self.table)?;
         self.watchers.remove(id);
@@ -1087,6 +1010,7 @@ mod tests {
     use super::super::replies::ErrorKind;
     use super::*;
     use crate::coordinator::replies::WorkerInfo;
+    use crate::coordinator::store::SpecTemplate;
     use crate::coordinator::table::MAX_VOIDED;
     use crate::results::Provenance;
     use armada_core::{JobSpec, StepRecord, ValidJob};
