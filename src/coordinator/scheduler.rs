@@ -1805,4 +1805,104 @@ mod tests {
         submit(&s, "a", vec![job(0), job(1)]).await;
         assert_eq!(lease(&s, &w).await.len(), 2);
     }
+
+    /// The history the crash test kills at every write: two submissions, a commit, a failure,
+    /// a release, another commit. True when every step was answered without an error.
+    async fn crash_history(s: &SchedulerHandle) -> bool {
+        let sweep = |name: &str, seeds: std::ops::Range<u64>| {
+            Submission::new(name.into(), "testkit".into(), seeds.map(job).collect())
+        };
+        let mut ok = s.submit(sweep("a", 0..4)).await.is_ok();
+        let Ok(registered) = s.register(registration(&["testkit"])).await else { return false };
+        let session = registered.session;
+        let leases = s.lease(session.clone(), 3).await.map(|l| l.leases).unwrap_or_default();
+        ok &= leases.len() == 3;
+        for (i, l) in leases.iter().enumerate() {
+            ok &= match i {
+                0 => upload_and_complete(s, &session, l.attempt_id, 1.0).await == Ok(true),
+                1 => s.fail(session.clone(), l.attempt_id, "boom".into()).await.is_ok(),
+                _ => s.release(session.clone(), vec![l.attempt_id]).await.is_ok(),
+            };
+        }
+        ok &= s.submit(sweep("b", 10..13)).await.is_ok();
+        let leases = s.lease(session.clone(), 1).await.map(|l| l.leases).unwrap_or_default();
+        for l in &leases {
+            ok &= upload_and_complete(s, &session, l.attempt_id, 2.0).await == Ok(true);
+        }
+        ok && leases.len() == 1
+    }
+
+    /// A coordinator killed between any two of its store writes (every later write refused,
+    /// as if the process had stopped there), then started again on what it left: each
+    /// submission is there whole or not at all, no trajectory the dead one wrote is run again
+    /// (a part it did not live to record marks its jobs done), and once the new coordinator
+    /// has run what is left, every job of a sweep is done, its trajectory in exactly one part.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_coordinator_killed_between_any_two_store_writes_recovers() {
+        let expected: [(&str, std::ops::Range<u64>); 2] = [("a", 0..4), ("b", 10..13)];
+        let commit = CommitConfig { linger: Duration::from_millis(5), ..CommitConfig::default() };
+        let config = SchedulerConfig { commit, ..SchedulerConfig::default() };
+        let (mut crash_after, mut present) = (0, [0; 2]);
+        loop {
+            let dir = tempfile::tempdir().unwrap();
+            let mut store = Store::open(dir.path()).unwrap();
+            store.crash_after(crash_after);
+            let catalog = Arc::new(Catalog::new(crate::registry()));
+            let whole = match Scheduler::start(catalog.clone(), store, dir.path().to_path_buf(), config) {
+                Ok(s) => crash_history(&s).await,
+                Err(_) => false,
+            };
+            // The old actor stops, and unlocks its store, once its handles are gone.
+            let mut reopened = Store::open(dir.path());
+            for _ in 0..500 {
+                if reopened.is_ok() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                reopened = Store::open(dir.path());
+            }
+            let keys_in_parts = |name: &str| -> Vec<String> {
+                let mut keys = Vec::new();
+                for part in results::part_files(&dir.path().join(name)).unwrap() {
+                    keys.extend(results::read_index(&part).unwrap().into_iter().map(|j| j.key));
+                }
+                keys.sort();
+                keys
+            };
+            // What the dead coordinator left on disk is never run again.
+            let left: BTreeSet<String> = expected.iter().flat_map(|(name, _)| keys_in_parts(name)).collect();
+            let s = Scheduler::start(catalog, reopened.unwrap(), dir.path().to_path_buf(), config).unwrap();
+            let session = register(&s).await;
+            loop {
+                let leases = lease(&s, &session).await;
+                if leases.is_empty() {
+                    break;
+                }
+                for l in leases {
+                    assert!(!left.contains(&l.job_key), "crash after {crash_after} writes: {} ran again", l.job_key);
+                    assert_eq!(upload_and_complete(&s, &session, l.attempt_id, 3.0).await, Ok(true));
+                }
+            }
+            for (n, (name, seeds)) in expected.iter().enumerate() {
+                let context = format!("crash after {crash_after} writes, sweep {name}");
+                let Ok(st) = s.status(name.to_string(), FailurePage::default()).await else { continue };
+                present[n] += 1;
+                let n_jobs = seeds.clone().count() as u32;
+                assert_eq!((st.n_jobs, st.n_done, st.n_failed), (n_jobs, n_jobs, 0), "{context}: whole and done");
+                let in_parts = keys_in_parts(name);
+                let mut keys: Vec<String> = seeds.clone().map(|seed| job(seed).key.to_string()).collect();
+                keys.sort();
+                assert_eq!(in_parts, keys, "{context}: each job in exactly one part");
+            }
+            drop(s);
+            if whole {
+                break;
+            }
+            crash_after += 1;
+        }
+        // The history made that many writes; each sweep was lost to an early crash and kept
+        // after a later one.
+        assert!(crash_after >= 10, "only {crash_after} writes: is the crash hook in place?");
+        assert!(present.iter().all(|&p| p > 0 && p <= crash_after), "{present:?} of {}", crash_after + 1);
+    }
 }

@@ -139,6 +139,10 @@ pub struct StoredSweep {
 
 pub struct Store {
     conn: Connection,
+    /// Tests: the coordinator "dies" after this many more writes (every later one fails, as
+    /// if the process had stopped there).
+    #[cfg(test)]
+    writes_left: Option<usize>,
 }
 
 const SCHEMA: &str = "
@@ -247,7 +251,11 @@ impl Store {
         match migrate() {
             Err(e) if is_damage(&e) => Err(damaged(&path, &e)),
             Err(e) => Err(anyhow::Error::from(e).context(format!("preparing the store {}", path.display()))),
-            Ok(()) => Ok(Store { conn }),
+            Ok(()) => Ok(Store {
+                conn,
+                #[cfg(test)]
+                writes_left: None,
+            }),
         }
     }
 
@@ -290,8 +298,25 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// Refuses every write once a test's crash point is reached (see `crash_after`).
+    fn alive(&mut self) -> anyhow::Result<()> {
+        #[cfg(test)]
+        if let Some(left) = self.writes_left.as_mut() {
+            anyhow::ensure!(*left > 0, "the coordinator died before this write (a test's crash point)");
+            *left -= 1;
+        }
+        Ok(())
+    }
+
+    /// Tests: allow `n` more writes, then refuse every one, as a coordinator killed there.
+    #[cfg(test)]
+    pub fn crash_after(&mut self, n: usize) {
+        self.writes_left = Some(n);
+    }
+
     /// Keep a declared family (its name and version are new: the caller checked).
     pub fn add_family(&mut self, name: &str, version: u32, digest: &str, declaration: &[u8]) -> anyhow::Result<()> {
+        self.alive()?;
         self.conn
             .execute(
                 "INSERT INTO families (name, version, digest, declaration) VALUES (?1, ?2, ?3, ?4)",
@@ -313,6 +338,7 @@ impl Store {
     /// store, and none of them counts until [`Store::commit_submission`]. Returns the
     /// submission's generation: a new sweep's row stays hidden (generation -1) until then.
     pub fn begin_submission(&mut self, id: &str, family: &str, now_ms: i64) -> anyhow::Result<i64> {
+        self.alive()?;
         let current: Option<i64> =
             self.conn.query_row("SELECT generation FROM sweeps WHERE id = ?1", params![id], |r| r.get(0)).optional()?;
         if let Some(generation) = current {
@@ -327,6 +353,7 @@ impl Store {
 
     /// Add jobs of the submission `generation` of sweep `id`, in one transaction.
     pub fn add_jobs(&mut self, id: &str, generation: i64, jobs: &[StoredJob]) -> anyhow::Result<()> {
+        self.alive()?;
         // Not synced: these rows count only once `commit_submission` commits, and syncing
         // the write-ahead log for that commit makes every frame before it durable too.
         self.conn.pragma_update(None, "synchronous", "NORMAL")?;
@@ -354,6 +381,7 @@ impl Store {
     /// the jobs of `removed` are dropped, and the sweep's failed and cancelled jobs are
     /// queued again (with a fresh attempt count).
     pub fn commit_submission(&mut self, id: &str, generation: i64, removed: &[String]) -> anyhow::Result<()> {
+        self.alive()?;
         let tx = self.conn.transaction()?;
         tx.execute(
             "UPDATE sweeps SET generation = ?2, cancelled = 0, summarized = 0 WHERE id = ?1",
@@ -388,6 +416,7 @@ impl Store {
     /// if the submission made it. Also run at start-up for every submission a previous
     /// coordinator left unfinished; returns how many jobs were dropped.
     pub fn abandon_submissions(&mut self) -> anyhow::Result<usize> {
+        self.alive()?;
         let tx = self.conn.transaction()?;
         let n = tx.execute(
             "DELETE FROM jobs WHERE generation >
@@ -408,6 +437,7 @@ impl Store {
         now_ms: i64,
         expires_ms: i64,
     ) -> anyhow::Result<Vec<u64>> {
+        self.alive()?;
         let tx = self.conn.transaction()?;
         let mut ids = Vec::with_capacity(jobs.len());
         {
@@ -439,6 +469,7 @@ impl Store {
         job_state: JobState,
         error: Option<&str>,
     ) -> anyhow::Result<()> {
+        self.alive()?;
         let tx = self.conn.transaction()?;
         tx.execute("UPDATE attempts SET state = ?1 WHERE id = ?2", params![outcome.as_str(), attempt as i64])?;
         tx.execute(
@@ -452,6 +483,7 @@ impl Store {
     /// An attempt handed back before it ran: it ends `released`, and its job is queued
     /// again with the attempt uncounted, in one transaction.
     pub fn release_attempt(&mut self, attempt: u64, job: (&str, &str)) -> anyhow::Result<()> {
+        self.alive()?;
         let tx = self.conn.transaction()?;
         tx.execute("UPDATE attempts SET state = 'released' WHERE id = ?1", params![attempt as i64])?;
         tx.execute(
@@ -470,6 +502,7 @@ impl Store {
         state: JobState,
         error: Option<&str>,
     ) -> anyhow::Result<()> {
+        self.alive()?;
         self.conn.execute(
             "UPDATE jobs SET state = ?1, error = COALESCE(?2, error) WHERE sweep_id = ?3 AND key = ?4",
             params![state.as_str(), error, sweep, key],
@@ -480,6 +513,7 @@ impl Store {
     /// Jobs of `sweep` whose trajectories are in the part file `part`: each `done`, its
     /// attempt (when there is one) `committed`, in one transaction.
     pub fn commit_jobs(&mut self, sweep: &str, part: &str, jobs: &[(Option<u64>, &str)]) -> anyhow::Result<()> {
+        self.alive()?;
         let tx = self.conn.transaction()?;
         {
             let mut attempt = tx.prepare_cached("UPDATE attempts SET state = 'committed' WHERE id = ?1")?;
@@ -498,6 +532,7 @@ impl Store {
 
     /// Remove a sweep with its jobs and attempts.
     pub fn delete_sweep(&mut self, sweep: &str) -> anyhow::Result<()> {
+        self.alive()?;
         let tx = self.conn.transaction()?;
         tx.execute("DELETE FROM attempts WHERE sweep_id = ?1", params![sweep])?;
         tx.execute("DELETE FROM jobs WHERE sweep_id = ?1", params![sweep])?;
@@ -509,6 +544,7 @@ impl Store {
     /// The summary files of `sweep` were written from every job it settled; cleared by a
     /// resubmission. A sweep finished but not summarized has its summaries rebuilt at start.
     pub fn set_summarized(&mut self, sweep: &str) -> anyhow::Result<()> {
+        self.alive()?;
         self.conn.execute("UPDATE sweeps SET summarized = 1 WHERE id = ?1", params![sweep])?;
         Ok(())
     }
@@ -533,6 +569,7 @@ impl Store {
 
     /// Cancel a sweep: its queued and running jobs become cancelled, its running attempts void.
     pub fn cancel(&mut self, sweep: &str) -> anyhow::Result<()> {
+        self.alive()?;
         let tx = self.conn.transaction()?;
         tx.execute("UPDATE sweeps SET cancelled = 1 WHERE id = ?1", params![sweep])?;
         tx.execute(
@@ -547,6 +584,7 @@ impl Store {
     /// At startup: attempts that were running died with the previous coordinator (their
     /// records were in its memory); their jobs go back to the queue.
     pub fn void_running(&mut self) -> anyhow::Result<usize> {
+        self.alive()?;
         let tx = self.conn.transaction()?;
         tx.execute("UPDATE attempts SET state = 'void' WHERE state = 'running'", [])?;
         let n = tx.execute("UPDATE jobs SET state = 'queued' WHERE state = 'running'", [])?;
