@@ -764,3 +764,39 @@ fn the_checks_reject_missing_and_broken_files() {
     assert!(check_filled(&t[0], &["b"]).is_err(), "an empty cell passed");
     assert_eq!(check_filled(&t[0], &["a"]), Ok(()));
 }
+
+/// `rerun_diff.py` on the committed cdt-main finals against themselves (every cell
+/// identical) and against a copy with one cell's mean moved by three of its combined
+/// standard errors: that cell, and only it, is beyond 2, with z = 3.
+#[test]
+fn rerun_diff_measures_moves_in_standard_errors() {
+    use polars::prelude::*;
+    let Some(python) = python() else { return };
+    let old = common::manifest_dir().join("analysis/figures/cdt/data/cdt-main/final.parquet");
+    let same = script(&python, "rerun_diff.py", &[&old, &old], &["--metric", "regret"]);
+    assert!(same.contains("| movielens | 28 | 28 | 0.00 | 0.00 | 0.00 | 0 |"), "{same}");
+    assert!(same.contains("| synthetic | 28 | 28 | 0.00 | 0.00 | 0.00 | 0 |"), "{same}");
+    // Move the first synthetic regret cell by 3 sqrt(2) se: z = 3 exactly.
+    let mut df = ParquetReader::new(std::fs::File::open(&old).unwrap()).finish().unwrap();
+    let metric: Vec<bool> = df.column("metric").unwrap().str().unwrap().iter().map(|m| m == Some("regret")).collect();
+    let bench: Vec<bool> =
+        df.column("benchmark").unwrap().str().unwrap().iter().map(|b| b == Some("synthetic")).collect();
+    let target = (0..df.height()).find(|&i| metric[i] && bench[i]).unwrap();
+    let se = df.column("se").unwrap().f64().unwrap().get(target).unwrap();
+    let means: Vec<Option<f64>> = df
+        .column("mean")
+        .unwrap()
+        .f64()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .map(|(i, m)| if i == target { m.map(|m| m + 3.0 * 2f64.sqrt() * se) } else { m })
+        .collect();
+    df.with_column(Column::new("mean".into(), means)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let moved = dir.path().join("final.parquet");
+    ParquetWriter::new(std::fs::File::create(&moved).unwrap()).finish(&mut df).unwrap();
+    let diff = script(&python, "rerun_diff.py", &[&old, dir.path()], &["--metric", "regret"]);
+    assert!(diff.contains("| synthetic | 28 | 27 | 0.11 | 0.57 | 3.00 | 1 |"), "{diff}");
+    assert!(diff.contains("| movielens | 28 | 28 | 0.00 | 0.00 | 0.00 | 0 |"), "{diff}");
+}
