@@ -157,7 +157,7 @@ fn the_cycle_check_sees_groups_globs_reexports_submodules_and_code_after_tests()
         ("lib.rs", "mod a; mod b; mod c;"),
         ("a.rs", "use crate::{b::X, c};\n// crate::c\nfn f() { let s = \"crate::b\"; }"),
         ("b.rs", "#[cfg(test)]\nmod tests { use crate::a; }\nfn g() { crate::c::h(); }"),
-        ("c.rs", "#[cfg(test)]\nuse crate::a::Y;\nfn h() {}"),
+        ("c.rs", "#[cfg(test)]\nuse crate::a::Y;\nfn h() {}\nstruct S { x: u8, #[cfg(test)] y: crate::a::Y }"),
     ]));
     assert!(graph.depends(&["a"], &["b"]) && graph.depends(&["a"], &["c"]) && graph.depends(&["b"], &["c"]));
     assert!(!graph.depends(&["b"], &["a"]) && !graph.depends(&["c"], &["a"]));

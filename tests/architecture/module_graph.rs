@@ -129,7 +129,8 @@ fn ident_char(c: Option<char>) -> bool {
     c.is_some_and(|c| c.is_alphanumeric() || c == '_')
 }
 
-/// Drops each `#[cfg(test)]` item (to its `;` or its closing brace) and keeps the code after it.
+/// Drops each `#[cfg(test)]` item, statement or field (to its `;`, `,` or closing brace)
+/// and keeps the code after it.
 fn without_test_items(code: &str) -> (String, Vec<String>) {
     const MARK: &str = "#[cfg(test)]";
     let mut out = String::with_capacity(code.len());
@@ -145,14 +146,18 @@ fn without_test_items(code: &str) -> (String, Vec<String>) {
                 break bytes.len();
             }
             match bytes[i] {
-                b'{' => depth += 1,
+                b'{' | b'(' | b'[' => depth += 1,
+                // The end of the block around a test field or statement: not the item's.
+                b'}' | b')' | b']' if depth == 0 => break i,
                 b'}' => {
                     depth -= 1;
                     if depth == 0 {
                         break i + 1;
                     }
                 }
-                b';' if depth == 0 => break i + 1,
+                b')' | b']' => depth -= 1,
+                // An item, a statement, or a field (`#[cfg(test)] name: Type,`).
+                b';' | b',' if depth == 0 => break i + 1,
                 _ => {}
             }
             i += 1;
