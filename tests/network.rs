@@ -137,7 +137,7 @@ fn partitioned_workers_and_a_restart_behind_a_partition_lose_nothing_and_duplica
     wait_until(30, "w1 to lease a job", || !leased(&logs[0]).is_empty());
     net.cut("w1");
     let held = leased(&logs[0]);
-    wait_until(30, "the coordinator to expire w1's leases", || read(&coord_log).contains("lease of worker"));
+    wait_until(30, "the coordinator to expire w1's leases", || read(&coord_log).contains("lease expired"));
     let rerun = |key: &String| leased(&logs[1]).contains(key) || leased(&logs[2]).contains(key);
     wait_until(60, "a job w1 held to be leased by another host", || held.iter().any(rerun));
     net.heal("w1");
