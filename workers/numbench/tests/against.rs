@@ -5,8 +5,18 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::process::{Command, Output};
+use std::sync::{Mutex, MutexGuard};
 
 const BIN: &str = env!("CARGO_BIN_EXE_armada-numbench");
+
+/// The tests run one at a time: a script written while another test forks could be held
+/// open for writing in that child until it execs, and running it then fails with "Text file
+/// busy" (ETXTBSY).
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// An executable script standing in for another numbench build: it prints `stdout`.
 fn other_build(name: &str, stdout: &str) -> PathBuf {
@@ -22,6 +32,7 @@ fn numbench(args: &[&str]) -> Output {
 
 #[test]
 fn prints_both_builds_medians_their_ratio_and_every_round() {
+    let _serial = one_at_a_time();
     let other = other_build("two-seconds", "workload armada s\\nlse-random 2.000 0.1 2.0\\n");
     let out = numbench(&["--only", "lse-random", "--against", other.to_str().unwrap(), "--rounds", "3"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -54,6 +65,7 @@ fn prints_both_builds_medians_their_ratio_and_every_round() {
 /// The trajectory column compares the digest of every metric value that each build prints.
 #[test]
 fn says_whether_the_other_build_ran_the_same_trajectory() {
+    let _serial = one_at_a_time();
     let out = numbench(&["--only", "lse-random"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let row = stdout.lines().find(|l| l.starts_with("lse-random")).expect("a row");
@@ -74,6 +86,7 @@ fn says_whether_the_other_build_ran_the_same_trajectory() {
 
 #[test]
 fn a_missing_build_a_build_without_the_row_or_a_bad_round_count_is_named_not_a_panic() {
+    let _serial = one_at_a_time();
     let out = numbench(&["--only", "lse-random", "--against", "/nonexistent/numbench"]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -94,6 +107,7 @@ fn a_missing_build_a_build_without_the_row_or_a_bad_round_count_is_named_not_a_p
 
 #[test]
 fn a_mistyped_argument_or_an_unknown_workload_stops_before_any_run() {
+    let _serial = one_at_a_time();
     let out = numbench(&["--only", "lse-random", "--rouns", "5"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
