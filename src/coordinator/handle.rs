@@ -1,6 +1,6 @@
 //! How the rest of armada talks to the scheduler actor: the [`Command`]s of its mailbox,
-//! and [`SchedulerHandle`], a typed async method per request. The gRPC services, the
-//! dashboard and the tests call the methods; only the scheduler matches on commands.
+//! and [`SchedulerHandle`], a typed async method per request. The gRPC services and the
+//! dashboard call the methods; only the scheduler (and its tests) build or match commands.
 //!
 //! The handle also carries what the request paths use beside the actor, off its mailbox:
 //! the spools that upload streams append records to, the live summaries that answer
