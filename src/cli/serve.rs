@@ -22,7 +22,7 @@ pub struct ServeArgs {
     #[arg(long, env = TOKEN_ENV, hide_env_values = true)]
     token: Option<String>,
     /// More tokens, each with a role (client, worker, admin) and, for a worker token, the
-    /// families it may run: a TOML file of `[[tokens]]` tables (see the README's trust model).
+    /// families it may run: a TOML file of `[[tokens]]` tables (see docs/cluster.md, "The trust model").
     #[arg(long)]
     tokens: Option<PathBuf>,
     /// Serve TLS with this PEM certificate chain (with --tls-key).

@@ -1,4 +1,4 @@
-//! A worked example of a family, for the README's "Adding a family": minimise a noisy
+//! A worked example of a family, for "Adding a family" in docs/extending.md: minimise a noisy
 //! quadratic `f(x) = |x - x*|^2` on `[-2, 2]^dim`, by random search or by a hill climber.
 //! It is not in armada's registry; its test builds a registry of its own, validates a job
 //! and runs it, as the coordinator and the workers would.
