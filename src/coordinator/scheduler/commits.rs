@@ -1,0 +1,136 @@
+//! Commits: an attempt's records are checked against its spool and handed to the
+//! committer; when the committer reports the part durable (or not), its jobs are done in
+//! one store transaction (or queued again).
+
+use super::Scheduler;
+use crate::coordinator::commit::{Commit, PartWritten};
+use crate::coordinator::handle::Reply;
+use crate::coordinator::replies::{CommandError, SweepEvent};
+use crate::coordinator::store::AttemptOutcome;
+use crate::coordinator::table::CommitStart;
+use armada_core::MetricDef;
+use tracing::warn;
+
+impl Scheduler {
+    pub(super) fn complete(&mut self, session: &str, attempt: u64, n_records: u32, reply: Reply<bool>) {
+        let (start, effects) = match self.table.begin_commit(session, attempt) {
+            Ok(started) => started,
+            Err(e) => {
+                let _ = reply.send(Err(e));
+                return;
+            }
+        };
+        self.apply(effects);
+        let (i, revive) = match start {
+            CommitStart::Dropped => {
+                let _ = reply.send(Ok(false));
+                return;
+            }
+            CommitStart::Cancelled(message) => {
+                let _ = reply.send(Err(CommandError::failed_precondition(message)));
+                return;
+            }
+            CommitStart::Check { job, revive } => (job, revive),
+        };
+        let checked = match self.spools.take(attempt) {
+            None => Err(format!("attempt {attempt} has no spool")),
+            Some(spool) => match spool.refusal(n_records) {
+                Some(error) => {
+                    drop(spool.into_records()); // removes its file
+                    Err(error)
+                }
+                None => Ok(spool),
+            },
+        };
+        let spool = match checked {
+            Ok(spool) => spool,
+            Err(error) => {
+                let effects = self.table.void_if_current(i, attempt, error.clone());
+                self.apply(effects);
+                let _ = reply.send(Err(CommandError::invalid_argument(error)));
+                return;
+            }
+        };
+        self.table.commit(i, attempt, revive);
+        let job = self.table.job(i);
+        let provenance = self.workers.provenance(session, attempt, job.family());
+        let commit = Commit {
+            provenance,
+            sweep: job.sweep.to_string(),
+            sweep_dir: self.results_dir.join(&*job.sweep),
+            metrics: self.metrics_of(job.family()),
+            job: i,
+            attempt,
+            valid: job.valid(),
+            spool,
+            asked: std::time::Instant::now(),
+            reply,
+        };
+        if let Err(unsent) = self.committer.send(commit) {
+            let commit = unsent.0;
+            self.table.commit_unsent(i);
+            let _ = commit.reply.send(Err(CommandError::unavailable("the coordinator is shutting down")));
+        }
+    }
+
+    pub(super) fn metrics_of(&self, family: &str) -> &'static [MetricDef] {
+        self.declaration_of(family).map_or(&[], |f| f.metrics)
+    }
+
+    /// A part was written (or not): its jobs are done, in one store transaction, or each
+    /// goes back to the queue.
+    pub(super) fn part_written(&mut self, written: PartWritten) {
+        let PartWritten { part, jobs } = written;
+        let committed: Vec<(usize, u64)> = jobs.iter().map(|c| (c.job, c.attempt)).collect();
+        let recorded = part.and_then(|part| {
+            let Some(first) = jobs.first() else { return Ok(()) };
+            let sweep = self.table.job(first.job).sweep.clone();
+            let keys: Vec<String> = jobs.iter().map(|c| self.table.job(c.job).key.to_string()).collect();
+            let done: Vec<(Option<u64>, &str)> =
+                jobs.iter().zip(&keys).map(|(c, k)| (Some(c.attempt), k.as_str())).collect();
+            self.store.commit_jobs(&sweep, &part, &done).map_err(|e| format!("recording part {part}: {e:#}"))
+        });
+        if let Err(e) = recorded {
+            warn!(jobs = jobs.len(), error = %e, "committing failed; the jobs are queued again");
+            let (effects, reopen) = self.table.commit_failed(&committed, &e);
+            self.apply(effects);
+            for c in jobs {
+                let _ = c.reply.send(Err(CommandError::internal(format!("writing the trajectory: {e}"))));
+            }
+            for sweep in reopen {
+                self.open_live(&sweep);
+            }
+            return;
+        }
+        let (effects, reopen) = self.table.committed(&committed);
+        for c in jobs {
+            let job = self.table.job(c.job);
+            let sweep = job.sweep.clone();
+            if let Some(location) = c.location {
+                self.live.committed(&sweep, location);
+            }
+            if self.watched(&sweep) {
+                let job = self.table.job(c.job);
+                let final_metrics = self
+                    .metrics_of(job.family())
+                    .iter()
+                    .zip(c.last)
+                    .map(|(m, value)| (m.name.to_string(), value))
+                    .collect();
+                let event = SweepEvent::JobFinished {
+                    job_key: job.key.to_string(),
+                    description: job.valid().describe(),
+                    final_metrics,
+                };
+                self.emit(&sweep, event);
+            }
+            let _ = c.reply.send(Ok(true));
+            self.metrics.attempt_ended(AttemptOutcome::Committed);
+            self.metrics.commit_answered(c.asked.elapsed());
+        }
+        for sweep in reopen {
+            self.open_live(&sweep);
+        }
+        self.apply(effects);
+    }
+}

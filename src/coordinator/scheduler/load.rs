@@ -1,0 +1,118 @@
+//! Loading the store at start: the jobs of a previous life, corrected where the store and
+//! the results disagree (see [`Recovery`]).
+
+use super::{release_free_memory, Scheduler};
+use crate::coordinator::jobs::Job;
+use crate::coordinator::recovery::{Recovery, StoreFix};
+use crate::coordinator::store::{JobState, StoredJob};
+use crate::results;
+use std::collections::HashMap;
+use tracing::{info, warn};
+
+impl Scheduler {
+    /// Load what the store holds: submissions it had not finished storing are dropped,
+    /// attempts of the previous life voided (their jobs queued again), and the jobs, sweeps
+    /// and summaries made to agree with the results on disk.
+    pub(super) fn load(&mut self) -> anyhow::Result<()> {
+        let abandoned = self.store.abandon_submissions()?;
+        if abandoned > 0 {
+            info!(
+                jobs = abandoned,
+                "dropped the jobs of a submission the previous coordinator had not finished storing"
+            );
+        }
+        let voided = self.store.void_running()?;
+        if voided > 0 {
+            info!(jobs = voided, "jobs running when the previous coordinator stopped are queued again");
+        }
+        for declaration in self.store.families()? {
+            if let Err(e) = self.catalog.load(&declaration) {
+                warn!(error = %e, "the store keeps a declaration no longer accepted; its sweeps' jobs cannot run");
+            }
+        }
+        for sweep in self.store.sweeps()? {
+            self.sweeps.load(&sweep.id, sweep.family, sweep.cancelled, sweep.summarized);
+        }
+        for id in self.sweeps.ids() {
+            let removed = results::remove_temp_files(&self.results_dir.join(id))?;
+            if removed > 0 {
+                info!(sweep = %id, files = removed, "removed temp files left by an interrupted write");
+            }
+        }
+        let unrecorded = self.unrecorded_parts()?;
+        let registry = self.catalog.get();
+        let mut recovery = Recovery::new(&registry);
+        for stored in self.store.jobs()? {
+            self.load_job(stored, &unrecorded, &mut recovery)?;
+        }
+        let ids: Vec<String> = self.sweeps.ids().cloned().collect();
+        for id in ids {
+            let files = self.sweeps.counts(&id, &self.table).done == 0
+                || self.results_dir.join(&id).join(results::FINAL_FILE).is_file();
+            // Summaries cut short by the previous coordinator's end (or removed since) are
+            // rebuilt; those of a running sweep are live again.
+            if self.sweeps.loaded(&id, &self.table, files) {
+                self.open_live(&id);
+            } else {
+                let n_cells = self.cells_of(&id).len() as u32;
+                self.sweeps.set_cells(&id, n_cells);
+            }
+        }
+        let next_attempt = self.store.max_attempt_id()?;
+        info!(sweeps = self.sweeps.len(), jobs = self.table.len(), next_attempt, "scheduler loaded the store");
+        // The stored rows read to load the jobs are gone.
+        release_free_memory();
+        Ok(())
+    }
+
+    /// Jobs in parts the store does not know: written, then the coordinator died before
+    /// recording them. `(sweep, key)` -> part file name.
+    fn unrecorded_parts(&self) -> anyhow::Result<HashMap<(String, String), String>> {
+        let mut found = HashMap::new();
+        for sweep in self.sweeps.ids() {
+            let known = self.store.parts(sweep)?;
+            for path in results::part_files(&self.results_dir.join(sweep))? {
+                let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                if known.contains(&name) {
+                    continue;
+                }
+                for job in results::read_index(&path)? {
+                    found.insert((sweep.clone(), job.key), name.clone());
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    /// Load one stored job (see [`Recovery::load`]), writing the store's correction first.
+    fn load_job(
+        &mut self,
+        stored: StoredJob,
+        unrecorded: &HashMap<(String, String), String>,
+        recovery: &mut Recovery,
+    ) -> anyhow::Result<()> {
+        let reference = self.sweeps.get(&stored.sweep_id).map(|s| s.family.clone()).unwrap_or_default();
+        let part = unrecorded.get(&(stored.sweep_id.clone(), stored.key.clone())).map(String::as_str);
+        let loaded = recovery.load(&stored, &reference, part, &mut self.templates);
+        match &loaded.fix {
+            Some(StoreFix::Committed { part }) => {
+                self.store.commit_jobs(&stored.sweep_id, part, &[(None, stored.key.as_str())])?
+            }
+            Some(StoreFix::Failed { error }) => {
+                self.store.set_job_state(&stored.sweep_id, &stored.key, JobState::Failed, Some(error))?
+            }
+            None => {}
+        }
+        let Some(sweep) = self.sweeps.id_of(&stored.sweep_id) else { return Ok(()) };
+        let state = loaded.state;
+        let mut job = Job::new(sweep, loaded.template, loaded.seed, loaded.key, state);
+        job.attempts = stored.attempts;
+        job.error = loaded.error.map(Into::into);
+        let i = self.table.push(job);
+        self.sweeps.load_job(i, &self.table);
+        if state == JobState::Queued && !self.config.only_submitted {
+            self.table.enqueue(i, false);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,441 @@
+//! The scheduler: one actor that owns the job table. Every request of either service
+//! becomes a [`Command`] on its mailbox, so state changes happen one at a time, in order,
+//! and each is written to the [`Store`] before it is answered.
+//!
+//! Job lifecycle: `queued` -> (lease) `running` -> (commit) `done`; a failed or expired
+//! attempt re-queues the job until it has had `max_attempts`, then it is `failed` with its
+//! last error; `cancel` makes queued and running jobs `cancelled`. The first attempt to
+//! commit wins: a later commit of the same job is answered `committed = false`, and any
+//! attempt whose job is no longer running it is told to stop at its next heartbeat.
+//!
+//! The decisions are made by pure state machines: the jobs' ([`super::table`]), the sweeps'
+//! ([`super::sweeps`]) and the worker sessions' ([`super::sessions`]). This actor is their
+//! executor: it reads the clock once per command and passes it in, and it carries out each
+//! transition's effects (the store's writes, spools, commits, live summaries, watchers)
+//! before it answers.
+//!
+//! Records do not pass through here: upload streams write into the attempt's [`Spool`]
+//! directly. The scheduler opens a spool at lease time, hands the winner's to the
+//! committer at commit time, and marks the job `done` when the committer reports its part
+//! durable (see [`super::commit`]).
+
+use super::catalog::Catalog;
+use super::commit::{self, Commit, CommitConfig};
+use super::handle::{Command, Reply, SchedulerHandle};
+use super::jobs::{Job, Submission, Template, Templates};
+use super::live::{self, LiveSummaries, Opening};
+use super::metrics::Metrics;
+use super::replies::{CommandError, JobFailed, Submitted, SweepEvent};
+use super::sessions::Sessions;
+use super::spool::{RecordSchema, Spools};
+use super::store::{JobState, Store};
+use super::sweeps::{FailurePage, Sweeps};
+use super::table::{Effect, JobTable, Policy};
+use crate::results::Cell;
+use armada_core::Declaration;
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::sync::{broadcast, mpsc};
+// Tokio's clock, not the system's: lease deadlines follow it, so tests pause and advance
+// time instead of sleeping.
+use tokio::time::Instant;
+use tracing::{info, warn};
+
+mod commits;
+mod load;
+mod requests;
+mod submit;
+
+use submit::Storing;
+
+/// Timing and retry policy.
+#[derive(Clone, Copy, Debug)]
+pub struct SchedulerConfig {
+    /// A lease lives this long without a heartbeat.
+    pub lease_ttl: Duration,
+    /// Workers are asked to heartbeat this often.
+    pub heartbeat: Duration,
+    /// Attempts (failed or expired) before a job is marked failed.
+    pub max_attempts: u32,
+    /// Lease only the jobs of sweeps submitted to this coordinator, not the queued jobs of
+    /// sweeps found in the store (`armada run`, which runs exactly its own sweep).
+    pub only_submitted: bool,
+    /// How commits are grouped into trajectory parts.
+    pub commit: CommitConfig,
+    /// A worker not heard from this long, and holding no live lease, is forgotten: a
+    /// coordinator that outlives many workers does not keep them all. One that comes back
+    /// registers again (a late commit of an expired attempt still counts).
+    pub forget_worker_after: Duration,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig {
+            lease_ttl: Duration::from_secs(10),
+            heartbeat: Duration::from_millis(2500),
+            max_attempts: 3,
+            only_submitted: false,
+            commit: CommitConfig::default(),
+            forget_worker_after: Duration::from_secs(600),
+        }
+    }
+}
+
+/// Commands waiting for the actor. Callers wait when it is full (back-pressure on the
+/// services), and the actor takes a command in microseconds, so a thousand is room for
+/// every worker's heartbeat and commit of a large cluster at once without a wait.
+const MAILBOX_CAPACITY: usize = 1024;
+
+/// Events kept for a sweep's watchers: room for a burst (a large sweep's jobs settling
+/// together); a watcher that falls further behind is sent a fresh snapshot instead.
+const WATCH_EVENTS: usize = 4096;
+
+/// Give freed heap memory back to the system. glibc keeps what a large submission freed
+/// (hundreds of bytes a job) mapped otherwise, so a coordinator's RSS would stay at its peak.
+fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free pages of glibc's heaps to the kernel.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+pub struct Scheduler {
+    /// The families known, built in and declared.
+    catalog: Arc<Catalog>,
+    store: Store,
+    results_dir: PathBuf,
+    config: SchedulerConfig,
+    /// The jobs, their queue and their leased attempts.
+    table: JobTable,
+    /// The sweeps: their jobs and flags.
+    sweeps: Sweeps,
+    /// Each watched sweep's events, made by the first watch and dropped with the last
+    /// watcher: an unwatched sweep holds no buffer.
+    watchers: HashMap<String, broadcast::Sender<SweepEvent>>,
+    /// The submission being stored, a chunk at a time between other commands, and those
+    /// waiting for it.
+    storing: Option<Storing>,
+    waiting: VecDeque<(Submission, Reply<Submitted>)>,
+    /// The jobs' shared templates.
+    templates: Templates,
+    /// Registered workers by session credential.
+    workers: Sessions,
+    spools: Spools,
+    live: LiveSummaries,
+    committer: mpsc::UnboundedSender<Commit>,
+    metrics: Arc<Metrics>,
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+fn internal(e: anyhow::Error) -> CommandError {
+    warn!(error = %format!("{e:#}"), "store error");
+    CommandError::internal(format!("coordinator store: {e:#}"))
+}
+
+impl Scheduler {
+    /// Load the state of `store` (voiding the attempts of a previous life) and start the
+    /// actor. Results go to `results_dir/<sweep>/`.
+    pub fn start(
+        catalog: Arc<Catalog>,
+        store: Store,
+        results_dir: PathBuf,
+        config: SchedulerConfig,
+    ) -> anyhow::Result<SchedulerHandle> {
+        let (tx, rx) = mpsc::channel(MAILBOX_CAPACITY);
+        let spools = Spools::open(&results_dir.join(".spool"))?;
+        // The committer reports through a weak handle, so that the actor stops, and closes its
+        // store, once every outside handle is dropped.
+        let mailbox = tx.downgrade();
+        let live = LiveSummaries::start(move |sweep, generation| {
+            if let Some(mailbox) = mailbox.upgrade() {
+                let _ = mailbox.blocking_send(Command::Summarized { sweep: sweep.to_string(), generation });
+            }
+        });
+        let metrics = Arc::new(Metrics::default());
+        let mailbox = tx.downgrade();
+        let committer = commit::start(config.commit, live.clone(), metrics.clone(), move |written| {
+            if let Some(mailbox) = mailbox.upgrade() {
+                let _ = mailbox.blocking_send(Command::PartWritten(written));
+            }
+        });
+        let mut s = Scheduler {
+            catalog,
+            store,
+            sweeps: Sweeps::new(results_dir.clone()),
+            results_dir,
+            config,
+            table: JobTable::new(Policy { lease_ttl: config.lease_ttl, max_attempts: config.max_attempts }),
+            watchers: HashMap::new(),
+            storing: None,
+            waiting: VecDeque::new(),
+            templates: Templates::default(),
+            workers: Sessions::default(),
+            spools: spools.clone(),
+            live: live.clone(),
+            committer,
+            metrics: metrics.clone(),
+        };
+        s.load()?;
+        tokio::spawn(s.run(rx));
+        Ok(SchedulerHandle::new(tx, spools, live, metrics))
+    }
+
+    async fn run(mut self, mut rx: mpsc::Receiver<Command>) {
+        let mut tick = tokio::time::interval(Duration::from_millis(100));
+        loop {
+            // Commands first: a submission being stored takes the time in between, a chunk
+            // at a time, so heartbeats and leases never wait behind a large sweep.
+            tokio::select! {
+                biased;
+                command = rx.recv() => match command {
+                    Some(c) => {
+                        let started = Instant::now();
+                        self.handle(c, started.into_std());
+                        self.table.excuse(started.elapsed());
+                    }
+                    None => break,
+                },
+                _ = tick.tick() => {
+                    let now = Instant::now().into_std();
+                    self.expire_leases(now);
+                    self.forget_idle_workers(now);
+                }
+                _ = tokio::task::yield_now(), if self.storing.is_some() => {
+                    let started = Instant::now();
+                    self.store_chunk();
+                    self.table.excuse(started.elapsed());
+                }
+            }
+        }
+    }
+
+    /// Carry out one command, at `now` (the clock is read once, by the caller).
+    fn handle(&mut self, command: Command, now: std::time::Instant) {
+        if let Some(session) = command.session() {
+            self.workers.touch(session, now);
+        }
+        match command {
+            Command::Submit { submission, reply } => self.submit(submission, reply),
+            Command::Watch { sweep, reply } => {
+                let answer = self.status(&sweep).map(|s| {
+                    let events = self.watchers.entry(sweep).or_insert_with(|| broadcast::channel(WATCH_EVENTS).0);
+                    (s, events.subscribe())
+                });
+                let _ = reply.send(answer);
+            }
+            Command::Status { sweep, failures, reply } => {
+                let _ = reply.send(self.sweeps.status(&sweep, failures, &self.table));
+            }
+            Command::List { reply } => {
+                // Counts only: failures page per sweep (Status), so that a list of many
+                // sweeps with many failures stays small.
+                let counts = FailurePage { offset: 0, limit: 0 };
+                let _ = reply.send(self.sweeps.ids().map(|id| self.sweeps.status(id, counts, &self.table)).collect());
+            }
+            Command::Cancel { sweep, reply } => {
+                let _ = reply.send(self.cancel(&sweep));
+            }
+            Command::Delete { sweep, reply } => {
+                let _ = reply.send(self.delete(&sweep));
+            }
+            Command::Summary { sweep, with_keys, reply } => {
+                let _ = reply.send(self.summary_inputs(&sweep, with_keys));
+            }
+            Command::Register { registration, reply } => {
+                let _ = reply.send(self.register(registration, now));
+            }
+            Command::Declare { declaration, reply } => {
+                let _ = reply.send(self.declare(declaration));
+            }
+            Command::Workers { reply } => {
+                let _ =
+                    reply.send(Ok(self.workers.infos(&self.table.attempts_by_session(), now, self.config.lease_ttl)));
+            }
+            Command::Jobs { sweep, filter, limit, reply } => {
+                let _ = reply.send(self.sweeps.job_infos(&sweep, &self.table, &filter, limit));
+            }
+            Command::PartOf { sweep, key, reply } => {
+                let _ = reply.send(self.part_of(&sweep, &key));
+            }
+            Command::Lease { session, max_jobs, reply } => {
+                let _ = reply.send(self.lease(&session, max_jobs, now));
+            }
+            Command::Heartbeat { session, attempts, reply } => {
+                let _ = reply.send(self.heartbeat(&session, attempts, now));
+            }
+            Command::Complete { session, attempt, n_records, reply } => {
+                self.complete(&session, attempt, n_records, reply)
+            }
+            Command::Fail { session, attempt, error, reply } => {
+                let _ = reply.send(self.fail(&session, attempt, error));
+            }
+            Command::Release { session, attempts, reply } => {
+                let _ = reply.send(self.release(&session, attempts));
+            }
+            Command::Refused { attempt } => self.refused(attempt),
+            Command::PartWritten(written) => self.part_written(written),
+            Command::Summarized { sweep, generation } => self.summarized(&sweep, generation),
+        }
+    }
+
+    /// Carry out a transition's effects in order (the store's writes, spools, live
+    /// summaries, watchers), then announce the sweeps that finished.
+    fn apply(&mut self, effects: Vec<Effect>) {
+        let mut finished = BTreeSet::new();
+        for effect in effects {
+            match effect {
+                Effect::EndAttempt { attempt, job, outcome, state, error } => {
+                    self.metrics.attempt_ended(outcome);
+                    let job = self.table.job(job);
+                    let (sweep, key) = (job.sweep.clone(), job.key.to_string());
+                    // Logged, not answered: the store then still says `running`, and a
+                    // restart voids (queues again) every attempt it finds running.
+                    if let Err(e) = self.store.end_attempt(attempt, outcome, (&sweep, &key), state, error.as_deref()) {
+                        warn!(error = %format!("{e:#}"), "store error");
+                    }
+                }
+                Effect::OpenSpool { attempt, job, session } => {
+                    let job = self.table.job(job);
+                    let family = self.declaration_of(job.family());
+                    let schema = RecordSchema {
+                        metrics: family.map_or(&[], |f| f.metrics),
+                        horizon: job.template.spec.horizon,
+                        ends_early: family.is_some_and(|f| f.ends_early),
+                    };
+                    self.spools.create(attempt, session, schema);
+                }
+                Effect::DiscardSpool(attempt) => self.spools.discard(attempt),
+                Effect::SettledWithoutResult(i) => {
+                    let job = self.table.job(i);
+                    self.live.settled_without_result(&job.sweep, job.cell());
+                }
+                Effect::Started { job: i, attempt, worker } => {
+                    self.metrics.attempts_started.fetch_add(1, Relaxed);
+                    let sweep = self.table.job(i).sweep.clone();
+                    if self.watched(&sweep) {
+                        let job = self.table.job(i);
+                        let event = SweepEvent::JobStarted {
+                            job_key: job.key.to_string(),
+                            description: job.valid().describe(),
+                            attempt_id: attempt,
+                            attempt: job.attempts,
+                            worker,
+                        };
+                        self.emit(&sweep, event);
+                    }
+                }
+                Effect::Failed { job: i, error, attempt_no, is_final } => {
+                    if !is_final {
+                        self.metrics.retries.fetch_add(1, Relaxed);
+                    }
+                    let sweep = self.table.job(i).sweep.clone();
+                    if self.watched(&sweep) {
+                        let job = self.table.job(i);
+                        let event = SweepEvent::JobFailed(JobFailed {
+                            job_key: job.key.to_string(),
+                            description: job.valid().describe(),
+                            error,
+                            attempt: attempt_no,
+                            is_final,
+                        });
+                        self.emit(&sweep, event);
+                    }
+                }
+                Effect::CheckFinished(sweep) => {
+                    finished.insert(sweep);
+                }
+                Effect::OpenLive(sweep) => self.open_live(&sweep),
+                Effect::CloseLive(sweep) => self.live.close(&sweep),
+            }
+        }
+        for sweep in finished {
+            self.check_finished(&sweep);
+        }
+    }
+
+    /// The declaration of a family as sweeps and jobs refer to it ([`armada_core::Family::reference`]).
+    fn declaration_of(&self, reference: &str) -> Option<&'static Declaration> {
+        self.catalog.get().resolve(reference).ok().map(|f| f.declaration())
+    }
+
+    /// Someone watches `sweep`: events are worth building. Once the last watcher has left,
+    /// the channel (and its buffer) is dropped until someone watches again.
+    fn watched(&mut self, sweep: &str) -> bool {
+        if self.watchers.get(sweep).is_some_and(|tx| tx.receiver_count() == 0) {
+            self.watchers.remove(sweep);
+        }
+        self.watchers.contains_key(sweep)
+    }
+
+    fn emit(&mut self, sweep: &str, event: SweepEvent) {
+        if self.watched(sweep) {
+            let _ = self.watchers[sweep].send(event);
+        }
+    }
+
+    /// Announce a sweep that has nothing queued or running, once.
+    fn check_finished(&mut self, id: &str) {
+        let Some(status) = self.sweeps.check_finished(id, &self.table) else { return };
+        info!(
+            sweep = %id,
+            done = status.n_done,
+            failed = status.n_failed,
+            cancelled = status.n_cancelled,
+            "sweep finished"
+        );
+        self.emit(id, SweepEvent::SweepFinished(status));
+    }
+
+    /// (Re)open a sweep's live summaries from the state of its jobs.
+    fn open_live(&mut self, id: &str) {
+        let Ok(sweep) = self.sweeps.get(id) else { return };
+        let family = self.declaration_of(&sweep.family);
+        let cells = self.cells_of(id);
+        let n_cells = cells.len() as u32;
+        let generation = self.live.open(Opening {
+            sweep: id.to_string(),
+            sweep_dir: self.results_dir.join(id),
+            metrics: family.map_or(&[], |f| f.metrics),
+            axes: family.map_or(&[], |f| f.summary_axes),
+            cells,
+            done: self.sweeps.done(id, &self.table).map(|j| j.key.to_string()).collect(),
+        });
+        self.sweeps.opened_live(id, generation, n_cells);
+    }
+
+    /// The cells of a sweep with their numbers of jobs and of settled jobs.
+    fn cells_of(&self, id: &str) -> Vec<(Cell, usize, usize)> {
+        let settled = |j: &Job| matches!(j.state, JobState::Done | JobState::Failed | JobState::Cancelled);
+        // Counted by template first, by its number.
+        let mut by_template: Vec<(Option<&Template>, usize, usize)> = vec![(None, 0, 0); self.templates.len()];
+        for &i in self.sweeps.jobs(id) {
+            let job = self.table.job(i);
+            let counts = &mut by_template[job.template.id];
+            counts.0 = Some(&job.template);
+            counts.1 += 1;
+            counts.2 += usize::from(settled(job));
+        }
+        let cells = by_template.into_iter().filter_map(|(t, n, settled)| Some((&t?.cell, n, settled)));
+        live::cell_counts(cells)
+    }
+
+    /// The live summaries of a sweep wrote its files: the store remembers it, unless a
+    /// resubmission started newer ones.
+    fn summarized(&mut self, id: &str, generation: u64) {
+        if self.sweeps.summarized(id, generation) {
+            if let Err(e) = self.store.set_summarized(id) {
+                warn!(error = %format!("{e:#}"), "store error");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

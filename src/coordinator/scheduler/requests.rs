@@ -1,0 +1,260 @@
+//! The requests that change or read one thing: a sweep (status, cancel, delete, its
+//! summaries' inputs), a family (declare), a worker session (register, lease, heartbeat,
+//! fail, release), and the clock's (expiry, forgetting silent workers).
+
+use super::{internal, now_ms, Scheduler};
+use crate::coordinator::catalog::Decision;
+use crate::coordinator::declared::Checked;
+use crate::coordinator::replies::{
+    CommandError, Declared, Lease, Leases, Registered, Registration, SummaryInputs, SweepStatus,
+};
+use crate::coordinator::store::AttemptOutcome;
+use crate::coordinator::sweeps::FailurePage;
+use crate::coordinator::table::Effect;
+use crate::results;
+use std::collections::{BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::Duration;
+use tracing::info;
+
+/// The longest error message kept for a job, in bytes: what a worker reports is clipped.
+pub(super) const MAX_ERROR_BYTES: usize = 4096;
+
+/// `error` clipped to [`MAX_ERROR_BYTES`] (at a character boundary), saying how much was cut.
+fn clip(mut error: String) -> String {
+    if error.len() > MAX_ERROR_BYTES {
+        let mut end = MAX_ERROR_BYTES;
+        while !error.is_char_boundary(end) {
+            end -= 1;
+        }
+        let cut = error.len() - end;
+        error.truncate(end);
+        error.push_str(&format!(" ... ({cut} more bytes)"));
+    }
+    error
+}
+
+/// A worker that found nothing to lease asks again after this long.
+const NOTHING_TO_LEASE_RETRY: Duration = Duration::from_millis(200);
+
+impl Scheduler {
+    pub(super) fn status(&self, id: &str) -> Result<SweepStatus, CommandError> {
+        self.sweeps.status(id, FailurePage::default(), &self.table)
+    }
+
+    pub(super) fn cancel(&mut self, id: &str) -> Result<SweepStatus, CommandError> {
+        self.sweeps.get(id)?;
+        self.store.cancel(id).map_err(internal)?;
+        let effects = self.sweeps.cancel(id, &mut self.table)?;
+        info!(sweep = %id, "sweep cancelled");
+        self.apply(effects);
+        self.status(id)
+    }
+
+    /// Forget a sweep with nothing queued or running: its jobs, attempts and live
+    /// summaries, here and in the store (its results are the caller's to remove).
+    pub(super) fn delete(&mut self, id: &str) -> Result<(PathBuf, u32), CommandError> {
+        self.sweeps.deletable(id, self.storing.as_ref().map(|s| s.ingest.name.as_str()), &self.table)?;
+        self.store.delete_sweep(id).map_err(internal)?;
+        let (effects, n_jobs) = self.sweeps.delete(id, &mut self.table)?;
+        self.watchers.remove(id);
+        self.apply(effects);
+        info!(sweep = %id, jobs = n_jobs, "sweep deleted");
+        Ok((self.results_dir.join(id), n_jobs))
+    }
+
+    pub(super) fn summary_inputs(&self, id: &str, with_keys: bool) -> Result<SummaryInputs, CommandError> {
+        let sweep = self.sweeps.get(id)?;
+        let family = self.declaration_of(&sweep.family);
+        let counts = self.sweeps.counts(id, &self.table);
+        let done_keys = match with_keys {
+            true => self.sweeps.done(id, &self.table).map(|j| j.key.to_string()).collect(),
+            false => BTreeSet::new(),
+        };
+        Ok(SummaryInputs {
+            sweep_dir: self.results_dir.join(id),
+            finished: counts.is_finished(),
+            n_done: counts.done,
+            done_keys,
+            n_failed: counts.failed,
+            n_cells: sweep.n_cells,
+            metrics: family.map_or(&[], |f| f.metrics),
+            headline: family.map_or(&[], |f| f.headline_metrics),
+            axes: family.map_or(&[], |f| f.summary_axes),
+        })
+    }
+
+    /// Keep a family's declaration (in the store first), unless the same one is kept.
+    pub(super) fn declare(&mut self, declaration: Checked) -> Result<Declared, CommandError> {
+        match self.catalog.decide(declaration)? {
+            Decision::Known { digest } => Ok(Declared { digest, created: false }),
+            Decision::New(checked) => {
+                let Checked { info, digest } = &*checked;
+                let encoded = prost::Message::encode_to_vec(info);
+                self.store.add_family(&info.name, info.version, digest, &encoded).map_err(internal)?;
+                info!(family = %info.name, version = info.version, %digest, "family declared");
+                let declared = Declared { digest: digest.clone(), created: true };
+                self.catalog.add(*checked);
+                Ok(declared)
+            }
+        }
+    }
+
+    pub(super) fn register(
+        &mut self,
+        mut registration: Registration,
+        now: std::time::Instant,
+    ) -> Result<Registered, CommandError> {
+        // The families it declares are kept first: a session runs only what is kept.
+        let mut declared = HashMap::new();
+        for (i, declaration) in std::mem::take(&mut registration.declarations).into_iter().enumerate() {
+            let name = declaration.info.name.clone();
+            let Declared { digest, .. } = self
+                .declare(declaration)
+                .map_err(|e| CommandError::new(e.kind(), format!("declarations[{i}]: {}", e.message())))?;
+            declared.insert(name.clone(), format!("{name}+{digest}"));
+        }
+        let session: Arc<str> = crate::secret::random_secret().into();
+        let worker = self.workers.register(
+            registration,
+            env!("CARGO_PKG_VERSION"),
+            &self.catalog.get(),
+            &declared,
+            session.clone(),
+            now,
+        )?;
+        info!(
+            worker = %worker.id,
+            name = %worker.name,
+            families = ?worker.families,
+            "worker registered"
+        );
+        Ok(Registered {
+            worker_id: worker.id.clone(),
+            session: session.to_string(),
+            lease_ttl: self.config.lease_ttl,
+            heartbeat: self.config.heartbeat,
+        })
+    }
+
+    pub(super) fn part_of(&self, sweep: &str, key: &str) -> Result<Option<PathBuf>, CommandError> {
+        self.sweeps.get(sweep)?;
+        let part = self.store.part_of(sweep, key).map_err(internal)?;
+        Ok(part.map(|p| results::trajectories_dir(&self.results_dir.join(sweep)).join(p)))
+    }
+
+    pub(super) fn lease(
+        &mut self,
+        session: &str,
+        max_jobs: u32,
+        now: std::time::Instant,
+    ) -> Result<Leases, CommandError> {
+        let (session, worker) = self.workers.get(session)?;
+        let (worker_id, families) = (worker.id.clone(), worker.families.clone());
+        let picked = self.table.pick(&families, max_jobs);
+        if picked.is_empty() {
+            return Ok(Leases { leases: Vec::new(), retry_after: NOTHING_TO_LEASE_RETRY });
+        }
+        let keys: Vec<(Arc<str>, String)> =
+            picked.iter().map(|&i| (self.table.job(i).sweep.clone(), self.table.job(i).key.to_string())).collect();
+        let ttl_ms = self.config.lease_ttl.as_millis() as i64;
+        let ids = match self.store.start_attempts(&keys, &worker_id, now_ms(), now_ms() + ttl_ms) {
+            Ok(ids) => ids,
+            Err(e) => {
+                self.table.unpick(&picked);
+                return Err(internal(e));
+            }
+        };
+        let effects = self.table.start_attempts(&picked, &ids, &session, &worker_id, now);
+        self.apply(effects);
+        let leases = picked
+            .iter()
+            .zip(&ids)
+            .map(|(&i, &id)| {
+                let job = self.table.job(i);
+                Lease {
+                    attempt_id: id,
+                    sweep_id: job.sweep.to_string(),
+                    job_key: job.key.to_string(),
+                    spec: job.valid().spec,
+                    attempt: job.attempts,
+                }
+            })
+            .collect();
+        Ok(Leases { leases, retry_after: Duration::ZERO })
+    }
+
+    pub(super) fn heartbeat(
+        &mut self,
+        session: &str,
+        attempts: Vec<u64>,
+        now: std::time::Instant,
+    ) -> Result<Vec<u64>, CommandError> {
+        self.workers.get(session)?;
+        // Lease deadlines live in memory only: a restart voids every running attempt anyway,
+        // so a heartbeat never waits on the store.
+        self.table.heartbeat(session, attempts, now)
+    }
+
+    pub(super) fn fail(&mut self, session: &str, attempt: u64, error: String) -> Result<bool, CommandError> {
+        let worker = self.workers.get(session).map_or_else(|_| "a gone worker".to_string(), |(_, w)| w.id.clone());
+        let (retry, effects) = self.table.fail(session, attempt, clip(error), &worker)?;
+        self.apply(effects);
+        Ok(retry)
+    }
+
+    /// Attempts a worker leased and never started: each job current with it is queued
+    /// again, first, with the attempt uncounted.
+    pub(super) fn release(&mut self, session: &str, attempts: Vec<u64>) -> Result<u32, CommandError> {
+        self.workers.get(session)?;
+        let mut released = 0;
+        for (id, i) in self.table.releasable(session, &attempts)? {
+            let job = self.table.job(i);
+            let (sweep, key) = (job.sweep.clone(), job.key.to_string());
+            self.store.release_attempt(id, (&sweep, &key)).map_err(internal)?;
+            let effects = self.table.release(id, i);
+            self.apply(effects);
+            self.metrics.attempt_ended(AttemptOutcome::Released);
+            released += 1;
+        }
+        Ok(released)
+    }
+
+    /// Records of the upload stream broke the schema: the attempt is void (its spool knows
+    /// why), and its job queued again.
+    pub(super) fn refused(&mut self, attempt: u64) {
+        if self.table.attempt(attempt).is_none() {
+            return;
+        }
+        let error = self.spools.take(attempt).and_then(|s| {
+            let why = s.broken().map(str::to_owned);
+            drop(s.into_records());
+            why
+        });
+        let effects = self.table.refused(attempt, error.unwrap_or_else(|| "records refused".into()));
+        self.apply(effects);
+    }
+
+    /// Leases past their deadline: the job goes back to the queue (or fails).
+    pub(super) fn expire_leases(&mut self, now: std::time::Instant) {
+        let workers = &self.workers;
+        let effects = self.table.expire(now, |session| workers.describe(session, "?"));
+        let expired = effects.iter().filter(|e| matches!(e, Effect::EndAttempt { .. })).count();
+        self.metrics.leases_expired.fetch_add(expired as u64, Relaxed);
+        self.apply(effects);
+    }
+
+    /// Workers silent for `forget_worker_after` and holding nothing are dropped.
+    pub(super) fn forget_idle_workers(&mut self, now: std::time::Instant) {
+        let Some(cutoff) = now.checked_sub(self.config.forget_worker_after) else { return };
+        if !self.workers.any_idle_since(cutoff) {
+            return;
+        }
+        let holding = self.table.sessions_holding(now);
+        for worker in self.workers.forget_idle(cutoff, |session| holding.contains(session)) {
+            info!(%worker, silent_for = ?self.config.forget_worker_after, "worker forgotten");
+        }
+    }
+}

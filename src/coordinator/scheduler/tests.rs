@@ -1,0 +1,884 @@
+//! The scheduler through its handle: leases, expiry, commits, restarts and crashes, on a
+//! real store in a temporary directory, with tokio's clock paused where time matters.
+
+use super::super::replies::ErrorKind;
+use super::requests::MAX_ERROR_BYTES;
+use super::*;
+use crate::coordinator::replies::WorkerInfo;
+use crate::coordinator::replies::{Lease, Registration, SweepStatus};
+use crate::coordinator::store::SpecTemplate;
+use crate::coordinator::sweeps::FailurePage;
+use crate::coordinator::table::MAX_VOIDED;
+use crate::results;
+use crate::results::Provenance;
+use armada_core::{JobSpec, StepRecord, ValidJob};
+use polars::prelude::{ParquetReader, SerReader};
+
+fn job(seed: u64) -> ValidJob {
+    let mut spec = JobSpec::new("testkit", "constant", "echo");
+    spec.seed = seed;
+    spec.horizon = 2;
+    crate::registry().validate(&spec).unwrap()
+}
+
+fn records(v: f64) -> Vec<StepRecord> {
+    (0..3).map(|step| StepRecord { step, elapsed_ms: 0.0, values: vec![v + step as f64] }).collect()
+}
+
+async fn start(dir: &std::path::Path, lease_ttl: Duration) -> SchedulerHandle {
+    start_with(dir, SchedulerConfig { lease_ttl, ..SchedulerConfig::default() })
+}
+
+/// A scheduler on `dir` with `config`, committing after a 5 ms linger.
+fn start_with(dir: &std::path::Path, config: SchedulerConfig) -> SchedulerHandle {
+    let commit = CommitConfig { linger: Duration::from_millis(5), ..CommitConfig::default() };
+    let config = SchedulerConfig { commit, ..config };
+    Scheduler::start(Arc::new(Catalog::new(crate::registry())), Store::open(dir).unwrap(), dir.to_path_buf(), config)
+        .unwrap()
+}
+
+fn registration(families: &[&str]) -> Registration {
+    Registration {
+        name: "test".into(),
+        slots: 1,
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        families: families.iter().map(|f| f.to_string()).collect(),
+        build: crate::registry().digest(),
+        declarations: vec![],
+        host: "test-host".into(),
+        software: "test".into(),
+        processor: "test-processor".into(),
+    }
+}
+
+/// Register a testkit worker; its session credential.
+async fn register(s: &SchedulerHandle) -> String {
+    let registration = registration(&["testkit"]);
+    s.call(|reply| Command::Register { registration, reply }).await.unwrap().session
+}
+
+async fn lease(s: &SchedulerHandle, session: &str) -> Vec<Lease> {
+    let session = session.to_string();
+    s.call(|reply| Command::Lease { session, max_jobs: 8, reply }).await.unwrap().leases
+}
+
+async fn upload_and_complete(s: &SchedulerHandle, session: &str, attempt: u64, v: f64) -> Result<bool, ErrorKind> {
+    upload_and_complete_records(s, session, attempt, &records(v)).await
+}
+
+async fn upload_and_complete_records(
+    s: &SchedulerHandle,
+    session: &str,
+    attempt: u64,
+    records: &[StepRecord],
+) -> Result<bool, ErrorKind> {
+    match s.append(attempt, session, records) {
+        Ok(_) => {}
+        Err(e) if e.kind() == ErrorKind::InvalidArgument => {}
+        Err(e) => return Err(e.kind()),
+    }
+    let (session, n_records) = (session.to_string(), records.len() as u32);
+    s.call(|reply| Command::Complete { session, attempt, n_records, reply }).await.map_err(|e| e.kind())
+}
+
+async fn status(s: &SchedulerHandle) -> SweepStatus {
+    s.call(|reply| Command::Status { sweep: "t".into(), failures: FailurePage::default(), reply }).await.unwrap()
+}
+
+/// Leases, expiry and the first-commit rule, both ways round. Time is paused: it moves
+/// only when every task waits, so the leases expire exactly when the test says.
+#[tokio::test(start_paused = true)]
+async fn an_expired_attempt_is_requeued_and_the_first_commit_wins() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = start(dir.path(), Duration::from_secs(10)).await;
+    let submitted = s
+        .call(|reply| Command::Submit {
+            submission: Submission::new("t".into(), "testkit".into(), vec![job(0), job(1)]),
+            reply,
+        })
+        .await
+        .unwrap();
+    assert_eq!((submitted.n_jobs, submitted.n_added, submitted.n_already_done), (2, 2, 0));
+    let (a, b) = (register(&s).await, register(&s).await);
+    let first = lease(&s, &a).await;
+    assert_eq!(first.len(), 2);
+    assert!(lease(&s, &b).await.is_empty(), "nothing left to lease");
+    // A stops heartbeating: both leases expire and the jobs are queued for attempt 2.
+    tokio::time::sleep(Duration::from_secs(11)).await;
+    assert_eq!(status(&s).await.n_queued, 2);
+    let second = lease(&s, &b).await;
+    assert_eq!(second.len(), 2);
+    assert!(second.iter().all(|l| l.attempt == 2));
+    let job0 = |ls: &[Lease]| ls.iter().find(|l| l.spec.seed == 0).unwrap().attempt_id;
+    let job1 = |ls: &[Lease]| ls.iter().find(|l| l.spec.seed == 1).unwrap().attempt_id;
+    // Job 0: the new attempt commits first; the late one is dropped.
+    assert_eq!(upload_and_complete(&s, &b, job0(&second), 10.0).await, Ok(true));
+    assert_eq!(upload_and_complete(&s, &a, job0(&first), 20.0).await, Err(ErrorKind::NotFound), "dropped");
+    // Job 1: the expired attempt commits first (nobody had); the live one is told to stop.
+    assert_eq!(upload_and_complete(&s, &a, job1(&first), 30.0).await, Ok(true));
+    let hb =
+        s.call(|reply| Command::Heartbeat { session: b.clone(), attempts: vec![job1(&second)], reply }).await.unwrap();
+    assert_eq!(hb, vec![job1(&second)]);
+    assert_eq!(upload_and_complete(&s, &b, job1(&second), 40.0).await, Err(ErrorKind::NotFound));
+    let st = status(&s).await;
+    assert_eq!((st.n_done, st.n_queued, st.n_running, st.n_failed), (2, 0, 0, 0));
+    // Exactly the winners' records are on disk.
+    let sweep_dir = dir.path().join("t");
+    let first_values = |key: &armada_core::JobKey| {
+        let jobs = results::stored_jobs(&sweep_dir, None).unwrap();
+        let stored = jobs.iter().find(|j| j.key == key.0).expect("the job is in a part");
+        let df = results::read_jobs(&[stored]).unwrap().remove(0);
+        df.column("value").unwrap().f64().unwrap().get(0).unwrap()
+    };
+    assert_eq!(first_values(&job(0).key), 10.0);
+    assert_eq!(first_values(&job(1).key), 30.0);
+}
+
+/// A lease lives `lease_ttl` after its lease or its last heartbeat, and no longer (the
+/// scheduler looks every 100 ms): heartbeats keep a job running for a virtual hour;
+/// without them it is queued again between ttl and ttl + 100 ms, as attempt 2.
+#[tokio::test(start_paused = true)]
+async fn a_lease_lives_its_ttl_after_the_last_heartbeat() {
+    let dir = tempfile::tempdir().unwrap();
+    let ttl = Duration::from_secs(10);
+    let s = start(dir.path(), ttl).await;
+    submit(&s, vec![job(0)]).await;
+    let w = register(&s).await;
+    let id = lease(&s, &w).await[0].attempt_id;
+    let heartbeat = || {
+        let (s, session) = (s.clone(), w.clone());
+        async move { s.call(|reply| Command::Heartbeat { session, attempts: vec![id], reply }).await.unwrap() }
+    };
+    for _ in 0..360 {
+        tokio::time::sleep(ttl - Duration::from_millis(150)).await;
+        assert!(heartbeat().await.is_empty(), "renewed, not abandoned");
+    }
+    assert_eq!(status(&s).await.n_running, 1);
+    tokio::time::sleep(ttl - Duration::from_millis(50)).await;
+    assert_eq!(status(&s).await.n_running, 1, "{:?} before its deadline", Duration::from_millis(50));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let st = status(&s).await;
+    assert_eq!((st.n_running, st.n_queued), (0, 1), "expired");
+    // Its late heartbeat renews nothing: the job is queued and the attempt may still
+    // commit first, so it is not told to abandon either.
+    assert!(heartbeat().await.is_empty());
+    let again = lease(&s, &w).await;
+    assert_eq!((again[0].attempt, again[0].spec.seed), (2, 0));
+    assert_eq!(heartbeat().await, Vec::<u64>::new(), "superseded, not settled");
+}
+
+/// A part that cannot be written fails the commit: the job is queued again, nothing is
+/// marked done, and the next attempt commits once the disk allows it.
+#[tokio::test]
+async fn a_failed_part_write_requeues_the_job_and_a_later_attempt_commits() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = start(dir.path(), Duration::from_secs(60)).await;
+    s.call(|reply| Command::Submit { submission: Submission::new("t".into(), "testkit".into(), vec![job(0)]), reply })
+        .await
+        .unwrap();
+    // A file where the trajectories directory should be.
+    let sweep_dir = dir.path().join("t");
+    std::fs::create_dir_all(&sweep_dir).unwrap();
+    std::fs::write(sweep_dir.join("trajectories"), b"in the way").unwrap();
+    let w = register(&s).await;
+    let first = lease(&s, &w).await;
+    assert_eq!(upload_and_complete(&s, &w, first[0].attempt_id, 1.0).await, Err(ErrorKind::Internal));
+    let st = status(&s).await;
+    assert_eq!((st.n_done, st.n_queued, st.n_running), (0, 1, 0));
+    std::fs::remove_file(sweep_dir.join("trajectories")).unwrap();
+    let second = lease(&s, &w).await;
+    assert_eq!(second[0].attempt, 2);
+    assert_eq!(upload_and_complete(&s, &w, second[0].attempt_id, 2.0).await, Ok(true));
+    assert_eq!(status(&s).await.n_done, 1);
+    let stored = results::stored_jobs(&sweep_dir, None).unwrap();
+    assert_eq!(stored.len(), 1);
+    let df = results::read_jobs(&[&stored[0]]).unwrap().remove(0);
+    assert_eq!(df.column("value").unwrap().f64().unwrap().get(0), Some(2.0), "the second attempt's records");
+}
+
+/// A part written just before a crash, not yet recorded in the store, marks its job
+/// done at the next start, and is recorded then.
+#[tokio::test]
+async fn a_part_the_store_does_not_know_marks_its_jobs_done_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let s = start(dir.path(), Duration::from_secs(60)).await;
+        let jobs = vec![job(0), job(1)];
+        s.call(|reply| Command::Submit { submission: Submission::new("t".into(), "testkit".into(), jobs), reply })
+            .await
+            .unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let metrics = crate::registry().family("testkit").unwrap().metrics();
+    results::write_shard(&dir.path().join("t"), &job(1), metrics, &records(5.0)).unwrap();
+    let s = start(dir.path(), Duration::from_secs(60)).await;
+    let st = status(&s).await;
+    assert_eq!((st.n_done, st.n_queued), (1, 1));
+    let w = register(&s).await;
+    let leases = lease(&s, &w).await;
+    assert_eq!(leases.iter().map(|l| l.spec.seed).collect::<Vec<_>>(), vec![0]);
+    drop(s);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let store = Store::open(dir.path()).unwrap();
+    assert_eq!(store.parts("t").unwrap().len(), 1, "recorded, so the next start does not read it again");
+}
+
+/// The summary files are written when the last job commits, and the store remembers
+/// it: a restart leaves them alone, unless they are gone, when it writes them again.
+#[tokio::test]
+async fn summaries_are_written_with_the_last_commit_and_rebuilt_at_start_only_when_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let final_file = dir.path().join("t").join(results::FINAL_FILE);
+    let written = {
+        let s = start(dir.path(), Duration::from_secs(60)).await;
+        let jobs = vec![job(0), job(1)];
+        s.call(|reply| Command::Submit { submission: Submission::new("t".into(), "testkit".into(), jobs), reply })
+            .await
+            .unwrap();
+        let w = register(&s).await;
+        for l in lease(&s, &w).await {
+            assert_eq!(upload_and_complete(&s, &w, l.attempt_id, l.spec.seed as f64).await, Ok(true));
+        }
+        // The live summaries exist until their files are written.
+        if let Some(entry) = s.live_summaries("t") {
+            assert_eq!(entry.written().await, Ok(true));
+        }
+        assert!(final_file.is_file());
+        std::fs::read(&final_file).unwrap()
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(Store::open(dir.path()).unwrap().sweeps().unwrap()[0].summarized);
+    {
+        let s = start(dir.path(), Duration::from_secs(60)).await;
+        assert!(s.live_summaries("t").is_none(), "finished and summarized: nothing to redo");
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    std::fs::remove_file(&final_file).unwrap();
+    let s = start(dir.path(), Duration::from_secs(60)).await;
+    let entry = s.live_summaries("t").expect("its summaries are rebuilt");
+    assert_eq!(entry.written().await, Ok(true));
+    assert!(std::fs::read(&final_file).unwrap() == written);
+}
+
+async fn submit(s: &SchedulerHandle, jobs: Vec<ValidJob>) {
+    s.call(|reply| Command::Submit { submission: Submission::new("t".into(), "testkit".into(), jobs), reply })
+        .await
+        .unwrap();
+}
+
+/// Every call about an attempt names the session that leased it; another session's
+/// upload, commit, fail or heartbeat is PERMISSION_DENIED and changes nothing.
+#[tokio::test]
+async fn another_session_cannot_upload_commit_fail_or_renew_an_attempt() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = start(dir.path(), Duration::from_secs(60)).await;
+    submit(&s, vec![job(0)]).await;
+    let (a, b) = (register(&s).await, register(&s).await);
+    assert_ne!(a, b);
+    let id = lease(&s, &a).await[0].attempt_id;
+    let denied = ErrorKind::PermissionDenied;
+    assert_eq!(s.append(id, &b, &records(9.0)).unwrap_err().kind(), denied);
+    assert_eq!(upload_and_complete(&s, &b, id, 9.0).await, Err(denied));
+    let (session, error) = (b.clone(), "forged".to_string());
+    let failed = s.call(|reply| Command::Fail { session, attempt: id, error, reply }).await;
+    assert_eq!(failed.unwrap_err().kind(), denied);
+    let session = b.clone();
+    let renewed = s.call(|reply| Command::Heartbeat { session, attempts: vec![id], reply }).await;
+    assert_eq!(renewed.unwrap_err().kind(), denied);
+    let unknown = s.call(|reply| Command::Lease { session: "nope".into(), max_jobs: 1, reply }).await;
+    assert_eq!(unknown.unwrap_err().kind(), ErrorKind::NotFound);
+    let st = status(&s).await;
+    assert_eq!((st.n_running, st.n_done, st.n_failed), (1, 0, 0), "nothing changed");
+    assert_eq!(upload_and_complete(&s, &a, id, 1.0).await, Ok(true));
+}
+
+/// A draining worker hands back jobs it leased ahead: they are queued again, first,
+/// and their next attempt is numbered as if the lease had not happened; another
+/// session cannot release them, and a finished attempt is skipped.
+#[tokio::test]
+async fn released_attempts_requeue_their_jobs_uncounted() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = start(dir.path(), Duration::from_secs(60)).await;
+    submit(&s, vec![job(0), job(1), job(2)]).await;
+    let (a, b) = (register(&s).await, register(&s).await);
+    let leases = lease(&s, &a).await;
+    assert_eq!(leases.len(), 3);
+    let ids: Vec<u64> = leases.iter().map(|l| l.attempt_id).collect();
+    let release = |session: &str, attempts: Vec<u64>| {
+        let session = session.to_string();
+        s.call(move |reply| Command::Release { session, attempts, reply })
+    };
+    let refused = release(&b, vec![ids[1]]).await.unwrap_err();
+    assert_eq!(refused.kind(), ErrorKind::PermissionDenied);
+    assert_eq!(upload_and_complete(&s, &a, ids[0], 1.0).await, Ok(true));
+    assert_eq!(release(&a, vec![ids[0], ids[1], ids[2]]).await.unwrap(), 2, "the committed one is skipped");
+    let st = status(&s).await;
+    assert_eq!((st.n_done, st.n_queued, st.n_running), (1, 2, 0));
+    let again = lease(&s, &b).await;
+    let mut seeds: Vec<u64> = again.iter().map(|l| l.spec.seed).collect();
+    seeds.sort();
+    assert_eq!(seeds, vec![1, 2]);
+    assert!(again.iter().all(|l| l.attempt == 1), "a released lease is not an attempt");
+    drop(s);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let stored = Store::open(dir.path()).unwrap().jobs().unwrap();
+    assert!(stored.iter().all(|j| j.attempts <= 1), "the store counts the same");
+}
+
+/// Records that break the schema, or a commit without the last steps, void the
+/// attempt: the job is queued again and the attempt does not count, until it has been
+/// voided MAX_VOIDED times.
+#[tokio::test]
+async fn records_that_break_the_schema_void_the_attempt_without_counting_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = start(dir.path(), Duration::from_secs(60)).await;
+    submit(&s, vec![job(0)]).await;
+    let w = register(&s).await;
+    let bad = |steps: &[u32]| -> Vec<StepRecord> {
+        steps.iter().map(|&step| StepRecord { step, elapsed_ms: 0.0, values: vec![1.0] }).collect()
+    };
+    // Steps out of order, then a trajectory without its last step (horizon 2: 0..=2).
+    for records in [bad(&[0, 0, 1]), bad(&[0, 1])] {
+        let l = lease(&s, &w).await;
+        assert_eq!(l[0].attempt, 1, "a voided attempt does not count");
+        let outcome = upload_and_complete_records(&s, &w, l[0].attempt_id, &records).await;
+        assert_eq!(outcome, Err(ErrorKind::InvalidArgument));
+        assert_eq!(status(&s).await.n_queued, 1);
+    }
+    // Through the upload stream: the service voids the attempt as the records arrive.
+    let l = lease(&s, &w).await;
+    assert!(s.append(l[0].attempt_id, &w, &bad(&[1])).is_err());
+    s.refused(l[0].attempt_id).await.unwrap();
+    assert_eq!(status(&s).await.n_queued, 1);
+    // Voided again and again: the job fails, with the reason.
+    for _ in 3..MAX_VOIDED {
+        let l = lease(&s, &w).await;
+        assert_eq!(
+            upload_and_complete_records(&s, &w, l[0].attempt_id, &bad(&[5])).await,
+            Err(ErrorKind::InvalidArgument)
+        );
+    }
+    let st = status(&s).await;
+    assert_eq!((st.n_queued, st.n_failed), (0, 1));
+    let error = &st.failures[0].error;
+    assert!(error.contains("step 5 is past the horizon 2") && error.contains("refused 10 times"), "{error}");
+}
+
+/// A worker is leased only jobs of the families it registered; registration checks
+/// the build digest and the families.
+#[tokio::test]
+async fn workers_get_only_their_families_and_registration_is_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = start(dir.path(), Duration::from_secs(60)).await;
+    submit(&s, vec![job(0), job(1)]).await;
+    let registration_lse = registration(&["lse"]);
+    let lse_only = s.call(|reply| Command::Register { registration: registration_lse, reply }).await.unwrap().session;
+    assert!(lease(&s, &lse_only).await.is_empty());
+    let w = register(&s).await;
+    assert_eq!(lease(&s, &w).await.len(), 2);
+    let refused = |registration: Registration| {
+        let s = s.clone();
+        async move { s.call(|reply| Command::Register { registration, reply }).await.unwrap_err() }
+    };
+    let e = refused(Registration { build: "0123".into(), ..registration(&["testkit"]) }).await;
+    assert_eq!(e.kind(), ErrorKind::FailedPrecondition);
+    assert!(e.message().starts_with("build: the worker's families digest to `0123`"), "{}", e.message());
+    let e = refused(registration(&[])).await;
+    assert_eq!((e.kind(), e.message()), (ErrorKind::InvalidArgument, "families: name the families this worker runs"));
+    let e = refused(registration(&["testkit", "nope"])).await;
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    assert!(e.message().starts_with("families[1]: unknown family `nope`"), "{}", e.message());
+}
+
+/// A declared family's jobs go only to sessions that declared that very digest; a
+/// worker cannot run a declared family without declaring it; the declaration and the
+/// sweep's jobs, keyed by its digest, survive a restart.
+#[tokio::test]
+async fn declared_families_are_leased_by_digest_and_survive_a_restart() {
+    use crate::coordinator::declared;
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = || Arc::new(Catalog::new(crate::registry()));
+    let declaration = |version: u32| {
+        let mut info = declared::family_info(crate::registry().family("testkit").unwrap());
+        (info.name, info.version) = ("mybo".into(), version);
+        declared::check(info, &crate::registry()).unwrap()
+    };
+    let config = SchedulerConfig {
+        commit: CommitConfig { linger: Duration::from_millis(5), ..CommitConfig::default() },
+        ..SchedulerConfig::default()
+    };
+    let first = catalog();
+    let s = Scheduler::start(first.clone(), Store::open(dir.path()).unwrap(), dir.path().into(), config).unwrap();
+    let v1 = declaration(1);
+    let declaration_v1 = v1.clone();
+    let declared = s.call(|reply| Command::Declare { declaration: declaration_v1, reply }).await.unwrap();
+    assert!(declared.created);
+    let reference = format!("mybo+{}", declared.digest);
+    let jobs: Vec<ValidJob> = (0..2)
+        .map(|seed| {
+            let mut spec = JobSpec::new("mybo", "constant", "echo");
+            (spec.seed, spec.horizon) = (seed, 2);
+            first.get().validate(&spec).unwrap()
+        })
+        .collect();
+    assert_ne!(jobs[0].key, job(0).key, "the digest salts the key");
+    let keys: BTreeSet<String> = jobs.iter().map(|j| j.key.0.clone()).collect();
+    let submission = Submission::new("mine".into(), reference.clone(), jobs);
+    s.call(|reply| Command::Submit { submission, reply }).await.unwrap();
+    let with = |families: &[&str], declarations: Vec<declared::Checked>| Registration {
+        declarations,
+        build: String::new(),
+        version: String::new(),
+        ..registration(families)
+    };
+    let register_as = |registration: Registration| {
+        let s = s.clone();
+        async move { s.call(|reply| Command::Register { registration, reply }).await }
+    };
+    // Built-in workers and workers of another version of the family get none of them.
+    let builtin = register(&s).await;
+    assert!(lease(&s, &builtin).await.is_empty());
+    let v2 = register_as(with(&["mybo"], vec![declaration(2)])).await.unwrap().session;
+    assert!(lease(&s, &v2).await.is_empty());
+    // Naming it without declaring it is refused; a worker of declared families only
+    // needs neither armada's version nor its build.
+    let e = register_as(with(&["mybo"], vec![])).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    assert!(e.message().starts_with("families[0]: `mybo` is a declared family"), "{}", e.message());
+    let mut changed = v1.clone();
+    changed.info.doc = "another doc".into();
+    let changed = declared::check(changed.info, &crate::registry()).unwrap();
+    let e = register_as(with(&["mybo"], vec![changed])).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::FailedPrecondition);
+    assert!(e.message().starts_with("declarations[0]: family `mybo` version 1 is declared already"), "{}", e.message());
+    let mine = register_as(with(&["mybo"], vec![v1.clone()])).await.unwrap().session;
+    let leased = lease(&s, &mine).await;
+    assert_eq!(leased.iter().map(|l| l.job_key.clone()).collect::<BTreeSet<_>>(), keys);
+    // Its trajectory records who produced it, under which declaration.
+    assert_eq!(upload_and_complete(&s, &mine, leased[0].attempt_id, 1.0).await, Ok(true));
+    let parts = results::part_files(&dir.path().join("mine")).unwrap();
+    let provenance = results::read_provenance(&parts[0]).unwrap();
+    let expected = Provenance {
+        worker: "w3".into(),
+        name: "test".into(),
+        host: "test-host".into(),
+        software: "test".into(),
+        processor: "test-processor".into(),
+        attempt_id: leased[0].attempt_id,
+        family_digest: declared.digest.clone(),
+    };
+    assert_eq!(provenance.into_iter().collect::<Vec<_>>(), vec![(leased[0].job_key.clone(), expected)]);
+    let keys: BTreeSet<String> = keys.into_iter().filter(|k| *k != leased[0].job_key).collect();
+    // Restart on the same store with a catalog of the built-in families only.
+    drop(s);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let second = catalog();
+    let s = Scheduler::start(second.clone(), Store::open(dir.path()).unwrap(), dir.path().into(), config).unwrap();
+    assert_eq!(second.get().resolve(&reference).unwrap().version(), 1);
+    let again = s.call(|reply| Command::Register { registration: with(&["mybo"], vec![v1]), reply }).await;
+    let leased = lease(&s, &again.unwrap().session).await;
+    assert_eq!(leased.iter().map(|l| l.job_key.clone()).collect::<BTreeSet<_>>(), keys, "queued again, same keys");
+}
+
+/// A worker silent for `forget_worker_after` is dropped from the list once it holds no
+/// lease, and must register again; one that keeps heartbeating stays, and so does a
+/// silent one while it still holds a lease.
+#[tokio::test(start_paused = true)]
+async fn silent_workers_holding_nothing_are_forgotten() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = SchedulerConfig {
+        lease_ttl: Duration::from_secs(100),
+        forget_worker_after: Duration::from_secs(30),
+        ..SchedulerConfig::default()
+    };
+    let s = start_with(dir.path(), config);
+    submit(&s, vec![job(0)]).await;
+    let (holder, idle, live) = (register(&s).await, register(&s).await, register(&s).await);
+    assert_eq!(lease(&s, &holder).await.len(), 1);
+    let heartbeat = |session: &str| {
+        let (s, session) = (s.clone(), session.to_string());
+        async move { s.call(|reply| Command::Heartbeat { session, attempts: vec![], reply }).await }
+    };
+    let listed = || async { s.call(|reply| Command::Workers { reply }).await.unwrap() };
+    let ids = |workers: Vec<WorkerInfo>| workers.into_iter().map(|w| w.id).collect::<Vec<_>>();
+    for _ in 0..4 {
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        heartbeat(&live).await.unwrap();
+    }
+    // 40 s on: `idle` is gone, `holder` still holds its lease (100 s), `live` spoke.
+    assert_eq!(ids(listed().await), ["w1", "w3"]);
+    let e = heartbeat(&idle).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotFound);
+    assert!(e.message().contains("register again"), "{}", e.message());
+    // The lease expires at 100 s; 30 s later the holder, silent since 0 s, is gone too.
+    for _ in 0..10 {
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        heartbeat(&live).await.unwrap();
+    }
+    assert_eq!(ids(listed().await), ["w3"]);
+    assert_eq!(status(&s).await.n_queued, 1, "the expired lease's job is queued again");
+    // A forgotten worker that comes back registers under a new id.
+    let back = register(&s).await;
+    assert_eq!(lease(&s, &back).await.len(), 1);
+    assert_eq!(ids(listed().await), ["w3", "w4"]);
+}
+
+/// A status lists a page of the failures (100 by default) and says how many it left
+/// out; an error a worker reports is clipped to MAX_ERROR_BYTES.
+#[tokio::test]
+async fn statuses_page_their_failures_and_clip_long_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = start_with(dir.path(), SchedulerConfig { max_attempts: 1, ..SchedulerConfig::default() });
+    submit(&s, (0..150).map(job).collect()).await;
+    let w = register(&s).await;
+    let long = "é".repeat(MAX_ERROR_BYTES); // 2 bytes each
+    loop {
+        let session = w.clone();
+        let leases = s.call(|reply| Command::Lease { session, max_jobs: 64, reply }).await.unwrap().leases;
+        if leases.is_empty() {
+            break;
+        }
+        for l in leases {
+            let (session, error) = (w.clone(), long.clone());
+            s.call(|reply| Command::Fail { session, attempt: l.attempt_id, error, reply }).await.unwrap();
+        }
+    }
+    let st = status(&s).await;
+    assert_eq!((st.n_failed, st.failures.len(), st.n_failures_omitted), (150, 100, 50));
+    let error = &st.failures[0].error;
+    assert!(error.len() <= MAX_ERROR_BYTES + 40, "{}", error.len());
+    assert!(
+        error.ends_with(&format!(" ... ({} more bytes)", 2 * MAX_ERROR_BYTES - MAX_ERROR_BYTES)),
+        "{}",
+        &error[error.len() - 40..]
+    );
+    let failures = FailurePage { offset: 120, limit: 100 };
+    let page = s.call(|reply| Command::Status { sweep: "t".into(), failures, reply }).await.unwrap();
+    assert_eq!((page.failures.len(), page.n_failures_omitted), (30, 120));
+    assert_eq!(page.failures[0].job_key, job(120).key.0, "in job order");
+    // A list of every sweep carries counts, not failures: its size does not grow with them.
+    let listed = s.call(|reply| Command::List { reply }).await.unwrap();
+    assert_eq!((listed[0].n_failed, listed[0].failures.len(), listed[0].n_failures_omitted), (150, 0, 150));
+}
+
+/// Temp files a killed writer left in a sweep's directories are removed at start-up;
+/// other files stay.
+#[tokio::test]
+async fn leftover_temp_files_are_removed_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let s = start(dir.path(), Duration::from_secs(60)).await;
+        submit(&s, vec![job(0)]).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let sweep_dir = dir.path().join("t");
+    let trajectories = results::trajectories_dir(&sweep_dir);
+    std::fs::create_dir_all(&trajectories).unwrap();
+    let temp = [sweep_dir.join(".summary.parquet.77.0.tmp"), trajectories.join(".part-ab.parquet.77.1.tmp")];
+    for path in &temp {
+        std::fs::write(path, b"half a file").unwrap();
+    }
+    std::fs::write(sweep_dir.join("notes.txt"), b"mine").unwrap();
+    let _s = start(dir.path(), Duration::from_secs(60)).await;
+    assert!(temp.iter().all(|p| !p.exists()));
+    assert!(sweep_dir.join("notes.txt").exists());
+}
+
+/// A finished sweep can be deleted (not a running one): it is gone from the scheduler
+/// and the store, and its name can be used afresh.
+#[tokio::test]
+async fn a_settled_sweep_is_deleted_from_the_store_and_a_running_one_is_not() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let s = start(dir.path(), Duration::from_secs(60)).await;
+        submit(&s, vec![job(0), job(1)]).await;
+        let refused = s.call(|reply| Command::Delete { sweep: "t".into(), reply }).await.unwrap_err();
+        assert_eq!(refused.kind(), ErrorKind::FailedPrecondition);
+        let w = register(&s).await;
+        for l in lease(&s, &w).await {
+            assert_eq!(upload_and_complete(&s, &w, l.attempt_id, 1.0).await, Ok(true));
+        }
+        let (sweep_dir, n_jobs) = s.call(|reply| Command::Delete { sweep: "t".into(), reply }).await.unwrap();
+        assert_eq!((sweep_dir, n_jobs), (dir.path().join("t"), 2));
+        let gone = s.call(|reply| Command::Status { sweep: "t".into(), failures: FailurePage::default(), reply });
+        assert_eq!(gone.await.unwrap_err().kind(), ErrorKind::NotFound);
+        let missing = s.call(|reply| Command::Delete { sweep: "t".into(), reply }).await.unwrap_err();
+        assert_eq!(missing.kind(), ErrorKind::NotFound);
+        assert!(s.live_summaries("t").is_none());
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let store = Store::open(dir.path()).unwrap();
+    assert!(store.sweeps().unwrap().is_empty() && store.jobs().unwrap().is_empty());
+    assert_eq!(store.max_attempt_id().unwrap(), 0, "its attempts are gone too");
+    drop(store);
+    // The same name again: a new sweep, whose jobs are found done on disk (results kept).
+    let s = start(dir.path(), Duration::from_secs(60)).await;
+    let jobs = vec![job(0), job(1)];
+    let again = s
+        .call(|reply| Command::Submit { submission: Submission::new("t".into(), "testkit".into(), jobs), reply })
+        .await
+        .unwrap();
+    assert_eq!((again.n_added, again.n_already_done), (2, 2));
+}
+
+/// The README's promise: a late result commits if no other attempt did, even when the
+/// job failed meanwhile because that attempt was its last; the sweep's summaries then
+/// include it.
+#[tokio::test(start_paused = true)]
+async fn a_late_result_on_the_last_attempt_commits_when_nothing_else_did() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = SchedulerConfig { lease_ttl: Duration::from_secs(10), max_attempts: 1, ..SchedulerConfig::default() };
+    let s = start_with(dir.path(), config);
+    submit(&s, vec![job(0)]).await;
+    let w = register(&s).await;
+    let id = lease(&s, &w).await[0].attempt_id;
+    tokio::time::sleep(Duration::from_secs(11)).await;
+    let st = status(&s).await;
+    assert_eq!((st.n_failed, st.n_running), (1, 0), "its only attempt expired");
+    assert!(st.failures[0].error.contains("lease expired"));
+    assert_eq!(upload_and_complete(&s, &w, id, 4.0).await, Ok(true));
+    let st = status(&s).await;
+    assert_eq!((st.n_done, st.n_failed), (1, 0));
+    if let Some(entry) = s.live_summaries("t") {
+        assert_eq!(entry.written().await, Ok(true));
+    }
+    let summary = dir.path().join("t").join(results::SUMMARY_FILE);
+    let rows = ParquetReader::new(std::fs::File::open(&summary).unwrap()).finish().unwrap();
+    let n: Vec<Option<i64>> = rows.column("n").unwrap().i64().unwrap().iter().collect();
+    assert_eq!(n, vec![Some(1); 3], "the revived job is in the summaries");
+}
+
+/// A large sweep is stored a chunk at a time, answering other commands in between:
+/// heartbeats sent while it is stored are answered before it is, and keep their lease.
+#[tokio::test]
+async fn heartbeats_are_answered_while_a_large_sweep_is_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = start(dir.path(), Duration::from_millis(400)).await;
+    submit(&s, vec![job(0)]).await;
+    let w = register(&s).await;
+    let id = lease(&s, &w).await[0].attempt_id;
+    let jobs: Vec<ValidJob> = (1..60_001).map(job).collect();
+    let submission = Submission::new("big".into(), "testkit".into(), jobs);
+    let mut submitted = s.send(|reply| Command::Submit { submission, reply }).await.unwrap();
+    let mut answered_meanwhile = 0;
+    while submitted.is_pending() {
+        let session = w.clone();
+        let renewed = s.call(|reply| Command::Heartbeat { session, attempts: vec![id], reply }).await.unwrap();
+        assert!(renewed.is_empty());
+        answered_meanwhile += usize::from(submitted.is_pending());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(answered_meanwhile > 0, "no heartbeat was answered while the sweep was stored");
+    assert_eq!(status(&s).await.n_running, 1);
+    assert_eq!(upload_and_complete(&s, &w, id, 1.0).await, Ok(true));
+    let big = s.call(|reply| Command::Status { sweep: "big".into(), failures: FailurePage::default(), reply });
+    assert_eq!(big.await.unwrap().n_queued, 60_000);
+}
+
+/// A resubmission larger than a store chunk keeps the jobs it shares with the sweep,
+/// adds the others, drops the ones it lacks and queues cancelled jobs again; the store
+/// holds exactly that, in run order, after a restart.
+#[tokio::test]
+async fn a_resubmission_adds_drops_and_requeues_and_the_store_agrees() {
+    let dir = tempfile::tempdir().unwrap();
+    let seeds = |range: std::ops::Range<u64>| range.map(job).collect::<Vec<_>>();
+    async fn resubmit(s: &SchedulerHandle, jobs: Vec<ValidJob>) -> Result<Submitted, CommandError> {
+        let submission = Submission::new("t".into(), "testkit".into(), jobs);
+        s.call(|reply| Command::Submit { submission, reply }).await
+    }
+    {
+        let s = start(dir.path(), Duration::from_secs(60)).await;
+        let first = resubmit(&s, seeds(0..5000)).await.unwrap();
+        assert_eq!((first.n_jobs, first.n_added), (5000, 5000));
+        let cancelled = s.call(|reply| Command::Cancel { sweep: "t".into(), reply }).await.unwrap();
+        assert_eq!(cancelled.n_cancelled, 5000);
+        let again = resubmit(&s, seeds(2000..7000)).await.unwrap();
+        assert_eq!((again.n_jobs, again.n_added, again.n_already_done), (5000, 2000, 0));
+        let st = status(&s).await;
+        assert_eq!((st.n_queued, st.n_cancelled), (5000, 0));
+        let w = register(&s).await;
+        let first_seeds: Vec<u64> = lease(&s, &w).await.iter().map(|l| l.spec.seed).collect();
+        assert_eq!(first_seeds, (2000..2008).collect::<Vec<_>>(), "kept jobs first, in run order");
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let store = Store::open(dir.path()).unwrap();
+    let stored: Vec<(u64, String)> =
+        store.jobs().unwrap().into_iter().map(|j| (SpecTemplate::decode(&j.spec).unwrap().1, j.key)).collect();
+    let expected: Vec<(u64, String)> = seeds(2000..7000).into_iter().map(|j| (j.spec.seed, j.key.0)).collect();
+    assert!(stored == expected, "the store holds the resubmitted jobs, in run order, each under its key");
+    drop(store);
+    let s = start(dir.path(), Duration::from_secs(60)).await;
+    let st = status(&s).await;
+    assert_eq!((st.n_jobs, st.n_queued, st.n_running), (5000, 5000, 0), "the leased jobs are queued again");
+}
+
+/// A restarted scheduler finds the sweep, voids the running attempt and re-queues its job.
+#[tokio::test]
+async fn a_restart_requeues_running_jobs_and_keeps_done_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let s = start(dir.path(), Duration::from_secs(60)).await;
+        s.call(|reply| Command::Submit {
+            submission: Submission::new("t".into(), "testkit".into(), vec![job(0), job(1)]),
+            reply,
+        })
+        .await
+        .unwrap();
+        let w = register(&s).await;
+        let leases = lease(&s, &w).await;
+        assert_eq!(upload_and_complete(&s, &w, leases[0].attempt_id, 1.0).await, Ok(true));
+        // leases[1] is running when this scheduler goes away, as if killed; the next opens its store.
+    }
+    // The dropped handle stops the actor, which closes (and unlocks) the store.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let s = start(dir.path(), Duration::from_secs(60)).await;
+    let st = status(&s).await;
+    assert_eq!((st.n_done, st.n_queued, st.n_running), (1, 1, 0));
+    let w = register(&s).await;
+    let leases = lease(&s, &w).await;
+    assert_eq!(leases.len(), 1);
+    assert_eq!(leases[0].attempt, 2, "the voided attempt counts");
+    // Attempt ids never repeat across restarts.
+    assert!(leases[0].attempt_id > 2);
+}
+
+/// `armada run`'s coordinator runs its own sweep only, leaving other sweeps' queued jobs
+/// in the store untouched; a second coordinator cannot open a store that is in use.
+#[tokio::test]
+async fn an_embedded_coordinator_leases_only_submitted_sweeps_and_the_store_is_exclusive() {
+    let dir = tempfile::tempdir().unwrap();
+    let submit = |s: &SchedulerHandle, name: &str, jobs: Vec<ValidJob>| {
+        let (s, name) = (s.clone(), name.to_string());
+        async move {
+            s.call(|reply| Command::Submit { submission: Submission::new(name, "testkit".into(), jobs), reply })
+                .await
+                .unwrap()
+        }
+    };
+    {
+        let s = start(dir.path(), Duration::from_secs(60)).await;
+        submit(&s, "a", vec![job(0), job(1)]).await;
+        // While this coordinator lives, nobody else opens its store.
+        let err = Store::open(dir.path()).err().expect("the store is locked").to_string();
+        assert!(err.contains("in use by another coordinator"), "{err}");
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let config = SchedulerConfig { only_submitted: true, ..SchedulerConfig::default() };
+    let s = Scheduler::start(
+        Arc::new(Catalog::new(crate::registry())),
+        Store::open(dir.path()).unwrap(),
+        dir.path().into(),
+        config,
+    )
+    .unwrap();
+    submit(&s, "b", vec![job(5)]).await;
+    let w = register(&s).await;
+    let leases = lease(&s, &w).await;
+    assert_eq!(leases.iter().map(|l| l.sweep_id.as_str()).collect::<Vec<_>>(), vec!["b"]);
+    // Sweep a is still there, queued; resubmitting it runs it.
+    let st =
+        s.call(|reply| Command::Status { sweep: "a".into(), failures: FailurePage::default(), reply }).await.unwrap();
+    assert_eq!((st.n_queued, st.n_running), (2, 0));
+    submit(&s, "a", vec![job(0), job(1)]).await;
+    assert_eq!(lease(&s, &w).await.len(), 2);
+}
+
+/// The history the crash test kills at every write: two submissions, a commit, a failure,
+/// a release, another commit. True when every step was answered without an error.
+async fn crash_history(s: &SchedulerHandle) -> bool {
+    let sweep = |name: &str, seeds: std::ops::Range<u64>| {
+        Submission::new(name.into(), "testkit".into(), seeds.map(job).collect())
+    };
+    let mut ok = s.submit(sweep("a", 0..4)).await.is_ok();
+    let Ok(registered) = s.register(registration(&["testkit"])).await else { return false };
+    let session = registered.session;
+    let leases = s.lease(session.clone(), 3).await.map(|l| l.leases).unwrap_or_default();
+    ok &= leases.len() == 3;
+    for (i, l) in leases.iter().enumerate() {
+        ok &= match i {
+            0 => upload_and_complete(s, &session, l.attempt_id, 1.0).await == Ok(true),
+            1 => s.fail(session.clone(), l.attempt_id, "boom".into()).await.is_ok(),
+            _ => s.release(session.clone(), vec![l.attempt_id]).await.is_ok(),
+        };
+    }
+    ok &= s.submit(sweep("b", 10..13)).await.is_ok();
+    let leases = s.lease(session.clone(), 1).await.map(|l| l.leases).unwrap_or_default();
+    for l in &leases {
+        ok &= upload_and_complete(s, &session, l.attempt_id, 2.0).await == Ok(true);
+    }
+    ok && leases.len() == 1
+}
+
+/// A coordinator killed between any two of its store writes (every later write refused,
+/// as if the process had stopped there), then started again on what it left: each
+/// submission is there whole or not at all, no trajectory the dead one wrote is run again
+/// (a part it did not live to record marks its jobs done), and once the new coordinator
+/// has run what is left, every job of a sweep is done, its trajectory in exactly one part.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_coordinator_killed_between_any_two_store_writes_recovers() {
+    let expected: [(&str, std::ops::Range<u64>); 2] = [("a", 0..4), ("b", 10..13)];
+    let commit = CommitConfig { linger: Duration::from_millis(5), ..CommitConfig::default() };
+    let config = SchedulerConfig { commit, ..SchedulerConfig::default() };
+    let (mut crash_after, mut present) = (0, [0; 2]);
+    loop {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path()).unwrap();
+        store.crash_after(crash_after);
+        let catalog = Arc::new(Catalog::new(crate::registry()));
+        let whole = match Scheduler::start(catalog.clone(), store, dir.path().to_path_buf(), config) {
+            Ok(s) => crash_history(&s).await,
+            Err(_) => false,
+        };
+        // The old actor stops, and unlocks its store, once its handles are gone.
+        let mut reopened = Store::open(dir.path());
+        for _ in 0..500 {
+            if reopened.is_ok() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            reopened = Store::open(dir.path());
+        }
+        let keys_in_parts = |name: &str| -> Vec<String> {
+            let mut keys = Vec::new();
+            for part in results::part_files(&dir.path().join(name)).unwrap() {
+                keys.extend(results::read_index(&part).unwrap().into_iter().map(|j| j.key));
+            }
+            keys.sort();
+            keys
+        };
+        // What the dead coordinator left on disk is never run again.
+        let left: BTreeSet<String> = expected.iter().flat_map(|(name, _)| keys_in_parts(name)).collect();
+        let s = Scheduler::start(catalog, reopened.unwrap(), dir.path().to_path_buf(), config).unwrap();
+        let session = register(&s).await;
+        loop {
+            let leases = lease(&s, &session).await;
+            if leases.is_empty() {
+                break;
+            }
+            for l in leases {
+                assert!(!left.contains(&l.job_key), "crash after {crash_after} writes: {} ran again", l.job_key);
+                assert_eq!(upload_and_complete(&s, &session, l.attempt_id, 3.0).await, Ok(true));
+            }
+        }
+        for (n, (name, seeds)) in expected.iter().enumerate() {
+            let context = format!("crash after {crash_after} writes, sweep {name}");
+            let Ok(st) = s.status(name.to_string(), FailurePage::default()).await else { continue };
+            present[n] += 1;
+            let n_jobs = seeds.clone().count() as u32;
+            assert_eq!((st.n_jobs, st.n_done, st.n_failed), (n_jobs, n_jobs, 0), "{context}: whole and done");
+            let in_parts = keys_in_parts(name);
+            let mut keys: Vec<String> = seeds.clone().map(|seed| job(seed).key.to_string()).collect();
+            keys.sort();
+            assert_eq!(in_parts, keys, "{context}: each job in exactly one part");
+        }
+        drop(s);
+        if whole {
+            break;
+        }
+        crash_after += 1;
+    }
+    // The history made that many writes; each sweep was lost to an early crash and kept
+    // after a later one.
+    assert!(crash_after >= 10, "only {crash_after} writes: is the crash hook in place?");
+    assert!(present.iter().all(|&p| p > 0 && p <= crash_after), "{present:?} of {}", crash_after + 1);
+}
