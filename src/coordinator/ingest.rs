@@ -129,7 +129,9 @@ mod tests {
     use super::super::table::Policy;
     use super::*;
     use crate::results::Cell;
+    use crate::testing::Gen;
     use armada_core::JobSpec;
+    use std::collections::BTreeSet;
     use std::time::Duration;
 
     fn key(k: u64) -> Key {
@@ -188,5 +190,95 @@ mod tests {
         let Step::Commit(dropped) = ingest.step(&mut table, &sweep, 3) else { panic!("then the commit") };
         assert_eq!(dropped, [key(101).to_string()]);
         assert_eq!(ingest.removed(), [1]);
+    }
+
+    /// Random submissions (run order shuffled against key order, some keys known to the
+    /// sweep, some on disk, some of the sweep's jobs dropped, any chunk size), stepped to
+    /// the end: every new job is written once, in key order, before any enters the table;
+    /// then each enters once, in run order, in its first state; then one commit drops
+    /// exactly the removed keys. The steps are as many as the chunks say.
+    #[test]
+    fn random_submissions_are_stored_whole_in_key_order_then_added_in_run_order() {
+        let spec = JobSpec::new("f", "b", "a");
+        let templates: Vec<Arc<Template>> = (0..3)
+            .map(|id| Arc::new(Template { cell: Cell::of_spec(&spec), family: "f".into(), spec: spec.clone(), id }))
+            .collect();
+        let sweep: Arc<str> = "s".into();
+        let (mut skipped, mut done, mut dropped) = (0, 0, 0);
+        for seed in 1..=500u64 {
+            let mut rng = Gen::new(seed);
+            let context = format!("seed {seed}");
+            let mut table = JobTable::new(Policy { lease_ttl: Duration::from_secs(1), max_attempts: 1 });
+            // The sweep as it stands: `base` jobs with keys 1000.., some of them dropped.
+            let base = rng.below(6) as usize;
+            for k in 0..base as u64 {
+                table.push(Job::new(sweep.clone(), templates[0].clone(), k, key(1000 + k), JobState::Done));
+            }
+            let removed: Vec<usize> = (0..base).filter(|_| rng.chance(40)).collect();
+            // The submission: n jobs with distinct random keys, in a random run order.
+            let n = rng.below(40) as usize;
+            let mut keys = BTreeSet::new();
+            while keys.len() < n {
+                keys.insert(rng.below(500));
+            }
+            let mut run_order: Vec<u64> = keys.iter().copied().collect();
+            for i in (1..run_order.len()).rev() {
+                run_order.swap(i, rng.below(i as u64 + 1) as usize);
+            }
+            let jobs: Vec<NewJob> =
+                run_order.iter().map(|&k| NewJob { template: (k % 3) as u32, seed: 7 * k, key: key(k) }).collect();
+            let mut by_key: Vec<u32> = (0..n as u32).collect();
+            by_key.sort_by_key(|&i| jobs[i as usize].key);
+            let known: HashSet<Key> = run_order.iter().filter(|_| rng.chance(25)).map(|&k| key(k)).collect();
+            let on_disk: HashSet<Key> = run_order.iter().filter(|_| rng.chance(25)).map(|&k| key(k)).collect();
+            let fresh: Vec<u64> = run_order.iter().copied().filter(|&k| !known.contains(&key(k))).collect();
+            skipped += n - fresh.len();
+            done += fresh.iter().filter(|&&k| on_disk.contains(&key(k))).count();
+            dropped += removed.len();
+            let plan = Plan { base, known: known.clone(), removed: removed.clone() };
+            let mut ingest =
+                Ingest::new("s".into(), "f".into(), templates.clone(), jobs, by_key, plan, on_disk.clone(), base);
+            let chunk = 1 + rng.below(12) as usize;
+            let (mut rows, mut writes, mut adds) = (Vec::new(), 0, 0);
+            let dropped_keys = loop {
+                match ingest.step(&mut table, &sweep, chunk) {
+                    Step::Write(written) => {
+                        assert_eq!(adds, 0, "{context}: a write after the table was touched");
+                        assert_eq!(table.len(), base, "{context}: a job entered the table before all were stored");
+                        writes += 1;
+                        rows.extend(written);
+                    }
+                    Step::Added => adds += 1,
+                    Step::Commit(keys) => break keys,
+                }
+                assert!(writes + adds <= 2 * n.div_ceil(chunk), "{context}: too many steps");
+            };
+            assert_eq!((writes, adds), (n.div_ceil(chunk), n.div_ceil(chunk)), "{context}: one step per chunk");
+            // Written: the fresh jobs, once each, in key order, placed after the sweep's.
+            let mut fresh_by_key = fresh.clone();
+            fresh_by_key.sort();
+            let written: Vec<String> = rows.iter().map(|r| r.key.clone()).collect();
+            let expected: Vec<String> = fresh_by_key.iter().map(|&k| key(k).to_string()).collect();
+            assert_eq!(written, expected, "{context}: stored rows");
+            for row in &rows {
+                let k = u64::from_str_radix(&row.key, 16).unwrap();
+                let position = run_order.iter().position(|&r| r == k).unwrap();
+                let state = if on_disk.contains(&key(k)) { JobState::Done } else { JobState::Queued };
+                assert_eq!((row.ord, row.state, row.attempts), ((base + position) as i64, state, 0), "{context}");
+                assert_eq!(SpecTemplate::decode(&row.spec).unwrap().1, 7 * k, "{context}: seed of {k}");
+            }
+            // Added: the same jobs, in run order, none queued yet.
+            assert_eq!(ingest.n_added(&table), fresh.len(), "{context}");
+            for (i, &k) in fresh.iter().enumerate() {
+                let job = table.job(base + i);
+                let state = if on_disk.contains(&key(k)) { JobState::Done } else { JobState::Queued };
+                assert_eq!((job.key, job.seed, job.state, job.template.id), (key(k), 7 * k, state, (k % 3) as usize));
+                assert!(!table.is_queued(base + i), "{context}: queued before the commit");
+            }
+            let expected: Vec<String> = removed.iter().map(|&i| key(1000 + i as u64).to_string()).collect();
+            assert_eq!(dropped_keys, expected, "{context}: the commit drops");
+        }
+        // The cases reach each branch (floors chosen, not measured).
+        assert!(skipped > 500 && done > 500 && dropped > 300, "{skipped} known, {done} on disk, {dropped} dropped");
     }
 }
