@@ -136,10 +136,16 @@ impl<'a> Recovery<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::Gen;
 
     fn stored(seed: u64, state: JobState) -> StoredJob {
+        stored_with(seed, 2, state)
+    }
+
+    /// A stored testkit job; jobs of different horizons are of different cells.
+    fn stored_with(seed: u64, horizon: u32, state: JobState) -> StoredJob {
         let mut spec = JobSpec::new("testkit", "constant", "echo");
-        spec.horizon = 2;
+        spec.horizon = horizon;
         spec.seed = seed;
         let valid = crate::registry().validate(&spec).unwrap();
         let template = SpecTemplate::encode(&valid.spec);
@@ -209,5 +215,84 @@ mod tests {
         assert!(matches!(loaded.fix, Some(StoreFix::Failed { .. })));
         // Each job that cannot run has a template of its own.
         assert!(!Arc::ptr_eq(&loaded.template, &unknown.template));
+    }
+
+    /// Random stores: jobs of interleaved cells in any order and state, some in parts the
+    /// store does not know, some stored under another key, under a family this build lacks,
+    /// or as bytes that are no spec. Each loads as checking it alone says (validating its
+    /// spec afresh, without the cell cache), and the jobs of a cell share one template.
+    #[test]
+    fn random_stores_load_as_each_job_checked_alone_says() {
+        let registry = crate::registry();
+        let states = [JobState::Queued, JobState::Done, JobState::Failed, JobState::Cancelled];
+        let (mut fixed, mut failed, mut shared) = (0, 0, 0);
+        for seed in 1..=200u64 {
+            let mut rng = Gen::new(seed);
+            let (mut recovery, mut templates) = (Recovery::new(&registry), Templates::default());
+            let mut cells: std::collections::HashMap<u32, Arc<Template>> = Default::default();
+            // Cells whose spec this build accepts (a job stored under another key shares its
+            // cell's template while checking, then gets one of its own).
+            let mut valid_cells = std::collections::HashSet::new();
+            let mut unrunnable = 0;
+            for n in 0..rng.below(60) {
+                let context = format!("seed {seed} job {n}");
+                let horizon = 1 + rng.below(3) as u32;
+                let state = *rng.pick(&states);
+                let mut job = stored_with(n, horizon, state);
+                let mut reference = "testkit";
+                let corruption = rng.below(20);
+                match corruption {
+                    0 => job.key = format!("{:032x}", rng.next_u64()),
+                    1 => reference = "gone",
+                    2 => job.spec = vec![0xff; 1 + rng.below(9) as usize],
+                    _ => {}
+                }
+                let part = rng.chance(30).then(|| format!("part-{}.parquet", rng.below(5)));
+                let loaded = recovery.load(&job, reference, part.as_deref(), &mut templates);
+                // The oracle: the job's spec validated alone.
+                let alone = SpecTemplate::decode(&job.spec).ok().and_then(|(t, s)| {
+                    let mut spec = t.to_spec().ok()?;
+                    spec.seed = s;
+                    let family = registry.resolve(reference).ok()?;
+                    armada_core::validate_as(family, &spec).ok()
+                });
+                if alone.is_some() {
+                    valid_cells.insert(horizon);
+                }
+                let runnable = alone.as_ref().is_some_and(|v| v.key.to_string() == job.key);
+                if runnable {
+                    let queued_in_part = state == JobState::Queued && part.is_some();
+                    let expected_state = if queued_in_part { JobState::Done } else { state };
+                    let expected_fix = part.filter(|_| queued_in_part).map(|part| StoreFix::Committed { part });
+                    assert_eq!(
+                        (loaded.state, &loaded.fix, loaded.seed),
+                        (expected_state, &expected_fix, n),
+                        "{context}"
+                    );
+                    assert_eq!(loaded.key.to_string(), job.key, "{context}");
+                    let template = cells.entry(horizon).or_insert_with(|| loaded.template.clone());
+                    assert!(Arc::ptr_eq(template, &loaded.template), "{context}: a cell's second template");
+                    assert_eq!(loaded.template.spec.horizon, horizon, "{context}");
+                    fixed += usize::from(expected_fix.is_some());
+                } else {
+                    unrunnable += 1;
+                    failed += 1;
+                    assert_eq!(loaded.state, JobState::Failed, "{context}: corruption {corruption}");
+                    let error = loaded.error.clone().unwrap_or_default();
+                    let expected_fix = (state != JobState::Failed).then(|| StoreFix::Failed { error: error.clone() });
+                    assert_eq!(loaded.fix, expected_fix, "{context}");
+                    assert!(
+                        error.starts_with("this build computes key ")
+                            || error.starts_with("no longer valid in this build: "),
+                        "{context}: {error}"
+                    );
+                }
+            }
+            // One template per valid cell met, and one of its own per job that cannot run.
+            assert_eq!(templates.len(), valid_cells.len() + unrunnable, "seed {seed}");
+            shared += cells.len();
+        }
+        // The cases reach each branch (floors chosen, not measured).
+        assert!(fixed > 200 && failed > 300 && shared > 400, "{fixed} fixed, {failed} failed, {shared} cells");
     }
 }
