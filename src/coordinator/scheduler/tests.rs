@@ -5,7 +5,7 @@ use super::super::replies::ErrorKind;
 use super::requests::MAX_ERROR_BYTES;
 use super::*;
 use crate::coordinator::replies::WorkerInfo;
-use crate::coordinator::replies::{Lease, Registration, SweepStatus};
+use crate::coordinator::replies::{JobFilter, Lease, Registration, SweepStatus};
 use crate::coordinator::store::SpecTemplate;
 use crate::coordinator::sweeps::FailurePage;
 use crate::coordinator::table::MAX_VOIDED;
@@ -881,4 +881,138 @@ async fn a_coordinator_killed_between_any_two_store_writes_recovers() {
     // after a later one.
     assert!(crash_after >= 10, "only {crash_after} writes: is the crash hook in place?");
     assert!(present.iter().all(|&p| p > 0 && p <= crash_after), "{present:?} of {}", crash_after + 1);
+}
+
+/// What a random history asked for: each sweep's submissions in order (their keys), and
+/// how many of them were answered.
+#[derive(Default)]
+struct Asked {
+    submitted: HashMap<&'static str, Vec<BTreeSet<String>>>,
+    answered: HashMap<&'static str, usize>,
+}
+
+/// A random history of requests, drawn from `seed`: submissions and resubmissions of two
+/// sweeps (random subsets of their seeds), leases of a few jobs whose attempts commit,
+/// fail or are released, and cancels. True when every request was answered.
+async fn random_history(s: &SchedulerHandle, seed: u64, asked: &mut Asked) -> bool {
+    let mut rng = crate::testing::Gen::new(seed);
+    let Ok(registered) = s.register(registration(&["testkit"])).await else { return false };
+    let session = registered.session;
+    let mut ok = true;
+    for _ in 0..12 {
+        let name = *rng.pick(&["a", "b"]);
+        let base = if name == "a" { 0 } else { 100 };
+        match rng.below(10) {
+            0..=2 => {
+                let seeds: Vec<u64> = (base..base + 6).filter(|_| rng.chance(70)).collect();
+                let keys = seeds.iter().map(|&seed| job(seed).key.to_string()).collect();
+                asked.submitted.entry(name).or_default().push(keys);
+                let submission = Submission::new(name.into(), "testkit".into(), seeds.into_iter().map(job).collect());
+                if s.submit(submission).await.is_ok() {
+                    *asked.answered.entry(name).or_default() = asked.submitted[name].len();
+                } else {
+                    ok = false;
+                }
+            }
+            3..=8 => {
+                let max_jobs = 1 + rng.below(3) as u32;
+                let Ok(leases) = s.lease(session.clone(), max_jobs).await else { return false };
+                for l in leases.leases {
+                    ok &= match rng.below(10) {
+                        0..=5 => upload_and_complete(s, &session, l.attempt_id, 1.0).await.is_ok(),
+                        6..=7 => s.fail(session.clone(), l.attempt_id, "boom".into()).await.is_ok(),
+                        _ => s.release(session.clone(), vec![l.attempt_id]).await.is_ok(),
+                    };
+                }
+            }
+            _ => ok &= s.cancel(name.into()).await.is_ok() || !asked.answered.contains_key(name),
+        }
+    }
+    ok
+}
+
+/// Random histories with the coordinator killed between two of its store writes (every
+/// later write refused), then started again on what it left and made to run what is
+/// left: each sweep holds one of its submissions whole (the last answered or a later
+/// one), nothing the dead coordinator wrote to disk is run again, and every job is
+/// settled, each done one in exactly one part.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_histories_killed_between_any_two_store_writes_recover() {
+    let commit = CommitConfig { linger: Duration::from_millis(5), ..CommitConfig::default() };
+    let config = SchedulerConfig { commit, ..SchedulerConfig::default() };
+    let (mut crashes, mut kept) = (0, 0);
+    for seed in 1..=6u64 {
+        let mut rng = crate::testing::Gen::new(1000 + seed);
+        let mut crash_after = rng.below(3) as usize;
+        loop {
+            let context = format!("seed {seed}, crash after {crash_after} writes");
+            let dir = tempfile::tempdir().unwrap();
+            let mut store = Store::open(dir.path()).unwrap();
+            store.crash_after(crash_after);
+            let catalog = Arc::new(Catalog::new(crate::registry()));
+            let mut asked = Asked::default();
+            let whole = match Scheduler::start(catalog.clone(), store, dir.path().to_path_buf(), config) {
+                Ok(s) => random_history(&s, seed, &mut asked).await,
+                Err(_) => false,
+            };
+            let mut reopened = Store::open(dir.path());
+            for _ in 0..500 {
+                if reopened.is_ok() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                reopened = Store::open(dir.path());
+            }
+            let keys_in_parts = |name: &str| -> Vec<String> {
+                let mut keys = Vec::new();
+                for part in results::part_files(&dir.path().join(name)).unwrap_or_default() {
+                    keys.extend(results::read_index(&part).unwrap().into_iter().map(|j| j.key));
+                }
+                keys.sort();
+                keys
+            };
+            let left: BTreeSet<String> = ["a", "b"].iter().flat_map(|name| keys_in_parts(name)).collect();
+            let s = Scheduler::start(catalog, reopened.unwrap(), dir.path().to_path_buf(), config).unwrap();
+            let session = register(&s).await;
+            loop {
+                let leases = lease(&s, &session).await;
+                if leases.is_empty() {
+                    break;
+                }
+                for l in leases {
+                    assert!(!left.contains(&l.job_key), "{context}: {} ran again", l.job_key);
+                    assert_eq!(upload_and_complete(&s, &session, l.attempt_id, 3.0).await, Ok(true), "{context}");
+                }
+            }
+            for name in ["a", "b"] {
+                let submitted = asked.submitted.get(name).map_or(&[][..], |v| &v[..]);
+                let Ok(st) = s.status(name.to_string(), FailurePage::default()).await else {
+                    assert_eq!(asked.answered.get(name), None, "{context}: answered sweep {name} lost");
+                    continue;
+                };
+                kept += 1;
+                let jobs = s.jobs(name.to_string(), JobFilter::default(), 1000).await.unwrap();
+                let keys: BTreeSet<String> = jobs.iter().map(|j| j.key.clone()).collect();
+                let from = asked.answered.get(name).copied().unwrap_or(1).max(1) - 1;
+                assert!(submitted[from..].contains(&keys), "{context}: sweep {name} holds {keys:?}");
+                assert_eq!((st.n_queued, st.n_running), (0, 0), "{context}: {name} left unsettled");
+                assert_eq!(st.n_done + st.n_failed + st.n_cancelled, st.n_jobs, "{context}: {name}");
+                let done: Vec<String> = jobs.iter().filter(|j| j.state == "done").map(|j| j.key.clone()).collect();
+                let in_parts = keys_in_parts(name);
+                let in_parts_once: BTreeSet<&String> = in_parts.iter().collect();
+                assert_eq!(in_parts_once.len(), in_parts.len(), "{context}: {name}: a job in two parts");
+                for key in &done {
+                    assert!(in_parts_once.contains(key), "{context}: {name}: done {key} in no part");
+                }
+            }
+            drop(s);
+            if whole {
+                break;
+            }
+            crashes += 1;
+            crash_after += 1 + rng.below(3) as usize;
+        }
+    }
+    // The histories crashed often and kept sweeps (floors chosen, not measured).
+    assert!(crashes >= 20 && kept >= 20, "{crashes} crashes, {kept} sweeps kept");
 }
