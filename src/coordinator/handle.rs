@@ -296,7 +296,7 @@ impl SchedulerHandle {
     }
 
     /// Send a command built around a reply channel and wait for the answer.
-    pub(super) async fn call<T>(&self, make: impl FnOnce(Reply<T>) -> Command) -> Result<T, CommandError> {
+    async fn call<T>(&self, make: impl FnOnce(Reply<T>) -> Command) -> Result<T, CommandError> {
         self.send(make).await?.answer().await
     }
 

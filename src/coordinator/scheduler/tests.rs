@@ -54,12 +54,12 @@ fn registration(families: &[&str]) -> Registration {
 /// Register a testkit worker; its session credential.
 async fn register(s: &SchedulerHandle) -> String {
     let registration = registration(&["testkit"]);
-    s.call(|reply| Command::Register { registration, reply }).await.unwrap().session
+    s.register(registration).await.unwrap().session
 }
 
 async fn lease(s: &SchedulerHandle, session: &str) -> Vec<Lease> {
     let session = session.to_string();
-    s.call(|reply| Command::Lease { session, max_jobs: 8, reply }).await.unwrap().leases
+    s.lease(session, 8).await.unwrap().leases
 }
 
 async fn upload_and_complete(s: &SchedulerHandle, session: &str, attempt: u64, v: f64) -> Result<bool, ErrorKind> {
@@ -78,11 +78,12 @@ async fn upload_and_complete_records(
         Err(e) => return Err(e.kind()),
     }
     let (session, n_records) = (session.to_string(), records.len() as u32);
-    s.call(|reply| Command::Complete { session, attempt, n_records, reply }).await.map_err(|e| e.kind())
+    let pending = s.complete(session, attempt, n_records).await.map_err(|e| e.kind())?;
+    pending.answer().await.map_err(|e| e.kind())
 }
 
 async fn status(s: &SchedulerHandle) -> SweepStatus {
-    s.call(|reply| Command::Status { sweep: "t".into(), failures: FailurePage::default(), reply }).await.unwrap()
+    s.status("t".into(), FailurePage::default()).await.unwrap()
 }
 
 /// Leases, expiry and the first-commit rule, both ways round. Time is paused: it moves
@@ -91,13 +92,7 @@ async fn status(s: &SchedulerHandle) -> SweepStatus {
 async fn an_expired_attempt_is_requeued_and_the_first_commit_wins() {
     let dir = tempfile::tempdir().unwrap();
     let s = start(dir.path(), Duration::from_secs(10)).await;
-    let submitted = s
-        .call(|reply| Command::Submit {
-            submission: Submission::new("t".into(), "testkit".into(), vec![job(0), job(1)]),
-            reply,
-        })
-        .await
-        .unwrap();
+    let submitted = s.submit(Submission::new("t".into(), "testkit".into(), vec![job(0), job(1)])).await.unwrap();
     assert_eq!((submitted.n_jobs, submitted.n_added, submitted.n_already_done), (2, 2, 0));
     let (a, b) = (register(&s).await, register(&s).await);
     let first = lease(&s, &a).await;
@@ -116,8 +111,7 @@ async fn an_expired_attempt_is_requeued_and_the_first_commit_wins() {
     assert_eq!(upload_and_complete(&s, &a, job0(&first), 20.0).await, Err(ErrorKind::NotFound), "dropped");
     // Job 1: the expired attempt commits first (nobody had); the live one is told to stop.
     assert_eq!(upload_and_complete(&s, &a, job1(&first), 30.0).await, Ok(true));
-    let hb =
-        s.call(|reply| Command::Heartbeat { session: b.clone(), attempts: vec![job1(&second)], reply }).await.unwrap();
+    let hb = s.heartbeat(b.clone(), vec![job1(&second)]).await.unwrap();
     assert_eq!(hb, vec![job1(&second)]);
     assert_eq!(upload_and_complete(&s, &b, job1(&second), 40.0).await, Err(ErrorKind::NotFound));
     let st = status(&s).await;
@@ -147,7 +141,7 @@ async fn a_lease_lives_its_ttl_after_the_last_heartbeat() {
     let id = lease(&s, &w).await[0].attempt_id;
     let heartbeat = || {
         let (s, session) = (s.clone(), w.clone());
-        async move { s.call(|reply| Command::Heartbeat { session, attempts: vec![id], reply }).await.unwrap() }
+        async move { s.heartbeat(session, vec![id]).await.unwrap() }
     };
     for _ in 0..360 {
         tokio::time::sleep(ttl - Duration::from_millis(150)).await;
@@ -173,9 +167,7 @@ async fn a_lease_lives_its_ttl_after_the_last_heartbeat() {
 async fn a_failed_part_write_requeues_the_job_and_a_later_attempt_commits() {
     let dir = tempfile::tempdir().unwrap();
     let s = start(dir.path(), Duration::from_secs(60)).await;
-    s.call(|reply| Command::Submit { submission: Submission::new("t".into(), "testkit".into(), vec![job(0)]), reply })
-        .await
-        .unwrap();
+    s.submit(Submission::new("t".into(), "testkit".into(), vec![job(0)])).await.unwrap();
     // A file where the trajectories directory should be.
     let sweep_dir = dir.path().join("t");
     std::fs::create_dir_all(&sweep_dir).unwrap();
@@ -204,9 +196,7 @@ async fn a_part_the_store_does_not_know_marks_its_jobs_done_at_start() {
     {
         let s = start(dir.path(), Duration::from_secs(60)).await;
         let jobs = vec![job(0), job(1)];
-        s.call(|reply| Command::Submit { submission: Submission::new("t".into(), "testkit".into(), jobs), reply })
-            .await
-            .unwrap();
+        s.submit(Submission::new("t".into(), "testkit".into(), jobs)).await.unwrap();
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
     let metrics = crate::registry().family("testkit").unwrap().metrics();
@@ -232,9 +222,7 @@ async fn summaries_are_written_with_the_last_commit_and_rebuilt_at_start_only_wh
     let written = {
         let s = start(dir.path(), Duration::from_secs(60)).await;
         let jobs = vec![job(0), job(1)];
-        s.call(|reply| Command::Submit { submission: Submission::new("t".into(), "testkit".into(), jobs), reply })
-            .await
-            .unwrap();
+        s.submit(Submission::new("t".into(), "testkit".into(), jobs)).await.unwrap();
         let w = register(&s).await;
         for l in lease(&s, &w).await {
             assert_eq!(upload_and_complete(&s, &w, l.attempt_id, l.spec.seed as f64).await, Ok(true));
@@ -261,9 +249,7 @@ async fn summaries_are_written_with_the_last_commit_and_rebuilt_at_start_only_wh
 }
 
 async fn submit(s: &SchedulerHandle, jobs: Vec<ValidJob>) {
-    s.call(|reply| Command::Submit { submission: Submission::new("t".into(), "testkit".into(), jobs), reply })
-        .await
-        .unwrap();
+    s.submit(Submission::new("t".into(), "testkit".into(), jobs)).await.unwrap();
 }
 
 /// Every call about an attempt names the session that leased it; another session's
@@ -280,12 +266,12 @@ async fn another_session_cannot_upload_commit_fail_or_renew_an_attempt() {
     assert_eq!(s.append(id, &b, &records(9.0)).unwrap_err().kind(), denied);
     assert_eq!(upload_and_complete(&s, &b, id, 9.0).await, Err(denied));
     let (session, error) = (b.clone(), "forged".to_string());
-    let failed = s.call(|reply| Command::Fail { session, attempt: id, error, reply }).await;
+    let failed = s.fail(session, id, error).await;
     assert_eq!(failed.unwrap_err().kind(), denied);
     let session = b.clone();
-    let renewed = s.call(|reply| Command::Heartbeat { session, attempts: vec![id], reply }).await;
+    let renewed = s.heartbeat(session, vec![id]).await;
     assert_eq!(renewed.unwrap_err().kind(), denied);
-    let unknown = s.call(|reply| Command::Lease { session: "nope".into(), max_jobs: 1, reply }).await;
+    let unknown = s.lease("nope".into(), 1).await;
     assert_eq!(unknown.unwrap_err().kind(), ErrorKind::NotFound);
     let st = status(&s).await;
     assert_eq!((st.n_running, st.n_done, st.n_failed), (1, 0, 0), "nothing changed");
@@ -304,10 +290,7 @@ async fn released_attempts_requeue_their_jobs_uncounted() {
     let leases = lease(&s, &a).await;
     assert_eq!(leases.len(), 3);
     let ids: Vec<u64> = leases.iter().map(|l| l.attempt_id).collect();
-    let release = |session: &str, attempts: Vec<u64>| {
-        let session = session.to_string();
-        s.call(move |reply| Command::Release { session, attempts, reply })
-    };
+    let release = |session: &str, attempts: Vec<u64>| s.release(session.to_string(), attempts);
     let refused = release(&b, vec![ids[1]]).await.unwrap_err();
     assert_eq!(refused.kind(), ErrorKind::PermissionDenied);
     assert_eq!(upload_and_complete(&s, &a, ids[0], 1.0).await, Ok(true));
@@ -372,13 +355,13 @@ async fn workers_get_only_their_families_and_registration_is_checked() {
     let s = start(dir.path(), Duration::from_secs(60)).await;
     submit(&s, vec![job(0), job(1)]).await;
     let registration_lse = registration(&["lse"]);
-    let lse_only = s.call(|reply| Command::Register { registration: registration_lse, reply }).await.unwrap().session;
+    let lse_only = s.register(registration_lse).await.unwrap().session;
     assert!(lease(&s, &lse_only).await.is_empty());
     let w = register(&s).await;
     assert_eq!(lease(&s, &w).await.len(), 2);
     let refused = |registration: Registration| {
         let s = s.clone();
-        async move { s.call(|reply| Command::Register { registration, reply }).await.unwrap_err() }
+        async move { s.register(registration).await.unwrap_err() }
     };
     let e = refused(Registration { build: "0123".into(), ..registration(&["testkit"]) }).await;
     assert_eq!(e.kind(), ErrorKind::FailedPrecondition);
@@ -411,7 +394,7 @@ async fn declared_families_are_leased_by_digest_and_survive_a_restart() {
     let s = Scheduler::start(first.clone(), Store::open(dir.path()).unwrap(), dir.path().into(), config).unwrap();
     let v1 = declaration(1);
     let declaration_v1 = v1.clone();
-    let declared = s.call(|reply| Command::Declare { declaration: declaration_v1, reply }).await.unwrap();
+    let declared = s.declare(declaration_v1).await.unwrap();
     assert!(declared.created);
     let reference = format!("mybo+{}", declared.digest);
     let jobs: Vec<ValidJob> = (0..2)
@@ -424,7 +407,7 @@ async fn declared_families_are_leased_by_digest_and_survive_a_restart() {
     assert_ne!(jobs[0].key, job(0).key, "the digest salts the key");
     let keys: BTreeSet<String> = jobs.iter().map(|j| j.key.0.clone()).collect();
     let submission = Submission::new("mine".into(), reference.clone(), jobs);
-    s.call(|reply| Command::Submit { submission, reply }).await.unwrap();
+    s.submit(submission).await.unwrap();
     let with = |families: &[&str], declarations: Vec<declared::Checked>| Registration {
         declarations,
         build: String::new(),
@@ -433,7 +416,7 @@ async fn declared_families_are_leased_by_digest_and_survive_a_restart() {
     };
     let register_as = |registration: Registration| {
         let s = s.clone();
-        async move { s.call(|reply| Command::Register { registration, reply }).await }
+        async move { s.register(registration).await }
     };
     // Built-in workers and workers of another version of the family get none of them.
     let builtin = register(&s).await;
@@ -475,7 +458,7 @@ async fn declared_families_are_leased_by_digest_and_survive_a_restart() {
     let second = catalog();
     let s = Scheduler::start(second.clone(), Store::open(dir.path()).unwrap(), dir.path().into(), config).unwrap();
     assert_eq!(second.get().resolve(&reference).unwrap().version(), 1);
-    let again = s.call(|reply| Command::Register { registration: with(&["mybo"], vec![v1]), reply }).await;
+    let again = s.register(with(&["mybo"], vec![v1])).await;
     let leased = lease(&s, &again.unwrap().session).await;
     assert_eq!(leased.iter().map(|l| l.job_key.clone()).collect::<BTreeSet<_>>(), keys, "queued again, same keys");
 }
@@ -497,9 +480,9 @@ async fn silent_workers_holding_nothing_are_forgotten() {
     assert_eq!(lease(&s, &holder).await.len(), 1);
     let heartbeat = |session: &str| {
         let (s, session) = (s.clone(), session.to_string());
-        async move { s.call(|reply| Command::Heartbeat { session, attempts: vec![], reply }).await }
+        async move { s.heartbeat(session, vec![]).await }
     };
-    let listed = || async { s.call(|reply| Command::Workers { reply }).await.unwrap() };
+    let listed = || async { s.workers().await.unwrap() };
     let ids = |workers: Vec<WorkerInfo>| workers.into_iter().map(|w| w.id).collect::<Vec<_>>();
     for _ in 0..4 {
         tokio::time::sleep(Duration::from_secs(10)).await;
@@ -534,13 +517,13 @@ async fn statuses_page_their_failures_and_clip_long_errors() {
     let long = "é".repeat(MAX_ERROR_BYTES); // 2 bytes each
     loop {
         let session = w.clone();
-        let leases = s.call(|reply| Command::Lease { session, max_jobs: 64, reply }).await.unwrap().leases;
+        let leases = s.lease(session, 64).await.unwrap().leases;
         if leases.is_empty() {
             break;
         }
         for l in leases {
             let (session, error) = (w.clone(), long.clone());
-            s.call(|reply| Command::Fail { session, attempt: l.attempt_id, error, reply }).await.unwrap();
+            s.fail(session, l.attempt_id, error).await.unwrap();
         }
     }
     let st = status(&s).await;
@@ -553,11 +536,11 @@ async fn statuses_page_their_failures_and_clip_long_errors() {
         &error[error.len() - 40..]
     );
     let failures = FailurePage { offset: 120, limit: 100 };
-    let page = s.call(|reply| Command::Status { sweep: "t".into(), failures, reply }).await.unwrap();
+    let page = s.status("t".into(), failures).await.unwrap();
     assert_eq!((page.failures.len(), page.n_failures_omitted), (30, 120));
     assert_eq!(page.failures[0].job_key, job(120).key.0, "in job order");
     // A list of every sweep carries counts, not failures: its size does not grow with them.
-    let listed = s.call(|reply| Command::List { reply }).await.unwrap();
+    let listed = s.list().await.unwrap();
     assert_eq!((listed[0].n_failed, listed[0].failures.len(), listed[0].n_failures_omitted), (150, 0, 150));
 }
 
@@ -592,17 +575,17 @@ async fn a_settled_sweep_is_deleted_from_the_store_and_a_running_one_is_not() {
     {
         let s = start(dir.path(), Duration::from_secs(60)).await;
         submit(&s, vec![job(0), job(1)]).await;
-        let refused = s.call(|reply| Command::Delete { sweep: "t".into(), reply }).await.unwrap_err();
+        let refused = s.delete("t".into()).await.unwrap_err();
         assert_eq!(refused.kind(), ErrorKind::FailedPrecondition);
         let w = register(&s).await;
         for l in lease(&s, &w).await {
             assert_eq!(upload_and_complete(&s, &w, l.attempt_id, 1.0).await, Ok(true));
         }
-        let (sweep_dir, n_jobs) = s.call(|reply| Command::Delete { sweep: "t".into(), reply }).await.unwrap();
+        let (sweep_dir, n_jobs) = s.delete("t".into()).await.unwrap();
         assert_eq!((sweep_dir, n_jobs), (dir.path().join("t"), 2));
-        let gone = s.call(|reply| Command::Status { sweep: "t".into(), failures: FailurePage::default(), reply });
+        let gone = s.status("t".into(), FailurePage::default());
         assert_eq!(gone.await.unwrap_err().kind(), ErrorKind::NotFound);
-        let missing = s.call(|reply| Command::Delete { sweep: "t".into(), reply }).await.unwrap_err();
+        let missing = s.delete("t".into()).await.unwrap_err();
         assert_eq!(missing.kind(), ErrorKind::NotFound);
         assert!(s.live_summaries("t").is_none());
     }
@@ -614,10 +597,7 @@ async fn a_settled_sweep_is_deleted_from_the_store_and_a_running_one_is_not() {
     // The same name again: a new sweep, whose jobs are found done on disk (results kept).
     let s = start(dir.path(), Duration::from_secs(60)).await;
     let jobs = vec![job(0), job(1)];
-    let again = s
-        .call(|reply| Command::Submit { submission: Submission::new("t".into(), "testkit".into(), jobs), reply })
-        .await
-        .unwrap();
+    let again = s.submit(Submission::new("t".into(), "testkit".into(), jobs)).await.unwrap();
     assert_eq!((again.n_added, again.n_already_done), (2, 2));
 }
 
@@ -663,7 +643,7 @@ async fn heartbeats_are_answered_while_a_large_sweep_is_stored() {
     let mut answered_meanwhile = 0;
     while submitted.is_pending() {
         let session = w.clone();
-        let renewed = s.call(|reply| Command::Heartbeat { session, attempts: vec![id], reply }).await.unwrap();
+        let renewed = s.heartbeat(session, vec![id]).await.unwrap();
         assert!(renewed.is_empty());
         answered_meanwhile += usize::from(submitted.is_pending());
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -671,7 +651,7 @@ async fn heartbeats_are_answered_while_a_large_sweep_is_stored() {
     assert!(answered_meanwhile > 0, "no heartbeat was answered while the sweep was stored");
     assert_eq!(status(&s).await.n_running, 1);
     assert_eq!(upload_and_complete(&s, &w, id, 1.0).await, Ok(true));
-    let big = s.call(|reply| Command::Status { sweep: "big".into(), failures: FailurePage::default(), reply });
+    let big = s.status("big".into(), FailurePage::default());
     assert_eq!(big.await.unwrap().n_queued, 60_000);
 }
 
@@ -684,13 +664,13 @@ async fn a_resubmission_adds_drops_and_requeues_and_the_store_agrees() {
     let seeds = |range: std::ops::Range<u64>| range.map(job).collect::<Vec<_>>();
     async fn resubmit(s: &SchedulerHandle, jobs: Vec<ValidJob>) -> Result<Submitted, CommandError> {
         let submission = Submission::new("t".into(), "testkit".into(), jobs);
-        s.call(|reply| Command::Submit { submission, reply }).await
+        s.submit(submission).await
     }
     {
         let s = start(dir.path(), Duration::from_secs(60)).await;
         let first = resubmit(&s, seeds(0..5000)).await.unwrap();
         assert_eq!((first.n_jobs, first.n_added), (5000, 5000));
-        let cancelled = s.call(|reply| Command::Cancel { sweep: "t".into(), reply }).await.unwrap();
+        let cancelled = s.cancel("t".into()).await.unwrap();
         assert_eq!(cancelled.n_cancelled, 5000);
         let again = resubmit(&s, seeds(2000..7000)).await.unwrap();
         assert_eq!((again.n_jobs, again.n_added, again.n_already_done), (5000, 2000, 0));
@@ -718,12 +698,7 @@ async fn a_restart_requeues_running_jobs_and_keeps_done_ones() {
     let dir = tempfile::tempdir().unwrap();
     {
         let s = start(dir.path(), Duration::from_secs(60)).await;
-        s.call(|reply| Command::Submit {
-            submission: Submission::new("t".into(), "testkit".into(), vec![job(0), job(1)]),
-            reply,
-        })
-        .await
-        .unwrap();
+        s.submit(Submission::new("t".into(), "testkit".into(), vec![job(0), job(1)])).await.unwrap();
         let w = register(&s).await;
         let leases = lease(&s, &w).await;
         assert_eq!(upload_and_complete(&s, &w, leases[0].attempt_id, 1.0).await, Ok(true));
@@ -749,11 +724,7 @@ async fn an_embedded_coordinator_leases_only_submitted_sweeps_and_the_store_is_e
     let dir = tempfile::tempdir().unwrap();
     let submit = |s: &SchedulerHandle, name: &str, jobs: Vec<ValidJob>| {
         let (s, name) = (s.clone(), name.to_string());
-        async move {
-            s.call(|reply| Command::Submit { submission: Submission::new(name, "testkit".into(), jobs), reply })
-                .await
-                .unwrap()
-        }
+        async move { s.submit(Submission::new(name, "testkit".into(), jobs)).await.unwrap() }
     };
     {
         let s = start(dir.path(), Duration::from_secs(60)).await;
@@ -776,8 +747,7 @@ async fn an_embedded_coordinator_leases_only_submitted_sweeps_and_the_store_is_e
     let leases = lease(&s, &w).await;
     assert_eq!(leases.iter().map(|l| l.sweep_id.as_str()).collect::<Vec<_>>(), vec!["b"]);
     // Sweep a is still there, queued; resubmitting it runs it.
-    let st =
-        s.call(|reply| Command::Status { sweep: "a".into(), failures: FailurePage::default(), reply }).await.unwrap();
+    let st = s.status("a".into(), FailurePage::default()).await.unwrap();
     assert_eq!((st.n_queued, st.n_running), (2, 0));
     submit(&s, "a", vec![job(0), job(1)]).await;
     assert_eq!(lease(&s, &w).await.len(), 2);
