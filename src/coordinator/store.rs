@@ -9,13 +9,50 @@
 //! in a part the store does not know (a crash between the rename and the update) is marked
 //! done at startup.
 
-use anyhow::Context;
 use armada_core::JobSpec;
 use armada_proto::v1 as pb;
 use armada_worker::wire;
 use prost::Message;
 use rusqlite::{params, Connection, OptionalExtension};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// What the store could not do. Each message names the store's file where it matters and
+/// says what to do where there is something to do.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("creating {}: {cause}", .path.display())]
+    Create { path: PathBuf, cause: std::io::Error },
+    #[error("opening {}: {cause}", .path.display())]
+    Open { path: PathBuf, cause: rusqlite::Error },
+    /// Not a database, or a malformed one: the trajectories beside it are intact.
+    #[error(
+        "{} is damaged ({cause}): it is not a store armada can read. The sweeps' trajectories beside \
+         it (<sweep>/trajectories/) are intact: move the store aside (with its -wal and -shm \
+         files), start again, and resubmit the sweeps; jobs whose trajectories are on disk are \
+         found done, not run again",
+        .path.display()
+    )]
+    Damaged { path: PathBuf, cause: rusqlite::Error },
+    #[error(
+        "{} is in use by another coordinator ({cause}); run one coordinator per directory: \
+         use another --data (or --out), or submit to the running one",
+        .path.display()
+    )]
+    InUse { path: PathBuf, cause: rusqlite::Error },
+    #[error("preparing the store {}: {cause}", .path.display())]
+    Prepare { path: PathBuf, cause: rusqlite::Error },
+    #[error("keeping the declaration of family {name} v{version}: {cause}")]
+    Declare { name: String, version: u32, cause: rusqlite::Error },
+    #[error("unknown job state {0:?} in the store")]
+    UnknownState(String),
+    /// Tests only: a write after the test's crash point.
+    #[error("the coordinator died before this write (a test's crash point)")]
+    Crashed,
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+}
+
+type Result<T, E = StoreError> = std::result::Result<T, E>;
 
 /// A job's state as stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,14 +75,14 @@ impl JobState {
         }
     }
 
-    fn parse(s: &str) -> anyhow::Result<Self> {
+    fn parse(s: &str) -> Result<Self> {
         Ok(match s {
             "queued" => JobState::Queued,
             "running" => JobState::Running,
             "done" => JobState::Done,
             "failed" => JobState::Failed,
             "cancelled" => JobState::Cancelled,
-            other => anyhow::bail!("unknown job state {other:?} in the store"),
+            other => return Err(StoreError::UnknownState(other.to_string())),
         })
     }
 }
@@ -199,24 +236,12 @@ fn is_damage(e: &rusqlite::Error) -> bool {
     matches!(e.sqlite_error_code(), Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase))
 }
 
-/// What to say of a damaged store: which file, and what to do, since the trajectories
-/// beside it are intact and a resubmitted sweep finds its committed jobs done.
-fn damaged(path: &Path, e: &rusqlite::Error) -> anyhow::Error {
-    anyhow::anyhow!(
-        "{} is damaged ({e}): it is not a store armada can read. The sweeps' trajectories beside \
-         it (<sweep>/trajectories/) are intact: move the store aside (with its -wal and -shm \
-         files), start again, and resubmit the sweeps; jobs whose trajectories are on disk are \
-         found done, not run again",
-        path.display()
-    )
-}
-
 impl Store {
     /// Open (or create) `DIR/armada.sqlite`.
-    pub fn open(dir: &Path) -> anyhow::Result<Self> {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    pub fn open(dir: &Path) -> Result<Self> {
+        std::fs::create_dir_all(dir).map_err(|cause| StoreError::Create { path: dir.to_path_buf(), cause })?;
         let path = dir.join("armada.sqlite");
-        let conn = Connection::open(&path).with_context(|| format!("opening {}", path.display()))?;
+        let conn = Connection::open(&path).map_err(|cause| StoreError::Open { path: path.clone(), cause })?;
         let prepare = || -> rusqlite::Result<()> {
             // One coordinator per directory: take an exclusive lock first and hold it for the
             // life of the connection, so a second coordinator on the same DIR fails here, clearly.
@@ -224,12 +249,8 @@ impl Store {
             conn.execute_batch("BEGIN EXCLUSIVE; COMMIT;")
         };
         match prepare() {
-            Err(e) if is_damage(&e) => return Err(damaged(&path, &e)),
-            Err(e) => anyhow::bail!(
-                "{} is in use by another coordinator ({e}); run one coordinator per directory: \
-                 use another --data (or --out), or submit to the running one",
-                path.display()
-            ),
+            Err(cause) if is_damage(&cause) => return Err(StoreError::Damaged { path, cause }),
+            Err(cause) => return Err(StoreError::InUse { path, cause }),
             Ok(()) => {}
         }
         let migrate = || -> rusqlite::Result<()> {
@@ -249,8 +270,8 @@ impl Store {
             add_column(&conn, "jobs", "generation", "INTEGER NOT NULL DEFAULT 0")
         };
         match migrate() {
-            Err(e) if is_damage(&e) => Err(damaged(&path, &e)),
-            Err(e) => Err(anyhow::Error::from(e).context(format!("preparing the store {}", path.display()))),
+            Err(cause) if is_damage(&cause) => Err(StoreError::Damaged { path, cause }),
+            Err(cause) => Err(StoreError::Prepare { path, cause }),
             Ok(()) => Ok(Store {
                 conn,
                 #[cfg(test)]
@@ -259,7 +280,7 @@ impl Store {
         }
     }
 
-    pub fn sweeps(&self) -> anyhow::Result<Vec<StoredSweep>> {
+    pub fn sweeps(&self) -> Result<Vec<StoredSweep>> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT id, family, cancelled, summarized FROM sweeps WHERE generation >= 0 ORDER BY created_ms, id",
         )?;
@@ -274,7 +295,7 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    pub fn jobs(&self) -> anyhow::Result<Vec<StoredJob>> {
+    pub fn jobs(&self) -> Result<Vec<StoredJob>> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT j.sweep_id, j.key, j.ord, j.spec, j.state, j.attempts, j.error FROM jobs j
              JOIN sweeps s ON s.id = j.sweep_id AND j.generation <= s.generation
@@ -292,17 +313,19 @@ impl Store {
 
     /// The declared families, in the order they were declared: each one's
     /// `armada.v1.FamilyInfo` encoding.
-    pub fn families(&self) -> anyhow::Result<Vec<Vec<u8>>> {
+    pub fn families(&self) -> Result<Vec<Vec<u8>>> {
         let mut stmt = self.conn.prepare_cached("SELECT declaration FROM families ORDER BY rowid")?;
         let rows = stmt.query_map([], |r| r.get(0))?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
     /// Refuses every write once a test's crash point is reached (see `crash_after`).
-    fn alive(&mut self) -> anyhow::Result<()> {
+    fn alive(&mut self) -> Result<()> {
         #[cfg(test)]
         if let Some(left) = self.writes_left.as_mut() {
-            anyhow::ensure!(*left > 0, "the coordinator died before this write (a test's crash point)");
+            if *left == 0 {
+                return Err(StoreError::Crashed);
+            }
             *left -= 1;
         }
         Ok(())
@@ -315,19 +338,19 @@ impl Store {
     }
 
     /// Keep a declared family (its name and version are new: the caller checked).
-    pub fn add_family(&mut self, name: &str, version: u32, digest: &str, declaration: &[u8]) -> anyhow::Result<()> {
+    pub fn add_family(&mut self, name: &str, version: u32, digest: &str, declaration: &[u8]) -> Result<()> {
         self.alive()?;
         self.conn
             .execute(
                 "INSERT INTO families (name, version, digest, declaration) VALUES (?1, ?2, ?3, ?4)",
                 params![name, version, digest, declaration],
             )
-            .with_context(|| format!("keeping the declaration of family {name} v{version}"))?;
+            .map_err(|cause| StoreError::Declare { name: name.to_string(), version, cause })?;
         Ok(())
     }
 
     /// The largest attempt id ever handed out (ids are never reused, across restarts too).
-    pub fn max_attempt_id(&self) -> anyhow::Result<u64> {
+    pub fn max_attempt_id(&self) -> Result<u64> {
         let id: Option<i64> =
             self.conn.query_row("SELECT MAX(id) FROM attempts", [], |r| r.get(0)).optional()?.flatten();
         Ok(id.unwrap_or(0) as u64)
@@ -337,7 +360,7 @@ impl Store {
     /// ([`Store::add_jobs`]), each its own transaction so that no request waits long on the
     /// store, and none of them counts until [`Store::commit_submission`]. Returns the
     /// submission's generation: a new sweep's row stays hidden (generation -1) until then.
-    pub fn begin_submission(&mut self, id: &str, family: &str, now_ms: i64) -> anyhow::Result<i64> {
+    pub fn begin_submission(&mut self, id: &str, family: &str, now_ms: i64) -> Result<i64> {
         self.alive()?;
         let current: Option<i64> =
             self.conn.query_row("SELECT generation FROM sweeps WHERE id = ?1", params![id], |r| r.get(0)).optional()?;
@@ -352,7 +375,7 @@ impl Store {
     }
 
     /// Add jobs of the submission `generation` of sweep `id`, in one transaction.
-    pub fn add_jobs(&mut self, id: &str, generation: i64, jobs: &[StoredJob]) -> anyhow::Result<()> {
+    pub fn add_jobs(&mut self, id: &str, generation: i64, jobs: &[StoredJob]) -> Result<()> {
         self.alive()?;
         // Not synced: these rows count only once `commit_submission` commits, and syncing
         // the write-ahead log for that commit makes every frame before it durable too.
@@ -362,7 +385,7 @@ impl Store {
         added
     }
 
-    fn insert_jobs(&mut self, id: &str, generation: i64, jobs: &[StoredJob]) -> anyhow::Result<()> {
+    fn insert_jobs(&mut self, id: &str, generation: i64, jobs: &[StoredJob]) -> Result<()> {
         let tx = self.conn.transaction()?;
         {
             let mut insert = tx.prepare_cached(
@@ -380,7 +403,7 @@ impl Store {
     /// Make submission `generation` the sweep, in one transaction: its added jobs count,
     /// the jobs of `removed` are dropped, and the sweep's failed and cancelled jobs are
     /// queued again (with a fresh attempt count).
-    pub fn commit_submission(&mut self, id: &str, generation: i64, removed: &[String]) -> anyhow::Result<()> {
+    pub fn commit_submission(&mut self, id: &str, generation: i64, removed: &[String]) -> Result<()> {
         self.alive()?;
         let tx = self.conn.transaction()?;
         tx.execute(
@@ -415,7 +438,7 @@ impl Store {
     /// Forget what a submission that will not be committed added: its jobs, and the sweep
     /// if the submission made it. Also run at start-up for every submission a previous
     /// coordinator left unfinished; returns how many jobs were dropped.
-    pub fn abandon_submissions(&mut self) -> anyhow::Result<usize> {
+    pub fn abandon_submissions(&mut self) -> Result<usize> {
         self.alive()?;
         let tx = self.conn.transaction()?;
         let n = tx.execute(
@@ -436,7 +459,7 @@ impl Store {
         worker: &str,
         now_ms: i64,
         expires_ms: i64,
-    ) -> anyhow::Result<Vec<u64>> {
+    ) -> Result<Vec<u64>> {
         self.alive()?;
         let tx = self.conn.transaction()?;
         let mut ids = Vec::with_capacity(jobs.len());
@@ -468,7 +491,7 @@ impl Store {
         job: (&str, &str),
         job_state: JobState,
         error: Option<&str>,
-    ) -> anyhow::Result<()> {
+    ) -> Result<()> {
         self.alive()?;
         let tx = self.conn.transaction()?;
         tx.execute("UPDATE attempts SET state = ?1 WHERE id = ?2", params![outcome.as_str(), attempt as i64])?;
@@ -482,7 +505,7 @@ impl Store {
 
     /// An attempt handed back before it ran: it ends `released`, and its job is queued
     /// again with the attempt uncounted, in one transaction.
-    pub fn release_attempt(&mut self, attempt: u64, job: (&str, &str)) -> anyhow::Result<()> {
+    pub fn release_attempt(&mut self, attempt: u64, job: (&str, &str)) -> Result<()> {
         self.alive()?;
         let tx = self.conn.transaction()?;
         tx.execute("UPDATE attempts SET state = 'released' WHERE id = ?1", params![attempt as i64])?;
@@ -495,13 +518,7 @@ impl Store {
     }
 
     /// Set one job's state and, if given, its error (no attempt involved: what startup finds).
-    pub fn set_job_state(
-        &mut self,
-        sweep: &str,
-        key: &str,
-        state: JobState,
-        error: Option<&str>,
-    ) -> anyhow::Result<()> {
+    pub fn set_job_state(&mut self, sweep: &str, key: &str, state: JobState, error: Option<&str>) -> Result<()> {
         self.alive()?;
         self.conn.execute(
             "UPDATE jobs SET state = ?1, error = COALESCE(?2, error) WHERE sweep_id = ?3 AND key = ?4",
@@ -512,7 +529,7 @@ impl Store {
 
     /// Jobs of `sweep` whose trajectories are in the part file `part`: each `done`, its
     /// attempt (when there is one) `committed`, in one transaction.
-    pub fn commit_jobs(&mut self, sweep: &str, part: &str, jobs: &[(Option<u64>, &str)]) -> anyhow::Result<()> {
+    pub fn commit_jobs(&mut self, sweep: &str, part: &str, jobs: &[(Option<u64>, &str)]) -> Result<()> {
         self.alive()?;
         let tx = self.conn.transaction()?;
         {
@@ -531,7 +548,7 @@ impl Store {
     }
 
     /// Remove a sweep with its jobs and attempts.
-    pub fn delete_sweep(&mut self, sweep: &str) -> anyhow::Result<()> {
+    pub fn delete_sweep(&mut self, sweep: &str) -> Result<()> {
         self.alive()?;
         let tx = self.conn.transaction()?;
         tx.execute("DELETE FROM attempts WHERE sweep_id = ?1", params![sweep])?;
@@ -543,14 +560,14 @@ impl Store {
 
     /// The summary files of `sweep` were written from every job it settled; cleared by a
     /// resubmission. A sweep finished but not summarized has its summaries rebuilt at start.
-    pub fn set_summarized(&mut self, sweep: &str) -> anyhow::Result<()> {
+    pub fn set_summarized(&mut self, sweep: &str) -> Result<()> {
         self.alive()?;
         self.conn.execute("UPDATE sweeps SET summarized = 1 WHERE id = ?1", params![sweep])?;
         Ok(())
     }
 
     /// The part file that holds job `key` of `sweep`, once it is done.
-    pub fn part_of(&self, sweep: &str, key: &str) -> anyhow::Result<Option<String>> {
+    pub fn part_of(&self, sweep: &str, key: &str) -> Result<Option<String>> {
         let mut stmt = self.conn.prepare_cached("SELECT part FROM jobs WHERE sweep_id = ?1 AND key = ?2")?;
         let mut rows = stmt.query(params![sweep, key])?;
         Ok(match rows.next()? {
@@ -560,7 +577,7 @@ impl Store {
     }
 
     /// The part files the store knows for `sweep`.
-    pub fn parts(&self, sweep: &str) -> anyhow::Result<std::collections::BTreeSet<String>> {
+    pub fn parts(&self, sweep: &str) -> Result<std::collections::BTreeSet<String>> {
         let mut stmt =
             self.conn.prepare_cached("SELECT DISTINCT part FROM jobs WHERE sweep_id = ?1 AND part IS NOT NULL")?;
         let rows = stmt.query_map(params![sweep], |r| r.get(0))?;
@@ -568,7 +585,7 @@ impl Store {
     }
 
     /// Cancel a sweep: its queued and running jobs become cancelled, its running attempts void.
-    pub fn cancel(&mut self, sweep: &str) -> anyhow::Result<()> {
+    pub fn cancel(&mut self, sweep: &str) -> Result<()> {
         self.alive()?;
         let tx = self.conn.transaction()?;
         tx.execute("UPDATE sweeps SET cancelled = 1 WHERE id = ?1", params![sweep])?;
@@ -583,7 +600,7 @@ impl Store {
 
     /// At startup: attempts that were running died with the previous coordinator (their
     /// records were in its memory); their jobs go back to the queue.
-    pub fn void_running(&mut self) -> anyhow::Result<usize> {
+    pub fn void_running(&mut self) -> Result<usize> {
         self.alive()?;
         let tx = self.conn.transaction()?;
         tx.execute("UPDATE attempts SET state = 'void' WHERE state = 'running'", [])?;
@@ -641,14 +658,17 @@ mod tests {
         file.seek(SeekFrom::Start(0)).unwrap();
         file.write_all(&[0xa5; 8192]).unwrap();
         for dir in [truncated.path(), garbage.path()] {
-            let err = format!("{:#}", Store::open(dir).err().expect("a damaged store does not open"));
+            let err = Store::open(dir).err().expect("a damaged store does not open");
+            assert!(matches!(err, StoreError::Damaged { .. }), "{err:?}");
+            let err = err.to_string();
             assert!(err.contains(&format!("{} is damaged", dir.join("armada.sqlite").display())), "{err}");
             assert!(err.contains("move the store aside") && !err.contains("another coordinator"), "{err}");
         }
         let busy = tempfile::tempdir().unwrap();
         let _held = Store::open(busy.path()).unwrap();
-        let err = format!("{:#}", Store::open(busy.path()).err().unwrap());
-        assert!(err.contains("in use by another coordinator"), "{err}");
+        let err = Store::open(busy.path()).err().unwrap();
+        assert!(matches!(err, StoreError::InUse { .. }), "{err:?}");
+        assert!(err.to_string().contains("in use by another coordinator"), "{err}");
     }
 
     fn job(key: &str, ord: i64) -> StoredJob {

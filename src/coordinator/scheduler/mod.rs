@@ -134,7 +134,9 @@ fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
 
-fn internal(e: anyhow::Error) -> CommandError {
+/// A store (or results) error answered as an internal one, its causes spelled out.
+fn internal(e: impl Into<anyhow::Error>) -> CommandError {
+    let e = e.into();
     warn!(error = %format!("{e:#}"), "store error");
     CommandError::internal(format!("coordinator store: {e:#}"))
 }
