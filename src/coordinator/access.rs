@@ -7,11 +7,10 @@
 //!   registering for (and declaring) only those: a session runs only the families it
 //!   registered, so such a worker can never lease, upload or commit a job of another.
 
-use anyhow::Context;
 use armada_worker::auth::same_secret;
 use serde::Deserialize;
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tonic::{Request, Status};
 
@@ -42,10 +41,20 @@ struct TokensFile {
     tokens: Vec<TokenEntry>,
 }
 
+/// Why a tokens file was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum TokensError {
+    #[error("reading {}: {cause}", .path.display())]
+    Read { path: PathBuf, cause: std::io::Error },
+    /// Not TOML of the tokens' shape, or a token that breaks a rule; `why` names the field.
+    #[error("{}: {why}", .path.display())]
+    Invalid { path: PathBuf, why: String },
+}
+
 /// Read a tokens file (TOML: `[[tokens]]` tables of `secret`, `role`, `families`).
-pub fn read_tokens(path: &Path) -> anyhow::Result<Vec<TokenEntry>> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    parse_tokens(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+pub fn read_tokens(path: &Path) -> Result<Vec<TokenEntry>, TokensError> {
+    let text = std::fs::read_to_string(path).map_err(|cause| TokensError::Read { path: path.into(), cause })?;
+    parse_tokens(&text).map_err(|why| TokensError::Invalid { path: path.into(), why })
 }
 
 fn parse_tokens(text: &str) -> Result<Vec<TokenEntry>, String> {

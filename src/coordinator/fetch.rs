@@ -106,7 +106,7 @@ fn trajectories(
     sweep_dir: &Path,
     done: &BTreeSet<String>,
     tx: &Sender,
-) -> anyhow::Result<()> {
+) -> results::Result<()> {
     let keys: BTreeSet<&str> = request.job_keys.iter().map(String::as_str).collect();
     let filter = request.cells.clone().unwrap_or_default();
     let wanted = |job: &StoredRows| {
@@ -124,7 +124,8 @@ fn trajectories(
         if chosen.is_empty() {
             continue;
         }
-        let bytes = if chosen.len() == in_part.len() { std::fs::read(&path)? } else { results::encode_jobs(&chosen)? };
+        let bytes =
+            if chosen.len() == in_part.len() { results::read_bytes(&path)? } else { results::encode_jobs(&chosen)? };
         if !send_bytes(&bytes, chosen.len() as u32, tx) {
             break;
         }

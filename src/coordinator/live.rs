@@ -186,7 +186,7 @@ async fn summarizer(mut inbox: mpsc::UnboundedReceiver<Work>, sweeps: Sweeps, su
 }
 
 /// Locate the done jobs, and fill in the moments of the cells that are not complete.
-fn seed(entry: &SweepSummaries, done: &BTreeSet<String>) -> anyhow::Result<()> {
+fn seed(entry: &SweepSummaries, done: &BTreeSet<String>) -> results::Result<()> {
     let located = live::locate(&entry.sweep_dir, done)?;
     let (incomplete, floats) = {
         let mut live = entry.lock();

@@ -238,7 +238,7 @@ impl pb::sweeps_server::Sweeps for Coordinator {
             return Err(Status::failed_precondition(format!("sweep `{sweep}` has no finished job yet")));
         }
         let n_shards = inputs.n_done;
-        let answer = tokio::task::spawn_blocking(move || -> anyhow::Result<pb::GetSummaryResponse> {
+        let answer = tokio::task::spawn_blocking(move || -> results::Result<pb::GetSummaryResponse> {
             let order: Vec<String> = inputs.metrics.iter().map(|m| m.name.to_string()).collect();
             Ok(match current {
                 Current::Nothing => unreachable!("answered above"),
@@ -262,7 +262,7 @@ impl pb::sweeps_server::Sweeps for Coordinator {
                         n_failed: inputs.n_failed,
                         summary_path: summary_path.display().to_string(),
                         final_path: final_path.display().to_string(),
-                        final_parquet: std::fs::read(&final_path)?,
+                        final_parquet: results::read_bytes(&final_path)?,
                         provisional: false,
                         n_cells,
                         n_cells_exact: n_cells,

@@ -13,6 +13,7 @@
 //! running at a restart are void, and the directory is emptied at start-up.
 
 use super::replies::CommandError;
+use crate::results::ResultsError;
 use armada_core::{MetricDef, MetricKind, StepRecord};
 use dashmap::DashMap;
 use std::fs::{self, File};
@@ -307,17 +308,20 @@ impl SpoolReader {
 }
 
 impl Iterator for SpoolReader {
-    type Item = anyhow::Result<StepRecord>;
+    type Item = Result<StepRecord, ResultsError>;
 
     fn next(&mut self) -> Option<Self::Item> {
         let n_metrics = self.spool.n_metrics;
         if self.from_file < self.spool.n_spilled {
             let file = match self.file.as_mut()? {
                 Ok(file) => file,
-                Err(e) => return Some(Err(anyhow::anyhow!("opening {}: {e}", self.spool.path.display()))),
+                Err(e) => {
+                    let cause = io::Error::new(e.kind(), e.to_string());
+                    return Some(Err(ResultsError::Io { action: "opening", path: self.spool.path.clone(), cause }));
+                }
             };
-            if let Err(e) = file.read_exact(&mut self.row) {
-                return Some(Err(anyhow::anyhow!("reading {}: {e}", self.spool.path.display())));
+            if let Err(cause) = file.read_exact(&mut self.row) {
+                return Some(Err(ResultsError::Io { action: "reading", path: self.spool.path.clone(), cause }));
             }
             self.from_file += 1;
             return Some(Ok(Self::decode(&self.row, n_metrics)));

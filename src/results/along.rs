@@ -16,7 +16,6 @@
 use super::part::for_each_job;
 use super::stats::{by_cell, statistics, with_names, Interner, Rows};
 use super::*;
-use anyhow::{bail, ensure};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
@@ -50,13 +49,14 @@ pub fn summarize_along(
     only: Option<&BTreeSet<String>>,
     column: &str,
     upto: Option<f64>,
-) -> anyhow::Result<AlongReport> {
-    ensure!(
-        !SHARD_FIXED_COLUMNS.contains(&column) || column == STEP,
-        "cannot aggregate along {column:?}: it is not a metric or the step"
-    );
+) -> Result<AlongReport> {
+    if SHARD_FIXED_COLUMNS.contains(&column) && column != STEP {
+        return Err(invalid(format!("cannot aggregate along {column:?}: it is not a metric or the step")));
+    }
     let jobs = stored_jobs(sweep_dir, only)?;
-    ensure!(!jobs.is_empty(), "nothing to summarize: no trajectories in {}", trajectories_dir(sweep_dir).display());
+    if jobs.is_empty() {
+        return Err(nothing_to_summarize(&trajectories_dir(sweep_dir)));
+    }
     let mut tables = Vec::new();
     let mut n_points = 0;
     for (cell, cell_jobs) in by_cell(&jobs) {
@@ -64,7 +64,7 @@ pub fn summarize_along(
         let mut runs = Vec::new();
         for_each_job(&cell_jobs, |job, df| {
             let run = read_run(&df, column, &mut metrics)
-                .with_context(|| format!("reading job {} in {}", job.key, job.part.display()))?;
+                .within(|| format!("reading job {} in {}", job.key, job.part.display()))?;
             runs.push(run);
             Ok(())
         })?;
@@ -85,7 +85,7 @@ pub(super) fn along_table(
     metrics: &Interner<String>,
     column: &str,
     upto: Option<f64>,
-) -> anyhow::Result<DataFrame> {
+) -> Result<DataFrame> {
     let grid = common_grid(runs, upto);
     let mut rows = Rows::default();
     for run in runs {
@@ -109,19 +109,19 @@ pub(super) fn along_table(
 }
 
 /// The grid column and every float metric of one job (`step` included as a metric).
-pub(super) fn read_run(df: &DataFrame, column: &str, metrics: &mut Interner<String>) -> anyhow::Result<Run> {
+pub(super) fn read_run(df: &DataFrame, column: &str, metrics: &mut Interner<String>) -> Result<Run> {
     let axis_column = df
         .column(column)
-        .map_err(|_| anyhow::anyhow!("no column {column:?} to aggregate along"))?
+        .map_err(|_| invalid(format!("no column {column:?} to aggregate along")))?
         .cast(&DataType::Float64)?;
     let axis: Vec<f64> = axis_column
         .f64()?
         .iter()
         .map(|v| v.filter(|v| v.is_finite()))
         .collect::<Option<_>>()
-        .with_context(|| format!("column {column:?} has a missing or non-finite value"))?;
+        .ok_or_else(|| invalid(format!("column {column:?} has a missing or non-finite value")))?;
     if let Some(w) = axis.windows(2).find(|w| w[1] < w[0]) {
-        bail!("column {column:?} is not non-decreasing ({} then {})", w[0], w[1]);
+        return Err(invalid(format!("column {column:?} is not non-decreasing ({} then {})", w[0], w[1])));
     }
     let mut out = Vec::new();
     for series in df.columns() {

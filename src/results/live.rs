@@ -164,14 +164,14 @@ impl CellMoments {
     }
 
     /// Add one job's rows, as read back from a part.
-    pub fn add_job(&mut self, floats: &FloatMetrics, df: &DataFrame) -> anyhow::Result<()> {
+    pub fn add_job(&mut self, floats: &FloatMetrics, df: &DataFrame) -> Result<()> {
         let steps: Vec<u32> = df
             .column(STEP)?
             .i64()?
             .iter()
             .map(|s| s.and_then(|s| u32::try_from(s).ok()))
             .collect::<Option<_>>()
-            .context("column \"step\" has a null or out-of-range value")?;
+            .ok_or_else(|| invalid("column \"step\" has a null or out-of-range value"))?;
         let mut columns = Vec::with_capacity(floats.names.len());
         for name in &floats.names {
             columns.push(df.column(name)?.f64()?.iter().map(|v| v.unwrap_or(f64::NAN)).collect::<Vec<f64>>());
@@ -190,11 +190,11 @@ impl CellMoments {
     }
 
     /// Provisional `(summary, final)` rows of `cell`, in the output schema.
-    fn frames(&self, cell: &Cell, floats: &FloatMetrics) -> anyhow::Result<(DataFrame, DataFrame)> {
+    fn frames(&self, cell: &Cell, floats: &FloatMetrics) -> Result<(DataFrame, DataFrame)> {
         let mut order: Vec<usize> = (0..floats.names.len()).collect();
         order.sort_by(|&a, &b| floats.names[a].cmp(&floats.names[b]));
         let sorted: Vec<String> = order.iter().map(|&i| floats.names[i].clone()).collect();
-        let table = |groups: &mut dyn Iterator<Item = (i64, &[Moments])>| -> anyhow::Result<DataFrame> {
+        let table = |groups: &mut dyn Iterator<Item = (i64, &[Moments])>| -> Result<DataFrame> {
             let mut stats = Stats::default();
             for (step, metrics) in groups {
                 for (rank, &i) in order.iter().enumerate() {
@@ -357,7 +357,7 @@ impl LiveSweep {
 
     /// The current `(summary, final)` tables: exact rows for complete cells, provisional
     /// ones for the others, in cell order; `None` while no job is done.
-    pub fn tables(&self) -> anyhow::Result<Option<(DataFrame, DataFrame)>> {
+    pub fn tables(&self) -> Result<Option<(DataFrame, DataFrame)>> {
         let mut summaries = Vec::new();
         let mut lasts = Vec::new();
         for (cell, live) in &self.cells {
@@ -400,7 +400,7 @@ pub fn cell_counts<'a>(jobs: impl IntoIterator<Item = (&'a Cell, usize, usize)>)
 }
 
 /// The stored jobs of `sweep_dir` among `done` (those a seeding must locate).
-pub fn locate(sweep_dir: &Path, done: &BTreeSet<String>) -> anyhow::Result<Vec<StoredRows>> {
+pub fn locate(sweep_dir: &Path, done: &BTreeSet<String>) -> Result<Vec<StoredRows>> {
     if done.is_empty() || !trajectories_dir(sweep_dir).is_dir() {
         return Ok(Vec::new());
     }

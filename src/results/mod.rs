@@ -79,6 +79,7 @@
 //! different steps, and `step` is then the largest of them.
 
 mod along;
+mod error;
 pub mod live;
 mod part;
 mod stats;
@@ -86,6 +87,8 @@ mod summary;
 mod table;
 
 pub use along::{along_file, summarize_along, AlongReport};
+use error::{damaged, invalid, io, not_armadas, nothing_to_summarize, Within};
+pub use error::{Result, ResultsError};
 
 pub use part::{
     encode_jobs, for_each_job, part_files, part_name, read_index, read_jobs, read_provenance, stored_jobs, stored_keys,
@@ -94,7 +97,6 @@ pub use part::{
 pub use summary::{rebuild_summaries, summarize, summarize_cell, write_summaries, CellSummary, SummaryReport};
 pub use table::{final_table, render_final};
 
-use anyhow::Context;
 use polars::prelude::*;
 use std::fs::{self, File};
 use std::io::{BufWriter, Write};
@@ -149,15 +151,15 @@ fn is_temp_name(name: &str) -> bool {
 /// directory (`.<name>.<pid>.<n>.tmp`); returns how many. Only the owner of the results
 /// directory may call it (at start-up, holding the store's lock): a live writer's temp
 /// file would go too.
-pub fn remove_temp_files(sweep_dir: &Path) -> anyhow::Result<usize> {
+pub fn remove_temp_files(sweep_dir: &Path) -> Result<usize> {
     let mut removed = 0;
     for dir in [sweep_dir.to_path_buf(), trajectories_dir(sweep_dir)] {
         let Ok(entries) = fs::read_dir(&dir) else { continue };
         for entry in entries {
-            let entry = entry.with_context(|| format!("listing {}", dir.display()))?;
+            let entry = entry.map_err(io("listing", &dir))?;
             let name = entry.file_name().to_string_lossy().into_owned();
             if name.starts_with('.') && name.ends_with(".tmp") && entry.file_type().is_ok_and(|t| t.is_file()) {
-                fs::remove_file(entry.path()).with_context(|| format!("removing {}", entry.path().display()))?;
+                fs::remove_file(entry.path()).map_err(io("removing", &entry.path()))?;
                 removed += 1;
             }
         }
@@ -175,7 +177,7 @@ fn parquet_writer<W: Write>(out: W) -> ParquetWriter<W> {
 }
 
 /// Write `df` as Parquet to `path` atomically (see [`write_atomic`]).
-fn write_parquet_atomic(path: &Path, df: &mut DataFrame) -> anyhow::Result<()> {
+fn write_parquet_atomic(path: &Path, df: &mut DataFrame) -> Result<()> {
     write_atomic(path, |out| {
         parquet_writer(out).finish(df)?;
         Ok(())
@@ -183,7 +185,7 @@ fn write_parquet_atomic(path: &Path, df: &mut DataFrame) -> anyhow::Result<()> {
 }
 
 /// `df` as the bytes of a Parquet file, with the settings of every file armada writes.
-pub fn parquet_bytes(df: &mut DataFrame) -> anyhow::Result<Vec<u8>> {
+pub fn parquet_bytes(df: &mut DataFrame) -> Result<Vec<u8>> {
     let mut bytes = Vec::new();
     parquet_writer(&mut bytes).finish(df)?;
     Ok(bytes)
@@ -192,39 +194,42 @@ pub fn parquet_bytes(df: &mut DataFrame) -> anyhow::Result<Vec<u8>> {
 /// Write a file atomically: `write` fills a temp file in the same directory, which is
 /// fsynced, renamed over `path`, and the directory fsynced. The temp file is removed on
 /// failure.
-fn write_atomic(path: &Path, write: impl FnOnce(&mut BufWriter<File>) -> anyhow::Result<()>) -> anyhow::Result<()> {
-    let dir = path.parent().context("output path has no parent directory")?;
-    let name = path.file_name().and_then(|n| n.to_str()).context("output path has no UTF-8 file name")?;
+fn write_atomic(path: &Path, write: impl FnOnce(&mut BufWriter<File>) -> Result<()>) -> Result<()> {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
+        return Err(invalid(format!("output path {} has no parent directory or no UTF-8 file name", path.display())));
+    };
     let tmp = dir.join(format!(".{name}.{}.{}.tmp", std::process::id(), TMP_COUNTER.fetch_add(1, Ordering::Relaxed)));
-    let result = (|| -> anyhow::Result<()> {
-        let mut out = BufWriter::new(File::options().write(true).create_new(true).open(&tmp)?);
-        write(&mut out)?;
-        out.flush()?;
-        let file = out.into_inner().map_err(|e| e.into_error())?;
-        file.sync_all()?;
+    let result = (|| -> Result<()> {
+        let mut out =
+            BufWriter::new(File::options().write(true).create_new(true).open(&tmp).map_err(io("writing", path))?);
+        write(&mut out).within(|| format!("writing {}", path.display()))?;
+        out.flush().map_err(io("writing", path))?;
+        let file = out.into_inner().map_err(|e| e.into_error()).map_err(io("writing", path))?;
+        file.sync_all().map_err(io("writing", path))?;
         drop(file);
-        fs::rename(&tmp, path)?;
-        Ok(())
+        fs::rename(&tmp, path).map_err(io("writing", path))
     })();
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
     }
-    result.with_context(|| format!("writing {}", path.display()))?;
+    result?;
     // Make the rename itself durable.
-    File::open(dir).and_then(|d| d.sync_all()).with_context(|| format!("syncing directory {}", dir.display()))
+    File::open(dir).and_then(|d| d.sync_all()).map_err(io("syncing directory", dir))
+}
+
+/// The bytes of a results file, to send as they are.
+pub fn read_bytes(path: &Path) -> Result<Vec<u8>> {
+    fs::read(path).map_err(io("reading", path))
 }
 
 /// Read a whole Parquet file.
-pub fn read_parquet(path: &Path) -> anyhow::Result<DataFrame> {
-    let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    ParquetReader::new(file)
-        .finish()
-        .map_err(anyhow::Error::from)
-        .with_context(|| format!("reading {}", path.display()))
+pub fn read_parquet(path: &Path) -> Result<DataFrame> {
+    let file = File::open(path).map_err(io("opening", path))?;
+    ParquetReader::new(file).finish().map_err(damaged("reading", path))
 }
 
 /// Frames of one schema stacked into one contiguous frame.
-fn concat<'a>(frames: impl Iterator<Item = &'a DataFrame>) -> anyhow::Result<DataFrame> {
+fn concat<'a>(frames: impl Iterator<Item = &'a DataFrame>) -> Result<DataFrame> {
     let mut out = DataFrame::empty();
     for rows in frames {
         if out.width() == 0 {

@@ -10,7 +10,6 @@
 //! parts of one job.
 
 use super::*;
-use anyhow::{bail, ensure};
 use armada_core::{JobSpec, MetricDef, MetricKind, StepRecord, ValidJob};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -107,19 +106,22 @@ pub fn part_name(first_key: &str) -> String {
 
 /// The Parquet files under `trajectories/`, sorted by name; temp files are ignored and a
 /// missing directory means none.
-pub fn part_files(sweep_dir: &Path) -> io::Result<Vec<PathBuf>> {
+pub fn part_files(sweep_dir: &Path) -> Result<Vec<PathBuf>> {
     let dir = trajectories_dir(sweep_dir);
     let entries = match fs::read_dir(&dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e),
+        Err(e) => return Err(io("listing", &dir)(e)),
     };
     let mut out = Vec::new();
     for entry in entries {
-        let entry = entry?;
+        let entry = entry.map_err(io("listing", &dir))?;
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
-        if !is_temp_name(name) && name.ends_with(".parquet") && entry.file_type()?.is_file() {
+        if !is_temp_name(name)
+            && name.ends_with(".parquet")
+            && entry.file_type().map_err(io("listing", &dir))?.is_file()
+        {
             out.push(entry.path());
         }
     }
@@ -130,9 +132,9 @@ pub fn part_files(sweep_dir: &Path) -> io::Result<Vec<PathBuf>> {
 /// Every committed job of a sweep (whose key is in `only`, when given), sorted by key,
 /// from the parts' footers. A key found in two files is an error: it cannot happen with
 /// one writer per results directory, and summaries would count it twice.
-pub fn stored_jobs(sweep_dir: &Path, only: Option<&BTreeSet<String>>) -> anyhow::Result<Vec<StoredRows>> {
+pub fn stored_jobs(sweep_dir: &Path, only: Option<&BTreeSet<String>>) -> Result<Vec<StoredRows>> {
     let mut jobs = Vec::new();
-    for path in part_files(sweep_dir).with_context(|| format!("listing {}", trajectories_dir(sweep_dir).display()))? {
+    for path in part_files(sweep_dir)? {
         let mut found = read_index(&path)?;
         if let Some(keys) = only {
             found.retain(|j| keys.contains(&j.key));
@@ -141,24 +143,22 @@ pub fn stored_jobs(sweep_dir: &Path, only: Option<&BTreeSet<String>>) -> anyhow:
     }
     jobs.sort_by(|a, b| a.key.cmp(&b.key));
     if let Some(w) = jobs.windows(2).find(|w| w[0].key == w[1].key) {
-        bail!("job {} is stored twice, in {} and {}", w[0].key, w[0].part.display(), w[1].part.display());
+        let why = format!("job {} is stored twice, in {} and {}", w[0].key, w[0].part.display(), w[1].part.display());
+        return Err(not_armadas(&w[1].part, why));
     }
     Ok(jobs)
 }
 
 /// The keys of every committed job of a sweep.
-pub fn stored_keys(sweep_dir: &Path) -> anyhow::Result<BTreeSet<String>> {
+pub fn stored_keys(sweep_dir: &Path) -> Result<BTreeSet<String>> {
     Ok(stored_jobs(sweep_dir, None)?.into_iter().map(|j| j.key).collect())
 }
 
 /// The jobs in one part file, from its footer.
-pub fn read_index(path: &Path) -> anyhow::Result<Vec<StoredRows>> {
-    let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+pub fn read_index(path: &Path) -> Result<Vec<StoredRows>> {
+    let file = File::open(path).map_err(io("opening", path))?;
     let mut reader = ParquetReader::new(file);
-    let metadata = reader
-        .get_metadata()
-        .map_err(anyhow::Error::from)
-        .with_context(|| format!("reading the footer of {}", path.display()))?;
+    let metadata = reader.get_metadata().map_err(damaged("reading the footer of", path))?;
     let index = metadata
         .key_value_metadata()
         .as_ref()
@@ -167,23 +167,20 @@ pub fn read_index(path: &Path) -> anyhow::Result<Vec<StoredRows>> {
     let n_rows = metadata.num_rows;
     let part = Arc::new(path.to_path_buf());
     let Some(index) = index else { return legacy_index(path, part, n_rows) };
-    let index: PartIndex =
-        serde_json::from_str(&index).with_context(|| format!("reading the job index of {}", path.display()))?;
+    let index: PartIndex = serde_json::from_str(&index).map_err(damaged("reading the job index of", path))?;
     if let Some((key, _, offset, rows)) = index.jobs.iter().find(|(_, _, offset, rows)| offset + rows > n_rows) {
-        bail!("{}: job {key} (rows {offset}..{}) lies past the end of the file", path.display(), offset + rows);
+        let why =
+            format!("{}: job {key} (rows {offset}..{}) lies past the end of the file", path.display(), offset + rows);
+        return Err(not_armadas(path, why));
     }
     index.locations(path)
 }
 
 /// Who produced each job of one part, from its footer (empty for a part written in
 /// process, or by an armada older than provenance).
-pub fn read_provenance(path: &Path) -> anyhow::Result<BTreeMap<String, Provenance>> {
-    let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let metadata = ParquetReader::new(file)
-        .get_metadata()
-        .map_err(anyhow::Error::from)
-        .with_context(|| format!("reading the footer of {}", path.display()))?
-        .clone();
+pub fn read_provenance(path: &Path) -> Result<BTreeMap<String, Provenance>> {
+    let file = File::open(path).map_err(io("opening", path))?;
+    let metadata = ParquetReader::new(file).get_metadata().map_err(damaged("reading the footer of", path))?.clone();
     let entry = metadata
         .key_value_metadata()
         .as_ref()
@@ -191,57 +188,52 @@ pub fn read_provenance(path: &Path) -> anyhow::Result<BTreeMap<String, Provenanc
         .and_then(|e| e.value.clone());
     match entry {
         None => Ok(BTreeMap::new()),
-        Some(json) => {
-            serde_json::from_str(&json).with_context(|| format!("reading the provenance of {}", path.display()))
-        }
+        Some(json) => serde_json::from_str(&json).map_err(damaged("reading the provenance of", path)),
     }
 }
 
 /// A file of one job without an index (older armada): its key is the file stem and its
 /// cell is in its first row. Every row must be that job's: a part that lost its index
 /// (rewritten by another tool) is refused, never read as one job.
-fn legacy_index(path: &Path, part: Arc<PathBuf>, n_rows: usize) -> anyhow::Result<Vec<StoredRows>> {
-    let key = path.file_stem().and_then(|s| s.to_str()).context("a part file name is not UTF-8")?.to_owned();
+fn legacy_index(path: &Path, part: Arc<PathBuf>, n_rows: usize) -> Result<Vec<StoredRows>> {
+    let key = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_owned();
     if !(key.len() == 32 && key.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))) {
-        bail!(
+        let why = format!(
             "{}: its footer has no job index ({INDEX_KEY:?}), so armada cannot tell whose rows are whose \
              (a part rewritten by another tool loses it); put back the part armada wrote, or move this \
              file out of trajectories/ to summarize the other jobs",
             path.display()
         );
+        return Err(not_armadas(path, why));
     }
     if n_rows == 0 {
         return Ok(Vec::new());
     }
-    let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let file = File::open(path).map_err(io("opening", path))?;
     let columns = [JOB_KEY, FAMILY, BENCHMARK, BENCHMARK_PARAMS, ALGORITHM, ALGORITHM_PARAMS, HORIZON];
     let df = ParquetReader::new(file)
         .with_columns(Some(columns.iter().map(|c| c.to_string()).collect()))
         .finish()
-        .map_err(anyhow::Error::from)
-        .with_context(|| format!("reading {}", path.display()))?;
-    let keys = df
-        .column(JOB_KEY)
-        .and_then(|c| c.str().cloned())
-        .map_err(anyhow::Error::from)
-        .with_context(|| format!("reading {}", path.display()))?;
+        .map_err(damaged("reading", path))?;
+    let keys = df.column(JOB_KEY).and_then(|c| c.str().cloned()).map_err(damaged("reading", path))?;
     if let Some(other) = keys.iter().find(|k| *k != Some(key.as_str())) {
-        bail!(
+        let why = format!(
             "{}: a file of one job without a job index, but it holds rows of job {} besides its own; \
              armada does not read it (move it out of trajectories/ to summarize the other jobs)",
             path.display(),
             other.unwrap_or("null")
         );
+        return Err(not_armadas(path, why));
     }
-    let cell = frame_cell(&df).with_context(|| format!("reading {}", path.display()))?;
+    let cell = frame_cell(&df).map_err(damaged("reading", path))?;
     Ok(vec![StoredRows { key, cell, part, offset: 0, rows: n_rows }])
 }
 
 /// The cell of a non-empty trajectory frame, from its first row.
-fn frame_cell(df: &DataFrame) -> anyhow::Result<Cell> {
-    let text = |name: &str| -> anyhow::Result<String> {
+fn frame_cell(df: &DataFrame) -> Result<Cell> {
+    let text = |name: &str| -> Result<String> {
         let value = df.column(name)?.str()?.get(0);
-        Ok(value.with_context(|| format!("column {name:?} is null"))?.to_owned())
+        Ok(value.ok_or_else(|| invalid(format!("column {name:?} is null")))?.to_owned())
     };
     Ok(Cell {
         family: text(FAMILY)?,
@@ -249,13 +241,13 @@ fn frame_cell(df: &DataFrame) -> anyhow::Result<Cell> {
         benchmark_params: text(BENCHMARK_PARAMS)?,
         algorithm: text(ALGORITHM)?,
         algorithm_params: text(ALGORITHM_PARAMS)?,
-        horizon: df.column(HORIZON)?.i64()?.get(0).context("column \"horizon\" is null")?,
+        horizon: df.column(HORIZON)?.i64()?.get(0).ok_or_else(|| invalid("column \"horizon\" is null"))?,
     })
 }
 
 /// Read the rows of `jobs` (all of one cell), one frame per job, in the order given. Jobs
 /// stored side by side in a part are read with one slice.
-pub fn read_jobs(jobs: &[&StoredRows]) -> anyhow::Result<Vec<DataFrame>> {
+pub fn read_jobs(jobs: &[&StoredRows]) -> Result<Vec<DataFrame>> {
     // Per part: the covering row range, read once.
     let mut spans: BTreeMap<&Path, (usize, usize)> = BTreeMap::new();
     for j in jobs {
@@ -265,13 +257,15 @@ pub fn read_jobs(jobs: &[&StoredRows]) -> anyhow::Result<Vec<DataFrame>> {
     }
     let mut frames: BTreeMap<&Path, (usize, DataFrame)> = BTreeMap::new();
     for (path, (start, end)) in spans {
-        let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+        let file = File::open(path).map_err(io("opening", path))?;
         let df = ParquetReader::new(file)
             .with_slice(Some((start, end - start)))
             .finish()
-            .map_err(anyhow::Error::from)
-            .with_context(|| format!("reading {}", path.display()))?;
-        ensure!(df.height() == end - start, "{}: expected {} rows, read {}", path.display(), end - start, df.height());
+            .map_err(damaged("reading", path))?;
+        if df.height() != end - start {
+            let why = format!("{}: expected {} rows, read {}", path.display(), end - start, df.height());
+            return Err(not_armadas(path, why));
+        }
         frames.insert(path, (start, df));
     }
     Ok(jobs
@@ -289,10 +283,7 @@ const READ_BATCH_ROWS: usize = 1 << 20;
 /// Hand each of `jobs` to `f` with its rows, in the order given, reading at most about
 /// [`READ_BATCH_ROWS`] rows at a time (a longer job alone), so that memory holds a batch,
 /// not a cell.
-pub fn for_each_job(
-    jobs: &[&StoredRows],
-    mut f: impl FnMut(&StoredRows, DataFrame) -> anyhow::Result<()>,
-) -> anyhow::Result<()> {
+pub fn for_each_job(jobs: &[&StoredRows], mut f: impl FnMut(&StoredRows, DataFrame) -> Result<()>) -> Result<()> {
     let mut start = 0;
     while start < jobs.len() {
         let mut end = start + 1;
@@ -313,11 +304,13 @@ pub fn for_each_job(
 /// The rows of `jobs` as one Parquet file in memory, with a part index in its footer (so a
 /// client that saves it beside others has a readable sweep). Jobs are sorted by (cell,
 /// key), as in a part.
-pub fn encode_jobs(jobs: &[&StoredRows]) -> anyhow::Result<Vec<u8>> {
+pub fn encode_jobs(jobs: &[&StoredRows]) -> Result<Vec<u8>> {
     let mut jobs = jobs.to_vec();
     jobs.sort_by(|a, b| (&a.cell, &a.key).cmp(&(&b.cell, &b.key)));
     let index = PartIndex::of(jobs.iter().map(|j| (j.key.clone(), j.cell.clone(), j.rows)));
-    ensure!(!jobs.is_empty(), "no jobs to encode");
+    if jobs.is_empty() {
+        return Err(invalid("no jobs to encode"));
+    }
     let mut frame = super::concat(read_jobs(&jobs)?.iter())?;
     let metadata = KeyValueMetadata::from_static(vec![(INDEX_KEY.to_owned(), index.to_json())]);
     let mut bytes = Vec::new();
@@ -332,7 +325,7 @@ pub struct PartJob<'a> {
     pub provenance: Option<Provenance>,
     pub n_records: usize,
     /// Yields exactly `n_records` records, in step order.
-    pub records: Box<dyn Iterator<Item = anyhow::Result<StepRecord>> + Send + 'a>,
+    pub records: Box<dyn Iterator<Item = Result<StepRecord>> + Send + 'a>,
 }
 
 /// A part just written: its path, and where each of its jobs is in it.
@@ -345,8 +338,10 @@ pub struct WrittenPart {
 /// Write `jobs` (of one sweep, hence one family with `metrics`) as one part, atomically.
 /// Rows are built and written one row group at a time, so memory is bounded by
 /// [`PART_ROW_GROUP_ROWS`] whatever the trajectories' lengths.
-pub fn write_part(sweep_dir: &Path, metrics: &[MetricDef], mut jobs: Vec<PartJob<'_>>) -> anyhow::Result<WrittenPart> {
-    ensure!(!jobs.is_empty(), "a part needs at least one job");
+pub fn write_part(sweep_dir: &Path, metrics: &[MetricDef], mut jobs: Vec<PartJob<'_>>) -> Result<WrittenPart> {
+    if jobs.is_empty() {
+        return Err(invalid("a part needs at least one job"));
+    }
     check_metric_names(metrics)?;
     jobs.sort_by_cached_key(|j| (Cell::of(&j.job), j.job.key.0.clone()));
     let first_key = jobs.iter().map(|j| j.job.key.0.as_str()).min().expect("not empty").to_owned();
@@ -354,12 +349,11 @@ pub fn write_part(sweep_dir: &Path, metrics: &[MetricDef], mut jobs: Vec<PartJob
     let dir = trajectories_dir(sweep_dir);
     if !dir.is_dir() {
         let new_sweep_dir = !sweep_dir.is_dir();
-        fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        fs::create_dir_all(&dir).map_err(io("creating", &dir))?;
         // Make the new directories' own entries durable, not just the files in them: the
         // store marks jobs done only once the part is, and a crash must not lose the
         // sweep's directory (or its trajectories directory) under it.
-        let sync =
-            |d: &Path| File::open(d).and_then(|d| d.sync_all()).with_context(|| format!("syncing {}", d.display()));
+        let sync = |d: &Path| File::open(d).and_then(|d| d.sync_all()).map_err(io("syncing", d));
         sync(sweep_dir)?;
         if new_sweep_dir {
             if let Some(parent) = sweep_dir.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -374,7 +368,8 @@ pub fn write_part(sweep_dir: &Path, metrics: &[MetricDef], mut jobs: Vec<PartJob
         let provenance: BTreeMap<&str, &Provenance> =
             jobs.iter().filter_map(|j| Some((j.job.key.0.as_str(), j.provenance.as_ref()?))).collect();
         if !provenance.is_empty() {
-            entries.push((PROVENANCE_KEY.to_owned(), serde_json::to_string(&provenance)?));
+            entries
+                .push((PROVENANCE_KEY.to_owned(), serde_json::to_string(&provenance).expect("provenance serializes")));
         }
         let metadata = KeyValueMetadata::from_static(entries);
         let mut writer = parquet_writer(out).with_key_value_metadata(Some(metadata)).batched(&schema)?;
@@ -384,8 +379,7 @@ pub fn write_part(sweep_dir: &Path, metrics: &[MetricDef], mut jobs: Vec<PartJob
             let mut chunk = Vec::with_capacity((*n_records).min(PART_ROW_GROUP_ROWS));
             let mut n_read = 0;
             loop {
-                let next =
-                    records.next().transpose().with_context(|| format!("reading the records of job {}", job.key))?;
+                let next = records.next().transpose().within(|| format!("reading the records of job {}", job.key))?;
                 let finished = next.is_none();
                 if let Some(record) = next {
                     n_read += 1;
@@ -394,7 +388,7 @@ pub fn write_part(sweep_dir: &Path, metrics: &[MetricDef], mut jobs: Vec<PartJob
                 let room = PART_ROW_GROUP_ROWS - group.rows;
                 if chunk.len() == room || (finished && !chunk.is_empty()) {
                     let frame =
-                        trajectory_frame(job, metrics, &chunk).with_context(|| format!("building job {}", job.key))?;
+                        trajectory_frame(job, metrics, &chunk).within(|| format!("building job {}", job.key))?;
                     group.push(frame)?;
                     chunk.clear();
                     if group.rows == PART_ROW_GROUP_ROWS {
@@ -405,7 +399,9 @@ pub fn write_part(sweep_dir: &Path, metrics: &[MetricDef], mut jobs: Vec<PartJob
                     break;
                 }
             }
-            ensure!(n_read == *n_records, "job {}: {n_read} records where {n_records} were announced", job.key);
+            if n_read != *n_records {
+                return Err(invalid(format!("job {}: {n_read} records where {n_records} were announced", job.key)));
+            }
         }
         group.write(&mut writer)?;
         writer.finish()?;
@@ -416,12 +412,7 @@ pub fn write_part(sweep_dir: &Path, metrics: &[MetricDef], mut jobs: Vec<PartJob
 }
 
 /// Write one job as a part of its own.
-pub fn write_shard(
-    sweep_dir: &Path,
-    job: &ValidJob,
-    metrics: &[MetricDef],
-    records: &[StepRecord],
-) -> anyhow::Result<PathBuf> {
+pub fn write_shard(sweep_dir: &Path, job: &ValidJob, metrics: &[MetricDef], records: &[StepRecord]) -> Result<PathBuf> {
     let part = PartJob {
         job: job.clone(),
         provenance: None,
@@ -439,7 +430,7 @@ struct RowGroup {
 }
 
 impl RowGroup {
-    fn push(&mut self, frame: DataFrame) -> anyhow::Result<()> {
+    fn push(&mut self, frame: DataFrame) -> Result<()> {
         self.rows += frame.height();
         match &mut self.frame {
             Some(acc) => {
@@ -451,7 +442,7 @@ impl RowGroup {
     }
 
     /// Write what was built as one row group (nothing if empty).
-    fn write<W: Write>(&mut self, writer: &mut polars::io::parquet::write::BatchedWriter<W>) -> anyhow::Result<()> {
+    fn write<W: Write>(&mut self, writer: &mut polars::io::parquet::write::BatchedWriter<W>) -> Result<()> {
         if let Some(mut frame) = self.frame.take() {
             frame.rechunk_mut();
             writer.write_batch(&frame)?;
@@ -478,11 +469,13 @@ impl PartIndex {
     }
 
     /// Where each job of the part at `path` is.
-    fn locations(&self, path: &Path) -> anyhow::Result<Vec<StoredRows>> {
+    fn locations(&self, path: &Path) -> Result<Vec<StoredRows>> {
         let part = Arc::new(path.to_path_buf());
         let mut jobs = Vec::with_capacity(self.jobs.len());
         for (key, cell, offset, rows) in &self.jobs {
-            let cell = self.cells.get(*cell).cloned().with_context(|| format!("{}: bad cell index", path.display()))?;
+            let Some(cell) = self.cells.get(*cell).cloned() else {
+                return Err(not_armadas(path, format!("{}: bad cell index", path.display())));
+            };
             jobs.push(StoredRows { key: key.clone(), cell, part: part.clone(), offset: *offset, rows: *rows });
         }
         Ok(jobs)
@@ -493,28 +486,29 @@ impl PartIndex {
     }
 }
 
-fn check_metric_names(metrics: &[MetricDef]) -> anyhow::Result<()> {
+fn check_metric_names(metrics: &[MetricDef]) -> Result<()> {
     for (i, m) in metrics.iter().enumerate() {
-        ensure!(!SHARD_FIXED_COLUMNS.contains(&m.name), "metric name {:?} clashes with a shard column", m.name);
-        ensure!(!metrics[..i].iter().any(|other| other.name == m.name), "metric name {:?} appears twice", m.name);
+        if SHARD_FIXED_COLUMNS.contains(&m.name) {
+            return Err(invalid(format!("metric name {:?} clashes with a shard column", m.name)));
+        }
+        if metrics[..i].iter().any(|other| other.name == m.name) {
+            return Err(invalid(format!("metric name {:?} appears twice", m.name)));
+        }
     }
     Ok(())
 }
 
 /// One job's rows in the trajectory schema (see the module docs of [`crate::results`]).
-fn trajectory_frame(job: &ValidJob, metrics: &[MetricDef], records: &[StepRecord]) -> anyhow::Result<DataFrame> {
+fn trajectory_frame(job: &ValidJob, metrics: &[MetricDef], records: &[StepRecord]) -> Result<DataFrame> {
     for r in records {
-        ensure!(
-            r.values.len() == metrics.len(),
-            "step {} has {} values for {} metrics",
-            r.step,
-            r.values.len(),
-            metrics.len()
-        );
+        if r.values.len() != metrics.len() {
+            let (step, n) = (r.step, r.values.len());
+            return Err(invalid(format!("step {step} has {n} values for {} metrics", metrics.len())));
+        }
     }
     let spec = &job.spec;
     let n = records.len();
-    let seed = i64::try_from(spec.seed).context("seed index does not fit in Int64")?;
+    let seed = i64::try_from(spec.seed).map_err(|_| invalid("seed index does not fit in Int64"))?;
     // The id columns repeat one value: scalar columns, materialised only by the writer.
     let text = |name: &str, value: String| {
         Column::new_scalar(name.into(), Scalar::new(DataType::String, AnyValue::StringOwned(value.into())), n)
@@ -540,8 +534,8 @@ fn trajectory_frame(job: &ValidJob, metrics: &[MetricDef], records: &[StepRecord
             MetricKind::Int => {
                 let values = records
                     .iter()
-                    .map(|r| int_value(r.values[i]).with_context(|| format!("metric {} at step {}", m.name, r.step)))
-                    .collect::<anyhow::Result<Vec<Option<i64>>>>()?;
+                    .map(|r| int_value(r.values[i]).within(|| format!("metric {} at step {}", m.name, r.step)))
+                    .collect::<Result<Vec<Option<i64>>>>()?;
                 Column::new(m.name.into(), values)
             }
         };
@@ -551,14 +545,14 @@ fn trajectory_frame(job: &ValidJob, metrics: &[MetricDef], records: &[StepRecord
 }
 
 /// An Int metric value: NaN is missing, anything else must be an exact integer.
-pub fn int_value(v: f64) -> anyhow::Result<Option<i64>> {
+pub fn int_value(v: f64) -> Result<Option<i64>> {
     if v.is_nan() {
         return Ok(None);
     }
     // 2^63 is exactly representable; every f64 below it in magnitude that has no
     // fractional part converts exactly.
     if v.fract() != 0.0 || v.abs() >= 9_223_372_036_854_775_808.0 {
-        bail!("integer metric has non-integer value {v}");
+        return Err(invalid(format!("integer metric has non-integer value {v}")));
     }
     Ok(Some(v as i64))
 }
@@ -748,7 +742,9 @@ mod tests {
         assert_eq!(stored_jobs(dir.path(), None).unwrap().len(), 3);
         let mut df = read_parquet(&path).unwrap();
         write_parquet_atomic(&path, &mut df).unwrap();
-        let err = format!("{:#}", stored_jobs(dir.path(), None).unwrap_err());
+        let err = stored_jobs(dir.path(), None).unwrap_err();
+        assert!(matches!(err.root(), ResultsError::Damaged { path: p, .. } if *p == path), "{err:?}");
+        let err = format!("{err:#}");
         assert!(err.contains(&path.display().to_string()) && err.contains("has no job index"), "{err}");
         assert!(crate::results::summarize(dir.path(), None).is_err(), "summarize must refuse it too");
         // Renamed as an older armada's one-job file, the other jobs' rows still show.
@@ -767,6 +763,7 @@ mod tests {
         assert!(write_shard(dir.path(), &job, &METRICS, &short).is_err());
         let fractional = [StepRecord { step: 0, elapsed_ms: 0.0, values: vec![1.0, 0.5] }];
         let err = write_shard(dir.path(), &job, &METRICS, &fractional).unwrap_err();
+        assert!(matches!(err.root(), ResultsError::Invalid(_)), "{err:?}");
         assert!(format!("{err:#}").contains("non-integer"), "{err:#}");
         // A source that yields fewer records than announced.
         let lying = PartJob {

@@ -2,7 +2,9 @@
 //! the columns `n`, `mean`, `std`, `se`, `median`, `q10` and `q90` of each group, in plain
 //! Rust (see [`statistics`]); the summary and along tables are built from them.
 
-use super::{Cell, StoredRows, ALGORITHM, ALGORITHM_PARAMS, BENCHMARK, BENCHMARK_PARAMS, FAMILY, HORIZON, STEP};
+use super::{
+    Cell, Result, StoredRows, ALGORITHM, ALGORITHM_PARAMS, BENCHMARK, BENCHMARK_PARAMS, FAMILY, HORIZON, STEP,
+};
 use polars::prelude::*;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;
@@ -82,7 +84,7 @@ impl Rows {
 /// values are summed in row order (so in job-key order), and its order statistics come
 /// from sorting that group alone. Memory is the rows plus 4 bytes each, where polars'
 /// group-by over millions of small groups took about 430 bytes a value.
-pub(super) fn statistics(rows: Rows, cell_rank: &[i64], metric_rank: &[i64]) -> anyhow::Result<DataFrame> {
+pub(super) fn statistics(rows: Rows, cell_rank: &[i64], metric_rank: &[i64]) -> Result<DataFrame> {
     let key = |i: usize| (cell_rank[rows.cell[i] as usize], rows.step[i], metric_rank[rows.metric[i] as usize]);
     let mut order: Vec<u32> = (0..rows.value.len() as u32).collect();
     // Stable: within a group, values keep their row order.
@@ -165,7 +167,7 @@ impl Stats {
         self.q90.push(q90);
     }
 
-    pub(super) fn into_frame(self) -> anyhow::Result<DataFrame> {
+    pub(super) fn into_frame(self) -> Result<DataFrame> {
         let height = self.n.len();
         Ok(DataFrame::new(
             height,
@@ -199,7 +201,7 @@ fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
 }
 
 /// Replace the cell and metric ids by their columns, in the output column order.
-pub(super) fn with_names(stats: &DataFrame, cells: &[Cell], metrics: &[String]) -> anyhow::Result<DataFrame> {
+pub(super) fn with_names(stats: &DataFrame, cells: &[Cell], metrics: &[String]) -> Result<DataFrame> {
     let cell_of = |id: Option<i64>| -> &Cell { &cells[id.expect("group keys are not null") as usize] };
     let cell_ids = stats.column("cell")?.i64()?;
     let text = |name: &str, field: fn(&Cell) -> &str| {

@@ -16,7 +16,6 @@ use super::along::{along_table, read_run, Run};
 use super::part::for_each_job;
 use super::stats::{by_cell, statistics, with_names, Interner, Rows};
 use super::*;
-use anyhow::{bail, ensure};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
@@ -40,18 +39,16 @@ pub struct SummaryReport {
 ///
 /// `armada run` passes the keys of its sweep, so that jobs left by an edited sweep
 /// file or by older code (an older version of its family) never leak into its summaries.
-pub fn rebuild_summaries(
-    sweep_dir: &Path,
-    only: Option<&BTreeSet<String>>,
-    axes: &[&str],
-) -> anyhow::Result<SummaryReport> {
+pub fn rebuild_summaries(sweep_dir: &Path, only: Option<&BTreeSet<String>>, axes: &[&str]) -> Result<SummaryReport> {
     let mut jobs = stored_jobs(sweep_dir, None)?;
     let n_found = jobs.len();
     if let Some(keys) = only {
         jobs.retain(|j| keys.contains(&j.key));
     }
     let n_left_out = n_found - jobs.len();
-    ensure!(!jobs.is_empty(), "nothing to summarize: no trajectories in {}", trajectories_dir(sweep_dir).display());
+    if jobs.is_empty() {
+        return Err(nothing_to_summarize(&trajectories_dir(sweep_dir)));
+    }
     // One cell at a time, in cell order, so that memory holds one cell's long rows rather
     // than the whole sweep's (a 1,120-job bandit sweep is 94 million values). Within a
     // cell, jobs come in key order whatever part holds them: the files' layout never
@@ -59,13 +56,13 @@ pub fn rebuild_summaries(
     let cells = by_cell(&jobs)
         .into_iter()
         .map(|(cell, cell_jobs)| summarize_cell(cell, &cell_jobs, axes))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+        .collect::<Result<Vec<_>>>()?;
     let report = write_summaries(sweep_dir, &cells.iter().collect::<Vec<_>>(), axes)?;
     Ok(SummaryReport { n_left_out, ..report })
 }
 
 /// [`rebuild_summaries`] without along tables.
-pub fn summarize(sweep_dir: &Path, only: Option<&BTreeSet<String>>) -> anyhow::Result<SummaryReport> {
+pub fn summarize(sweep_dir: &Path, only: Option<&BTreeSet<String>>) -> Result<SummaryReport> {
     rebuild_summaries(sweep_dir, only, &[])
 }
 
@@ -82,7 +79,7 @@ pub struct CellSummary {
 }
 
 /// The summaries of one cell from its jobs, read in the order given (key order).
-pub fn summarize_cell(cell: &Cell, jobs: &[&StoredRows], axes: &[&str]) -> anyhow::Result<CellSummary> {
+pub fn summarize_cell(cell: &Cell, jobs: &[&StoredRows], axes: &[&str]) -> Result<CellSummary> {
     let jobs: Vec<&StoredRows> = jobs.iter().copied().filter(|j| j.rows > 0).collect();
     let mut long = LongRows::new();
     let mut along_metrics = Interner::new();
@@ -91,9 +88,9 @@ pub fn summarize_cell(cell: &Cell, jobs: &[&StoredRows], axes: &[&str]) -> anyho
     for_each_job(&jobs, |job, df| {
         n_rows += df.height();
         let context = || format!("summarizing job {} in {}", job.key, job.part.display());
-        long.add_job(cell, &df).with_context(context)?;
+        long.add_job(cell, &df).within(context)?;
         for (axis, runs) in axes.iter().zip(&mut runs) {
-            runs.push(read_run(&df, axis, &mut along_metrics).with_context(context)?);
+            runs.push(read_run(&df, axis, &mut along_metrics).within(context)?);
         }
         Ok(())
     })?;
@@ -102,15 +99,17 @@ pub fn summarize_cell(cell: &Cell, jobs: &[&StoredRows], axes: &[&str]) -> anyho
         .iter()
         .zip(&runs)
         .map(|(axis, runs)| along_table(cell, runs, &along_metrics, axis, None))
-        .collect::<anyhow::Result<_>>()?;
+        .collect::<Result<_>>()?;
     Ok(CellSummary { summary, last, along, n_jobs: jobs.len(), n_rows })
 }
 
 /// Concatenate the cells' rows (given in cell order) and write every summary table of a
 /// sweep atomically. Fails when no cell has a job.
-pub fn write_summaries(sweep_dir: &Path, cells: &[&CellSummary], axes: &[&str]) -> anyhow::Result<SummaryReport> {
+pub fn write_summaries(sweep_dir: &Path, cells: &[&CellSummary], axes: &[&str]) -> Result<SummaryReport> {
     let cells: Vec<&CellSummary> = cells.iter().copied().filter(|c| c.n_jobs > 0).collect();
-    ensure!(!cells.is_empty(), "nothing to summarize: no trajectories in {}", trajectories_dir(sweep_dir).display());
+    if cells.is_empty() {
+        return Err(nothing_to_summarize(&trajectories_dir(sweep_dir)));
+    }
     let summary_path = sweep_dir.join(SUMMARY_FILE);
     let final_path = sweep_dir.join(FINAL_FILE);
     write_parquet_atomic(&summary_path, &mut concat(cells.iter().map(|c| &c.summary))?)?;
@@ -151,16 +150,22 @@ impl LongRows {
 
     /// Add one job's rows: every Float64 column that is not a fixed trajectory column
     /// is a metric; Int64 metrics are skipped.
-    fn add_job(&mut self, cell: &Cell, df: &DataFrame) -> anyhow::Result<()> {
+    fn add_job(&mut self, cell: &Cell, df: &DataFrame) -> Result<()> {
         for name in SHARD_FIXED_COLUMNS {
-            ensure!(df.column(name).is_ok(), "trajectory has no column {name:?}");
+            if df.column(name).is_err() {
+                return Err(invalid(format!("trajectory has no column {name:?}")));
+            }
         }
         if df.height() == 0 {
             return Ok(());
         }
         let cell = self.cells.id(cell);
-        let steps =
-            df.column(STEP)?.i64()?.iter().collect::<Option<Vec<i64>>>().context("column \"step\" has nulls")?;
+        let steps = df
+            .column(STEP)?
+            .i64()?
+            .iter()
+            .collect::<Option<Vec<i64>>>()
+            .ok_or_else(|| invalid("column \"step\" has nulls"))?;
         let last_step = steps.iter().copied().max().unwrap_or_default();
         if self.last_step.len() <= cell {
             self.last_step.resize(cell + 1, 0);
@@ -174,7 +179,9 @@ impl LongRows {
             match column.dtype() {
                 DataType::Float64 => {}
                 DataType::Int64 => continue,
-                other => bail!("metric column {name:?} has type {other}, expected Float64 or Int64"),
+                other => {
+                    return Err(invalid(format!("metric column {name:?} has type {other}, expected Float64 or Int64")))
+                }
             }
             let metric = self.metrics.id(&name.to_owned());
             for (&step, value) in steps.iter().zip(column.f64()?.iter()) {
@@ -189,11 +196,11 @@ impl LongRows {
     }
 
     /// `(summary, final)` frames in the output schema.
-    fn aggregate(mut self) -> anyhow::Result<(DataFrame, DataFrame)> {
+    fn aggregate(mut self) -> Result<(DataFrame, DataFrame)> {
         self.last.set_steps_by_cell(&self.last_step);
         let (cells, cell_rank) = self.cells.sorted();
         let (metrics, metric_rank) = self.metrics.sorted();
-        let finish = |rows: Rows| -> anyhow::Result<DataFrame> {
+        let finish = |rows: Rows| -> Result<DataFrame> {
             let stats = statistics(rows, &cell_rank, &metric_rank)?;
             with_names(&stats, &cells, &metrics)
         };

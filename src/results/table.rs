@@ -16,7 +16,7 @@ const SIGNIFICANT_DIGITS: i32 = 4;
 /// a metric places it). A `horizon` column is added only when the sweep mixes horizons.
 /// If some jobs of a row stopped early, the cells show the jobs that got furthest.
 /// A non-empty `only` keeps just those metrics (in the shards' order).
-pub fn final_table(sweep_dir: &Path, only: &[&str]) -> anyhow::Result<String> {
+pub fn final_table(sweep_dir: &Path, only: &[&str]) -> Result<String> {
     let df = read_parquet(&sweep_dir.join(FINAL_FILE))?;
     let in_final: BTreeSet<&str> = df.column("metric")?.str()?.iter().flatten().collect();
     let order = metric_order(sweep_dir, in_final)?;
@@ -25,8 +25,8 @@ pub fn final_table(sweep_dir: &Path, only: &[&str]) -> anyhow::Result<String> {
 
 /// [`final_table`] of a frame in the schema of `final.parquet`, with the metric columns in
 /// `order` (metrics of the frame missing from it go last, by name).
-pub fn render_final(df: &DataFrame, order: &[String], only: &[&str]) -> anyhow::Result<String> {
-    let text = |name: &str| -> anyhow::Result<Vec<String>> {
+pub fn render_final(df: &DataFrame, order: &[String], only: &[&str]) -> Result<String> {
+    let text = |name: &str| -> Result<Vec<String>> {
         let column = df.column(name)?.str()?;
         Ok(column.iter().map(|v| v.unwrap_or_default().to_owned()).collect())
     };
@@ -109,17 +109,14 @@ fn number(x: f64) -> String {
 /// The metrics of `final.parquet` in the order their columns appear in the shards;
 /// reads shard footers only until every metric is placed (those whose shards are gone
 /// are not: [`render_final`] puts them last, by name).
-fn metric_order(sweep_dir: &Path, in_final: BTreeSet<&str>) -> anyhow::Result<Vec<String>> {
+fn metric_order(sweep_dir: &Path, in_final: BTreeSet<&str>) -> Result<Vec<String>> {
     let mut order: Vec<String> = Vec::new();
     for path in part_files(sweep_dir)? {
         if order.len() == in_final.len() {
             break;
         }
-        let file = File::open(&path).with_context(|| format!("opening {}", path.display()))?;
-        let schema = ParquetReader::new(file)
-            .schema()
-            .map_err(anyhow::Error::from)
-            .with_context(|| format!("reading the schema of {}", path.display()))?;
+        let file = File::open(&path).map_err(io("opening", &path))?;
+        let schema = ParquetReader::new(file).schema().map_err(damaged("reading the schema of", &path))?;
         for name in schema.iter_names() {
             if in_final.contains(name.as_str()) && !order.iter().any(|m| m == name.as_str()) {
                 order.push(name.to_string());

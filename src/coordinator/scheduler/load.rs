@@ -1,7 +1,7 @@
 //! Loading the store at start: the jobs of a previous life, corrected where the store and
 //! the results disagree (see [`Recovery`]).
 
-use super::{release_free_memory, Scheduler};
+use super::{release_free_memory, Scheduler, StartError};
 use crate::coordinator::jobs::Job;
 use crate::coordinator::recovery::{Recovery, StoreFix};
 use crate::coordinator::store::{JobState, StoredJob};
@@ -13,7 +13,7 @@ impl Scheduler {
     /// Load what the store holds: submissions it had not finished storing are dropped,
     /// attempts of the previous life voided (their jobs queued again), and the jobs, sweeps
     /// and summaries made to agree with the results on disk.
-    pub(super) fn load(&mut self) -> anyhow::Result<()> {
+    pub(super) fn load(&mut self) -> Result<(), StartError> {
         let abandoned = self.store.abandon_submissions()?;
         if abandoned > 0 {
             info!(
@@ -67,7 +67,7 @@ impl Scheduler {
 
     /// Jobs in parts the store does not know: written, then the coordinator died before
     /// recording them. `(sweep, key)` -> part file name.
-    fn unrecorded_parts(&self) -> anyhow::Result<HashMap<(String, String), String>> {
+    fn unrecorded_parts(&self) -> Result<HashMap<(String, String), String>, StartError> {
         let mut found = HashMap::new();
         for sweep in self.sweeps.ids() {
             let known = self.store.parts(sweep)?;
@@ -90,7 +90,7 @@ impl Scheduler {
         stored: StoredJob,
         unrecorded: &HashMap<(String, String), String>,
         recovery: &mut Recovery,
-    ) -> anyhow::Result<()> {
+    ) -> Result<(), StartError> {
         let reference = self.sweeps.get(&stored.sweep_id).map(|s| s.family.clone()).unwrap_or_default();
         let part = unrecorded.get(&(stored.sweep_id.clone(), stored.key.clone())).map(String::as_str);
         let loaded = recovery.load(&stored, &reference, part, &mut self.templates);

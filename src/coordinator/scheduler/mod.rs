@@ -28,10 +28,10 @@ use super::metrics::Metrics;
 use super::replies::{CommandError, JobFailed, Submitted, SweepEvent};
 use super::sessions::Sessions;
 use super::spool::{RecordSchema, Spools};
-use super::store::{JobState, Store};
+use super::store::{JobState, Store, StoreError};
 use super::sweeps::{FailurePage, Sweeps};
 use super::table::{Effect, JobTable, Policy};
-use crate::results::Cell;
+use crate::results::{self, Cell};
 use armada_core::Declaration;
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::path::PathBuf;
@@ -134,6 +134,17 @@ fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
 
+/// Why a scheduler could not start on its data directory.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Results(#[from] results::ResultsError),
+    #[error("making the spool directory {}: {cause}", .path.display())]
+    Spools { path: PathBuf, cause: std::io::Error },
+}
+
 /// A store (or results) error answered as an internal one, its causes spelled out.
 fn internal(e: impl Into<anyhow::Error>) -> CommandError {
     let e = e.into();
@@ -149,9 +160,10 @@ impl Scheduler {
         store: Store,
         results_dir: PathBuf,
         config: SchedulerConfig,
-    ) -> anyhow::Result<SchedulerHandle> {
+    ) -> Result<SchedulerHandle, StartError> {
         let (tx, rx) = mpsc::channel(MAILBOX_CAPACITY);
-        let spools = Spools::open(&results_dir.join(".spool"))?;
+        let spool_dir = results_dir.join(".spool");
+        let spools = Spools::open(&spool_dir).map_err(|cause| StartError::Spools { path: spool_dir, cause })?;
         // The committer reports through a weak handle, so that the actor stops, and closes its
         // store, once every outside handle is dropped.
         let mailbox = tx.downgrade();
