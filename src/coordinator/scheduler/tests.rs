@@ -755,6 +755,55 @@ async fn an_embedded_coordinator_leases_only_submitted_sweeps_and_the_store_is_e
 
 /// The history the crash test kills at every write: two submissions, a commit, a failure,
 /// a release, another commit. True when every step was answered without an error.
+/// The store of `dir`, once the killed coordinator's actor has stopped and unlocked it
+/// (it stops once its handles are gone).
+async fn reopen(dir: &std::path::Path) -> Result<Store, StoreError> {
+    let mut reopened = Store::open(dir);
+    for _ in 0..500 {
+        if reopened.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        reopened = Store::open(dir);
+    }
+    reopened
+}
+
+/// The keys of the jobs in the parts of `sweep_dir`, sorted (a key in two parts twice).
+fn keys_in_parts(sweep_dir: &std::path::Path) -> Vec<String> {
+    let mut keys = Vec::new();
+    for part in results::part_files(sweep_dir).unwrap() {
+        keys.extend(results::read_index(&part).unwrap().into_iter().map(|j| j.key));
+    }
+    keys.sort();
+    keys
+}
+
+/// A coordinator started on what a killed one left in `dir`, made to run every job left:
+/// none that the dead one wrote to a part of `sweeps` runs again, and every one commits.
+async fn restart_and_run_the_rest(
+    catalog: Arc<Catalog>,
+    dir: &std::path::Path,
+    config: SchedulerConfig,
+    sweeps: &[&str],
+    context: &str,
+) -> SchedulerHandle {
+    let reopened = reopen(dir).await;
+    let left: BTreeSet<String> = sweeps.iter().flat_map(|name| keys_in_parts(&dir.join(name))).collect();
+    let s = Scheduler::start(catalog, reopened.unwrap(), dir.to_path_buf(), config).unwrap();
+    let session = register(&s).await;
+    loop {
+        let leases = lease(&s, &session).await;
+        if leases.is_empty() {
+            return s;
+        }
+        for l in leases {
+            assert!(!left.contains(&l.job_key), "{context}: {} ran again", l.job_key);
+            assert_eq!(upload_and_complete(&s, &session, l.attempt_id, 3.0).await, Ok(true), "{context}");
+        }
+    }
+}
+
 async fn crash_history(s: &SchedulerHandle) -> bool {
     let sweep = |name: &str, seeds: std::ops::Range<u64>| {
         Submission::new(name.into(), "testkit".into(), seeds.map(job).collect())
@@ -799,37 +848,10 @@ async fn a_coordinator_killed_between_any_two_store_writes_recovers() {
             Ok(s) => crash_history(&s).await,
             Err(_) => false,
         };
-        // The old actor stops, and unlocks its store, once its handles are gone.
-        let mut reopened = Store::open(dir.path());
-        for _ in 0..500 {
-            if reopened.is_ok() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-            reopened = Store::open(dir.path());
-        }
-        let keys_in_parts = |name: &str| -> Vec<String> {
-            let mut keys = Vec::new();
-            for part in results::part_files(&dir.path().join(name)).unwrap() {
-                keys.extend(results::read_index(&part).unwrap().into_iter().map(|j| j.key));
-            }
-            keys.sort();
-            keys
-        };
-        // What the dead coordinator left on disk is never run again.
-        let left: BTreeSet<String> = expected.iter().flat_map(|(name, _)| keys_in_parts(name)).collect();
-        let s = Scheduler::start(catalog, reopened.unwrap(), dir.path().to_path_buf(), config).unwrap();
-        let session = register(&s).await;
-        loop {
-            let leases = lease(&s, &session).await;
-            if leases.is_empty() {
-                break;
-            }
-            for l in leases {
-                assert!(!left.contains(&l.job_key), "crash after {crash_after} writes: {} ran again", l.job_key);
-                assert_eq!(upload_and_complete(&s, &session, l.attempt_id, 3.0).await, Ok(true));
-            }
-        }
+        let context = format!("crash after {crash_after} writes");
+        let names: Vec<&str> = expected.iter().map(|(name, _)| *name).collect();
+        let s = restart_and_run_the_rest(catalog, dir.path(), config, &names, &context).await;
+        let keys_in_parts = |name: &str| keys_in_parts(&dir.path().join(name));
         for (n, (name, seeds)) in expected.iter().enumerate() {
             let context = format!("crash after {crash_after} writes, sweep {name}");
             let Ok(st) = s.status(name.to_string(), FailurePage::default()).await else { continue };
@@ -925,35 +947,8 @@ async fn random_histories_killed_between_any_two_store_writes_recover() {
                 Ok(s) => random_history(&s, seed, &mut asked).await,
                 Err(_) => false,
             };
-            let mut reopened = Store::open(dir.path());
-            for _ in 0..500 {
-                if reopened.is_ok() {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(10)).await;
-                reopened = Store::open(dir.path());
-            }
-            let keys_in_parts = |name: &str| -> Vec<String> {
-                let mut keys = Vec::new();
-                for part in results::part_files(&dir.path().join(name)).unwrap_or_default() {
-                    keys.extend(results::read_index(&part).unwrap().into_iter().map(|j| j.key));
-                }
-                keys.sort();
-                keys
-            };
-            let left: BTreeSet<String> = ["a", "b"].iter().flat_map(|name| keys_in_parts(name)).collect();
-            let s = Scheduler::start(catalog, reopened.unwrap(), dir.path().to_path_buf(), config).unwrap();
-            let session = register(&s).await;
-            loop {
-                let leases = lease(&s, &session).await;
-                if leases.is_empty() {
-                    break;
-                }
-                for l in leases {
-                    assert!(!left.contains(&l.job_key), "{context}: {} ran again", l.job_key);
-                    assert_eq!(upload_and_complete(&s, &session, l.attempt_id, 3.0).await, Ok(true), "{context}");
-                }
-            }
+            let s = restart_and_run_the_rest(catalog, dir.path(), config, &["a", "b"], &context).await;
+            let keys_in_parts = |name: &str| keys_in_parts(&dir.path().join(name));
             for name in ["a", "b"] {
                 let submitted = asked.submitted.get(name).map_or(&[][..], |v| &v[..]);
                 let Ok(st) = s.status(name.to_string(), FailurePage::default()).await else {
