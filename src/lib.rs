@@ -6,6 +6,7 @@
 //! polars summaries). Algorithms live in the family crates under
 //! `workers/`, which know nothing of this crate. See ARCHITECTURE.md for the data path.
 
+pub mod check;
 pub mod client;
 pub mod coordinator;
 pub mod embedded;

@@ -715,3 +715,43 @@ fn a_rogue_session_cannot_touch_another_workers_attempt() {
         assert_same_trajectory(df, &theirs[key], key);
     }
 }
+
+/// A part the coordinator cannot write (a file where one sweep's trajectories directory
+/// should be) is the coordinator's trouble, not the worker's: the worker keeps its one
+/// session, the other sweep completes meanwhile, no job fails or is charged an attempt,
+/// and once the way is clear the blocked sweep completes too, every step once.
+#[test]
+fn a_part_the_coordinator_cannot_write_costs_the_worker_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let body = |name: &str, seeds: u32| {
+        format!("name = \"{name}\"\nfamily = \"testkit\"\nseeds = {seeds}\nhorizon = 5\n[[benchmarks]]\nname = \"constant\"\n[[algorithms]]\nname = \"echo\"\n")
+    };
+    let blocked = write(tmp.path(), "blocked.toml", &body("blocked", 3));
+    let healthy = write(tmp.path(), "healthy.toml", &body("healthy", 6));
+    let data = tmp.path().join("data");
+    let coord = serve(&data, 0, &["--max-attempts", "2"]);
+    for sweep in [&blocked, &healthy] {
+        assert!(client(&["submit", sweep.to_str().unwrap()], &coord.url, 30).status.success());
+    }
+    std::fs::create_dir_all(data.join("blocked")).unwrap();
+    std::fs::write(data.join("blocked").join("trajectories"), b"in the way").unwrap();
+    let log = tmp.path().join("w.log");
+    let _w = worker(&coord.url, 1, &log, &[]);
+    let watched = client(&["watch", "healthy", "--quiet"], &coord.url, 60);
+    assert!(watched.status.success(), "{}", text(&watched.stderr));
+    // Meanwhile the blocked sweep's commits were refused as the coordinator's failure.
+    wait_until(30, "a refused commit in the worker's log", || {
+        std::fs::read_to_string(&log).is_ok_and(|l| l.contains("could not write the trajectory"))
+    });
+    let status = text(&client(&["status", "blocked"], &coord.url, 30).stdout);
+    assert!(status.contains("3 jobs: 0 done") && status.contains(", 0 failed"), "{status}");
+    std::fs::remove_file(data.join("blocked").join("trajectories")).unwrap();
+    let watched = client(&["watch", "blocked", "--quiet"], &coord.url, 60);
+    assert!(watched.status.success(), "{}", text(&watched.stderr));
+    for (sweep, n) in [("blocked", 3), ("healthy", 6)] {
+        assert_eq!(job_count(&data.join(sweep)), n);
+        assert_each_step_once(&data.join(sweep), 5);
+    }
+    let log = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(log.matches("registered with").count(), 1, "one session throughout:\n{log}");
+}

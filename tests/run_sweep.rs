@@ -255,3 +255,78 @@ fn episodes_that_end_early_run_distributed_as_in_process_and_summarize_per_cell(
     let floor: f64 = [0, 2, 4, 6, 4, 6].iter().map(|&v| v as f64).sum::<f64>() / 6.0;
     assert!((floor..floor + 1.0).contains(&mean), "seed + last step + U(0, 1): {mean}");
 }
+
+/// `armada check` on copies of a finished run's directory. A truncated part and a deleted
+/// part are each reported with the sweep, the file and the jobs whose rows are lost (exit
+/// 1); `--repair` moves the damaged part to `<sweep>/damaged/`, queues the lost jobs again
+/// and removes the summaries; the next `armada run` computes just those jobs, and every
+/// trajectory and both summary files equal the undamaged run's. A damaged store is
+/// reported with what to do.
+#[test]
+fn check_reports_lost_rows_and_repair_reruns_them_to_the_same_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let sweep = dir.path().join("small.toml");
+    std::fs::write(&sweep, SMALL).unwrap();
+    let good = dir.path().join("good");
+    let o = armada(&["run", sweep.to_str().unwrap(), "--out", good.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let clean = armada(&["check", good.to_str().unwrap(), "--full"]);
+    assert!(clean.status.success() && text(&clean.stdout).contains("no problem found"), "{}", text(&clean.stdout));
+    let copy_of_good = |name: &str| {
+        let copy = dir.path().join(name);
+        let cp = std::process::Command::new("cp").arg("-r").arg(&good).arg(&copy).status().unwrap();
+        assert!(cp.success());
+        copy
+    };
+    for damage in ["truncated", "deleted"] {
+        let copy = copy_of_good(damage);
+        let sweep_dir = copy.join("small");
+        let victim = part_files(&sweep_dir).remove(0);
+        let lost: Vec<String> = jobs_in(&victim).into_keys().collect();
+        assert!(!lost.is_empty());
+        if damage == "truncated" {
+            let len = std::fs::metadata(&victim).unwrap().len();
+            std::fs::OpenOptions::new().write(true).open(&victim).unwrap().set_len(len / 2).unwrap();
+        } else {
+            std::fs::remove_file(&victim).unwrap();
+        }
+        let checked = armada(&["check", copy.to_str().unwrap()]);
+        let report = text(&checked.stdout);
+        assert_eq!(checked.status.code(), Some(1), "{damage}: {report}{}", text(&checked.stderr));
+        assert!(report.contains("sweep `small`") && report.contains(&lost[0]), "{damage}: {report}");
+        let named = if damage == "truncated" { victim.to_str().unwrap() } else { "in no readable part" };
+        assert!(report.contains(named), "{damage}: {report}");
+        let repaired = armada(&["check", copy.to_str().unwrap(), "--repair"]);
+        let report = text(&repaired.stdout);
+        assert!(repaired.status.success(), "{damage}: {report}{}", text(&repaired.stderr));
+        assert!(report.contains(&format!("queued again: {} jobs", lost.len())), "{damage}: {report}");
+        let aside = sweep_dir.join("damaged").join(victim.file_name().unwrap());
+        assert_eq!(aside.is_file(), damage == "truncated", "{damage}: moved aside, never deleted");
+        assert!(!sweep_dir.join("final.parquet").exists(), "{damage}: stale summaries removed");
+        let rerun = armada(&["run", sweep.to_str().unwrap(), "--out", copy.to_str().unwrap()]);
+        let stderr = text(&rerun.stderr);
+        assert!(rerun.status.success(), "{damage}: {stderr}");
+        let done = 18 - lost.len();
+        assert!(stderr.contains(&format!("18 jobs, {done} already done, {} run, 0 failed", lost.len())), "{stderr}");
+        let (before, after) = (jobs(&good.join("small")), jobs(&sweep_dir));
+        assert_eq!(before.keys().collect::<Vec<_>>(), after.keys().collect::<Vec<_>>(), "{damage}");
+        for (key, df) in &before {
+            assert_same_trajectory(df, &after[key], key);
+        }
+        for file in ["summary.parquet", "final.parquet"] {
+            let same =
+                std::fs::read(good.join("small").join(file)).unwrap() == std::fs::read(sweep_dir.join(file)).unwrap();
+            assert!(same, "{damage}: {file} differs from the undamaged run's");
+        }
+        assert!(armada(&["check", copy.to_str().unwrap(), "--full"]).status.success(), "{damage}: clean again");
+    }
+    let copy = copy_of_good("store");
+    let store = copy.join("armada.sqlite");
+    let _ = std::fs::remove_file(copy.join("armada.sqlite-wal"));
+    std::fs::write(&store, vec![0xa5u8; 8192]).unwrap();
+    let checked = armada(&["check", copy.to_str().unwrap()]);
+    let report = text(&checked.stdout);
+    assert_eq!(checked.status.code(), Some(1), "{report}{}", text(&checked.stderr));
+    assert!(report.contains(store.to_str().unwrap()) && report.contains("is damaged"), "{report}");
+    assert!(report.contains("fix: move it aside"), "{report}");
+}

@@ -1,5 +1,6 @@
 //! Subcommands of `armada`, one module each.
 
+mod check;
 mod family;
 mod list;
 mod remote;
@@ -52,6 +53,9 @@ enum Command {
     Family(family::FamilyCommand),
     /// Write a self-contained HTML report (curves and tables) of a finished sweep's results.
     Report(report::ReportArgs),
+    /// Check a data directory's store and trajectories against each other; --repair queues
+    /// the jobs whose rows are lost to run again.
+    Check(check::CheckArgs),
 }
 
 /// A `--dashboard` value: an address, or `off` (None).
@@ -83,6 +87,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Delete(args) => remote::delete(args),
         Command::Fetch(args) => remote::fetch(args),
         Command::Family(command) => family::family(command),
+        Command::Check(args) => check::check(args),
     }
 }
 

@@ -99,6 +99,9 @@ pub enum AttemptOutcome {
     Dropped,
     /// Leased and handed back unstarted.
     Released,
+    /// Its records were whole, but the coordinator could not write them (a full disk, an
+    /// I/O error): uncounted, its job queued again.
+    Unwritten,
 }
 
 impl AttemptOutcome {
@@ -108,6 +111,7 @@ impl AttemptOutcome {
             AttemptOutcome::Failed => "failed",
             AttemptOutcome::Dropped => "dropped",
             AttemptOutcome::Released => "released",
+            AttemptOutcome::Unwritten => "unwritten",
         }
     }
 }
@@ -582,6 +586,43 @@ impl Store {
             self.conn.prepare_cached("SELECT DISTINCT part FROM jobs WHERE sweep_id = ?1 AND part IS NOT NULL")?;
         let rows = stmt.query_map(params![sweep], |r| r.get(0))?;
         Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// SQLite's own check of the file: `["ok"]`, or what it found wrong. `full` runs
+    /// `integrity_check` (every index against its table too), else the quicker `quick_check`.
+    pub fn integrity(&self, full: bool) -> Result<Vec<String>> {
+        let pragma = if full { "PRAGMA integrity_check" } else { "PRAGMA quick_check" };
+        let mut stmt = self.conn.prepare(pragma)?;
+        let rows = stmt.query_map([], |r| r.get(0))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// The done jobs of `sweep`: each key with the part the store says holds it.
+    pub fn done_jobs(&self, sweep: &str) -> Result<Vec<(String, Option<String>)>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT key, part FROM jobs WHERE sweep_id = ?1 AND state = 'done' ORDER BY key")?;
+        let rows = stmt.query_map(params![sweep], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Done jobs of `sweep` whose rows are lost (`armada check --repair`): queued again,
+    /// in no part, and the sweep's summaries no longer complete. Answers how many.
+    pub fn requeue_lost(&mut self, sweep: &str, keys: &[String]) -> Result<usize> {
+        self.alive()?;
+        let tx = self.conn.transaction()?;
+        let mut n = 0;
+        {
+            let mut job = tx.prepare_cached(
+                "UPDATE jobs SET state = 'queued', part = NULL WHERE sweep_id = ?1 AND key = ?2 AND state = 'done'",
+            )?;
+            for key in keys {
+                n += job.execute(params![sweep, key])?;
+            }
+            tx.execute("UPDATE sweeps SET summarized = 0 WHERE id = ?1", params![sweep])?;
+        }
+        tx.commit()?;
+        Ok(n)
     }
 
     /// Cancel a sweep: its queued and running jobs become cancelled, its running attempts void.

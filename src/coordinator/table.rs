@@ -360,23 +360,20 @@ impl JobTable {
         (effects, reopen)
     }
 
-    /// The part holding these `(job, attempt)`s could not be written or recorded: each job
-    /// whose current attempt it was is queued again (or fails).
+    /// The part holding these `(job, attempt)`s could not be written or recorded: the
+    /// coordinator's failure, not the jobs'. Each job whose current attempt it was is queued
+    /// again, first, with that attempt uncounted (it re-runs to the same bits).
     pub fn commit_failed(&mut self, jobs: &[(usize, u64)], error: &str) -> (Vec<Effect>, BTreeSet<Arc<str>>) {
         let reopen = self.end_commits(jobs);
         let mut effects = Vec::new();
         for &(i, attempt) in jobs {
             let error = format!("writing its trajectory: {error}");
             match self.jobs[i].current {
-                Some(current) if current == attempt => {
-                    self.requeue_or_fail(i, attempt, error, &mut effects);
-                }
+                Some(current) if current == attempt => self.requeue_unwritten(i, attempt, error, &mut effects),
+                // The job's current attempt finished while this (late) one was committing,
+                // and its result was dropped: run it again.
                 Some(current) if !self.attempts.contains_key(&current) => {
-                    // The job's current attempt finished while this (late) one was
-                    // committing, and its result was dropped: run it again, uncounted.
-                    let job = &mut self.jobs[i];
-                    job.attempts = job.attempts.saturating_sub(1);
-                    self.requeue_or_fail(i, current, error, &mut effects);
+                    self.requeue_unwritten(i, current, error, &mut effects)
                 }
                 // A late (expired) attempt's job is queued, or run by another attempt.
                 _ => {
@@ -389,6 +386,26 @@ impl JobTable {
             }
         }
         (effects, reopen)
+    }
+
+    /// Queue job `i` again, first, its attempt `attempt` uncounted: what it computed could
+    /// not be written, for the coordinator's reasons (`error`).
+    fn requeue_unwritten(&mut self, i: usize, attempt: u64, error: String, effects: &mut Vec<Effect>) {
+        let job = &mut self.jobs[i];
+        job.attempts = job.attempts.saturating_sub(1);
+        job.state = JobState::Queued;
+        job.current = None;
+        job.error = Some(error.as_str().into());
+        let attempt_no = job.attempts;
+        effects.push(Effect::EndAttempt {
+            attempt,
+            job: i,
+            outcome: AttemptOutcome::Unwritten,
+            state: JobState::Queued,
+            error: Some(error.clone()),
+        });
+        self.enqueue(i, true);
+        effects.push(Effect::Failed { job: i, error, attempt_no, is_final: false });
     }
 
     fn end_commits(&mut self, jobs: &[(usize, u64)]) -> BTreeSet<Arc<str>> {
@@ -653,7 +670,7 @@ mod tests {
     /// at the transition that decides them. No store, no clock, no sleeping.
     #[test]
     fn random_histories_keep_the_lifecycle_invariants() {
-        let (mut expired, mut wins, mut dropped, mut failed) = (0, 0, 0, 0);
+        let (mut expired, mut wins, mut dropped, mut failed, mut unwritten) = (0, 0, 0, 0, 0);
         for seed in 1..=400u64 {
             let mut rng = Gen::new(seed);
             let n_jobs = 1 + rng.below(6) as usize;
@@ -748,7 +765,18 @@ mod tests {
                         let n = 1 + rng.below(m.committing.len() as u64) as usize;
                         let part: Vec<(usize, u64)> = m.committing.drain(..n).collect();
                         if rng.chance(20) {
+                            let current: Vec<(usize, u32)> = part
+                                .iter()
+                                .filter(|&&(job, id)| t.jobs[job].current == Some(id))
+                                .map(|&(job, _)| (job, t.jobs[job].attempts))
+                                .collect();
                             t.commit_failed(&part, "disk full");
+                            // The coordinator's failure: queued again, the attempt uncounted.
+                            for (job, attempts) in current {
+                                let j = &t.jobs[job];
+                                assert_eq!((j.state, j.attempts), (JobState::Queued, attempts - 1), "{context}");
+                                unwritten += 1;
+                            }
                         } else {
                             t.committed(&part);
                             for &(job, id) in part.iter().filter(|(job, _)| !m.tombstones.contains(job)) {
@@ -821,6 +849,7 @@ mod tests {
         }
         // The histories reach every decision often.
         assert!(expired > 500 && wins > 500 && dropped > 20 && failed > 200, "{expired} {wins} {dropped} {failed}");
+        assert!(unwritten > 50, "{unwritten} commits the coordinator could not write");
     }
 
     /// A lease renewed within its ttl lives on however long the job runs; one that is not

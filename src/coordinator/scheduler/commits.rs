@@ -95,7 +95,10 @@ impl Scheduler {
             let (effects, reopen) = self.table.commit_failed(&committed, &e);
             self.apply(effects);
             for c in jobs {
-                let _ = c.reply.send(Err(CommandError::internal(format!("writing the trajectory: {e}"))));
+                // The coordinator's failure, not the worker's: a status the worker retries
+                // past, keeping its session and its other attempts.
+                let message = format!("the coordinator could not write the trajectory ({e}); the job is queued again");
+                let _ = c.reply.send(Err(CommandError::unavailable(message)));
             }
             for sweep in reopen {
                 self.open_live(&sweep);

@@ -174,12 +174,14 @@ async fn a_failed_part_write_requeues_the_job_and_a_later_attempt_commits() {
     std::fs::write(sweep_dir.join("trajectories"), b"in the way").unwrap();
     let w = register(&s).await;
     let first = lease(&s, &w).await;
-    assert_eq!(upload_and_complete(&s, &w, first[0].attempt_id, 1.0).await, Err(ErrorKind::Internal));
+    // The coordinator's failure: retryable, and the job queued again with the attempt
+    // uncounted.
+    assert_eq!(upload_and_complete(&s, &w, first[0].attempt_id, 1.0).await, Err(ErrorKind::Unavailable));
     let st = status(&s).await;
     assert_eq!((st.n_done, st.n_queued, st.n_running), (0, 1, 0));
     std::fs::remove_file(sweep_dir.join("trajectories")).unwrap();
     let second = lease(&s, &w).await;
-    assert_eq!(second[0].attempt, 2);
+    assert_eq!(second[0].attempt, 1, "the unwritten attempt is not counted");
     assert_eq!(upload_and_complete(&s, &w, second[0].attempt_id, 2.0).await, Ok(true));
     assert_eq!(status(&s).await.n_done, 1);
     let stored = results::stored_jobs(&sweep_dir, None).unwrap();

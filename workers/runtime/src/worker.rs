@@ -435,7 +435,11 @@ async fn commit(
     let reply = client.complete_attempts(request).await?.into_inner();
     for outcome in reply.outcomes {
         let id = outcome.attempt_id;
-        if outcome.code != 0 {
+        if Code::from(outcome.code) == Code::Unavailable {
+            // The coordinator could not write it (a full disk, say) and runs the job again:
+            // its trouble, not this session's.
+            warn!("attempt {id}: {}", outcome.message);
+        } else if outcome.code != 0 {
             void_or_lost(id, tonic::Status::new(Code::from(outcome.code), outcome.message))?;
         } else if !outcome.committed {
             info!("attempt {id}: another attempt had committed the job; dropped");
