@@ -32,7 +32,7 @@ pub struct Metrics {
     pub jobs_committed: AtomicU64,
     pub parts_written: AtomicU64,
     pub parts_failed: AtomicU64,
-    /// Ended attempts by outcome (`committed`, `failed`, `dropped`, `released`): few keys.
+    /// Ended attempts by outcome (`committed`, `failed`, `dropped`, `released`, `unwritten`): few keys.
     attempts_ended: Mutex<BTreeMap<&'static str, u64>>,
     commit_latency: Histogram,
 }
