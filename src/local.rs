@@ -48,7 +48,11 @@ pub fn run_sweep(
     std::fs::create_dir_all(results::trajectories_dir(sweep_dir))?;
     // The caller holds the results directory's lock: temp files here are a dead writer's.
     results::remove_temp_files(sweep_dir)?;
-    let done = results::stored_keys(sweep_dir)?;
+    // A damaged part's jobs are not done: they run again, into a new part.
+    let (done, damaged) = results::stored_keys(sweep_dir)?;
+    for e in damaged {
+        tracing::warn!(error = %e, "a damaged part is left out; its jobs run again");
+    }
     let mut pending: Vec<&ValidJob> = sweep.jobs.iter().filter(|j| !done.contains(&j.key.0)).collect();
     // Seed-major order (stable within a seed): an interrupted sweep has every cell at
     // about the same number of seeds, so its partial summaries are balanced.

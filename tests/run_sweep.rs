@@ -268,8 +268,15 @@ fn check_reports_lost_rows_and_repair_reruns_them_to_the_same_results() {
     let sweep = dir.path().join("small.toml");
     std::fs::write(&sweep, SMALL).unwrap();
     let good = dir.path().join("good");
-    let o = armada(&["run", sweep.to_str().unwrap(), "--out", good.to_str().unwrap()]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    // Two seeds, then the third: two parts at least, so that one can be lost alone.
+    let two = dir.path().join("two").join("small.toml");
+    std::fs::create_dir_all(two.parent().unwrap()).unwrap();
+    std::fs::write(&two, SMALL.replace("seeds = 3", "seeds = 2")).unwrap();
+    for file in [&two, &sweep] {
+        let o = armada(&["run", file.to_str().unwrap(), "--out", good.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+    }
+    assert!(part_files(&good.join("small")).len() >= 2);
     let clean = armada(&["check", good.to_str().unwrap(), "--full"]);
     assert!(clean.status.success() && text(&clean.stdout).contains("no problem found"), "{}", text(&clean.stdout));
     let copy_of_good = |name: &str| {
@@ -281,14 +288,27 @@ fn check_reports_lost_rows_and_repair_reruns_them_to_the_same_results() {
     for damage in ["truncated", "deleted"] {
         let copy = copy_of_good(damage);
         let sweep_dir = copy.join("small");
-        let victim = part_files(&sweep_dir).remove(0);
+        let victim = part_files(&sweep_dir).pop().unwrap();
         let lost: Vec<String> = jobs_in(&victim).into_keys().collect();
-        assert!(!lost.is_empty());
+        assert!(!lost.is_empty() && lost.len() < 18, "{}", lost.len());
         if damage == "truncated" {
             let len = std::fs::metadata(&victim).unwrap().len();
             std::fs::OpenOptions::new().write(true).open(&victim).unwrap().set_len(len / 2).unwrap();
         } else {
             std::fs::remove_file(&victim).unwrap();
+        }
+        if damage == "truncated" {
+            // Before any repair, the intact jobs are summarized and the damaged part named.
+            let summarized = armada(&["summarize", sweep_dir.to_str().unwrap()]);
+            let stderr = text(&summarized.stderr);
+            assert_eq!(summarized.status.code(), Some(1), "{stderr}");
+            assert!(stderr.contains(&format!("left out, unreadable: {}", victim.display())), "{stderr}");
+            assert!(stderr.contains(&format!("wrote {}", sweep_dir.join("summary.parquet").display())), "{stderr}");
+            assert!(stderr.contains(&format!("from {} jobs", 18 - lost.len())), "{stderr}");
+            // A run of the sweep is not stopped by it either, and says what to do.
+            let rerun = armada(&["run", sweep.to_str().unwrap(), "--out", copy.to_str().unwrap()]);
+            let stderr = text(&rerun.stderr);
+            assert!(stderr.contains("1 damaged parts") && stderr.contains("armada check --repair"), "{stderr}");
         }
         let checked = armada(&["check", copy.to_str().unwrap()]);
         let report = text(&checked.stdout);

@@ -45,7 +45,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let keys: BTreeSet<String> = sweep.jobs.iter().map(|j| j.key.0.clone()).collect();
     let n_jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
     let progress = !args.quiet && std::io::stderr().is_terminal();
-    let (done_before, _) = done_keys(&sweep_dir, &keys)?;
+    let (done_before, _, _) = done_keys(&sweep_dir, &keys)?;
     let started = std::time::Instant::now();
     let family = registry.family(&sweep.family)?;
     // In process, the summaries are built from the files here; the coordinator builds
@@ -68,7 +68,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         let outcome = embedded::run_embedded(&text, stem, &args.out, &config)?;
         (armada::client::failure_lines(&outcome.status, 20), outcome.summary)
     };
-    let (done_after, n_other) = done_keys(&sweep_dir, &keys)?;
+    let (done_after, n_other, damaged) = done_keys(&sweep_dir, &keys)?;
     eprintln!(
         "{}: {} jobs, {} already done, {} run, {} failed in {:.1} s",
         sweep.name,
@@ -78,6 +78,16 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         sweep.jobs.len() - done_after,
         started.elapsed().as_secs_f64()
     );
+    if !damaged.is_empty() {
+        for e in &damaged {
+            eprintln!("damaged: {e}");
+        }
+        eprintln!(
+            "{} damaged parts: their jobs count as failed here; `armada check --repair {}` queues them to run again",
+            damaged.len(),
+            args.out.display()
+        );
+    }
     if done_after == 0 {
         for line in failures {
             eprintln!("{line}");
@@ -90,6 +100,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         None => {
             let report = results::rebuild_summaries(&sweep_dir, Some(&keys), family.summary_axes())
                 .context("building summaries")?;
+            for part in &report.damaged {
+                eprintln!("left out of the summaries, unreadable: {} (`armada check --repair`)", part.display());
+            }
             (report.summary_path.display().to_string(), report.final_path.display().to_string(), report.n_jobs)
         }
     };
@@ -111,12 +124,16 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// How many of `keys` are in a part in `sweep_dir`, and how many other jobs are.
-fn done_keys(sweep_dir: &std::path::Path, keys: &BTreeSet<String>) -> anyhow::Result<(usize, usize)> {
+/// How many of `keys` are in a readable part in `sweep_dir`, how many other jobs are, and
+/// the parts that cannot be read.
+fn done_keys(
+    sweep_dir: &std::path::Path,
+    keys: &BTreeSet<String>,
+) -> anyhow::Result<(usize, usize, Vec<results::ResultsError>)> {
     if !results::trajectories_dir(sweep_dir).is_dir() {
-        return Ok((0, 0));
+        return Ok((0, 0, Vec::new()));
     }
-    let stored = results::stored_keys(sweep_dir)?;
+    let (stored, damaged) = results::stored_keys(sweep_dir)?;
     let done = stored.intersection(keys).count();
-    Ok((done, stored.len() - done))
+    Ok((done, stored.len() - done, damaged))
 }

@@ -38,5 +38,15 @@ pub fn summarize(args: SummarizeArgs) -> anyhow::Result<ExitCode> {
     }
     let only: Vec<&str> = args.metrics.iter().map(String::as_str).collect();
     println!("{}", results::final_table(&args.sweep_dir, &only)?);
+    if !report.damaged.is_empty() {
+        for part in &report.damaged {
+            eprintln!("left out, unreadable: {}", part.display());
+        }
+        eprintln!(
+            "{} damaged parts: their jobs are not in the summaries; `armada check --repair` on the data directory queues them again",
+            report.damaged.len()
+        );
+        return Ok(ExitCode::from(1));
+    }
     Ok(ExitCode::SUCCESS)
 }

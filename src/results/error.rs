@@ -30,6 +30,14 @@ pub enum ResultsError {
 pub type Result<T, E = ResultsError> = std::result::Result<T, E>;
 
 impl ResultsError {
+    /// The file that is not what armada writes, when that is what went wrong.
+    pub fn damaged_file(&self) -> Option<&Path> {
+        match self.root() {
+            ResultsError::Damaged { path, .. } => Some(path),
+            _ => None,
+        }
+    }
+
     /// What went wrong, under every [`ResultsError::In`].
     pub fn root(&self) -> &ResultsError {
         match self {

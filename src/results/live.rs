@@ -404,7 +404,11 @@ pub fn locate(sweep_dir: &Path, done: &BTreeSet<String>) -> Result<Vec<StoredRow
     if done.is_empty() || !trajectories_dir(sweep_dir).is_dir() {
         return Ok(Vec::new());
     }
-    stored_jobs(sweep_dir, Some(done))
+    let Readable { jobs, damaged } = readable_jobs(sweep_dir, Some(done))?;
+    for e in damaged {
+        tracing::warn!(error = %e, "a damaged part is left out of the live summaries: run `armada check`");
+    }
+    Ok(jobs)
 }
 
 #[cfg(test)]

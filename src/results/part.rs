@@ -131,11 +131,37 @@ pub fn part_files(sweep_dir: &Path) -> Result<Vec<PathBuf>> {
 
 /// Every committed job of a sweep (whose key is in `only`, when given), sorted by key,
 /// from the parts' footers. A key found in two files is an error: it cannot happen with
-/// one writer per results directory, and summaries would count it twice.
+/// one writer per results directory, and summaries would count it twice. So is a damaged
+/// part: see [`readable_jobs`] for the jobs of the parts that can be read.
 pub fn stored_jobs(sweep_dir: &Path, only: Option<&BTreeSet<String>>) -> Result<Vec<StoredRows>> {
-    let mut jobs = Vec::new();
+    let Readable { jobs, mut damaged } = readable_jobs(sweep_dir, only)?;
+    match damaged.is_empty() {
+        true => Ok(jobs),
+        false => Err(damaged.swap_remove(0)),
+    }
+}
+
+/// The jobs of a sweep's readable parts, and why each other part cannot be read.
+pub struct Readable {
+    /// Sorted by key.
+    pub jobs: Vec<StoredRows>,
+    /// One [`ResultsError::Damaged`] per part whose footer or index cannot be read.
+    pub damaged: Vec<ResultsError>,
+}
+
+/// [`stored_jobs`] of the parts that can be read: one damaged part stops nothing but its
+/// own jobs (a resubmission, a summary of the rest, the live summaries), and is reported.
+pub fn readable_jobs(sweep_dir: &Path, only: Option<&BTreeSet<String>>) -> Result<Readable> {
+    let (mut jobs, mut damaged) = (Vec::new(), Vec::new());
     for path in part_files(sweep_dir)? {
-        let mut found = read_index(&path)?;
+        let mut found = match read_index(&path) {
+            Ok(found) => found,
+            Err(e @ ResultsError::Damaged { .. }) => {
+                damaged.push(e);
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         if let Some(keys) = only {
             found.retain(|j| keys.contains(&j.key));
         }
@@ -146,12 +172,13 @@ pub fn stored_jobs(sweep_dir: &Path, only: Option<&BTreeSet<String>>) -> Result<
         let why = format!("job {} is stored twice, in {} and {}", w[0].key, w[0].part.display(), w[1].part.display());
         return Err(not_armadas(&w[1].part, why));
     }
-    Ok(jobs)
+    Ok(Readable { jobs, damaged })
 }
 
-/// The keys of every committed job of a sweep.
-pub fn stored_keys(sweep_dir: &Path) -> Result<BTreeSet<String>> {
-    Ok(stored_jobs(sweep_dir, None)?.into_iter().map(|j| j.key).collect())
+/// The keys of every committed job of a sweep's readable parts, and the damaged parts.
+pub fn stored_keys(sweep_dir: &Path) -> Result<(BTreeSet<String>, Vec<ResultsError>)> {
+    let Readable { jobs, damaged } = readable_jobs(sweep_dir, None)?;
+    Ok((jobs.into_iter().map(|j| j.key).collect(), damaged))
 }
 
 /// The jobs in one part file, from its footer.
@@ -642,7 +669,7 @@ mod tests {
             .map(|e| e.unwrap().file_name().into_string().unwrap())
             .collect();
         assert_eq!(names, vec![format!("part-{}.parquet", job.key)], "no temp file left behind");
-        assert_eq!(stored_keys(dir.path()).unwrap(), BTreeSet::from([job.key.0.clone()]));
+        assert_eq!(stored_keys(dir.path()).unwrap().0, BTreeSet::from([job.key.0.clone()]));
     }
 
     /// Many jobs of several cells in one part: sorted by (cell, key), indexed in the footer,
@@ -712,7 +739,7 @@ mod tests {
     #[test]
     fn listing_ignores_temp_files_and_reads_files_without_an_index_as_one_job() {
         let dir = tempfile::tempdir().unwrap();
-        assert!(stored_keys(dir.path()).unwrap().is_empty(), "missing dir = no jobs");
+        assert!(stored_keys(dir.path()).unwrap().0.is_empty(), "missing dir = no jobs");
         let traj = trajectories_dir(dir.path());
         fs::create_dir_all(&traj).unwrap();
         for name in [".abc.parquet.1.0.tmp", "notes.txt"] {
@@ -746,7 +773,17 @@ mod tests {
         assert!(matches!(err.root(), ResultsError::Damaged { path: p, .. } if *p == path), "{err:?}");
         let err = format!("{err:#}");
         assert!(err.contains(&path.display().to_string()) && err.contains("has no job index"), "{err}");
-        assert!(crate::results::summarize(dir.path(), None).is_err(), "summarize must refuse it too");
+        // Summaries leave it out and say so; alone, it is what they fail on.
+        let err = crate::results::summarize(dir.path(), None).unwrap_err();
+        assert_eq!(err.damaged_file(), Some(path.as_path()), "{err}");
+        let other = job("lse", "sinusoidal", "straddle", 10);
+        let other_part = write_shard(dir.path(), &other, &METRICS, &records(4, 0.0)).unwrap();
+        let report = crate::results::summarize(dir.path(), None).unwrap();
+        assert_eq!((report.n_jobs, report.damaged.clone()), (1, vec![path.clone()]));
+        let readable = readable_jobs(dir.path(), None).unwrap();
+        assert_eq!(readable.jobs.iter().map(|j| j.key.as_str()).collect::<Vec<_>>(), [other.key.0.as_str()]);
+        assert_eq!(readable.damaged.len(), 1);
+        fs::remove_file(&other_part).unwrap();
         // Renamed as an older armada's one-job file, the other jobs' rows still show.
         fs::remove_file(&path).unwrap();
         let legacy = trajectories_dir(dir.path()).join(format!("{}.parquet", jobs[0].0.key));
@@ -774,7 +811,7 @@ mod tests {
         };
         let err = write_part(dir.path(), &METRICS, vec![lying]).unwrap_err();
         assert!(format!("{err:#}").contains("2 records where 3 were announced"), "{err:#}");
-        assert!(stored_keys(dir.path()).unwrap().is_empty());
+        assert!(stored_keys(dir.path()).unwrap().0.is_empty());
         assert_eq!(fs::read_dir(trajectories_dir(dir.path())).unwrap().count(), 0, "no temp file left behind");
     }
 }

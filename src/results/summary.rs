@@ -30,6 +30,8 @@ pub struct SummaryReport {
     pub n_rows: usize,
     pub summary_path: PathBuf,
     pub final_path: PathBuf,
+    /// Parts that could not be read, left out (their jobs are not in the summaries).
+    pub damaged: Vec<PathBuf>,
 }
 
 /// Read the committed jobs under `trajectories/` (those whose key is in `only`, when given)
@@ -40,7 +42,12 @@ pub struct SummaryReport {
 /// `armada run` passes the keys of its sweep, so that jobs left by an edited sweep
 /// file or by older code (an older version of its family) never leak into its summaries.
 pub fn rebuild_summaries(sweep_dir: &Path, only: Option<&BTreeSet<String>>, axes: &[&str]) -> Result<SummaryReport> {
-    let mut jobs = stored_jobs(sweep_dir, None)?;
+    let Readable { mut jobs, mut damaged } = readable_jobs(sweep_dir, None)?;
+    if jobs.is_empty() && !damaged.is_empty() {
+        // Nothing readable: say why, not that there is nothing.
+        return Err(damaged.swap_remove(0));
+    }
+    let damaged: Vec<PathBuf> = damaged.iter().filter_map(|e| e.damaged_file().map(Path::to_path_buf)).collect();
     let n_found = jobs.len();
     if let Some(keys) = only {
         jobs.retain(|j| keys.contains(&j.key));
@@ -58,7 +65,7 @@ pub fn rebuild_summaries(sweep_dir: &Path, only: Option<&BTreeSet<String>>, axes
         .map(|(cell, cell_jobs)| summarize_cell(cell, &cell_jobs, axes))
         .collect::<Result<Vec<_>>>()?;
     let report = write_summaries(sweep_dir, &cells.iter().collect::<Vec<_>>(), axes)?;
-    Ok(SummaryReport { n_left_out, ..report })
+    Ok(SummaryReport { n_left_out, damaged, ..report })
 }
 
 /// [`rebuild_summaries`] without along tables.
@@ -123,6 +130,7 @@ pub fn write_summaries(sweep_dir: &Path, cells: &[&CellSummary], axes: &[&str]) 
         n_rows: cells.iter().map(|c| c.n_rows).sum(),
         summary_path,
         final_path,
+        damaged: Vec::new(),
     })
 }
 

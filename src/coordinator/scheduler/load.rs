@@ -76,7 +76,15 @@ impl Scheduler {
                 if known.contains(&name) {
                     continue;
                 }
-                for job in results::read_index(&path)? {
+                // A damaged part stops nothing but its own jobs (`armada check` reports it).
+                let index = match results::read_index(&path) {
+                    Err(e @ results::ResultsError::Damaged { .. }) => {
+                        warn!(sweep = %sweep, error = %e, "a damaged part is left out: run `armada check`");
+                        continue;
+                    }
+                    index => index?,
+                };
+                for job in index {
                     found.insert((sweep.clone(), job.key), name.clone());
                 }
             }

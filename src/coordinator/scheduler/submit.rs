@@ -55,7 +55,10 @@ impl Scheduler {
         // A resubmission: what the sweep has is not added again, and what it has that the
         // submission does not is dropped.
         let plan = self.sweeps.plan(&name, &family, &keys, &self.table)?;
-        let on_disk = results::stored_keys(&self.results_dir.join(&name)).map_err(internal)?;
+        let (on_disk, damaged) = results::stored_keys(&self.results_dir.join(&name)).map_err(internal)?;
+        for e in damaged {
+            warn!(sweep = %name, error = %e, "a damaged part is left out: `armada check --repair` queues its jobs again");
+        }
         let on_disk = on_disk.iter().filter_map(|k| Key::parse(k)).collect();
         let templates: Vec<Arc<Template>> =
             templates.into_iter().map(|spec| self.templates.shared(spec, &family)).collect();
