@@ -103,6 +103,15 @@ fn release_free_memory() {
     }
 }
 
+/// Drop the event channels no one watches any more, with their buffers (room for
+/// [`WATCH_EVENTS`] events: hundreds of KB): a finished sweep's watchers leave, and no event
+/// would come to drop its channel. Answers how many were dropped.
+fn prune_unwatched(watchers: &mut HashMap<String, broadcast::Sender<SweepEvent>>) -> usize {
+    let before = watchers.len();
+    watchers.retain(|_, events| events.receiver_count() > 0);
+    before - watchers.len()
+}
+
 pub struct Scheduler {
     /// The families known, built in and declared.
     catalog: Arc<Catalog>,
@@ -220,6 +229,7 @@ impl Scheduler {
                     let now = Instant::now().into_std();
                     self.expire_leases(now);
                     self.forget_idle_workers(now);
+                    prune_unwatched(&mut self.watchers);
                 }
                 _ = tokio::task::yield_now(), if self.storing.is_some() => {
                     let started = Instant::now();

@@ -983,3 +983,18 @@ async fn random_histories_killed_between_any_two_store_writes_recover() {
     // The histories crashed often and kept sweeps (floors chosen, not measured).
     assert!(crashes >= 20 && kept >= 20, "{crashes} crashes, {kept} sweeps kept");
 }
+
+/// The event channels of sweeps no one watches any more are dropped, those still watched
+/// kept (the tick calls this every 100 ms).
+#[test]
+fn unwatched_event_channels_are_dropped_and_watched_ones_kept() {
+    let mut watchers = HashMap::new();
+    let (kept, _kept_rx) = broadcast::channel(WATCH_EVENTS);
+    let (left, left_rx) = broadcast::channel(WATCH_EVENTS);
+    watchers.insert("watched".to_string(), kept);
+    watchers.insert("finished".to_string(), left);
+    assert_eq!(prune_unwatched(&mut watchers), 0, "both are watched");
+    drop(left_rx);
+    assert_eq!(prune_unwatched(&mut watchers), 1);
+    assert_eq!(watchers.keys().collect::<Vec<_>>(), ["watched"]);
+}
