@@ -116,6 +116,9 @@ async fn watch_once(
         let Some(event) = event else { return Ok(None) };
         match event.event {
             Some(Event::Snapshot(s)) => {
+                for line in trouble_lines(&s.write_troubles) {
+                    bar.println(line);
+                }
                 bar.set_length(u64::from(s.n_jobs));
                 bar.set_position(settled(&s));
                 n_done = u64::from(s.n_done);
@@ -129,6 +132,14 @@ async fn watch_once(
                 bar.println(format!("job {} attempt {} {verdict}: {}", f.description, f.attempt, f.error));
                 if f.r#final {
                     bar.inc(1);
+                }
+            }
+            Some(Event::WriteTroubles(t)) if t.troubles.is_empty() => {
+                bar.println("writes succeed again");
+            }
+            Some(Event::WriteTroubles(t)) => {
+                for line in trouble_lines(&t.troubles) {
+                    bar.println(line);
                 }
             }
             Some(Event::JobStarted(_)) | None => {}
@@ -158,6 +169,30 @@ pub fn describe(s: &pb::SweepStatus) -> String {
         "{}: {state}, {} jobs: {} done, {} running, {} queued, {} failed, {} cancelled ({})",
         s.sweep_id, s.n_jobs, s.n_done, s.n_running, s.n_queued, s.n_failed, s.n_cancelled, s.results_dir
     )
+}
+
+/// One line per place where the coordinator's writes fail (each place once), with what
+/// waits on it; nothing when every write succeeds.
+pub fn trouble_lines<'a>(troubles: impl IntoIterator<Item = &'a pb::WriteTrouble>) -> Vec<String> {
+    let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
+    let mut places = std::collections::BTreeSet::new();
+    troubles
+        .into_iter()
+        .filter(|t| places.insert(t.place.clone()))
+        .map(|t| {
+            let waits = if t.place.starts_with("the store") {
+                "nothing is leased or recorded meanwhile"
+            } else {
+                "its jobs are queued again meanwhile"
+            };
+            let seconds = (now_ms - t.since_unix_ms).max(0) / 1000;
+            format!(
+                "writes failing: {}: {} ({} failed writes over {seconds} s; {waits}; it resumes by itself once \
+                 the writes succeed: free space, or see docs/operations.md)",
+                t.place, t.error, t.failures
+            )
+        })
+        .collect()
 }
 
 /// One line per failed job, at most `shown`, then how many more the coordinator has.

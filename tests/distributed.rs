@@ -745,12 +745,141 @@ fn a_part_the_coordinator_cannot_write_costs_the_worker_nothing() {
     });
     let status = text(&client(&["status", "blocked"], &coord.url, 30).stdout);
     assert!(status.contains("3 jobs: 0 done") && status.contains(", 0 failed"), "{status}");
+    assert!(status.contains("writes failing: the trajectory parts of sweep blocked: "), "{status}");
     std::fs::remove_file(data.join("blocked").join("trajectories")).unwrap();
     let watched = client(&["watch", "blocked", "--quiet"], &coord.url, 60);
     assert!(watched.status.success(), "{}", text(&watched.stderr));
     for (sweep, n) in [("blocked", 3), ("healthy", 6)] {
         assert_eq!(job_count(&data.join(sweep)), n);
         assert_each_step_once(&data.join(sweep), 5);
+    }
+    let log = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(log.matches("registered with").count(), 1, "one session throughout:\n{log}");
+}
+
+/// A tmpfs of `size` mounted at `dir` for the life of the value (unmounted when dropped);
+/// `None` when this machine does not let the test mount one (not root), which fails the
+/// test under `ARMADA_REQUIRE_MOUNT=1` (as `.ci/run` sets).
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(dir: &Path, size: &str) -> Option<Tmpfs> {
+        std::fs::create_dir_all(dir).unwrap();
+        let mounted = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs", dir.to_str().unwrap()])
+            .stderr(Stdio::piped())
+            .output();
+        match mounted {
+            Ok(out) if out.status.success() => Some(Tmpfs(dir.to_path_buf())),
+            other => {
+                let why = other.map_or_else(|e| e.to_string(), |o| text(&o.stderr));
+                assert!(
+                    std::env::var("ARMADA_REQUIRE_MOUNT").as_deref() != Ok("1"),
+                    "cannot mount a tmpfs ({why}) and ARMADA_REQUIRE_MOUNT=1"
+                );
+                eprintln!("SKIPPED: cannot mount a tmpfs here ({why}); run as root, see ARMADA_REQUIRE_MOUNT");
+                None
+            }
+        }
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// The body of an HTTP GET of `path` from `addr` (the dashboard).
+fn http_get(addr: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response.split_once("\r\n\r\n").map(|(_, body)| body.to_string()).unwrap_or_default()
+}
+
+/// The value of one sample of a Prometheus page.
+fn sample(page: &str, name: &str) -> f64 {
+    let line = page.lines().find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '));
+    line.unwrap_or_else(|| panic!("no {name} in\n{page}")).rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+/// The coordinator's disk fills up mid-sweep (a 4 MB tmpfs, filled by another file): the
+/// trouble shows in `armada status`, on the dashboard and in /metrics while it lasts; the
+/// worker keeps its one session instead of registering again every few seconds; and once
+/// space is freed the sweep completes by itself, every trajectory and both summary tables
+/// the same bits as an uninterrupted run's, and the trouble is gone from every view.
+#[test]
+fn a_full_disk_is_shown_waited_out_and_loses_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(disk) = Tmpfs::mount(&tmp.path().join("disk"), "4m") else { return };
+    let sweep = write(
+        tmp.path(),
+        "full.toml",
+        &SLOW_SWEEP.replace("slow\"\nfamily", "full\"\nfamily").replace("seeds = 12", "seeds = 24"),
+    );
+    let reference = tmp.path().join("reference");
+    let out = armada(&["run", sweep.to_str().unwrap(), "--out", reference.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+
+    let data = disk.0.join("data");
+    let coord = serve(&data, 0, &[]);
+    let submitted = client(&["submit", sweep.to_str().unwrap()], &coord.url, 30);
+    assert!(submitted.status.success(), "{}", text(&submitted.stderr));
+    let log = tmp.path().join("w.log");
+    let _w = worker(&coord.url, 2, &log, &[]);
+    let sweep_dir = data.join("full");
+    wait_until(30, "a first committed job", || job_count(&sweep_dir) >= 1);
+
+    // Fill the disk.
+    let filler = disk.0.join("filler");
+    {
+        use std::io::Write;
+        let mut f = std::fs::File::create(&filler).unwrap();
+        while f.write_all(&[0u8; 16 << 10]).is_ok() {}
+        let _ = f.sync_all();
+    }
+    let status = || text(&client(&["status", "full"], &coord.url, 30).stdout);
+    wait_until(60, "writes failing in `armada status`", || status().contains("writes failing: "));
+    let shown = status();
+    assert!(!shown.contains("24 done"), "the sweep finished before the disk filled; make the jobs slower");
+    let metrics = http_get(&coord.dashboard, "/metrics");
+    let failing = sample(&metrics, "armada_writes_failing{place=\"store\"}")
+        + sample(&metrics, "armada_writes_failing{place=\"parts\"}");
+    assert!(failing >= 1.0, "{metrics}");
+    assert!(sample(&metrics, "armada_last_write_failure_timestamp_seconds") > 1e9);
+    let overview = http_get(&coord.dashboard, "/api/overview");
+    assert!(overview.contains("\"write_troubles\":[{"), "the dashboard's banner: {overview}");
+    // Full for a while: the worker waits, keeping its session.
+    std::thread::sleep(Duration::from_secs(6));
+    assert!(status().contains("writes failing: "), "still full");
+
+    std::fs::remove_file(&filler).unwrap();
+    let watched = client(&["watch", "full", "--quiet"], &coord.url, 120);
+    assert!(watched.status.success(), "{}", text(&watched.stderr));
+    let shown = status();
+    assert!(shown.contains("24 jobs: 24 done") && !shown.contains("writes failing"), "{shown}");
+    let metrics = http_get(&coord.dashboard, "/metrics");
+    assert_eq!(sample(&metrics, "armada_writes_failing{place=\"store\"}"), 0.0, "{metrics}");
+    assert_eq!(sample(&metrics, "armada_writes_failing{place=\"parts\"}"), 0.0, "{metrics}");
+    let failures = sample(&metrics, "armada_write_failures_total{place=\"store\"}")
+        + sample(&metrics, "armada_write_failures_total{place=\"parts\"}");
+    assert!(failures >= 1.0, "{metrics}");
+    assert!(http_get(&coord.dashboard, "/api/overview").contains("\"write_troubles\":[]"));
+
+    let (got, want) = (jobs(&sweep_dir), jobs(&reference.join("full")));
+    assert_eq!(got.len(), 24);
+    assert_eq!(got.keys().collect::<Vec<_>>(), want.keys().collect::<Vec<_>>());
+    for (key, df) in &got {
+        assert_same_trajectory(df, &want[key], key);
+    }
+    assert_each_step_once(&sweep_dir, 10);
+    for table in ["summary.parquet", "final.parquet"] {
+        let read = |dir: &Path| std::fs::read(dir.join("full").join(table)).unwrap();
+        assert!(read(&data) == read(&reference), "{table} differs from the uninterrupted run's");
     }
     let log = std::fs::read_to_string(&log).unwrap();
     assert_eq!(log.matches("registered with").count(), 1, "one session throughout:\n{log}");

@@ -2,7 +2,7 @@
 //! talking to a coordinator's `Sweeps` service.
 
 use anyhow::Context;
-use armada::client::{describe, failure_lines, status_error, Client};
+use armada::client::{describe, failure_lines, status_error, trouble_lines, Client};
 use armada_proto::v1 as pb;
 use armada_worker::auth::TOKEN_ENV;
 use std::io::IsTerminal;
@@ -129,6 +129,10 @@ pub fn status(args: StatusArgs) -> anyhow::Result<ExitCode> {
         };
         if sweeps.is_empty() {
             println!("no sweeps");
+        }
+        // Each place once, above the sweeps (the store's trouble holds up every sweep).
+        for line in trouble_lines(sweeps.iter().flat_map(|s| &s.write_troubles)) {
+            println!("{line}");
         }
         for s in &sweeps {
             println!("{}", describe(s));

@@ -7,9 +7,10 @@
 //! they are read when the page is scraped, from the scheduler's own state.
 
 use super::store::AttemptOutcome;
+use super::trouble::WriteTroubles;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Upper bounds (seconds) of the commit latency histogram's buckets: from a group commit of
@@ -35,6 +36,8 @@ pub struct Metrics {
     /// Ended attempts by outcome (`committed`, `failed`, `dropped`, `released`, `unwritten`): few keys.
     attempts_ended: Mutex<BTreeMap<&'static str, u64>>,
     commit_latency: Histogram,
+    /// Writes of the store and of parts that fail now, and every failure counted.
+    pub writes: Arc<WriteTroubles>,
 }
 
 impl Metrics {

@@ -23,6 +23,7 @@ pub mod spool;
 pub mod store;
 pub mod sweeps;
 pub mod table;
+pub mod trouble;
 
 pub use handle::SchedulerHandle;
 pub use scheduler::SchedulerConfig;

@@ -4,6 +4,7 @@
 //! kept in its wire form, as data: [`Checked`]).
 
 use super::declared::Checked;
+use super::trouble::Trouble;
 use armada_core::{JobSpec, MetricDef};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -125,6 +126,8 @@ pub struct SweepStatus {
     pub failures: Vec<JobFailed>,
     /// Failed jobs beyond the page.
     pub n_failures_omitted: u32,
+    /// Writes failing now that hold the sweep up: the store's, its parts'.
+    pub write_troubles: Vec<Trouble>,
 }
 
 /// A registered worker, as the dashboard shows it.
@@ -184,6 +187,9 @@ pub enum SweepEvent {
     JobFailed(JobFailed),
     /// Nothing is queued or running any more.
     SweepFinished(SweepStatus),
+    /// Writes that hold the sweep up began or stopped failing: those failing now (none:
+    /// every write succeeds again).
+    WriteTroubles(Vec<Trouble>),
 }
 
 /// Why a command was not carried out: who must act (the kind) and the message, which

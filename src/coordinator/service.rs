@@ -15,6 +15,7 @@ use super::replies::{
     SweepState, SweepStatus,
 };
 use super::sweeps::FailurePage;
+use super::trouble::Trouble;
 use crate::{results, sweep};
 use armada_core::{Registry, SpecError, ValidJob};
 use armada_proto::v1 as pb;
@@ -572,6 +573,19 @@ fn sweep_status(s: SweepStatus) -> pb::SweepStatus {
         results_dir: s.results_dir.display().to_string(),
         failures: s.failures.into_iter().map(job_failed).collect(),
         n_failures_omitted: s.n_failures_omitted,
+        write_troubles: s.write_troubles.into_iter().map(write_trouble).collect(),
+    }
+}
+
+fn write_trouble(t: Trouble) -> pb::WriteTrouble {
+    let unix_ms =
+        |at: std::time::SystemTime| at.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
+    pb::WriteTrouble {
+        place: t.place.to_string(),
+        error: t.error,
+        since_unix_ms: unix_ms(t.since),
+        last_unix_ms: unix_ms(t.last),
+        failures: t.failures,
     }
 }
 
@@ -608,6 +622,9 @@ fn sweep_event(e: SweepEvent) -> pb::SweepEvent {
         }),
         SweepEvent::JobFailed(f) => Event::JobFailed(job_failed(f)),
         SweepEvent::SweepFinished(s) => Event::SweepFinished(sweep_status(s)),
+        SweepEvent::WriteTroubles(troubles) => {
+            Event::WriteTroubles(pb::WriteTroubles { troubles: troubles.into_iter().map(write_trouble).collect() })
+        }
     };
     pb::SweepEvent { event: Some(event) }
 }

@@ -9,12 +9,14 @@
 //! in a part the store does not know (a crash between the rename and the update) is marked
 //! done at startup.
 
+use super::trouble::{Place, WriteTroubles};
 use armada_core::JobSpec;
 use armada_proto::v1 as pb;
 use armada_worker::wire;
 use prost::Message;
 use rusqlite::{params, Connection, OptionalExtension};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// What the store could not do. Each message names the store's file where it matters and
 /// says what to do where there is something to do.
@@ -180,6 +182,8 @@ pub struct StoredSweep {
 
 pub struct Store {
     conn: Connection,
+    /// Where the coordinator keeps the troubles its writes meet (none: `armada check`).
+    troubles: Option<Arc<WriteTroubles>>,
     /// Tests: the coordinator "dies" after this many more writes (every later one fails, as
     /// if the process had stopped there).
     #[cfg(test)]
@@ -278,6 +282,7 @@ impl Store {
             Err(cause) => Err(StoreError::Prepare { path, cause }),
             Ok(()) => Ok(Store {
                 conn,
+                troubles: None,
                 #[cfg(test)]
                 writes_left: None,
             }),
@@ -323,8 +328,21 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    /// Refuses every write once a test's crash point is reached (see `crash_after`).
-    fn alive(&mut self) -> Result<()> {
+    /// Every write: refused once a test's crash point is reached (see `crash_after`), and
+    /// its failure or success reported to the coordinator's [`WriteTroubles`], if it listens.
+    fn write<T>(&mut self, body: impl FnOnce(&mut Connection) -> Result<T>) -> Result<T> {
+        let written = self.past_crash_point().and_then(|()| body(&mut self.conn));
+        if let Some(troubles) = &self.troubles {
+            match &written {
+                Ok(_) => troubles.succeeded(&Place::Store),
+                Err(e) => troubles.failed(Place::Store, &e.to_string(), std::time::SystemTime::now()),
+            }
+        }
+        written
+    }
+
+    /// Tests: one more write allowed, unless the crash point is reached.
+    fn past_crash_point(&mut self) -> Result<()> {
         #[cfg(test)]
         if let Some(left) = self.writes_left.as_mut() {
             if *left == 0 {
@@ -335,22 +353,28 @@ impl Store {
         Ok(())
     }
 
-    /// Tests: allow `n` more writes, then refuse every one, as a coordinator killed there.
+    /// Report every write's failure or success to `troubles` from now on.
+    pub fn report_writes_to(&mut self, troubles: Arc<WriteTroubles>) {
+        self.troubles = Some(troubles);
+    }
+
+    /// Tests: allow `n` more writes, then refuse every one, as a coordinator killed there
+    /// (`None`: allow every write again).
     #[cfg(test)]
-    pub fn crash_after(&mut self, n: usize) {
-        self.writes_left = Some(n);
+    pub fn crash_after(&mut self, n: impl Into<Option<usize>>) {
+        self.writes_left = n.into();
     }
 
     /// Keep a declared family (its name and version are new: the caller checked).
     pub fn add_family(&mut self, name: &str, version: u32, digest: &str, declaration: &[u8]) -> Result<()> {
-        self.alive()?;
-        self.conn
-            .execute(
+        self.write(|conn| {
+            conn.execute(
                 "INSERT INTO families (name, version, digest, declaration) VALUES (?1, ?2, ?3, ?4)",
                 params![name, version, digest, declaration],
             )
             .map_err(|cause| StoreError::Declare { name: name.to_string(), version, cause })?;
-        Ok(())
+            Ok(())
+        })
     }
 
     /// The largest attempt id ever handed out (ids are never reused, across restarts too).
@@ -365,32 +389,34 @@ impl Store {
     /// store, and none of them counts until [`Store::commit_submission`]. Returns the
     /// submission's generation: a new sweep's row stays hidden (generation -1) until then.
     pub fn begin_submission(&mut self, id: &str, family: &str, now_ms: i64) -> Result<i64> {
-        self.alive()?;
-        let current: Option<i64> =
-            self.conn.query_row("SELECT generation FROM sweeps WHERE id = ?1", params![id], |r| r.get(0)).optional()?;
-        if let Some(generation) = current {
-            return Ok(generation.max(0) + 1);
-        }
-        self.conn.execute(
-            "INSERT INTO sweeps (id, family, created_ms, generation) VALUES (?1, ?2, ?3, -1)",
-            params![id, family, now_ms],
-        )?;
-        Ok(0)
+        self.write(|conn| {
+            let current: Option<i64> =
+                conn.query_row("SELECT generation FROM sweeps WHERE id = ?1", params![id], |r| r.get(0)).optional()?;
+            if let Some(generation) = current {
+                return Ok(generation.max(0) + 1);
+            }
+            conn.execute(
+                "INSERT INTO sweeps (id, family, created_ms, generation) VALUES (?1, ?2, ?3, -1)",
+                params![id, family, now_ms],
+            )?;
+            Ok(0)
+        })
     }
 
     /// Add jobs of the submission `generation` of sweep `id`, in one transaction.
     pub fn add_jobs(&mut self, id: &str, generation: i64, jobs: &[StoredJob]) -> Result<()> {
-        self.alive()?;
-        // Not synced: these rows count only once `commit_submission` commits, and syncing
-        // the write-ahead log for that commit makes every frame before it durable too.
-        self.conn.pragma_update(None, "synchronous", "NORMAL")?;
-        let added = self.insert_jobs(id, generation, jobs);
-        self.conn.pragma_update(None, "synchronous", "FULL")?;
-        added
+        self.write(|conn| {
+            // Not synced: these rows count only once `commit_submission` commits, and syncing
+            // the write-ahead log for that commit makes every frame before it durable too.
+            conn.pragma_update(None, "synchronous", "NORMAL")?;
+            let added = Self::insert_jobs(conn, id, generation, jobs);
+            conn.pragma_update(None, "synchronous", "FULL")?;
+            added
+        })
     }
 
-    fn insert_jobs(&mut self, id: &str, generation: i64, jobs: &[StoredJob]) -> Result<()> {
-        let tx = self.conn.transaction()?;
+    fn insert_jobs(conn: &mut Connection, id: &str, generation: i64, jobs: &[StoredJob]) -> Result<()> {
+        let tx = conn.transaction()?;
         {
             let mut insert = tx.prepare_cached(
                 "INSERT INTO jobs (sweep_id, key, ord, spec, state, attempts, generation)
@@ -408,51 +434,53 @@ impl Store {
     /// the jobs of `removed` are dropped, and the sweep's failed and cancelled jobs are
     /// queued again (with a fresh attempt count).
     pub fn commit_submission(&mut self, id: &str, generation: i64, removed: &[String]) -> Result<()> {
-        self.alive()?;
-        let tx = self.conn.transaction()?;
-        tx.execute(
-            "UPDATE sweeps SET generation = ?2, cancelled = 0, summarized = 0 WHERE id = ?1",
-            params![id, generation],
-        )?;
-        if generation == 0 {
-            // A new sweep: nothing to drop or queue again (and a million rows not to scan).
-            tx.commit()?;
-            return Ok(());
-        }
-        {
-            let mut delete = tx.prepare_cached("DELETE FROM jobs WHERE sweep_id = ?1 AND key = ?2")?;
-            for key in removed {
-                delete.execute(params![id, key])?;
+        self.write(|conn| {
+            let tx = conn.transaction()?;
+            tx.execute(
+                "UPDATE sweeps SET generation = ?2, cancelled = 0, summarized = 0 WHERE id = ?1",
+                params![id, generation],
+            )?;
+            if generation == 0 {
+                // A new sweep: nothing to drop or queue again (and a million rows not to scan).
+                tx.commit()?;
+                return Ok(());
             }
-        }
-        tx.execute(
-            "UPDATE jobs SET state = 'queued', attempts = 0, error = NULL
-             WHERE sweep_id = ?1 AND state IN ('cancelled', 'failed')",
-            params![id],
-        )?;
-        tx.execute(
-            "UPDATE attempts SET state = 'void' WHERE sweep_id = ?1 AND state = 'running' AND key IN
-             (SELECT key FROM jobs WHERE sweep_id = ?1 AND state = 'queued')",
-            params![id],
-        )?;
-        tx.commit()?;
-        Ok(())
+            {
+                let mut delete = tx.prepare_cached("DELETE FROM jobs WHERE sweep_id = ?1 AND key = ?2")?;
+                for key in removed {
+                    delete.execute(params![id, key])?;
+                }
+            }
+            tx.execute(
+                "UPDATE jobs SET state = 'queued', attempts = 0, error = NULL
+                 WHERE sweep_id = ?1 AND state IN ('cancelled', 'failed')",
+                params![id],
+            )?;
+            tx.execute(
+                "UPDATE attempts SET state = 'void' WHERE sweep_id = ?1 AND state = 'running' AND key IN
+                 (SELECT key FROM jobs WHERE sweep_id = ?1 AND state = 'queued')",
+                params![id],
+            )?;
+            tx.commit()?;
+            Ok(())
+        })
     }
 
     /// Forget what a submission that will not be committed added: its jobs, and the sweep
     /// if the submission made it. Also run at start-up for every submission a previous
     /// coordinator left unfinished; returns how many jobs were dropped.
     pub fn abandon_submissions(&mut self) -> Result<usize> {
-        self.alive()?;
-        let tx = self.conn.transaction()?;
-        let n = tx.execute(
-            "DELETE FROM jobs WHERE generation >
-             COALESCE((SELECT s.generation FROM sweeps s WHERE s.id = jobs.sweep_id), -1)",
-            [],
-        )?;
-        tx.execute("DELETE FROM sweeps WHERE generation < 0", [])?;
-        tx.commit()?;
-        Ok(n)
+        self.write(|conn| {
+            let tx = conn.transaction()?;
+            let n = tx.execute(
+                "DELETE FROM jobs WHERE generation >
+                 COALESCE((SELECT s.generation FROM sweeps s WHERE s.id = jobs.sweep_id), -1)",
+                [],
+            )?;
+            tx.execute("DELETE FROM sweeps WHERE generation < 0", [])?;
+            tx.commit()?;
+            Ok(n)
+        })
     }
 
     /// Start attempts: each job becomes running with one more attempt. Returns the new
@@ -464,26 +492,27 @@ impl Store {
         now_ms: i64,
         expires_ms: i64,
     ) -> Result<Vec<u64>> {
-        self.alive()?;
-        let tx = self.conn.transaction()?;
-        let mut ids = Vec::with_capacity(jobs.len());
-        {
-            let mut job = tx.prepare_cached(
-                "UPDATE jobs SET state = 'running', attempts = attempts + 1 WHERE sweep_id = ?1 AND key = ?2",
-            )?;
-            let mut attempt = tx.prepare_cached(
-                "INSERT INTO attempts (sweep_id, key, worker, started_ms, lease_expires_ms, state)
-                 VALUES (?1, ?2, ?3, ?4, ?5, 'running')",
-            )?;
-            for (sweep, key) in jobs {
-                let (sweep, key) = (sweep.as_ref(), key.as_ref());
-                job.execute(params![sweep, key])?;
-                attempt.execute(params![sweep, key, worker, now_ms, expires_ms])?;
-                ids.push(tx.last_insert_rowid() as u64);
+        self.write(|conn| {
+            let tx = conn.transaction()?;
+            let mut ids = Vec::with_capacity(jobs.len());
+            {
+                let mut job = tx.prepare_cached(
+                    "UPDATE jobs SET state = 'running', attempts = attempts + 1 WHERE sweep_id = ?1 AND key = ?2",
+                )?;
+                let mut attempt = tx.prepare_cached(
+                    "INSERT INTO attempts (sweep_id, key, worker, started_ms, lease_expires_ms, state)
+                     VALUES (?1, ?2, ?3, ?4, ?5, 'running')",
+                )?;
+                for (sweep, key) in jobs {
+                    let (sweep, key) = (sweep.as_ref(), key.as_ref());
+                    job.execute(params![sweep, key])?;
+                    attempt.execute(params![sweep, key, worker, now_ms, expires_ms])?;
+                    ids.push(tx.last_insert_rowid() as u64);
+                }
             }
-        }
-        tx.commit()?;
-        Ok(ids)
+            tx.commit()?;
+            Ok(ids)
+        })
     }
 
     /// End an attempt (`committed`, `failed`, `expired`, `void`, `dropped`) and set its job's
@@ -496,78 +525,84 @@ impl Store {
         job_state: JobState,
         error: Option<&str>,
     ) -> Result<()> {
-        self.alive()?;
-        let tx = self.conn.transaction()?;
-        tx.execute("UPDATE attempts SET state = ?1 WHERE id = ?2", params![outcome.as_str(), attempt as i64])?;
-        tx.execute(
-            "UPDATE jobs SET state = ?1, error = COALESCE(?2, error) WHERE sweep_id = ?3 AND key = ?4",
-            params![job_state.as_str(), error, job.0, job.1],
-        )?;
-        tx.commit()?;
-        Ok(())
+        self.write(|conn| {
+            let tx = conn.transaction()?;
+            tx.execute("UPDATE attempts SET state = ?1 WHERE id = ?2", params![outcome.as_str(), attempt as i64])?;
+            tx.execute(
+                "UPDATE jobs SET state = ?1, error = COALESCE(?2, error) WHERE sweep_id = ?3 AND key = ?4",
+                params![job_state.as_str(), error, job.0, job.1],
+            )?;
+            tx.commit()?;
+            Ok(())
+        })
     }
 
     /// An attempt handed back before it ran: it ends `released`, and its job is queued
     /// again with the attempt uncounted, in one transaction.
     pub fn release_attempt(&mut self, attempt: u64, job: (&str, &str)) -> Result<()> {
-        self.alive()?;
-        let tx = self.conn.transaction()?;
-        tx.execute("UPDATE attempts SET state = 'released' WHERE id = ?1", params![attempt as i64])?;
-        tx.execute(
-            "UPDATE jobs SET state = 'queued', attempts = MAX(attempts - 1, 0) WHERE sweep_id = ?1 AND key = ?2",
-            params![job.0, job.1],
-        )?;
-        tx.commit()?;
-        Ok(())
+        self.write(|conn| {
+            let tx = conn.transaction()?;
+            tx.execute("UPDATE attempts SET state = 'released' WHERE id = ?1", params![attempt as i64])?;
+            tx.execute(
+                "UPDATE jobs SET state = 'queued', attempts = MAX(attempts - 1, 0) WHERE sweep_id = ?1 AND key = ?2",
+                params![job.0, job.1],
+            )?;
+            tx.commit()?;
+            Ok(())
+        })
     }
 
     /// Set one job's state and, if given, its error (no attempt involved: what startup finds).
     pub fn set_job_state(&mut self, sweep: &str, key: &str, state: JobState, error: Option<&str>) -> Result<()> {
-        self.alive()?;
-        self.conn.execute(
-            "UPDATE jobs SET state = ?1, error = COALESCE(?2, error) WHERE sweep_id = ?3 AND key = ?4",
-            params![state.as_str(), error, sweep, key],
-        )?;
-        Ok(())
+        self.write(|conn| {
+            conn.execute(
+                "UPDATE jobs SET state = ?1, error = COALESCE(?2, error) WHERE sweep_id = ?3 AND key = ?4",
+                params![state.as_str(), error, sweep, key],
+            )?;
+            Ok(())
+        })
     }
 
     /// Jobs of `sweep` whose trajectories are in the part file `part`: each `done`, its
     /// attempt (when there is one) `committed`, in one transaction.
     pub fn commit_jobs(&mut self, sweep: &str, part: &str, jobs: &[(Option<u64>, &str)]) -> Result<()> {
-        self.alive()?;
-        let tx = self.conn.transaction()?;
-        {
-            let mut attempt = tx.prepare_cached("UPDATE attempts SET state = 'committed' WHERE id = ?1")?;
-            let mut job =
-                tx.prepare_cached("UPDATE jobs SET state = 'done', part = ?1 WHERE sweep_id = ?2 AND key = ?3")?;
-            for (id, key) in jobs {
-                if let Some(id) = id {
-                    attempt.execute(params![*id as i64])?;
+        self.write(|conn| {
+            let tx = conn.transaction()?;
+            {
+                let mut attempt = tx.prepare_cached("UPDATE attempts SET state = 'committed' WHERE id = ?1")?;
+                let mut job =
+                    tx.prepare_cached("UPDATE jobs SET state = 'done', part = ?1 WHERE sweep_id = ?2 AND key = ?3")?;
+                for (id, key) in jobs {
+                    if let Some(id) = id {
+                        attempt.execute(params![*id as i64])?;
+                    }
+                    job.execute(params![part, sweep, key])?;
                 }
-                job.execute(params![part, sweep, key])?;
             }
-        }
-        tx.commit()?;
-        Ok(())
+            tx.commit()?;
+            Ok(())
+        })
     }
 
     /// Remove a sweep with its jobs and attempts.
     pub fn delete_sweep(&mut self, sweep: &str) -> Result<()> {
-        self.alive()?;
-        let tx = self.conn.transaction()?;
-        tx.execute("DELETE FROM attempts WHERE sweep_id = ?1", params![sweep])?;
-        tx.execute("DELETE FROM jobs WHERE sweep_id = ?1", params![sweep])?;
-        tx.execute("DELETE FROM sweeps WHERE id = ?1", params![sweep])?;
-        tx.commit()?;
-        Ok(())
+        self.write(|conn| {
+            let tx = conn.transaction()?;
+            tx.execute("DELETE FROM attempts WHERE sweep_id = ?1", params![sweep])?;
+            tx.execute("DELETE FROM jobs WHERE sweep_id = ?1", params![sweep])?;
+            tx.execute("DELETE FROM sweeps WHERE id = ?1", params![sweep])?;
+            tx.commit()?;
+            Ok(())
+        })
     }
 
     /// The summary files of `sweep` were written from every job it settled; cleared by a
     /// resubmission. A sweep finished but not summarized has its summaries rebuilt at start.
     pub fn set_summarized(&mut self, sweep: &str) -> Result<()> {
-        self.alive()?;
-        self.conn.execute("UPDATE sweeps SET summarized = 1 WHERE id = ?1", params![sweep])?;
-        Ok(())
+        self.write(|conn| {
+            conn.execute("UPDATE sweeps SET summarized = 1 WHERE id = ?1", params![sweep])?;
+            Ok(())
+        })
     }
 
     /// The part file that holds job `key` of `sweep`, once it is done.
@@ -609,45 +644,48 @@ impl Store {
     /// Done jobs of `sweep` whose rows are lost (`armada check --repair`): queued again,
     /// in no part, and the sweep's summaries no longer complete. Answers how many.
     pub fn requeue_lost(&mut self, sweep: &str, keys: &[String]) -> Result<usize> {
-        self.alive()?;
-        let tx = self.conn.transaction()?;
-        let mut n = 0;
-        {
-            let mut job = tx.prepare_cached(
-                "UPDATE jobs SET state = 'queued', part = NULL WHERE sweep_id = ?1 AND key = ?2 AND state = 'done'",
-            )?;
-            for key in keys {
-                n += job.execute(params![sweep, key])?;
+        self.write(|conn| {
+            let tx = conn.transaction()?;
+            let mut n = 0;
+            {
+                let mut job = tx.prepare_cached(
+                    "UPDATE jobs SET state = 'queued', part = NULL WHERE sweep_id = ?1 AND key = ?2 AND state = 'done'",
+                )?;
+                for key in keys {
+                    n += job.execute(params![sweep, key])?;
+                }
+                tx.execute("UPDATE sweeps SET summarized = 0 WHERE id = ?1", params![sweep])?;
             }
-            tx.execute("UPDATE sweeps SET summarized = 0 WHERE id = ?1", params![sweep])?;
-        }
-        tx.commit()?;
-        Ok(n)
+            tx.commit()?;
+            Ok(n)
+        })
     }
 
     /// Cancel a sweep: its queued and running jobs become cancelled, its running attempts void.
     pub fn cancel(&mut self, sweep: &str) -> Result<()> {
-        self.alive()?;
-        let tx = self.conn.transaction()?;
-        tx.execute("UPDATE sweeps SET cancelled = 1 WHERE id = ?1", params![sweep])?;
-        tx.execute(
-            "UPDATE jobs SET state = 'cancelled' WHERE sweep_id = ?1 AND state IN ('queued', 'running')",
-            params![sweep],
-        )?;
-        tx.execute("UPDATE attempts SET state = 'void' WHERE sweep_id = ?1 AND state = 'running'", params![sweep])?;
-        tx.commit()?;
-        Ok(())
+        self.write(|conn| {
+            let tx = conn.transaction()?;
+            tx.execute("UPDATE sweeps SET cancelled = 1 WHERE id = ?1", params![sweep])?;
+            tx.execute(
+                "UPDATE jobs SET state = 'cancelled' WHERE sweep_id = ?1 AND state IN ('queued', 'running')",
+                params![sweep],
+            )?;
+            tx.execute("UPDATE attempts SET state = 'void' WHERE sweep_id = ?1 AND state = 'running'", params![sweep])?;
+            tx.commit()?;
+            Ok(())
+        })
     }
 
     /// At startup: attempts that were running died with the previous coordinator (their
     /// records were in its memory); their jobs go back to the queue.
     pub fn void_running(&mut self) -> Result<usize> {
-        self.alive()?;
-        let tx = self.conn.transaction()?;
-        tx.execute("UPDATE attempts SET state = 'void' WHERE state = 'running'", [])?;
-        let n = tx.execute("UPDATE jobs SET state = 'queued' WHERE state = 'running'", [])?;
-        tx.commit()?;
-        Ok(n)
+        self.write(|conn| {
+            let tx = conn.transaction()?;
+            tx.execute("UPDATE attempts SET state = 'void' WHERE state = 'running'", [])?;
+            let n = tx.execute("UPDATE jobs SET state = 'queued' WHERE state = 'running'", [])?;
+            tx.commit()?;
+            Ok(n)
+        })
     }
 }
 
@@ -763,5 +801,30 @@ mod tests {
         store.commit_submission("s", generation, &["a".to_string()]).unwrap();
         assert_eq!(keys(&store), ["b", "c"]);
         assert_eq!(store.sweeps().unwrap().len(), 1);
+    }
+
+    /// Every write's outcome reaches the coordinator's troubles: a failure begins the
+    /// store's trouble, the next successful write ends it; reads change nothing.
+    #[test]
+    fn failed_writes_are_the_stores_trouble_until_one_succeeds() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path()).unwrap();
+        let troubles = Arc::new(WriteTroubles::default());
+        store.report_writes_to(troubles.clone());
+        store.begin_submission("s", "testkit", 0).unwrap();
+        assert!(troubles.current().is_empty());
+        store.crash_after(0);
+        assert!(store.set_summarized("s").is_err());
+        assert!(store.cancel("s").is_err());
+        let now = troubles.current();
+        assert_eq!(now.len(), 1, "{now:?}");
+        assert_eq!((&now[0].place, now[0].failures, troubles.failures()), (&Place::Store, 2, (2, 0)));
+        assert!(now[0].error.contains("died before this write"), "{}", now[0].error);
+        store.sweeps().unwrap();
+        assert_eq!(troubles.current().len(), 1, "a read is not a write");
+        store.crash_after(None);
+        store.set_summarized("s").unwrap();
+        assert!(troubles.current().is_empty());
+        assert_eq!(troubles.take_changes(), vec![Place::Store]);
     }
 }

@@ -271,6 +271,7 @@ impl Sweeps {
             results_dir: self.dir(id),
             n_failures_omitted: c.failed - failures.len() as u32,
             failures,
+            write_troubles: Vec::new(),
         })
     }
 

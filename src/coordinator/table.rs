@@ -89,11 +89,20 @@ pub struct JobTable {
     queue: JobQueue,
     attempts: HashMap<u64, Attempt>,
     policy: Policy,
+    /// Jobs whose trajectory the coordinator could not write, each queued again at its time
+    /// (see [`JobTable::commit_failed`]).
+    deferred: Vec<(Instant, usize)>,
 }
 
 impl JobTable {
     pub fn new(policy: Policy) -> Self {
-        JobTable { jobs: Vec::new(), queue: JobQueue::default(), attempts: HashMap::new(), policy }
+        JobTable {
+            jobs: Vec::new(),
+            queue: JobQueue::default(),
+            attempts: HashMap::new(),
+            policy,
+            deferred: Vec::new(),
+        }
     }
 
     /// The job at index `i`.
@@ -362,18 +371,27 @@ impl JobTable {
 
     /// The part holding these `(job, attempt)`s could not be written or recorded: the
     /// coordinator's failure, not the jobs'. Each job whose current attempt it was is queued
-    /// again, first, with that attempt uncounted (it re-runs to the same bits).
-    pub fn commit_failed(&mut self, jobs: &[(usize, u64)], error: &str) -> (Vec<Effect>, BTreeSet<Arc<str>>) {
+    /// again, first, at `retry_at` (see [`JobTable::requeue_due`]: a write that keeps failing
+    /// does not cycle its jobs through the workers as fast as they run), with that attempt
+    /// uncounted (it re-runs to the same bits).
+    pub fn commit_failed(
+        &mut self,
+        jobs: &[(usize, u64)],
+        error: &str,
+        retry_at: Instant,
+    ) -> (Vec<Effect>, BTreeSet<Arc<str>>) {
         let reopen = self.end_commits(jobs);
         let mut effects = Vec::new();
         for &(i, attempt) in jobs {
             let error = format!("writing its trajectory: {error}");
             match self.jobs[i].current {
-                Some(current) if current == attempt => self.requeue_unwritten(i, attempt, error, &mut effects),
+                Some(current) if current == attempt => {
+                    self.requeue_unwritten(i, attempt, error, retry_at, &mut effects)
+                }
                 // The job's current attempt finished while this (late) one was committing,
                 // and its result was dropped: run it again.
                 Some(current) if !self.attempts.contains_key(&current) => {
-                    self.requeue_unwritten(i, current, error, &mut effects)
+                    self.requeue_unwritten(i, current, error, retry_at, &mut effects)
                 }
                 // A late (expired) attempt's job is queued, or run by another attempt.
                 _ => {
@@ -388,9 +406,16 @@ impl JobTable {
         (effects, reopen)
     }
 
-    /// Queue job `i` again, first, its attempt `attempt` uncounted: what it computed could
-    /// not be written, for the coordinator's reasons (`error`).
-    fn requeue_unwritten(&mut self, i: usize, attempt: u64, error: String, effects: &mut Vec<Effect>) {
+    /// Queue job `i` again at `retry_at`, first, its attempt `attempt` uncounted: what it
+    /// computed could not be written, for the coordinator's reasons (`error`).
+    fn requeue_unwritten(
+        &mut self,
+        i: usize,
+        attempt: u64,
+        error: String,
+        retry_at: Instant,
+        effects: &mut Vec<Effect>,
+    ) {
         let job = &mut self.jobs[i];
         job.attempts = job.attempts.saturating_sub(1);
         job.state = JobState::Queued;
@@ -404,8 +429,23 @@ impl JobTable {
             state: JobState::Queued,
             error: Some(error.clone()),
         });
-        self.enqueue(i, true);
+        self.deferred.push((retry_at, i));
         effects.push(Effect::Failed { job: i, error, attempt_no, is_final: false });
+    }
+
+    /// Queue the deferred jobs whose time has come by `now` (those still queued: a cancel
+    /// may have settled one meanwhile, a resubmission queued it already).
+    pub fn requeue_due(&mut self, now: Instant) {
+        if self.deferred.iter().all(|&(at, _)| at > now) {
+            return;
+        }
+        let (due, later): (Vec<_>, Vec<_>) = self.deferred.drain(..).partition(|&(at, _)| at <= now);
+        self.deferred = later;
+        for (_, i) in due.into_iter().rev() {
+            if self.jobs[i].state == JobState::Queued && self.jobs[i].current.is_none() && !self.queue.contains(i) {
+                self.enqueue(i, true);
+            }
+        }
     }
 
     fn end_commits(&mut self, jobs: &[(usize, u64)]) -> BTreeSet<Arc<str>> {
@@ -650,8 +690,9 @@ mod tests {
             if job.state == JobState::Failed {
                 assert_eq!(job.attempts, MAX_ATTEMPTS, "{}: failed before its last attempt", at());
             }
+            let deferred = t.deferred.iter().any(|&(_, j)| j == i);
             if job.state == JobState::Queued && !job.committing {
-                assert!(t.queue.contains(i), "{}: queued, but not in the queue", at());
+                assert!(t.queue.contains(i) || deferred, "{}: queued, but neither in the queue nor deferred", at());
             }
             if !m.tombstones.contains(&i) {
                 assert_eq!(job.state == JobState::Done, m.done_by.contains_key(&i), "{}", at());
@@ -714,6 +755,8 @@ mod tests {
                     }
                     35..=49 => {
                         now += Duration::from_millis(rng.below(6000));
+                        t.requeue_due(now);
+                        assert!(t.deferred.iter().all(|&(at, _)| at > now), "{context}: a due job left deferred");
                         let due: HashSet<u64> = t
                             .jobs
                             .iter()
@@ -770,11 +813,13 @@ mod tests {
                                 .filter(|&&(job, id)| t.jobs[job].current == Some(id))
                                 .map(|&(job, _)| (job, t.jobs[job].attempts))
                                 .collect();
-                            t.commit_failed(&part, "disk full");
-                            // The coordinator's failure: queued again, the attempt uncounted.
+                            t.commit_failed(&part, "disk full", now + Duration::from_secs(1));
+                            // The coordinator's failure: queued again after a while, the
+                            // attempt uncounted.
                             for (job, attempts) in current {
                                 let j = &t.jobs[job];
                                 assert_eq!((j.state, j.attempts), (JobState::Queued, attempts - 1), "{context}");
+                                assert!(!t.queue.contains(job), "{context}: an unwritten job is leased at once");
                                 unwritten += 1;
                             }
                         } else {

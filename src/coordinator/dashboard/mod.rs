@@ -325,7 +325,23 @@ async fn overview(State(d): State<Arc<Dashboard>>) -> Result<Response, ApiError>
     // seen thousands of Slurm tasks come and go would list them all.
     let n_lost = workers.iter().filter(|w| !w.alive).count();
     let workers: Vec<WorkerView> = workers.into_iter().filter(|w| w.alive).map(WorkerView::from).collect();
-    Ok(json_body(&serde_json::json!({ "sweeps": sweeps, "workers": workers, "workers_lost": n_lost })))
+    let now = std::time::SystemTime::now();
+    let write_troubles: Vec<_> = d
+        .scheduler
+        .metrics()
+        .writes
+        .current()
+        .into_iter()
+        .map(|t| {
+            serde_json::json!({
+                "place": t.place.to_string(), "error": t.error, "failures": t.failures,
+                "seconds": now.duration_since(t.since).map_or(0.0, |d| d.as_secs_f64()),
+            })
+        })
+        .collect();
+    Ok(json_body(&serde_json::json!({
+        "sweeps": sweeps, "workers": workers, "workers_lost": n_lost, "write_troubles": write_troubles,
+    })))
 }
 
 async fn sweep(State(d): State<Arc<Dashboard>>, Path(id): Path<String>) -> Result<Response, ApiError> {

@@ -5,6 +5,7 @@
 
 use crate::coordinator::metrics::{Metrics, COMMIT_BUCKETS};
 use crate::coordinator::replies::SweepState;
+use crate::coordinator::trouble::Place;
 use std::fmt::Write;
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -83,6 +84,19 @@ pub fn render(gauges: &Gauges, metrics: &Metrics) -> String {
         header(o, name, kind, help);
         let _ = writeln!(o, "{name} {value}");
     }
+    let (store_failures, part_failures) = metrics.writes.failures();
+    header(o, "armada_write_failures_total", "counter", "Writes that failed: the store's, and trajectory parts'.");
+    let _ = writeln!(o, "armada_write_failures_total{{place=\"store\"}} {store_failures}");
+    let _ = writeln!(o, "armada_write_failures_total{{place=\"parts\"}} {part_failures}");
+    let failing = metrics.writes.current();
+    let store_failing = failing.iter().filter(|t| t.place == Place::Store).count();
+    header(o, "armada_writes_failing", "gauge", "Places whose writes fail now: the store (0 or 1), sweeps' parts.");
+    let _ = writeln!(o, "armada_writes_failing{{place=\"store\"}} {store_failing}");
+    let _ = writeln!(o, "armada_writes_failing{{place=\"parts\"}} {}", failing.len() - store_failing);
+    let last = metrics.writes.last_failure().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+    let help = "When a write last failed (Unix seconds; 0: never).";
+    header(o, "armada_last_write_failure_timestamp_seconds", "gauge", help);
+    let _ = writeln!(o, "armada_last_write_failure_timestamp_seconds {}", last.map_or(0.0, |d| d.as_secs_f64()));
     header(o, "armada_attempts_ended_total", "counter", "Attempts ended, by outcome.");
     for (outcome, n) in metrics.attempts_ended() {
         let _ = writeln!(o, "armada_attempts_ended_total{{outcome=\"{outcome}\"}} {n}");
@@ -127,6 +141,11 @@ mod tests {
         metrics.attempt_ended(AttemptOutcome::Committed);
         metrics.attempt_ended(AttemptOutcome::Dropped);
         metrics.commit_answered(Duration::from_millis(300));
+        let at = |s| std::time::UNIX_EPOCH + Duration::from_secs(s);
+        metrics.writes.failed(Place::Store, "database or disk is full", at(1_000));
+        metrics.writes.failed(Place::Parts("a".into()), "no space left on device", at(1_001));
+        metrics.writes.failed(Place::Parts("b".into()), "no space left on device", at(1_002));
+        metrics.writes.succeeded(&Place::Parts("a".into()));
         let gauges = Gauges {
             jobs: [1, 2, 3, 4, 5],
             sweeps: [1, 0, 2],
@@ -148,6 +167,11 @@ mod tests {
         assert_eq!(get("armada_commit_latency_seconds_bucket{le=\"+Inf\"}"), 1.0);
         assert_eq!(get("armada_commit_latency_seconds_count"), 1.0);
         assert!((get("armada_commit_latency_seconds_sum") - 0.3).abs() < 1e-9);
+        assert_eq!(get("armada_write_failures_total{place=\"store\"}"), 1.0);
+        assert_eq!(get("armada_write_failures_total{place=\"parts\"}"), 2.0);
+        assert_eq!(get("armada_writes_failing{place=\"store\"}"), 1.0);
+        assert_eq!(get("armada_writes_failing{place=\"parts\"}"), 1.0, "a's parts were written since");
+        assert_eq!(get("armada_last_write_failure_timestamp_seconds"), 1_002.0);
         // Each family has one HELP and one TYPE line, before its samples, and every sample
         // belongs to the family typed last.
         let mut typed = Vec::new();
@@ -161,7 +185,7 @@ mod tests {
                 assert!(line.starts_with(&current), "{line} outside its family {current}");
             }
         }
-        assert_eq!(typed.len(), 17);
+        assert_eq!(typed.len(), 20);
         // The gauges index sweeps by `state as usize`: ALL must be in declaration order.
         assert!(SweepState::ALL.iter().enumerate().all(|(i, &s)| s as usize == i));
     }

@@ -8,6 +8,7 @@ use crate::coordinator::handle::Reply;
 use crate::coordinator::replies::{CommandError, SweepEvent};
 use crate::coordinator::store::AttemptOutcome;
 use crate::coordinator::table::CommitStart;
+use crate::coordinator::trouble::Place;
 use armada_core::MetricDef;
 use tracing::warn;
 
@@ -78,21 +79,28 @@ impl Scheduler {
     }
 
     /// A part was written (or not): its jobs are done, in one store transaction, or each
-    /// goes back to the queue.
-    pub(super) fn part_written(&mut self, written: PartWritten) {
+    /// goes back to the queue after a pause that grows while writes there keep failing.
+    pub(super) fn part_written(&mut self, written: PartWritten, now: std::time::Instant) {
         let PartWritten { part, jobs } = written;
+        let Some(first) = jobs.first() else { return };
+        let sweep = self.table.job(first.job).sweep.clone();
+        let place = Place::Parts(sweep.to_string());
+        match &part {
+            Ok(_) => self.metrics.writes.succeeded(&place),
+            Err(e) => self.metrics.writes.failed(place, e, std::time::SystemTime::now()),
+        }
         let committed: Vec<(usize, u64)> = jobs.iter().map(|c| (c.job, c.attempt)).collect();
         let recorded = part.and_then(|part| {
-            let Some(first) = jobs.first() else { return Ok(()) };
-            let sweep = self.table.job(first.job).sweep.clone();
             let keys: Vec<String> = jobs.iter().map(|c| self.table.job(c.job).key.to_string()).collect();
             let done: Vec<(Option<u64>, &str)> =
                 jobs.iter().zip(&keys).map(|(c, k)| (Some(c.attempt), k.as_str())).collect();
             self.store.commit_jobs(&sweep, &part, &done).map_err(|e| format!("recording part {part}: {e:#}"))
         });
         if let Err(e) = recorded {
-            warn!(jobs = jobs.len(), error = %e, "committing failed; the jobs are queued again");
-            let (effects, reopen) = self.table.commit_failed(&committed, &e);
+            let failures = self.metrics.writes.affecting(&sweep).iter().map(|t| t.failures).max().unwrap_or(1);
+            let pause = unwritten_pause(failures);
+            warn!(%sweep, jobs = jobs.len(), error = %e, ?pause, "committing failed; the jobs are queued again after a pause");
+            let (effects, reopen) = self.table.commit_failed(&committed, &e, now + pause);
             self.apply(effects);
             for c in jobs {
                 // The coordinator's failure, not the worker's: a status the worker retries
@@ -136,4 +144,13 @@ impl Scheduler {
         }
         self.apply(effects);
     }
+}
+
+/// How long the jobs of a part that could not be written wait before they are leased
+/// again, after `failures` failed writes in a row there: 250 ms doubling to 10 s, so that a
+/// sweep whose parts cannot be written (a full disk, a file in the way) does not cycle its
+/// jobs through the workers as fast as they run, and resumes within 10 s once it can.
+pub(super) fn unwritten_pause(failures: u64) -> std::time::Duration {
+    let doublings = failures.saturating_sub(1).min(6) as u32;
+    std::time::Duration::from_millis(250 << doublings).min(std::time::Duration::from_secs(10))
 }

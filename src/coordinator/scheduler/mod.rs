@@ -31,6 +31,7 @@ use super::spool::{RecordSchema, Spools};
 use super::store::{JobState, Store, StoreError};
 use super::sweeps::{FailurePage, Sweeps};
 use super::table::{Effect, JobTable, Policy};
+use super::trouble::Place;
 use crate::results::{self, Cell};
 use armada_core::Declaration;
 use std::collections::{BTreeSet, HashMap, VecDeque};
@@ -166,7 +167,7 @@ impl Scheduler {
     /// actor. Results go to `results_dir/<sweep>/`.
     pub fn start(
         catalog: Arc<Catalog>,
-        store: Store,
+        mut store: Store,
         results_dir: PathBuf,
         config: SchedulerConfig,
     ) -> Result<SchedulerHandle, StartError> {
@@ -182,6 +183,7 @@ impl Scheduler {
             }
         });
         let metrics = Arc::new(Metrics::default());
+        store.report_writes_to(metrics.writes.clone());
         let mailbox = tx.downgrade();
         let committer = commit::start(config.commit, live.clone(), metrics.clone(), move |written| {
             if let Some(mailbox) = mailbox.upgrade() {
@@ -228,6 +230,7 @@ impl Scheduler {
                 _ = tick.tick() => {
                     let now = Instant::now().into_std();
                     self.expire_leases(now);
+                    self.table.requeue_due(now);
                     self.forget_idle_workers(now);
                     prune_unwatched(&mut self.watchers);
                 }
@@ -237,6 +240,7 @@ impl Scheduler {
                     self.table.excuse(started.elapsed());
                 }
             }
+            self.announce_write_troubles();
         }
     }
 
@@ -255,13 +259,13 @@ impl Scheduler {
                 let _ = reply.send(answer);
             }
             Command::Status { sweep, failures, reply } => {
-                let _ = reply.send(self.sweeps.status(&sweep, failures, &self.table));
+                let _ = reply.send(self.status_page(&sweep, failures));
             }
             Command::List { reply } => {
                 // Counts only: failures page per sweep (Status), so that a list of many
                 // sweeps with many failures stays small.
                 let counts = FailurePage { offset: 0, limit: 0 };
-                let _ = reply.send(self.sweeps.ids().map(|id| self.sweeps.status(id, counts, &self.table)).collect());
+                let _ = reply.send(self.sweeps.ids().map(|id| self.status_page(id, counts)).collect());
             }
             Command::Cancel { sweep, reply } => {
                 let _ = reply.send(self.cancel(&sweep));
@@ -304,7 +308,7 @@ impl Scheduler {
                 let _ = reply.send(self.release(&session, attempts));
             }
             Command::Refused { attempt } => self.refused(attempt),
-            Command::PartWritten(written) => self.part_written(written),
+            Command::PartWritten(written) => self.part_written(written, now),
             Command::Summarized { sweep, generation } => self.summarized(&sweep, generation),
         }
     }
@@ -401,6 +405,26 @@ impl Scheduler {
     fn emit(&mut self, sweep: &str, event: SweepEvent) {
         if self.watched(sweep) {
             let _ = self.watchers[sweep].send(event);
+        }
+    }
+
+    /// Tell the watchers of each sweep whose writes began or stopped failing (the store's
+    /// concern every sweep) what fails now.
+    fn announce_write_troubles(&mut self) {
+        let changed = self.metrics.writes.take_changes();
+        if changed.is_empty() || self.watchers.is_empty() {
+            return;
+        }
+        let every_sweep = changed.contains(&Place::Store);
+        let told: Vec<String> = self
+            .watchers
+            .keys()
+            .filter(|sweep| every_sweep || changed.contains(&Place::Parts(sweep.to_string())))
+            .cloned()
+            .collect();
+        for sweep in told {
+            let troubles = self.metrics.writes.affecting(&sweep);
+            self.emit(&sweep, SweepEvent::WriteTroubles(troubles));
         }
     }
 

@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
-use tracing::info;
+use tracing::{info, warn};
 
 /// The longest error message kept for a job, in bytes: what a worker reports is clipped.
 pub(super) const MAX_ERROR_BYTES: usize = 4096;
@@ -39,9 +39,20 @@ fn clip(mut error: String) -> String {
 /// A worker that found nothing to lease asks again after this long.
 const NOTHING_TO_LEASE_RETRY: Duration = Duration::from_millis(200);
 
+/// When the store cannot start attempts, workers ask again this much later (the longest a
+/// worker waits between two lease requests), not at once.
+const STORE_TROUBLE_RETRY: Duration = Duration::from_secs(5);
+
 impl Scheduler {
     pub(super) fn status(&self, id: &str) -> Result<SweepStatus, CommandError> {
-        self.sweeps.status(id, FailurePage::default(), &self.table)
+        self.status_page(id, FailurePage::default())
+    }
+
+    /// A sweep's status with one page of its failures and the writes failing that hold it up.
+    pub(super) fn status_page(&self, id: &str, page: FailurePage) -> Result<SweepStatus, CommandError> {
+        let mut status = self.sweeps.status(id, page, &self.table)?;
+        status.write_troubles = self.metrics.writes.affecting(id);
+        Ok(status)
     }
 
     pub(super) fn cancel(&mut self, id: &str) -> Result<SweepStatus, CommandError> {
@@ -163,8 +174,11 @@ impl Scheduler {
         let ids = match self.store.start_attempts(&keys, &worker_id, now_ms(), now_ms() + ttl_ms) {
             Ok(ids) => ids,
             Err(e) => {
+                // The coordinator's trouble (a full disk, say), shown where operators look
+                // (see `trouble`): the worker keeps its session and asks again later.
                 self.table.unpick(&picked);
-                return Err(internal(e));
+                warn!(error = %format!("{e:#}"), "the store cannot start attempts; no job is leased meanwhile");
+                return Ok(Leases { leases: Vec::new(), retry_after: STORE_TROUBLE_RETRY });
             }
         };
         let effects = self.table.start_attempts(&picked, &ids, &session, &worker_id, now);

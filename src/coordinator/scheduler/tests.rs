@@ -161,13 +161,15 @@ async fn a_lease_lives_its_ttl_after_the_last_heartbeat() {
     assert_eq!(heartbeat().await, Vec::<u64>::new(), "superseded, not settled");
 }
 
-/// A part that cannot be written fails the commit: the job is queued again, nothing is
-/// marked done, and the next attempt commits once the disk allows it.
+/// A part that cannot be written fails the commit: the job is queued again after a pause,
+/// nothing is marked done, status and watchers are told what fails, and the next attempt
+/// commits once the disk allows it, which ends the trouble.
 #[tokio::test]
 async fn a_failed_part_write_requeues_the_job_and_a_later_attempt_commits() {
     let dir = tempfile::tempdir().unwrap();
     let s = start(dir.path(), Duration::from_secs(60)).await;
     s.submit(Submission::new("t".into(), "testkit".into(), vec![job(0)])).await.unwrap();
+    let (_, mut events) = s.watch("t".into()).await.unwrap();
     // A file where the trajectories directory should be.
     let sweep_dir = dir.path().join("t");
     std::fs::create_dir_all(&sweep_dir).unwrap();
@@ -176,18 +178,50 @@ async fn a_failed_part_write_requeues_the_job_and_a_later_attempt_commits() {
     let first = lease(&s, &w).await;
     // The coordinator's failure: retryable, and the job queued again with the attempt
     // uncounted.
+    let failed_at = Instant::now();
     assert_eq!(upload_and_complete(&s, &w, first[0].attempt_id, 1.0).await, Err(ErrorKind::Unavailable));
     let st = status(&s).await;
     assert_eq!((st.n_done, st.n_queued, st.n_running), (0, 1, 0));
+    let trouble = &st.write_troubles;
+    assert_eq!(trouble.len(), 1, "{trouble:?}");
+    assert_eq!((&trouble[0].place, trouble[0].failures), (&Place::Parts("t".into()), 1));
+    // Not leased again at once: after the pause (250 ms for a first failure).
+    assert!(lease(&s, &w).await.is_empty());
     std::fs::remove_file(sweep_dir.join("trajectories")).unwrap();
-    let second = lease(&s, &w).await;
+    let second = loop {
+        let leased = lease(&s, &w).await;
+        if !leased.is_empty() {
+            break leased;
+        }
+        assert!(failed_at.elapsed() < Duration::from_secs(5), "the unwritten job is never queued again");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(failed_at.elapsed() >= Duration::from_millis(250), "leased again after {:?}", failed_at.elapsed());
     assert_eq!(second[0].attempt, 1, "the unwritten attempt is not counted");
     assert_eq!(upload_and_complete(&s, &w, second[0].attempt_id, 2.0).await, Ok(true));
-    assert_eq!(status(&s).await.n_done, 1);
+    let st = status(&s).await;
+    assert_eq!((st.n_done, st.write_troubles.len()), (1, 0), "the trouble ends with a written part");
     let stored = results::stored_jobs(&sweep_dir, None).unwrap();
     assert_eq!(stored.len(), 1);
     let df = results::read_jobs(&[&stored[0]]).unwrap().remove(0);
     assert_eq!(df.column("value").unwrap().f64().unwrap().get(0), Some(2.0), "the second attempt's records");
+    // The watcher heard the trouble begin, then end.
+    let mut told = Vec::new();
+    while let Ok(event) = events.try_recv() {
+        if let SweepEvent::WriteTroubles(t) = event {
+            told.push(t.iter().map(|t| t.place.to_string()).collect::<Vec<_>>());
+        }
+    }
+    assert_eq!(told, vec![vec!["the trajectory parts of sweep t".to_string()], vec![]]);
+}
+
+/// The pause before an unwritten job is leased again doubles with the failures in a row,
+/// from 250 ms, and stops at 10 s.
+#[test]
+fn the_pause_after_unwritten_parts_doubles_to_ten_seconds() {
+    let pauses: Vec<u64> = (1..=8).map(|n| commits::unwritten_pause(n).as_millis() as u64).collect();
+    assert_eq!(pauses, vec![250, 500, 1000, 2000, 4000, 8000, 10_000, 10_000]);
+    assert_eq!(commits::unwritten_pause(u64::MAX), Duration::from_secs(10));
 }
 
 /// A part written just before a crash, not yet recorded in the store, marks its job

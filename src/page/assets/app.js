@@ -89,6 +89,13 @@ function bar(cls, done, failed, total) {
 // ---- the overview: sweeps and workers
 
 function renderOverview(o) {
+  // The coordinator's failing writes (a full disk...): what waits, until a write succeeds.
+  const banner = $("write-troubles");
+  banner.hidden = !o.write_troubles.length;
+  banner.textContent = o.write_troubles.map((t) =>
+    `Writes failing: ${t.place}: ${t.error} (${t.failures} failed writes over ${duration(t.seconds)}). ` +
+    (t.place.startsWith("the store") ? "Nothing is leased or recorded" : "Its jobs are queued again") +
+    " until a write succeeds; armada resumes by itself.").join("\n");
   const body = $("sweeps").tBodies[0];
   body.textContent = "";
   for (const s of o.sweeps) {
