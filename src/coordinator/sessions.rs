@@ -23,6 +23,9 @@ pub struct Worker {
     pub processor: String,
     /// Its last request (registration, lease, heartbeat, commit...).
     pub last_seen: Instant,
+    /// It has asked for jobs: a session that never did is a registration its worker gave
+    /// up (it died, or registered again), forgotten sooner (see [`Sessions::forget_idle`]).
+    pub asked_for_jobs: bool,
 }
 
 impl Worker {
@@ -103,6 +106,7 @@ impl Sessions {
             software,
             processor,
             last_seen: now,
+            asked_for_jobs: false,
         };
         Ok(self.workers.entry(session).insert_entry(worker).into_mut())
     }
@@ -166,14 +170,29 @@ impl Sessions {
             .collect()
     }
 
-    /// Forget the workers last heard from before `cutoff` whose sessions hold no attempt
-    /// (`holds` says which do), so that workers come and gone do not accumulate; one that
-    /// comes back is told its session is unknown and registers again. Answers them as
-    /// messages name them.
-    pub fn forget_idle(&mut self, cutoff: Instant, holds: impl Fn(&str) -> bool) -> Vec<String> {
+    /// The worker of `session` asked for jobs.
+    pub fn asked_for_jobs(&mut self, session: &str) {
+        if let Some(worker) = self.workers.get_mut(session) {
+            worker.asked_for_jobs = true;
+        }
+    }
+
+    /// Forget the workers silent for longer than `after` whose sessions hold no attempt
+    /// (`holds` says which do), so that workers come and gone do not accumulate, and those
+    /// that never asked for jobs once silent for longer than `unused_after`; one that comes
+    /// back is told its session is unknown and registers again. Answers them as messages
+    /// name them.
+    pub fn forget_idle(
+        &mut self,
+        now: Instant,
+        after: Duration,
+        unused_after: Duration,
+        holds: impl Fn(&str) -> bool,
+    ) -> Vec<String> {
         let mut forgotten = Vec::new();
         self.workers.retain(|session, w| {
-            let keep = w.last_seen >= cutoff || holds(session);
+            let allowed = if w.asked_for_jobs { after } else { unused_after.min(after) };
+            let keep = now.saturating_duration_since(w.last_seen) <= allowed || holds(session);
             if !keep {
                 forgotten.push(w.label());
             }
@@ -182,9 +201,9 @@ impl Sessions {
         forgotten
     }
 
-    /// Whether any worker was last heard from before `cutoff` (cheap, checked every tick).
-    pub fn any_idle_since(&self, cutoff: Instant) -> bool {
-        self.workers.values().any(|w| w.last_seen < cutoff)
+    /// Whether any worker has been silent for longer than `silence` (cheap, checked every tick).
+    pub fn any_silent(&self, now: Instant, silence: Duration) -> bool {
+        self.workers.values().any(|w| now.saturating_duration_since(w.last_seen) > silence)
     }
 
     /// The worker of `session` as messages name it: `w3 (host-a)`, or `unknown` when gone.

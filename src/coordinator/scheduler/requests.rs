@@ -39,6 +39,10 @@ fn clip(mut error: String) -> String {
 /// A worker that found nothing to lease asks again after this long.
 const NOTHING_TO_LEASE_RETRY: Duration = Duration::from_millis(200);
 
+/// A session that never asked for jobs is a registration its worker gave up (it died, or
+/// registered again after losing the connection): forgotten once silent this long.
+const FORGET_UNUSED_SESSION_AFTER: Duration = Duration::from_secs(60);
+
 /// When the store cannot start attempts, workers ask again this much later (the longest a
 /// worker waits between two lease requests), not at once.
 const STORE_TROUBLE_RETRY: Duration = Duration::from_secs(5);
@@ -164,6 +168,7 @@ impl Scheduler {
     ) -> Result<Leases, CommandError> {
         let (session, worker) = self.workers.get(session)?;
         let (worker_id, families) = (worker.id.clone(), worker.families.clone());
+        self.workers.asked_for_jobs(&session);
         let picked = self.table.pick(&families, max_jobs);
         if picked.is_empty() {
             return Ok(Leases { leases: Vec::new(), retry_after: NOTHING_TO_LEASE_RETRY });
@@ -260,15 +265,17 @@ impl Scheduler {
         self.apply(effects);
     }
 
-    /// Workers silent for `forget_worker_after` and holding nothing are dropped.
+    /// Workers silent for `forget_worker_after` and holding nothing are dropped, and those
+    /// that never asked for jobs once silent for a minute (or that, if shorter).
     pub(super) fn forget_idle_workers(&mut self, now: std::time::Instant) {
-        let Some(cutoff) = now.checked_sub(self.config.forget_worker_after) else { return };
-        if !self.workers.any_idle_since(cutoff) {
+        let after = self.config.forget_worker_after;
+        let unused_after = after.min(FORGET_UNUSED_SESSION_AFTER);
+        if !self.workers.any_silent(now, unused_after) {
             return;
         }
         let holding = self.table.sessions_holding(now);
-        for worker in self.workers.forget_idle(cutoff, |session| holding.contains(session)) {
-            info!(%worker, silent_for = ?self.config.forget_worker_after, "worker forgotten");
+        for worker in self.workers.forget_idle(now, after, unused_after, |session| holding.contains(session)) {
+            info!(%worker, "worker forgotten: silent, holding nothing");
         }
     }
 }

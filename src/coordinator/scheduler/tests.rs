@@ -542,6 +542,27 @@ async fn silent_workers_holding_nothing_are_forgotten() {
     assert_eq!(ids(listed().await), ["w3", "w4"]);
 }
 
+/// A session that never asked for jobs (its worker died after registering, or registered
+/// again) is forgotten after a minute of silence, not ten: a worker that keeps losing its
+/// connection does not pile sessions up. One that asked stays for `forget_worker_after`.
+#[tokio::test(start_paused = true)]
+async fn sessions_that_never_asked_for_jobs_are_forgotten_after_a_minute() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = start_with(dir.path(), SchedulerConfig::default());
+    let (given_up, asked) = (register(&s).await, register(&s).await);
+    assert!(lease(&s, &asked).await.is_empty(), "nothing to lease, but it asked");
+    let ids = || async { s.workers().await.unwrap().into_iter().map(|w| w.id).collect::<Vec<_>>() };
+    tokio::time::sleep(Duration::from_secs(59)).await;
+    assert_eq!(ids().await, ["w1", "w2"]);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(ids().await, ["w2"], "the session that never asked is gone after a minute");
+    assert_eq!(s.heartbeat(given_up, vec![]).await.unwrap_err().kind(), ErrorKind::NotFound);
+    tokio::time::sleep(Duration::from_secs(600 - 61)).await;
+    assert_eq!(ids().await, ["w2"], "one that asked stays for forget_worker_after");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(ids().await.is_empty());
+}
+
 /// A status lists a page of the failures (100 by default) and says how many it left
 /// out; an error a worker reports is clipped to MAX_ERROR_BYTES.
 #[tokio::test]
