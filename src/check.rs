@@ -7,11 +7,19 @@
 //! aside to `<sweep>/damaged/`, never deleted, and the jobs the store placed in it are
 //! queued again, as are done jobs whose rows are missing: a job is a pure function of its
 //! key, so they re-run to the same bits. The sweeps' summary files are removed, to be
-//! rebuilt when the sweep next settles. A damaged store is reported, with what to do; it is
-//! not repaired here.
+//! rebuilt when the sweep next settles.
+//!
+//! A damaged (or missing) store is moved aside to `armada.damaged/` and replaced by the
+//! newest backup SQLite finds intact (`armada.backups/`, see
+//! [`crate::coordinator::backups`]), or by an empty store; a sweep whose parts are on disk
+//! but whom the store does not know (submitted after that backup, or every sweep of a lost
+//! store) is rebuilt from its parts alone: each job's spec is read back from its rows and
+//! kept only if this build gives it the key its rows carry. Its done jobs are then the
+//! store's again; a resubmission of its sweep file queues the rest.
 
-use crate::coordinator::store::{Store, StoreError};
-use crate::results::{self, ResultsError, StoredRows};
+use crate::coordinator::backups;
+use crate::coordinator::store::{JobState, SpecTemplate, Store, StoreError, StoredJob};
+use crate::results::{self, file_name, ResultsError, StoredRows};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -36,6 +44,17 @@ enum Repair {
     MoveAside,
     /// Queue the jobs again.
     Requeue,
+    /// Move the store aside and restore the newest intact backup (see [`restore_store`]).
+    RestoreStore,
+    /// Rebuild the sweep's done jobs from its parts.
+    Rebuild,
+}
+
+impl Checked {
+    /// The store must be restored before anything else is repaired.
+    pub fn store_lost(&self) -> bool {
+        self.problems.iter().any(|p| p.repair == Some(Repair::RestoreStore))
+    }
 }
 
 /// What a check looked at and found.
@@ -53,6 +72,21 @@ pub struct Checked {
 pub struct Repaired {
     pub moved: Vec<PathBuf>,
     pub requeued: usize,
+    /// Sweeps rebuilt from their parts, with their done jobs.
+    pub rebuilt: Vec<(String, usize)>,
+    /// Jobs found in parts but not rebuilt, each with why.
+    pub not_rebuilt: Vec<String>,
+}
+
+/// What [`restore_store`] did.
+#[derive(Debug, Default, PartialEq)]
+pub struct Restored {
+    /// The damaged store's files, where they were moved.
+    pub moved: Vec<PathBuf>,
+    /// The backup the store was restored from; none: it starts empty.
+    pub backup: Option<PathBuf>,
+    /// Backups passed over because SQLite found them damaged.
+    pub damaged_backups: Vec<PathBuf>,
 }
 
 /// Why a directory could not be checked at all.
@@ -73,14 +107,20 @@ pub enum CheckError {
 /// store (none when it is damaged) with what was found.
 pub fn check(dir: &Path, full: bool) -> Result<(Option<Store>, Checked), CheckError> {
     let path = dir.join("armada.sqlite");
-    if !path.is_file() {
-        return Err(CheckError::NoStore(dir.to_path_buf()));
-    }
+    let on_disk = sweeps_on_disk(dir)?;
     let mut checked = Checked::default();
+    if !path.is_file() {
+        if on_disk.is_empty() {
+            return Err(CheckError::NoStore(dir.to_path_buf()));
+        }
+        let what = format!("missing, beside {} sweep directories with trajectories", on_disk.len());
+        checked.problems.push(lost_store(&path, what));
+        return Ok((None, checked));
+    }
     let store = match Store::open(dir) {
         Ok(store) => store,
         Err(e @ StoreError::Damaged { .. }) => {
-            checked.problems.push(damaged_store(&path, e.to_string()));
+            checked.problems.push(lost_store(&path, e.to_string()));
             return Ok((None, checked));
         }
         Err(e) => return Err(e.into()),
@@ -88,27 +128,116 @@ pub fn check(dir: &Path, full: bool) -> Result<(Option<Store>, Checked), CheckEr
     let found = store.integrity(full)?;
     if found != ["ok"] {
         let what = format!("SQLite finds it damaged: {}", found.join("; "));
-        checked.problems.push(damaged_store(&path, what));
+        checked.problems.push(lost_store(&path, what));
         return Ok((None, checked));
     }
+    let mut known = BTreeSet::new();
     for sweep in store.sweeps()? {
         checked.n_sweeps += 1;
         check_sweep(&store, &dir.join(&sweep.id), &sweep.id, full, &mut checked)?;
+        known.insert(sweep.id);
+    }
+    for sweep in on_disk.into_iter().filter(|s| !known.contains(s)) {
+        let sweep_dir = dir.join(&sweep);
+        let n_parts = results::part_files(&sweep_dir)?.len();
+        checked.problems.push(Problem {
+            sweep: Some(sweep.clone()),
+            file: sweep_dir,
+            jobs: Vec::new(),
+            what: format!(
+                "{n_parts} trajectory parts of a sweep the store does not know (the store was lost, or \
+                 restored from a backup older than the sweep)"
+            ),
+            fix: "--repair rebuilds the sweep's done jobs from its parts; resubmit its sweep file then \
+                  to queue the rest (the done jobs are not run again)"
+                .into(),
+            repair: Some(Repair::Rebuild),
+        });
     }
     Ok((Some(store), checked))
 }
 
-fn damaged_store(path: &Path, what: String) -> Problem {
+/// The sweep directories of `dir` that hold trajectory parts, by name.
+fn sweeps_on_disk(dir: &Path) -> Result<Vec<String>, CheckError> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(cause) if cause.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(cause) => return Err(CheckError::Io { action: "listing", path: dir.to_path_buf(), cause }),
+    };
+    let mut found = Vec::new();
+    for entry in entries.filter_map(|e| e.ok()) {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let is_sweep = crate::sweep::check_name(&name).is_ok() && entry.path().is_dir();
+        if is_sweep && !results::part_files(&entry.path())?.is_empty() {
+            found.push(name);
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+fn lost_store(path: &Path, what: String) -> Problem {
     Problem {
         sweep: None,
         file: path.to_path_buf(),
         jobs: Vec::new(),
         what,
-        fix: "move it aside (with its -wal and -shm files) and resubmit the sweeps to a new coordinator: \
-              jobs whose trajectories are on disk are found done, not run again"
+        fix: "--repair moves it to armada.damaged/, restores the newest intact backup of armada.backups/ \
+              (or starts an empty store), and rebuilds from the trajectories on disk every sweep that backup \
+              lacks"
             .into(),
-        repair: None,
+        repair: Some(Repair::RestoreStore),
     }
+}
+
+/// Move the store of `dir` (with its `-wal` and `-shm` files), if any, to `armada.damaged/`
+/// and put a copy of the newest backup SQLite finds intact in its place (none: an empty
+/// store). Then [`check`] again: sweeps the backup lacks are rebuilt by
+/// [`repair`].
+pub fn restore_store(dir: &Path) -> Result<Restored, CheckError> {
+    let mut restored = Restored::default();
+    let aside = dir.join("armada.damaged");
+    let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
+    for suffix in ["", "-wal", "-shm"] {
+        let file = dir.join(format!("armada.sqlite{suffix}"));
+        if !file.exists() {
+            continue;
+        }
+        create_dir(&aside)?;
+        let to = free_name(&aside.join(format!("armada-{stamp}.sqlite{suffix}")));
+        std::fs::rename(&file, &to).map_err(|cause| CheckError::Io { action: "moving", path: file.clone(), cause })?;
+        restored.moved.push(to);
+    }
+    // Each backup is tried on a copy, opened as a store of its own directory.
+    let trial = dir.join("armada.restoring");
+    for backup in backups::backups(dir).into_iter().rev() {
+        let _ = std::fs::remove_dir_all(&trial);
+        create_dir(&trial)?;
+        let copy = trial.join("armada.sqlite");
+        std::fs::copy(&backup, &copy).map_err(|cause| CheckError::Io {
+            action: "copying",
+            path: backup.clone(),
+            cause,
+        })?;
+        let intact = Store::open(&trial).is_ok_and(|s| s.integrity(true).is_ok_and(|found| found == ["ok"]));
+        if !intact {
+            restored.damaged_backups.push(backup);
+            continue;
+        }
+        let target = dir.join("armada.sqlite");
+        std::fs::rename(&copy, &target).map_err(|cause| CheckError::Io { action: "restoring", path: target, cause })?;
+        restored.backup = Some(backup);
+        break;
+    }
+    let _ = std::fs::remove_dir_all(&trial);
+    if restored.backup.is_none() {
+        drop(Store::open(dir)?); // an empty store, for the parts to rebuild
+    }
+    Ok(restored)
+}
+
+fn create_dir(dir: &Path) -> Result<(), CheckError> {
+    std::fs::create_dir_all(dir).map_err(|cause| CheckError::Io { action: "creating", path: dir.to_path_buf(), cause })
 }
 
 fn check_sweep(
@@ -209,10 +338,6 @@ fn check_rows(path: &Path, index: &[StoredRows]) -> Result<(), ResultsError> {
     })
 }
 
-fn file_name(path: &Path) -> String {
-    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
-}
-
 /// Repair what `checked` found in `dir`: damaged parts moved to `<sweep>/damaged/`, the jobs
 /// they held and the jobs whose rows are missing queued again, and the summary files of the
 /// sweeps touched removed (the next coordinator rebuilds them once the jobs have re-run).
@@ -221,6 +346,12 @@ pub fn repair(store: &mut Store, dir: &Path, checked: &Checked) -> Result<Repair
     let mut touched = BTreeSet::new();
     for p in &checked.problems {
         let (Some(sweep), Some(repair)) = (&p.sweep, &p.repair) else { continue };
+        if *repair == Repair::Rebuild {
+            let (n, skipped) = rebuild_sweep(store, &dir.join(sweep), sweep)?;
+            repaired.rebuilt.push((sweep.clone(), n));
+            repaired.not_rebuilt.extend(skipped);
+            continue;
+        }
         if *repair == Repair::MoveAside {
             let aside = dir.join(sweep).join("damaged");
             std::fs::create_dir_all(&aside).map_err(|cause| CheckError::Io {
@@ -250,6 +381,71 @@ pub fn repair(store: &mut Store, dir: &Path, checked: &Checked) -> Result<Repair
         }
     }
     Ok(repaired)
+}
+
+/// Rebuild sweep `sweep` of a store that does not know it from its parts in `sweep_dir`:
+/// each job whose spec, read back from its rows, this build validates to the key the rows
+/// carry becomes a done job in its part. Answers how many, and why the others were not.
+fn rebuild_sweep(store: &mut Store, sweep_dir: &Path, sweep: &str) -> Result<(usize, Vec<String>), CheckError> {
+    let registry = crate::registry();
+    let mut skipped = Vec::new();
+    let mut family: Option<String> = None;
+    let mut seen = BTreeSet::new();
+    let mut rows = Vec::new();
+    let mut in_part: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for path in results::part_files(sweep_dir)? {
+        let specs = match results::read_specs(&path) {
+            Ok(specs) => specs,
+            Err(e) => {
+                skipped.push(format!("{}: unreadable ({e}); `armada check` reports it again", path.display()));
+                continue;
+            }
+        };
+        for (key, spec) in specs {
+            let valid = match registry.validate(&spec) {
+                Ok(valid) if valid.key.0 == key => valid,
+                Ok(valid) => {
+                    let why =
+                        format!("its rows' spec keys to {} in this build (written by another version?)", valid.key);
+                    skipped.push(format!("job {key} of {}: {why}", path.display()));
+                    continue;
+                }
+                Err(e) => {
+                    // A declared family's declaration was kept in the lost store.
+                    skipped.push(format!("job {key} of {}: {e}; resubmit its sweep to run it", path.display()));
+                    continue;
+                }
+            };
+            if !seen.insert(key.clone()) {
+                continue; // in two parts: `armada check` reports the duplicate
+            }
+            if family.get_or_insert_with(|| spec.family.clone()) != &spec.family {
+                skipped.push(format!("job {key} of {}: of family {}, not the sweep's", path.display(), spec.family));
+                continue;
+            }
+            let template = SpecTemplate::encode(&valid.spec);
+            rows.push(StoredJob {
+                sweep_id: sweep.to_string(),
+                key: key.clone(),
+                ord: rows.len() as i64,
+                spec: SpecTemplate::with_seed(&template, valid.spec.seed),
+                state: JobState::Done,
+                attempts: 0,
+                error: None,
+            });
+            in_part.entry(file_name(&path)).or_default().push(key);
+        }
+    }
+    let Some(family) = family else { return Ok((0, skipped)) };
+    let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
+    let generation = store.begin_submission(sweep, &family, now_ms)?;
+    store.add_jobs(sweep, generation, &rows)?;
+    store.commit_submission(sweep, generation, &[])?;
+    for (part, keys) in &in_part {
+        let jobs: Vec<(Option<u64>, &str)> = keys.iter().map(|k| (None, k.as_str())).collect();
+        store.commit_jobs(sweep, part, &jobs)?;
+    }
+    Ok((rows.len(), skipped))
 }
 
 /// `path`, or `path.1`, `path.2`, ... : the first that does not exist.

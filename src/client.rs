@@ -180,8 +180,10 @@ pub fn trouble_lines<'a>(troubles: impl IntoIterator<Item = &'a pb::WriteTrouble
         .into_iter()
         .filter(|t| places.insert(t.place.clone()))
         .map(|t| {
-            let waits = if t.place.starts_with("the store") {
+            let waits = if t.place.starts_with("the store (") {
                 "nothing is leased or recorded meanwhile"
+            } else if t.place.starts_with("the store's backups") {
+                "nothing waits, but the newest backup grows older"
             } else {
                 "its jobs are queued again meanwhile"
             };

@@ -33,7 +33,7 @@ pub fn write_report(sweep_dir: &Path, out: Option<&Path>) -> anyhow::Result<Path
         .ok()
         .and_then(|c| c.str().ok().and_then(|s| s.get(0).map(str::to_owned)))
         .unwrap_or_default();
-    let sweep = sweep_dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let sweep = crate::results::file_name(sweep_dir);
     let data = json!({
         "sweep": sweep,
         "family": family,

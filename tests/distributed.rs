@@ -884,3 +884,143 @@ fn a_full_disk_is_shown_waited_out_and_loses_nothing() {
     let log = std::fs::read_to_string(&log).unwrap();
     assert_eq!(log.matches("registered with").count(), 1, "one session throughout:\n{log}");
 }
+
+/// A testkit sweep `name` of `seeds` trivial jobs, as a file in `dir`.
+fn echo_sweep(dir: &Path, name: &str, seeds: u32) -> PathBuf {
+    let body = format!(
+        "name = \"{name}\"\nfamily = \"testkit\"\nseeds = {seeds}\nhorizon = 5\n[[benchmarks]]\nname = \"constant\"\n[[algorithms]]\nname = \"echo\"\n"
+    );
+    write(dir, &format!("{name}.toml"), &body)
+}
+
+/// Run `sweeps` to completion on a coordinator of `data` started with `args`, with a worker;
+/// then stop it with SIGTERM.
+fn run_on_coordinator(data: &Path, args: &[&str], sweeps: &[&Path], log: &Path) {
+    let mut coord = serve(data, 0, args);
+    let _w = worker(&coord.url, 2, log, &[]);
+    for sweep in sweeps {
+        let submitted = client(&["submit", sweep.to_str().unwrap()], &coord.url, 30);
+        assert!(submitted.status.success(), "{}", text(&submitted.stderr));
+        let name = sweep.file_stem().unwrap().to_str().unwrap();
+        let watched = client(&["watch", name, "--quiet"], &coord.url, 60);
+        assert!(watched.status.success(), "{}", text(&watched.stderr));
+    }
+    coord.proc.sigterm();
+    assert!(coord.proc.wait(30).success());
+}
+
+/// The store lost three ways: written over with garbage, cut to nothing (it then opens as
+/// an empty store), and deleted with its backups. Each time `armada check` says so and
+/// `--repair` restores the newest backup (which holds sweep a, not b, submitted after it)
+/// or starts an empty store, and rebuilds from the parts what the store lacks: a coordinator
+/// on the repaired directory then finds every job of both sweeps done (resubmitted, with no
+/// worker to run anything, both finish), and their summaries are the same bytes as before.
+#[test]
+fn a_lost_store_is_restored_from_its_backup_and_rebuilt_from_the_parts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (echo_sweep(tmp.path(), "a", 4), echo_sweep(tmp.path(), "b", 5));
+    let good = tmp.path().join("good");
+    let log = tmp.path().join("w.log");
+    let backups = |data: &Path| -> Vec<PathBuf> {
+        let Ok(entries) = std::fs::read_dir(data.join("armada.backups")) else { return Vec::new() };
+        let mut found: Vec<PathBuf> =
+            entries.map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "sqlite")).collect();
+        found.sort();
+        found
+    };
+    // Sweep a, then backups every second until one is newer than a's end.
+    {
+        let mut coord = serve(&good, 0, &["--backup-every-s", "1"]);
+        let _w = worker(&coord.url, 2, &log, &[]);
+        assert!(client(&["submit", a.to_str().unwrap()], &coord.url, 30).status.success());
+        assert!(client(&["watch", "a", "--quiet"], &coord.url, 60).status.success());
+        let finished = std::time::SystemTime::now();
+        wait_until(20, "a backup taken after sweep a finished", || {
+            backups(&good).last().is_some_and(|p| std::fs::metadata(p).unwrap().modified().unwrap() > finished)
+        });
+        coord.proc.sigterm();
+        assert!(coord.proc.wait(30).success());
+    }
+    assert!(backups(&good).len() <= 3, "only the newest three are kept");
+    // Sweep b after the last backup.
+    run_on_coordinator(&good, &["--backup-every-s", "0"], &[&b], &log);
+    let summaries = |data: &Path| -> Vec<Vec<u8>> {
+        let files = ["a/summary.parquet", "a/final.parquet", "b/summary.parquet", "b/final.parquet"];
+        files.iter().map(|f| std::fs::read(data.join(f)).unwrap()).collect()
+    };
+    let before = summaries(&good);
+
+    for damage in ["garbage", "emptied", "lost with its backups"] {
+        let copy = tmp.path().join(damage.replace(' ', "-"));
+        assert!(Command::new("cp").arg("-r").arg(&good).arg(&copy).status().unwrap().success());
+        let store = copy.join("armada.sqlite");
+        for side in ["armada.sqlite-wal", "armada.sqlite-shm"] {
+            let _ = std::fs::remove_file(copy.join(side));
+        }
+        match damage {
+            "garbage" => {
+                use std::io::{Seek, SeekFrom, Write};
+                let mut file = std::fs::OpenOptions::new().write(true).open(&store).unwrap();
+                file.seek(SeekFrom::Start(0)).unwrap();
+                file.write_all(&[0xa5; 8192]).unwrap();
+            }
+            "emptied" => std::fs::OpenOptions::new().write(true).open(&store).unwrap().set_len(0).unwrap(),
+            _ => {
+                std::fs::remove_file(&store).unwrap();
+                std::fs::remove_dir_all(copy.join("armada.backups")).unwrap();
+            }
+        }
+        if damage == "garbage" {
+            let refused = Command::new(BIN)
+                .args(["serve", "--listen", "127.0.0.1:0", "--dashboard", "off", "--data", copy.to_str().unwrap()])
+                .output()
+                .unwrap();
+            let stderr = text(&refused.stderr);
+            assert!(!refused.status.success(), "{stderr}");
+            assert!(stderr.contains("is damaged") && stderr.contains("armada check --repair"), "{stderr}");
+        }
+        let checked = armada(&["check", copy.to_str().unwrap()]);
+        let report = text(&checked.stdout);
+        assert_eq!(checked.status.code(), Some(1), "{damage}: {report}{}", text(&checked.stderr));
+        let found = match damage {
+            "garbage" => "is damaged",
+            "emptied" => "sweep `b`: ",
+            _ => "missing, beside 2 sweep directories",
+        };
+        assert!(report.contains(found), "{damage}: {report}");
+
+        let repaired = armada(&["check", copy.to_str().unwrap(), "--repair"]);
+        let report = text(&repaired.stdout);
+        assert!(repaired.status.success(), "{damage}: {report}{}", text(&repaired.stderr));
+        let rebuilt_a = report.contains("rebuilt sweep `a` from its parts: 4 done jobs");
+        assert!(report.contains("rebuilt sweep `b` from its parts: 5 done jobs"), "{damage}: {report}");
+        match damage {
+            "garbage" => {
+                let newest = backups(&copy).pop().unwrap();
+                assert!(report.contains(&format!("restored the store from {}", newest.display())), "{report}");
+                assert!(!rebuilt_a, "a is in the backup: {report}");
+                let aside = std::fs::read_dir(copy.join("armada.damaged")).unwrap().count();
+                assert_eq!(aside, 1, "the damaged store moved aside, never deleted");
+            }
+            "emptied" => assert!(rebuilt_a && !report.contains("restored the store"), "{report}"),
+            _ => assert!(rebuilt_a && report.contains("no intact backup: starting an empty store"), "{report}"),
+        }
+        assert!(report.contains("repaired: no problem left"), "{damage}: {report}");
+        assert!(armada(&["check", copy.to_str().unwrap(), "--full"]).status.success(), "{damage}: clean");
+
+        // No worker: both sweeps finish on resubmission only if every job is done already.
+        let mut coord = serve(&copy, 0, &[]);
+        for sweep in [&a, &b] {
+            let submitted = client(&["submit", sweep.to_str().unwrap()], &coord.url, 30);
+            assert!(submitted.status.success(), "{damage}: {}", text(&submitted.stderr));
+            let name = sweep.file_stem().unwrap().to_str().unwrap();
+            let watched = client(&["watch", name, "--quiet"], &coord.url, 30);
+            assert!(watched.status.success(), "{damage}: {}", text(&watched.stderr));
+        }
+        let status = text(&client(&["status"], &coord.url, 30).stdout);
+        assert!(status.contains("4 jobs: 4 done") && status.contains("5 jobs: 5 done"), "{damage}: {status}");
+        coord.proc.sigterm();
+        assert!(coord.proc.wait(30).success());
+        assert!(summaries(&copy) == before, "{damage}: the summaries changed");
+    }
+}

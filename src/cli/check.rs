@@ -14,14 +14,79 @@ pub struct CheckArgs {
     #[arg(long)]
     full: bool,
     /// Move damaged parts to <sweep>/damaged/, queue the jobs whose rows are lost again
-    /// (they re-run to the same bits) and remove the summaries they were in.
+    /// (they re-run to the same bits) and remove the summaries they were in; restore a
+    /// damaged or missing store from its newest intact backup, and rebuild the sweeps it
+    /// lacks from their trajectories.
     #[arg(long)]
     repair: bool,
 }
 
 pub fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
     let (store, checked) = check::check(&args.dir, args.full)?;
-    let Checked { n_sweeps, n_parts, n_jobs, problems } = &checked;
+    report(&args, &checked);
+    if checked.problems.is_empty() {
+        println!("no problem found");
+        return Ok(ExitCode::SUCCESS);
+    }
+    if !args.repair {
+        println!("{} problems", checked.problems.len());
+        return Ok(ExitCode::from(1));
+    }
+    let (mut store, checked) = match store {
+        Some(store) if !checked.store_lost() => (store, checked),
+        _ => {
+            // The store first: what else is wrong is only known against the restored one.
+            let restored = check::restore_store(&args.dir)?;
+            for moved in &restored.moved {
+                println!("moved aside: {}", moved.display());
+            }
+            for damaged in &restored.damaged_backups {
+                println!("passed over a damaged backup: {}", damaged.display());
+            }
+            match &restored.backup {
+                Some(backup) => println!("restored the store from {}", backup.display()),
+                None => println!("no intact backup: starting an empty store"),
+            }
+            let (store, checked) = check::check(&args.dir, args.full)?;
+            report(&args, &checked);
+            let store = store.ok_or_else(|| anyhow::anyhow!("the restored store is damaged too"))?;
+            (store, checked)
+        }
+    };
+    let repaired = check::repair(&mut store, &args.dir, &checked)?;
+    drop(store); // its lock, for the check below
+    for moved in &repaired.moved {
+        println!("moved aside: {}", moved.display());
+    }
+    for (sweep, n) in &repaired.rebuilt {
+        println!(
+            "rebuilt sweep `{sweep}` from its parts: {n} done jobs; resubmit its sweep file to queue the rest \
+             (the done jobs are not run again)"
+        );
+    }
+    for why in &repaired.not_rebuilt {
+        println!("  not rebuilt: {why}");
+    }
+    if repaired.requeued > 0 {
+        println!(
+            "queued again: {} jobs; run or resubmit their sweeps to compute them (the same bits as before)",
+            repaired.requeued
+        );
+    }
+    let (_, after) = check::check(&args.dir, args.full)?;
+    let left = after.problems.len();
+    if left > 0 {
+        report(&args, &after);
+        println!("{left} problems left that --repair does not fix");
+        return Ok(ExitCode::from(1));
+    }
+    println!("repaired: no problem left");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What a check found, a few lines per problem.
+fn report(args: &CheckArgs, checked: &Checked) {
+    let Checked { n_sweeps, n_parts, n_jobs, problems } = checked;
     println!(
         "{}: {n_sweeps} sweeps, {n_parts} parts, {n_jobs} done jobs found{}",
         args.dir.display(),
@@ -38,28 +103,4 @@ pub fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
         }
         println!("  fix: {}", p.fix);
     }
-    if problems.is_empty() {
-        println!("no problem found");
-        return Ok(ExitCode::SUCCESS);
-    }
-    let (true, Some(mut store)) = (args.repair, store) else {
-        println!("{} problems", problems.len());
-        return Ok(ExitCode::from(1));
-    };
-    let repaired = check::repair(&mut store, &args.dir, &checked)?;
-    drop(store); // its lock, for the check below
-    for moved in &repaired.moved {
-        println!("moved aside: {}", moved.display());
-    }
-    println!(
-        "queued again: {} jobs; run or resubmit their sweeps to compute them (the same bits as before)",
-        repaired.requeued
-    );
-    let (_, after) = check::check(&args.dir, args.full)?;
-    let left = after.problems.len();
-    if left > 0 {
-        println!("{left} problems left that --repair does not fix");
-        return Ok(ExitCode::from(1));
-    }
-    Ok(ExitCode::SUCCESS)
 }

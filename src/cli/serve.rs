@@ -1,5 +1,6 @@
 //! `armada serve`: run a coordinator until Ctrl-C or SIGTERM.
 
+use armada::coordinator::backups::BackupPolicy;
 use armada::coordinator::commit::CommitConfig;
 use armada::coordinator::{self, SchedulerConfig, ServeConfig};
 use armada_worker::auth::TOKEN_ENV;
@@ -53,6 +54,14 @@ pub struct ServeArgs {
     /// --listen's port is 0).
     #[arg(long, value_parser = super::parse_dashboard)]
     dashboard: Option<super::DashboardAt>,
+    /// Back the store up this often (seconds; 0: never), online, into
+    /// <data>/armada.backups/; `armada check --repair` restores a damaged store from the
+    /// newest one and the trajectories on disk.
+    #[arg(long, default_value_t = 600)]
+    backup_every_s: u64,
+    /// Keep this many backups of the store (the newest).
+    #[arg(long, default_value_t = 3)]
+    backups: usize,
 }
 
 pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
@@ -86,6 +95,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 writers: args.part_writers.unwrap_or(CommitConfig::default().writers),
                 ..CommitConfig::default()
             },
+            backup: BackupPolicy { every: Duration::from_secs(args.backup_every_s), keep: args.backups },
             ..SchedulerConfig::default()
         },
     };

@@ -190,7 +190,7 @@ fn write(commits: Vec<Commit>, live: &LiveSummaries, counters: &Metrics) -> Part
             for (job, key) in jobs.iter_mut().zip(&keys) {
                 job.location = by_key.remove(key);
             }
-            Ok(written.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default())
+            Ok(results::file_name(&written.path))
         }
         Ok(Err(e)) => Err(format!("{e:#}")),
         Err(_) => Err("writing the part panicked".to_string()),

@@ -3,6 +3,7 @@
 //! and summaries of [`crate::results`], under `DATA/<sweep>/`.
 
 pub mod access;
+pub mod backups;
 pub mod catalog;
 pub mod commit;
 pub mod dashboard;

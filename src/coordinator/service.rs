@@ -310,7 +310,7 @@ impl pb::sweeps_server::Sweeps for Coordinator {
             if !path.is_file() {
                 return Err(Status::failed_precondition(format!(
                     "table: sweep `{sweep}` has no {}",
-                    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+                    results::file_name(&path)
                 )));
             }
         }

@@ -17,6 +17,22 @@ pub enum Place {
     Store,
     /// The trajectory parts of one sweep: its jobs wait; other sweeps go on.
     Parts(String),
+    /// The store's periodic backups: nothing waits, but a damaged store has none newer.
+    Backups,
+}
+
+impl Place {
+    /// The kind of place, as `/metrics` labels it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Place::Store => "store",
+            Place::Parts(_) => "parts",
+            Place::Backups => "backups",
+        }
+    }
+
+    /// Every kind, as [`Place::kind`] names them.
+    pub const KINDS: [&'static str; 3] = ["store", "parts", "backups"];
 }
 
 impl std::fmt::Display for Place {
@@ -24,6 +40,7 @@ impl std::fmt::Display for Place {
         match self {
             Place::Store => f.write_str("the store (armada.sqlite)"),
             Place::Parts(sweep) => write!(f, "the trajectory parts of sweep {sweep}"),
+            Place::Backups => f.write_str("the store's backups (armada.backups/)"),
         }
     }
 }
@@ -49,9 +66,8 @@ pub struct WriteTroubles {
 #[derive(Debug, Default)]
 struct State {
     current: BTreeMap<Place, Trouble>,
-    /// Failed writes ever: the store's, and parts'.
-    store_failures: u64,
-    part_failures: u64,
+    /// Failed writes ever, by kind of place ([`Place::KINDS`]).
+    failures: [u64; 3],
     last_failure: Option<SystemTime>,
     /// Places whose trouble began or ended since [`WriteTroubles::take_changes`].
     changed: Vec<Place>,
@@ -61,10 +77,8 @@ impl WriteTroubles {
     /// A write at `place` failed with `error`.
     pub fn failed(&self, place: Place, error: &str, now: SystemTime) {
         let mut s = self.lock();
-        match place {
-            Place::Store => s.store_failures += 1,
-            Place::Parts(_) => s.part_failures += 1,
-        }
+        let kind = Place::KINDS.iter().position(|&k| k == place.kind()).expect("a kind of place");
+        s.failures[kind] += 1;
         s.last_failure = Some(now);
         if let Some(trouble) = s.current.get_mut(&place) {
             trouble.error = error.to_string();
@@ -98,10 +112,10 @@ impl WriteTroubles {
         [Place::Store, parts].iter().filter_map(|p| s.current.get(p).cloned()).collect()
     }
 
-    /// The failed writes counted so far: the store's and the parts'.
-    pub fn failures(&self) -> (u64, u64) {
+    /// The failed writes counted so far, by kind of place, as [`Place::KINDS`] orders them.
+    pub fn failures(&self) -> [(&'static str, u64); 3] {
         let s = self.lock();
-        (s.store_failures, s.part_failures)
+        [0, 1, 2].map(|i| (Place::KINDS[i], s.failures[i]))
     }
 
     /// When a write last failed anywhere.
@@ -149,7 +163,7 @@ mod tests {
         assert_eq!(w.current()[0], store);
         assert_eq!(w.affecting("a"), vec![store.clone()]);
         assert_eq!(w.affecting("b").len(), 2);
-        assert_eq!(w.failures(), (2, 1));
+        assert_eq!(w.failures(), [("store", 2), ("parts", 1), ("backups", 0)]);
         assert_eq!(w.last_failure(), Some(at(12)));
 
         w.succeeded(&Place::Parts("a".into()));
@@ -158,7 +172,7 @@ mod tests {
         assert_eq!(w.current(), vec![Trouble { place: Place::Parts("b".into()), ..w.current()[0].clone() }]);
         assert_eq!(w.affecting("a"), vec![]);
         assert_eq!(w.take_changes(), vec![Place::Store]);
-        assert_eq!(w.failures(), (2, 1), "counters only go up");
+        assert_eq!(w.failures(), [("store", 2), ("parts", 1), ("backups", 0)], "counters only go up");
 
         // A new failure after the end is a new trouble, counted from one.
         w.failed(Place::Store, "database or disk is full", at(20));

@@ -91,9 +91,9 @@ use error::{damaged, invalid, io, not_armadas, nothing_to_summarize, Within};
 pub use error::{Result, ResultsError};
 
 pub use part::{
-    encode_jobs, for_each_job, part_files, part_name, read_index, read_jobs, read_provenance, readable_jobs,
-    stored_jobs, stored_keys, trajectories_dir, write_part, write_shard, Cell, PartJob, Provenance, Readable,
-    StoredRows, WrittenPart,
+    encode_jobs, file_name, for_each_job, part_files, part_name, read_index, read_jobs, read_provenance, read_specs,
+    readable_jobs, stored_jobs, stored_keys, trajectories_dir, write_part, write_shard, Cell, PartJob, Provenance,
+    Readable, StoredRows, WrittenPart,
 };
 pub use summary::{rebuild_summaries, summarize, summarize_cell, write_summaries, CellSummary, SummaryReport};
 pub use table::{final_table, render_final};

@@ -94,6 +94,11 @@ struct PartIndex {
     jobs: Vec<(String, usize, usize, usize)>,
 }
 
+/// The last component of `path` as text (a part's or a sweep's name); empty for none.
+pub fn file_name(path: &Path) -> String {
+    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
 /// `<sweep_dir>/trajectories`: where the parts live.
 pub fn trajectories_dir(sweep_dir: &Path) -> PathBuf {
     sweep_dir.join("trajectories")
@@ -254,6 +259,59 @@ fn legacy_index(path: &Path, part: Arc<PathBuf>, n_rows: usize) -> Result<Vec<St
     }
     let cell = frame_cell(&df).map_err(damaged("reading", path))?;
     Ok(vec![StoredRows { key, cell, part, offset: 0, rows: n_rows }])
+}
+
+/// The spec of every job in the part at `path`, read back from its rows (the first of
+/// each job's), by key, in the index's order: what `armada check --repair` rebuilds a lost
+/// store from. The caller checks each spec's key against the key its rows carry.
+pub fn read_specs(path: &Path) -> Result<Vec<(String, JobSpec)>> {
+    let index = read_index(path)?;
+    if index.is_empty() {
+        return Ok(Vec::new());
+    }
+    let file = File::open(path).map_err(io("opening", path))?;
+    let columns =
+        [JOB_KEY, FAMILY, BENCHMARK, BENCHMARK_PARAMS, ALGORITHM, ALGORITHM_PARAMS, SEED, SWEEP_SEED, HORIZON];
+    let df = ParquetReader::new(file)
+        .with_columns(Some(columns.iter().map(|c| c.to_string()).collect()))
+        .finish()
+        .map_err(damaged("reading", path))?;
+    let spec_at = |row: usize| -> Result<(String, JobSpec)> {
+        let text = |name: &str| -> Result<String> {
+            let value = df.column(name)?.str()?.get(row);
+            Ok(value.ok_or_else(|| invalid(format!("row {row}: column {name:?} is null")))?.to_owned())
+        };
+        let int = |name: &str| -> Result<i64> {
+            df.column(name)?.i64()?.get(row).ok_or_else(|| invalid(format!("row {row}: column {name:?} is null")))
+        };
+        let params = |name: &str| -> Result<armada_core::Params> {
+            text(name)?.parse().map_err(|e| invalid(format!("row {row}: column {name:?}: {e}")))
+        };
+        let spec = JobSpec {
+            family: text(FAMILY)?,
+            benchmark: text(BENCHMARK)?,
+            benchmark_params: params(BENCHMARK_PARAMS)?,
+            algorithm: text(ALGORITHM)?,
+            algorithm_params: params(ALGORITHM_PARAMS)?,
+            seed: u64::try_from(int(SEED)?).map_err(|_| invalid(format!("row {row}: a negative seed")))?,
+            horizon: u32::try_from(int(HORIZON)?).map_err(|_| invalid(format!("row {row}: a horizon out of range")))?,
+            // Stored as the Int64 of its bits.
+            sweep_seed: int(SWEEP_SEED)? as u64,
+        };
+        Ok((text(JOB_KEY)?, spec))
+    };
+    index
+        .iter()
+        .map(|job| {
+            let (key, spec) = spec_at(job.offset)?;
+            if key != job.key {
+                let why = format!("{}: row {} holds job {key}, its index says {}", path.display(), job.offset, job.key);
+                return Err(not_armadas(path, why));
+            }
+            Ok((key, spec))
+        })
+        .collect::<Result<_>>()
+        .within(|| format!("reading the job specs of {}", path.display()))
 }
 
 /// The cell of a non-empty trajectory frame, from its first row.

@@ -84,15 +84,17 @@ pub fn render(gauges: &Gauges, metrics: &Metrics) -> String {
         header(o, name, kind, help);
         let _ = writeln!(o, "{name} {value}");
     }
-    let (store_failures, part_failures) = metrics.writes.failures();
-    header(o, "armada_write_failures_total", "counter", "Writes that failed: the store's, and trajectory parts'.");
-    let _ = writeln!(o, "armada_write_failures_total{{place=\"store\"}} {store_failures}");
-    let _ = writeln!(o, "armada_write_failures_total{{place=\"parts\"}} {part_failures}");
+    header(o, "armada_write_failures_total", "counter", "Writes that failed: the store's, parts', backups'.");
+    for (kind, n) in metrics.writes.failures() {
+        let _ = writeln!(o, "armada_write_failures_total{{place=\"{kind}\"}} {n}");
+    }
     let failing = metrics.writes.current();
-    let store_failing = failing.iter().filter(|t| t.place == Place::Store).count();
-    header(o, "armada_writes_failing", "gauge", "Places whose writes fail now: the store (0 or 1), sweeps' parts.");
-    let _ = writeln!(o, "armada_writes_failing{{place=\"store\"}} {store_failing}");
-    let _ = writeln!(o, "armada_writes_failing{{place=\"parts\"}} {}", failing.len() - store_failing);
+    let help = "Places whose writes fail now: the store (0 or 1), sweeps' parts, the backups (0 or 1).";
+    header(o, "armada_writes_failing", "gauge", help);
+    for kind in Place::KINDS {
+        let n = failing.iter().filter(|t| t.place.kind() == kind).count();
+        let _ = writeln!(o, "armada_writes_failing{{place=\"{kind}\"}} {n}");
+    }
     let last = metrics.writes.last_failure().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
     let help = "When a write last failed (Unix seconds; 0: never).";
     header(o, "armada_last_write_failure_timestamp_seconds", "gauge", help);

@@ -40,6 +40,7 @@ impl Scheduler {
             }
         }
         let unrecorded = self.unrecorded_parts()?;
+        self.warn_of_unknown_sweeps()?;
         let registry = self.catalog.get();
         let mut recovery = Recovery::new(&registry);
         for stored in self.store.jobs()? {
@@ -66,13 +67,30 @@ impl Scheduler {
     }
 
     /// Jobs in parts the store does not know: written, then the coordinator died before
-    /// recording them. `(sweep, key)` -> part file name.
+    /// recording them. `(sweep, key)` -> part file name. On the way, the cheap checks of
+    /// every start: parts the store records but the disk lacks (their jobs' rows are lost),
+    /// and sweep directories with parts the store does not know (a lost or replaced store),
+    /// each reported with what to do.
     fn unrecorded_parts(&self) -> Result<HashMap<(String, String), String>, StartError> {
         let mut found = HashMap::new();
         for sweep in self.sweeps.ids() {
+            let mut known = self.store.parts(sweep)?;
+            let on_disk = results::part_files(&self.results_dir.join(sweep))?;
+            for path in &on_disk {
+                known.remove(&results::file_name(path));
+            }
+            if !known.is_empty() {
+                warn!(
+                    sweep = %sweep,
+                    missing = known.len(),
+                    first = %known.first().map_or("", |p| p.as_str()),
+                    "parts the store records are missing, and their jobs' rows with them: \
+                     `armada check --repair` queues those jobs again"
+                );
+            }
             let known = self.store.parts(sweep)?;
-            for path in results::part_files(&self.results_dir.join(sweep))? {
-                let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            for path in on_disk {
+                let name = results::file_name(&path);
                 if known.contains(&name) {
                     continue;
                 }
@@ -90,6 +108,29 @@ impl Scheduler {
             }
         }
         Ok(found)
+    }
+
+    /// Sweep directories with trajectory parts that the store does not know: a store lost
+    /// (a new empty one) or restored from a backup older than the sweeps.
+    fn warn_of_unknown_sweeps(&self) -> Result<(), StartError> {
+        let Ok(entries) = std::fs::read_dir(&self.results_dir) else { return Ok(()) };
+        for entry in entries.filter_map(|e| e.ok()) {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if self.sweeps.get(&name).is_ok() || crate::sweep::check_name(&name).is_err() || !entry.path().is_dir() {
+                continue;
+            }
+            let parts = results::part_files(&entry.path())?.len();
+            if parts > 0 {
+                warn!(
+                    sweep = %name,
+                    parts,
+                    "a sweep directory with trajectories that the store does not know (was the store lost or \
+                     replaced?): stop this coordinator and run `armada check --repair` on its data directory \
+                     to rebuild the sweep, or resubmit its sweep file"
+                );
+            }
+        }
+        Ok(())
     }
 
     /// Load one stored job (see [`Recovery::load`]), writing the store's correction first.

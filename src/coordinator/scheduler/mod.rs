@@ -19,6 +19,7 @@
 //! committer at commit time, and marks the job `done` when the committer reports its part
 //! durable (see [`super::commit`]).
 
+use super::backups::{self, BackupPolicy};
 use super::catalog::Catalog;
 use super::commit::{self, Commit, CommitConfig};
 use super::handle::{Command, Reply, SchedulerHandle};
@@ -70,6 +71,8 @@ pub struct SchedulerConfig {
     /// coordinator that outlives many workers does not keep them all. One that comes back
     /// registers again (a late commit of an expired attempt still counts).
     pub forget_worker_after: Duration,
+    /// How often the store is backed up, and how many backups are kept.
+    pub backup: BackupPolicy,
 }
 
 impl Default for SchedulerConfig {
@@ -81,6 +84,7 @@ impl Default for SchedulerConfig {
             only_submitted: false,
             commit: CommitConfig::default(),
             forget_worker_after: Duration::from_secs(600),
+            backup: BackupPolicy::default(),
         }
     }
 }
@@ -138,6 +142,8 @@ pub struct Scheduler {
     live: LiveSummaries,
     committer: mpsc::UnboundedSender<Commit>,
     metrics: Arc<Metrics>,
+    /// When the store was last backed up (at first: when the actor started).
+    last_backup: std::time::Instant,
 }
 
 fn now_ms() -> i64 {
@@ -206,6 +212,7 @@ impl Scheduler {
             live: live.clone(),
             committer,
             metrics: metrics.clone(),
+            last_backup: Instant::now().into_std(),
         };
         s.load()?;
         tokio::spawn(s.run(rx));
@@ -233,6 +240,7 @@ impl Scheduler {
                     self.table.requeue_due(now);
                     self.forget_idle_workers(now);
                     prune_unwatched(&mut self.watchers);
+                    self.back_up_if_due(now);
                 }
                 _ = tokio::task::yield_now(), if self.storing.is_some() => {
                     let started = Instant::now();
@@ -406,6 +414,28 @@ impl Scheduler {
         if self.watched(sweep) {
             let _ = self.watchers[sweep].send(event);
         }
+    }
+
+    /// Back the store up when the policy's interval has passed since the last backup (or
+    /// the start). The actor waits for it: its time is excused from every lease.
+    fn back_up_if_due(&mut self, now: std::time::Instant) {
+        let policy = self.config.backup;
+        if !policy.enabled() || now.saturating_duration_since(self.last_backup) < policy.every {
+            return;
+        }
+        self.last_backup = now;
+        let started = Instant::now();
+        match backups::take(&self.store, &self.results_dir, SystemTime::now(), policy.keep) {
+            Ok(path) => {
+                self.metrics.writes.succeeded(&Place::Backups);
+                info!(backup = %path.display(), took = ?started.elapsed(), "store backed up");
+            }
+            Err(e) => {
+                self.metrics.writes.failed(Place::Backups, &e.to_string(), SystemTime::now());
+                warn!(error = %e, "the store could not be backed up");
+            }
+        }
+        self.table.excuse(started.elapsed());
     }
 
     /// Tell the watchers of each sweep whose writes began or stopped failing (the store's

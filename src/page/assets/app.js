@@ -94,8 +94,9 @@ function renderOverview(o) {
   banner.hidden = !o.write_troubles.length;
   banner.textContent = o.write_troubles.map((t) =>
     `Writes failing: ${t.place}: ${t.error} (${t.failures} failed writes over ${duration(t.seconds)}). ` +
-    (t.place.startsWith("the store") ? "Nothing is leased or recorded" : "Its jobs are queued again") +
-    " until a write succeeds; armada resumes by itself.").join("\n");
+    (t.place.startsWith("the store (") ? "Nothing is leased or recorded until a write succeeds; "
+      : t.place.startsWith("the store's backups") ? "Nothing waits, but the newest backup grows older; "
+      : "Its jobs are queued again until a write succeeds; ") + "armada resumes by itself.").join("\n");
   const body = $("sweeps").tBodies[0];
   body.textContent = "";
   for (const s of o.sweeps) {
