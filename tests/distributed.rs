@@ -1024,3 +1024,44 @@ fn a_lost_store_is_restored_from_its_backup_and_rebuilt_from_the_parts() {
         assert!(summaries(&copy) == before, "{damage}: the summaries changed");
     }
 }
+
+/// A coordinator that died summarizing a sweep (out of memory, say) leaves a marker in its
+/// directory; the next one does not try again (which would take it down again at every
+/// start) but serves every other sweep, says which one is held and what to do, and
+/// `armada summarize` then writes the same summaries the coordinator would have, after
+/// which the coordinator serves them.
+#[test]
+fn a_sweep_whose_summarizing_killed_the_coordinator_is_held_not_retried() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (echo_sweep(tmp.path(), "a", 4), echo_sweep(tmp.path(), "b", 3));
+    let data = tmp.path().join("data");
+    run_on_coordinator(&data, &[], &[&a, &b], &tmp.path().join("w.log"));
+    let summary_of_a = std::fs::read(data.join("a/summary.parquet")).unwrap();
+    // What a coordinator killed inside the summarizer leaves: the marker, and no files.
+    for file in ["summary.parquet", "final.parquet"] {
+        std::fs::remove_file(data.join("a").join(file)).unwrap();
+    }
+    let marker = data.join("a/armada.summarizing");
+    std::fs::write(&marker, b"").unwrap();
+
+    let mut coord = serve(&data, 0, &[]);
+    let held = client(&["watch", "a"], &coord.url, 30);
+    let stderr = text(&held.stderr);
+    assert!(!held.status.success(), "{stderr}");
+    assert!(stderr.contains("stopped while summarizing this sweep") && stderr.contains("armada summarize"), "{stderr}");
+    let served = client(&["watch", "b"], &coord.url, 30);
+    assert!(served.status.success(), "the other sweep is served: {}", text(&served.stderr));
+    assert!(marker.exists(), "held, not retried");
+    coord.proc.sigterm();
+    assert!(coord.proc.wait(30).success());
+    let log = std::fs::read_to_string(data.with_extension("serve-0.log")).unwrap();
+    assert!(log.contains("stopped while summarizing this sweep"), "{log}");
+
+    let summarized = armada(&["summarize", data.join("a").to_str().unwrap()]);
+    assert!(summarized.status.success(), "{}", text(&summarized.stderr));
+    assert!(!marker.exists());
+    assert!(std::fs::read(data.join("a/summary.parquet")).unwrap() == summary_of_a, "the coordinator's summary");
+    let coord = serve(&data, 0, &[]);
+    let served = client(&["watch", "a"], &coord.url, 30);
+    assert!(served.status.success(), "{}", text(&served.stderr));
+}

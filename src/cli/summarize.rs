@@ -1,6 +1,7 @@
 //! `armada summarize DIR/<sweep>`: rebuild the summary tables from whatever shards exist.
 
 use armada::results;
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -23,8 +24,26 @@ pub struct SummarizeArgs {
 pub fn summarize(args: SummarizeArgs) -> anyhow::Result<ExitCode> {
     // In a coordinator's directory, take its store's lock: one writer per results directory.
     let parent = args.sweep_dir.parent().filter(|p| p.join("armada.sqlite").is_file());
-    let _lock = parent.map(armada::coordinator::store::Store::open).transpose()?;
-    let report = results::summarize(&args.sweep_dir, None)?;
+    let mut store = parent.map(armada::coordinator::store::Store::open).transpose()?;
+    let marker = args.sweep_dir.join(results::SUMMARIZING_MARKER);
+    let sweep = results::file_name(&args.sweep_dir);
+    // A sweep its coordinator died summarizing: summarized here as the coordinator would
+    // (its done jobs), and marked summarized, so that the next start does not try again.
+    let held = match &store {
+        Some(store) if marker.exists() => {
+            let done: BTreeSet<String> = store.done_jobs(&sweep)?.into_iter().map(|(key, _)| key).collect();
+            Some((done, store.unsettled(&sweep)? == 0))
+        }
+        _ => None,
+    };
+    let report = results::summarize(&args.sweep_dir, held.as_ref().map(|(done, _)| done))?;
+    if let (Some(store), Some((_, settled))) = (&mut store, &held) {
+        if *settled {
+            store.set_summarized(&sweep)?;
+        }
+        std::fs::remove_file(&marker)?;
+        eprintln!("removed {}: the coordinator summarizes this sweep again when it must", marker.display());
+    }
     eprintln!(
         "wrote {} and {} from {} jobs ({} rows)",
         report.summary_path.display(),

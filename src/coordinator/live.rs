@@ -121,8 +121,23 @@ impl LiveSummaries {
             live: Mutex::new(LiveSweep::new(metrics, cells)),
             written: watch::channel(Written::Pending).0,
         });
-        self.sweeps.insert(sweep, entry.clone());
-        let _ = self.work.send(Work::Seed(entry, done));
+        let marker = entry.sweep_dir.join(results::SUMMARIZING_MARKER);
+        if marker.exists() {
+            // The coordinator before this one died summarizing it, most likely out of memory:
+            // trying again at every start would take the whole coordinator down each time.
+            let held = format!(
+                "the previous coordinator stopped while summarizing this sweep (out of memory?), so it is \
+                 not summarized again automatically; run `armada summarize {}` where memory allows, or \
+                 delete {} to let the coordinator try again",
+                entry.sweep_dir.display(),
+                marker.display()
+            );
+            tracing::error!(sweep = %sweep, "{held}");
+            entry.written.send_replace(Written::Done(Err(held)));
+        } else {
+            let _ = self.work.send(Work::Seed(entry.clone(), done));
+        }
+        self.sweeps.insert(sweep, entry);
         generation
     }
 
@@ -208,6 +223,9 @@ fn summarize_cells(entry: &Arc<SweepSummaries>, end: &Ending) {
         return;
     }
     let work = entry.lock().take_complete();
+    // Marked while at work, so that a coordinator that dies here (out of memory) is not
+    // brought down again by the same work at its next start (see `LiveSummaries::open`).
+    let marker = Marker::set(&entry.sweep_dir, !work.is_empty());
     for cell in work {
         let refs: Vec<&StoredRows> = cell.jobs.iter().collect();
         match results::summarize_cell(&cell.cell, &refs, entry.axes) {
@@ -234,6 +252,27 @@ fn summarize_cells(entry: &Arc<SweepSummaries>, end: &Ending) {
     };
     drop(live);
     end.finish(entry, result.map_err(|e| format!("{e:#}")));
+    drop(marker);
+}
+
+/// `<sweep>/armada.summarizing` while the summarizer works on the sweep: removed when the
+/// work ends (an error included), left behind only by a process that died at it.
+struct Marker(Option<PathBuf>);
+
+impl Marker {
+    fn set(sweep_dir: &std::path::Path, needed: bool) -> Marker {
+        let path = sweep_dir.join(results::SUMMARIZING_MARKER);
+        // The sweep's directory exists once a part is written, and only done jobs are summarized.
+        Marker((needed && std::fs::write(&path, b"").is_ok()).then_some(path))
+    }
+}
+
+impl Drop for Marker {
+    fn drop(&mut self) {
+        if let Some(path) = &self.0 {
+            let _ = std::fs::remove_file(path);
+        }
+    }
 }
 
 /// What happens when a sweep's summaries are settled.

@@ -658,6 +658,16 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// How many jobs of `sweep` are queued or running.
+    pub fn unsettled(&self, sweep: &str) -> Result<usize> {
+        let n: i64 = self.conn.query_row(
+            "SELECT COUNT(*) FROM jobs WHERE sweep_id = ?1 AND state IN ('queued', 'running')",
+            params![sweep],
+            |r| r.get(0),
+        )?;
+        Ok(n as usize)
+    }
+
     /// Done jobs of `sweep` whose rows are lost (`armada check --repair`): queued again,
     /// in no part, and the sweep's summaries no longer complete. Answers how many.
     pub fn requeue_lost(&mut self, sweep: &str, keys: &[String]) -> Result<usize> {

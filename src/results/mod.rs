@@ -111,6 +111,9 @@ const ROW_GROUP_ROWS: usize = 1 << 20;
 /// File names of the summaries inside a sweep directory.
 pub const SUMMARY_FILE: &str = "summary.parquet";
 pub const FINAL_FILE: &str = "final.parquet";
+/// Present in a sweep's directory while the coordinator summarizes it (see
+/// `coordinator::live`); `armada summarize` removes it once it has written the summaries.
+pub const SUMMARIZING_MARKER: &str = "armada.summarizing";
 
 /// Id columns of a trajectory, before `elapsed_ms` and the metrics, in file order.
 const JOB_KEY: &str = "job_key";
