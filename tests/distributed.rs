@@ -1065,3 +1065,41 @@ fn a_sweep_whose_summarizing_killed_the_coordinator_is_held_not_retried() {
     let served = client(&["watch", "a"], &coord.url, 30);
     assert!(served.status.success(), "{}", text(&served.stderr));
 }
+
+/// `armada serve --check-full` reads every row before serving: a part cut short is
+/// reported with its sweep and the fix, and the coordinator serves all the same (the part
+/// stops only its own jobs); a store written over is refused with the way out.
+#[test]
+fn serve_check_full_reports_damage_before_serving() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = echo_sweep(tmp.path(), "a", 4);
+    let data = tmp.path().join("data");
+    run_on_coordinator(&data, &[], &[&a], &tmp.path().join("w.log"));
+    let part = common::part_files(&data.join("a")).pop().unwrap();
+    let len = std::fs::metadata(&part).unwrap().len();
+    std::fs::OpenOptions::new().write(true).open(&part).unwrap().set_len(len / 2).unwrap();
+    let coord = serve(&data, 0, &["--check-full"]);
+    let status = text(&client(&["status", "a"], &coord.url, 30).stdout);
+    assert!(status.contains("a: finished"), "it serves: {status}");
+    drop(coord);
+    let log = std::fs::read_to_string(data.with_extension("serve-0.log")).unwrap();
+    assert!(log.contains("every row read: 1 problems"), "{log}");
+    assert!(log.contains(&format!("sweep `a`: {}", part.display())) && log.contains("--repair moves it"), "{log}");
+
+    std::fs::write(data.join("armada.sqlite"), vec![0xa5u8; 8192]).unwrap();
+    let refused = Command::new(BIN)
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--dashboard",
+            "off",
+            "--check-full",
+            "--data",
+            data.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let stderr = text(&refused.stderr);
+    assert!(!refused.status.success() && stderr.contains("armada check --repair"), "{stderr}");
+}

@@ -62,6 +62,11 @@ pub struct ServeArgs {
     /// Keep this many backups of the store (the newest).
     #[arg(long, default_value_t = 3)]
     backups: usize,
+    /// Before serving, check the data directory as `armada check --full` does (every page
+    /// of the store, every row of every part) and report what is wrong; every start
+    /// already checks what is cheap (missing parts, sweeps the store does not know).
+    #[arg(long)]
+    check_full: bool,
 }
 
 pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
@@ -69,6 +74,9 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(args.max_attempts >= 1, "--max-attempts must be at least 1");
     anyhow::ensure!(args.commit_linger_ms <= 60_000, "--commit-linger-ms must be at most 60000");
     anyhow::ensure!(args.part_writers.is_none_or(|n| (1..=64).contains(&n)), "--part-writers must be 1 to 64");
+    if args.check_full && args.data.join("armada.sqlite").is_file() {
+        check_before_serving(&args.data)?;
+    }
     let lease_ttl = Duration::from_millis(args.lease_ttl_ms);
     let dashboard = match args.dashboard {
         Some(at) => at.0,
@@ -118,4 +126,25 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         super::shutdown_signal(),
     ))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `armada check --full` of `data`, reported on stderr; serving goes on past damaged parts
+/// (they stop only their own jobs) but not past a damaged store.
+fn check_before_serving(data: &std::path::Path) -> anyhow::Result<()> {
+    let (store, checked) = armada::check::check(data, true)?;
+    drop(store); // its lock: the coordinator takes it next
+    eprintln!(
+        "checked {}: {} sweeps, {} parts, {} done jobs found, every row read: {} problems",
+        data.display(),
+        checked.n_sweeps,
+        checked.n_parts,
+        checked.n_jobs,
+        checked.problems.len()
+    );
+    for p in &checked.problems {
+        let sweep = p.sweep.as_deref().map_or(String::new(), |s| format!("sweep `{s}`: "));
+        eprintln!("  {sweep}{}: {} (fix: {})", p.file.display(), p.what, p.fix);
+    }
+    anyhow::ensure!(!checked.store_lost(), "the store is damaged: run `armada check --repair {}`", data.display());
+    Ok(())
 }
