@@ -119,22 +119,40 @@ pub fn check(dir: &Path, full: bool) -> Result<(Option<Store>, Checked), CheckEr
     }
     let store = match Store::open(dir) {
         Ok(store) => store,
-        Err(e @ StoreError::Damaged { .. }) => {
-            checked.problems.push(lost_store(&path, e.to_string()));
+        Err(StoreError::Damaged { cause, .. }) => {
+            checked.problems.push(lost_store(&path, format!("damaged, SQLite cannot read it ({cause})")));
             return Ok((None, checked));
         }
         Err(e) => return Err(e.into()),
     };
-    let found = store.integrity(full)?;
+    // A damaged page may show only as an error while it is read.
+    let damaged = |e: StoreError, checked: &mut Checked| match e.naming_damage(&path) {
+        StoreError::Damaged { cause, .. } => {
+            checked.problems.push(lost_store(&path, format!("damaged, SQLite cannot read it ({cause})")));
+            Ok(())
+        }
+        e => Err(CheckError::from(e)),
+    };
+    let found = match store.integrity(full) {
+        Ok(found) => found,
+        Err(e) => return damaged(e, &mut checked).map(|()| (None, checked)),
+    };
     if found != ["ok"] {
         let what = format!("SQLite finds it damaged: {}", found.join("; "));
         checked.problems.push(lost_store(&path, what));
         return Ok((None, checked));
     }
     let mut known = BTreeSet::new();
-    for sweep in store.sweeps()? {
+    let sweeps = match store.sweeps() {
+        Ok(sweeps) => sweeps,
+        Err(e) => return damaged(e, &mut checked).map(|()| (None, checked)),
+    };
+    for sweep in sweeps {
         checked.n_sweeps += 1;
-        check_sweep(&store, &dir.join(&sweep.id), &sweep.id, full, &mut checked)?;
+        match check_sweep(&store, &dir.join(&sweep.id), &sweep.id, full, &mut checked) {
+            Err(CheckError::Store(e)) => return damaged(e, &mut checked).map(|()| (None, checked)),
+            other => other?,
+        }
         known.insert(sweep.id);
     }
     for sweep in on_disk.into_iter().filter(|s| !known.contains(s)) {

@@ -909,8 +909,10 @@ fn run_on_coordinator(data: &Path, args: &[&str], sweeps: &[&Path], log: &Path) 
     assert!(coord.proc.wait(30).success());
 }
 
-/// The store lost three ways: written over with garbage, cut to nothing (it then opens as
-/// an empty store), and deleted with its backups. Each time `armada check` says so and
+/// The store lost four ways: cut to half, 8 KB of garbage written over its pages at offset
+/// 4096 (its header intact: the damage shows only as pages are read), cut to nothing (it
+/// then opens as an empty store), and deleted with its backups. Each time `armada serve`
+/// refuses a damaged store naming the file and the way out, `armada check` says so and
 /// `--repair` restores the newest backup (which holds sweep a, not b, submitted after it)
 /// or starts an empty store, and rebuilds from the parts what the store lacks: a coordinator
 /// on the repaired directory then finds every job of both sweeps done (resubmitted, with no
@@ -950,18 +952,23 @@ fn a_lost_store_is_restored_from_its_backup_and_rebuilt_from_the_parts() {
     };
     let before = summaries(&good);
 
-    for damage in ["garbage", "emptied", "lost with its backups"] {
+    for damage in ["cut to half", "garbage", "emptied", "lost with its backups"] {
         let copy = tmp.path().join(damage.replace(' ', "-"));
         assert!(Command::new("cp").arg("-r").arg(&good).arg(&copy).status().unwrap().success());
         let store = copy.join("armada.sqlite");
         for side in ["armada.sqlite-wal", "armada.sqlite-shm"] {
             let _ = std::fs::remove_file(copy.join(side));
         }
+        let damaged = damage == "cut to half" || damage == "garbage";
         match damage {
+            "cut to half" => {
+                let len = std::fs::metadata(&store).unwrap().len();
+                std::fs::OpenOptions::new().write(true).open(&store).unwrap().set_len(len / 2).unwrap();
+            }
             "garbage" => {
                 use std::io::{Seek, SeekFrom, Write};
                 let mut file = std::fs::OpenOptions::new().write(true).open(&store).unwrap();
-                file.seek(SeekFrom::Start(0)).unwrap();
+                file.seek(SeekFrom::Start(4096)).unwrap();
                 file.write_all(&[0xa5; 8192]).unwrap();
             }
             "emptied" => std::fs::OpenOptions::new().write(true).open(&store).unwrap().set_len(0).unwrap(),
@@ -970,20 +977,21 @@ fn a_lost_store_is_restored_from_its_backup_and_rebuilt_from_the_parts() {
                 std::fs::remove_dir_all(copy.join("armada.backups")).unwrap();
             }
         }
-        if damage == "garbage" {
+        if damaged {
             let refused = Command::new(BIN)
                 .args(["serve", "--listen", "127.0.0.1:0", "--dashboard", "off", "--data", copy.to_str().unwrap()])
                 .output()
                 .unwrap();
             let stderr = text(&refused.stderr);
             assert!(!refused.status.success(), "{stderr}");
-            assert!(stderr.contains("is damaged") && stderr.contains("armada check --repair"), "{stderr}");
+            let named = format!("{} is damaged", store.display());
+            assert!(stderr.contains(&named) && stderr.contains("armada check --repair"), "{damage}: {stderr}");
         }
         let checked = armada(&["check", copy.to_str().unwrap()]);
         let report = text(&checked.stdout);
         assert_eq!(checked.status.code(), Some(1), "{damage}: {report}{}", text(&checked.stderr));
         let found = match damage {
-            "garbage" => "is damaged",
+            "cut to half" | "garbage" => "damaged, SQLite cannot read it",
             "emptied" => "sweep `b`: ",
             _ => "missing, beside 2 sweep directories",
         };
@@ -995,7 +1003,7 @@ fn a_lost_store_is_restored_from_its_backup_and_rebuilt_from_the_parts() {
         let rebuilt_a = report.contains("rebuilt sweep `a` from its parts: 4 done jobs");
         assert!(report.contains("rebuilt sweep `b` from its parts: 5 done jobs"), "{damage}: {report}");
         match damage {
-            "garbage" => {
+            "cut to half" | "garbage" => {
                 let newest = backups(&copy).pop().unwrap();
                 assert!(report.contains(&format!("restored the store from {}", newest.display())), "{report}");
                 assert!(!rebuilt_a, "a is in the backup: {report}");

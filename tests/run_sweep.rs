@@ -347,6 +347,6 @@ fn check_reports_lost_rows_and_repair_reruns_them_to_the_same_results() {
     let checked = armada(&["check", copy.to_str().unwrap()]);
     let report = text(&checked.stdout);
     assert_eq!(checked.status.code(), Some(1), "{report}{}", text(&checked.stderr));
-    assert!(report.contains(store.to_str().unwrap()) && report.contains("is damaged"), "{report}");
+    assert!(report.contains(store.to_str().unwrap()) && report.contains("damaged, SQLite cannot read it"), "{report}");
     assert!(report.contains("fix: --repair moves it to armada.damaged/"), "{report}");
 }

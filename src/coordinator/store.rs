@@ -58,6 +58,17 @@ pub enum StoreError {
 
 type Result<T, E = StoreError> = std::result::Result<T, E>;
 
+impl StoreError {
+    /// A damaged page met while reading or writing the store at `path` (its header was
+    /// sound, so it opened) as [`StoreError::Damaged`], which names the file and the way out.
+    pub fn naming_damage(self, path: &Path) -> StoreError {
+        match self {
+            StoreError::Sqlite(cause) if is_damage(&cause) => StoreError::Damaged { path: path.to_path_buf(), cause },
+            e => e,
+        }
+    }
+}
+
 /// A job's state as stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum JobState {

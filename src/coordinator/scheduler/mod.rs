@@ -214,7 +214,12 @@ impl Scheduler {
             metrics: metrics.clone(),
             last_backup: Instant::now().into_std(),
         };
-        s.load()?;
+        let store_path = s.results_dir.join("armada.sqlite");
+        // Pages SQLite finds damaged only as it reads them: named, with the way out.
+        s.load().map_err(|e| match e {
+            StartError::Store(e) => StartError::Store(e.naming_damage(&store_path)),
+            e => e,
+        })?;
         tokio::spawn(s.run(rx));
         Ok(SchedulerHandle::new(tx, spools, live, metrics))
     }
