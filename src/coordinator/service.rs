@@ -310,7 +310,7 @@ impl pb::sweeps_server::Sweeps for Coordinator {
             if !path.is_file() {
                 return Err(Status::failed_precondition(format!(
                     "table: sweep `{sweep}` has no {}",
-                    results::file_name(&path)
+                    results::file_name(path)
                 )));
             }
         }
