@@ -115,6 +115,8 @@ pub struct Job {
     /// It had failed, and a late result revived it: its sweep's summaries counted it
     /// settled without a result, so they are reopened once it is settled again.
     pub revived: bool,
+    /// It left its sweep (a tombstone: see `JobTable::drop_jobs`), and counts in no sweep.
+    pub dropped: bool,
     pub attempts: u32,
     /// Attempts voided for the worker's fault (records that broke the schema): they do
     /// not count as attempts, but a job voided `MAX_VOIDED` times fails.
@@ -134,6 +136,7 @@ impl Job {
             state,
             committing: false,
             revived: false,
+            dropped: false,
             attempts: 0,
             voided: 0,
             current: None,

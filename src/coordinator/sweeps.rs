@@ -57,22 +57,7 @@ impl Sweep {
     }
 }
 
-/// A sweep's jobs by state.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Counts {
-    pub queued: u32,
-    pub running: u32,
-    pub done: u32,
-    pub failed: u32,
-    pub cancelled: u32,
-}
-
-impl Counts {
-    /// Nothing is queued or running.
-    pub fn is_finished(&self) -> bool {
-        self.queued == 0 && self.running == 0
-    }
-}
+pub use super::table::Counts;
 
 /// Which failures a status lists: a page, so that a reply stays small.
 #[derive(Clone, Copy, Debug)]
@@ -213,7 +198,14 @@ impl Sweeps {
         !(counts.is_finished() && sweep.summarized && files)
     }
 
+    /// A sweep's jobs by state (kept by the table as they change, not counted here).
     pub fn counts(&self, id: &str, table: &JobTable) -> Counts {
+        table.counts(id)
+    }
+
+    /// The same counted over the sweep's jobs: what the table's counts must equal.
+    #[cfg(test)]
+    pub fn counted(&self, id: &str, table: &JobTable) -> Counts {
         let mut c = Counts::default();
         for &i in self.jobs(id) {
             match table.job(i).state {
@@ -482,6 +474,7 @@ mod tests {
             assert_eq!(held.len(), keys.len(), "{context}: {id} holds {held:?}, submitted {keys:?}");
             assert_eq!(held.into_iter().collect::<BTreeSet<_>>(), *keys, "{context}: {id}'s keys");
             let counts = sweeps.counts(id, t);
+            assert_eq!(counts, sweeps.counted(id, t), "{context}: {id}'s counts, kept against counted");
             if m.cancelled.contains(id) {
                 assert_eq!((counts.queued, counts.running), (0, 0), "{context}: cancelled {id} still runs");
             }

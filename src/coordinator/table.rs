@@ -31,6 +31,37 @@ pub const MAX_VOIDED: u32 = 10;
 /// A command that keeps the scheduler at least this long gives running leases the time back.
 pub const BUSY_EXCUSED: Duration = Duration::from_millis(50);
 
+/// A sweep's jobs by state.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Counts {
+    pub queued: u32,
+    pub running: u32,
+    pub done: u32,
+    pub failed: u32,
+    pub cancelled: u32,
+}
+
+impl Counts {
+    /// Nothing is queued or running.
+    pub fn is_finished(&self) -> bool {
+        self.queued == 0 && self.running == 0
+    }
+
+    fn of(&mut self, state: JobState) -> &mut u32 {
+        match state {
+            JobState::Queued => &mut self.queued,
+            JobState::Running => &mut self.running,
+            JobState::Done => &mut self.done,
+            JobState::Failed => &mut self.failed,
+            JobState::Cancelled => &mut self.cancelled,
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        *self == Counts::default()
+    }
+}
+
 /// How long leases live and how often a job is tried.
 #[derive(Clone, Copy, Debug)]
 pub struct Policy {
@@ -92,6 +123,10 @@ pub struct JobTable {
     /// Jobs whose trajectory the coordinator could not write, each queued again at its time
     /// (see [`JobTable::commit_failed`]).
     deferred: Vec<(Instant, usize)>,
+    /// Each sweep's jobs by state, kept with every change of state ([`JobTable::set_state`])
+    /// so that a status, and the check for a finished sweep after every settled job, cost
+    /// nothing like a scan of the sweep.
+    counts: HashMap<Arc<str>, Counts>,
 }
 
 impl JobTable {
@@ -102,6 +137,7 @@ impl JobTable {
             attempts: HashMap::new(),
             policy,
             deferred: Vec::new(),
+            counts: HashMap::new(),
         }
     }
 
@@ -121,6 +157,7 @@ impl JobTable {
 
     /// Append a job (loaded from the store or submitted), not queued; answers its index.
     pub fn push(&mut self, job: Job) -> usize {
+        *self.counts.entry(job.sweep.clone()).or_default().of(job.state) += 1;
         self.jobs.push(job);
         self.jobs.len() - 1
     }
@@ -129,7 +166,40 @@ impl JobTable {
     /// were never queued or leased.
     pub fn truncate(&mut self, first: usize) {
         debug_assert!(self.jobs[first.min(self.jobs.len())..].iter().all(|j| j.current.is_none()));
+        for i in first..self.jobs.len() {
+            self.uncount(i);
+        }
         self.jobs.truncate(first);
+    }
+
+    /// Sweep `sweep`'s jobs by state (none: it has no job).
+    pub fn counts(&self, sweep: &str) -> Counts {
+        self.counts.get(sweep).copied().unwrap_or_default()
+    }
+
+    /// Every change of a job's state goes through here, which keeps its sweep's counts.
+    fn set_state(&mut self, i: usize, state: JobState) {
+        let job = &mut self.jobs[i];
+        if !job.dropped && job.state != state {
+            let counts = self.counts.get_mut(&job.sweep).expect("a job's sweep is counted");
+            *counts.of(job.state) -= 1;
+            *counts.of(state) += 1;
+        }
+        job.state = state;
+    }
+
+    /// Job `i` no longer counts in its sweep.
+    fn uncount(&mut self, i: usize) {
+        let job = &self.jobs[i];
+        if job.dropped {
+            return;
+        }
+        if let Some(counts) = self.counts.get_mut(&job.sweep) {
+            *counts.of(job.state) -= 1;
+            if counts.is_empty() {
+                self.counts.remove(&job.sweep);
+            }
+        }
     }
 
     /// Whether job `i` is in the queue.
@@ -241,8 +311,8 @@ impl JobTable {
         let expires = now + self.policy.lease_ttl;
         let mut effects = Vec::with_capacity(3 * picked.len());
         for (&i, &id) in picked.iter().zip(ids) {
+            self.set_state(i, JobState::Running);
             let job = &mut self.jobs[i];
-            job.state = JobState::Running;
             job.current = Some(id);
             job.attempts += 1;
             self.attempts.insert(id, Attempt { job: i, session: session.clone(), expires });
@@ -340,12 +410,13 @@ impl JobTable {
     /// The attempt's records checked out: its job is committing (its part is being
     /// written), and no other attempt commits it.
     pub fn commit(&mut self, i: usize, attempt: u64, revive: bool) {
-        let job = &mut self.jobs[i];
         if revive {
+            self.set_state(i, JobState::Running);
+            let job = &mut self.jobs[i];
             tracing::info!(sweep = %job.sweep, job = %job.key, attempt, "a late result commits; the job had failed");
-            (job.state, job.current, job.error, job.revived) = (JobState::Running, Some(attempt), None, true);
+            (job.current, job.error, job.revived) = (Some(attempt), None, true);
         }
-        job.committing = true;
+        self.jobs[i].committing = true;
     }
 
     /// The commit could not be handed to the committer: the job is as it was.
@@ -360,9 +431,8 @@ impl JobTable {
         let reopen = self.end_commits(jobs);
         let mut effects = Vec::new();
         for &(i, _) in jobs {
-            let job = &mut self.jobs[i];
-            job.state = JobState::Done;
-            job.current = None;
+            self.set_state(i, JobState::Done);
+            self.jobs[i].current = None;
             self.forget_attempts_of(i, &mut effects);
             effects.push(Effect::CheckFinished(self.jobs[i].sweep.clone()));
         }
@@ -416,9 +486,9 @@ impl JobTable {
         retry_at: Instant,
         effects: &mut Vec<Effect>,
     ) {
+        self.set_state(i, JobState::Queued);
         let job = &mut self.jobs[i];
         job.attempts = job.attempts.saturating_sub(1);
-        job.state = JobState::Queued;
         job.current = None;
         job.error = Some(error.as_str().into());
         let attempt_no = job.attempts;
@@ -500,8 +570,8 @@ impl JobTable {
     pub fn release(&mut self, attempt: u64, i: usize) -> Vec<Effect> {
         let mut effects = Vec::new();
         self.forget_attempt(attempt, &mut effects);
+        self.set_state(i, JobState::Queued);
         let job = &mut self.jobs[i];
-        job.state = JobState::Queued;
         job.current = None;
         job.attempts = job.attempts.saturating_sub(1);
         self.enqueue(i, true);
@@ -551,10 +621,10 @@ impl JobTable {
     pub fn cancel(&mut self, jobs: &[usize]) -> Vec<Effect> {
         let mut effects = Vec::new();
         for &i in jobs {
-            let job = &mut self.jobs[i];
+            let job = &self.jobs[i];
             if matches!(job.state, JobState::Queued | JobState::Running) && !job.committing {
-                job.state = JobState::Cancelled;
-                if let Some(a) = job.current.take() {
+                self.set_state(i, JobState::Cancelled);
+                if let Some(a) = self.jobs[i].current.take() {
                     self.forget_attempt(a, &mut effects);
                 }
                 effects.push(Effect::SettledWithoutResult(i));
@@ -569,7 +639,9 @@ impl JobTable {
     pub fn drop_jobs(&mut self, jobs: &[usize]) -> Vec<Effect> {
         let mut effects = Vec::new();
         for &i in jobs {
+            self.uncount(i);
             let job = &mut self.jobs[i];
+            job.dropped = true;
             job.state = JobState::Cancelled;
             job.current = None;
             self.forget_attempts_of(i, &mut effects);
@@ -581,8 +653,8 @@ impl JobTable {
     /// attempt.
     pub fn retry(&mut self, jobs: &[usize]) {
         for &i in jobs {
+            self.set_state(i, JobState::Queued);
             let job = &mut self.jobs[i];
-            job.state = JobState::Queued;
             job.attempts = 0;
             job.voided = 0;
             job.error = None;
@@ -609,8 +681,7 @@ impl JobTable {
     /// when it has had `max_attempts`. Returns whether it will be retried.
     fn requeue_or_fail(&mut self, i: usize, attempt: u64, error: String, effects: &mut Vec<Effect>) -> bool {
         let max_attempts = self.policy.max_attempts;
-        let job = &mut self.jobs[i];
-        let retry = job.attempts < max_attempts;
+        let retry = self.jobs[i].attempts < max_attempts;
         let state = if retry { JobState::Queued } else { JobState::Failed };
         effects.push(Effect::EndAttempt {
             attempt,
@@ -619,7 +690,8 @@ impl JobTable {
             state,
             error: Some(error.clone()),
         });
-        job.state = state;
+        self.set_state(i, state);
+        let job = &mut self.jobs[i];
         job.current = None;
         job.error = Some(error.as_str().into());
         let attempt_no = job.attempts;
@@ -655,7 +727,7 @@ mod tests {
         let sweep: Arc<str> = "s".into();
         for i in 0..n_jobs {
             let key = Key::parse(&format!("{i:032x}")).unwrap();
-            t.jobs.push(Job::new(sweep.clone(), template.clone(), i as u64, key, JobState::Queued));
+            t.push(Job::new(sweep.clone(), template.clone(), i as u64, key, JobState::Queued));
             t.enqueue(i, false);
         }
         t
@@ -698,6 +770,12 @@ mod tests {
                 assert_eq!(job.state == JobState::Done, m.done_by.contains_key(&i), "{}", at());
             }
         }
+        let mut counted = Counts::default();
+        for job in t.jobs.iter().filter(|j| !j.dropped) {
+            *counted.of(job.state) += 1;
+        }
+        let sweep = t.jobs.first().map(|j| j.sweep.clone()).unwrap_or_else(|| "".into());
+        assert_eq!(t.counts(&sweep), counted, "{context}: the kept counts against a count");
         for (id, (session, expires)) in &m.leases {
             if let Some(a) = t.attempt(*id) {
                 assert_eq!((&a.session, a.expires), (session, *expires), "{context}: attempt {id}'s lease");
