@@ -834,12 +834,14 @@ fn a_full_disk_is_shown_waited_out_and_loses_nothing() {
     let sweep_dir = data.join("full");
     wait_until(30, "a first committed job", || job_count(&sweep_dir) >= 1);
 
-    // Fill the disk.
+    // Fill the disk to its last byte, so that no part fits until the filler goes.
     let filler = disk.0.join("filler");
     {
         use std::io::Write;
         let mut f = std::fs::File::create(&filler).unwrap();
-        while f.write_all(&[0u8; 16 << 10]).is_ok() {}
+        for chunk in [64 << 10, 4 << 10, 1] {
+            while f.write_all(&vec![0u8; chunk]).is_ok() {}
+        }
         let _ = f.sync_all();
     }
     let status = || text(&client(&["status", "full"], &coord.url, 30).stdout);

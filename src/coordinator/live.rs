@@ -95,6 +95,26 @@ pub struct Opening {
     pub cells: Vec<(Cell, usize, usize)>,
     /// The keys of the done ones.
     pub done: BTreeSet<String>,
+    /// Why its summaries are not to be computed (see `held_at_start`): they end as this
+    /// error, and its jobs still run and commit.
+    pub held: Option<String>,
+}
+
+/// At start-up: why a sweep's summaries are held, when the coordinator before this one died
+/// computing them (its marker is left in the sweep's directory; a live re-opening by this
+/// coordinator is not a death, so only a start asks). Retrying at every start would take the
+/// whole coordinator down each time.
+pub fn held_at_start(sweep_dir: &std::path::Path) -> Option<String> {
+    let marker = sweep_dir.join(results::SUMMARIZING_MARKER);
+    marker.exists().then(|| {
+        format!(
+            "the previous coordinator stopped while summarizing this sweep (out of memory?), so it is not \
+             summarized again automatically; run `armada summarize {}` where memory allows, or delete {} to \
+             let the coordinator try again",
+            sweep_dir.display(),
+            marker.display()
+        )
+    })
 }
 
 impl LiveSummaries {
@@ -111,7 +131,7 @@ impl LiveSummaries {
     /// (Re)start a sweep's summaries from the state of its jobs, replacing any earlier
     /// ones; returns the generation of the new ones.
     pub fn open(&self, opening: Opening) -> u64 {
-        let Opening { sweep, sweep_dir, metrics, axes, cells, done } = opening;
+        let Opening { sweep, sweep_dir, metrics, axes, cells, done, held } = opening;
         let generation = self.generations.fetch_add(1, Ordering::Relaxed);
         let entry = Arc::new(SweepSummaries {
             sweep: sweep.clone(),
@@ -121,21 +141,14 @@ impl LiveSummaries {
             live: Mutex::new(LiveSweep::new(metrics, cells)),
             written: watch::channel(Written::Pending).0,
         });
-        let marker = entry.sweep_dir.join(results::SUMMARIZING_MARKER);
-        if marker.exists() {
-            // The coordinator before this one died summarizing it, most likely out of memory:
-            // trying again at every start would take the whole coordinator down each time.
-            let held = format!(
-                "the previous coordinator stopped while summarizing this sweep (out of memory?), so it is \
-                 not summarized again automatically; run `armada summarize {}` where memory allows, or \
-                 delete {} to let the coordinator try again",
-                entry.sweep_dir.display(),
-                marker.display()
-            );
-            tracing::error!(sweep = %sweep, "{held}");
-            entry.written.send_replace(Written::Done(Err(held)));
-        } else {
-            let _ = self.work.send(Work::Seed(entry.clone(), done));
+        match held {
+            Some(why) => {
+                tracing::error!(sweep = %sweep, "{why}");
+                entry.written.send_replace(Written::Done(Err(why)));
+            }
+            None => {
+                let _ = self.work.send(Work::Seed(entry.clone(), done));
+            }
         }
         self.sweeps.insert(sweep, entry);
         generation

@@ -3,6 +3,7 @@
 
 use super::{release_free_memory, Scheduler, StartError};
 use crate::coordinator::jobs::Job;
+use crate::coordinator::live;
 use crate::coordinator::recovery::{Recovery, StoreFix};
 use crate::coordinator::store::{JobState, StoredJob};
 use crate::results;
@@ -53,7 +54,8 @@ impl Scheduler {
             // Summaries cut short by the previous coordinator's end (or removed since) are
             // rebuilt; those of a running sweep are live again.
             if self.sweeps.loaded(&id, &self.table, files) {
-                self.open_live(&id);
+                let held = live::held_at_start(&self.results_dir.join(&id));
+                self.open_live_held(&id, held);
             } else {
                 let n_cells = self.cells_of(&id).len() as u32;
                 self.sweeps.set_cells(&id, n_cells);

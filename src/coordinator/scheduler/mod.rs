@@ -478,6 +478,11 @@ impl Scheduler {
 
     /// (Re)open a sweep's live summaries from the state of its jobs.
     fn open_live(&mut self, id: &str) {
+        self.open_live_held(id, None);
+    }
+
+    /// (Re)open a sweep's live summaries, held with `held`'s error (see `live::held_at_start`).
+    fn open_live_held(&mut self, id: &str, held: Option<String>) {
         let Ok(sweep) = self.sweeps.get(id) else { return };
         let family = self.declaration_of(&sweep.family);
         let cells = self.cells_of(id);
@@ -489,6 +494,7 @@ impl Scheduler {
             axes: family.map_or(&[], |f| f.summary_axes),
             cells,
             done: self.sweeps.done(id, &self.table).map(|j| j.key.to_string()).collect(),
+            held,
         });
         self.sweeps.opened_live(id, generation, n_cells);
     }
