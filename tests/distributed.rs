@@ -1113,3 +1113,29 @@ fn serve_check_full_reports_damage_before_serving() {
     let stderr = text(&refused.stderr);
     assert!(!refused.status.success() && stderr.contains("armada check --repair"), "{stderr}");
 }
+
+/// A worker paused (SIGSTOP) past its lease on the job's last try: the job fails, but when
+/// the worker resumes it is not told to abandon the work, finishes it, and its result
+/// commits (no other attempt did), so the job ends done, every step once.
+#[test]
+fn a_paused_worker_finishes_its_last_try_and_the_result_counts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let body = SLOW_SWEEP.replace("slow\"\nfamily", "paused\"\nfamily").replace("seeds = 12", "seeds = 1");
+    let sweep = write(tmp.path(), "paused.toml", &body);
+    let data = tmp.path().join("data");
+    let coord = serve(&data, 0, &["--lease-ttl-ms", "800", "--max-attempts", "1"]);
+    let log = tmp.path().join("w.log");
+    let w = worker(&coord.url, 1, &log, &[]);
+    assert!(client(&["submit", sweep.to_str().unwrap()], &coord.url, 30).status.success());
+    wait_until(30, "the job leased", || std::fs::read_to_string(&log).is_ok_and(|l| l.contains("leased job")));
+    let signal =
+        |sig: &str| assert!(Command::new("kill").args([sig, &w.0.id().to_string()]).status().unwrap().success());
+    signal("-STOP");
+    let status = || text(&client(&["status", "paused"], &coord.url, 30).stdout);
+    wait_until(30, "the job failed by its lease", || status().contains("1 failed"));
+    signal("-CONT");
+    wait_until(30, "the late result committed", || status().contains("1 jobs: 1 done"));
+    assert_each_step_once(&data.join("paused"), 10);
+    let log = std::fs::read_to_string(&log).unwrap();
+    assert!(!log.contains("dropped by the coordinator") && !log.contains("abandon"), "{log}");
+}

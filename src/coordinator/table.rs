@@ -338,6 +338,11 @@ impl JobTable {
                     // An expired attempt whose job is queued or run by another attempt: it
                     // may still commit first, so it is left alone.
                 }
+                Some(i) if self.jobs[i].state == JobState::Failed => {
+                    // Its job failed when this attempt's lease ran out on its last try (a
+                    // paused process, a migrated VM): its result still commits if it comes,
+                    // so the worker is not told to throw the work away.
+                }
                 _ => abandon.push(id),
             }
         }
@@ -828,7 +833,9 @@ mod tests {
                                 m.leases.get_mut(&id).unwrap().1 = now + TTL;
                             }
                             let settled = t.attempt(id).is_none_or(|a| t.is_settled(a.job));
-                            assert_eq!(abandon.contains(&id), settled && !current, "{context}: heartbeat of {id}");
+                            let failed = t.attempt(id).is_some_and(|a| t.jobs[a.job].state == JobState::Failed);
+                            let kept = current || failed;
+                            assert_eq!(abandon.contains(&id), settled && !kept, "{context}: heartbeat of {id}");
                         }
                     }
                     35..=49 => {

@@ -675,8 +675,8 @@ async fn a_settled_sweep_is_deleted_from_the_store_and_a_running_one_is_not() {
 }
 
 /// The README's promise: a late result commits if no other attempt did, even when the
-/// job failed meanwhile because that attempt was its last; the sweep's summaries then
-/// include it.
+/// job failed meanwhile because that attempt was its last (and the worker's heartbeat is
+/// not told to abandon it); the sweep's summaries then include it.
 #[tokio::test(start_paused = true)]
 async fn a_late_result_on_the_last_attempt_commits_when_nothing_else_did() {
     let dir = tempfile::tempdir().unwrap();
@@ -689,6 +689,8 @@ async fn a_late_result_on_the_last_attempt_commits_when_nothing_else_did() {
     let st = status(&s).await;
     assert_eq!((st.n_failed, st.n_running), (1, 0), "its only attempt expired");
     assert!(st.failures[0].error.contains("lease expired"));
+    // Its heartbeat is not told to abandon the work: a result may still come, and count.
+    assert_eq!(s.heartbeat(w.clone(), vec![id]).await.unwrap(), Vec::<u64>::new());
     assert_eq!(upload_and_complete(&s, &w, id, 4.0).await, Ok(true));
     let st = status(&s).await;
     assert_eq!((st.n_done, st.n_failed), (1, 0));
