@@ -69,30 +69,29 @@ impl Scheduler {
     }
 
     /// Jobs in parts the store does not know: written, then the coordinator died before
-    /// recording them. `(sweep, key)` -> part file name. On the way, the cheap checks of
-    /// every start: parts the store records but the disk lacks (their jobs' rows are lost),
-    /// and sweep directories with parts the store does not know (a lost or replaced store),
-    /// each reported with what to do.
+    /// recording them. `(sweep, key)` -> part file name. On the way, one of the cheap checks
+    /// of every start: parts the store records but the disk lacks (their jobs' rows are
+    /// lost), reported with what to do.
     fn unrecorded_parts(&self) -> Result<HashMap<(String, String), String>, StartError> {
         let mut found = HashMap::new();
         for sweep in self.sweeps.ids() {
-            let mut known = self.store.parts(sweep)?;
-            let on_disk = results::part_files(&self.results_dir.join(sweep))?;
-            for path in &on_disk {
-                known.remove(&results::file_name(path));
-            }
-            if !known.is_empty() {
+            let known = self.store.parts(sweep)?;
+            let on_disk: Vec<(String, std::path::PathBuf)> = results::part_files(&self.results_dir.join(sweep))?
+                .into_iter()
+                .map(|path| (results::file_name(&path), path))
+                .collect();
+            let present: std::collections::HashSet<&str> = on_disk.iter().map(|(name, _)| name.as_str()).collect();
+            let missing: Vec<&String> = known.iter().filter(|p| !present.contains(p.as_str())).collect();
+            if let Some(first) = missing.first() {
                 warn!(
                     sweep = %sweep,
-                    missing = known.len(),
-                    first = %known.first().map_or("", |p| p.as_str()),
+                    missing = missing.len(),
+                    %first,
                     "parts the store records are missing, and their jobs' rows with them: \
                      `armada check --repair` queues those jobs again"
                 );
             }
-            let known = self.store.parts(sweep)?;
-            for path in on_disk {
-                let name = results::file_name(&path);
+            for (name, path) in on_disk {
                 if known.contains(&name) {
                     continue;
                 }
