@@ -339,9 +339,9 @@ fn check_sweep(
 /// Every row of a part decodes, and each job's steps run 0, 1, ... up to at most its horizon.
 fn check_rows(path: &Path, index: &[StoredRows]) -> Result<(), ResultsError> {
     let jobs: Vec<&StoredRows> = index.iter().collect();
-    results::for_each_job(&jobs, |job, df| {
+    results::for_each_job(&jobs, |job, df, first| {
         let steps = df.column(results::STEP)?.i64()?;
-        let in_order = steps.iter().enumerate().all(|(i, s)| s == Some(i as i64));
+        let in_order = steps.iter().enumerate().all(|(i, s)| s == Some((first + i) as i64));
         if !in_order || job.rows as i64 > job.cell.horizon + 1 {
             let why = format!(
                 "{}: job {} has {} rows whose steps do not run 0, 1, ... within its horizon {}",

@@ -141,7 +141,8 @@ fn write(commits: Vec<Commit>, live: &LiveSummaries, counters: &Metrics) -> Part
     let floats = FloatMetrics::of(metrics);
     // The moments of each cell of the part, fed as the records stream into the part.
     let job_cells: Vec<Cell> = commits.iter().map(|c| Cell::of(&c.valid)).collect();
-    let cells: BTreeMap<&Cell, Mutex<CellMoments>> = job_cells.iter().map(|c| (c, Mutex::default())).collect();
+    let cells: BTreeMap<&Cell, Mutex<CellMoments>> =
+        job_cells.iter().map(|c| (c, Mutex::new(CellMoments::of(c.horizon)))).collect();
     let mut jobs = Vec::with_capacity(commits.len());
     let mut keys = Vec::with_capacity(commits.len());
     let mut parts = Vec::with_capacity(commits.len());

@@ -70,23 +70,30 @@ pub fn send(source: Source, request: &pb::FetchResultsRequest, sweep_dir: &Path,
     match source {
         Source::Trajectories => send_trajectories(request, sweep_dir, done, tx),
         Source::File(path) => send_file(&path, tx),
-        Source::Frame(mut frame) => match results::parquet_bytes(&mut frame) {
-            Ok(bytes) => {
-                send_bytes(&bytes, 0, tx);
+        Source::Frame(frame) => {
+            let mut stream = ChunkStream::new(tx);
+            match results::write_table(&frame, &mut stream) {
+                Ok(()) => {
+                    stream.finish(0);
+                }
+                Err(_) if stream.client_gone => {}
+                Err(e) => {
+                    let _ = tx.blocking_send(Err(Status::internal(format!("encoding the table: {e:#}"))));
+                }
             }
-            Err(e) => {
-                let _ = tx.blocking_send(Err(Status::internal(format!("encoding the table: {e:#}"))));
-            }
-        },
+        }
     }
 }
 
-/// Stream one file's bytes.
+/// Stream one file's bytes, a chunk at a time.
 fn send_file(path: &Path, tx: &Sender) {
-    match std::fs::read(path) {
-        Ok(bytes) => {
-            send_bytes(&bytes, 0, tx);
+    let mut stream = ChunkStream::new(tx);
+    let copied = std::fs::File::open(path).and_then(|mut file| std::io::copy(&mut file, &mut stream));
+    match copied {
+        Ok(_) => {
+            stream.finish(0);
         }
+        Err(_) if stream.client_gone => {}
         Err(e) => {
             let _ = tx.blocking_send(Err(Status::internal(format!("reading {}: {e}", path.display()))));
         }
@@ -124,28 +131,74 @@ fn trajectories(
         if chosen.is_empty() {
             continue;
         }
-        let bytes =
-            if chosen.len() == in_part.len() { results::read_bytes(&path)? } else { results::encode_jobs(&chosen)? };
-        if !send_bytes(&bytes, chosen.len() as u32, tx) {
+        let mut stream = ChunkStream::new(tx);
+        let written = if chosen.len() == in_part.len() {
+            std::fs::File::open(&path)
+                .and_then(|mut file| std::io::copy(&mut file, &mut stream))
+                .map(drop)
+                .map_err(|cause| results::ResultsError::Io { action: "reading", path: path.clone(), cause })
+        } else {
+            results::encode_jobs(&chosen, &mut stream)
+        };
+        if stream.client_gone {
+            break;
+        }
+        written?;
+        if !stream.finish(chosen.len() as u32) {
             break;
         }
     }
     Ok(())
 }
 
-/// Send `bytes` as one file in chunks; false when the client has gone.
-fn send_bytes(bytes: &[u8], n_jobs: u32, tx: &Sender) -> bool {
-    let mut chunks = bytes.chunks(CHUNK_BYTES).peekable();
-    if chunks.peek().is_none() {
-        return tx.blocking_send(Ok(pb::ResultChunk { data: Vec::new(), end_of_file: true, n_jobs })).is_ok();
+/// Bytes written into it go to the client as one file, in messages of [`CHUNK_BYTES`];
+/// [`ChunkStream::finish`] sends the last one, marked as the end of the file. So a file is
+/// streamed with one chunk in memory, whatever its size.
+struct ChunkStream<'a> {
+    tx: &'a Sender,
+    buffer: Vec<u8>,
+    /// The client went away: writes fail from then on.
+    client_gone: bool,
+}
+
+impl<'a> ChunkStream<'a> {
+    fn new(tx: &'a Sender) -> Self {
+        ChunkStream { tx, buffer: Vec::new(), client_gone: false }
     }
-    while let Some(chunk) = chunks.next() {
-        let end_of_file = chunks.peek().is_none();
-        let message =
-            pb::ResultChunk { data: chunk.to_vec(), end_of_file, n_jobs: if end_of_file { n_jobs } else { 0 } };
-        if tx.blocking_send(Ok(message)).is_err() {
-            return false;
+
+    fn send(&mut self, data: Vec<u8>, end_of_file: bool, n_jobs: u32) -> bool {
+        let message = pb::ResultChunk { data, end_of_file, n_jobs };
+        self.client_gone = self.tx.blocking_send(Ok(message)).is_err();
+        !self.client_gone
+    }
+
+    /// Send the rest of the file (maybe nothing) as its last chunk, with the number of jobs
+    /// it holds; false when the client has gone.
+    fn finish(mut self, n_jobs: u32) -> bool {
+        let rest = std::mem::take(&mut self.buffer);
+        !self.client_gone && self.send(rest, true, n_jobs)
+    }
+}
+
+impl std::io::Write for ChunkStream<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        if self.client_gone {
+            return Err(std::io::ErrorKind::BrokenPipe.into());
         }
+        self.buffer.extend_from_slice(bytes);
+        // Strictly more than a chunk: the last chunk of a file is never empty but for an
+        // empty file.
+        while self.buffer.len() > CHUNK_BYTES {
+            let rest = self.buffer.split_off(CHUNK_BYTES);
+            let chunk = std::mem::replace(&mut self.buffer, rest);
+            if !self.send(chunk, false, 0) {
+                return Err(std::io::ErrorKind::BrokenPipe.into());
+            }
+        }
+        Ok(bytes.len())
     }
-    true
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }

@@ -222,9 +222,12 @@ fn seed(entry: &SweepSummaries, done: &BTreeSet<String>) -> results::Result<()> 
         (live.incomplete_jobs(), live.floats().clone())
     };
     for (cell, jobs) in incomplete {
-        let mut moments = CellMoments::default();
+        let mut moments = CellMoments::of(cell.horizon);
         let refs: Vec<&StoredRows> = jobs.iter().collect();
-        results::for_each_job(&refs, |_, df| moments.add_job(&floats, &df))?;
+        results::for_each_job(&refs, |job, df, first| {
+            let ends = first + df.height() == job.rows;
+            moments.add_rows(&floats, &df, ends)
+        })?;
         entry.lock().add_moments(&cell, &moments);
     }
     Ok(())
@@ -241,7 +244,7 @@ fn summarize_cells(entry: &Arc<SweepSummaries>, end: &Ending) {
     let marker = Marker::set(&entry.sweep_dir, !work.is_empty());
     for cell in work {
         let refs: Vec<&StoredRows> = cell.jobs.iter().collect();
-        match results::summarize_cell(&cell.cell, &refs, entry.axes) {
+        match results::summarize_cell(&cell.cell, &refs, entry.axes, &entry.sweep_dir) {
             Ok(summary) => entry.lock().set_exact(&cell.cell, summary),
             Err(e) => {
                 warn!(sweep = %entry.sweep, error = %format!("{e:#}"), "summarizing a cell failed");

@@ -243,13 +243,13 @@ impl pb::sweeps_server::Sweeps for Coordinator {
             let order: Vec<String> = inputs.metrics.iter().map(|m| m.name.to_string()).collect();
             Ok(match current {
                 Current::Nothing => unreachable!("answered above"),
-                Current::Live { mut last, n_cells, n_exact, .. } => pb::GetSummaryResponse {
+                Current::Live { last, n_cells, n_exact, .. } => pb::GetSummaryResponse {
                     table: results::render_final(&last, &order, inputs.headline)?,
                     n_shards,
                     n_failed: inputs.n_failed,
                     summary_path: String::new(),
                     final_path: String::new(),
-                    final_parquet: results::parquet_bytes(&mut last)?,
+                    final_parquet: results::parquet_bytes(&last)?,
                     provisional: true,
                     n_cells,
                     n_cells_exact: n_exact,

@@ -13,7 +13,7 @@
 //! (Float64, the grid value), `point` (Int64, its index in the cell's grid), `metric`,
 //! `n`, `mean`, `std`, `se`, `median`, `q10`, `q90`. Rows sorted by cell, point, metric.
 
-use super::part::for_each_job;
+use super::part::{for_each_job, read_ranges};
 use super::stats::{by_cell, statistics, with_names, Interner, Rows};
 use super::*;
 use std::collections::BTreeSet;
@@ -41,6 +41,17 @@ pub(super) struct Run {
     metrics: Vec<(usize, Vec<Option<f64>>)>,
 }
 
+impl Run {
+    /// Append the next piece of the same job.
+    pub(super) fn extend(&mut self, next: Run) {
+        self.axis.extend(next.axis);
+        for ((mine, values), (theirs, more)) in self.metrics.iter_mut().zip(next.metrics) {
+            debug_assert_eq!(*mine, theirs, "pieces of one job have its columns");
+            values.extend(more);
+        }
+    }
+}
+
 /// Aggregate the jobs under `trajectories/` (those in `only`, when given) on the common
 /// grid of `column`, keeping grid points `<= upto` when given, and write
 /// `along_<column>.parquet` atomically into `sweep_dir`.
@@ -62,17 +73,20 @@ pub fn summarize_along(
     for (cell, cell_jobs) in by_cell(&jobs) {
         let mut metrics = Interner::new();
         let mut runs = Vec::new();
-        for_each_job(&cell_jobs, |job, df| {
+        for_each_job(&cell_jobs, |job, df, first| {
             let run = read_run(&df, column, &mut metrics)
                 .within(|| format!("reading job {} in {}", job.key, job.part.display()))?;
-            runs.push(run);
+            match runs.last_mut() {
+                Some(earlier) if first > 0 => Run::extend(earlier, run),
+                _ => runs.push(run),
+            }
             Ok(())
         })?;
         n_points += common_grid(&runs, upto).len();
         tables.push(along_table(cell, &runs, &metrics, column, upto)?);
     }
     let path = sweep_dir.join(along_file(column));
-    write_parquet_atomic(&path, &mut concat(tables.iter())?)?;
+    write_parquet_atomic(&path, &concat(tables.iter())?)?;
     Ok(AlongReport { n_jobs: jobs.len(), n_points, path })
 }
 
@@ -87,12 +101,26 @@ pub(super) fn along_table(
     upto: Option<f64>,
 ) -> Result<DataFrame> {
     let grid = common_grid(runs, upto);
+    grid_rows(cell, runs.iter(), &grid, 0, metrics, column)
+}
+
+/// The statistics of the grid points `grid` (numbered from `first_point`) over `runs`, each
+/// of which holds its rows up to the last grid point, from its last row before the first
+/// one (or from its first row).
+fn grid_rows<'a>(
+    cell: &Cell,
+    runs: impl Iterator<Item = &'a Run>,
+    grid: &[f64],
+    first_point: usize,
+    metrics: &Interner<String>,
+    column: &str,
+) -> Result<DataFrame> {
     let mut rows = Rows::default();
     for run in runs {
-        let at = carried_indices(&run.axis, &grid);
+        let at = carried_indices(&run.axis, grid);
         for (metric, values) in &run.metrics {
             for (point, &i) in at.iter().enumerate() {
-                rows.push(0, point as i64, *metric, values[i]);
+                rows.push(0, (first_point + point) as i64, *metric, values[i]);
             }
         }
     }
@@ -100,12 +128,103 @@ pub(super) fn along_table(
     let stats = statistics(rows, &[0], &metric_rank)?;
     let mut table = with_names(&stats, std::slice::from_ref(cell), &metric_names)?;
     // `step` holds the grid index: name it `point`, and add the grid value beside it.
-    let at: Vec<f64> = table.column(STEP)?.i64()?.iter().map(|point| grid[point.expect("not null") as usize]).collect();
+    let at: Vec<f64> =
+        table.column(STEP)?.i64()?.iter().map(|point| grid[point.expect("not null") as usize - first_point]).collect();
     table.rename(STEP, "point".into())?;
     let position = table.get_column_index("point").expect("renamed above");
     table.insert_column(position, Column::new("at".into(), at))?;
     table.insert_column(position, Column::new("along".into(), vec![column; table.height()]))?;
     Ok(table)
+}
+
+/// A run read a piece at a time: the rows held are those not yet carried onto the grid,
+/// after the last row before the grid points still to come (its value carries forward).
+struct Cursor<'a> {
+    job: &'a StoredRows,
+    /// Rows read so far.
+    read: usize,
+    held: Run,
+}
+
+impl Cursor<'_> {
+    fn finished(&self) -> bool {
+        self.read == self.job.rows
+    }
+
+    fn read_piece(&mut self, rows: usize, column: &str, metrics: &mut Interner<String>) -> Result<()> {
+        let range = self.read..(self.read + rows).min(self.job.rows);
+        self.read = range.end;
+        let df = read_ranges(&[(self.job, range)])?.remove(0);
+        let piece = read_run(&df, column, metrics)
+            .within(|| format!("reading job {} in {}", self.job.key, self.job.part.display()))?;
+        if let Some(&last) = self.held.axis.last() {
+            if piece.axis.first().is_some_and(|&first| first < last) {
+                return Err(invalid(format!("column {column:?} is not non-decreasing ({last} then a smaller value)")));
+            }
+        }
+        if self.held.axis.is_empty() {
+            self.held = piece;
+        } else {
+            self.held.extend(piece);
+        }
+        Ok(())
+    }
+
+    /// Forget the rows before `end` but the last of them.
+    fn consume_before(&mut self, end: f64) {
+        let before = self.held.axis.partition_point(|&v| v < end);
+        let drop = before.saturating_sub(1);
+        self.held.axis.drain(..drop);
+        for (_, values) in &mut self.held.metrics {
+            values.drain(..drop);
+        }
+    }
+}
+
+/// The rows of one cell's table along `column`, a window of grid points at a time (each
+/// handed to `emit`), reading each job `piece_rows` rows at a time: the same rows as
+/// [`along_table`] over the whole runs, with memory for a window, whatever the runs'
+/// lengths.
+pub(super) fn along_windows(
+    cell: &Cell,
+    jobs: &[&StoredRows],
+    column: &str,
+    piece_rows: usize,
+    mut emit: impl FnMut(&DataFrame) -> Result<()>,
+) -> Result<()> {
+    let mut metrics = Interner::new();
+    let mut cursors: Vec<Cursor> =
+        jobs.iter().map(|&job| Cursor { job, read: 0, held: Run { axis: Vec::new(), metrics: Vec::new() } }).collect();
+    for cursor in &mut cursors {
+        cursor.read_piece(piece_rows, column, &mut metrics)?;
+    }
+    let mut start = f64::NEG_INFINITY;
+    let mut first_point = 0;
+    loop {
+        // Every run holds all its rows below `end`: the grid points up to there are complete.
+        let end =
+            cursors.iter().filter(|c| !c.finished()).filter_map(|c| c.held.axis.last().copied()).min_by(f64::total_cmp);
+        let mut grid: Vec<f64> = cursors
+            .iter()
+            .flat_map(|c| c.held.axis.iter().copied())
+            .filter(|&v| v >= start && end.is_none_or(|end| v < end))
+            .collect();
+        grid.sort_by(f64::total_cmp);
+        grid.dedup();
+        if !grid.is_empty() {
+            emit(&grid_rows(cell, cursors.iter().map(|c| &c.held), &grid, first_point, &metrics, column)?)?;
+            first_point += grid.len();
+        }
+        let Some(end) = end else { return Ok(()) };
+        for cursor in &mut cursors {
+            cursor.consume_before(end);
+            // The runs that held nothing past `end` read on; the others still do.
+            if !cursor.finished() && cursor.held.axis.last().is_some_and(|&last| last <= end) {
+                cursor.read_piece(piece_rows, column, &mut metrics)?;
+            }
+        }
+        start = end;
+    }
 }
 
 /// The grid column and every float metric of one job (`step` included as a metric).

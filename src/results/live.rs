@@ -135,9 +135,23 @@ impl Groups {
     }
 }
 
-/// Running moments of some jobs of one cell: every step, and each job's last step.
-#[derive(Clone, Debug, Default, PartialEq)]
+/// Steps of a cell that live views show at most: a longer cell shows every
+/// [`live_stride`]-th step (its files have every step).
+pub const LIVE_STEPS: i64 = 4096;
+
+/// Every how many steps a live view of a cell of `horizon` shows one (steps 0, stride,
+/// 2 stride, ...): 1 up to [`LIVE_STEPS`] steps, so that the memory of live summaries does
+/// not grow with the horizon.
+pub fn live_stride(horizon: i64) -> i64 {
+    ((horizon + 1) as u64).div_ceil(LIVE_STEPS as u64).max(1) as i64
+}
+
+/// Running moments of some jobs of one cell: every `stride`-th step, and each job's last
+/// step.
+#[derive(Clone, Debug, PartialEq)]
 pub struct CellMoments {
+    stride: u32,
+    /// Group `g` is step `g * stride`.
     steps: Groups,
     /// The jobs' last records, one group whatever step each ended at.
     last: Groups,
@@ -146,9 +160,17 @@ pub struct CellMoments {
 }
 
 impl CellMoments {
+    /// No jobs yet, of a cell of `horizon`: about [`LIVE_STEPS`] steps' moments at most.
+    pub fn of(horizon: i64) -> CellMoments {
+        let stride = u32::try_from(live_stride(horizon)).unwrap_or(u32::MAX);
+        CellMoments { stride, steps: Groups::default(), last: Groups::default(), last_step: 0 }
+    }
+
     /// One record of a job: its float metric values ([`FloatMetrics::select`]).
     pub fn add_step(&mut self, step: u32, floats: &[f64]) {
-        self.steps.add(step as usize, floats);
+        if step.is_multiple_of(self.stride) {
+            self.steps.add((step / self.stride) as usize, floats);
+        }
     }
 
     /// A job's last record, as [`CellMoments::add_step`].
@@ -157,14 +179,17 @@ impl CellMoments {
         self.last_step = self.last_step.max(step);
     }
 
+    /// Add `other`'s moments, of the same cell (hence the same stride).
     pub fn merge(&mut self, other: &CellMoments) {
+        debug_assert_eq!(self.stride, other.stride, "moments of one cell");
         self.steps.merge(&other.steps);
         self.last.merge(&other.last);
         self.last_step = self.last_step.max(other.last_step);
     }
 
-    /// Add one job's rows, as read back from a part.
-    pub fn add_job(&mut self, floats: &FloatMetrics, df: &DataFrame) -> Result<()> {
+    /// Add rows of one job as read back from a part (all of them, or a piece; `ends` when
+    /// they include its last).
+    pub fn add_rows(&mut self, floats: &FloatMetrics, df: &DataFrame, ends: bool) -> Result<()> {
         let steps: Vec<u32> = df
             .column(STEP)?
             .i64()?
@@ -182,7 +207,7 @@ impl CellMoments {
                 *v = column[row];
             }
             self.add_step(step, &values);
-            if row + 1 == steps.len() {
+            if ends && row + 1 == steps.len() {
                 self.add_last(step, &values);
             }
         }
@@ -204,7 +229,8 @@ impl CellMoments {
             }
             with_names(&stats.into_frame()?, std::slice::from_ref(cell), &sorted)
         };
-        let summary = table(&mut self.steps.present().map(|(s, m)| (s as i64, m)))?;
+        let stride = i64::from(self.stride);
+        let summary = table(&mut self.steps.present().map(|(g, m)| (g as i64 * stride, m)))?;
         let last = table(&mut self.last.present().map(|(_, m)| (i64::from(self.last_step), m)))?;
         Ok((summary, last))
     }
@@ -255,7 +281,7 @@ impl LiveSweep {
                     expected,
                     settled,
                     jobs: BTreeMap::new(),
-                    moments: CellMoments::default(),
+                    moments: CellMoments::of(cell.horizon),
                     summarizing: false,
                     exact: None,
                 };
@@ -336,7 +362,7 @@ impl LiveSweep {
     pub fn set_exact(&mut self, cell: &Cell, summary: CellSummary) {
         if let Some(live) = self.cells.get_mut(cell) {
             live.exact = Some(summary);
-            live.moments = CellMoments::default();
+            live.moments = CellMoments::of(cell.horizon);
         }
     }
 
@@ -363,7 +389,7 @@ impl LiveSweep {
         for (cell, live) in &self.cells {
             match &live.exact {
                 Some(exact) if exact.n_jobs > 0 => {
-                    summaries.push(exact.summary.clone());
+                    summaries.push(exact.summary.preview().clone());
                     lasts.push(exact.last.clone());
                 }
                 Some(_) => {}
@@ -458,9 +484,9 @@ mod tests {
         jobs
     }
 
-    fn moments_of(records: &[StepRecord]) -> CellMoments {
+    fn moments_of(horizon: i64, records: &[StepRecord]) -> CellMoments {
         let floats = FloatMetrics::of(&METRICS);
-        let (mut m, mut values) = (CellMoments::default(), Vec::new());
+        let (mut m, mut values) = (CellMoments::of(horizon), Vec::new());
         for r in records {
             floats.select(&r.values, &mut values);
             m.add_step(r.step, &values);
@@ -480,7 +506,7 @@ mod tests {
     fn commit(live: &mut LiveSweep, dir: &Path, jobs: &[(ValidJob, Vec<StepRecord>)]) {
         for job in jobs {
             let location = store(dir, job);
-            live.add_moments(&location.cell, &moments_of(&job.1));
+            live.add_moments(&location.cell, &moments_of(location.cell.horizon, &job.1));
             live.committed(location);
         }
     }
@@ -490,6 +516,37 @@ mod tests {
         let mut live = LiveSweep::new(&METRICS, cell_counts(cells.iter().map(|c| (c, 1, 0))));
         live.seed(Vec::new());
         live
+    }
+
+    /// A long cell's moments keep every stride-th step only (at most LIVE_STEPS of them,
+    /// whatever its horizon), each with the moments of exactly those steps' values.
+    #[test]
+    fn the_moments_of_a_long_cell_keep_every_stride_th_step() {
+        assert_eq!([live_stride(0), live_stride(4095), live_stride(4096), live_stride(100_000_000)], [1, 1, 2, 24_415]);
+        let horizon = 9000;
+        let stride = live_stride(horizon);
+        assert_eq!(stride, 3);
+        let value = |seed: u32, step: u32| f64::from((seed * 5 + step * 7) % 11);
+        let runs = |seed: u32| -> Vec<StepRecord> {
+            (0..=horizon as u32)
+                .map(|step| StepRecord { step, elapsed_ms: 0.0, values: vec![value(seed, step), 0.0] })
+                .collect()
+        };
+        let mut moments = moments_of(horizon, &runs(0));
+        moments.merge(&moments_of(horizon, &runs(1)));
+        assert!(moments.steps.rows.len() as i64 <= LIVE_STEPS);
+        let mut cell = Cell::of(&job("lse", "sinusoidal", "straddle", 0));
+        cell.horizon = horizon;
+        let (summary, last) = moments.frames(&cell, &FloatMetrics::of(&METRICS)).unwrap();
+        let steps: Vec<i64> = ints(&summary, "step").into_iter().map(Option::unwrap).collect();
+        assert_eq!(steps, (0..=horizon).step_by(stride as usize).collect::<Vec<_>>());
+        for (&step, mean) in steps.iter().zip(floats(&summary, "mean")) {
+            let expected = (value(0, step as u32) + value(1, step as u32)) / 2.0;
+            assert_eq!(mean, Some(expected), "step {step}");
+        }
+        assert_eq!(ints(&summary, "n"), vec![Some(2); steps.len()]);
+        assert_eq!(ints(&last, "step"), [Some(horizon)]);
+        assert_eq!(floats(&last, "mean"), [Some((value(0, 9000) + value(1, 9000)) / 2.0)]);
     }
 
     /// Provisional rows have a rebuild's groups and `n`, its mean/std/se to rounding, and
@@ -539,7 +596,7 @@ mod tests {
             assert_eq!(cell.jobs.len(), 5);
             assert!(cell.jobs.windows(2).all(|w| w[0].key < w[1].key), "jobs in key order");
             let refs: Vec<&StoredRows> = cell.jobs.iter().collect();
-            let exact = summarize_cell(&cell.cell, &refs, &[]).unwrap();
+            let exact = summarize_cell(&cell.cell, &refs, &[], live_dir.path()).unwrap();
             live.set_exact(&cell.cell, exact);
         }
         assert!(live.is_exact());

@@ -91,22 +91,26 @@ use error::{damaged, invalid, io, not_armadas, nothing_to_summarize, Within};
 pub use error::{Result, ResultsError};
 
 pub use part::{
-    encode_jobs, file_name, for_each_job, part_files, part_name, read_index, read_jobs, read_provenance, read_specs,
-    readable_jobs, stored_jobs, stored_keys, trajectories_dir, write_part, write_shard, Cell, PartJob, Provenance,
-    Readable, StoredRows, WrittenPart,
+    encode_jobs, file_name, for_each_job, part_files, part_name, read_index, read_jobs, read_provenance, read_rows_at,
+    read_specs, readable_jobs, stored_jobs, stored_keys, trajectories_dir, write_part, write_shard, Cell, PartJob,
+    Provenance, Readable, StoredRows, WrittenPart,
 };
-pub use summary::{rebuild_summaries, summarize, summarize_cell, write_summaries, CellSummary, SummaryReport};
+pub use summary::{
+    rebuild_summaries, summarize, summarize_cell, write_summaries, CellRows, CellSummary, Spill, SummaryReport,
+    CELL_ROWS_HELD,
+};
 pub use table::{final_table, render_final};
 
 use polars::prelude::*;
 use std::fs::{self, File};
 use std::io::{BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Rows per Parquet row group. Fixed so that files do not depend on how a DataFrame
-/// happens to be chunked; large enough that a summary is one row group.
-const ROW_GROUP_ROWS: usize = 1 << 20;
+/// Rows per Parquet row group. Fixed so that files do not depend on how their rows were
+/// produced (see [`TableWriter`]); a writer holds one group's rows and their encoding in
+/// memory (about 50 MB for summary rows), whatever the table's length.
+const ROW_GROUP_ROWS: usize = 1 << 17;
 
 /// File names of the summaries inside a sweep directory.
 pub const SUMMARY_FILE: &str = "summary.parquet";
@@ -181,18 +185,89 @@ fn parquet_writer<W: Write>(out: W) -> ParquetWriter<W> {
 }
 
 /// Write `df` as Parquet to `path` atomically (see [`write_atomic`]).
-fn write_parquet_atomic(path: &Path, df: &mut DataFrame) -> Result<()> {
-    write_atomic(path, |out| {
-        parquet_writer(out).finish(df)?;
-        Ok(())
-    })
+fn write_parquet_atomic(path: &Path, df: &DataFrame) -> Result<()> {
+    write_atomic(path, |out| write_table(df, out))
 }
 
 /// `df` as the bytes of a Parquet file, with the settings of every file armada writes.
-pub fn parquet_bytes(df: &mut DataFrame) -> Result<Vec<u8>> {
+pub fn parquet_bytes(df: &DataFrame) -> Result<Vec<u8>> {
     let mut bytes = Vec::new();
-    parquet_writer(&mut bytes).finish(df)?;
+    write_table(df, &mut bytes)?;
     Ok(bytes)
+}
+
+/// Write `df` as a Parquet file into `out`, with the settings of every file armada writes.
+pub fn write_table(df: &DataFrame, out: impl Write) -> Result<()> {
+    let mut table = TableWriter::new(out);
+    table.push(df)?;
+    table.finish()
+}
+
+/// A Parquet table written from frames of one schema pushed one after another, in row
+/// groups of exactly [`ROW_GROUP_ROWS`] rows (the last one smaller): the file's bytes
+/// depend on its rows only, not on how they were pushed, and memory holds one row group
+/// whatever the table's length. A table of fewer rows is the file polars writes from
+/// them in one frame.
+pub(crate) struct TableWriter<W: Write> {
+    out: Option<W>,
+    /// Key-value metadata of the footer.
+    metadata: Option<KeyValueMetadata>,
+    writer: Option<polars::io::parquet::write::BatchedWriter<W>>,
+    /// Rows not yet written (fewer than a row group after each push).
+    pending: DataFrame,
+    groups: usize,
+}
+
+impl<W: Write> TableWriter<W> {
+    pub(crate) fn new(out: W) -> Self {
+        TableWriter { out: Some(out), metadata: None, writer: None, pending: DataFrame::empty(), groups: 0 }
+    }
+
+    pub(crate) fn with_metadata(self, metadata: KeyValueMetadata) -> Self {
+        TableWriter { metadata: Some(metadata), ..self }
+    }
+
+    pub(crate) fn push(&mut self, rows: &DataFrame) -> Result<()> {
+        if self.writer.is_none() {
+            let out = self.out.take().expect("the writer is made once");
+            let writer = parquet_writer(out).with_key_value_metadata(self.metadata.take());
+            self.writer = Some(writer.batched(rows.schema())?);
+            self.pending = rows.clear();
+        }
+        self.pending.vstack_mut(rows)?;
+        while self.pending.height() >= ROW_GROUP_ROWS {
+            let rest = self.pending.slice(ROW_GROUP_ROWS as i64, usize::MAX);
+            let group = std::mem::replace(&mut self.pending, rest).slice(0, ROW_GROUP_ROWS);
+            self.write(group)?;
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, mut group: DataFrame) -> Result<()> {
+        group.rechunk_mut();
+        self.writer.as_mut().expect("made by push").write_batch(&group)?;
+        self.groups += 1;
+        Ok(())
+    }
+
+    /// Write the last rows and the footer. A table needs at least one (maybe empty) frame:
+    /// its schema.
+    pub(crate) fn finish(mut self) -> Result<()> {
+        if self.writer.is_none() {
+            return Err(invalid("a table needs a schema: no rows were given"));
+        }
+        if self.pending.height() > 0 || self.groups == 0 {
+            let rows = std::mem::take(&mut self.pending);
+            self.write(rows)?;
+        }
+        self.writer.expect("checked above").finish()?;
+        Ok(())
+    }
+}
+
+/// A temp file name for `name` in `dir`, unique within the machine: `.<name>.<pid>.<n>.tmp`.
+fn temp_path(dir: &Path, name: &str) -> PathBuf {
+    dir.join(format!(".{name}.{}.{}.tmp", std::process::id(), TMP_COUNTER.fetch_add(1, Ordering::Relaxed)))
 }
 
 /// Write a file atomically: `write` fills a temp file in the same directory, which is
@@ -202,7 +277,7 @@ fn write_atomic(path: &Path, write: impl FnOnce(&mut BufWriter<File>) -> Result<
     let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
         return Err(invalid(format!("output path {} has no parent directory or no UTF-8 file name", path.display())));
     };
-    let tmp = dir.join(format!(".{name}.{}.{}.tmp", std::process::id(), TMP_COUNTER.fetch_add(1, Ordering::Relaxed)));
+    let tmp = temp_path(dir, name);
     let result = (|| -> Result<()> {
         let mut out =
             BufWriter::new(File::options().write(true).create_new(true).open(&tmp).map_err(io("writing", path))?);

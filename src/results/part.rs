@@ -14,6 +14,7 @@ use armada_core::{JobSpec, MetricDef, MetricKind, StepRecord, ValidJob};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
+use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -330,77 +331,146 @@ fn frame_cell(df: &DataFrame) -> Result<Cell> {
     })
 }
 
-/// Read the rows of `jobs` (all of one cell), one frame per job, in the order given. Jobs
-/// stored side by side in a part are read with one slice.
+/// The rows of `jobs`, one frame per job, in the order given. Each part is read once,
+/// from its first to its last wanted row.
 pub fn read_jobs(jobs: &[&StoredRows]) -> Result<Vec<DataFrame>> {
-    // Per part: the covering row range, read once.
-    let mut spans: BTreeMap<&Path, (usize, usize)> = BTreeMap::new();
-    for j in jobs {
-        let span = spans.entry(j.part.as_path()).or_insert((j.offset, j.offset + j.rows));
-        span.0 = span.0.min(j.offset);
-        span.1 = span.1.max(j.offset + j.rows);
-    }
-    let mut frames: BTreeMap<&Path, (usize, DataFrame)> = BTreeMap::new();
-    for (path, (start, end)) in spans {
-        let file = File::open(path).map_err(io("opening", path))?;
-        let df = ParquetReader::new(file)
-            .with_slice(Some((start, end - start)))
-            .finish()
-            .map_err(damaged("reading", path))?;
-        if df.height() != end - start {
-            let why = format!("{}: expected {} rows, read {}", path.display(), end - start, df.height());
-            return Err(not_armadas(path, why));
+    read_ranges(&jobs.iter().map(|&j| (j, 0..j.rows)).collect::<Vec<_>>())
+}
+
+/// Rows of jobs: for each `(job, rows)`, that range of the job's rows (row `i` of a job is
+/// its step `i`), one frame each in the order given. Ranges of a part that are close
+/// (within a row group of each other) are read together; farther ones apart, so that a
+/// window of many long jobs reads only the window.
+pub fn read_ranges(ranges: &[(&StoredRows, Range<usize>)]) -> Result<Vec<DataFrame>> {
+    // Per part, the spans to read: (start, end) in the part's rows, in order.
+    let mut wanted: BTreeMap<&Path, Vec<(usize, usize)>> = BTreeMap::new();
+    for (job, rows) in ranges {
+        if rows.end > job.rows || rows.start > rows.end {
+            return Err(invalid(format!("rows {rows:?} of job {} which has {}", job.key, job.rows)));
         }
-        frames.insert(path, (start, df));
+        wanted.entry(job.part.as_path()).or_default().push((job.offset + rows.start, job.offset + rows.end));
     }
-    Ok(jobs
+    let mut spans: BTreeMap<&Path, Vec<(usize, DataFrame)>> = BTreeMap::new();
+    for (path, mut ranges) in wanted {
+        ranges.sort_unstable();
+        let mut merged: Vec<(usize, usize)> = Vec::new();
+        for (start, end) in ranges {
+            match merged.last_mut() {
+                Some(last) if start <= last.1 + PART_ROW_GROUP_ROWS => last.1 = last.1.max(end),
+                _ => merged.push((start, end)),
+            }
+        }
+        let file = File::open(path).map_err(io("opening", path))?;
+        let mut reader = ParquetReader::new(file);
+        let metadata = reader.get_metadata().map_err(damaged("reading the footer of", path))?.clone();
+        let mut frames = Vec::with_capacity(merged.len());
+        for (start, end) in merged {
+            let file = File::open(path).map_err(io("opening", path))?;
+            let mut reader = ParquetReader::new(file).with_slice(Some((start, end - start)));
+            reader.set_metadata(metadata.clone());
+            let df = reader.finish().map_err(damaged("reading", path))?;
+            if df.height() != end - start {
+                let why = format!("{}: expected {} rows, read {}", path.display(), end - start, df.height());
+                return Err(not_armadas(path, why));
+            }
+            frames.push((start, df));
+        }
+        spans.insert(path, frames);
+    }
+    Ok(ranges
         .iter()
-        .map(|j| {
-            let (start, df) = &frames[j.part.as_path()];
-            df.slice((j.offset - start) as i64, j.rows)
+        .map(|(job, rows)| {
+            let start = job.offset + rows.start;
+            let (span_start, df) = spans[job.part.as_path()]
+                .iter()
+                .rev()
+                .find(|(span_start, _)| *span_start <= start)
+                .expect("every range lies in a span read above");
+            df.slice((start - span_start) as i64, rows.len())
         })
         .collect())
 }
 
 /// Rows read at once by [`for_each_job`].
-const READ_BATCH_ROWS: usize = 1 << 20;
+pub const READ_BATCH_ROWS: usize = 1 << 20;
 
-/// Hand each of `jobs` to `f` with its rows, in the order given, reading at most about
-/// [`READ_BATCH_ROWS`] rows at a time (a longer job alone), so that memory holds a batch,
-/// not a cell.
-pub fn for_each_job(jobs: &[&StoredRows], mut f: impl FnMut(&StoredRows, DataFrame) -> Result<()>) -> Result<()> {
+/// Hand each of `jobs` to `f`, in the order given, as `(job, rows, first)`: its rows from
+/// row `first` on, all of them for a job of at most [`READ_BATCH_ROWS`] rows, else in
+/// pieces of that many, in order (the last piece ends at `job.rows`). Short jobs are read
+/// together, about [`READ_BATCH_ROWS`] rows at a time, so that memory holds a batch, never
+/// a cell or a long job.
+pub fn for_each_job(jobs: &[&StoredRows], f: impl FnMut(&StoredRows, DataFrame, usize) -> Result<()>) -> Result<()> {
+    for_each_piece(jobs, READ_BATCH_ROWS, f)
+}
+
+fn for_each_piece(
+    jobs: &[&StoredRows],
+    batch_rows: usize,
+    mut f: impl FnMut(&StoredRows, DataFrame, usize) -> Result<()>,
+) -> Result<()> {
     let mut start = 0;
     while start < jobs.len() {
+        if jobs[start].rows > batch_rows {
+            let job = jobs[start];
+            for first in (0..job.rows).step_by(batch_rows) {
+                let rows = first..(first + batch_rows).min(job.rows);
+                let piece = read_ranges(&[(job, rows)])?.remove(0);
+                f(job, piece, first)?;
+            }
+            start += 1;
+            continue;
+        }
         let mut end = start + 1;
         let mut rows = jobs[start].rows;
-        while end < jobs.len() && rows + jobs[end].rows <= READ_BATCH_ROWS {
+        while end < jobs.len() && rows + jobs[end].rows <= batch_rows {
             rows += jobs[end].rows;
             end += 1;
         }
         let batch = &jobs[start..end];
         for (job, df) in batch.iter().zip(read_jobs(batch)?) {
-            f(job, df)?;
+            f(job, df, 0)?;
         }
         start = end;
     }
     Ok(())
 }
 
-/// The rows of `jobs` as one Parquet file in memory, with a part index in its footer (so a
-/// client that saves it beside others has a readable sweep). Jobs are sorted by (cell,
-/// key), as in a part.
-pub fn encode_jobs(jobs: &[&StoredRows]) -> Result<Vec<u8>> {
+/// The rows of `job` at the given row indices (sorted), read a piece at a time: a thinned
+/// view of a trajectory of any length.
+pub fn read_rows_at(job: &StoredRows, rows: &[usize]) -> Result<DataFrame> {
+    read_rows_at_in(job, rows, READ_BATCH_ROWS)
+}
+
+fn read_rows_at_in(job: &StoredRows, rows: &[usize], batch_rows: usize) -> Result<DataFrame> {
+    let mut picked: Vec<DataFrame> = Vec::new();
+    let mut next = 0;
+    for_each_piece(&[job], batch_rows, |_, piece, first| {
+        let end = first + piece.height();
+        let mut indices = Vec::new();
+        while next < rows.len() && rows[next] < end {
+            indices.push((rows[next] - first) as IdxSize);
+            next += 1;
+        }
+        picked.push(piece.take(&IdxCa::from_vec("rows".into(), indices))?);
+        Ok(())
+    })?;
+    super::concat(picked.iter())
+}
+
+/// Write the rows of `jobs` into `out` as one Parquet file, with a part index in its
+/// footer (so a client that saves it beside others has a readable sweep), a piece at a
+/// time. Jobs are sorted by (cell, key), as in a part.
+pub fn encode_jobs(jobs: &[&StoredRows], out: impl Write) -> Result<()> {
     let mut jobs = jobs.to_vec();
     jobs.sort_by(|a, b| (&a.cell, &a.key).cmp(&(&b.cell, &b.key)));
-    let index = PartIndex::of(jobs.iter().map(|j| (j.key.clone(), j.cell.clone(), j.rows)));
     if jobs.is_empty() {
         return Err(invalid("no jobs to encode"));
     }
-    let mut frame = super::concat(read_jobs(&jobs)?.iter())?;
+    let index = PartIndex::of(jobs.iter().map(|j| (j.key.clone(), j.cell.clone(), j.rows)));
     let metadata = KeyValueMetadata::from_static(vec![(INDEX_KEY.to_owned(), index.to_json())]);
-    let mut bytes = Vec::new();
-    parquet_writer(&mut bytes).with_key_value_metadata(Some(metadata)).finish(&mut frame)?;
-    Ok(bytes)
+    let mut table = TableWriter::new(out).with_metadata(metadata);
+    for_each_job(&jobs, |_, rows, _| table.push(&rows))?;
+    table.finish()
 }
 
 /// One job's trajectory, ready to be written into a part.
@@ -781,6 +851,50 @@ mod tests {
         assert_eq!(stored_jobs(dir.path(), Some(&only)).unwrap().len(), 1);
     }
 
+    /// A long job comes in pieces (in order, the last ending at its last row), short ones
+    /// whole; the pieces are the job's rows, and ranges and picked rows read back the same.
+    #[test]
+    fn long_jobs_are_read_in_pieces_and_ranges_read_back_their_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let lengths = [10u32, 3, 25];
+        let jobs: Vec<(ValidJob, Vec<StepRecord>)> = lengths
+            .iter()
+            .enumerate()
+            .map(|(seed, &n)| (job("lse", "sinusoidal", "straddle", seed as u64), records(n, seed as f64 * 100.0)))
+            .collect();
+        write_part(dir.path(), &METRICS, jobs.iter().map(|(j, r)| part_job(j, r)).collect()).unwrap();
+        let mut stored = stored_jobs(dir.path(), None).unwrap();
+        // In the order of `lengths` (a part keeps key order).
+        stored.sort_by_key(|j| lengths.iter().position(|&n| n as usize == j.rows));
+        let refs: Vec<&StoredRows> = stored.iter().collect();
+        let whole = read_jobs(&refs).unwrap();
+        let mut calls = Vec::new();
+        let mut pieces: Vec<Vec<DataFrame>> = vec![Vec::new(); refs.len()];
+        for_each_piece(&refs, 8, |job, df, first| {
+            let i = refs.iter().position(|j| j.key == job.key).unwrap();
+            calls.push((i, first, df.height()));
+            pieces[i].push(df);
+            Ok(())
+        })
+        .unwrap();
+        let n = |i: usize| stored[i].rows;
+        assert_eq!([n(0), n(1), n(2)], [10, 3, 25]);
+        assert_eq!(calls, [(0, 0, 8), (0, 8, 2), (1, 0, 3), (2, 0, 8), (2, 8, 8), (2, 16, 8), (2, 24, 1)]);
+        for (i, frames) in pieces.iter().enumerate() {
+            assert_eq!(concat(frames.iter()).unwrap(), whole[i], "job {i}");
+        }
+        // A window of every job, and rows picked across pieces.
+        let window: Vec<(&StoredRows, Range<usize>)> = refs.iter().map(|&j| (j, 2..3.min(j.rows))).collect();
+        for ((_, rows), (df, full)) in window.iter().zip(read_ranges(&window).unwrap().iter().zip(&whole)) {
+            assert_eq!(df, &full.slice(rows.start as i64, rows.len()));
+        }
+        let picked = read_rows_at_in(&stored[2], &[0, 7, 8, 20, 24], 8).unwrap();
+        let steps: Vec<Option<i64>> = picked.column(STEP).unwrap().i64().unwrap().iter().collect();
+        assert_eq!(steps, [0, 7, 8, 20, 24].map(Some));
+        let err = read_ranges(&[(&stored[1], 0..4)]).unwrap_err();
+        assert!(format!("{err:#}").contains("rows 0..4 of job"), "{err:#}");
+    }
+
     #[test]
     fn repeat_writes_are_byte_identical_whatever_the_job_order() {
         let jobs: Vec<_> =
@@ -805,8 +919,8 @@ mod tests {
         }
         // A file of older armada: one job named by its file stem, no index.
         let job = job("lse", "sinusoidal", "straddle", 0);
-        let mut df = trajectory_frame(&job, &METRICS, &records(4, 0.0)).unwrap();
-        write_parquet_atomic(&traj.join(format!("{}.parquet", job.key)), &mut df).unwrap();
+        let df = trajectory_frame(&job, &METRICS, &records(4, 0.0)).unwrap();
+        write_parquet_atomic(&traj.join(format!("{}.parquet", job.key)), &df).unwrap();
         let stored = stored_jobs(dir.path(), None).unwrap();
         assert_eq!(stored.len(), 1);
         assert_eq!((stored[0].key.as_str(), stored[0].offset, stored[0].rows), (job.key.0.as_str(), 0, 4));
@@ -825,8 +939,8 @@ mod tests {
         let jobs: Vec<_> = (0..3).map(|seed| (job("lse", "sinusoidal", "straddle", seed), records(4, 0.0))).collect();
         let path = write_part(dir.path(), &METRICS, jobs.iter().map(|(j, r)| part_job(j, r)).collect()).unwrap().path;
         assert_eq!(stored_jobs(dir.path(), None).unwrap().len(), 3);
-        let mut df = read_parquet(&path).unwrap();
-        write_parquet_atomic(&path, &mut df).unwrap();
+        let df = read_parquet(&path).unwrap();
+        write_parquet_atomic(&path, &df).unwrap();
         let err = stored_jobs(dir.path(), None).unwrap_err();
         assert!(matches!(err.root(), ResultsError::Damaged { path: p, .. } if *p == path), "{err:?}");
         let err = format!("{err:#}");
@@ -845,7 +959,7 @@ mod tests {
         // Renamed as an older armada's one-job file, the other jobs' rows still show.
         fs::remove_file(&path).unwrap();
         let legacy = trajectories_dir(dir.path()).join(format!("{}.parquet", jobs[0].0.key));
-        write_parquet_atomic(&legacy, &mut df).unwrap();
+        write_parquet_atomic(&legacy, &df).unwrap();
         let err = format!("{:#}", stored_jobs(dir.path(), None).unwrap_err());
         assert!(err.contains("holds rows of job") && err.contains(&legacy.display().to_string()), "{err}");
     }

@@ -12,8 +12,8 @@
 //! time), so memory is bounded by the largest cell's long rows, not the sweep: 10 million
 //! values (100 seeds x 100,000 steps) take about 450 MB.
 
-use super::along::{along_table, read_run, Run};
-use super::part::for_each_job;
+use super::along::{along_table, along_windows, read_run, Run};
+use super::part::{for_each_job, read_ranges};
 use super::stats::{by_cell, statistics, with_names, Interner, Rows};
 use super::*;
 use std::collections::BTreeSet;
@@ -62,7 +62,7 @@ pub fn rebuild_summaries(sweep_dir: &Path, only: Option<&BTreeSet<String>>, axes
     // changes a statistic.
     let cells = by_cell(&jobs)
         .into_iter()
-        .map(|(cell, cell_jobs)| summarize_cell(cell, &cell_jobs, axes))
+        .map(|(cell, cell_jobs)| summarize_cell(cell, &cell_jobs, axes, sweep_dir))
         .collect::<Result<Vec<_>>>()?;
     let report = write_summaries(sweep_dir, &cells.iter().collect::<Vec<_>>(), axes)?;
     Ok(SummaryReport { n_left_out, damaged, ..report })
@@ -78,40 +78,210 @@ pub fn summarize(sweep_dir: &Path, only: Option<&BTreeSet<String>>) -> Result<Su
 /// its cells' rows concatenated in cell order, so a cell's rows can be computed as soon as
 /// its last job is settled (the coordinator's live summaries) and give the same bytes.
 pub struct CellSummary {
-    pub summary: DataFrame,
+    pub summary: CellRows,
     pub last: DataFrame,
-    pub along: Vec<DataFrame>,
+    pub along: Vec<CellRows>,
     pub n_jobs: usize,
     pub n_rows: usize,
 }
 
-/// The summaries of one cell from its jobs, read in the order given (key order).
-pub fn summarize_cell(cell: &Cell, jobs: &[&StoredRows], axes: &[&str]) -> Result<CellSummary> {
-    let jobs: Vec<&StoredRows> = jobs.iter().copied().filter(|j| j.rows > 0).collect();
-    let mut long = LongRows::new();
-    let mut along_metrics = Interner::new();
-    let mut runs: Vec<Vec<Run>> = axes.iter().map(|_| Vec::new()).collect();
-    let mut n_rows = 0;
-    for_each_job(&jobs, |job, df| {
-        n_rows += df.height();
-        let context = || format!("summarizing job {} in {}", job.key, job.part.display());
-        long.add_job(cell, &df).within(context)?;
-        for (axis, runs) in axes.iter().zip(&mut runs) {
-            runs.push(read_run(&df, axis, &mut along_metrics).within(context)?);
+/// A cell's rows of `summary.parquet` (or of an along table): in memory, or, for a cell too
+/// long to hold ([`CELL_ROWS_HELD`]), in a file of their own until the table is written.
+pub enum CellRows {
+    Held(DataFrame),
+    Spilled {
+        file: Spill,
+        /// Of a summary, the rows of every `stride`-th step (see [`live::live_stride`]): what
+        /// live views show. Empty for an along table (live views show none).
+        preview: DataFrame,
+    },
+}
+
+impl CellRows {
+    /// The rows a live view shows: all of them when held, else the preview.
+    pub fn preview(&self) -> &DataFrame {
+        match self {
+            CellRows::Held(rows) => rows,
+            CellRows::Spilled { preview, .. } => preview,
+        }
+    }
+
+    /// Hand the rows to `f` in order, a row group at a time when spilled.
+    fn for_each_chunk(&self, mut f: impl FnMut(&DataFrame) -> Result<()>) -> Result<()> {
+        match self {
+            CellRows::Held(rows) => f(rows),
+            CellRows::Spilled { file, .. } => file.for_each_chunk(f),
+        }
+    }
+}
+
+/// A temporary Parquet file of summary rows beside the sweep's summaries, named as a temp
+/// file (start-up removes those a killed coordinator left), removed when dropped.
+pub struct Spill {
+    path: PathBuf,
+    rows: usize,
+}
+
+impl Spill {
+    fn create(
+        dir: &Path,
+        write: impl FnOnce(&mut TableWriter<&mut BufWriter<File>>) -> Result<usize>,
+    ) -> Result<Spill> {
+        let path = temp_path(dir, "cell-summary.parquet");
+        let mut spill = Spill { path, rows: 0 };
+        let file =
+            File::options().write(true).create_new(true).open(&spill.path).map_err(io("writing", &spill.path))?;
+        let mut out = BufWriter::new(file);
+        let mut table = TableWriter::new(&mut out);
+        let rows = write(&mut table).within(|| format!("writing {}", spill.path.display()))?;
+        table.finish()?;
+        out.flush().map_err(io("writing", &spill.path))?;
+        spill.rows = rows;
+        Ok(spill)
+    }
+
+    fn for_each_chunk(&self, mut f: impl FnMut(&DataFrame) -> Result<()>) -> Result<()> {
+        let open = || File::open(&self.path).map_err(io("opening", &self.path));
+        let metadata = ParquetReader::new(open()?).get_metadata().map_err(damaged("reading", &self.path))?.clone();
+        for start in (0..self.rows.max(1)).step_by(ROW_GROUP_ROWS) {
+            let mut reader = ParquetReader::new(open()?).with_slice(Some((start, ROW_GROUP_ROWS)));
+            reader.set_metadata(metadata.clone());
+            f(&reader.finish().map_err(damaged("reading", &self.path))?)?;
         }
         Ok(())
-    })?;
-    let (summary, last) = long.aggregate()?;
-    let along = axes
-        .iter()
-        .zip(&runs)
-        .map(|(axis, runs)| along_table(cell, runs, &along_metrics, axis, None))
-        .collect::<Result<_>>()?;
+    }
+}
+
+impl Drop for Spill {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.path);
+    }
+}
+
+/// Trajectory rows of a cell (over its jobs) up to which it is summarized in one pass and
+/// its summary rows held in memory; a longer cell is summarized in windows of steps
+/// ([`WINDOW_ROWS`] rows each, over its jobs) and its summary rows spilled to disk.
+pub const CELL_ROWS_HELD: usize = 1 << 20;
+
+/// Trajectory rows read per window of a long cell, over its jobs: `WINDOW_ROWS / jobs`
+/// steps of each, but never fewer than [`MIN_WINDOW_STEPS`] (a read decodes row groups
+/// of 32,768 rows).
+const WINDOW_ROWS: usize = 1 << 18;
+const MIN_WINDOW_STEPS: usize = 1 << 13;
+
+/// The summaries of one cell from its jobs, read in the order given (key order). A cell
+/// longer than [`CELL_ROWS_HELD`] rows has its summary rows spilled into `spill_dir`.
+pub fn summarize_cell(cell: &Cell, jobs: &[&StoredRows], axes: &[&str], spill_dir: &Path) -> Result<CellSummary> {
+    summarize_cell_within(cell, jobs, axes, spill_dir, WINDOWS)
+}
+
+/// When a cell is summarized in windows, and how large they are.
+#[derive(Clone, Copy)]
+struct Windows {
+    /// Rows of a cell summarized in one pass, at most.
+    rows_held: usize,
+    /// Rows of a window, over the cell's jobs.
+    rows: usize,
+    /// Steps of a window, at least.
+    min_steps: usize,
+}
+
+const WINDOWS: Windows = Windows { rows_held: CELL_ROWS_HELD, rows: WINDOW_ROWS, min_steps: MIN_WINDOW_STEPS };
+
+fn summarize_cell_within(
+    cell: &Cell,
+    jobs: &[&StoredRows],
+    axes: &[&str],
+    spill_dir: &Path,
+    windows: Windows,
+) -> Result<CellSummary> {
+    let jobs: Vec<&StoredRows> = jobs.iter().copied().filter(|j| j.rows > 0).collect();
+    let n_rows: usize = jobs.iter().map(|j| j.rows).sum();
+    let mut long = LongRows::new(cell);
+    let context = |job: &StoredRows| format!("summarizing job {} in {}", job.key, job.part.display());
+    let (summary, along) = if n_rows <= windows.rows_held {
+        let mut along_metrics = Interner::new();
+        let mut runs: Vec<Vec<Run>> = axes.iter().map(|_| Vec::new()).collect();
+        for_each_job(&jobs, |job, df, first| {
+            long.add_rows(&df, first + df.height() == job.rows).within(|| context(job))?;
+            for (axis, runs) in axes.iter().zip(&mut runs) {
+                let run = read_run(&df, axis, &mut along_metrics).within(|| context(job))?;
+                match runs.last_mut() {
+                    // The next piece of the job before (pieces of a job come in a row).
+                    Some(earlier) if first > 0 => earlier.extend(run),
+                    _ => runs.push(run),
+                }
+            }
+            Ok(())
+        })?;
+        let along = axes
+            .iter()
+            .zip(&runs)
+            .map(|(axis, runs)| Ok(CellRows::Held(along_table(cell, runs, &along_metrics, axis, None)?)))
+            .collect::<Result<_>>()?;
+        (CellRows::Held(long.take_summary()?), along)
+    } else {
+        // Steps [start, start + steps) of every job at a time: a (step, metric) group is
+        // whole within a window, and its values come in job order, as in one pass.
+        let steps = (windows.rows / jobs.len()).max(windows.min_steps).max(1);
+        let longest = jobs.iter().map(|j| j.rows).max().unwrap_or(0);
+        let stride = live::live_stride(cell.horizon);
+        let mut previews = Vec::new();
+        let file = Spill::create(spill_dir, |table| {
+            let mut written = 0;
+            for start in (0..longest).step_by(steps) {
+                let window: Vec<(&StoredRows, std::ops::Range<usize>)> =
+                    jobs.iter().filter(|j| j.rows > start).map(|&j| (j, start..(start + steps).min(j.rows))).collect();
+                for ((job, rows), df) in window.iter().zip(read_ranges(&window)?) {
+                    check_steps(job, &df, rows.start)?;
+                    long.add_rows(&df, rows.end == job.rows).within(|| context(job))?;
+                }
+                let rows = long.take_summary()?;
+                let on_stride: BooleanChunked =
+                    rows.column(STEP)?.i64()?.iter().map(|s| s.is_some_and(|s| s % stride == 0)).collect();
+                previews.push(rows.filter(&on_stride)?);
+                table.push(&rows)?;
+                written += rows.height();
+            }
+            Ok(written)
+        })?;
+        let along = axes
+            .iter()
+            .map(|axis| {
+                let file = Spill::create(spill_dir, |table| {
+                    let mut written = 0;
+                    along_windows(cell, &jobs, axis, steps, |rows| {
+                        written += rows.height();
+                        table.push(rows)
+                    })?;
+                    Ok(written)
+                })?;
+                Ok(CellRows::Spilled { file, preview: DataFrame::empty() })
+            })
+            .collect::<Result<_>>()?;
+        (CellRows::Spilled { file, preview: concat(previews.iter())? }, along)
+    };
+    let last = long.finals()?;
     Ok(CellSummary { summary, last, along, n_jobs: jobs.len(), n_rows })
 }
 
+/// A window of a long cell is read by row; its steps must be the rows' (0, 1, ... as
+/// every commit is), or a step's group would be split across windows.
+fn check_steps(job: &StoredRows, df: &DataFrame, first: usize) -> Result<()> {
+    let steps = df.column(STEP)?.i64()?;
+    if steps.iter().enumerate().all(|(i, s)| s == Some((first + i) as i64)) {
+        return Ok(());
+    }
+    let why = format!(
+        "{}: the steps of job {} do not run 0, 1, ... (run `armada check --full`)",
+        job.part.display(),
+        job.key
+    );
+    Err(not_armadas(&job.part, why))
+}
+
 /// Concatenate the cells' rows (given in cell order) and write every summary table of a
-/// sweep atomically. Fails when no cell has a job.
+/// sweep atomically, a row group at a time. Fails when no cell has a job.
 pub fn write_summaries(sweep_dir: &Path, cells: &[&CellSummary], axes: &[&str]) -> Result<SummaryReport> {
     let cells: Vec<&CellSummary> = cells.iter().copied().filter(|c| c.n_jobs > 0).collect();
     if cells.is_empty() {
@@ -119,10 +289,21 @@ pub fn write_summaries(sweep_dir: &Path, cells: &[&CellSummary], axes: &[&str]) 
     }
     let summary_path = sweep_dir.join(SUMMARY_FILE);
     let final_path = sweep_dir.join(FINAL_FILE);
-    write_parquet_atomic(&summary_path, &mut concat(cells.iter().map(|c| &c.summary))?)?;
-    write_parquet_atomic(&final_path, &mut concat(cells.iter().map(|c| &c.last))?)?;
+    // Each table is its cells' rows in order, as `each` pushes them.
+    type Push<'a> = dyn FnMut(&DataFrame) -> Result<()> + 'a;
+    let write = |path: &Path, each: &dyn Fn(&CellSummary, &mut Push) -> Result<()>| {
+        write_atomic(path, |out| {
+            let mut table = TableWriter::new(out);
+            for cell in &cells {
+                each(cell, &mut |rows| table.push(rows))?;
+            }
+            table.finish()
+        })
+    };
+    write(&summary_path, &|cell, push| cell.summary.for_each_chunk(push))?;
+    write(&final_path, &|cell, push| push(&cell.last))?;
     for (i, axis) in axes.iter().enumerate() {
-        write_parquet_atomic(&sweep_dir.join(along_file(axis)), &mut concat(cells.iter().map(|c| &c.along[i]))?)?;
+        write(&sweep_dir.join(along_file(axis)), &|cell, push| cell.along[i].for_each_chunk(push))?;
     }
     Ok(SummaryReport {
         n_jobs: cells.iter().map(|c| c.n_jobs).sum(),
@@ -134,31 +315,35 @@ pub fn write_summaries(sweep_dir: &Path, cells: &[&CellSummary], axes: &[&str]) 
     })
 }
 
+/// The long rows (step, metric, value) of one cell's jobs, aggregated a window of steps at
+/// a time ([`LongRows::take_summary`]), and each job's last record, aggregated once at the
+/// end ([`LongRows::finals`]).
 struct LongRows {
-    cells: Interner<Cell>,
+    cell: Cell,
     metrics: Interner<String>,
-    /// Every step of every job.
+    /// The steps of the current window, of every job.
     all: Rows,
-    /// The last step of every job, grouped by cell (its step is set by `aggregate`).
+    /// The last step of every job (its step is set by `finals`).
     last: Rows,
-    /// By cell id, the largest last step of its jobs: the `step` of its final rows.
-    last_step: Vec<i64>,
+    /// The largest last step of the jobs: the `step` of the cell's final rows.
+    last_step: i64,
 }
 
 impl LongRows {
-    fn new() -> Self {
+    fn new(cell: &Cell) -> Self {
         LongRows {
-            cells: Interner::new(),
+            cell: cell.clone(),
             metrics: Interner::new(),
             all: Rows::default(),
             last: Rows::default(),
-            last_step: Vec::new(),
+            last_step: 0,
         }
     }
 
-    /// Add one job's rows: every Float64 column that is not a fixed trajectory column
-    /// is a metric; Int64 metrics are skipped.
-    fn add_job(&mut self, cell: &Cell, df: &DataFrame) -> Result<()> {
+    /// Add rows of one job (all of them, or a piece; `ends` when they include its last):
+    /// every Float64 column that is not a fixed trajectory column is a metric; Int64
+    /// metrics are skipped.
+    fn add_rows(&mut self, df: &DataFrame, ends: bool) -> Result<()> {
         for name in SHARD_FIXED_COLUMNS {
             if df.column(name).is_err() {
                 return Err(invalid(format!("trajectory has no column {name:?}")));
@@ -167,18 +352,17 @@ impl LongRows {
         if df.height() == 0 {
             return Ok(());
         }
-        let cell = self.cells.id(cell);
         let steps = df
             .column(STEP)?
             .i64()?
             .iter()
             .collect::<Option<Vec<i64>>>()
             .ok_or_else(|| invalid("column \"step\" has nulls"))?;
-        let last_step = steps.iter().copied().max().unwrap_or_default();
-        if self.last_step.len() <= cell {
-            self.last_step.resize(cell + 1, 0);
+        // The job's last step, when these rows end it (else none matches).
+        let last_step = if ends { steps.iter().copied().max().unwrap_or_default() } else { i64::MIN };
+        if ends {
+            self.last_step = self.last_step.max(last_step);
         }
-        self.last_step[cell] = self.last_step[cell].max(last_step);
         for column in df.columns() {
             let name = column.name().as_str();
             if SHARD_FIXED_COLUMNS.contains(&name) {
@@ -193,26 +377,34 @@ impl LongRows {
             }
             let metric = self.metrics.id(&name.to_owned());
             for (&step, value) in steps.iter().zip(column.f64()?.iter()) {
-                self.all.push(cell, step, metric, value);
+                self.all.push(0, step, metric, value);
                 if step == last_step {
                     // One group per cell, whatever step each job ended at.
-                    self.last.push(cell, 0, metric, value);
+                    self.last.push(0, 0, metric, value);
                 }
             }
         }
         Ok(())
     }
 
-    /// `(summary, final)` frames in the output schema.
-    fn aggregate(mut self) -> Result<(DataFrame, DataFrame)> {
-        self.last.set_steps_by_cell(&self.last_step);
-        let (cells, cell_rank) = self.cells.sorted();
+    /// The `summary.parquet` rows of the steps added since the last call, in the output
+    /// schema; they are dropped.
+    fn take_summary(&mut self) -> Result<DataFrame> {
+        let rows = std::mem::take(&mut self.all);
+        self.finish(rows)
+    }
+
+    /// The `final.parquet` rows of the cell.
+    fn finals(mut self) -> Result<DataFrame> {
+        let mut rows = std::mem::take(&mut self.last);
+        rows.set_steps_by_cell(&[self.last_step]);
+        self.finish(rows)
+    }
+
+    fn finish(&self, rows: Rows) -> Result<DataFrame> {
         let (metrics, metric_rank) = self.metrics.sorted();
-        let finish = |rows: Rows| -> Result<DataFrame> {
-            let stats = statistics(rows, &cell_rank, &metric_rank)?;
-            with_names(&stats, &cells, &metrics)
-        };
-        Ok((finish(self.all)?, finish(self.last)?))
+        let stats = statistics(rows, &[0], &metric_rank)?;
+        with_names(&stats, std::slice::from_ref(&self.cell), &metrics)
     }
 }
 
@@ -419,6 +611,124 @@ mod tests {
         assert_eq!((a.n_jobs, a.n_rows), (b.n_jobs, b.n_rows));
         assert!(fs::read(&a.summary_path).unwrap() == fs::read(&b.summary_path).unwrap());
         assert!(fs::read(&a.final_path).unwrap() == fs::read(&b.final_path).unwrap());
+    }
+
+    /// A long cell is summarized in windows of steps and its rows spilled, and gives the
+    /// bytes of one pass over it: jobs of unequal length (one ends early), missing values,
+    /// windows that split every job, and an along table carried over the pieces.
+    #[test]
+    fn a_cell_summarized_in_windows_and_spilled_gives_the_bytes_of_one_pass() {
+        let dir = tempfile::tempdir().unwrap();
+        let lengths = [23usize, 17, 23, 5, 23];
+        let mut jobs = Vec::new();
+        for (seed, &n) in lengths.iter().enumerate() {
+            let records: Vec<armada_core::StepRecord> = (0..n)
+                .map(|step| {
+                    let x = ((seed * 31 + step * 17) % 13) as f64 / 3.0;
+                    let regret = if (seed + step) % 7 == 0 { f64::NAN } else { x };
+                    // A non-decreasing column with repeats, to carry along.
+                    let chosen = ((step + seed) / 3) as f64;
+                    armada_core::StepRecord { step: step as u32, elapsed_ms: 0.0, values: vec![regret, chosen] }
+                })
+                .collect();
+            let mut valid = job("lse", "sinusoidal", "straddle", seed as u64);
+            valid.spec.horizon = 22;
+            jobs.push((valid, records));
+        }
+        let parts: Vec<PartJob> = jobs
+            .iter()
+            .map(|(j, r)| PartJob {
+                job: j.clone(),
+                provenance: None,
+                n_records: r.len(),
+                records: Box::new(r.clone().into_iter().map(Ok)),
+            })
+            .collect();
+        write_part(dir.path(), &METRICS, parts).unwrap();
+        let stored = stored_jobs(dir.path(), None).unwrap();
+        let refs: Vec<&StoredRows> = stored.iter().collect();
+        let cell = stored[0].cell.clone();
+        let axes = ["step", "chosen"];
+        let files = |cell_summary: &CellSummary, out: &Path| {
+            write_summaries(out, &[cell_summary], &axes).unwrap();
+            let names = [SUMMARY_FILE, FINAL_FILE, "along_step.parquet", "along_chosen.parquet"];
+            names.map(|f| fs::read(out.join(f)).unwrap())
+        };
+        let one_pass = Windows { rows_held: usize::MAX, ..WINDOWS };
+        let one_pass = summarize_cell_within(&cell, &refs, &axes, dir.path(), one_pass).unwrap();
+        assert!(matches!(one_pass.summary, CellRows::Held(_)));
+        let first = tempfile::tempdir().unwrap();
+        let expected = files(&one_pass, first.path());
+        // 10 rows a window over 5 jobs: 2 steps of each at a time.
+        let windows = Windows { rows_held: 0, rows: 10, min_steps: 1 };
+        let windowed = summarize_cell_within(&cell, &refs, &axes, dir.path(), windows).unwrap();
+        let CellRows::Spilled { file, preview } = &windowed.summary else { panic!("a long cell is spilled") };
+        assert!(file.path.exists());
+        assert_eq!((windowed.n_jobs, windowed.n_rows), (5, 91));
+        let out = tempfile::tempdir().unwrap();
+        for (name, (got, want)) in ["summary", "final", "along step", "along chosen"]
+            .iter()
+            .zip(files(&windowed, out.path()).iter().zip(&expected))
+        {
+            assert!(got == want, "{name}: not the bytes of one pass");
+        }
+        // The preview has every row of the exact table (a horizon of 22 is under LIVE_STEPS).
+        assert_eq!(preview, &read_parquet(&out.path().join(SUMMARY_FILE)).unwrap());
+        let spilled = file.path.clone();
+        drop(windowed);
+        assert!(!spilled.exists(), "a spill is removed with its summary");
+    }
+
+    /// A window's steps are its rows: a job whose steps do not run 0, 1, ... is refused
+    /// rather than summarized into split groups.
+    #[test]
+    fn a_window_whose_steps_are_not_its_rows_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let records: Vec<armada_core::StepRecord> = [0u32, 2, 1]
+            .iter()
+            .map(|&step| armada_core::StepRecord { step, elapsed_ms: 0.0, values: vec![1.0, 0.0] })
+            .collect();
+        write_shard(dir.path(), &job("lse", "sinusoidal", "straddle", 0), &METRICS, &records).unwrap();
+        let stored = stored_jobs(dir.path(), None).unwrap();
+        let windows = Windows { rows_held: 0, rows: 1, min_steps: 1 };
+        let Err(err) = summarize_cell_within(&stored[0].cell, &[&stored[0]], &[], dir.path(), windows) else {
+            panic!("steps 0, 2, 1 summarized");
+        };
+        assert!(format!("{err:#}").contains("do not run 0, 1, ..."), "{err:#}");
+        assert!(matches!(err.root(), ResultsError::Damaged { .. }));
+    }
+
+    /// A table pushed in pieces is the file polars writes from one frame (under a row
+    /// group), and past a row group it is cut into row groups of exactly that many rows.
+    #[test]
+    fn a_table_is_the_same_bytes_however_its_rows_are_pushed() {
+        let frame = |n: usize| {
+            let step: Vec<i64> = (0..n as i64).collect();
+            let value: Vec<f64> = (0..n).map(|i| (i % 97) as f64 / 7.0).collect();
+            df!("step" => step, "value" => value).unwrap()
+        };
+        let small = frame(5000);
+        let mut polars_bytes = Vec::new();
+        parquet_writer(&mut polars_bytes).finish(&mut small.clone()).unwrap();
+        let pushed = |rows: &DataFrame, piece: usize| {
+            let mut bytes = Vec::new();
+            let mut table = TableWriter::new(&mut bytes);
+            for start in (0..rows.height().max(1)).step_by(piece) {
+                table.push(&rows.slice(start as i64, piece)).unwrap();
+            }
+            table.finish().unwrap();
+            bytes
+        };
+        assert!(pushed(&small, 5000) == polars_bytes);
+        assert!(pushed(&small, 777) == polars_bytes);
+        assert!(parquet_bytes(&small).unwrap() == polars_bytes);
+
+        let large = frame(ROW_GROUP_ROWS * 2 + 3);
+        let whole = pushed(&large, large.height());
+        assert!(pushed(&large, 100_003) == whole);
+        let metadata = ParquetReader::new(std::io::Cursor::new(whole)).get_metadata().unwrap().clone();
+        let groups: Vec<usize> = metadata.row_groups.iter().map(|g| g.num_rows()).collect();
+        assert_eq!(groups, [ROW_GROUP_ROWS, ROW_GROUP_ROWS, 3]);
     }
 
     #[test]
