@@ -262,7 +262,7 @@ pub fn trajectory(key: &str, rows: &DataFrame, max_points: usize) -> anyhow::Res
 }
 
 /// Indices of at most `max` of `len` points, evenly spaced, first and last included.
-fn thin(len: usize, max: usize) -> Vec<usize> {
+pub fn thin(len: usize, max: usize) -> Vec<usize> {
     if len <= max || max < 2 {
         return (0..len).collect();
     }

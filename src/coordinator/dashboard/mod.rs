@@ -436,8 +436,9 @@ async fn trajectory(
         let Some(rows) = index.iter().find(|j| j.key == key) else {
             anyhow::bail!("{} does not hold job {key}", part.display());
         };
-        let frames = results::read_jobs(&[rows])?;
-        let mut trajectory = views::trajectory(&key, &frames[0], views::TRAJECTORY_POINTS)?;
+        // Only the rows shown are kept, read a piece at a time: a job may be 10^8 steps.
+        let shown = results::read_rows_at(rows, &views::thin(rows.rows, views::TRAJECTORY_POINTS))?;
+        let mut trajectory = views::trajectory(&key, &shown, views::TRAJECTORY_POINTS)?;
         trajectory.provenance = results::read_provenance(&part)?.remove(&key);
         Ok(trajectory)
     })
