@@ -4,17 +4,20 @@
 //! written by the thread that fills it).
 //!
 //! Resume is by key: a job already in a part is skipped. Numeric work inside a job is
-//! single-threaded, so results do not depend on the number of threads.
+//! single-threaded, so results do not depend on the number of threads. A running job's
+//! records go to a spool, as a worker's do to the coordinator's (64 KiB in memory, the rest
+//! in `<out>/.spool/`), so memory does not grow with a trajectory's length.
 
 use crate::coordinator::commit::CommitConfig;
+use crate::coordinator::spool::{RecordSchema, Spool, Spools};
 use crate::results::{self, PartJob};
 use crate::sweep::Sweep;
-use armada_core::{run_job, JobError, MetricDef, Registry, StepRecord, ValidJob};
+use armada_core::{run_job, JobError, MetricDef, Registry, ValidJob};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// How the local runner runs.
@@ -72,8 +75,17 @@ pub fn run_sweep(
     let failures = Mutex::new(Vec::new());
     let completed = AtomicUsize::new(0);
     let io_error: Mutex<Option<anyhow::Error>> = Mutex::new(None);
-    let metrics = registry.family(&sweep.family)?.metrics();
+    let family = registry.family(&sweep.family)?;
+    let metrics = family.metrics();
     let parts = Parts { sweep_dir, metrics, batch: Mutex::new(Batch::default()) };
+    // Emptied first: the caller holds the results directory's lock, so its files are a
+    // dead run's.
+    let spool_dir = sweep_dir.parent().unwrap_or(Path::new(".")).join(".spool");
+    Spools::open(&spool_dir).map_err(|e| anyhow::anyhow!("emptying {}: {e}", spool_dir.display()))?;
+    let spool = |job: &ValidJob| {
+        let schema = RecordSchema { metrics, horizon: job.spec.horizon, ends_early: family.ends_early() };
+        Spool::new(spool_dir.join(format!("{}.rec", job.key)), Arc::from("in-process"), schema)
+    };
     let n_threads = config.n_threads.max(1).min(pending.len());
     std::thread::scope(|scope| {
         for _ in 0..n_threads {
@@ -83,7 +95,7 @@ pub fn run_sweep(
                 if io_error.lock().map(|e| e.is_some()).unwrap_or(true) {
                     break;
                 }
-                match run_one(registry, job, &parts) {
+                match run_one(registry, job, spool(job), &parts) {
                     Ok(Ok(())) => {
                         completed.fetch_add(1, Ordering::Relaxed);
                     }
@@ -114,27 +126,34 @@ pub fn run_sweep(
     Ok(report)
 }
 
-/// Run one job to completion and add it to the part being gathered. The outer error is an
-/// I/O failure (fatal for the run); the inner one is the job's own failure (the sweep goes on).
-fn run_one(registry: &Registry, job: &ValidJob, parts: &Parts) -> anyhow::Result<Result<(), JobError>> {
-    // Grown as records come: a huge horizon must not be an up-front allocation (a job may
-    // also end early).
-    let mut records = Vec::with_capacity((job.spec.horizon as usize + 1).min(1 << 16));
-    let outcome = run_job(registry, job, &mut |r| {
-        records.push(r);
-        ControlFlow::Continue(())
+/// Run one job to completion, its records into `spool`, and add it to the part being
+/// gathered. The outer error is an I/O failure or records against the family's schema
+/// (fatal for the run); the inner one is the job's own failure (the sweep goes on).
+fn run_one(
+    registry: &Registry,
+    job: &ValidJob,
+    mut spool: Spool,
+    parts: &Parts,
+) -> anyhow::Result<Result<(), JobError>> {
+    let outcome = run_job(registry, job, &mut |r| match spool.append(std::slice::from_ref(&r)) {
+        Ok(()) => ControlFlow::Continue(()),
+        Err(_) => ControlFlow::Break(()),
     });
+    if let Some(why) = spool.broken() {
+        anyhow::bail!("job {}: {why}", job.describe());
+    }
     if let Err(e) = outcome {
         return Ok(Err(e));
     }
-    parts.add(job.clone(), records)?;
+    parts.add(job.clone(), spool)?;
     Ok(Ok(()))
 }
 
 /// Finished trajectories waiting to be written as one part.
 #[derive(Default)]
 struct Batch {
-    jobs: Vec<(ValidJob, Vec<StepRecord>)>,
+    /// Each job with its records.
+    jobs: Vec<(ValidJob, Spool)>,
     rows: u64,
     started: Option<Instant>,
 }
@@ -147,14 +166,14 @@ struct Parts<'a> {
 }
 
 impl Parts<'_> {
-    /// Memory here is the batch itself, so it is bounded by rows as well as by jobs.
+    /// Rows of a part (its jobs' records wait in their spools until it is written).
     const MAX_ROWS: u64 = 1 << 20;
 
-    fn add(&self, job: ValidJob, records: Vec<StepRecord>) -> anyhow::Result<()> {
+    fn add(&self, job: ValidJob, records: Spool) -> anyhow::Result<()> {
         let policy = CommitConfig::default();
         let full = {
             let mut batch = self.batch.lock().unwrap_or_else(|e| e.into_inner());
-            batch.rows += records.len() as u64;
+            batch.rows += u64::from(records.n_records());
             batch.jobs.push((job, records));
             let started = *batch.started.get_or_insert_with(Instant::now);
             let full = batch.jobs.len() >= policy.max_jobs
@@ -185,11 +204,11 @@ impl Parts<'_> {
         let jobs = batch
             .jobs
             .into_iter()
-            .map(|(job, records)| PartJob {
+            .map(|(job, spool)| PartJob {
                 job,
                 provenance: None,
-                n_records: records.len(),
-                records: Box::new(records.into_iter().map(Ok)),
+                n_records: spool.n_records() as usize,
+                records: Box::new(spool.into_records()),
             })
             .collect();
         results::write_part(self.sweep_dir, self.metrics, jobs)?;

@@ -77,10 +77,8 @@ impl Spools {
             Ok(mutex) => mutex.into_inner().unwrap_or_else(|e| e.into_inner()),
             Err(shared) => {
                 let mut guard = shared.lock().unwrap_or_else(|e| e.into_inner());
-                let taken = Spool {
-                    broken: Some("the spool was taken".into()),
-                    ..Spool::new(PathBuf::new(), "".into(), RecordSchema::default())
-                };
+                let mut taken = Spool::new(PathBuf::new(), "".into(), RecordSchema::default());
+                taken.broken = Some("the spool was taken".into());
                 std::mem::replace(&mut *guard, taken)
             }
         };
@@ -164,7 +162,8 @@ pub struct Spool {
 }
 
 impl Spool {
-    fn new(path: PathBuf, owner: Arc<str>, schema: RecordSchema) -> Spool {
+    /// An empty spool spilling to `path` (also the in-process runner's, one per running job).
+    pub(crate) fn new(path: PathBuf, owner: Arc<str>, schema: RecordSchema) -> Spool {
         Spool {
             path,
             owner,
@@ -185,7 +184,7 @@ impl Spool {
 
     /// Append records; the first refusal breaks the spool for good (the attempt cannot
     /// commit), and later calls repeat it.
-    fn append(&mut self, records: &[StepRecord]) -> Result<(), String> {
+    pub(crate) fn append(&mut self, records: &[StepRecord]) -> Result<(), String> {
         if let Some(why) = &self.broken {
             return Err(why.clone());
         }
@@ -273,7 +272,7 @@ impl Spool {
     }
 
     /// The records in order: the file's, then the buffer's. The file is removed when the
-    /// reader is dropped.
+    /// reader is dropped (with its spool).
     pub fn into_records(self) -> SpoolReader {
         let file = if self.n_spilled > 0 { Some(File::open(&self.path).map(BufReader::new)) } else { None };
         SpoolReader { row: vec![0; self.row_bytes()], spool: self, file, from_file: 0, from_buffer: 0 }
@@ -336,9 +335,10 @@ impl Iterator for SpoolReader {
     }
 }
 
-impl Drop for SpoolReader {
+impl Drop for Spool {
+    /// A spool's file goes with it: read back, discarded, or its job failed.
     fn drop(&mut self) {
-        self.spool.remove_file();
+        self.remove_file();
     }
 }
 
