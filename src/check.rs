@@ -107,7 +107,7 @@ pub enum CheckError {
 /// store (none when it is damaged) with what was found.
 pub fn check(dir: &Path, full: bool) -> Result<(Option<Store>, Checked), CheckError> {
     let path = dir.join("armada.sqlite");
-    let on_disk = sweeps_on_disk(dir)?;
+    let on_disk: Vec<String> = results::sweeps_with_parts(dir)?.into_iter().map(|(name, _)| name).collect();
     let mut checked = Checked::default();
     if !path.is_file() {
         if on_disk.is_empty() {
@@ -176,24 +176,6 @@ pub fn check(dir: &Path, full: bool) -> Result<(Option<Store>, Checked), CheckEr
 }
 
 /// The sweep directories of `dir` that hold trajectory parts, by name.
-fn sweeps_on_disk(dir: &Path) -> Result<Vec<String>, CheckError> {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(cause) if cause.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(cause) => return Err(CheckError::Io { action: "listing", path: dir.to_path_buf(), cause }),
-    };
-    let mut found = Vec::new();
-    for entry in entries.filter_map(|e| e.ok()) {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let is_sweep = crate::sweep::check_name(&name).is_ok() && entry.path().is_dir();
-        if is_sweep && !results::part_files(&entry.path())?.is_empty() {
-            found.push(name);
-        }
-    }
-    found.sort();
-    Ok(found)
-}
-
 fn lost_store(path: &Path, what: String) -> Problem {
     Problem {
         sweep: None,

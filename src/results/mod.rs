@@ -92,8 +92,8 @@ pub use error::{Result, ResultsError};
 
 pub use part::{
     encode_jobs, file_name, for_each_job, part_files, part_name, read_index, read_jobs, read_provenance, read_rows_at,
-    read_specs, readable_jobs, stored_jobs, stored_keys, trajectories_dir, write_part, write_shard, Cell, PartJob,
-    Provenance, Readable, StoredRows, WrittenPart,
+    read_specs, readable_jobs, stored_jobs, stored_keys, sweeps_with_parts, trajectories_dir, write_part, write_shard,
+    Cell, PartJob, Provenance, Readable, StoredRows, WrittenPart,
 };
 pub use summary::{
     rebuild_summaries, summarize, summarize_cell, write_summaries, CellRows, CellSummary, Spill, SummaryReport,

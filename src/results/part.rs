@@ -135,6 +135,30 @@ pub fn part_files(sweep_dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
+/// The sweeps of a results directory that hold trajectory parts: each directory named as a
+/// sweep may be, with its number of parts, sorted by name. A missing directory holds none.
+pub fn sweeps_with_parts(results_dir: &Path) -> Result<Vec<(String, usize)>> {
+    let entries = match fs::read_dir(results_dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(io("listing", results_dir)(e)),
+    };
+    let mut found = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(io("listing", results_dir))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if crate::sweep::check_name(&name).is_err() || !entry.path().is_dir() {
+            continue;
+        }
+        let parts = part_files(&entry.path())?.len();
+        if parts > 0 {
+            found.push((name, parts));
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
 /// Every committed job of a sweep (whose key is in `only`, when given), sorted by key,
 /// from the parts' footers. A key found in two files is an error: it cannot happen with
 /// one writer per results directory, and summaries would count it twice. So is a damaged

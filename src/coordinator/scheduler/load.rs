@@ -114,14 +114,8 @@ impl Scheduler {
     /// Sweep directories with trajectory parts that the store does not know: a store lost
     /// (a new empty one) or restored from a backup older than the sweeps.
     fn warn_of_unknown_sweeps(&self) -> Result<(), StartError> {
-        let Ok(entries) = std::fs::read_dir(&self.results_dir) else { return Ok(()) };
-        for entry in entries.filter_map(|e| e.ok()) {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if self.sweeps.get(&name).is_ok() || crate::sweep::check_name(&name).is_err() || !entry.path().is_dir() {
-                continue;
-            }
-            let parts = results::part_files(&entry.path())?.len();
-            if parts > 0 {
+        for (name, parts) in results::sweeps_with_parts(&self.results_dir)? {
+            if self.sweeps.get(&name).is_err() {
                 warn!(
                     sweep = %name,
                     parts,
