@@ -71,7 +71,7 @@ pub fn send(source: Source, request: &pb::FetchResultsRequest, sweep_dir: &Path,
         Source::Trajectories => send_trajectories(request, sweep_dir, done, tx),
         Source::File(path) => send_file(&path, tx),
         Source::Frame(frame) => {
-            let mut stream = ChunkStream::new(tx);
+            let mut stream = ChunkWriter::new(tx);
             match results::write_table(&frame, &mut stream) {
                 Ok(()) => {
                     stream.finish(0);
@@ -87,10 +87,9 @@ pub fn send(source: Source, request: &pb::FetchResultsRequest, sweep_dir: &Path,
 
 /// Stream one file's bytes, a chunk at a time.
 fn send_file(path: &Path, tx: &Sender) {
-    let mut stream = ChunkStream::new(tx);
-    let copied = std::fs::File::open(path).and_then(|mut file| std::io::copy(&mut file, &mut stream));
-    match copied {
-        Ok(_) => {
+    let mut stream = ChunkWriter::new(tx);
+    match stream.copy_file(path) {
+        Ok(()) => {
             stream.finish(0);
         }
         Err(_) if stream.client_gone => {}
@@ -131,12 +130,13 @@ fn trajectories(
         if chosen.is_empty() {
             continue;
         }
-        let mut stream = ChunkStream::new(tx);
+        let mut stream = ChunkWriter::new(tx);
         let written = if chosen.len() == in_part.len() {
-            std::fs::File::open(&path)
-                .and_then(|mut file| std::io::copy(&mut file, &mut stream))
-                .map(drop)
-                .map_err(|cause| results::ResultsError::Io { action: "reading", path: path.clone(), cause })
+            stream.copy_file(&path).map_err(|cause| results::ResultsError::Io {
+                action: "reading",
+                path: path.clone(),
+                cause,
+            })
         } else {
             results::encode_jobs(&chosen, &mut stream)
         };
@@ -152,24 +152,29 @@ fn trajectories(
 }
 
 /// Bytes written into it go to the client as one file, in messages of [`CHUNK_BYTES`];
-/// [`ChunkStream::finish`] sends the last one, marked as the end of the file. So a file is
+/// [`ChunkWriter::finish`] sends the last one, marked as the end of the file. So a file is
 /// streamed with one chunk in memory, whatever its size.
-struct ChunkStream<'a> {
+struct ChunkWriter<'a> {
     tx: &'a Sender,
     buffer: Vec<u8>,
     /// The client went away: writes fail from then on.
     client_gone: bool,
 }
 
-impl<'a> ChunkStream<'a> {
+impl<'a> ChunkWriter<'a> {
     fn new(tx: &'a Sender) -> Self {
-        ChunkStream { tx, buffer: Vec::new(), client_gone: false }
+        ChunkWriter { tx, buffer: Vec::new(), client_gone: false }
     }
 
     fn send(&mut self, data: Vec<u8>, end_of_file: bool, n_jobs: u32) -> bool {
         let message = pb::ResultChunk { data, end_of_file, n_jobs };
         self.client_gone = self.tx.blocking_send(Ok(message)).is_err();
         !self.client_gone
+    }
+
+    /// Stream the bytes of the file at `path`.
+    fn copy_file(&mut self, path: &Path) -> std::io::Result<()> {
+        std::io::copy(&mut std::fs::File::open(path)?, self).map(drop)
     }
 
     /// Send the rest of the file (maybe nothing) as its last chunk, with the number of jobs
@@ -180,7 +185,7 @@ impl<'a> ChunkStream<'a> {
     }
 }
 
-impl std::io::Write for ChunkStream<'_> {
+impl std::io::Write for ChunkWriter<'_> {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
         if self.client_gone {
             return Err(std::io::ErrorKind::BrokenPipe.into());

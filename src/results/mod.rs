@@ -216,11 +216,13 @@ pub(crate) struct TableWriter<W: Write> {
     /// Rows not yet written (fewer than a row group after each push).
     pending: DataFrame,
     groups: usize,
+    /// Rows pushed.
+    rows: usize,
 }
 
 impl<W: Write> TableWriter<W> {
     pub(crate) fn new(out: W) -> Self {
-        TableWriter { out: Some(out), metadata: None, writer: None, pending: DataFrame::empty(), groups: 0 }
+        TableWriter { out: Some(out), metadata: None, writer: None, pending: DataFrame::empty(), groups: 0, rows: 0 }
     }
 
     pub(crate) fn with_metadata(self, metadata: KeyValueMetadata) -> Self {
@@ -235,12 +237,18 @@ impl<W: Write> TableWriter<W> {
             self.pending = rows.clear();
         }
         self.pending.vstack_mut(rows)?;
+        self.rows += rows.height();
         while self.pending.height() >= ROW_GROUP_ROWS {
             let rest = self.pending.slice(ROW_GROUP_ROWS as i64, usize::MAX);
             let group = std::mem::replace(&mut self.pending, rest).slice(0, ROW_GROUP_ROWS);
             self.write(group)?;
         }
         Ok(())
+    }
+
+    /// Rows pushed so far.
+    pub(crate) fn rows(&self) -> usize {
+        self.rows
     }
 
     fn write(&mut self, mut group: DataFrame) -> Result<()> {

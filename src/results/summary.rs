@@ -2,15 +2,15 @@
 //! trajectory parts.
 //!
 //! Jobs of different families have different metric columns, so each job is turned
-//! into long rows (cell, step, metric, value) first, 24 bytes each. The cell and metric
-//! columns are interned (per aggregation, that is per cell) into integer ids numbered in
-//! sorted order, which keeps the rows small and
-//! makes sorting by the ids the same as sorting by the strings; [`statistics`] then sorts
-//! the rows once and computes each group's statistics in one pass, and the strings are put
-//! back on the (much smaller) aggregated rows. Cells are aggregated one at a time (jobs are
-//! grouped by cell from the parts' indexes first, and read about a million rows at a
-//! time), so memory is bounded by the largest cell's long rows, not the sweep: 10 million
-//! values (100 seeds x 100,000 steps) take about 450 MB.
+//! into long rows (step, metric, value) first, 24 bytes each. The metric column is interned
+//! into integer ids numbered in sorted order, which keeps the rows small and makes sorting
+//! by the ids the same as sorting by the strings; [`statistics`] then sorts the rows once
+//! and computes each group's statistics in one pass, and the strings are put back on the
+//! (much smaller) aggregated rows. Cells are aggregated one at a time (jobs are grouped by
+//! cell from the parts' indexes first). A cell of up to [`CELL_ROWS_HELD`] rows is read a
+//! million rows at a time and aggregated at once; a longer one a window of steps at a time,
+//! its rows spilled to a temporary file, so that memory does not grow with the length of
+//! a trajectory or the number of seeds.
 
 use super::along::{along_table, along_windows, read_run, Run};
 use super::part::{for_each_job, read_ranges};
@@ -123,17 +123,15 @@ pub struct Spill {
 }
 
 impl Spill {
-    fn create(
-        dir: &Path,
-        write: impl FnOnce(&mut TableWriter<&mut BufWriter<File>>) -> Result<usize>,
-    ) -> Result<Spill> {
+    fn create(dir: &Path, write: impl FnOnce(&mut TableWriter<&mut BufWriter<File>>) -> Result<()>) -> Result<Spill> {
         let path = temp_path(dir, "cell-summary.parquet");
         let mut spill = Spill { path, rows: 0 };
         let file =
             File::options().write(true).create_new(true).open(&spill.path).map_err(io("writing", &spill.path))?;
         let mut out = BufWriter::new(file);
         let mut table = TableWriter::new(&mut out);
-        let rows = write(&mut table).within(|| format!("writing {}", spill.path.display()))?;
+        write(&mut table).within(|| format!("writing {}", spill.path.display()))?;
+        let rows = table.rows();
         table.finish()?;
         out.flush().map_err(io("writing", &spill.path))?;
         spill.rows = rows;
@@ -228,7 +226,6 @@ fn summarize_cell_within(
         let stride = live::live_stride(cell.horizon);
         let mut previews = Vec::new();
         let file = Spill::create(spill_dir, |table| {
-            let mut written = 0;
             for start in (0..longest).step_by(steps) {
                 let window: Vec<(&StoredRows, std::ops::Range<usize>)> =
                     jobs.iter().filter(|j| j.rows > start).map(|&j| (j, start..(start + steps).min(j.rows))).collect();
@@ -241,21 +238,14 @@ fn summarize_cell_within(
                     rows.column(STEP)?.i64()?.iter().map(|s| s.is_some_and(|s| s % stride == 0)).collect();
                 previews.push(rows.filter(&on_stride)?);
                 table.push(&rows)?;
-                written += rows.height();
             }
-            Ok(written)
+            Ok(())
         })?;
         let along = axes
             .iter()
             .map(|axis| {
-                let file = Spill::create(spill_dir, |table| {
-                    let mut written = 0;
-                    along_windows(cell, &jobs, axis, steps, |rows| {
-                        written += rows.height();
-                        table.push(rows)
-                    })?;
-                    Ok(written)
-                })?;
+                let file =
+                    Spill::create(spill_dir, |table| along_windows(cell, &jobs, axis, steps, |rows| table.push(rows)))?;
                 Ok(CellRows::Spilled { file, preview: DataFrame::empty() })
             })
             .collect::<Result<_>>()?;
