@@ -42,12 +42,35 @@ pub(super) struct Run {
 }
 
 impl Run {
-    /// Append the next piece of the same job.
-    pub(super) fn extend(&mut self, next: Run) {
+    /// Append the next piece of the same job read along `column` (an empty run becomes the
+    /// piece); the column must not decrease from one piece to the next either.
+    fn extend(&mut self, next: Run, column: &str) -> Result<()> {
+        if let (Some(&last), Some(&first)) = (self.axis.last(), next.axis.first()) {
+            if first < last {
+                return Err(invalid(format!("column {column:?} is not non-decreasing ({last} then {first})")));
+            }
+        }
+        if self.axis.is_empty() {
+            *self = next;
+            return Ok(());
+        }
         self.axis.extend(next.axis);
         for ((mine, values), (theirs, more)) in self.metrics.iter_mut().zip(next.metrics) {
             debug_assert_eq!(*mine, theirs, "pieces of one job have its columns");
             values.extend(more);
+        }
+        Ok(())
+    }
+}
+
+/// Add a piece of a job's run, from its row `first` on, to the runs of jobs read one after
+/// another ([`for_each_job`]: a job's pieces come in a row).
+pub(super) fn add_piece(runs: &mut Vec<Run>, run: Run, first: usize, column: &str) -> Result<()> {
+    match runs.last_mut() {
+        Some(earlier) if first > 0 => earlier.extend(run, column),
+        _ => {
+            runs.push(run);
+            Ok(())
         }
     }
 }
@@ -76,11 +99,7 @@ pub fn summarize_along(
         for_each_job(&cell_jobs, |job, df, first| {
             let run = read_run(&df, column, &mut metrics)
                 .within(|| format!("reading job {} in {}", job.key, job.part.display()))?;
-            match runs.last_mut() {
-                Some(earlier) if first > 0 => Run::extend(earlier, run),
-                _ => runs.push(run),
-            }
-            Ok(())
+            add_piece(&mut runs, run, first, column)
         })?;
         n_points += common_grid(&runs, upto).len();
         tables.push(along_table(cell, &runs, &metrics, column, upto)?);
@@ -155,19 +174,9 @@ impl Cursor<'_> {
         let range = self.read..(self.read + rows).min(self.job.rows);
         self.read = range.end;
         let df = read_ranges(&[(self.job, range)])?.remove(0);
-        let piece = read_run(&df, column, metrics)
-            .within(|| format!("reading job {} in {}", self.job.key, self.job.part.display()))?;
-        if let Some(&last) = self.held.axis.last() {
-            if piece.axis.first().is_some_and(|&first| first < last) {
-                return Err(invalid(format!("column {column:?} is not non-decreasing ({last} then a smaller value)")));
-            }
-        }
-        if self.held.axis.is_empty() {
-            self.held = piece;
-        } else {
-            self.held.extend(piece);
-        }
-        Ok(())
+        let context = || format!("reading job {} in {}", self.job.key, self.job.part.display());
+        let piece = read_run(&df, column, metrics).within(context)?;
+        self.held.extend(piece, column).within(context)
     }
 
     /// Forget the rows before `end` but the last of them.
@@ -375,6 +384,28 @@ mod tests {
         let i = (0..df.height()).find(|&i| metric[i] == "regret" && at[i] == Some(2.0)).unwrap();
         assert!((std[i].unwrap() - 3.0 / 2f64.sqrt()).abs() < 1e-12);
         assert!(!metric.iter().any(|m| m == "cost"), "the grid column is not also a metric");
+    }
+
+    /// Pieces of one run join in order: an empty run becomes the first, the column may not
+    /// fall from one piece to the next, and a piece from row 0 starts a new job's run.
+    #[test]
+    fn pieces_of_a_run_join_and_a_fall_between_them_is_refused() {
+        let run = |axis: &[f64], values: &[f64]| Run {
+            axis: axis.to_vec(),
+            metrics: vec![(0, values.iter().copied().map(Some).collect())],
+        };
+        let mut runs = Vec::new();
+        add_piece(&mut runs, run(&[0.0, 1.0], &[5.0, 4.0]), 0, "cost").unwrap();
+        add_piece(&mut runs, run(&[1.0, 3.0], &[3.0, 2.0]), 2, "cost").unwrap();
+        add_piece(&mut runs, run(&[0.5], &[9.0]), 0, "cost").unwrap();
+        assert_eq!(runs.len(), 2);
+        assert_eq!(runs[0].axis, [0.0, 1.0, 1.0, 3.0]);
+        assert_eq!(runs[0].metrics[0].1, [5.0, 4.0, 3.0, 2.0].map(Some));
+        let err = add_piece(&mut runs, run(&[0.25], &[1.0]), 1, "cost").unwrap_err();
+        assert!(format!("{err:#}").contains("column \"cost\" is not non-decreasing (0.5 then 0.25)"), "{err:#}");
+        let mut empty = Run { axis: Vec::new(), metrics: Vec::new() };
+        empty.extend(run(&[2.0], &[1.0]), "cost").unwrap();
+        assert_eq!((empty.axis.len(), empty.metrics.len()), (1, 1));
     }
 
     #[test]

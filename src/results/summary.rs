@@ -12,7 +12,7 @@
 //! its rows spilled to a temporary file, so that memory does not grow with the length of
 //! a trajectory or the number of seeds.
 
-use super::along::{along_table, along_windows, read_run, Run};
+use super::along::{add_piece, along_table, along_windows, read_run, Run};
 use super::part::{for_each_job, read_ranges};
 use super::stats::{by_cell, statistics, with_names, Interner, Rows};
 use super::*;
@@ -204,11 +204,7 @@ fn summarize_cell_within(
             long.add_rows(&df, first + df.height() == job.rows).within(|| context(job))?;
             for (axis, runs) in axes.iter().zip(&mut runs) {
                 let run = read_run(&df, axis, &mut along_metrics).within(|| context(job))?;
-                match runs.last_mut() {
-                    // The next piece of the job before (pieces of a job come in a row).
-                    Some(earlier) if first > 0 => earlier.extend(run),
-                    _ => runs.push(run),
-                }
+                add_piece(runs, run, first, axis).within(|| context(job))?;
             }
             Ok(())
         })?;
