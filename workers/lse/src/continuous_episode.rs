@@ -41,7 +41,7 @@ use crate::algorithms::max_value::{choose_returned, max_value_loss, nearest_grid
 use crate::algorithms::{Acquisition, Choice, LseParams, MaxValueBeta, RandStraddleMaxParams, ZeroRule};
 use crate::benchmarks::ContinuousConfig;
 use crate::benchmarks::{ContinuousProblem, NOMINAL_CARD_X};
-use crate::metrics::{average_loss, upper_set_fscore, Returned};
+use crate::metrics::{average_loss, upper_set, ClassificationMetrics, Returned};
 use crate::LseMetrics;
 use armada_core::{AnyEpisode, Episode, JobError, JobStreams, Params, StreamRng, ValidJob};
 use armada_gp::{CandidateCache, Gp, Points, Rows};
@@ -561,10 +561,10 @@ impl ContinuousEpisode {
         let x = gp.x().slice(s![..n, ..]).to_owned();
         let (prefix, _) = Gp::fit(gp.kernel().clone(), gp.noise_var(), x, gp.y()[..n].to_vec())
             .map_err(|e| JobError::Numerical(format!("refitting the returned step's posterior: {e}")))?;
-        let (mean, upper) = self.grid_classification(&prefix, self.eval.points(), step as u32 + 1);
+        let (_, upper) = self.grid_classification(&prefix, self.eval.points(), step as u32 + 1);
         let (f, theta) = (self.eval_f.as_slice(), self.problem.theta);
         let returned =
-            Returned { step, loss: average_loss(&mean, f, theta), max_loss: max_value_loss(&upper, f, theta) };
+            Returned { step, loss: average_loss(&upper, f, theta), max_loss: max_value_loss(&upper, f, theta) };
         self.max_value.as_mut().expect("checked above").returned = Some(returned);
         Ok(())
     }
@@ -713,8 +713,8 @@ impl ContinuousEpisode {
         let (loss, fscore, max_loss) = if scheduled {
             self.eval.catch_up(self.pool.gp());
             let (mean, f, theta) = (self.eval.mean(), self.eval_f.as_slice(), self.problem.theta);
-            let upper: Vec<bool> = mean.iter().map(|&mu| mu >= theta).collect();
-            (average_loss(mean, f, theta), upper_set_fscore(mean, f, theta), max_value_loss(&upper, f, theta))
+            let m = ClassificationMetrics::of(&upper_set(mean, theta), f, theta);
+            (m.loss, m.fscore, m.max_loss)
         } else {
             (f64::NAN, f64::NAN, f64::NAN)
         };

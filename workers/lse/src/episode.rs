@@ -13,11 +13,10 @@
 use crate::algorithms::max_value::{choose_returned, max_value_loss};
 use crate::algorithms::{Acquisition, Choice, PosteriorView};
 use crate::benchmarks::FiniteProblem;
-use crate::metrics::{average_loss, upper_set_fscore, Returned};
+use crate::environment::FiniteEnvironment;
+use crate::metrics::{average_loss, upper_set, Returned};
 use armada_core::{Episode, JobError, JobStreams, StreamRng};
 use armada_gp::{CandidateCache, CandidateCovariance, GpError, JitterReport};
-use armada_math::dist::StandardNormal;
-use rand::Rng;
 
 armada_core::metrics! {
     /// The per-step metrics of the family.
@@ -51,8 +50,14 @@ pub enum CandidatePosterior {
 impl CandidatePosterior {
     /// The cheapest posterior that `acquisition` can work with.
     pub fn for_acquisition(acquisition: &Acquisition, problem: &FiniteProblem) -> Self {
+        Self::of_model(problem, acquisition.needs_covariance())
+    }
+
+    /// The prior of the problem's GP model on its candidates: the full covariance with
+    /// `covariance`, else mean and variance only.
+    pub fn of_model(problem: &FiniteProblem, covariance: bool) -> Self {
         let (kernel, noise, cands) = (problem.kernel.clone(), problem.noise_var, problem.candidates.clone());
-        if acquisition.needs_covariance() {
+        if covariance {
             CandidatePosterior::Full(CandidateCovariance::new(kernel, noise, cands))
         } else {
             CandidatePosterior::Cache(CandidateCache::new(kernel, noise, cands))
@@ -91,17 +96,13 @@ impl CandidatePosterior {
 
 /// A running finite-set LSE job.
 pub struct FiniteEpisode {
-    problem: FiniteProblem,
+    /// The benchmark's part: the instance, its noise and initial point, the metrics.
+    environment: FiniteEnvironment,
     acquisition: Acquisition,
     posterior: CandidatePosterior,
-    noise_rng: StreamRng,
     algo_rng: StreamRng,
-    init_rng: StreamRng,
     mc_rng: StreamRng,
     jitter: f64,
-    /// `observed[i]`: candidate `i` has been queried (the exclusion mask when repeats are off).
-    observed: Vec<bool>,
-    n_observed: usize,
     horizon: u32,
     /// Algorithm 2 only: the classification `mu >= theta` recorded at every step, the
     /// candidates for the returned classification.
@@ -113,23 +114,23 @@ pub struct FiniteEpisode {
 impl FiniteEpisode {
     /// `horizon` is the job's last step (Algorithm 2 makes its Monte-Carlo choice there).
     pub fn new(problem: FiniteProblem, acquisition: Acquisition, streams: &JobStreams, horizon: u32) -> Self {
-        let posterior = CandidatePosterior::for_acquisition(&acquisition, &problem);
+        Self::on(FiniteEnvironment::new(problem, streams), acquisition, streams, horizon)
+    }
+
+    /// [`FiniteEpisode::new`] on an environment built already.
+    pub fn on(environment: FiniteEnvironment, acquisition: Acquisition, streams: &JobStreams, horizon: u32) -> Self {
+        let posterior = CandidatePosterior::for_acquisition(&acquisition, environment.problem());
         let mc_paths = match acquisition {
             Acquisition::RandomizedStraddleMax { mc_paths, .. } => Some(mc_paths),
             _ => None,
         };
-        let problem_len = problem.f.len();
         FiniteEpisode {
-            problem,
+            environment,
             acquisition,
             posterior,
-            noise_rng: streams.env("noise"),
-            init_rng: streams.env("init"),
             mc_rng: streams.algo("returned-classification"),
             algo_rng: streams.algo("acquisition"),
             jitter: 0.0,
-            observed: vec![false; problem_len],
-            n_observed: 0,
             horizon,
             history: mc_paths.map(|_| Vec::new()),
             returned: None,
@@ -137,31 +138,23 @@ impl FiniteEpisode {
     }
 
     /// Observe candidate `index` (with noise unless the protocol says exact), update the
-    /// posterior, and report the metrics.
+    /// posterior, and report the metrics of its mean's classification.
     fn observe(&mut self, choice: Choice) -> Result<LseMetrics, JobError> {
-        let fx = self.problem.f[choice.index];
-        let y = if self.problem.protocol.noisy_observations {
-            let eps: f64 = self.noise_rng.sample(StandardNormal);
-            fx + self.problem.noise_var.sqrt() * eps
-        } else {
-            fx
-        };
-        self.n_observed += usize::from(!self.observed[choice.index]);
-        self.observed[choice.index] = true;
+        let y = self.environment.observe(choice.index)?;
         let report =
             self.posterior.observe_candidate(choice.index, y).map_err(|e| JobError::Numerical(e.to_string()))?;
         self.jitter += report.jitter;
-        let p = &self.problem;
-        let upper: Vec<bool> = self.posterior.mean().iter().map(|&mu| mu >= p.theta).collect();
+        let upper = upper_set(self.posterior.mean(), self.environment.problem().theta);
+        let metrics = self.environment.metrics(&upper)?;
         let returned = self.returned.take();
         let values = LseMetrics {
-            loss: average_loss(self.posterior.mean(), &p.f, p.theta),
-            fscore: upper_set_fscore(self.posterior.mean(), &p.f, p.theta),
+            loss: metrics.loss,
+            fscore: metrics.fscore,
             beta_sqrt: choice.beta_sqrt,
             af_max: choice.af_max,
             jitter: self.jitter,
             chosen_index: choice.index as i64,
-            max_loss: max_value_loss(&upper, &p.f, p.theta),
+            max_loss: metrics.max_loss,
             returned_step: returned.map(|r| r.step),
             returned_loss: returned.map_or(f64::NAN, |r| r.loss),
             returned_max_loss: returned.map_or(f64::NAN, |r| r.max_loss),
@@ -182,20 +175,19 @@ impl FiniteEpisode {
         let (paths, _) = armada_gp::sample_posterior(cache.gp(), cache.candidates(), mc_paths, &mut self.mc_rng)
             .map_err(|e| JobError::Numerical(format!("sampling posterior paths for Algorithm 2: {e}")))?;
         let samples: Vec<Vec<f64>> = (0..paths.ncols()).map(|j| paths.col_as_slice(j).to_vec()).collect();
-        let p = &self.problem;
+        let p = self.environment.problem();
         let (step, _) = choose_returned(history, &samples, p.theta);
         let upper = &history[step];
-        let mean_as_classifier: Vec<f64> = upper.iter().map(|&h| if h { p.theta } else { f64::NEG_INFINITY }).collect();
         self.returned = Some(Returned {
             step,
-            loss: average_loss(&mean_as_classifier, &p.f, p.theta),
+            loss: average_loss(upper, &p.f, p.theta),
             max_loss: max_value_loss(upper, &p.f, p.theta),
         });
         Ok(())
     }
 
     pub fn problem(&self) -> &FiniteProblem {
-        &self.problem
+        self.environment.problem()
     }
 
     pub fn posterior(&self) -> &CandidatePosterior {
@@ -204,7 +196,7 @@ impl FiniteEpisode {
 
     /// Which candidates have been queried so far.
     pub fn observed(&self) -> &[bool] {
-        &self.observed
+        self.environment.observed()
     }
 }
 
@@ -212,12 +204,7 @@ impl Episode for FiniteEpisode {
     type Metrics = LseMetrics;
 
     fn initial(&mut self) -> Result<LseMetrics, JobError> {
-        let n = self.problem.f.len();
-        let index = match self.problem.protocol.initial_index {
-            Some(i) if i < n => i,
-            Some(i) => return Err(JobError::Invalid(format!("initial index {i} out of range for {n} candidates"))),
-            None => self.init_rng.random_range(0..n),
-        };
+        let index = self.environment.initial_index()?;
         self.observe(Choice { index, beta_sqrt: f64::NAN, af_max: f64::NAN })
     }
 
@@ -227,18 +214,19 @@ impl Episode for FiniteEpisode {
                 self.choose_returned(mc_paths)?;
             }
         }
-        let excluded = if self.problem.protocol.allow_repeats {
+        let env = &self.environment;
+        let excluded = if env.problem().protocol.allow_repeats {
             None
-        } else if self.n_observed == self.observed.len() {
+        } else if env.all_observed() {
             return Err(JobError::Invalid(format!(
                 "step {step}: all {} candidates are observed and repeats are off",
-                self.observed.len()
+                env.observed().len()
             )));
         } else {
-            Some(self.observed.as_slice())
+            Some(env.observed())
         };
-        let choice =
-            self.acquisition.select_in(step, self.posterior.view(), self.problem.theta, excluded, &mut self.algo_rng);
+        let theta = env.problem().theta;
+        let choice = self.acquisition.select_in(step, self.posterior.view(), theta, excluded, &mut self.algo_rng);
         self.observe(choice).map(Some)
     }
 }

@@ -29,6 +29,7 @@
 pub mod algorithms;
 pub mod benchmarks;
 mod continuous_episode;
+mod environment;
 mod episode;
 pub mod metrics;
 
@@ -36,6 +37,7 @@ pub use continuous_episode::{
     continuous_acquisition, nelder_mead_box, predict_one, uniform_points, ContinuousEpisode, EvalSetMean, PolishStart,
     Polished,
 };
+pub use environment::FiniteEnvironment;
 pub use episode::{CandidatePosterior, FiniteEpisode, LseMetrics};
 
 use algorithms::{Acquisition, ALGORITHMS};
@@ -93,15 +95,9 @@ impl Family for LseFamily {
         if let Some(problem) = benchmarks::ContinuousProblem::by_name(&spec.benchmark) {
             return continuous_episode::start(job, streams, problem);
         }
-        let problem = match spec.benchmark.as_str() {
-            "gp-sample-path" => benchmarks::gp_sample_path_kron(&mut streams.env("fpath"))?,
-            "sinusoidal" => benchmarks::sinusoidal(),
-            "himmelblau" => benchmarks::himmelblau(),
-            "carrier-lifetime" => benchmarks::carrier_lifetime(),
-            "toy-1d" => benchmarks::toy_1d(),
-            other => return Err(JobError::Invalid(format!("unknown lse benchmark `{other}`"))),
-        };
-        let acquisition = Acquisition::from_params(&spec.algorithm, &spec.algorithm_params, problem.f.len())?;
-        Ok(Box::new(FiniteEpisode::new(problem, acquisition, streams, spec.horizon)))
+        let environment = FiniteEnvironment::for_benchmark(&spec.benchmark, streams)?;
+        let n = environment.problem().f.len();
+        let acquisition = Acquisition::from_params(&spec.algorithm, &spec.algorithm_params, n)?;
+        Ok(Box::new(FiniteEpisode::on(environment, acquisition, streams, spec.horizon)))
     }
 }

@@ -13,7 +13,7 @@ pub use continuous::{
 pub use finite2d::{gp_sample_path_kron, grid_2d, himmelblau, sinusoidal, FINITE_2D};
 pub use toy1d::{toy_1d, toy_1d_f, TOY_1D};
 
-use armada_core::ComponentDef;
+use armada_core::{ComponentDef, JobError, JobStreams};
 use armada_gp::Kernel;
 use ndarray::Array2;
 
@@ -75,6 +75,19 @@ impl Default for Protocol {
 }
 
 impl FiniteProblem {
+    /// The finite benchmark `name` of a job with these streams (`gp-sample-path` draws its
+    /// `f` from the environment stream `fpath`).
+    pub fn for_benchmark(name: &str, streams: &JobStreams) -> Result<Self, JobError> {
+        Ok(match name {
+            "gp-sample-path" => gp_sample_path_kron(&mut streams.env("fpath"))?,
+            "sinusoidal" => sinusoidal(),
+            "himmelblau" => himmelblau(),
+            "carrier-lifetime" => carrier_lifetime(),
+            "toy-1d" => toy_1d(),
+            other => return Err(JobError::Invalid(format!("`{other}` is not a finite lse benchmark"))),
+        })
+    }
+
     /// Fraction of candidates in the true upper set `H* = {f >= theta}`.
     pub fn upper_fraction(&self) -> f64 {
         self.f.iter().filter(|&&v| v >= self.theta).count() as f64 / self.f.len() as f64
