@@ -21,7 +21,7 @@ use crate::tuner::{CandidateSet, Tuner};
 use crate::yahoo::{YahooConfig, YahooData, YahooEnv};
 use crate::{BottomBandit, BottomKind};
 use armada_core::{
-    AnyEpisode, ComponentDef, Declaration, Episode, Family, JobError, JobStreams, Params, StreamRng, ValidJob,
+    AnyEpisode, ComponentDef, Declaration, Episode, Family, JobError, JobSpec, JobStreams, Params, StreamRng, ValidJob,
 };
 
 /// The family as the registry sees it.
@@ -264,6 +264,25 @@ pub(crate) fn bottom_of(params: &Params) -> Result<BottomKind, JobError> {
     Ok(params.parse::<Tuned>()?.bottom)
 }
 
+/// What a `bandits` benchmark owns of a job, apart from the tuner's and the bottom bandit's
+/// decisions: the environment (its instance and each round's contexts from the environment
+/// stream `environment`; the expected rewards, so the regret, of every arm) and the reward
+/// noise, from the algorithm's own stream `noise` (rewards are seeded per run, spec 4.1,
+/// 8.2). The built-in episode and armada's Python bindings both start a job's here.
+pub struct JobEnvironment {
+    pub env: Box<dyn Environment + Send>,
+    pub noise: StreamRng,
+}
+
+impl JobEnvironment {
+    /// The environment of a validated `bandits` job (its horizon is T).
+    pub fn of(spec: &JobSpec, streams: &JobStreams) -> Result<Self, JobError> {
+        let env =
+            environment(&spec.benchmark, &spec.benchmark_params, spec.horizon as usize, streams.env("environment"))?;
+        Ok(JobEnvironment { env, noise: streams.algo("noise") })
+    }
+}
+
 /// The benchmark's environment for one repetition, drawn from the environment stream.
 pub(crate) fn environment(
     benchmark: &str,
@@ -397,7 +416,7 @@ impl Family for BanditsFamily {
         let spec = &job.spec;
         let bp = &spec.benchmark_params;
         let bottom = bottom_of(bp)?;
-        let env = environment(&spec.benchmark, bp, spec.horizon as usize, streams.env("environment"))?;
+        let JobEnvironment { env, noise } = JobEnvironment::of(spec, streams)?;
         let bandit = bottom.build(env.dim(), env.horizon());
         let mut tuner = tuner_of(&spec.algorithm, &spec.algorithm_params)?.build(bandit.hyperparameters().len());
         let run = TunedLoop::start(bandit.as_ref(), env.horizon(), tuner.as_mut());
@@ -408,7 +427,7 @@ impl Family for BanditsFamily {
             run,
             algorithm: streams.algo("bandit"),
             tuning: streams.algo("tuner"),
-            noise: streams.algo("noise"),
+            noise,
             reward_cum: 0.0,
             expected_cum: 0.0,
         }))

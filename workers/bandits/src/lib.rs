@@ -58,7 +58,7 @@ pub mod zooming;
 
 pub use cdt::{Cdt, CdtConfig};
 pub use episode::HyperparameterSchedule;
-pub use family::BanditsFamily;
+pub use family::{BanditsFamily, JobEnvironment};
 pub use glm::{GlmTsl, UcbGlm};
 pub use gloc::Gloc;
 pub use hyper::{Hyperparameter, TheoryConstants};
