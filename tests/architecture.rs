@@ -18,9 +18,16 @@ const FORBIDDEN: &[&str] = &["tokio", "tonic", "prost", "polars", "armada-proto"
 /// given, so it depends on no family either (the binary assembles the registry).
 const WORKER_RUNTIME: &str = "armada-worker";
 const WORKER_FORBIDDEN: &[&str] = &["polars", "rusqlite", "armada"];
-/// The crates under `workers/` that are libraries of the families, not families.
-const NOT_FAMILIES: &[&str] =
-    &["armada-core", "armada-math", "armada-linalg", "armada-gp", "armada-worker", "armada-numbench"];
+/// The crates under `workers/` that are libraries of the families, or their users, not families.
+const NOT_FAMILIES: &[&str] = &[
+    "armada-core",
+    "armada-math",
+    "armada-linalg",
+    "armada-gp",
+    "armada-worker",
+    "armada-numbench",
+    "armada-bindings",
+];
 
 #[test]
 fn worker_crates_depend_on_no_runtime_wire_or_dataframe_crate() {

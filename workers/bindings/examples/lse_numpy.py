@@ -1,0 +1,76 @@
+"""LSE's `random` and `straddle` (Inatsu et al., sections 2.3 and 2.4) written in numpy on
+armada's bindings: the benchmark's instance, noise and metrics, and the GP model it fixes,
+come from `armada_bindings`; the method is the numpy below. On the same job they give the
+built-in algorithms' trajectories bit for bit (workers/bindings/tests/test_lse.py).
+"""
+
+import math
+
+import numpy as np
+
+import armada_bindings as ab
+
+METRICS = [
+    "loss",
+    "fscore",
+    "beta_sqrt",
+    "af_max",
+    "jitter",
+    "chosen_index",
+    "max_loss",
+    "returned_step",
+    "returned_loss",
+    "returned_max_loss",
+]
+
+
+def record(step, env, post, index, beta_sqrt, af_max):
+    """The family's metrics of one step: the benchmark's of the posterior mean's
+    classification, and what the method reports."""
+    m = env.metrics(post.mean >= env.theta)
+    nan = math.nan
+    return {
+        "step": step,
+        "loss": m["loss"],
+        "fscore": m["fscore"],
+        "beta_sqrt": beta_sqrt,
+        "af_max": af_max,
+        "jitter": post.jitter,
+        "chosen_index": float(index),
+        "max_loss": m["max_loss"],
+        "returned_step": nan,
+        "returned_loss": nan,
+        "returned_max_loss": nan,
+    }
+
+
+def run_python(job, choose):
+    """Step 0 at the benchmark's initial candidate, then `choose(t, post, env)` each step."""
+    env = ab.LseEnvironment(job)
+    post = env.posterior()
+    index = env.initial_index()
+    post.observe(index, env.observe(index))
+    records = [record(0, env, post, index, math.nan, math.nan)]
+    for t in range(1, job.horizon + 1):
+        index, beta_sqrt, af_max = choose(t, post, env)
+        post.observe(index, env.observe(index))
+        records.append(record(t, env, post, index, beta_sqrt, af_max))
+    return records
+
+
+def random_method(job):
+    """Section 2.3: a uniform candidate, from the algorithm's own stream."""
+    stream = job.algorithm_stream("acquisition")
+    return lambda t, post, env: (stream.randrange(env.n_candidates), math.nan, math.nan)
+
+
+def straddle_method(job):
+    """Section 2.4: argmax of beta^1/2 sigma - |mu - theta| (numpy's argmax: the lowest index)."""
+    beta_sqrt = job.algorithm_params["beta_sqrt"]
+
+    def choose(t, post, env):
+        af = beta_sqrt * np.sqrt(np.maximum(post.var, 0.0)) - np.abs(post.mean - env.theta)
+        i = int(np.argmax(af))
+        return i, beta_sqrt, float(af[i])
+
+    return choose
