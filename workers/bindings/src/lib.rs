@@ -9,6 +9,7 @@
 //! - [`lse`]: the finite LSE benchmarks ([`armada_lse::FiniteEnvironment`]) and the GP
 //!   model they fix ([`armada_lse::CandidatePosterior`]).
 //! - [`bandits`]: the `bandits` family's environments (contexts, rewards, regret).
+//! - [`safe`]: the `safe` family's benchmarks (seeds, noisy observations, regrets).
 //! - `run_builtin(job)`: a built-in algorithm's trajectory, computed as a worker computes it.
 //!
 //! Arrays: inputs are read in place when they are contiguous (a classification, say);
@@ -17,6 +18,7 @@
 mod bandits;
 mod job;
 mod lse;
+mod safe;
 mod stream;
 
 use armada_core::{run_job, JobError, Registry};
@@ -27,7 +29,11 @@ use std::ops::ControlFlow;
 
 /// The built-in families the bindings know.
 pub(crate) fn registry() -> Registry {
-    Registry::new(vec![Box::new(armada_lse::LseFamily), Box::new(armada_bandits::BanditsFamily)])
+    Registry::new(vec![
+        Box::new(armada_lse::LseFamily),
+        Box::new(armada_bandits::BanditsFamily),
+        Box::new(armada_safe::SafeFamily),
+    ])
 }
 
 /// A job's error as Python's: what the caller asked wrongly is a `ValueError`, a numerical
@@ -74,6 +80,7 @@ fn armada_bindings(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<lse::LseEnvironment>()?;
     m.add_class::<lse::LsePosterior>()?;
     m.add_class::<bandits::BanditsEnvironment>()?;
+    m.add_class::<safe::SafeEnvironment>()?;
     m.add_function(wrap_pyfunction!(run_builtin, m)?)?;
     Ok(())
 }

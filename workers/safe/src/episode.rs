@@ -9,13 +9,11 @@
 use crate::algorithms::{AlgoState, Algorithm};
 use crate::benchmarks::Benchmark;
 use crate::confidence::Confidence;
-use crate::regret::RegretReference;
+use crate::environment::SafeEnvironment;
 use crate::sets::RoundSets;
 use crate::surrogate::{RefitMode, Surrogate};
 use armada_core::{Episode, JobError, JobStreams, StreamRng};
-use armada_math::dist::StandardNormal;
 use ndarray::{aview1, ArrayView2};
-use rand::Rng;
 
 /// How a run is configured beyond its benchmark and rule.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -67,28 +65,22 @@ armada_core::metrics! {
     }
 }
 
-/// Running sums of the regrets and counters.
+/// Running counts of what the rule did (the benchmark keeps its own metrics' sums).
 #[derive(Clone, Debug, Default)]
 struct Totals {
-    regret: f64,
-    regret2: f64,
-    regretx: f64,
-    regretx_post: f64,
-    violations: u32,
     uncertified: u32,
     fallbacks: u32,
 }
 
 /// A run of one rule on one benchmark.
 pub struct SafeEpisode {
-    bench: Benchmark,
-    reference: RegretReference,
+    /// The benchmark's part: the instance, its seeds and noise, the regrets.
+    env: SafeEnvironment,
     config: RunConfig,
     state: AlgoState,
     f_model: Surrogate,
     g_model: Surrogate,
     conf: Confidence,
-    noise: StreamRng,
     refit_f: StreamRng,
     refit_g: StreamRng,
     totals: Totals,
@@ -100,24 +92,20 @@ impl SafeEpisode {
         let dim = 1 + bench.x_box.len();
         let model = || Surrogate::new(dim, bench.v0, bench.gp_noise_var, config.refit, config.draws_per_param);
         let mut episode = SafeEpisode {
-            reference: RegretReference::new(&bench),
             f_model: model(),
             g_model: model(),
             conf: Confidence::default(),
-            noise: streams.env("noise"),
             refit_f: streams.algo("refit-f"),
             refit_g: streams.algo("refit-g"),
             state: AlgoState::default(),
             totals: Totals::default(),
             config,
-            bench,
+            env: SafeEnvironment::new(bench, streams),
         };
-        let mut seeds = streams.env("seed-points");
         for _ in 0..2 {
-            let mut z = vec![0.0];
-            z.extend(episode.bench.x_box.iter().map(|&(lo, hi)| seeds.random_range(lo..hi)));
-            let (f, g) = (episode.bench.eval)(0.0, aview1(&z[1..]));
-            episode.observe(&z, f, g);
+            let z = episode.env.seed_point();
+            let (yf, yg) = episode.env.observe_point(&z)?;
+            episode.observe(&z, yf, yg);
         }
         // The first fit is common to every algorithm of the seed.
         episode.f_model.refit(&mut streams.env("initial-fit-f"))?;
@@ -138,7 +126,7 @@ impl SafeEpisode {
 
     /// The benchmark being run.
     pub fn benchmark(&self) -> &Benchmark {
-        &self.bench
+        self.env.benchmark()
     }
 
     /// The confidence bounds the next round will use.
@@ -148,77 +136,68 @@ impl SafeEpisode {
 
     /// The rule's constants `(c L_f, L'_g / c)`.
     pub fn growth_constants(&self) -> (f64, f64) {
-        (self.config.l_scale * self.bench.l_f, self.bench.l_g / self.config.l_scale)
+        let bench = self.env.benchmark();
+        (self.config.l_scale * bench.l_f, bench.l_g / self.config.l_scale)
     }
 
     /// Q1-Q6 from the current posterior.
     pub fn round_sets(&self) -> RoundSets {
         let (l_f, l_g) = self.growth_constants();
-        RoundSets::compute(&self.conf, &self.bench.grid.s, self.bench.h, l_f, l_g)
+        let bench = self.env.benchmark();
+        RoundSets::compute(&self.conf, &bench.grid.s, bench.h, l_f, l_g)
     }
 
-    fn observe(&mut self, z: &[f64], f: f64, g: f64) {
-        let sd = self.bench.noise_var.sqrt();
-        let (mut yf, mut yg) = (f, g);
-        if sd > 0.0 {
-            yf += sd * self.noise.sample::<f64, _>(StandardNormal);
-            yg += sd * self.noise.sample::<f64, _>(StandardNormal);
-        }
+    /// Condition both GPs on the observation `(yf, yg)` at `z`.
+    fn observe(&mut self, z: &[f64], yf: f64, yg: f64) {
         self.f_model.observe(aview1(z), yf);
         self.g_model.observe(aview1(z), yg);
     }
 
     fn update_posterior(&mut self) -> Result<(), JobError> {
-        let (mu_f, sd_f) = self.f_model.predict_grid(&self.bench.grid)?;
-        let (mu_g, sd_g) = self.g_model.predict_grid(&self.bench.grid)?;
+        let grid = &self.env.benchmark().grid;
+        let (mu_f, sd_f) = self.f_model.predict_grid(grid)?;
+        let (mu_g, sd_g) = self.g_model.predict_grid(grid)?;
         self.conf = Confidence::new(&mu_f, &sd_f, &mu_g, &sd_g, self.config.beta_f, self.config.beta_g);
         Ok(())
     }
 
     /// One round: choose, score, observe, refit; returns the step's metrics.
     fn play(&mut self, t: u32) -> Result<SafeMetrics, JobError> {
-        let n_s = self.bench.grid.n_s();
+        let (n_s, h) = (self.env.benchmark().grid.n_s(), self.env.benchmark().h);
         let sets = self.round_sets();
         let (l_f, l_g) = self.growth_constants();
         let decision = self.config.algorithm.choose(&sets, &self.conf, n_s, l_f, l_g, &mut self.state);
         let k = decision.index;
-        let f = &self.bench.f;
-        let (r, r2) = (self.reference.global(f, k), self.reference.per_x(f, k));
-        let rx = self.reference.worst_x(f, self.config.algorithm.estimates(&sets));
-        let (f_k, g_k) = (f[k], self.bench.g[k]);
+        let score = self.env.score(k, self.config.algorithm.estimates(&sets))?;
         let tot = &mut self.totals;
-        tot.regret += r;
-        tot.regret2 += r2;
-        tot.regretx += rx;
-        tot.violations += u32::from(g_k > self.bench.h);
-        tot.uncertified += u32::from(self.conf.ucb_g[k] > self.bench.h && !k.is_multiple_of(n_s));
+        tot.uncertified += u32::from(self.conf.ucb_g[k] > h && !k.is_multiple_of(n_s));
         tot.fallbacks += u32::from(decision.kept_previous_active);
 
-        let z = self.bench.grid.points.row(k).to_vec();
-        self.observe(&z, f_k, g_k);
+        let z = self.env.benchmark().grid.points.row(k).to_vec();
+        let (yf, yg) = self.env.observe(k)?;
+        self.observe(&z, yf, yg);
         let refit_evals = self.f_model.refit(&mut self.refit_f)? + self.g_model.refit(&mut self.refit_g)?;
         self.update_posterior()?;
         let post = self.round_sets();
-        let rx_post = self.reference.worst_x(&self.bench.f, self.config.algorithm.estimates(&post));
-        self.totals.regretx_post += rx_post;
+        let (rx_post, rx_post_cum) = self.env.score_after(self.config.algorithm.estimates(&post))?;
 
         let tot = &self.totals;
         let tf = f64::from(t);
         let count = |v: &Option<Vec<usize>>| v.as_ref().map_or(f64::NAN, |v| v.len() as f64);
         let (kf, kg) = (self.f_model.kernel(), self.g_model.kernel());
         Ok(SafeMetrics {
-            regret_inst: r,
-            regret_cum: tot.regret,
-            regret_avg: tot.regret / tf,
-            regret2_inst: r2,
-            regret2_cum: tot.regret2,
-            regret2_avg: tot.regret2 / tf,
-            regretx_inst: rx,
-            regretx_cum: tot.regretx,
-            regretx_avg: tot.regretx / tf,
+            regret_inst: score.regret_inst,
+            regret_cum: score.regret_cum,
+            regret_avg: score.regret_cum / tf,
+            regret2_inst: score.regret2_inst,
+            regret2_cum: score.regret2_cum,
+            regret2_avg: score.regret2_cum / tf,
+            regretx_inst: score.regretx_inst,
+            regretx_cum: score.regretx_cum,
+            regretx_avg: score.regretx_cum / tf,
             regretx_post_inst: rx_post,
-            regretx_post_avg: tot.regretx_post / tf,
-            violations_cum: f64::from(tot.violations),
+            regretx_post_avg: rx_post_cum / tf,
+            violations_cum: f64::from(score.violations_cum),
             uncertified_cum: f64::from(tot.uncertified),
             certified: sets.n_certified() as f64,
             active_x: decision.active_x as f64,

@@ -9,6 +9,8 @@
 //! * [`sets`]: the per-round quantities Q1-Q6 (spec 3.1);
 //! * [`algorithms`]: M-SafeOpt Cases 1, 2, 3a, 3b, SafeOpt-MC (modified), PredVar (spec 3);
 //! * [`regret`]: `r_t`, `r'_t`, `r^X_t` on the grid (spec 1.3, 5.4);
+//! * [`SafeEnvironment`]: what the benchmark owns of a job (seeds, noise, regrets), apart
+//!   from the rule;
 //! * [`surrogate`]: the GPs, MAP refits ([`surrogate::RefitMode`]) and the grid posterior;
 //! * [`episode`]: one run and its metrics ([`SafeMetrics`]); [`SafeFamily`]: the registry entry.
 //!
@@ -34,6 +36,7 @@
 pub mod algorithms;
 pub mod benchmarks;
 pub mod confidence;
+mod environment;
 pub mod episode;
 mod family;
 mod fastexp;
@@ -42,5 +45,6 @@ pub mod regret;
 pub mod sets;
 pub mod surrogate;
 
+pub use environment::{RoundScore, SafeEnvironment};
 pub use episode::{RunConfig, SafeEpisode, SafeMetrics};
 pub use family::{run_config, SafeFamily};
