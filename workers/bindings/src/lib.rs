@@ -10,12 +10,14 @@
 //!   model they fix ([`armada_lse::CandidatePosterior`]).
 //! - [`bandits`]: the `bandits` family's environments (contexts, rewards, regret).
 //! - [`safe`]: the `safe` family's benchmarks (seeds, noisy observations, regrets).
+//! - [`cvs`]: the `cvs` family's problems (plays of control sets, costs, regrets).
 //! - `run_builtin(job)`: a built-in algorithm's trajectory, computed as a worker computes it.
 //!
 //! Arrays: inputs are read in place when they are contiguous (a classification, say);
 //! outputs are new numpy arrays (a posterior's mean: one copy of `N` floats per call).
 
 mod bandits;
+mod cvs;
 mod job;
 mod lse;
 mod safe;
@@ -33,6 +35,7 @@ pub(crate) fn registry() -> Registry {
         Box::new(armada_lse::LseFamily),
         Box::new(armada_bandits::BanditsFamily),
         Box::new(armada_safe::SafeFamily),
+        Box::new(armada_cvs::CvsFamily),
     ])
 }
 
@@ -81,6 +84,7 @@ fn armada_bindings(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<lse::LsePosterior>()?;
     m.add_class::<bandits::BanditsEnvironment>()?;
     m.add_class::<safe::SafeEnvironment>()?;
+    m.add_class::<cvs::CvsEnvironment>()?;
     m.add_function(wrap_pyfunction!(run_builtin, m)?)?;
     Ok(())
 }

@@ -11,11 +11,9 @@ use armada_core::{Episode, JobError, JobStreams, StreamRng};
 use ndarray::{aview1, Array2};
 
 use crate::algorithms::{Algorithm, Choice, Context, Phase, PlayStats};
-use crate::problem::{Problem, N_INIT};
-use crate::surrogate::{full_query, GpConfig, SetCache, SigmaMode, Surrogate};
-
-/// Quality-regret tolerance of the `quality_regret` metric (spec §1.2, §5.3 optional extra).
-pub const METRIC_ALPHA: f64 = 0.1;
+pub use crate::environment::{BudgetRule, CvsEnvironment, METRIC_ALPHA};
+use crate::problem::Problem;
+use crate::surrogate::{GpConfig, SetCache, SigmaMode, Surrogate};
 
 armada_core::metrics! {
     /// The per-step metrics of the family.
@@ -40,16 +38,6 @@ armada_core::metrics! {
     }
 }
 
-armada_core::choice! {
-    /// How a run treats the last play (spec §2.7).
-    pub enum BudgetRule {
-        /// the last play may overshoot the budget
-        Overshoot = "overshoot",
-        /// stop before a play that would overshoot it
-        Strict = "strict",
-    }
-}
-
 /// Sizes of the Monte Carlo sets of a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct McConfig {
@@ -61,23 +49,14 @@ pub struct McConfig {
 }
 
 pub struct CvsEpisode {
-    problem: Problem,
-    budget_rule: BudgetRule,
+    /// The benchmark's part: the problem, its draws, the plays' metrics.
+    env: CvsEnvironment,
     algorithm: Box<dyn Algorithm>,
     surrogate: Surrogate,
     samples: Array2<f64>,
     caches: Vec<SetCache>,
     sigma_mode: SigmaMode,
-    stats: PlayStats,
-    init_rng: StreamRng,
-    inputs_rng: StreamRng,
-    noise_rng: StreamRng,
-    cost_rng: StreamRng,
     algo_rng: StreamRng,
-    best_value: f64,
-    quality_regret: f64,
-    cost_regret: f64,
-    done: bool,
 }
 
 impl CvsEpisode {
@@ -91,9 +70,9 @@ impl CvsEpisode {
         mc: McConfig,
         streams: &JobStreams,
     ) -> Self {
-        let mut mc_rng = streams.env("mc-samples");
-        let samples: Vec<f64> = (0..mc.n_mc).flat_map(|_| problem.draw_inputs(&mut mc_rng)).collect();
-        let samples = Array2::from_shape_vec((mc.n_mc, problem.dim), samples).expect("n_mc draws of every variable");
+        let mut env = CvsEnvironment::new(problem, budget_rule, streams);
+        let samples = env.mc_samples(mc.n_mc);
+        let problem = env.problem();
         let surrogate = Surrogate::new(GpConfig::default(), problem.dim);
         let caches = problem
             .sets
@@ -101,44 +80,35 @@ impl CvsEpisode {
             .map(|c| SetCache::with_mode(problem.dim, c, mc.n_mc, mc.n_sigma, mc.sigma_mode))
             .collect();
         Self {
-            stats: PlayStats::new(problem.n_sets()),
-            problem,
-            budget_rule,
+            env,
             algorithm,
             surrogate,
             samples,
             caches,
             sigma_mode: mc.sigma_mode,
-            init_rng: streams.env("initial-design"),
-            inputs_rng: streams.env("random-inputs"),
-            noise_rng: streams.env("observation-noise"),
-            cost_rng: streams.env("cost-noise"),
             algo_rng: streams.algo("optimiser"),
-            best_value: f64::NAN,
-            quality_regret: 0.0,
-            cost_regret: 0.0,
-            done: false,
         }
     }
 
     pub fn stats(&self) -> &PlayStats {
-        &self.stats
+        self.env.stats()
     }
 
     pub fn is_done(&self) -> bool {
-        self.done
+        self.env.is_done()
     }
 
     fn row(&self, choice: Option<&Choice>, value: f64, cost: f64, y: f64) -> CvsMetrics {
         let d = choice.map(|c| c.diagnostics).unwrap_or_default();
+        let env = &self.env;
         CvsMetrics {
-            n_evals: self.stats.t,
-            cum_cost: self.stats.spent,
-            simple_regret: self.problem.f_star - self.best_value,
-            best_value: self.best_value,
+            n_evals: env.stats().t,
+            cum_cost: env.stats().spent,
+            simple_regret: env.simple_regret(),
+            best_value: env.best_value(),
             value,
-            quality_regret: self.quality_regret,
-            cost_regret: self.cost_regret,
+            quality_regret: env.quality_regret(),
+            cost_regret: env.cost_regret(),
             set: choice.map_or(0, |c| c.set + 1),
             phase: choice.map_or(0, |c| c.phase as u32),
             cost,
@@ -157,17 +127,14 @@ impl Episode for CvsEpisode {
     type Metrics = CvsMetrics;
 
     fn initial(&mut self) -> Result<CvsMetrics, JobError> {
-        for _ in 0..N_INIT {
-            let x: Vec<f64> = (0..self.problem.dim).map(|_| rand::Rng::random(&mut self.init_rng)).collect();
-            let y = self.problem.observe(aview1(&x), &mut self.noise_rng);
+        for (x, y) in self.env.initial_design() {
             self.surrogate.add(aview1(&x), y)?;
         }
         Ok(self.row(None, f64::NAN, 0.0, f64::NAN))
     }
 
     fn step(&mut self, _step: u32) -> Result<Option<CvsMetrics>, JobError> {
-        if self.done || self.stats.spent >= self.problem.budget {
-            self.done = true;
+        if self.env.is_done() {
             return Ok(None);
         }
         let mut post = self.surrogate.posterior();
@@ -179,35 +146,23 @@ impl Episode for CvsEpisode {
         }
         let (observed_x, observed_y) = self.surrogate.data();
         let mut ctx = Context {
-            problem: &self.problem,
+            problem: self.env.problem(),
             post: &post,
             samples: self.samples.view(),
             caches: &self.caches,
             observed_x,
             observed_y,
             gp_noise_var: self.surrogate.config().noise_var,
-            stats: &self.stats,
+            stats: self.env.stats(),
             rng: &mut self.algo_rng,
         };
         let choice = self.algorithm.choose(&mut ctx)?;
-        let cost = self.problem.realised_cost(choice.set, &mut self.cost_rng);
-        if self.budget_rule == BudgetRule::Strict && cost > self.problem.budget - self.stats.spent {
-            self.done = true;
+        // PLAY: the realised cost, a fresh random part, a noisy observation.
+        let Some(play) = self.env.play(choice.set, &choice.x_ctrl)? else {
             return Ok(None);
-        }
-        // PLAY: a fresh random part, a noisy observation, the realised cost.
-        let ctrl = &self.problem.sets[choice.set];
-        let x = full_query(ctrl, &choice.x_ctrl, &self.problem.draw_inputs(&mut self.inputs_rng));
-        let y = self.problem.observe(aview1(&x), &mut self.noise_rng);
-        self.surrogate.add(aview1(&x), y)?;
-        self.stats.record(choice.set, cost);
-        let value = self.problem.expected_value(choice.set, aview1(&choice.x_ctrl));
-        self.best_value = if self.best_value.is_nan() { value } else { self.best_value.max(value) };
-        self.quality_regret += (1.0 - METRIC_ALPHA) * self.problem.f_star - value;
-        let target = self.problem.objective.target_set();
-        self.cost_regret += (self.problem.costs[choice.set] - self.problem.costs[target]).max(0.0);
-        self.done = self.stats.spent >= self.problem.budget;
-        Ok(Some(self.row(Some(&choice), value, cost, y)))
+        };
+        self.surrogate.add(aview1(&play.x), play.y)?;
+        Ok(Some(self.row(Some(&choice), play.value, play.cost, play.y)))
     }
 }
 

@@ -213,7 +213,8 @@ const ALGORITHMS: [ComponentDef; 5] = [
 /// The `cvs` family.
 pub struct CvsFamily;
 
-fn problem(spec: &JobSpec) -> Result<(Problem, BudgetRule), JobError> {
+/// The benchmark of a validated job: its problem and how its last play is treated.
+pub fn problem(spec: &JobSpec) -> Result<(Problem, BudgetRule), JobError> {
     let objective = Objective::by_name(&spec.benchmark)
         .ok_or_else(|| JobError::Invalid(format!("unknown cvs benchmark `{}`", spec.benchmark)))?;
     let b: BenchParams = spec.benchmark_params.parse()?;

@@ -28,6 +28,7 @@
 pub mod acquisition;
 pub mod algorithms;
 pub mod benchmarks;
+pub mod environment;
 pub mod episode;
 pub mod family;
 pub mod maximize;
