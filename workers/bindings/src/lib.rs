@@ -82,6 +82,7 @@ fn armada_bindings(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<stream::Stream>()?;
     m.add_class::<lse::LseEnvironment>()?;
     m.add_class::<lse::LsePosterior>()?;
+    m.add_class::<lse::LseBoxEnvironment>()?;
     m.add_class::<bandits::BanditsEnvironment>()?;
     m.add_class::<safe::SafeEnvironment>()?;
     m.add_class::<cvs::CvsEnvironment>()?;

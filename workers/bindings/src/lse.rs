@@ -2,7 +2,8 @@
 
 use crate::job::Job;
 use crate::job_error;
-use armada_lse::{CandidatePosterior, FiniteEnvironment};
+use armada_lse::benchmarks::{ContinuousConfig, ContinuousProblem};
+use armada_lse::{CandidatePosterior, ContinuousEnvironment, FiniteEnvironment};
 use numpy::{PyArray1, PyArray2, PyReadonlyArray1, ToPyArray};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -25,9 +26,9 @@ impl LseEnvironment {
         if spec.family != "lse" {
             return Err(PyValueError::new_err(format!("family: `{}` is not lse", spec.family)));
         }
-        if armada_lse::benchmarks::ContinuousProblem::by_name(&spec.benchmark).is_some() {
+        if ContinuousProblem::by_name(&spec.benchmark).is_some() {
             return Err(PyValueError::new_err(format!(
-                "benchmark: `{}` is a continuous benchmark; the bindings have the finite ones only",
+                "benchmark: `{}` is a continuous benchmark: use LseBoxEnvironment",
                 spec.benchmark
             )));
         }
@@ -89,16 +90,7 @@ impl LseEnvironment {
     /// The family's metrics `loss`, `fscore` and `max_loss` of the classification `upper`
     /// (a bool per candidate: estimated in the upper set).
     fn metrics<'py>(&self, py: Python<'py>, upper: PyReadonlyArray1<'py, bool>) -> PyResult<Bound<'py, PyDict>> {
-        let upper: Cow<'_, [bool]> = match upper.as_slice() {
-            Ok(s) => Cow::Borrowed(s),
-            Err(_) => Cow::Owned(upper.as_array().to_vec()),
-        };
-        let m = self.env.metrics(&upper).map_err(job_error)?;
-        let d = PyDict::new(py);
-        d.set_item("loss", m.loss)?;
-        d.set_item("fscore", m.fscore)?;
-        d.set_item("max_loss", m.max_loss)?;
-        Ok(d)
+        metrics_dict(py, self.env.metrics(&in_place(&upper)).map_err(job_error)?)
     }
 
     /// The prior of the benchmark's GP model on its candidates, as the built-in methods
@@ -106,6 +98,102 @@ impl LseEnvironment {
     #[pyo3(signature = (covariance=false))]
     fn posterior(&self, covariance: bool) -> LsePosterior {
         LsePosterior { posterior: CandidatePosterior::of_model(self.env.problem(), covariance), jitter: 0.0 }
+    }
+}
+
+/// A bool array read in place when it is contiguous, else copied once.
+fn in_place<'a>(upper: &'a PyReadonlyArray1<'_, bool>) -> Cow<'a, [bool]> {
+    match upper.as_slice() {
+        Ok(s) => Cow::Borrowed(s),
+        Err(_) => Cow::Owned(upper.as_array().to_vec()),
+    }
+}
+
+fn metrics_dict(py: Python<'_>, m: armada_lse::metrics::ClassificationMetrics) -> PyResult<Bound<'_, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("loss", m.loss)?;
+    d.set_item("fscore", m.fscore)?;
+    d.set_item("max_loss", m.max_loss)?;
+    Ok(d)
+}
+
+/// The benchmark of an `lse` job of the continuous block (`sphere-5d`, `rosenbrock-5d`,
+/// `styblinski-tang-5d`): the box, the candidate pool every algorithm of the seed is
+/// offered, the evaluation set the metrics are measured on, the initial point and the noise.
+#[pyclass(module = "armada_bindings", unsendable)]
+pub struct LseBoxEnvironment {
+    env: ContinuousEnvironment,
+    horizon: u32,
+}
+
+#[pymethods]
+impl LseBoxEnvironment {
+    #[new]
+    fn new(job: &Job) -> PyResult<Self> {
+        let spec = &job.spec;
+        if spec.family != "lse" {
+            return Err(PyValueError::new_err(format!("family: `{}` is not lse", spec.family)));
+        }
+        let Some(problem) = ContinuousProblem::by_name(&spec.benchmark) else {
+            return Err(PyValueError::new_err(format!(
+                "benchmark: `{}` is not a continuous benchmark: use LseEnvironment",
+                spec.benchmark
+            )));
+        };
+        let config: ContinuousConfig = spec.benchmark_params.parse().map_err(job_error)?;
+        config.check().map_err(job_error)?;
+        Ok(LseBoxEnvironment { env: ContinuousEnvironment::new(problem, config, job.streams()), horizon: spec.horizon })
+    }
+
+    /// The box `[lo, hi]^dim`: `(lo, hi, dim)`.
+    #[getter]
+    fn bounds(&self) -> (f64, f64, usize) {
+        let p = self.env.problem();
+        (p.lo, p.hi, p.dim)
+    }
+
+    /// The threshold `theta`.
+    #[getter]
+    fn theta(&self) -> f64 {
+        self.env.problem().theta
+    }
+
+    /// The noise variance of the observations (also the GP model's).
+    #[getter]
+    fn noise_var(&self) -> f64 {
+        self.env.problem().noise_var
+    }
+
+    /// The candidate pool, one point per row (a new array).
+    #[getter]
+    fn pool<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray2<f64>> {
+        self.env.pool_points().to_pyarray(py)
+    }
+
+    /// The evaluation set, one point per row (a new array): classify these for `metrics`.
+    #[getter]
+    fn eval_points<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray2<f64>> {
+        self.env.eval_points().to_pyarray(py)
+    }
+
+    /// Step 0's point, uniform in the box.
+    fn initial_point<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        PyArray1::from_vec(py, self.env.initial_point())
+    }
+
+    /// The noisy observation of a point of the box.
+    fn observe(&mut self, x: Vec<f64>) -> PyResult<f64> {
+        self.env.observe(&x).map_err(job_error)
+    }
+
+    /// Whether the family reports the metrics at `step` (else they are NaN).
+    fn metrics_due(&self, step: u32) -> bool {
+        self.env.metrics_due(step, self.horizon)
+    }
+
+    /// The family's metrics of the classification `upper` of the evaluation set.
+    fn metrics<'py>(&self, py: Python<'py>, upper: PyReadonlyArray1<'py, bool>) -> PyResult<Bound<'py, PyDict>> {
+        metrics_dict(py, self.env.metrics(&in_place(&upper)).map_err(job_error)?)
     }
 }
 

@@ -112,8 +112,10 @@ def test_jobs_are_completed_and_checked_like_a_coordinators():
         ab.Job("lse", "himmelblau", "my-method", horizon=0)
     with pytest.raises(TypeError, match="algorithm_params.width"):
         ab.Job("lse", "himmelblau", "my-method", algorithm_params={"width": [1]})
-    with pytest.raises(ValueError, match="continuous"):
+    with pytest.raises(ValueError, match="LseBoxEnvironment"):
         ab.LseEnvironment(ab.Job("lse", "sphere-5d", "random"))
+    with pytest.raises(ValueError, match="LseEnvironment"):
+        ab.LseBoxEnvironment(ab.Job("lse", "himmelblau", "random"))
     with pytest.raises(ValueError, match="not one of"):
         ab.run_builtin(ab.Job("lse", "himmelblau", "my-method"))
 
@@ -145,3 +147,32 @@ def test_of_reads_any_object_with_a_jobs_fields():
     )
     assert job.key == ab.Job("lse", "sinusoidal", "us", seed=2, horizon=5, sweep_seed=9,
                              algorithm_params={"tie_break": "random"}).key
+
+
+def box_job(algorithm, seed=0, horizon=20, **params):
+    return ab.Job("lse", "sphere-5d", algorithm, seed=seed, horizon=horizon,
+                  benchmark_params={"pool_size": 500, "eval_points": 2000, **params})
+
+
+def test_the_box_benchmarks_pool_evaluation_set_and_noise():
+    env = ab.LseBoxEnvironment(box_job("my-method"))
+    lo, hi, dim = env.bounds
+    pool, ev = env.pool, env.eval_points
+    assert pool.shape == (500, dim) and ev.shape == (2000, dim) and dim == 5
+    assert lo <= pool.min() and pool.max() <= hi and lo <= ev.min() and ev.max() <= hi
+    # Common to every algorithm of the seed.
+    other = ab.LseBoxEnvironment(box_job("random"))
+    assert np.array_equal(other.pool, pool) and np.array_equal(other.eval_points, ev)
+    x0 = env.initial_point()
+    assert np.array_equal(x0, other.initial_point())
+    assert env.observe(x0.tolist()) == other.observe(x0.tolist())
+    # sphere-5d: f(x) = 41.65518 - |x|^2; the true classification scores perfectly.
+    truth = 41.65518 - (ev ** 2).sum(axis=1) >= env.theta
+    assert env.metrics(truth) == {"loss": 0.0, "fscore": 1.0, "max_loss": 0.0}
+    with pytest.raises(ValueError, match="outside the box"):
+        env.observe([hi + 1.0] * dim)
+    with pytest.raises(ValueError, match="2000"):
+        env.metrics(truth[:5])
+    every = ab.LseBoxEnvironment(box_job("random", metrics_every=5))
+    assert [s for s in range(21) if every.metrics_due(s)] == [0, 5, 10, 15, 20]
+

@@ -114,7 +114,10 @@ impl CvsEnvironment {
             return Err(JobError::Invalid(format!("the budget {} is spent: the run is over", self.problem.budget)));
         }
         let Some(ctrl) = self.problem.sets.get(set) else {
-            return Err(JobError::Invalid(format!("set {set} out of range for {} control sets", self.problem.n_sets())));
+            return Err(JobError::Invalid(format!(
+                "set {set} out of range for {} control sets",
+                self.problem.n_sets()
+            )));
         };
         if x_ctrl.len() != ctrl.len() {
             return Err(JobError::Invalid(format!(

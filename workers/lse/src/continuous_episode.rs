@@ -39,15 +39,13 @@
 
 use crate::algorithms::max_value::{choose_returned, max_value_loss, nearest_grid_point, tau};
 use crate::algorithms::{Acquisition, Choice, LseParams, MaxValueBeta, RandStraddleMaxParams, ZeroRule};
-use crate::benchmarks::ContinuousConfig;
-use crate::benchmarks::{ContinuousProblem, NOMINAL_CARD_X};
-use crate::metrics::{average_loss, upper_set, ClassificationMetrics, Returned};
+use crate::benchmarks::{uniform, uniform_points, ContinuousConfig, ContinuousProblem, NOMINAL_CARD_X};
+use crate::environment::ContinuousEnvironment;
+use crate::metrics::{average_loss, upper_set, Returned};
 use crate::LseMetrics;
 use armada_core::{AnyEpisode, Episode, JobError, JobStreams, Params, StreamRng, ValidJob};
 use armada_gp::{CandidateCache, Gp, Points, Rows};
-use armada_math::dist::StandardNormal;
 use ndarray::{aview1, s, Array2, ArrayView1, ArrayView2};
-use rand::Rng;
 
 /// Edge of the initial Nelder–Mead simplex, as a fraction of the box width [ASSUMPTION:
 /// 0.05, i.e. 0.5 on `[-5, 5]`, about a third of the pool's nearest-neighbour spacing
@@ -115,16 +113,6 @@ pub(crate) fn start(
         _ => 0,
     };
     Ok(Box::new(ContinuousEpisode::new(problem, acquisition, config, streams, spec.horizon, check_points)))
-}
-
-/// `n` iid uniform points of `[lo, hi]^dim`, one per row, drawn row by row.
-pub fn uniform_points<R: Rng + ?Sized>(n: usize, dim: usize, lo: f64, hi: f64, rng: &mut R) -> Array2<f64> {
-    let data = (0..n * dim).map(|_| uniform(lo, hi, rng)).collect();
-    Array2::from_shape_vec((n, dim), data).expect("n points of dim coordinates")
-}
-
-fn uniform<R: Rng + ?Sized>(lo: f64, hi: f64, rng: &mut R) -> f64 {
-    lo + (hi - lo) * rng.random::<f64>()
 }
 
 /// Posterior mean and variance (clamped at 0) at one point, O(n^2): `l = L^{-1} k(X, x)`,
@@ -463,16 +451,12 @@ pub fn on_grid(points: ArrayView2<'_, f64>, lo: f64, width: f64, tau: u64) -> Ar
 
 /// A running continuous LSE job (spec 4.3).
 pub struct ContinuousEpisode {
-    problem: ContinuousProblem,
+    /// The benchmark's part: the problem, the pool, the evaluation set, the noise.
+    env: ContinuousEnvironment,
     acquisition: Acquisition,
-    config: ContinuousConfig,
     /// Posterior on the pool `P`; owns the GP.
     pool: CandidateCache,
     eval: EvalSetMean,
-    /// The noise-free `f` on `X~`.
-    eval_f: Vec<f64>,
-    noise_rng: StreamRng,
-    init_rng: StreamRng,
     algo_rng: StreamRng,
     horizon: u32,
     /// Algorithm 3 only.
@@ -493,9 +477,7 @@ impl ContinuousEpisode {
         check_points: usize,
     ) -> Self {
         let (d, lo, hi) = (problem.dim, problem.lo, problem.hi);
-        let pool_points = uniform_points(config.pool_size, d, lo, hi, &mut streams.env("pool"));
-        let eval_points = uniform_points(config.eval_points, d, lo, hi, &mut streams.env("evalset"));
-        let eval_f = Rows::new(eval_points.view()).iter().map(problem.f).collect();
+        let env = ContinuousEnvironment::new(problem, config, streams);
         let max_value = match acquisition {
             Acquisition::RandomizedStraddleMax { mc_paths, .. } => Some(MaxValueReturn {
                 mc_paths,
@@ -506,15 +488,12 @@ impl ContinuousEpisode {
             }),
             _ => None,
         };
+        let p = env.problem();
         ContinuousEpisode {
-            pool: CandidateCache::new(problem.kernel.clone(), problem.noise_var, pool_points),
-            eval: EvalSetMean::new(eval_points, horizon as usize + 1),
-            eval_f,
-            problem,
+            pool: CandidateCache::new(p.kernel.clone(), p.noise_var, env.pool_points().to_owned()),
+            eval: EvalSetMean::new(env.eval_points().to_owned(), horizon as usize + 1),
+            env,
             acquisition,
-            config,
-            noise_rng: streams.env("noise"),
-            init_rng: streams.env("init"),
             algo_rng: streams.algo("acquisition"),
             horizon,
             max_value,
@@ -533,7 +512,7 @@ impl ContinuousEpisode {
 
     /// Algorithm 3's classification `H_t` (eq. A.3) on `points` under `gp`.
     fn grid_classification(&self, gp: &Gp, points: ArrayView2<'_, f64>, t: u32) -> (Vec<f64>, Vec<bool>) {
-        let p = &self.problem;
+        let p = self.env.problem();
         let tau_t = self.grid_size(t).expect("grid_classification is Algorithm 3's");
         let mean = gp.predict_mean(on_grid(points, p.lo, p.hi - p.lo, tau_t).view());
         let upper = mean.iter().map(|&mu| mu >= p.theta).collect();
@@ -555,14 +534,14 @@ impl ContinuousEpisode {
         let (paths, _) = armada_gp::sample_posterior(gp, state.check.view(), state.mc_paths, &mut state.mc_rng)
             .map_err(|e| JobError::Numerical(format!("sampling posterior paths for Algorithm 3: {e}")))?;
         let samples: Vec<Vec<f64>> = (0..paths.ncols()).map(|j| paths.col_as_slice(j).to_vec()).collect();
-        let (step, _) = choose_returned(&state.history, &samples, self.problem.theta);
+        let (step, _) = choose_returned(&state.history, &samples, self.env.problem().theta);
         // The posterior after `step` acquisitions: the first step + 1 observations.
         let n = step + 1;
         let x = gp.x().slice(s![..n, ..]).to_owned();
         let (prefix, _) = Gp::fit(gp.kernel().clone(), gp.noise_var(), x, gp.y()[..n].to_vec())
             .map_err(|e| JobError::Numerical(format!("refitting the returned step's posterior: {e}")))?;
         let (_, upper) = self.grid_classification(&prefix, self.eval.points(), step as u32 + 1);
-        let (f, theta) = (self.eval_f.as_slice(), self.problem.theta);
+        let (f, theta) = (self.env.eval_f(), self.env.problem().theta);
         let returned =
             Returned { step, loss: average_loss(&upper, f, theta), max_loss: max_value_loss(&upper, f, theta) };
         self.max_value.as_mut().expect("checked above").returned = Some(returned);
@@ -576,11 +555,11 @@ impl ContinuousEpisode {
     }
 
     pub fn problem(&self) -> &ContinuousProblem {
-        &self.problem
+        self.env.problem()
     }
 
     pub fn config(&self) -> &ContinuousConfig {
-        &self.config
+        self.env.config()
     }
 
     /// The candidate pool `P`, one point per row (a view, no copy).
@@ -595,7 +574,7 @@ impl ContinuousEpisode {
 
     /// The noise-free `f` on `X~`.
     pub fn eval_f(&self) -> &[f64] {
-        &self.eval_f
+        self.env.eval_f()
     }
 
     /// The GP given everything observed so far (the points in observation order).
@@ -613,7 +592,7 @@ impl ContinuousEpisode {
     /// straddle whose clipped AF was 0 on the whole pool polishes the unclipped straddle it
     /// then maximised (zero rule of spec 2.8). `None`: the rule has no pointwise AF.
     fn objective(&self, choice: &Choice) -> Option<impl Fn(f64, f64) -> f64 + '_> {
-        let (theta, beta_sqrt) = (self.problem.theta, choice.beta_sqrt);
+        let (theta, beta_sqrt) = (self.env.problem().theta, choice.beta_sqrt);
         let zero_straddle =
             matches!(self.acquisition, Acquisition::RandomizedStraddle { zero_rule: ZeroRule::Straddle, .. })
                 && choice.af_max <= 0.0;
@@ -631,7 +610,8 @@ impl ContinuousEpisode {
     /// argmax `choice.index` first, then the next best by objective value (ties: lower
     /// index). Empty when the rule has no pointwise AF or polishing is off.
     pub fn polish_starts(&self, choice: &Choice) -> Vec<PolishStart> {
-        let k = self.config.polish_top_k.min(self.pool.candidates().nrows());
+        let config = self.env.config();
+        let k = config.polish_top_k.min(self.pool.candidates().nrows());
         let Some(obj) = self.objective(choice) else { return Vec::new() };
         if k == 0 {
             return Vec::new();
@@ -646,7 +626,7 @@ impl ContinuousEpisode {
         }
         others.truncate(k - 1);
         others.sort_unstable_by(by_value);
-        let (lo, hi) = (self.problem.lo, self.problem.hi);
+        let (lo, hi) = (self.env.problem().lo, self.env.problem().hi);
         let step = POLISH_STEP_FRACTION * (hi - lo);
         let gp = self.pool.gp();
         std::iter::once(choice.index)
@@ -656,7 +636,7 @@ impl ContinuousEpisode {
                     let (mu, v) = predict_one_slice(gp, x);
                     obj(mu, v)
                 };
-                let polished = nelder_mead_box(g, self.pool.candidate(i), lo, hi, step, self.config.polish_evals);
+                let polished = nelder_mead_box(g, self.pool.candidate(i), lo, hi, step, config.polish_evals);
                 PolishStart { pool_index: i, start_value: values[i], polished }
             })
             .collect()
@@ -666,12 +646,12 @@ impl ContinuousEpisode {
     fn choose(&mut self, t: u32) -> Observed {
         if matches!(self.acquisition, Acquisition::Random) {
             // Spec 2.3 / 4.3: uniform in the box, not a pool point.
-            let p = &self.problem;
+            let p = self.env.problem();
             let x = (0..p.dim).map(|_| uniform(p.lo, p.hi, &mut self.algo_rng)).collect();
             return Observed { x, pool_index: None, beta_sqrt: f64::NAN, af_max: f64::NAN };
         }
         let choice =
-            self.acquisition.select(t, self.pool.mean(), self.pool.var(), self.problem.theta, &mut self.algo_rng);
+            self.acquisition.select(t, self.pool.mean(), self.pool.var(), self.env.problem().theta, &mut self.algo_rng);
         let unpolished = Observed {
             x: self.pool.candidate(choice.index).to_vec(),
             pool_index: Some(choice.index),
@@ -690,16 +670,15 @@ impl ContinuousEpisode {
         let pool_index =
             (best.polished.x.as_slice() == self.pool.candidate(best.pool_index)).then_some(best.pool_index);
         let (mu, var) = predict_one_slice(self.pool.gp(), &best.polished.x);
-        let af_max = self.acquisition.af_value(mu, var, self.problem.theta, choice.beta_sqrt).unwrap_or(f64::NAN);
+        let theta = self.env.problem().theta;
+        let af_max = self.acquisition.af_value(mu, var, theta, choice.beta_sqrt).unwrap_or(f64::NAN);
         Observed { x: best.polished.x, pool_index, beta_sqrt: choice.beta_sqrt, af_max }
     }
 
     /// Observe `obs.x` with noise and update the posterior (a pool point through its cached
     /// column, anything else by a forward solve).
     fn observe(&mut self, obs: &Observed) -> Result<(), JobError> {
-        let fx = (self.problem.f)(&obs.x);
-        let eps: f64 = self.noise_rng.sample(StandardNormal);
-        let y = fx + self.problem.noise_var.sqrt() * eps;
+        let y = self.env.observe(&obs.x)?;
         let report = match obs.pool_index {
             Some(j) => self.pool.observe_candidate(j, y),
             None => self.pool.observe(aview1(&obs.x), y),
@@ -709,11 +688,10 @@ impl ContinuousEpisode {
 
     /// The record of `step`.
     fn record(&mut self, step: u32, obs: &Observed) -> LseMetrics {
-        let scheduled = step.is_multiple_of(self.config.metrics_every) || step == self.horizon;
-        let (loss, fscore, max_loss) = if scheduled {
+        let (loss, fscore, max_loss) = if self.env.metrics_due(step, self.horizon) {
             self.eval.catch_up(self.pool.gp());
-            let (mean, f, theta) = (self.eval.mean(), self.eval_f.as_slice(), self.problem.theta);
-            let m = ClassificationMetrics::of(&upper_set(mean, theta), f, theta);
+            let m = self.env.metrics(&upper_set(self.eval.mean(), self.env.problem().theta));
+            let m = m.expect("the evaluation set's classification has a value per point");
             (m.loss, m.fscore, m.max_loss)
         } else {
             (f64::NAN, f64::NAN, f64::NAN)
@@ -739,8 +717,7 @@ impl Episode for ContinuousEpisode {
     type Metrics = LseMetrics;
 
     fn initial(&mut self) -> Result<LseMetrics, JobError> {
-        let p = &self.problem;
-        let x = (0..p.dim).map(|_| uniform(p.lo, p.hi, &mut self.init_rng)).collect();
+        let x = self.env.initial_point();
         let obs = Observed { x, pool_index: None, beta_sqrt: f64::NAN, af_max: f64::NAN };
         self.observe(&obs)?;
         Ok(self.record(0, &obs))
@@ -764,7 +741,7 @@ mod tests {
     use crate::LseFamily;
     use armada_core::{run_job, Family, JobSpec, Metrics, ParamValue, Registry};
     use ndarray::ShapeBuilder;
-    use rand::SeedableRng;
+    use rand::{Rng, SeedableRng};
     use std::ops::ControlFlow;
 
     fn col(name: &str) -> usize {

@@ -1,17 +1,20 @@
-//! What a finite LSE benchmark owns of a job, apart from any algorithm: the instance (the
-//! candidates, the true `f`, the threshold, the GP model the paper fixes, the protocol), its
-//! environment streams (the initial candidate, the observation noise; a sampled `f` is drawn
-//! when the instance is built), the observation of a queried candidate, and the family's
-//! metrics of a classification.
+//! What an LSE benchmark owns of a job, apart from any algorithm: the instance (the
+//! candidates or the box, the true `f`, the threshold, the GP model the paper fixes, the
+//! protocol), its environment streams (the initial point, the observation noise; a sampled
+//! `f`, the continuous block's pool and evaluation set, drawn when the instance is built),
+//! the observation of a queried point, and the family's metrics of a classification.
 //!
-//! The built-in episode ([`crate::FiniteEpisode`]) runs its acquisition rules on it, and so
-//! can a method written elsewhere (armada's Python bindings): the same instance, the same
-//! noise, the same metrics, so both are compared on common random numbers.
+//! The built-in episodes ([`crate::FiniteEpisode`], [`crate::ContinuousEpisode`]) run their
+//! acquisition rules on it, and so can a method written elsewhere (armada's Python bindings):
+//! the same instance, the same noise, the same metrics, so both are compared on common
+//! random numbers.
 
-use crate::benchmarks::FiniteProblem;
+use crate::benchmarks::{uniform, uniform_points, ContinuousConfig, ContinuousProblem, FiniteProblem};
 use crate::metrics::ClassificationMetrics;
 use armada_core::{JobError, JobStreams, StreamRng};
+use armada_gp::Rows;
 use armada_math::dist::StandardNormal;
+use ndarray::{Array2, ArrayView2};
 use rand::Rng;
 
 /// One job's finite benchmark: its instance, its environment streams, and the protocol
@@ -107,6 +110,100 @@ impl FiniteEnvironment {
             )));
         }
         Ok(ClassificationMetrics::of(upper, &self.problem.f, self.problem.theta))
+    }
+}
+
+/// One job's continuous LSE benchmark (the 5-D box block): the box and its `f`, the pool of
+/// candidates offered to every algorithm (environment stream `pool`), the evaluation set the
+/// metrics are measured on (stream `evalset`) with `f` on it, and the noise.
+pub struct ContinuousEnvironment {
+    problem: ContinuousProblem,
+    config: ContinuousConfig,
+    pool: Array2<f64>,
+    eval: Array2<f64>,
+    /// The noise-free `f` on the evaluation set.
+    eval_f: Vec<f64>,
+    noise: StreamRng,
+    init: StreamRng,
+}
+
+impl ContinuousEnvironment {
+    /// Draws the pool and the evaluation set and evaluates `f` on the latter.
+    pub fn new(problem: ContinuousProblem, config: ContinuousConfig, streams: &JobStreams) -> Self {
+        let (d, lo, hi) = (problem.dim, problem.lo, problem.hi);
+        let pool = uniform_points(config.pool_size, d, lo, hi, &mut streams.env("pool"));
+        let eval = uniform_points(config.eval_points, d, lo, hi, &mut streams.env("evalset"));
+        let eval_f = Rows::new(eval.view()).iter().map(problem.f).collect();
+        ContinuousEnvironment {
+            problem,
+            config,
+            pool,
+            eval,
+            eval_f,
+            noise: streams.env("noise"),
+            init: streams.env("init"),
+        }
+    }
+
+    pub fn problem(&self) -> &ContinuousProblem {
+        &self.problem
+    }
+
+    pub fn config(&self) -> &ContinuousConfig {
+        &self.config
+    }
+
+    /// The candidate pool `P`, one point per row: every algorithm of the seed gets the same.
+    pub fn pool_points(&self) -> ArrayView2<'_, f64> {
+        self.pool.view()
+    }
+
+    /// The evaluation set `X~`, one point per row.
+    pub fn eval_points(&self) -> ArrayView2<'_, f64> {
+        self.eval.view()
+    }
+
+    /// The noise-free `f` on `X~`.
+    pub fn eval_f(&self) -> &[f64] {
+        &self.eval_f
+    }
+
+    /// Step 0's point: uniform in the box, from the `init` stream. Call it once, first.
+    pub fn initial_point(&mut self) -> Vec<f64> {
+        let p = &self.problem;
+        (0..p.dim).map(|_| uniform(p.lo, p.hi, &mut self.init)).collect()
+    }
+
+    /// The observation `f(x) + eps`, `eps ~ N(0, noise_var)` from the `noise` stream, of a
+    /// point of the box.
+    pub fn observe(&mut self, x: &[f64]) -> Result<f64, JobError> {
+        let p = &self.problem;
+        if x.len() != p.dim {
+            return Err(JobError::Invalid(format!("a point of {} coordinates in a {}-D box", x.len(), p.dim)));
+        }
+        if let Some(v) = x.iter().find(|v| !(p.lo..=p.hi).contains(*v)) {
+            return Err(JobError::Invalid(format!("coordinate {v} is outside the box [{}, {}]", p.lo, p.hi)));
+        }
+        let eps: f64 = self.noise.sample(StandardNormal);
+        Ok((p.f)(x) + p.noise_var.sqrt() * eps)
+    }
+
+    /// Whether step `step` of a run of `horizon` steps reports the metrics (every
+    /// `metrics_every`-th step and the last; NaN elsewhere, to spare the evaluation set).
+    pub fn metrics_due(&self, step: u32, horizon: u32) -> bool {
+        step.is_multiple_of(self.config.metrics_every) || step == horizon
+    }
+
+    /// The family's metrics of the classification `upper[i]` of the evaluation set's point `i`.
+    pub fn metrics(&self, upper: &[bool]) -> Result<ClassificationMetrics, JobError> {
+        let n = self.eval_f.len();
+        if upper.len() != n {
+            return Err(JobError::Invalid(format!(
+                "a classification of {} points; the evaluation set has {n}",
+                upper.len()
+            )));
+        }
+        Ok(ClassificationMetrics::of(upper, &self.eval_f, self.problem.theta))
     }
 }
 

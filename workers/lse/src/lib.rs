@@ -33,11 +33,11 @@ mod environment;
 mod episode;
 pub mod metrics;
 
+pub use benchmarks::uniform_points;
 pub use continuous_episode::{
-    continuous_acquisition, nelder_mead_box, predict_one, uniform_points, ContinuousEpisode, EvalSetMean, PolishStart,
-    Polished,
+    continuous_acquisition, nelder_mead_box, predict_one, ContinuousEpisode, EvalSetMean, PolishStart, Polished,
 };
-pub use environment::FiniteEnvironment;
+pub use environment::{ContinuousEnvironment, FiniteEnvironment};
 pub use episode::{CandidatePosterior, FiniteEpisode, LseMetrics};
 
 use algorithms::{Acquisition, ALGORITHMS};

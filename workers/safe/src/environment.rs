@@ -177,17 +177,19 @@ mod tests {
         let (mut env, _) = environment("clinical");
         let b = env.benchmark();
         let (n_s, h) = (b.grid.n_s(), b.h);
-        let safe_best: Vec<usize> = b
-            .f
-            .chunks(n_s)
-            .zip(b.g.chunks(n_s))
-            .map(|(f, g)| (0..n_s).filter(|&j| g[j] <= h).max_by(|&i, &j| f[i].total_cmp(&f[j])).unwrap_or(0))
-            .collect();
+        let safe_best: Vec<usize> =
+            b.f.chunks(n_s)
+                .zip(b.g.chunks(n_s))
+                .map(|(f, g)| (0..n_s).filter(|&j| g[j] <= h).max_by(|&i, &j| f[i].total_cmp(&f[j])).unwrap_or(0))
+                .collect();
         let best_k = (0..b.f.len()).filter(|&k| b.g[k] <= h).max_by(|&i, &j| b.f[i].total_cmp(&b.f[j])).unwrap();
         let unsafe_k = (0..b.f.len()).find(|&k| b.g[k] > h).unwrap();
         let (f_best, f_unsafe) = (b.f[best_k], b.f[unsafe_k]);
         let first = env.score(best_k, &safe_best).unwrap();
-        assert_eq!((first.regret_inst, first.regret2_inst, first.regretx_inst, first.violations_cum), (0.0, 0.0, 0.0, 0));
+        assert_eq!(
+            (first.regret_inst, first.regret2_inst, first.regretx_inst, first.violations_cum),
+            (0.0, 0.0, 0.0, 0)
+        );
         let second = env.score(unsafe_k, &safe_best).unwrap();
         assert_eq!(second.regret_inst, f_best - f_unsafe);
         assert_eq!(second.regret_cum, f_best - f_unsafe);

@@ -10,6 +10,8 @@
 
 use armada_core::{ComponentDef, JobError, Parameters};
 use armada_gp::Kernel;
+use ndarray::Array2;
+use rand::Rng;
 
 /// Input dimension of the block.
 pub const DIM: usize = 5;
@@ -145,6 +147,17 @@ pub const CONTINUOUS_5D: [ComponentDef; 3] = [
         params: ContinuousConfig::DEFS,
     },
 ];
+
+/// `n` iid uniform points of `[lo, hi]^dim`, one per row, drawn row by row.
+pub fn uniform_points<R: Rng + ?Sized>(n: usize, dim: usize, lo: f64, hi: f64, rng: &mut R) -> Array2<f64> {
+    let data = (0..n * dim).map(|_| uniform(lo, hi, rng)).collect();
+    Array2::from_shape_vec((n, dim), data).expect("n points of dim coordinates")
+}
+
+/// A uniform draw of `[lo, hi)`.
+pub fn uniform<R: Rng + ?Sized>(lo: f64, hi: f64, rng: &mut R) -> f64 {
+    lo + (hi - lo) * rng.random::<f64>()
+}
 
 #[cfg(test)]
 mod tests {

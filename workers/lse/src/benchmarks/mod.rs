@@ -8,7 +8,8 @@ mod toy1d;
 
 pub use carrier::{carrier_lifetime, carrier_lifetime_raw, CARRIER_LIFETIME};
 pub use continuous::{
-    rosenbrock, sphere, styblinski_tang, BlackBox, ContinuousConfig, ContinuousProblem, CONTINUOUS_5D, NOMINAL_CARD_X,
+    rosenbrock, sphere, styblinski_tang, uniform, uniform_points, BlackBox, ContinuousConfig, ContinuousProblem,
+    CONTINUOUS_5D, NOMINAL_CARD_X,
 };
 pub use finite2d::{gp_sample_path_kron, grid_2d, himmelblau, sinusoidal, FINITE_2D};
 pub use toy1d::{toy_1d, toy_1d_f, TOY_1D};
