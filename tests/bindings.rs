@@ -35,19 +35,7 @@ fn bindings_python() -> &'static Path {
 
 #[test]
 fn the_bindings_pass_their_own_tests() {
-    let tests = common::manifest_dir().join("workers/bindings/tests");
-    // From another directory, so that the installed module is what is imported.
-    let tmp = tempfile::tempdir().unwrap();
-    let out = Command::new(bindings_python())
-        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
-        .arg(&tests)
-        .current_dir(tmp.path())
-        .output()
-        .unwrap();
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
-    let summary = stdout.lines().last().unwrap_or_default();
-    assert!(summary.contains(" passed") && !summary.contains("failed") && !summary.contains("skipped"), "{summary}");
+    common::pytest_passes(bindings_python(), &common::manifest_dir().join("workers/bindings/tests"));
 }
 
 /// The cost benchmark runs as documented: each workload's numpy method gave the built-in's

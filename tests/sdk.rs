@@ -54,19 +54,7 @@ fn registered(log: &Path) -> bool {
 
 #[test]
 fn the_sdk_passes_its_own_tests() {
-    let tests = common::manifest_dir().join("workers/python/tests");
-    // From another directory, so that the installed package is what is imported.
-    let tmp = tempfile::tempdir().unwrap();
-    let out = Command::new(sdk_python())
-        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
-        .arg(&tests)
-        .current_dir(tmp.path())
-        .output()
-        .unwrap();
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
-    let summary = stdout.lines().last().unwrap_or_default();
-    assert!(summary.contains(" passed") && !summary.contains("failed") && !summary.contains("skipped"), "{summary}");
+    common::pytest_passes(sdk_python(), &common::manifest_dir().join("workers/python/tests"));
 }
 
 const NOISY_SWEEP: &str = r#"

@@ -196,3 +196,20 @@ pub fn python_venv(name: &str, requirements: &Path) -> PathBuf {
     std::fs::write(&stamp, wanted).unwrap();
     python
 }
+
+/// Run a pytest directory with `python` from a directory of its own (so that the installed
+/// package is what is imported, not a checkout's), and require every test to pass: none
+/// failed, none skipped.
+pub fn pytest_passes(python: &Path, tests: &Path) {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(python)
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
+        .arg(tests)
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    let summary = stdout.lines().last().unwrap_or_default();
+    assert!(summary.contains(" passed") && !summary.contains("failed") && !summary.contains("skipped"), "{summary}");
+}

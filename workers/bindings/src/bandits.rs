@@ -30,10 +30,7 @@ pub struct BanditsEnvironment {
 impl BanditsEnvironment {
     #[new]
     fn new(job: &Job) -> PyResult<Self> {
-        let spec = &job.spec;
-        if spec.family != "bandits" {
-            return Err(PyValueError::new_err(format!("family: `{}` is not bandits", spec.family)));
-        }
+        let spec = job.spec_of("bandits")?;
         let JobEnvironment { env, noise } = JobEnvironment::of(spec, job.streams()).map_err(job_error)?;
         Ok(BanditsEnvironment { env, noise, rounds: 0, drawn: false, regret: 0.0, reward_cum: 0.0, expected_cum: 0.0 })
     }

@@ -4,7 +4,6 @@ use crate::job::Job;
 use crate::job_error;
 use armada_cvs::environment::CvsEnvironment as Environment;
 use numpy::{PyArray1, PyArray2, ToPyArray};
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -20,10 +19,7 @@ pub struct CvsEnvironment {
 impl CvsEnvironment {
     #[new]
     fn new(job: &Job) -> PyResult<Self> {
-        let spec = &job.spec;
-        if spec.family != "cvs" {
-            return Err(PyValueError::new_err(format!("family: `{}` is not cvs", spec.family)));
-        }
+        let spec = job.spec_of("cvs")?;
         let (problem, rule) = armada_cvs::family::problem(spec).map_err(job_error)?;
         Ok(CvsEnvironment { env: Environment::new(problem, rule, job.streams()) })
     }

@@ -79,6 +79,14 @@ impl Job {
     pub(crate) fn streams(&self) -> &JobStreams {
         &self.streams
     }
+
+    /// The spec, when the job is of `family` (an environment of that family is asked for).
+    pub(crate) fn spec_of(&self, family: &str) -> PyResult<&JobSpec> {
+        if self.spec.family != family {
+            return Err(PyValueError::new_err(format!("family: `{}` is not {family}", self.spec.family)));
+        }
+        Ok(&self.spec)
+    }
 }
 
 #[pymethods]

@@ -22,10 +22,7 @@ pub struct LseEnvironment {
 impl LseEnvironment {
     #[new]
     fn new(job: &Job) -> PyResult<Self> {
-        let spec = &job.spec;
-        if spec.family != "lse" {
-            return Err(PyValueError::new_err(format!("family: `{}` is not lse", spec.family)));
-        }
+        let spec = job.spec_of("lse")?;
         if ContinuousProblem::by_name(&spec.benchmark).is_some() {
             return Err(PyValueError::new_err(format!(
                 "benchmark: `{}` is a continuous benchmark: use LseBoxEnvironment",
@@ -130,10 +127,7 @@ pub struct LseBoxEnvironment {
 impl LseBoxEnvironment {
     #[new]
     fn new(job: &Job) -> PyResult<Self> {
-        let spec = &job.spec;
-        if spec.family != "lse" {
-            return Err(PyValueError::new_err(format!("family: `{}` is not lse", spec.family)));
-        }
+        let spec = job.spec_of("lse")?;
         let Some(problem) = ContinuousProblem::by_name(&spec.benchmark) else {
             return Err(PyValueError::new_err(format!(
                 "benchmark: `{}` is not a continuous benchmark: use LseEnvironment",

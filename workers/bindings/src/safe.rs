@@ -5,7 +5,6 @@ use crate::job_error;
 use armada_safe::benchmarks::Benchmark;
 use armada_safe::SafeEnvironment as Environment;
 use numpy::{PyArray1, PyArray2, ToPyArray};
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -21,10 +20,7 @@ pub struct SafeEnvironment {
 impl SafeEnvironment {
     #[new]
     fn new(job: &Job) -> PyResult<Self> {
-        let spec = &job.spec;
-        if spec.family != "safe" {
-            return Err(PyValueError::new_err(format!("family: `{}` is not safe", spec.family)));
-        }
+        let spec = job.spec_of("safe")?;
         let bench = Benchmark::from_params(&spec.benchmark, &spec.benchmark_params).map_err(job_error)?;
         Ok(SafeEnvironment { env: Environment::new(bench, job.streams()) })
     }
