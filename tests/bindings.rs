@@ -52,7 +52,7 @@ fn the_cost_benchmark_prints_a_ratio_per_workload() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
     let rows: Vec<&str> = stdout.lines().skip(1).collect();
-    assert_eq!(rows.len(), 5, "{stdout}");
+    assert_eq!(rows.len(), 7, "{stdout}");
     for row in rows {
         assert_eq!(row.split_whitespace().nth(2), Some("yes"), "{stdout}");
         let ratio: f64 = row.split_whitespace().last().unwrap().parse().unwrap();

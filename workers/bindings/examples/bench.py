@@ -15,7 +15,7 @@ import time
 
 import armada_bindings as ab
 from bandits_numpy import run_linucb
-from lse_numpy import METRICS, random_method, run_python, straddle_method
+from lse_numpy import METRICS, rand_straddle_method, random_method, run_python, straddle_method
 
 
 def per_step(run, horizon: int, rounds: int) -> float:
@@ -36,7 +36,8 @@ def same(python: list, builtin: list, metrics: list) -> bool:
 def workloads(horizon: int):
     """(benchmark, method, job, the numpy method's run, the metrics compared bit for bit)."""
     for benchmark in ["himmelblau", "gp-sample-path"]:
-        for algorithm, method in [("random", random_method), ("straddle", straddle_method)]:
+        for algorithm, method in [("random", random_method), ("straddle", straddle_method),
+                                  ("rand-straddle", rand_straddle_method)]:
             job = ab.Job("lse", benchmark, algorithm, seed=0, horizon=horizon)
             yield benchmark, algorithm, job, lambda job=job, method=method: run_python(job, method(job)), METRICS
     job = ab.Job("bandits", "synthetic", "fixed", seed=0, horizon=horizon,
@@ -51,12 +52,12 @@ def main() -> None:
     parser.add_argument("--horizon", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
-    print(f"{'benchmark':<16}{'algorithm':<10}{'same':<6}{'rust s/step':>14}{'python s/step':>15}{'ratio':>8}")
+    print(f"{'benchmark':<16}{'algorithm':<15}{'same':<6}{'rust s/step':>14}{'python s/step':>15}{'ratio':>8}")
     for benchmark, algorithm, job, run, metrics in workloads(args.horizon):
         agree = "yes" if same(run(), ab.run_builtin(job), metrics) else "NO"
         rust = per_step(lambda: ab.run_builtin(job), args.horizon, args.rounds)
         python = per_step(run, args.horizon, args.rounds)
-        print(f"{benchmark:<16}{algorithm:<10}{agree:<6}{rust:>14.3e}{python:>15.3e}{python / rust:>8.2f}")
+        print(f"{benchmark:<16}{algorithm:<15}{agree:<6}{rust:>14.3e}{python:>15.3e}{python / rust:>8.2f}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
-"""LSE's `random` and `straddle` (Inatsu et al., sections 2.3 and 2.4) written in numpy on
-armada's bindings: the benchmark's instance, noise and metrics, and the GP model it fixes,
-come from `armada_bindings`; the method is the numpy below. On the same job they give the
-built-in algorithms' trajectories bit for bit (workers/bindings/tests/test_lse.py).
+"""Three LSE methods written in numpy on armada's bindings: uniform random sampling, the
+straddle heuristic (Bryan et al. 2005) and the randomized straddle of Inatsu et al. (2024),
+whose confidence multiplier is drawn afresh each step. The benchmark's instance, noise and
+metrics, and the GP model it fixes, come from `armada_bindings`; the method is the numpy
+below. On the same job they give the built-in algorithms' trajectories bit for bit
+(workers/bindings/tests/test_lse.py).
 """
 
 import math
@@ -72,5 +74,25 @@ def straddle_method(job):
         af = beta_sqrt * np.sqrt(np.maximum(post.var, 0.0)) - np.abs(post.mean - env.theta)
         i = int(np.argmax(af))
         return i, beta_sqrt, float(af[i])
+
+    return choose
+
+
+def rand_straddle_method(job):
+    """The randomized straddle: beta_t^(1/2) = sqrt(-2 ln U) (a chi-squared draw with two
+    degrees of freedom, from the algorithm's stream), the straddle clipped at 0, and where it
+    is 0 everywhere, the unclipped straddle's argmax with the same beta (the default zero
+    rule). `ab.ln` is armada's logarithm: numpy's may round otherwise."""
+    stream = job.algorithm_stream("acquisition")
+
+    def choose(t, post, env):
+        beta_sqrt = math.sqrt(-2.0 * ab.ln(1.0 - stream.random()))
+        straddle = beta_sqrt * np.sqrt(np.maximum(post.var, 0.0)) - np.abs(post.mean - env.theta)
+        clipped = np.maximum(straddle, 0.0)
+        i = int(np.argmax(clipped))
+        af_max = float(clipped[i])
+        if af_max <= 0.0:
+            i = int(np.argmax(straddle))
+        return i, beta_sqrt, af_max
 
     return choose

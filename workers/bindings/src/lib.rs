@@ -11,6 +11,7 @@
 //! - [`bandits`]: the `bandits` family's environments (contexts, rewards, regret).
 //! - [`safe`]: the `safe` family's benchmarks (seeds, noisy observations, regrets).
 //! - [`cvs`]: the `cvs` family's problems (plays of control sets, costs, regrets).
+//! - [`math`]: armada-math's `exp`, `ln`, `erfc`, ... on floats and arrays, the families' bits.
 //! - `run_builtin(job)`: a built-in algorithm's trajectory, computed as a worker computes it.
 //!
 //! Arrays: inputs are read in place when they are contiguous (a classification, say);
@@ -20,6 +21,7 @@ mod bandits;
 mod cvs;
 mod job;
 mod lse;
+mod math;
 mod safe;
 mod stream;
 
@@ -87,5 +89,6 @@ fn armada_bindings(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<safe::SafeEnvironment>()?;
     m.add_class::<cvs::CvsEnvironment>()?;
     m.add_function(wrap_pyfunction!(run_builtin, m)?)?;
+    math::register(m)?;
     Ok(())
 }

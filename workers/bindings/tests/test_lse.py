@@ -10,7 +10,7 @@ import pytest
 
 import armada_bindings as ab
 
-from lse_numpy import METRICS, random_method, run_python, straddle_method
+from lse_numpy import METRICS, rand_straddle_method, random_method, run_python, straddle_method
 
 
 def bits(x: float) -> bytes:
@@ -27,8 +27,9 @@ def assert_same_bits(python, builtin, what):
 
 @pytest.mark.parametrize("benchmark", ["himmelblau", "gp-sample-path"])
 @pytest.mark.parametrize("seed", [0, 3])
-def test_numpy_random_and_straddle_are_the_builtins_bit_for_bit(benchmark, seed):
-    for algorithm, method in [("random", random_method), ("straddle", straddle_method)]:
+def test_numpy_methods_are_the_builtins_bit_for_bit(benchmark, seed):
+    methods = [("random", random_method), ("straddle", straddle_method), ("rand-straddle", rand_straddle_method)]
+    for algorithm, method in methods:
         job = ab.Job("lse", benchmark, algorithm, seed=seed, horizon=40, sweep_seed=7)
         builtin = ab.run_builtin(job)
         assert [r["step"] for r in builtin] == list(range(41))
@@ -176,3 +177,40 @@ def test_the_box_benchmarks_pool_evaluation_set_and_noise():
     every = ab.LseBoxEnvironment(box_job("random", metrics_every=5))
     assert [s for s in range(21) if every.metrics_due(s)] == [0, 5, 10, 15, 20]
 
+
+def test_armadas_functions_on_floats_and_arrays():
+    x = np.linspace(-3.0, 3.0, 603).reshape(3, 201)
+    for name, reference in [("exp", math.exp), ("sin", math.sin), ("cos", math.cos), ("erf", math.erf),
+                            ("erfc", math.erfc), ("expm1", math.expm1)]:
+        f = getattr(ab, name)
+        got = f(x)
+        assert got.shape == x.shape
+        assert got.ravel().tolist() == [f(float(v)) for v in x.ravel()], name
+        # Within an ulp or two of Python's (the C library's) values.
+        assert np.all(np.abs(got - np.vectorize(reference)(x)) <= 2 * np.spacing(np.abs(got)) + 1e-300), name
+    assert ab.ln(1.0) == 0.0 and ab.exp(0.0) == 1.0 and ab.std_normal_cdf(0.0) == 0.5
+    p = np.array([1e-300, 0.5, 1.0, 7.0])
+    assert np.all(np.abs(ab.ln(p) - np.log(p)) <= 2 * np.spacing(np.abs(np.log(p))) + 1e-300)
+    assert np.all(np.abs(ab.log1p(p) - np.log1p(p)) <= 2 * np.spacing(np.log1p(p)))
+    assert ab.std_normal_cdf(1.959963984540054) == pytest.approx(0.975, abs=1e-15)
+    with pytest.raises(TypeError):
+        ab.exp("one")
+
+
+def test_streams_draw_the_families_distributions():
+    s = ab.Job("lse", "himmelblau", "random", seed=8).environment_stream("d")
+    n = 100_000
+    g = np.array([s.gamma(2.5, 2.0) for _ in range(n)])
+    assert abs(g.mean() - 5.0) < 0.06 and abs(g.var() - 10.0) < 0.4
+    b = np.array([s.beta(2.0, 5.0) for _ in range(n)])
+    assert abs(b.mean() - 2.0 / 7.0) < 0.003 and 0.0 < b.min() and b.max() < 1.0
+    c = np.array([s.chi_squared(3.0) for _ in range(n)])
+    assert abs(c.mean() - 3.0) < 0.05 and abs(c.var() - 6.0) < 0.3
+    z = np.array([s.normal(1.0, 3.0) for _ in range(n)])
+    assert abs(z.mean() - 1.0) < 0.04 and abs(z.std() - 3.0) < 0.04
+    u = np.array([s.uniform(-2.0, 5.0) for _ in range(n)])
+    assert -2.0 <= u.min() and u.max() < 5.0 and abs(u.mean() - 1.5) < 0.03
+    with pytest.raises(ValueError, match="gamma"):
+        s.gamma(-1.0, 1.0)
+    with pytest.raises(ValueError, match="uniform"):
+        s.uniform(1.0, 1.0)

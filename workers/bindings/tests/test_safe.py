@@ -58,6 +58,10 @@ def test_seeds_and_noise_are_common_to_every_rule_of_a_seed():
     a, b = ab.SafeEnvironment(safe_job("pendulum", "predvar")), ab.SafeEnvironment(safe_job("pendulum", "my-rule"))
     za, zb = a.seed_point(), b.seed_point()
     assert za[0] == 0.0 and np.array_equal(za, zb)
+    # The seed's x is the stream's uniform draw on the benchmark's range, as `Stream.uniform` draws it.
+    lo, hi = a.points[:, 1].min(), a.points[:, 1].max()
+    job = safe_job("pendulum", "predvar")
+    assert za[1] == job.environment_stream("seed-points").uniform(lo, hi)
     assert a.observe_point(za.tolist()) == b.observe_point(zb.tolist())
     assert a.observe(7) == b.observe(7)
     # Noisy: a second observation of the same action differs.
