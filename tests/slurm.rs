@@ -252,10 +252,12 @@ fn workers_under_slurm_run_a_sweep_drain_on_scancel_and_a_second_array_finishes_
     let run = armada(&["run", slow.to_str().unwrap(), "--in-process", "--out", reference.to_str().unwrap(), "--quiet"]);
     assert!(run.status.success(), "{}", text(&run.stderr));
     client(&["submit", slow.to_str().unwrap()], &url);
-    wait_until(60, "two slow jobs done and two running", || {
-        let (done, running, _) = counts("slurm-slow", &url);
-        done >= 2 && running == 2
-    });
+    // Two done, then scancel at once. Not "and two running": `running` counts the jobs a
+    // worker leased ahead too, and a worker whose last job (of the sweep before) was short
+    // leases a deep backlog, so `running` fell to 2 only with the sweep's last two jobs
+    // left, and the drain then found nothing to hand back (a CI run failed so).
+    wait_until(60, "two slow jobs done", || counts("slurm-slow", &url).0 >= 2);
+    let done_at_scancel = counts("slurm-slow", &url).0;
     let out = cluster.command("scancel").arg(&first).output().unwrap();
     assert!(out.status.success(), "scancel: {}", text(&out.stderr));
     wait_until(60, "the first array to end", || cluster.states(&first).is_empty());
@@ -265,7 +267,9 @@ fn workers_under_slurm_run_a_sweep_drain_on_scancel_and_a_second_array_finishes_
     }
     let (done, running, queued) = counts("slurm-slow", &url);
     assert_eq!(running, 0, "the drained workers left jobs running");
-    assert!(queued > 0 && done >= 4, "scancel came too late to test anything: {done} done, {queued} queued");
+    assert!(queued > 0, "scancel came too late to test anything: {done} done, {queued} queued");
+    // A job running at the signal was finished and committed, not abandoned.
+    assert!(done > done_at_scancel, "the drain committed nothing: {done_at_scancel} done at scancel, {done} after");
 
     let second = cluster.workers(&url, 2);
     client(&["watch", "slurm-slow", "--quiet"], &url);
