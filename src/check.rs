@@ -440,7 +440,7 @@ fn rebuild_sweep(store: &mut Store, sweep_dir: &Path, sweep: &str) -> Result<(us
     let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
     let generation = store.begin_submission(sweep, &family, now_ms)?;
     store.add_jobs(sweep, generation, &rows)?;
-    store.commit_submission(sweep, generation, &[])?;
+    store.commit_submission(sweep, generation, &family, &[])?;
     for (part, keys) in &in_part {
         let jobs: Vec<(Option<u64>, &str)> = keys.iter().map(|k| (None, k.as_str())).collect();
         store.commit_jobs(sweep, part, &jobs)?;

@@ -20,8 +20,8 @@
 //! Every error names its field (`algorithms[1].params.beta_sqrt`) and what is allowed.
 
 use armada_core::{
-    check_param, check_params, find_component, validate_as, JobSpec, ParamValue, Params, Registry, SpecError, ValidJob,
-    MAX_HORIZON,
+    check_param, check_params, find_component, validate_as, ComponentDef, Family, JobSpec, ParamValue, Params,
+    Registry, SpecError, ValidJob, MAX_HORIZON,
 };
 use std::collections::HashMap;
 use std::path::Path;
@@ -102,7 +102,6 @@ pub fn parse_sweep_limited(
     check_name(&name)?;
     let family_name = string(required(&top, "family")?, "family")?;
     let family = registry.family(family_name)?;
-    let salt = family.key_salt();
     let seeds = seeds(required(&top, "seeds")?)?;
     let sweep_seed = match top.get("sweep_seed") {
         None => 0,
@@ -110,8 +109,14 @@ pub fn parse_sweep_limited(
     };
     let horizon = integer(required(&top, "horizon")?, "horizon", 1, MAX_HORIZON as i64)? as u32;
 
-    let benchmarks = components(&top, "benchmarks", BENCHMARK_KEYS, family.benchmarks(), family_name, max_jobs)?;
-    let algorithms = components(&top, "algorithms", ALGORITHM_KEYS, family.algorithms(), family_name, max_jobs)?;
+    let benchmark = |name: &str| Ok((find_component(family.benchmarks(), name, "benchmark", family_name)?, family));
+    let benchmarks = components(&top, "benchmarks", BENCHMARK_KEYS, &benchmark, max_jobs)?;
+    // An algorithm is the family's own, or one of an extension of it.
+    let algorithm = |name: &str| {
+        let declaring = registry.declaring(family_name, name)?;
+        Ok((find_component(declaring.algorithms(), name, "algorithm", declaring.name())?, declaring))
+    };
+    let algorithms = components(&top, "algorithms", ALGORITHM_KEYS, &algorithm, max_jobs)?;
     let variants = |cs: &[Component]| cs.iter().map(|c| c.variants.len()).sum::<usize>();
     let (n_bench, n_algo) = (variants(&benchmarks), variants(&algorithms));
     let n_jobs = n_bench.saturating_mul(n_algo).saturating_mul(seeds.len());
@@ -141,6 +146,7 @@ pub fn parse_sweep_limited(
         };
         for (bp_idx, bparams) in bench.variants.iter().enumerate() {
             for algo in &algorithms {
+                let salt = algo.family.key_salt();
                 for (ap_idx, aparams) in algo.variants.iter().enumerate() {
                     let origin = format!("{}#{bp_idx} x {}#{ap_idx}", bench.path, algo.path);
                     let spec = JobSpec {
@@ -153,7 +159,7 @@ pub fn parse_sweep_limited(
                         horizon,
                         sweep_seed,
                     };
-                    let cell = validate_as(family, &spec).map_err(|e| {
+                    let cell = validate_as(algo.family, &spec).map_err(|e| {
                         SpecError::new(
                             algo.path.clone(),
                             format!("with benchmark `{}` ({}): {e}", bench.name, bench.path),
@@ -178,22 +184,26 @@ pub fn parse_sweep_limited(
     Ok(Sweep { name, family: family_name.to_string(), jobs })
 }
 
-/// One `[[benchmarks]]` or `[[algorithms]]` entry, with its parameter grid expanded and checked.
-struct Component<'a> {
+/// One `[[benchmarks]]` or `[[algorithms]]` entry, with its parameter grid expanded and
+/// checked, and the family that declares it (an algorithm's may be an extension).
+struct Component<'a, 'r> {
     path: String,
     name: String,
     table: &'a Table,
     variants: Vec<Params>,
+    family: &'r dyn Family,
 }
 
-fn components<'a>(
+/// A component's definition by name, and the family that declares it.
+type Lookup<'l, 'r> = dyn Fn(&str) -> Result<(&'static ComponentDef, &'r dyn Family), SpecError> + 'l;
+
+fn components<'a, 'r>(
     top: &'a Table,
     key: &str,
     allowed_keys: &[&str],
-    defs: &'static [armada_core::ComponentDef],
-    family: &str,
+    lookup: &Lookup<'_, 'r>,
     max_variants: usize,
-) -> Result<Vec<Component<'a>>, SpecError> {
+) -> Result<Vec<Component<'a, 'r>>, SpecError> {
     let entries = match required(top, key)? {
         Value::Array(a) if !a.is_empty() => a,
         Value::Array(_) => return Err(SpecError::new(key, "must list at least one entry")),
@@ -204,7 +214,6 @@ fn components<'a>(
             ))
         }
     };
-    let what = key.trim_end_matches('s');
     let mut out = Vec::new();
     for (i, entry) in entries.iter().enumerate() {
         let path = format!("{key}[{i}]");
@@ -213,8 +222,7 @@ fn components<'a>(
             .ok_or_else(|| SpecError::new(path.clone(), format!("expected a table, got {}", entry.type_str())))?;
         check_keys(table, allowed_keys, &path)?;
         let name = string(required(table, "name").map_err(|e| e.within(&path))?, &format!("{path}.name"))?;
-        let def =
-            find_component(defs, name, what, family).map_err(|e| SpecError::new(format!("{path}.name"), e.message))?;
+        let (def, family) = lookup(name).map_err(|e| SpecError::new(format!("{path}.name"), e.message))?;
         let grid = match table.get("params") {
             None => vec![Params::new()],
             Some(Value::Table(t)) => {
@@ -231,7 +239,7 @@ fn components<'a>(
             .iter()
             .map(|p| check_params(def, p).map_err(|e| e.within(&format!("{path}.params"))))
             .collect::<Result<Vec<_>, _>>()?;
-        out.push(Component { path, name: name.to_string(), table, variants });
+        out.push(Component { path, name: name.to_string(), table, variants, family });
     }
     Ok(out)
 }
@@ -239,7 +247,7 @@ fn components<'a>(
 /// Expand `{a = [1, 2], b = "x"}` into the grid `[{a=1,b="x"}, {a=2,b="x"}]` (keys in sorted order,
 /// the last key varying fastest). Every name and value is checked against `def`, and the
 /// grid's size against `max_variants`, before anything is expanded.
-fn param_grid(def: &armada_core::ComponentDef, table: &Table, max_variants: usize) -> Result<Vec<Params>, SpecError> {
+fn param_grid(def: &ComponentDef, table: &Table, max_variants: usize) -> Result<Vec<Params>, SpecError> {
     let mut keys: Vec<_> = table.keys().collect();
     keys.sort();
     let mut columns = Vec::with_capacity(keys.len());
@@ -396,6 +404,35 @@ name = "random"
         assert_eq!(s.jobs[6].spec.horizon, 20);
         let keys: std::collections::HashSet<_> = s.jobs.iter().map(|j| &j.key).collect();
         assert_eq!(keys.len(), 12);
+    }
+
+    /// An extension's algorithm beside the family's own: checked against its schema,
+    /// keyed with the extension's salt, on the family's environment (common random numbers).
+    #[test]
+    fn a_sweep_names_an_extensions_algorithms_beside_its_familys() {
+        use crate::coordinator::catalog::{tests::extension, Catalog, Decision};
+        let catalog = Catalog::new(crate::registry());
+        let checked = catalog.check(extension("my-lse", "lse", &["gp-ucb"])).unwrap();
+        let Ok(Decision::New(checked)) = catalog.decide(checked) else { panic!("new") };
+        catalog.add(*checked);
+        let registry = catalog.get();
+        let text = format!("{GOOD}[[algorithms]]\nname = \"gp-ucb\"\nparams = {{ kappa = [1.0, 3.0] }}\n");
+        let s = parse_sweep(&text, "t", &registry).unwrap();
+        // 2 benchmarks x (2 straddle variants + 1 random + 2 gp-ucb) x 2 seeds.
+        assert_eq!(s.jobs.len(), 20);
+        let salt = registry.family("my-lse").unwrap().key_salt();
+        let ucb: Vec<_> = s.jobs.iter().filter(|j| j.spec.algorithm == "gp-ucb").collect();
+        assert_eq!(ucb.len(), 8);
+        assert!(ucb.iter().all(|j| j.spec.family == "lse" && j.key == j.spec.key_salted(&salt)));
+        let builtin = parse_sweep(GOOD, "t", &crate::registry()).unwrap();
+        assert!(builtin.jobs.iter().all(|j| s.jobs.contains(j)), "the family's jobs are unchanged");
+        let same_seed = s.jobs.iter().find(|j| j.spec.benchmark == ucb[0].spec.benchmark && j.spec.seed == ucb[0].spec.seed);
+        let (a, b) = (armada_core::JobStreams::new(&ucb[0].spec), armada_core::JobStreams::new(&same_seed.unwrap().spec));
+        assert!(a.env("noise") == b.env("noise"));
+        let e = parse_sweep(&text.replace("kappa", "kapa"), "t", &registry).unwrap_err().to_string();
+        assert_eq!(e, "algorithms[2].params.kapa: unknown parameter of `gp-ucb`; allowed: kappa");
+        let e = parse_sweep(&text, "t", &crate::registry()).unwrap_err().to_string();
+        assert!(e.starts_with("algorithms[2].name: unknown algorithm `gp-ucb` in family `lse`"), "{e}");
     }
 
     #[test]

@@ -33,12 +33,21 @@ pub fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
     // Each family as the coordinator describes it, read like a declaration (built-in ones
     // follow the same rules), so that both print alike.
     let no_builtins = Registry::new(vec![]);
-    for wire in info.families {
+    for mut wire in info.families {
         let (name, digest) = (wire.name.clone(), wire.digest.clone());
+        // An extension is described whole (its family's benchmarks and metrics with its
+        // algorithms): printed as such.
+        let extends = std::mem::take(&mut wire.extends);
         let checked = declared::check(wire, &no_builtins)
             .map_err(|e| anyhow::anyhow!("the coordinator describes family {name} oddly: {e}"))?;
-        let origin = if digest.is_empty() { String::new() } else { format!(", declared, digest {digest}") };
-        print_family(&DeclaredFamily::new(checked), &origin);
+        let mut origin = String::new();
+        if !extends.is_empty() {
+            origin += &format!(", extends {extends}");
+        }
+        if !digest.is_empty() {
+            origin += &format!(", declared, digest {digest}");
+        }
+        print_family(&DeclaredFamily::new(checked, &no_builtins), &origin);
     }
     Ok(ExitCode::SUCCESS)
 }

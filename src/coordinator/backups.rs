@@ -78,11 +78,11 @@ mod tests {
         let data = dir.path().join("data");
         let mut store = Store::open(&data).unwrap();
         store.begin_submission("first", "testkit", 0).unwrap();
-        store.commit_submission("first", 0, &[]).unwrap();
+        store.commit_submission("first", 0, "testkit", &[]).unwrap();
         let at = |s: u64| UNIX_EPOCH + Duration::from_secs(s);
         let one = take(&store, &data, at(1), 2).unwrap();
         store.begin_submission("second", "testkit", 0).unwrap();
-        store.commit_submission("second", 0, &[]).unwrap();
+        store.commit_submission("second", 0, "testkit", &[]).unwrap();
         let two = take(&store, &data, at(2), 2).unwrap();
         let three = take(&store, &data, at(3), 2).unwrap();
         assert_eq!(backups(&data), vec![two.clone(), three]);

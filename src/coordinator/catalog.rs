@@ -54,9 +54,7 @@ impl Catalog {
             if kept_digest == checked.digest {
                 return Ok(Decision::Known { digest: checked.digest });
             }
-            let kept_info = declared::family_info(kept);
-            let kept_info =
-                pb::FamilyInfo { key_salt: String::new(), declared: false, digest: String::new(), ..kept_info };
+            let kept_info = declared::as_declared(declared::family_info(kept));
             return Err(CommandError::failed_precondition(format!(
                 "family `{name}` version {version} is declared already with digest {kept_digest}; this declaration \
                  (digest {}) differs at `{}`: give a changed family a new version",
@@ -75,7 +73,7 @@ impl Catalog {
 
     /// Add a declaration that [`Self::decide`] found new (and the store now keeps).
     pub fn add(&self, checked: Checked) {
-        let family = Arc::new(DeclaredFamily::new(checked));
+        let family = Arc::new(DeclaredFamily::new(checked, &self.builtin));
         let mut current = self.current.write().expect("catalog lock");
         *current = Arc::new(current.with(family));
     }
@@ -98,9 +96,9 @@ impl Catalog {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
-    use armada_core::{JobSpec, ParamValue};
+    use armada_core::{JobSpec, JobStreams, ParamValue};
 
     /// A built-in family's description, renamed, is a valid declaration, and the declared
     /// family validates like the built-in one: the same completed spec, a different key.
@@ -185,6 +183,134 @@ mod tests {
         let registry = catalog.get();
         assert_eq!(registry.family("mybo").unwrap().version(), version + 1);
         assert_eq!(registry.resolve(&format!("mybo+{digest}")).unwrap().version(), version);
+    }
+
+    /// An extension of `extends` declaring `algorithms` (a float parameter `kappa` each).
+    pub fn extension(name: &str, extends: &str, algorithms: &[&str]) -> pb::FamilyInfo {
+        let kappa = pb::ParamInfo {
+            name: "kappa".into(),
+            kind: pb::param_info::Kind::Float as i32,
+            min: 0.0,
+            max: 10.0,
+            default: Some(armada_worker::wire::param_to_wire(&ParamValue::Float(2.0))),
+            ..Default::default()
+        };
+        let algorithm =
+            |n: &&str| pb::ComponentInfo { name: n.to_string(), doc: "mine".into(), params: vec![kappa.clone()] };
+        pb::FamilyInfo {
+            name: name.into(),
+            version: 1,
+            extends: extends.into(),
+            algorithms: algorithms.iter().map(algorithm).collect(),
+            ..Default::default()
+        }
+    }
+
+    fn add(catalog: &Catalog, info: pb::FamilyInfo) -> String {
+        let checked = catalog.check(info).and_then(|c| catalog.decide(c)).unwrap_or_else(|e| panic!("{}", e.message()));
+        let Decision::New(checked) = checked else { panic!("new") };
+        let digest = checked.digest.clone();
+        catalog.add(*checked);
+        digest
+    }
+
+    /// An extension's jobs are its family's jobs (the same environment streams), on its
+    /// benchmarks and with its metrics and benchmark checks; their keys are salted by the
+    /// family's version and the extension's digest; the family's own jobs keep their keys.
+    #[test]
+    fn an_extension_runs_its_algorithms_on_its_familys_benchmarks() {
+        let catalog = Catalog::new(crate::registry());
+        let digest = add(&catalog, extension("my-lse", "lse", &["gp-ucb"]));
+        let registry = catalog.get();
+        let (lse, mine) = (registry.family("lse").unwrap(), registry.family("my-lse").unwrap());
+        assert_eq!(mine.extends(), Some("lse"));
+        assert_eq!((mine.benchmarks(), mine.metrics()), (lse.benchmarks(), lse.metrics()));
+        assert_eq!((mine.headline_metrics(), mine.ends_early()), (lse.headline_metrics(), lse.ends_early()));
+        assert_eq!(mine.key_salt(), format!("armada-job-v{}+{digest}", lse.version()));
+        let mut spec = JobSpec::new("lse", "himmelblau", "gp-ucb");
+        (spec.seed, spec.horizon) = (4, 3);
+        let valid = registry.validate(&spec).unwrap();
+        assert_eq!(valid.spec.algorithm_params.get("kappa"), Some(&ParamValue::Float(2.0)));
+        assert_eq!(valid.key, valid.spec.key_salted(&mine.key_salt()));
+        assert_eq!(registry.declaring("lse", "gp-ucb").unwrap().reference(), format!("my-lse+{digest}"));
+        let mut straddle = spec.clone();
+        straddle.algorithm = "straddle".into();
+        let builtin = registry.validate(&straddle).unwrap();
+        assert_eq!(builtin, crate::registry().validate(&straddle).unwrap(), "the family's own keys are untouched");
+        // Common random numbers: the environment streams are the family's for the seed.
+        let (a, b) = (JobStreams::new(&valid.spec), JobStreams::new(&builtin.spec));
+        assert!(a.env("noise") == b.env("noise") && a.algo("acquisition") != b.algo("acquisition"));
+        // The family's checks of its benchmark apply to the extension's jobs too.
+        let mut polished = JobSpec::new("lse", "sphere-5d", "gp-ucb");
+        polished.horizon = 3;
+        polished.benchmark_params.insert("pool_size".into(), ParamValue::Int(10));
+        polished.benchmark_params.insert("polish_top_k".into(), ParamValue::Int(11));
+        let e = registry.validate(&polished).unwrap_err();
+        assert_eq!(e.to_string(), "benchmark_params.polish_top_k: polish_top_k = 11 exceeds pool_size = 10");
+        // An unknown algorithm's message lists the extension's; a spec of another family
+        // cannot be validated as the extension's.
+        let e = registry.validate(&JobSpec::new("lse", "himmelblau", "nope")).unwrap_err();
+        assert!(e.to_string().starts_with("algorithm: unknown algorithm `nope` in family `lse`; allowed: "), "{e}");
+        assert!(e.to_string().ends_with(", gp-ucb"), "{e}");
+        let e = armada_core::validate_as(mine, &JobSpec::new("safe", "himmelblau", "gp-ucb")).unwrap_err();
+        assert_eq!(e.to_string(), "family: `safe` is not family `my-lse` (an extension of `lse`)");
+        // Two extensions declaring one name make it ambiguous; other names stay usable.
+        add(&catalog, extension("their-lse", "lse", &["gp-ucb", "ei"]));
+        let e = catalog.get().validate(&spec).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "algorithm: `gp-ucb` is declared by several extensions of family `lse` (my-lse, their-lse); a sweep can \
+             name it only while one of them declares it"
+        );
+        spec.algorithm = "ei".into();
+        assert!(catalog.get().validate(&spec).is_ok());
+    }
+
+    #[test]
+    fn an_extension_that_breaks_a_rule_is_refused_naming_the_field() {
+        let catalog = Catalog::new(crate::registry());
+        let refused = |edit: &dyn Fn(&mut pb::FamilyInfo)| {
+            let mut info = extension("my-lse", "lse", &["gp-ucb"]);
+            edit(&mut info);
+            match catalog.check(info) {
+                Err(e) => e.message().to_string(),
+                Ok(_) => panic!("accepted"),
+            }
+        };
+        let known: Vec<&str> = crate::registry().families().map(|f| f.name()).collect();
+        assert_eq!(
+            refused(&|i| i.extends = "nope".into()),
+            format!(
+                "extends: `nope` is not a built-in family of this coordinator (an extension extends one of: {})",
+                known.join(", ")
+            )
+        );
+        let testkit = declared::family_info(crate::registry().family("testkit").unwrap());
+        assert_eq!(
+            refused(&|i| i.benchmarks = testkit.benchmarks.clone()),
+            "benchmarks: an extension of `lse` has its benchmarks; declare none"
+        );
+        assert_eq!(
+            refused(&|i| i.metrics = testkit.metrics.clone()),
+            "metrics: an extension of `lse` has its metrics; declare none"
+        );
+        assert_eq!(refused(&|i| i.ends_early = true), "ends_early: an extension of `lse` ends as its jobs end");
+        assert_eq!(
+            refused(&|i| i.algorithms[0].name = "straddle".into()),
+            "algorithms[0].name: `straddle` is an algorithm of `lse`; name yours otherwise"
+        );
+        assert_eq!(refused(&|i| i.algorithms.clear()), "algorithms: declare at least one");
+        // Kept once; the same name and version declared otherwise is refused at its first
+        // difference, the inherited parts aside.
+        add(&catalog, extension("my-lse", "lse", &["gp-ucb"]));
+        let mut changed = extension("my-lse", "lse", &["gp-ucb"]);
+        changed.algorithms[0].doc = "changed".into();
+        let e = catalog.check(changed).and_then(|c| catalog.decide(c)).err().unwrap();
+        assert!(e.message().contains("differs at `algorithms[0].doc`"), "{}", e.message());
+        let mut other = extension("my-lse", "lse", &["gp-ucb"]);
+        other.extends = "safe".into();
+        let e = catalog.check(other).and_then(|c| catalog.decide(c)).err().unwrap();
+        assert!(e.message().contains("differs at `extends`"), "{}", e.message());
     }
 
     #[test]

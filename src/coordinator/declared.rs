@@ -4,13 +4,14 @@
 //! a built-in family does. Its jobs run on the workers that declared it, never here.
 
 use armada_core::{
-    AnyEpisode, ComponentDef, Declaration, Family, JobError, JobStreams, MetricDef, MetricKind, ParamDef, ParamKind,
-    ParamValue, Registry, SpecError, ValidJob,
+    AnyEpisode, ComponentDef, Declaration, Family, JobError, JobSpec, JobStreams, MetricDef, MetricKind, ParamDef,
+    ParamKind, ParamValue, Registry, SpecError, ValidJob,
 };
 use armada_proto::v1 as pb;
 use armada_worker::wire;
 use prost::Message;
 use std::collections::HashSet;
+use std::sync::Arc;
 
 /// Declarations one coordinator keeps at most. Each accepted declaration lives as long as
 /// the process (its names become the `&'static str` of a [`Declaration`]), so the count
@@ -68,12 +69,25 @@ pub fn check(mut info: pb::FamilyInfo, builtin: &Registry) -> Result<Checked, Sp
         return Err(SpecError::new("version", "0 is not a version; versions start at 1"));
     }
     check_doc(&info.doc, "doc")?;
+    let base = match info.extends.as_str() {
+        "" => None,
+        extends => Some(check_extension(&info, builtin.families().find(|f| f.name() == extends), builtin)?),
+    };
     for (field, components) in [("benchmarks", &info.benchmarks), ("algorithms", &info.algorithms)] {
+        if base.is_some() && field == "benchmarks" {
+            continue;
+        }
         check_count(components.len(), field)?;
         let mut names = HashSet::new();
         for (i, c) in components.iter().enumerate() {
             let at = format!("{field}[{i}]");
             check_item_name(&c.name, &format!("{at}.name"), &mut names)?;
+            if let Some(base) = base.filter(|b| b.algorithms().iter().any(|a| a.name == c.name)) {
+                return Err(SpecError::new(
+                    format!("{at}.name"),
+                    format!("`{}` is an algorithm of `{}`; name yours otherwise", c.name, base.name()),
+                ));
+            }
             check_doc(&c.doc, &format!("{at}.doc"))?;
             if c.params.len() > MAX_ITEMS {
                 return Err(SpecError::new(
@@ -89,6 +103,10 @@ pub fn check(mut info: pb::FamilyInfo, builtin: &Registry) -> Result<Checked, Sp
                 param_kind(p).map_err(|e| e.within(&at))?;
             }
         }
+    }
+    if base.is_some() {
+        let digest = digest(&info);
+        return Ok(Checked { info, digest });
     }
     check_count(info.metrics.len(), "metrics")?;
     let mut metric_names = HashSet::new();
@@ -123,6 +141,55 @@ pub fn check(mut info: pb::FamilyInfo, builtin: &Registry) -> Result<Checked, Sp
     }
     let digest = digest(&info);
     Ok(Checked { info, digest })
+}
+
+/// The rules of an extension of `base` (the built-in family it names, when there is one):
+/// everything but its algorithms is its family's.
+fn check_extension<'a>(
+    info: &pb::FamilyInfo,
+    base: Option<&'a dyn Family>,
+    builtin: &Registry,
+) -> Result<&'a dyn Family, SpecError> {
+    let Some(base) = base else {
+        let known: Vec<&str> = builtin.families().map(|f| f.name()).collect();
+        return Err(SpecError::new(
+            "extends",
+            format!(
+                "`{}` is not a built-in family of this coordinator (an extension extends one of: {})",
+                shorten(&info.extends),
+                known.join(", ")
+            ),
+        ));
+    };
+    let inherited = [
+        ("benchmarks", info.benchmarks.len()),
+        ("metrics", info.metrics.len()),
+        ("headline_metrics", info.headline_metrics.len()),
+        ("summary_axes", info.summary_axes.len()),
+    ];
+    if let Some((field, _)) = inherited.iter().find(|(_, n)| *n > 0) {
+        return Err(SpecError::new(
+            *field,
+            format!("an extension of `{}` has its {field}; declare none", base.name()),
+        ));
+    }
+    if info.ends_early {
+        return Err(SpecError::new("ends_early", format!("an extension of `{}` ends as its jobs end", base.name())));
+    }
+    Ok(base)
+}
+
+/// A declaration as it was declared: an extension's answers carry its family's
+/// benchmarks and metrics, which it did not declare.
+pub fn as_declared(mut info: pb::FamilyInfo) -> pb::FamilyInfo {
+    if !info.extends.is_empty() {
+        info.benchmarks.clear();
+        info.metrics.clear();
+        info.headline_metrics.clear();
+        info.summary_axes.clear();
+        info.ends_early = false;
+    }
+    pb::FamilyInfo { key_salt: String::new(), declared: false, digest: String::new(), ..info }
 }
 
 fn shorten(s: &str) -> String {
@@ -304,6 +371,7 @@ pub fn first_difference(kept: &pb::FamilyInfo, new: &pb::FamilyInfo) -> String {
         .or_else(|| diff(&kept.ends_early, &new.ends_early, "ends_early"))
         .or_else(|| diff(&kept.headline_metrics, &new.headline_metrics, "headline_metrics"))
         .or_else(|| diff(&kept.summary_axes, &new.summary_axes, "summary_axes"))
+        .or_else(|| diff(&kept.extends, &new.extends, "extends"))
         .or_else(|| diff(&kept.doc, &new.doc, "doc"))
         .unwrap_or_else(|| "nothing (the same declaration)".to_string())
 }
@@ -313,12 +381,15 @@ pub fn first_difference(kept: &pb::FamilyInfo, new: &pb::FamilyInfo) -> String {
 pub struct DeclaredFamily {
     declaration: &'static Declaration,
     checked: Checked,
+    /// The built-in family an extension extends.
+    base: Option<Arc<dyn Family>>,
 }
 
 impl DeclaredFamily {
     /// Make the declaration's `'static` form. Call it once per accepted declaration: its
-    /// memory is never given back (see [`MAX_DECLARATIONS`]).
-    pub fn new(checked: Checked) -> DeclaredFamily {
+    /// memory is never given back (see [`MAX_DECLARATIONS`]). `builtin` holds the family
+    /// an extension extends (checked to be there).
+    pub fn new(checked: Checked, builtin: &Registry) -> DeclaredFamily {
         fn text(s: &str) -> &'static str {
             Box::leak(s.to_string().into_boxed_str())
         }
@@ -348,18 +419,28 @@ impl DeclaredFamily {
             doc: text(&m.doc),
         };
         let info = &checked.info;
-        let declaration = Box::leak(Box::new(Declaration {
-            name: text(&info.name),
-            version: info.version,
-            doc: text(&info.doc),
-            benchmarks: each(&info.benchmarks, component),
-            algorithms: each(&info.algorithms, component),
-            metrics: each(&info.metrics, metric),
-            ends_early: info.ends_early,
-            headline_metrics: each(&info.headline_metrics, |n| text(n)),
-            summary_axes: each(&info.summary_axes, |n| text(n)),
+        let base = builtin.shared(&info.extends).filter(|_| !info.extends.is_empty());
+        let declaration = Box::leak(Box::new(match &base {
+            None => Declaration {
+                name: text(&info.name),
+                version: info.version,
+                doc: text(&info.doc),
+                benchmarks: each(&info.benchmarks, component),
+                algorithms: each(&info.algorithms, component),
+                metrics: each(&info.metrics, metric),
+                ends_early: info.ends_early,
+                headline_metrics: each(&info.headline_metrics, |n| text(n)),
+                summary_axes: each(&info.summary_axes, |n| text(n)),
+            },
+            Some(base) => Declaration {
+                name: text(&info.name),
+                version: info.version,
+                doc: text(&info.doc),
+                algorithms: each(&info.algorithms, component),
+                ..*base.declaration()
+            },
         }));
-        DeclaredFamily { declaration, checked }
+        DeclaredFamily { declaration, checked, base }
     }
 }
 
@@ -370,6 +451,21 @@ impl Family for DeclaredFamily {
 
     fn declared_digest(&self) -> Option<&str> {
         Some(&self.checked.digest)
+    }
+
+    fn extends(&self) -> Option<&str> {
+        self.base.as_ref().map(|b| b.name())
+    }
+
+    fn key_salt(&self) -> String {
+        let version = self.base.as_ref().map_or(self.version(), |b| b.version());
+        format!("{}+{}", armada_core::key_salt(version), self.checked.digest)
+    }
+
+    /// An extension's jobs pass its family's checks of their benchmark; its algorithms'
+    /// parameters are checked by their schemas alone.
+    fn check(&self, spec: &JobSpec) -> Result<(), SpecError> {
+        self.base.as_ref().map_or(Ok(()), |base| base.check_benchmark(spec))
     }
 
     fn start(&self, job: &ValidJob, _: &JobStreams) -> Result<Box<dyn AnyEpisode>, JobError> {
@@ -444,5 +540,6 @@ pub fn family_info(f: &dyn Family) -> pb::FamilyInfo {
         summary_axes: strings(f.summary_axes()),
         declared: f.declared_digest().is_some(),
         digest: f.declared_digest().unwrap_or_default().to_string(),
+        extends: f.extends().unwrap_or_default().to_string(),
     }
 }

@@ -4,7 +4,7 @@
 
 use super::store::JobState;
 use crate::results::Cell;
-use armada_core::{JobKey, JobSpec, ValidJob};
+use armada_core::{JobKey, JobSpec, Registry, SpecError, ValidJob};
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
@@ -161,14 +161,29 @@ impl Job {
     }
 }
 
+/// A sweep's families as the store and the scheduler keep them: the reference of its
+/// family ([`armada_core::Family::reference`]), then those of the extensions of it whose
+/// algorithms its jobs run, space-separated (a reference holds no space).
+pub fn sweep_families(family: &str, extensions: &[String]) -> String {
+    std::iter::once(family).chain(extensions.iter().map(String::as_str)).collect::<Vec<_>>().join(" ")
+}
+
+/// The reference of a sweep's own family, first of its [`sweep_families`].
+pub fn base_family(families: &str) -> &str {
+    families.split(' ').next().unwrap_or_default()
+}
+
 /// A submitted sweep's jobs as the scheduler takes them: one spec per distinct template
 /// (seed 0) and, per job, its template's index, seed and key; seed-major (the order the
 /// local runner uses, so an interrupted sweep is balanced across cells), each key once.
 /// Built off the scheduler, from validated jobs.
 pub struct Submission {
     pub name: String,
+    /// The sweep's families ([`sweep_families`]).
     pub family: String,
     pub templates: Vec<JobSpec>,
+    /// The family of each template, by reference: the sweep's, or an extension's.
+    pub families: Vec<String>,
     pub jobs: Vec<NewJob>,
     /// Every key of `jobs`.
     pub keys: HashSet<Key>,
@@ -211,7 +226,33 @@ impl Submission {
         new_jobs.sort_by_key(|j| j.seed);
         let mut by_key: Vec<u32> = (0..new_jobs.len() as u32).collect();
         by_key.sort_unstable_by_key(|&k| new_jobs[k as usize].key);
-        Submission { name, family, templates, jobs: new_jobs, keys: seen, by_key }
+        let families = vec![family.clone(); templates.len()];
+        Submission { name, family, templates, families, jobs: new_jobs, keys: seen, by_key }
+    }
+
+    /// The submission of a sweep that may run algorithms of extensions of its family: each
+    /// template's family is the one that declares its algorithm (an extension's jobs are
+    /// leased only to the sessions that declared it), and the sweep's lists the
+    /// extensions. `family` is the sweep's family's reference.
+    pub fn with_extensions(
+        name: String,
+        family: String,
+        jobs: Vec<ValidJob>,
+        registry: &Registry,
+    ) -> Result<Submission, SpecError> {
+        let mut submission = Submission::new(name, family, jobs);
+        let mut extensions = Vec::new();
+        for (spec, family) in submission.templates.iter().zip(&mut submission.families) {
+            let declaring = registry.declaring(&spec.family, &spec.algorithm)?;
+            if declaring.extends().is_some() {
+                *family = declaring.reference();
+                if !extensions.contains(family) {
+                    extensions.push(family.clone());
+                }
+            }
+        }
+        submission.family = sweep_families(&submission.family, &extensions);
+        Ok(submission)
     }
 }
 

@@ -8,9 +8,9 @@
 //! build that no longer computes the key the job was stored under, or no longer accepts
 //! its spec (the job stays visible, failed with the reason, and never runs).
 
-use super::jobs::{Key, Template, Templates};
+use super::jobs::{base_family, Key, Template, Templates};
 use super::store::{JobState, SpecTemplate, StoredJob};
-use armada_core::{JobSpec, Registry};
+use armada_core::{Family, JobSpec, Registry, SpecError};
 use std::sync::Arc;
 
 /// A stored job, as the table loads it.
@@ -37,6 +37,8 @@ pub enum StoreFix {
 /// cell are stored together, so most jobs only need their key hashed.
 struct LastCell {
     stored: SpecTemplate,
+    /// The sweep's families it was loaded under.
+    families: String,
     template: Arc<Template>,
     spec: JobSpec,
     salt: String,
@@ -53,9 +55,9 @@ impl<'a> Recovery<'a> {
         Recovery { registry, last: None }
     }
 
-    /// Load one stored job of the sweep whose family is `reference` (as its submission
-    /// named it, a declared one with its digest), checking that this build computes the key
-    /// it was stored under. `unrecorded_part` is the part that holds it, when the store
+    /// Load one stored job of the sweep whose families are `reference` (as its submission
+    /// named them, [`super::jobs::sweep_families`]: a declared one with its digest), checking
+    /// that this build computes the key it was stored under. `unrecorded_part` is the part that holds it, when the store
     /// does not know that part. `void_running` ran before: nothing stored is `running`.
     pub fn load(
         &mut self,
@@ -94,7 +96,7 @@ impl<'a> Recovery<'a> {
                 }
                 let fix = (stored.state != JobState::Failed).then(|| StoreFix::Failed { error: why.clone() });
                 Loaded {
-                    template: templates.unique(spec, reference),
+                    template: templates.unique(spec, base_family(reference)),
                     seed,
                     key: stored_key.unwrap_or(Key::ZERO),
                     state: JobState::Failed,
@@ -115,13 +117,19 @@ impl<'a> Recovery<'a> {
         templates: &mut Templates,
     ) -> Result<(Arc<Template>, armada_core::JobKey), String> {
         let mut last = match self.last.take() {
-            Some(last) if last.stored == *stored && &*last.template.family == reference => last,
+            Some(last) if last.stored == *stored && last.families == reference => last,
             _ => {
                 let spec = stored.to_spec()?;
-                let family = self.registry.resolve(reference).map_err(|e| e.to_string())?;
+                let family = family_of(self.registry, reference, &spec.algorithm).map_err(|e| e.to_string())?;
                 let valid = armada_core::validate_as(family, &spec).map_err(|e| e.to_string())?;
-                let template = templates.shared(valid.spec, reference);
-                LastCell { stored: stored.clone(), spec: template.spec.clone(), template, salt: family.key_salt() }
+                let template = templates.shared(valid.spec, &family.reference());
+                LastCell {
+                    stored: stored.clone(),
+                    families: reference.to_string(),
+                    spec: template.spec.clone(),
+                    template,
+                    salt: family.key_salt(),
+                }
             }
         };
         last.spec.seed = seed;
@@ -131,6 +139,15 @@ impl<'a> Recovery<'a> {
         self.last = Some(last);
         Ok((template, key))
     }
+}
+
+/// The family among a sweep's `families` that runs `algorithm`: the extension that
+/// declares it, or else the sweep's family (which then validates the job, or says why not).
+pub fn family_of<'r>(registry: &'r Registry, families: &str, algorithm: &str) -> Result<&'r dyn Family, SpecError> {
+    let mut references = families.split(' ');
+    let family = registry.resolve(references.next().unwrap_or_default())?;
+    let declares = |f: &&dyn Family| f.algorithms().iter().any(|a| a.name == algorithm);
+    Ok(references.filter_map(|r| registry.resolve(r).ok()).find(declares).unwrap_or(family))
 }
 
 #[cfg(test)]

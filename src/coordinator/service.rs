@@ -109,7 +109,8 @@ impl pb::sweeps_server::Sweeps for Coordinator {
         let started = std::time::Instant::now();
         let submission = tokio::task::spawn_blocking(move || {
             let (name, family, jobs) = this.parse(request.into_inner())?;
-            Ok::<_, Status>(Submission::new(name, family, jobs))
+            let registry = this.catalog.get();
+            Submission::with_extensions(name, family, jobs, &registry).map_err(invalid)
         })
         .await
         .map_err(|e| Status::internal(e.to_string()))??;
@@ -409,27 +410,27 @@ impl pb::workers_server::Workers for Coordinator {
                     .map_err(|e| Status::invalid_argument(format!("declarations[{i}].{}", e.message())))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        // A declared family's salt is its declaration's; a built-in one's, this build's.
-        let registry = self.catalog.get();
-        let key_salts = families
+        // A declared family is this very declaration; a built-in one, this build's.
+        let references: Vec<String> = families
             .iter()
-            .filter_map(|name| {
-                let salt = match declarations.iter().find(|d| d.info.name == *name) {
-                    Some(d) => format!("{}+{}", armada_core::key_salt(d.info.version), d.digest),
-                    None => registry.family(name).ok()?.key_salt(),
-                };
-                Some((name.clone(), salt))
+            .map(|name| match declarations.iter().find(|d| d.info.name == *name) {
+                Some(d) => format!("{name}+{}", d.digest),
+                None => name.clone(),
             })
             .collect();
         let registration =
             Registration { name, slots, version, families, build, declarations, host, software, processor };
         let Registered { worker_id, session, lease_ttl, heartbeat } = self.scheduler.register(registration).await?;
+        // Registered: every family it names is known now.
+        let registry = self.catalog.get();
+        let known: Vec<_> = references.iter().filter_map(|r| registry.resolve(r).ok()).collect();
         Ok(Response::new(pb::RegisterResponse {
             worker_id,
             lease_ttl_ms: lease_ttl.as_millis() as u32,
             heartbeat_interval_ms: heartbeat.as_millis() as u32,
             session,
-            key_salts,
+            key_salts: known.iter().map(|f| (f.name().to_string(), f.key_salt())).collect(),
+            families: known.iter().map(|f| declared::family_info(*f)).collect(),
         }))
     }
 

@@ -446,12 +446,13 @@ impl Store {
     /// Make submission `generation` the sweep, in one transaction: its added jobs count,
     /// the jobs of `removed` are dropped, and the sweep's failed and cancelled jobs are
     /// queued again (with a fresh attempt count).
-    pub fn commit_submission(&mut self, id: &str, generation: i64, removed: &[String]) -> Result<()> {
+    pub fn commit_submission(&mut self, id: &str, generation: i64, family: &str, removed: &[String]) -> Result<()> {
         self.write(|conn| {
             let tx = conn.transaction()?;
+            // A resubmission may run other extensions of the family (its families change).
             tx.execute(
-                "UPDATE sweeps SET generation = ?2, cancelled = 0, summarized = 0 WHERE id = ?1",
-                params![id, generation],
+                "UPDATE sweeps SET generation = ?2, family = ?3, cancelled = 0, summarized = 0 WHERE id = ?1",
+                params![id, generation, family],
             )?;
             if generation == 0 {
                 // A new sweep: nothing to drop or queue again (and a million rows not to scan).
@@ -823,7 +824,7 @@ mod tests {
             assert!(store.sweeps().unwrap().is_empty());
             let generation = store.begin_submission("s", "testkit", 2).unwrap();
             store.add_jobs("s", generation, &[job("a", 0), job("b", 1)]).unwrap();
-            store.commit_submission("s", generation, &[]).unwrap();
+            store.commit_submission("s", generation, "testkit", &[]).unwrap();
             assert_eq!(keys(&store), ["a", "b"]);
             // A resubmission adding `c` and dropping `a`, cut short before its commit.
             let generation = store.begin_submission("s", "testkit", 3).unwrap();
@@ -836,7 +837,7 @@ mod tests {
         assert_eq!(keys(&store), ["a", "b"]);
         let generation = store.begin_submission("s", "testkit", 4).unwrap();
         store.add_jobs("s", generation, &[job("c", 2)]).unwrap();
-        store.commit_submission("s", generation, &["a".to_string()]).unwrap();
+        store.commit_submission("s", generation, "testkit", &["a".to_string()]).unwrap();
         assert_eq!(keys(&store), ["b", "c"]);
         assert_eq!(store.sweeps().unwrap().len(), 1);
     }

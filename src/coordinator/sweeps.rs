@@ -17,6 +17,7 @@
 //!   resubmission re-arms it.
 
 use super::jobs::{Job, Key};
+use super::jobs::base_family;
 use super::replies::{CommandError, JobFailed, JobFilter, JobInfo, SweepState, SweepStatus};
 use super::store::JobState;
 use super::table::{Effect, JobTable};
@@ -28,6 +29,7 @@ use std::sync::Arc;
 pub struct Sweep {
     /// Its id, shared by its jobs.
     pub id: Arc<str>,
+    /// Its families ([`super::jobs::sweep_families`]).
     pub family: String,
     /// Its jobs' positions in the table, in run order.
     pub jobs: Vec<usize>,
@@ -273,10 +275,10 @@ impl Sweeps {
         let Some(sweep) = self.map.get(name) else {
             return Ok(Plan { base: 0, known: HashSet::new(), removed: Vec::new() });
         };
-        if sweep.family != family {
+        let (kept, new) = (base_family(&sweep.family), base_family(family));
+        if kept != new {
             return Err(CommandError::invalid_argument(format!(
-                "family: sweep `{name}` exists with family `{}`, not `{family}`",
-                sweep.family
+                "family: sweep `{name}` exists with family `{kept}`, not `{new}`"
             )));
         }
         let known = sweep.jobs.iter().map(|&i| table.job(i).key).collect();
@@ -300,6 +302,8 @@ impl Sweeps {
         only_submitted: bool,
     ) -> Vec<Effect> {
         let sweep = self.map.entry(name.to_string()).or_insert_with(|| Sweep::new(name, family.to_string()));
+        // A resubmission may run other extensions of the family.
+        sweep.family = family.to_string();
         sweep.cancelled = false;
         sweep.announced = false;
         let mut effects = table.drop_jobs(removed);
@@ -328,7 +332,7 @@ impl Sweeps {
         let new = first..table.len();
         sweep.jobs.extend(new.clone());
         let queued: Vec<usize> = new.filter(|&i| table.job(i).state == JobState::Queued).collect();
-        table.enqueue_all(family, &queued);
+        table.enqueue_all(&queued);
         effects.push(Effect::OpenLive(sweep.id.clone()));
         effects.push(Effect::CheckFinished(sweep.id.clone()));
         effects

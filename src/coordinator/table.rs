@@ -207,9 +207,12 @@ impl JobTable {
         self.queue.contains(i)
     }
 
-    /// Queue these jobs of `family` at the back, in the order given.
-    pub fn enqueue_all(&mut self, family: &str, jobs: &[usize]) {
-        self.queue.extend(family, jobs);
+    /// Queue these jobs at the back, in the order given, each in its family's queue (a
+    /// sweep's jobs are of one family, or of it and extensions of it).
+    pub fn enqueue_all(&mut self, jobs: &[usize]) {
+        for run in jobs.chunk_by(|&a, &b| self.jobs[a].family() == self.jobs[b].family()) {
+            self.queue.extend(self.jobs[run[0]].family(), run);
+        }
     }
 
     /// Leased attempts per worker session.

@@ -23,7 +23,7 @@ use super::backups::{self, BackupPolicy};
 use super::catalog::Catalog;
 use super::commit::{self, Commit, CommitConfig};
 use super::handle::{Command, Reply, SchedulerHandle};
-use super::jobs::{Job, Submission, Template, Templates};
+use super::jobs::{base_family, Job, Submission, Template, Templates};
 use super::live::{self, LiveSummaries, Opening};
 use super::metrics::Metrics;
 use super::replies::{CommandError, JobFailed, Submitted, SweepEvent};
@@ -401,9 +401,10 @@ impl Scheduler {
         }
     }
 
-    /// The declaration of a family as sweeps and jobs refer to it ([`armada_core::Family::reference`]).
+    /// The declaration of a family as jobs refer to it ([`armada_core::Family::reference`]),
+    /// or of a sweep's family as its families list it (its extensions share its metrics).
     fn declaration_of(&self, reference: &str) -> Option<&'static Declaration> {
-        self.catalog.get().resolve(reference).ok().map(|f| f.declaration())
+        self.catalog.get().resolve(base_family(reference)).ok().map(|f| f.declaration())
     }
 
     /// Someone watches `sweep`: events are worth building. Once the last watcher has left,

@@ -51,7 +51,7 @@ impl Scheduler {
     /// submission that this one does not contain). The store gets the new jobs in chunks
     /// ([`Self::store_chunk`]); nothing changes in memory until they are all stored.
     pub(super) fn begin_storing(&mut self, submission: Submission) -> Result<Storing, CommandError> {
-        let Submission { name, family, templates, jobs, keys, by_key } = submission;
+        let Submission { name, family, templates, families, jobs, keys, by_key } = submission;
         // A resubmission: what the sweep has is not added again, and what it has that the
         // submission does not is dropped.
         let plan = self.sweeps.plan(&name, &family, &keys, &self.table)?;
@@ -61,7 +61,7 @@ impl Scheduler {
         }
         let on_disk = on_disk.iter().filter_map(|k| Key::parse(k)).collect();
         let templates: Vec<Arc<Template>> =
-            templates.into_iter().map(|spec| self.templates.shared(spec, &family)).collect();
+            templates.into_iter().zip(families).map(|(spec, family)| self.templates.shared(spec, &family)).collect();
         let generation = self.store.begin_submission(&name, &family, now_ms()).map_err(internal)?;
         let ingest = Ingest::new(name, family, templates, jobs, by_key, plan, on_disk, self.table.len());
         Ok(Storing { ingest, generation, started: Instant::now(), reply: oneshot::channel().0 })
@@ -79,7 +79,9 @@ impl Scheduler {
         let result = match step {
             Step::Write(rows) => self.store.add_jobs(name, storing.generation, &rows),
             Step::Added => Ok(()),
-            Step::Commit(removed) => self.store.commit_submission(name, storing.generation, &removed),
+            Step::Commit(removed) => {
+                self.store.commit_submission(name, storing.generation, &storing.ingest.family, &removed)
+            }
         };
         if let Err(e) = result {
             // Nothing of it counts: its rows are dropped, its jobs were in no sweep.

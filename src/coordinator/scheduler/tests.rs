@@ -499,6 +499,83 @@ async fn declared_families_are_leased_by_digest_and_survive_a_restart() {
     assert_eq!(leased.iter().map(|l| l.job_key.clone()).collect::<BTreeSet<_>>(), keys, "queued again, same keys");
 }
 
+/// A sweep of a built-in family that names an extension's algorithm beside the family's
+/// own: the extension's jobs go only to sessions that declared it, the family's only to
+/// its workers; both survive a restart under the keys they were stored with; a
+/// resubmission without the extension drops its jobs and the sweep forgets it.
+#[tokio::test]
+async fn an_extensions_jobs_share_a_sweep_and_go_to_its_workers_only() {
+    use crate::coordinator::catalog::tests::extension;
+    use crate::coordinator::declared;
+    let dir = tempfile::tempdir().unwrap();
+    let config = SchedulerConfig {
+        commit: CommitConfig { linger: Duration::from_millis(5), ..CommitConfig::default() },
+        ..SchedulerConfig::default()
+    };
+    let start = |catalog: Arc<Catalog>| {
+        Scheduler::start(catalog, Store::open(dir.path()).unwrap(), dir.path().into(), config).unwrap()
+    };
+    let ext = declared::check(extension("my-testkit", "testkit", &["mine"]), &crate::registry()).unwrap();
+    let catalog = Arc::new(Catalog::new(crate::registry()));
+    let s = start(catalog.clone());
+    let digest = s.declare(ext.clone()).await.unwrap().digest;
+    let jobs_of = |algorithm: &str| -> Vec<ValidJob> {
+        (0..2)
+            .map(|seed| {
+                let mut spec = JobSpec::new("testkit", "constant", algorithm);
+                (spec.seed, spec.horizon) = (seed, 2);
+                catalog.get().validate(&spec).unwrap()
+            })
+            .collect()
+    };
+    let keys = |jobs: &[ValidJob]| jobs.iter().map(|j| j.key.0.clone()).collect::<BTreeSet<_>>();
+    let (echo, mine) = (jobs_of("echo"), jobs_of("mine"));
+    assert_eq!(echo[0].key, job(0).key, "the family's own jobs keep their keys");
+    let all = [echo.clone(), mine.clone()].concat();
+    let submission = Submission::with_extensions("t".into(), "testkit".into(), all, &catalog.get()).unwrap();
+    s.submit(submission).await.unwrap();
+    assert_eq!(status(&s).await.family, format!("testkit my-testkit+{digest}"));
+    let extension_worker = Registration {
+        declarations: vec![ext.clone()],
+        build: String::new(),
+        version: String::new(),
+        ..registration(&["my-testkit"])
+    };
+    let builtin = register(&s).await;
+    let leased_keys = |leases: &[Lease]| leases.iter().map(|l| l.job_key.clone()).collect::<BTreeSet<_>>();
+    assert_eq!(leased_keys(&lease(&s, &builtin).await), keys(&echo));
+    let theirs = s.register(extension_worker.clone()).await.unwrap().session;
+    let leased = lease(&s, &theirs).await;
+    assert_eq!(leased_keys(&leased), keys(&mine));
+    assert!(leased.iter().all(|l| l.spec.family == "testkit" && l.spec.algorithm == "mine"));
+    // Its records are checked against the family's metrics, and record the extension.
+    assert_eq!(upload_and_complete(&s, &theirs, leased[0].attempt_id, 1.0).await, Ok(true));
+    let part = results::part_files(&dir.path().join("t")).unwrap().remove(0);
+    let provenance = results::read_provenance(&part).unwrap();
+    assert_eq!(provenance[&leased[0].job_key].family_digest, digest);
+
+    // Restart with the built-in families only: the store brings the extension back, and
+    // each job goes to its own workers again under its key.
+    drop(s);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let s = start(Arc::new(Catalog::new(crate::registry())));
+    let theirs = s.register(extension_worker.clone()).await.unwrap().session;
+    let rest: BTreeSet<String> = keys(&mine).into_iter().filter(|k| *k != leased[0].job_key).collect();
+    assert_eq!(leased_keys(&lease(&s, &theirs).await), rest);
+    assert_eq!(leased_keys(&lease(&s, &register(&s).await).await), keys(&echo));
+    assert_eq!(status(&s).await.n_done, 1);
+
+    // Resubmitted without the extension: its jobs leave the sweep, which forgets it.
+    s.submit(Submission::with_extensions("t".into(), "testkit".into(), echo.clone(), &crate::registry()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!((status(&s).await.family, status(&s).await.n_jobs), ("testkit".to_string(), 2));
+    drop(s);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let s = start(Arc::new(Catalog::new(crate::registry())));
+    assert_eq!((status(&s).await.family, status(&s).await.n_jobs), ("testkit".to_string(), 2));
+}
+
 /// A worker silent for `forget_worker_after` is dropped from the list once it holds no
 /// lease, and must register again; one that keeps heartbeating stays, and so does a
 /// silent one while it still holds a lease.

@@ -128,6 +128,13 @@ pub trait Family: Send + Sync {
     fn declared_digest(&self) -> Option<&str> {
         None
     }
+    /// For a family declared as an extension of a built-in one: that family's name. The
+    /// extension's jobs are that family's jobs (their specs name it, so they draw its
+    /// environment streams: common random numbers with its own algorithms), on its
+    /// benchmarks and with its metrics; only their algorithms are the extension's.
+    fn extends(&self) -> Option<&str> {
+        None
+    }
     /// How the coordinator refers to this very declaration: the name for a built-in family,
     /// `name+digest` for a declared one ([`Registry::resolve`] finds it again).
     fn reference(&self) -> String {
@@ -149,6 +156,11 @@ pub trait Family: Send + Sync {
     /// not apply to a benchmark, parameters that must agree). Runs during validation, so a
     /// bad combination is refused before anything is queued.
     fn check(&self, _spec: &JobSpec) -> Result<(), SpecError> {
+        Ok(())
+    }
+    /// The part of [`Family::check`] that concerns the benchmark alone, which jobs of an
+    /// extension's algorithms pass too. A family with such checks calls it from `check`.
+    fn check_benchmark(&self, _spec: &JobSpec) -> Result<(), SpecError> {
         Ok(())
     }
     /// Start a validated job. Randomness must come only from `streams`.
@@ -204,6 +216,48 @@ impl Registry {
         })
     }
 
+    /// The family of this name as a shared handle (an extension keeps its base's).
+    pub fn shared(&self, name: &str) -> Option<Arc<dyn Family>> {
+        self.families.iter().filter(|f| f.name() == name).max_by_key(|f| f.version()).cloned()
+    }
+
+    /// The family whose algorithm `algorithm` is among the jobs of family `family`: that
+    /// family when it declares it, or else the one extension of it (in its newest version)
+    /// that does.
+    pub fn declaring(&self, family: &str, algorithm: &str) -> Result<&dyn Family, SpecError> {
+        let base = self.family(family)?;
+        if base.algorithms().iter().any(|a| a.name == algorithm) {
+            return Ok(base);
+        }
+        let newest = |f: &&dyn Family| self.family(f.name()).is_ok_and(|n| n.reference() == f.reference());
+        let extensions: Vec<&dyn Family> =
+            self.families().filter(|f| f.extends() == Some(base.name())).filter(newest).collect();
+        let declaring: Vec<&dyn Family> =
+            extensions.iter().copied().filter(|f| f.algorithms().iter().any(|a| a.name == algorithm)).collect();
+        match declaring[..] {
+            [one] => Ok(one),
+            [] => {
+                let allowed = base.algorithms().iter().chain(extensions.iter().flat_map(|f| f.algorithms()));
+                let allowed: Vec<&str> = allowed.map(|a| a.name).collect();
+                Err(SpecError::new(
+                    "algorithm",
+                    format!("unknown algorithm `{algorithm}` in family `{family}`; allowed: {}", allowed.join(", ")),
+                ))
+            }
+            _ => {
+                let names: Vec<&str> = declaring.iter().map(|f| f.name()).collect();
+                Err(SpecError::new(
+                    "algorithm",
+                    format!(
+                        "`{algorithm}` is declared by several extensions of family `{family}` ({}); a sweep can \
+                         name it only while one of them declares it",
+                        names.join(", ")
+                    ),
+                ))
+            }
+        }
+    }
+
     /// The family a [`Family::reference`] names: a built-in family by name, a declared one
     /// by name and digest, whatever versions were declared since.
     pub fn resolve(&self, reference: &str) -> Result<&dyn Family, SpecError> {
@@ -241,12 +295,16 @@ impl Registry {
 
     /// Check names and parameters, fill defaults, and key the completed spec.
     pub fn validate(&self, spec: &JobSpec) -> Result<ValidJob, SpecError> {
-        validate_as(self.family(&spec.family)?, spec)
+        validate_as(self.declaring(&spec.family, &spec.algorithm)?, spec)
     }
 }
 
 /// [`Registry::validate`] for the given declaration of the spec's family.
 pub fn validate_as(family: &dyn Family, spec: &JobSpec) -> Result<ValidJob, SpecError> {
+    if spec.family != family.name() && Some(spec.family.as_str()) != family.extends() {
+        let of = family.extends().map_or(String::new(), |base| format!(" (an extension of `{base}`)"));
+        return Err(SpecError::new("family", format!("`{}` is not family `{}`{of}", spec.family, family.name())));
+    }
     let bench = find_component(family.benchmarks(), &spec.benchmark, "benchmark", family.name())?;
     let algo = find_component(family.algorithms(), &spec.algorithm, "algorithm", family.name())?;
     let mut complete = spec.clone();

@@ -309,6 +309,16 @@ impl Family for CvsFamily {
     }
 
     fn check(&self, spec: &JobSpec) -> Result<(), SpecError> {
+        self.check_benchmark(spec)?;
+        let McParams { n_mc, n_sigma, .. } =
+            spec.algorithm_params.parse().map_err(|e| SpecError::new("algorithm_params", e.to_string()))?;
+        if n_sigma > n_mc {
+            return Err(SpecError::new("algorithm_params.n_sigma", format!("{n_sigma} exceeds n_mc = {n_mc}")));
+        }
+        Ok(())
+    }
+
+    fn check_benchmark(&self, spec: &JobSpec) -> Result<(), SpecError> {
         let BenchParams { variance, .. } =
             spec.benchmark_params.parse().map_err(|e| SpecError::new("benchmark_params", e.to_string()))?;
         if spec.benchmark == "airfoil" && Objective::Airfoil.f_star(variance).is_none() {
@@ -316,11 +326,6 @@ impl Family for CvsFamily {
                 "benchmark_params.variance",
                 format!("airfoil has f* only for variance 0.02 or 0.04, got {variance}"),
             ));
-        }
-        let McParams { n_mc, n_sigma, .. } =
-            spec.algorithm_params.parse().map_err(|e| SpecError::new("algorithm_params", e.to_string()))?;
-        if n_sigma > n_mc {
-            return Err(SpecError::new("algorithm_params.n_sigma", format!("{n_sigma} exceeds n_mc = {n_mc}")));
         }
         Ok(())
     }

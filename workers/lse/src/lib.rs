@@ -76,16 +76,19 @@ impl Family for LseFamily {
     /// The continuous block runs only the methods that apply to a box (spec 4.3), with
     /// consistent pool and polishing sizes.
     fn check(&self, spec: &JobSpec) -> Result<(), SpecError> {
+        self.check_benchmark(spec)?;
         if let Some(problem) = benchmarks::ContinuousProblem::by_name(&spec.benchmark) {
-            let message = |e: JobError| match e {
-                JobError::Invalid(m) => m,
-                other => other.to_string(),
-            };
             continuous_episode::continuous_acquisition(&spec.algorithm, &spec.algorithm_params, &problem)
-                .map_err(|e| SpecError::new("algorithm", message(e)))?;
+                .map_err(|e| SpecError::new("algorithm", invalid_message(e)))?;
+        }
+        Ok(())
+    }
+
+    fn check_benchmark(&self, spec: &JobSpec) -> Result<(), SpecError> {
+        if benchmarks::ContinuousProblem::by_name(&spec.benchmark).is_some() {
             let config: benchmarks::ContinuousConfig =
-                spec.benchmark_params.parse().map_err(|e| SpecError::new("benchmark_params", message(e)))?;
-            config.check().map_err(|e| SpecError::new("benchmark_params.polish_top_k", message(e)))?;
+                spec.benchmark_params.parse().map_err(|e| SpecError::new("benchmark_params", invalid_message(e)))?;
+            config.check().map_err(|e| SpecError::new("benchmark_params.polish_top_k", invalid_message(e)))?;
         }
         Ok(())
     }
@@ -99,5 +102,13 @@ impl Family for LseFamily {
         let n = environment.problem().f.len();
         let acquisition = Acquisition::from_params(&spec.algorithm, &spec.algorithm_params, n)?;
         Ok(Box::new(FiniteEpisode::on(environment, acquisition, streams, spec.horizon)))
+    }
+}
+
+/// A job error's message as a validation error says it.
+fn invalid_message(e: JobError) -> String {
+    match e {
+        JobError::Invalid(m) => m,
+        other => other.to_string(),
     }
 }

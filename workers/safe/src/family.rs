@@ -138,9 +138,24 @@ impl Family for SafeFamily {
         &DECLARATION
     }
 
-    /// Refuses grids too large to tabulate, a threshold under which the seed column s = 0 is
-    /// unsafe (assumption 3), and a multi-start with nothing to start from.
+    /// Refuses a multi-start with nothing to start from, and what `check_benchmark` refuses.
     fn check(&self, spec: &JobSpec) -> Result<(), SpecError> {
+        self.check_benchmark(spec)?;
+        // Every algorithm has both.
+        let ConfidenceParams { refit, restarts_per_param, .. } =
+            spec.algorithm_params.parse().map_err(|e| SpecError::new("algorithm_params", e.to_string()))?;
+        if restarts_per_param == 0 && refit == RefitMode::Multistart {
+            return Err(SpecError::new(
+                "algorithm_params.restarts_per_param",
+                "must be at least 1 with refit = \"multistart\" (use refit = \"warm\" to start from the previous estimate only)",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Refuses grids too large to tabulate and a threshold under which the seed column
+    /// s = 0 is unsafe (assumption 3).
+    fn check_benchmark(&self, spec: &JobSpec) -> Result<(), SpecError> {
         let settings = Settings::of(&spec.benchmark, &spec.benchmark_params)
             .map_err(|e| SpecError::new("benchmark_params", e.to_string()))?;
         let n = settings.grid;
@@ -158,17 +173,7 @@ impl Family for SafeFamily {
                 other => other.to_string(),
             };
             SpecError::new("benchmark_params.h", message)
-        })?;
-        // Every algorithm has both.
-        let ConfidenceParams { refit, restarts_per_param, .. } =
-            spec.algorithm_params.parse().map_err(|e| SpecError::new("algorithm_params", e.to_string()))?;
-        if restarts_per_param == 0 && refit == RefitMode::Multistart {
-            return Err(SpecError::new(
-                "algorithm_params.restarts_per_param",
-                "must be at least 1 with refit = \"multistart\" (use refit = \"warm\" to start from the previous estimate only)",
-            ));
-        }
-        Ok(())
+        })
     }
 
     fn start(&self, job: &ValidJob, streams: &JobStreams) -> Result<Box<dyn AnyEpisode>, JobError> {
