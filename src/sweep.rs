@@ -426,8 +426,10 @@ name = "random"
         assert!(ucb.iter().all(|j| j.spec.family == "lse" && j.key == j.spec.key_salted(&salt)));
         let builtin = parse_sweep(GOOD, "t", &crate::registry()).unwrap();
         assert!(builtin.jobs.iter().all(|j| s.jobs.contains(j)), "the family's jobs are unchanged");
-        let same_seed = s.jobs.iter().find(|j| j.spec.benchmark == ucb[0].spec.benchmark && j.spec.seed == ucb[0].spec.seed);
-        let (a, b) = (armada_core::JobStreams::new(&ucb[0].spec), armada_core::JobStreams::new(&same_seed.unwrap().spec));
+        let same_seed =
+            s.jobs.iter().find(|j| j.spec.benchmark == ucb[0].spec.benchmark && j.spec.seed == ucb[0].spec.seed);
+        let (a, b) =
+            (armada_core::JobStreams::new(&ucb[0].spec), armada_core::JobStreams::new(&same_seed.unwrap().spec));
         assert!(a.env("noise") == b.env("noise"));
         let e = parse_sweep(&text.replace("kappa", "kapa"), "t", &registry).unwrap_err().to_string();
         assert_eq!(e, "algorithms[2].params.kapa: unknown parameter of `gp-ucb`; allowed: kappa");

@@ -168,10 +168,7 @@ fn check_extension<'a>(
         ("summary_axes", info.summary_axes.len()),
     ];
     if let Some((field, _)) = inherited.iter().find(|(_, n)| *n > 0) {
-        return Err(SpecError::new(
-            *field,
-            format!("an extension of `{}` has its {field}; declare none", base.name()),
-        ));
+        return Err(SpecError::new(*field, format!("an extension of `{}` has its {field}; declare none", base.name())));
     }
     if info.ends_early {
         return Err(SpecError::new("ends_early", format!("an extension of `{}` ends as its jobs end", base.name())));

@@ -16,8 +16,8 @@
 //! - a sweep is announced once it has nothing queued or running, and once only, until a
 //!   resubmission re-arms it.
 
-use super::jobs::{Job, Key};
 use super::jobs::base_family;
+use super::jobs::{Job, Key};
 use super::replies::{CommandError, JobFailed, JobFilter, JobInfo, SweepState, SweepStatus};
 use super::store::JobState;
 use super::table::{Effect, JobTable};

@@ -172,9 +172,14 @@ pub fn wait_until(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
 /// package registry, made on first use (and again when the requirements change). Tests
 /// run side by side: one makes it, the others wait.
 pub fn python_venv(name: &str, requirements: &Path) -> PathBuf {
+    python_venv_of(name, &[requirements])
+}
+
+/// [`python_venv`] with the packages of several requirements files.
+pub fn python_venv_of(name: &str, requirements: &[&Path]) -> PathBuf {
     static MAKING: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _making = MAKING.lock().unwrap_or_else(|e| e.into_inner());
-    let wanted = std::fs::read_to_string(requirements).unwrap();
+    let wanted: String = requirements.iter().map(|r| std::fs::read_to_string(r).unwrap()).collect();
     let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
     let (python, stamp) = (venv.join("bin").join("python"), venv.join("armada-requirements.txt"));
     if python.exists() && std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) {
@@ -187,12 +192,13 @@ pub fn python_venv(name: &str, requirements: &Path) -> PathBuf {
         "python3 -m venv failed (Debian: apt-get install python3-venv):\n{}",
         text(&made.stderr)
     );
-    let installed = Command::new(&python)
-        .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"])
-        .arg(requirements)
-        .output()
-        .unwrap();
-    assert!(installed.status.success(), "pip install -r {}:\n{}", requirements.display(), text(&installed.stderr));
+    let mut pip = Command::new(&python);
+    pip.args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"]);
+    for r in requirements {
+        pip.arg("-r").arg(r);
+    }
+    let installed = pip.output().unwrap();
+    assert!(installed.status.success(), "pip install -r {requirements:?}:\n{}", text(&installed.stderr));
     std::fs::write(&stamp, wanted).unwrap();
     python
 }

@@ -80,6 +80,34 @@ impl Job {
         &self.streams
     }
 
+    /// The job of a spec: a built-in algorithm's validated and keyed as a coordinator does;
+    /// another algorithm's (an extension's) with its benchmark completed and checked as the
+    /// family checks it, its own parameters kept as given.
+    fn of_spec(mut spec: JobSpec) -> PyResult<Job> {
+        let registry = crate::registry();
+        let fam = registry.family(&spec.family).map_err(spec_error)?;
+        let builtin = if fam.algorithms().iter().any(|a| a.name == spec.algorithm) {
+            let valid = validate_as(fam, &spec).map_err(spec_error)?;
+            spec = valid.spec.clone();
+            Some(valid)
+        } else {
+            let def =
+                find_component(fam.benchmarks(), &spec.benchmark, "benchmark", &spec.family).map_err(spec_error)?;
+            spec.benchmark_params =
+                check_params(def, &spec.benchmark_params).map_err(|e| spec_error(e.within("benchmark_params")))?;
+            let (horizon, seed) = (spec.horizon, spec.seed);
+            if !(1..=MAX_HORIZON).contains(&horizon) {
+                return Err(PyValueError::new_err(format!("horizon: {horizon} is out of range [1, {MAX_HORIZON}]")));
+            }
+            if seed > MAX_SEED {
+                return Err(PyValueError::new_err(format!("seed: {seed} is out of range [0, {MAX_SEED}]")));
+            }
+            fam.check_benchmark(&spec).map_err(spec_error)?;
+            None
+        };
+        Ok(Job { streams: JobStreams::new(&spec), spec, builtin })
+    }
+
     /// The spec, when the job is of `family` (an environment of that family is asked for).
     pub(crate) fn spec_of(&self, family: &str) -> PyResult<&JobSpec> {
         if self.spec.family != family {
@@ -104,29 +132,11 @@ impl Job {
         benchmark_params: Option<&Bound<'_, PyDict>>,
         algorithm_params: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
-        let registry = crate::registry();
-        let fam = registry.family(family).map_err(spec_error)?;
         let mut spec = JobSpec::new(family, benchmark, algorithm);
         spec.benchmark_params = params_of("benchmark_params", benchmark_params)?;
         spec.algorithm_params = params_of("algorithm_params", algorithm_params)?;
         (spec.seed, spec.horizon, spec.sweep_seed) = (seed, horizon, sweep_seed);
-        let builtin = if fam.algorithms().iter().any(|a| a.name == algorithm) {
-            let valid = validate_as(fam, &spec).map_err(spec_error)?;
-            spec = valid.spec.clone();
-            Some(valid)
-        } else {
-            let def = find_component(fam.benchmarks(), benchmark, "benchmark", family).map_err(spec_error)?;
-            spec.benchmark_params =
-                check_params(def, &spec.benchmark_params).map_err(|e| spec_error(e.within("benchmark_params")))?;
-            if !(1..=MAX_HORIZON).contains(&horizon) {
-                return Err(PyValueError::new_err(format!("horizon: {horizon} is out of range [1, {MAX_HORIZON}]")));
-            }
-            if seed > MAX_SEED {
-                return Err(PyValueError::new_err(format!("seed: {seed} is out of range [0, {MAX_SEED}]")));
-            }
-            None
-        };
-        Ok(Job { streams: JobStreams::new(&spec), spec, builtin })
+        Job::of_spec(spec)
     }
 
     /// The job an object with the fields of one describes (an `armada_sdk` `Job`, say).
@@ -211,6 +221,19 @@ impl Job {
     /// The algorithm's own stream `purpose` (it also hashes the algorithm and its parameters).
     fn algorithm_stream(&self, purpose: &str) -> Stream {
         Stream { rng: self.streams.algo(purpose) }
+    }
+
+    /// The same job (benchmark, seed, environment streams) for another algorithm: a
+    /// reimplementation of a built-in algorithm draws from that algorithm's own streams
+    /// with `job.with_algorithm("random").algorithm_stream(...)`.
+    #[pyo3(signature = (algorithm, algorithm_params=None))]
+    fn with_algorithm(&self, algorithm: &str, algorithm_params: Option<&Bound<'_, PyDict>>) -> PyResult<Job> {
+        let s = &self.spec;
+        let mut spec = JobSpec::new(&s.family, &s.benchmark, algorithm);
+        (spec.benchmark_params, spec.seed, spec.horizon, spec.sweep_seed) =
+            (s.benchmark_params.clone(), s.seed, s.horizon, s.sweep_seed);
+        spec.algorithm_params = params_of("algorithm_params", algorithm_params)?;
+        Job::of_spec(spec)
     }
 
     fn __repr__(&self) -> String {

@@ -1,5 +1,5 @@
-"""armada's Python SDK: declare a family of your own in Python, run its workers, and
-submit, watch and read sweeps.
+"""armada's Python SDK: declare a family of your own in Python, or algorithms of your own
+for a built-in family (an Extension), run its workers, and submit, watch and read sweeps.
 
     from armada_sdk import Family, Benchmark, Algorithm, Float, Int, Bool, Choice, Metric
     python -m armada_sdk.worker mymodule:FAMILY --coordinator http://HOST:7070 --slots 4
@@ -10,7 +10,7 @@ __version__ = "0.1.0"
 
 from .client import Client  # noqa: E402
 from .episode import Record, run_episode  # noqa: E402
-from .family import Algorithm, Benchmark, Bool, Choice, Episode, Family, Float, Int, Metric  # noqa: E402
+from .family import Algorithm, Benchmark, Bool, Choice, Episode, Extension, Family, Float, Int, Metric  # noqa: E402
 from .keys import Job, JobStreams  # noqa: E402
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "Choice",
     "Client",
     "Episode",
+    "Extension",
     "Family",
     "Float",
     "Int",

@@ -14,7 +14,7 @@ from typing import Any, Mapping, Optional, Union
 
 from . import connection
 from ._proto import service_pb2
-from .family import Family
+from .family import Extension, Family
 
 Sweep = Union[str, pathlib.Path, Mapping[str, Any]]
 
@@ -31,10 +31,11 @@ class Client:
     def server_info(self) -> service_pb2.ServerInfoResponse:
         return self._call("ServerInfo", service_pb2.ServerInfoRequest())
 
-    def declare_family(self, family: Union[Family, service_pb2.FamilyInfo]) -> str:
-        """Declare a family ahead of its workers; its digest. A different declaration under
-        a declared name and version is refused (grpc.RpcError, FAILED_PRECONDITION)."""
-        info = family.to_proto() if isinstance(family, Family) else family
+    def declare_family(self, family: Union[Family, Extension, service_pb2.FamilyInfo]) -> str:
+        """Declare a family (or an extension of a built-in one) ahead of its workers; its
+        digest. A different declaration under a declared name and version is refused
+        (grpc.RpcError, FAILED_PRECONDITION)."""
+        info = family.to_proto() if isinstance(family, (Family, Extension)) else family
         return self._call("DeclareFamily", service_pb2.DeclareFamilyRequest(declaration=info)).digest
 
     def submit(self, sweep: Sweep, name: Optional[str] = None) -> str:

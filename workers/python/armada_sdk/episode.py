@@ -10,7 +10,8 @@ import traceback
 from dataclasses import dataclass
 from typing import Mapping, Union
 
-from .family import Family, load_family
+from .family import Contract, Family, load_family
+from ._proto import service_pb2
 from .keys import Job, JobStreams
 
 
@@ -27,7 +28,7 @@ class EpisodeError(Exception):
     """The episode broke the family's contract (a metric missing, a step past the end)."""
 
 
-def _values(family: Family, metrics: Mapping[str, float], step: int) -> tuple[float, ...]:
+def _values(family: Union[Family, Contract], metrics: Mapping[str, float], step: int) -> tuple[float, ...]:
     names = family.metric_names()
     missing = [n for n in names if n not in metrics]
     extra = [n for n in metrics if n not in names]
@@ -42,7 +43,7 @@ def _values(family: Family, metrics: Mapping[str, float], step: int) -> tuple[fl
     return tuple(values)
 
 
-def run_episode(family: Family, job: Job) -> list[Record]:
+def run_episode(family: Union[Family, Contract], job: Job) -> list[Record]:
     """Every record of ``job``: steps 0..=horizon, or 0..=last for a family that ends early."""
     started = time.perf_counter()
     episode = family.start(job, JobStreams(job))
@@ -63,17 +64,19 @@ MAX_ERROR = 4000
 
 
 @functools.lru_cache(maxsize=None)
-def _family(spec: str) -> Family:
-    return load_family(spec)
+def _contract(spec: str, described: bytes) -> Contract:
+    family = load_family(spec)
+    return family.contract(service_pb2.FamilyInfo.FromString(described))
 
 
-def run_in_slot(family_spec: str, jobs: list[Job]) -> list[Union[list[Record], str]]:
+def run_in_slot(family_spec: str, described: bytes, jobs: list[Job]) -> list[Union[list[Record], str]]:
     """What a worker's slot process runs: each job's records, or its error's text (the
-    family is imported once per process)."""
+    family is imported once per process; ``described`` is how the coordinator describes
+    it, an encoded FamilyInfo: an extension's metrics are its family's)."""
     outcomes: list[Union[list[Record], str]] = []
     for job in jobs:
         try:
-            outcomes.append(run_episode(_family(family_spec), job))
+            outcomes.append(run_episode(_contract(family_spec, described), job))
         except Exception:  # noqa: BLE001 (the job's own error is reported, not raised)
             outcomes.append(traceback.format_exc()[-MAX_ERROR:])
     return outcomes

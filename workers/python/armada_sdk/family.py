@@ -129,8 +129,70 @@ class Family:
     def metric_names(self) -> list[str]:
         return [m.name for m in self.metrics]
 
+    def contract(self, described: Optional[service_pb2.FamilyInfo] = None) -> Contract:
+        """What its episodes' records must hold (its own declaration says it)."""
+        return Contract(self.name, self.metrics, self.ends_early, self.start)
+
 
 _METRIC_KINDS = {"float": service_pb2.MetricInfo.FLOAT, "int": service_pb2.MetricInfo.INT}
+
+
+@dataclass(frozen=True)
+class Contract:
+    """What an episode's records must hold: the family's metrics in order, and whether a
+    run may end before its horizon. A Family is its own; an Extension's is its family's,
+    as the coordinator describes it."""
+
+    name: str
+    metrics: Sequence[Metric]
+    ends_early: bool
+    start: Start
+
+    def metric_names(self) -> list[str]:
+        return [m.name for m in self.metrics]
+
+
+@dataclass(frozen=True)
+class Extension:
+    """Algorithms of your own for a family built into armada (``lse``, ``cvs``, ``safe``,
+    ``bandits``): a sweep of that family names them beside its own algorithms, and their
+    jobs run on its benchmarks with its metrics and its environment streams (the same
+    instances, noise and costs as its algorithms meet: common random numbers). An episode
+    builds the benchmark with ``armada_bindings`` (``LseEnvironment(armada_bindings.Job.of(job))``,
+    say) and reports the family's metrics. Only the sessions that declared the extension
+    run its jobs; their keys carry its digest: change anything and bump ``version``."""
+
+    name: str
+    version: int
+    extends: str
+    algorithms: Sequence[Algorithm]
+    start: Start
+    doc: str = ""
+
+    def __post_init__(self) -> None:
+        check_extension(self)
+
+    def to_proto(self) -> service_pb2.FamilyInfo:
+        """The declaration as the wire carries it."""
+        return service_pb2.FamilyInfo(
+            name=self.name,
+            version=self.version,
+            doc=self.doc,
+            extends=self.extends,
+            algorithms=[_component(c) for c in self.algorithms],
+        )
+
+    def contract(self, described: service_pb2.FamilyInfo) -> Contract:
+        """The contract of its jobs, from the family as the coordinator describes the
+        extension (RegisterResponse.families): the family's metrics."""
+        if described.extends != self.extends:
+            raise ValueError(f"the coordinator describes {self.name} as extending {described.extends!r}, not {self.extends!r}")
+        kinds = {v: k for k, v in _METRIC_KINDS.items()}
+        unknown = [m.name for m in described.metrics if m.kind not in kinds]
+        if unknown:
+            raise ValueError(f"the coordinator describes metrics {unknown} of {self.extends} with a kind this SDK does not know")
+        metrics = [Metric(m.name, m.doc, kinds[m.kind]) for m in described.metrics]
+        return Contract(self.name, metrics, described.ends_early, self.start)
 
 
 def _param(p: Param) -> service_pb2.ParamInfo:
@@ -165,9 +227,7 @@ _FAMILY_NAME = re.compile(r"[a-z][a-z0-9_-]*")
 _ITEM_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
 
-def check(family: Family) -> None:
-    """The declaration rules of service.proto, checked before anything reaches the
-    coordinator; a ValueError names the field (``algorithms[1].params[0].default: ...``)."""
+def _check_common(family: Union[Family, Extension]) -> None:
     if not (len(family.name) <= MAX_NAME_LEN and _FAMILY_NAME.fullmatch(family.name)):
         _fail("name", f"{family.name!r} is not a family name; use 1 to {MAX_NAME_LEN} of a-z, 0-9, '_' and '-', starting with a letter")
     if not (isinstance(family.version, int) and not isinstance(family.version, bool) and family.version >= 1):
@@ -175,17 +235,40 @@ def check(family: Family) -> None:
     if not callable(family.start):
         _fail("start", f"{family.start!r} is not callable; give the function (or class) that starts an episode")
     _check_doc(family.doc, "doc")
+
+
+def _check_components(what: str, components: Sequence[Union[Benchmark, Algorithm]]) -> None:
+    _check_count(len(components), what)
+    _check_names([c.name for c in components], what)
+    for i, c in enumerate(components):
+        _check_doc(c.doc, f"{what}[{i}].doc")
+        if len(c.params) > MAX_ITEMS:
+            _fail(f"{what}[{i}].params", f"{len(c.params)} parameters, over {MAX_ITEMS}")
+        _check_names([p.name for p in c.params], f"{what}[{i}].params")
+        for j, p in enumerate(c.params):
+            _check_doc(p.doc, f"{what}[{i}].params[{j}].doc")
+            _check_param(p, f"{what}[{i}].params[{j}]")
+
+
+def check_extension(extension: Extension) -> None:
+    """The rules of an extension (service.proto): those of a family's name, version and
+    algorithms, and a family to extend; the coordinator checks that it is built in and
+    that no algorithm is named like one of its own."""
+    _check_common(extension)
+    if not (isinstance(extension.extends, str) and _FAMILY_NAME.fullmatch(extension.extends)):
+        _fail("extends", f"{extension.extends!r} is not a family name; name the built-in family extended (lse, cvs, safe, bandits)")
+    _check_components("algorithms", extension.algorithms)
+    size = extension.to_proto().ByteSize()
+    if size > MAX_DECLARATION_BYTES:
+        _fail("declaration", f"it takes {size} bytes encoded, over {MAX_DECLARATION_BYTES}")
+
+
+def check(family: Family) -> None:
+    """The declaration rules of service.proto, checked before anything reaches the
+    coordinator; a ValueError names the field (``algorithms[1].params[0].default: ...``)."""
+    _check_common(family)
     for what, components in (("benchmarks", family.benchmarks), ("algorithms", family.algorithms)):
-        _check_count(len(components), what)
-        _check_names([c.name for c in components], what)
-        for i, c in enumerate(components):
-            _check_doc(c.doc, f"{what}[{i}].doc")
-            if len(c.params) > MAX_ITEMS:
-                _fail(f"{what}[{i}].params", f"{len(c.params)} parameters, over {MAX_ITEMS}")
-            _check_names([p.name for p in c.params], f"{what}[{i}].params")
-            for j, p in enumerate(c.params):
-                _check_doc(p.doc, f"{what}[{i}].params[{j}].doc")
-                _check_param(p, f"{what}[{i}].params[{j}]")
+        _check_components(what, components)
     _check_count(len(family.metrics), "metrics")
     _check_names(family.metric_names(), "metrics")
     for i, m in enumerate(family.metrics):
@@ -264,12 +347,12 @@ def _check_param(p: Param, at: str) -> None:
         _fail(at, f"{p!r} is not a Float, Int, Bool or Choice")
 
 
-def load_family(spec: str) -> Family:
-    """``MODULE:ATTRIBUTE``, e.g. ``armada_sdk.examples.noisy:FAMILY``."""
+def load_family(spec: str) -> Union[Family, Extension]:
+    """``MODULE:ATTRIBUTE``, e.g. ``armada_sdk.examples.noisy:FAMILY``: a Family or an Extension."""
     module, _, attribute = spec.partition(":")
     if not module or not attribute:
         raise ValueError(f"{spec!r}: name the family as MODULE:ATTRIBUTE, e.g. armada_sdk.examples.noisy:FAMILY")
     family = getattr(importlib.import_module(module), attribute)
-    if not isinstance(family, Family):
-        raise TypeError(f"{spec} is a {type(family).__name__}, not an armada_sdk.Family")
+    if not isinstance(family, (Family, Extension)):
+        raise TypeError(f"{spec} is a {type(family).__name__}, not an armada_sdk.Family or armada_sdk.Extension")
     return family

@@ -151,6 +151,7 @@ class Worker:
         self.draining = False
         self.session = ""
         self.key_salt = ""
+        self.described = b""
         self.heartbeat_every = 1.0
         self.held: dict[int, Held] = {}
         #: Jobs per slot task: 1 until jobs prove short.
@@ -190,8 +191,12 @@ class Worker:
         )
         reply = self._call("Register", lambda: self.workers.Register(request, metadata=self.metadata, timeout=30))
         self.session, self.key_salt = reply.session, reply.key_salts[self.family.name]
+        # How the coordinator knows the family (an extension's metrics are its family's).
+        self.described = reply.families[0].SerializeToString()
+        self.family.contract(reply.families[0])  # a mismatch shows here, not in every job
         self.heartbeat_every = max(reply.heartbeat_interval_ms, 20) / 1000
-        log.info("registered with %s as %s (%d slots, family %s, key salt %s)", self.coordinator, reply.worker_id, self.slots, self.family.name, self.key_salt)
+        extends = f" extending {self.family.extends}" if getattr(self.family, "extends", "") else ""
+        log.info("registered with %s as %s (%d slots, family %s%s, key salt %s)", self.coordinator, reply.worker_id, self.slots, self.family.name, extends, self.key_salt)
 
     # ---- the loop
 
@@ -254,7 +259,7 @@ class Worker:
             valid.append((lease, job))
         for start in range(0, len(valid), self.chunk):
             chunk = valid[start : start + self.chunk]
-            future = pool.submit(run_in_slot, self.family_spec, [job for _, job in chunk])
+            future = pool.submit(run_in_slot, self.family_spec, self.described, [job for _, job in chunk])
             for index, (lease, _) in enumerate(chunk):
                 self.held[lease.attempt_id] = Held(lease, future, index)
 

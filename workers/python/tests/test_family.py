@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from armada_sdk import Algorithm, Benchmark, Bool, Choice, Family, Float, Int, Job, Metric, run_episode
+from armada_sdk import Algorithm, Benchmark, Bool, Choice, Extension, Family, Float, Int, Job, Metric, run_episode
 from armada_sdk._proto import service_pb2
 from armada_sdk.episode import EpisodeError
 from armada_sdk.examples.noisy import FAMILY
@@ -95,3 +95,51 @@ def test_records_hold_every_step_in_declared_order_and_are_checked():
     with pytest.raises(EpisodeError, match="does not end early"):
         run_episode(early, Job("t", "b", "a", 0, 3))
     assert len(run_episode(family(ends_early=True, start=early.start), Job("t", "b", "a", 0, 3))) == 2
+
+
+def extension(**changes):
+    fields = dict(name="my-lse", version=1, extends="lse", algorithms=[Algorithm("gp-ucb", params=[Float("kappa", 0.0, 9.0, 2.0)])], start=lambda job, streams: None)
+    fields.update(changes)
+    return Extension(**fields)
+
+
+def test_an_extension_declares_its_algorithms_and_takes_its_familys_metrics():
+    info = extension().to_proto()
+    assert (info.name, info.version, info.extends) == ("my-lse", 1, "lse")
+    assert [a.name for a in info.algorithms] == ["gp-ucb"] and info.algorithms[0].params[0].default.float == 2.0
+    assert (len(info.benchmarks), len(info.metrics)) == (0, 0)
+    # As the coordinator describes it: the family's metrics (and benchmarks).
+    described = service_pb2.FamilyInfo(
+        name="my-lse", extends="lse", metrics=[service_pb2.MetricInfo(name="loss", kind=service_pb2.MetricInfo.FLOAT), service_pb2.MetricInfo(name="chosen", kind=service_pb2.MetricInfo.INT)]
+    )
+    contract = extension().contract(described)
+    assert contract.metric_names() == ["loss", "chosen"] and [m.kind for m in contract.metrics] == ["float", "int"]
+    with pytest.raises(ValueError, match="extending 'safe', not 'lse'"):
+        extension().contract(service_pb2.FamilyInfo(name="my-lse", extends="safe"))
+
+    class Two:
+        def initial(self):
+            return {"loss": 0.5, "chosen": 3}
+
+        def step(self, t):
+            return {"loss": 0.5 / t, "chosen": 3.5}
+
+    contract = extension(start=lambda job, streams: Two()).contract(described)
+    job = Job(family="lse", benchmark="himmelblau", algorithm="gp-ucb", seed=0, horizon=2)
+    with pytest.raises(EpisodeError, match="metric chosen is an int metric, got 3.5"):
+        run_episode(contract, job)
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        (dict(extends=""), "extends: '' is not a family name"),
+        (dict(algorithms=[]), "algorithms: declare at least one"),
+        (dict(name="My LSE"), "name: 'My LSE' is not a family name"),
+        (dict(algorithms=[Algorithm("a"), Algorithm("a")]), "algorithms[1].name: 'a' is declared twice"),
+    ],
+)
+def test_a_broken_extension_names_its_field(changes, message):
+    with pytest.raises(ValueError) as e:
+        extension(**changes)
+    assert str(e.value).startswith(message), str(e.value)
