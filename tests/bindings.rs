@@ -176,6 +176,14 @@ fn your_method_runs_in_a_sweep_beside_the_papers_methods() {
         }
     }
 
+    // `armada list` shows the extension whole: the family's benchmarks, its algorithms.
+    let listed = common::armada(&["list", "--coordinator", &coord.url]);
+    let listed = text(&listed.stdout);
+    let mine = listed.split("\nfamily ").find(|f| f.starts_with("my-lse ")).unwrap_or_else(|| panic!("{listed}"));
+    assert!(mine.starts_with("my-lse (version 1, extends lse, declared, digest "), "{mine}");
+    assert!(mine.contains("  benchmark himmelblau: ") && mine.contains("  algorithm misclassification: "), "{mine}");
+    assert!(!mine.contains("  algorithm straddle: ") && mine.contains("      loss (float): "), "{mine}");
+
     // compare.py, as written.
     let compared = Command::new(python).args(["compare.py", "armada-data"]).current_dir(dir).output().unwrap();
     assert!(compared.status.success(), "{}", text(&compared.stderr));

@@ -51,6 +51,9 @@ struct FamilyFile {
     version: u32,
     #[serde(default)]
     doc: String,
+    /// An extension of this built-in family (algorithms only).
+    #[serde(default)]
+    extends: String,
     #[serde(default)]
     ends_early: bool,
     #[serde(default)]
@@ -141,6 +144,7 @@ fn parse_declaration(text: &str) -> Result<pb::FamilyInfo, String> {
         name: file.name,
         version: file.version,
         doc: file.doc,
+        extends: file.extends,
         ends_early: file.ends_early,
         headline_metrics: file.headline_metrics,
         summary_axes: file.summary_axes,
@@ -234,6 +238,14 @@ kind = "int"
         assert_eq!(info.algorithms[0].params[1].default.as_ref().unwrap().kind, Some(pb::param_value::Kind::Int(5)));
         assert_eq!(info.metrics[1].kind, pb::metric_info::Kind::Int as i32);
         // And it follows the coordinator's rules.
+        armada::coordinator::declared::check(info, &armada::registry()).unwrap();
+    }
+
+    #[test]
+    fn an_extension_file_declares_algorithms_only() {
+        let text = "name = \"my-lse\"\nversion = 1\nextends = \"lse\"\n[[algorithms]]\nname = \"gp-ucb\"\n";
+        let info = parse_declaration(text).unwrap();
+        assert_eq!((info.extends.as_str(), info.algorithms.len(), info.benchmarks.len()), ("lse", 1, 0));
         armada::coordinator::declared::check(info, &armada::registry()).unwrap();
     }
 
