@@ -25,13 +25,7 @@ fn bindings_python() -> &'static Path {
         let sdk = common::manifest_dir().join("workers/python");
         let requirements = [crate_dir.join("requirements-test.txt"), sdk.join("requirements-test.txt")];
         let python = common::python_venv_of("venv-bindings", &requirements.each_ref().map(PathBuf::as_path));
-        let installed = Command::new(&python)
-            .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps"])
-            .args(["--no-build-isolation", "--force-reinstall"])
-            .arg(&sdk)
-            .output()
-            .unwrap();
-        assert!(installed.status.success(), "pip install workers/python:\n{}", text(&installed.stderr));
+        common::install_sdk(&python);
         let venv = python.parent().unwrap().parent().unwrap();
         // Its own target directory: `cargo test` holds the workspace's while tests run, and
         // a build there would wait for it forever.

@@ -19,13 +19,7 @@ fn sdk_python() -> &'static Path {
     PYTHON.get_or_init(|| {
         let sdk = common::manifest_dir().join("workers/python");
         let python = common::python_venv("venv-sdk", &sdk.join("requirements-test.txt"));
-        let installed = Command::new(&python)
-            .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps"])
-            .args(["--no-build-isolation", "--force-reinstall"])
-            .arg(&sdk)
-            .output()
-            .unwrap();
-        assert!(installed.status.success(), "pip install workers/python:\n{}", text(&installed.stderr));
+        common::install_sdk(&python);
         python
     })
 }

@@ -203,6 +203,18 @@ pub fn python_venv_of(name: &str, requirements: &[&Path]) -> PathBuf {
     python
 }
 
+/// Install the SDK from this checkout's workers/python into the venv of `python` (its
+/// dependencies are the venv's already), so that a changed SDK is what is tested.
+pub fn install_sdk(python: &Path) {
+    let installed = Command::new(python)
+        .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps"])
+        .args(["--no-build-isolation", "--force-reinstall"])
+        .arg(manifest_dir().join("workers/python"))
+        .output()
+        .unwrap();
+    assert!(installed.status.success(), "pip install workers/python:\n{}", text(&installed.stderr));
+}
+
 /// Run a pytest directory with `python` from a directory of its own (so that the installed
 /// package is what is imported, not a checkout's), and require every test to pass: none
 /// failed, none skipped.
