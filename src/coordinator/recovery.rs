@@ -56,9 +56,10 @@ impl<'a> Recovery<'a> {
     }
 
     /// Load one stored job of the sweep whose families are `reference` (as its submission
-    /// named them, [`super::jobs::sweep_families`]: a declared one with its digest), checking
-    /// that this build computes the key it was stored under. `unrecorded_part` is the part that holds it, when the store
-    /// does not know that part. `void_running` ran before: nothing stored is `running`.
+    /// named them, [`super::jobs::sweep_families`]: a declared one with its digest),
+    /// checking that this build computes the key it was stored under. `unrecorded_part` is
+    /// the part that holds it, when the store does not know that part. `void_running` ran
+    /// before: nothing stored is `running`.
     pub fn load(
         &mut self,
         stored: &StoredJob,
