@@ -1117,6 +1117,40 @@ fn serve_check_full_reports_damage_before_serving() {
 /// A worker paused (SIGSTOP) past its lease on the job's last try: the job fails, but when
 /// the worker resumes it is not told to abandon the work, finishes it, and its result
 /// commits (no other attempt did), so the job ends done, every step once.
+/// Leasing ahead follows the sweep being leased, not the last job: after a sweep of short
+/// jobs, the long jobs of the next are leased one per slot (the surplus of a lease sized for
+/// the short sweep is handed back at once), so two 1-slot workers share them.
+#[test]
+fn long_jobs_after_short_ones_are_shared_between_workers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let quick = write(
+        tmp.path(),
+        "quick.toml",
+        "family = \"testkit\"\nseeds = 300\nhorizon = 2\n[[benchmarks]]\nname = \"constant\"\n\
+         [[algorithms]]\nname = \"echo\"\n",
+    );
+    let long =
+        write(tmp.path(), "long.toml", &SLOW_SWEEP.replace("ms = 60", "ms = 40").replace("seeds = 12", "seeds = 8"));
+    let data = tmp.path().join("data");
+    let coord = serve(&data, 0, &[]);
+    let logs = [tmp.path().join("w1.log"), tmp.path().join("w2.log")];
+    let _workers: Vec<Proc> = logs.iter().map(|log| worker(&coord.url, 1, log, &[])).collect();
+    for (sweep, id) in [(&quick, "quick"), (&long, "slow")] {
+        assert!(client(&["submit", sweep.to_str().unwrap()], &coord.url, 30).status.success());
+        let watched = client(&["watch", id, "--quiet"], &coord.url, 300);
+        assert!(watched.status.success(), "{}", text(&watched.stderr));
+    }
+    // Each worker committed some of the long jobs (each takes about 0.4 s).
+    let mut by_worker = std::collections::BTreeMap::<String, usize>::new();
+    for part in common::part_files(&data.join("slow")) {
+        for provenance in armada::results::read_provenance(&part).unwrap().into_values() {
+            *by_worker.entry(provenance.worker).or_default() += 1;
+        }
+    }
+    assert_eq!(by_worker.values().sum::<usize>(), 8);
+    assert!(by_worker.len() == 2 && by_worker.values().all(|&n| n >= 2), "{by_worker:?}");
+}
+
 #[test]
 fn a_paused_worker_finishes_its_last_try_and_the_result_counts() {
     let tmp = tempfile::tempdir().unwrap();

@@ -39,7 +39,8 @@ pub const INLINE_RECORDS: usize = 64;
 pub const BATCH_WAIT: Duration = Duration::from_millis(200);
 /// Jobs that take less than this are short: the worker then leases ahead, keeping up to
 /// [`PREFETCH_PER_SLOT`] leased jobs per slot waiting, so that a lease RPC serves many jobs.
-/// Long jobs are leased one per free slot, so the end of a sweep stays balanced.
+/// Long jobs are leased one per free slot, so the end of a sweep stays balanced. Whether a
+/// sweep's jobs are short is measured per sweep ([`JobLengths`]).
 pub const SHORT_JOB: Duration = Duration::from_millis(50);
 pub const PREFETCH_PER_SLOT: usize = 64;
 /// Finished attempts are committed in batches: a batch is sent when it holds
@@ -69,6 +70,44 @@ pub struct WorkerConfig {
 }
 
 type Client = WorkersClient<InterceptedService<Channel, BearerToken>>;
+
+/// How long each sweep's jobs take on this worker: a running mean per sweep (the last
+/// eight jobs weigh most). Leasing ahead follows the sweep being leased, so that after a
+/// sweep of short jobs the long jobs of the next are not leased many per slot, starving
+/// the other workers; a sweep not measured yet counts as long.
+#[derive(Default)]
+pub struct JobLengths {
+    mean: HashMap<String, Duration>,
+}
+
+impl JobLengths {
+    /// Sweeps remembered at most (the oldest measures are dropped past it).
+    const MAX_SWEEPS: usize = 1024;
+
+    /// A job of `sweep` took `took`.
+    pub fn record(&mut self, sweep: &str, took: Duration) {
+        if !self.mean.contains_key(sweep) && self.mean.len() >= Self::MAX_SWEEPS {
+            self.mean.clear();
+        }
+        let mean = self.mean.entry(sweep.to_string()).or_insert(took);
+        *mean = (*mean * 7 + took) / 8;
+    }
+
+    /// Whether `sweep`'s jobs are short (measured, and under [`SHORT_JOB`] on average).
+    pub fn short(&self, sweep: &str) -> bool {
+        self.mean.get(sweep).is_some_and(|m| *m < SHORT_JOB)
+    }
+
+    /// Jobs of `sweep` worth holding on `slots` slots: one per slot, and
+    /// [`PREFETCH_PER_SLOT`] more per slot for a sweep of short jobs.
+    pub fn depth(&self, sweep: &str, slots: usize) -> usize {
+        if self.short(sweep) {
+            slots * (1 + PREFETCH_PER_SLOT)
+        } else {
+            slots
+        }
+    }
+}
 
 /// Run until `shutdown` turns true and the running jobs have finished. Connection losses
 /// are retried with exponential backoff (100 ms doubling to 5 s) for as long as it takes.
@@ -147,10 +186,14 @@ async fn session(
     info!("registered with {} as {worker_id} ({} slots)", config.coordinator, config.slots);
     let mut heartbeat = tokio::time::interval(Duration::from_millis(registered.heartbeat_interval_ms.max(20) as u64));
     let mut running: HashMap<u64, watch::Sender<bool>> = HashMap::new();
-    let mut tasks: JoinSet<(u64, Result<Option<ReadyToCommit>, tonic::Status>, Duration)> = JoinSet::new();
+    type Finished = (u64, String, Result<Option<ReadyToCommit>, tonic::Status>, Duration);
+    let mut tasks: JoinSet<Finished> = JoinSet::new();
     // Leased, not yet started (heartbeated all the same: they are in `running`).
     let mut backlog: VecDeque<(pb::JobLease, watch::Receiver<bool>)> = VecDeque::new();
-    let mut short_jobs = false;
+    let mut lengths = JobLengths::default();
+    // The sweep whose jobs were leased last: the next lease most likely brings more of it,
+    // so it is sized for that sweep.
+    let mut leasing = String::new();
     // Finished attempts waiting to be sent, and batches sent and not yet answered.
     let mut ready: Vec<(u64, ReadyToCommit)> = Vec::new();
     let mut ready_since = tokio::time::Instant::now();
@@ -162,17 +205,17 @@ async fn session(
         // Start what the backlog holds on the free slots (draining too: those leases are ours).
         while tasks.len() < config.slots {
             let Some((lease, cancel_rx)) = backlog.pop_front() else { break };
-            let id = lease.attempt_id;
+            let (id, sweep) = (lease.attempt_id, lease.sweep_id.clone());
             let (client, registry, session) = (client.clone(), registry.clone(), session.clone());
             tasks.spawn(async move {
                 let started = Instant::now();
-                (id, run_attempt(client, registry, &session, lease, cancel_rx).await, started.elapsed())
+                (id, sweep, run_attempt(client, registry, &session, lease, cancel_rx).await, started.elapsed())
             });
         }
         if draining && tasks.is_empty() && commits.is_empty() && ready.is_empty() {
             break Ok(());
         }
-        let prefetch = if short_jobs { PREFETCH_PER_SLOT * config.slots } else { 0 };
+        let prefetch = lengths.depth(&leasing, config.slots) - config.slots;
         // Lease when a slot is idle, or when the backlog is down to half: one lease RPC
         // (one store transaction) then serves many short jobs.
         let wanted = if n_committing + ready.len() >= MAX_PENDING_COMMITS
@@ -211,21 +254,21 @@ async fn session(
             }
             Some(joined) = tasks.join_next(), if !tasks.is_empty() => {
                 next_lease = tokio::time::Instant::now();
-                if let Ok((_, _, took)) = &joined {
-                    short_jobs = *took < SHORT_JOB;
+                if let Ok((_, sweep, _, took)) = &joined {
+                    lengths.record(sweep, *took);
                 }
                 match joined {
-                    Ok((id, Ok(Some(ready_job)), _)) => {
+                    Ok((id, _, Ok(Some(ready_job)), _)) => {
                         // Still heartbeated (it stays in `running`) until the commit is answered.
                         if ready.is_empty() {
                             ready_since = tokio::time::Instant::now();
                         }
                         ready.push((id, ready_job));
                     }
-                    Ok((id, Ok(None), _)) => {
+                    Ok((id, _, Ok(None), _)) => {
                         running.remove(&id);
                     }
-                    Ok((id, Err(e), _)) => {
+                    Ok((id, _, Err(e), _)) => {
                         running.remove(&id);
                         break Err(e);
                     }
@@ -278,11 +321,27 @@ async fn session(
                 if reply.leases.is_empty() {
                     next_lease = tokio::time::Instant::now() + Duration::from_millis(reply.retry_after_ms.clamp(10, 5000) as u64);
                 }
+                // Jobs of a sweep not known to be short beyond one per slot go back at once
+                // (uncounted): the lease was sized for the sweep leased before.
+                let mut surplus = Vec::new();
                 for lease in reply.leases {
+                    leasing.clone_from(&lease.sweep_id);
+                    if tasks.len() + backlog.len() >= lengths.depth(&lease.sweep_id, config.slots) {
+                        surplus.push(lease.attempt_id);
+                        continue;
+                    }
                     info!("attempt {}: leased job {} of sweep {} (try {})", lease.attempt_id, lease.job_key, lease.sweep_id, lease.attempt);
                     let (cancel_tx, cancel_rx) = watch::channel(false);
                     running.insert(lease.attempt_id, cancel_tx);
                     backlog.push_back((lease, cancel_rx));
+                }
+                if !surplus.is_empty() {
+                    let n = surplus.len();
+                    let request = pb::ReleaseAttemptsRequest { session: session.to_string(), attempt_ids: surplus };
+                    match client.release_attempts(request).await {
+                        Ok(_) => info!("handed back {n} job(s) of a sweep whose jobs are not known to be short"),
+                        Err(e) => break Err(e),
+                    }
                 }
             }
         }
