@@ -260,7 +260,11 @@ fn huge_submit(n_jobs: u64) {
             let (mut heartbeat, mut lease) = (std::time::Duration::ZERO, std::time::Duration::ZERO);
             while !*stopped.borrow() {
                 let t = Instant::now();
-                let r = client.heartbeat(pb::HeartbeatRequest { session: session.clone(), attempt_ids: vec![attempt] });
+                let r = client.heartbeat(pb::HeartbeatRequest {
+                    session: session.clone(),
+                    attempt_ids: vec![attempt],
+                    started_ids: vec![attempt],
+                });
                 r.await.unwrap();
                 heartbeat = heartbeat.max(t.elapsed());
                 let t = Instant::now();

@@ -165,8 +165,9 @@ pub fn describe(s: &pb::SweepStatus) -> String {
         pb::SweepState::Cancelled => "cancelled",
         pb::SweepState::Unspecified => "unknown",
     });
+    let leased = if s.n_leased > 0 { format!(", {} leased ahead", s.n_leased) } else { String::new() };
     format!(
-        "{}: {state}, {} jobs: {} done, {} running, {} queued, {} failed, {} cancelled ({})",
+        "{}: {state}, {} jobs: {} done, {} running{leased}, {} queued, {} failed, {} cancelled ({})",
         s.sweep_id, s.n_jobs, s.n_done, s.n_running, s.n_queued, s.n_failed, s.n_cancelled, s.results_dir
     )
 }

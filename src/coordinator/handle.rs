@@ -88,10 +88,12 @@ pub(super) enum Command {
         max_jobs: u32,
         reply: Reply<Leases>,
     },
-    /// Renew the leases of these attempts; answers the attempts to abandon.
+    /// Renew the leases of these attempts (and note those `started`); answers the
+    /// attempts to abandon.
     Heartbeat {
         session: String,
         attempts: Vec<u64>,
+        started: Vec<u64>,
         reply: Reply<Vec<u64>>,
     },
     /// Commit an attempt; answers whether its trajectory is the job's (a later commit of
@@ -242,9 +244,15 @@ impl SchedulerHandle {
         self.call(|reply| Command::Lease { session, max_jobs, reply }).await
     }
 
-    /// Renew the leases of these attempts; answers the attempts to abandon.
-    pub async fn heartbeat(&self, session: String, attempts: Vec<u64>) -> Result<Vec<u64>, CommandError> {
-        self.call(|reply| Command::Heartbeat { session, attempts, reply }).await
+    /// Renew the leases of these attempts, of which the worker has `started` (the others
+    /// it holds leased ahead); answers the attempts to abandon.
+    pub async fn heartbeat(
+        &self,
+        session: String,
+        attempts: Vec<u64>,
+        started: Vec<u64>,
+    ) -> Result<Vec<u64>, CommandError> {
+        self.call(|reply| Command::Heartbeat { session, attempts, started, reply }).await
     }
 
     /// Commit an attempt. The answer (whether its trajectory is the job's) comes once its

@@ -112,6 +112,8 @@ pub struct Job {
     pub state: JobState,
     /// A commit's part is being written.
     pub committing: bool,
+    /// Its current attempt started on its worker (not only leased ahead).
+    pub started: bool,
     /// It had failed, and a late result revived it: its sweep's summaries counted it
     /// settled without a result, so they are reopened once it is settled again.
     pub revived: bool,
@@ -135,6 +137,7 @@ impl Job {
             key,
             state,
             committing: false,
+            started: false,
             revived: false,
             dropped: false,
             attempts: 0,

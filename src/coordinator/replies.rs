@@ -118,7 +118,9 @@ pub struct SweepStatus {
     pub state: SweepState,
     pub n_jobs: u32,
     pub n_queued: u32,
+    /// Running on a worker; `n_leased` more wait there, leased ahead.
     pub n_running: u32,
+    pub n_leased: u32,
     pub n_done: u32,
     pub n_failed: u32,
     pub n_cancelled: u32,

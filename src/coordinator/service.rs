@@ -448,7 +448,7 @@ impl pb::workers_server::Workers for Coordinator {
         request: Request<pb::HeartbeatRequest>,
     ) -> Result<Response<pb::HeartbeatResponse>, Status> {
         let r = request.into_inner();
-        let abandon = self.scheduler.heartbeat(r.session, r.attempt_ids).await?;
+        let abandon = self.scheduler.heartbeat(r.session, r.attempt_ids, r.started_ids).await?;
         Ok(Response::new(pb::HeartbeatResponse { abandon }))
     }
 
@@ -568,6 +568,7 @@ fn sweep_status(s: SweepStatus) -> pb::SweepStatus {
         n_jobs: s.n_jobs,
         n_queued: s.n_queued,
         n_running: s.n_running,
+        n_leased: s.n_leased,
         n_done: s.n_done,
         n_failed: s.n_failed,
         n_cancelled: s.n_cancelled,

@@ -210,6 +210,7 @@ impl Sweeps {
     pub fn counted(&self, id: &str, table: &JobTable) -> Counts {
         let mut c = Counts::default();
         for &i in self.jobs(id) {
+            c.leased += u32::from(table.job(i).state == JobState::Running && !table.job(i).started);
             match table.job(i).state {
                 JobState::Queued => c.queued += 1,
                 JobState::Running => c.running += 1,
@@ -258,7 +259,8 @@ impl Sweeps {
             state,
             n_jobs: sweep.jobs.len() as u32,
             n_queued: c.queued,
-            n_running: c.running,
+            n_running: c.running - c.leased,
+            n_leased: c.leased,
             n_done: c.done,
             n_failed: c.failed,
             n_cancelled: c.cancelled,

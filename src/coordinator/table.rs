@@ -39,6 +39,8 @@ pub struct Counts {
     pub done: u32,
     pub failed: u32,
     pub cancelled: u32,
+    /// Of the running: leased to a worker that has not started them (leased ahead).
+    pub leased: u32,
 }
 
 impl Counts {
@@ -178,14 +180,37 @@ impl JobTable {
     }
 
     /// Every change of a job's state goes through here, which keeps its sweep's counts.
+    /// A job that enters `running` is leased, not started, until its worker says it started.
     fn set_state(&mut self, i: usize, state: JobState) {
         let job = &mut self.jobs[i];
         if !job.dropped && job.state != state {
             let counts = self.counts.get_mut(&job.sweep).expect("a job's sweep is counted");
             *counts.of(job.state) -= 1;
             *counts.of(state) += 1;
+            if job.state == JobState::Running && !job.started {
+                counts.leased -= 1;
+            }
+            if state == JobState::Running {
+                counts.leased += 1;
+            }
         }
+        job.started = false;
         job.state = state;
+    }
+
+    /// The worker of `session` says it started `attempts` (those it holds; others are
+    /// ignored): their jobs count as running, no longer as leased ahead.
+    pub fn started(&mut self, session: &str, attempts: &[u64]) {
+        for id in attempts {
+            let Some(a) = self.attempts.get(id).filter(|a| &*a.session == session) else { continue };
+            let job = &mut self.jobs[a.job];
+            if job.current == Some(*id) && job.state == JobState::Running && !job.started {
+                job.started = true;
+                if !job.dropped {
+                    self.counts.get_mut(&job.sweep).expect("a job's sweep is counted").leased -= 1;
+                }
+            }
+        }
     }
 
     /// Job `i` no longer counts in its sweep.
@@ -196,6 +221,9 @@ impl JobTable {
         }
         if let Some(counts) = self.counts.get_mut(&job.sweep) {
             *counts.of(job.state) -= 1;
+            if job.state == JobState::Running && !job.started {
+                counts.leased -= 1;
+            }
             if counts.is_empty() {
                 self.counts.remove(&job.sweep);
             }
@@ -781,6 +809,7 @@ mod tests {
         let mut counted = Counts::default();
         for job in t.jobs.iter().filter(|j| !j.dropped) {
             *counted.of(job.state) += 1;
+            counted.leased += u32::from(job.state == JobState::Running && !job.started);
         }
         let sweep = t.jobs.first().map(|j| j.sweep.clone()).unwrap_or_else(|| "".into());
         assert_eq!(t.counts(&sweep), counted, "{context}: the kept counts against a count");
@@ -840,6 +869,12 @@ mod tests {
                             let kept = current || failed;
                             assert_eq!(abandon.contains(&id), settled && !kept, "{context}: heartbeat of {id}");
                         }
+                        // The worker says some have started, another session's among them
+                        // (ignored): the kept counts must follow (checked after each step).
+                        let started: Vec<u64> = held.iter().copied().filter(|_| rng.chance(50)).collect();
+                        t.started(&session, &started);
+                        let other = SESSIONS.iter().find(|&&o| o != &*session).expect("several sessions");
+                        t.started(other, &held);
                     }
                     35..=49 => {
                         now += Duration::from_millis(rng.below(6000));

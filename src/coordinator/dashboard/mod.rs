@@ -263,6 +263,7 @@ struct SweepSummaryView {
     n_jobs: u32,
     queued: u32,
     running: u32,
+    leased: u32,
     done: u32,
     failed: u32,
     cancelled: u32,
@@ -272,7 +273,7 @@ struct SweepSummaryView {
 
 impl SweepSummaryView {
     fn of(s: &SweepStatus, progress: &Progress) -> Self {
-        let pace = progress.pace(&s.sweep_id, u64::from(s.n_queued + s.n_running));
+        let pace = progress.pace(&s.sweep_id, u64::from(s.n_queued + s.n_running + s.n_leased));
         SweepSummaryView {
             id: s.sweep_id.clone(),
             family: s.family.clone(),
@@ -280,6 +281,7 @@ impl SweepSummaryView {
             n_jobs: s.n_jobs,
             queued: s.n_queued,
             running: s.n_running,
+            leased: s.n_leased,
             done: s.n_done,
             failed: s.n_failed,
             cancelled: s.n_cancelled,
@@ -451,7 +453,8 @@ async fn metrics(State(d): State<Arc<Dashboard>>) -> Result<Response, ApiError> 
     let workers = d.scheduler.workers().await?;
     let mut gauges = prometheus::Gauges::default();
     for s in &sweeps {
-        for (total, n) in gauges.jobs.iter_mut().zip([s.n_queued, s.n_running, s.n_done, s.n_failed, s.n_cancelled]) {
+        let by_state = [s.n_queued, s.n_leased, s.n_running, s.n_done, s.n_failed, s.n_cancelled];
+        for (total, n) in gauges.jobs.iter_mut().zip(by_state) {
             *total += u64::from(n);
         }
         gauges.sweeps[s.state as usize] += 1;

@@ -12,8 +12,9 @@ use std::sync::atomic::Ordering::Relaxed;
 /// The gauges, read from the scheduler when the page is scraped.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Gauges {
-    /// Jobs of every sweep: queued, running, done, failed, cancelled.
-    pub jobs: [u64; 5],
+    /// Jobs of every sweep: queued, leased (ahead, not started), running, done, failed,
+    /// cancelled.
+    pub jobs: [u64; 6],
     /// Sweeps, indexed as `SweepState::ALL`.
     pub sweeps: [u64; 3],
     /// Workers heard from within a lease's lifetime, and the others.
@@ -26,7 +27,7 @@ pub struct Gauges {
     pub store_bytes: u64,
 }
 
-pub const JOB_STATES: [&str; 5] = ["queued", "running", "done", "failed", "cancelled"];
+pub const JOB_STATES: [&str; 6] = ["queued", "leased", "running", "done", "failed", "cancelled"];
 
 /// The page.
 pub fn render(gauges: &Gauges, metrics: &Metrics) -> String {
@@ -149,7 +150,7 @@ mod tests {
         metrics.writes.failed(Place::Parts("b".into()), "no space left on device", at(1_002));
         metrics.writes.succeeded(&Place::Parts("a".into()));
         let gauges = Gauges {
-            jobs: [1, 2, 3, 4, 5],
+            jobs: [1, 6, 2, 3, 4, 5],
             sweeps: [1, 0, 2],
             workers_alive: 2,
             slots: 4,
@@ -160,6 +161,7 @@ mod tests {
         let s = samples(&page);
         let get = |name: &str| s.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("{name} in\n{page}")).1;
         assert_eq!(get("armada_jobs{state=\"failed\"}"), 4.0);
+        assert_eq!(get("armada_jobs{state=\"leased\"}"), 6.0);
         assert_eq!(get("armada_sweeps{state=\"cancelled\"}"), 2.0);
         assert_eq!(get("armada_attempts_started_total"), 7.0);
         assert_eq!(get("armada_attempts_ended_total{outcome=\"dropped\"}"), 1.0);

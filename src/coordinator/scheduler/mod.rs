@@ -308,8 +308,8 @@ impl Scheduler {
             Command::Lease { session, max_jobs, reply } => {
                 let _ = reply.send(self.lease(&session, max_jobs, now));
             }
-            Command::Heartbeat { session, attempts, reply } => {
-                let _ = reply.send(self.heartbeat(&session, attempts, now));
+            Command::Heartbeat { session, attempts, started, reply } => {
+                let _ = reply.send(self.heartbeat(&session, attempts, &started, now));
             }
             Command::Complete { session, attempt, n_records, reply } => {
                 self.complete(&session, attempt, n_records, reply)

@@ -213,12 +213,15 @@ impl Scheduler {
         &mut self,
         session: &str,
         attempts: Vec<u64>,
+        started: &[u64],
         now: std::time::Instant,
     ) -> Result<Vec<u64>, CommandError> {
         self.workers.get(session)?;
         // Lease deadlines live in memory only: a restart voids every running attempt anyway,
         // so a heartbeat never waits on the store.
-        self.table.heartbeat(session, attempts, now)
+        let abandon = self.table.heartbeat(session, attempts, now)?;
+        self.table.started(session, started);
+        Ok(abandon)
     }
 
     pub(super) fn fail(&mut self, session: &str, attempt: u64, error: String) -> Result<bool, CommandError> {

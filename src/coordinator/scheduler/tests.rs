@@ -111,7 +111,7 @@ async fn an_expired_attempt_is_requeued_and_the_first_commit_wins() {
     assert_eq!(upload_and_complete(&s, &a, job0(&first), 20.0).await, Err(ErrorKind::NotFound), "dropped");
     // Job 1: the expired attempt commits first (nobody had); the live one is told to stop.
     assert_eq!(upload_and_complete(&s, &a, job1(&first), 30.0).await, Ok(true));
-    let hb = s.heartbeat(b.clone(), vec![job1(&second)]).await.unwrap();
+    let hb = s.heartbeat(b.clone(), vec![job1(&second)], vec![]).await.unwrap();
     assert_eq!(hb, vec![job1(&second)]);
     assert_eq!(upload_and_complete(&s, &b, job1(&second), 40.0).await, Err(ErrorKind::NotFound));
     let st = status(&s).await;
@@ -141,7 +141,7 @@ async fn a_lease_lives_its_ttl_after_the_last_heartbeat() {
     let id = lease(&s, &w).await[0].attempt_id;
     let heartbeat = || {
         let (s, session) = (s.clone(), w.clone());
-        async move { s.heartbeat(session, vec![id]).await.unwrap() }
+        async move { s.heartbeat(session, vec![id], vec![]).await.unwrap() }
     };
     for _ in 0..360 {
         tokio::time::sleep(ttl - Duration::from_millis(150)).await;
@@ -305,13 +305,41 @@ async fn another_session_cannot_upload_commit_fail_or_renew_an_attempt() {
     let failed = s.fail(session, id, error).await;
     assert_eq!(failed.unwrap_err().kind(), denied);
     let session = b.clone();
-    let renewed = s.heartbeat(session, vec![id]).await;
+    let renewed = s.heartbeat(session, vec![id], vec![]).await;
     assert_eq!(renewed.unwrap_err().kind(), denied);
     let unknown = s.lease("nope".into(), 1).await;
     assert_eq!(unknown.unwrap_err().kind(), ErrorKind::NotFound);
     let st = status(&s).await;
     assert_eq!((st.n_running, st.n_done, st.n_failed), (1, 0, 0), "nothing changed");
     assert_eq!(upload_and_complete(&s, &a, id, 1.0).await, Ok(true));
+}
+
+/// Leased jobs count as leased ahead until their worker says they started; another
+/// session cannot say so for them; a job settled or released leaves whichever count held it.
+#[tokio::test]
+async fn leased_ahead_jobs_are_shown_apart_from_running_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = start(dir.path(), Duration::from_secs(60)).await;
+    submit(&s, vec![job(0), job(1), job(2), job(3)]).await;
+    let (a, b) = (register(&s).await, register(&s).await);
+    let ids: Vec<u64> = lease(&s, &a).await.iter().map(|l| l.attempt_id).collect();
+    let counts = |st: SweepStatus| (st.n_running, st.n_leased, st.n_queued, st.n_done);
+    assert_eq!(counts(status(&s).await), (0, 4, 0, 0));
+    s.heartbeat(b.clone(), vec![], vec![ids[0]]).await.unwrap();
+    assert_eq!(counts(status(&s).await), (0, 4, 0, 0), "another session's word changes nothing");
+    s.heartbeat(a.clone(), ids.clone(), vec![ids[0], ids[1]]).await.unwrap();
+    s.heartbeat(a.clone(), ids.clone(), vec![ids[0], ids[1]]).await.unwrap();
+    assert_eq!(counts(status(&s).await), (2, 2, 0, 0), "said twice, counted once");
+    // A started and a leased job finish; a leased one is handed back.
+    assert_eq!(upload_and_complete(&s, &a, ids[0], 1.0).await, Ok(true));
+    assert_eq!(upload_and_complete(&s, &a, ids[2], 1.0).await, Ok(true));
+    assert_eq!(s.release(a.clone(), vec![ids[3]]).await.unwrap(), 1);
+    assert_eq!(counts(status(&s).await), (1, 0, 1, 2));
+    // Leased again: leased, not running, whatever its previous attempt did.
+    let again = lease(&s, &b).await;
+    assert_eq!(counts(status(&s).await), (1, 1, 0, 2));
+    s.heartbeat(b.clone(), vec![again[0].attempt_id], vec![again[0].attempt_id]).await.unwrap();
+    assert_eq!(counts(status(&s).await), (2, 0, 0, 2));
 }
 
 /// A draining worker hands back jobs it leased ahead: they are queued again, first,
@@ -593,7 +621,7 @@ async fn silent_workers_holding_nothing_are_forgotten() {
     assert_eq!(lease(&s, &holder).await.len(), 1);
     let heartbeat = |session: &str| {
         let (s, session) = (s.clone(), session.to_string());
-        async move { s.heartbeat(session, vec![]).await }
+        async move { s.heartbeat(session, vec![], vec![]).await }
     };
     let listed = || async { s.workers().await.unwrap() };
     let ids = |workers: Vec<WorkerInfo>| workers.into_iter().map(|w| w.id).collect::<Vec<_>>();
@@ -633,7 +661,7 @@ async fn sessions_that_never_asked_for_jobs_are_forgotten_after_a_minute() {
     assert_eq!(ids().await, ["w1", "w2"]);
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(ids().await, ["w2"], "the session that never asked is gone after a minute");
-    assert_eq!(s.heartbeat(given_up, vec![]).await.unwrap_err().kind(), ErrorKind::NotFound);
+    assert_eq!(s.heartbeat(given_up, vec![], vec![]).await.unwrap_err().kind(), ErrorKind::NotFound);
     tokio::time::sleep(Duration::from_secs(600 - 61)).await;
     assert_eq!(ids().await, ["w2"], "one that asked stays for forget_worker_after");
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -767,7 +795,7 @@ async fn a_late_result_on_the_last_attempt_commits_when_nothing_else_did() {
     assert_eq!((st.n_failed, st.n_running), (1, 0), "its only attempt expired");
     assert!(st.failures[0].error.contains("lease expired"));
     // Its heartbeat is not told to abandon the work: a result may still come, and count.
-    assert_eq!(s.heartbeat(w.clone(), vec![id]).await.unwrap(), Vec::<u64>::new());
+    assert_eq!(s.heartbeat(w.clone(), vec![id], vec![]).await.unwrap(), Vec::<u64>::new());
     assert_eq!(upload_and_complete(&s, &w, id, 4.0).await, Ok(true));
     let st = status(&s).await;
     assert_eq!((st.n_done, st.n_failed), (1, 0));
@@ -795,7 +823,7 @@ async fn heartbeats_are_answered_while_a_large_sweep_is_stored() {
     let mut answered_meanwhile = 0;
     while submitted.is_pending() {
         let session = w.clone();
-        let renewed = s.heartbeat(session, vec![id]).await.unwrap();
+        let renewed = s.heartbeat(session, vec![id], vec![]).await.unwrap();
         assert!(renewed.is_empty());
         answered_meanwhile += usize::from(submitted.is_pending());
         tokio::time::sleep(Duration::from_millis(20)).await;

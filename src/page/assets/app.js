@@ -131,7 +131,7 @@ function renderProgress(s) {
   const pace = s.jobs_per_second === null ? "" : `, ${s.jobs_per_second.toFixed(2)} jobs/s`;
   const eta = s.state === "running" && s.eta_seconds !== null ? `, about ${duration(s.eta_seconds)} left` : "";
   $("progress-text").textContent =
-    `${s.done} / ${s.n_jobs} done, ${s.running} running, ${s.queued} queued, ${s.failed} failed${pace}${eta}`;
+    `${s.done} / ${s.n_jobs} done, ${s.running} running${s.leased ? `, ${s.leased} leased ahead` : ""}, ${s.queued} queued, ${s.failed} failed${pace}${eta}`;
   $("progress-text").dataset.done = s.done;
 }
 

@@ -264,7 +264,8 @@ class Worker:
                 self.held[lease.attempt_id] = Held(lease, future, index)
 
     def _heartbeat(self) -> None:
-        request = service_pb2.HeartbeatRequest(session=self.session, attempt_ids=list(self.held))
+        started = [a for a, h in self.held.items() if h.future.running() or h.future.done()]
+        request = service_pb2.HeartbeatRequest(session=self.session, attempt_ids=list(self.held), started_ids=started)
         reply = self._call("Heartbeat", lambda: self.workers.Heartbeat(request, metadata=self.metadata, timeout=30))
         for attempt in reply.abandon:
             held = self.held.pop(attempt, None)

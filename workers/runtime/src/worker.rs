@@ -235,7 +235,11 @@ async fn session(
         };
         tokio::select! {
             _ = heartbeat.tick() => {
-                let request = pb::HeartbeatRequest { session: session.to_string(), attempt_ids: running.keys().copied().collect() };
+                // What is not waiting in the backlog has started (or finished, awaiting its commit).
+                let waiting: std::collections::HashSet<u64> = backlog.iter().map(|(l, _)| l.attempt_id).collect();
+                let attempt_ids: Vec<u64> = running.keys().copied().collect();
+                let started_ids = attempt_ids.iter().copied().filter(|id| !waiting.contains(id)).collect();
+                let request = pb::HeartbeatRequest { session: session.to_string(), attempt_ids, started_ids };
                 match client.heartbeat(request).await {
                     Ok(reply) => {
                         for id in reply.into_inner().abandon {
