@@ -71,7 +71,7 @@ pub fn check(mut info: pb::FamilyInfo, builtin: &Registry) -> Result<Checked, Sp
     check_doc(&info.doc, "doc")?;
     let base = match info.extends.as_str() {
         "" => None,
-        extends => Some(check_extension(&info, builtin.families().find(|f| f.name() == extends), builtin)?),
+        _ => Some(check_extension(&info, builtin)?),
     };
     for (field, components) in [("benchmarks", &info.benchmarks), ("algorithms", &info.algorithms)] {
         if base.is_some() && field == "benchmarks" {
@@ -143,14 +143,10 @@ pub fn check(mut info: pb::FamilyInfo, builtin: &Registry) -> Result<Checked, Sp
     Ok(Checked { info, digest })
 }
 
-/// The rules of an extension of `base` (the built-in family it names, when there is one):
-/// everything but its algorithms is its family's.
-fn check_extension<'a>(
-    info: &pb::FamilyInfo,
-    base: Option<&'a dyn Family>,
-    builtin: &Registry,
-) -> Result<&'a dyn Family, SpecError> {
-    let Some(base) = base else {
+/// The rules of an extension (everything but its algorithms is its family's); the
+/// built-in family it extends.
+fn check_extension<'a>(info: &pb::FamilyInfo, builtin: &'a Registry) -> Result<&'a dyn Family, SpecError> {
+    let Some(base) = builtin.families().find(|f| f.name() == info.extends) else {
         let known: Vec<&str> = builtin.families().map(|f| f.name()).collect();
         return Err(SpecError::new(
             "extends",
@@ -416,7 +412,7 @@ impl DeclaredFamily {
             doc: text(&m.doc),
         };
         let info = &checked.info;
-        let base = builtin.shared(&info.extends).filter(|_| !info.extends.is_empty());
+        let base = builtin.shared(&info.extends);
         let declaration = Box::leak(Box::new(match &base {
             None => Declaration {
                 name: text(&info.name),

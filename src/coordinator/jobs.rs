@@ -154,6 +154,11 @@ impl Job {
         ValidJob { spec, key: self.key.job_key() }
     }
 
+    /// Leased to a worker that has not said it started it (leased ahead).
+    pub fn leased_ahead(&self) -> bool {
+        self.state == JobState::Running && !self.started
+    }
+
     /// The family as the sweep refers to it (the queue and the sessions go by it).
     pub fn family(&self) -> &str {
         &self.template.family

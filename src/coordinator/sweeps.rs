@@ -210,7 +210,7 @@ impl Sweeps {
     pub fn counted(&self, id: &str, table: &JobTable) -> Counts {
         let mut c = Counts::default();
         for &i in self.jobs(id) {
-            c.leased += u32::from(table.job(i).state == JobState::Running && !table.job(i).started);
+            c.leased += u32::from(table.job(i).leased_ahead());
             match table.job(i).state {
                 JobState::Queued => c.queued += 1,
                 JobState::Running => c.running += 1,

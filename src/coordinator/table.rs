@@ -183,16 +183,15 @@ impl JobTable {
     /// A job that enters `running` is leased, not started, until its worker says it started.
     fn set_state(&mut self, i: usize, state: JobState) {
         let job = &mut self.jobs[i];
-        if !job.dropped && job.state != state {
+        if job.state == state {
+            return;
+        }
+        if !job.dropped {
             let counts = self.counts.get_mut(&job.sweep).expect("a job's sweep is counted");
             *counts.of(job.state) -= 1;
             *counts.of(state) += 1;
-            if job.state == JobState::Running && !job.started {
-                counts.leased -= 1;
-            }
-            if state == JobState::Running {
-                counts.leased += 1;
-            }
+            counts.leased -= u32::from(job.leased_ahead());
+            counts.leased += u32::from(state == JobState::Running);
         }
         job.started = false;
         job.state = state;
@@ -204,7 +203,7 @@ impl JobTable {
         for id in attempts {
             let Some(a) = self.attempts.get(id).filter(|a| &*a.session == session) else { continue };
             let job = &mut self.jobs[a.job];
-            if job.current == Some(*id) && job.state == JobState::Running && !job.started {
+            if job.current == Some(*id) && job.leased_ahead() {
                 job.started = true;
                 if !job.dropped {
                     self.counts.get_mut(&job.sweep).expect("a job's sweep is counted").leased -= 1;
@@ -221,9 +220,7 @@ impl JobTable {
         }
         if let Some(counts) = self.counts.get_mut(&job.sweep) {
             *counts.of(job.state) -= 1;
-            if job.state == JobState::Running && !job.started {
-                counts.leased -= 1;
-            }
+            counts.leased -= u32::from(job.leased_ahead());
             if counts.is_empty() {
                 self.counts.remove(&job.sweep);
             }
@@ -809,7 +806,7 @@ mod tests {
         let mut counted = Counts::default();
         for job in t.jobs.iter().filter(|j| !j.dropped) {
             *counted.of(job.state) += 1;
-            counted.leased += u32::from(job.state == JobState::Running && !job.started);
+            counted.leased += u32::from(job.leased_ahead());
         }
         let sweep = t.jobs.first().map(|j| j.sweep.clone()).unwrap_or_else(|| "".into());
         assert_eq!(t.counts(&sweep), counted, "{context}: the kept counts against a count");

@@ -209,7 +209,7 @@ impl Registry {
 
     /// The family of this name; of a declared name, its newest version.
     pub fn family(&self, name: &str) -> Result<&dyn Family, SpecError> {
-        self.families().filter(|f| f.name() == name).max_by_key(|f| f.version()).ok_or_else(|| {
+        self.newest(name).map(|f| f.as_ref()).ok_or_else(|| {
             let mut known: Vec<&str> = self.families().map(|f| f.name()).collect();
             known.dedup();
             SpecError::new("family", format!("unknown family `{name}`; known: {}", known.join(", ")))
@@ -218,7 +218,11 @@ impl Registry {
 
     /// The family of this name as a shared handle (an extension keeps its base's).
     pub fn shared(&self, name: &str) -> Option<Arc<dyn Family>> {
-        self.families.iter().filter(|f| f.name() == name).max_by_key(|f| f.version()).cloned()
+        self.newest(name).cloned()
+    }
+
+    fn newest(&self, name: &str) -> Option<&Arc<dyn Family>> {
+        self.families.iter().filter(|f| f.name() == name).max_by_key(|f| f.version())
     }
 
     /// The family whose algorithm `algorithm` is among the jobs of family `family`: that
