@@ -27,6 +27,7 @@ const NOT_FAMILIES: &[&str] = &[
     "armada-worker",
     "armada-numbench",
     "armada-bindings",
+    "armada-golden",
 ];
 
 #[test]

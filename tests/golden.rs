@@ -11,10 +11,9 @@
 mod common;
 
 use armada::{registry, sweep};
-use armada_core::{run_job, Family, StepRecord};
+use armada_core::{Family, ValidJob};
+use armada_golden as golden;
 use std::collections::BTreeMap;
-use std::fmt::Write;
-use std::ops::ControlFlow;
 use std::path::PathBuf;
 
 /// Set in the copies of this test that [`the_same_bits_on_every_processor_model`] runs: they
@@ -36,111 +35,40 @@ fn golden_files() -> Vec<PathBuf> {
     files
 }
 
-/// A job's header line and its records, one line per step: the step, then every value as
-/// the 16 hex digits of its bits.
-struct Trajectory {
-    header: String,
-    lines: Vec<String>,
+/// Every golden sweep, by family: the directory of its golden files, and its jobs in order.
+fn golden_jobs(registry: &armada_core::Registry) -> BTreeMap<String, (PathBuf, Vec<ValidJob>)> {
+    let mut by_family: BTreeMap<String, (PathBuf, Vec<ValidJob>)> = BTreeMap::new();
+    for path in golden_files() {
+        let s = sweep::load_sweep(&path, registry).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let dir = path.parent().unwrap().to_path_buf();
+        let entry = by_family.entry(s.family.clone()).or_insert_with(|| (dir.clone(), Vec::new()));
+        assert_eq!(entry.0, dir, "the golden files of family `{}` are in two directories", s.family);
+        entry.1.extend(s.jobs);
+    }
+    by_family
 }
 
-fn run_golden(sweeps: &[sweep::Sweep], registry: &armada_core::Registry) -> Vec<Trajectory> {
-    let mut out = Vec::new();
-    for s in sweeps {
-        for job in &s.jobs {
-            let mut records: Vec<StepRecord> = Vec::new();
-            let ran = run_job(registry, job, &mut |r| {
-                records.push(r);
-                ControlFlow::Continue(())
-            });
-            let header = format!("job {} {}", job.key, job.describe());
-            let lines = match ran {
-                Ok(_) => records
-                    .iter()
-                    .map(|r| {
-                        let mut line = r.step.to_string();
-                        for v in &r.values {
-                            write!(line, " {:016x}", v.to_bits()).unwrap();
-                        }
-                        line
-                    })
-                    .collect(),
-                Err(e) => vec![format!("error {e}")],
-            };
-            out.push(Trajectory { header, lines });
-        }
+/// What a family's recorded golden text and a computed one disagree on, if anything.
+fn compare(family: &dyn Family, recorded: &str, computed: &str, path: &std::path::Path) -> Option<String> {
+    if golden::data(recorded) == golden::data(computed) {
+        return None;
     }
-    out
-}
-
-fn render(family: &dyn Family, trajectories: &[Trajectory]) -> String {
-    let metrics: Vec<&str> = family.metrics().iter().map(|m| m.name).collect();
-    let mut text = format!(
-        "# Golden trajectories of family `{}` (armada's tests/golden.rs): per job, one line per step with\n\
-         # every metric ({}) as the hex of its f64 bits. Written by the test when the\n\
-         # family's version changes; commit it with the bump.\nversion {}\n",
-        family.name(),
-        metrics.join(", "),
-        family.version()
-    );
-    for t in trajectories {
-        text.push_str(&t.header);
-        text.push('\n');
-        for line in &t.lines {
-            text.push_str(line);
-            text.push('\n');
-        }
-    }
-    text
-}
-
-/// The first difference between the recorded and the computed text, said in terms of a
-/// job, a step and a metric.
-fn first_difference(family: &dyn Family, recorded: &str, computed: &str) -> String {
-    let metrics: Vec<&str> = family.metrics().iter().map(|m| m.name).collect();
-    let mut job = "";
-    for (want, got) in recorded.lines().zip(computed.lines()) {
-        if want.starts_with("job ") && want == got {
-            job = want;
-        }
-        if want == got {
-            continue;
-        }
-        if want.starts_with("job ") || got.starts_with("job ") {
-            return format!("a different job: recorded `{want}`, computed `{got}`");
-        }
-        let (w, g): (Vec<&str>, Vec<&str>) = (want.split(' ').collect(), got.split(' ').collect());
-        let column = (1..w.len().max(g.len())).find(|&i| w.get(i) != g.get(i)).unwrap_or(0);
-        let name = metrics.get(column.wrapping_sub(1)).copied().unwrap_or("?");
-        let value = |v: Option<&&str>| {
-            v.and_then(|h| u64::from_str_radix(h, 16).ok())
-                .map_or("-".to_string(), |b| format!("{:e}", f64::from_bits(b)))
-        };
-        return format!(
-            "{job}\n  step {}, metric `{name}`: recorded {}, computed {}",
-            w[0],
-            value(w.get(column)),
-            value(g.get(column))
-        );
-    }
-    format!(
-        "a different number of lines ({} recorded, {} computed)",
-        recorded.lines().count(),
-        computed.lines().count()
-    )
+    let name = family.name();
+    Some(format!(
+        "family `{name}` (version {}) no longer computes its golden trajectories: {}\n  \
+         If the change is meant, bump `{name}`'s version (its `Family::version`, with the \
+         reason beside it): its results of older code are then not resumed, and this test \
+         rewrites {} for you to commit. If it is not meant, it is a regression.",
+        family.version(),
+        golden::first_difference(family, &golden::data(recorded), &golden::data(computed)),
+        path.display()
+    ))
 }
 
 #[test]
 fn every_family_computes_its_golden_trajectories_bit_for_bit() {
     let registry = registry();
-    // Per family: the directory of its golden files, and its sweeps.
-    let mut by_family: BTreeMap<String, (PathBuf, Vec<sweep::Sweep>)> = BTreeMap::new();
-    for path in golden_files() {
-        let s = sweep::load_sweep(&path, &registry).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let dir = path.parent().unwrap().to_path_buf();
-        let entry = by_family.entry(s.family.clone()).or_insert_with(|| (dir.clone(), Vec::new()));
-        assert_eq!(entry.0, dir, "the golden files of family `{}` are in two directories", s.family);
-        entry.1.push(s);
-    }
+    let by_family = golden_jobs(&registry);
     let mut failures = Vec::new();
     // The processor-model copies may each take some families (a comma-separated list).
     let only = std::env::var(ONLY_FAMILIES).ok();
@@ -149,14 +77,14 @@ fn every_family_computes_its_golden_trajectories_bit_for_bit() {
         if only.as_deref().is_some_and(|only| !only.split(',').any(|f| f == name)) {
             continue;
         }
-        let Some((dir, sweeps)) = by_family.get(name) else {
+        let Some((dir, jobs)) = by_family.get(name) else {
             failures.push(format!("family `{name}` has no golden jobs: add golden/{name}.toml to its crate"));
             continue;
         };
-        let computed = render(family, &run_golden(sweeps, &registry));
+        let computed = golden::render(family, &golden::run(&registry, jobs));
         let path = dir.join(format!("{name}.txt"));
         let recorded = std::fs::read_to_string(&path).unwrap_or_default();
-        let recorded_version = recorded.lines().find_map(|l| l.strip_prefix("version ")).and_then(|v| v.parse().ok());
+        let recorded_version = golden::recorded_version(&recorded);
         if recorded_version != Some(family.version()) {
             if std::env::var_os(COMPARE_ONLY).is_some() {
                 failures
@@ -171,19 +99,7 @@ fn every_family_computes_its_golden_trajectories_bit_for_bit() {
             );
             continue;
         }
-        // The comment lines are for readers; the rest is compared.
-        let data = |text: &str| text.lines().filter(|l| !l.starts_with('#')).collect::<Vec<_>>().join("\n");
-        if data(&recorded) != data(&computed) {
-            failures.push(format!(
-                "family `{name}` (version {}) no longer computes its golden trajectories: {}\n  \
-                 If the change is meant, bump `{name}`'s version (its `Family::version`, with the \
-                 reason beside it): its results of older code are then not resumed, and this test \
-                 rewrites {} for you to commit. If it is not meant, it is a regression.",
-                family.version(),
-                first_difference(family, &data(&recorded), &data(&computed)),
-                path.display()
-            ));
-        }
+        failures.extend(compare(family, &recorded, &computed, &path));
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
@@ -270,6 +186,58 @@ fn the_same_bits_on_every_processor_model() {
         if !out.status.success() || !stdout.contains("test result: ok. 1 passed") {
             failures.push(format!("{what}:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr)));
         }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// Set by `.ci/run`: `armada-golden` (workers/golden) cross-compiled for aarch64.
+const AARCH64_RUNNER: &str = "ARMADA_GOLDEN_AARCH64";
+
+/// The golden trajectories come out bit for bit on another architecture too: `armada-golden`
+/// built for aarch64 runs every paper family's golden jobs under `qemu-aarch64` (the test
+/// kit's families live in the worker runtime and are not in it), and each family's text
+/// equals its recorded file. `.ci/run` builds the runner and names it in
+/// `ARMADA_GOLDEN_AARCH64`; without it the test says it is skipped, unless
+/// `ARMADA_REQUIRE_AARCH64=1`.
+#[test]
+fn the_same_bits_on_aarch64() {
+    let Some(runner) = std::env::var_os(AARCH64_RUNNER) else {
+        assert!(
+            std::env::var_os("ARMADA_REQUIRE_AARCH64").is_none(),
+            "ARMADA_REQUIRE_AARCH64 is set but {AARCH64_RUNNER} is not (.ci/run sets both)"
+        );
+        eprintln!("skipped: {AARCH64_RUNNER} names no aarch64 build of armada-golden (.ci/run makes one)");
+        return;
+    };
+    let qemu = |args: &[&std::ffi::OsStr]| {
+        let out = std::process::Command::new("qemu-aarch64")
+            .args(["-L", "/usr/aarch64-linux-gnu"])
+            .arg(&runner)
+            .args(args)
+            .output()
+            .expect("qemu-aarch64 runs (Debian: qemu-user)");
+        assert!(out.status.success(), "armada-golden under qemu-aarch64: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let registry = registry();
+    let test_kit = [armada_worker::testkit::TestkitFamily.name(), armada_worker::testkit::TestkitShortFamily.name()];
+    let expected: Vec<&str> = registry.families().map(|f| f.name()).filter(|f| !test_kit.contains(f)).collect();
+    assert_eq!(qemu(&["--families".as_ref()]).lines().collect::<Vec<_>>(), expected, "armada-golden's families");
+
+    let by_family = golden_jobs(&registry);
+    let jobs = expected.iter().flat_map(|f| &by_family[*f].1).map(|job| &job.spec);
+    let tmp = tempfile::tempdir().unwrap();
+    let (jobs_file, out) = (tmp.path().join("jobs.jsonl"), tmp.path().join("aarch64"));
+    std::fs::write(&jobs_file, golden::write_jobs(jobs)).unwrap();
+    qemu(&[jobs_file.as_os_str(), out.as_os_str()]);
+    let mut failures = Vec::new();
+    for name in expected {
+        let family = registry.family(name).unwrap();
+        let path = by_family[name].0.join(format!("{name}.txt"));
+        let recorded = std::fs::read_to_string(&path).unwrap();
+        let computed = std::fs::read_to_string(out.join(format!("{name}.txt"))).unwrap();
+        assert_eq!(golden::recorded_version(&computed), Some(family.version()));
+        failures.extend(compare(family, &recorded, &computed, &path).map(|f| format!("on aarch64: {f}")));
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
