@@ -19,7 +19,8 @@
 //! `cargo bench --bench coordinator` (release), or `--profile dev` for the README's build.
 //! `ARMADA_BENCH_JOBS` (default 10,000), `ARMADA_BENCH_LONG_JOBS` (100) and
 //! `ARMADA_BENCH_LONG_STEPS` (100,000) and `ARMADA_BENCH_HUGE` (1,000,000) scale the
-//! sweeps; `cargo bench --bench coordinator -- huge` runs only the last part.
+//! sweeps; `cargo bench --bench coordinator -- huge` runs only the last part, `-- jobs` only
+//! the first.
 
 use armada::embedded::{run_embedded, EmbeddedConfig};
 use armada::local::{run_sweep, LocalConfig};
@@ -181,6 +182,10 @@ fn main() {
     let (local, dist) = measure(&testkit_sweep("bench-jobs", n_jobs, 1), "bench-jobs");
     println!("trivial one-step jobs, {WORKERS} workers ({n_jobs} jobs):");
     report("jobs", n_jobs, &local, &dist);
+    // `-- jobs` runs only the section above.
+    if std::env::args().skip(1).any(|a| a == "jobs") {
+        return;
+    }
 
     let (seeds, steps) = (env_or("ARMADA_BENCH_LONG_JOBS", 100), env_or("ARMADA_BENCH_LONG_STEPS", 100_000));
     let n_rows = seeds * steps;

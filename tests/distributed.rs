@@ -1234,3 +1234,84 @@ fn a_long_cell_is_summarized_in_bounded_memory_to_the_bytes_of_a_rebuild() {
         assert!(read(&sweep_dir) == read(&copy), "{table} differs from a rebuild");
     }
 }
+
+/// Short jobs of a sweep run in batches on the worker (one call on the blocking pool for
+/// many jobs, their records carried by their commits), long ones alone; a short job with
+/// more records than a batch keeps runs again alone, streamed. Whichever way each job
+/// ran, the trajectories are the in-process runner's and the final tables its bytes.
+#[test]
+fn batched_short_jobs_beside_long_ones_give_the_in_process_runners_trajectories() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Three in four jobs take under 5 ms, one in four 120 ms (two steps of 60 ms).
+    let mixed = write(
+        tmp.path(),
+        "mixed.toml",
+        "name = \"mixed\"\nfamily = \"testkit\"\nseeds = 25\nhorizon = 1\n[[benchmarks]]\nname = \"constant\"\n\
+         [[algorithms]]\nname = \"slow\"\nparams = { ms = [0, 1, 2, 60] }\n",
+    );
+    // Short jobs of 5,001 records each, more than a batch keeps.
+    let many = write(
+        tmp.path(),
+        "many.toml",
+        "name = \"many\"\nfamily = \"testkit\"\nseeds = 8\nhorizon = 5000\n[[benchmarks]]\nname = \"constant\"\n\
+         [[algorithms]]\nname = \"echo\"\n",
+    );
+    let data = tmp.path().join("data");
+    let coord = serve(&data, 0, &[]);
+    let log = tmp.path().join("w.log");
+    let _worker = worker(&coord.url, 2, &log, &[]);
+    for (sweep, id) in [(&mixed, "mixed"), (&many, "many")] {
+        assert!(client(&["submit", sweep.to_str().unwrap()], &coord.url, 30).status.success());
+        let watched = client(&["watch", id, "--quiet"], &coord.url, 300);
+        assert!(watched.status.success(), "{}", text(&watched.stderr));
+    }
+    let log = std::fs::read_to_string(&log).unwrap();
+    assert!(log.contains("jobs of sweep mixed as one batch"), "no batch ran:\n{log}");
+    assert!(log.contains("more records than a batch keeps"), "no job of `many` fell back to streaming:\n{log}");
+    for (sweep, id, n) in [(&mixed, "mixed", 100), (&many, "many", 8)] {
+        let local = tmp.path().join("local");
+        let out = armada(&["run", sweep.to_str().unwrap(), "--out", local.to_str().unwrap(), "--quiet"]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let (ours, theirs) = (jobs(&data.join(id)), jobs(&local.join(id)));
+        assert_eq!(ours.len(), n);
+        assert_eq!(ours.keys().collect::<Vec<_>>(), theirs.keys().collect::<Vec<_>>());
+        for (key, df) in &ours {
+            assert_same_trajectory(df, &theirs[key], key);
+        }
+        let final_of = |dir: &Path| std::fs::read(dir.join(id).join("final.parquet")).unwrap();
+        assert_eq!(final_of(&data), final_of(&local), "{id}");
+    }
+}
+
+/// A worker killed in the middle of a batch: the jobs of the batch it never reported are
+/// leased again after their leases expire, those it committed are not run again into the
+/// results; every job ends in the results once, with every step once.
+#[test]
+fn a_worker_killed_mid_batch_loses_nothing_and_duplicates_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    // About 10 ms a job: batches of about 25.
+    let body = SLOW_SWEEP
+        .replace("seeds = 12", "seeds = 300")
+        .replace("horizon = 10", "horizon = 1")
+        .replace("ms = 60", "ms = 5");
+    let sweep = write(tmp.path(), "slow.toml", &body);
+    let data = tmp.path().join("data");
+    let coord = serve(&data, 0, &["--lease-ttl-ms", "800"]);
+    let doomed_log = tmp.path().join("doomed.log");
+    let mut doomed = worker(&coord.url, 2, &doomed_log, &[]);
+    assert!(client(&["submit", sweep.to_str().unwrap()], &coord.url, 30).status.success());
+    let sweep_dir = data.join("slow");
+    wait_until(60, "a batch under way after a first commit", || {
+        job_count(&sweep_dir) >= 1 && std::fs::read_to_string(&doomed_log).unwrap_or_default().contains("as one batch")
+    });
+    doomed.kill9();
+    let before = job_count(&sweep_dir);
+    assert!(before < 300, "the sweep finished before the kill; make the jobs slower");
+    let _survivor = worker(&coord.url, 2, &tmp.path().join("survivor.log"), &[]);
+    let watched = client(&["watch", "slow", "--quiet"], &coord.url, 120);
+    assert!(watched.status.success(), "{}", text(&watched.stderr));
+    assert_eq!(job_count(&sweep_dir), 300);
+    assert_each_step_once(&sweep_dir, 1);
+    let status = client(&["status", "slow"], &coord.url, 30);
+    assert!(text(&status.stdout).contains("300 jobs: 300 done"), "{}", text(&status.stdout));
+}

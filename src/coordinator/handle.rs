@@ -96,13 +96,11 @@ pub(super) enum Command {
         started: Vec<u64>,
         reply: Reply<Vec<u64>>,
     },
-    /// Commit an attempt; answers whether its trajectory is the job's (a later commit of
-    /// a job is not).
+    /// Commit attempts of one session, each with its count of records, in one turn;
+    /// answers each whether its trajectory is the job's (a later commit of a job is not).
     Complete {
         session: String,
-        attempt: u64,
-        n_records: u32,
-        reply: Reply<bool>,
+        commits: Vec<(u64, u32, Reply<bool>)>,
     },
     /// An attempt failed; answers whether its job will be tried again.
     Fail {
@@ -258,7 +256,30 @@ impl SchedulerHandle {
     /// Commit an attempt. The answer (whether its trajectory is the job's) comes once its
     /// part is durable; it is awaited apart, so that a stream can have several in flight.
     pub async fn complete(&self, session: String, attempt: u64, n_records: u32) -> Result<Pending<bool>, CommandError> {
-        self.send(|reply| Command::Complete { session, attempt, n_records, reply }).await
+        self.send(|reply| Command::Complete { session, commits: vec![(attempt, n_records, reply)] }).await
+    }
+
+    /// Commit attempts of one session (`(attempt, n_records)` each) in one scheduler turn;
+    /// their answers as [`SchedulerHandle::complete`]'s, in order.
+    pub async fn complete_many(
+        &self,
+        session: String,
+        attempts: Vec<(u64, u32)>,
+    ) -> Result<Vec<Pending<bool>>, CommandError> {
+        let mut pending = Vec::with_capacity(attempts.len());
+        let commits = attempts
+            .into_iter()
+            .map(|(attempt, n_records)| {
+                let (tx, rx) = oneshot::channel();
+                pending.push(Pending(rx));
+                (attempt, n_records, tx)
+            })
+            .collect();
+        self.mailbox
+            .send(Command::Complete { session, commits })
+            .await
+            .map_err(|_| CommandError::unavailable("the scheduler has stopped"))?;
+        Ok(pending)
     }
 
     /// An attempt failed; answers whether its job will be tried again.

@@ -357,18 +357,43 @@ impl Coordinator {
     /// One attempt's commit: its inline records into the spool, then the scheduler's
     /// decision, to be awaited.
     async fn complete(&self, session: String, r: pb::CompleteAttemptRequest) -> Result<Pending<bool>, Status> {
-        if !r.records.is_empty() {
-            let records: Vec<_> = r.records.into_iter().map(wire::record_from_wire).collect();
-            match self.scheduler.append(r.attempt_id, &session, &records) {
-                // A record that breaks the schema breaks the spool: the commit below is
-                // refused with the reason, and the attempt voided.
-                Ok(_) => self.records_received(records.len()),
-                Err(e) if e.kind() == ErrorKind::InvalidArgument => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
+        self.append_inline(&session, r.attempt_id, r.records)?;
         let (attempt, n_records) = (r.attempt_id, r.n_records);
         Ok(self.scheduler.complete(session, attempt, n_records).await?)
+    }
+
+    /// Commits of one session sent as one scheduler command; their answers to await go to
+    /// `pending` (or, if the scheduler is gone, its error for each).
+    async fn complete_group(
+        &self,
+        session: String,
+        attempts: Vec<(u64, u32)>,
+        pending: &mut Vec<(u64, Result<Pending<bool>, Status>)>,
+    ) {
+        if attempts.is_empty() {
+            return;
+        }
+        let ids: Vec<u64> = attempts.iter().map(|(id, _)| *id).collect();
+        match self.scheduler.complete_many(session, attempts).await {
+            Ok(answers) => pending.extend(ids.into_iter().zip(answers.into_iter().map(Ok))),
+            Err(e) => pending.extend(ids.into_iter().map(|id| (id, Err(Status::from(e.clone()))))),
+        }
+    }
+
+    /// Records a commit carries into its attempt's spool.
+    fn append_inline(&self, session: &str, attempt: u64, records: Vec<pb::StepRecord>) -> Result<(), Status> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        let records: Vec<_> = records.into_iter().map(wire::record_from_wire).collect();
+        match self.scheduler.append(attempt, session, &records) {
+            // A record that breaks the schema breaks the spool: the commit is then refused
+            // with the reason, and the attempt voided.
+            Ok(_) => self.records_received(records.len()),
+            Err(e) if e.kind() == ErrorKind::InvalidArgument => {}
+            Err(e) => return Err(e.into()),
+        }
+        Ok(())
     }
 
     fn records_received(&self, n: usize) {
@@ -493,14 +518,25 @@ impl pb::workers_server::Workers for Coordinator {
         &self,
         request: Request<pb::CompleteAttemptsRequest>,
     ) -> Result<Response<pb::CompleteAttemptsResponse>, Status> {
-        // Every commit goes to the scheduler before any answer is awaited: they share a part.
+        // Every commit goes to the scheduler before any answer is awaited (they share a
+        // part), those of one session in one command.
         let mut pending = Vec::new();
         let request = request.into_inner();
+        let mut group: (String, Vec<(u64, u32)>) = (request.session.clone(), Vec::new());
         for r in request.attempts {
-            let attempt_id = r.attempt_id;
             let session = if r.session.is_empty() { request.session.clone() } else { r.session.clone() };
-            pending.push((attempt_id, self.complete(session, r).await));
+            if session != group.0 {
+                let (before, attempts) = std::mem::replace(&mut group, (session, Vec::new()));
+                self.complete_group(before, attempts, &mut pending).await;
+            }
+            let (attempt_id, n_records) = (r.attempt_id, r.n_records);
+            match self.append_inline(&group.0, attempt_id, r.records) {
+                Ok(()) => group.1.push((attempt_id, n_records)),
+                Err(e) => pending.push((attempt_id, Err(e))),
+            }
         }
+        let (session, attempts) = group;
+        self.complete_group(session, attempts, &mut pending).await;
         let mut outcomes = Vec::with_capacity(pending.len());
         for (attempt_id, answer) in pending {
             let answer = match answer {

@@ -542,7 +542,7 @@ pub fn write_part(sweep_dir: &Path, metrics: &[MetricDef], mut jobs: Vec<PartJob
     }
     let path = dir.join(part_name(&first_key));
     write_atomic(&path, |out| {
-        let schema = trajectory_frame(&jobs[0].job, metrics, &[])?.schema().clone();
+        let schema = RowGroup::new(metrics).frame()?.schema().clone();
         let mut entries = vec![(INDEX_KEY.to_owned(), index.to_json())];
         let provenance: BTreeMap<&str, &Provenance> =
             jobs.iter().filter_map(|j| Some((j.job.key.0.as_str(), j.provenance.as_ref()?))).collect();
@@ -552,30 +552,19 @@ pub fn write_part(sweep_dir: &Path, metrics: &[MetricDef], mut jobs: Vec<PartJob
         }
         let metadata = KeyValueMetadata::from_static(entries);
         let mut writer = parquet_writer(out).with_key_value_metadata(Some(metadata)).batched(&schema)?;
-        let mut group = RowGroup::default();
+        let mut group = RowGroup::new(metrics);
         for part_job in &mut jobs {
             let PartJob { job, n_records, records, .. } = part_job;
-            let mut chunk = Vec::with_capacity((*n_records).min(PART_ROW_GROUP_ROWS));
+            group.start_job(job).within(|| format!("building job {}", job.key))?;
             let mut n_read = 0;
-            loop {
-                let next = records.next().transpose().within(|| format!("reading the records of job {}", job.key))?;
-                let finished = next.is_none();
-                if let Some(record) = next {
-                    n_read += 1;
-                    chunk.push(record);
-                }
-                let room = PART_ROW_GROUP_ROWS - group.rows;
-                if chunk.len() == room || (finished && !chunk.is_empty()) {
-                    let frame =
-                        trajectory_frame(job, metrics, &chunk).within(|| format!("building job {}", job.key))?;
-                    group.push(frame)?;
-                    chunk.clear();
-                    if group.rows == PART_ROW_GROUP_ROWS {
-                        group.write(&mut writer)?;
-                    }
-                }
-                if finished {
-                    break;
+            while let Some(record) =
+                records.next().transpose().within(|| format!("reading the records of job {}", job.key))?
+            {
+                n_read += 1;
+                group.push(&record).within(|| format!("building job {}", job.key))?;
+                if group.rows() == PART_ROW_GROUP_ROWS {
+                    group.write(&mut writer)?;
+                    group.start_job(job)?;
                 }
             }
             if n_read != *n_records {
@@ -601,34 +590,142 @@ pub fn write_shard(sweep_dir: &Path, job: &ValidJob, metrics: &[MetricDef], reco
     Ok(write_part(sweep_dir, metrics, vec![part])?.path)
 }
 
-/// The rows of the row group being built.
-#[derive(Default)]
-struct RowGroup {
-    frame: Option<DataFrame>,
-    rows: usize,
+/// The rows of the row group being built, column by column: each record appends to plain
+/// vectors and the frame is made once per row group (a frame per job, stacked, cost more
+/// than short jobs themselves).
+struct RowGroup<'m> {
+    metrics: &'m [MetricDef],
+    /// The jobs whose rows the group holds, each with its count of rows, in order.
+    jobs: Vec<(JobColumns, usize)>,
+    steps: Vec<i64>,
+    elapsed_ms: Vec<f64>,
+    floats: Vec<Vec<f64>>,
+    ints: Vec<Vec<Option<i64>>>,
 }
 
-impl RowGroup {
-    fn push(&mut self, frame: DataFrame) -> Result<()> {
-        self.rows += frame.height();
-        match &mut self.frame {
-            Some(acc) => {
-                acc.vstack_mut(&frame)?;
-            }
-            None => self.frame = Some(frame),
+/// A job's identifying columns, which repeat one value over its rows.
+struct JobColumns {
+    text: [String; 6],
+    ints: [i64; 3],
+}
+
+impl JobColumns {
+    const TEXT: [&'static str; 6] = [JOB_KEY, FAMILY, BENCHMARK, BENCHMARK_PARAMS, ALGORITHM, ALGORITHM_PARAMS];
+    const INTS: [&'static str; 3] = [SEED, SWEEP_SEED, HORIZON];
+
+    fn of(job: &ValidJob) -> Result<JobColumns> {
+        let spec = &job.spec;
+        let seed = i64::try_from(spec.seed).map_err(|_| invalid("seed index does not fit in Int64"))?;
+        Ok(JobColumns {
+            text: [
+                job.key.0.clone(),
+                spec.family.clone(),
+                spec.benchmark.clone(),
+                spec.benchmark_params.to_string(),
+                spec.algorithm.clone(),
+                spec.algorithm_params.to_string(),
+            ],
+            // Bit-for-bit: Parquet readers have no trouble with Int64, many with UInt64.
+            ints: [seed, spec.sweep_seed as i64, i64::from(spec.horizon)],
+        })
+    }
+}
+
+impl<'m> RowGroup<'m> {
+    fn new(metrics: &'m [MetricDef]) -> Self {
+        let n_of = |kind| metrics.iter().filter(|m| m.kind == kind).count();
+        RowGroup {
+            metrics,
+            jobs: Vec::new(),
+            steps: Vec::new(),
+            elapsed_ms: Vec::new(),
+            floats: vec![Vec::new(); n_of(MetricKind::Float)],
+            ints: vec![Vec::new(); n_of(MetricKind::Int)],
         }
+    }
+
+    fn rows(&self) -> usize {
+        self.steps.len()
+    }
+
+    /// The rows pushed next are `job`'s.
+    fn start_job(&mut self, job: &ValidJob) -> Result<()> {
+        self.jobs.push((JobColumns::of(job)?, 0));
         Ok(())
+    }
+
+    fn push(&mut self, r: &StepRecord) -> Result<()> {
+        if r.values.len() != self.metrics.len() {
+            let (step, n) = (r.step, r.values.len());
+            return Err(invalid(format!("step {step} has {n} values for {} metrics", self.metrics.len())));
+        }
+        let (mut f, mut i) = (0, 0);
+        for (m, &v) in self.metrics.iter().zip(&r.values) {
+            match m.kind {
+                MetricKind::Float => {
+                    self.floats[f].push(v);
+                    f += 1;
+                }
+                MetricKind::Int => {
+                    let value = int_value(v).within(|| format!("metric {} at step {}", m.name, r.step));
+                    self.ints[i].push(value?);
+                    i += 1;
+                }
+            }
+        }
+        self.steps.push(i64::from(r.step));
+        self.elapsed_ms.push(r.elapsed_ms);
+        self.jobs.last_mut().expect("a job was started").1 += 1;
+        Ok(())
+    }
+
+    /// The rows as a frame in the trajectory schema (see the module docs of
+    /// [`crate::results`]), emptying the group.
+    fn frame(&mut self) -> Result<DataFrame> {
+        let n = self.rows();
+        let jobs = std::mem::take(&mut self.jobs);
+        let mut columns = Vec::with_capacity(JobColumns::TEXT.len() + JobColumns::INTS.len() + 2 + self.metrics.len());
+        for (c, name) in JobColumns::TEXT.iter().enumerate() {
+            let values: Vec<&str> =
+                jobs.iter().flat_map(|(job, rows)| std::iter::repeat_n(job.text[c].as_str(), *rows)).collect();
+            columns.push(Column::new((*name).into(), values));
+        }
+        for (c, name) in JobColumns::INTS.iter().enumerate() {
+            let values: Vec<i64> =
+                jobs.iter().flat_map(|(job, rows)| std::iter::repeat_n(job.ints[c], *rows)).collect();
+            columns.push(Column::new((*name).into(), values));
+        }
+        columns.push(Column::new(STEP.into(), std::mem::take(&mut self.steps)));
+        columns.push(Column::new(ELAPSED_MS.into(), std::mem::take(&mut self.elapsed_ms)));
+        let (mut floats, mut ints) = (self.floats.iter_mut(), self.ints.iter_mut());
+        for m in self.metrics {
+            columns.push(match m.kind {
+                MetricKind::Float => Column::new(m.name.into(), std::mem::take(floats.next().expect("a float column"))),
+                MetricKind::Int => Column::new(m.name.into(), std::mem::take(ints.next().expect("an int column"))),
+            });
+        }
+        Ok(DataFrame::new(n, columns)?)
     }
 
     /// Write what was built as one row group (nothing if empty).
     fn write<W: Write>(&mut self, writer: &mut polars::io::parquet::write::BatchedWriter<W>) -> Result<()> {
-        if let Some(mut frame) = self.frame.take() {
-            frame.rechunk_mut();
-            writer.write_batch(&frame)?;
+        if self.rows() > 0 {
+            writer.write_batch(&self.frame()?)?;
         }
-        self.rows = 0;
+        self.jobs.clear();
         Ok(())
     }
+}
+
+/// One job's rows in the trajectory schema, as one frame.
+#[cfg(test)]
+fn trajectory_frame(job: &ValidJob, metrics: &[MetricDef], records: &[StepRecord]) -> Result<DataFrame> {
+    let mut group = RowGroup::new(metrics);
+    group.start_job(job)?;
+    for r in records {
+        group.push(r)?;
+    }
+    group.frame()
 }
 
 impl PartIndex {
@@ -675,52 +772,6 @@ fn check_metric_names(metrics: &[MetricDef]) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// One job's rows in the trajectory schema (see the module docs of [`crate::results`]).
-fn trajectory_frame(job: &ValidJob, metrics: &[MetricDef], records: &[StepRecord]) -> Result<DataFrame> {
-    for r in records {
-        if r.values.len() != metrics.len() {
-            let (step, n) = (r.step, r.values.len());
-            return Err(invalid(format!("step {step} has {n} values for {} metrics", metrics.len())));
-        }
-    }
-    let spec = &job.spec;
-    let n = records.len();
-    let seed = i64::try_from(spec.seed).map_err(|_| invalid("seed index does not fit in Int64"))?;
-    // The id columns repeat one value: scalar columns, materialised only by the writer.
-    let text = |name: &str, value: String| {
-        Column::new_scalar(name.into(), Scalar::new(DataType::String, AnyValue::StringOwned(value.into())), n)
-    };
-    let int = |name: &str, value: i64| Column::new_scalar(name.into(), Scalar::new(DataType::Int64, value.into()), n);
-    let mut columns = vec![
-        text(JOB_KEY, job.key.0.clone()),
-        text(FAMILY, spec.family.clone()),
-        text(BENCHMARK, spec.benchmark.clone()),
-        text(BENCHMARK_PARAMS, spec.benchmark_params.to_string()),
-        text(ALGORITHM, spec.algorithm.clone()),
-        text(ALGORITHM_PARAMS, spec.algorithm_params.to_string()),
-        int(SEED, seed),
-        // Bit-for-bit: Parquet readers have no trouble with Int64, many with UInt64.
-        int(SWEEP_SEED, spec.sweep_seed as i64),
-        int(HORIZON, i64::from(spec.horizon)),
-        Column::new(STEP.into(), records.iter().map(|r| i64::from(r.step)).collect::<Vec<_>>()),
-        Column::new(ELAPSED_MS.into(), records.iter().map(|r| r.elapsed_ms).collect::<Vec<_>>()),
-    ];
-    for (i, m) in metrics.iter().enumerate() {
-        let column = match m.kind {
-            MetricKind::Float => Column::new(m.name.into(), records.iter().map(|r| r.values[i]).collect::<Vec<_>>()),
-            MetricKind::Int => {
-                let values = records
-                    .iter()
-                    .map(|r| int_value(r.values[i]).within(|| format!("metric {} at step {}", m.name, r.step)))
-                    .collect::<Result<Vec<Option<i64>>>>()?;
-                Column::new(m.name.into(), values)
-            }
-        };
-        columns.push(column);
-    }
-    Ok(DataFrame::new(n, columns)?)
 }
 
 /// An Int metric value: NaN is missing, anything else must be an exact integer.

@@ -311,8 +311,10 @@ impl Scheduler {
             Command::Heartbeat { session, attempts, started, reply } => {
                 let _ = reply.send(self.heartbeat(&session, attempts, &started, now));
             }
-            Command::Complete { session, attempt, n_records, reply } => {
-                self.complete(&session, attempt, n_records, reply)
+            Command::Complete { session, commits } => {
+                for (attempt, n_records, reply) in commits {
+                    self.complete(&session, attempt, n_records, reply);
+                }
             }
             Command::Fail { session, attempt, error, reply } => {
                 let _ = reply.send(self.fail(&session, attempt, error));

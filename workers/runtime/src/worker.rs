@@ -14,7 +14,7 @@
 
 use crate::auth::BearerToken;
 use crate::wire::{record_to_wire, spec_from_wire};
-use armada_core::{run_job, JobError, Registry, StepRecord};
+use armada_core::{run_job, JobError, Registry, StepRecord, ValidJob};
 use armada_proto::v1 as pb;
 use pb::workers_client::WorkersClient;
 use std::collections::{HashMap, VecDeque};
@@ -43,6 +43,14 @@ pub const BATCH_WAIT: Duration = Duration::from_millis(200);
 /// sweep's jobs are short is measured per sweep ([`JobLengths`]).
 pub const SHORT_JOB: Duration = Duration::from_millis(50);
 pub const PREFETCH_PER_SLOT: usize = 64;
+/// Short jobs of one sweep waiting in the backlog run as a batch: one task and one call on
+/// the blocking pool for all of them, their records kept for their commits (no task,
+/// channel or thread hand-off per job). A batch is sized to about this much work (by the
+/// sweep's mean job length), and at most [`PREFETCH_PER_SLOT`] jobs.
+pub const BATCH_WORK: Duration = Duration::from_millis(250);
+/// The most records a job of a batch keeps for its commit; a job with more stops, runs
+/// again alone with its records streamed, and so do its sweep's later jobs on this worker.
+pub const BATCH_JOB_RECORDS: usize = 4096;
 /// Finished attempts are committed in batches: a batch is sent when it holds
 /// [`COMMIT_BATCH`] attempts (or [`COMMIT_BATCH_VALUES`] inline metric values, to stay
 /// well under gRPC's 4 MiB message limit), or [`COMMIT_BATCH_WAIT`] after its first finished.
@@ -78,6 +86,9 @@ type Client = WorkersClient<InterceptedService<Channel, BearerToken>>;
 #[derive(Default)]
 pub struct JobLengths {
     mean: HashMap<String, Duration>,
+    /// Sweeps one of whose jobs had more records than a batch keeps ([`BATCH_JOB_RECORDS`]):
+    /// their jobs always stream, never run in batches.
+    streaming: std::collections::HashSet<String>,
 }
 
 impl JobLengths {
@@ -88,14 +99,32 @@ impl JobLengths {
     pub fn record(&mut self, sweep: &str, took: Duration) {
         if !self.mean.contains_key(sweep) && self.mean.len() >= Self::MAX_SWEEPS {
             self.mean.clear();
+            self.streaming.clear();
         }
         let mean = self.mean.entry(sweep.to_string()).or_insert(took);
         *mean = (*mean * 7 + took) / 8;
     }
 
+    /// A job of `sweep` had more records than [`BATCH_JOB_RECORDS`].
+    pub fn record_streaming(&mut self, sweep: &str) {
+        self.streaming.insert(sweep.to_string());
+    }
+
     /// Whether `sweep`'s jobs are short (measured, and under [`SHORT_JOB`] on average).
     pub fn short(&self, sweep: &str) -> bool {
         self.mean.get(sweep).is_some_and(|m| *m < SHORT_JOB)
+    }
+
+    /// How many of `sweep`'s jobs to run as one batch: about [`BATCH_WORK`] of them when
+    /// they are short and their records fit a commit, else one (streamed).
+    pub fn batch(&self, sweep: &str) -> usize {
+        match self.mean.get(sweep) {
+            Some(mean) if *mean < SHORT_JOB && !self.streaming.contains(sweep) => {
+                let n = BATCH_WORK.as_nanos() / mean.as_nanos().max(1);
+                (n as usize).clamp(1, PREFETCH_PER_SLOT)
+            }
+            _ => 1,
+        }
     }
 
     /// Jobs of `sweep` worth holding on `slots` slots: one per slot, and
@@ -186,8 +215,7 @@ async fn session(
     info!("registered with {} as {worker_id} ({} slots)", config.coordinator, config.slots);
     let mut heartbeat = tokio::time::interval(Duration::from_millis(registered.heartbeat_interval_ms.max(20) as u64));
     let mut running: HashMap<u64, watch::Sender<bool>> = HashMap::new();
-    type Finished = (u64, String, Result<Option<ReadyToCommit>, tonic::Status>, Duration);
-    let mut tasks: JoinSet<Finished> = JoinSet::new();
+    let mut tasks: JoinSet<Vec<Finished>> = JoinSet::new();
     // Leased, not yet started (heartbeated all the same: they are in `running`).
     let mut backlog: VecDeque<(pb::JobLease, watch::Receiver<bool>)> = VecDeque::new();
     let mut lengths = JobLengths::default();
@@ -205,11 +233,22 @@ async fn session(
         // Start what the backlog holds on the free slots (draining too: those leases are ours).
         while tasks.len() < config.slots {
             let Some((lease, cancel_rx)) = backlog.pop_front() else { break };
-            let (id, sweep) = (lease.attempt_id, lease.sweep_id.clone());
             let (client, registry, session) = (client.clone(), registry.clone(), session.clone());
+            let n = lengths.batch(&lease.sweep_id);
+            if n > 1 {
+                // This lease and the next ones of its sweep, as one batch.
+                let mut batch = vec![(lease, cancel_rx)];
+                while batch.len() < n && backlog.front().is_some_and(|(l, _)| l.sweep_id == batch[0].0.sweep_id) {
+                    batch.push(backlog.pop_front().expect("a front"));
+                }
+                tasks.spawn(async move { run_batch(client, registry, &session, batch).await });
+                continue;
+            }
+            let (id, sweep) = (lease.attempt_id, lease.sweep_id.clone());
             tasks.spawn(async move {
                 let started = Instant::now();
-                (id, sweep, run_attempt(client, registry, &session, lease, cancel_rx).await, started.elapsed())
+                let outcome = run_attempt(client, registry, &session, lease, cancel_rx).await;
+                vec![Finished { id, sweep, outcome, took: started.elapsed(), lease: None }]
             });
         }
         if draining && tasks.is_empty() && commits.is_empty() && ready.is_empty() {
@@ -258,25 +297,46 @@ async fn session(
             }
             Some(joined) = tasks.join_next(), if !tasks.is_empty() => {
                 next_lease = tokio::time::Instant::now();
-                if let Ok((_, sweep, _, took)) = &joined {
-                    lengths.record(sweep, *took);
-                }
-                match joined {
-                    Ok((id, _, Ok(Some(ready_job)), _)) => {
-                        // Still heartbeated (it stays in `running`) until the commit is answered.
-                        if ready.is_empty() {
-                            ready_since = tokio::time::Instant::now();
+                let finished = match joined {
+                    Ok(finished) => finished,
+                    Err(e) => {
+                        warn!("an attempt task ended abnormally: {e}");
+                        continue;
+                    }
+                };
+                let mut lost = None;
+                for Finished { id, sweep, outcome, took, lease } in finished {
+                    if let Some(lease) = lease {
+                        // A job of a batch with more records than a commit carries: it runs
+                        // again alone, streamed, and so do its sweep's next jobs.
+                        info!("attempt {id}: more records than a batch keeps; it runs again alone, streamed");
+                        lengths.record_streaming(&sweep);
+                        let cancel_rx = running.get(&id).map(|c| c.subscribe());
+                        if let Some(cancel_rx) = cancel_rx {
+                            backlog.push_front((lease, cancel_rx));
                         }
-                        ready.push((id, ready_job));
+                        continue;
                     }
-                    Ok((id, _, Ok(None), _)) => {
-                        running.remove(&id);
+                    lengths.record(&sweep, took);
+                    match outcome {
+                        Ok(Some(ready_job)) => {
+                            // Still heartbeated (it stays in `running`) until the commit is answered.
+                            if ready.is_empty() {
+                                ready_since = tokio::time::Instant::now();
+                            }
+                            ready.push((id, ready_job));
+                        }
+                        Ok(None) => {
+                            running.remove(&id);
+                        }
+                        Err(e) => {
+                            running.remove(&id);
+                            lost.get_or_insert(e);
+                        }
                     }
-                    Ok((id, _, Err(e), _)) => {
-                        running.remove(&id);
-                        break Err(e);
-                    }
-                    Err(e) => warn!("an attempt task ended abnormally: {e}"),
+                }
+                if let Some(e) = lost {
+                    break Err(e);
                 }
             }
             // Send what finished as one batch: when it is large, when it has waited a
@@ -374,22 +434,7 @@ async fn run_attempt(
     mut cancel: watch::Receiver<bool>,
 ) -> Result<Option<ReadyToCommit>, tonic::Status> {
     let attempt_id = lease.attempt_id;
-    let checked = lease
-        .spec
-        .ok_or_else(|| "the lease has no job spec".to_string())
-        .and_then(|spec| spec_from_wire(spec, "spec"))
-        .and_then(|spec| registry.validate(&spec).map_err(|e| e.to_string()))
-        .and_then(|job| {
-            if job.key.0 == lease.job_key {
-                Ok(job)
-            } else {
-                Err(format!(
-                    "job key mismatch: the coordinator says {}, this worker computes {} (different armada builds?)",
-                    lease.job_key, job.key
-                ))
-            }
-        });
-    let job = match checked {
+    let job = match checked_job(&registry, lease.spec, &lease.job_key) {
         Ok(job) => job,
         Err(error) => return report_failure(&mut client, session, attempt_id, error).await.map(|()| None),
     };
@@ -467,6 +512,111 @@ async fn run_attempt(
         (Err(join_error), Some(Ok(_))) => join_error.to_string(),
     };
     report_failure(&mut client, session, attempt_id, failed).await.map(|()| None)
+}
+
+/// What became of a leased attempt's job.
+struct Finished {
+    id: u64,
+    sweep: String,
+    /// As [`run_attempt`] says it.
+    outcome: Result<Option<ReadyToCommit>, tonic::Status>,
+    took: Duration,
+    /// The lease given back, to run again alone: a job of a batch with more records than
+    /// [`BATCH_JOB_RECORDS`].
+    lease: Option<pb::JobLease>,
+}
+
+/// What one job of a batch came to, on the blocking thread.
+enum BatchJob {
+    Ready(ReadyToCommit),
+    Failed(String),
+    Cancelled,
+    TooManyRecords,
+}
+
+/// Run short jobs of one sweep one after the other in one call on the blocking pool, each
+/// job's records kept for its commit. A job cancelled before its turn does not run; a job
+/// with more than [`BATCH_JOB_RECORDS`] records stops and is handed back to run streamed.
+async fn run_batch(
+    mut client: Client,
+    registry: Arc<Registry>,
+    session: &str,
+    batch: Vec<(pb::JobLease, watch::Receiver<bool>)>,
+) -> Vec<Finished> {
+    let (leases, cancels): (Vec<pb::JobLease>, Vec<watch::Receiver<bool>>) = batch.into_iter().unzip();
+    info!("running {} jobs of sweep {} as one batch", leases.len(), leases[0].sweep_id);
+    let specs: Vec<Option<pb::JobSpec>> = leases.iter().map(|l| l.spec.clone()).collect();
+    let keys: Vec<String> = leases.iter().map(|l| l.job_key.clone()).collect();
+    let ran = tokio::task::spawn_blocking(move || {
+        specs
+            .into_iter()
+            .zip(keys)
+            .zip(cancels)
+            .map(|((spec, key), cancel)| {
+                let started = Instant::now();
+                if *cancel.borrow() {
+                    return (BatchJob::Cancelled, started.elapsed());
+                }
+                let job = match checked_job(&registry, spec, &key) {
+                    Ok(job) => job,
+                    Err(error) => return (BatchJob::Failed(error), started.elapsed()),
+                };
+                let mut records = Vec::new();
+                let mut too_many = false;
+                let outcome = run_job(&registry, &job, &mut |record| {
+                    too_many = records.len() == BATCH_JOB_RECORDS;
+                    if too_many || *cancel.borrow() {
+                        return ControlFlow::Break(());
+                    }
+                    records.push(record);
+                    ControlFlow::Continue(())
+                });
+                let done = match outcome {
+                    _ if too_many => BatchJob::TooManyRecords,
+                    Ok(run) => BatchJob::Ready(ReadyToCommit { n_records: run.n_records, records }),
+                    Err(JobError::Cancelled) => BatchJob::Cancelled,
+                    Err(e) => BatchJob::Failed(e.to_string()),
+                };
+                (done, started.elapsed())
+            })
+            .collect::<Vec<_>>()
+    })
+    .await;
+    let ran = match ran {
+        Ok(ran) => ran,
+        // run_job catches a family's panics: this is the pool itself failing.
+        Err(e) => leases
+            .iter()
+            .map(|_| (BatchJob::Failed(format!("the batch's thread failed: {e}")), Duration::ZERO))
+            .collect(),
+    };
+    let mut finished = Vec::with_capacity(leases.len());
+    for (lease, (done, took)) in leases.into_iter().zip(ran) {
+        let (id, sweep) = (lease.attempt_id, lease.sweep_id.clone());
+        let (outcome, lease) = match done {
+            BatchJob::Ready(ready) => (Ok(Some(ready)), None),
+            BatchJob::Cancelled => (Ok(None), None),
+            BatchJob::TooManyRecords => (Ok(None), Some(lease)),
+            BatchJob::Failed(error) => (report_failure(&mut client, session, id, error).await.map(|()| None), None),
+        };
+        finished.push(Finished { id, sweep, outcome, took, lease });
+    }
+    finished
+}
+
+/// The leased job, checked: its spec parses and validates, and its key is the one the
+/// coordinator gave (else the two run different armada builds).
+fn checked_job(registry: &Registry, spec: Option<pb::JobSpec>, job_key: &str) -> Result<ValidJob, String> {
+    let spec = spec.ok_or_else(|| "the lease has no job spec".to_string())?;
+    let job = registry.validate(&spec_from_wire(spec, "spec")?).map_err(|e| e.to_string())?;
+    if job.key.0 == job_key {
+        Ok(job)
+    } else {
+        Err(format!(
+            "job key mismatch: the coordinator says {job_key}, this worker computes {} (different armada builds?)",
+            job.key
+        ))
+    }
 }
 
 /// An attempt whose job finished: every record is uploaded, or waits in `records`.
