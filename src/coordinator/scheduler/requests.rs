@@ -108,7 +108,14 @@ impl Scheduler {
             Decision::New(checked) => {
                 let Checked { info, digest } = &*checked;
                 let encoded = prost::Message::encode_to_vec(info);
-                self.store.add_family(&info.name, info.version, digest, &encoded).map_err(internal)?;
+                // The coordinator's trouble (a full disk, say), shown where operators look:
+                // the caller is told to try again later, not that it erred.
+                self.store.add_family(&info.name, info.version, digest, &encoded).map_err(|e| {
+                    CommandError::unavailable(format!(
+                        "the coordinator cannot record the declaration of `{}` in its store ({e:#}); try again later",
+                        info.name
+                    ))
+                })?;
                 info!(family = %info.name, version = info.version, %digest, "family declared");
                 let declared = Declared { digest: digest.clone(), created: true };
                 self.catalog.add(*checked);

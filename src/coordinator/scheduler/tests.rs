@@ -1177,3 +1177,39 @@ fn unwatched_event_channels_are_dropped_and_watched_ones_kept() {
     assert_eq!(prune_unwatched(&mut watchers), 1);
     assert_eq!(watchers.keys().collect::<Vec<_>>(), ["watched"]);
 }
+
+/// A declaration the store cannot record (a full disk) is the coordinator's trouble: the
+/// worker's Register is answered UNAVAILABLE (try again later) naming the family, and no
+/// session is made.
+#[tokio::test]
+async fn a_declaration_the_store_cannot_record_is_answered_unavailable() {
+    use crate::coordinator::declared;
+    // A store that refuses every write after those of the start (the fewest that let it start).
+    let dir = tempfile::tempdir().unwrap();
+    let s = (0..32)
+        .find_map(|writes| {
+            let mut store = Store::open(dir.path()).unwrap();
+            store.crash_after(writes);
+            let catalog = Arc::new(Catalog::new(crate::registry()));
+            Scheduler::start(catalog, store, dir.path().into(), SchedulerConfig::default()).ok()
+        })
+        .expect("a scheduler starts with some writes allowed");
+    let mut info = declared::family_info(crate::registry().family("testkit").unwrap());
+    info.name = "mybo".into();
+    let declaration = declared::check(info, &crate::registry()).unwrap();
+    let registration = Registration {
+        declarations: vec![declaration],
+        build: String::new(),
+        version: String::new(),
+        ..registration(&["mybo"])
+    };
+    let e = s.register(registration).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unavailable, "{}", e.message());
+    assert!(
+        e.message()
+            .starts_with("declarations[0]: the coordinator cannot record the declaration of `mybo` in its store"),
+        "{}",
+        e.message()
+    );
+    assert!(s.workers().await.unwrap().is_empty(), "no session was made");
+}

@@ -162,7 +162,9 @@ class Worker:
 
     # ---- calls, retried while the coordinator is out of reach
 
-    def _call(self, what: str, call: Callable[[], T]) -> T:
+    def _call(self, what: str, call: Callable[[], T], cap: float = 5.0) -> T:
+        """``call``, retried while the coordinator is out of reach, waiting 0.1 s doubling
+        to ``cap`` between tries."""
         backoff = 0.1
         while True:
             try:
@@ -177,7 +179,7 @@ class Worker:
                     raise Unreachable(f"coordinator {self.coordinator}: {code.name} ({e.details()}) while draining") from e
                 log.warning("coordinator %s: %s (%s); retrying %s in %.1f s", self.coordinator, code.name, e.details(), what, backoff)
                 time.sleep(backoff)
-                backoff = min(backoff * 2, 5.0)
+                backoff = min(backoff * 2, cap)
 
     def register(self) -> None:
         request = service_pb2.RegisterRequest(
@@ -189,7 +191,9 @@ class Worker:
             software=f"armada-sdk {__version__} (Python {platform.python_version()})",
             processor=describe_processor(),
         )
-        reply = self._call("Register", lambda: self.workers.Register(request, metadata=self.metadata, timeout=30))
+        # UNAVAILABLE here may be the coordinator's own trouble (its store cannot record the
+        # declaration: a full disk), which seconds rarely mend: waits grow to a minute.
+        reply = self._call("Register", lambda: self.workers.Register(request, metadata=self.metadata, timeout=30), cap=60.0)
         self.session, self.key_salt = reply.session, reply.key_salts[self.family.name]
         # How the coordinator knows the family (an extension's metrics are its family's).
         self.described = reply.families[0].SerializeToString()

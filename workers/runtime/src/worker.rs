@@ -138,8 +138,31 @@ impl JobLengths {
     }
 }
 
+/// The longest wait between tries after a lost connection: a coordinator that restarts
+/// is found again within it.
+pub const RECONNECT_BACKOFF_MAX: Duration = Duration::from_secs(5);
+/// The longest wait between tries after a Register answered UNAVAILABLE: the coordinator
+/// is up and cannot take the worker yet (its store cannot record a declaration: a full
+/// disk), which seconds rarely mend.
+pub const REGISTER_BACKOFF_MAX: Duration = Duration::from_secs(60);
+
+/// How a session ended in error: at its Register call (answered), or after (or before,
+/// connecting).
+struct SessionError {
+    status: tonic::Status,
+    at_register: bool,
+}
+
+/// The wait after `backoff` for the next try: doubled, up to the cap for how the last
+/// session ended.
+pub fn next_backoff(backoff: Duration, register_unavailable: bool) -> Duration {
+    let cap = if register_unavailable { REGISTER_BACKOFF_MAX } else { RECONNECT_BACKOFF_MAX };
+    (backoff * 2).min(cap)
+}
+
 /// Run until `shutdown` turns true and the running jobs have finished. Connection losses
-/// are retried with exponential backoff (100 ms doubling to 5 s) for as long as it takes.
+/// are retried with exponential backoff (100 ms doubling to 5 s) for as long as it takes;
+/// a Register answered UNAVAILABLE (the coordinator's own trouble) backs off to a minute.
 pub async fn run_worker(
     config: WorkerConfig,
     registry: Arc<Registry>,
@@ -157,7 +180,7 @@ pub async fn run_worker(
                 info!("drained: every leased job finished and was committed; exiting");
                 return Ok(());
             }
-            Err(e)
+            Err(SessionError { status: e, .. })
                 if matches!(
                     e.code(),
                     Code::Unauthenticated | Code::PermissionDenied | Code::FailedPrecondition | Code::InvalidArgument
@@ -167,16 +190,18 @@ pub async fn run_worker(
                 // itself by retrying.
                 return Err(anyhow::anyhow!("the coordinator refused this worker: {}", e.message()));
             }
-            Err(e) => {
+            Err(SessionError { status: e, at_register }) => {
                 if started.elapsed() > Duration::from_secs(10) {
                     backoff = Duration::from_millis(100);
                 }
-                warn!("coordinator {}: {}; retrying in {backoff:?}", config.coordinator, e.message());
+                let register_unavailable = at_register && e.code() == Code::Unavailable;
+                let what = if register_unavailable { "registering" } else { "retrying" };
+                warn!("coordinator {}: {}; {what} again in {backoff:?}", config.coordinator, e.message());
                 tokio::select! {
                     _ = tokio::time::sleep(backoff) => {}
                     _ = shutdown.changed() => {}
                 }
-                backoff = (backoff * 2).min(Duration::from_secs(5));
+                backoff = next_backoff(backoff, register_unavailable);
             }
         }
     }
@@ -188,11 +213,15 @@ async fn session(
     config: &WorkerConfig,
     token: &BearerToken,
     registry: &Arc<Registry>,
-    mut shutdown: watch::Receiver<bool>,
-) -> Result<(), tonic::Status> {
+    shutdown: watch::Receiver<bool>,
+) -> Result<(), SessionError> {
     let endpoint = crate::connect::endpoint(&config.coordinator, config.tls_ca.as_deref())
-        .map_err(|e| tonic::Status::invalid_argument(format!("{e:#}")))?;
-    let channel = endpoint.connect().await.map_err(|e| tonic::Status::unavailable(format!("connecting: {e}")))?;
+        .map_err(|e| tonic::Status::invalid_argument(format!("{e:#}")))
+        .map_err(|status| SessionError { status, at_register: false })?;
+    let channel = endpoint.connect().await.map_err(|e| SessionError {
+        status: tonic::Status::unavailable(format!("connecting: {e}")),
+        at_register: false,
+    })?;
     let mut client = WorkersClient::with_interceptor(channel, token.clone());
     let registered = client
         .register(pb::RegisterRequest {
@@ -207,8 +236,23 @@ async fn session(
             software: format!("armada {} (build {})", env!("CARGO_PKG_VERSION"), registry.digest()),
             processor: crate::processor::describe(),
         })
-        .await?
+        .await
+        .map_err(|status| SessionError { status, at_register: true })?
         .into_inner();
+    registered_session(config, registry, client, registered, shutdown)
+        .await
+        .map_err(|status| SessionError { status, at_register: false })
+}
+
+/// A session the coordinator registered: lease, run, heartbeat until drained (Ok) or the
+/// connection fails (Err, with every running attempt abandoned first).
+async fn registered_session(
+    config: &WorkerConfig,
+    registry: &Arc<Registry>,
+    mut client: Client,
+    registered: pb::RegisterResponse,
+    mut shutdown: watch::Receiver<bool>,
+) -> Result<(), tonic::Status> {
     let worker_id = registered.worker_id;
     // Every later request names the session; an attempt belongs to the session that leased it.
     let session: Arc<str> = registered.session.into();
@@ -683,5 +727,42 @@ fn void_or_lost(attempt_id: u64, e: tonic::Status) -> Result<(), tonic::Status> 
             Ok(())
         }
         _ => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// After a lost connection the worker tries again within 5 s; after a Register
+    /// answered UNAVAILABLE (a coordinator that cannot record its declaration), the waits
+    /// grow to a minute instead of a try every 5 s.
+    #[test]
+    fn a_register_answered_unavailable_backs_off_to_a_minute() {
+        let waits = |register_unavailable| {
+            let mut backoff = Duration::from_millis(100);
+            (0..12)
+                .map(|_| {
+                    backoff = next_backoff(backoff, register_unavailable);
+                    backoff.as_millis()
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(waits(false), [200, 400, 800, 1600, 3200, 5000, 5000, 5000, 5000, 5000, 5000, 5000]);
+        assert_eq!(waits(true), [200, 400, 800, 1600, 3200, 6400, 12800, 25600, 51200, 60000, 60000, 60000]);
+    }
+
+    #[test]
+    fn a_sweeps_short_jobs_run_in_batches_of_about_250_ms() {
+        let mut lengths = JobLengths::default();
+        assert_eq!(lengths.batch("s"), 1, "not measured: alone");
+        lengths.record("s", Duration::from_millis(10));
+        assert_eq!(lengths.batch("s"), 25);
+        lengths.record("t", Duration::from_micros(10));
+        assert_eq!(lengths.batch("t"), PREFETCH_PER_SLOT, "at most the prefetch depth");
+        lengths.record("u", Duration::from_millis(80));
+        assert_eq!(lengths.batch("u"), 1, "long: alone");
+        lengths.record_streaming("s");
+        assert_eq!(lengths.batch("s"), 1, "records beyond a batch's: alone, streamed");
     }
 }
