@@ -8,7 +8,7 @@
 
 use super::commit::PartWritten;
 use super::declared::Checked;
-use super::jobs::Submission;
+use super::jobs::{Submission, SweepKeys};
 use super::live::{self, Current, LiveSummaries, SweepSummaries};
 use super::metrics::Metrics;
 use super::replies::{
@@ -96,6 +96,12 @@ pub(super) enum Command {
         started: Vec<u64>,
         reply: Reply<Vec<u64>>,
     },
+    /// A sweep's jobs with their keys, at its revision, and its results directory: what a
+    /// resubmission is planned from off the scheduler.
+    SweepKeys {
+        sweep: String,
+        reply: Reply<(SweepKeys, PathBuf)>,
+    },
     /// Commit attempts of one session, each with its count of records, in one turn;
     /// answers each whether its trajectory is the job's (a later commit of a job is not).
     Complete {
@@ -151,6 +157,7 @@ impl Command {
             | Command::Jobs { .. }
             | Command::PartOf { .. }
             | Command::Refused { .. }
+            | Command::SweepKeys { .. }
             | Command::PartWritten(_)
             | Command::Summarized { .. } => None,
         }
@@ -251,6 +258,11 @@ impl SchedulerHandle {
         started: Vec<u64>,
     ) -> Result<Vec<u64>, CommandError> {
         self.call(|reply| Command::Heartbeat { session, attempts, started, reply }).await
+    }
+
+    /// Sweep `sweep`'s jobs and keys as they stand, and its results directory.
+    pub async fn sweep_keys(&self, sweep: String) -> Result<(SweepKeys, PathBuf), CommandError> {
+        self.call(|reply| Command::SweepKeys { sweep, reply }).await
     }
 
     /// Commit an attempt. The answer (whether its trajectory is the job's) comes once its

@@ -8,9 +8,9 @@
 //! The scheduler carries out each [`Step`] (the store's writes) and, after the commit, makes
 //! the submission the sweep (`Sweeps::submitted`).
 
+use super::jobs::Plan;
 use super::jobs::{Job, Key, NewJob, Template};
 use super::store::{JobState, SpecTemplate, StoredJob};
-use super::sweeps::Plan;
 use super::table::JobTable;
 use std::collections::HashSet;
 use std::sync::Arc;

@@ -3,11 +3,13 @@
 //! a 16-byte [`Key`] and its state; a [`Submission`] carries new jobs in the same shape.
 
 use super::store::JobState;
-use crate::results::Cell;
+use crate::results::{self, Cell};
 use armada_core::{JobKey, JobSpec, Registry, SpecError, ValidJob};
 use std::collections::{HashMap, HashSet};
 use std::fmt;
+use std::path::Path;
 use std::sync::Arc;
+use tracing::warn;
 
 /// A job key in 16 bytes: the 32 hex digits of its [`JobKey`] as bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -207,6 +209,44 @@ pub struct Submission {
     /// Positions in `jobs` in key order: the store's index takes them in that order, a few
     /// pages at a time.
     pub by_key: Vec<u32>,
+    /// What it changes in its sweep, worked out off the scheduler ([`Submission::prepare`]);
+    /// `None`: the scheduler works it out.
+    pub prepared: Option<Prepared>,
+}
+
+/// What a submission changes in its sweep ([`super::sweeps::Sweeps::plan`]): its keys the sweep knows are
+/// not added again, and the sweep's jobs it does not name are dropped.
+pub struct Plan {
+    /// Jobs the sweep holds already (new ones are ordered after them).
+    pub base: usize,
+    /// Keys the sweep holds already.
+    pub known: HashSet<Key>,
+    /// The sweep's jobs the submission drops.
+    pub removed: Vec<usize>,
+}
+
+/// A sweep's jobs (positions in the table) and their keys, at a revision.
+pub struct SweepKeys {
+    pub revision: Option<u64>,
+    pub jobs: Vec<(usize, Key)>,
+}
+
+/// What a submission of `keys` would change in a sweep whose jobs are `jobs`: the keys it
+/// knows, and the jobs the submission drops. Pure: made off the scheduler for a large
+/// sweep, and checked there against the sweep's revision.
+pub fn plan_of(jobs: &[(usize, Key)], keys: &HashSet<Key>) -> Plan {
+    let known = jobs.iter().map(|&(_, key)| key).collect();
+    let removed = jobs.iter().filter(|(_, key)| !keys.contains(key)).map(|&(i, _)| i).collect();
+    Plan { base: jobs.len(), known, removed }
+}
+
+/// A submission's plan against its sweep at a revision, and the keys whose trajectories
+/// are on disk already: the work of a resubmission that grows with the sweep, done off the
+/// scheduler. The scheduler uses it only if the sweep is still at that revision.
+pub struct Prepared {
+    pub revision: Option<u64>,
+    pub plan: Plan,
+    pub on_disk: HashSet<Key>,
 }
 
 #[derive(Clone, Copy)]
@@ -244,7 +284,21 @@ impl Submission {
         let mut by_key: Vec<u32> = (0..new_jobs.len() as u32).collect();
         by_key.sort_unstable_by_key(|&k| new_jobs[k as usize].key);
         let families = vec![family.clone(); templates.len()];
-        Submission { name, family, templates, families, jobs: new_jobs, keys: seen, by_key }
+        Submission { name, family, templates, families, jobs: new_jobs, keys: seen, by_key, prepared: None }
+    }
+
+    /// Work out off the scheduler what the submission changes in its sweep, whose jobs
+    /// stand as `sweep` says, and which of its keys have trajectories in `sweep_dir`
+    /// (damaged parts are warned of and left out, as the scheduler would).
+    pub fn prepare(mut self, sweep: SweepKeys, sweep_dir: &Path) -> results::Result<Submission> {
+        let (on_disk, damaged) = results::stored_keys(sweep_dir)?;
+        for e in damaged {
+            warn!(sweep = %self.name, error = %e, "a damaged part is left out: `armada check --repair` queues its jobs again");
+        }
+        let on_disk = on_disk.iter().filter_map(|k| Key::parse(k)).collect();
+        let plan = plan_of(&sweep.jobs, &self.keys);
+        self.prepared = Some(Prepared { revision: sweep.revision, plan, on_disk });
+        Ok(self)
     }
 
     /// The submission of a sweep that may run algorithms of extensions of its family: each

@@ -114,6 +114,12 @@ impl pb::sweeps_server::Sweeps for Coordinator {
         })
         .await
         .map_err(|e| Status::internal(e.to_string()))??;
+        // A resubmission's plan grows with the sweep: worked out here, not in the scheduler.
+        let (sweep, dir) = self.scheduler.sweep_keys(submission.name.clone()).await?;
+        let submission = tokio::task::spawn_blocking(move || submission.prepare(sweep, &dir))
+            .await
+            .map_err(|e| Status::internal(e.to_string()))?
+            .map_err(|e| Status::internal(format!("{e:#}")))?;
         let parsed = started.elapsed();
         let reply = self.scheduler.submit(submission).await?;
         info!(

@@ -17,7 +17,7 @@
 //!   resubmission re-arms it.
 
 use super::jobs::base_family;
-use super::jobs::{Job, Key};
+use super::jobs::{plan_of, Job, Key, Plan, SweepKeys};
 use super::replies::{CommandError, JobFailed, JobFilter, JobInfo, SweepState, SweepStatus};
 use super::store::JobState;
 use super::table::{Effect, JobTable};
@@ -42,6 +42,9 @@ pub struct Sweep {
     pub n_cells: u32,
     /// It was announced finished (re-armed by a resubmission).
     pub announced: bool,
+    /// Changes with its job list (a submission), never repeating across sweeps: a plan
+    /// made from its keys elsewhere is good only at the revision it was made at.
+    pub revision: u64,
 }
 
 impl Sweep {
@@ -52,6 +55,7 @@ impl Sweep {
             jobs: Vec::new(),
             cancelled: false,
             summarized: false,
+            revision: 0,
             generation: 0,
             n_cells: 0,
             announced: false,
@@ -79,20 +83,11 @@ impl Default for FailurePage {
     }
 }
 
-/// What a submission changes in its sweep ([`Sweeps::plan`]): its keys the sweep knows are
-/// not added again, and the sweep's jobs it does not name are dropped.
-pub struct Plan {
-    /// Jobs the sweep holds already (new ones are ordered after them).
-    pub base: usize,
-    /// Keys the sweep holds already.
-    pub known: HashSet<Key>,
-    /// The sweep's jobs the submission drops.
-    pub removed: Vec<usize>,
-}
-
 /// Every sweep, by id.
 pub struct Sweeps {
     map: BTreeMap<String, Sweep>,
+    /// The last revision given to a sweep ([`Sweep::revision`]).
+    revisions: u64,
     /// Where results go: `results_dir/<sweep>/` (reported in statuses, never opened here).
     results_dir: PathBuf,
 }
@@ -103,7 +98,7 @@ fn no_sweep(id: &str) -> CommandError {
 
 impl Sweeps {
     pub fn new(results_dir: PathBuf) -> Sweeps {
-        Sweeps { map: BTreeMap::new(), results_dir }
+        Sweeps { map: BTreeMap::new(), revisions: 0, results_dir }
     }
 
     pub fn get(&self, id: &str) -> Result<&Sweep, CommandError> {
@@ -174,7 +169,8 @@ impl Sweeps {
 
     /// A sweep as the store has it, before its jobs are loaded ([`Sweeps::load_job`]).
     pub fn load(&mut self, id: &str, family: String, cancelled: bool, summarized: bool) {
-        let sweep = Sweep { cancelled, summarized, ..Sweep::new(id, family) };
+        self.revisions += 1;
+        let sweep = Sweep { cancelled, summarized, revision: self.revisions, ..Sweep::new(id, family) };
         self.map.insert(id.to_string(), sweep);
     }
 
@@ -274,18 +270,32 @@ impl Sweeps {
     /// What a submission of `keys` to sweep `name` of `family` would change; refused when
     /// the sweep exists with another family.
     pub fn plan(&self, name: &str, family: &str, keys: &HashSet<Key>, table: &JobTable) -> Result<Plan, CommandError> {
-        let Some(sweep) = self.map.get(name) else {
-            return Ok(Plan { base: 0, known: HashSet::new(), removed: Vec::new() });
-        };
+        self.check_family(name, family)?;
+        Ok(plan_of(&self.snapshot(name, table).jobs, keys))
+    }
+
+    /// Refused when sweep `name` exists with another family than `family`'s.
+    pub fn check_family(&self, name: &str, family: &str) -> Result<(), CommandError> {
+        let Some(sweep) = self.map.get(name) else { return Ok(()) };
         let (kept, new) = (base_family(&sweep.family), base_family(family));
         if kept != new {
             return Err(CommandError::invalid_argument(format!(
                 "family: sweep `{name}` exists with family `{kept}`, not `{new}`"
             )));
         }
-        let known = sweep.jobs.iter().map(|&i| table.job(i).key).collect();
-        let removed = sweep.jobs.iter().copied().filter(|&i| !keys.contains(&table.job(i).key)).collect();
-        Ok(Plan { base: sweep.jobs.len(), known, removed })
+        Ok(())
+    }
+
+    /// Sweep `name`'s jobs with their keys, at its revision (none of either for a sweep
+    /// that does not exist): what a resubmission's plan is made from, off the scheduler.
+    pub fn snapshot(&self, name: &str, table: &JobTable) -> SweepKeys {
+        let Some(sweep) = self.map.get(name) else { return SweepKeys { revision: None, jobs: Vec::new() } };
+        SweepKeys { revision: Some(sweep.revision), jobs: sweep.jobs.iter().map(|&i| (i, table.job(i).key)).collect() }
+    }
+
+    /// Sweep `name`'s revision (none for a sweep that does not exist).
+    pub fn revision(&self, name: &str) -> Option<u64> {
+        self.map.get(name).map(|s| s.revision)
     }
 
     /// A submission is committed in the store, and its new jobs are in the table from
@@ -303,7 +313,9 @@ impl Sweeps {
         table: &mut JobTable,
         only_submitted: bool,
     ) -> Vec<Effect> {
+        self.revisions += 1;
         let sweep = self.map.entry(name.to_string()).or_insert_with(|| Sweep::new(name, family.to_string()));
+        sweep.revision = self.revisions;
         // A resubmission may run other extensions of the family.
         sweep.family = family.to_string();
         sweep.cancelled = false;

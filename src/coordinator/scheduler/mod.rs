@@ -311,6 +311,9 @@ impl Scheduler {
             Command::Heartbeat { session, attempts, started, reply } => {
                 let _ = reply.send(self.heartbeat(&session, attempts, &started, now));
             }
+            Command::SweepKeys { sweep, reply } => {
+                let _ = reply.send(Ok((self.sweeps.snapshot(&sweep, &self.table), self.sweeps.dir(&sweep))));
+            }
             Command::Complete { session, commits } => {
                 for (attempt, n_records, reply) in commits {
                     self.complete(&session, attempt, n_records, reply);

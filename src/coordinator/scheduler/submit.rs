@@ -5,7 +5,7 @@
 use super::{internal, now_ms, release_free_memory, Scheduler};
 use crate::coordinator::handle::Reply;
 use crate::coordinator::ingest::{Ingest, Step};
-use crate::coordinator::jobs::{Key, Submission, Template};
+use crate::coordinator::jobs::{Key, Prepared, Submission, Template};
 use crate::coordinator::replies::{CommandError, Submitted};
 use crate::results;
 use std::sync::Arc;
@@ -51,15 +51,23 @@ impl Scheduler {
     /// submission that this one does not contain). The store gets the new jobs in chunks
     /// ([`Self::store_chunk`]); nothing changes in memory until they are all stored.
     pub(super) fn begin_storing(&mut self, submission: Submission) -> Result<Storing, CommandError> {
-        let Submission { name, family, templates, families, jobs, keys, by_key } = submission;
+        let Submission { name, family, templates, families, jobs, keys, by_key, prepared } = submission;
         // A resubmission: what the sweep has is not added again, and what it has that the
-        // submission does not is dropped.
-        let plan = self.sweeps.plan(&name, &family, &keys, &self.table)?;
-        let (on_disk, damaged) = results::stored_keys(&self.results_dir.join(&name)).map_err(internal)?;
-        for e in damaged {
-            warn!(sweep = %name, error = %e, "a damaged part is left out: `armada check --repair` queues its jobs again");
-        }
-        let on_disk = on_disk.iter().filter_map(|k| Key::parse(k)).collect();
+        // submission does not is dropped. Worked out off the scheduler when the sweep has
+        // not changed since (it grows with the sweep); here otherwise.
+        self.sweeps.check_family(&name, &family)?;
+        let revision = self.sweeps.revision(&name);
+        let (plan, on_disk) = match prepared.filter(|p| p.revision == revision) {
+            Some(Prepared { plan, on_disk, .. }) => (plan, on_disk),
+            None => {
+                let plan = self.sweeps.plan(&name, &family, &keys, &self.table)?;
+                let (on_disk, damaged) = results::stored_keys(&self.results_dir.join(&name)).map_err(internal)?;
+                for e in damaged {
+                    warn!(sweep = %name, error = %e, "a damaged part is left out: `armada check --repair` queues its jobs again");
+                }
+                (plan, on_disk.iter().filter_map(|k| Key::parse(k)).collect())
+            }
+        };
         let templates: Vec<Arc<Template>> =
             templates.into_iter().zip(families).map(|(spec, family)| self.templates.shared(spec, &family)).collect();
         let generation = self.store.begin_submission(&name, &family, now_ms()).map_err(internal)?;

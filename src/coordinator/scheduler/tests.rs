@@ -1213,3 +1213,35 @@ async fn a_declaration_the_store_cannot_record_is_answered_unavailable() {
     );
     assert!(s.workers().await.unwrap().is_empty(), "no session was made");
 }
+
+/// A resubmission planned off the scheduler (against the sweep's jobs as they stood) is
+/// taken as planned while the sweep has not changed since, and planned again by the
+/// scheduler when it has: a stale plan would have added nothing here.
+#[tokio::test]
+async fn a_plan_made_off_the_scheduler_is_used_only_at_the_sweeps_revision() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = start(dir.path(), Duration::from_secs(30)).await;
+    let submission =
+        |seeds: std::ops::Range<u64>| Submission::new("t".into(), "testkit".into(), seeds.map(job).collect());
+    let prepared = |seeds: std::ops::Range<u64>| {
+        let s = s.clone();
+        async move {
+            let (keys, dir) = s.sweep_keys("t".into()).await.unwrap();
+            submission(seeds).prepare(keys, &dir).unwrap()
+        }
+    };
+    // A new sweep, planned against no sweep.
+    let first = s.submit(prepared(0..4).await).await.unwrap();
+    assert_eq!((first.n_jobs, first.n_added), (4, 4));
+    // Planned against the sweep as it is: two dropped, two added.
+    let second = s.submit(prepared(2..6).await).await.unwrap();
+    assert_eq!((second.n_jobs, second.n_added), (4, 2));
+    // Planned against 2..6, submitted after the sweep became 2..4: planned again.
+    let stale = prepared(2..6).await;
+    let third = s.submit(submission(2..4)).await.unwrap();
+    assert_eq!((third.n_jobs, third.n_added), (2, 0));
+    let fourth = s.submit(stale).await.unwrap();
+    assert_eq!((fourth.n_jobs, fourth.n_added), (4, 2), "the stale plan knew 4 and 5 and would have added none");
+    let status = s.status("t".into(), FailurePage::default()).await.unwrap();
+    assert_eq!(status.n_jobs, 4);
+}
