@@ -1249,6 +1249,14 @@ fn batched_short_jobs_beside_long_ones_give_the_in_process_runners_trajectories(
         "name = \"mixed\"\nfamily = \"testkit\"\nseeds = 25\nhorizon = 1\n[[benchmarks]]\nname = \"constant\"\n\
          [[algorithms]]\nname = \"slow\"\nparams = { ms = [0, 1, 2, 60] }\n",
     );
+    // Short jobs of 4,001 records each: a batch of them commits more values than one
+    // request may carry (gRPC's 4 MiB), so its commits go in several.
+    let long_batch = write(
+        tmp.path(),
+        "long-batch.toml",
+        "name = \"long-batch\"\nfamily = \"testkit\"\nseeds = 48\nhorizon = 4000\n[[benchmarks]]\nname = \"constant\"\n\
+         [[algorithms]]\nname = \"echo\"\n",
+    );
     // Short jobs of 5,001 records each, more than a batch keeps.
     let many = write(
         tmp.path(),
@@ -1260,15 +1268,16 @@ fn batched_short_jobs_beside_long_ones_give_the_in_process_runners_trajectories(
     let coord = serve(&data, 0, &[]);
     let log = tmp.path().join("w.log");
     let _worker = worker(&coord.url, 2, &log, &[]);
-    for (sweep, id) in [(&mixed, "mixed"), (&many, "many")] {
+    for (sweep, id) in [(&mixed, "mixed"), (&long_batch, "long-batch"), (&many, "many")] {
         assert!(client(&["submit", sweep.to_str().unwrap()], &coord.url, 30).status.success());
         let watched = client(&["watch", id, "--quiet"], &coord.url, 300);
         assert!(watched.status.success(), "{}", text(&watched.stderr));
     }
     let log = std::fs::read_to_string(&log).unwrap();
     assert!(log.contains("jobs of sweep mixed as one batch"), "no batch ran:\n{log}");
+    assert!(log.contains("jobs of sweep long-batch as one batch"), "no batch of long-batch ran:\n{log}");
     assert!(log.contains("more records than a batch keeps"), "no job of `many` fell back to streaming:\n{log}");
-    for (sweep, id, n) in [(&mixed, "mixed", 100), (&many, "many", 8)] {
+    for (sweep, id, n) in [(&mixed, "mixed", 100), (&long_batch, "long-batch", 48), (&many, "many", 8)] {
         let local = tmp.path().join("local");
         let out = armada(&["run", sweep.to_str().unwrap(), "--out", local.to_str().unwrap(), "--quiet"]);
         assert!(out.status.success(), "{}", text(&out.stderr));

@@ -308,7 +308,7 @@ async fn registered_session(
         } else {
             (config.slots + prefetch).saturating_sub(tasks.len() + backlog.len())
         };
-        let ready_values: usize = ready.iter().flat_map(|(_, r)| &r.records).map(|r| r.values.len() + 2).sum();
+        let ready_values: usize = ready.iter().map(|(_, r)| r.n_values()).sum();
         let send_at = match ready.len() {
             0 => None,
             n if n >= COMMIT_BATCH || ready_values >= COMMIT_BATCH_VALUES || tasks.is_empty() => {
@@ -386,8 +386,17 @@ async fn registered_session(
             // Send what finished as one batch: when it is large, when it has waited a
             // little, or right away when nothing else runs (draining, the tail of a sweep).
             _ = tokio::time::sleep_until(send_at.unwrap_or(ready_since)), if send_at.is_some() => {
-                n_committing += ready.len();
-                let batch = std::mem::take(&mut ready);
+                // At most COMMIT_BATCH attempts and COMMIT_BATCH_VALUES values a request (a
+                // batch of jobs can finish with more): the rest goes in the next ones.
+                let (mut n, mut values) = (0, 0);
+                for (_, r) in ready.iter().take(COMMIT_BATCH) {
+                    if n > 0 && values + r.n_values() > COMMIT_BATCH_VALUES {
+                        break;
+                    }
+                    (n, values) = (n + 1, values + r.n_values());
+                }
+                n_committing += n;
+                let batch: Vec<(u64, ReadyToCommit)> = ready.drain(..n).collect();
                 let (mut client, session) = (client.clone(), session.clone());
                 commits.spawn(async move { commit(&mut client, &session, batch).await });
             }
@@ -666,8 +675,16 @@ fn checked_job(registry: &Registry, spec: Option<pb::JobSpec>, job_key: &str) ->
 /// An attempt whose job finished: every record is uploaded, or waits in `records`.
 struct ReadyToCommit {
     n_records: u32,
-    /// Records to send with the commit (a job that ended within its first batch).
+    /// Records to send with the commit (a job that ended within its first batch, or ran
+    /// in a batch of jobs).
     records: Vec<StepRecord>,
+}
+
+impl ReadyToCommit {
+    /// The values its commit carries (a record's step and time count as two).
+    fn n_values(&self) -> usize {
+        self.records.iter().map(|r| r.values.len() + 2).sum()
+    }
 }
 
 /// Ask the coordinator to commit a batch of attempts; returns their ids once all are
