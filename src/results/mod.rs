@@ -167,12 +167,21 @@ pub fn remove_temp_files(sweep_dir: &Path) -> Result<usize> {
             let entry = entry.map_err(io("listing", &dir))?;
             let name = entry.file_name().to_string_lossy().into_owned();
             if name.starts_with('.') && name.ends_with(".tmp") && entry.file_type().is_ok_and(|t| t.is_file()) {
-                fs::remove_file(entry.path()).map_err(io("removing", &entry.path()))?;
-                removed += 1;
+                removed += usize::from(remove_if_present(&entry.path())?);
             }
         }
     }
     Ok(removed)
+}
+
+/// Remove `path`; false if it was already gone (a temp file listed a moment ago may have
+/// been renamed into place by its writer since: what its removal wanted).
+fn remove_if_present(path: &Path) -> Result<bool> {
+    match fs::remove_file(path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(io("removing", path)(e)),
+    }
 }
 
 /// The Parquet settings of every file armada writes: zstd, statistics, one thread.
@@ -331,3 +340,25 @@ fn concat<'a>(frames: impl Iterator<Item = &'a DataFrame>) -> Result<DataFrame> 
 
 #[cfg(test)]
 mod test_support;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A temp file renamed into place between the listing and its removal is not an error
+    /// (a killed coordinator's last writer may still be finishing as the next one starts);
+    /// any other failure to remove is.
+    #[test]
+    fn a_temp_file_gone_before_its_removal_is_no_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(".final.parquet.1.1.tmp");
+        fs::write(&file, b"x").unwrap();
+        assert!(remove_if_present(&file).unwrap());
+        assert!(!file.exists());
+        assert!(!remove_if_present(&file).unwrap());
+        let not_a_file = dir.path().join(".sub.1.1.tmp");
+        fs::create_dir(&not_a_file).unwrap();
+        let err = remove_if_present(&not_a_file).unwrap_err().to_string();
+        assert!(err.contains("removing") && err.contains(".sub.1.1.tmp"), "{err}");
+    }
+}
