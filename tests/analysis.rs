@@ -1,5 +1,5 @@
-//! The analysis scripts (`analysis/lse.py`, `cdt.py`, `safe.py`, `bocvs.py`) on their papers'
-//! quick sweeps: each sweep is run by the real binary, each script on its results, in a venv
+//! The analysis scripts (`analysis/lse.py`, `lse_fig2.py`, `cdt.py`, `safe.py`, `bocvs.py`) on
+//! their papers' quick sweeps: each sweep is run by the real binary, each script on its results, in a venv
 //! under the target directory with `analysis/requirements.txt` (made on first use and kept
 //! while the file is unchanged). Every figure must be a PNG of the size its panels give, every
 //! table a Markdown file with the sweep's rows, all in the sweep's `figures/` directory and
@@ -289,6 +289,33 @@ fn lse_draws_every_figure_of_its_quick_sweeps() {
             assert!(stdout.lines().any(|l| Path::new(l) == path), "lse.py did not print {}:\n{stdout}", path.display());
         }
     }
+}
+
+/// Figure 2 from its full sweep (300 runs of 20 steps, about a second): the figure, and the
+/// table of where each method queried. The script refits every run's GP in numpy from the
+/// recorded observations and must make armada's choice at every step (an independent GP and
+/// acquisition; a wrong `y`, posterior or tie rule on either side parts them). The table
+/// shows the paper's pattern: the small fixed beta stays at one bump, the large one covers
+/// the domain, the randomized straddle lies between.
+#[test]
+fn lse_fig2_refits_every_choice_of_armada_in_numpy() {
+    let Some(python) = python() else { return };
+    let out = tempfile::tempdir().unwrap();
+    let dir = run_quick("lse-fig2", out.path());
+    let stdout = script(&python, "lse_fig2.py", &[dir.as_path()], &[]);
+    assert_figure(&dir, "fig2.png", (1656, 720));
+    assert!(stdout.contains("5700 of 5700 choices the same"), "{stdout}");
+    let table = &tables(&dir, "fig2-queries.md")[0];
+    let methods = ["Proposed (beta ~ chi2_2)", "Straddle, beta^1/2 = 1", "Straddle, beta^1/2 = 10"];
+    assert_eq!(table.column("method"), methods);
+    assert_eq!(table.column("runs"), ["100"; 3]);
+    let mean = |column: &str| -> Vec<f64> {
+        table.column(column).iter().map(|c| c.split(' ').next().unwrap().parse().unwrap()).collect()
+    };
+    let covered = mean("domain within 1 of a query");
+    assert!(covered[1] < covered[0] && covered[0] < covered[2], "coverage {covered:?}");
+    let both = mean("runs with queries near both bumps");
+    assert!(both[1] == 0.0 && both[2] == 1.0 && both[0] > 0.5, "both bumps {both:?}");
 }
 
 /// `claims.md` of one block: for every benchmark and metric, up to five checkpoints ending
@@ -650,6 +677,7 @@ fn committed_tables_are_what_the_scripts_compute_from_the_committed_runs() {
         run("lse.py", vec![data("lse", "lse-fig3")], vec![("claims.md", "lse/claims-fig3.md")]),
         run("lse.py", vec![data("lse", "lse-fig4")], vec![("claims.md", "lse/claims-fig4.md")]),
         run("lse.py", vec![data("lse", "lse-fig5")], vec![("claims.md", "lse/claims-fig5.md")]),
+        run("lse_fig2.py", vec![data("lse", "lse-fig2")], vec![("fig2-queries.md", "lse/fig2-queries.md")]),
         run("safe.py", safe, vec![("final_values.md", "safe/final_values.md"), ("trend.md", "safe/trend.md")]),
         run("cdt.py", vec![data("cdt", "cdt-main")], vec![("final_regret.md", "cdt/final_regret.md")]),
         run(

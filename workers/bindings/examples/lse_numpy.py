@@ -19,6 +19,7 @@ METRICS = [
     "af_max",
     "jitter",
     "chosen_index",
+    "y",
     "max_loss",
     "returned_step",
     "returned_loss",
@@ -26,7 +27,7 @@ METRICS = [
 ]
 
 
-def record(step, env, post, index, beta_sqrt, af_max):
+def record(step, env, post, index, y, beta_sqrt, af_max):
     """The family's metrics of one step: the benchmark's of the posterior mean's
     classification, and what the method reports."""
     m = env.metrics(post.mean >= env.theta)
@@ -39,6 +40,7 @@ def record(step, env, post, index, beta_sqrt, af_max):
         "af_max": af_max,
         "jitter": post.jitter,
         "chosen_index": float(index),
+        "y": y,
         "max_loss": m["max_loss"],
         "returned_step": nan,
         "returned_loss": nan,
@@ -51,12 +53,14 @@ def run_python(job, choose):
     env = ab.LseEnvironment(job)
     post = env.posterior()
     index = env.initial_index()
-    post.observe(index, env.observe(index))
-    records = [record(0, env, post, index, math.nan, math.nan)]
+    y = env.observe(index)
+    post.observe(index, y)
+    records = [record(0, env, post, index, y, math.nan, math.nan)]
     for t in range(1, job.horizon + 1):
         index, beta_sqrt, af_max = choose(t, post, env)
-        post.observe(index, env.observe(index))
-        records.append(record(t, env, post, index, beta_sqrt, af_max))
+        y = env.observe(index)
+        post.observe(index, y)
+        records.append(record(t, env, post, index, y, beta_sqrt, af_max))
     return records
 
 

@@ -677,17 +677,17 @@ impl ContinuousEpisode {
 
     /// Observe `obs.x` with noise and update the posterior (a pool point through its cached
     /// column, anything else by a forward solve).
-    fn observe(&mut self, obs: &Observed) -> Result<(), JobError> {
+    fn observe(&mut self, obs: &Observed) -> Result<f64, JobError> {
         let y = self.env.observe(&obs.x)?;
         let report = match obs.pool_index {
             Some(j) => self.pool.observe_candidate(j, y),
             None => self.pool.observe(aview1(&obs.x), y),
         };
-        report.map(|_| ()).map_err(|e| JobError::Numerical(e.to_string()))
+        report.map(|_| y).map_err(|e| JobError::Numerical(e.to_string()))
     }
 
-    /// The record of `step`.
-    fn record(&mut self, step: u32, obs: &Observed) -> LseMetrics {
+    /// The record of `step`, whose observation at `obs` gave `y`.
+    fn record(&mut self, step: u32, obs: &Observed, y: f64) -> LseMetrics {
         let (loss, fscore, max_loss) = if self.env.metrics_due(step, self.horizon) {
             self.eval.catch_up(self.pool.gp());
             let m = self.env.metrics(&upper_set(self.eval.mean(), self.env.problem().theta));
@@ -705,6 +705,7 @@ impl ContinuousEpisode {
             af_max: obs.af_max,
             jitter: self.pool.gp().total_jitter(),
             chosen_index: obs.pool_index.map_or(-1, |i| i as i64),
+            y,
             max_loss,
             returned_step: returned.map(|r| r.step),
             returned_loss: returned.map_or(f64::NAN, |r| r.loss),
@@ -719,8 +720,8 @@ impl Episode for ContinuousEpisode {
     fn initial(&mut self) -> Result<LseMetrics, JobError> {
         let x = self.env.initial_point();
         let obs = Observed { x, pool_index: None, beta_sqrt: f64::NAN, af_max: f64::NAN };
-        self.observe(&obs)?;
-        Ok(self.record(0, &obs))
+        let y = self.observe(&obs)?;
+        Ok(self.record(0, &obs, y))
     }
 
     fn step(&mut self, step: u32) -> Result<Option<LseMetrics>, JobError> {
@@ -728,8 +729,8 @@ impl Episode for ContinuousEpisode {
             self.choose_returned()?;
         }
         let obs = self.choose(step);
-        self.observe(&obs)?;
-        Ok(Some(self.record(step, &obs)))
+        let y = self.observe(&obs)?;
+        Ok(Some(self.record(step, &obs, y)))
     }
 }
 

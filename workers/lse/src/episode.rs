@@ -29,6 +29,8 @@ armada_core::metrics! {
         chosen_index: i64 = "candidate index observed at this step; continuous benchmarks: the pool index when the \
                              observed point is exactly a pool point (unpolished argmax), -1 for a polished, random or \
                              initial point",
+        y: f64 = "the value observed at this step's point (with the benchmark's noise, if any): with chosen_index \
+                  or the point, a trajectory holds the data the posterior was fitted to",
         max_loss: f64 = "max-value loss: the largest |f(x) - theta| over misclassified x (spec 1.4)",
         returned_step: Option<usize> =
             "rand-straddle-max, last step only: the step whose classification Algorithm 2 or 3 returns (eq. A.2)",
@@ -154,6 +156,7 @@ impl FiniteEpisode {
             af_max: choice.af_max,
             jitter: self.jitter,
             chosen_index: choice.index as i64,
+            y,
             max_loss: metrics.max_loss,
             returned_step: returned.map(|r| r.step),
             returned_loss: returned.map_or(f64::NAN, |r| r.loss),
