@@ -3,10 +3,11 @@
 //! spec's deterministic stand-in with the same grid, value range, kernel and protocol.
 
 use super::{FiniteProblem, Protocol};
-use armada_core::ComponentDef;
+use armada_core::{ComponentDef, StreamRng};
 use armada_gp::Kernel;
 use armada_math as math;
 use ndarray::Array2;
+use rand::SeedableRng;
 use std::f64::consts::PI;
 
 /// Grid sizes: `x1 in {8, 10, ..., 184}` (89 values), `x2 in {8, 10, ..., 154}` (74 values).
@@ -25,6 +26,19 @@ pub const CARRIER_LIFETIME: ComponentDef = ComponentDef {
           queried twice",
     params: &[],
 };
+
+/// The registry entry of the spec's optional second stand-in.
+pub const CARRIER_LIFETIME_GP: ComponentDef = ComponentDef {
+    name: "carrier-lifetime-gp",
+    doc: "the spec's optional second stand-in for the carrier-lifetime map (spec 4.4, stand-in B): f = g, one \
+          sample g of the model's own GP (Matern 3/2, variance 4, lengthscale 25) on the 89x74 grid, drawn once \
+          from a fixed seed (the same map for every job), theta = 0; the protocol of carrier-lifetime",
+    params: &[],
+};
+
+/// The seed of stand-in B's map: fixed, so that every job (and every node) sees one map, as
+/// every simulation of the paper sees the one measured ingot.
+const GP_MAP_SEED: u64 = 0;
 
 /// The grid `{(2a + 6, 2b + 6) : 1 <= a <= 89, 1 <= b <= 74}`, flattened x1-major like
 /// [`super::grid_2d`]: row `i * 74 + j` holds `(8 + 2i, 8 + 2j)`.
@@ -80,6 +94,32 @@ pub fn carrier_lifetime() -> FiniteProblem {
     }
 }
 
+/// Stand-in B's map, `g` at each grid point (x1-major), as little-endian f64: drawn by
+/// [`draw_gp_map`] and kept in the repository, so that no job factorises the 6,586-point Gram
+/// matrix and the map is the same bits on every node whatever its linear algebra.
+const GP_MAP: &[u8] = include_bytes!("../../data/carrier-lifetime-gp.f64le");
+
+/// One draw of `GP(0, k)` on the carrier grid for the stand-in's own kernel `k`, from the
+/// fixed seed: the map `carrier-lifetime-gp` ships (the test
+/// `stand_in_b_ships_the_draw_from_its_seed` checks the file against it and rewrites it
+/// when `ARMADA_WRITE_CARRIER_GP=1`).
+pub fn draw_gp_map() -> Result<Vec<f64>, armada_gp::GpError> {
+    let problem = carrier_lifetime();
+    let mut rng = StreamRng::seed_from_u64(GP_MAP_SEED);
+    let (paths, _) = armada_gp::sample_prior(&problem.kernel, problem.candidates.view(), 1, &mut rng)?;
+    Ok(paths.col_as_slice(0).to_vec())
+}
+
+/// The carrier-lifetime problem with stand-in B's map (spec 4.4): `f = g`, one draw of the
+/// model's own GP (so the model is exactly right, unlike for the deterministic stand-in),
+/// `theta = 0`, the same grid, kernel and protocol.
+pub fn carrier_lifetime_gp() -> FiniteProblem {
+    let mut problem = carrier_lifetime();
+    problem.f = GP_MAP.chunks_exact(8).map(|b| f64::from_le_bytes(b.try_into().expect("8 bytes"))).collect();
+    assert_eq!(problem.f.len(), N_X1 * N_X2, "the shipped map has a value per grid point");
+    problem
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,5 +170,37 @@ mod tests {
         let k25 = p.kernel.eval(&[0.0, 0.0], &[0.0, 25.0]);
         let want = 4.0 * (1.0 + 3f64.sqrt()) * (-(3f64.sqrt())).exp();
         assert!((k25 - want).abs() < 1e-15 * want);
+    }
+
+    /// Stand-in B's shipped map is the draw from its seed, and that draw is one of the model's
+    /// GP: whitened by the Cholesky factor of the kernel's Gram matrix (computed here afresh,
+    /// with faer's own factorisation), it is 6,586 independent standard normals, whose mean
+    /// and variance this checks to five standard errors.
+    #[test]
+    fn stand_in_b_ships_the_draw_from_its_seed() {
+        let drawn = draw_gp_map().unwrap();
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/data/carrier-lifetime-gp.f64le");
+        if std::env::var_os("ARMADA_WRITE_CARRIER_GP").is_some() {
+            std::fs::write(path, drawn.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>()).unwrap();
+        }
+        let p = carrier_lifetime_gp();
+        assert!(p.f == drawn, "{path} is not the draw from its seed; ARMADA_WRITE_CARRIER_GP=1 rewrites it");
+        assert_eq!((p.theta, p.candidates.nrows()), (0.0, 6586));
+        let x = p.candidates.view();
+        let n = x.nrows();
+        let gram = faer::Mat::<f64>::from_fn(n, n, |i, j| {
+            p.kernel.eval(x.row(i).as_slice().unwrap(), x.row(j).as_slice().unwrap()) + if i == j { 1e-6 } else { 0.0 }
+        });
+        let chol = gram.llt(faer::Side::Lower).expect("the jittered Gram matrix is positive definite");
+        let mut z = faer::Mat::<f64>::from_fn(n, 1, |i, _| p.f[i]);
+        faer::linalg::triangular_solve::solve_lower_triangular_in_place(chol.L(), z.as_mut(), faer::Par::Seq);
+        let z: Vec<f64> = (0..n).map(|i| z[(i, 0)]).collect();
+        let mean = z.iter().sum::<f64>() / n as f64;
+        let var = z.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+        let (se_mean, se_var) = ((1.0 / n as f64).sqrt(), (2.0 / n as f64).sqrt());
+        assert!(mean.abs() < 5.0 * se_mean && (var - 1.0).abs() < 5.0 * se_var, "whitened: mean {mean}, var {var}");
+        // Not the deterministic stand-in, and a real split of the grid at theta.
+        assert_ne!(p.f, carrier_lifetime().f);
+        assert!((0.05..0.95).contains(&p.upper_fraction()), "{}", p.upper_fraction());
     }
 }

@@ -6,7 +6,7 @@ mod continuous;
 mod finite2d;
 mod toy1d;
 
-pub use carrier::{carrier_lifetime, carrier_lifetime_raw, CARRIER_LIFETIME};
+pub use carrier::{carrier_lifetime, carrier_lifetime_gp, carrier_lifetime_raw, CARRIER_LIFETIME, CARRIER_LIFETIME_GP};
 pub use continuous::{
     rosenbrock, sphere, styblinski_tang, uniform, uniform_points, BlackBox, ContinuousConfig, ContinuousProblem,
     CONTINUOUS_5D, NOMINAL_CARD_X,
@@ -20,11 +20,12 @@ use ndarray::Array2;
 
 /// Every benchmark of the family, in registry order: the finite ones, then the continuous
 /// 5-D block (spec 4.3, [`ContinuousProblem`]).
-pub const BENCHMARKS: [ComponentDef; 8] = [
+pub const BENCHMARKS: [ComponentDef; 9] = [
     FINITE_2D[0],
     FINITE_2D[1],
     FINITE_2D[2],
     CARRIER_LIFETIME,
+    CARRIER_LIFETIME_GP,
     TOY_1D,
     CONTINUOUS_5D[0],
     CONTINUOUS_5D[1],
@@ -84,6 +85,7 @@ impl FiniteProblem {
             "sinusoidal" => sinusoidal(),
             "himmelblau" => himmelblau(),
             "carrier-lifetime" => carrier_lifetime(),
+            "carrier-lifetime-gp" => carrier_lifetime_gp(),
             "toy-1d" => toy_1d(),
             other => return Err(JobError::Invalid(format!("`{other}` is not a finite lse benchmark"))),
         })
