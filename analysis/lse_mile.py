@@ -136,7 +136,7 @@ def main(argv: list[str]) -> int:
     half = (d["step"].max() or 0) // 2
     head = ["seed", "choices the numpy maximiser", "tied with it", "not the maximiser",
             "acquisition flat from step", f"points queried after t = {half}", "largest a(x) at the end",
-            f"r_t at {half}", "r_t at the end", "largest |r_t - numpy's|"]
+            f"r_t at {half}", "r_t at the end", "largest difference from numpy's r_t"]
     lines = [
         "MILE on the sinusoidal case: armada's choices against an independent numpy MILE, replayed",
         f"from the recorded observations (beta^1/2 = {BETA_SQRT:g}; ties to {TIE:g} of a point)",

@@ -318,6 +318,27 @@ fn lse_fig2_refits_every_choice_of_armada_in_numpy() {
     assert!(both[1] == 0.0 && both[2] == 1.0 && both[0] > 0.5, "both bumps {both:?}");
 }
 
+/// MILE replayed by `lse_mile.py`: an independent numpy MILE, refitted from the recorded
+/// observations, has armada's choice as a maximiser at every step (exactly, or tied to 1e-9
+/// of a point), and the refit's loss is armada's.
+#[test]
+fn lse_mile_replay_finds_armadas_choice_a_maximiser_at_every_step() {
+    let Some(python) = python() else { return };
+    let out = tempfile::tempdir().unwrap();
+    let dir = run_quick("lse-mile-check-quick", out.path());
+    let stdout = script(&python, "lse_mile.py", &[dir.as_path()], &[]);
+    let table = &tables(&dir, "mile-check.md")[0];
+    assert_eq!(table.column("seed"), ["0", "1"]);
+    for (same, tied) in table.column("choices the numpy maximiser").iter().zip(table.column("tied with it")) {
+        let n: u32 = same.parse::<u32>().unwrap() + tied.parse::<u32>().unwrap();
+        assert_eq!(n, 30, "{stdout}");
+    }
+    assert_eq!(table.column("not the maximiser"), ["0", "0"], "{stdout}");
+    for diff in table.column("largest difference from numpy's r_t") {
+        assert!(diff.parse::<f64>().unwrap() < 1e-12, "{stdout}");
+    }
+}
+
 /// `claims.md` of one block: for every benchmark and metric, up to five checkpoints ending
 /// at the horizon, and each comparison it names ahead of the proposed method by more than
 /// two standard errors.
