@@ -361,7 +361,9 @@ async fn registered_session(
                         }
                         continue;
                     }
-                    lengths.record(&sweep, took);
+                    if let Some(took) = measured(&outcome, took) {
+                        lengths.record(&sweep, took);
+                    }
                     match outcome {
                         Ok(Some(ready_job)) => {
                             // Still heartbeated (it stays in `running`) until the commit is answered.
@@ -579,6 +581,13 @@ struct Finished {
     lease: Option<pb::JobLease>,
 }
 
+/// How long a job took, when that tells its sweep's job length: only a job that ran to its
+/// end does (one cancelled before or during its run, or refused, stops at once, and would
+/// make its sweep look shorter than it is).
+fn measured(outcome: &Result<Option<ReadyToCommit>, tonic::Status>, took: Duration) -> Option<Duration> {
+    matches!(outcome, Ok(Some(_))).then_some(took)
+}
+
 /// What one job of a batch came to, on the blocking thread.
 enum BatchJob {
     Ready(ReadyToCommit),
@@ -781,5 +790,25 @@ mod tests {
         assert_eq!(lengths.batch("u"), 1, "long: alone");
         lengths.record_streaming("s");
         assert_eq!(lengths.batch("s"), 1, "records beyond a batch's: alone, streamed");
+    }
+
+    /// Only a job that ran to its end measures its sweep: the cancelled jobs of a batch
+    /// (about no time each) would make a sweep of 40 ms jobs look short enough to batch by
+    /// the 64 (20 of them bring the mean to 2.8 ms).
+    #[test]
+    fn cancelled_and_failed_jobs_do_not_measure_their_sweep() {
+        let took = Duration::from_millis(40);
+        let ready = ReadyToCommit { n_records: 1, records: Vec::new() };
+        assert_eq!(measured(&Ok(Some(ready)), took), Some(took));
+        assert_eq!(measured(&Ok(None), Duration::ZERO), None, "cancelled");
+        assert_eq!(measured(&Err(tonic::Status::unavailable("lost")), Duration::ZERO), None);
+        let mut lengths = JobLengths::default();
+        lengths.record("s", took);
+        for _ in 0..20 {
+            if let Some(t) = measured(&Ok(None), Duration::ZERO) {
+                lengths.record("s", t);
+            }
+        }
+        assert_eq!(lengths.batch("s"), 6, "still a sweep of 40 ms jobs");
     }
 }
