@@ -700,6 +700,7 @@ fn committed_tables_are_what_the_scripts_compute_from_the_committed_runs() {
         run("lse.py", vec![data("lse", "lse-fig5")], vec![("claims.md", "lse/claims-fig5.md")]),
         run("lse_fig2.py", vec![data("lse", "lse-fig2")], vec![("fig2-queries.md", "lse/fig2-queries.md")]),
         run("lse.py", vec![data("lse", "lse-fig5-rules")], vec![("claims.md", "lse/claims-fig5-rules.md")]),
+        run("lse.py", vec![data("lse", "lse-fig5-gp")], vec![("claims.md", "lse/claims-fig5-gp.md")]),
         run("safe.py", safe, vec![("final_values.md", "safe/final_values.md"), ("trend.md", "safe/trend.md")]),
         run("cdt.py", vec![data("cdt", "cdt-main")], vec![("final_regret.md", "cdt/final_regret.md")]),
         run(
