@@ -192,11 +192,12 @@ fn recorded_observations_refit_the_posterior() {
         for c in 0..n {
             let p = (c..n).max_by(|&i, &j| a[i][c].abs().total_cmp(&a[j][c].abs())).unwrap();
             a.swap(c, p);
-            for r in 0..n {
+            let pivot = a[c].clone();
+            for (r, row) in a.iter_mut().enumerate() {
                 if r != c {
-                    let factor = a[r][c] / a[c][c];
-                    for k in c..=n {
-                        a[r][k] -= factor * a[c][k];
+                    let factor = row[c] / pivot[c];
+                    for (v, p) in row[c..].iter_mut().zip(&pivot[c..]) {
+                        *v -= factor * p;
                     }
                 }
             }

@@ -6,7 +6,9 @@ mod continuous;
 mod finite2d;
 mod toy1d;
 
-pub use carrier::{carrier_lifetime, carrier_lifetime_gp, carrier_lifetime_raw, CARRIER_LIFETIME, CARRIER_LIFETIME_GP};
+pub use carrier::{
+    carrier_lifetime, carrier_lifetime_gp, carrier_lifetime_raw, draw_gp_map, CARRIER_LIFETIME, CARRIER_LIFETIME_GP,
+};
 pub use continuous::{
     rosenbrock, sphere, styblinski_tang, uniform, uniform_points, BlackBox, ContinuousConfig, ContinuousProblem,
     CONTINUOUS_5D, NOMINAL_CARD_X,
