@@ -17,7 +17,7 @@ use super::replies::{
 };
 use super::spool::Spools;
 use super::sweeps::FailurePage;
-use armada_core::StepRecord;
+use armada_core::{RecordColumns, StepRecord};
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::sync::{broadcast, mpsc, oneshot};
@@ -309,6 +309,11 @@ impl SchedulerHandle {
     /// scheduler by [`Self::refused`].
     pub fn append(&self, attempt: u64, session: &str, records: &[StepRecord]) -> Result<u32, CommandError> {
         self.spools.append(attempt, session, records)
+    }
+
+    /// [`Self::append`] for records that arrived as columns.
+    pub fn append_columns(&self, attempt: u64, session: &str, columns: &RecordColumns) -> Result<u32, CommandError> {
+        self.spools.append_columns(attempt, session, columns)
     }
 
     /// The attempt's records broke its job's schema: void it.

@@ -19,7 +19,7 @@ use super::trouble::Trouble;
 use crate::{results, sweep};
 use armada_core::{Registry, SpecError, ValidJob};
 use armada_proto::v1 as pb;
-use armada_worker::wire;
+use armada_worker::wire::{self, Arrived};
 use std::pin::Pin;
 use std::sync::Arc;
 use tokio::sync::{broadcast, mpsc};
@@ -363,7 +363,7 @@ impl Coordinator {
     /// One attempt's commit: its inline records into the spool, then the scheduler's
     /// decision, to be awaited.
     async fn complete(&self, session: String, r: pb::CompleteAttemptRequest) -> Result<Pending<bool>, Status> {
-        self.append_inline(&session, r.attempt_id, r.records)?;
+        self.append_inline(&session, r.attempt_id, r.records, r.columns)?;
         let (attempt, n_records) = (r.attempt_id, r.n_records);
         Ok(self.scheduler.complete(session, attempt, n_records).await?)
     }
@@ -387,12 +387,18 @@ impl Coordinator {
     }
 
     /// Records a commit carries into its attempt's spool.
-    fn append_inline(&self, session: &str, attempt: u64, records: Vec<pb::StepRecord>) -> Result<(), Status> {
+    fn append_inline(
+        &self,
+        session: &str,
+        attempt: u64,
+        records: Vec<pb::StepRecord>,
+        columns: Option<pb::RecordColumns>,
+    ) -> Result<(), Status> {
+        let records = Arrived::from_wire(records, columns).map_err(Status::invalid_argument)?;
         if records.is_empty() {
             return Ok(());
         }
-        let records: Vec<_> = records.into_iter().map(wire::record_from_wire).collect();
-        match self.scheduler.append(attempt, session, &records) {
+        match self.append(attempt, session, &records) {
             // A record that breaks the schema breaks the spool: the commit is then refused
             // with the reason, and the attempt voided.
             Ok(_) => self.records_received(records.len()),
@@ -400,6 +406,14 @@ impl Coordinator {
             Err(e) => return Err(e.into()),
         }
         Ok(())
+    }
+
+    /// Records that arrived for `attempt` into its spool; how many it holds now.
+    fn append(&self, attempt: u64, session: &str, records: &Arrived) -> Result<u32, CommandError> {
+        match records {
+            Arrived::Rows(rows) => self.scheduler.append(attempt, session, rows),
+            Arrived::Columns(columns) => self.scheduler.append_columns(attempt, session, columns),
+        }
     }
 
     fn records_received(&self, n: usize) {
@@ -491,9 +505,9 @@ impl pb::workers_server::Workers for Coordinator {
         let mut n_records = 0;
         while let Some(batch) = stream.next().await {
             let batch = batch?;
-            let records: Vec<_> = batch.records.into_iter().map(wire::record_from_wire).collect();
+            let records = Arrived::from_wire(batch.records, batch.columns).map_err(Status::invalid_argument)?;
             // Straight into the attempt's spool: record batches never wait on the scheduler.
-            match self.scheduler.append(batch.attempt_id, &batch.session, &records) {
+            match self.append(batch.attempt_id, &batch.session, &records) {
                 Ok(n) => {
                     n_records = n;
                     self.records_received(records.len());
@@ -536,7 +550,7 @@ impl pb::workers_server::Workers for Coordinator {
                 self.complete_group(before, attempts, &mut pending).await;
             }
             let (attempt_id, n_records) = (r.attempt_id, r.n_records);
-            match self.append_inline(&group.0, attempt_id, r.records) {
+            match self.append_inline(&group.0, attempt_id, r.records, r.columns) {
                 Ok(()) => group.1.push((attempt_id, n_records)),
                 Err(e) => pending.push((attempt_id, Err(e))),
             }

@@ -14,7 +14,7 @@
 
 use super::replies::CommandError;
 use crate::results::ResultsError;
-use armada_core::{MetricDef, MetricKind, StepRecord};
+use armada_core::{MetricDef, MetricKind, RecordColumns, StepRecord};
 use dashmap::DashMap;
 use std::fs::{self, File};
 use std::io::{self, BufReader, Read, Write};
@@ -56,6 +56,20 @@ impl Spools {
     /// INVALID_ARGUMENT (naming the step and column) when a record breaks the schema: the
     /// spool is then broken, and the caller voids the attempt.
     pub fn append(&self, attempt: u64, session: &str, records: &[StepRecord]) -> Result<u32, CommandError> {
+        self.append_with(attempt, session, |spool| spool.append(records))
+    }
+
+    /// [`Spools::append`] for records that arrived as columns.
+    pub fn append_columns(&self, attempt: u64, session: &str, columns: &RecordColumns) -> Result<u32, CommandError> {
+        self.append_with(attempt, session, |spool| spool.append_columns(columns))
+    }
+
+    fn append_with(
+        &self,
+        attempt: u64,
+        session: &str,
+        append: impl FnOnce(&mut Spool) -> Result<(), String>,
+    ) -> Result<u32, CommandError> {
         // Clone the handle out so that the map's shard lock is not held during the write.
         let spool = self.map.get(&attempt).map(|s| s.value().clone()).ok_or_else(|| void(attempt))?;
         let mut spool = spool.lock().unwrap_or_else(|e| e.into_inner());
@@ -64,7 +78,7 @@ impl Spools {
                 "attempt {attempt} is not held by this worker session"
             )));
         }
-        spool.append(records).map_err(|e| CommandError::invalid_argument(format!("attempt {attempt}: {e}")))?;
+        append(&mut spool).map_err(|e| CommandError::invalid_argument(format!("attempt {attempt}: {e}")))?;
         Ok(spool.n_records)
     }
 
@@ -109,9 +123,9 @@ pub struct RecordSchema {
 }
 
 impl RecordSchema {
-    /// Why `r`, arriving as record number `index`, breaks the schema.
-    fn check(&self, index: u32, r: &StepRecord) -> Result<(), String> {
-        let step = r.step;
+    /// Why the record of `step` and `values`, arriving as record number `index`, breaks
+    /// the schema.
+    fn check(&self, index: u32, step: u32, values: impl ExactSizeIterator<Item = f64>) -> Result<(), String> {
         if step > self.horizon {
             return Err(format!("records: step {step} is past the horizon {}", self.horizon));
         }
@@ -121,14 +135,14 @@ impl RecordSchema {
                 self.horizon
             ));
         }
-        if r.values.len() != self.metrics.len() {
+        if values.len() != self.metrics.len() {
             return Err(format!(
                 "records: step {step} has {} values; the family has {} metrics",
-                r.values.len(),
+                values.len(),
                 self.metrics.len()
             ));
         }
-        for (m, &v) in self.metrics.iter().zip(&r.values) {
+        for (m, v) in self.metrics.iter().zip(values) {
             // Whole numbers an i64 holds exactly; NaN is a missing value (null).
             let whole = v.is_nan() || (v.fract() == 0.0 && v.abs() <= (1u64 << 53) as f64);
             if m.kind == MetricKind::Int && !whole {
@@ -185,29 +199,59 @@ impl Spool {
     /// Append records; the first refusal breaks the spool for good (the attempt cannot
     /// commit), and later calls repeat it.
     pub(crate) fn append(&mut self, records: &[StepRecord]) -> Result<(), String> {
+        self.guarded(|spool| {
+            for r in records {
+                spool.encode(r.step, r.elapsed_ms, r.values.iter().copied())?;
+            }
+            Ok(())
+        })
+    }
+
+    /// [`Spool::append`] for records as columns.
+    pub(crate) fn append_columns(&mut self, columns: &RecordColumns) -> Result<(), String> {
+        self.guarded(|spool| {
+            if let Some(why) = columns.shape_error() {
+                return Err(format!("records: {why}"));
+            }
+            for i in 0..columns.len() {
+                spool.encode(columns.steps[i], columns.elapsed_ms[i], columns.values(i))?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Run `append` on a spool not broken, then spill a full buffer.
+    fn guarded(&mut self, append: impl FnOnce(&mut Self) -> Result<(), String>) -> Result<(), String> {
         if let Some(why) = &self.broken {
             return Err(why.clone());
         }
-        self.encode(records).inspect_err(|why| self.broken = Some(why.clone()))
+        append(self)
+            .and_then(|()| {
+                if self.buffer.len() < SPOOL_BUFFER_BYTES {
+                    return Ok(());
+                }
+                self.spill().map_err(|e| format!("spilling records to {}: {e}", self.path.display()))
+            })
+            .inspect_err(|why| self.broken = Some(why.clone()))
     }
 
-    fn encode(&mut self, records: &[StepRecord]) -> Result<(), String> {
-        for r in records {
-            self.schema.check(self.n_records, r)?;
-            self.last_step = Some(r.step);
-            self.buffer.extend_from_slice(&r.step.to_le_bytes());
-            self.buffer.extend_from_slice(&r.elapsed_ms.to_le_bytes());
-            for v in &r.values {
-                self.buffer.extend_from_slice(&v.to_le_bytes());
-            }
-            self.n_records += 1;
+    /// One record, checked, onto the buffer.
+    fn encode(
+        &mut self,
+        step: u32,
+        elapsed_ms: f64,
+        values: impl ExactSizeIterator<Item = f64> + Clone,
+    ) -> Result<(), String> {
+        self.schema.check(self.n_records, step, values.clone())?;
+        self.last_step = Some(step);
+        self.buffer.extend_from_slice(&step.to_le_bytes());
+        self.buffer.extend_from_slice(&elapsed_ms.to_le_bytes());
+        self.last.clear();
+        for v in values {
+            self.buffer.extend_from_slice(&v.to_le_bytes());
+            self.last.push(v);
         }
-        if let Some(r) = records.last() {
-            self.last.clone_from(&r.values);
-        }
-        if self.buffer.len() >= SPOOL_BUFFER_BYTES {
-            self.spill().map_err(|e| format!("spilling records to {}: {e}", self.path.display()))?;
-        }
+        self.n_records += 1;
         Ok(())
     }
 
@@ -439,6 +483,66 @@ mod tests {
         let mut whole = record(0);
         whole.values[2] = -3.0;
         spools.append(50, "s", &[whole]).unwrap();
+    }
+
+    /// Records that arrive as columns are checked as rows are, with the same messages, and
+    /// columns that are not one table break the spool naming the column.
+    #[test]
+    fn columns_are_checked_like_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let spools = open(dir.path());
+        let columns =
+            |steps: &[u32]| RecordColumns::from_rows(&steps.iter().map(|&s| record(s)).collect::<Vec<_>>()).unwrap();
+        let mut fractional = columns(&[0, 1]);
+        fractional.metrics[2][1] = 0.5;
+        let mut narrow = columns(&[0]);
+        narrow.metrics.pop();
+        let mut ragged = columns(&[0, 1]);
+        ragged.metrics[1].pop();
+        let mut late = columns(&[0, 1]);
+        late.elapsed_ms.push(9.0);
+        let cases = [
+            (columns(&[0, 0]), "records: step 0 arrived where step 1 was due"),
+            (columns(&[0, 1, 2, 3, 4, 5, 6]), "records: step 6 is past the horizon 5"),
+            (fractional, "records: step 1, column `c`: 0.5 is not a whole number (an Int metric)"),
+            (narrow, "records: step 0 has 2 values; the family has 3 metrics"),
+            (ragged, "records: columns.metrics[1]: 1 values for 2 steps"),
+            (late, "records: columns.elapsed_ms: 3 values for 2 steps"),
+        ];
+        for (attempt, (columns, wanted)) in cases.into_iter().enumerate() {
+            let attempt = attempt as u64;
+            spools.create(attempt, "s".into(), schema(5));
+            let err = spools.append_columns(attempt, "s", &columns).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+            assert!(err.message().contains(wanted), "{wanted}: {}", err.message());
+            assert!(spools.take(attempt).unwrap().broken().unwrap().contains(wanted));
+        }
+    }
+
+    /// A trajectory sent partly as rows and partly as columns reads back as one, bit for bit.
+    #[test]
+    fn rows_and_columns_make_one_trajectory() {
+        let dir = tempfile::tempdir().unwrap();
+        let spools = open(dir.path());
+        let n = 3_000u32;
+        spools.create(1, "s".into(), schema(n - 1));
+        let all: Vec<StepRecord> = (0..n).map(record).collect();
+        for (i, chunk) in all.chunks(100).enumerate() {
+            let held = if i % 2 == 0 {
+                spools.append_columns(1, "s", &RecordColumns::from_rows(chunk).unwrap())
+            } else {
+                spools.append(1, "s", chunk)
+            };
+            assert_eq!(held.unwrap(), chunk[chunk.len() - 1].step + 1);
+        }
+        let spool = spools.take(1).unwrap();
+        assert_eq!(spool.last_step(), Some(n - 1));
+        assert_eq!(spool.last()[..2], [(n - 1) as f64, -((n - 1) as f64)]);
+        assert!(spool.n_spilled > 0, "the file is in use");
+        let back: Vec<StepRecord> = spool.into_records().map(Result::unwrap).collect();
+        let bits =
+            |r: &StepRecord| (r.step, r.elapsed_ms.to_bits(), r.values.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
+        assert_eq!(back.iter().map(bits).collect::<Vec<_>>(), all.iter().map(bits).collect::<Vec<_>>());
     }
 
     /// A commit needs the whole trajectory, steps 0..=horizon: none, or all but the last,

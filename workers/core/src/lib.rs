@@ -39,7 +39,7 @@ pub use error::{JobError, SpecError};
 pub use params::{
     concat_defs, count_defs, doc_text, Choice, ParamDef, ParamKind, ParamType, ParamValue, Parameters, Params,
 };
-pub use record::{MetricDef, MetricKind, MetricValue, Metrics, StepRecord};
+pub use record::{MetricDef, MetricKind, MetricValue, Metrics, RecordColumns, StepRecord};
 pub use registry::{
     check_param, check_params, find_component, validate_as, AnyEpisode, ComponentDef, Declaration, Episode, Family,
     Registry, ValidJob, MAX_HORIZON, MAX_SEED,

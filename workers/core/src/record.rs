@@ -32,6 +32,61 @@ pub struct StepRecord {
     pub values: Vec<f64>,
 }
 
+/// Records as columns: record `i` is `steps[i]`, `elapsed_ms[i]` and `metrics[m][i]` for
+/// each metric `m`. The form records travel in on the wire (one packed field per column,
+/// nothing per record); [`RecordColumns::shape_error`] says whether the columns agree.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RecordColumns {
+    pub steps: Vec<u32>,
+    pub elapsed_ms: Vec<f64>,
+    pub metrics: Vec<Vec<f64>>,
+}
+
+impl RecordColumns {
+    /// Rows as columns, or `None` when they differ in width (no table holds them; the
+    /// rows themselves go to whoever names the record at fault).
+    pub fn from_rows(records: &[StepRecord]) -> Option<RecordColumns> {
+        let width = records.first().map_or(0, |r| r.values.len());
+        let mut metrics = vec![Vec::with_capacity(records.len()); width];
+        for r in records {
+            if r.values.len() != width {
+                return None;
+            }
+            for (column, &v) in metrics.iter_mut().zip(&r.values) {
+                column.push(v);
+            }
+        }
+        Some(RecordColumns {
+            steps: records.iter().map(|r| r.step).collect(),
+            elapsed_ms: records.iter().map(|r| r.elapsed_ms).collect(),
+            metrics,
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.steps.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+    }
+
+    /// Why the columns are not one table: a column whose length is not the steps'.
+    pub fn shape_error(&self) -> Option<String> {
+        let n = self.steps.len();
+        if self.elapsed_ms.len() != n {
+            return Some(format!("columns.elapsed_ms: {} values for {n} steps", self.elapsed_ms.len()));
+        }
+        let (m, column) = self.metrics.iter().enumerate().find(|(_, c)| c.len() != n)?;
+        Some(format!("columns.metrics[{m}]: {} values for {n} steps", column.len()))
+    }
+
+    /// Record `i`'s metric values, in schema order.
+    pub fn values(&self, i: usize) -> impl ExactSizeIterator<Item = f64> + Clone + '_ {
+        self.metrics.iter().map(move |column| column[i])
+    }
+}
+
 /// The metrics of one step, built by name: a struct made by [`metrics!`], or a hand-written
 /// type whose metric names are only known at run time.
 pub trait Metrics {
@@ -141,6 +196,34 @@ mod tests {
             steps: u32 = "a count",
             missing: Option<i64> = "absent at step 0",
         }
+    }
+
+    #[test]
+    fn rows_become_columns_and_read_back_by_row() {
+        let rows = [
+            StepRecord { step: 0, elapsed_ms: 0.5, values: vec![1.0, f64::NAN] },
+            StepRecord { step: 1, elapsed_ms: 2.0, values: vec![-3.0, 7.0] },
+        ];
+        let columns = RecordColumns::from_rows(&rows).unwrap();
+        assert_eq!(columns.steps, [0, 1]);
+        assert_eq!(columns.elapsed_ms, [0.5, 2.0]);
+        assert_eq!(columns.metrics[0], [1.0, -3.0]);
+        assert_eq!(columns.values(1).collect::<Vec<_>>(), [-3.0, 7.0]);
+        assert!(columns.values(0).nth(1).unwrap().is_nan());
+        assert_eq!(columns.shape_error(), None);
+        assert_eq!(RecordColumns::from_rows(&[]), Some(RecordColumns::default()));
+        let ragged = [rows[0].clone(), StepRecord { step: 1, elapsed_ms: 1.0, values: vec![1.0] }];
+        assert_eq!(RecordColumns::from_rows(&ragged), None);
+    }
+
+    #[test]
+    fn columns_of_unequal_length_name_the_column() {
+        let mut columns =
+            RecordColumns { steps: vec![0, 1], elapsed_ms: vec![0.0, 1.0], metrics: vec![vec![1.0, 2.0]; 3] };
+        columns.metrics[2].pop();
+        assert_eq!(columns.shape_error().unwrap(), "columns.metrics[2]: 1 values for 2 steps");
+        columns.elapsed_ms.push(3.0);
+        assert_eq!(columns.shape_error().unwrap(), "columns.elapsed_ms: 3 values for 2 steps");
     }
 
     #[test]

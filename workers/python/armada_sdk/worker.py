@@ -80,8 +80,20 @@ def job_of(spec: job_pb2.JobSpec) -> Job:
     )
 
 
-def _wire(records: list[Record]) -> list[job_pb2.StepRecord]:
-    return [job_pb2.StepRecord(step=r.step, elapsed_ms=r.elapsed_ms, metrics=r.values) for r in records]
+def _wire(records: list[Record]) -> dict:
+    """Records as a commit or an upload batch carries them: as columns (one packed field per
+    column), or as rows when they differ in width (the coordinator names the one at fault)."""
+    if not records:
+        return {}
+    width = len(records[0].values)
+    if any(len(r.values) != width for r in records):
+        return {"records": [job_pb2.StepRecord(step=r.step, elapsed_ms=r.elapsed_ms, metrics=r.values) for r in records]}
+    columns = job_pb2.RecordColumns(
+        steps=[r.step for r in records],
+        elapsed_ms=[r.elapsed_ms for r in records],
+        metrics=[job_pb2.MetricColumn(values=column) for column in zip(*(r.values for r in records))] if width else [],
+    )
+    return {"columns": columns}
 
 
 class SessionLost(Exception):
@@ -327,16 +339,15 @@ class Worker:
             return
         requests = []
         for attempt, records in finished:
-            wire = _wire(records)
-            inline = wire
-            if len(wire) > UPLOAD_BATCH:
+            inline = _wire(records)
+            if len(records) > UPLOAD_BATCH:
                 batches = [
-                    service_pb2.RecordBatch(attempt_id=attempt, records=wire[i : i + UPLOAD_BATCH], session=self.session)
-                    for i in range(0, len(wire), UPLOAD_BATCH)
+                    service_pb2.RecordBatch(attempt_id=attempt, session=self.session, **_wire(records[i : i + UPLOAD_BATCH]))
+                    for i in range(0, len(records), UPLOAD_BATCH)
                 ]
                 self._call("UploadRecords", lambda: self.workers.UploadRecords(iter(batches), metadata=self.metadata, timeout=600))
-                inline = []
-            requests.append(service_pb2.CompleteAttemptRequest(attempt_id=attempt, n_records=len(wire), records=inline))
+                inline = {}
+            requests.append(service_pb2.CompleteAttemptRequest(attempt_id=attempt, n_records=len(records), **inline))
         request = service_pb2.CompleteAttemptsRequest(attempts=requests, session=self.session)
         reply = self._call("CompleteAttempts", lambda: self.workers.CompleteAttempts(request, metadata=self.metadata, timeout=600))
         for outcome in reply.outcomes:

@@ -13,7 +13,7 @@
 //! registers again.
 
 use crate::auth::BearerToken;
-use crate::wire::{record_to_wire, spec_from_wire};
+use crate::wire::{records_to_wire, spec_from_wire};
 use armada_core::{run_job, JobError, Registry, StepRecord, ValidJob};
 use armada_proto::v1 as pb;
 use pb::workers_client::WorkersClient;
@@ -533,18 +533,15 @@ async fn run_attempt(
     let uploaded = if ended {
         Some(Ok(head.len() as u32))
     } else {
-        let first = pb::RecordBatch {
-            attempt_id,
-            records: head.drain(..).map(|r| record_to_wire(&r)).collect(),
-            session: session.to_string(),
+        let batch = move |records: Vec<StepRecord>, session: String| {
+            let (records, columns) = records_to_wire(&records);
+            pb::RecordBatch { attempt_id, records, session, columns }
         };
+        let first = batch(std::mem::take(&mut head), session.to_string());
         let owned = session.to_string();
-        let rest =
-            ReceiverStream::new(rx).chunks_timeout(BATCH_RECORDS, BATCH_WAIT).map(move |records| pb::RecordBatch {
-                attempt_id,
-                records: records.iter().map(record_to_wire).collect(),
-                session: owned.clone(),
-            });
+        let rest = ReceiverStream::new(rx)
+            .chunks_timeout(BATCH_RECORDS, BATCH_WAIT)
+            .map(move |records| batch(records, owned.clone()));
         let batches = tokio_stream::once(first).chain(rest);
         let mut upload_client = client.clone();
         tokio::select! {
@@ -706,12 +703,16 @@ async fn commit(
     let ids: Vec<u64> = batch.iter().map(|(id, _)| *id).collect();
     let attempts = batch
         .into_iter()
-        .map(|(attempt_id, ready)| pb::CompleteAttemptRequest {
-            attempt_id,
-            n_records: ready.n_records,
-            records: ready.records.iter().map(record_to_wire).collect(),
+        .map(|(attempt_id, ready)| {
+            let (records, columns) = records_to_wire(&ready.records);
             // The batch names the session once.
-            session: String::new(),
+            pb::CompleteAttemptRequest {
+                attempt_id,
+                n_records: ready.n_records,
+                records,
+                columns,
+                session: String::new(),
+            }
         })
         .collect();
     let request = pb::CompleteAttemptsRequest { attempts, session: session.to_string() };
