@@ -16,6 +16,9 @@
 //!   accept it, the coordinator's memory per queued job, the worst heartbeat and lease
 //!   latency meanwhile, and the time a restart on that store takes to listen.
 //!
+//! * issue 39's targets (`-- targets`): trivial jobs through `armada run` in both modes at
+//!   10,000, 100,000 and a million jobs, each target printed beside its figure.
+//!
 //! `cargo bench --bench coordinator` (release), or `--profile dev` for the README's build.
 //! `ARMADA_BENCH_JOBS` (default 10,000), `ARMADA_BENCH_LONG_JOBS` (100) and
 //! `ARMADA_BENCH_LONG_STEPS` (100,000) and `ARMADA_BENCH_HUGE` (1,000,000) scale the
@@ -178,6 +181,9 @@ fn main() {
     if std::env::args().skip(1).any(|a| a == "huge") {
         return huge_submit(env_or("ARMADA_BENCH_HUGE", 1_000_000));
     }
+    if std::env::args().skip(1).any(|a| a == "targets") {
+        return targets();
+    }
     let n_jobs = env_or("ARMADA_BENCH_JOBS", 10_000);
     let (local, dist) = measure(&testkit_sweep("bench-jobs", n_jobs, 1), "bench-jobs");
     println!("trivial one-step jobs, {WORKERS} workers ({n_jobs} jobs):");
@@ -303,4 +309,87 @@ fn huge_submit(n_jobs: u64) {
         lease.as_secs_f64() * 1e3
     );
     println!("  restart on that store listens in {:.1} s with {restarted:.0} MB RSS", restart.as_secs_f64());
+}
+
+/// `armada run` on `sweep` (a file) as a user runs it, in one mode; its seconds and the
+/// peak RSS of the `armada run` process itself (VmHWM, sampled until it exits), in MB.
+fn armada_run(sweep: &Path, in_process: bool) -> (f64, f64) {
+    let out = tempfile::tempdir().unwrap();
+    let jobs = WORKERS.to_string();
+    let mut args = vec!["run", sweep.to_str().unwrap(), "--quiet", "--dashboard", "off", "--jobs", &jobs];
+    if in_process {
+        args.push("--in-process");
+    }
+    let t0 = Instant::now();
+    let mut child = Command::new(BIN).args(&args).arg("--out").arg(out.path()).stdout(Stdio::null()).spawn().unwrap();
+    let pid = child.id();
+    let mut peak: f64 = 0.0;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        let hwm = rss_mb(pid, "VmHWM:");
+        if hwm.is_finite() {
+            peak = peak.max(hwm);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(status.success(), "armada run {}", sweep.display());
+    (t0.elapsed().as_secs_f64(), peak)
+}
+
+/// Issue 39's targets beside what this machine measures, in one run: trivial jobs through
+/// `armada run` in both modes at 10,000, 100,000 and `ARMADA_BENCH_MILLION` (1,000,000)
+/// jobs (seconds, jobs/s, the process's peak memory), then each target with its figure.
+/// `ARMADA_BENCH_QUICK_SWEEPS=1` adds the real quick sweeps (lse-finite-quick,
+/// cdt-main-quick; minutes each) in both modes.
+fn targets() {
+    let dir = tempfile::tempdir().unwrap();
+    let sizes = [10_000, 100_000, env_or("ARMADA_BENCH_MILLION", 1_000_000)];
+    // (jobs, (seconds, MB) in process, (seconds, MB) distributed)
+    let mut rows = Vec::new();
+    println!("trivial one-step jobs through `armada run --jobs {WORKERS}` (start-up and summaries included):");
+    for n in sizes {
+        let file = dir.path().join(format!("trivial-{n}.toml"));
+        std::fs::write(&file, testkit_sweep("trivial", n, 1)).unwrap();
+        let local = armada_run(&file, true);
+        let dist = armada_run(&file, false);
+        for (mode, (secs, mb)) in [("in-process ", local), ("distributed", dist)] {
+            println!("  {n:>9} jobs {mode} {secs:>7.2} s {:>8.0} jobs/s  peak {mb:>6.0} MB", n as f64 / secs);
+        }
+        rows.push((n, local, dist));
+    }
+    let (small, mid, big) = (rows[0], rows[1], rows[2]);
+    let verdict = |ok: bool| if ok { "met" } else { "MISSED" };
+    println!("targets:");
+    let ratio = small.1 .0 / small.2 .0;
+    println!("  10,000 jobs distributed >= 0.8x in-process: {ratio:.2}x  {}", verdict(ratio >= 0.8));
+    let rate = big.0 as f64 / big.2 .0;
+    println!("  >= 25,000 jobs/s end to end ({} jobs, distributed): {rate:.0}  {}", big.0, verdict(rate >= 25_000.0));
+    for (mode, (secs, mb)) in [("in-process", big.1), ("distributed", big.2)] {
+        println!(
+            "  {} jobs {mode} <= 60 s: {secs:.1} s {}; peak < 1 GB: {mb:.0} MB {}",
+            big.0,
+            verdict(secs <= 60.0),
+            verdict(mb < 1024.0)
+        );
+    }
+    for (mode, a, b) in [("in-process", small.1 .0, mid.1 .0), ("distributed", small.2 .0, mid.2 .0)] {
+        println!("  100,000 within 12x of 10,000 ({mode}): {:.1}x  {}", b / a, verdict(b / a <= 12.0));
+    }
+    if std::env::var("ARMADA_BENCH_QUICK_SWEEPS").is_ok_and(|v| v == "1") {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("sweeps");
+        for name in ["lse-finite-quick", "cdt-main-quick"] {
+            let file = root.join(format!("{name}.toml"));
+            let (local, dist) = (armada_run(&file, true), armada_run(&file, false));
+            let ratio = dist.0 / local.0;
+            println!(
+                "  {name} distributed within 1.1x of in-process: {:.1} s vs {:.1} s, {ratio:.2}x  {}",
+                dist.0,
+                local.0,
+                verdict(ratio <= 1.1)
+            );
+        }
+    }
+    println!("  100 trials >= 1,000x Ray Tune: benches/ray_tune.py (needs Ray) measures it");
 }

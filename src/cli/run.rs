@@ -39,10 +39,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let text = std::fs::read_to_string(&args.sweep)
         .map_err(|e| anyhow::anyhow!("{}: cannot read sweep file: {e}", args.sweep.display()))?;
     let stem = args.sweep.file_stem().and_then(|s| s.to_str()).unwrap_or("sweep");
-    let sweep =
+    let mut sweep =
         sweep::parse_sweep(&text, stem, &registry).map_err(|e| anyhow::anyhow!("{}: {e}", args.sweep.display()))?;
     let sweep_dir = args.out.join(&sweep.name);
     let keys: BTreeSet<String> = sweep.jobs.iter().map(|j| j.key.0.clone()).collect();
+    let n_sweep_jobs = sweep.jobs.len();
     let n_jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
     let progress = !args.quiet && std::io::stderr().is_terminal();
     let (done_before, _, _) = done_keys(&sweep_dir, &keys)?;
@@ -55,10 +56,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         let _lock = armada::coordinator::store::Store::open(&args.out)?;
         let config = local::LocalConfig { n_threads: n_jobs, progress };
         let report = local::run_sweep(&registry, &sweep, &sweep_dir, config)?;
+        // The summaries need only the keys: a sweep's jobs (about 400 bytes each) go first.
+        sweep.jobs = Vec::new();
         let failures =
             report.failures.iter().map(|(job, error)| format!("failed: {}: {error}", job.describe())).collect();
         (failures, None)
     } else {
+        // The embedded coordinator parses the sweep itself: this copy of its jobs goes.
+        sweep.jobs = Vec::new();
         let config = embedded::EmbeddedConfig {
             n_workers: n_jobs,
             progress,
@@ -72,10 +77,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     eprintln!(
         "{}: {} jobs, {} already done, {} run, {} failed in {:.1} s",
         sweep.name,
-        sweep.jobs.len(),
+        n_sweep_jobs,
         done_before,
         done_after - done_before,
-        sweep.jobs.len() - done_after,
+        n_sweep_jobs - done_after,
         started.elapsed().as_secs_f64()
     );
     if !damaged.is_empty() {
@@ -114,7 +119,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         );
     }
     println!("{}", results::final_table(&sweep_dir, family.headline_metrics())?);
-    if done_after == sweep.jobs.len() {
+    if done_after == n_sweep_jobs {
         Ok(ExitCode::SUCCESS)
     } else {
         for line in failures {

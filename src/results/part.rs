@@ -81,7 +81,8 @@ impl Cell {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StoredRows {
     pub key: String,
-    pub cell: Cell,
+    /// Shared by the jobs of a cell in a part (a sweep of a million seeds has one cell).
+    pub cell: Arc<Cell>,
     pub part: Arc<PathBuf>,
     /// First row of the job in its part.
     pub offset: usize,
@@ -283,7 +284,7 @@ fn legacy_index(path: &Path, part: Arc<PathBuf>, n_rows: usize) -> Result<Vec<St
         return Err(not_armadas(path, why));
     }
     let cell = frame_cell(&df).map_err(damaged("reading", path))?;
-    Ok(vec![StoredRows { key, cell, part, offset: 0, rows: n_rows }])
+    Ok(vec![StoredRows { key, cell: Arc::new(cell), part, offset: 0, rows: n_rows }])
 }
 
 /// The spec of every job in the part at `path`, read back from its rows (the first of
@@ -366,6 +367,21 @@ pub fn read_jobs(jobs: &[&StoredRows]) -> Result<Vec<DataFrame>> {
 /// (within a row group of each other) are read together; farther ones apart, so that a
 /// window of many long jobs reads only the window.
 pub fn read_ranges(ranges: &[(&StoredRows, Range<usize>)]) -> Result<Vec<DataFrame>> {
+    let mut frames = Vec::with_capacity(ranges.len());
+    for_each_range(ranges, |_, df| {
+        frames.push(df);
+        Ok(())
+    })?;
+    Ok(frames)
+}
+
+/// [`read_ranges`], each range's frame handed to `f` with its index as soon as it is cut:
+/// a frame per job costs a few kilobytes, so a batch of short jobs keeps only the spans it
+/// read, not a frame for each of its jobs at once.
+pub fn for_each_range(
+    ranges: &[(&StoredRows, Range<usize>)],
+    mut f: impl FnMut(usize, DataFrame) -> Result<()>,
+) -> Result<()> {
     // Per part, the spans to read: (start, end) in the part's rows, in order.
     let mut wanted: BTreeMap<&Path, Vec<(usize, usize)>> = BTreeMap::new();
     for (job, rows) in ranges {
@@ -401,18 +417,16 @@ pub fn read_ranges(ranges: &[(&StoredRows, Range<usize>)]) -> Result<Vec<DataFra
         }
         spans.insert(path, frames);
     }
-    Ok(ranges
-        .iter()
-        .map(|(job, rows)| {
-            let start = job.offset + rows.start;
-            let (span_start, df) = spans[job.part.as_path()]
-                .iter()
-                .rev()
-                .find(|(span_start, _)| *span_start <= start)
-                .expect("every range lies in a span read above");
-            df.slice((start - span_start) as i64, rows.len())
-        })
-        .collect())
+    for (i, (job, rows)) in ranges.iter().enumerate() {
+        let start = job.offset + rows.start;
+        let (span_start, df) = spans[job.part.as_path()]
+            .iter()
+            .rev()
+            .find(|(span_start, _)| *span_start <= start)
+            .expect("every range lies in a span read above");
+        f(i, df.slice((start - span_start) as i64, rows.len()))?;
+    }
+    Ok(())
 }
 
 /// Rows read at once by [`for_each_job`].
@@ -450,10 +464,8 @@ fn for_each_piece(
             rows += jobs[end].rows;
             end += 1;
         }
-        let batch = &jobs[start..end];
-        for (job, df) in batch.iter().zip(read_jobs(batch)?) {
-            f(job, df, 0)?;
-        }
+        let batch: Vec<_> = jobs[start..end].iter().map(|&j| (j, 0..j.rows)).collect();
+        for_each_range(&batch, |i, df| f(batch[i].0, df, 0))?;
         start = end;
     }
     Ok(())
@@ -490,7 +502,7 @@ pub fn encode_jobs(jobs: &[&StoredRows], out: impl Write) -> Result<()> {
     if jobs.is_empty() {
         return Err(invalid("no jobs to encode"));
     }
-    let index = PartIndex::of(jobs.iter().map(|j| (j.key.clone(), j.cell.clone(), j.rows)));
+    let index = PartIndex::of(jobs.iter().map(|j| (j.key.clone(), Cell::clone(&j.cell), j.rows)));
     let metadata = KeyValueMetadata::from_static(vec![(INDEX_KEY.to_owned(), index.to_json())]);
     let mut table = TableWriter::new(out).with_metadata(metadata);
     for_each_job(&jobs, |_, rows, _| table.push(&rows))?;
@@ -747,9 +759,10 @@ impl PartIndex {
     /// Where each job of the part at `path` is.
     fn locations(&self, path: &Path) -> Result<Vec<StoredRows>> {
         let part = Arc::new(path.to_path_buf());
+        let cells: Vec<Arc<Cell>> = self.cells.iter().cloned().map(Arc::new).collect();
         let mut jobs = Vec::with_capacity(self.jobs.len());
         for (key, cell, offset, rows) in &self.jobs {
-            let Some(cell) = self.cells.get(*cell).cloned() else {
+            let Some(cell) = cells.get(*cell).cloned() else {
                 return Err(not_armadas(path, format!("{}: bad cell index", path.display())));
             };
             jobs.push(StoredRows { key: key.clone(), cell, part: part.clone(), offset: *offset, rows: *rows });
@@ -907,7 +920,7 @@ mod tests {
         assert_eq!(stored.len(), 4);
         for (job, records) in &written {
             let found = stored.iter().find(|s| s.key == job.key.0).unwrap();
-            assert_eq!(found.cell, Cell::of(job));
+            assert_eq!(*found.cell, Cell::of(job));
             assert_eq!(found.rows, records.len());
             let df = read_jobs(&[found]).unwrap().remove(0);
             assert_eq!(df.height(), records.len());
@@ -999,7 +1012,7 @@ mod tests {
         let stored = stored_jobs(dir.path(), None).unwrap();
         assert_eq!(stored.len(), 1);
         assert_eq!((stored[0].key.as_str(), stored[0].offset, stored[0].rows), (job.key.0.as_str(), 0, 4));
-        assert_eq!(stored[0].cell, Cell::of(&job));
+        assert_eq!(*stored[0].cell, Cell::of(&job));
         // The same job in a part too: stored twice is an error, never a double count.
         write_shard(dir.path(), &job, &METRICS, &records(4, 0.0)).unwrap();
         let err = stored_jobs(dir.path(), None).unwrap_err();

@@ -13,7 +13,7 @@ use std::hash::Hash;
 pub(super) fn by_cell(jobs: &[StoredRows]) -> BTreeMap<&Cell, Vec<&StoredRows>> {
     let mut cells: BTreeMap<&Cell, Vec<&StoredRows>> = BTreeMap::new();
     for job in jobs.iter().filter(|j| j.rows > 0) {
-        cells.entry(&job.cell).or_default().push(job);
+        cells.entry(&*job.cell).or_default().push(job);
     }
     cells
 }

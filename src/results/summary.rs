@@ -13,7 +13,7 @@
 //! a trajectory or the number of seeds.
 
 use super::along::{add_piece, along_table, along_windows, read_run, Run};
-use super::part::{for_each_job, read_ranges};
+use super::part::{for_each_job, for_each_range};
 use super::stats::{by_cell, statistics, with_names, Interner, Rows};
 use super::*;
 use std::collections::BTreeSet;
@@ -225,10 +225,11 @@ fn summarize_cell_within(
             for start in (0..longest).step_by(steps) {
                 let window: Vec<(&StoredRows, std::ops::Range<usize>)> =
                     jobs.iter().filter(|j| j.rows > start).map(|&j| (j, start..(start + steps).min(j.rows))).collect();
-                for ((job, rows), df) in window.iter().zip(read_ranges(&window)?) {
+                for_each_range(&window, |i, df| {
+                    let (job, rows) = &window[i];
                     check_steps(job, &df, rows.start)?;
-                    long.add_rows(&df, rows.end == job.rows).within(|| context(job))?;
-                }
+                    long.add_rows(&df, rows.end == job.rows).within(|| context(job))
+                })?;
                 let rows = long.take_summary()?;
                 let on_stride: BooleanChunked =
                     rows.column(STEP)?.i64()?.iter().map(|s| s.is_some_and(|s| s % stride == 0)).collect();
