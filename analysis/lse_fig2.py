@@ -95,11 +95,16 @@ def crossings() -> np.ndarray:
     return XS[i] - g[i] * (XS[i + 1] - XS[i]) / (g[i + 1] - g[i])
 
 
-def method_of(algorithm: str, params: str) -> str:
+def fixed_beta_sqrt(algorithm: str, params: str) -> float | None:
+    """The straddle's fixed beta^1/2 (None for the randomized straddle)."""
+    m = re.search(r"beta_sqrt=([0-9.]+)", params) if algorithm == "straddle" else None
+    return float(m.group(1)) if m else None
+
+
+def method_of(algorithm: str, beta_sqrt: float | None) -> str:
     if algorithm == "rand-straddle":
         return "Proposed (beta ~ chi2_2)"
-    m = re.search(r"beta_sqrt=([0-9.]+)", params)
-    return f"Straddle, beta^1/2 = {float(m.group(1)):g}" if m else algorithm
+    return f"Straddle, beta^1/2 = {beta_sqrt:g}" if beta_sqrt is not None else algorithm
 
 
 def runs(sweep: Path) -> list[dict]:
@@ -114,10 +119,11 @@ def runs(sweep: Path) -> list[dict]:
     for (_, algorithm, params, seed), g in d.sort("step").group_by(
         ["job_key", "algorithm", "algorithm_params", "seed"], maintain_order=True
     ):
+        beta_sqrt = fixed_beta_sqrt(algorithm, params)
         out.append({
-            "method": method_of(algorithm, params),
+            "method": method_of(algorithm, beta_sqrt),
             "clipped": algorithm == "rand-straddle",
-            "beta_sqrt": float(re.search(r"beta_sqrt=([0-9.]+)", params).group(1)) if algorithm == "straddle" else None,
+            "beta_sqrt": beta_sqrt,
             "seed": seed,
             "index": g["chosen_index"].to_numpy(),
             "y": g["y"].to_numpy(),

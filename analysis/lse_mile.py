@@ -15,9 +15,8 @@ c^2 / s^2, and S the points already confidently above theta. Phi is scipy's `ndt
 
 It writes mile-check.md: per run, how many of armada's choices are the numpy maximiser
 (lowest index on exact ties, as numpy's argmax), how many are not but tie with it to 1e-9 of
-a point, and how many are not the maximiser at all; the first step from which the
-acquisition is flat (every a(x) within 1e-9 of the others) and the first from which its
-largest value is zero (to 1e-9; to the end of the run): no observation is expected to add a
+a point, and how many are not the maximiser at all; the first step from which MILE's
+largest acquisition is zero (to 1e-9; to the end of the run): no observation is expected to add a
 confidently classified point, the candidates whose observation changes nothing tie at zero,
 and the tie rule alone picks the query; how many distinct
 points the second half of the run queried, and the largest a(x) at the last step (how many
@@ -77,7 +76,7 @@ def replay(index: np.ndarray, y: np.ndarray, x: np.ndarray, f: np.ndarray) -> di
     cov = SIGNAL_VAR * np.exp(-d2 / L_DIV)
     mean = np.zeros(len(x))
     same = tied = other = 0
-    flat_from = zero_from = None
+    zero_from = None
     a_max = math.nan
     losses = []
     for t in range(len(index)):
@@ -100,17 +99,13 @@ def replay(index: np.ndarray, y: np.ndarray, x: np.ndarray, f: np.ndarray) -> di
             tied += 1
         else:
             other += 1
-        if a.max() - a.min() <= TIE:
-            flat_from = t + 1 if flat_from is None else flat_from
-        else:
-            flat_from = None
         if a_max <= TIE:
             zero_from = t + 1 if zero_from is None else zero_from
         else:
             zero_from = None
     late = index[len(index) // 2 + 1 :]
     return {
-        "same": same, "tied": tied, "other": other, "flat_from": flat_from, "zero_from": zero_from,
+        "same": same, "tied": tied, "other": other, "zero_from": zero_from,
         "losses": losses,
         "a_max": a_max, "late_distinct": len(np.unique(late)), "late_steps": len(late),
     }
@@ -142,7 +137,7 @@ def main(argv: list[str]) -> int:
     rows.sort(key=lambda row: row[0])
     half = (d["step"].max() or 0) // 2
     head = ["seed", "choices the numpy maximiser", "tied with it", "not the maximiser",
-            "acquisition flat from step", "largest a(x) zero from step", f"points queried after t = {half}",
+            "largest a(x) zero from step", f"points queried after t = {half}",
             "largest a(x) at the end",
             f"r_t at {half}", "r_t at the end", "largest difference from numpy's r_t"]
     lines = [
@@ -153,9 +148,8 @@ def main(argv: list[str]) -> int:
         "|---:|" + "---:|" * (len(head) - 1),
     ]
     for seed, r, recorded, loss_diff in rows:
-        flat = "-" if r["flat_from"] is None else str(r["flat_from"])
         zero = "-" if r["zero_from"] is None else str(r["zero_from"])
-        lines.append(f"| {seed} | {r['same']} | {r['tied']} | {r['other']} | {flat} | {zero} | "
+        lines.append(f"| {seed} | {r['same']} | {r['tied']} | {r['other']} | {zero} | "
                      f"{r['late_distinct']} in {r['late_steps']} | {r['a_max']:.1e} | "
                      f"{recorded[half]:.5f} | {recorded[-1]:.5f} | {loss_diff:.1e} |")
     finals = np.array([rec[-1] for _, _, rec, _ in rows])

@@ -84,14 +84,26 @@ pub fn carrier_lifetime() -> FiniteProblem {
             3.0 - lifetime
         })
         .collect();
+    carrier_problem(candidates, f)
+}
+
+/// The block's problem around the black box `f` (a value per point of `candidates`, the
+/// carrier grid): `theta = 0`, Matern 3/2 with variance 4 and lengthscale 25, nugget
+/// `1e-6`, exact observations and no repeats.
+fn carrier_problem(candidates: Array2<f64>, f: Vec<f64>) -> FiniteProblem {
+    assert_eq!(f.len(), candidates.nrows(), "a value per grid point");
     FiniteProblem {
         candidates,
         f,
         theta: 0.0,
-        kernel: Kernel::matern32(4.0, vec![25.0, 25.0]),
+        kernel: carrier_kernel(),
         noise_var: 1e-6,
         protocol: Protocol::NOISE_FREE_NO_REPEAT,
     }
+}
+
+fn carrier_kernel() -> Kernel {
+    Kernel::matern32(4.0, vec![25.0, 25.0])
 }
 
 /// Stand-in B's map, `g` at each grid point (x1-major), as little-endian f64: drawn by
@@ -104,9 +116,8 @@ const GP_MAP: &[u8] = include_bytes!("../../data/carrier-lifetime-gp.f64le");
 /// `stand_in_b_ships_the_draw_from_its_seed` checks the file against it and rewrites it
 /// when `ARMADA_WRITE_CARRIER_GP=1`).
 pub fn draw_gp_map() -> Result<Vec<f64>, armada_gp::GpError> {
-    let problem = carrier_lifetime();
     let mut rng = StreamRng::seed_from_u64(GP_MAP_SEED);
-    let (paths, _) = armada_gp::sample_prior(&problem.kernel, problem.candidates.view(), 1, &mut rng)?;
+    let (paths, _) = armada_gp::sample_prior(&carrier_kernel(), carrier_grid().view(), 1, &mut rng)?;
     Ok(paths.col_as_slice(0).to_vec())
 }
 
@@ -114,10 +125,8 @@ pub fn draw_gp_map() -> Result<Vec<f64>, armada_gp::GpError> {
 /// model's own GP (so the model is exactly right, unlike for the deterministic stand-in),
 /// `theta = 0`, the same grid, kernel and protocol.
 pub fn carrier_lifetime_gp() -> FiniteProblem {
-    let mut problem = carrier_lifetime();
-    problem.f = GP_MAP.chunks_exact(8).map(|b| f64::from_le_bytes(b.try_into().expect("8 bytes"))).collect();
-    assert_eq!(problem.f.len(), N_X1 * N_X2, "the shipped map has a value per grid point");
-    problem
+    let g = GP_MAP.chunks_exact(8).map(|b| f64::from_le_bytes(b.try_into().expect("8 bytes"))).collect();
+    carrier_problem(carrier_grid(), g)
 }
 
 #[cfg(test)]
