@@ -47,6 +47,9 @@ pub type CommitReply = oneshot::Sender<Result<bool, CommandError>>;
 
 /// An attempt that won its job, to be written.
 pub struct Commit {
+    /// No other job of the sweep is queued or running: write the part now, not after the
+    /// linger (a sweep's last jobs, or a small sweep's only ones, are not kept waiting).
+    pub last_of_sweep: bool,
     pub sweep: String,
     pub sweep_dir: PathBuf,
     pub metrics: &'static [MetricDef],
@@ -105,12 +108,14 @@ async fn run(
     while let Some(first) = inbox.recv().await {
         let deadline = tokio::time::Instant::now() + config.linger;
         let mut rows = u64::from(first.spool.n_records());
+        let mut last = first.last_of_sweep;
         let mut batch = vec![first];
-        while batch.len() < config.max_jobs && rows < config.max_rows {
+        while !last && batch.len() < config.max_jobs && rows < config.max_rows {
             tokio::select! {
                 next = inbox.recv() => match next {
                     Some(c) => {
                         rows += u64::from(c.spool.n_records());
+                        last = c.last_of_sweep;
                         batch.push(c);
                     }
                     None => break,

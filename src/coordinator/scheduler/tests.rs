@@ -86,6 +86,49 @@ async fn status(s: &SchedulerHandle) -> SweepStatus {
     s.status("t".into(), FailurePage::default()).await.unwrap()
 }
 
+/// A sweep's last commits do not wait out the linger: while a job of the sweep is queued,
+/// commits wait to share a part (here an hour); once none is queued or running besides
+/// those committing, the part is written at once, with every commit waiting for it.
+#[tokio::test]
+async fn a_sweeps_last_commit_writes_its_part_without_the_linger() {
+    let dir = tempfile::tempdir().unwrap();
+    let commit = CommitConfig { linger: Duration::from_secs(3600), ..CommitConfig::default() };
+    let config = SchedulerConfig { commit, lease_ttl: Duration::from_secs(3600), ..SchedulerConfig::default() };
+    let s = Scheduler::start(
+        Arc::new(Catalog::new(crate::registry())),
+        Store::open(dir.path()).unwrap(),
+        dir.path().to_path_buf(),
+        config,
+    )
+    .unwrap();
+    let jobs = (0..4).map(job).collect();
+    s.submit(Submission::new("t".into(), "testkit".into(), jobs)).await.unwrap();
+    let w = register(&s).await;
+    let leased = s.lease(w.clone(), 3).await.unwrap().leases;
+    assert_eq!(leased.len(), 3, "one job stays queued");
+    let mut waiting = Vec::new();
+    for l in &leased[..2] {
+        s.append(l.attempt_id, &w, &records(1.0)).unwrap();
+        waiting.push(s.complete(w.clone(), l.attempt_id, 3).await.unwrap());
+    }
+    // A job is queued and one runs: the two commits linger.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(status(&s).await.n_done, 0, "written before the linger with a job queued");
+    let last = s.lease(w.clone(), 3).await.unwrap().leases;
+    assert_eq!(last.len(), 1);
+    for l in [&leased[2], &last[0]] {
+        s.append(l.attempt_id, &w, &records(2.0)).unwrap();
+        waiting.push(s.complete(w.clone(), l.attempt_id, 3).await.unwrap());
+    }
+    for pending in waiting {
+        let answer = tokio::time::timeout(Duration::from_secs(30), pending.answer()).await;
+        assert!(answer.expect("answered without the hour's linger").unwrap(), "committed");
+    }
+    let st = status(&s).await;
+    assert_eq!((st.n_done, st.n_queued, st.n_running), (4, 0, 0));
+    assert_eq!(results::stored_jobs(&dir.path().join("t"), None).unwrap().len(), 4);
+}
+
 /// Leases, expiry and the first-commit rule, both ways round. Time is paused: it moves
 /// only when every task waits, so the leases expire exactly when the test says.
 #[tokio::test(start_paused = true)]
