@@ -203,6 +203,9 @@ impl Spool {
             for r in records {
                 spool.encode(r.step, r.elapsed_ms, r.values.iter().copied())?;
             }
+            if let Some(r) = records.last() {
+                spool.keep_last(r.values.iter().copied());
+            }
             Ok(())
         })
     }
@@ -215,6 +218,9 @@ impl Spool {
             }
             for i in 0..columns.len() {
                 spool.encode(columns.steps[i], columns.elapsed_ms[i], columns.values(i))?;
+            }
+            if let Some(i) = columns.len().checked_sub(1) {
+                spool.keep_last(columns.values(i));
             }
             Ok(())
         })
@@ -246,13 +252,17 @@ impl Spool {
         self.last_step = Some(step);
         self.buffer.extend_from_slice(&step.to_le_bytes());
         self.buffer.extend_from_slice(&elapsed_ms.to_le_bytes());
-        self.last.clear();
         for v in values {
             self.buffer.extend_from_slice(&v.to_le_bytes());
-            self.last.push(v);
         }
         self.n_records += 1;
         Ok(())
+    }
+
+    /// Remember the last record's metrics, once per batch (not per record).
+    fn keep_last(&mut self, values: impl Iterator<Item = f64>) {
+        self.last.clear();
+        self.last.extend(values);
     }
 
     /// Append the buffer to the file. The file is opened per spill, so that thousands of

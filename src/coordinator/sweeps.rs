@@ -207,6 +207,7 @@ impl Sweeps {
         let mut c = Counts::default();
         for &i in self.jobs(id) {
             c.leased += u32::from(table.job(i).leased_ahead());
+            c.committing += u32::from(table.job(i).committing);
             match table.job(i).state {
                 JobState::Queued => c.queued += 1,
                 JobState::Running => c.running += 1,

@@ -41,6 +41,9 @@ pub struct Counts {
     pub cancelled: u32,
     /// Of the running: leased to a worker that has not started them (leased ahead).
     pub leased: u32,
+    /// Handed to the committer, their part not yet reported (most are running; a late
+    /// attempt's may be queued).
+    pub committing: u32,
 }
 
 impl Counts {
@@ -221,6 +224,7 @@ impl JobTable {
         if let Some(counts) = self.counts.get_mut(&job.sweep) {
             *counts.of(job.state) -= 1;
             counts.leased -= u32::from(job.leased_ahead());
+            counts.committing -= u32::from(job.committing);
             if counts.is_empty() {
                 self.counts.remove(&job.sweep);
             }
@@ -449,12 +453,29 @@ impl JobTable {
             tracing::info!(sweep = %job.sweep, job = %job.key, attempt, "a late result commits; the job had failed");
             (job.current, job.error, job.revived) = (Some(attempt), None, true);
         }
-        self.jobs[i].committing = true;
+        self.set_committing(i, true);
     }
 
     /// The commit could not be handed to the committer: the job is as it was.
     pub fn commit_unsent(&mut self, i: usize) {
-        self.jobs[i].committing = false;
+        self.set_committing(i, false);
+    }
+
+    /// Every change of a job's `committing` flag goes through here, which keeps its
+    /// sweep's count of them.
+    fn set_committing(&mut self, i: usize, committing: bool) {
+        let job = &mut self.jobs[i];
+        if job.committing == committing {
+            return;
+        }
+        job.committing = committing;
+        if !job.dropped {
+            let counts = self.counts.get_mut(&job.sweep).expect("a job's sweep is counted");
+            match committing {
+                true => counts.committing += 1,
+                false => counts.committing -= 1,
+            }
+        }
     }
 
     /// The part holding these `(job, attempt)`s is recorded: the jobs are done, and every
@@ -554,8 +575,8 @@ impl JobTable {
     fn end_commits(&mut self, jobs: &[(usize, u64)]) -> BTreeSet<Arc<str>> {
         let mut reopen = BTreeSet::new();
         for &(i, _) in jobs {
+            self.set_committing(i, false);
             let job = &mut self.jobs[i];
-            job.committing = false;
             // Revived jobs settle again (done, or failed once more): their sweeps' summaries
             // are rebuilt from the jobs' states.
             if std::mem::take(&mut job.revived) {
@@ -807,6 +828,7 @@ mod tests {
         for job in t.jobs.iter().filter(|j| !j.dropped) {
             *counted.of(job.state) += 1;
             counted.leased += u32::from(job.leased_ahead());
+            counted.committing += u32::from(job.committing);
         }
         let sweep = t.jobs.first().map(|j| j.sweep.clone()).unwrap_or_else(|| "".into());
         assert_eq!(t.counts(&sweep), counted, "{context}: the kept counts against a count");

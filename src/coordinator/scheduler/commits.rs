@@ -10,7 +10,6 @@ use crate::coordinator::store::AttemptOutcome;
 use crate::coordinator::table::CommitStart;
 use crate::coordinator::trouble::Place;
 use armada_core::MetricDef;
-use std::sync::Arc;
 use tracing::warn;
 
 impl Scheduler {
@@ -56,14 +55,12 @@ impl Scheduler {
         self.table.commit(i, attempt, revive);
         let job = self.table.job(i);
         let provenance = self.workers.provenance(session, attempt, job.family());
-        let in_commit = self.in_commit.entry(job.sweep.clone()).or_default();
-        *in_commit += 1;
         // Nothing of the sweep is queued, every running job is committing, and no more of
         // its jobs are on their way into the table (a submission is taken in chunks): no
         // commit of it will join this one's part, so the part is written without the linger.
         let counts = self.table.counts(&job.sweep);
         let storing = self.storing.as_ref().is_some_and(|s| *s.ingest.name == *job.sweep);
-        let last_of_sweep = !storing && counts.queued == 0 && counts.running <= *in_commit;
+        let last_of_sweep = !storing && counts.queued == 0 && counts.running <= counts.committing;
         let commit = Commit {
             last_of_sweep,
             provenance,
@@ -80,18 +77,7 @@ impl Scheduler {
         if let Err(unsent) = self.committer.send(commit) {
             let commit = unsent.0;
             self.table.commit_unsent(i);
-            self.committed_or_not(&self.table.job(i).sweep.clone(), 1);
             let _ = commit.reply.send(Err(CommandError::unavailable("the coordinator is shutting down")));
-        }
-    }
-
-    /// `n` commits of `sweep` handed to the committer are settled (written or not).
-    fn committed_or_not(&mut self, sweep: &Arc<str>, n: u32) {
-        if let Some(left) = self.in_commit.get_mut(sweep) {
-            *left = left.saturating_sub(n);
-            if *left == 0 {
-                self.in_commit.remove(sweep);
-            }
         }
     }
 
@@ -105,7 +91,6 @@ impl Scheduler {
         let PartWritten { part, jobs } = written;
         let Some(first) = jobs.first() else { return };
         let sweep = self.table.job(first.job).sweep.clone();
-        self.committed_or_not(&sweep, jobs.len() as u32);
         let place = Place::Parts(sweep.to_string());
         match &part {
             Ok(_) => self.metrics.writes.succeeded(&place),

@@ -141,8 +141,6 @@ pub struct Scheduler {
     spools: Spools,
     live: LiveSummaries,
     committer: mpsc::UnboundedSender<Commit>,
-    /// Per sweep, the commits handed to the committer whose part is not yet reported.
-    in_commit: HashMap<Arc<str>, u32>,
     metrics: Arc<Metrics>,
     /// When the store was last backed up (at first: when the actor started).
     last_backup: std::time::Instant,
@@ -213,7 +211,6 @@ impl Scheduler {
             spools: spools.clone(),
             live: live.clone(),
             committer,
-            in_commit: HashMap::new(),
             metrics: metrics.clone(),
             last_backup: Instant::now().into_std(),
         };

@@ -533,15 +533,15 @@ async fn run_attempt(
     let uploaded = if ended {
         Some(Ok(head.len() as u32))
     } else {
-        let batch = move |records: Vec<StepRecord>, session: String| {
+        let record_batch = move |records: Vec<StepRecord>, session: String| {
             let (records, columns) = records_to_wire(&records);
             pb::RecordBatch { attempt_id, records, session, columns }
         };
-        let first = batch(std::mem::take(&mut head), session.to_string());
+        let first = record_batch(std::mem::take(&mut head), session.to_string());
         let owned = session.to_string();
         let rest = ReceiverStream::new(rx)
             .chunks_timeout(BATCH_RECORDS, BATCH_WAIT)
-            .map(move |records| batch(records, owned.clone()));
+            .map(move |records| record_batch(records, owned.clone()));
         let batches = tokio_stream::once(first).chain(rest);
         let mut upload_client = client.clone();
         tokio::select! {
