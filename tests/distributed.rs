@@ -1114,9 +1114,6 @@ fn serve_check_full_reports_damage_before_serving() {
     assert!(!refused.status.success() && stderr.contains("armada check --repair"), "{stderr}");
 }
 
-/// A worker paused (SIGSTOP) past its lease on the job's last try: the job fails, but when
-/// the worker resumes it is not told to abandon the work, finishes it, and its result
-/// commits (no other attempt did), so the job ends done, every step once.
 /// Leasing ahead follows the sweep being leased, not the last job: after a sweep of short
 /// jobs, the long jobs of the next are leased one per slot (the surplus of a lease sized for
 /// the short sweep is handed back at once), so two 1-slot workers share them.
@@ -1141,16 +1138,56 @@ fn long_jobs_after_short_ones_are_shared_between_workers() {
         assert!(watched.status.success(), "{}", text(&watched.stderr));
     }
     // Each worker committed some of the long jobs (each takes about 0.4 s).
-    let mut by_worker = std::collections::BTreeMap::<String, usize>::new();
-    for part in common::part_files(&data.join("slow")) {
-        for provenance in armada::results::read_provenance(&part).unwrap().into_values() {
-            *by_worker.entry(provenance.worker).or_default() += 1;
-        }
-    }
+    let by_worker = committed_by_worker(&data.join("slow"));
     assert_eq!(by_worker.values().sum::<usize>(), 8);
     assert!(by_worker.len() == 2 && by_worker.values().all(|&n| n >= 2), "{by_worker:?}");
 }
 
+/// How many of a sweep's jobs each worker committed (by the provenance in its parts).
+fn committed_by_worker(sweep_dir: &Path) -> std::collections::BTreeMap<String, usize> {
+    let mut by_worker = std::collections::BTreeMap::<String, usize>::new();
+    for part in common::part_files(sweep_dir) {
+        for provenance in armada::results::read_provenance(&part).unwrap().into_values() {
+            *by_worker.entry(provenance.worker).or_default() += 1;
+        }
+    }
+    by_worker
+}
+
+/// Short jobs are leased ahead by the work they hold, not by the 64: two 1-slot workers
+/// share a sweep of 40 jobs of 30 ms to its end (each holds about 100 ms ahead). Leasing
+/// 64 ahead once a job measured short, the first worker took the rest of the sweep (39 of
+/// 40), and the other idled.
+#[test]
+fn a_sweep_of_short_jobs_is_shared_between_workers_to_its_end() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep = write(
+        tmp.path(),
+        "short.toml",
+        &SLOW_SWEEP
+            .replace("ms = 60", "ms = 15")
+            .replace("seeds = 12", "seeds = 40")
+            .replace("horizon = 10", "horizon = 1"),
+    );
+    let data = tmp.path().join("data");
+    let coord = serve(&data, 0, &[]);
+    let logs = [tmp.path().join("w1.log"), tmp.path().join("w2.log")];
+    let _workers: Vec<Proc> = logs.iter().map(|log| worker(&coord.url, 1, log, &[])).collect();
+    // Both registered first: a worker started late on a busy machine would find the sweep
+    // done whatever the leasing.
+    let registered = |log: &PathBuf| std::fs::read_to_string(log).unwrap_or_default().contains("registered with");
+    wait_until(60, "both workers registered", || logs.iter().all(registered));
+    assert!(client(&["submit", sweep.to_str().unwrap()], &coord.url, 30).status.success());
+    let watched = client(&["watch", "slow", "--quiet"], &coord.url, 300);
+    assert!(watched.status.success(), "{}", text(&watched.stderr));
+    let by_worker = committed_by_worker(&data.join("slow"));
+    assert_eq!(by_worker.values().sum::<usize>(), 40);
+    assert!(by_worker.len() == 2 && by_worker.values().all(|&n| n >= 10), "{by_worker:?}");
+}
+
+/// A worker paused (SIGSTOP) past its lease on the job's last try: the job fails, but when
+/// the worker resumes it is not told to abandon the work, finishes it, and its result
+/// commits (no other attempt did), so the job ends done, every step once.
 #[test]
 fn a_paused_worker_finishes_its_last_try_and_the_result_counts() {
     let tmp = tempfile::tempdir().unwrap();
@@ -1274,8 +1311,8 @@ fn batched_short_jobs_beside_long_ones_give_the_in_process_runners_trajectories(
         assert!(watched.status.success(), "{}", text(&watched.stderr));
     }
     let log = std::fs::read_to_string(&log).unwrap();
-    assert!(log.contains("jobs of sweep mixed as one batch"), "no batch ran:\n{log}");
-    assert!(log.contains("jobs of sweep long-batch as one batch"), "no batch of long-batch ran:\n{log}");
+    assert!(log.contains("job(s) of sweep mixed as one batch"), "no batch ran:\n{log}");
+    assert!(log.contains("job(s) of sweep long-batch as one batch"), "no batch of long-batch ran:\n{log}");
     assert!(log.contains("more records than a batch keeps"), "no job of `many` fell back to streaming:\n{log}");
     for (sweep, id, n) in [(&mixed, "mixed", 100), (&long_batch, "long-batch", 48), (&many, "many", 8)] {
         let local = tmp.path().join("local");

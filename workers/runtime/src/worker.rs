@@ -37,17 +37,18 @@ pub const BATCH_RECORDS: usize = 1024;
 /// A job that ends within this many records sends them with its commit, not on a stream.
 pub const INLINE_RECORDS: usize = 64;
 pub const BATCH_WAIT: Duration = Duration::from_millis(200);
-/// Jobs that take less than this are short: the worker then leases ahead, keeping up to
-/// [`PREFETCH_PER_SLOT`] leased jobs per slot waiting, so that a lease RPC serves many jobs.
-/// Long jobs are leased one per free slot, so the end of a sweep stays balanced. Whether a
-/// sweep's jobs are short is measured per sweep ([`JobLengths`]).
-pub const SHORT_JOB: Duration = Duration::from_millis(50);
+/// Jobs that take less than this are short: the worker then leases ahead, keeping about
+/// [`AHEAD_WORK`] of them per slot waiting (at most [`PREFETCH_PER_SLOT`]), so that a lease
+/// RPC serves many jobs. Long jobs are leased one per free slot, so the end of a sweep stays
+/// balanced. Whether a sweep's jobs are short is measured per sweep ([`JobLengths`]).
+pub const SHORT_JOB: Duration = Duration::from_millis(250);
 pub const PREFETCH_PER_SLOT: usize = 64;
-/// Short jobs of one sweep waiting in the backlog run as a batch: one task and one call on
-/// the blocking pool for all of them, their records kept for their commits (no task,
-/// channel or thread hand-off per job). A batch is sized to about this much work (by the
-/// sweep's mean job length), and at most [`PREFETCH_PER_SLOT`] jobs.
-pub const BATCH_WORK: Duration = Duration::from_millis(250);
+/// The work a slot holds leased ahead, by the sweep's mean job length: 64 jobs of a few
+/// microseconds (one lease per 64 jobs), but 2 of 40 ms, so that at a sweep's end no worker
+/// holds seconds of jobs while another idles. Short jobs waiting run as a batch of as many:
+/// one task and one call on the blocking pool for all of them, their records kept for their
+/// commits (no task, channel or thread hand-off per job).
+pub const AHEAD_WORK: Duration = Duration::from_millis(100);
 /// The most records a job of a batch keeps for its commit; a job with more stops, runs
 /// again alone with its records streamed, and so do its sweep's later jobs on this worker.
 pub const BATCH_JOB_RECORDS: usize = 4096;
@@ -110,31 +111,33 @@ impl JobLengths {
         self.streaming.insert(sweep.to_string());
     }
 
-    /// Whether `sweep`'s jobs are short (measured, and under [`SHORT_JOB`] on average).
-    pub fn short(&self, sweep: &str) -> bool {
-        self.mean.get(sweep).is_some_and(|m| *m < SHORT_JOB)
-    }
-
-    /// How many of `sweep`'s jobs to run as one batch: about [`BATCH_WORK`] of them when
-    /// they are short and their records fit a commit, else one (streamed).
-    pub fn batch(&self, sweep: &str) -> usize {
+    /// How many of `sweep`'s jobs a slot holds leased ahead: about [`AHEAD_WORK`] of them
+    /// when they are short (at most [`PREFETCH_PER_SLOT`]), else none.
+    fn ahead(&self, sweep: &str) -> usize {
         match self.mean.get(sweep) {
-            Some(mean) if *mean < SHORT_JOB && !self.streaming.contains(sweep) => {
-                let n = BATCH_WORK.as_nanos() / mean.as_nanos().max(1);
+            Some(mean) if *mean < SHORT_JOB => {
+                let n = AHEAD_WORK.as_nanos() / mean.as_nanos().max(1);
                 (n as usize).clamp(1, PREFETCH_PER_SLOT)
             }
-            _ => 1,
+            _ => 0,
         }
     }
 
-    /// Jobs of `sweep` worth holding on `slots` slots: one per slot, and
-    /// [`PREFETCH_PER_SLOT`] more per slot for a sweep of short jobs.
-    pub fn depth(&self, sweep: &str, slots: usize) -> usize {
-        if self.short(sweep) {
-            slots * (1 + PREFETCH_PER_SLOT)
-        } else {
-            slots
+    /// How many of `sweep`'s jobs to run as one batch, their records kept for their
+    /// commits: what a slot holds ahead, when they are short and their records fit a
+    /// commit. `None`: one at a time, records streamed (a long job, or one not yet measured).
+    pub fn batch(&self, sweep: &str) -> Option<usize> {
+        match self.ahead(sweep) {
+            0 => None,
+            _ if self.streaming.contains(sweep) => None,
+            n => Some(n),
         }
+    }
+
+    /// Jobs of `sweep` worth holding on `slots` slots: one per slot, and what each holds
+    /// ahead.
+    pub fn depth(&self, sweep: &str, slots: usize) -> usize {
+        slots * (1 + self.ahead(sweep))
     }
 }
 
@@ -278,8 +281,7 @@ async fn registered_session(
         while tasks.len() < config.slots {
             let Some((lease, cancel_rx)) = backlog.pop_front() else { break };
             let (client, registry, session) = (client.clone(), registry.clone(), session.clone());
-            let n = lengths.batch(&lease.sweep_id);
-            if n > 1 {
+            if let Some(n) = lengths.batch(&lease.sweep_id) {
                 // This lease and the next ones of its sweep, as one batch.
                 let mut batch = vec![(lease, cancel_rx)];
                 while batch.len() < n && backlog.front().is_some_and(|(l, _)| l.sweep_id == batch[0].0.sweep_id) {
@@ -603,7 +605,7 @@ async fn run_batch(
     batch: Vec<(pb::JobLease, watch::Receiver<bool>)>,
 ) -> Vec<Finished> {
     let (leases, cancels): (Vec<pb::JobLease>, Vec<watch::Receiver<bool>>) = batch.into_iter().unzip();
-    info!("running {} jobs of sweep {} as one batch", leases.len(), leases[0].sweep_id);
+    info!("running {} job(s) of sweep {} as one batch", leases.len(), leases[0].sweep_id);
     let specs: Vec<Option<pb::JobSpec>> = leases.iter().map(|l| l.spec.clone()).collect();
     let keys: Vec<String> = leases.iter().map(|l| l.job_key.clone()).collect();
     let ran = tokio::task::spawn_blocking(move || {
@@ -780,22 +782,27 @@ mod tests {
     }
 
     #[test]
-    fn a_sweeps_short_jobs_run_in_batches_of_about_250_ms() {
+    fn a_slot_holds_about_100_ms_of_short_jobs_ahead_and_runs_them_as_a_batch() {
         let mut lengths = JobLengths::default();
-        assert_eq!(lengths.batch("s"), 1, "not measured: alone");
+        assert_eq!((lengths.batch("s"), lengths.depth("s", 2)), (None, 2), "not measured: one a slot, streamed");
         lengths.record("s", Duration::from_millis(10));
-        assert_eq!(lengths.batch("s"), 25);
+        assert_eq!((lengths.batch("s"), lengths.depth("s", 2)), (Some(10), 22));
         lengths.record("t", Duration::from_micros(10));
-        assert_eq!(lengths.batch("t"), PREFETCH_PER_SLOT, "at most the prefetch depth");
-        lengths.record("u", Duration::from_millis(80));
-        assert_eq!(lengths.batch("u"), 1, "long: alone");
+        assert_eq!(lengths.batch("t"), Some(PREFETCH_PER_SLOT), "at most the prefetch depth");
+        assert_eq!(lengths.depth("t", 3), 3 * (1 + PREFETCH_PER_SLOT));
+        lengths.record("v", Duration::from_millis(40));
+        assert_eq!((lengths.batch("v"), lengths.depth("v", 1)), (Some(2), 3), "100 ms is two 40 ms jobs");
+        lengths.record("w", Duration::from_millis(200));
+        assert_eq!((lengths.batch("w"), lengths.depth("w", 1)), (Some(1), 2), "short: one ahead, kept records");
+        lengths.record("u", Duration::from_millis(300));
+        assert_eq!((lengths.batch("u"), lengths.depth("u", 2)), (None, 2), "long: one a slot, streamed");
         lengths.record_streaming("s");
-        assert_eq!(lengths.batch("s"), 1, "records beyond a batch's: alone, streamed");
+        assert_eq!((lengths.batch("s"), lengths.depth("s", 2)), (None, 22), "records beyond a batch's: streamed");
     }
 
     /// Only a job that ran to its end measures its sweep: the cancelled jobs of a batch
-    /// (about no time each) would make a sweep of 40 ms jobs look short enough to batch by
-    /// the 64 (20 of them bring the mean to 2.8 ms).
+    /// (about no time each) would make a sweep of 40 ms jobs look short enough to batch 35
+    /// at a time (20 of them bring the mean to 2.8 ms).
     #[test]
     fn cancelled_and_failed_jobs_do_not_measure_their_sweep() {
         let took = Duration::from_millis(40);
@@ -810,6 +817,6 @@ mod tests {
                 lengths.record("s", t);
             }
         }
-        assert_eq!(lengths.batch("s"), 6, "still a sweep of 40 ms jobs");
+        assert_eq!(lengths.batch("s"), Some(2), "still a sweep of 40 ms jobs");
     }
 }
