@@ -690,6 +690,31 @@ async fn silent_workers_holding_nothing_are_forgotten() {
     assert_eq!(ids(listed().await), ["w3", "w4"]);
 }
 
+/// Workers come and go by the thousand (a Slurm array's tasks): 10,000 sessions that asked
+/// for jobs and fell silent are all forgotten, twice over, so the sessions a coordinator
+/// keeps do not grow with the workers it has seen.
+#[tokio::test(start_paused = true)]
+async fn ten_thousand_sessions_registered_and_gone_are_all_forgotten() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = SchedulerConfig { forget_worker_after: Duration::from_secs(30), ..SchedulerConfig::default() };
+    let s = start_with(dir.path(), config);
+    for round in 0..2 {
+        let mut sessions = Vec::new();
+        for _ in 0..10_000 {
+            let session = register(&s).await;
+            assert!(lease(&s, &session).await.is_empty(), "nothing to lease, but it asked");
+            sessions.push(session);
+        }
+        assert_eq!(s.workers().await.unwrap().len(), 10_000, "round {round}");
+        tokio::time::sleep(Duration::from_secs(31)).await;
+        assert!(s.workers().await.unwrap().is_empty(), "round {round}: every silent session forgotten");
+        for session in [&sessions[0], &sessions[9_999]] {
+            let e = s.heartbeat(session.clone(), vec![], vec![]).await.unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::NotFound, "round {round}");
+        }
+    }
+}
+
 /// A session that never asked for jobs (its worker died after registering, or registered
 /// again) is forgotten after a minute of silence, not ten: a worker that keeps losing its
 /// connection does not pile sessions up. One that asked stays for `forget_worker_after`.
