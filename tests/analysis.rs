@@ -395,6 +395,15 @@ fn cdt_writes_every_table_and_figure_of_its_quick_sweeps() {
     assert_eq!(regret[0].keys(2), cdt_settings());
     assert_filled(&regret[0], &["Theory", "CDT", "TL/Synd.", "OP", "lowest (ours)"], "final_regret.md");
     assert!(regret[0].column("n").iter().all(|n| *n == "2"), "{:?}", regret[0]);
+    // GLOC has no Theory value: its Theory cell is named a placeholder and never ranked lowest;
+    // every other bottom's is a plain Theory value.
+    for (row, (theory, lowest)) in
+        regret[0].rows.iter().zip(regret[0].column("Theory").into_iter().zip(regret[0].column("lowest (ours)")))
+    {
+        let gloc = row[0] == "GLOC";
+        assert_eq!(theory.ends_with("(placeholder α = 1)"), gloc, "{row:?}");
+        assert!(!(gloc && lowest == "Theory"), "{row:?}");
+    }
     assert_eq!(regret[1].header[0], "claim", "the ranking claims follow: {:?}", regret[1]);
     let table1 = &tables(&main, "table1.md")[0];
     assert_eq!(table1.keys(2), cdt_settings());
@@ -427,7 +436,13 @@ fn cdt_writes_every_table_and_figure_of_its_quick_sweeps() {
         .flat_map(|b| ["Theory", "CDT", "OP", "TL/Syndicated"].map(|t| vec![*b, t]))
         .collect();
     assert_eq!(t2.keys(2), expected);
-    assert_filled(t2, &["ours", "ours CTR sum", "rank (ours)"], "table2.md");
+    assert_filled(t2, &["ours", "ours CTR sum"], "table2.md");
+    // Every method is ranked but GLOC's placeholder Theory, named as such.
+    for (row, rank) in t2.rows.iter().zip(t2.column("rank (ours)")) {
+        let placeholder = row[0] == "GLOC" && row[1] == "Theory";
+        assert_eq!(rank == "-", placeholder, "{row:?}");
+        assert_eq!(row[3].ends_with("(placeholder α = 1)"), placeholder, "{row:?}");
+    }
 
     let grid = run("cdt-grid-quick");
     cdt(&grid, &[]);
