@@ -718,6 +718,7 @@ fn committed_tables_are_what_the_scripts_compute_from_the_committed_runs() {
         run("lse.py", vec![data("lse", "lse-fig5-gp")], vec![("claims.md", "lse/claims-fig5-gp.md")]),
         run("safe.py", safe, vec![("final_values.md", "safe/final_values.md"), ("trend.md", "safe/trend.md")]),
         run("cdt.py", vec![data("cdt", "cdt-main")], vec![("final_regret.md", "cdt/final_regret.md")]),
+        run("cdt.py", vec![data("cdt", "cdt-yahoo")], vec![("table2.md", "cdt/table2.md")]),
         run(
             "bocvs.py",
             vec![data("bocvs", "bocvs-fig1")],
