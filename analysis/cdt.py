@@ -1214,11 +1214,12 @@ def lipcheck(sweep: Path, out: Path, warmup: int = 200, group: int = 20) -> Path
         m, a = c["mean"].to_list(), c["a"].to_list()
         best = a[max(range(len(m)), key=lambda i: m[i])]
         steepest = max(abs(m[i + 1] - m[i]) / (a[i + 1] - a[i]) for i in range(len(m) - 1))
+        down = sum(m[i + 1] < m[i] for i in range(len(m) - 1))
         runs = shards.filter(pl.col("bottom") == b)["job_key"].n_unique()
         rows.append([BOTTOM_LABELS[b], str(runs), str(c["groups"].max()), f"{best:.2f}", f"{steepest:.4f}",
-                     f"{min(m):.4f} .. {max(m):.4f}", f"{c['std'].mean():.4f}"])
-    markdown(["Algorithm", "runs", "groups", "best alpha", "max slope between neighbours", "range of means",
-              "mean std"], rows)
+                     f"{down} of {len(m) - 1}", f"{min(m):.4f} .. {max(m):.4f}", f"{c['std'].mean():.4f}"])
+    markdown(["Algorithm", "runs", "groups", "best alpha", "max slope between neighbours",
+              "falls between neighbours", "range of means", "mean std"], rows)
     fig, axes = plt.subplots(1, len(bottoms), figsize=(5.5 * len(bottoms), 3.8), squeeze=False)
     for ax, b in zip(axes[0], bottoms):
         c = curve.filter(pl.col("bottom") == b)

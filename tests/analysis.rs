@@ -477,7 +477,7 @@ fn cdt_writes_every_table_and_figure_of_its_quick_sweeps() {
     assert_figure(&lipcheck, "fig3.png", (1210, 418));
     let f3 = &tables(&lipcheck, "fig3.md")[0];
     assert_eq!(f3.keys(2), [["LinUCB", "1"], ["LinTS", "1"]]);
-    assert_filled(f3, &["best alpha", "max slope between neighbours"], "fig3.md");
+    assert_filled(f3, &["best alpha", "max slope between neighbours", "falls between neighbours"], "fig3.md");
 
     let refcode = run("cdt-sim-refcode-quick");
     cdt(&refcode, &[]);
@@ -719,6 +719,7 @@ fn committed_tables_are_what_the_scripts_compute_from_the_committed_runs() {
         run("safe.py", safe, vec![("final_values.md", "safe/final_values.md"), ("trend.md", "safe/trend.md")]),
         run("cdt.py", vec![data("cdt", "cdt-main")], vec![("final_regret.md", "cdt/final_regret.md")]),
         run("cdt.py", vec![data("cdt", "cdt-yahoo")], vec![("table2.md", "cdt/table2.md")]),
+        run("cdt.py", vec![data("cdt", "cdt-switching")], vec![("switching.md", "cdt/switching.md")]),
         run(
             "bocvs.py",
             vec![data("bocvs", "bocvs-fig1")],
