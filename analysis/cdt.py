@@ -413,6 +413,31 @@ def comparable(*cells: dict | None) -> bool:
 MISMATCH_WARNED: list[bool] = []
 
 
+def resolution(pairs: list[tuple[dict | None, dict | None]], effect: float = 0.02) -> str:
+    """Whether these runs can resolve a relative `effect` between the two cells of each pair (the
+    paper's differences are about 2%): the median standard error of a difference of the two means,
+    relative to the second, how many differences exceed two such errors, and the repetitions per
+    cell at which `effect` would be two standard errors (the error falls as 1/sqrt(n))."""
+    rel, beyond, ns_ = [], 0, []
+    for a, b in pairs:
+        if not comparable(a, b) or a.get("se") is None or b.get("se") is None or not b["mean"]:
+            continue
+        se = (a["se"] ** 2 + b["se"] ** 2) ** 0.5
+        rel.append(se / abs(b["mean"]))
+        beyond += abs(a["mean"] - b["mean"]) > 2 * se
+        ns_.append(b["n"])
+    if not rel:
+        return "Noise: no pair of cells to weigh."
+    med, n = sorted(rel)[len(rel) // 2], min(ns_)
+    needed = math.ceil(n * (2 * med / effect) ** 2)
+    verdict = "resolvable" if 2 * med <= effect else "not resolvable at this size"
+    return (
+        f"Noise: the difference of two cell means has a median standard error of {100 * med:.1f}% (n = {n}); "
+        f"{beyond} of {len(rel)} differences exceed two standard errors. A {100 * effect:.0f}% effect is "
+        f"two standard errors at about {needed} repetitions per cell: {verdict}."
+    )
+
+
 def horizons(cells: dict) -> str:
     hs = sorted({c["horizon"] for c in cells.values()})
     return ", ".join(f"{h:,}" for h in hs) if hs else "-"
@@ -732,6 +757,7 @@ def table4(c2: dict, c1: dict) -> None:
         )
     print()
     markdown(["tuner", "worse with C2 (ours)", "paper", "paper, same settings", "our exceptions"], rows, left=1)
+    print(resolution([(c2.get((*s, t)), c1.get((*s, t))) for s in SETTINGS for t in ("tl", "op")]))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -798,6 +824,7 @@ def table5(abl: dict, main: dict) -> None:
             f"Largest |diff|: ours {max(abs(diffs[s]) for s in present):.1f}%, paper (same settings) "
             f"{max(abs(paper_diffs[s]) for s in present):.1f}%."
         )
+    print(resolution([(abl.get((*s, 3.0)), main.get((*s, "cdt"))) for s in SETTINGS]))
 
 
 def table6(abl: dict, main: dict) -> None:
@@ -882,6 +909,7 @@ def ablation_claims(abl: dict, main: dict) -> None:
             f"over {len(ratios)} settings; paper from "
             f"{min(paper_ratios):.3f} to {max(paper_ratios):.3f}."
         )
+    print(resolution([(abl.get((*s, k)), abl.get((*s, 1.0))) for s in SETTINGS for k in (2.0, 3.0)]))
 
 
 # ---------------------------------------------------------------------------------------------
