@@ -23,9 +23,13 @@ pub async fn connect(url: &str, token: Option<&str>, ca: Option<&Path>) -> anyho
     Ok(SweepsClient::with_interceptor(channel, BearerToken::new(token)?).max_decoding_message_size(MAX_REPLY_BYTES))
 }
 
-/// A gRPC status as a one-line error naming its code.
+/// A gRPC status as a one-line error naming its code (and, for an answer that was not
+/// gRPC at all, what was probably dialled instead).
 pub fn status_error(e: tonic::Status) -> anyhow::Error {
-    anyhow::anyhow!("{} ({:?})", e.message(), e.code())
+    match armada_worker::connect::misdial_hint(&e) {
+        Some(hint) => anyhow::anyhow!("{hint} ({:?}: {})", e.code(), e.message()),
+        None => anyhow::anyhow!("{} ({:?})", e.message(), e.code()),
+    }
 }
 
 /// How often a followed sweep's live table is redrawn under its progress bar.

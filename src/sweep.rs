@@ -84,7 +84,10 @@ pub fn parse_sweep(text: &str, default_name: &str, registry: &Registry) -> Resul
 }
 
 /// [`parse_sweep`] with at most `max_jobs` jobs. Every field is checked, and the number of
-/// jobs computed from the grid's sizes, before any grid is expanded.
+/// jobs computed from the grid's sizes, before any grid is expanded. Every error found is
+/// reported (up to [`MAX_REPORTED`]), not only the first: a field that cannot be read does
+/// not stop the others from being checked, though what depends on it (the components of an
+/// unknown family, the cells of a broken component) is checked only once it reads.
 pub fn parse_sweep_limited(
     text: &str,
     default_name: &str,
@@ -94,29 +97,58 @@ pub fn parse_sweep_limited(
     let top: Table = text
         .parse()
         .map_err(|e: toml::de::Error| SpecError::new("", format!("malformed TOML: {}", e.to_string().trim_end())))?;
-    check_keys(&top, TOP_KEYS, "")?;
+    let mut errors = Errors::default();
+    check_keys(&top, TOP_KEYS, "", &mut errors);
     let name = match top.get("name") {
-        None => default_name.to_string(),
-        Some(v) => string(v, "name")?.to_string(),
+        None => Some(default_name.to_string()),
+        Some(v) => errors.take(string(v, "name").map(str::to_string)),
     };
-    check_name(&name)?;
-    let family_name = string(required(&top, "family")?, "family")?;
-    let family = registry.family(family_name)?;
-    let seeds = seeds(required(&top, "seeds")?)?;
+    if let Some(name) = &name {
+        errors.take(check_name(name));
+    }
+    let family_name = errors.take(required(&top, "family").and_then(|v| string(v, "family")));
+    let family = family_name.and_then(|f| errors.take(registry.family(f)));
+    let seeds = errors.take(required(&top, "seeds").and_then(seeds));
     let sweep_seed = match top.get("sweep_seed") {
-        None => 0,
-        Some(v) => integer(v, "sweep_seed", 0, i64::MAX)? as u64,
+        None => Some(0),
+        Some(v) => errors.take(integer(v, "sweep_seed", 0, i64::MAX)).map(|s| s as u64),
     };
-    let horizon = integer(required(&top, "horizon")?, "horizon", 1, MAX_HORIZON as i64)? as u32;
+    let horizon = errors
+        .take(required(&top, "horizon").and_then(|v| integer(v, "horizon", 1, MAX_HORIZON as i64)))
+        .map(|h| h as u32);
+    if let Some(seeds) = &seeds {
+        let mut seen_seeds = std::collections::HashSet::with_capacity(seeds.len());
+        if let Some(seed) = seeds.iter().find(|&&seed| !seen_seeds.insert(seed)) {
+            errors.push(SpecError::new("seeds", format!("seed {seed} is listed twice")));
+        }
+    }
+    // The components need their family; without it, only the other fields are reported.
+    let Some((family_name, family)) = family_name.zip(family) else {
+        return Err(errors.into_error());
+    };
 
     let benchmark = |name: &str| Ok((find_component(family.benchmarks(), name, "benchmark", family_name)?, family));
-    let benchmarks = components(&top, "benchmarks", BENCHMARK_KEYS, &benchmark, max_jobs)?;
+    let benchmarks = components(&top, "benchmarks", BENCHMARK_KEYS, &benchmark, max_jobs, &mut errors);
     // An algorithm is the family's own, or one of an extension of it.
     let algorithm = |name: &str| {
         let declaring = registry.declaring(family_name, name)?;
         Ok((find_component(declaring.algorithms(), name, "algorithm", declaring.name())?, declaring))
     };
-    let algorithms = components(&top, "algorithms", ALGORITHM_KEYS, &algorithm, max_jobs)?;
+    let algorithms = components(&top, "algorithms", ALGORITHM_KEYS, &algorithm, max_jobs, &mut errors);
+    let bench_horizons: Vec<Option<u32>> = benchmarks
+        .iter()
+        .map(|bench| match bench.table.get("horizon") {
+            None => horizon,
+            Some(v) => {
+                errors.take(integer(v, &format!("{}.horizon", bench.path), 1, MAX_HORIZON as i64)).map(|h| h as u32)
+            }
+        })
+        .collect();
+    // Cells are checked only when every field reads: a broken component would hide its cells.
+    let (Some(name), Some(seeds), Some(sweep_seed)) = (name, seeds, sweep_seed) else {
+        return Err(errors.into_error());
+    };
+    errors.check()?;
     let variants = |cs: &[Component]| cs.iter().map(|c| c.variants.len()).sum::<usize>();
     let (n_bench, n_algo) = (variants(&benchmarks), variants(&algorithms));
     let n_jobs = n_bench.saturating_mul(n_algo).saturating_mul(seeds.len());
@@ -131,19 +163,13 @@ pub fn parse_sweep_limited(
         ));
     }
 
-    let mut seen_seeds = std::collections::HashSet::with_capacity(seeds.len());
-    if let Some(seed) = seeds.iter().find(|&&seed| !seen_seeds.insert(seed)) {
-        return Err(SpecError::new("seeds", format!("seed {seed} is listed twice")));
-    }
     let mut jobs = Vec::with_capacity(n_jobs);
     // Each cell is validated once (with seed 0: validation does not depend on it); its
     // jobs differ only in the seed, and so in the key.
     let mut seen: HashMap<String, String> = HashMap::new();
-    for bench in &benchmarks {
-        let horizon = match bench.table.get("horizon") {
-            None => horizon,
-            Some(v) => integer(v, &format!("{}.horizon", bench.path), 1, MAX_HORIZON as i64)? as u32,
-        };
+    let mut duplicates_said = std::collections::HashSet::new();
+    for (bench, horizon) in benchmarks.iter().zip(bench_horizons) {
+        let Some(horizon) = horizon else { continue }; // (an error was kept for it)
         for (bp_idx, bparams) in bench.variants.iter().enumerate() {
             for algo in &algorithms {
                 let salt = algo.family.key_salt();
@@ -159,17 +185,24 @@ pub fn parse_sweep_limited(
                         horizon,
                         sweep_seed,
                     };
-                    let cell = validate_as(algo.family, &spec).map_err(|e| {
-                        SpecError::new(
-                            algo.path.clone(),
-                            format!("with benchmark `{}` ({}): {e}", bench.name, bench.path),
-                        )
-                    })?;
+                    let cell = match validate_as(algo.family, &spec) {
+                        Ok(cell) => cell,
+                        Err(e) => {
+                            let message = format!("with benchmark `{}` ({}): {e}", bench.name, bench.path);
+                            errors.push(SpecError::new(algo.path.clone(), message));
+                            continue;
+                        }
+                    };
                     if let Some(first) = seen.insert(cell.key.0, origin) {
-                        return Err(SpecError::new(
+                        // Said once for the entry, not again with each benchmark.
+                        if !duplicates_said.insert((algo.path.clone(), ap_idx)) {
+                            continue;
+                        }
+                        errors.push(SpecError::new(
                             algo.path.clone(),
                             format!("duplicates the job of {first}: the same benchmark, algorithm and parameters (after defaults) appear twice"),
                         ));
+                        continue;
                     }
                     for &seed in &seeds {
                         let mut spec = cell.spec.clone();
@@ -181,7 +214,50 @@ pub fn parse_sweep_limited(
             }
         }
     }
+    errors.check()?;
     Ok(Sweep { name, family: family_name.to_string(), jobs })
+}
+
+/// The most errors of one sweep file reported; a count stands for the rest.
+pub const MAX_REPORTED: usize = 20;
+
+/// The errors of a sweep file found so far.
+#[derive(Default)]
+struct Errors(Vec<SpecError>);
+
+impl Errors {
+    fn push(&mut self, e: SpecError) {
+        self.0.push(e);
+    }
+
+    /// The value, or None with its error kept.
+    fn take<T>(&mut self, result: Result<T, SpecError>) -> Option<T> {
+        result.map_err(|e| self.push(e)).ok()
+    }
+
+    /// Err (all of them, as one error) when any was found.
+    fn check(&mut self) -> Result<(), SpecError> {
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            Err(std::mem::take(self).into_error())
+        }
+    }
+
+    /// One error standing for all: itself when alone, else a count and a line each.
+    fn into_error(mut self) -> SpecError {
+        match self.0.len() {
+            0 => SpecError::new("", "the sweep file is not valid"),
+            1 => self.0.remove(0),
+            n => {
+                let mut lines: Vec<String> = self.0.iter().take(MAX_REPORTED).map(|e| format!("  {e}")).collect();
+                if n > MAX_REPORTED {
+                    lines.push(format!("  ... and {} more", n - MAX_REPORTED));
+                }
+                SpecError::new("", format!("{n} errors:\n{}", lines.join("\n")))
+            }
+        }
+    }
 }
 
 /// One `[[benchmarks]]` or `[[algorithms]]` entry, with its parameter grid expanded and
@@ -197,90 +273,102 @@ struct Component<'a, 'r> {
 /// A component's definition by name, and the family that declares it.
 type Lookup<'l, 'r> = dyn Fn(&str) -> Result<(&'static ComponentDef, &'r dyn Family), SpecError> + 'l;
 
+/// The entries of `key` that read; the errors of the others go to `errors`.
 fn components<'a, 'r>(
     top: &'a Table,
     key: &str,
     allowed_keys: &[&str],
     lookup: &Lookup<'_, 'r>,
     max_variants: usize,
-) -> Result<Vec<Component<'a, 'r>>, SpecError> {
-    let entries = match required(top, key)? {
-        Value::Array(a) if !a.is_empty() => a,
-        Value::Array(_) => return Err(SpecError::new(key, "must list at least one entry")),
-        other => {
-            return Err(SpecError::new(
-                key,
-                format!("expected an array of tables ([[{key}]]), got {}", other.type_str()),
-            ))
+    errors: &mut Errors,
+) -> Vec<Component<'a, 'r>> {
+    let entries = match required(top, key) {
+        Ok(Value::Array(a)) if !a.is_empty() => a,
+        Ok(Value::Array(_)) => {
+            errors.push(SpecError::new(key, "must list at least one entry"));
+            return Vec::new();
+        }
+        Ok(other) => {
+            let message = format!("expected an array of tables ([[{key}]]), got {}", other.type_str());
+            errors.push(SpecError::new(key, message));
+            return Vec::new();
+        }
+        Err(e) => {
+            errors.push(e);
+            return Vec::new();
         }
     };
     let mut out = Vec::new();
     for (i, entry) in entries.iter().enumerate() {
         let path = format!("{key}[{i}]");
-        let table = entry
-            .as_table()
-            .ok_or_else(|| SpecError::new(path.clone(), format!("expected a table, got {}", entry.type_str())))?;
-        check_keys(table, allowed_keys, &path)?;
-        let name = string(required(table, "name").map_err(|e| e.within(&path))?, &format!("{path}.name"))?;
-        let (def, family) = lookup(name).map_err(|e| SpecError::new(format!("{path}.name"), e.message))?;
+        let Some(table) = entry.as_table() else {
+            errors.push(SpecError::new(path.clone(), format!("expected a table, got {}", entry.type_str())));
+            continue;
+        };
+        check_keys(table, allowed_keys, &path, errors);
+        let name =
+            required(table, "name").map_err(|e| e.within(&path)).and_then(|v| string(v, &format!("{path}.name")));
+        let Some(name) = errors.take(name) else { continue };
+        let found = lookup(name).map_err(|e| SpecError::new(format!("{path}.name"), e.message));
+        let Some((def, family)) = errors.take(found) else { continue };
         let grid = match table.get("params") {
             None => vec![Params::new()],
-            Some(Value::Table(t)) => {
-                param_grid(def, t, max_variants).map_err(|e| e.within(&format!("{path}.params")))?
-            }
+            Some(Value::Table(t)) => match param_grid(def, t, max_variants) {
+                Ok(grid) => grid,
+                Err(found) => {
+                    found.into_iter().for_each(|e| errors.push(e.within(&format!("{path}.params"))));
+                    continue;
+                }
+            },
             Some(other) => {
-                return Err(SpecError::new(
-                    format!("{path}.params"),
-                    format!("expected a table, got {}", other.type_str()),
-                ))
+                let message = format!("expected a table, got {}", other.type_str());
+                errors.push(SpecError::new(format!("{path}.params"), message));
+                continue;
             }
         };
-        let variants = grid
+        let checked = grid
             .iter()
             .map(|p| check_params(def, p).map_err(|e| e.within(&format!("{path}.params"))))
-            .collect::<Result<Vec<_>, _>>()?;
-        out.push(Component { path, name: name.to_string(), table, variants, family });
+            .collect::<Result<Vec<_>, _>>();
+        if let Some(variants) = errors.take(checked) {
+            out.push(Component { path, name: name.to_string(), table, variants, family });
+        }
     }
-    Ok(out)
+    out
 }
 
 /// Expand `{a = [1, 2], b = "x"}` into the grid `[{a=1,b="x"}, {a=2,b="x"}]` (keys in sorted order,
 /// the last key varying fastest). Every name and value is checked against `def`, and the
-/// grid's size against `max_variants`, before anything is expanded.
-fn param_grid(def: &ComponentDef, table: &Table, max_variants: usize) -> Result<Vec<Params>, SpecError> {
+/// grid's size against `max_variants`, before anything is expanded; every key's first
+/// error is returned.
+fn param_grid(def: &ComponentDef, table: &Table, max_variants: usize) -> Result<Vec<Params>, Vec<SpecError>> {
     let mut keys: Vec<_> = table.keys().collect();
     keys.sort();
     let mut columns = Vec::with_capacity(keys.len());
+    let mut errors = Vec::new();
     let mut size: usize = 1;
     for key in keys {
-        let values: Vec<ParamValue> = match &table[key.as_str()] {
-            Value::Array(items) if items.is_empty() => {
-                return Err(SpecError::new(key.as_str(), "an empty list gives no variants"))
+        match column(def, key, &table[key.as_str()]) {
+            Ok(values) => {
+                size = size.saturating_mul(values.len());
+                columns.push((key, values));
             }
-            Value::Array(items) => items
-                .iter()
-                .enumerate()
-                .map(|(i, v)| scalar(v).map_err(|m| SpecError::new(format!("{key}[{i}]"), m)))
-                .collect::<Result<_, _>>()?,
-            v => vec![scalar(v).map_err(|m| SpecError::new(key.as_str(), m))?],
-        };
-        let listed = table[key.as_str()].is_array();
-        for (i, value) in values.iter().enumerate() {
-            check_param(def, key, value).map_err(|e| {
-                // An unknown name is the key's fault; a bad value, the element's.
-                let known = def.params.iter().any(|p| p.name == key.as_str());
-                let field = if known && listed { format!("{key}[{i}]") } else { key.clone() };
-                SpecError::new(field, e.message)
-            })?;
+            Err(e) => errors.push(e),
         }
-        size = size.saturating_mul(values.len());
-        if size > max_variants {
-            return Err(SpecError::new(
-                key.as_str(),
-                format!("the grid has more than {max_variants} variants, the limit of jobs per sweep"),
-            ));
-        }
-        columns.push((key, values));
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    if size > max_variants {
+        // Named after the key that crossed the limit, counting in sorted order.
+        let mut size = 1usize;
+        let key = columns.iter().find(|(_, values)| {
+            size = size.saturating_mul(values.len());
+            size > max_variants
+        });
+        let field = key.map_or(String::new(), |(key, _)| key.to_string());
+        let message = format!("the grid has more than {max_variants} variants, the limit of jobs per sweep");
+        return Err(vec![SpecError::new(field, message)]);
     }
     let mut grid = vec![Params::new()];
     for (key, values) in columns {
@@ -296,6 +384,28 @@ fn param_grid(def: &ComponentDef, table: &Table, max_variants: usize) -> Result<
             .collect();
     }
     Ok(grid)
+}
+
+/// One parameter's values (a list is a grid axis), each checked against `def`.
+fn column(def: &ComponentDef, key: &str, value: &Value) -> Result<Vec<ParamValue>, SpecError> {
+    let values: Vec<ParamValue> = match value {
+        Value::Array(items) if items.is_empty() => return Err(SpecError::new(key, "an empty list gives no variants")),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| scalar(v).map_err(|m| SpecError::new(format!("{key}[{i}]"), m)))
+            .collect::<Result<_, _>>()?,
+        v => vec![scalar(v).map_err(|m| SpecError::new(key, m))?],
+    };
+    for (i, item) in values.iter().enumerate() {
+        check_param(def, key, item).map_err(|e| {
+            // An unknown name is the key's fault; a bad value, the element's.
+            let known = def.params.iter().any(|p| p.name == key);
+            let field = if known && value.is_array() { format!("{key}[{i}]") } else { key.to_string() };
+            SpecError::new(field, e.message)
+        })?;
+    }
+    Ok(values)
 }
 
 fn scalar(v: &Value) -> Result<ParamValue, String> {
@@ -331,14 +441,13 @@ fn seeds(v: &Value) -> Result<Vec<u64>, SpecError> {
     }
 }
 
-fn check_keys(table: &Table, allowed: &[&str], path: &str) -> Result<(), SpecError> {
+fn check_keys(table: &Table, allowed: &[&str], path: &str, errors: &mut Errors) {
     for key in table.keys() {
         if !allowed.contains(&key.as_str()) {
             let field = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
-            return Err(SpecError::new(field, format!("unknown field; allowed: {}", allowed.join(", "))));
+            errors.push(SpecError::new(field, format!("unknown field; allowed: {}", allowed.join(", "))));
         }
     }
-    Ok(())
 }
 
 fn required<'a>(table: &'a Table, key: &str) -> Result<&'a Value, SpecError> {
@@ -352,7 +461,10 @@ fn string<'a>(v: &'a Value, path: &str) -> Result<&'a str, SpecError> {
 fn integer(v: &Value, path: &str, min: i64, max: i64) -> Result<i64, SpecError> {
     match v.as_integer() {
         Some(i) if (min..=max).contains(&i) => Ok(i),
-        Some(i) => Err(SpecError::new(path, format!("{i} is out of range; expected an integer in [{min}, {max}]"))),
+        Some(i) => {
+            let expected = armada_core::ParamKind::Int { min, max, default: min }.describe();
+            Err(SpecError::new(path, format!("{i} is out of range; expected {expected}")))
+        }
         None => Err(SpecError::new(path, format!("expected an integer, got {}", describe(v)))),
     }
 }
@@ -474,10 +586,59 @@ name = "random"
         // Cross-field checks of the family run at validation time too.
         let continuous = GOOD.replace("sinusoidal", "sphere-5d").replace("himmelblau", "rosenbrock-5d");
         let e = err(&format!("{continuous}\n[[algorithms]]\nname = \"mile\""));
+        // (with each benchmark it meets)
         assert!(
-            e.starts_with("algorithms[2]: with benchmark `sphere-5d` (benchmarks[0]): algorithm: mile needs a finite"),
+            e.starts_with("2 errors:\n  algorithms[2]: with benchmark `sphere-5d` (benchmarks[0]): algorithm: mile needs a finite")
+                && e.contains("\n  algorithms[2]: with benchmark `rosenbrock-5d` (benchmarks[1]): algorithm: mile needs"),
             "{e}"
         );
+    }
+
+    /// Every error of a file is reported at once, each naming its field, up to
+    /// MAX_REPORTED; fields that read are checked even when others do not.
+    #[test]
+    fn every_error_of_a_sweep_file_is_reported_at_once() {
+        let bad = GOOD
+            .replace("seeds = 2", "seeds = 0\nseed = 3")
+            .replace("horizon = 10", "horizon = \"10\"")
+            .replace("name = \"sinusoidal\"", "name = \"sinusoidl\"")
+            .replace("beta_sqrt = [1, 3.0], tie_break", "beta_sqrt = [1, \"x\"], tiebreak")
+            .replace("name = \"random\"", "name = \"random\"\nextra = 1");
+        let e = err(&bad);
+        let lines: Vec<&str> = e.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "7 errors:",
+                "  seed: unknown field; allowed: name, family, seeds, sweep_seed, horizon, benchmarks, algorithms",
+                "  seeds: 0 is out of range; expected an integer in [1, 1000000]",
+                "  horizon: expected an integer, got string \"10\"",
+                &format!("  benchmarks[0].name: unknown benchmark `sinusoidl` in family `lse`; allowed: {}", {
+                    let lse = crate::registry();
+                    let names: Vec<&str> = lse.family("lse").unwrap().benchmarks().iter().map(|b| b.name).collect();
+                    names.join(", ")
+                }),
+                "  algorithms[0].params.beta_sqrt[1]: expected a float in [0, 1000], got a string",
+                "  algorithms[0].params.tiebreak: unknown parameter of `straddle`; allowed: beta_sqrt, tie_break",
+                "  algorithms[1].extra: unknown field; allowed: name, params",
+            ]
+        );
+        // An unknown family: its components cannot be checked, the other fields are.
+        let e = err(&bad.replace("\"lse\"", "\"lsee\""));
+        assert!(
+            e.starts_with("4 errors:\n  seed: unknown field") && e.contains("\n  family: unknown family `lsee`"),
+            "{e}"
+        );
+        // Past the limit, a count stands for the rest.
+        let many: String = (0..MAX_REPORTED + 5).map(|i| format!("x{i:02} = 1\n")).collect();
+        let e = err(&format!("{many}{GOOD}"));
+        let lines: Vec<&str> = e.lines().collect();
+        assert_eq!(lines[0], format!("{} errors:", MAX_REPORTED + 5));
+        assert_eq!(lines.len(), MAX_REPORTED + 2);
+        assert_eq!(lines[MAX_REPORTED + 1], "  ... and 5 more");
+        // A duplicated entry is said once, not once per benchmark.
+        let e = err(&format!("{GOOD}\n[[algorithms]]\nname = \"random\""));
+        assert!(e.starts_with("algorithms[2]: duplicates the job of benchmarks[0]#0 x algorithms[1]#0"), "{e}");
     }
 
     /// Grids are checked and counted before they are expanded: a file of a few hundred
@@ -489,7 +650,14 @@ name = "random"
         let huge: String = (0..8).map(|i| format!("p{i} = [0,1,2,3,4,5,6,7,8,9], ")).collect();
         let text = GOOD.replace("beta_sqrt = [1, 3.0], tie_break = \"random\"", huge.trim_end_matches(", "));
         let e = parse_sweep(&text, "x", &registry).unwrap_err().to_string();
-        assert_eq!(e, "algorithms[0].params.p0: unknown parameter of `straddle`; allowed: beta_sqrt, tie_break");
+        let lines: Vec<&str> = e.lines().collect();
+        assert_eq!(lines.len(), 9, "{e}");
+        assert_eq!(lines[0], "8 errors:");
+        assert_eq!(
+            lines[1],
+            "  algorithms[0].params.p0: unknown parameter of `straddle`; allowed: beta_sqrt, tie_break"
+        );
+        assert!(lines[8].starts_with("  algorithms[0].params.p7: unknown parameter"), "{e}");
         // beta_sqrt x 4 with 2 benchmarks and 2 seeds: 2 x (4 + 1) x 2 = 20 jobs.
         let grid = GOOD.replace("beta_sqrt = [1, 3.0]", "beta_sqrt = [1, 2, 3, 4]");
         assert_eq!(parse_sweep_limited(&grid, "x", &registry, 20).unwrap().jobs.len(), 20);
@@ -521,7 +689,7 @@ name = "random"
         );
         assert_eq!(
             err(&GOOD.replace("seeds = 2", "seeds = [9223372036854775807, -1]")),
-            "seeds[1]: -1 is out of range; expected an integer in [0, 9223372036854775807]"
+            "seeds[1]: -1 is out of range; expected an integer >= 0"
         );
         // A structured job's seed past Int64 is refused where the job is validated.
         let mut spec = JobSpec::new("testkit", "constant", "echo");

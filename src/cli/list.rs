@@ -74,12 +74,13 @@ fn print_components(what: &str, defs: &[ComponentDef]) {
     for d in defs {
         println!("  {what} {}: {}", d.name, d.doc);
         for p in d.params {
-            let kind = match p.kind {
-                ParamKind::Float { min, max, default } => format!("float in [{min}, {max}], default {default}"),
-                ParamKind::Int { min, max, default } => format!("integer in [{min}, {max}], default {default}"),
-                ParamKind::Bool { default } => format!("boolean, default {default}"),
-                ParamKind::Choice { options, default } => format!("one of {}, default {default}", options.join("|")),
+            let default = match p.kind {
+                ParamKind::Float { default, .. } => armada_core::human_number(default),
+                ParamKind::Int { default, .. } => default.to_string(),
+                ParamKind::Bool { default } => default.to_string(),
+                ParamKind::Choice { default, .. } => default.to_string(),
             };
+            let kind = format!("{}, default {default}", p.kind.describe());
             println!("      {} ({kind}): {}", p.name, p.doc);
         }
     }

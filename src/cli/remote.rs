@@ -229,6 +229,10 @@ pub fn fetch(args: FetchArgs) -> anyhow::Result<ExitCode> {
             (pb::fetch_results_request::Table::Along, Some(armada::results::along_file(column)))
         }
     };
+    let filtered = !args.jobs.is_empty() || args.benchmark.is_some() || args.algorithm.is_some();
+    if target.is_some() && filtered {
+        anyhow::bail!("--job, --benchmark and --algorithm select trajectories; a summary table comes whole");
+    }
     let trajectories = armada::results::trajectories_dir(&sweep_dir);
     if target.is_none() && std::fs::read_dir(&trajectories).is_ok_and(|mut d| d.next().is_some()) {
         anyhow::bail!("{} is not empty: fetch trajectories into a new directory", trajectories.display());
@@ -246,7 +250,7 @@ pub fn fetch(args: FetchArgs) -> anyhow::Result<ExitCode> {
             ..Default::default()
         }),
     };
-    block_on(async {
+    let fetched = block_on(async {
         let mut client = args.remote.client().await?;
         let (mut n_jobs, mut n_bytes) = (0u64, 0usize);
         let n_files = armada::client::fetch_results(&mut client, request, |bytes, jobs| {
@@ -267,5 +271,11 @@ pub fn fetch(args: FetchArgs) -> anyhow::Result<ExitCode> {
             None => eprintln!("wrote {n_jobs} jobs in {n_files} files ({n_bytes} bytes) to {}", trajectories.display()),
         }
         Ok(ExitCode::SUCCESS)
-    })
+    });
+    if fetched.is_err() {
+        // The directories made for it, if still empty (remove_dir leaves a full one alone).
+        let _ = std::fs::remove_dir(&trajectories);
+        let _ = std::fs::remove_dir(&sweep_dir);
+    }
+    fetched
 }

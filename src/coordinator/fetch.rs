@@ -58,6 +58,11 @@ pub fn check(request: &pb::FetchResultsRequest) -> Result<Wanted, Status> {
             Err(Status::invalid_argument("table: give TRAJECTORIES, SUMMARY, FINAL or ALONG (with `along`)"))
         }
         Table::Trajectories => Ok(Wanted::Trajectories),
+        _ if !request.job_keys.is_empty() || request.cells.as_ref().is_some_and(|c| filter_text(c).is_some()) => {
+            Err(Status::invalid_argument(
+                "job_keys, cells: a summary table comes whole; filter its rows by their columns instead",
+            ))
+        }
         Table::Summary => Ok(Wanted::Summary(SummaryTable::Summary)),
         Table::Final => Ok(Wanted::Summary(SummaryTable::Final)),
         Table::Along if request.along.is_empty() => Err(Status::invalid_argument("along: name the column")),
@@ -124,12 +129,19 @@ fn trajectories(
             && matches(&filter.algorithm, &job.cell.algorithm)
             && matches(&filter.algorithm_params, &job.cell.algorithm_params)
     };
+    // What the done jobs have, to say so when nothing matched.
+    let (mut benchmarks, mut algorithms, mut n_sent) = (BTreeSet::new(), BTreeSet::new(), 0usize);
     for path in results::part_files(sweep_dir)? {
         let in_part = results::read_index(&path)?;
+        for job in in_part.iter().filter(|j| done.contains(&j.key)) {
+            benchmarks.insert(job.cell.benchmark.clone());
+            algorithms.insert(job.cell.algorithm.clone());
+        }
         let chosen: Vec<&StoredRows> = in_part.iter().filter(|j| wanted(j)).collect();
         if chosen.is_empty() {
             continue;
         }
+        n_sent += chosen.len();
         let mut stream = ChunkWriter::new(tx);
         let written = if chosen.len() == in_part.len() {
             stream.copy_file(&path).map_err(|cause| results::ResultsError::Io {
@@ -145,10 +157,36 @@ fn trajectories(
         }
         written?;
         if !stream.finish(chosen.len() as u32) {
-            break;
+            return Ok(());
         }
     }
+    if n_sent == 0 && (!request.job_keys.is_empty() || filter_text(&filter).is_some()) {
+        let mut asked: Vec<String> = request.job_keys.iter().map(|k| format!("job `{k}`")).collect();
+        asked.extend(filter_text(&filter));
+        let join = |names: BTreeSet<String>| names.into_iter().collect::<Vec<_>>().join(", ");
+        let message = format!(
+            "no finished job of sweep `{}` matches {} (its benchmarks: {}; its algorithms: {})",
+            request.sweep_id,
+            asked.join(" and "),
+            join(benchmarks),
+            join(algorithms)
+        );
+        let _ = tx.blocking_send(Err(Status::not_found(message)));
+    }
     Ok(())
+}
+
+/// A cell filter's fields that are set, as `field `value`` text (None: it selects everything).
+fn filter_text(filter: &pb::CellFilter) -> Option<String> {
+    let fields = [
+        ("benchmark", &filter.benchmark),
+        ("benchmark_params", &filter.benchmark_params),
+        ("algorithm", &filter.algorithm),
+        ("algorithm_params", &filter.algorithm_params),
+    ];
+    let set: Vec<String> =
+        fields.iter().filter(|(_, v)| !v.is_empty()).map(|(name, v)| format!("{name} `{v}`")).collect();
+    (!set.is_empty()).then(|| set.join(" and "))
 }
 
 /// Bytes written into it go to the client as one file, in messages of [`CHUNK_BYTES`];

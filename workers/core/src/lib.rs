@@ -37,7 +37,8 @@ mod spec;
 pub use armada_math::avx2_dispatch;
 pub use error::{JobError, SpecError};
 pub use params::{
-    concat_defs, count_defs, doc_text, Choice, ParamDef, ParamKind, ParamType, ParamValue, Parameters, Params,
+    concat_defs, count_defs, doc_text, human_number, Choice, ParamDef, ParamKind, ParamType, ParamValue, Parameters,
+    Params,
 };
 pub use record::{MetricDef, MetricKind, MetricValue, Metrics, RecordColumns, StepRecord};
 pub use registry::{

@@ -107,6 +107,45 @@ pub enum ParamKind {
     Choice { options: &'static [&'static str], default: &'static str },
 }
 
+/// A bound this large stands for "none" (families write 1e300 or f64::MAX for it).
+const UNBOUNDED: f64 = 1e300;
+
+impl ParamKind {
+    /// What a value must be, as a person writes it: "a float in [0, 1]", "a float >= 0"
+    /// (no upper bound), "an integer in [1, 200000]", "a boolean", "one of: a, b".
+    pub fn describe(&self) -> String {
+        match *self {
+            ParamKind::Float { min, max, .. } => {
+                let range = match (min <= -UNBOUNDED, max >= UNBOUNDED) {
+                    (true, true) => String::new(),
+                    (false, true) => format!(" >= {}", human_number(min)),
+                    (true, false) => format!(" <= {}", human_number(max)),
+                    (false, false) => format!(" in [{}, {}]", human_number(min), human_number(max)),
+                };
+                format!("a float{range}")
+            }
+            ParamKind::Int { min, max, .. } => match (min == i64::MIN, max == i64::MAX) {
+                (true, true) => "an integer".into(),
+                (false, true) => format!("an integer >= {min}"),
+                (true, false) => format!("an integer <= {max}"),
+                (false, false) => format!("an integer in [{min}, {max}]"),
+            },
+            ParamKind::Bool { .. } => "a boolean".into(),
+            ParamKind::Choice { options, .. } => format!("one of: {}", options.join(", ")),
+        }
+    }
+}
+
+/// A float as a person writes it: `0.05`, `1000`, but `1e12` and `2.5e-7` rather than a
+/// dozen zeros (Rust's `{}` never uses an exponent).
+pub fn human_number(x: f64) -> String {
+    if x != 0.0 && x.is_finite() && !(1e-4..1e6).contains(&x.abs()) {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
+    }
+}
+
 /// One parameter of a benchmark or an algorithm.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ParamDef {
@@ -518,6 +557,24 @@ fn value_prefix(text: &str) -> Result<(ParamValue, &str), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Ranges read as a person writes them: no 300-digit bound, an open side said as such.
+    #[test]
+    fn ranges_print_as_people_write_them() {
+        let float = |min, max| ParamKind::Float { min, max, default: 0.0 }.describe();
+        assert_eq!(float(0.0, 1.0), "a float in [0, 1]");
+        assert_eq!(float(0.0, 1e300), "a float >= 0");
+        assert_eq!(float(1e-9, f64::MAX), "a float >= 1e-9");
+        assert_eq!(float(-f64::MAX, 2.5), "a float <= 2.5");
+        assert_eq!(float(-1e300, 1e300), "a float");
+        assert_eq!(float(0.5, 2e7), "a float in [0.5, 2e7]");
+        let int = |min, max| ParamKind::Int { min, max, default: 0 }.describe();
+        assert_eq!(int(1, 200_000), "an integer in [1, 200000]");
+        assert_eq!(int(0, i64::MAX), "an integer >= 0");
+        assert_eq!(int(i64::MIN, i64::MAX), "an integer");
+        let texts: Vec<String> = [0.0, 0.05, 1000.0, 999_999.0, 1e6, 1.5e-7, -3e12].map(human_number).into();
+        assert_eq!(texts, ["0", "0.05", "1000", "999999", "1e6", "1.5e-7", "-3e12"]);
+    }
 
     /// Canonical text reads back to the same parameters, for every kind of value: floats of
     /// any bits (shortest form, exponents, infinities, -0.0; NaN compares by text), strings

@@ -7,8 +7,8 @@
 use std::sync::Arc;
 
 use crate::{
-    JobError, JobKey, JobSpec, JobStreams, MetricDef, Metrics, ParamDef, ParamKind, ParamValue, Parameters, Params,
-    SpecError,
+    human_number, JobError, JobKey, JobSpec, JobStreams, MetricDef, Metrics, ParamDef, ParamKind, ParamValue,
+    Parameters, Params, SpecError,
 };
 
 /// A benchmark or an algorithm of a family: its name, what it is, its parameters.
@@ -403,14 +403,14 @@ fn check_value(kind: &ParamKind, v: &ParamValue) -> Result<ParamValue, String> {
             if x.is_finite() && (min..=max).contains(&x) {
                 Ok(ParamValue::Float(x))
             } else {
-                Err(format!("{x} is out of range; expected a float in [{min}, {max}]"))
+                Err(format!("{} is out of range; expected {}", human_number(x), kind.describe()))
             }
         }
         (ParamKind::Int { min, max, .. }, ParamValue::Int(x)) => {
             if (min..=max).contains(x) {
                 Ok(ParamValue::Int(*x))
             } else {
-                Err(format!("{x} is out of range; expected an integer in [{min}, {max}]"))
+                Err(format!("{x} is out of range; expected {}", kind.describe()))
             }
         }
         (ParamKind::Bool { .. }, ParamValue::Bool(b)) => Ok(ParamValue::Bool(*b)),
@@ -421,16 +421,7 @@ fn check_value(kind: &ParamKind, v: &ParamValue) -> Result<ParamValue, String> {
                 Err(format!("`{s}` is not allowed; expected one of: {}", options.join(", ")))
             }
         }
-        (kind, v) => Err(format!("expected {}, got {}", kind_name(&kind), v.type_name())),
-    }
-}
-
-fn kind_name(kind: &ParamKind) -> String {
-    match kind {
-        ParamKind::Float { min, max, .. } => format!("a float in [{min}, {max}]"),
-        ParamKind::Int { min, max, .. } => format!("an integer in [{min}, {max}]"),
-        ParamKind::Bool { .. } => "a boolean".into(),
-        ParamKind::Choice { options, .. } => format!("one of: {}", options.join(", ")),
+        (kind, v) => Err(format!("expected {}, got {}", kind.describe(), v.type_name())),
     }
 }
 

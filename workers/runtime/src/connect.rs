@@ -5,15 +5,35 @@ use std::path::Path;
 use std::time::Duration;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 
+/// How long dialling may take before it counts as no answer.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// How often an HTTP/2 ping goes to the coordinator, and how long its answer may take.
 pub const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(5);
 pub const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Check a coordinator URL's form before it is dialled: `http://` or `https://`, then a host.
+pub fn check_url(url: &str) -> anyhow::Result<()> {
+    match url.split_once("://") {
+        None => {
+            anyhow::bail!("coordinator URL `{url}` has no scheme: write http://{url} (or https://{url} with --tls-ca)")
+        }
+        Some((scheme, _)) if scheme != "http" && scheme != "https" => {
+            anyhow::bail!("coordinator URL `{url}`: the scheme must be http:// or https://, not {scheme}://")
+        }
+        Some((_, rest)) if rest.is_empty() || rest.starts_with(['/', ':']) => {
+            anyhow::bail!("coordinator URL `{url}` has no host")
+        }
+        Some(_) => Ok(()),
+    }
+}
+
 /// An endpoint for `url`; `ca` is the PEM certificate that signed the coordinator's.
 pub fn endpoint(url: &str, ca: Option<&Path>) -> anyhow::Result<Endpoint> {
+    check_url(url)?;
     let mut endpoint = Endpoint::from_shared(url.to_string())
         .map_err(|e| anyhow::anyhow!("coordinator URL `{url}`: {e}"))?
-        .connect_timeout(Duration::from_secs(5))
+        .connect_timeout(CONNECT_TIMEOUT)
         .tcp_nodelay(true)
         // A connection that went silent (a partition, a coordinator host that died) is
         // noticed within about KEEPALIVE_INTERVAL + KEEPALIVE_TIMEOUT, even by a client that
@@ -35,7 +55,67 @@ pub fn endpoint(url: &str, ca: Option<&Path>) -> anyhow::Result<Endpoint> {
     Ok(endpoint)
 }
 
-/// Connect now (an error if the coordinator is not there).
+/// Connect now (an error if the coordinator is not there, saying why).
 pub async fn connect(url: &str, ca: Option<&Path>) -> anyhow::Result<Channel> {
-    endpoint(url, ca)?.connect().await.map_err(|e| anyhow::anyhow!("connecting to {url}: {e}"))
+    endpoint(url, ca)?.connect().await.map_err(|e| anyhow::anyhow!("connecting to {url}: {}", explain(url, &e)))
+}
+
+/// Why dialling `url` failed, in words: tonic says only "transport error"; the cause is
+/// at the bottom of its chain of sources (refused, unknown host, TLS, a timeout).
+pub fn explain(url: &str, error: &(dyn std::error::Error + 'static)) -> String {
+    let mut chain = vec![error.to_string()];
+    let mut io_kind = None;
+    let mut source = error.source();
+    while let Some(e) = source {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            io_kind.get_or_insert(io.kind());
+        }
+        chain.push(e.to_string());
+        source = e.source();
+    }
+    let text = chain.join(": ").to_lowercase();
+    let authority = url.split_once("://").map_or(url, |(_, rest)| rest).trim_end_matches('/');
+    let host = authority.rsplit_once(':').map_or(authority, |(host, _)| host);
+    let cause = chain.iter().rev().find(|m| !m.is_empty() && *m != "transport error").cloned();
+    let cause = cause.unwrap_or_else(|| "transport error".into());
+    if io_kind == Some(std::io::ErrorKind::ConnectionRefused) || text.contains("connection refused") {
+        format!(
+            "connection refused: nothing listens at {authority} (is the coordinator running, and is this the port \
+             `armada serve` printed as `armada coordinator listening on`?)"
+        )
+    } else if text.contains("dns error") || text.contains("failed to lookup address") {
+        format!("unknown host `{host}` ({cause})")
+    } else if text.contains("tls") || text.contains("certificate") || text.contains("corrupt message") {
+        let hint = if text.contains("corrupt message") || text.contains("invalidcontenttype") {
+            "the server did not answer TLS: does it serve plain http://?"
+        } else {
+            "is --tls-ca the CA that signed the coordinator's certificate, and is the URL's host a name in it?"
+        };
+        format!("TLS handshake failed ({cause}); {hint}")
+    } else if io_kind == Some(std::io::ErrorKind::TimedOut) || text.contains("timed out") || text.contains("elapsed") {
+        format!("no answer from {authority} within {CONNECT_TIMEOUT:?} (a firewall, or a host that is down?)")
+    } else {
+        cause
+    }
+}
+
+/// What was probably dialled, for a gRPC call answered by something that is not this
+/// coordinator's gRPC: a plain HTTP server (the dashboard's port; tonic reports a protocol
+/// error quoting the HTTP status), or a TLS port spoken to in the clear (HTTP/2 breaks).
+pub fn misdial_hint(status: &tonic::Status) -> Option<&'static str> {
+    let message = status.message();
+    if message.contains("invalid compression flag")
+        || message.contains("HTTP status code")
+        || message.contains("status: 404")
+        || message.contains("invalid content-type")
+    {
+        Some(
+            "the server answered plain HTTP, not gRPC: is this the dashboard's port? The coordinator's is the one \
+             `armada serve` printed as `armada coordinator listening on` (7070 by default)",
+        )
+    } else if message.contains("h2 protocol error") || message.contains("http2 error") {
+        Some("the server broke off HTTP/2: if the coordinator serves TLS, use https:// with --tls-ca")
+    } else {
+        None
+    }
 }

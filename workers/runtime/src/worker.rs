@@ -172,6 +172,8 @@ pub async fn run_worker(
     mut shutdown: watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
     let token = BearerToken::new(config.token.as_deref())?;
+    // A URL that cannot work (no scheme, no host, no CA for https) is said once, not retried.
+    crate::connect::endpoint(&config.coordinator, config.tls_ca.as_deref())?;
     let mut backoff = Duration::from_millis(100);
     loop {
         if *shutdown.borrow() {
@@ -199,7 +201,11 @@ pub async fn run_worker(
                 }
                 let register_unavailable = at_register && e.code() == Code::Unavailable;
                 let what = if register_unavailable { "registering" } else { "retrying" };
-                warn!("coordinator {}: {}; {what} again in {backoff:?}", config.coordinator, e.message());
+                let message = match crate::connect::misdial_hint(&e) {
+                    Some(hint) => format!("{hint} ({})", e.message()),
+                    None => e.message().to_string(),
+                };
+                warn!("coordinator {}: {message}; {what} again in {backoff:?}", config.coordinator);
                 tokio::select! {
                     _ = tokio::time::sleep(backoff) => {}
                     _ = shutdown.changed() => {}
@@ -222,7 +228,7 @@ async fn session(
         .map_err(|e| tonic::Status::invalid_argument(format!("{e:#}")))
         .map_err(|status| SessionError { status, at_register: false })?;
     let channel = endpoint.connect().await.map_err(|e| SessionError {
-        status: tonic::Status::unavailable(format!("connecting: {e}")),
+        status: tonic::Status::unavailable(format!("connecting: {}", crate::connect::explain(&config.coordinator, &e))),
         at_register: false,
     })?;
     let mut client = WorkersClient::with_interceptor(channel, token.clone());
