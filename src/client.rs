@@ -74,13 +74,16 @@ pub async fn follow(client: &mut Client, id: &str, progress: bool) -> anyhow::Re
         if since.elapsed() > RECONNECT_FOR {
             bar.finish_and_clear();
             anyhow::bail!(
-                "lost the coordinator while watching `{id}` and could not reach it again for {RECONNECT_FOR:?}: {}",
-                status_error(lost)
+                "lost the coordinator while watching `{id}` and could not reach it again for {RECONNECT_FOR:?}: {} ({:?})",
+                lost.message(),
+                lost.code()
             );
         }
         // Said even when the bar is hidden (`--quiet`, no terminal): a watch that seems to
         // hang should say why.
-        bar.suspend(|| eprintln!("lost the coordinator ({}); reconnecting in {backoff:?}", status_error(lost)));
+        bar.suspend(|| {
+            eprintln!("lost the coordinator ({}, {:?}); reconnecting in {backoff:?}", lost.message(), lost.code())
+        });
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(Duration::from_secs(5));
         // The coordinator answers again: the give-up clock starts afresh.

@@ -26,13 +26,16 @@ pub fn write_report(sweep_dir: &Path, out: Option<&Path>) -> anyhow::Result<Path
     }
     let summary = results::read_parquet(&summary_path)?;
     let last = results::read_parquet(&sweep_dir.join(results::FINAL_FILE))?;
-    let tables = views::sweep_tables(&summary, &last)?;
-    let n_cells = tables.final_table.as_ref().map_or(0, |t| t.rows.len());
     let family = summary
         .column("family")
         .ok()
         .and_then(|c| c.str().ok().and_then(|s| s.get(0).map(str::to_owned)))
         .unwrap_or_default();
+    // A family declared at run time is not in this build: its metrics come sorted.
+    let registry = crate::registry();
+    let headline = registry.family(&family).map_or(&[][..], |f| f.headline_metrics());
+    let tables = views::sweep_tables(&summary, &last, headline)?;
+    let n_cells = tables.final_table.as_ref().map_or(0, |t| t.rows.len());
     let sweep = crate::results::file_name(sweep_dir);
     let data = json!({
         "sweep": sweep,

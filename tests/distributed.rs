@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::cluster::{client, client_env, serve, worker, worker_args, write, BIN};
+use common::cluster::{client, client_env, http_get, serve, worker, worker_args, write, BIN};
 use common::{armada, assert_same_trajectory, job_count, jobs, text, wait_until, Proc};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -110,6 +110,33 @@ fn two_workers_give_the_in_process_runners_trajectories() {
         60,
     );
     assert!(text(&out.stderr).contains("table: sweep `dist-lse` has no along_x.parquet"), "{}", text(&out.stderr));
+    // A filter that matches nothing says so, with what the sweep has, exits non-zero and
+    // leaves no empty directory behind; a filter on a summary table is refused.
+    let none = tmp.path().join("none");
+    let out = client(&["fetch", "dist-lse", "--out", none.to_str().unwrap(), "--algorithm", "mil"], &coord.url, 60);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let names = |column: &str| {
+        let set: std::collections::BTreeSet<String> =
+            ours.values().map(|df| df.column(column).unwrap().str().unwrap().get(0).unwrap().to_string()).collect();
+        set.into_iter().collect::<Vec<_>>().join(", ")
+    };
+    let expected = format!(
+        "error: no finished job of sweep `dist-lse` matches algorithm `mil` (its benchmarks: {}; its algorithms: {}) (NotFound)",
+        names("benchmark"),
+        names("algorithm")
+    );
+    assert_eq!(text(&out.stderr).trim_end(), expected);
+    assert!(!none.join("dist-lse").exists(), "an empty fetch leaves its directories behind");
+    let out = client(&["fetch", "dist-lse", "--out", none.to_str().unwrap(), "--job", "nope"], &coord.url, 60);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("matches job `nope` (its benchmarks:"), "{}", text(&out.stderr));
+    let out = client(
+        &["fetch", "dist-lse", "--out", none.to_str().unwrap(), "--table", "final", "--algorithm", "lse"],
+        &coord.url,
+        60,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("a summary table comes whole"), "{}", text(&out.stderr));
 }
 
 const TWO_CELLS: &str = r#"
@@ -535,6 +562,72 @@ fn tls_serves_https_to_clients_that_trust_the_certificate() {
     );
 }
 
+/// A wrong address says what is wrong with it, naming it: nothing listening, no scheme,
+/// a scheme that is not http(s), the dashboard's HTTP port, TLS spoken to a plain port and
+/// plain HTTP/2 to a TLS one, a CA that did not sign the certificate. A worker refuses a
+/// URL that cannot work at once, and logs each retry of one that may, with its target and
+/// cause, in plain text when its log is a file.
+#[test]
+fn a_wrong_address_is_named_with_its_cause() {
+    let tmp = tempfile::tempdir().unwrap();
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let refused = format!("http://127.0.0.1:{free}");
+    let plain = serve(&tmp.path().join("plain"), 0, &[]);
+    let fixtures = common::manifest_dir().join("tests/fixtures/tls");
+    let (cert, key) = (fixtures.join("cert.pem"), fixtures.join("key.pem"));
+    let tls =
+        serve(&tmp.path().join("tls"), 0, &["--tls-cert", cert.to_str().unwrap(), "--tls-key", key.to_str().unwrap()]);
+    let (ca, other_ca) = (cert.to_str().unwrap(), fixtures.join("net-cert.pem"));
+    let dashboard = format!("http://{}", plain.dashboard);
+    let https_plain = plain.url.replace("http://", "https://");
+    let http_tls = tls.url.replace("https://", "http://");
+    let no_scheme = format!("127.0.0.1:{}", plain.port);
+    let cases: Vec<(&str, Vec<&str>, String)> = vec![
+        (
+            &refused,
+            vec![],
+            format!("error: connecting to {refused}: connection refused: nothing listens at 127.0.0.1:{free}"),
+        ),
+        (
+            &no_scheme,
+            vec![],
+            format!("error: coordinator URL `{no_scheme}` has no scheme: write http://{no_scheme} (or https://"),
+        ),
+        ("ftp://127.0.0.1:1", vec![], "the scheme must be http:// or https://, not ftp://".into()),
+        (&dashboard, vec![], "error: the server answered plain HTTP, not gRPC: is this the dashboard's port?".into()),
+        (
+            &https_plain,
+            vec!["--tls-ca", ca],
+            format!("error: connecting to {https_plain}: TLS handshake failed (received corrupt message"),
+        ),
+        (
+            &tls.url,
+            vec!["--tls-ca", other_ca.to_str().unwrap()],
+            format!("error: connecting to {}: TLS handshake failed (invalid peer certificate: UnknownIssuer)", tls.url),
+        ),
+        (&http_tls, vec![], "if the coordinator serves TLS, use https:// with --tls-ca".into()),
+    ];
+    for (url, extra, expected) in &cases {
+        let mut args = vec!["status"];
+        args.extend(extra);
+        let out = client(&args, url, 30);
+        assert_eq!(out.status.code(), Some(2), "{url}: {}", text(&out.stderr));
+        assert!(text(&out.stderr).contains(expected.as_str()), "{url}: expected {expected:?} in {}", text(&out.stderr));
+    }
+    // A worker: a URL without a scheme is refused at once; a refused one retried, said each time.
+    let bad = Command::new(BIN).args(["worker", "--coordinator", &no_scheme]).output().unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(text(&bad.stderr).contains("has no scheme: write http://"), "{}", text(&bad.stderr));
+    let log = tmp.path().join("w.log");
+    let retrying = worker(&refused, 1, &log, &[]);
+    let said = format!("coordinator {refused}: connecting: connection refused: nothing listens at 127.0.0.1:{free}");
+    wait_until(30, "two retries logged", || std::fs::read_to_string(&log).unwrap().matches(&said).count() >= 2);
+    drop(retrying);
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(logged.contains("retrying again in"), "{logged}");
+    assert!(!logged.contains('\x1b'), "colour codes in a log file:\n{logged}");
+}
+
 #[test]
 fn a_second_coordinator_on_the_same_directory_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
@@ -788,17 +881,6 @@ impl Drop for Tmpfs {
     fn drop(&mut self) {
         let _ = Command::new("umount").arg("-l").arg(&self.0).status();
     }
-}
-
-/// The body of an HTTP GET of `path` from `addr` (the dashboard).
-fn http_get(addr: &str, path: &str) -> String {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(addr).unwrap();
-    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(stream, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    response.split_once("\r\n\r\n").map(|(_, body)| body.to_string()).unwrap_or_default()
 }
 
 /// The value of one sample of a Prometheus page.

@@ -59,6 +59,28 @@ fn quick_sweep_prints_a_table_writes_summaries_and_resumes() {
     let again: Vec<_> =
         part_files(&sweep_dir).iter().map(|p| std::fs::metadata(p).unwrap().modified().unwrap()).collect();
     assert_eq!(mtimes, again, "a resumed run must not rewrite parts");
+    // It ends by saying how to look again: a report written beside the summaries, and a
+    // coordinator on the results directory, whose dashboard shows the finished sweep with
+    // the family's headline metric first. Its output is plain text when not a terminal.
+    let stderr = text(&second.stderr);
+    let report = sweep_dir.join("report.html");
+    assert!(stderr.contains(&format!("report: {} (one HTML file", report.display())), "{stderr}");
+    assert!(std::fs::read_to_string(&report).unwrap().contains("lse-finite-quick"));
+    assert!(stderr.contains(&format!("dashboard again: armada serve --data {out_dir} ")), "{stderr}");
+    assert!(!stderr.contains('\x1b'), "{stderr}");
+    let coord = common::cluster::serve(out.path(), 0, &[]);
+    let get = |path| -> serde_json::Value {
+        let body = common::cluster::http_get(&coord.dashboard, path);
+        serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path}: {e}: {body}"))
+    };
+    let overview = get("/api/overview");
+    let sweep = &overview["sweeps"][0];
+    assert_eq!((sweep["id"].as_str(), sweep["state"].as_str()), (Some("lse-finite-quick"), Some("finished")));
+    assert_eq!((sweep["done"].as_u64(), sweep["n_jobs"].as_u64()), (Some(75), Some(75)));
+    let curves = get("/api/sweeps/lse-finite-quick/curves");
+    assert_eq!(curves["metric"], "loss", "lse's headline metric, not the first by name");
+    assert_eq!((curves["metrics"][0].as_str(), curves["metrics"][1].as_str()), (Some("loss"), Some("fscore")));
+    assert_eq!(curves["curves"]["metric"], "loss");
 }
 
 #[test]
@@ -125,6 +147,41 @@ fn bad_sweep_files_exit_nonzero_with_one_clear_message_and_write_nothing() {
         }
         assert!(!out.exists(), "case {i}: a bad sweep must write nothing");
     }
+}
+
+/// A sweep file's errors come together, a line each naming its field, and nothing is
+/// written; `armada list` writes ranges as people do (no bound of 300 digits).
+#[test]
+fn a_sweep_files_errors_come_together_and_ranges_read_as_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = SMALL
+        .replace("horizon = 15", "horizon = 1.5\nseed = 2")
+        .replace("\"us\"", "\"usx\"")
+        .replace("name = \"random\"", "name = \"random\"\nparams = { x = 1 }");
+    let sweep = dir.path().join("bad.toml");
+    std::fs::write(&sweep, body).unwrap();
+    let out = dir.path().join("out");
+    let o = armada(&["run", sweep.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let stderr = text(&o.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 5, "{stderr}");
+    assert_eq!(lines[0], format!("error: {}: 4 errors:", sweep.display()));
+    assert_eq!(
+        lines[1],
+        "  seed: unknown field; allowed: name, family, seeds, sweep_seed, horizon, benchmarks, algorithms"
+    );
+    assert_eq!(lines[2], "  horizon: expected an integer, got float 1.5");
+    assert!(lines[3].starts_with("  algorithms[1].name: unknown algorithm `usx` in family `lse`"), "{stderr}");
+    assert_eq!(lines[4], "  algorithms[2].params.x: unknown parameter of `random`; allowed: none");
+    assert!(!out.exists());
+
+    let list = armada(&["list"]);
+    assert!(list.status.success());
+    let listed = text(&list.stdout);
+    assert!(listed.contains("card_x (a float >= 0, default 0)"), "{listed}");
+    let longest_number = listed.split(|c: char| !c.is_ascii_digit()).map(str::len).max().unwrap();
+    assert!(longest_number < 20, "a number of {longest_number} digits in `armada list`");
 }
 
 #[test]

@@ -119,6 +119,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         );
     }
     println!("{}", results::final_table(&sweep_dir, family.headline_metrics())?);
+    look_again(&sweep_dir, &args.out, args.in_process);
     if done_after == n_sweep_jobs {
         Ok(ExitCode::SUCCESS)
     } else {
@@ -126,6 +127,19 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             eprintln!("{line}");
         }
         Ok(ExitCode::from(1))
+    }
+}
+
+/// Write the sweep's report and say how to look at the results again: the dashboard
+/// address printed at the start dies with the run.
+fn look_again(sweep_dir: &std::path::Path, out: &std::path::Path, in_process: bool) {
+    match armada::report::write_report(sweep_dir, None) {
+        Ok(path) => eprintln!("report: {} (one HTML file: curves and tables, offline)", path.display()),
+        Err(e) => eprintln!("no report written: {e:#}"),
+    }
+    // An in-process run writes no store rows for its sweep: a coordinator would not list it.
+    if !in_process {
+        eprintln!("dashboard again: armada serve --data {} (it prints the dashboard's address)", out.display());
     }
 }
 

@@ -19,7 +19,8 @@ pub const TRAJECTORY_POINTS: usize = 2_000;
 /// Everything the page draws of a sweep's tables.
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
 pub struct SweepTables {
-    /// The float metrics, sorted.
+    /// The float metrics: the family's headline metrics first (the page shows the first
+    /// unless asked for another), then the rest, sorted.
     pub metrics: Vec<String>,
     #[serde(rename = "final")]
     pub final_table: Option<FinalTable>,
@@ -27,9 +28,12 @@ pub struct SweepTables {
     pub curves: BTreeMap<String, Curves>,
 }
 
-/// Every metric's curves and the final table, from a sweep's summary and final tables.
-pub fn sweep_tables(summary: &DataFrame, last: &DataFrame) -> anyhow::Result<SweepTables> {
-    let metrics = metrics(summary)?;
+/// Every metric's curves and the final table, from a sweep's summary and final tables;
+/// `headline` are the family's headline metrics, shown first.
+pub fn sweep_tables(summary: &DataFrame, last: &DataFrame, headline: &[&str]) -> anyhow::Result<SweepTables> {
+    let mut metrics = metrics(summary)?;
+    let rank = |m: &String| headline.iter().position(|h| h == m).unwrap_or(headline.len());
+    metrics.sort_by_key(rank); // stable: the others stay sorted by name
     let mut curves = BTreeMap::new();
     for m in &metrics {
         curves.insert(m.clone(), self::curves(summary, m, CURVE_POINTS)?);
@@ -326,6 +330,9 @@ mod tests {
         assert_eq!(lines[1].mean, vec![Some(6.0), None]);
         assert_eq!(lines[1].q90, vec![Some(7.0), Some(6.0)]);
         assert_eq!(metrics(&summary()).unwrap(), vec!["fscore", "loss"]);
+        // The family's headline metric comes first: the page shows it by default.
+        assert_eq!(sweep_tables(&summary(), &summary(), &["loss"]).unwrap().metrics, vec!["loss", "fscore"]);
+        assert_eq!(sweep_tables(&summary(), &summary(), &["regret"]).unwrap().metrics, vec!["fscore", "loss"]);
     }
 
     #[test]

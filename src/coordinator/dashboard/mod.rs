@@ -539,10 +539,11 @@ impl Dashboard {
                 ("files", n_cells, Some(frames))
             }
         };
+        let headline = inputs.headline;
         let (metrics, final_json, curves_json) = blocking(move || {
             let tables = match frames {
                 None => views::SweepTables::default(),
-                Some((summary, last)) => views::sweep_tables(&summary, &last)?,
+                Some((summary, last)) => views::sweep_tables(&summary, &last, headline)?,
             };
             let mut curves = BTreeMap::new();
             for (metric, c) in &tables.curves {

@@ -101,7 +101,8 @@ pub fn explain(url: &str, error: &(dyn std::error::Error + 'static)) -> String {
 
 /// What was probably dialled, for a gRPC call answered by something that is not this
 /// coordinator's gRPC: a plain HTTP server (the dashboard's port; tonic reports a protocol
-/// error quoting the HTTP status), or a TLS port spoken to in the clear (HTTP/2 breaks).
+/// error quoting the HTTP status), or a TLS port spoken to in the clear (the connection
+/// breaks, as an HTTP/2 error or a bare "transport error").
 pub fn misdial_hint(status: &tonic::Status) -> Option<&'static str> {
     let message = status.message();
     if message.contains("invalid compression flag")
@@ -113,8 +114,8 @@ pub fn misdial_hint(status: &tonic::Status) -> Option<&'static str> {
             "the server answered plain HTTP, not gRPC: is this the dashboard's port? The coordinator's is the one \
              `armada serve` printed as `armada coordinator listening on` (7070 by default)",
         )
-    } else if message.contains("h2 protocol error") || message.contains("http2 error") {
-        Some("the server broke off HTTP/2: if the coordinator serves TLS, use https:// with --tls-ca")
+    } else if message.contains("h2 protocol error") || message.contains("http2 error") || message == "transport error" {
+        Some("the server broke off the connection: if the coordinator serves TLS, use https:// with --tls-ca")
     } else {
         None
     }

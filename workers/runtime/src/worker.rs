@@ -201,7 +201,9 @@ pub async fn run_worker(
                 }
                 let register_unavailable = at_register && e.code() == Code::Unavailable;
                 let what = if register_unavailable { "registering" } else { "retrying" };
-                let message = match crate::connect::misdial_hint(&e) {
+                // A first call answered oddly is a wrong address; later, a lost connection.
+                let hint = if at_register { crate::connect::misdial_hint(&e) } else { None };
+                let message = match hint {
                     Some(hint) => format!("{hint} ({})", e.message()),
                     None => e.message().to_string(),
                 };
