@@ -242,6 +242,103 @@ fn the_readme_names_every_family() {
     assert!(missing.is_empty(), "README.md does not name the families {missing:?} (as `name`)");
 }
 
+/// Paths of the machine armada is built on, which a clone elsewhere does not have: its
+/// checkout and workshop, its home directory.
+const MACHINE_PATHS: &[&str] = &["/work/", "/root/", "../shared/", "shared/specs/", "/home/"];
+
+/// The repository stands alone: no tracked text file (docs, scripts, CI, code) names a path
+/// of the build machine, and every relative Markdown link resolves to a file or directory
+/// inside the repository.
+#[test]
+fn the_docs_scripts_and_ci_stay_inside_the_repository() {
+    let root = common::manifest_dir().canonicalize().unwrap();
+    let listed = Command::new("git").args(["ls-files", "-z"]).current_dir(&root).output();
+    let Some(files) = listed.ok().filter(|o| o.status.success()) else {
+        eprintln!("not a git checkout: skipped");
+        return;
+    };
+    let files: Vec<&str> = std::str::from_utf8(&files.stdout).unwrap().split('\0').filter(|f| !f.is_empty()).collect();
+    // This file names the paths it looks for.
+    let this = "tests/architecture.rs";
+    let mut found = Vec::new();
+    for file in &files {
+        let Ok(text) = std::fs::read_to_string(root.join(file)) else { continue }; // binary
+        for (n, line) in text.lines().enumerate() {
+            if *file != this {
+                if let Some(path) = MACHINE_PATHS.iter().find(|p| line.contains(*p)) {
+                    found.push(format!("{file}:{}: names `{path}`", n + 1));
+                }
+            }
+            if file.ends_with(".md") {
+                for target in markdown_links(line) {
+                    if let Some(problem) = link_problem(&root, Path::new(file), target) {
+                        found.push(format!("{file}:{}: link `{target}` {problem}", n + 1));
+                    }
+                }
+            }
+        }
+    }
+    assert!(files.len() > 100 && files.contains(&"README.md"), "git ls-files listed {} files", files.len());
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+/// The targets of a line's inline Markdown links, `[text](target)` or `[text](<target>)`
+/// (an optional title after a space is not part of it).
+fn markdown_links(line: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = line;
+    while let Some(at) = rest.find("](") {
+        let after = &rest[at + 2..];
+        let (target, end) = match after.strip_prefix('<') {
+            // `[text](<a path with spaces>)`
+            Some(inner) => {
+                let end = inner.find('>').unwrap_or(inner.len());
+                (&inner[..end], end + 1)
+            }
+            None => {
+                let end = after.find([')', ' ']).unwrap_or(after.len());
+                (&after[..end], end)
+            }
+        };
+        out.push(target);
+        rest = &after[end..];
+    }
+    out
+}
+
+/// Why a link of `file` (relative to the root) does not stay inside the repository, if so.
+fn link_problem(root: &Path, file: &Path, target: &str) -> Option<&'static str> {
+    if target.is_empty() || target.starts_with('#') || target.contains("://") || target.starts_with("mailto:") {
+        return None;
+    }
+    let path = target.split('#').next().unwrap();
+    if path.starts_with('/') {
+        return Some("is an absolute path");
+    }
+    let resolved = root.join(file).parent().unwrap().join(path);
+    match resolved.canonicalize() {
+        Err(_) => Some("names nothing in the repository"),
+        Ok(p) if !p.starts_with(root) => Some("leads outside the repository"),
+        Ok(_) => None,
+    }
+}
+
+#[test]
+fn the_link_check_finds_outside_and_missing_targets() {
+    let root = common::manifest_dir().canonicalize().unwrap();
+    let readme = Path::new("docs/papers.md");
+    assert_eq!(
+        markdown_links("see [a](../README.md#x) and [b](<c d.md>) [c](e.md \"t\")"),
+        ["../README.md#x", "c d.md", "e.md"]
+    );
+    assert_eq!(link_problem(&root, readme, "../README.md#the-two-commands"), None);
+    assert_eq!(link_problem(&root, readme, "https://arxiv.org/abs/2408.03144"), None);
+    assert_eq!(link_problem(&root, readme, "../no-such-dir/spec.md"), Some("names nothing in the repository"));
+    assert_eq!(link_problem(&root, readme, "../.."), Some("leads outside the repository"));
+    assert_eq!(link_problem(&root, readme, "/etc/hosts"), Some("is an absolute path"));
+    assert_eq!(link_problem(&root, readme, "nope.md"), Some("names nothing in the repository"));
+}
+
 /// The scheduler's state machines (and its recovery) are pure: no I/O, no clock, no runtime. Their code
 /// (tests aside) imports only std and each other's domain types, and names none of the
 /// things the scheduler executes for them.
