@@ -3,7 +3,7 @@
 one setting and print its simple regret against cost, beside armada's.
 
     # a checkout of Fsoft-AIC/BO-uCVS under REFS (a directory outside armada's) and a venv
-    # with its packages (analysis/README.md)
+    # with its packages (docs/investigations.md)
     python analysis/bocvs_authors.py run --code REFS/bocvs-authors --objective extendackley \
         --costs-id 3 --var-id 2 --seed 0 --workdir /tmp/bocvs-authors
     python analysis/bocvs_authors.py show --workdir /tmp/bocvs-authors   # finished or partial runs

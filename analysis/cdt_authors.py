@@ -3,7 +3,7 @@
 Sim environment, and print its final regret beside armada's sweeps and the paper's values.
 
     # 1. run the authors' code (a checkout of their repository under REFS, a directory
-    #    outside armada's; see analysis/README.md)
+    #    outside armada's; see docs/investigations.md)
     python analysis/cdt_authors.py run --code REFS/cdt-authors/CDT_exp \
         --tl-helper REFS/cdt-authors-htcb/algo/zooming_ts_tuning.py \
         --algo linucb --tuners cdt,op,tl,theory --reps 20 --out authors_sim.csv
@@ -13,7 +13,7 @@ Sim environment, and print its final regret beside armada's sweeps and the paper
 
 `run` is armada's driver, not the authors' code: it imports their modules from the checkout given
 with --code and calls their methods with the arguments their run.py passes. Nothing of theirs is
-copied here. What it does differently from their run.py (analysis/README.md lists it too):
+copied here. What it does differently from their run.py (docs/investigations.md lists it too):
 
   * seeding: np.random.seed(seed_base + rep) before theta* and the contexts are drawn; then, before
     each tuner's run, the global numpy RNG is reseeded with seed_base + 1000 (rep + 1) + i (i = 0
@@ -183,7 +183,7 @@ def fix_name_clash(cls, method: str, substitutions) -> None:
 
 def fix_name_clashes(mod, algo: str, tuners) -> None:
     """Two methods the paper reports cannot run as released, each because one name means two
-    things (differences T14 and B8 in analysis/README.md); the driver renames one of the two:
+    things (differences T14 and B8 in docs/investigations.md); the driver renames one of the two:
     - GLM-TSL's `glmtsl_auto` takes the restart period as `H`, then reuses `H` for the Hessian, so
       its two restart tests `(t - tau) % H` fail on a matrix after the first CDT round (the spec's
       appendix timed it after a fix of this clash): the period is kept as `H_restart` before `H`

@@ -24,7 +24,7 @@
 //! takes the median of N runs of this build.
 //!
 //! `--reference-cdt` runs the CDT authors' code (a checkout of their `CDT_exp`, set up as
-//! analysis/README.md "CDT beside the authors' code" says) through `analysis/cdt_authors.py`,
+//! docs/investigations.md "CDT beside the authors' code" says) through `analysis/cdt_authors.py`,
 //! one repetition of each CDT workload in the run except GLM-TSL (their GLM-TSL + CDT does not
 //! run as released; its recorded time stays).
 //!
