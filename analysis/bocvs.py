@@ -40,6 +40,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
+from canonical import canonical_params  # noqa: E402
 
 OBJECTIVES = ["hartmann6-12d", "ackley6-12d", "levy6-12d", "plant", "airfoil"]
 TITLES = {
@@ -83,7 +84,7 @@ def load(sweep: Path) -> pl.DataFrame:
     shards = sweep / "trajectories"
     if not shards.is_dir():
         sys.exit(f"no trajectories in {sweep}")
-    df = pl.read_parquet(shards / "*.parquet")
+    df = canonical_params(pl.read_parquet(shards / "*.parquet"))
     if "played" in df.columns:
         # Results of cvs before version 4 repeat a run's last row up to the horizon, with
         # played == 0; drop those rows, as a run now ends with its last play.
@@ -138,7 +139,7 @@ def curves(df: pl.DataFrame, metric: str) -> dict:
 
 
 def from_summary(path: Path, metric: str) -> dict:
-    s = pl.read_parquet(path).filter(pl.col("metric") == metric)
+    s = canonical_params(pl.read_parquet(path)).filter(pl.col("metric") == metric)
     out = {}
     for (bench, cost_set, var, lab), g in s.group_by("benchmark", "cost_set", "variance", "label"):
         g = g.sort("cost")
@@ -154,7 +155,7 @@ def cross_check(sweep: Path, data: dict, metric: str) -> None:
     if not path.exists():
         print(f"(no {path.name}: `armada summarize {sweep} --along cum_cost` builds it)")
         return
-    along = pl.read_parquet(path).filter(pl.col("metric") == metric)
+    along = canonical_params(pl.read_parquet(path)).filter(pl.col("metric") == metric)
     if along.height == 0:
         print(f"(armada's {path.name} aggregates Float64 metrics only; {metric} is not one of them)")
         return

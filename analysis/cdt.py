@@ -50,6 +50,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import polars as pl  # noqa: E402
+from canonical import canonical_params  # noqa: E402
 
 # ---------------------------------------------------------------------------------------------
 # Names
@@ -278,7 +279,7 @@ def scan_shards(sweep: Path, columns: list[str]) -> pl.LazyFrame | None:
     (some early cdt-main shards lack reward_cum and expected_cum)."""
     frames = []
     for f in shard_files(sweep):
-        lf = pl.scan_parquet(f)
+        lf = canonical_params(pl.scan_parquet(f))
         names = lf.collect_schema().names()
         frames.append(lf.select([pl.col(c) if c in names else pl.lit(None, pl.Float64).alias(c) for c in columns]))
     return pl.concat(frames, how="vertical_relaxed") if frames else None
@@ -299,7 +300,7 @@ def load_final(sweep: Path, metrics: list[str]) -> pl.DataFrame:
     """final.parquet restricted to `metrics`, or the same statistics from the shards if it is missing."""
     path = sweep / "final.parquet"
     if path.is_file():
-        df = pl.read_parquet(path).filter(pl.col("metric").is_in(metrics))
+        df = canonical_params(pl.read_parquet(path)).filter(pl.col("metric").is_in(metrics))
         return with_params(df.select(*CELL, "metric", "n", "mean", "std", "se"))
     shards = scan_shards(sweep, CELL + ["job_key", "step"] + metrics)
     if shards is None:
@@ -320,7 +321,7 @@ def load_curves(sweep: Path, metric: str, points: int = 900) -> pl.DataFrame:
     keep = ((pl.col("step") % stride) == 0) | (pl.col("step") == pl.col("horizon"))
     path = sweep / "summary.parquet"
     if path.is_file():
-        lf = pl.scan_parquet(path).filter((pl.col("metric") == metric) & keep)
+        lf = canonical_params(pl.scan_parquet(path)).filter((pl.col("metric") == metric) & keep)
         df = lf.select(*CELL, "step", "n", "mean", "std").collect()
     else:
         shards = scan_shards(sweep, CELL + ["step", metric])
@@ -1217,7 +1218,7 @@ def lipcheck(sweep: Path, out: Path, warmup: int = 200, group: int = 20) -> Path
     files = shard_files(sweep)
     if not files:
         return None
-    shards = pl.concat([pl.read_parquet(f) for f in files], how="diagonal_relaxed")
+    shards = canonical_params(pl.concat([pl.read_parquet(f) for f in files], how="diagonal_relaxed"))
     shards = with_params(shards).filter(IS_LIPCHECK & (pl.col("step") > warmup))
     alphas = [c for c in shards.columns if c.startswith("exp_")]
     shards = shards.select("bottom", "job_key", "step", *alphas)

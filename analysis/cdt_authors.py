@@ -384,6 +384,7 @@ def armada_rows(dirs: list[str], env: str) -> dict:
     """(algo, tuner, variant) -> (n, mean, se) in `env` from each sweep's final.parquet (metric
     regret); on MovieLens the variant names the reward noise when it is the code's."""
     import polars as pl
+    from canonical import canonical_params
 
     out: dict = {}
     for d in dirs:
@@ -391,7 +392,7 @@ def armada_rows(dirs: list[str], env: str) -> dict:
         if not f.is_file():
             print(f"warning: {f} missing (run `armada summarize {d}`)", file=sys.stderr)
             continue
-        df = pl.read_parquet(f).filter((pl.col("metric") == "regret") & (pl.col("benchmark") == ENVS[env][1]))
+        df = canonical_params(pl.read_parquet(f)).filter((pl.col("metric") == "regret") & (pl.col("benchmark") == ENVS[env][1]))
         for r in df.iter_rows(named=True):
             bottom = ARMADA_BOTTOM[param(r["benchmark_params"], "bottom")]
             alg, ap = r["algorithm"], r["algorithm_params"]

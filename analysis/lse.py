@@ -42,6 +42,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
+from canonical import canonical_params  # noqa: E402
 
 LABELS = {
     "random": "Random",
@@ -240,7 +241,7 @@ def main(argv: list[str]) -> int:
             return 2
         out = args.out or sweep / "figures"
         out.mkdir(parents=True, exist_ok=True)
-        summary = pl.read_parquet(summary_path).filter(pl.col("family") == "lse")
+        summary = canonical_params(pl.read_parquet(summary_path)).filter(pl.col("family") == "lse")
         drawn = [draw_block(summary, name, out, args.se_mult) for name in BLOCKS]
         written += [p for p in drawn if p is not None]
         tables = [t for t in (claims_table(summary, name) for name in BLOCKS) if t is not None]

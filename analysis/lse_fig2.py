@@ -36,6 +36,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
+from canonical import canonical_params  # noqa: E402
 
 XS = np.linspace(-10.0, 10.0, 1001)
 THETA = 3.0
@@ -112,7 +113,7 @@ def runs(sweep: Path) -> list[dict]:
     parts = sorted((sweep / "trajectories").glob("*.parquet"))
     if not parts:
         sys.exit(f"error: no trajectories in {sweep}/trajectories")
-    d = pl.concat([pl.read_parquet(p) for p in parts]).filter(pl.col("benchmark") == "toy-1d")
+    d = canonical_params(pl.concat([pl.read_parquet(p) for p in parts])).filter(pl.col("benchmark") == "toy-1d")
     if d.is_empty():
         sys.exit(f"error: {sweep} holds no toy-1d jobs")
     out = []

@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+from canonical import canonical_params  # noqa: E402
 from scipy.special import ndtr
 
 THETA = 1.0
@@ -120,7 +121,7 @@ def main(argv: list[str]) -> int:
     if not parts:
         print(f"error: no trajectories in {args.sweep_dir}/trajectories", file=sys.stderr)
         return 2
-    d = pl.concat([pl.read_parquet(p) for p in parts]).filter(
+    d = canonical_params(pl.concat([pl.read_parquet(p) for p in parts])).filter(
         (pl.col("algorithm") == "mile") & (pl.col("benchmark") == "sinusoidal")
     )
     if d.is_empty() or "y" not in d.columns:

@@ -35,6 +35,7 @@ import sys
 from pathlib import Path
 
 import polars as pl
+from canonical import canonical_params  # noqa: E402
 
 CELL = ["family", "benchmark", "benchmark_params", "algorithm", "algorithm_params"]
 
@@ -46,7 +47,7 @@ def final_of(path: Path) -> pl.DataFrame:
     file = path / "final.parquet" if path.is_dir() else path
     if not file.is_file():
         sys.exit(f"{file}: no final.parquet (run `armada summarize` on the sweep first)")
-    return pl.read_parquet(file)
+    return canonical_params(pl.read_parquet(file))
 
 
 def compare(old: pl.DataFrame, new: pl.DataFrame, metric: str) -> pl.DataFrame:

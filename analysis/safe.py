@@ -57,6 +57,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
+from canonical import canonical_params  # noqa: E402
 
 LABELS = {
     "msafeopt-case1": "M-SafeOpt (Case 1)",
@@ -114,7 +115,7 @@ def load(sweeps: list[Path]) -> pl.DataFrame:
         if not files:
             print(f"warning: no trajectory shards in {sweep}/trajectories", file=sys.stderr)
             continue
-        frames.append(pl.read_parquet(files).with_columns(pl.lit(sweep.name).alias("sweep")))
+        frames.append(canonical_params(pl.read_parquet(files)).with_columns(pl.lit(sweep.name).alias("sweep")))
     if not frames:
         return pl.DataFrame()
     df = pl.concat(frames, how="diagonal_relaxed").filter(pl.col("family") == "safe")

@@ -138,7 +138,8 @@ fn python_workers_of_a_declared_family_run_beside_a_rust_worker() {
     let curves =
         Command::new("curl").args(["-s", &format!("http://{}/api/sweeps/noisy-mix/curves", coord.dashboard)]).output();
     let curves = text(&curves.unwrap().stdout);
-    assert!(curves.contains(r#""metrics":["best_observed","simple_regret"]"#), "{curves}");
+    // Its headline metric first, as for a built-in family.
+    assert!(curves.contains(r#""metrics":["simple_regret","best_observed"],"metric":"simple_regret""#), "{curves}");
     let report = dir.join("report.html");
     let written =
         common::armada(&["report", dir.join("data/noisy-mix").to_str().unwrap(), "--out", report.to_str().unwrap()]);
@@ -223,7 +224,7 @@ fn the_sdk_guide_runs_as_written() {
         std::fs::read_to_string(&log).unwrap_or_default()
     );
     assert!(stdout.contains("15 of 15 jobs done"), "{stdout}");
-    for row in ["local-search", "{step_size=0.1}", "{step_size=0.5}", "random"] {
+    for row in ["local-search", r#"{"step_size":0.1}"#, r#"{"step_size":0.5}"#, "random"] {
         assert!(stdout.contains(row), "{row} missing:\n{stdout}");
     }
 }

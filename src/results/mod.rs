@@ -33,9 +33,9 @@
 //! | `job_key`          | String  | content hash of the spec                                     |
 //! | `family`           | String  | family name                                                  |
 //! | `benchmark`        | String  | benchmark name                                               |
-//! | `benchmark_params` | String  | canonical parameter text, e.g. `{noise_sd=0.1}`               |
+//! | `benchmark_params` | String  | the parameters as JSON, e.g. `{"noise_sd":0.1}`               |
 //! | `algorithm`        | String  | algorithm name                                               |
-//! | `algorithm_params` | String  | canonical parameter text, e.g. `{beta_sqrt=3.0}`              |
+//! | `algorithm_params` | String  | the parameters as JSON, e.g. `{"beta_sqrt":3.0}`              |
 //! | `seed`             | Int64   | seed index (simulation number within the sweep)              |
 //! | `sweep_seed`       | Int64   | the sweep seed, a `u64` stored bit-for-bit: values >= 2^63    |
 //! |                    |         | read back negative; cast to UInt64 to recover them           |
@@ -91,9 +91,10 @@ use error::{damaged, invalid, io, not_armadas, nothing_to_summarize, Within};
 pub use error::{Result, ResultsError};
 
 pub use part::{
-    encode_jobs, file_name, for_each_job, part_files, part_name, read_index, read_jobs, read_provenance, read_rows_at,
-    read_specs, readable_jobs, stored_jobs, stored_keys, sweeps_with_parts, trajectories_dir, write_part, write_shard,
-    Cell, PartJob, Provenance, Readable, StoredRows, WrittenPart,
+    encode_jobs, file_name, for_each_job, params_json, part_files, part_name, read_index, read_jobs, read_metric_docs,
+    read_provenance, read_rows_at, read_specs, readable_jobs, stored_jobs, stored_keys, sweeps_with_parts,
+    trajectories_dir, write_part, write_shard, Cell, PartJob, Provenance, Readable, StoredRows, WrittenPart,
+    METRICS_KEY,
 };
 pub use summary::{
     rebuild_summaries, summarize, summarize_cell, write_summaries, CellRows, CellSummary, Spill, SummaryReport,

@@ -29,6 +29,36 @@ pub const INDEX_KEY: &str = "armada.jobs";
 /// to [`Provenance`] (DuckDB: `parquet_kv_metadata`; polars: `read_parquet_metadata`).
 pub const PROVENANCE_KEY: &str = "armada.provenance";
 
+/// The footer metadata key of what the family's metrics mean: a JSON object from metric
+/// name to `{"kind": "float" | "integer", "doc": ...}`, in parts and in the summary tables,
+/// so that a file says what its columns are without `armada list`.
+pub const METRICS_KEY: &str = "armada.metrics";
+
+/// [`METRICS_KEY`]'s value for `metrics`.
+fn metrics_json(metrics: &[MetricDef]) -> String {
+    let entries: serde_json::Map<String, serde_json::Value> = metrics
+        .iter()
+        .map(|m| {
+            let kind = match m.kind {
+                MetricKind::Float => "float",
+                MetricKind::Int => "integer",
+            };
+            (m.name.to_string(), serde_json::json!({ "kind": kind, "doc": m.doc }))
+        })
+        .collect();
+    serde_json::Value::Object(entries).to_string()
+}
+
+/// The metrics' meanings as a sweep's parts record them ([`METRICS_KEY`]), from the first
+/// part that has them (None for parts written before they did, or no parts).
+pub fn read_metric_docs(sweep_dir: &Path) -> Option<String> {
+    part_files(sweep_dir).ok()?.iter().find_map(|path| {
+        let metadata = ParquetReader::new(File::open(path).ok()?).get_metadata().ok()?.clone();
+        let kv = metadata.key_value_metadata().as_ref()?;
+        kv.iter().find(|e| e.key == METRICS_KEY).and_then(|e| e.value.clone())
+    })
+}
+
 /// Who produced a committed trajectory.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Provenance {
@@ -69,12 +99,29 @@ impl Cell {
         Cell {
             family: spec.family.clone(),
             benchmark: spec.benchmark.clone(),
-            benchmark_params: spec.benchmark_params.to_string(),
+            benchmark_params: spec.benchmark_params.to_json(),
             algorithm: spec.algorithm.clone(),
-            algorithm_params: spec.algorithm_params.to_string(),
+            algorithm_params: spec.algorithm_params.to_json(),
             horizon: i64::from(spec.horizon),
         }
     }
+
+    /// This cell with its parameters as JSON, whichever form its part wrote them in (parts
+    /// written before armada stored JSON hold the canonical text `{a=1,b="x"}`): a cell
+    /// reads the same from old parts and new, so their jobs summarize together.
+    fn with_json_params(mut self) -> Cell {
+        self.benchmark_params = params_json(&self.benchmark_params);
+        self.algorithm_params = params_json(&self.algorithm_params);
+        self
+    }
+}
+
+/// Stored parameter text as JSON (text that does not read as parameters is kept as it is).
+pub fn params_json(text: &str) -> String {
+    if text.starts_with("{\"") {
+        return text.to_string();
+    }
+    text.parse::<armada_core::Params>().map_or_else(|_| text.to_string(), |p| p.to_json())
 }
 
 /// Where one committed job's rows are.
@@ -346,14 +393,15 @@ fn frame_cell(df: &DataFrame) -> Result<Cell> {
         let value = df.column(name)?.str()?.get(0);
         Ok(value.ok_or_else(|| invalid(format!("column {name:?} is null")))?.to_owned())
     };
-    Ok(Cell {
+    let cell = Cell {
         family: text(FAMILY)?,
         benchmark: text(BENCHMARK)?,
         benchmark_params: text(BENCHMARK_PARAMS)?,
         algorithm: text(ALGORITHM)?,
         algorithm_params: text(ALGORITHM_PARAMS)?,
         horizon: df.column(HORIZON)?.i64()?.get(0).ok_or_else(|| invalid("column \"horizon\" is null"))?,
-    })
+    };
+    Ok(cell.with_json_params())
 }
 
 /// The rows of `jobs`, one frame per job, in the order given. Each part is read once,
@@ -555,7 +603,8 @@ pub fn write_part(sweep_dir: &Path, metrics: &[MetricDef], mut jobs: Vec<PartJob
     let path = dir.join(part_name(&first_key));
     write_atomic(&path, |out| {
         let schema = RowGroup::new(metrics).frame()?.schema().clone();
-        let mut entries = vec![(INDEX_KEY.to_owned(), index.to_json())];
+        let mut entries =
+            vec![(INDEX_KEY.to_owned(), index.to_json()), (METRICS_KEY.to_owned(), metrics_json(metrics))];
         let provenance: BTreeMap<&str, &Provenance> =
             jobs.iter().filter_map(|j| Some((j.job.key.0.as_str(), j.provenance.as_ref()?))).collect();
         if !provenance.is_empty() {
@@ -633,9 +682,9 @@ impl JobColumns {
                 job.key.0.clone(),
                 spec.family.clone(),
                 spec.benchmark.clone(),
-                spec.benchmark_params.to_string(),
+                spec.benchmark_params.to_json(),
                 spec.algorithm.clone(),
-                spec.algorithm_params.to_string(),
+                spec.algorithm_params.to_json(),
             ],
             // Bit-for-bit: Parquet readers have no trouble with Int64, many with UInt64.
             ints: [seed, spec.sweep_seed as i64, i64::from(spec.horizon)],
@@ -759,7 +808,7 @@ impl PartIndex {
     /// Where each job of the part at `path` is.
     fn locations(&self, path: &Path) -> Result<Vec<StoredRows>> {
         let part = Arc::new(path.to_path_buf());
-        let cells: Vec<Arc<Cell>> = self.cells.iter().cloned().map(Arc::new).collect();
+        let cells: Vec<Arc<Cell>> = self.cells.iter().cloned().map(|c| Arc::new(c.with_json_params())).collect();
         let mut jobs = Vec::with_capacity(self.jobs.len());
         for (key, cell, offset, rows) in &self.jobs {
             let Some(cell) = cells.get(*cell).cloned() else {
@@ -865,9 +914,9 @@ mod tests {
         assert_eq!(s("job_key"), vec![job.key.0.clone(); 3]);
         assert_eq!(s("family"), vec!["lse"; 3]);
         assert_eq!(s("benchmark"), vec!["sinusoidal"; 3]);
-        assert_eq!(s("benchmark_params"), vec!["{noise_sd=0.1}"; 3]);
+        assert_eq!(s("benchmark_params"), vec![r#"{"noise_sd":0.1}"#; 3]);
         assert_eq!(s("algorithm"), vec!["straddle"; 3]);
-        assert_eq!(s("algorithm_params"), vec!["{beta_sqrt=3.0}"; 3]);
+        assert_eq!(s("algorithm_params"), vec![r#"{"beta_sqrt":3.0}"#; 3]);
         assert_eq!(ints(&df, "seed"), vec![Some(3); 3]);
         // u64 stored bit-for-bit.
         assert_eq!(ints(&df, "sweep_seed"), vec![Some(u64::MAX as i64); 3]);
@@ -1017,6 +1066,64 @@ mod tests {
         write_shard(dir.path(), &job, &METRICS, &records(4, 0.0)).unwrap();
         let err = stored_jobs(dir.path(), None).unwrap_err();
         assert!(format!("{err:#}").contains("is stored twice"), "{err:#}");
+    }
+
+    /// Parameters are stored as JSON; a file written before that (the canonical text
+    /// `{noise_sd=0.1}` in its rows) reads as the same cell, and its job summarizes with the
+    /// new parts' jobs of that cell, not apart.
+    #[test]
+    fn parts_written_before_json_params_read_as_the_same_cell() {
+        let dir = tempfile::tempdir().unwrap();
+        let traj = trajectories_dir(dir.path());
+        fs::create_dir_all(&traj).unwrap();
+        let old = job("lse", "sinusoidal", "straddle", 0);
+        let mut df = trajectory_frame(&old, &METRICS, &records(4, 0.0)).unwrap();
+        assert_eq!(strs(&df, "benchmark_params")[0], r#"{"noise_sd":0.1}"#);
+        for (column, text) in [("benchmark_params", "{noise_sd=0.1}"), ("algorithm_params", "{beta_sqrt=3.0}")] {
+            df.with_column(Column::new(column.into(), vec![text; 4])).unwrap();
+        }
+        write_parquet_atomic(&traj.join(format!("{}.parquet", old.key)), &df).unwrap();
+        let new = job("lse", "sinusoidal", "straddle", 1);
+        write_shard(dir.path(), &new, &METRICS, &records(4, 1.0)).unwrap();
+        let stored = stored_jobs(dir.path(), None).unwrap();
+        assert_eq!(stored.len(), 2);
+        assert!(stored.iter().all(|j| *j.cell == Cell::of(&new)), "{stored:?}");
+        assert_eq!(stored[0].cell.algorithm_params, r#"{"beta_sqrt":3.0}"#);
+        // Its spec reads back from the old text, the same spec (so the same key).
+        let specs = read_specs(&traj.join(format!("{}.parquet", old.key))).unwrap();
+        assert_eq!((specs[0].0.as_str(), &specs[0].1), (old.key.0.as_str(), &old.spec));
+        let report = crate::results::summarize(dir.path(), None).unwrap();
+        assert_eq!(report.n_jobs, 2);
+        let last = read_parquet(&report.final_path).unwrap();
+        let n = last.column("n").unwrap().i64().unwrap();
+        assert!(n.iter().all(|n| n == Some(2)), "one cell of two seeds: {last}");
+        assert!(strs(&last, "algorithm_params").iter().all(|p| p == r#"{"beta_sqrt":3.0}"#));
+    }
+
+    /// A part's footer, and the summary tables made from it, say what each metric is
+    /// (`armada.metrics`), as `armada list` would.
+    #[test]
+    fn parts_and_summaries_say_what_their_metrics_mean() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(read_metric_docs(dir.path()), None);
+        write_shard(dir.path(), &job("lse", "sinusoidal", "straddle", 0), &METRICS, &records(4, 0.0)).unwrap();
+        let docs: serde_json::Value = serde_json::from_str(&read_metric_docs(dir.path()).unwrap()).unwrap();
+        let expected: serde_json::Map<String, serde_json::Value> = METRICS
+            .iter()
+            .map(|m| {
+                let kind = if m.kind == MetricKind::Float { "float" } else { "integer" };
+                (m.name.to_string(), serde_json::json!({ "kind": kind, "doc": m.doc }))
+            })
+            .collect();
+        assert_eq!(docs, serde_json::Value::Object(expected));
+        let report = crate::results::summarize(dir.path(), None).unwrap();
+        for table in [&report.summary_path, &report.final_path] {
+            let mut reader = ParquetReader::new(File::open(table).unwrap());
+            let metadata = reader.get_metadata().unwrap();
+            let kv = metadata.key_value_metadata().as_ref().unwrap();
+            let entry = kv.iter().find(|e| e.key == METRICS_KEY).and_then(|e| e.value.clone()).unwrap();
+            assert_eq!(serde_json::from_str::<serde_json::Value>(&entry).unwrap(), docs, "{}", table.display());
+        }
     }
 
     /// A part rewritten by another tool (polars writes no `armada.jobs` footer) is refused

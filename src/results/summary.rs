@@ -278,9 +278,15 @@ pub fn write_summaries(sweep_dir: &Path, cells: &[&CellSummary], axes: &[&str]) 
     let final_path = sweep_dir.join(FINAL_FILE);
     // Each table is its cells' rows in order, as `each` pushes them.
     type Push<'a> = dyn FnMut(&DataFrame) -> Result<()> + 'a;
+    // What the metrics mean, as the parts say: the summaries carry it on.
+    let docs = read_metric_docs(sweep_dir);
     let write = |path: &Path, each: &dyn Fn(&CellSummary, &mut Push) -> Result<()>| {
         write_atomic(path, |out| {
             let mut table = TableWriter::new(out);
+            if let Some(docs) = &docs {
+                table =
+                    table.with_metadata(KeyValueMetadata::from_static(vec![(METRICS_KEY.to_owned(), docs.clone())]));
+            }
             for cell in &cells {
                 each(cell, &mut |rows| table.push(rows))?;
             }
@@ -509,8 +515,8 @@ mod tests {
         assert!(close(median[ucb1], Some(2.0)));
         assert!(close(q10[ucb1], Some(1.2)), "{:?}", q10[ucb1]);
         assert!(close(q90[ucb1], Some(2.8)), "{:?}", q90[ucb1]);
-        assert_eq!(strs(&summary, "benchmark_params")[2], "{noise_sd=0.1}");
-        assert_eq!(strs(&summary, "algorithm_params")[2], "{beta_sqrt=3.0}");
+        assert_eq!(strs(&summary, "benchmark_params")[2], r#"{"noise_sd":0.1}"#);
+        assert_eq!(strs(&summary, "algorithm_params")[2], r#"{"beta_sqrt":3.0}"#);
         assert_eq!(ints(&summary, "horizon"), vec![Some(2); 8]);
 
         // final.parquet: each job's last step only.

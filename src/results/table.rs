@@ -197,13 +197,13 @@ mod tests {
             line.split("  ").map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect()
         };
         let arms = cells(lines[2]);
-        assert_eq!(arms[..5], ["arms", "{noise_sd=0.1}", "thompson", "{beta_sqrt=3.0}", "1"]);
+        assert_eq!(arms[..5], ["arms", r#"{"noise_sd":0.1}"#, "thompson", r#"{"beta_sqrt":3.0}"#, "1"]);
         assert_eq!(arms[regret_col], "-");
         assert!(arms.contains(&"1.000".to_owned()), "reward of the one seed: {arms:?}");
 
         // straddle, last step: [1, 2, 4]: mean 7/3, se sqrt(7/3)/sqrt(3) = sqrt(7)/3.
         let straddle = cells(lines[3]);
-        assert_eq!(straddle[..5], ["sinusoidal", "{noise_sd=0.1}", "straddle", "{beta_sqrt=3.0}", "3"]);
+        assert_eq!(straddle[..5], ["sinusoidal", r#"{"noise_sd":0.1}"#, "straddle", r#"{"beta_sqrt":3.0}"#, "3"]);
         assert_eq!(straddle[regret_col], "2.333 ± 0.8819", "{table}");
         let ucb = cells(lines[4]);
         assert_eq!(ucb[2], "ucb");

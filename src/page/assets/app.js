@@ -47,8 +47,10 @@ function duration(s) {
 function variant(name, params) { return params && params !== "{}" ? `${name} ${params}` : name; }
 
 // `{a=1,b="x,y"}` as [["a", "1"], ["b", "\"x,y\""]]: commas inside quotes do not split.
+// Result files store JSON, `{"a":1,"b":"x,y"}`: its names are unquoted first (values keep
+// their text, so 3.0 stays 3.0).
 function paramPairs(params) {
-  const body = (params || "").replace(/^\{|\}$/g, "");
+  const body = (params || "").replace(/"(\w+)":/g, "$1=").replace(/^\{|\}$/g, "");
   const pairs = [];
   let current = "", quoted = false;
   for (const c of body) {

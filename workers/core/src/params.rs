@@ -484,13 +484,149 @@ impl fmt::Display for Params {
     }
 }
 
-/// The inverse of the canonical text: `{a=1,b="x"}` back into parameters, so that a job's
+impl Params {
+    /// The parameters as a JSON object, `{"a":1,"b":"x"}`: how result files store them, so
+    /// that any tool filters on a parameter (`json.loads`, DuckDB's `->>`, polars'
+    /// `str.json_path_match`). Keys sorted; a float keeps its `.` or exponent (`3.0`, `1e-7`),
+    /// so it reads back as a float, bit for bit. JSON has no infinity or NaN: such a value
+    /// (validation refuses them in jobs) is written as a string.
+    pub fn to_json(&self) -> String {
+        let mut out = String::from("{");
+        for (i, (k, v)) in self.0.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            json_string(&mut out, k);
+            out.push(':');
+            match v {
+                ParamValue::Bool(b) => out.push_str(&b.to_string()),
+                ParamValue::Int(i) => out.push_str(&i.to_string()),
+                ParamValue::Float(x) if x.is_finite() => out.push_str(&format!("{x:?}")),
+                ParamValue::Float(x) => json_string(&mut out, &format!("{x:?}")),
+                ParamValue::Str(s) => json_string(&mut out, s),
+            }
+        }
+        out.push('}');
+        out
+    }
+
+    /// Parameters from a JSON object as [`Params::to_json`] writes it.
+    fn from_json(text: &str) -> Result<Params, String> {
+        let bad = |what: &str| format!("{text:?}: {what}");
+        let mut rest = text.strip_prefix('{').ok_or_else(|| bad("not a JSON object"))?.trim_start();
+        let mut params = Params::new();
+        if let Some(after) = rest.strip_prefix('}') {
+            return if after.trim().is_empty() { Ok(params) } else { Err(bad("text after the object")) };
+        }
+        loop {
+            let (name, after) = json_string_prefix(rest).map_err(|e| bad(&e))?;
+            let after = after.trim_start().strip_prefix(':').ok_or_else(|| bad("a name without its `:`"))?.trim_start();
+            let (value, after) = json_value_prefix(after).map_err(|e| bad(&format!("parameter `{name}`: {e}")))?;
+            params.insert(name, value);
+            let after = after.trim_start();
+            if let Some(more) = after.strip_prefix(',') {
+                rest = more.trim_start();
+            } else if let Some(end) = after.strip_prefix('}') {
+                return if end.trim().is_empty() { Ok(params) } else { Err(bad("text after the object")) };
+            } else {
+                return Err(bad(&format!("`{after}` after a value")));
+            }
+        }
+    }
+}
+
+/// `s` as a JSON string, quoted and escaped.
+fn json_string(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// The JSON string at the start of `text`, unescaped, and what follows it.
+fn json_string_prefix(text: &str) -> Result<(String, &str), String> {
+    let quoted = text.strip_prefix('"').ok_or("expected a string")?;
+    let mut value = String::new();
+    let mut chars = quoted.char_indices();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '"' => return Ok((value, &quoted[i + 1..])),
+            '\\' => {
+                let escaped = match chars.next().map(|(_, c)| c) {
+                    Some(c @ ('"' | '\\' | '/')) => c,
+                    Some('b') => '\u{8}',
+                    Some('f') => '\u{c}',
+                    Some('n') => '\n',
+                    Some('r') => '\r',
+                    Some('t') => '\t',
+                    Some('u') => {
+                        let high = hex4(&mut chars)?;
+                        let code = if (0xD800..0xDC00).contains(&high) {
+                            // A surrogate pair: \uD83D\uDE00.
+                            let low = match (chars.next(), chars.next()) {
+                                (Some((_, '\\')), Some((_, 'u'))) => hex4(&mut chars)?,
+                                _ => return Err("a lone surrogate".into()),
+                            };
+                            0x10000 + ((high - 0xD800) << 10) + (low.wrapping_sub(0xDC00) & 0x3FF)
+                        } else {
+                            high
+                        };
+                        char::from_u32(code).ok_or("a bad \\u escape")?
+                    }
+                    other => return Err(format!("bad escape {other:?} in a string")),
+                };
+                value.push(escaped);
+            }
+            c => value.push(c),
+        }
+    }
+    Err("a string without its closing quote".into())
+}
+
+/// Four hex digits of a `\\u` escape.
+fn hex4(chars: &mut std::str::CharIndices) -> Result<u32, String> {
+    let hex: String = chars.take(4).map(|(_, c)| c).collect();
+    u32::from_str_radix(&hex, 16).map_err(|_| format!("bad escape \\u{hex}"))
+}
+
+/// The JSON value (boolean, number or string) at the start of `text`, and what follows it.
+fn json_value_prefix(text: &str) -> Result<(ParamValue, &str), String> {
+    if text.starts_with('"') {
+        let (s, after) = json_string_prefix(text)?;
+        return Ok((ParamValue::Str(s), after));
+    }
+    let end = text.find([',', '}', ' ']).unwrap_or(text.len());
+    let (token, after) = text.split_at(end);
+    let value = match token {
+        "true" => ParamValue::Bool(true),
+        "false" => ParamValue::Bool(false),
+        // A float always has a `.` or an exponent (see to_json).
+        t if t.contains(['.', 'e', 'E']) => ParamValue::Float(t.parse().map_err(|_| format!("`{t}` is not a number"))?),
+        t => ParamValue::Int(t.parse().map_err(|_| format!("`{t}` is not a value"))?),
+    };
+    Ok((value, after))
+}
+
+/// Parameters back from either written form: the canonical text `{a=1,b="x"}` (job keys,
+/// result files before JSON) or JSON `{"a":1,"b":"x"}` (result files now), so that a job's
 /// spec can be read back from its result rows (`armada check --repair` rebuilds a lost
 /// store from them, and checks each rebuilt job's key against the one its rows carry).
 impl std::str::FromStr for Params {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Params, String> {
+        if text.strip_prefix('{').is_some_and(|t| t.trim_start().starts_with('"')) {
+            return Params::from_json(text);
+        }
         let inner = text
             .strip_prefix('{')
             .and_then(|t| t.strip_suffix('}'))
@@ -618,6 +754,72 @@ mod tests {
             assert!(bad.parse::<Params>().is_err(), "{bad} was accepted");
         }
         assert_eq!("{}".parse::<Params>().unwrap(), Params::new());
+    }
+
+    /// The JSON form reads back to the same parameters, bit for bit, and an independent JSON
+    /// reader (serde_json) reads the same names and values from it; malformed JSON is refused.
+    #[test]
+    fn json_reads_back_to_the_same_parameters_and_is_json() {
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let tricky =
+            ["", "a,b", "say \"hi\"", "back\\slash", "{\"x\":1}", "tab\tnew\nline\r\0", "é ü 𝔼", "\u{7f}\u{1b}", "/"];
+        for round in 0..2000 {
+            let mut p = Params::new();
+            for k in 0..(next() % 5) {
+                let name = format!("p{k}_{}", next() % 3);
+                let value = match next() % 6 {
+                    0 => ParamValue::Bool(next() % 2 == 0),
+                    1 => ParamValue::Int(next() as i64),
+                    2 => ParamValue::Float(f64::from_bits(next() >> 2)), // finite
+                    3 => ParamValue::Float([0.1, -0.0, 1e300, 5e-324, 3.0, 1e-7, -2.5e-300][k as usize % 7]),
+                    4 => ParamValue::Int([0, -1, i64::MIN, i64::MAX][k as usize % 4]),
+                    _ => ParamValue::Str(tricky[(next() % tricky.len() as u64) as usize].to_string()),
+                };
+                p.insert(name, value);
+            }
+            let json = p.to_json();
+            let back: Params = json.parse().unwrap_or_else(|e| panic!("round {round}: {json}: {e}"));
+            let bits = |p: &Params| -> Vec<(String, String)> {
+                p.iter()
+                    .map(|(k, v)| match v {
+                        ParamValue::Float(x) => (k.clone(), format!("f{:x}", x.to_bits())),
+                        v => (k.clone(), v.to_string()),
+                    })
+                    .collect()
+            };
+            assert_eq!(bits(&back), bits(&p), "round {round}: {json}");
+            let theirs: serde_json::Value = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{json}: {e}"));
+            let object = theirs.as_object().unwrap();
+            assert_eq!(object.len(), p.iter().count(), "{json}");
+            for (k, v) in p.iter() {
+                let t = &object[k.as_str()];
+                match v {
+                    ParamValue::Bool(b) => assert_eq!(t.as_bool(), Some(*b)),
+                    ParamValue::Int(i) => assert_eq!(t.as_i64(), Some(*i), "{json}"),
+                    ParamValue::Float(x) => {
+                        let y = t.as_f64().unwrap();
+                        assert!(t.is_f64() && (y == *x || (y - x).abs() <= x.abs() * 4e-16), "{json}: {k}")
+                    }
+                    ParamValue::Str(s) => assert_eq!(t.as_str(), Some(s.as_str()), "{json}"),
+                }
+            }
+        }
+        assert_eq!(Params::new().to_json(), "{}");
+        let mut p = Params::new();
+        p.insert("beta_sqrt".into(), ParamValue::Float(3.0));
+        p.insert("tie_break".into(), ParamValue::Str("random".into()));
+        p.insert("n".into(), ParamValue::Int(7));
+        assert_eq!(p.to_json(), r#"{"beta_sqrt":3.0,"n":7,"tie_break":"random"}"#);
+        assert_eq!(r#"{ "n" : 7 , "beta_sqrt":3.0,"tie_break":"random" }"#.parse::<Params>().unwrap(), p);
+        for bad in [r#"{"a"}"#, r#"{"a":1,}"#, r#"{"a":1b}"#, r#"{"a":"open}"#, r#"{"a":1}x"#, r#"{"a":"\q"}"#] {
+            assert!(bad.parse::<Params>().is_err(), "{bad} was accepted");
+        }
     }
 
     crate::choice! {
