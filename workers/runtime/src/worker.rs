@@ -279,6 +279,8 @@ async fn registered_session(
     let mut leasing = String::new();
     // Finished attempts waiting to be sent, and batches sent and not yet answered.
     let mut ready: Vec<(u64, ReadyToCommit)> = Vec::new();
+    // Attempts that finished and wait for their commit (pruned to `running` at each heartbeat).
+    let mut awaiting_commit: std::collections::HashSet<u64> = std::collections::HashSet::new();
     let mut ready_since = tokio::time::Instant::now();
     let mut commits: JoinSet<Result<Vec<u64>, tonic::Status>> = JoinSet::new();
     let mut n_committing = 0;
@@ -333,9 +335,14 @@ async fn registered_session(
                 let attempt_ids: Vec<u64> = running.keys().copied().collect();
                 let started_ids = attempt_ids.iter().copied().filter(|id| !waiting.contains(id)).collect();
                 let request = pb::HeartbeatRequest { session: session.to_string(), attempt_ids, started_ids };
+                awaiting_commit.retain(|id| running.contains_key(id));
                 match client.heartbeat(request).await {
                     Ok(reply) => {
                         for id in reply.into_inner().abandon {
+                            if awaiting_commit.contains(&id) {
+                                // Its commit is in flight: the coordinator settled it first.
+                                continue;
+                            }
                             if let Some(cancel) = running.get(&id) {
                                 info!("attempt {id}: the coordinator says stop (cancelled or superseded)");
                                 let _ = cancel.send(true);
@@ -381,6 +388,7 @@ async fn registered_session(
                                 ready_since = tokio::time::Instant::now();
                             }
                             ready.push((id, ready_job));
+                            awaiting_commit.insert(id);
                         }
                         Ok(None) => {
                             running.remove(&id);
