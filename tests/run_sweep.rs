@@ -5,6 +5,7 @@ mod common;
 use common::{armada, assert_same_trajectory, jobs, jobs_in, part_files, read, text};
 use polars::prelude::*;
 use std::collections::BTreeMap;
+use std::process::Command;
 
 const SMALL: &str = r#"
 family = "lse"
@@ -406,4 +407,73 @@ fn check_reports_lost_rows_and_repair_reruns_them_to_the_same_results() {
     assert_eq!(checked.status.code(), Some(1), "{report}{}", text(&checked.stderr));
     assert!(report.contains(store.to_str().unwrap()) && report.contains("damaged, SQLite cannot read it"), "{report}");
     assert!(report.contains("fix: --repair moves it to armada.damaged/"), "{report}");
+}
+
+/// README's five-minute tour, its commands as written (the cluster's on loopback with ports
+/// the OS picks, not 0.0.0.0:7070): a sweep run in a fresh directory, its final table read by
+/// the tour's polars snippet, its report, and the three cluster commands with a token.
+#[test]
+fn the_readmes_tour_runs_as_written() {
+    use common::cluster::{client_env, serve, worker_args};
+    let readme = std::fs::read_to_string(common::manifest_dir().join("README.md")).unwrap();
+    let tour = readme.split("## A five-minute tour").nth(1).unwrap().split("\n## ").next().unwrap();
+    let commands = [
+        "armada report results/lse-finite-quick",
+        "armada serve --data results",
+        r#"armada serve --listen 0.0.0.0:7070 --data armada-data --token "$TOKEN""#,
+        r#"armada worker --coordinator http://HOST:7070 --token "$TOKEN""#,
+        r#"armada submit sweeps/lse-finite-quick.toml --coordinator http://HOST:7070 --token "$TOKEN""#,
+    ];
+    for command in commands {
+        assert!(tour.contains(command), "the tour no longer says `{command}`");
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::create_dir(dir.join("sweeps")).unwrap();
+    let sweep = common::manifest_dir().join("sweeps/lse-finite-quick.toml");
+    std::fs::copy(&sweep, dir.join("sweeps/lse-finite-quick.toml")).unwrap();
+    let armada_in = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_armada")).args(args).current_dir(dir).output().expect("armada runs")
+    };
+    // The first of the two commands, then the tour's.
+    let run = armada_in(&["run", "sweeps/lse-finite-quick.toml", "--quiet"]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let report = armada_in(&["report", "results/lse-finite-quick"]);
+    assert!(report.status.success(), "{}", text(&report.stderr));
+    assert!(dir.join("results/lse-finite-quick/report.html").is_file());
+
+    // The polars snippet, as written, in the analysis scripts' venv.
+    if let Some(python) = analysis_python() {
+        let snippet = tour.split("```python\n").nth(1).unwrap().split("```").next().unwrap();
+        let out = Command::new(python).args(["-c", snippet]).current_dir(dir).output().unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let printed = text(&out.stdout);
+        // 15 cells, then the straddle rows whose beta_sqrt is 3.0 (the sweep's straddle).
+        assert!(printed.contains("shape: (15, 5)") && printed.contains("rand-straddle"), "{printed}");
+        let filtered = printed.split("shape: ").nth(2).unwrap_or_else(|| panic!("{printed}"));
+        assert!(filtered.starts_with("(3, ") && filtered.contains("straddle"), "{printed}");
+    }
+
+    // The cluster, in three commands (and a watch), with a token.
+    let token = "tour-token-0123456789abcdef";
+    let coord = serve(&dir.join("armada-data"), 0, &["--token", token]);
+    let _worker = worker_args(&coord.url, 2, &dir.join("w.log"), &["--token", token], &[]);
+    let env = [("ARMADA_TOKEN", token)];
+    let submitted = client_env(&["submit", "sweeps/lse-finite-quick.toml"], &coord.url, 60, &env);
+    assert!(submitted.status.success(), "{}", text(&submitted.stderr));
+    let watched = client_env(&["watch", "lse-finite-quick", "--quiet"], &coord.url, 120, &env);
+    assert!(watched.status.success(), "{}", text(&watched.stderr));
+    assert_eq!(jobs(&dir.join("armada-data/lse-finite-quick")).len(), 75);
+}
+
+/// The analysis scripts' venv (None, skipping, where python3 cannot make one).
+fn analysis_python() -> Option<std::path::PathBuf> {
+    let usable =
+        Command::new("python3").args(["-c", "import ensurepip, venv"]).output().is_ok_and(|o| o.status.success());
+    if !usable {
+        assert!(std::env::var("ARMADA_REQUIRE_PYTHON").as_deref() != Ok("1"), "python3 with venv is needed");
+        eprintln!("SKIPPED: the tour's Python snippet (python3 -m venv is not available)");
+        return None;
+    }
+    Some(common::python_venv("analysis", &common::manifest_dir().join("analysis/requirements.txt")))
 }
