@@ -712,36 +712,61 @@ mod tests {
         assert_eq!(texts, ["0", "0.05", "1000", "999999", "1e6", "1.5e-7", "-3e12"]);
     }
 
-    /// Canonical text reads back to the same parameters, for every kind of value: floats of
-    /// any bits (shortest form, exponents, infinities, -0.0; NaN compares by text), strings
-    /// with quotes, escapes, commas, braces and non-ASCII; and malformed text is refused.
-    #[test]
-    fn canonical_text_reads_back_to_the_same_parameters() {
-        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    /// `n` sets of up to 4 parameters of every kind (floats of any bits, extreme integers,
+    /// strings with quotes, escapes, commas, braces and non-ASCII), from an xorshift seeded
+    /// with `seed`; `finite` keeps floats finite (JSON has no infinity or NaN).
+    fn random_params(seed: u64, n: usize, finite: bool) -> Vec<Params> {
+        let mut state = seed;
         let mut next = move || {
             state ^= state << 13;
             state ^= state >> 7;
             state ^= state << 17;
             state
         };
-        let tricky =
-            ["", "a,b", "say \"hi\"", "back\\slash", "{x=1}", "tab\tnew\nline\r\0", "é ü 𝔼", "\u{7f}\u{1b}", "="];
-        for round in 0..2000 {
-            let mut p = Params::new();
-            for k in 0..(next() % 5) {
-                let name = format!("p{k}_{}", next() % 3);
-                let value = match next() % 6 {
-                    0 => ParamValue::Bool(next() % 2 == 0),
-                    1 => ParamValue::Int(next() as i64),
-                    2 => ParamValue::Float(f64::from_bits(next())),
-                    3 => ParamValue::Float(
-                        [0.1, -0.0, 1e300, 5e-324, f64::INFINITY, f64::NEG_INFINITY, 3.0, 1e-7][k as usize % 8],
-                    ),
-                    4 => ParamValue::Int([0, -1, i64::MIN, i64::MAX][k as usize % 4]),
-                    _ => ParamValue::Str(tricky[(next() % tricky.len() as u64) as usize].to_string()),
-                };
-                p.insert(name, value);
-            }
+        let tricky = [
+            "",
+            "a,b",
+            "say \"hi\"",
+            "back\\slash",
+            "{x=1}",
+            "{\"x\":1}",
+            "tab\tnew\nline\r\0",
+            "é ü 𝔼",
+            "\u{7f}\u{1b}",
+            "=",
+            "/",
+        ];
+        let floats = [0.1, -0.0, 1e300, 5e-324, f64::INFINITY, f64::NEG_INFINITY, 3.0, 1e-7, -2.5e-300];
+        (0..n)
+            .map(|_| {
+                let mut p = Params::new();
+                for k in 0..(next() % 5) {
+                    let name = format!("p{k}_{}", next() % 3);
+                    let value = match next() % 6 {
+                        0 => ParamValue::Bool(next() % 2 == 0),
+                        1 => ParamValue::Int(next() as i64),
+                        // Shifted right, the exponent is never all ones: finite.
+                        2 => ParamValue::Float(f64::from_bits(if finite { next() >> 2 } else { next() })),
+                        3 => ParamValue::Float(floats[k as usize % 9]),
+                        4 => ParamValue::Int([0, -1, i64::MIN, i64::MAX][k as usize % 4]),
+                        _ => ParamValue::Str(tricky[(next() % tricky.len() as u64) as usize].to_string()),
+                    };
+                    match value {
+                        ParamValue::Float(x) if finite && !x.is_finite() => p.insert(name, ParamValue::Float(3.5)),
+                        value => p.insert(name, value),
+                    }
+                }
+                p
+            })
+            .collect()
+    }
+
+    /// Canonical text reads back to the same parameters, for every kind of value: floats of
+    /// any bits (shortest form, exponents, infinities, -0.0; NaN compares by text), strings
+    /// with quotes, escapes, commas, braces and non-ASCII; and malformed text is refused.
+    #[test]
+    fn canonical_text_reads_back_to_the_same_parameters() {
+        for (round, p) in random_params(0x9e37_79b9_7f4a_7c15, 2000, false).into_iter().enumerate() {
             let text = p.to_string();
             let back: Params = text.parse().unwrap_or_else(|e| panic!("round {round}: {text}: {e}"));
             assert_eq!(back.to_string(), text, "round {round}");
@@ -760,29 +785,7 @@ mod tests {
     /// reader (serde_json) reads the same names and values from it; malformed JSON is refused.
     #[test]
     fn json_reads_back_to_the_same_parameters_and_is_json() {
-        let mut state = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
-        let tricky =
-            ["", "a,b", "say \"hi\"", "back\\slash", "{\"x\":1}", "tab\tnew\nline\r\0", "é ü 𝔼", "\u{7f}\u{1b}", "/"];
-        for round in 0..2000 {
-            let mut p = Params::new();
-            for k in 0..(next() % 5) {
-                let name = format!("p{k}_{}", next() % 3);
-                let value = match next() % 6 {
-                    0 => ParamValue::Bool(next() % 2 == 0),
-                    1 => ParamValue::Int(next() as i64),
-                    2 => ParamValue::Float(f64::from_bits(next() >> 2)), // finite
-                    3 => ParamValue::Float([0.1, -0.0, 1e300, 5e-324, 3.0, 1e-7, -2.5e-300][k as usize % 7]),
-                    4 => ParamValue::Int([0, -1, i64::MIN, i64::MAX][k as usize % 4]),
-                    _ => ParamValue::Str(tricky[(next() % tricky.len() as u64) as usize].to_string()),
-                };
-                p.insert(name, value);
-            }
+        for (round, p) in random_params(0x2545_f491_4f6c_dd1d, 2000, true).into_iter().enumerate() {
             let json = p.to_json();
             let back: Params = json.parse().unwrap_or_else(|e| panic!("round {round}: {json}: {e}"));
             let bits = |p: &Params| -> Vec<(String, String)> {
