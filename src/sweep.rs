@@ -221,13 +221,20 @@ pub fn parse_sweep_limited(
 /// The most errors of one sweep file reported; a count stands for the rest.
 pub const MAX_REPORTED: usize = 20;
 
-/// The errors of a sweep file found so far.
+/// The errors of a sweep file found so far: the first [`MAX_REPORTED`] kept, the rest
+/// counted (a grid of millions of bad cells must not hold millions of messages).
 #[derive(Default)]
-struct Errors(Vec<SpecError>);
+struct Errors {
+    kept: Vec<SpecError>,
+    total: usize,
+}
 
 impl Errors {
     fn push(&mut self, e: SpecError) {
-        self.0.push(e);
+        if self.kept.len() < MAX_REPORTED {
+            self.kept.push(e);
+        }
+        self.total += 1;
     }
 
     /// The value, or None with its error kept.
@@ -237,7 +244,7 @@ impl Errors {
 
     /// Err (all of them, as one error) when any was found.
     fn check(&mut self) -> Result<(), SpecError> {
-        if self.0.is_empty() {
+        if self.total == 0 {
             Ok(())
         } else {
             Err(std::mem::take(self).into_error())
@@ -246,13 +253,13 @@ impl Errors {
 
     /// One error standing for all: itself when alone, else a count and a line each.
     fn into_error(mut self) -> SpecError {
-        match self.0.len() {
+        match self.total {
             0 => SpecError::new("", "the sweep file is not valid"),
-            1 => self.0.remove(0),
+            1 => self.kept.remove(0),
             n => {
-                let mut lines: Vec<String> = self.0.iter().take(MAX_REPORTED).map(|e| format!("  {e}")).collect();
-                if n > MAX_REPORTED {
-                    lines.push(format!("  ... and {} more", n - MAX_REPORTED));
+                let mut lines: Vec<String> = self.kept.iter().map(|e| format!("  {e}")).collect();
+                if n > self.kept.len() {
+                    lines.push(format!("  ... and {} more", n - self.kept.len()));
                 }
                 SpecError::new("", format!("{n} errors:\n{}", lines.join("\n")))
             }
