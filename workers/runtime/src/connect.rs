@@ -120,3 +120,89 @@ pub fn misdial_hint(status: &tonic::Status) -> Option<&'static str> {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io;
+
+    /// An error with a message and a source, as tonic's and hyper's nest theirs.
+    #[derive(Debug)]
+    struct Nested(&'static str, Option<Box<dyn std::error::Error + Send + Sync>>);
+
+    impl std::fmt::Display for Nested {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+
+    impl std::error::Error for Nested {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1.as_deref().map(|e| e as &(dyn std::error::Error + 'static))
+        }
+    }
+
+    fn transport(cause: impl std::error::Error + Send + Sync + 'static) -> Nested {
+        Nested("transport error", Some(Box::new(cause)))
+    }
+
+    /// Each cause at the bottom of a "transport error" is named, with the address: the
+    /// branches a test on loopback cannot reach (an unknown host, a silent one) included.
+    #[test]
+    fn a_failed_dial_says_why() {
+        let refused = transport(io::Error::from(io::ErrorKind::ConnectionRefused));
+        assert!(
+            explain("http://127.0.0.1:9", &refused).starts_with("connection refused: nothing listens at 127.0.0.1:9 (")
+        );
+        let lookup = io::Error::other("failed to lookup address information: Name or service not known");
+        let dns = transport(Nested("dns error", Some(Box::new(lookup))));
+        assert_eq!(
+            explain("http://nowhere.invalid:7070", &dns),
+            "unknown host `nowhere.invalid` (failed to lookup address information: Name or service not known)"
+        );
+        let silent = transport(Nested("timeout: deadline has elapsed", None));
+        assert_eq!(
+            explain("http://10.1.2.3:7070/", &silent),
+            "no answer from 10.1.2.3:7070 within 5s (a firewall, or a host that is down?)"
+        );
+        let untrusted =
+            transport(io::Error::new(io::ErrorKind::InvalidData, "invalid peer certificate: UnknownIssuer"));
+        assert!(explain("https://h:7070", &untrusted)
+            .starts_with("TLS handshake failed (invalid peer certificate: UnknownIssuer); is --tls-ca the CA"));
+        let plain = transport(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "received corrupt message of type InvalidContentType",
+        ));
+        assert!(
+            explain("https://h:7070", &plain).ends_with("the server did not answer TLS: does it serve plain http://?")
+        );
+        assert_eq!(explain("http://h:1", &transport(Nested("something else", None))), "something else");
+    }
+
+    #[test]
+    fn odd_answers_hint_at_what_was_dialled() {
+        let dashboard = tonic::Status::internal(
+            "protocol error: received message with invalid compression flag: 110 (valid flags are 0 and 1) while \
+             receiving response with status: 404 Not Found",
+        );
+        assert!(misdial_hint(&dashboard).unwrap().contains("is this the dashboard's port?"));
+        let unimplemented =
+            tonic::Status::unimplemented("grpc-status header missing, mapped from HTTP status code 404");
+        assert!(misdial_hint(&unimplemented).unwrap().contains("dashboard's port"));
+        assert!(misdial_hint(&tonic::Status::unknown("transport error")).unwrap().contains("use https://"));
+        assert_eq!(misdial_hint(&tonic::Status::not_found("no sweep `x`")), None);
+    }
+
+    #[test]
+    fn urls_that_cannot_work_are_refused_before_dialling() {
+        let err = |url: &str| check_url(url).unwrap_err().to_string();
+        assert_eq!(
+            err("127.0.0.1:7070"),
+            "coordinator URL `127.0.0.1:7070` has no scheme: write http://127.0.0.1:7070 (or https://127.0.0.1:7070 with --tls-ca)"
+        );
+        assert_eq!(err("ftp://h:1"), "coordinator URL `ftp://h:1`: the scheme must be http:// or https://, not ftp://");
+        assert_eq!(err("http://"), "coordinator URL `http://` has no host");
+        assert_eq!(err("http://:7070"), "coordinator URL `http://:7070` has no host");
+        assert!(check_url("http://127.0.0.1:7070").is_ok() && check_url("https://coord.example:7070").is_ok());
+    }
+}
