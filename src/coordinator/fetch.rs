@@ -129,13 +129,15 @@ fn trajectories(
             && matches(&filter.algorithm, &job.cell.algorithm)
             && matches(&filter.algorithm_params, &job.cell.algorithm_params)
     };
-    // What the done jobs have, to say so when nothing matched.
+    // What the done jobs have, to say so if nothing matches (gathered only until something does).
     let (mut benchmarks, mut algorithms, mut n_sent) = (BTreeSet::new(), BTreeSet::new(), 0usize);
     for path in results::part_files(sweep_dir)? {
         let in_part = results::read_index(&path)?;
-        for job in in_part.iter().filter(|j| done.contains(&j.key)) {
-            benchmarks.insert(job.cell.benchmark.clone());
-            algorithms.insert(job.cell.algorithm.clone());
+        if n_sent == 0 {
+            for job in in_part.iter().filter(|j| done.contains(&j.key)) {
+                benchmarks.insert(job.cell.benchmark.as_str().to_owned());
+                algorithms.insert(job.cell.algorithm.as_str().to_owned());
+            }
         }
         let chosen: Vec<&StoredRows> = in_part.iter().filter(|j| wanted(j)).collect();
         if chosen.is_empty() {

@@ -91,7 +91,7 @@ use error::{damaged, invalid, io, not_armadas, nothing_to_summarize, Within};
 pub use error::{Result, ResultsError};
 
 pub use part::{
-    encode_jobs, file_name, for_each_job, params_json, part_files, part_name, read_index, read_jobs, read_metric_docs,
+    encode_jobs, file_name, for_each_job, part_files, part_name, read_index, read_jobs, read_metric_docs,
     read_provenance, read_rows_at, read_specs, readable_jobs, stored_jobs, stored_keys, sweeps_with_parts,
     trajectories_dir, write_part, write_shard, Cell, PartJob, Provenance, Readable, StoredRows, WrittenPart,
     METRICS_KEY,

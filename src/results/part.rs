@@ -117,7 +117,7 @@ impl Cell {
 }
 
 /// Stored parameter text as JSON (text that does not read as parameters is kept as it is).
-pub fn params_json(text: &str) -> String {
+fn params_json(text: &str) -> String {
     if text.starts_with("{\"") {
         return text.to_string();
     }
