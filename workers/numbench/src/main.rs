@@ -15,6 +15,7 @@
 //!     --python /path/to/venv/bin/python                    # and the CDT authors' code (one run each)
 //! cargo run --release -p armada-numbench -- --against /tmp/base/target/release/armada-numbench \
 //!     --rounds 5                                           # A/B against another build, same run
+//! cargo run --release -p armada-numbench -- --cdt-table1   # the CDT paper's Table 1 (about 15 min)
 //! ```
 //!
 //! `--against BIN` times each workload in this build and in another numbench binary (a
@@ -29,6 +30,8 @@
 //! run as released; its recorded time stays).
 //!
 //! Ratios are armada's seconds over the other column: below 1 is faster than it.
+
+mod table1;
 
 use armada_core::{run_job, JobSpec, ParamValue, Registry};
 use std::collections::BTreeMap;
@@ -353,6 +356,7 @@ fn ratio(a: f64, b: f64) -> String {
 struct Args {
     full: bool,
     record: bool,
+    cdt_table1: bool,
     only: Option<String>,
     python: Option<String>,
     reference_lse: Option<String>,
@@ -363,6 +367,7 @@ struct Args {
 
 const USAGE: &str = "usage: armada-numbench [--full] [--only NAME] [--record] [--rounds N] [--against BIN]
                        [--reference-lse DIR] [--reference-cdt DIR] [--python PY]
+       armada-numbench --cdt-table1 [--rounds N]
 (see workers/numbench/src/main.rs and README.md for what each does)";
 
 /// `Ok(None)` for `--help`.
@@ -378,6 +383,10 @@ fn parse_args(args: &[String]) -> Result<Option<Args>, String> {
             }
             "--record" => {
                 parsed.record = true;
+                continue;
+            }
+            "--cdt-table1" => {
+                parsed.cdt_table1 = true;
                 continue;
             }
             "--only" => &mut parsed.only,
@@ -444,6 +453,10 @@ fn main() {
             .filter(|&r| r > 0)
             .unwrap_or_else(|| fail(&format!("--rounds {r}: a positive integer"))),
     };
+    if args.cdt_table1 {
+        println!("{}", table1::table(&registry, rounds, |registry, spec| time_job(registry, spec).seconds));
+        return;
+    }
     if let Some(bin) = &against {
         if !bin.is_file() {
             fail(&format!("--against {}: no such file (a numbench binary of another build)", bin.display()));
@@ -587,6 +600,8 @@ mod tests {
             }
         );
         assert_eq!(parse(&[]).unwrap(), Some(Args::default()));
+        let table1 = parse(&["--cdt-table1", "--rounds", "3"]).unwrap().unwrap();
+        assert_eq!(table1, Args { cdt_table1: true, rounds: Some("3".into()), ..Args::default() });
         assert_eq!(parse(&["--record", "--help"]).unwrap(), None);
         assert_eq!(parse(&["--rouns", "5"]).unwrap_err(), "unknown argument `--rouns`");
         assert_eq!(parse(&["--only"]).unwrap_err(), "--only needs a value");
