@@ -365,7 +365,8 @@ IS_YAHOO = pl.col("benchmark") == "yahoo-standin"
 IS_GRID = (pl.col("benchmark") == "unit-ball") & (pl.col("algorithm") == "fixed")
 IS_SWITCHING = (pl.col("family") == "lipschitz") & (pl.col("benchmark") == "switching")
 IS_LIPCHECK = pl.col("family") == "lipschitz-check"
-IS_REFCODE = MAIN_ENV & (pl.col("algorithm") == "cdt") & pl.col("preset").is_in(["refcode", "refcode-fixed"])
+REFCODE_PRESETS = ["refcode", "refcode-fixed", "refcode-map"]
+IS_REFCODE = MAIN_ENV & (pl.col("algorithm") == "cdt") & pl.col("preset").is_in(REFCODE_PRESETS)
 KINDS = {
     "main": IS_MAIN,
     "table4": IS_TABLE4,
@@ -414,18 +415,20 @@ def comparable(*cells: dict | None) -> bool:
 MISMATCH_WARNED: list[bool] = []
 
 
-def resolution(pairs: list[tuple[dict | None, dict | None]], effect: float = 0.02) -> str:
+def resolution(pairs: list[tuple[dict | None, dict | None]], effect: float = 0.02, source: str = "") -> str:
     """Whether these runs can resolve a relative `effect` between the two cells of each pair (the
-    paper's differences are about 2%): the median standard error of a difference of the two means,
+    paper's differences are about 2%; `source` says where another effect comes from): the median
+    standard error of a difference of the two means,
     relative to the second, how many differences exceed two such errors, and the repetitions per
     cell at which `effect` would be two standard errors (the error falls as 1/sqrt(n))."""
-    rel, beyond, ns_ = [], 0, []
+    rel, beyond, above, ns_ = [], 0, 0, []
     for a, b in pairs:
         if not comparable(a, b) or a.get("se") is None or b.get("se") is None or not b["mean"]:
             continue
         se = (a["se"] ** 2 + b["se"] ** 2) ** 0.5
         rel.append(se / abs(b["mean"]))
         beyond += abs(a["mean"] - b["mean"]) > 2 * se
+        above += a["mean"] - b["mean"] > 2 * se
         ns_.append(b["n"])
     if not rel:
         return "Noise: no pair of cells to weigh."
@@ -434,7 +437,8 @@ def resolution(pairs: list[tuple[dict | None, dict | None]], effect: float = 0.0
     verdict = "resolvable" if 2 * med <= effect else "not resolvable at this size"
     return (
         f"Noise: the difference of two cell means has a median standard error of {100 * med:.1f}% (n = {n}); "
-        f"{beyond} of {len(rel)} differences exceed two standard errors. A {100 * effect:.0f}% effect is "
+        f"{beyond} of {len(rel)} differences exceed two standard errors ({above} with the first above the second). "
+        f"A {100 * effect:.0f}% effect{source} is "
         f"two standard errors at about {needed} repetitions per cell: {verdict}."
     )
 
@@ -514,8 +518,8 @@ def main_regret_table(main: dict) -> None:
     )
 
 
-def main_claims(main: dict) -> None:
-    heading("Ranking claims (spec 5.1)")
+def main_claims(main: dict, title: str = "Ranking claims (spec 5.1)") -> None:
+    heading(title)
     paper_cdt = {s: lowest({t: paper_final(*s, t) for t in ("cdt", "tl", "op")}) == "cdt" for s in SETTINGS}
     paper_tl = {s: paper_final(*s, "tl") < paper_final(*s, "op") for s in SETTINGS}
     assert (sum(paper_cdt.values()), len(SETTINGS)) == PAPER_CLAIM_CDT_LOWEST
@@ -555,6 +559,16 @@ def main_claims(main: dict) -> None:
                 paper_here = f"{sum(paper[s] for s in present)} of {len(present)}"
             rows.append([label, scope, f"{k} of {n}", paper_all, paper_here])
     markdown(["claim", "settings", "ours (of settings present)", "paper", "paper, same settings"], rows)
+    # Whether 20 repetitions can resolve each ranking: the effect is the paper's own median gap.
+    best = {s: min(("tl", "op"), key=lambda t: paper_final(*s, t)) for s in SETTINGS}
+    cdt_gaps = sorted(abs(paper_final(*s, "cdt") / paper_final(*s, best[s]) - 1) for s in SETTINGS)
+    tl_gaps = sorted(abs(paper_final(*s, "tl") / paper_final(*s, "op") - 1) for s in SETTINGS)
+    source = " (the paper's median gap between them)"
+    cdt_pairs = [(main.get((*s, "cdt")), main.get((*s, best[s]))) for s in SETTINGS]
+    tl_pairs = [(main.get((*s, "tl")), main.get((*s, "op"))) for s in SETTINGS]
+    print("CDT against the paper's better of TL and OP in each setting. ", end="")
+    print(resolution(cdt_pairs, cdt_gaps[len(cdt_gaps) // 2], source) + "\n")
+    print("TL/Syndicated against OP. " + resolution(tl_pairs, tl_gaps[len(tl_gaps) // 2], source) + "\n")
 
     theory_rows = []
     for b, e in SETTINGS:
@@ -758,7 +772,11 @@ def table4(c2: dict, c1: dict) -> None:
         )
     print()
     markdown(["tuner", "worse with C2 (ours)", "paper", "paper, same settings", "our exceptions"], rows, left=1)
-    print(resolution([(c2.get((*s, t)), c1.get((*s, t))) for s in SETTINGS for t in ("tl", "op")]))
+    # The paper's own C2-against-C1 differences are the effect to resolve (their median, about 3%).
+    paper_effects = sorted(abs(PAPER_TABLE4[s][i + 2] / PAPER_TABLE4[s][i] - 1) for s in SETTINGS for i in (0, 1))
+    effect = paper_effects[len(paper_effects) // 2]
+    pairs = [(c2.get((*s, t)), c1.get((*s, t))) for s in SETTINGS for t in ("tl", "op")]
+    print(resolution(pairs, effect, " (the paper's median |C2 - C1| here)"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1193,22 +1211,43 @@ def figure4(curves: pl.DataFrame, out: Path) -> Path | None:
     return save(fig, out / "fig4.png")
 
 
-def refcode_table(cells: dict) -> None:
-    """CDT with the reference code's presets beside the paper's CDT value (Table 5, T1 = T^{2/(p+3)})."""
-    heading("CDT with the reference code's top layer (refcode: clipped draw; refcode-fixed: fhat + sqrt(13/n))")
+def refcode_table(cells: dict, main: dict) -> None:
+    """CDT with the reference code's presets beside the paper's CDT value (Table 5, T1 = T^{2/(p+3)});
+    with cdt-main's cells (`main`), the ranking claims again with each preset run in every setting
+    as CDT."""
+    heading(
+        "CDT with the reference code's top layer (refcode: clipped draw; refcode-fixed: fhat + sqrt(13/n); "
+        "refcode-map: refcode-fixed with the code's map)"
+    )
+    presets = [p for p in REFCODE_PRESETS if any(key[2] == p for key in cells)]
     rows = []
     for env in ENVS:
         for b in BOTTOMS:
-            found = {p: cells.get((b, env, p)) for p in ("refcode", "refcode-fixed")}
+            found = {p: cells.get((b, env, p)) for p in presets}
             if not any(found.values()):
                 continue
             paper = paper_final(b, env, "cdt")
             row = [BOTTOM_LABELS[b], ENV_LABELS[env]]
-            for p in ("refcode", "refcode-fixed"):
+            for p in presets:
                 c = found[p]
                 row += [mean_se(c), ratio(c["mean"] if c else None, paper)]
             rows.append(row + [num(paper)])
-    markdown(["Algorithm", "Env", "refcode", "ratio", "refcode-fixed", "ratio", "paper CDT"], rows)
+    headers = ["Algorithm", "Env"] + [h for p in presets for h in (preset_label(cells, p), "ratio")] + ["paper CDT"]
+    markdown(headers, rows)
+    if not main:
+        return
+    for p in presets:
+        if not all(cells.get((*s, p)) for s in SETTINGS):
+            continue
+        with_preset = {**main, **{(*s, "cdt"): cells[(*s, p)] for s in SETTINGS}}
+        main_claims(with_preset, f"Ranking claims (spec 5.1) with CDT = {preset_label(cells, p)}, the rest from cdt-main")
+
+
+def preset_label(cells: dict, preset: str) -> str:
+    """A preset's column name, with its restart constant k when its cells share one other than 3."""
+    ks = {c.get("k") for (_, _, p), c in cells.items() if p == preset}
+    k = ks.pop() if len(ks) == 1 else None
+    return preset if k in (None, "3.0") else f"{preset} (k = {float(k):g})"
 
 
 def lipcheck(sweep: Path, out: Path, warmup: int = 200, group: int = 20) -> Path | None:
@@ -1328,7 +1367,8 @@ def run(sweep: Path, main_dir: Path | None, out: Path) -> int:
             figures.append(lipcheck(sweep, out))
     if "refcode" in kinds:
         with table("refcode"):
-            refcode_table(keyed([final], "refcode", "regret", "preset"))
+            main = keyed([main_final], "main", "regret", "algorithm") if main_final is not None else {}
+            refcode_table(keyed([final], "refcode", "regret", "preset"), main)
     print()
     for path in tables + [f for f in figures if f]:
         print(f"wrote {path}")
