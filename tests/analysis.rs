@@ -728,6 +728,10 @@ fn committed_tables_are_what_the_scripts_compute_from_the_committed_runs() {
         run("cdt.py", vec![data("cdt", "cdt-grid")], vec![("table3.md", "cdt/table3.md")]),
         Recompute {
             extra: vec!["--main".into(), data("cdt", "cdt-main").to_str().unwrap().into()],
+            ..run("cdt.py", vec![data("cdt", "cdt-refcode-map")], vec![("refcode.md", "cdt/refcode.md")])
+        },
+        Recompute {
+            extra: vec!["--main".into(), data("cdt", "cdt-main").to_str().unwrap().into()],
             ..run(
                 "cdt.py",
                 vec![data("cdt", "cdt-ablation")],
