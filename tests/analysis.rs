@@ -732,6 +732,10 @@ fn committed_tables_are_what_the_scripts_compute_from_the_committed_runs() {
         },
         Recompute {
             extra: vec!["--main".into(), data("cdt", "cdt-main").to_str().unwrap().into()],
+            ..run("cdt.py", vec![data("cdt", "cdt-table4")], vec![("table4.md", "cdt/table4.md")])
+        },
+        Recompute {
+            extra: vec!["--main".into(), data("cdt", "cdt-main").to_str().unwrap().into()],
             ..run(
                 "cdt.py",
                 vec![data("cdt", "cdt-ablation")],
