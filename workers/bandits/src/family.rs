@@ -30,7 +30,7 @@ pub struct BanditsFamily;
 armada_core::params! {
     /// The bottom bandit of a benchmark: it belongs to the setting, as in the paper's 14 panels.
     pub struct Tuned {
-        /// the bottom contextual bandit being tuned (spec 2.5)
+        /// the bottom contextual bandit being tuned
         bottom: BottomKind = BottomKind::LinUcb,
     }
 }
@@ -52,7 +52,7 @@ armada_core::params! {
     pub struct Setting {
         #[flatten]
         tuned: Tuned,
-        /// reward model; `paper`: linear for linucb/lints, logistic otherwise (spec 4.1)
+        /// reward model; `paper`: linear for linucb/lints, logistic otherwise
         rewards: Rewards = Rewards::Paper,
     }
 }
@@ -135,22 +135,22 @@ armada_core::params! {
 /// The grid-search environment, also the Lipschitz check's ([`crate::lipschitz_check`]).
 pub(crate) const UNIT_BALL: ComponentDef = ComponentDef::new::<UnitBallParams>(
     "unit-ball",
-    "the grid-search environment of spec 3.4 (A.1): theta* and features uniform in the unit ball",
+    "the paper's grid-search environment (its appendix A.1): theta* and features uniform in the unit ball",
 );
 
 const BENCHMARKS: [ComponentDef; 4] = [
     ComponentDef::new::<SyntheticParams>(
         "synthetic",
-        "the synthetic GLM environment of spec 3.1: a fresh theta* and context stream per repetition",
+        "the synthetic GLM environment (Sim): a fresh theta* and context stream per repetition",
     ),
     ComponentDef::new::<MovieLensParams>(
         "movielens",
-        "MovieLens-100K (spec 3.2): rank-20 factors, theta* from 300 users, 300 random movies per round",
+        "MovieLens-100K: rank-20 factors, theta* from 300 users, 300 random movies per round",
     ),
     UNIT_BALL,
     ComponentDef::new::<YahooParams>(
         "yahoo-standin",
-        "a seeded stand-in for Yahoo! R6A (spec 3.3): 6-d article features, pools of 20, Bernoulli(CTR) clicks",
+        "a seeded stand-in for Yahoo! R6A: 6-d article features, pools of 20, Bernoulli(CTR) clicks",
     ),
 ];
 
@@ -183,9 +183,9 @@ armada_core::choice! {
 armada_core::params! {
     /// `cdt`'s parameters.
     pub struct CdtParams {
-        /// the paper's constants, the reference code's (spec 6.2), those with the code's fixed index
-        /// fhat + sqrt(13/n) (the draw it makes but never adds, 6.2.1), or those with the code's map
-        /// alpha = 4v (LinUCB) / 5v (others) too (6.2.5)
+        /// the paper's constants, the reference code's, those with the code's fixed index
+        /// fhat + sqrt(13/n) (the draw it makes but never adds), or those with the code's map
+        /// alpha = 4v (LinUCB) / 5v (others) too
         preset: CdtPreset = CdtPreset::Paper,
         /// random phase T1: the preset's, or none (the T1 = 0 ablation of Table 5)
         warmup: Warmup = Warmup::Preset,
@@ -195,30 +195,30 @@ armada_core::params! {
 }
 
 const ALGORITHMS: [ComponentDef; 6] = [
-    ComponentDef::bare("theory", "the bottom bandit's theoretical hyperparameters (spec 2.6a)"),
+    ComponentDef::bare("theory", "the bottom bandit's theoretical hyperparameters"),
     ComponentDef::new::<Candidates>(
         "op",
-        "OP: Beta-Bernoulli Thompson sampling over the candidates, first hyperparameter only (spec 2.6b)",
+        "OP: Beta-Bernoulli Thompson sampling over the candidates, first hyperparameter only",
     ),
     ComponentDef::new::<Candidates>(
         "tl",
-        "TL (EXP3 over the candidates) for one hyperparameter, Syndicated for two (spec 2.6c-d)",
+        "TL (EXP3 over the candidates) for one hyperparameter, Syndicated for two",
     ),
     ComponentDef::new::<Candidates>(
         "tl-combined",
-        "EXP3 over the product of the candidate sets (the reference code's TL-combined, spec 2.6c)",
+        "EXP3 over the product of the candidate sets (the reference code's TL-combined)",
     ),
     ComponentDef::new::<FixedParams>(
         "fixed",
-        "a fixed exploration value (first hyperparameter), others at theory values: the grid search of spec 3.4 (A.1)",
+        "a fixed exploration value (first hyperparameter), others at theory values: the grid search of the paper's appendix A.1",
     ),
-    ComponentDef::new::<CdtParams>("cdt", "CDT: Zooming TS with restarts over [0.1, 5]^p (spec 2.1, 2.4)"),
+    ComponentDef::new::<CdtParams>("cdt", "CDT: Zooming TS with restarts over [0.1, 5]^p"),
 ];
 
 armada_core::metrics! {
     /// The metrics of every round.
     pub struct BanditsMetrics {
-        regret: f64 = "cumulative expected regret Reg(t) (spec 1.1)",
+        regret: f64 = "cumulative expected regret Reg(t)",
         reward: f64 = "realised reward y_t of round t (NaN at step 0)",
         reward_cum: f64 = "cumulative realised reward (Table 2's metric)",
         expected_cum: f64 = "cumulative expected reward of the pulled arms (the CTR sum on the Yahoo stand-in)",

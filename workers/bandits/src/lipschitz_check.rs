@@ -46,7 +46,7 @@ armada_core::choice! {
 armada_core::params! {
     /// The check's CDT.
     pub struct CheckParams {
-        /// CDT's constants (spec 6.2)
+        /// CDT's constants
         preset: CheckPreset = CheckPreset::Paper,
         /// uniformly random rounds before CDT starts (the paper: 200)
         warmup: usize in [0, 1 << 30] = 200,

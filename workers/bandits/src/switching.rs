@@ -172,7 +172,7 @@ armada_core::params! {
 
 const BENCHMARKS: [ComponentDef; 1] = [ComponentDef::new::<SwitchingParams>(
     "switching",
-    "piecewise-stationary Lipschitz rewards on [0, 1] with 3 change points (spec 3.4, A.3)",
+    "piecewise-stationary Lipschitz rewards on [0, 1] with 3 change points (the paper's appendix A.3)",
 )];
 
 armada_core::params! {
@@ -194,14 +194,14 @@ armada_core::params! {
 }
 
 const ALGORITHMS: [ComponentDef; 3] = [
-    ComponentDef::new::<ZoomingTsrParams>("zooming-tsr", "Zooming TS with Restarts, paper Algorithm 1 (spec 2.1)"),
+    ComponentDef::new::<ZoomingTsrParams>("zooming-tsr", "Zooming TS with Restarts, paper Algorithm 1"),
     ComponentDef::new::<ConstantsParams>(
         "zooming",
-        "stationary Zooming (UCB index fhat + 2 r(n), no restart, no removal; spec 2.2)",
+        "stationary Zooming (UCB index fhat + 2 r(n), no restart, no removal)",
     ),
     ComponentDef::new::<ConstantsParams>(
         "oracle",
-        "Zooming TS restarted exactly at the true change points (a skyline; spec 2.2)",
+        "Zooming TS restarted exactly at the true change points (a skyline)",
     ),
 ];
 

@@ -20,10 +20,10 @@ armada_core::metrics! {
     pub struct CvsMetrics {
         n_evals: usize = "plays so far (the iteration counter t; the initial design is not counted)",
         cum_cost: f64 = "cumulative realised cost after this step",
-        simple_regret: f64 = "f* - max over plays so far of F_i(x^i) (oracle best-so-far, spec 1.2); NaN at step 0",
+        simple_regret: f64 = "f* - max over plays so far of F_i(x^i) (oracle best-so-far); NaN at step 0",
         best_value: f64 = "max over plays so far of F_i(x^i); NaN at step 0",
         value: f64 = "F_i(x^i) of this play: the expectation over the random part on the fixed evaluation set",
-        quality_regret: f64 = "cumulative sum of (1 - 0.1) f* - F_i(x^i) (spec 1.2, alpha = 0.1, no shift)",
+        quality_regret: f64 = "cumulative sum of (1 - 0.1) f* - F_i(x^i) (alpha = 0.1, no shift)",
         cost_regret: f64 = "cumulative sum of max(c_i - c_{i*}, 0) with mean costs, i* the cheapest 0.1-acceptable set",
         set: usize = "1-based index of the chosen control set (0 at step 0)",
         phase: u32 = "0 single-phase method or step 0, 1 exploration, 2 exploitation / commit",

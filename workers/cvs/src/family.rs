@@ -18,41 +18,41 @@ use crate::surrogate::SigmaMode;
 armada_core::params! {
     /// The parameters every benchmark takes (spec §4).
     pub struct BenchParams {
-        /// mean costs of the 7 sets (spec 4.7)
+        /// mean costs of the 7 sets
         cost_set: CostSet = CostSet::Cheap,
-        /// variance of every truncated-normal input after truncation (spec 2.5); at most 0.08: a
+        /// variance of every truncated-normal input after truncation; at most 0.08: a
         /// truncated normal on [0, 1] has a variance below 1/12, the uniform's
         variance: f64 in [0.005, 0.08] = 0.02,
         /// budget C in cost units
         budget: f64 in [0.01, 100_000.0] = 100.0,
-        /// realised-cost rule (spec 4.7)
+        /// realised-cost rule
         cost_noise: CostNoise = CostNoise::Paper,
         /// observation noise std (CODE-uCVS: 0)
         noise_std: f64 in [0.0, 10.0] = 0.01,
-        /// last play may overshoot C, or stop if it would (spec 2.7)
+        /// last play may overshoot C, or stop if it would
         budget_rule: BudgetRule = BudgetRule::Overshoot,
     }
 }
 
 const BENCHMARKS: [ComponentDef; 5] = [
-    ComponentDef::new::<BenchParams>("hartmann6-12d", "Hartmann-6 embedded in 12-D (spec 4.2)"),
-    ComponentDef::new::<BenchParams>("ackley6-12d", "negated Ackley-6 embedded in 12-D (spec 4.3)"),
-    ComponentDef::new::<BenchParams>("levy6-12d", "negated Levy-6 embedded in 12-D (spec 4.4)"),
-    ComponentDef::new::<BenchParams>("plant", "plant-growth SVGP simulator, 5-D (spec 4.5)"),
+    ComponentDef::new::<BenchParams>("hartmann6-12d", "Hartmann-6 embedded in 12-D"),
+    ComponentDef::new::<BenchParams>("ackley6-12d", "negated Ackley-6 embedded in 12-D"),
+    ComponentDef::new::<BenchParams>("levy6-12d", "negated Levy-6 embedded in 12-D"),
+    ComponentDef::new::<BenchParams>("plant", "plant-growth SVGP simulator, 5-D"),
     ComponentDef::new::<BenchParams>(
         "airfoil",
-        "airfoil self-noise GP simulator, 5-D, no full set (spec 4.6); variance 0.02 or 0.04",
+        "airfoil self-noise GP simulator, 5-D, no full set; variance 0.02 or 0.04",
     ),
 ];
 
 armada_core::params! {
     /// The Monte Carlo sets every algorithm takes.
     pub struct McParams {
-        /// MC samples N of the fixed set S (spec 2.3; CODE-uCVS 1500)
+        /// MC samples N of the fixed set S (CODE-uCVS 1500)
         n_mc: usize in [1, 100_000] = 1024,
         /// samples of S (the first ones) averaged in E[sigma]; < n_mc is a documented reduction
         n_sigma: usize in [1, 100_000] = 1024,
-        /// E[sigma] as the mean of per-sample sigmas (spec), or sqrt(E[sigma^2]) (fast, not the spec's)
+        /// E[sigma] as the mean of per-sample sigmas (the paper's), or sqrt(E[sigma^2]) (fast, not the paper's)
         sigma_mode: SigmaMode = SigmaMode::PerSample,
     }
 }
@@ -64,7 +64,7 @@ macro_rules! search_params {
         armada_core::params! {
             $(#[$meta])*
             pub struct $name {
-                /// warm-up points when maximising over a full set (spec 2.4)
+                /// warm-up points when maximising over a full set
                 n_warmup_full: usize in [1, 1_000_000] = $full,
                 /// warm-up points when maximising over a partial set
                 n_warmup_partial: usize in [1, 1_000_000] = 100,
@@ -97,7 +97,7 @@ search_params! {
 armada_core::params! {
     /// The UCB confidence multiplier.
     pub struct Ucb {
-        /// confidence multiplier (spec 2.2)
+        /// confidence multiplier
         beta: f64 in [0.0, 100.0] = 2.0,
     }
 }
@@ -121,8 +121,8 @@ armada_core::params! {
         mc: McParams,
         #[flatten]
         search: ProposedSearch,
-        /// paper: Algorithm 1 as in spec 3.2; code: Fsoft-AIC/BO-uCVS (spec 3.3, Adam refit per exploitation
-        /// step); code-fixed: code without the refit
+        /// paper: Algorithm 1 as the paper states it; code: as the authors' code (Fsoft-AIC/BO-uCVS) runs
+        /// it, with an Adam refit per exploitation step; code-fixed: code without the refit
         mode: ProposedMode = ProposedMode::Paper,
         #[flatten]
         ucb: Ucb,
@@ -132,7 +132,7 @@ armada_core::params! {
         explore_fraction: f64 in [0.0, 1.0] = 0.6,
         /// when lcb_bar is updated during exploration
         lcb_mode: LcbMode = LcbMode::EveryStep,
-        /// threshold shift (spec 3.2.1)
+        /// threshold shift
         shift: Shift = Shift::Worst,
         /// halve alpha every d exploitation plays, or once
         alpha_schedule: AlphaSchedule = AlphaSchedule::Repeated,
@@ -200,14 +200,11 @@ armada_core::params! {
 }
 
 const ALGORITHMS: [ComponentDef; 5] = [
-    ComponentDef::new::<ProposedParams>("proposed", "BO-uCVS (spec 3.2 paper mode, 3.3 code mode)"),
-    ComponentDef::new::<UcbPsqParams>("ucb-psq", "UCB-PSQ (spec 3.4)"),
-    ComponentDef::new::<TsPsqParams>("ts-psq", "TS-PSQ with random Fourier features (spec 3.5)"),
-    ComponentDef::new::<EtcParams>(
-        "etc",
-        "ETC-n: UCB-PSQ over groups of sets, n plays per group, then all sets (spec 3.6)",
-    ),
-    ComponentDef::new::<UcbCvsParams>("ucb-cvs", "UCB-CVS with known mean costs, reference only (spec 3.7)"),
+    ComponentDef::new::<ProposedParams>("proposed", "BO-uCVS (mode: the paper's rules or its reference code's)"),
+    ComponentDef::new::<UcbPsqParams>("ucb-psq", "UCB-PSQ"),
+    ComponentDef::new::<TsPsqParams>("ts-psq", "TS-PSQ with random Fourier features"),
+    ComponentDef::new::<EtcParams>("etc", "ETC-n: UCB-PSQ over groups of sets, n plays per group, then all sets"),
+    ComponentDef::new::<UcbCvsParams>("ucb-cvs", "UCB-CVS with known mean costs, reference only"),
 ];
 
 /// The `cvs` family.

@@ -67,14 +67,16 @@ pub fn continuous_acquisition(
     problem: &ContinuousProblem,
 ) -> Result<Acquisition, JobError> {
     match name {
-        "mile" => return Err(JobError::Invalid(
-            "mile needs a finite candidate set (its AF sums over all of X, spec 2.7) and the paper does not run it \
-                 on the continuous block (spec 4.3); use random, us, straddle, lse, rand-straddle or rand-straddle-max"
-                .into(),
-        )),
+        "mile" => {
+            return Err(JobError::Invalid(
+                "mile needs a finite candidate set (its AF sums over all of X) and the paper does not run it \
+                 on the continuous block; use random, us, straddle, lse, rand-straddle or rand-straddle-max"
+                    .into(),
+            ))
+        }
         "lse" if params.parse::<LseParams>()?.intersection => {
             return Err(JobError::Invalid(
-                "lse on a continuous benchmark runs without the running intersection (spec 2.6.2, gotcha 9): \
+                "lse on a continuous benchmark runs without the running intersection: \
                  set intersection = false"
                     .into(),
             ))

@@ -21,8 +21,8 @@ use armada_gp::{CandidateCache, CandidateCovariance, GpError, JitterReport};
 armada_core::metrics! {
     /// The per-step metrics of the family.
     pub struct LseMetrics {
-        loss: f64 = "average misclassification loss r_t (spec 1.4)",
-        fscore: f64 = "F-score of the estimated upper set (spec 1.4)",
+        loss: f64 = "average misclassification loss r_t",
+        fscore: f64 = "F-score of the estimated upper set",
         beta_sqrt: f64 = "beta^1/2 used for this step's choice (NaN for step 0, random and us)",
         af_max: f64 = "maximum of the acquisition function at this step's choice (NaN for step 0 and random)",
         jitter: f64 = "total diagonal jitter the GP needed so far (0 unless a factorisation failed)",
@@ -31,7 +31,7 @@ armada_core::metrics! {
                              initial point",
         y: f64 = "the value observed at this step's point (with the benchmark's noise, if any): with chosen_index \
                   or the point, a trajectory holds the data the posterior was fitted to",
-        max_loss: f64 = "max-value loss: the largest |f(x) - theta| over misclassified x (spec 1.4)",
+        max_loss: f64 = "max-value loss: the largest |f(x) - theta| over misclassified x",
         returned_step: Option<usize> =
             "rand-straddle-max, last step only: the step whose classification Algorithm 2 or 3 returns (eq. A.2)",
         returned_loss: f64 = "rand-straddle-max, last step only: average loss of the returned classification",

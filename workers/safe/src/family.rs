@@ -21,7 +21,7 @@ pub struct SafeFamily;
 armada_core::params! {
     /// What every rule takes: the confidence multipliers and the refit of the hyperparameters.
     pub struct ConfidenceParams {
-        /// confidence multiplier of f (constant 3 in the experiments, spec 2.3)
+        /// confidence multiplier of f (constant 3 in the experiments)
         beta_f: f64 in [0.0, 100.0] = 3.0,
         /// confidence multiplier of g
         beta_g: f64 in [0.0, 100.0] = 3.0,
@@ -37,7 +37,7 @@ armada_core::params! {
     pub struct MSafeOptParams {
         #[flatten]
         confidence: ConfidenceParams,
-        /// misspecification c (spec 5.1): the rule uses c * l_f and l_g / c
+        /// misspecification c: the rule uses c * l_f and l_g / c
         l_scale: f64 in [1e-3, 1e3] = 1.0,
         /// expanders scored by max{w_f, (L_f/L'_g) w_g} (eq. 36) instead of max{w_f, w_g}
         refined_acquisition: bool = false,
@@ -57,27 +57,27 @@ armada_core::params! {
 const ALGORITHMS: [ComponentDef; 6] = [
     ComponentDef::new::<EliminatingParams>(
         "msafeopt-case1",
-        "M-SafeOpt Case 1 (spec 3.3): global safe optimum, elimination (20)-(21), expansion (22)",
+        "M-SafeOpt Case 1: global safe optimum, elimination (20)-(21), expansion (22)",
     ),
     ComponentDef::new::<MSafeOptParams>(
         "msafeopt-case2",
-        "M-SafeOpt Case 2 (spec 3.4): best safe s for every x, expansion (24), no elimination",
+        "M-SafeOpt Case 2: best safe s for every x, expansion (24), no elimination",
     ),
     ComponentDef::new::<EliminatingParams>(
         "msafeopt-case3a",
-        "M-SafeOpt Case 3a (spec 3.5): f and g increasing in s, global optimum on the boundary",
+        "M-SafeOpt Case 3a: f and g increasing in s, global optimum on the boundary",
     ),
     ComponentDef::new::<ConfidenceParams>(
         "msafeopt-case3b",
-        "M-SafeOpt Case 3b (spec 3.5, = M-SafeUCB): f and g increasing, best s per x, uses g only",
+        "M-SafeOpt Case 3b (= M-SafeUCB): f and g increasing, best s per x, uses g only",
     ),
     ComponentDef::new::<ConfidenceParams>(
         "safeopt-mc",
-        "SafeOpt-MC as the authors modified it (spec 3.9): monotone boundary expanders, blind to f",
+        "SafeOpt-MC as the authors modified it: monotone boundary expanders, blind to f",
     ),
     ComponentDef::new::<ConfidenceParams>(
         "predvar",
-        "PredVar (spec 3.9): the certified point of largest confidence width, pure exploration",
+        "PredVar: the certified point of largest confidence width, pure exploration",
     ),
 ];
 

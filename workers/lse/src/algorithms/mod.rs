@@ -100,7 +100,7 @@ pub struct Choice {
 armada_core::params! {
     /// The tie rule every argmax rule takes.
     pub struct Ties {
-        /// how exact ties in the argmax are broken (spec 2.8)
+        /// how exact ties in the argmax are broken
         tie_break: TieBreak = TieBreak::LowestIndex,
     }
 }
@@ -171,30 +171,27 @@ armada_core::params! {
 
 /// The registry entries of the finite-set algorithms.
 pub const ALGORITHMS: [ComponentDef; 7] = [
-    ComponentDef::bare("random", "uniform random candidate, with replacement (spec 2.3)"),
-    ComponentDef::new::<Ties>("us", "uncertainty sampling: argmax of the posterior variance (spec 2.2)"),
-    ComponentDef::new::<StraddleParams>(
-        "straddle",
-        "straddle heuristic of Bryan et al. 2005 with a fixed beta^1/2 (spec 2.4)",
-    ),
+    ComponentDef::bare("random", "uniform random candidate, with replacement"),
+    ComponentDef::new::<Ties>("us", "uncertainty sampling: argmax of the posterior variance"),
+    ComponentDef::new::<StraddleParams>("straddle", "straddle heuristic of Bryan et al. 2005 with a fixed beta^1/2"),
     ComponentDef::new::<RandStraddleParams>(
         "rand-straddle",
-        "the proposed randomized straddle, Algorithm 1: beta_t ~ chi2_2 each step (spec 2.5.1)",
+        "the proposed randomized straddle, Algorithm 1: beta_t ~ chi2_2 each step",
     ),
     ComponentDef::new::<RandStraddleMaxParams>(
         "rand-straddle-max",
         "randomized straddle for the max-value loss: Algorithm 2 on finite X (beta_t = xi_t + 2 ln|X|), \
          Algorithm 3 on the continuous block (beta_t = xi_t + 2 d ln tau_t, classification on a grid); the \
-         returned classification chosen by Monte Carlo (spec 2.5.2-2.5.3; not in the paper's experiments)",
+         returned classification chosen by Monte Carlo (Algorithm 2; not in the paper's experiments)",
     ),
     ComponentDef::new::<LseParams>(
         "lse",
-        "LSE of Gotovos et al. 2013 as the paper runs it: theoretical beta_t, running intersection (spec 2.6.2)",
+        "LSE of Gotovos et al. 2013 as the paper runs it: theoretical beta_t, running intersection",
     ),
     ComponentDef::new::<MileParams>(
         "mile",
         "MILE of Zanette et al. 2019 (RMILE with eps = 0, gamma = -inf): expected confident upper-set size \
-         one step ahead; finite sets only, O(N^2) per step (spec 2.7)",
+         one step ahead; finite sets only, O(N^2) per step",
     ),
 ];
 

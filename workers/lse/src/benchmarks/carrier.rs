@@ -20,7 +20,7 @@ pub const LIFETIME_MAX: f64 = 7.4613;
 /// The registry entry of this block.
 pub const CARRIER_LIFETIME: ComponentDef = ComponentDef {
     name: "carrier-lifetime",
-    doc: "deterministic stand-in for the non-public carrier-lifetime map (spec 4.4); curves will not match the \
+    doc: "deterministic stand-in for the non-public carrier-lifetime map; curves will not match the \
           paper's Figure 5 numerically. 89x74 grid x1 in {8..184}, x2 in {8..154} step 2; f = 3 - lifetime, \
           theta = 0; Matern 3/2 variance 4 lengthscale 25, nugget 1e-6; noise-free observations, no candidate \
           queried twice",
@@ -30,7 +30,7 @@ pub const CARRIER_LIFETIME: ComponentDef = ComponentDef {
 /// The registry entry of the spec's optional second stand-in.
 pub const CARRIER_LIFETIME_GP: ComponentDef = ComponentDef {
     name: "carrier-lifetime-gp",
-    doc: "the spec's optional second stand-in for the carrier-lifetime map (spec 4.4, stand-in B): f = g, one \
+    doc: "a second stand-in for the carrier-lifetime map (stand-in B): f = g, one \
           sample g of the model's own GP (Matern 3/2, variance 4, lengthscale 25) on the 89x74 grid, drawn once \
           from a fixed seed (the same map for every job), theta = 0; the protocol of carrier-lifetime",
     params: &[],

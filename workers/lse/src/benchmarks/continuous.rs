@@ -101,14 +101,12 @@ armada_core::params! {
     #[derive(Copy, Eq)]
     pub struct ContinuousConfig {
         /// uniform candidate pool P, fixed per run and common to all algorithms; x_t = argmax of the AF over P
-        /// (spec 4.3 default)
         pool_size: usize in [1, 200_000] = 10_000,
-        /// size of the uniform evaluation set X~ on which loss and F-score are computed (spec 4.3: 100,000)
+        /// size of the uniform evaluation set X~ on which loss and F-score are computed (the paper's: 100,000)
         eval_points: usize in [1, 1_000_000] = 100_000,
         /// compute the metrics at multiples of this step and at the horizon, NaN elsewhere
         metrics_every: u32 in [1, 1_000_000] = 1,
-        /// optional refinement (spec 4.3 item 2): polish the k best pool points by a box-projected Nelder-Mead;
-        /// 0 = off
+        /// optional refinement: polish the k best pool points by a box-projected Nelder-Mead; 0 = off
         polish_top_k: usize in [0, 1000] = 0,
         /// AF evaluations per polished point (each O(t^2))
         polish_evals: usize in [1, 100_000] = 60,
@@ -132,18 +130,17 @@ impl ContinuousConfig {
 pub const CONTINUOUS_5D: [ComponentDef; 3] = [
     ComponentDef {
         name: "sphere-5d",
-        doc: "shifted negative sphere 41.65518 - |x|^2 on [-5,5]^5; sf2 = 900, L = 40, noise 1e-6, theta = 9.6 \
-              (spec 4.3)",
+        doc: "shifted negative sphere 41.65518 - |x|^2 on [-5,5]^5; sf2 = 900, L = 40, noise 1e-6, theta = 9.6",
         params: ContinuousConfig::DEFS,
     },
     ComponentDef {
         name: "rosenbrock-5d",
-        doc: "shifted negative Rosenbrock on [-5,5]^5; sf2 = 30000^2, L = 40, noise 1e-6, theta = 14800 (spec 4.3)",
+        doc: "shifted negative Rosenbrock on [-5,5]^5; sf2 = 30000^2, L = 40, noise 1e-6, theta = 14800",
         params: ContinuousConfig::DEFS,
     },
     ComponentDef {
         name: "styblinski-tang-5d",
-        doc: "shifted negative Styblinski-Tang on [-5,5]^5; sf2 = 75^2, L = 40, noise 1e-6, theta = 12.3 (spec 4.3)",
+        doc: "shifted negative Styblinski-Tang on [-5,5]^5; sf2 = 75^2, L = 40, noise 1e-6, theta = 12.3",
         params: ContinuousConfig::DEFS,
     },
 ];

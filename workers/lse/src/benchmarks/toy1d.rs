@@ -21,7 +21,7 @@ pub const TOY_1D_START: usize = 250;
 /// The registry entry of the toy.
 pub const TOY_1D: ComponentDef = ComponentDef {
     name: "toy-1d",
-    doc: "Figure 2 toy (spec 4.1): f = 5 exp(-(x+5)^2) + 5 exp(-(x-5)^2) - 2 exp(-x^2) - 1 on 1001 points of \
+    doc: "Figure 2 toy: f = 5 exp(-(x+5)^2) + 5 exp(-(x-5)^2) - 2 exp(-x^2) - 1 on 1001 points of \
           [-10,10], theta = 3, noise 1e-2, Gaussian kernel sf2 = 4, L = 1, initial point fixed at x = -5; \
           the figure uses 19 acquisitions",
     params: &[],

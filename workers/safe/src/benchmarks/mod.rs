@@ -154,7 +154,7 @@ macro_rules! benchmark_params {
                 l_f: f64 in [1e-9, 1e6] = $l_f,
                 /// L'_g, the lower bound on the growth of g in s (eq. 5) given to M-SafeOpt
                 l_g: f64 in [1e-9, 1e6] = $l_g,
-                /// kernel variance: initial value and LogNormal(ln v0, 1) prior centre (spec 2.4)
+                /// kernel variance: initial value and LogNormal(ln v0, 1) prior centre
                 v0: f64 in [1e-6, 1e4] = $v0,
                 $($own)*
             }
@@ -248,20 +248,20 @@ impl Settings {
 pub const BENCHMARKS: [ComponentDef; 4] = [
     ComponentDef::new::<ClinicalParams>(
         "clinical",
-        "simulated clinical trial (spec 4.1): logistic efficacy and toxicity, x = dose 2 in [0, 2], noiseless",
+        "simulated clinical trial: logistic efficacy and toxicity, x = dose 2 in [0, 2], noiseless",
     ),
     ComponentDef::new::<Synthetic2dParams>(
         "synthetic-2d",
-        "synthetic 2-D (spec 4.2): f = -ScaledBranin, g = 2s(e^y sin10y + sin5y + 5)/3 with y = x + 1/3; \
+        "synthetic 2-D: f = -ScaledBranin, g = 2s(e^y sin10y + sin5y + 5)/3 with y = x + 1/3; \
          l_f = 10.166 as run (31.25 is the true bound)",
     ),
     ComponentDef::new::<Synthetic3dParams>(
         "synthetic-3d",
-        "synthetic 3-D (spec 4.3): Hartmann-3 (maximised), g = s + x1^2 + x2^3",
+        "synthetic 3-D: Hartmann-3 (maximised), g = s + x1^2 + x2^3",
     ),
     ComponentDef::new::<PendulumParams>(
         "pendulum",
-        "pendulum swing-up (spec 4.4), a reconstruction: x = initial angle, s = one torque impulse (x40)",
+        "pendulum swing-up, a reconstruction: x = initial angle, s = one torque impulse (x40)",
     ),
 ];
 
