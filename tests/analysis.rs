@@ -708,6 +708,9 @@ fn committed_tables_are_what_the_scripts_compute_from_the_committed_runs() {
     let figures = common::manifest_dir().join("analysis/figures");
     let data = |paper: &str, sweep: &str| figures.join(paper).join("data").join(sweep);
     let run = |script, dirs, tables| Recompute { script, dirs, extra: Vec::new(), tables };
+    // The CDT tables that set a sweep beside cdt-main's Theory, OP, TL and CDT cells.
+    let cdt_main = data("cdt", "cdt-main").to_str().unwrap().to_string();
+    let with_main = |r: Recompute| Recompute { extra: vec!["--main".into(), cdt_main.clone()], ..r };
     let safe = ["safe-fig2", "safe-fig4", "safe-fig5", "safe-fig6"].iter().map(|s| data("safe", s)).collect();
     let cases = [
         run("lse.py", vec![data("lse", "lse-fig3")], vec![("claims.md", "lse/claims-fig3.md")]),
@@ -726,22 +729,13 @@ fn committed_tables_are_what_the_scripts_compute_from_the_committed_runs() {
             vec![("final_values.md", "bocvs/final_values.md"), ("claims.md", "bocvs/claims.md")],
         ),
         run("cdt.py", vec![data("cdt", "cdt-grid")], vec![("table3.md", "cdt/table3.md")]),
-        Recompute {
-            extra: vec!["--main".into(), data("cdt", "cdt-main").to_str().unwrap().into()],
-            ..run("cdt.py", vec![data("cdt", "cdt-refcode-map")], vec![("refcode.md", "cdt/refcode.md")])
-        },
-        Recompute {
-            extra: vec!["--main".into(), data("cdt", "cdt-main").to_str().unwrap().into()],
-            ..run("cdt.py", vec![data("cdt", "cdt-table4")], vec![("table4.md", "cdt/table4.md")])
-        },
-        Recompute {
-            extra: vec!["--main".into(), data("cdt", "cdt-main").to_str().unwrap().into()],
-            ..run(
-                "cdt.py",
-                vec![data("cdt", "cdt-ablation")],
-                vec![("table5.md", "cdt/table5.md"), ("table6.md", "cdt/table6.md")],
-            )
-        },
+        with_main(run("cdt.py", vec![data("cdt", "cdt-refcode-map")], vec![("refcode.md", "cdt/refcode.md")])),
+        with_main(run("cdt.py", vec![data("cdt", "cdt-table4")], vec![("table4.md", "cdt/table4.md")])),
+        with_main(run(
+            "cdt.py",
+            vec![data("cdt", "cdt-ablation")],
+            vec![("table5.md", "cdt/table5.md"), ("table6.md", "cdt/table6.md")],
+        )),
     ];
     for Recompute { script: name, dirs, extra, tables } in cases {
         let out = tempfile::tempdir().unwrap();

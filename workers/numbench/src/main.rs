@@ -15,7 +15,7 @@
 //!     --python /path/to/venv/bin/python                    # and the CDT authors' code (one run each)
 //! cargo run --release -p armada-numbench -- --against /tmp/base/target/release/armada-numbench \
 //!     --rounds 5                                           # A/B against another build, same run
-//! cargo run --release -p armada-numbench -- --cdt-table1   # the CDT paper's Table 1 (about 15 min)
+//! cargo run --release -p armada-numbench -- --cdt-table1   # the CDT paper's Table 1 (about 5 min)
 //! ```
 //!
 //! `--against BIN` times each workload in this build and in another numbench binary (a
@@ -416,6 +416,11 @@ fn main() {
         Err(e) => fail(&format!("{e}\n{USAGE}")),
     };
     let (full, record) = (args.full, args.record);
+    let others =
+        [args.only.is_some(), args.against.is_some(), args.reference_lse.is_some(), args.reference_cdt.is_some()];
+    if args.cdt_table1 && (full || record || others.contains(&true)) {
+        fail("--cdt-table1 takes only --rounds: it times its own cells, with no baseline or reference");
+    }
     let only = args.only;
     if let Some(o) = &only {
         if !WORKLOADS.iter().any(|w| w.name.contains(o.as_str())) {

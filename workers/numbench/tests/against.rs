@@ -119,4 +119,11 @@ fn a_mistyped_argument_or_an_unknown_workload_stops_before_any_run() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("--only mille: no workload's name contains it") && stderr.contains("mile"), "{stderr}");
     assert!(out.stdout.is_empty());
+
+    // --cdt-table1 has no baseline to record or compare: asking for one is a mistake, not ignored.
+    let out = numbench(&["--cdt-table1", "--record"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--cdt-table1 takes only --rounds"), "{stderr}");
+    assert!(out.stdout.is_empty());
 }
