@@ -66,7 +66,7 @@ fn measure(text: &str, name: &str) -> (Timing, Timing) {
     let run = t0.elapsed().as_secs_f64();
     assert!(report.failures.is_empty());
     let t0 = Instant::now();
-    armada::results::rebuild_summaries(&local_dir.path().join(name), None, &[]).unwrap();
+    armada::results::rebuild_summaries(&local_dir.path().join(name), None, &[], None).unwrap();
     let local = Timing { run, summaries: t0.elapsed().as_secs_f64() };
 
     let dist_dir = tempfile::tempdir().unwrap();

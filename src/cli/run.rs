@@ -51,16 +51,19 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let family = registry.family(&sweep.family)?;
     // In process, the summaries are built from the files here; the coordinator builds
     // them live, cell by cell, and has written them when the run ends.
-    let (failures, coordinator_summary) = if args.in_process {
+    let (failures, coordinator_summary, counts) = if args.in_process {
         // The store's lock, as a coordinator holds it: one writer per results directory.
         let _lock = armada::coordinator::store::Store::open(&args.out)?;
         let config = local::LocalConfig { n_threads: n_jobs, progress };
         let report = local::run_sweep(&registry, &sweep, &sweep_dir, config)?;
+        let failed: BTreeSet<&str> = report.failures.iter().map(|(job, _)| job.key.0.as_str()).collect();
+        let counts =
+            results::count_cells(sweep.jobs.iter().map(|j| (results::Cell::of(j), failed.contains(j.key.0.as_str()))));
         // The summaries need only the keys: a sweep's jobs (about 400 bytes each) go first.
         sweep.jobs = Vec::new();
         let failures =
             report.failures.iter().map(|(job, error)| format!("failed: {}: {error}", job.describe())).collect();
-        (failures, None)
+        (failures, None, Some(counts))
     } else {
         // The embedded coordinator parses the sweep itself: this copy of its jobs goes.
         sweep.jobs = Vec::new();
@@ -71,7 +74,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             dashboard: args.dashboard.0,
         };
         let outcome = embedded::run_embedded(&text, stem, &args.out, &config)?;
-        (armada::client::failure_lines(&outcome.status, 20), outcome.summary)
+        (armada::client::failure_lines(&outcome.status, 20), outcome.summary, None)
     };
     let (done_after, n_other, damaged) = done_keys(&sweep_dir, &keys)?;
     eprintln!(
@@ -103,7 +106,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let (summary_path, final_path, n_summarized) = match coordinator_summary {
         Some(s) => (s.summary_path, s.final_path, s.n_shards as usize),
         None => {
-            let report = results::rebuild_summaries(&sweep_dir, Some(&keys), family.summary_axes())
+            let report = results::rebuild_summaries(&sweep_dir, Some(&keys), family.summary_axes(), counts.as_ref())
                 .context("building summaries")?;
             for part in &report.damaged {
                 eprintln!("left out of the summaries, unreadable: {} (`armada check --repair`)", part.display());

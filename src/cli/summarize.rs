@@ -1,7 +1,8 @@
 //! `armada summarize DIR/<sweep>`: rebuild the summary tables from whatever shards exist.
 
-use armada::results;
-use std::collections::BTreeSet;
+use armada::coordinator::store::{JobState, SpecTemplate, Store};
+use armada::results::{self, Cell, CellJobs};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -21,6 +22,18 @@ pub struct SummarizeArgs {
     upto: Option<f64>,
 }
 
+/// Each cell's jobs and failures for good, as the coordinator's store records the sweep's.
+fn stored_counts(store: &Store, sweep: &str) -> anyhow::Result<BTreeMap<Cell, CellJobs>> {
+    let mut cells = Vec::new();
+    for job in store.jobs()?.into_iter().filter(|j| j.sweep_id == sweep) {
+        let spec = SpecTemplate::decode(&job.spec)
+            .and_then(|(template, _)| template.to_spec())
+            .map_err(|e| anyhow::anyhow!("job {} of sweep {sweep} in the store: {e}", job.key))?;
+        cells.push((Cell::of_spec(&spec), job.state == JobState::Failed));
+    }
+    Ok(results::count_cells(cells))
+}
+
 pub fn summarize(args: SummarizeArgs) -> anyhow::Result<ExitCode> {
     // In a coordinator's directory, take its store's lock: one writer per results directory.
     let parent = args.sweep_dir.parent().filter(|p| p.join("armada.sqlite").is_file());
@@ -36,7 +49,11 @@ pub fn summarize(args: SummarizeArgs) -> anyhow::Result<ExitCode> {
         }
         _ => None,
     };
-    let report = results::summarize(&args.sweep_dir, held.as_ref().map(|(done, _)| done))?;
+    // The sweep's jobs as the store records them give each cell's n_jobs and n_failed
+    // (a sweep run `--in-process` has none there: the columns are then null).
+    let counts = store.as_ref().map(|store| stored_counts(store, &sweep)).transpose()?.filter(|c| !c.is_empty());
+    let only = held.as_ref().map(|(done, _)| done);
+    let report = results::rebuild_summaries(&args.sweep_dir, only, &[], counts.as_ref())?;
     if let (Some(store), Some((_, settled))) = (&mut store, &held) {
         if *settled {
             store.set_summarized(&sweep)?;

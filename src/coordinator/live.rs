@@ -9,8 +9,8 @@
 //! jobs are all settled, and the sweep's files once every cell is exact.
 
 use super::replies::{CommandError, SummaryInputs};
-pub use crate::results::live::cell_counts;
 use crate::results::live::{self, CellMoments, LiveSweep};
+pub use crate::results::live::{cell_counts, JobTally};
 use crate::results::{self, Cell, StoredRows};
 use armada_core::MetricDef;
 use dashmap::DashMap;
@@ -91,8 +91,9 @@ pub struct Opening {
     pub sweep_dir: PathBuf,
     pub metrics: &'static [MetricDef],
     pub axes: &'static [&'static str],
-    /// Every cell of the sweep: its number of jobs, and of settled ones (`live::cell_counts`).
-    pub cells: Vec<(Cell, usize, usize)>,
+    /// Every cell of the sweep: its numbers of jobs, of settled ones and of failed ones
+    /// (`live::cell_counts`).
+    pub cells: Vec<(Cell, JobTally)>,
     /// The keys of the done ones.
     pub done: BTreeSet<String>,
     /// Why its summaries are not to be computed (see `held_at_start`): they end as this
@@ -172,10 +173,10 @@ impl LiveSummaries {
         }
     }
 
-    /// A job failed for good or was cancelled.
-    pub fn settled_without_result(&self, sweep: &str, cell: &Cell) {
+    /// A job failed for good (`failed`) or was cancelled.
+    pub fn settled_without_result(&self, sweep: &str, cell: &Cell, failed: bool) {
         if let Some(entry) = self.get(sweep) {
-            if entry.lock().settled_without_result(cell) {
+            if entry.lock().settled_without_result(cell, failed) {
                 let _ = self.work.send(Work::Cells(entry));
             }
         }
@@ -207,8 +208,11 @@ async fn summarizer(mut inbox: mpsc::UnboundedReceiver<Work>, sweeps: Sweeps, su
             Work::Cells(entry) => summarize_cells(&entry, &end),
         })
         .await;
-        if let Err(e) = done {
-            warn!(error = %e, "the summarizer panicked");
+        match done {
+            Err(e) if e.is_panic() => warn!(error = %e, "the summarizer panicked"),
+            // The runtime is shutting down: the work was cancelled, not broken.
+            Err(e) => tracing::debug!(error = %e, "summarizer work cancelled"),
+            Ok(()) => {}
         }
     }
 }

@@ -4,7 +4,7 @@
 //! "Parquet schema"), whether live (the coordinator's live summaries) or read from the files,
 //! so the page and the report draw the same numbers `armada summarize` writes.
 
-use crate::results::STEP;
+use crate::results::{N_FAILED, N_JOBS, STEP};
 use anyhow::Context;
 use polars::prelude::{Column, DataFrame};
 use serde::Serialize;
@@ -87,6 +87,10 @@ pub struct FinalRow {
     pub step: i64,
     /// Seeds with a value, the most over the metrics.
     pub n: i64,
+    /// The cell's jobs in its sweep, and how many failed for good (null in tables
+    /// written before they were recorded, or rebuilt without the sweep's jobs).
+    pub n_jobs: Option<i64>,
+    pub n_failed: Option<i64>,
     /// Per metric of [`FinalTable::metrics`]: mean and standard error (null when missing).
     pub mean: Vec<Option<f64>>,
     pub se: Vec<Option<f64>>,
@@ -158,7 +162,8 @@ pub fn curves(summary: &DataFrame, metric: &str, max_points: usize) -> anyhow::R
     let mut panel_of: HashMap<[&str; 2], usize> = HashMap::new();
     let mut line_of: HashMap<[&str; 4], (usize, usize)> = HashMap::new();
     for row in 0..summary.height() {
-        if long.metric[row] != Some(metric) {
+        // A cell with no result has rows with no step: no point of a curve.
+        if long.metric[row] != Some(metric) || long.step[row].is_none() {
             continue;
         }
         let cell = long.cell(row);
@@ -203,6 +208,13 @@ pub fn curves(summary: &DataFrame, metric: &str, max_points: usize) -> anyhow::R
 pub fn final_table(last: &DataFrame) -> anyhow::Result<FinalTable> {
     let long = Long::of(last)?;
     let (mean, se) = (floats(last, "mean")?, floats(last, "se")?);
+    let count = |name: &str| -> anyhow::Result<Vec<Option<i64>>> {
+        match last.column(name) {
+            Ok(column) => Ok(column.i64()?.iter().collect()),
+            Err(_) => Ok(vec![None; last.height()]),
+        }
+    };
+    let (n_jobs, n_failed) = (count(N_JOBS)?, count(N_FAILED)?);
     let metrics = metrics(last)?;
     let metric_index: HashMap<&str, usize> = metrics.iter().enumerate().map(|(i, m)| (m.as_str(), i)).collect();
     let mut rows: Vec<FinalRow> = Vec::new();
@@ -217,6 +229,8 @@ pub fn final_table(last: &DataFrame) -> anyhow::Result<FinalTable> {
                 algorithm_params: cell[3].into(),
                 step: 0,
                 n: 0,
+                n_jobs: n_jobs[row],
+                n_failed: n_failed[row],
                 mean: vec![None; metrics.len()],
                 se: vec![None; metrics.len()],
             });
@@ -355,5 +369,36 @@ mod tests {
         assert_eq!(kept.len(), CURVE_POINTS);
         assert_eq!((kept[0], *kept.last().unwrap()), (0, 90_000));
         assert!(kept.windows(2).all(|w| (224..=226).contains(&(w[1] - w[0]))), "{:?}", &kept[..4]);
+    }
+
+    /// The final table gives each cell's jobs and failures; a cell whose every job failed
+    /// is a row with no values, and no line of a curve.
+    #[test]
+    fn the_final_table_counts_failures_and_a_cell_with_no_result_draws_no_curve() {
+        let mut table = summary();
+        table.with_column(Column::new(N_JOBS.into(), [3i64, 3, 3, 4, 4])).unwrap();
+        table.with_column(Column::new(N_FAILED.into(), [0i64, 0, 0, 2, 2])).unwrap();
+        let failed = df!(
+            "family" => ["lse"], "benchmark" => ["sinusoidal"], "benchmark_params" => ["{}"],
+            "algorithm" => ["mile"], "algorithm_params" => ["{}"], "horizon" => [1i64],
+            "step" => [None::<i64>], "metric" => ["loss"], "n" => [0i64],
+            "mean" => [None::<f64>], "std" => [None::<f64>], "se" => [None::<f64>],
+            "median" => [None::<f64>], "q10" => [None::<f64>], "q90" => [None::<f64>],
+            N_JOBS => [2i64], N_FAILED => [2i64],
+        )
+        .unwrap();
+        table.vstack_mut(&failed).unwrap();
+        let t = final_table(&table).unwrap();
+        let counts: Vec<(&str, i64, Option<i64>, Option<i64>)> =
+            t.rows.iter().map(|r| (r.algorithm.as_str(), r.n, r.n_jobs, r.n_failed)).collect();
+        assert_eq!(
+            counts,
+            vec![("us", 3, Some(3), Some(0)), ("straddle", 2, Some(4), Some(2)), ("mile", 0, Some(2), Some(2))]
+        );
+        assert!(t.rows[2].mean.iter().all(Option::is_none));
+        let lines = &curves(&table, "loss", 100).unwrap().panels[0].lines;
+        assert_eq!(lines.iter().map(|l| l.algorithm.as_str()).collect::<Vec<_>>(), vec!["us", "straddle"]);
+        // Tables without the columns (written before they existed) read as unknown.
+        assert!(final_table(&summary()).unwrap().rows.iter().all(|r| r.n_jobs.is_none() && r.n_failed.is_none()));
     }
 }

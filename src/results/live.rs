@@ -12,12 +12,13 @@
 //! * **exact**, once every job of the cell is settled (done, failed or cancelled): the
 //!   cell's rows computed once from its jobs' trajectories by [`summarize_cell`], the code
 //!   `armada summarize` runs. When every cell is exact, the sweep's summary files are those
-//!   rows concatenated in cell order: byte-identical to a rebuild from the files.
+//!   rows concatenated in cell order: byte-identical to a rebuild from the files given the
+//!   same job counts.
 //!
 //! Sweeps list their jobs seed-major, so cells complete one after another over the sweep's
 //! last round of seeds, and the summary files are written as the last cell's rows are.
 
-use super::stats::{with_names, Stats};
+use super::stats::{no_result_rows, with_job_counts, with_names, CellJobs, Stats};
 use super::*;
 use armada_core::{MetricDef, MetricKind};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -243,11 +244,22 @@ pub struct CellWork {
     pub jobs: Vec<StoredRows>,
 }
 
+/// A cell's jobs in its sweep: how many, how many are settled (done, failed or
+/// cancelled), and how many of those failed for good.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct JobTally {
+    pub jobs: usize,
+    pub settled: usize,
+    pub failed: usize,
+}
+
 struct LiveCell {
     /// Jobs of the sweep in this cell.
     expected: usize,
     /// Of those, done, failed or cancelled.
     settled: usize,
+    /// Of those, failed for good.
+    failed: usize,
     /// Where the done ones are, by key (dropped once the cell is exact).
     jobs: BTreeMap<String, StoredRows>,
     moments: CellMoments,
@@ -260,6 +272,10 @@ impl LiveCell {
     fn is_complete(&self) -> bool {
         self.settled >= self.expected
     }
+
+    fn counts(&self) -> CellJobs {
+        CellJobs { n_jobs: self.expected, n_failed: self.failed }
+    }
 }
 
 /// The live summaries of one sweep.
@@ -271,15 +287,16 @@ pub struct LiveSweep {
 }
 
 impl LiveSweep {
-    /// A sweep whose cells hold `(expected, settled)` jobs; the locations of the jobs
-    /// already done come later, by [`LiveSweep::seed`]. Until then no cell is summarized.
-    pub fn new(metrics: &[MetricDef], cells: impl IntoIterator<Item = (Cell, usize, usize)>) -> LiveSweep {
+    /// A sweep whose cells hold these jobs; the locations of the jobs already done come
+    /// later, by [`LiveSweep::seed`]. Until then no cell is summarized.
+    pub fn new(metrics: &[MetricDef], cells: impl IntoIterator<Item = (Cell, JobTally)>) -> LiveSweep {
         let cells = cells
             .into_iter()
-            .map(|(cell, expected, settled)| {
+            .map(|(cell, tally)| {
                 let live = LiveCell {
-                    expected,
-                    settled,
+                    expected: tally.jobs,
+                    settled: tally.settled,
+                    failed: tally.failed,
                     jobs: BTreeMap::new(),
                     moments: CellMoments::of(cell.horizon),
                     summarizing: false,
@@ -323,11 +340,12 @@ impl LiveSweep {
         cell.is_complete()
     }
 
-    /// A job of `cell` failed for good or was cancelled. Returns whether the cell is now
-    /// complete.
-    pub fn settled_without_result(&mut self, cell: &Cell) -> bool {
+    /// A job of `cell` failed for good (`failed`) or was cancelled. Returns whether the
+    /// cell is now complete.
+    pub fn settled_without_result(&mut self, cell: &Cell, failed: bool) -> bool {
         let Some(cell) = self.cells.get_mut(cell) else { return false };
         cell.settled += 1;
+        cell.failed += usize::from(failed);
         cell.is_complete()
     }
 
@@ -358,9 +376,10 @@ impl LiveSweep {
         work
     }
 
-    /// The exact rows of a cell; its moments are dropped.
-    pub fn set_exact(&mut self, cell: &Cell, summary: CellSummary) {
+    /// The exact rows of a cell, with its job counts; its moments are dropped.
+    pub fn set_exact(&mut self, cell: &Cell, mut summary: CellSummary) {
         if let Some(live) = self.cells.get_mut(cell) {
+            summary.jobs = Some(live.counts());
             live.exact = Some(summary);
             live.moments = CellMoments::of(cell.horizon);
         }
@@ -383,44 +402,49 @@ impl LiveSweep {
 
     /// The current `(summary, final)` tables: exact rows for complete cells, provisional
     /// ones for the others, in cell order; `None` while no job is done.
+    /// Every row carries its cell's job counts (of a provisional cell, its failures so far);
+    /// a cell with failures and no result has its rows with no step and `n = 0`.
     pub fn tables(&self) -> Result<Option<(DataFrame, DataFrame)>> {
         let mut summaries = Vec::new();
         let mut lasts = Vec::new();
+        let mut sorted = self.floats.names.clone();
+        sorted.sort();
+        let mut any_result = false;
         for (cell, live) in &self.cells {
-            match &live.exact {
-                Some(exact) if exact.n_jobs > 0 => {
-                    summaries.push(exact.summary.preview().clone());
-                    lasts.push(exact.last.clone());
-                }
-                Some(_) => {}
-                None => {
-                    let (summary, last) = live.moments.frames(cell, &self.floats)?;
-                    if summary.height() > 0 {
-                        summaries.push(summary);
-                        lasts.push(last);
-                    }
-                }
+            let counts = Some(live.counts());
+            let (summary, last) = match &live.exact {
+                Some(exact) if exact.n_jobs > 0 => (exact.summary.preview().clone(), exact.last.clone()),
+                _ => live.moments.frames(cell, &self.floats)?,
+            };
+            if summary.height() > 0 {
+                summaries.push(with_job_counts(&summary, counts)?);
+                lasts.push(with_job_counts(&last, counts)?);
+                any_result = true;
+            } else if live.failed > 0 {
+                let rows = with_job_counts(&no_result_rows(cell, &sorted)?, counts)?;
+                summaries.push(rows.clone());
+                lasts.push(rows);
             }
         }
-        if summaries.is_empty() {
+        if !any_result {
             return Ok(None);
         }
         Ok(Some((concat(summaries.iter())?, concat(lasts.iter())?)))
     }
 }
 
-/// Counts of jobs `(cell, jobs, settled)` summed by cell as `(cell, expected, settled)`,
-/// for [`LiveSweep::new`].
-pub fn cell_counts<'a>(jobs: impl IntoIterator<Item = (&'a Cell, usize, usize)>) -> Vec<(Cell, usize, usize)> {
+/// Tallies of jobs (of a job, or of a group of jobs) summed by cell, in cell order, for
+/// [`LiveSweep::new`].
+pub fn cell_counts<'a>(jobs: impl IntoIterator<Item = (&'a Cell, JobTally)>) -> Vec<(Cell, JobTally)> {
     // Hashed, then sorted once: a sweep has millions of jobs and few cells.
-    let mut counts: HashMap<&Cell, (usize, usize)> = HashMap::new();
-    for (cell, n, settled) in jobs {
+    let mut counts: HashMap<&Cell, JobTally> = HashMap::new();
+    for (cell, tally) in jobs {
         let c = counts.entry(cell).or_default();
-        c.0 += n;
-        c.1 += settled;
+        c.jobs += tally.jobs;
+        c.settled += tally.settled;
+        c.failed += tally.failed;
     }
-    let mut cells: Vec<_> =
-        counts.into_iter().map(|(cell, (expected, settled))| (cell.clone(), expected, settled)).collect();
+    let mut cells: Vec<_> = counts.into_iter().map(|(cell, tally)| (cell.clone(), tally)).collect();
     cells.sort_by(|a, b| a.0.cmp(&b.0));
     cells
 }
@@ -513,9 +537,21 @@ mod tests {
 
     fn new_live(jobs: &[(ValidJob, Vec<StepRecord>)]) -> LiveSweep {
         let cells: Vec<Cell> = jobs.iter().map(|(j, _)| Cell::of(j)).collect();
-        let mut live = LiveSweep::new(&METRICS, cell_counts(cells.iter().map(|c| (c, 1, 0))));
+        let one = JobTally { jobs: 1, settled: 0, failed: 0 };
+        let mut live = LiveSweep::new(&METRICS, cell_counts(cells.iter().map(|c| (c, one))));
         live.seed(Vec::new());
         live
+    }
+
+    /// Each cell's jobs and failures, as a sweep of `jobs` of which `failed` failed.
+    fn counts_of(jobs: &[(ValidJob, Vec<StepRecord>)], failed: &[usize]) -> BTreeMap<Cell, CellJobs> {
+        let mut counts: BTreeMap<Cell, CellJobs> = BTreeMap::new();
+        for (i, (job, _)) in jobs.iter().enumerate() {
+            let c = counts.entry(Cell::of(job)).or_default();
+            c.n_jobs += 1;
+            c.n_failed += usize::from(failed.contains(&i));
+        }
+        counts
     }
 
     /// A long cell's moments keep every stride-th step only (at most LIVE_STEPS of them,
@@ -564,7 +600,7 @@ mod tests {
         for job in &early {
             store(check_dir.path(), job);
         }
-        let rebuilt = rebuild_summaries(check_dir.path(), None, &[]).unwrap();
+        let rebuilt = rebuild_summaries(check_dir.path(), None, &[], None).unwrap();
         for (provisional, path) in [(&summary, &rebuilt.summary_path), (&last, &rebuilt.final_path)] {
             let exact = read_parquet(path).unwrap();
             assert_eq!(provisional.height(), exact.height());
@@ -604,7 +640,7 @@ mod tests {
         write_summaries(live_dir.path(), &live.exact_cells(), &[]).unwrap();
         let summary = fs::read(live_dir.path().join(SUMMARY_FILE)).unwrap();
         let last = fs::read(live_dir.path().join(FINAL_FILE)).unwrap();
-        rebuild_summaries(live_dir.path(), None, &[]).unwrap();
+        rebuild_summaries(live_dir.path(), None, &[], Some(&counts_of(&jobs, &[]))).unwrap();
         assert!(summary == fs::read(live_dir.path().join(SUMMARY_FILE)).unwrap());
         assert!(last == fs::read(live_dir.path().join(FINAL_FILE)).unwrap());
         // A mid-sweep reader gets the exact rows of a complete cell.
@@ -624,11 +660,13 @@ mod tests {
         let cells: Vec<Cell> = jobs.iter().map(|(j, _)| Cell::of(j)).collect();
         let mut live = LiveSweep::new(
             &METRICS,
-            cell_counts(cells.iter().enumerate().map(|(i, c)| (c, 1, usize::from(settled_before(i))))),
+            cell_counts(cells.iter().enumerate().map(|(i, c)| {
+                (c, JobTally { jobs: 1, settled: usize::from(settled_before(i)), failed: usize::from(i == 2) })
+            })),
         );
         let before: Vec<StoredRows> = jobs[..2].iter().map(|j| store(dir.path(), j)).collect();
         assert!(!live.committed(store(dir.path(), &jobs[3])), "4 of 5 settled");
-        assert!(live.settled_without_result(&cell), "5 of 5 settled");
+        assert!(live.settled_without_result(&cell, false), "5 of 5 settled (the last one cancelled)");
         assert!(live.take_complete().is_empty(), "not seeded: the two done jobs are not located yet");
         live.seed(before);
         let work = live.take_complete();
@@ -638,5 +676,71 @@ mod tests {
         let expected: BTreeSet<&str> = [0, 1, 3].iter().map(|&i| jobs[i].0.key.0.as_str()).collect();
         assert_eq!(keys, expected);
         assert!(!live.is_exact(), "the other cells are not complete");
+    }
+
+    /// Every row counts its cell's jobs and failures, live and in the files; a cell whose
+    /// every job failed keeps its rows (no step, n = 0, null statistics), and the files are
+    /// a rebuild's given the same counts, byte for byte.
+    #[test]
+    fn failed_jobs_are_counted_in_every_row_and_a_cell_that_only_failed_keeps_its_rows() {
+        let jobs = sweep_jobs();
+        let dir = tempfile::tempdir().unwrap();
+        // Cell 0 (`straddle`) all done; cell 1 (`ucb`) seeds 3 and 4 failed; cell 2
+        // (`random`) every seed failed.
+        let failed: Vec<usize> = vec![8, 9, 10, 11, 12, 13, 14];
+        let mut live = new_live(&jobs);
+        for (i, job) in jobs.iter().enumerate() {
+            if failed.contains(&i) {
+                live.settled_without_result(&Cell::of(&job.0), true);
+            } else {
+                commit(&mut live, dir.path(), std::slice::from_ref(job));
+            }
+        }
+        let (summary, last) = live.tables().unwrap().unwrap();
+        for cell in live.take_complete() {
+            let refs: Vec<&StoredRows> = cell.jobs.iter().collect();
+            live.set_exact(&cell.cell, summarize_cell(&cell.cell, &refs, &[], dir.path()).unwrap());
+        }
+        write_summaries(dir.path(), &live.exact_cells(), &[]).unwrap();
+        let written = read_parquet(&dir.path().join(FINAL_FILE)).unwrap();
+        // (algorithm, metric, step, n, mean, n_jobs, n_failed)
+        type Row = (String, String, Option<i64>, Option<i64>, Option<f64>, Option<i64>, Option<i64>);
+        let rows = |df: &DataFrame| -> Vec<Row> {
+            let (a, m, step, n) = (strs(df, "algorithm"), strs(df, "metric"), ints(df, "step"), ints(df, "n"));
+            let (mean, n_jobs, n_failed) = (floats(df, "mean"), ints(df, N_JOBS), ints(df, N_FAILED));
+            (0..df.height())
+                .map(|i| (a[i].clone(), m[i].clone(), step[i], n[i], mean[i], n_jobs[i], n_failed[i]))
+                .collect()
+        };
+        let final_rows = rows(&written);
+        let random: Vec<&Row> = final_rows.iter().filter(|r| r.0 == "random").collect();
+        let n_floats = FloatMetrics::of(&METRICS).names.len();
+        assert_eq!(random.len(), n_floats, "one row per float metric: {final_rows:?}");
+        for r in &random {
+            assert_eq!((r.2, r.3, r.4, r.5, r.6), (None, Some(0), None, Some(5), Some(5)), "{r:?}");
+        }
+        for r in final_rows.iter().filter(|r| r.0 == "ucb") {
+            assert_eq!((r.5, r.6), (Some(5), Some(2)), "{r:?}");
+            assert!(r.3 <= Some(3), "three seeds at most: {r:?}");
+        }
+        for r in final_rows.iter().filter(|r| r.0 == "straddle") {
+            assert_eq!((r.5, r.6), (Some(5), Some(0)), "{r:?}");
+        }
+        // The live tables said the same before the cells were exact.
+        let live_rows = rows(&last);
+        assert_eq!(
+            live_rows.iter().map(|r| (&r.0, &r.1, r.5, r.6)).collect::<Vec<_>>(),
+            final_rows.iter().map(|r| (&r.0, &r.1, r.5, r.6)).collect::<Vec<_>>()
+        );
+        let summary_random = rows(&summary).into_iter().filter(|r| r.0 == "random").count();
+        assert_eq!(summary_random, n_floats, "the summary keeps the failed cell's rows too");
+        let files = |dir: &Path| (fs::read(dir.join(SUMMARY_FILE)).unwrap(), fs::read(dir.join(FINAL_FILE)).unwrap());
+        let before = files(dir.path());
+        rebuild_summaries(dir.path(), None, &[], Some(&counts_of(&jobs, &failed))).unwrap();
+        assert!(before == files(dir.path()), "a rebuild with the same counts writes the same bytes");
+        // Without the counts, a rebuild knows neither: null, and no row for the failed cell.
+        rebuild_summaries(dir.path(), None, &[], None).unwrap();
+        let unknown = rows(&read_parquet(&dir.path().join(FINAL_FILE)).unwrap());
+        assert!(unknown.iter().all(|r| r.0 != "random" && r.5.is_none() && r.6.is_none()), "{unknown:?}");
     }
 }

@@ -68,6 +68,12 @@
 //! | `median`                      | Float64 |                                                   |
 //! | `q10`, `q90`                  | Float64 | quantiles, linear interpolation (numpy default;   |
 //! |                               |         | between two equal infinities: that value, not NaN)|
+//! | `n_jobs`                      | Int64   | the cell's jobs in its sweep (null when rebuilt   |
+//! |                               |         | without the sweep's jobs: `CellJobs`)             |
+//! | `n_failed`                    | Int64   | of those, failed for good                         |
+//!
+//! A cell whose every job failed keeps its rows, one per metric, with `step` null, `n = 0`
+//! and null statistics, so that a method's failures never make it vanish from a table.
 //!
 //! **NaN is missing**: a NaN metric value is excluded from `n` and from every statistic;
 //! a group with no values has `n = 0` and null statistics.
@@ -96,9 +102,10 @@ pub use part::{
     trajectories_dir, write_part, write_shard, Cell, PartJob, Provenance, Readable, StoredRows, WrittenPart,
     METRICS_KEY,
 };
+pub use stats::{CellJobs, N_FAILED, N_JOBS};
 pub use summary::{
-    rebuild_summaries, summarize, summarize_cell, write_summaries, CellRows, CellSummary, Spill, SummaryReport,
-    CELL_ROWS_HELD,
+    count_cells, metrics_of, rebuild_summaries, summarize, summarize_cell, write_summaries, CellRows, CellSummary,
+    Spill, SummaryReport, CELL_ROWS_HELD,
 };
 pub use table::{final_table, render_final};
 

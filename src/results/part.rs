@@ -77,6 +77,16 @@ pub struct Provenance {
     /// The digest of the family's declaration, for a declared family (empty for a built-in
     /// one: the coordinator's build decides it).
     pub family_digest: String,
+    /// What the coordinator observed, not what the worker said (empty or 0 in parts written
+    /// before it was recorded): the label of the token the worker registered with (its
+    /// `name` in `--tokens`, `--token` for the single admin token, `none` on a coordinator
+    /// without tokens), the address the registration came from, and when (UNIX ms).
+    #[serde(default)]
+    pub token: String,
+    #[serde(default)]
+    pub peer: String,
+    #[serde(default)]
+    pub registered_ms: i64,
 }
 
 /// The group columns above step: constant within a job.

@@ -231,6 +231,52 @@ pub(super) fn with_names(stats: &DataFrame, cells: &[Cell], metrics: &[String]) 
     Ok(DataFrame::new(stats.height(), columns)?)
 }
 
+/// The rows of a cell none of whose jobs gave a result: one per metric (sorted), with no
+/// step, `n = 0` and null statistics, in [`with_names`]' schema.
+pub(super) fn no_result_rows(cell: &Cell, metrics: &[String]) -> Result<DataFrame> {
+    let k = metrics.len();
+    let text = |name: &str, value: &str| Column::new(name.into(), vec![value; k]);
+    let mut columns = vec![
+        text(FAMILY, &cell.family),
+        text(BENCHMARK, &cell.benchmark),
+        text(BENCHMARK_PARAMS, &cell.benchmark_params),
+        text(ALGORITHM, &cell.algorithm),
+        text(ALGORITHM_PARAMS, &cell.algorithm_params),
+        Column::new(HORIZON.into(), vec![cell.horizon; k]),
+        Column::new(STEP.into(), vec![None::<i64>; k]),
+        Column::new("metric".into(), metrics.to_vec()),
+        Column::new("n".into(), vec![0i64; k]),
+    ];
+    for name in ["mean", "std", "se", "median", "q10", "q90"] {
+        columns.push(Column::new(name.into(), vec![None::<f64>; k]));
+    }
+    Ok(DataFrame::new(k, columns)?)
+}
+
+/// How many jobs a cell has in its sweep and how many of them failed for good: the
+/// `n_jobs` and `n_failed` columns of every row of `summary.parquet` and `final.parquet`,
+/// so that a method whose hard seeds fail is not summarized as if it had only easy ones.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CellJobs {
+    pub n_jobs: usize,
+    pub n_failed: usize,
+}
+
+/// The job count columns, after the statistics.
+pub const N_JOBS: &str = "n_jobs";
+pub const N_FAILED: &str = "n_failed";
+
+/// `rows` of one cell with its job counts as the last two columns (null when not known:
+/// summaries rebuilt from the trajectories alone, with no record of the sweep's jobs).
+pub(super) fn with_job_counts(rows: &DataFrame, jobs: Option<CellJobs>) -> Result<DataFrame> {
+    let k = rows.height();
+    let count = |f: fn(CellJobs) -> usize| jobs.map(|j| f(j) as i64);
+    let mut out = rows.clone();
+    out.with_column(Column::new(N_JOBS.into(), vec![count(|j| j.n_jobs); k]))?;
+    out.with_column(Column::new(N_FAILED.into(), vec![count(|j| j.n_failed); k]))?;
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::test_support::*;

@@ -14,9 +14,9 @@
 
 use super::along::{add_piece, along_table, along_windows, read_run, Run};
 use super::part::{for_each_job, for_each_range};
-use super::stats::{by_cell, statistics, with_names, Interner, Rows};
+use super::stats::{by_cell, no_result_rows, statistics, with_job_counts, with_names, CellJobs, Interner, Rows};
 use super::*;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 /// What [`summarize`] read and wrote.
@@ -41,7 +41,14 @@ pub struct SummaryReport {
 ///
 /// `armada run` passes the keys of its sweep, so that jobs left by an edited sweep
 /// file or by older code (an older version of its family) never leak into its summaries.
-pub fn rebuild_summaries(sweep_dir: &Path, only: Option<&BTreeSet<String>>, axes: &[&str]) -> Result<SummaryReport> {
+/// `counts`, when the sweep's jobs are known, gives each cell's `n_jobs` and `n_failed`
+/// (null without), and keeps the rows of a cell whose jobs all failed.
+pub fn rebuild_summaries(
+    sweep_dir: &Path,
+    only: Option<&BTreeSet<String>>,
+    axes: &[&str],
+    counts: Option<&BTreeMap<Cell, CellJobs>>,
+) -> Result<SummaryReport> {
     let Readable { mut jobs, mut damaged } = readable_jobs(sweep_dir, None)?;
     if jobs.is_empty() && !damaged.is_empty() {
         // Nothing readable: say why, not that there is nothing.
@@ -60,17 +67,24 @@ pub fn rebuild_summaries(sweep_dir: &Path, only: Option<&BTreeSet<String>>, axes
     // than the whole sweep's (a 1,120-job bandit sweep is 94 million values). Within a
     // cell, jobs come in key order whatever part holds them: the files' layout never
     // changes a statistic.
-    let cells = by_cell(&jobs)
-        .into_iter()
-        .map(|(cell, cell_jobs)| summarize_cell(cell, &cell_jobs, axes, sweep_dir))
-        .collect::<Result<Vec<_>>>()?;
+    let by_cell = by_cell(&jobs);
+    let mut cells = Vec::new();
+    for (cell, cell_jobs) in &by_cell {
+        let mut summary = summarize_cell(cell, cell_jobs, axes, sweep_dir)?;
+        summary.jobs = counts.and_then(|c| c.get(*cell).copied());
+        cells.push(summary);
+    }
+    // Cells none of whose jobs gave a result, in their place in cell order.
+    let without = counts.into_iter().flatten().filter(|(cell, _)| !by_cell.contains_key(cell));
+    cells.extend(without.map(|(cell, jobs)| CellSummary::without_result(cell, *jobs, axes.len())));
+    cells.sort_by(|a, b| a.cell.cmp(&b.cell));
     let report = write_summaries(sweep_dir, &cells.iter().collect::<Vec<_>>(), axes)?;
     Ok(SummaryReport { n_left_out, damaged, ..report })
 }
 
-/// [`rebuild_summaries`] without along tables.
+/// [`rebuild_summaries`] without along tables, and without the sweep's job counts.
 pub fn summarize(sweep_dir: &Path, only: Option<&BTreeSet<String>>) -> Result<SummaryReport> {
-    rebuild_summaries(sweep_dir, only, &[])
+    rebuild_summaries(sweep_dir, only, &[], None)
 }
 
 /// One cell's rows of every summary table: `summary.parquet`, `final.parquet`, and the
@@ -78,11 +92,75 @@ pub fn summarize(sweep_dir: &Path, only: Option<&BTreeSet<String>>) -> Result<Su
 /// its cells' rows concatenated in cell order, so a cell's rows can be computed as soon as
 /// its last job is settled (the coordinator's live summaries) and give the same bytes.
 pub struct CellSummary {
+    pub cell: Cell,
     pub summary: CellRows,
     pub last: DataFrame,
     pub along: Vec<CellRows>,
+    /// Jobs summarized (those with a result).
     pub n_jobs: usize,
     pub n_rows: usize,
+    /// The cell's jobs in its sweep and its failures, when known: its rows'
+    /// `n_jobs` and `n_failed`.
+    pub jobs: Option<CellJobs>,
+}
+
+impl CellSummary {
+    /// A cell with no job summarized: its rows are written only when some of its jobs
+    /// failed ([`no_result_rows`]), so that a cell whose every job failed keeps its rows.
+    pub fn without_result(cell: &Cell, jobs: CellJobs, n_axes: usize) -> CellSummary {
+        let empty = || CellRows::Held(DataFrame::empty());
+        CellSummary {
+            cell: cell.clone(),
+            summary: empty(),
+            last: DataFrame::empty(),
+            along: (0..n_axes).map(|_| empty()).collect(),
+            n_jobs: 0,
+            n_rows: 0,
+            jobs: Some(jobs),
+        }
+    }
+
+    /// Whether it has rows in the summary tables: a result, or a failure to show.
+    fn is_shown(&self) -> bool {
+        self.n_jobs > 0 || self.jobs.is_some_and(|j| j.n_failed > 0)
+    }
+
+    /// Its rows of `summary.parquet` (`last`: of `final.parquet`) with its job counts, a
+    /// chunk at a time; `metrics` are the sweep's, for a cell with no result.
+    pub fn for_each_table_chunk(
+        &self,
+        last: bool,
+        metrics: &[String],
+        mut f: impl FnMut(&DataFrame) -> Result<()>,
+    ) -> Result<()> {
+        if self.n_jobs == 0 {
+            return f(&with_job_counts(&no_result_rows(&self.cell, metrics)?, self.jobs)?);
+        }
+        match last {
+            true => f(&with_job_counts(&self.last, self.jobs)?),
+            false => self.summary.for_each_chunk(|rows| f(&with_job_counts(rows, self.jobs)?)),
+        }
+    }
+}
+
+/// Each cell's jobs and failures from its jobs' cells, each with whether it failed for good.
+pub fn count_cells(jobs: impl IntoIterator<Item = (Cell, bool)>) -> BTreeMap<Cell, CellJobs> {
+    let mut counts: BTreeMap<Cell, CellJobs> = BTreeMap::new();
+    for (cell, failed) in jobs {
+        let c = counts.entry(cell).or_default();
+        c.n_jobs += 1;
+        c.n_failed += usize::from(failed);
+    }
+    counts
+}
+
+/// The metrics of the cells' final rows, sorted: the rows of a cell with no result.
+pub fn metrics_of(cells: &[&CellSummary]) -> Result<Vec<String>> {
+    let mut metrics = BTreeSet::new();
+    for cell in cells.iter().filter(|c| c.n_jobs > 0) {
+        metrics.extend(cell.last.column("metric")?.str()?.iter().flatten().map(str::to_owned));
+    }
+    Ok(metrics.into_iter().collect())
 }
 
 /// A cell's rows of `summary.parquet` (or of an along table): in memory, or, for a cell too
@@ -249,7 +327,7 @@ fn summarize_cell_within(
         (CellRows::Spilled { file, preview: concat(previews.iter())? }, along)
     };
     let last = long.finals()?;
-    Ok(CellSummary { summary, last, along, n_jobs: jobs.len(), n_rows })
+    Ok(CellSummary { cell: cell.clone(), summary, last, along, n_jobs: jobs.len(), n_rows, jobs: None })
 }
 
 /// A window of a long cell is read by row; its steps must be the rows' (0, 1, ... as
@@ -268,12 +346,15 @@ fn check_steps(job: &StoredRows, df: &DataFrame, first: usize) -> Result<()> {
 }
 
 /// Concatenate the cells' rows (given in cell order) and write every summary table of a
-/// sweep atomically, a row group at a time. Fails when no cell has a job.
+/// sweep atomically, a row group at a time. Fails when no cell has a job. A cell with
+/// failures and no result has rows in `summary.parquet` and `final.parquet` (not in the
+/// along tables).
 pub fn write_summaries(sweep_dir: &Path, cells: &[&CellSummary], axes: &[&str]) -> Result<SummaryReport> {
-    let cells: Vec<&CellSummary> = cells.iter().copied().filter(|c| c.n_jobs > 0).collect();
-    if cells.is_empty() {
+    let cells: Vec<&CellSummary> = cells.iter().copied().filter(|c| c.is_shown()).collect();
+    if cells.iter().all(|c| c.n_jobs == 0) {
         return Err(nothing_to_summarize(&trajectories_dir(sweep_dir)));
     }
+    let metrics = metrics_of(&cells)?;
     let summary_path = sweep_dir.join(SUMMARY_FILE);
     let final_path = sweep_dir.join(FINAL_FILE);
     // Each table is its cells' rows in order, as `each` pushes them.
@@ -293,10 +374,13 @@ pub fn write_summaries(sweep_dir: &Path, cells: &[&CellSummary], axes: &[&str]) 
             table.finish()
         })
     };
-    write(&summary_path, &|cell, push| cell.summary.for_each_chunk(push))?;
-    write(&final_path, &|cell, push| push(&cell.last))?;
+    write(&summary_path, &|cell, push| cell.for_each_table_chunk(false, &metrics, push))?;
+    write(&final_path, &|cell, push| cell.for_each_table_chunk(true, &metrics, push))?;
     for (i, axis) in axes.iter().enumerate() {
-        write(&sweep_dir.join(along_file(axis)), &|cell, push| cell.along[i].for_each_chunk(push))?;
+        write(&sweep_dir.join(along_file(axis)), &|cell, push| match cell.n_jobs {
+            0 => Ok(()),
+            _ => cell.along[i].for_each_chunk(push),
+        })?;
     }
     Ok(SummaryReport {
         n_jobs: cells.iter().map(|c| c.n_jobs).sum(),
@@ -472,11 +556,15 @@ mod tests {
             "median",
             "q10",
             "q90",
+            "n_jobs",
+            "n_failed",
         ];
         assert_eq!(names, expected_names);
+        // Rebuilt from the trajectories alone: the sweep's job counts are not known.
+        assert!(ints(&summary, N_JOBS).iter().chain(&ints(&summary, N_FAILED)).all(Option::is_none));
         for (name, dtype) in summary.schema().iter() {
             let expected = match name.as_str() {
-                "horizon" | "step" | "n" => DataType::Int64,
+                "horizon" | "step" | "n" | "n_jobs" | "n_failed" => DataType::Int64,
                 "mean" | "std" | "se" | "median" | "q10" | "q90" => DataType::Float64,
                 _ => DataType::String,
             };
@@ -666,7 +754,8 @@ mod tests {
             assert!(got == want, "{name}: not the bytes of one pass");
         }
         // The preview has every row of the exact table (a horizon of 22 is under LIVE_STEPS).
-        assert_eq!(preview, &read_parquet(&out.path().join(SUMMARY_FILE)).unwrap());
+        let written = read_parquet(&out.path().join(SUMMARY_FILE)).unwrap();
+        assert_eq!(preview, &written.drop(N_JOBS).unwrap().drop(N_FAILED).unwrap());
         let spilled = file.path.clone();
         drop(windowed);
         assert!(!spilled.exists(), "a spill is removed with its summary");

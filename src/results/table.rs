@@ -10,7 +10,8 @@ const SIGNIFICANT_DIGITS: i32 = 4;
 /// A compact text table of `final.parquet`: one row per (benchmark, benchmark_params,
 /// algorithm, algorithm_params), one column per float metric, cells `mean ± se`
 /// (just `mean` when n < 2, `-` when the metric does not apply), and `n`, the most
-/// seeds of any metric in the row. Rows are sorted by benchmark, then algorithm.
+/// seeds of any metric in the row; a cell with failed jobs says so beside it (`3/6, 3
+/// failed`). Rows are sorted by benchmark, then algorithm.
 ///
 /// Metric columns follow the shards' column order (the first shard, by key, that has
 /// a metric places it). A `horizon` column is added only when the sweep mixes horizons.
@@ -37,10 +38,19 @@ pub fn render_final(df: &DataFrame, order: &[String], only: &[&str]) -> Result<S
     let n: Vec<Option<i64>> = df.column("n")?.i64()?.iter().collect();
     let mean: Vec<Option<f64>> = df.column("mean")?.f64()?.iter().collect();
     let se: Vec<Option<f64>> = df.column("se")?.f64()?.iter().collect();
+    // Tables written before the job counts were recorded have no such columns.
+    let count = |name: &str| -> Result<Vec<Option<i64>>> {
+        match df.column(name) {
+            Ok(column) => Ok(column.i64()?.iter().collect()),
+            Err(_) => Ok(vec![None; df.height()]),
+        }
+    };
+    let (n_jobs, n_failed) = (count(N_JOBS)?, count(N_FAILED)?);
 
     type Key = (String, String, String, String, Option<i64>);
     // Sorted by benchmark, then algorithm (then the params and horizon, for ties).
-    let mut rows: BTreeMap<Key, (i64, BTreeMap<&str, String>)> = BTreeMap::new();
+    let mut rows: BTreeMap<Key, (String, BTreeMap<&str, String>)> = BTreeMap::new();
+    let mut seeds: BTreeMap<Key, i64> = BTreeMap::new();
     for i in 0..df.height() {
         let key = (
             benchmark[i].clone(),
@@ -49,8 +59,13 @@ pub fn render_final(df: &DataFrame, order: &[String], only: &[&str]) -> Result<S
             algorithm_params[i].clone(),
             horizon[i],
         );
-        let (row_n, cells) = rows.entry(key).or_default();
+        let row_n = seeds.entry(key.clone()).or_default();
         *row_n = (*row_n).max(n[i].unwrap_or(0));
+        let (shown_n, cells) = rows.entry(key).or_default();
+        *shown_n = match (n_jobs[i], n_failed[i]) {
+            (Some(jobs), Some(failed)) if failed > 0 => format!("{row_n}/{jobs}, {failed} failed"),
+            _ => row_n.to_string(),
+        };
         // final.parquet is sorted by step within a group: a later step overwrites.
         cells.insert(metric[i].as_str(), cell(mean[i], se[i]));
     }
@@ -74,7 +89,7 @@ pub fn render_final(df: &DataFrame, order: &[String], only: &[&str]) -> Result<S
         if show_horizon {
             line.push(horizon.map_or_else(|| "-".into(), |h| h.to_string()));
         }
-        line.push(row_n.to_string());
+        line.push(row_n.clone());
         line.extend(metrics.iter().map(|m| cells.get(m.as_str()).cloned().unwrap_or_else(|| "-".into())));
         lines.push(line);
     }
@@ -213,6 +228,29 @@ mod tests {
         let only = final_table(dir.path(), &["regret"]).unwrap();
         let header: Vec<&str> = only.lines().next().unwrap().split_whitespace().collect();
         assert_eq!(header[4..], ["n", "regret"], "{only}");
+    }
+
+    /// A cell with failed jobs says so beside its seeds; one whose every job failed shows
+    /// its row with no values.
+    #[test]
+    fn final_table_marks_the_cells_with_failed_jobs() {
+        let dir = tempfile::tempdir().unwrap();
+        write_fixture(dir.path());
+        let jobs: Vec<Cell> = fixture_jobs().iter().map(|(job, _, _)| Cell::of(job)).collect();
+        let straddle = jobs.iter().find(|c| c.algorithm == "straddle").unwrap().clone();
+        let mut failed_cell = straddle.clone();
+        failed_cell.algorithm = "mile".into();
+        // straddle: its 3 seeds done and 3 failed; mile: its 2 jobs failed.
+        let cells = jobs.into_iter().map(|c| (c, false)).chain((0..3).map(|_| (straddle.clone(), true)));
+        let counts = count_cells(cells.chain((0..2).map(|_| (failed_cell.clone(), true))));
+        rebuild_summaries(dir.path(), None, &[], Some(&counts)).unwrap();
+        let table = final_table(dir.path(), &[]).unwrap();
+        let line =
+            |algorithm: &str| table.lines().find(|l| l.contains(&format!("  {algorithm}  "))).unwrap().to_owned();
+        assert!(line("straddle").contains("  3/6, 3 failed  "), "{table}");
+        assert!(!line("ucb").contains("failed"), "{table}");
+        let mile = line("mile");
+        assert!(mile.contains("  0/2, 2 failed") && mile.trim_end().ends_with('-'), "{table}");
     }
 
     #[test]

@@ -24,7 +24,7 @@ use super::catalog::Catalog;
 use super::commit::{self, Commit, CommitConfig};
 use super::handle::{Command, Reply, SchedulerHandle};
 use super::jobs::{base_family, Job, Submission, Template, Templates};
-use super::live::{self, LiveSummaries, Opening};
+use super::live::{self, JobTally, LiveSummaries, Opening};
 use super::metrics::Metrics;
 use super::replies::{CommandError, JobFailed, Submitted, SweepEvent};
 use super::sessions::Sessions;
@@ -62,6 +62,9 @@ pub struct SchedulerConfig {
     pub heartbeat: Duration,
     /// Attempts (failed or expired) before a job is marked failed.
     pub max_attempts: u32,
+    /// Retry jobs whose own code failed, as the worker's trouble is (by default such a
+    /// job fails at once: the same key fails the same way).
+    pub retry_job_errors: bool,
     /// Lease only the jobs of sweeps submitted to this coordinator, not the queued jobs of
     /// sweeps found in the store (`armada run`, which runs exactly its own sweep).
     pub only_submitted: bool,
@@ -81,6 +84,7 @@ impl Default for SchedulerConfig {
             lease_ttl: Duration::from_secs(10),
             heartbeat: Duration::from_millis(2500),
             max_attempts: 3,
+            retry_job_errors: false,
             only_submitted: false,
             commit: CommitConfig::default(),
             forget_worker_after: Duration::from_secs(600),
@@ -202,7 +206,11 @@ impl Scheduler {
             sweeps: Sweeps::new(results_dir.clone()),
             results_dir,
             config,
-            table: JobTable::new(Policy { lease_ttl: config.lease_ttl, max_attempts: config.max_attempts }),
+            table: JobTable::new(Policy {
+                lease_ttl: config.lease_ttl,
+                max_attempts: config.max_attempts,
+                retry_job_errors: config.retry_job_errors,
+            }),
             watchers: HashMap::new(),
             storing: None,
             waiting: VecDeque::new(),
@@ -319,8 +327,8 @@ impl Scheduler {
                     self.complete(&session, attempt, n_records, reply);
                 }
             }
-            Command::Fail { session, attempt, error, reply } => {
-                let _ = reply.send(self.fail(&session, attempt, error));
+            Command::Fail { session, attempt, error, cause, reply } => {
+                let _ = reply.send(self.fail(&session, attempt, error, cause));
             }
             Command::Release { session, attempts, reply } => {
                 let _ = reply.send(self.release(&session, attempts));
@@ -360,7 +368,7 @@ impl Scheduler {
                 Effect::DiscardSpool(attempt) => self.spools.discard(attempt),
                 Effect::SettledWithoutResult(i) => {
                     let job = self.table.job(i);
-                    self.live.settled_without_result(&job.sweep, job.cell());
+                    self.live.settled_without_result(&job.sweep, job.cell(), job.state == JobState::Failed);
                 }
                 Effect::Started { job: i, attempt, worker } => {
                     self.metrics.attempts_started.fetch_add(1, Relaxed);
@@ -505,19 +513,21 @@ impl Scheduler {
         self.sweeps.opened_live(id, generation, n_cells);
     }
 
-    /// The cells of a sweep with their numbers of jobs and of settled jobs.
-    fn cells_of(&self, id: &str) -> Vec<(Cell, usize, usize)> {
+    /// The cells of a sweep with their numbers of jobs, of settled jobs and of failed ones.
+    fn cells_of(&self, id: &str) -> Vec<(Cell, JobTally)> {
         let settled = |j: &Job| matches!(j.state, JobState::Done | JobState::Failed | JobState::Cancelled);
         // Counted by template first, by its number.
-        let mut by_template: Vec<(Option<&Template>, usize, usize)> = vec![(None, 0, 0); self.templates.len()];
+        let mut by_template: Vec<(Option<&Template>, JobTally)> =
+            vec![(None, JobTally::default()); self.templates.len()];
         for &i in self.sweeps.jobs(id) {
             let job = self.table.job(i);
-            let counts = &mut by_template[job.template.id];
-            counts.0 = Some(&job.template);
-            counts.1 += 1;
-            counts.2 += usize::from(settled(job));
+            let (template, tally) = &mut by_template[job.template.id];
+            *template = Some(&job.template);
+            tally.jobs += 1;
+            tally.settled += usize::from(settled(job));
+            tally.failed += usize::from(job.state == JobState::Failed);
         }
-        let cells = by_template.into_iter().filter_map(|(t, n, settled)| Some((&t?.cell, n, settled)));
+        let cells = by_template.into_iter().filter_map(|(t, tally)| Some((&t?.cell, tally)));
         live::cell_counts(cells)
     }
 

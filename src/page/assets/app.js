@@ -186,7 +186,8 @@ function renderFinal(table) {
   const names = new Map(table.rows.map((r, k) => [r, short[k]]));
   const columns = [{ name: "benchmark", key: (r) => variant(r.benchmark, r.benchmark_params) },
     { name: "algorithm", key: (r) => names.get(r), title: (r) => variant(r.algorithm, r.algorithm_params) },
-    { name: "step", key: (r) => r.step, num: true }, { name: "n", key: (r) => r.n, num: true }]
+    { name: "step", key: (r) => r.step, num: true },
+    { name: "n", key: (r) => r.n, num: true, text: (r) => r.n_failed ? `${r.n}/${r.n_jobs}, ${r.n_failed} failed` : r.n }]
     .concat(table.metrics.map((m, i) => ({ name: m, key: (r) => r.mean[i], num: true, metric: i })));
   const tr = el("tr");
   columns.forEach((c, i) => {
@@ -211,6 +212,7 @@ function renderFinal(table) {
   }
   for (const r of rows) {
     const cells = columns.map((c) => {
+      if (c.text) return { text: c.text(r), cls: r.n_failed ? "num failed" : "num" };
       if (c.metric === undefined) return { text: c.key(r), cls: c.num ? "num" : "" };
       const m = r.mean[c.metric], se = r.se[c.metric];
       return { text: m === null ? "–" : `${formatNumber(m)} ± ${formatNumber(se)}`, cls: "num" };
