@@ -39,9 +39,28 @@ const TABLE_REFRESH: Duration = Duration::from_secs(2);
 const RECONNECT_FOR: Duration = Duration::from_secs(600);
 
 /// Errors that a new connection may cure: the coordinator restarting, or a network between.
+/// An answer from something that is not a coordinator (the dashboard's port, a TLS port
+/// spoken to in the clear) is not: no wait mends a wrong address.
 fn is_transient(e: &tonic::Status) -> bool {
     use tonic::Code;
-    matches!(e.code(), Code::Unavailable | Code::Unknown | Code::Cancelled | Code::DeadlineExceeded | Code::Internal)
+    let code = matches!(
+        e.code(),
+        Code::Unavailable | Code::Unknown | Code::Cancelled | Code::DeadlineExceeded | Code::Internal
+    );
+    code && armada_worker::connect::misdial_hint(e).is_none()
+}
+
+/// An error about a file the coordinator refused (a sweep file, a declaration): named
+/// with the file when the file is at fault, else as [`status_error`] says it (a wrong
+/// port, a token, an unreachable coordinator are not the file's fault).
+pub fn file_error(file: &Path, e: tonic::Status) -> anyhow::Error {
+    let misdialled = armada_worker::connect::misdial_hint(&e).is_some();
+    match e.code() {
+        tonic::Code::InvalidArgument | tonic::Code::FailedPrecondition | tonic::Code::AlreadyExists if !misdialled => {
+            anyhow::anyhow!("{}: {} ({:?})", file.display(), e.message(), e.code())
+        }
+        _ => status_error(e),
+    }
 }
 
 /// Stream a sweep's events with a progress bar until it finishes; returns its last status.
@@ -211,7 +230,10 @@ pub fn failure_lines(s: &pb::SweepStatus, shown: usize) -> Vec<String> {
         .failures
         .iter()
         .take(shown)
-        .map(|f| format!("failed: {} after {} attempts: {}", f.description, f.attempt, f.error))
+        .map(|f| {
+            let attempts = if f.attempt == 1 { "1 attempt".to_string() } else { format!("{} attempts", f.attempt) };
+            format!("failed: {} after {attempts}: {}", f.description, f.error)
+        })
         .collect();
     let more = s.failures.len().saturating_sub(shown) + s.n_failures_omitted as usize;
     if more > 0 {

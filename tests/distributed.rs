@@ -383,29 +383,110 @@ fn cancel_stops_the_sweeps_jobs_on_the_workers() {
     assert_eq!(watched.status.code(), Some(1), "a cancelled sweep is not a success");
 }
 
+/// (algorithm, step, n, n_jobs, n_failed) of each row of a summary table.
+type CountRow = (String, Option<i64>, Option<i64>, Option<i64>, Option<i64>);
+
+fn count_rows(path: &Path) -> Vec<CountRow> {
+    let df = common::read(path);
+    let ints = |name: &str| -> Vec<Option<i64>> { df.column(name).unwrap().i64().unwrap().iter().collect() };
+    let algorithm: Vec<String> =
+        df.column("algorithm").unwrap().str().unwrap().iter().map(|a| a.unwrap().to_string()).collect();
+    let (step, n, n_jobs, n_failed) = (ints("step"), ints("n"), ints("n_jobs"), ints("n_failed"));
+    (0..df.height()).map(|i| (algorithm[i].clone(), step[i], n[i], n_jobs[i], n_failed[i])).collect()
+}
+
+/// A job whose own code panics fails at its first attempt (a lost worker's job is retried;
+/// `--retry-job-errors` retries a job's own errors too), and its failure is in every table:
+/// `n_jobs` and `n_failed` on each row of both summary files, the failed cell's rows kept
+/// with `n = 0`, and the terminal table's marker.
 #[test]
-fn a_panicking_job_is_retried_to_the_bound_then_failed_while_the_rest_completes() {
+fn a_panicking_job_fails_at_its_first_attempt_and_every_table_counts_it() {
     let tmp = tempfile::tempdir().unwrap();
     let sweep = write(
         tmp.path(),
         "mixed.toml",
         "name = \"mixed\"\nfamily = \"testkit\"\nseeds = 4\nhorizon = 5\n[[benchmarks]]\nname = \"constant\"\n[[algorithms]]\nname = \"echo\"\n[[algorithms]]\nname = \"panic\"\nparams = { at = 2 }\n",
     );
-    let data = tmp.path().join("data");
-    let coord = serve(&data, 0, &["--max-attempts", "2"]);
-    let _w = worker(&coord.url, 2, &tmp.path().join("w.log"), &[]);
-    assert!(client(&["submit", sweep.to_str().unwrap()], &coord.url, 30).status.success());
-    let watched = client(&["watch", "mixed", "--quiet"], &coord.url, 60);
-    assert_eq!(watched.status.code(), Some(1), "{}", text(&watched.stderr));
-    let status = text(&client(&["status", "mixed"], &coord.url, 30).stdout);
-    assert!(status.contains("8 jobs: 4 done, 0 running, 0 queued, 4 failed"), "{status}");
-    assert_eq!(
-        status.matches("after 2 attempts: job panicked: testkit: panic at step 2 on purpose").count(),
-        4,
-        "{status}"
+    for (extra, attempts) in [(None, "1 attempt"), (Some("--retry-job-errors"), "2 attempts")] {
+        let data = tmp.path().join(format!("data-{attempts}").replace(' ', "-"));
+        let mut args = vec!["--max-attempts", "2"];
+        args.extend(extra);
+        let coord = serve(&data, 0, &args);
+        let _w = worker(&coord.url, 2, &tmp.path().join("w.log"), &[]);
+        assert!(client(&["submit", sweep.to_str().unwrap()], &coord.url, 30).status.success());
+        let watched = client(&["watch", "mixed", "--quiet"], &coord.url, 60);
+        assert_eq!(watched.status.code(), Some(1), "{}", text(&watched.stderr));
+        let status = text(&client(&["status", "mixed"], &coord.url, 30).stdout);
+        assert!(status.contains("8 jobs: 4 done, 0 running, 0 queued, 4 failed"), "{status}");
+        let said = format!("after {attempts}: job panicked: testkit: panic at step 2 on purpose");
+        assert_eq!(status.matches(&said).count(), 4, "{status}");
+        assert_eq!(job_count(&data.join("mixed")), 4);
+        assert_each_step_once(&data.join("mixed"), 5);
+        // The terminal table marks the cell; its seeds' values are missing.
+        let table = text(&watched.stdout);
+        let line =
+            |algorithm: &str| table.lines().find(|l| l.contains(&format!("  {algorithm}  "))).unwrap_or_default();
+        assert!(line("panic").contains("  0/4, 4 failed  ") && line("panic").trim_end().ends_with('-'), "{table}");
+        assert!(!line("echo").contains("failed"), "{table}");
+        for file in ["summary.parquet", "final.parquet"] {
+            let rows = count_rows(&data.join("mixed").join(file));
+            let (panic, echo): (Vec<_>, Vec<_>) = rows.iter().partition(|r| r.0 == "panic");
+            assert_eq!(panic, vec![&("panic".to_string(), None, Some(0), Some(4), Some(4))], "{file}");
+            assert!(
+                !echo.is_empty() && echo.iter().all(|r| (r.2, r.3, r.4) == (Some(4), Some(4), Some(0))),
+                "{file}: {echo:?}"
+            );
+        }
+    }
+}
+
+/// Beside what a worker says of itself, each trajectory's provenance records what the
+/// coordinator saw: the label of the token the worker registered with, the address it came
+/// from, and when. The Rust worker takes its host name from the operating system (not from
+/// `HOSTNAME`, which a shell does not export) and its name from `--name`.
+#[test]
+fn provenance_records_the_token_peer_and_time_the_coordinator_saw() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tokens = write(
+        tmp.path(),
+        "tokens.toml",
+        "[[tokens]]\nname = \"gpu-pool\"\nsecret = \"worker-token-0123456789\"\nrole = \"worker\"\n\
+         [[tokens]]\nsecret = \"client-token-0123456789\"\nrole = \"client\"\n",
     );
-    assert_eq!(job_count(&data.join("mixed")), 4);
-    assert_each_step_once(&data.join("mixed"), 5);
+    let data = tmp.path().join("data");
+    let coord = serve(&data, 0, &["--tokens", tokens.to_str().unwrap()]);
+    let before = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    let env = [("ARMADA_TOKEN", "worker-token-0123456789"), ("HOSTNAME", "not-this-host")];
+    let _w = worker_args(&coord.url, 1, &tmp.path().join("w.log"), &["--name", "bench-node-7"], &env);
+    let sweep = write(
+        tmp.path(),
+        "p.toml",
+        "name = \"p\"\nfamily = \"testkit\"\nseeds = 3\nhorizon = 2\n[[benchmarks]]\nname = \"constant\"\n[[algorithms]]\nname = \"echo\"\n",
+    );
+    let as_client = [("ARMADA_TOKEN", "client-token-0123456789")];
+    assert!(client_env(&["submit", sweep.to_str().unwrap()], &coord.url, 30, &as_client).status.success());
+    assert!(client_env(&["watch", "p", "--quiet"], &coord.url, 60, &as_client).status.success());
+    let after = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap().trim().to_string();
+    let mut seen = 0;
+    for part in common::part_files(&data.join("p")) {
+        let provenance = armada::results::read_provenance(&part).unwrap();
+        for (key, p) in provenance {
+            assert_eq!(
+                (p.token.as_str(), p.name.as_str(), p.host.as_str()),
+                ("gpu-pool", "bench-node-7", host.as_str()),
+                "{key}"
+            );
+            assert!(p.peer.starts_with("127.0.0.1:") && p.peer.len() > "127.0.0.1:".len(), "{key}: {}", p.peer);
+            assert!(
+                (before..=after).contains(&p.registered_ms),
+                "{key}: {} not in [{before}, {after}]",
+                p.registered_ms
+            );
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, 3);
 }
 
 #[test]
@@ -613,6 +694,21 @@ fn a_wrong_address_is_named_with_its_cause() {
         let out = client(&args, url, 30);
         assert_eq!(out.status.code(), Some(2), "{url}: {}", text(&out.stderr));
         assert!(text(&out.stderr).contains(expected.as_str()), "{url}: expected {expected:?} in {}", text(&out.stderr));
+    }
+    // Every client command at the dashboard's port says so; none blames the file it sends.
+    let sweep = write(tmp.path(), "x.toml", "family = \"testkit\"\nseeds = 1\nhorizon = 1\n[[benchmarks]]\nname = \"constant\"\n[[algorithms]]\nname = \"echo\"\n");
+    let fetched = tmp.path().join("fetched");
+    let fetched = fetched.to_str().unwrap();
+    for args in [
+        vec!["submit", sweep.to_str().unwrap()],
+        vec!["list"],
+        vec!["watch", "x"],
+        vec!["fetch", "x", "--out", fetched],
+    ] {
+        let out = client(&args, &dashboard, 30);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains("is this the dashboard's port?") && !stderr.contains("x.toml"), "{args:?}: {stderr}");
     }
     // A worker: a URL without a scheme is refused at once; a refused one retried, said each time.
     let bad = Command::new(BIN).args(["worker", "--coordinator", &no_scheme]).output().unwrap();

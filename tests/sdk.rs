@@ -241,7 +241,7 @@ class Episode:
         return {"value": 0.0}
 
     def step(self, t):
-        if self.job.algorithm == "breaks" and t == 2:
+        if self.job.algorithm == "breaks" and t == 2 and self.job.seed % 2 == 1:
             raise ValueError(f"broken on purpose at step {t}")
         return {"value": float(t)}
 
@@ -256,8 +256,10 @@ FAMILY = Family(
 )
 "#;
 
-/// A job whose episode raises is reported with its traceback (FailAttempt), retried up to
-/// the coordinator's max attempts, then marked failed; the other jobs commit.
+/// A job whose episode raises (for its odd seeds) is reported with its traceback
+/// (FailAttempt, the job's own error), failed at its first attempt, and counted in every
+/// table: `n_jobs` and `n_failed` on the rows of both summary files, and the terminal
+/// table's marker; the other jobs commit.
 #[test]
 fn a_python_job_that_raises_fails_with_its_error() {
     let tmp = tempfile::tempdir().unwrap();
@@ -265,10 +267,10 @@ fn a_python_job_that_raises_fails_with_its_error() {
     let sweep = write(
         tmp.path(),
         "broken.toml",
-        "family = \"broken\"\nseeds = 2\nhorizon = 3\n[[benchmarks]]\nname = \"b\"\n\
+        "family = \"broken\"\nseeds = 4\nhorizon = 3\n[[benchmarks]]\nname = \"b\"\n\
          [[algorithms]]\nname = \"works\"\n[[algorithms]]\nname = \"breaks\"\n",
     );
-    let coord = serve(&tmp.path().join("data"), 0, &["--max-attempts", "2"]);
+    let coord = serve(&tmp.path().join("data"), 0, &["--max-attempts", "3"]);
     let log = tmp.path().join("worker.log");
     let _worker = python_worker(&coord.url, "broken_family:FAMILY", 1, &log, tmp.path());
     wait_until(120, "the Python worker registers", || registered(&log));
@@ -278,9 +280,70 @@ fn a_python_job_that_raises_fails_with_its_error() {
     assert!(!watched.status.success(), "a sweep with failed jobs exits non-zero");
     let status = client(&["status", "broken"], &coord.url, 60);
     let status = text(&status.stdout);
-    assert!(status.contains("2 done") && status.contains("2 failed"), "{status}");
+    assert!(status.contains("6 done") && status.contains("2 failed"), "{status}");
+    assert_eq!(status.matches("after 1 attempt: ").count(), 2, "a job's own error is not retried: {status}");
     assert!(status.contains("ValueError: broken on purpose at step 2"), "{status}");
-    assert_eq!(jobs(&tmp.path().join("data/broken")).len(), 2);
+    assert_eq!(jobs(&tmp.path().join("data/broken")).len(), 6);
+    let table = text(&watched.stdout);
+    let line = |algorithm: &str| table.lines().find(|l| l.contains(&format!("  {algorithm}  "))).unwrap_or_default();
+    assert!(line("breaks").contains("  2/4, 2 failed  "), "{table}");
+    assert!(!line("works").contains("failed"), "{table}");
+    for file in ["summary.parquet", "final.parquet"] {
+        let df = common::read(&tmp.path().join("data/broken").join(file));
+        let ints = |name: &str| -> Vec<Option<i64>> { df.column(name).unwrap().i64().unwrap().iter().collect() };
+        let algorithm: Vec<Option<&str>> = df.column("algorithm").unwrap().str().unwrap().iter().collect();
+        let (n, n_jobs, n_failed) = (ints("n"), ints("n_jobs"), ints("n_failed"));
+        for i in 0..df.height() {
+            let failed = if algorithm[i] == Some("breaks") { 2 } else { 0 };
+            assert_eq!(n_jobs[i], Some(4), "{file} row {i}");
+            assert_eq!(n_failed[i], Some(failed), "{file} row {i}");
+            assert!(n[i] <= Some(4 - failed), "{file} row {i}");
+        }
+    }
+}
+
+/// A Python worker killed while it holds jobs leased ahead is charged only for the jobs it
+/// had started (its heartbeats' `started_ids`): with `--max-attempts 1` every charged job
+/// fails, and the jobs it never started are queued again uncharged.
+#[test]
+fn a_killed_python_worker_is_charged_only_for_the_jobs_it_had_started() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let sweep = write(
+        dir,
+        "many.toml",
+        "name = \"many\"\nfamily = \"echo\"\nseeds = 20000\nhorizon = 2\n[[benchmarks]]\nname = \"constant\"\n\
+         [[algorithms]]\nname = \"echo\"\n",
+    );
+    let coord = serve(&dir.join("data"), 0, &["--max-attempts", "1", "--lease-ttl-ms", "1000"]);
+    let log = dir.join("worker.log");
+    let mut worker = python_worker(&coord.url, "armada_sdk.examples.echo:FAMILY", 1, &log, dir);
+    wait_until(120, "the Python worker registers", || registered(&log));
+    let submitted = client(&["submit", sweep.to_str().unwrap()], &coord.url, 60);
+    assert!(submitted.status.success(), "{}", text(&submitted.stderr));
+    let status = || text(&client(&["status", "many", "--failures", "10000"], &coord.url, 60).stdout);
+    let count = |status: &str, what: &str| -> u32 {
+        status.split([',', ':']).find_map(|part| part.trim().strip_suffix(what)?.trim().parse().ok()).unwrap_or(0)
+    };
+    wait_until(120, "the worker holds jobs leased ahead", || count(&status(), "leased ahead") >= 8);
+    worker.kill9();
+    wait_until(60, "its leases expire", || count(&status(), "running") == 0);
+    let status = status();
+    let failed = count(&status, "failed");
+    let metrics = Command::new("curl").args(["-s", &format!("http://{}/metrics", coord.dashboard)]).output().unwrap();
+    let metrics = text(&metrics.stdout);
+    let expired: u32 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("armada_leases_expired_total "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no expired-lease counter in /metrics:\n{metrics}"));
+    assert!(
+        expired >= failed + 8,
+        "{expired} leases expired, {failed} jobs failed: the unstarted were charged\n{status}"
+    );
+    let failures: Vec<&str> = status.lines().filter(|l| l.starts_with("failed: ")).collect();
+    assert_eq!(failures.len() as u32, failed, "{status}");
+    assert!(failures.iter().all(|l| l.contains("after 1 attempt: lease expired: worker")), "{status}");
 }
 
 /// A Python worker (with the coordinator's token) outlives its coordinator: it retries,

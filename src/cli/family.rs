@@ -32,7 +32,7 @@ pub fn family(command: FamilyCommand) -> anyhow::Result<ExitCode> {
                 let reply = client
                     .declare_family(pb::DeclareFamilyRequest { declaration: Some(declaration) })
                     .await
-                    .map_err(|e| anyhow::anyhow!("{}: {} ({:?})", file.display(), e.message(), e.code()))?
+                    .map_err(|e| armada::client::file_error(&file, e))?
                     .into_inner();
                 let what = if reply.created { "declared" } else { "was declared already" };
                 eprintln!("family {name} version {version} {what} (digest {})", reply.digest);
@@ -76,6 +76,9 @@ struct ComponentFile {
     doc: String,
     #[serde(default)]
     params: Vec<ParamFile>,
+    /// An algorithm's supported benchmarks (all, when absent).
+    #[serde(default)]
+    benchmarks: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -120,7 +123,7 @@ fn parse_declaration(text: &str) -> Result<pb::FamilyInfo, String> {
             .enumerate()
             .map(|(j, p)| param(p).map_err(|e| format!("{at}.params[{j}].{e}")))
             .collect::<Result<_, _>>()?;
-        Ok(pb::ComponentInfo { name: c.name, doc: c.doc, params })
+        Ok(pb::ComponentInfo { name: c.name, doc: c.doc, params, benchmarks: c.benchmarks })
     };
     let components = |v: Vec<ComponentFile>, field: &str| -> Result<Vec<pb::ComponentInfo>, String> {
         v.into_iter().enumerate().map(|(i, c)| component(c, format!("{field}[{i}]"))).collect()

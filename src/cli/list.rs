@@ -28,7 +28,8 @@ pub fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
     };
     let info = super::remote::block_on(async {
         let mut client = armada::client::connect(url, args.token.as_deref(), args.tls_ca.as_deref()).await?;
-        Ok(client.server_info(armada_proto::v1::ServerInfoRequest {}).await?.into_inner())
+        let info = client.server_info(armada_proto::v1::ServerInfoRequest {}).await;
+        Ok(info.map_err(armada::client::status_error)?.into_inner())
     })?;
     // Each family as the coordinator describes it, read like a declaration (built-in ones
     // follow the same rules), so that both print alike.

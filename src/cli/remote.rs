@@ -48,10 +48,7 @@ pub fn submit(args: SubmitArgs) -> anyhow::Result<ExitCode> {
         let mut client = args.remote.client().await?;
         let request =
             pb::SubmitSweepRequest { sweep: Some(pb::submit_sweep_request::Sweep::Toml(text)), default_name: stem };
-        let reply = client
-            .submit_sweep(request)
-            .await
-            .map_err(|e| anyhow::anyhow!("{}: {} ({:?})", args.sweep.display(), e.message(), e.code()))?;
+        let reply = client.submit_sweep(request).await.map_err(|e| armada::client::file_error(&args.sweep, e))?;
         let r = reply.into_inner();
         eprintln!("{}: {} jobs ({} new, {} already done)", r.sweep_id, r.n_jobs, r.n_added, r.n_already_done);
         println!("{}", r.sweep_id);

@@ -38,6 +38,10 @@ pub struct ServeArgs {
     /// Attempts (failed or expired) before a job is marked failed.
     #[arg(long, default_value_t = 3)]
     max_attempts: u32,
+    /// Retry a job whose own code failed (an exception, a panic) up to --max-attempts, as
+    /// a lost worker's jobs are; by default it fails at once, with its error.
+    #[arg(long)]
+    retry_job_errors: bool,
     /// The longest a finished job waits for others to share its trajectory part
     /// (milliseconds): longer means fewer, larger files; commits are answered after it.
     #[arg(long, default_value_t = 200)]
@@ -97,6 +101,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             lease_ttl,
             heartbeat: lease_ttl / 4,
             max_attempts: args.max_attempts,
+            retry_job_errors: args.retry_job_errors,
             only_submitted: false,
             commit: CommitConfig {
                 linger: Duration::from_millis(args.commit_linger_ms),

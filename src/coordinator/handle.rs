@@ -17,6 +17,7 @@ use super::replies::{
 };
 use super::spool::Spools;
 use super::sweeps::FailurePage;
+use super::table::Cause;
 use armada_core::{RecordColumns, StepRecord};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -113,6 +114,7 @@ pub(super) enum Command {
         session: String,
         attempt: u64,
         error: String,
+        cause: Cause,
         reply: Reply<bool>,
     },
     /// Attempts leased and never started, handed back: answers how many jobs were queued.
@@ -295,8 +297,8 @@ impl SchedulerHandle {
     }
 
     /// An attempt failed; answers whether its job will be tried again.
-    pub async fn fail(&self, session: String, attempt: u64, error: String) -> Result<bool, CommandError> {
-        self.call(|reply| Command::Fail { session, attempt, error, reply }).await
+    pub async fn fail(&self, session: String, attempt: u64, error: String, cause: Cause) -> Result<bool, CommandError> {
+        self.call(|reply| Command::Fail { session, attempt, error, cause, reply }).await
     }
 
     /// Attempts leased and never started, handed back; answers how many jobs were queued.

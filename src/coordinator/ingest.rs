@@ -142,7 +142,8 @@ mod tests {
     /// 101; it drops 101) and knows key 3; key 4's trajectory is on disk.
     #[test]
     fn a_submission_is_stored_in_key_order_then_added_in_run_order_then_committed() {
-        let mut table = JobTable::new(Policy { lease_ttl: Duration::from_secs(1), max_attempts: 1 });
+        let mut table =
+            JobTable::new(Policy { lease_ttl: Duration::from_secs(1), max_attempts: 1, retry_job_errors: false });
         let spec = JobSpec::new("f", "b", "a");
         let template = Arc::new(Template { cell: Cell::of_spec(&spec), family: "f".into(), spec, id: 0 });
         let sweep: Arc<str> = "s".into();
@@ -208,7 +209,8 @@ mod tests {
         for seed in 1..=500u64 {
             let mut rng = Gen::new(seed);
             let context = format!("seed {seed}");
-            let mut table = JobTable::new(Policy { lease_ttl: Duration::from_secs(1), max_attempts: 1 });
+            let mut table =
+                JobTable::new(Policy { lease_ttl: Duration::from_secs(1), max_attempts: 1, retry_job_errors: false });
             // The sweep as it stands: `base` jobs with keys 1000.., some of them dropped.
             let base = rng.below(6) as usize;
             for k in 0..base as u64 {

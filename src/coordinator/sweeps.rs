@@ -440,7 +440,7 @@ impl Sweeps {
 #[cfg(test)]
 mod tests {
     use super::super::jobs::Template;
-    use super::super::table::{CommitStart, Policy};
+    use super::super::table::{Cause, CommitStart, Policy};
     use super::*;
     use crate::results::Cell;
     use crate::testing::Gen;
@@ -521,7 +521,8 @@ mod tests {
         let families: BTreeSet<String> = ["f".to_string()].into();
         for seed in 1..=300u64 {
             let mut rng = Gen::new(seed);
-            let mut t = JobTable::new(Policy { lease_ttl: Duration::from_secs(10), max_attempts: 2 });
+            let mut t =
+                JobTable::new(Policy { lease_ttl: Duration::from_secs(10), max_attempts: 2, retry_job_errors: false });
             let mut sweeps = Sweeps::new(PathBuf::from("results"));
             let mut m = Model::default();
             let now = Instant::now();
@@ -573,7 +574,7 @@ mod tests {
                             effects.extend(t.committed(&[(i, attempt)]).0);
                             effects
                         } else {
-                            t.fail("s", attempt, "boom".into(), "w").unwrap().1
+                            t.fail("s", attempt, "boom".into(), Cause::Worker, "w").unwrap().1
                         };
                         announce(&mut sweeps, &t, &mut m, &effects);
                     }
@@ -635,7 +636,7 @@ mod tests {
 
     #[test]
     fn a_sweep_of_another_family_is_refused_by_field() {
-        let t = JobTable::new(Policy { lease_ttl: Duration::from_secs(1), max_attempts: 1 });
+        let t = JobTable::new(Policy { lease_ttl: Duration::from_secs(1), max_attempts: 1, retry_job_errors: false });
         let mut sweeps = Sweeps::new(PathBuf::from("r"));
         sweeps.load("s", "lse".into(), false, false);
         let e = sweeps.plan("s", "safe", &HashSet::new(), &t).err().unwrap();
@@ -645,7 +646,8 @@ mod tests {
 
     #[test]
     fn job_infos_select_by_cell_up_to_the_limit_in_sweep_order() {
-        let mut t = JobTable::new(Policy { lease_ttl: Duration::from_secs(1), max_attempts: 1 });
+        let mut t =
+            JobTable::new(Policy { lease_ttl: Duration::from_secs(1), max_attempts: 1, retry_job_errors: false });
         let mut sweeps = Sweeps::new(PathBuf::from("r"));
         let plan = sweeps.plan("s", "f", &(0..6).map(key).collect(), &t).unwrap();
         assert!(plan.known.is_empty());

@@ -15,7 +15,9 @@
 //! - the first commit of a job wins: once one has begun, no other attempt of the job
 //!   commits, and a job is `done` once, by one attempt;
 //! - a job has had at most `max_attempts` counted attempts, and it is `failed` only once it
-//!   has used them all.
+//!   has used them all, or its own error ended it (unless the policy retries job errors);
+//! - an attempt leased ahead whose lease expires before its worker said it started is not
+//!   counted (its worker died holding it; the job never ran).
 
 use super::jobs::Job;
 use super::queue::JobQueue;
@@ -25,7 +27,8 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Voided attempts after which a job fails (its records never fit its schema).
+/// Uncounted attempts after which a job fails: its records never fit its schema, or its
+/// leases keep expiring before its workers say it started (it kills them at once).
 pub const MAX_VOIDED: u32 = 10;
 
 /// A command that keeps the scheduler at least this long gives running leases the time back.
@@ -72,6 +75,19 @@ impl Counts {
 pub struct Policy {
     pub lease_ttl: Duration,
     pub max_attempts: u32,
+    /// Retry a job whose own code failed (deterministic given its key, so by default it
+    /// fails at once).
+    pub retry_job_errors: bool,
+}
+
+/// Why an attempt failed, as its worker reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cause {
+    /// The job itself raised (an exception, a panic, records its family refuses): the same
+    /// key fails the same way, so it is not retried unless the policy says so.
+    Job,
+    /// The worker could not run it (or did not say why): retried up to `max_attempts`.
+    Worker,
 }
 
 /// A leased attempt.
@@ -396,6 +412,15 @@ impl JobTable {
         let mut effects = Vec::new();
         for (id, i, worker) in expired {
             tracing::warn!(sweep = %self.jobs[i].sweep, job = %self.jobs[i].key, attempt = id, %worker, "lease expired");
+            let job = &mut self.jobs[i];
+            if job.leased_ahead() && job.voided + 1 < MAX_VOIDED {
+                // Never started: its worker died (or lost the coordinator) holding it
+                // ahead, and the job never ran, so the attempt is not charged.
+                (job.attempts, job.voided) = (job.attempts.saturating_sub(1), job.voided + 1);
+                let error = format!("lease expired before it started: worker {worker} stopped heartbeating");
+                self.requeue_or_fail(i, id, error, &mut effects);
+                continue;
+            }
             let error = format!("lease expired: worker {worker} stopped heartbeating");
             self.requeue_or_fail(i, id, error, &mut effects);
         }
@@ -586,12 +611,14 @@ impl JobTable {
         reopen
     }
 
-    /// The worker reports that an attempt failed: answers whether its job will be tried again.
+    /// The worker reports that an attempt failed: answers whether its job will be tried
+    /// again. A job's own error uses up its attempts at once, unless the policy retries them.
     pub fn fail(
         &mut self,
         session: &str,
         attempt: u64,
         error: String,
+        cause: Cause,
         worker: &str,
     ) -> Result<(bool, Vec<Effect>), CommandError> {
         self.held(session, attempt)?;
@@ -602,7 +629,8 @@ impl JobTable {
             return Ok((false, effects));
         }
         tracing::warn!(sweep = %self.jobs[a.job].sweep, job = %self.jobs[a.job].key, attempt, %worker, %error, "attempt failed");
-        let retry = self.requeue_or_fail(a.job, attempt, error, &mut effects);
+        let give_up = cause == Cause::Job && !self.policy.retry_job_errors;
+        let retry = self.end_attempt(a.job, attempt, error, give_up, &mut effects);
         Ok((retry, effects))
     }
 
@@ -734,8 +762,13 @@ impl JobTable {
     /// A failed or expired attempt: queue the job for another attempt, or mark it failed
     /// when it has had `max_attempts`. Returns whether it will be retried.
     fn requeue_or_fail(&mut self, i: usize, attempt: u64, error: String, effects: &mut Vec<Effect>) -> bool {
+        self.end_attempt(i, attempt, error, false, effects)
+    }
+
+    /// [`Self::requeue_or_fail`], or fail the job now when `give_up` (its own error).
+    fn end_attempt(&mut self, i: usize, attempt: u64, error: String, give_up: bool, effects: &mut Vec<Effect>) -> bool {
         let max_attempts = self.policy.max_attempts;
-        let retry = self.jobs[i].attempts < max_attempts;
+        let retry = !give_up && self.jobs[i].attempts < max_attempts;
         let state = if retry { JobState::Queued } else { JobState::Failed };
         effects.push(Effect::EndAttempt {
             attempt,
@@ -774,7 +807,7 @@ mod tests {
     const SESSIONS: [&str; 3] = ["a", "b", "c"];
 
     fn table(n_jobs: usize) -> JobTable {
-        let mut t = JobTable::new(Policy { lease_ttl: TTL, max_attempts: MAX_ATTEMPTS });
+        let mut t = JobTable::new(Policy { lease_ttl: TTL, max_attempts: MAX_ATTEMPTS, retry_job_errors: false });
         let spec = JobSpec::new("f", "bench", "algo");
         let template =
             Arc::new(Template { cell: Cell::of_spec(&spec), family: spec.family.as_str().into(), spec, id: 0 });
@@ -800,6 +833,9 @@ mod tests {
         tombstones: BTreeSet<usize>,
         /// Commits handed to the committer and not yet written.
         committing: Vec<(usize, u64)>,
+        /// Jobs whose own error (not the worker's) failed one of their attempts: they may
+        /// fail before their last attempt.
+        own_errors: HashSet<usize>,
         next_id: u64,
     }
 
@@ -813,7 +849,7 @@ mod tests {
                 assert_eq!(a.job, i, "{}", at());
             }
             assert!(job.attempts <= MAX_ATTEMPTS, "{}: {} attempts", at(), job.attempts);
-            if job.state == JobState::Failed {
+            if job.state == JobState::Failed && !m.own_errors.contains(&i) {
                 assert_eq!(job.attempts, MAX_ATTEMPTS, "{}: failed before its last attempt", at());
             }
             let deferred = t.deferred.iter().any(|&(_, j)| j == i);
@@ -846,6 +882,7 @@ mod tests {
     #[test]
     fn random_histories_keep_the_lifecycle_invariants() {
         let (mut expired, mut wins, mut dropped, mut failed, mut unwritten) = (0, 0, 0, 0, 0);
+        let (mut unstarted_expired, mut job_errors) = (0, 0);
         for seed in 1..=400u64 {
             let mut rng = Gen::new(seed);
             let n_jobs = 1 + rng.below(6) as usize;
@@ -906,7 +943,22 @@ mod tests {
                             .filter_map(|j| j.current)
                             .filter(|id| m.leases[id].1 < now)
                             .collect();
+                        // Attempts leased ahead and never started are not charged when
+                        // their leases expire (until a job has had MAX_VOIDED such).
+                        let before: Vec<(bool, u32, u32)> =
+                            t.jobs.iter().map(|j| (j.leased_ahead(), j.attempts, j.voided)).collect();
                         let effects = t.expire(now, |s| s.to_string());
+                        for id in &due {
+                            let i = t.attempt(*id).expect("an expired attempt stays known").job;
+                            let (ahead, attempts, voided) = before[i];
+                            let uncharged = ahead && voided + 1 < MAX_VOIDED;
+                            let charged = attempts - u32::from(uncharged);
+                            assert_eq!(t.jobs[i].attempts, charged, "{context}: expiry of {id}, leased ahead {ahead}");
+                            if uncharged {
+                                assert_eq!(t.jobs[i].state, JobState::Queued, "{context}: an unstarted job is retried");
+                                unstarted_expired += 1;
+                            }
+                        }
                         let ended: HashSet<u64> = effects
                             .iter()
                             .filter_map(|e| match e {
@@ -975,7 +1027,22 @@ mod tests {
                     }
                     75..=82 => {
                         let Some(id) = some_held(&mut rng) else { continue };
-                        let (_, _) = t.fail(&session, id, "boom".into(), "w").unwrap();
+                        let job = t.attempt(id).map(|a| a.job).unwrap();
+                        let current = t.jobs[job].current == Some(id) && !t.is_settled(job);
+                        let cause = if rng.chance(50) { Cause::Job } else { Cause::Worker };
+                        let attempts = t.jobs[job].attempts;
+                        let (retry, effects) = t.fail(&session, id, "boom".into(), cause, "w").unwrap();
+                        if current && cause == Cause::Job {
+                            // The job's own error: not retried, and reported at its own attempt.
+                            assert!(!retry && t.jobs[job].state == JobState::Failed, "{context}: job error retried");
+                            let reported = effects.iter().find_map(|e| match e {
+                                Effect::Failed { attempt_no, is_final, .. } => Some((*attempt_no, *is_final)),
+                                _ => None,
+                            });
+                            assert_eq!(reported, Some((attempts, true)), "{context}");
+                            m.own_errors.insert(job);
+                            job_errors += 1;
+                        }
                         m.leases.remove(&id);
                         failed += 1;
                     }
@@ -1037,6 +1104,7 @@ mod tests {
         // The histories reach every decision often.
         assert!(expired > 500 && wins > 500 && dropped > 20 && failed > 200, "{expired} {wins} {dropped} {failed}");
         assert!(unwritten > 50, "{unwritten} commits the coordinator could not write");
+        assert!(unstarted_expired > 100 && job_errors > 100, "{unstarted_expired} {job_errors}");
     }
 
     /// A lease renewed within its ttl lives on however long the job runs; one that is not
@@ -1049,6 +1117,7 @@ mod tests {
         let t0 = Instant::now();
         let picked = t.pick(&families, 1);
         t.start_attempts(&picked, &[7], &session, "w", t0);
+        t.started("a", &[7]);
         let mut now = t0;
         for _ in 0..1000 {
             now += TTL - Duration::from_millis(1);
@@ -1068,6 +1137,56 @@ mod tests {
             }
         );
         assert_eq!(t.jobs[0].state, JobState::Queued);
+    }
+
+    /// A worker killed while it held 15 leases, one job running and 14 leased ahead, is
+    /// charged the one it started: three such deaths fail no job that never ran.
+    #[test]
+    fn a_dead_worker_is_charged_only_for_the_jobs_it_started() {
+        let mut t = table(15);
+        let families: BTreeSet<String> = ["f".to_string()].into();
+        let mut now = Instant::now();
+        let mut next = 1;
+        for death in 1..=3u32 {
+            let picked = t.pick(&families, 15);
+            assert_eq!(picked.len(), 15);
+            let ids: Vec<u64> = (next..next + 15).collect();
+            next += 15;
+            t.start_attempts(&picked, &ids, &"a".into(), "w", now);
+            let running = ids[picked.iter().position(|&i| i == 0).unwrap()];
+            t.started("a", &[running]);
+            assert_eq!(t.counts("s").leased, 14);
+            now += TTL + Duration::from_millis(1);
+            let effects = t.expire(now, |s| s.to_string());
+            let failed = effects.iter().filter(|e| matches!(e, Effect::Failed { .. })).count();
+            assert_eq!(failed, 15, "each expiry is reported");
+            assert_eq!(t.jobs[0].attempts, death, "the started job is charged");
+            for job in &t.jobs[1..] {
+                assert_eq!((job.state, job.attempts), (JobState::Queued, 0), "death {death}");
+            }
+        }
+        assert_eq!(t.jobs[0].state, JobState::Failed, "the job that ran three times and died with its worker");
+        assert_eq!(t.counts("s").failed, 1);
+    }
+
+    /// A job's own error fails it at the first attempt; the worker's trouble is retried;
+    /// with `retry_job_errors` a job error is retried as the worker's is.
+    #[test]
+    fn a_jobs_own_error_fails_it_at_once_unless_the_policy_retries_it() {
+        for retry_job_errors in [false, true] {
+            let mut t = table(2);
+            t.policy.retry_job_errors = retry_job_errors;
+            let families: BTreeSet<String> = ["f".to_string()].into();
+            let picked = t.pick(&families, 2);
+            t.start_attempts(&picked, &[1, 2], &"a".into(), "w", Instant::now());
+            let (retry, _) = t.fail("a", 1, "ValueError: boom".into(), Cause::Job, "w").unwrap();
+            assert_eq!(retry, retry_job_errors);
+            let expected = if retry_job_errors { JobState::Queued } else { JobState::Failed };
+            assert_eq!((t.jobs[0].state, t.jobs[0].attempts), (expected, 1), "failed at its first attempt");
+            let (retry, _) = t.fail("a", 2, "connection lost".into(), Cause::Worker, "w").unwrap();
+            assert!(retry);
+            assert_eq!((t.jobs[1].state, t.jobs[1].attempts), (JobState::Queued, 1));
+        }
     }
 
     /// A long command's busy time is given back to every running lease, so heartbeats that

@@ -224,6 +224,8 @@ pub fn pytest_passes(python: &Path, tests: &Path) {
         .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
         .arg(tests)
         .current_dir(tmp.path())
+        // The tests that start a real coordinator run this build's armada.
+        .env("ARMADA_BIN", env!("CARGO_BIN_EXE_armada"))
         .output()
         .unwrap();
     let stdout = text(&out.stdout);

@@ -10,7 +10,7 @@ use crate::coordinator::replies::{
 };
 use crate::coordinator::store::AttemptOutcome;
 use crate::coordinator::sweeps::FailurePage;
-use crate::coordinator::table::Effect;
+use crate::coordinator::table::{Cause, Effect};
 use crate::results;
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
@@ -231,9 +231,15 @@ impl Scheduler {
         Ok(abandon)
     }
 
-    pub(super) fn fail(&mut self, session: &str, attempt: u64, error: String) -> Result<bool, CommandError> {
+    pub(super) fn fail(
+        &mut self,
+        session: &str,
+        attempt: u64,
+        error: String,
+        cause: Cause,
+    ) -> Result<bool, CommandError> {
         let worker = self.workers.get(session).map_or_else(|_| "a gone worker".to_string(), |(_, w)| w.id.clone());
-        let (retry, effects) = self.table.fail(session, attempt, clip(error), &worker)?;
+        let (retry, effects) = self.table.fail(session, attempt, clip(error), cause, &worker)?;
         self.apply(effects);
         Ok(retry)
     }

@@ -509,7 +509,9 @@ async fn run_attempt(
     let attempt_id = lease.attempt_id;
     let job = match checked_job(&registry, lease.spec, &lease.job_key) {
         Ok(job) => job,
-        Err(error) => return report_failure(&mut client, session, attempt_id, error).await.map(|()| None),
+        Err(error) => {
+            return report_failure(&mut client, session, attempt_id, error, Cause::Worker).await.map(|()| None)
+        }
     };
     let (tx, mut rx) = mpsc::channel::<StepRecord>(RECORD_BUFFER);
     let stop = cancel.clone();
@@ -576,12 +578,12 @@ async fn run_attempt(
             if n_held == run.n_records {
                 return Ok(Some(ReadyToCommit { n_records: run.n_records, records: head }));
             }
-            format!("the coordinator holds {n_held} records of {}", run.n_records)
+            (format!("the coordinator holds {n_held} records of {}", run.n_records), Cause::Worker)
         }
-        (Ok(Err(job_error)), Some(Ok(_))) => job_error.to_string(),
-        (Err(join_error), Some(Ok(_))) => join_error.to_string(),
+        (Ok(Err(job_error)), Some(Ok(_))) => (job_error.to_string(), cause_of(&job_error)),
+        (Err(join_error), Some(Ok(_))) => (join_error.to_string(), Cause::Worker),
     };
-    report_failure(&mut client, session, attempt_id, failed).await.map(|()| None)
+    report_failure(&mut client, session, attempt_id, failed.0, failed.1).await.map(|()| None)
 }
 
 /// What became of a leased attempt's job.
@@ -606,7 +608,7 @@ fn measured(outcome: &Result<Option<ReadyToCommit>, tonic::Status>, took: Durati
 /// What one job of a batch came to, on the blocking thread.
 enum BatchJob {
     Ready(ReadyToCommit),
-    Failed(String),
+    Failed(String, Cause),
     Cancelled,
     TooManyRecords,
 }
@@ -636,7 +638,7 @@ async fn run_batch(
                 }
                 let job = match checked_job(&registry, spec, &key) {
                     Ok(job) => job,
-                    Err(error) => return (BatchJob::Failed(error), started.elapsed()),
+                    Err(error) => return (BatchJob::Failed(error, Cause::Worker), started.elapsed()),
                 };
                 let mut records = Vec::new();
                 let mut too_many = false;
@@ -652,7 +654,7 @@ async fn run_batch(
                     _ if too_many => BatchJob::TooManyRecords,
                     Ok(run) => BatchJob::Ready(ReadyToCommit { n_records: run.n_records, records }),
                     Err(JobError::Cancelled) => BatchJob::Cancelled,
-                    Err(e) => BatchJob::Failed(e.to_string()),
+                    Err(e) => BatchJob::Failed(e.to_string(), cause_of(&e)),
                 };
                 (done, started.elapsed())
             })
@@ -664,7 +666,7 @@ async fn run_batch(
         // run_job catches a family's panics: this is the pool itself failing.
         Err(e) => leases
             .iter()
-            .map(|_| (BatchJob::Failed(format!("the batch's thread failed: {e}")), Duration::ZERO))
+            .map(|_| (BatchJob::Failed(format!("the batch's thread failed: {e}"), Cause::Worker), Duration::ZERO))
             .collect(),
     };
     let mut finished = Vec::with_capacity(leases.len());
@@ -674,7 +676,9 @@ async fn run_batch(
             BatchJob::Ready(ready) => (Ok(Some(ready)), None),
             BatchJob::Cancelled => (Ok(None), None),
             BatchJob::TooManyRecords => (Ok(None), Some(lease)),
-            BatchJob::Failed(error) => (report_failure(&mut client, session, id, error).await.map(|()| None), None),
+            BatchJob::Failed(error, cause) => {
+                (report_failure(&mut client, session, id, error, cause).await.map(|()| None), None)
+            }
         };
         finished.push(Finished { id, sweep, outcome, took, lease });
     }
@@ -750,14 +754,28 @@ async fn commit(
     Ok(ids)
 }
 
+/// Why an attempt failed, as the coordinator weighs it (a job's own error fails it at once).
+type Cause = pb::FailureCause;
+
+/// A job's error is its own (deterministic given its key), except missing data, which
+/// another worker may have.
+fn cause_of(error: &JobError) -> Cause {
+    match error {
+        JobError::MissingData(_) => Cause::Worker,
+        _ => Cause::Job,
+    }
+}
+
 async fn report_failure(
     client: &mut Client,
     session: &str,
     attempt_id: u64,
     error: String,
+    cause: Cause,
 ) -> Result<(), tonic::Status> {
     warn!("attempt {attempt_id} failed: {error}");
-    match client.fail_attempt(pb::FailAttemptRequest { attempt_id, error, session: session.to_string() }).await {
+    let request = pb::FailAttemptRequest { attempt_id, error, session: session.to_string(), cause: cause as i32 };
+    match client.fail_attempt(request).await {
         Ok(_) => Ok(()),
         Err(e) => void_or_lost(attempt_id, e),
     }
