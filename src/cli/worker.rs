@@ -21,6 +21,9 @@ pub struct WorkerArgs {
     /// CA certificate (PEM) for an https:// coordinator.
     #[arg(long)]
     tls_ca: Option<PathBuf>,
+    /// A name for the coordinator's messages and the dashboard (default: HOST:PID).
+    #[arg(long)]
+    name: Option<String>,
     /// Exit when the parent process does (workers started by `armada run`).
     #[arg(long, hide = true)]
     exit_with_parent: bool,
@@ -40,15 +43,32 @@ async fn watch_parent(enabled: bool) {
     std::future::pending::<()>().await
 }
 
+/// The machine's host name as the operating system has it (`HOSTNAME` is a variable bash
+/// sets but does not export, so a worker started from a script would not see it).
+pub fn host_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most `buf.len()` bytes into `buf`.
+    let ok = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } == 0;
+    let len = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    match std::str::from_utf8(&buf[..len]) {
+        Ok(name) if ok && !name.is_empty() => name.to_string(),
+        _ => "localhost".to_string(),
+    }
+}
+
 pub fn worker(args: WorkerArgs) -> anyhow::Result<ExitCode> {
     let slots = args.slots.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
-    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "localhost".into());
+    if let Some(name) = &args.name {
+        // The coordinator keeps at most 256 characters of it; say so here, not in a retry loop.
+        anyhow::ensure!(!name.is_empty() && name.chars().count() <= 256, "--name: give 1 to 256 characters");
+    }
+    let host = host_name();
     let config = WorkerConfig {
         coordinator: args.coordinator,
         slots,
         token: args.token,
         tls_ca: args.tls_ca,
-        name: format!("{host}:{}", std::process::id()),
+        name: args.name.unwrap_or_else(|| format!("{host}:{}", std::process::id())),
         host,
     };
     // Job work runs on the blocking pool, at most `slots` jobs at a time.

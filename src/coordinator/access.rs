@@ -26,11 +26,19 @@ pub enum Role {
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TokenEntry {
+    /// What trajectories' provenance calls it (`tokens[i]` when absent).
+    #[serde(default)]
+    pub name: Option<String>,
     pub secret: String,
     pub role: Role,
     /// A worker token's families (any, when absent).
     pub families: Option<BTreeSet<String>>,
 }
+
+/// The label of the single `--token` in provenance.
+pub const ADMIN_TOKEN_LABEL: &str = "--token";
+/// The label of a call on a coordinator without tokens.
+pub const NO_TOKEN_LABEL: &str = "none";
 
 /// The shortest secret a tokens file may hold: a guessable token guards nothing.
 const MIN_SECRET_LEN: usize = 16;
@@ -58,8 +66,17 @@ pub fn read_tokens(path: &Path) -> Result<Vec<TokenEntry>, TokensError> {
 }
 
 fn parse_tokens(text: &str) -> Result<Vec<TokenEntry>, String> {
-    let file: TokensFile = toml::from_str(text).map_err(|e| e.to_string().trim_end().to_string())?;
+    let mut file: TokensFile = toml::from_str(text).map_err(|e| e.to_string().trim_end().to_string())?;
+    for (i, t) in file.tokens.iter_mut().enumerate() {
+        let name = t.name.get_or_insert_with(|| format!("tokens[{i}]"));
+        if name.is_empty() || name.chars().count() > 64 || name.chars().any(char::is_control) {
+            return Err(format!("tokens[{i}].name: use 1 to 64 characters, none of them control characters"));
+        }
+    }
     for (i, t) in file.tokens.iter().enumerate() {
+        if file.tokens[..i].iter().any(|u| u.name == t.name) {
+            return Err(format!("tokens[{i}].name: `{}` names two tokens", t.name.as_deref().unwrap_or_default()));
+        }
         if t.secret.len() < MIN_SECRET_LEN || !t.secret.bytes().all(|b| b.is_ascii_graphic()) {
             return Err(format!(
                 "tokens[{i}].secret: use at least {MIN_SECRET_LEN} printable ASCII characters without spaces"
@@ -81,6 +98,15 @@ fn parse_tokens(text: &str) -> Result<Vec<TokenEntry>, String> {
 pub struct Grant {
     /// The families it may register for and declare (any, when `None`).
     pub families: Option<Arc<BTreeSet<String>>>,
+    /// The label of the token the call came with (`None`: a coordinator without tokens).
+    pub token: Option<Arc<str>>,
+}
+
+impl Grant {
+    /// The token's label for provenance.
+    pub fn token_label(&self) -> &str {
+        self.token.as_deref().unwrap_or(NO_TOKEN_LABEL)
+    }
 }
 
 impl Grant {
@@ -106,7 +132,8 @@ impl Tokens {
     /// `admin` (the `--token`) and the entries of a tokens file.
     pub fn new(admin: Option<&str>, mut entries: Vec<TokenEntry>) -> Tokens {
         if let Some(secret) = admin.filter(|t| !t.is_empty()) {
-            entries.push(TokenEntry { secret: secret.to_string(), role: Role::Admin, families: None });
+            let name = Some(ADMIN_TOKEN_LABEL.to_string());
+            entries.push(TokenEntry { name, secret: secret.to_string(), role: Role::Admin, families: None });
         }
         Tokens { entries }
     }
@@ -149,10 +176,10 @@ impl tonic::service::Interceptor for Gate {
         let Some(entry) = self.tokens.find(bearer) else {
             return Err(Status::unauthenticated("missing or wrong token: send `authorization: Bearer <token>`"));
         };
+        let token = entry.name.as_deref().map(Arc::from);
         let grant = match (&entry.role, self.service) {
-            (Role::Admin, _) => Grant::default(),
-            (Role::Client, Service::Sweeps) => Grant::default(),
-            (Role::Worker, Service::Workers) => Grant { families: entry.families.clone().map(Arc::new) },
+            (Role::Admin, _) | (Role::Client, Service::Sweeps) => Grant { families: None, token },
+            (Role::Worker, Service::Workers) => Grant { families: entry.families.clone().map(Arc::new), token },
             (Role::Client, Service::Workers) => {
                 return Err(Status::permission_denied("this is a client token: it cannot act as a worker"))
             }
@@ -226,5 +253,39 @@ families = ["mybo"]
         assert!(bad("[[tokens]]\nsecret = \"0123456789abcdef\"\nrole = \"root\"\n").contains("unknown variant `root`"));
         let twice = "[[tokens]]\nsecret = \"0123456789abcdef\"\nrole = \"client\"\n".repeat(2);
         assert_eq!(bad(&twice), "tokens[1].secret: the same secret twice");
+        let named = |name: &str, secret: &str| {
+            format!("[[tokens]]\nname = \"{name}\"\nsecret = \"{secret}\"\nrole = \"client\"\n")
+        };
+        assert_eq!(
+            bad(&(named("lab", "0123456789abcdef") + &named("lab", "fedcba9876543210"))),
+            "tokens[1].name: `lab` names two tokens"
+        );
+        assert_eq!(
+            bad(&named("", "0123456789abcdef")),
+            "tokens[0].name: use 1 to 64 characters, none of them control characters"
+        );
+        // A token without a name is called by its place in the file.
+        assert_eq!(
+            bad(&(named("tokens[1]", "0123456789abcdef")
+                + "[[tokens]]\nsecret = \"fedcba9876543210\"\nrole = \"client\"\n")),
+            "tokens[1].name: `tokens[1]` names two tokens"
+        );
+    }
+
+    /// The token a call came with is labelled in its grant: the file's name, its place in
+    /// the file, `--token` for the single admin token, `none` on an open coordinator.
+    #[test]
+    fn a_grant_carries_its_tokens_label() {
+        let file = "[[tokens]]\nname = \"gpu-pool\"\nsecret = \"worker-secret-0123\"\nrole = \"worker\"\n\
+                    [[tokens]]\nsecret = \"client-secret-0123\"\nrole = \"client\"\n";
+        let tokens = Arc::new(Tokens::new(Some("admin-secret"), parse_tokens(file).unwrap()));
+        let label = |service, token| {
+            call(&mut Gate::new(tokens.clone(), service), Some(token)).unwrap().token_label().to_string()
+        };
+        assert_eq!(label(Service::Workers, "worker-secret-0123"), "gpu-pool");
+        assert_eq!(label(Service::Sweeps, "client-secret-0123"), "tokens[1]");
+        assert_eq!(label(Service::Workers, "admin-secret"), "--token");
+        let mut open = Gate::new(Arc::new(Tokens::new(None, vec![])), Service::Workers);
+        assert_eq!(call(&mut open, None).unwrap().token_label(), "none");
     }
 }

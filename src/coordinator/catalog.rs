@@ -195,8 +195,12 @@ pub(crate) mod tests {
             default: Some(armada_worker::wire::param_to_wire(&ParamValue::Float(2.0))),
             ..Default::default()
         };
-        let algorithm =
-            |n: &&str| pb::ComponentInfo { name: n.to_string(), doc: "mine".into(), params: vec![kappa.clone()] };
+        let algorithm = |n: &&str| pb::ComponentInfo {
+            name: n.to_string(),
+            doc: "mine".into(),
+            params: vec![kappa.clone()],
+            benchmarks: vec![],
+        };
         pb::FamilyInfo {
             name: name.into(),
             version: 1,
@@ -264,6 +268,64 @@ pub(crate) mod tests {
         );
         spec.algorithm = "ei".into();
         assert!(catalog.get().validate(&spec).is_ok());
+    }
+
+    /// An algorithm that declares the benchmarks it supports is refused with the others,
+    /// in a sweep too, naming both fields; the declaration's list is checked, and answers
+    /// carry it.
+    #[test]
+    fn an_algorithm_runs_only_the_benchmarks_it_declares_it_supports() {
+        let catalog = Catalog::new(crate::registry());
+        let mut info = extension("my-lse", "lse", &["gp-ucb", "anywhere"]);
+        info.algorithms[0].benchmarks = vec!["sinusoidal".into(), "himmelblau".into()];
+        let refused = |edit: &dyn Fn(&mut pb::FamilyInfo)| {
+            let mut bad = info.clone();
+            edit(&mut bad);
+            catalog.check(bad).err().map(|e| e.message().to_string())
+        };
+        assert_eq!(
+            refused(&|i| i.algorithms[0].benchmarks[1] = "nope".into()).unwrap(),
+            format!(
+                "algorithms[0].benchmarks[1]: `nope` is not a benchmark of the family; allowed: {}",
+                crate::registry()
+                    .family("lse")
+                    .unwrap()
+                    .benchmarks()
+                    .iter()
+                    .map(|b| b.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        );
+        assert_eq!(
+            refused(&|i| i.algorithms[0].benchmarks[1] = "sinusoidal".into()).unwrap(),
+            "algorithms[0].benchmarks[1]: `sinusoidal` twice"
+        );
+        add(&catalog, info);
+        let registry = catalog.get();
+        let spec = |benchmark: &str, algorithm: &str| {
+            let mut spec = JobSpec::new("lse", benchmark, algorithm);
+            spec.horizon = 3;
+            registry.validate(&spec)
+        };
+        assert!(spec("himmelblau", "gp-ucb").is_ok() && spec("sphere-5d", "anywhere").is_ok());
+        assert_eq!(
+            spec("sphere-5d", "gp-ucb").unwrap_err().to_string(),
+            "algorithm: `gp-ucb` does not run benchmark `sphere-5d`: its declaration supports only sinusoidal, himmelblau"
+        );
+        let text = "family = \"lse\"\nseeds = 2\nhorizon = 3\n[[benchmarks]]\nname = \"sinusoidal\"\n\
+                    [[benchmarks]]\nname = \"sphere-5d\"\n[[algorithms]]\nname = \"straddle\"\n\
+                    [[algorithms]]\nname = \"gp-ucb\"\n";
+        let e = crate::sweep::parse_sweep(text, "mine", &registry).unwrap_err().to_string();
+        assert!(
+            e.starts_with(
+                "algorithms[1]: with benchmark `sphere-5d` (benchmarks[1]): algorithm: `gp-ucb` does not run"
+            ),
+            "{e}"
+        );
+        let described = declared::family_info(registry.family("my-lse").unwrap());
+        assert_eq!(described.algorithms[0].benchmarks, ["sinusoidal", "himmelblau"]);
+        assert!(described.algorithms[1].benchmarks.is_empty());
     }
 
     #[test]

@@ -95,6 +95,7 @@ pub fn check(mut info: pb::FamilyInfo, builtin: &Registry) -> Result<Checked, Sp
                     format!("{} parameters, over {MAX_ITEMS}", c.params.len()),
                 ));
             }
+            check_supported(c, field, &at, &info, base)?;
             let mut param_names = HashSet::new();
             for (j, p) in c.params.iter().enumerate() {
                 let at = format!("{at}.params[{j}]");
@@ -141,6 +142,42 @@ pub fn check(mut info: pb::FamilyInfo, builtin: &Registry) -> Result<Checked, Sp
     }
     let digest = digest(&info);
     Ok(Checked { info, digest })
+}
+
+/// An algorithm's supported benchmarks are distinct benchmarks of its family (an
+/// extension's: the family it extends); a benchmark names none.
+fn check_supported(
+    c: &pb::ComponentInfo,
+    field: &str,
+    at: &str,
+    info: &pb::FamilyInfo,
+    base: Option<&dyn Family>,
+) -> Result<(), SpecError> {
+    if field == "benchmarks" {
+        return match c.benchmarks.is_empty() {
+            true => Ok(()),
+            false => {
+                Err(SpecError::new(format!("{at}.benchmarks"), "only an algorithm names the benchmarks it supports"))
+            }
+        };
+    }
+    let known: Vec<&str> = match base {
+        Some(base) => base.benchmarks().iter().map(|b| b.name).collect(),
+        None => info.benchmarks.iter().map(|b| b.name.as_str()).collect(),
+    };
+    let mut seen = HashSet::new();
+    for (j, name) in c.benchmarks.iter().enumerate() {
+        if !known.contains(&name.as_str()) {
+            return Err(SpecError::new(
+                format!("{at}.benchmarks[{j}]"),
+                format!("`{}` is not a benchmark of the family; allowed: {}", shorten(name), known.join(", ")),
+            ));
+        }
+        if !seen.insert(name) {
+            return Err(SpecError::new(format!("{at}.benchmarks[{j}]"), format!("`{name}` twice")));
+        }
+    }
+    Ok(())
 }
 
 /// The rules of an extension (everything but its algorithms is its family's); the
@@ -450,14 +487,31 @@ impl Family for DeclaredFamily {
         self.base.as_ref().map(|b| b.name())
     }
 
+    fn supported_benchmarks(&self, algorithm: &str) -> &[String] {
+        self.checked.info.algorithms.iter().find(|a| a.name == algorithm).map_or(&[], |a| &a.benchmarks)
+    }
+
     fn key_salt(&self) -> String {
         let version = self.base.as_ref().map_or(self.version(), |b| b.version());
         format!("{}+{}", armada_core::key_salt(version), self.checked.digest)
     }
 
-    /// An extension's jobs pass its family's checks of their benchmark; its algorithms'
-    /// parameters are checked by their schemas alone.
+    /// An algorithm runs only the benchmarks it declares it supports; an extension's jobs
+    /// pass its family's checks of their benchmark; its algorithms' parameters are checked
+    /// by their schemas alone.
     fn check(&self, spec: &JobSpec) -> Result<(), SpecError> {
+        let supported = self.supported_benchmarks(&spec.algorithm);
+        if !supported.is_empty() && !supported.contains(&spec.benchmark) {
+            return Err(SpecError::new(
+                "algorithm",
+                format!(
+                    "`{}` does not run benchmark `{}`: its declaration supports only {}",
+                    spec.algorithm,
+                    spec.benchmark,
+                    supported.join(", ")
+                ),
+            ));
+        }
         self.base.as_ref().map_or(Ok(()), |base| base.check_benchmark(spec))
     }
 
@@ -475,6 +529,7 @@ pub fn family_info(f: &dyn Family) -> pb::FamilyInfo {
     let component = |c: &ComponentDef| pb::ComponentInfo {
         name: c.name.to_string(),
         doc: c.doc.to_string(),
+        benchmarks: Vec::new(),
         params: c
             .params
             .iter()
@@ -516,7 +571,11 @@ pub fn family_info(f: &dyn Family) -> pb::FamilyInfo {
         key_salt: f.key_salt(),
         ends_early: f.ends_early(),
         benchmarks: f.benchmarks().iter().map(component).collect(),
-        algorithms: f.algorithms().iter().map(component).collect(),
+        algorithms: f
+            .algorithms()
+            .iter()
+            .map(|a| pb::ComponentInfo { benchmarks: f.supported_benchmarks(a.name).to_vec(), ..component(a) })
+            .collect(),
         metrics: f
             .metrics()
             .iter()

@@ -29,6 +29,18 @@ pub struct Registration {
     pub host: String,
     pub software: String,
     pub processor: String,
+    /// What the coordinator saw of the registration, whatever the worker says: the label of
+    /// the token it came with, the address it came from, and when (UNIX milliseconds).
+    pub observed: Observed,
+}
+
+/// What the coordinator itself observed of a worker's registration (recorded beside what
+/// the worker claims in every trajectory's provenance).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Observed {
+    pub token: String,
+    pub peer: String,
+    pub registered_ms: i64,
 }
 
 /// A declaration was accepted.

@@ -11,10 +11,11 @@ use super::handle::{Pending, SchedulerHandle};
 use super::jobs::Submission;
 use super::live::Current;
 use super::replies::{
-    CommandError, Declared, ErrorKind, JobFailed, Lease, Leases, Registered, Registration, Submitted, SweepEvent,
-    SweepState, SweepStatus,
+    CommandError, Declared, ErrorKind, JobFailed, Lease, Leases, Observed, Registered, Registration, Submitted,
+    SweepEvent, SweepState, SweepStatus,
 };
 use super::sweeps::FailurePage;
+use super::table::Cause;
 use super::trouble::Trouble;
 use crate::{results, sweep};
 use armada_core::{Registry, SpecError, ValidJob};
@@ -425,6 +426,14 @@ impl Coordinator {
 impl pb::workers_server::Workers for Coordinator {
     async fn register(&self, request: Request<pb::RegisterRequest>) -> Result<Response<pb::RegisterResponse>, Status> {
         let grant = request.extensions().get::<Grant>().cloned().unwrap_or_default();
+        // What the coordinator sees of this registration, whatever the worker claims.
+        let observed = Observed {
+            token: grant.token_label().to_string(),
+            peer: request.remote_addr().map_or_else(|| "unknown".to_string(), |a| a.to_string()),
+            registered_ms: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as i64),
+        };
         let pb::RegisterRequest { name, slots, version, families, build, declarations, host, software, processor } =
             request.into_inner();
         for (field, value) in [("name", &name), ("host", &host), ("software", &software), ("processor", &processor)] {
@@ -464,7 +473,7 @@ impl pb::workers_server::Workers for Coordinator {
             })
             .collect();
         let registration =
-            Registration { name, slots, version, families, build, declarations, host, software, processor };
+            Registration { name, slots, version, families, build, declarations, host, software, processor, observed };
         let Registered { worker_id, session, lease_ttl, heartbeat } = self.scheduler.register(registration).await?;
         // Registered: every family it names is known now.
         let registry = self.catalog.get();
@@ -581,7 +590,11 @@ impl pb::workers_server::Workers for Coordinator {
         request: Request<pb::FailAttemptRequest>,
     ) -> Result<Response<pb::FailAttemptResponse>, Status> {
         let r = request.into_inner();
-        let will_retry = self.scheduler.fail(r.session, r.attempt_id, r.error).await?;
+        let cause = match r.cause() {
+            pb::FailureCause::Job => Cause::Job,
+            pb::FailureCause::Worker | pb::FailureCause::Unspecified => Cause::Worker,
+        };
+        let will_retry = self.scheduler.fail(r.session, r.attempt_id, r.error, cause).await?;
         Ok(Response::new(pb::FailAttemptResponse { will_retry }))
     }
 

@@ -1,7 +1,7 @@
 //! Worker sessions: who registered, under which secret session credential, for which
 //! families. Pure like [`super::table`]: the credential is drawn by the caller.
 
-use super::replies::{CommandError, Registration, WorkerInfo};
+use super::replies::{CommandError, Observed, Registration, WorkerInfo};
 use crate::results::Provenance;
 use armada_core::Registry;
 use std::collections::{BTreeSet, HashMap};
@@ -21,6 +21,8 @@ pub struct Worker {
     pub host: String,
     pub software: String,
     pub processor: String,
+    /// What the coordinator saw of its registration (token label, peer, time).
+    pub observed: Observed,
     /// Its last request (registration, lease, heartbeat, commit...).
     pub last_seen: Instant,
     /// It has asked for jobs: a session that never did is a registration its worker gave
@@ -58,8 +60,18 @@ impl Sessions {
         session: Arc<str>,
         now: Instant,
     ) -> Result<&Worker, CommandError> {
-        let Registration { name, slots, version, families, build, declarations: _, host, software, processor } =
-            registration;
+        let Registration {
+            name,
+            slots,
+            version,
+            families,
+            build,
+            declarations: _,
+            host,
+            software,
+            processor,
+            observed,
+        } = registration;
         if families.is_empty() {
             return Err(CommandError::invalid_argument("families: name the families this worker runs"));
         }
@@ -105,6 +117,7 @@ impl Sessions {
             host,
             software,
             processor,
+            observed,
             last_seen: now,
             asked_for_jobs: false,
         };
@@ -140,6 +153,9 @@ impl Sessions {
             processor: w.processor.clone(),
             attempt_id: attempt,
             family_digest: family.split_once('+').map_or("", |(_, digest)| digest).to_string(),
+            token: w.observed.token.clone(),
+            peer: w.observed.peer.clone(),
+            registered_ms: w.observed.registered_ms,
         })
     }
 

@@ -5,10 +5,10 @@ use super::super::replies::ErrorKind;
 use super::requests::MAX_ERROR_BYTES;
 use super::*;
 use crate::coordinator::replies::WorkerInfo;
-use crate::coordinator::replies::{JobFilter, Lease, Registration, SweepStatus};
+use crate::coordinator::replies::{JobFilter, Lease, Observed, Registration, SweepStatus};
 use crate::coordinator::store::SpecTemplate;
 use crate::coordinator::sweeps::FailurePage;
-use crate::coordinator::table::MAX_VOIDED;
+use crate::coordinator::table::{Cause, MAX_VOIDED};
 use crate::results;
 use crate::results::Provenance;
 use armada_core::{JobSpec, StepRecord, ValidJob};
@@ -48,6 +48,11 @@ fn registration(families: &[&str]) -> Registration {
         host: "test-host".into(),
         software: "test".into(),
         processor: "test-processor".into(),
+        observed: Observed {
+            token: "tokens[1]".into(),
+            peer: "127.0.0.1:5000".into(),
+            registered_ms: 1_700_000_000_000,
+        },
     }
 }
 
@@ -141,7 +146,10 @@ async fn an_expired_attempt_is_requeued_and_the_first_commit_wins() {
     let first = lease(&s, &a).await;
     assert_eq!(first.len(), 2);
     assert!(lease(&s, &b).await.is_empty(), "nothing left to lease");
-    // A stops heartbeating: both leases expire and the jobs are queued for attempt 2.
+    let ids: Vec<u64> = first.iter().map(|l| l.attempt_id).collect();
+    s.heartbeat(a.clone(), ids.clone(), ids).await.unwrap();
+    // A starts both, then stops heartbeating: both leases expire and the jobs are queued
+    // for attempt 2.
     tokio::time::sleep(Duration::from_secs(11)).await;
     assert_eq!(status(&s).await.n_queued, 2);
     let second = lease(&s, &b).await;
@@ -345,7 +353,7 @@ async fn another_session_cannot_upload_commit_fail_or_renew_an_attempt() {
     assert_eq!(s.append(id, &b, &records(9.0)).unwrap_err().kind(), denied);
     assert_eq!(upload_and_complete(&s, &b, id, 9.0).await, Err(denied));
     let (session, error) = (b.clone(), "forged".to_string());
-    let failed = s.fail(session, id, error).await;
+    let failed = s.fail(session, id, error, Cause::Worker).await;
     assert_eq!(failed.unwrap_err().kind(), denied);
     let session = b.clone();
     let renewed = s.heartbeat(session, vec![id], vec![]).await;
@@ -556,6 +564,9 @@ async fn declared_families_are_leased_by_digest_and_survive_a_restart() {
         processor: "test-processor".into(),
         attempt_id: leased[0].attempt_id,
         family_digest: declared.digest.clone(),
+        token: "tokens[1]".into(),
+        peer: "127.0.0.1:5000".into(),
+        registered_ms: 1_700_000_000_000,
     };
     assert_eq!(provenance.into_iter().collect::<Vec<_>>(), vec![(leased[0].job_key.clone(), expected)]);
     let keys: BTreeSet<String> = keys.into_iter().filter(|k| *k != leased[0].job_key).collect();
@@ -769,7 +780,7 @@ async fn statuses_page_their_failures_and_clip_long_errors() {
         }
         for l in leases {
             let (session, error) = (w.clone(), long.clone());
-            s.fail(session, l.attempt_id, error).await.unwrap();
+            s.fail(session, l.attempt_id, error, Cause::Worker).await.unwrap();
         }
     }
     let st = status(&s).await;
@@ -847,6 +858,30 @@ async fn a_settled_sweep_is_deleted_from_the_store_and_a_running_one_is_not() {
     assert_eq!((again.n_added, again.n_already_done), (2, 2));
 }
 
+/// A worker that dies holding jobs it leased ahead is charged only for those it said it
+/// started: with one attempt a job, the started one fails, the others are leased again as
+/// their first attempt.
+#[tokio::test(start_paused = true)]
+async fn a_lease_that_expires_before_its_job_started_is_not_charged() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = SchedulerConfig { lease_ttl: Duration::from_secs(10), max_attempts: 1, ..SchedulerConfig::default() };
+    let s = start_with(dir.path(), config);
+    submit(&s, (0..5).map(job).collect()).await;
+    let w = register(&s).await;
+    let leased = lease(&s, &w).await;
+    assert_eq!(leased.len(), 5);
+    let ids: Vec<u64> = leased.iter().map(|l| l.attempt_id).collect();
+    s.heartbeat(w.clone(), ids.clone(), vec![ids[0]]).await.unwrap();
+    assert_eq!(status(&s).await.n_leased, 4);
+    tokio::time::sleep(Duration::from_secs(11)).await;
+    let st = status(&s).await;
+    assert_eq!((st.n_failed, st.n_queued, st.n_running), (1, 4, 0), "only the started job is charged");
+    assert!(st.failures[0].error.starts_with("lease expired: worker"), "{}", st.failures[0].error);
+    let again = lease(&s, &register(&s).await).await;
+    assert_eq!(again.len(), 4);
+    assert!(again.iter().all(|l| l.attempt == 1), "uncharged: still their first attempt");
+}
+
 /// The README's promise: a late result commits if no other attempt did, even when the
 /// job failed meanwhile because that attempt was its last (and the worker's heartbeat is
 /// not told to abandon it); the sweep's summaries then include it.
@@ -858,6 +893,7 @@ async fn a_late_result_on_the_last_attempt_commits_when_nothing_else_did() {
     submit(&s, vec![job(0)]).await;
     let w = register(&s).await;
     let id = lease(&s, &w).await[0].attempt_id;
+    s.heartbeat(w.clone(), vec![id], vec![id]).await.unwrap();
     tokio::time::sleep(Duration::from_secs(11)).await;
     let st = status(&s).await;
     assert_eq!((st.n_failed, st.n_running), (1, 0), "its only attempt expired");
@@ -1065,7 +1101,7 @@ async fn crash_history(s: &SchedulerHandle) -> bool {
     for (i, l) in leases.iter().enumerate() {
         ok &= match i {
             0 => upload_and_complete(s, &session, l.attempt_id, 1.0).await == Ok(true),
-            1 => s.fail(session.clone(), l.attempt_id, "boom".into()).await.is_ok(),
+            1 => s.fail(session.clone(), l.attempt_id, "boom".into(), Cause::Worker).await.is_ok(),
             _ => s.release(session.clone(), vec![l.attempt_id]).await.is_ok(),
         };
     }
@@ -1161,7 +1197,7 @@ async fn random_history(s: &SchedulerHandle, seed: u64, asked: &mut Asked) -> bo
                 for l in leases.leases {
                     ok &= match rng.below(10) {
                         0..=5 => upload_and_complete(s, &session, l.attempt_id, 1.0).await.is_ok(),
-                        6..=7 => s.fail(session.clone(), l.attempt_id, "boom".into()).await.is_ok(),
+                        6..=7 => s.fail(session.clone(), l.attempt_id, "boom".into(), Cause::Worker).await.is_ok(),
                         _ => s.release(session.clone(), vec![l.attempt_id]).await.is_ok(),
                     };
                 }

@@ -135,6 +135,11 @@ pub trait Family: Send + Sync {
     fn extends(&self) -> Option<&str> {
         None
     }
+    /// The benchmarks `algorithm` runs, when its declaration limits them (a declared
+    /// family's or extension's algorithm); empty: all of its family's.
+    fn supported_benchmarks(&self, _algorithm: &str) -> &[String] {
+        &[]
+    }
     /// How the coordinator refers to this very declaration: the name for a built-in family,
     /// `name+digest` for a declared one ([`Registry::resolve`] finds it again).
     fn reference(&self) -> String {
