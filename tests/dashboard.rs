@@ -135,12 +135,12 @@ fn the_dashboard_serves_progress_curves_jobs_and_metrics_behind_the_token() {
     let s = &overview["sweeps"][0];
     assert_eq!((s["id"].as_str(), s["n_jobs"].as_u64(), s["done"].as_u64()), (Some("dash"), Some(12), Some(8)));
     assert_eq!(s["failed"], 4);
-    // The failures, with the job's own error.
+    // The failures, with the job's own error: a panic fails its job at the first attempt.
     let detail = api(&coord, "/api/sweeps/dash");
     let failures = detail["failures"].as_array().unwrap();
     assert_eq!(failures.len(), 4, "{detail}");
     for f in failures {
-        assert_eq!((f["attempt"].as_u64(), f["final"].as_bool()), (Some(2), Some(true)), "{f}");
+        assert_eq!((f["attempt"].as_u64(), f["final"].as_bool()), (Some(1), Some(true)), "{f}");
         assert!(f["error"].as_str().unwrap().contains("panic"), "{f}");
         assert!(f["description"].as_str().unwrap().contains("panic"), "{f}");
     }
@@ -170,7 +170,8 @@ fn the_dashboard_serves_progress_curves_jobs_and_metrics_behind_the_token() {
     wait_until(60, "the summary files", || api(&coord, "/api/sweeps/dash/curves")["source"] == "files");
     let curves = api(&coord, "/api/sweeps/dash/curves?metric=value");
     assert_eq!(curves["source"], "files");
-    // Three cells; the panicking one has no job done, so no line and no row.
+    // Three cells; the panicking one has no job done, so no line (its row in the final
+    // table says its jobs failed).
     assert_eq!((curves["n_cells"].as_u64(), curves["n_exact"].as_u64()), (Some(3), Some(3)));
     assert_eq!(curves["metrics"], serde_json::json!(["value"]));
     let panels = curves["curves"]["panels"].as_array().unwrap();
@@ -193,9 +194,16 @@ fn the_dashboard_serves_progress_curves_jobs_and_metrics_behind_the_token() {
     }
     let fin = api(&coord, "/api/sweeps/dash/final");
     let rows = fin["final"]["rows"].as_array().unwrap();
-    assert_eq!(rows.len(), 2);
+    assert_eq!(rows.len(), 3);
     for row in rows {
         let algorithm = row["algorithm"].as_str().unwrap().to_string();
+        if algorithm == "panic" {
+            let counts = (row["n"].as_i64(), row["n_jobs"].as_i64(), row["n_failed"].as_i64());
+            assert_eq!(counts, (Some(0), Some(4), Some(4)), "{row}");
+            assert_eq!(row["mean"], serde_json::json!([null]), "{row}");
+            continue;
+        }
+        assert_eq!((row["n_jobs"].as_i64(), row["n_failed"].as_i64()), (Some(4), Some(0)), "{row}");
         assert_eq!((row["step"].as_i64(), row["n"].as_i64()), (Some(9), Some(4)));
         let v = &values[&(algorithm, 9)];
         assert!((row["mean"][0].as_f64().unwrap() - mean(v)).abs() < 1e-12);
@@ -258,12 +266,12 @@ fn the_dashboard_serves_progress_curves_jobs_and_metrics_behind_the_token() {
     assert_eq!(sample(&page, "armada_rows_committed_total"), 80.0);
     let received = sample(&page, "armada_records_received_total");
     assert!((80.0..=80.0 + 8.0 * 3.0).contains(&received), "{received}");
-    // Each panicking job: two attempts, one retry; its records up to the panic are not
-    // committed, but they were received.
-    assert_eq!(sample(&page, "armada_attempts_started_total"), 16.0);
+    // Each panicking job: one attempt, no retry (its own error); its records up to the
+    // panic are not committed, but they were received.
+    assert_eq!(sample(&page, "armada_attempts_started_total"), 12.0);
     assert_eq!(sample(&page, "armada_attempts_ended_total{outcome=\"committed\"}"), 8.0);
-    assert_eq!(sample(&page, "armada_attempts_ended_total{outcome=\"failed\"}"), 8.0);
-    assert_eq!(sample(&page, "armada_retries_total"), 4.0);
+    assert_eq!(sample(&page, "armada_attempts_ended_total{outcome=\"failed\"}"), 4.0);
+    assert_eq!(sample(&page, "armada_retries_total"), 0.0);
     assert_eq!(sample(&page, "armada_leases_expired_total"), 0.0);
     assert_eq!(sample(&page, "armada_leases"), 0.0);
     assert_eq!(sample(&page, "armada_workers"), 1.0);

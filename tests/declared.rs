@@ -157,6 +157,47 @@ fn declared_families_token_roles_and_provenance_through_the_real_binaries() {
 
 /// A part rewritten by another tool loses its `armada.jobs` footer: `armada summarize`
 /// refuses it naming the file, instead of taking its rows for one job.
+/// An extension's algorithm that lists the benchmarks it runs is refused with any other
+/// at submission, naming both fields, and nothing is queued; paired with its own it runs.
+#[test]
+fn an_extension_paired_with_a_benchmark_it_does_not_support_is_refused_at_submission() {
+    let tmp = tempfile::tempdir().unwrap();
+    let extension = write(
+        tmp.path(),
+        "my-lse.toml",
+        "name = \"my-lse\"\nversion = 1\nextends = \"lse\"\n[[algorithms]]\nname = \"my-ucb\"\n\
+         benchmarks = [\"sinusoidal\", \"himmelblau\"]\n",
+    );
+    let sweep = |benchmarks: &[&str]| {
+        let mut text = "name = \"mine\"\nfamily = \"lse\"\nseeds = 2\nhorizon = 3\n".to_string();
+        for b in benchmarks {
+            text += &format!("[[benchmarks]]\nname = \"{b}\"\n");
+        }
+        text += "[[algorithms]]\nname = \"straddle\"\n[[algorithms]]\nname = \"my-ucb\"\n";
+        write(tmp.path(), &format!("{}.toml", benchmarks.len()), &text)
+    };
+    let coord = serve(&tmp.path().join("data"), 0, &["--token", ADMIN]);
+    let url = coord.url.as_str();
+    let (ok, _, err) = as_role(&["family", "add", extension.to_str().unwrap()], url, ADMIN);
+    assert!(ok, "{err}");
+    let mixed = sweep(&["sinusoidal", "sphere-5d"]);
+    let (ok, _, err) = as_role(&["submit", mixed.to_str().unwrap()], url, ADMIN);
+    assert!(!ok, "{err}");
+    assert!(
+        err.contains(
+            "algorithms[1]: with benchmark `sphere-5d` (benchmarks[1]): algorithm: `my-ucb` does not run benchmark \
+             `sphere-5d`: its declaration supports only sinusoidal, himmelblau"
+        ),
+        "{err}"
+    );
+    let (ok, status, err) = as_role(&["status"], url, ADMIN);
+    assert!(ok && status.trim() == "no sweeps", "nothing was written: {status}{err}");
+    let (ok, _, err) = as_role(&["submit", sweep(&["sinusoidal", "himmelblau"]).to_str().unwrap()], url, ADMIN);
+    assert!(ok, "{err}");
+    let (ok, status, err) = as_role(&["status", "mine"], url, ADMIN);
+    assert!(ok && status.contains("8 jobs"), "{status}{err}");
+}
+
 #[test]
 fn summarize_refuses_a_part_that_lost_its_job_index() {
     use polars::prelude::*;
