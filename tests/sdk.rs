@@ -327,7 +327,10 @@ fn a_killed_python_worker_is_charged_only_for_the_jobs_it_had_started() {
     };
     wait_until(120, "the worker holds jobs leased ahead", || count(&status(), "leased ahead") >= 8);
     worker.kill9();
-    wait_until(60, "its leases expire", || count(&status(), "running") == 0);
+    wait_until(60, "its leases expire", || {
+        let s = status();
+        count(&s, "running") == 0 && count(&s, "leased ahead") == 0
+    });
     let status = status();
     let failed = count(&status, "failed");
     let metrics = Command::new("curl").args(["-s", &format!("http://{}/metrics", coord.dashboard)]).output().unwrap();

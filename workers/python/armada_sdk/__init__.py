@@ -3,30 +3,70 @@ for a built-in family (an Extension), run its workers, and submit, watch and rea
 
     from armada_sdk import Family, Benchmark, Algorithm, Float, Int, Bool, Choice, Metric
     python -m armada_sdk.worker mymodule:FAMILY --coordinator http://HOST:7070 --slots 4
-    from armada_sdk import Client
+    from armada_sdk import Client, InvalidSweep, NotFound
 """
 
 __version__ = "0.1.0"
 
 from .client import Client  # noqa: E402
 from .episode import Record, run_episode  # noqa: E402
+from .errors import (  # noqa: E402
+    ArmadaError,
+    FailedPrecondition,
+    InvalidArgument,
+    InvalidSweep,
+    NotFound,
+    PermissionDenied,
+    Unavailable,
+    WrongServer,
+)
 from .family import Algorithm, Benchmark, Bool, Choice, Episode, Extension, Family, Float, Int, Metric  # noqa: E402
 from .keys import Job, JobStreams  # noqa: E402
+from .replies import (  # noqa: E402
+    ComponentInfo,
+    DeleteResult,
+    FamilyInfo,
+    JobFailed,
+    MetricInfo,
+    ParamInfo,
+    ServerInfo,
+    SweepState,
+    SweepStatus,
+    WriteTrouble,
+)
 
 __all__ = [
     "Algorithm",
+    "ArmadaError",
     "Benchmark",
     "Bool",
     "Choice",
     "Client",
+    "ComponentInfo",
+    "DeleteResult",
     "Episode",
     "Extension",
+    "FailedPrecondition",
     "Family",
+    "FamilyInfo",
     "Float",
     "Int",
+    "InvalidArgument",
+    "InvalidSweep",
     "Job",
+    "JobFailed",
     "JobStreams",
     "Metric",
+    "MetricInfo",
+    "NotFound",
+    "ParamInfo",
+    "PermissionDenied",
     "Record",
+    "ServerInfo",
+    "SweepState",
+    "SweepStatus",
+    "Unavailable",
+    "WriteTrouble",
+    "WrongServer",
     "run_episode",
 ]

@@ -1,6 +1,11 @@
 """A client of a coordinator's Sweeps service: declare a family, submit a sweep (TOML text,
 a file, or a dict), watch it with a progress bar, and read its trajectories and summaries
-as polars DataFrames."""
+as polars DataFrames.
+
+Every method answers with Python values (the dataclasses of ``armada_sdk.replies``, polars
+frames) and fails with an ``armada_sdk.ArmadaError`` of the kind at hand (``InvalidSweep``,
+``NotFound``, ``PermissionDenied``, ``Unavailable``, ``WrongServer``...), the gRPC error
+chained as its ``__cause__``."""
 
 from __future__ import annotations
 
@@ -9,38 +14,55 @@ import json
 import math
 import pathlib
 import sys
-from typing import Any, Mapping, Optional, Union
+from typing import Any, Iterator, Mapping, Optional, Union
 
+import grpc
 
-from . import connection
+from . import connection, errors
 from ._proto import service_pb2
 from .family import Extension, Family
+from .replies import DeleteResult, ServerInfo, SweepStatus
 
 Sweep = Union[str, pathlib.Path, Mapping[str, Any]]
 
 
 class Client:
+    """A connection to the coordinator at ``url`` (``http://HOST:PORT``, or ``https://`` with
+    ``tls_ca``, the PEM certificate that signed the coordinator's), sending ``token`` when
+    it needs one. Nothing is dialled until the first call; a URL that cannot work (no
+    scheme, no host) is a ValueError at once."""
+
     def __init__(self, url: str = "http://127.0.0.1:7070", token: Optional[str] = None, tls_ca: Optional[str] = None):
         self.url = url
-        self.sweeps, _ = connection.stubs(connection.channel(url, tls_ca))
+        self._sweeps, _ = connection.stubs(connection.channel(url, tls_ca))
         self.metadata = connection.metadata(token)
 
-    def _call(self, method: str, request, timeout: float = 60):
-        return getattr(self.sweeps, method)(request, metadata=self.metadata, timeout=timeout)
+    def _error(self, e: grpc.RpcError, invalid: type[errors.InvalidArgument] = errors.InvalidArgument) -> errors.ArmadaError:
+        return errors.from_rpc_error(self.url, e, invalid)
 
-    def server_info(self) -> service_pb2.ServerInfoResponse:
-        return self._call("ServerInfo", service_pb2.ServerInfoRequest())
+    def _call(self, method: str, request, timeout: float = 60, invalid: type[errors.InvalidArgument] = errors.InvalidArgument):
+        try:
+            return getattr(self._sweeps, method)(request, metadata=self.metadata, timeout=timeout)
+        except grpc.RpcError as e:
+            raise self._error(e, invalid) from e
+
+    def server_info(self) -> ServerInfo:
+        """What the coordinator runs: its version and build, and every family it knows
+        (built in and declared), with their benchmarks, algorithms, parameters and metrics."""
+        return ServerInfo.from_proto(self._call("ServerInfo", service_pb2.ServerInfoRequest()))
 
     def declare_family(self, family: Union[Family, Extension, service_pb2.FamilyInfo]) -> str:
         """Declare a family (or an extension of a built-in one) ahead of its workers; its
-        digest. A different declaration under a declared name and version is refused
-        (grpc.RpcError, FAILED_PRECONDITION)."""
+        digest. Declaring the same again changes nothing; a different declaration under a
+        declared name and version raises FailedPrecondition naming the first field that
+        differs (bump the version), a declaration that breaks the rules InvalidArgument."""
         info = family.to_proto() if isinstance(family, (Family, Extension)) else family
         return self._call("DeclareFamily", service_pb2.DeclareFamilyRequest(declaration=info)).digest
 
     def submit(self, sweep: Sweep, name: Optional[str] = None) -> str:
-        """Submit a sweep: TOML text, a path to a sweep file, or a dict of the same shape.
-        The sweep id (its name)."""
+        """Submit a sweep: TOML text, a path to a sweep file, or a dict of the same shape;
+        the sweep id (its name). A sweep that does not validate raises InvalidSweep, whose
+        ``errors`` name each field at fault; nothing of it is queued."""
         if isinstance(sweep, pathlib.Path):
             text, default = sweep.read_text(), sweep.stem
         elif isinstance(sweep, str):
@@ -48,67 +70,94 @@ class Client:
         else:
             text, default = to_toml(sweep), "sweep"
         request = service_pb2.SubmitSweepRequest(toml=text, default_name=name or default)
-        return self._call("SubmitSweep", request).sweep_id
+        return self._call("SubmitSweep", request, invalid=errors.InvalidSweep).sweep_id
 
-    def status(self, sweep_id: str) -> service_pb2.SweepStatus:
-        return self._call("GetSweep", service_pb2.GetSweepRequest(sweep_id=sweep_id))
+    def status(self, sweep_id: str, failures_offset: int = 0, failures_limit: int = 0) -> SweepStatus:
+        """The sweep's state and counts, with a page of its failed jobs (the first 100 by
+        default); NotFound for an unknown sweep."""
+        request = service_pb2.GetSweepRequest(sweep_id=sweep_id, failures_offset=failures_offset, failures_limit=failures_limit)
+        return SweepStatus.from_proto(self._call("GetSweep", request))
 
-    def list_sweeps(self) -> list[service_pb2.SweepStatus]:
-        return list(self._call("ListSweeps", service_pb2.ListSweepsRequest()).sweeps)
+    def list_sweeps(self) -> list[SweepStatus]:
+        """Every sweep the coordinator keeps (without their failures)."""
+        return [SweepStatus.from_proto(s) for s in self._call("ListSweeps", service_pb2.ListSweepsRequest()).sweeps]
 
-    def cancel(self, sweep_id: str) -> service_pb2.SweepStatus:
-        return self._call("CancelSweep", service_pb2.CancelSweepRequest(sweep_id=sweep_id))
+    def cancel(self, sweep_id: str) -> SweepStatus:
+        """Cancel the sweep's queued jobs and stop its running ones (finished trajectories
+        are kept); its status after."""
+        return SweepStatus.from_proto(self._call("CancelSweep", service_pb2.CancelSweepRequest(sweep_id=sweep_id)))
 
-    def delete(self, sweep_id: str, keep_results: bool = False) -> service_pb2.DeleteSweepResponse:
-        return self._call("DeleteSweep", service_pb2.DeleteSweepRequest(sweep_id=sweep_id, keep_results=keep_results))
+    def delete(self, sweep_id: str, keep_results: bool = False) -> DeleteResult:
+        """Remove a finished or cancelled sweep from the coordinator, and its results unless
+        ``keep_results``. FailedPrecondition while it has queued or running jobs (cancel it
+        first), NotFound for an unknown sweep."""
+        request = service_pb2.DeleteSweepRequest(sweep_id=sweep_id, keep_results=keep_results)
+        reply = self._call("DeleteSweep", request)
+        return DeleteResult(n_jobs=reply.n_jobs, results_removed=reply.results_removed)
 
-    def watch(self, sweep_id: str, progress: bool = True, timeout: Optional[float] = None) -> service_pb2.SweepStatus:
-        """Follow a sweep to its end (a progress bar on stderr); its final status."""
+    def watch(self, sweep_id: str, progress: bool = True, timeout: Optional[float] = None) -> SweepStatus:
+        """Follow a sweep to its end (a progress bar on stderr); its final status. With a
+        ``timeout`` (seconds), Unavailable (DEADLINE_EXCEEDED) when it has not ended by then."""
         status = None
-        events = self.sweeps.WatchSweep(service_pb2.WatchSweepRequest(sweep_id=sweep_id), metadata=self.metadata, timeout=timeout)
-        for event in events:
-            kind = event.WhichOneof("event")
-            if kind in ("snapshot", "sweep_finished"):
-                status = getattr(event, kind)
-            elif status is not None and kind == "job_finished":
-                status.n_done += 1
-            elif status is not None and kind == "job_failed" and event.job_failed.final:
-                status.n_failed += 1
-            if progress and status is not None:
-                _bar(status)
-            if kind == "sweep_finished":
-                break
-        if progress:
-            print(file=sys.stderr)
+        request = service_pb2.WatchSweepRequest(sweep_id=sweep_id)
+        events = self._sweeps.WatchSweep(request, metadata=self.metadata, timeout=timeout)
+        try:
+            for event in events:
+                kind = event.WhichOneof("event")
+                if kind in ("snapshot", "sweep_finished"):
+                    status = getattr(event, kind)
+                elif status is not None and kind == "job_finished":
+                    status.n_done += 1
+                elif status is not None and kind == "job_failed" and event.job_failed.final:
+                    status.n_failed += 1
+                if progress and status is not None:
+                    _bar(status)
+                if kind == "sweep_finished":
+                    break
+        except grpc.RpcError as e:
+            raise self._error(e) from e
+        finally:
+            events.cancel()  # the stream ends with the sweep; this frees it at once
+            if progress:
+                print(file=sys.stderr)
         return self.status(sweep_id)
 
-    def _fetch(self, **request) -> list[bytes]:
-        files, current = [], bytearray()
-        for chunk in self.sweeps.FetchResults(service_pb2.FetchResultsRequest(**request), metadata=self.metadata, timeout=600):
-            current += chunk.data
-            if chunk.end_of_file:
-                files.append(bytes(current))
-                current = bytearray()
-        return files
+    def _fetch(self, **request) -> Iterator[bytes]:
+        """The files FetchResults streams, each put together from its chunks."""
+        current = bytearray()
+        try:
+            for chunk in self._sweeps.FetchResults(service_pb2.FetchResultsRequest(**request), metadata=self.metadata, timeout=600):
+                current += chunk.data
+                if chunk.end_of_file:
+                    yield bytes(current)
+                    current = bytearray()
+        except grpc.RpcError as e:
+            raise self._error(e) from e
 
     def trajectories(self, sweep_id: str, job_keys: Optional[list[str]] = None, algorithm: str = "", benchmark: str = ""):
-        """The committed trajectories (all, or some jobs or cells): one row per step."""
+        """The committed trajectories (all, or some jobs or cells) as a polars DataFrame,
+        one row per step; NotFound when none matches."""
         import polars as pl
 
         cells = service_pb2.CellFilter(algorithm=algorithm, benchmark=benchmark)
-        files = self._fetch(
-            sweep_id=sweep_id, table=service_pb2.FetchResultsRequest.TRAJECTORIES, job_keys=job_keys or [], cells=cells
-        )
+        table = service_pb2.FetchResultsRequest.TRAJECTORIES
+        files = list(self._fetch(sweep_id=sweep_id, table=table, job_keys=job_keys or [], cells=cells))
         if not files:
-            raise LookupError(f"sweep {sweep_id}: no committed trajectory matches")
+            raise errors.NotFound(f"sweep {sweep_id}: no committed trajectory matches")
         return pl.concat([pl.read_parquet(io.BytesIO(f)) for f in files], how="vertical_relaxed")
 
     def summary(self, sweep_id: str, table: str = "final"):
-        """``final`` (the last step per cell) or ``summary`` (every step), over seeds."""
+        """A summary table over seeds as a polars DataFrame: ``final`` (the last step per
+        cell) or ``summary`` (every step). FailedPrecondition before it is written."""
         import polars as pl
 
-        kind = {"final": service_pb2.FetchResultsRequest.FINAL, "summary": service_pb2.FetchResultsRequest.SUMMARY}[table]
-        return pl.read_parquet(io.BytesIO(self._fetch(sweep_id=sweep_id, table=kind)[0]))
+        kinds = {"final": service_pb2.FetchResultsRequest.FINAL, "summary": service_pb2.FetchResultsRequest.SUMMARY}
+        if table not in kinds:
+            raise ValueError(f"table {table!r}: give \"final\" or \"summary\"")
+        files = list(self._fetch(sweep_id=sweep_id, table=kinds[table]))
+        if not files:
+            raise errors.NotFound(f"sweep {sweep_id}: no {table} table")
+        return pl.read_parquet(io.BytesIO(files[0]))
 
 
 def _bar(status: service_pb2.SweepStatus, width: int = 30) -> None:

@@ -8,7 +8,7 @@ import math
 import time
 import traceback
 from dataclasses import dataclass
-from typing import Mapping, Union
+from typing import Mapping, NamedTuple, Union
 
 from .family import Contract, Family, load_family
 from ._proto import service_pb2
@@ -69,14 +69,26 @@ def _contract(spec: str, described: bytes) -> Contract:
     return family.contract(service_pb2.FamilyInfo.FromString(described))
 
 
-def run_in_slot(family_spec: str, described: bytes, jobs: list[Job]) -> list[Union[list[Record], str]]:
-    """What a worker's slot process runs: each job's records, or its error's text (the
-    family is imported once per process; ``described`` is how the coordinator describes
-    it, an encoded FamilyInfo: an extension's metrics are its family's)."""
-    outcomes: list[Union[list[Record], str]] = []
+class Ran(NamedTuple):
+    """A job run in a slot: its records, or the text of the error its own code raised; and
+    how long it took (seconds of wall time), which tells its sweep's job length."""
+
+    outcome: Union[list[Record], str]
+    seconds: float
+
+
+def run_in_slot(family_spec: str, described: bytes, jobs: list[Job]) -> list[Ran]:
+    """What a worker's slot process runs: each job, one after the other (the family is
+    imported once per process; ``described`` is how the coordinator describes it, an
+    encoded FamilyInfo: an extension's metrics are its family's). A family that cannot be
+    loaded here raises: that is the worker's trouble, not the jobs'."""
+    contract = _contract(family_spec, described)
+    ran = []
     for job in jobs:
+        started = time.perf_counter()
         try:
-            outcomes.append(run_episode(_contract(family_spec, described), job))
+            outcome: Union[list[Record], str] = run_episode(contract, job)
         except Exception:  # noqa: BLE001 (the job's own error is reported, not raised)
-            outcomes.append(traceback.format_exc()[-MAX_ERROR:])
-    return outcomes
+            outcome = traceback.format_exc()[-MAX_ERROR:]
+        ran.append(Ran(outcome, time.perf_counter() - started))
+    return ran

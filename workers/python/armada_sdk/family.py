@@ -67,6 +67,9 @@ class Algorithm:
     name: str
     doc: str = ""
     params: Sequence[Param] = ()
+    #: The benchmarks of its family it can run, when not all of them: a sweep that pairs
+    #: it with another is refused at submission, naming both fields.
+    benchmarks: Sequence[str] = ()
 
 
 @dataclass(frozen=True)
@@ -209,7 +212,8 @@ def _param(p: Param) -> service_pb2.ParamInfo:
 
 
 def _component(c: Union[Benchmark, Algorithm]) -> service_pb2.ComponentInfo:
-    return service_pb2.ComponentInfo(name=c.name, doc=c.doc, params=[_param(p) for p in c.params])
+    supported = list(c.benchmarks) if isinstance(c, Algorithm) else []
+    return service_pb2.ComponentInfo(name=c.name, doc=c.doc, params=[_param(p) for p in c.params], benchmarks=supported)
 
 
 #: The declaration rules' limits (service.proto, above ``ComponentInfo``).

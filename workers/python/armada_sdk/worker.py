@@ -2,17 +2,23 @@
 
     python -m armada_sdk.worker MODULE:FAMILY --coordinator URL [--slots N] [--token T] [--tls-ca PEM]
 
-It registers a session that declares the family, leases jobs ahead (up to 16 per slot),
-runs them in N processes side by side, heartbeats every attempt it holds, commits each
-finished trajectory (inline, or uploaded in batches when long), reports a job's exception
-with FailAttempt, retries a lost connection with backoff (saying where it tries), registers
-again when the coordinator forgot its session, and on SIGTERM or Ctrl-C stops leasing,
-hands back the jobs it has not started, finishes the running ones and exits 0.
+It registers a session that declares the family, leases jobs (one per slot, and about
+100 ms of work more per slot while a sweep's jobs prove short, as armada's Rust worker
+does), runs them in N processes side by side (short jobs in batches), heartbeats every
+attempt it holds, commits each finished trajectory (inline, or uploaded in batches when
+long), reports a job's exception with FailAttempt (the job's fault; a slot process that
+died is the worker's), retries a lost connection with backoff (saying where it tries),
+registers again when the coordinator forgot its session, and on SIGTERM or Ctrl-C stops
+leasing, hands back the jobs it has not started, finishes the running ones and exits 0.
+A URL that reaches something other than a coordinator (the dashboard's port, TLS spoken to
+a plain port or the reverse) or a coordinator that refuses the worker (its token) makes it
+exit 1 at once, saying why.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import concurrent.futures as cf
 import logging
 import multiprocessing
@@ -24,12 +30,13 @@ import socket
 import sys
 import threading
 import time
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Callable, Optional, TypeVar
 
 import grpc
 
-from . import __version__, connection
+from . import __version__, connection, errors
 from ._proto import job_pb2, service_pb2
 from .episode import MAX_ERROR, Record, run_in_slot
 from .family import load_family
@@ -41,11 +48,59 @@ T = TypeVar("T")
 #: Trajectories longer than this are uploaded in batches of this many records before the
 #: commit; shorter ones ride on the commit (a batch of commits in one CompleteAttempts).
 UPLOAD_BATCH = 4096
-#: Jobs leased per slot at most (queued in the slot processes' pool).
-LEASE_AHEAD = 16
-#: Jobs shorter than this on average (milliseconds) run in chunks of CHUNK per process hop.
-SHORT_JOB_MS = 5.0
-CHUNK = 8
+#: A sweep whose jobs take less than this on average (nanoseconds) has short jobs: each
+#: slot holds some leased ahead, and runs them as a batch (one process hop for several).
+SHORT_JOB_NS = 250_000_000
+#: The work a slot holds leased ahead while its sweep's jobs are short...
+AHEAD_WORK_NS = 100_000_000
+#: ...in this many jobs at most.
+PREFETCH_PER_SLOT = 64
+
+#: Finished attempts awaiting their commit at most; past this nothing is leased.
+MAX_PENDING_COMMITS = 4096
+
+JOB = service_pb2.FAILURE_CAUSE_JOB
+WORKER = service_pb2.FAILURE_CAUSE_WORKER
+
+
+class JobLengths:
+    """How long each sweep's jobs take on this worker: a running mean per sweep (the last
+    eight jobs weigh most), as armada's Rust worker keeps it (``JobLengths`` in
+    workers/runtime/src/worker.rs). Leasing ahead follows the sweep being leased, so that
+    after a sweep of short jobs the long jobs of the next are not leased many per slot,
+    starving the other workers; a sweep not measured yet counts as long."""
+
+    #: Sweeps remembered at most (the measures are dropped past it).
+    MAX_SWEEPS = 1024
+
+    def __init__(self) -> None:
+        self.mean: dict[str, int] = {}  # nanoseconds, as the Rust worker's Durations
+
+    def record(self, sweep: str, took: float) -> None:
+        """A job of ``sweep`` ran to its end in ``took`` seconds."""
+        if sweep not in self.mean and len(self.mean) >= self.MAX_SWEEPS:
+            self.mean.clear()
+        ns = round(took * 1e9)
+        mean = self.mean.get(sweep, ns)
+        self.mean[sweep] = (mean * 7 + ns) // 8
+
+    def ahead(self, sweep: str) -> int:
+        """How many of ``sweep``'s jobs a slot holds leased ahead: about 100 ms of them when
+        they are short (1 to PREFETCH_PER_SLOT), else none."""
+        mean = self.mean.get(sweep)
+        if mean is None or mean >= SHORT_JOB_NS:
+            return 0
+        return min(max(AHEAD_WORK_NS // max(mean, 1), 1), PREFETCH_PER_SLOT)
+
+    def batch(self, sweep: str) -> Optional[int]:
+        """How many of ``sweep``'s jobs go to a slot at once (what it holds ahead); None: one
+        at a time (a long job, or one not measured yet)."""
+        return self.ahead(sweep) or None
+
+    def depth(self, sweep: str, slots: int) -> int:
+        """Jobs of ``sweep`` worth holding on ``slots`` slots: one per slot, and what each
+        holds ahead."""
+        return slots * (1 + self.ahead(sweep))
 
 
 def _slot_init(worker_pid: int) -> None:
@@ -135,8 +190,8 @@ def describe_processor() -> str:
 
 @dataclass
 class Held:
-    """A leased attempt: its job runs in a slot process, alone or in a chunk of short jobs
-    (``future`` gives the chunk's outcomes, this one's at ``index``)."""
+    """A leased attempt sent to a slot: its job runs in a slot process, alone or in a batch
+    of short jobs (``future`` gives the batch's outcomes, this one's at ``index``)."""
 
     lease: service_pb2.JobLease
     future: cf.Future
@@ -144,6 +199,9 @@ class Held:
 
 
 class Worker:
+    """A worker of one family (or extension) for the coordinator at ``coordinator``, running
+    ``slots`` jobs side by side: ``run()`` until drained (``drain()``, SIGTERM)."""
+
     def __init__(
         self,
         family_spec: str,
@@ -165,35 +223,56 @@ class Worker:
         self.key_salt = ""
         self.described = b""
         self.heartbeat_every = 1.0
+        #: Attempts sent to the slots (at most one future a slot)...
         self.held: dict[int, Held] = {}
-        #: Jobs per slot task: 1 until jobs prove short.
-        self.chunk = 1
-        #: Finished attempts for the committer thread (None: stop).
+        #: ...and those leased ahead, waiting for a slot.
+        self.backlog: collections.deque[tuple[service_pb2.JobLease, Job]] = collections.deque()
+        self.lengths = JobLengths()
+        #: The sweep whose jobs were leased last: the next lease is sized for it.
+        self.leasing = ""
+        self.next_lease = 0.0
+        #: Whether a Register was ever answered: until then an odd answer is a wrong URL.
+        self.registered = False
+        self.pool: Optional[cf.ProcessPoolExecutor] = None
+        #: Finished attempts for the committer thread (None: stop)...
         self.outbox: queue.Queue = queue.Queue()
+        #: ...heartbeated until their commit is answered, as the Rust worker does.
+        self.committing: set[int] = set()
+        self.lock = threading.Lock()
         self.done = 0
 
     # ---- calls, retried while the coordinator is out of reach
 
     def _call(self, what: str, call: Callable[[], T], cap: float = 5.0) -> T:
         """``call``, retried while the coordinator is out of reach, waiting 0.1 s doubling
-        to ``cap`` between tries."""
+        to ``cap`` between tries. Any other error is raised as an ArmadaError; so is a
+        wrong server (errors.WrongServer) before the first Register was answered: later,
+        an odd answer is a connection going wrong, and retried."""
         backoff = 0.1
         while True:
             try:
                 return call()
             except grpc.RpcError as e:
-                code = e.code()
-                if code == grpc.StatusCode.NOT_FOUND and "session" in (e.details() or ""):
-                    raise SessionLost(e.details()) from e
-                if code not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-                    raise
+                code, details = e.code(), e.details() or ""
+                if code == grpc.StatusCode.NOT_FOUND and "session" in details:
+                    raise SessionLost(details) from e
+                kind, why = errors.diagnose(self.coordinator, code, details, probe=not self.registered)
+                if kind is errors.WrongServer and not self.registered:
+                    raise errors.WrongServer(f"coordinator {self.coordinator}: {why}", code.name, details) from e
+                if kind not in (errors.Unavailable, errors.WrongServer):
+                    raise kind(why, code.name, details) from e
                 if self.draining:
-                    raise Unreachable(f"coordinator {self.coordinator}: {code.name} ({e.details()}) while draining") from e
-                log.warning("coordinator %s: %s (%s); retrying %s in %.1f s", self.coordinator, code.name, e.details(), what, backoff)
+                    raise Unreachable(f"coordinator {self.coordinator}: {code.name} ({why}) while draining") from e
+                log.warning("coordinator %s: %s (%s); retrying %s in %.1f s", self.coordinator, code.name, why, what, backoff)
                 time.sleep(backoff)
-                backoff = min(backoff * 2, cap)
+                # Only a coordinator that answered may be waited for long: one not reached
+                # (not up yet, restarting) is tried again every 5 s at most.
+                reached = "failed to connect to all addresses" not in details
+                backoff = min(backoff * 2, cap if reached else 5.0)
 
     def register(self) -> None:
+        """Open a session that declares the family (retried while the coordinator is out of
+        reach); the coordinator answers with the key salt and how it describes the family."""
         request = service_pb2.RegisterRequest(
             name=self.name,
             slots=self.slots,
@@ -207,6 +286,7 @@ class Worker:
         # declaration: a full disk), which seconds rarely mend: waits grow to a minute.
         reply = self._call("Register", lambda: self.workers.Register(request, metadata=self.metadata, timeout=30), cap=60.0)
         self.session, self.key_salt = reply.session, reply.key_salts[self.family.name]
+        self.registered = True
         # How the coordinator knows the family (an extension's metrics are its family's).
         self.described = reply.families[0].SerializeToString()
         self.family.contract(reply.families[0])  # a mismatch shows here, not in every job
@@ -216,15 +296,21 @@ class Worker:
 
     # ---- the loop
 
-    def run(self) -> None:
+    def _new_pool(self) -> cf.ProcessPoolExecutor:
         context = multiprocessing.get_context("spawn")
+        return cf.ProcessPoolExecutor(self.slots, context, initializer=_slot_init, initargs=(os.getpid(),))
+
+    def run(self) -> None:
+        """Register, then lease, run, heartbeat and commit until drained. Raises an
+        ArmadaError when the coordinator refuses the worker or the URL reaches another
+        server."""
         committer = threading.Thread(target=self._commits, name="committer", daemon=True)
         committer.start()
         gave_up = False
-        slot = dict(initializer=_slot_init, initargs=(os.getpid(),))
-        with cf.ProcessPoolExecutor(max_workers=self.slots, mp_context=context, **slot) as pool:
+        self.pool = self._new_pool()
+        try:
             next_heartbeat = 0.0
-            while not (self.draining and not self.held):
+            while not (self.draining and not self.held and not self.backlog):
                 try:
                     if not self.session:
                         self.register()
@@ -232,7 +318,8 @@ class Worker:
                     if self.draining:
                         self._release_unstarted()
                     else:
-                        self._lease(pool)
+                        self._lease()
+                    self._start()
                     if time.monotonic() >= next_heartbeat:
                         self._heartbeat()
                         next_heartbeat = time.monotonic() + self.heartbeat_every
@@ -242,11 +329,17 @@ class Worker:
                     self._drop_held()
                     self.session = ""
                 except Unreachable as e:
-                    log.warning("%s: giving up the %d job(s) it held (queued again when their leases expire)", e, len(self.held))
+                    held = len(self.held) + len(self.backlog)
+                    log.warning("%s: giving up the %d job(s) it held (queued again when their leases expire)", e, held)
                     self._drop_held()
                     gave_up = True
-            self.outbox.put(None)
-            committer.join()
+        except BaseException:
+            # Refused, or a wrong server: nothing to finish (the slots exit with the worker).
+            self.pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        self.outbox.put(None)
+        committer.join()
+        self.pool.shutdown()
         if gave_up:
             log.info("exiting after %d jobs, without reaching the coordinator", self.done)
         else:
@@ -256,40 +349,80 @@ class Worker:
         for held in self.held.values():
             held.future.cancel()  # only what has not started
         self.held.clear()
+        self.backlog.clear()
 
-    def _lease(self, pool: cf.ProcessPoolExecutor) -> None:
-        # Up to LEASE_AHEAD jobs per slot, asked for in chunks of half that: a short job
-        # then costs a share of a lease call, not one of its own.
-        room = LEASE_AHEAD * self.slots - len(self.held)
-        if room < LEASE_AHEAD * self.slots // 2:
+    def _tasks(self) -> int:
+        """Futures in the slots' pool (a batch counts once)."""
+        return len({id(h.future) for h in self.held.values()})
+
+    def _lease(self) -> None:
+        # As the Rust worker: one job per slot, and what a slot holds ahead of the sweep
+        # leased last; leased when a slot is idle or the backlog is down to half, so that
+        # one Lease call serves many short jobs.
+        if time.monotonic() < self.next_lease or len(self.committing) >= MAX_PENDING_COMMITS:
             return
-        request = service_pb2.LeaseRequest(session=self.session, max_jobs=room)
+        tasks, waiting = self._tasks(), len(self.backlog)
+        prefetch = self.lengths.depth(self.leasing, self.slots) - self.slots
+        wanted = 0 if tasks == self.slots and waiting > prefetch // 2 else self.slots + prefetch - tasks - waiting
+        if wanted <= 0:
+            return
+        request = service_pb2.LeaseRequest(session=self.session, max_jobs=wanted)
         reply = self._call("Lease", lambda: self.workers.Lease(request, metadata=self.metadata, timeout=30))
-        valid = []
+        if not reply.leases:
+            self.next_lease = time.monotonic() + min(max(reply.retry_after_ms, 10), 5000) / 1000
+        surplus = []
         for lease in reply.leases:
+            self.leasing = lease.sweep_id
+            # The lease was sized for the sweep leased before: jobs of one not known to be
+            # short, beyond one per slot, go back at once (uncounted).
+            if self._tasks() + len(self.backlog) >= self.lengths.depth(lease.sweep_id, self.slots):
+                surplus.append(lease.attempt_id)
+                continue
             job = job_of(lease.spec)
             key = job.key(self.key_salt)
             if key != lease.job_key:
-                self._fail(lease.attempt_id, f"this worker computes key {key} for job {lease.job_key}: its family is not the one the sweep was keyed by")
+                why = f"this worker computes key {key} for job {lease.job_key}: its family is not the one the sweep was keyed by"
+                self._fail(lease.attempt_id, why, WORKER)
                 continue
-            valid.append((lease, job))
-        for start in range(0, len(valid), self.chunk):
-            chunk = valid[start : start + self.chunk]
-            future = pool.submit(run_in_slot, self.family_spec, self.described, [job for _, job in chunk])
-            for index, (lease, _) in enumerate(chunk):
+            self.backlog.append((lease, job))
+        if surplus:
+            release = service_pb2.ReleaseAttemptsRequest(session=self.session, attempt_ids=surplus)
+            self._call("ReleaseAttempts", lambda: self.workers.ReleaseAttempts(release, metadata=self.metadata, timeout=30))
+            log.info("handed back %d job(s) of a sweep whose jobs are not known to be short", len(surplus))
+
+    def _start(self) -> None:
+        """Send what the backlog holds to the free slots (draining too: those leases are
+        ours): short jobs as a batch of what a slot holds ahead, one process hop for
+        several; others one at a time."""
+        while self.backlog and self._tasks() < self.slots:
+            sweep = self.backlog[0][0].sweep_id
+            n = self.lengths.batch(sweep) or 1
+            batch = [self.backlog.popleft()]
+            while len(batch) < n and self.backlog and self.backlog[0][0].sweep_id == sweep:
+                batch.append(self.backlog.popleft())
+            future = self.pool.submit(run_in_slot, self.family_spec, self.described, [job for _, job in batch])
+            for index, (lease, _) in enumerate(batch):
                 self.held[lease.attempt_id] = Held(lease, future, index)
 
     def _heartbeat(self) -> None:
-        started = [a for a, h in self.held.items() if h.future.running() or h.future.done()]
-        request = service_pb2.HeartbeatRequest(session=self.session, attempt_ids=list(self.held), started_ids=started)
+        # What is in the slots or awaits its commit has started; the backlog waits.
+        with self.lock:
+            committing = set(self.committing)
+        started = list(self.held) + list(committing)
+        attempts = started + [lease.attempt_id for lease, _ in self.backlog]
+        request = service_pb2.HeartbeatRequest(session=self.session, attempt_ids=attempts, started_ids=started)
         reply = self._call("Heartbeat", lambda: self.workers.Heartbeat(request, metadata=self.metadata, timeout=30))
-        for attempt in reply.abandon:
+        abandon = set(reply.abandon) - committing  # the coordinator settles those with their commit
+        if not abandon:
+            return
+        self.backlog = collections.deque(item for item in self.backlog if item[0].attempt_id not in abandon)
+        for attempt in abandon:
             held = self.held.pop(attempt, None)
             if held is not None:
-                # A chunk runs on while another of its attempts is held.
+                # A batch runs on while another of its attempts is held.
                 if not any(h.future is held.future for h in self.held.values()):
                     held.future.cancel()
-                log.info("attempt %d abandoned (cancelled, or its job no longer held)", attempt)
+            log.info("attempt %d abandoned (cancelled, or its job no longer held)", attempt)
 
     def _settle(self, timeout: float) -> None:
         running = {id(h.future): h.future for h in self.held.values()}
@@ -297,23 +430,36 @@ class Worker:
             time.sleep(timeout)
             return
         done, _ = cf.wait(list(running.values()), timeout=timeout, return_when=cf.FIRST_COMPLETED)
-        finished_ms = []
+        if not done:
+            return
+        self.next_lease = time.monotonic()  # a slot is free
+        broken = False
         for attempt, held in list(self.held.items()):
-            if held.future in done:
-                del self.held[attempt]
-                if held.future.cancelled():
-                    continue
-                outcome = held.future.result()[held.index]
-                if isinstance(outcome, str):
-                    self._fail(attempt, outcome)
-                else:
-                    finished_ms.append(sum(r.elapsed_ms for r in outcome))
-                    self.outbox.put((attempt, outcome))
-        if finished_ms:
-            # Short jobs go to the slots in chunks (one process hop for several); a long one
-            # alone, so that no slot idles while another works through a chunk.
-            short = sum(finished_ms) / len(finished_ms) < SHORT_JOB_MS
-            self.chunk = CHUNK if short else 1
+            if held.future not in done:
+                continue
+            del self.held[attempt]
+            if held.future.cancelled():
+                continue
+            trouble = held.future.exception()
+            if trouble is not None:
+                # The slot process died (killed, out of memory) or could not run the family:
+                # the worker's trouble, not the job's (the coordinator runs it again).
+                self._fail(attempt, f"this worker's slot could not run the job: {trouble!r}", WORKER)
+                broken = broken or isinstance(trouble, BrokenProcessPool)
+                continue
+            ran = held.future.result()[held.index]
+            if isinstance(ran.outcome, str):
+                self._fail(attempt, ran.outcome, JOB)  # the job's own exception, with its traceback
+            else:
+                # Only a job that ran to its end measures its sweep.
+                self.lengths.record(held.lease.sweep_id, ran.seconds)
+                with self.lock:
+                    self.committing.add(attempt)
+                self.outbox.put((attempt, ran.outcome))
+        if broken:
+            log.warning("a slot process died: starting the slots again")
+            self.pool.shutdown(wait=False, cancel_futures=True)
+            self.pool = self._new_pool()
 
     def _commits(self) -> None:
         """The committer thread: finished attempts go in one CompleteAttempts call per batch
@@ -327,10 +473,12 @@ class Worker:
             finished = [item for item in batch if item is not None]
             try:
                 self._commit(finished)
-            except (grpc.RpcError, SessionLost, Unreachable) as e:
+            except (errors.ArmadaError, SessionLost, Unreachable) as e:
                 # The jobs were cancelled or failed meanwhile, the records refused, or the
                 # session is gone: the coordinator decides; this worker goes on.
                 log.warning("%d attempt(s) not committed: %s", len(finished), e)
+            with self.lock:
+                self.committing.difference_update(attempt for attempt, _ in finished)
             if stop:
                 return
 
@@ -358,33 +506,37 @@ class Worker:
             else:
                 self.done += 1
 
-    def _fail(self, attempt: int, error: str) -> None:
+    def _fail(self, attempt: int, error: str, cause: int) -> None:
+        """Report a failed attempt: ``cause`` JOB when the job's own code raised (it fails
+        at once: it would raise again), WORKER for this worker's trouble (run again)."""
         log.warning("attempt %d failed: %s", attempt, error.strip().splitlines()[-1] if error.strip() else error)
-        request = service_pb2.FailAttemptRequest(attempt_id=attempt, error=error[-MAX_ERROR:], session=self.session)
+        request = service_pb2.FailAttemptRequest(attempt_id=attempt, error=error[-MAX_ERROR:], session=self.session, cause=cause)
         try:
             self._call("FailAttempt", lambda: self.workers.FailAttempt(request, metadata=self.metadata, timeout=30))
-        except grpc.RpcError as e:
-            log.warning("attempt %d: the failure was not recorded: %s: %s", attempt, e.code().name, e.details())
+        except errors.ArmadaError as e:
+            log.warning("attempt %d: the failure was not recorded: %s: %s", attempt, e.code, e)
 
     def _release_unstarted(self) -> None:
-        for held in self.held.values():
-            held.future.cancel()  # only what has not started
-        unstarted = [a for a, h in self.held.items() if h.future.cancelled()]
-        if not unstarted:
+        """Hand back the jobs leased ahead (uncounted): a drain lasts as long as the running
+        jobs, not the backlog."""
+        if not self.backlog:
             return
-        for attempt in unstarted:
-            del self.held[attempt]
+        unstarted = [lease.attempt_id for lease, _ in self.backlog]
+        self.backlog.clear()
         request = service_pb2.ReleaseAttemptsRequest(session=self.session, attempt_ids=unstarted)
         reply = self._call("ReleaseAttempts", lambda: self.workers.ReleaseAttempts(request, metadata=self.metadata, timeout=30))
         log.info("draining: handed back %d job(s) not started", reply.released)
 
     def drain(self, *_: object) -> None:
+        """Stop leasing, hand back the jobs not started, finish the running ones (SIGTERM)."""
         if not self.draining:
             log.info("draining: no more leases; finishing the running jobs")
         self.draining = True
 
 
 def main(argv: Optional[list[str]] = None) -> int:
+    """``python -m armada_sdk.worker``: its exit code (0 once drained, 1 when refused or
+    pointed at the wrong server)."""
     parser = argparse.ArgumentParser(prog="python -m armada_sdk.worker", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("family", help="the family to run, as MODULE:ATTRIBUTE (e.g. armada_sdk.examples.noisy:FAMILY)")
     parser.add_argument("--coordinator", default=os.environ.get("ARMADA_COORDINATOR", "http://127.0.0.1:7070"), help="the coordinator's URL")
@@ -402,8 +554,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     signal.signal(signal.SIGINT, worker.drain)
     try:
         worker.run()
-    except grpc.RpcError as e:
-        log.error("the coordinator %s refused this worker: %s: %s", args.coordinator, e.code().name, e.details())
+    except errors.WrongServer as e:
+        log.error("%s", e)
+        return 1
+    except errors.ArmadaError as e:
+        log.error("the coordinator %s refused this worker: %s: %s", args.coordinator, e.code, e)
         return 1
     return 0
 

@@ -1,0 +1,261 @@
+"""The coordinator's answers as plain Python values (dataclasses, enums, lists and dicts),
+so that a caller of the Client never handles protobuf messages. Field names are the
+.proto's (proto/armada/v1/service.proto): ``status.n_done`` reads as it always did."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Union
+
+from ._proto import service_pb2
+
+
+class SweepState(enum.IntEnum):
+    """Where a sweep stands (an int, equal to the .proto's SweepState values)."""
+
+    UNSPECIFIED = 0
+    #: Some jobs are queued or running.
+    RUNNING = 1
+    #: Every job is done or failed.
+    FINISHED = 2
+    #: Cancelled by a client.
+    CANCELLED = 3
+
+
+def _state(value: int) -> SweepState:
+    try:
+        return SweepState(value)
+    except ValueError:  # a state a newer coordinator added
+        return SweepState.UNSPECIFIED
+
+
+@dataclass(frozen=True)
+class JobFailed:
+    """A failed job and its last error (at most 4 KiB)."""
+
+    job_key: str
+    description: str
+    error: str
+    attempt: int
+    #: True when no retry is left: the job is marked failed.
+    final: bool
+
+    @classmethod
+    def from_proto(cls, m: service_pb2.JobFailed) -> "JobFailed":
+        """The JobFailed a ``JobFailed`` message holds."""
+        return cls(m.job_key, m.description, m.error, m.attempt, m.final)
+
+
+@dataclass(frozen=True)
+class WriteTrouble:
+    """Writes the coordinator cannot make at one place (a full disk...), since when."""
+
+    place: str
+    error: str
+    since_unix_ms: int
+    last_unix_ms: int
+    failures: int
+
+    @classmethod
+    def from_proto(cls, m: service_pb2.WriteTrouble) -> "WriteTrouble":
+        """The WriteTrouble a ``WriteTrouble`` message holds."""
+        return cls(m.place, m.error, m.since_unix_ms, m.last_unix_ms, m.failures)
+
+
+@dataclass(frozen=True)
+class SweepStatus:
+    """A sweep's state and job counts (GetSweep, ListSweeps, CancelSweep). ``failures``
+    lists the first failed jobs (none from ``list_sweeps``), ``n_failures_omitted`` how
+    many more there are."""
+
+    sweep_id: str
+    #: The family as the sweep refers to it, then the extensions it runs.
+    family: str
+    state: SweepState
+    n_jobs: int
+    n_queued: int
+    n_running: int
+    n_done: int
+    n_failed: int
+    n_cancelled: int
+    #: The coordinator's directory of the sweep's results.
+    results_dir: str
+    failures: list[JobFailed] = field(default_factory=list)
+    n_failures_omitted: int = 0
+    write_troubles: list[WriteTrouble] = field(default_factory=list)
+    #: Jobs leased ahead to a worker that has not started them.
+    n_leased: int = 0
+
+    @property
+    def finished(self) -> bool:
+        """Whether the sweep has ended (finished or cancelled)."""
+        return self.state in (SweepState.FINISHED, SweepState.CANCELLED)
+
+    @classmethod
+    def from_proto(cls, m: service_pb2.SweepStatus) -> "SweepStatus":
+        """The SweepStatus a ``SweepStatus`` message holds."""
+        return cls(
+            sweep_id=m.sweep_id,
+            family=m.family,
+            state=_state(m.state),
+            n_jobs=m.n_jobs,
+            n_queued=m.n_queued,
+            n_running=m.n_running,
+            n_done=m.n_done,
+            n_failed=m.n_failed,
+            n_cancelled=m.n_cancelled,
+            results_dir=m.results_dir,
+            failures=[JobFailed.from_proto(f) for f in m.failures],
+            n_failures_omitted=m.n_failures_omitted,
+            write_troubles=[WriteTrouble.from_proto(t) for t in m.write_troubles],
+            n_leased=m.n_leased,
+        )
+
+
+@dataclass(frozen=True)
+class DeleteResult:
+    """What DeleteSweep removed: the jobs from the store, and the results directory."""
+
+    n_jobs: int
+    results_removed: bool
+
+
+_PARAM_KINDS = {1: "float", 2: "int", 3: "bool", 4: "choice"}
+_METRIC_KINDS = {1: "float", 2: "int"}
+
+Value = Union[float, int, bool, str, None]
+
+
+def param_value(m) -> Value:
+    """A ParamValue message as the Python value it holds (None when unset)."""
+    kind = m.WhichOneof("kind")
+    return getattr(m, kind) if kind else None
+
+
+@dataclass(frozen=True)
+class ParamInfo:
+    """A typed parameter: ``kind`` is ``float``, ``int``, ``bool`` or ``choice``; ``min`` and
+    ``max`` bound a number, ``choices`` list a choice's texts, ``default`` is what an
+    omitted parameter takes."""
+
+    name: str
+    doc: str
+    kind: str
+    min: float
+    max: float
+    choices: list[str]
+    default: Value
+
+    @classmethod
+    def from_proto(cls, m: service_pb2.ParamInfo) -> "ParamInfo":
+        """The ParamInfo a ``ParamInfo`` message holds."""
+        kind = _PARAM_KINDS.get(m.kind, "unspecified")
+        return cls(m.name, m.doc, kind, m.min, m.max, list(m.choices), param_value(m.default))
+
+
+@dataclass(frozen=True)
+class ComponentInfo:
+    """A benchmark or an algorithm, with its parameters; an algorithm of a declared family
+    may name the only ``benchmarks`` it runs (empty: all)."""
+
+    name: str
+    doc: str
+    params: list[ParamInfo]
+    benchmarks: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_proto(cls, m: service_pb2.ComponentInfo) -> "ComponentInfo":
+        """The ComponentInfo a ``ComponentInfo`` message holds."""
+        return cls(m.name, m.doc, [ParamInfo.from_proto(p) for p in m.params], list(m.benchmarks))
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    """A metric of the family's records: ``kind`` is ``float`` or ``int``."""
+
+    name: str
+    doc: str
+    kind: str
+
+    @classmethod
+    def from_proto(cls, m: service_pb2.MetricInfo) -> "MetricInfo":
+        """The MetricInfo a ``MetricInfo`` message holds."""
+        return cls(m.name, m.doc, _METRIC_KINDS.get(m.kind, "unspecified"))
+
+
+@dataclass(frozen=True)
+class FamilyInfo:
+    """A family as the coordinator knows it: built in, or declared (``declared``, with its
+    declaration's ``digest``); an extension names the family it ``extends``."""
+
+    name: str
+    doc: str
+    version: int
+    key_salt: str
+    benchmarks: list[ComponentInfo]
+    algorithms: list[ComponentInfo]
+    #: A record's values, in this order.
+    metrics: list[MetricInfo]
+    ends_early: bool
+    headline_metrics: list[str]
+    summary_axes: list[str]
+    declared: bool
+    digest: str
+    extends: str
+
+    @classmethod
+    def from_proto(cls, m: service_pb2.FamilyInfo) -> "FamilyInfo":
+        """The FamilyInfo a ``FamilyInfo`` message holds."""
+        return cls(
+            name=m.name,
+            doc=m.doc,
+            version=m.version,
+            key_salt=m.key_salt,
+            benchmarks=[ComponentInfo.from_proto(c) for c in m.benchmarks],
+            algorithms=[ComponentInfo.from_proto(c) for c in m.algorithms],
+            metrics=[MetricInfo.from_proto(x) for x in m.metrics],
+            ends_early=m.ends_early,
+            headline_metrics=list(m.headline_metrics),
+            summary_axes=list(m.summary_axes),
+            declared=m.declared,
+            digest=m.digest,
+            extends=m.extends,
+        )
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    """What a coordinator runs: armada's version, its build digest, the random streams'
+    salt, and every family it knows (``family(name)`` finds one)."""
+
+    version: str
+    build: str
+    stream_salt: str
+    families: list[FamilyInfo]
+
+    def family(self, name: str) -> FamilyInfo:
+        """The family called ``name`` (KeyError when the coordinator knows none)."""
+        for f in self.families:
+            if f.name == name:
+                return f
+        raise KeyError(f"the coordinator knows no family {name!r}; it knows {[f.name for f in self.families]}")
+
+    @classmethod
+    def from_proto(cls, m: service_pb2.ServerInfoResponse) -> "ServerInfo":
+        """The ServerInfo a ``ServerInfoResponse`` message holds."""
+        return cls(m.version, m.build, m.stream_salt, [FamilyInfo.from_proto(f) for f in m.families])
+
+
+__all__ = [
+    "ComponentInfo",
+    "DeleteResult",
+    "FamilyInfo",
+    "JobFailed",
+    "MetricInfo",
+    "ParamInfo",
+    "ServerInfo",
+    "SweepState",
+    "SweepStatus",
+    "WriteTrouble",
+]

@@ -1,0 +1,194 @@
+"""The client and the worker against a real coordinator (``armada serve`` of ARMADA_BIN):
+typed errors naming what is wrong, Python values for answers, and a worker that stops at
+once, saying why, when its URL reaches something other than the coordinator's gRPC port."""
+
+import socket
+
+import pytest
+
+from armada_sdk import (
+    Client,
+    DeleteResult,
+    InvalidSweep,
+    NotFound,
+    PermissionDenied,
+    ServerInfo,
+    SweepState,
+    SweepStatus,
+    Unavailable,
+    WrongServer,
+)
+from conftest import TLS_FIXTURES, run_worker, serve, worker
+
+ECHO = {"family": "testkit", "seeds": 3, "horizon": 2, "benchmarks": [{"name": "constant"}], "algorithms": [{"name": "echo"}]}
+
+
+def test_a_bad_sweep_is_refused_naming_the_field(coordinator):
+    bad = dict(ECHO, name="bad", algorithms=[{"name": "no-such-algorithm"}])
+    with pytest.raises(InvalidSweep) as refused:
+        Client(coordinator.url).submit(bad)
+    [(field, message)] = refused.value.errors
+    assert field == "algorithms[0].name" and "no-such-algorithm" in message, refused.value.errors
+    assert str(refused.value).startswith("algorithms[0].name: ")
+    assert refused.value.__cause__ is not None, "the gRPC error is chained"
+
+
+def test_an_algorithm_paired_with_a_benchmark_it_does_not_support_is_refused(coordinator):
+    from armada_sdk import Algorithm, Extension
+
+    mine = Extension(
+        name="my-lse",
+        version=1,
+        extends="lse",
+        algorithms=[Algorithm("py-ucb", "runs on the 2-D cases only", benchmarks=["sinusoidal", "himmelblau"])],
+        start=lambda job, streams: None,
+    )
+    client = Client(coordinator.url)
+    client.declare_family(mine)
+    described = client.server_info().family("my-lse")
+    assert list(described.algorithms[0].benchmarks) == ["sinusoidal", "himmelblau"]
+    sweep = {
+        "name": "paired",
+        "family": "lse",
+        "seeds": 2,
+        "horizon": 3,
+        "benchmarks": [{"name": "sinusoidal"}, {"name": "sphere-5d"}],
+        "algorithms": [{"name": "straddle"}, {"name": "py-ucb"}],
+    }
+    with pytest.raises(InvalidSweep) as refused:
+        client.submit(sweep)
+    fields = [field for field, _ in refused.value.errors]
+    assert fields == ["algorithms[1]"], refused.value.errors
+    assert "with benchmark `sphere-5d` (benchmarks[1])" in refused.value.errors[0][1], refused.value.errors
+    assert "paired" not in [s.sweep_id for s in client.list_sweeps()], "nothing was written"
+    ok = dict(sweep, benchmarks=[{"name": "sinusoidal"}, {"name": "himmelblau"}])
+    assert client.submit(ok) == "paired"
+    client.cancel("paired")
+    client.delete("paired")  # the coordinator is the module's: leave it as found
+
+
+def test_an_unknown_sweep_is_not_found(coordinator):
+    with pytest.raises(NotFound, match="no-such-sweep"):
+        Client(coordinator.url).status("no-such-sweep")
+
+
+def test_answers_are_python_values(coordinator):
+    client = Client(coordinator.url)
+    info = client.server_info()
+    assert isinstance(info, ServerInfo) and info.family("testkit").metrics
+    sweep = client.submit(dict(ECHO, name="values"))
+    status = client.status(sweep)
+    assert isinstance(status, SweepStatus)
+    # No worker runs: every job waits.
+    assert (status.sweep_id, status.n_jobs, status.n_done, status.state) == ("values", 3, 0, SweepState.RUNNING)
+    assert [s.sweep_id for s in client.list_sweeps() if isinstance(s, SweepStatus)] == ["values"]
+    cancelled = client.cancel(sweep)
+    assert isinstance(cancelled, SweepStatus) and cancelled.state == SweepState.CANCELLED
+    deleted = client.delete(sweep)
+    assert isinstance(deleted, DeleteResult) and deleted.n_jobs == 3
+    assert client.list_sweeps() == []
+
+
+def test_a_wrong_token_is_permission_denied(tmp_path):
+    with serve(tmp_path / "data", "--token", "the-right-token-0123") as served:
+        assert Client(served.url, token="the-right-token-0123").list_sweeps() == []
+        for token in (None, "a-wrong-token"):
+            with pytest.raises(PermissionDenied, match="token"):
+                Client(served.url, token=token).list_sweeps()
+
+
+def test_the_dashboards_port_is_a_wrong_server(coordinator):
+    with pytest.raises(WrongServer, match=r"is this the dashboard's port\? The coordinator's is the one `armada serve` printed"):
+        Client(f"http://{coordinator.dashboard}").list_sweeps()
+
+
+def test_https_of_a_plain_port_is_a_wrong_server(coordinator):
+    with pytest.raises(WrongServer, match=r"TLS handshake failed \(.*\); the server did not answer TLS: does it serve plain http://\?"):
+        Client(coordinator.url.replace("http://", "https://")).list_sweeps()
+
+
+def free_port() -> int:
+    """A port of 127.0.0.1 nothing listens at."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_nothing_listening_is_unavailable():
+    port = free_port()
+    with pytest.raises(Unavailable, match=rf"connection refused: nothing listens at 127.0.0.1:{port} "):
+        Client(f"http://127.0.0.1:{port}").list_sweeps()
+
+
+def test_a_worker_at_the_dashboards_port_exits_at_once_saying_so(coordinator):
+    exited = run_worker(f"http://{coordinator.dashboard}")
+    assert (exited.code, exited.stopped) == (1, False), exited.log
+    assert "the server answered plain HTTP, not gRPC: is this the dashboard's port?" in exited.log
+
+
+def test_a_worker_at_https_of_a_plain_port_exits_at_once_saying_so(coordinator):
+    exited = run_worker(coordinator.url.replace("http://", "https://"))
+    assert (exited.code, exited.stopped) == (1, False), exited.log
+    assert "the server did not answer TLS: does it serve plain http://?" in exited.log
+
+
+def test_a_worker_at_http_of_a_tls_port_exits_at_once_saying_so(tmp_path):
+    cert, key = TLS_FIXTURES / "cert.pem", TLS_FIXTURES / "key.pem"
+    with serve(tmp_path / "data", "--tls-cert", str(cert), "--tls-key", str(key)) as served:
+        assert served.url.startswith("https://")
+        exited = run_worker(served.url.replace("https://", "http://"))
+    assert (exited.code, exited.stopped) == (1, False), exited.log
+    assert "use https:// with --tls-ca" in exited.log
+
+
+def test_a_worker_retries_while_nothing_listens():
+    # A coordinator may be starting: the worker waits for it (stopped here after 5 s).
+    port = free_port()
+    exited = run_worker(f"http://127.0.0.1:{port}", seconds=5)
+    assert exited.stopped and exited.code == 0, exited.log  # SIGTERM: drained, nothing held
+    assert f"connection refused: nothing listens at 127.0.0.1:{port}" in exited.log
+
+
+BROKEN_FAMILY = '''
+from armada_sdk import Algorithm, Benchmark, Family, Metric
+
+
+class Episode:
+    def __init__(self, job, streams):
+        self.job = job
+
+    def initial(self):
+        return {"value": 0.0}
+
+    def step(self, t):
+        if self.job.algorithm == "breaks" and t == 2:
+            raise ValueError(f"broken on purpose at step {t}")
+        return {"value": float(t)}
+
+
+FAMILY = Family(
+    name="broken",
+    version=1,
+    benchmarks=[Benchmark("b")],
+    algorithms=[Algorithm("works"), Algorithm("breaks")],
+    metrics=[Metric("value")],
+    start=Episode,
+)
+'''
+
+
+def test_a_job_that_raises_fails_at_once_as_its_own_fault(tmp_path, monkeypatch):
+    (tmp_path / "broken_family.py").write_text(BROKEN_FAMILY)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from armada_sdk.family import load_family
+
+    sweep = {"name": "broken", "family": "broken", "seeds": 2, "horizon": 3, "benchmarks": [{"name": "b"}],
+             "algorithms": [{"name": "works"}, {"name": "breaks"}]}
+    # Three attempts by default: a job's own exception takes one (it would raise again).
+    with serve(tmp_path / "data") as served, worker(served.url, "broken_family:FAMILY", tmp_path / "worker.log", tmp_path):
+        client = Client(served.url)
+        client.declare_family(load_family("broken_family:FAMILY"))
+        status = client.watch(client.submit(sweep), progress=False, timeout=120)
+    assert (status.n_done, status.n_failed, status.state) == (2, 2, SweepState.FINISHED), (tmp_path / "worker.log").read_text()
+    assert [(f.attempt, f.final) for f in status.failures] == [(1, True), (1, True)]
+    assert all("ValueError: broken on purpose at step 2" in f.error for f in status.failures)
