@@ -39,15 +39,16 @@ const TABLE_REFRESH: Duration = Duration::from_secs(2);
 const RECONNECT_FOR: Duration = Duration::from_secs(600);
 
 /// Errors that a new connection may cure: the coordinator restarting, or a network between.
-/// An answer from something that is not a coordinator (the dashboard's port, a TLS port
-/// spoken to in the clear) is not: no wait mends a wrong address.
+/// An answer from a plain HTTP server (the dashboard's port) is not: no wait mends a wrong
+/// address. (A broken connection may be a TLS port spoken to in the clear, but a restart
+/// breaks connections too, so that is retried.)
 fn is_transient(e: &tonic::Status) -> bool {
     use tonic::Code;
     let code = matches!(
         e.code(),
         Code::Unavailable | Code::Unknown | Code::Cancelled | Code::DeadlineExceeded | Code::Internal
     );
-    code && armada_worker::connect::misdial_hint(e).is_none()
+    code && !armada_worker::connect::answered_plain_http(e)
 }
 
 /// An error about a file the coordinator refused (a sweep file, a declaration): named

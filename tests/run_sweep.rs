@@ -466,6 +466,48 @@ fn the_readmes_tour_runs_as_written() {
     assert_eq!(jobs(&dir.join("armada-data/lse-finite-quick")).len(), 75);
 }
 
+/// docs/results.md's snippets as written, on a real run whose one cell failed: the failed
+/// cell's row in final.parquet, and each job's rows joined to its provenance. `armada run`
+/// exits 1 (a job failed) and its table marks the cell.
+#[test]
+fn the_results_pages_snippets_run_as_written() {
+    let page = std::fs::read_to_string(common::manifest_dir().join("docs/results.md")).unwrap();
+    let snippet = |heading: &str| -> String {
+        let section = page.split(heading).nth(1).unwrap_or_else(|| panic!("no section {heading:?}"));
+        section.split("```python\n").nth(1).unwrap().split("```").next().unwrap().to_string()
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(
+        dir.join("my-sweep.toml"),
+        "family = \"testkit\"\nseeds = 4\nhorizon = 3\n[[benchmarks]]\nname = \"constant\"\n[[algorithms]]\nname = \"echo\"\n\
+         [[algorithms]]\nname = \"panic\"\nparams = { at = 2 }\n",
+    )
+    .unwrap();
+    let run = Command::new(env!("CARGO_BIN_EXE_armada"))
+        .args(["run", "my-sweep.toml", "--quiet"])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(1), "a failed job fails the run: {}", text(&run.stderr));
+    let table = text(&run.stdout);
+    assert!(table.lines().any(|l| l.contains("  panic  ") && l.contains("  0/4, 4 failed  ")), "{table}");
+    let Some(python) = analysis_python() else { return };
+    let run_snippet = |code: &str| {
+        let out = Command::new(&python).args(["-c", code]).current_dir(dir).output().unwrap();
+        assert!(out.status.success(), "{code}\n{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let failed = run_snippet(&snippet("## Failed jobs in the tables"));
+    assert!(failed.contains("shape: (1, 5)") && failed.contains("│ panic"), "{failed}");
+    let joined = run_snippet(&snippet("## Provenance of each job's rows"));
+    // armada run's workers register with its own admin token, from loopback.
+    assert!(
+        joined.contains("shape: (1, 4)") && joined.contains("--token") && joined.contains("127.0.0.1:"),
+        "{joined}"
+    );
+}
+
 /// The analysis scripts' venv (None, skipping, where python3 cannot make one).
 fn analysis_python() -> Option<std::path::PathBuf> {
     let usable =

@@ -14,6 +14,7 @@ import threading
 import time
 from typing import Iterator, Optional
 
+import grpc
 import pytest
 
 #: The repository's test certificate (for 127.0.0.1 and localhost), when the tests run
@@ -137,3 +138,16 @@ def worker(url: str, family: str, log: pathlib.Path, path: Optional[pathlib.Path
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+class Answer(grpc.RpcError):
+    """A gRPC error as a stub raises it: its code and details."""
+
+    def __init__(self, code, details):
+        self._code, self._details = code, details
+
+    def code(self):
+        return self._code
+
+    def details(self):
+        return self._details

@@ -10,20 +10,9 @@ import pytest
 
 from armada_sdk import errors
 from armada_sdk.connection import check_url
-from conftest import TLS_FIXTURES
+from conftest import TLS_FIXTURES, Answer
 
 URL = "http://127.0.0.1:7070"
-
-
-class Answer(grpc.RpcError):
-    def __init__(self, code, details):
-        self._code, self._details = code, details
-
-    def code(self):
-        return self._code
-
-    def details(self):
-        return self._details
 
 
 def test_one_invalid_field_is_named():

@@ -15,17 +15,7 @@ import pytest
 from armada_sdk import WrongServer, errors, worker
 from armada_sdk._proto import job_pb2, service_pb2
 from armada_sdk.episode import Ran
-
-
-class Answer(grpc.RpcError):
-    def __init__(self, code, details):
-        self._code, self._details = code, details
-
-    def code(self):
-        return self._code
-
-    def details(self):
-        return self._details
+from conftest import Answer
 
 
 def unavailable():

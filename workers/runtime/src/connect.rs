@@ -99,17 +99,23 @@ pub fn explain(url: &str, error: &(dyn std::error::Error + 'static)) -> String {
     }
 }
 
+/// Whether a plain HTTP server answered the call (the dashboard's port): unlike a broken
+/// connection, which a restarting coordinator also gives, no retry mends that.
+pub fn answered_plain_http(status: &tonic::Status) -> bool {
+    let message = status.message();
+    message.contains("invalid compression flag")
+        || message.contains("HTTP status code")
+        || message.contains("status: 404")
+        || message.contains("invalid content-type")
+}
+
 /// What was probably dialled, for a gRPC call answered by something that is not this
 /// coordinator's gRPC: a plain HTTP server (the dashboard's port; tonic reports a protocol
 /// error quoting the HTTP status), or a TLS port spoken to in the clear (the connection
 /// breaks, as an HTTP/2 error or a bare "transport error").
 pub fn misdial_hint(status: &tonic::Status) -> Option<&'static str> {
     let message = status.message();
-    if message.contains("invalid compression flag")
-        || message.contains("HTTP status code")
-        || message.contains("status: 404")
-        || message.contains("invalid content-type")
-    {
+    if answered_plain_http(status) {
         Some(
             "the server answered plain HTTP, not gRPC: is this the dashboard's port? The coordinator's is the one \
              `armada serve` printed as `armada coordinator listening on` (7070 by default)",
