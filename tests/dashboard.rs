@@ -298,6 +298,78 @@ fn the_dashboard_serves_progress_curves_jobs_and_metrics_behind_the_token() {
     drop(coord);
 }
 
+/// The dashboard and `/metrics` behind the same tokens as gRPC, under every combination of
+/// `--token` and `--tokens`: open when no token is configured, closed as soon as one is;
+/// `admin` (the `--token`, or an admin of the file) opens all of it, `viewer` and `client`
+/// the pages, `scrape` the metrics, `worker` nothing; an unknown token is unauthorized.
+#[test]
+fn the_dashboard_opens_by_role_under_every_combination_of_token_and_tokens() {
+    let tmp = tempfile::tempdir().unwrap();
+    let roles = ["admin", "viewer", "client", "scrape", "worker"];
+    let secret = |role: &str| format!("{role}-secret-0123456789");
+    let file: String =
+        roles.iter().map(|r| format!("[[tokens]]\nsecret = \"{}\"\nrole = \"{r}\"\n", secret(r))).collect();
+    let tokens = write(tmp.path(), "tokens.toml", &file);
+    let single = "single-admin-0123456789";
+    for (i, (with_token, with_file)) in
+        [(false, false), (true, false), (false, true), (true, true)].into_iter().enumerate()
+    {
+        let mut args = vec![];
+        if with_token {
+            args.extend(["--token", single]);
+        }
+        if with_file {
+            args.extend(["--tokens", tokens.to_str().unwrap()]);
+        }
+        let coord = serve(&tmp.path().join(format!("data-{i}")), 0, &args);
+        let code = |path: &str, token: Option<&str>| {
+            let bearer = token.map(|t| format!("Bearer {t}"));
+            let headers: Vec<(&str, &str)> = bearer.iter().map(|b| ("authorization", b.as_str())).collect();
+            get(&coord.dashboard, path, &headers).0
+        };
+        let both = |token: Option<&str>| (code("/api/overview", token), code("/metrics", token));
+        let case = format!("--token {with_token}, --tokens {with_file}");
+        if !with_token && !with_file {
+            assert_eq!(both(None), (200, 200), "{case}: open");
+            continue;
+        }
+        assert_eq!(both(None), (401, 401), "{case}: no token");
+        assert_eq!(both(Some("not-a-token-0123456789")), (401, 401), "{case}: an unknown token");
+        assert_eq!(both(Some(single)), if with_token { (200, 200) } else { (401, 401) }, "{case}: --token");
+        for role in roles {
+            let expected = match (with_file, role) {
+                (false, _) => (401, 401),
+                (true, "admin") => (200, 200),
+                (true, "viewer" | "client") => (200, 403),
+                (true, "scrape") => (403, 200),
+                _ => (403, 403),
+            };
+            assert_eq!(both(Some(&secret(role))), expected, "{case}: {role}");
+        }
+        if with_file {
+            // A viewer's address with ?token= sets the cookie, which opens the pages only.
+            let (status, headers, _) = get(&coord.dashboard, &format!("/?token={}", secret("viewer")), &[]);
+            assert_eq!(status, 303, "{case}");
+            let cookie = headers["set-cookie"].split(';').next().unwrap().to_string();
+            assert_eq!(get(&coord.dashboard, "/api/overview", &[("cookie", &cookie)]).0, 200, "{case}");
+            assert_eq!(get(&coord.dashboard, "/metrics", &[("cookie", &cookie)]).0, 403, "{case}");
+            let (status, _, body) =
+                get(&coord.dashboard, "/metrics", &[("authorization", &format!("Bearer {}", secret("viewer")))]);
+            assert_eq!(status, 403);
+            assert!(body.contains("/metrics opens with an admin or scrape token"), "{body}");
+            // Dashboard tokens open no gRPC.
+            for role in ["viewer", "scrape"] {
+                let out = client_env(&["status"], &coord.url, 30, &[("ARMADA_TOKEN", &secret(role))]);
+                assert!(
+                    !out.status.success() && text(&out.stderr).contains("dashboard token"),
+                    "{}",
+                    text(&out.stderr)
+                );
+            }
+        }
+    }
+}
+
 /// Chromium, and node with playwright-core under the target directory (installed from the
 /// npm registry on first use), or why not.
 fn browser() -> Result<(PathBuf, PathBuf), String> {

@@ -5,7 +5,12 @@
 //! - `client`: the `Sweeps` service (submit, watch, status, cancel, delete, fetch, declare);
 //! - `worker`: the `Workers` service, limited, when the token names families, to
 //!   registering for (and declaring) only those: a session runs only the families it
-//!   registered, so such a worker can never lease, upload or commit a job of another.
+//!   registered, so such a worker can never lease, upload or commit a job of another;
+//! - `viewer`: the dashboard (its pages and read-only API), nothing of gRPC;
+//! - `scrape`: `/metrics`, for Prometheus, nothing else.
+//!
+//! The dashboard is closed whenever any token is configured: `admin` opens all of it,
+//! `viewer` and `client` its pages and API, `scrape` its `/metrics`.
 
 use armada_worker::auth::same_secret;
 use serde::Deserialize;
@@ -20,6 +25,27 @@ pub enum Role {
     Admin,
     Client,
     Worker,
+    Viewer,
+    Scrape,
+}
+
+/// What a request to the dashboard's HTTP port asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DashboardPart {
+    /// The pages and their API.
+    Pages,
+    /// `/metrics`.
+    Metrics,
+}
+
+impl Role {
+    /// Whether a token of this role opens `part` of the dashboard.
+    pub fn opens(&self, part: DashboardPart) -> bool {
+        match part {
+            DashboardPart::Pages => matches!(self, Role::Admin | Role::Client | Role::Viewer),
+            DashboardPart::Metrics => matches!(self, Role::Admin | Role::Scrape),
+        }
+    }
 }
 
 /// One token of a `--tokens` file.
@@ -139,9 +165,18 @@ impl Tokens {
     }
 
     fn find(&self, bearer: Option<&str>) -> Option<&TokenEntry> {
-        let given = bearer?.strip_prefix("Bearer ")?;
+        self.entry(bearer?.strip_prefix("Bearer ")?)
+    }
+
+    /// The entry whose secret is `given`.
+    pub fn entry(&self, given: &str) -> Option<&TokenEntry> {
         // Every entry is compared, so that how long a refusal takes says nothing of which.
         self.entries.iter().fold(None, |found, e| if same_secret(given, &e.secret) { Some(e) } else { found })
+    }
+
+    /// No token is configured: everything is open to whoever reaches the ports.
+    pub fn is_open(&self) -> bool {
+        self.entries.is_empty()
     }
 }
 
@@ -186,6 +221,11 @@ impl tonic::service::Interceptor for Gate {
             (Role::Worker, Service::Sweeps) => {
                 return Err(Status::permission_denied(
                     "this is a worker token: it cannot submit, watch, cancel, delete or fetch sweeps",
+                ))
+            }
+            (Role::Viewer | Role::Scrape, _) => {
+                return Err(Status::permission_denied(
+                    "this is a dashboard token (viewer or scrape): it opens the dashboard's port only",
                 ))
             }
         };

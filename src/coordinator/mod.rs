@@ -6,6 +6,7 @@ pub mod access;
 pub mod backups;
 pub mod catalog;
 pub mod commit;
+pub mod credentials;
 pub mod dashboard;
 pub mod declared;
 pub mod fetch;
@@ -79,11 +80,15 @@ pub async fn serve(
     let store = store::Store::open(&config.data)?;
     let catalog = Arc::new(catalog::Catalog::new(Registry::clone(&registry)));
     let scheduler = scheduler::Scheduler::start(catalog.clone(), store, config.data.clone(), config.scheduler)?;
-    let coordinator =
-        service::Coordinator { scheduler: scheduler.clone(), catalog, max_jobs: config.max_jobs_per_sweep };
+    let coordinator = service::Coordinator {
+        scheduler: scheduler.clone(),
+        catalog,
+        max_jobs: config.max_jobs_per_sweep,
+        sealer: Arc::new(credentials::Sealer::new()),
+    };
     let tokens = Arc::new(access::Tokens::new(config.token.as_deref(), config.tokens.clone()));
     let sweeps_gate = access::Gate::new(tokens.clone(), access::Service::Sweeps);
-    let workers_gate = access::Gate::new(tokens, access::Service::Workers);
+    let workers_gate = access::Gate::new(tokens.clone(), access::Service::Workers);
 
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<pb::sweeps_server::SweepsServer<service::Coordinator>>().await;
@@ -135,8 +140,8 @@ pub async fn serve(
         let until = async move {
             let _ = stopped.wait_for(|&s| s).await;
         };
-        let (data, token) = (config.data.clone(), config.token.clone());
-        tokio::spawn(dashboard::serve(listener, scheduler, data, token, dashboard_tls, until))
+        let (data, tokens) = (config.data.clone(), tokens.clone());
+        tokio::spawn(dashboard::serve(listener, scheduler, data, tokens, dashboard_tls, until))
     });
     // serve_with_incoming ignores the builder's TCP settings: without TCP_NODELAY, Nagle's
     // algorithm meets delayed ACKs and small replies (a lease, a commit) wait ~40 ms.

@@ -5,6 +5,7 @@
 
 use super::access::Grant;
 use super::catalog::Catalog;
+use super::credentials::Sealer;
 use super::declared;
 use super::fetch;
 use super::handle::{Pending, SchedulerHandle};
@@ -45,6 +46,14 @@ pub struct Coordinator {
     pub catalog: Arc<Catalog>,
     /// The most jobs a submitted sweep may have.
     pub max_jobs: usize,
+    /// Binds each worker session's credential to the token that registered it.
+    pub sealer: Arc<Sealer>,
+}
+
+/// The label of the token a call came with (`none` on a coordinator without tokens).
+fn token_of<T>(request: &Request<T>) -> Arc<str> {
+    let grant = request.extensions().get::<Grant>();
+    Arc::from(grant.map_or(super::access::NO_TOKEN_LABEL, Grant::token_label))
 }
 
 fn invalid(e: SpecError) -> Status {
@@ -482,15 +491,17 @@ impl pb::workers_server::Workers for Coordinator {
             worker_id,
             lease_ttl_ms: lease_ttl.as_millis() as u32,
             heartbeat_interval_ms: heartbeat.as_millis() as u32,
-            session,
+            session: self.sealer.seal(&session, grant.token_label()),
             key_salts: known.iter().map(|f| (f.name().to_string(), f.key_salt())).collect(),
             families: known.iter().map(|f| declared::family_info(*f)).collect(),
         }))
     }
 
     async fn lease(&self, request: Request<pb::LeaseRequest>) -> Result<Response<pb::LeaseResponse>, Status> {
+        let token = token_of(&request);
         let r = request.into_inner();
-        let Leases { leases, retry_after } = self.scheduler.lease(r.session, r.max_jobs).await?;
+        let session = self.sealer.open(&r.session, &token)?;
+        let Leases { leases, retry_after } = self.scheduler.lease(session, r.max_jobs).await?;
         Ok(Response::new(pb::LeaseResponse {
             leases: leases.into_iter().map(job_lease).collect(),
             retry_after_ms: retry_after.as_millis() as u32,
@@ -501,8 +512,10 @@ impl pb::workers_server::Workers for Coordinator {
         &self,
         request: Request<pb::HeartbeatRequest>,
     ) -> Result<Response<pb::HeartbeatResponse>, Status> {
+        let token = token_of(&request);
         let r = request.into_inner();
-        let abandon = self.scheduler.heartbeat(r.session, r.attempt_ids, r.started_ids).await?;
+        let session = self.sealer.open(&r.session, &token)?;
+        let abandon = self.scheduler.heartbeat(session, r.attempt_ids, r.started_ids).await?;
         Ok(Response::new(pb::HeartbeatResponse { abandon }))
     }
 
@@ -510,13 +523,15 @@ impl pb::workers_server::Workers for Coordinator {
         &self,
         request: Request<Streaming<pb::RecordBatch>>,
     ) -> Result<Response<pb::UploadAck>, Status> {
+        let token = token_of(&request);
         let mut stream = request.into_inner();
         let mut n_records = 0;
         while let Some(batch) = stream.next().await {
             let batch = batch?;
+            let session = self.sealer.open(&batch.session, &token)?;
             let records = Arrived::from_wire(batch.records, batch.columns).map_err(Status::invalid_argument)?;
             // Straight into the attempt's spool: record batches never wait on the scheduler.
-            match self.append(batch.attempt_id, &batch.session, &records) {
+            match self.append(batch.attempt_id, &session, &records) {
                 Ok(n) => {
                     n_records = n;
                     self.records_received(records.len());
@@ -538,8 +553,10 @@ impl pb::workers_server::Workers for Coordinator {
         &self,
         request: Request<pb::CompleteAttemptRequest>,
     ) -> Result<Response<pb::CompleteAttemptResponse>, Status> {
+        let token = token_of(&request);
         let r = request.into_inner();
-        let committed = self.complete(r.session.clone(), r).await?.answer().await?;
+        let session = self.sealer.open(&r.session, &token)?;
+        let committed = self.complete(session, r).await?.answer().await?;
         Ok(Response::new(pb::CompleteAttemptResponse { committed }))
     }
 
@@ -550,10 +567,22 @@ impl pb::workers_server::Workers for Coordinator {
         // Every commit goes to the scheduler before any answer is awaited (they share a
         // part), those of one session in one command.
         let mut pending = Vec::new();
+        let token = token_of(&request);
         let request = request.into_inner();
-        let mut group: (String, Vec<(u64, u32)>) = (request.session.clone(), Vec::new());
+        let batch_session = self.sealer.open(&request.session, &token);
+        let mut group: (String, Vec<(u64, u32)>) = (String::new(), Vec::new());
         for r in request.attempts {
-            let session = if r.session.is_empty() { request.session.clone() } else { r.session.clone() };
+            let session = match r.session.is_empty() {
+                true => batch_session.clone(),
+                false => self.sealer.open(&r.session, &token),
+            };
+            let session = match session {
+                Ok(session) => session,
+                Err(e) => {
+                    pending.push((r.attempt_id, Err(e)));
+                    continue;
+                }
+            };
             if session != group.0 {
                 let (before, attempts) = std::mem::replace(&mut group, (session, Vec::new()));
                 self.complete_group(before, attempts, &mut pending).await;
@@ -589,12 +618,14 @@ impl pb::workers_server::Workers for Coordinator {
         &self,
         request: Request<pb::FailAttemptRequest>,
     ) -> Result<Response<pb::FailAttemptResponse>, Status> {
+        let token = token_of(&request);
         let r = request.into_inner();
+        let session = self.sealer.open(&r.session, &token)?;
         let cause = match r.cause() {
             pb::FailureCause::Job => Cause::Job,
             pb::FailureCause::Worker | pb::FailureCause::Unspecified => Cause::Worker,
         };
-        let will_retry = self.scheduler.fail(r.session, r.attempt_id, r.error, cause).await?;
+        let will_retry = self.scheduler.fail(session, r.attempt_id, r.error, cause).await?;
         Ok(Response::new(pb::FailAttemptResponse { will_retry }))
     }
 
@@ -602,8 +633,10 @@ impl pb::workers_server::Workers for Coordinator {
         &self,
         request: Request<pb::ReleaseAttemptsRequest>,
     ) -> Result<Response<pb::ReleaseAttemptsResponse>, Status> {
+        let token = token_of(&request);
         let r = request.into_inner();
-        let released = self.scheduler.release(r.session, r.attempt_ids).await?;
+        let session = self.sealer.open(&r.session, &token)?;
+        let released = self.scheduler.release(session, r.attempt_ids).await?;
         Ok(Response::new(pb::ReleaseAttemptsResponse { released }))
     }
 }

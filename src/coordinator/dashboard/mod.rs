@@ -17,6 +17,7 @@ pub mod progress;
 pub mod prometheus;
 pub mod tls;
 
+use crate::coordinator::access::{DashboardPart, Tokens};
 use crate::coordinator::live::{SweepSummaries, Written};
 use crate::coordinator::replies::SummaryInputs;
 use crate::coordinator::replies::{CommandError, ErrorKind, JobFilter, SweepState, SweepStatus, WorkerInfo};
@@ -24,7 +25,6 @@ use crate::coordinator::sweeps::FailurePage;
 use crate::coordinator::SchedulerHandle;
 use crate::page::{views, APP_JS, CHART_JS, INDEX_HTML, STYLE_CSS};
 use crate::results;
-use armada_worker::auth::same_secret;
 use axum::body::Body;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -51,7 +51,8 @@ pub struct Dashboard {
     scheduler: SchedulerHandle,
     /// The coordinator's data directory (for the store's size).
     data: PathBuf,
-    token: Option<String>,
+    /// The coordinator's tokens: the same roles as gRPC's open the dashboard.
+    tokens: Arc<Tokens>,
     /// The cookie that carries the token: named after the port, since a browser shares
     /// cookies between the ports of one host.
     cookie: String,
@@ -104,7 +105,7 @@ pub async fn serve(
     listener: tokio::net::TcpListener,
     scheduler: SchedulerHandle,
     data: PathBuf,
-    token: Option<String>,
+    tokens: Arc<Tokens>,
     tls: Option<tokio_rustls::TlsAcceptor>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
@@ -112,7 +113,7 @@ pub async fn serve(
     let dashboard = Arc::new(Dashboard {
         scheduler,
         data,
-        token: token.filter(|t| !t.is_empty()),
+        tokens,
         cookie: format!("armada_token_{port}"),
         progress: Mutex::default(),
         views: Mutex::default(),
@@ -150,23 +151,34 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
     ([(header::CONTENT_TYPE, content_type), (header::CACHE_CONTROL, "no-cache")], body).into_response()
 }
 
-/// The token, when one is set: `authorization: Bearer <token>` (scripts, Prometheus), the
-/// dashboard's cookie (the page's own requests), or `?token=<token>` in the address that
-/// `armada run` prints, which sets the cookie and redirects to the address without it.
+/// A token whose role opens what is asked for (`Role::opens`), whenever any token is
+/// configured: `authorization: Bearer <token>` (scripts, Prometheus), the dashboard's cookie
+/// (the page's own requests), or `?token=<token>` in the address that `armada run` prints,
+/// which sets the cookie and redirects to the address without it. A known token of another
+/// role is FORBIDDEN, naming the roles that would do; none, or an unknown one, UNAUTHORIZED.
 async fn require_token(State(d): State<Arc<Dashboard>>, request: Request, next: Next) -> Response {
-    let Some(expected) = &d.token else { return next.run(request).await };
-    let headers = request.headers();
-    let bearer = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .is_some_and(|t| same_secret(t, expected));
-    if bearer || cookie(headers, &d.cookie).is_some_and(|t| same_secret(&t, expected)) {
+    if d.tokens.is_open() {
         return next.run(request).await;
+    }
+    let part = if request.uri().path() == "/metrics" { DashboardPart::Metrics } else { DashboardPart::Pages };
+    let headers = request.headers();
+    let bearer =
+        headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+    let presented = bearer.map(str::to_owned).or_else(|| cookie(headers, &d.cookie));
+    if let Some(entry) = presented.as_deref().and_then(|t| d.tokens.entry(t)) {
+        if entry.role.opens(part) {
+            return next.run(request).await;
+        }
+        let needs = match part {
+            DashboardPart::Pages => "the dashboard opens with an admin, viewer or client token",
+            DashboardPart::Metrics => "/metrics opens with an admin or scrape token",
+        };
+        return (StatusCode::FORBIDDEN, format!("this token's role does not open this: {needs}\n")).into_response();
     }
     let query: Vec<(String, String)> =
         request.uri().query().and_then(|q| serde_urlencoded::from_str(q).ok()).unwrap_or_default();
-    if query.iter().any(|(k, v)| k == "token" && same_secret(v, expected)) {
+    let from_query = query.iter().find(|(k, _)| k == "token").and_then(|(_, v)| d.tokens.entry(v).map(|e| (v, e)));
+    if let Some((expected, _)) = from_query.filter(|(_, e)| e.role.opens(DashboardPart::Pages)) {
         let rest: Vec<&(String, String)> = query.iter().filter(|(k, _)| k != "token").collect();
         let mut location = request.uri().path().to_string();
         if !rest.is_empty() {

@@ -97,6 +97,53 @@ def test_a_wrong_token_is_permission_denied(tmp_path):
                 Client(served.url, token=token).list_sweeps()
 
 
+def test_a_worker_session_works_only_with_the_token_that_registered_it(tmp_path):
+    import grpc
+
+    from armada_sdk import connection
+    from armada_sdk._proto import job_pb2, service_pb2 as pb
+    from armada_sdk.examples.echo import FAMILY
+
+    tokens = tmp_path / "tokens.toml"
+    tokens.write_text(
+        '[[tokens]]\nname = "group-a"\nsecret = "worker-token-a-0123456789"\nrole = "worker"\n'
+        '[[tokens]]\nname = "group-b"\nsecret = "worker-token-b-0123456789"\nrole = "worker"\n'
+    )
+    with serve(tmp_path / "data", "--tokens", str(tokens)) as served:
+        _, workers = connection.stubs(connection.channel(served.url))
+        as_a, as_b = connection.metadata("worker-token-a-0123456789"), connection.metadata("worker-token-b-0123456789")
+        register = pb.RegisterRequest(name="a", slots=1, families=[FAMILY.name], declarations=[FAMILY.to_proto()])
+        session = workers.Register(register, metadata=as_a, timeout=10).session
+        record = job_pb2.StepRecord(step=0, elapsed_ms=0.0, metrics=[1.0])
+        calls = {
+            "Lease": lambda m: workers.Lease(pb.LeaseRequest(session=session, max_jobs=1), metadata=m, timeout=10),
+            "Heartbeat": lambda m: workers.Heartbeat(pb.HeartbeatRequest(session=session, attempt_ids=[]), metadata=m, timeout=10),
+            "ReleaseAttempts": lambda m: workers.ReleaseAttempts(pb.ReleaseAttemptsRequest(session=session), metadata=m, timeout=10),
+            "FailAttempt": lambda m: workers.FailAttempt(pb.FailAttemptRequest(attempt_id=1, session=session), metadata=m, timeout=10),
+            "CompleteAttempt": lambda m: workers.CompleteAttempt(
+                pb.CompleteAttemptRequest(attempt_id=1, n_records=1, records=[record], session=session), metadata=m, timeout=10
+            ),
+            "UploadRecords": lambda m: workers.UploadRecords(
+                iter([pb.RecordBatch(attempt_id=1, records=[record], session=session)]), metadata=m, timeout=10
+            ),
+        }
+        for name, call in calls.items():
+            with pytest.raises(grpc.RpcError) as stolen:
+                call(as_b)
+            assert stolen.value.code() == grpc.StatusCode.PERMISSION_DENIED, (name, stolen.value.details())
+            assert "registered with another token" in stolen.value.details(), (name, stolen.value.details())
+        commits = workers.CompleteAttempts(
+            pb.CompleteAttemptsRequest(session=session, attempts=[pb.CompleteAttemptRequest(attempt_id=1)]), metadata=as_b, timeout=10
+        )
+        assert [o.code for o in commits.outcomes] == [grpc.StatusCode.PERMISSION_DENIED.value[0]], commits
+        # With its own token the session works (no job to lease; attempt 1 is nobody's).
+        assert list(calls["Lease"](as_a).leases) == []
+        assert list(calls["Heartbeat"](as_a).abandon) == []
+        with pytest.raises(grpc.RpcError) as unknown:
+            calls["FailAttempt"](as_a)
+        assert unknown.value.code() == grpc.StatusCode.NOT_FOUND, unknown.value.details()
+
+
 def test_the_dashboards_port_is_a_wrong_server(coordinator):
     with pytest.raises(WrongServer, match=r"is this the dashboard's port\? The coordinator's is the one `armada serve` printed"):
         Client(f"http://{coordinator.dashboard}").list_sweeps()
