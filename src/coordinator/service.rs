@@ -50,10 +50,9 @@ pub struct Coordinator {
     pub sealer: Arc<Sealer>,
 }
 
-/// The label of the token a call came with (`none` on a coordinator without tokens).
-fn token_of<T>(request: &Request<T>) -> Arc<str> {
-    let grant = request.extensions().get::<Grant>();
-    Arc::from(grant.map_or(super::access::NO_TOKEN_LABEL, Grant::token_label))
+/// What the call's token allows, and its label (`Gate` put it there; open without one).
+fn grant_of<T>(request: &Request<T>) -> Grant {
+    request.extensions().get::<Grant>().cloned().unwrap_or_default()
 }
 
 fn invalid(e: SpecError) -> Status {
@@ -434,14 +433,12 @@ impl Coordinator {
 #[tonic::async_trait]
 impl pb::workers_server::Workers for Coordinator {
     async fn register(&self, request: Request<pb::RegisterRequest>) -> Result<Response<pb::RegisterResponse>, Status> {
-        let grant = request.extensions().get::<Grant>().cloned().unwrap_or_default();
+        let grant = grant_of(&request);
         // What the coordinator sees of this registration, whatever the worker claims.
         let observed = Observed {
             token: grant.token_label().to_string(),
             peer: request.remote_addr().map_or_else(|| "unknown".to_string(), |a| a.to_string()),
-            registered_ms: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as i64),
+            registered_ms: super::scheduler::now_ms(),
         };
         let pb::RegisterRequest { name, slots, version, families, build, declarations, host, software, processor } =
             request.into_inner();
@@ -498,9 +495,9 @@ impl pb::workers_server::Workers for Coordinator {
     }
 
     async fn lease(&self, request: Request<pb::LeaseRequest>) -> Result<Response<pb::LeaseResponse>, Status> {
-        let token = token_of(&request);
+        let grant = grant_of(&request);
         let r = request.into_inner();
-        let session = self.sealer.open(&r.session, &token)?;
+        let session = self.sealer.open(&r.session, grant.token_label())?;
         let Leases { leases, retry_after } = self.scheduler.lease(session, r.max_jobs).await?;
         Ok(Response::new(pb::LeaseResponse {
             leases: leases.into_iter().map(job_lease).collect(),
@@ -512,9 +509,9 @@ impl pb::workers_server::Workers for Coordinator {
         &self,
         request: Request<pb::HeartbeatRequest>,
     ) -> Result<Response<pb::HeartbeatResponse>, Status> {
-        let token = token_of(&request);
+        let grant = grant_of(&request);
         let r = request.into_inner();
-        let session = self.sealer.open(&r.session, &token)?;
+        let session = self.sealer.open(&r.session, grant.token_label())?;
         let abandon = self.scheduler.heartbeat(session, r.attempt_ids, r.started_ids).await?;
         Ok(Response::new(pb::HeartbeatResponse { abandon }))
     }
@@ -523,12 +520,12 @@ impl pb::workers_server::Workers for Coordinator {
         &self,
         request: Request<Streaming<pb::RecordBatch>>,
     ) -> Result<Response<pb::UploadAck>, Status> {
-        let token = token_of(&request);
+        let grant = grant_of(&request);
         let mut stream = request.into_inner();
         let mut n_records = 0;
         while let Some(batch) = stream.next().await {
             let batch = batch?;
-            let session = self.sealer.open(&batch.session, &token)?;
+            let session = self.sealer.open(&batch.session, grant.token_label())?;
             let records = Arrived::from_wire(batch.records, batch.columns).map_err(Status::invalid_argument)?;
             // Straight into the attempt's spool: record batches never wait on the scheduler.
             match self.append(batch.attempt_id, &session, &records) {
@@ -553,9 +550,9 @@ impl pb::workers_server::Workers for Coordinator {
         &self,
         request: Request<pb::CompleteAttemptRequest>,
     ) -> Result<Response<pb::CompleteAttemptResponse>, Status> {
-        let token = token_of(&request);
+        let grant = grant_of(&request);
         let r = request.into_inner();
-        let session = self.sealer.open(&r.session, &token)?;
+        let session = self.sealer.open(&r.session, grant.token_label())?;
         let committed = self.complete(session, r).await?.answer().await?;
         Ok(Response::new(pb::CompleteAttemptResponse { committed }))
     }
@@ -567,14 +564,14 @@ impl pb::workers_server::Workers for Coordinator {
         // Every commit goes to the scheduler before any answer is awaited (they share a
         // part), those of one session in one command.
         let mut pending = Vec::new();
-        let token = token_of(&request);
+        let grant = grant_of(&request);
         let request = request.into_inner();
-        let batch_session = self.sealer.open(&request.session, &token);
+        let batch_session = self.sealer.open(&request.session, grant.token_label());
         let mut group: (String, Vec<(u64, u32)>) = (String::new(), Vec::new());
         for r in request.attempts {
             let session = match r.session.is_empty() {
                 true => batch_session.clone(),
-                false => self.sealer.open(&r.session, &token),
+                false => self.sealer.open(&r.session, grant.token_label()),
             };
             let session = match session {
                 Ok(session) => session,
@@ -618,9 +615,9 @@ impl pb::workers_server::Workers for Coordinator {
         &self,
         request: Request<pb::FailAttemptRequest>,
     ) -> Result<Response<pb::FailAttemptResponse>, Status> {
-        let token = token_of(&request);
+        let grant = grant_of(&request);
         let r = request.into_inner();
-        let session = self.sealer.open(&r.session, &token)?;
+        let session = self.sealer.open(&r.session, grant.token_label())?;
         let cause = match r.cause() {
             pb::FailureCause::Job => Cause::Job,
             pb::FailureCause::Worker | pb::FailureCause::Unspecified => Cause::Worker,
@@ -633,9 +630,9 @@ impl pb::workers_server::Workers for Coordinator {
         &self,
         request: Request<pb::ReleaseAttemptsRequest>,
     ) -> Result<Response<pb::ReleaseAttemptsResponse>, Status> {
-        let token = token_of(&request);
+        let grant = grant_of(&request);
         let r = request.into_inner();
-        let session = self.sealer.open(&r.session, &token)?;
+        let session = self.sealer.open(&r.session, grant.token_label())?;
         let released = self.scheduler.release(session, r.attempt_ids).await?;
         Ok(Response::new(pb::ReleaseAttemptsResponse { released }))
     }

@@ -413,15 +413,14 @@ impl JobTable {
         for (id, i, worker) in expired {
             tracing::warn!(sweep = %self.jobs[i].sweep, job = %self.jobs[i].key, attempt = id, %worker, "lease expired");
             let job = &mut self.jobs[i];
-            if job.leased_ahead() && job.voided + 1 < MAX_VOIDED {
-                // Never started: its worker died (or lost the coordinator) holding it
-                // ahead, and the job never ran, so the attempt is not charged.
+            // Never started: its worker died (or lost the coordinator) holding it ahead, and
+            // the job never ran, so the attempt is not charged.
+            let unstarted = job.leased_ahead() && job.voided + 1 < MAX_VOIDED;
+            if unstarted {
                 (job.attempts, job.voided) = (job.attempts.saturating_sub(1), job.voided + 1);
-                let error = format!("lease expired before it started: worker {worker} stopped heartbeating");
-                self.requeue_or_fail(i, id, error, &mut effects);
-                continue;
             }
-            let error = format!("lease expired: worker {worker} stopped heartbeating");
+            let when = if unstarted { " before it started" } else { "" };
+            let error = format!("lease expired{when}: worker {worker} stopped heartbeating");
             self.requeue_or_fail(i, id, error, &mut effects);
         }
         effects

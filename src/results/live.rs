@@ -254,12 +254,8 @@ pub struct JobTally {
 }
 
 struct LiveCell {
-    /// Jobs of the sweep in this cell.
-    expected: usize,
-    /// Of those, done, failed or cancelled.
-    settled: usize,
-    /// Of those, failed for good.
-    failed: usize,
+    /// The sweep's jobs in this cell, as they settle.
+    tally: JobTally,
     /// Where the done ones are, by key (dropped once the cell is exact).
     jobs: BTreeMap<String, StoredRows>,
     moments: CellMoments,
@@ -270,11 +266,11 @@ struct LiveCell {
 
 impl LiveCell {
     fn is_complete(&self) -> bool {
-        self.settled >= self.expected
+        self.tally.settled >= self.tally.jobs
     }
 
     fn counts(&self) -> CellJobs {
-        CellJobs { n_jobs: self.expected, n_failed: self.failed }
+        CellJobs { n_jobs: self.tally.jobs, n_failed: self.tally.failed }
     }
 }
 
@@ -294,9 +290,7 @@ impl LiveSweep {
             .into_iter()
             .map(|(cell, tally)| {
                 let live = LiveCell {
-                    expected: tally.jobs,
-                    settled: tally.settled,
-                    failed: tally.failed,
+                    tally,
                     jobs: BTreeMap::new(),
                     moments: CellMoments::of(cell.horizon),
                     summarizing: false,
@@ -335,7 +329,7 @@ impl LiveSweep {
     /// A job was committed at `location`. Returns whether its cell is now complete.
     pub fn committed(&mut self, location: StoredRows) -> bool {
         let Some(cell) = self.cells.get_mut(&location.cell) else { return false };
-        cell.settled += 1;
+        cell.tally.settled += 1;
         cell.jobs.insert(location.key.clone(), location);
         cell.is_complete()
     }
@@ -344,8 +338,8 @@ impl LiveSweep {
     /// cell is now complete.
     pub fn settled_without_result(&mut self, cell: &Cell, failed: bool) -> bool {
         let Some(cell) = self.cells.get_mut(cell) else { return false };
-        cell.settled += 1;
-        cell.failed += usize::from(failed);
+        cell.tally.settled += 1;
+        cell.tally.failed += usize::from(failed);
         cell.is_complete()
     }
 
@@ -420,7 +414,7 @@ impl LiveSweep {
                 summaries.push(with_job_counts(&summary, counts)?);
                 lasts.push(with_job_counts(&last, counts)?);
                 any_result = true;
-            } else if live.failed > 0 {
+            } else if live.tally.failed > 0 {
                 let rows = with_job_counts(&no_result_rows(cell, &sorted)?, counts)?;
                 summaries.push(rows.clone());
                 lasts.push(rows);

@@ -150,7 +150,8 @@ pub struct Scheduler {
     last_backup: std::time::Instant,
 }
 
-fn now_ms() -> i64 {
+/// The wall clock in UNIX milliseconds, as the store and provenance record times.
+pub(crate) fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
 
