@@ -66,6 +66,9 @@ struct FamilyFile {
     algorithms: Vec<ComponentFile>,
     #[serde(default)]
     metrics: Vec<MetricFile>,
+    /// A digest of the workers' code (`FamilyInfo.code`), for workers that declare one.
+    #[serde(default)]
+    code: String,
 }
 
 #[derive(Deserialize)]
@@ -154,6 +157,7 @@ fn parse_declaration(text: &str) -> Result<pb::FamilyInfo, String> {
         benchmarks: components(file.benchmarks, "benchmarks")?,
         algorithms: components(file.algorithms, "algorithms")?,
         metrics,
+        code: file.code,
         ..Default::default()
     })
 }

@@ -51,9 +51,25 @@ pub fn submit(args: SubmitArgs) -> anyhow::Result<ExitCode> {
         let reply = client.submit_sweep(request).await.map_err(|e| armada::client::file_error(&args.sweep, e))?;
         let r = reply.into_inner();
         eprintln!("{}: {} jobs ({} new, {} already done)", r.sweep_id, r.n_jobs, r.n_added, r.n_already_done);
+        for f in &r.revised {
+            eprintln!("{}", revised_line(f));
+        }
         println!("{}", r.sweep_id);
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// What `submit` says of a declared family whose declaration changed since the sweep's
+/// last submission.
+fn revised_line(f: &pb::RevisedFamily) -> String {
+    let what = match f.was_version == f.version {
+        true => format!("a new revision of version {} (its code changed)", f.version),
+        false => format!("version {} (was {})", f.version, f.was_version),
+    };
+    format!(
+        "  {}: {what}, digest {} (was {}): its jobs have new keys and run; those of the old declaration left the sweep",
+        f.name, f.digest, f.was_digest
+    )
 }
 
 #[derive(clap::Args, Debug)]

@@ -5,6 +5,7 @@
 
 use super::declared::{self, Checked, DeclaredFamily, MAX_DECLARATIONS};
 use super::replies::CommandError;
+use armada_core::Family;
 use armada_core::Registry;
 use armada_proto::v1 as pb;
 use std::sync::{Arc, RwLock};
@@ -12,20 +13,26 @@ use std::sync::{Arc, RwLock};
 pub struct Catalog {
     builtin: Registry,
     current: RwLock<Arc<Registry>>,
+    /// Every declaration kept, in the order they were declared.
+    declared: RwLock<Vec<Arc<DeclaredFamily>>>,
 }
 
 /// What to do with a declaration that follows the rules.
 pub enum Decision {
     /// The same declaration is kept already: nothing to do.
     Known { digest: String },
-    /// A new one: keep it in the store, then [`Catalog::add`] it.
+    /// The same declaration with other docs or headline metrics: keep it in the store in
+    /// place of the kept one (same digest), then [`Catalog::add`] it.
+    Restyled(Box<Checked>),
+    /// A new one (a new name or version, or a new revision of a version's code): keep it
+    /// in the store, then [`Catalog::add`] it.
     New(Box<Checked>),
 }
 
 impl Catalog {
     pub fn new(builtin: Registry) -> Catalog {
         let current = RwLock::new(Arc::new(builtin.clone()));
-        Catalog { builtin, current }
+        Catalog { builtin, current, declared: RwLock::new(Vec::new()) }
     }
 
     /// Every family known now.
@@ -38,31 +45,54 @@ impl Catalog {
         &self.builtin
     }
 
+    /// The declaration a reference (`name+digest`) names, if it is a declared one.
+    pub fn declared(&self, reference: &str) -> Option<Arc<DeclaredFamily>> {
+        let declared = self.declared.read().expect("catalog lock");
+        declared.iter().find(|f| f.reference() == reference).cloned()
+    }
+
     /// Check a declaration against the rules (INVALID_ARGUMENT naming the field).
     pub fn check(&self, declaration: pb::FamilyInfo) -> Result<Checked, CommandError> {
         declared::check(declaration, &self.builtin).map_err(|e| CommandError::invalid_argument(e.to_string()))
     }
 
-    /// Compare a checked declaration with the one kept under its name and version:
-    /// FAILED_PRECONDITION for a different declaration there, or when no more can be kept.
-    pub fn decide(&self, checked: Checked) -> Result<Decision, CommandError> {
-        let current = self.get();
+    /// Compare a checked declaration with those kept under its name and version: the same
+    /// digest is known (restyled when its docs changed); another `code` is a new revision;
+    /// any other difference is FAILED_PRECONDITION, as is one more when no more can be kept.
+    /// A kept declaration made known again becomes the newest of its version.
+    pub fn decide(&self, mut checked: Checked) -> Result<Decision, CommandError> {
         let (name, version) = (&checked.info.name, checked.info.version);
-        let kept = current.families().find(|f| f.name() == name && f.version() == version);
-        if let Some(kept) = kept {
-            let kept_digest = kept.declared_digest().unwrap_or_default();
-            if kept_digest == checked.digest {
+        let revisions: Vec<Arc<DeclaredFamily>> = {
+            let declared = self.declared.read().expect("catalog lock");
+            declared.iter().filter(|f| f.name() == name && f.version() == version).cloned().collect()
+        };
+        let legacy = declared::legacy_digest(&checked.info);
+        let same = revisions.iter().find(|f| {
+            let kept = &f.checked().digest;
+            *kept == checked.digest || *kept == legacy
+        });
+        if let Some(same) = same {
+            checked.digest = same.checked().digest.clone();
+            if same.checked().info == checked.info {
+                self.promote(same.clone());
                 return Ok(Decision::Known { digest: checked.digest });
             }
-            let kept_info = declared::as_declared(declared::family_info(kept));
-            return Err(CommandError::failed_precondition(format!(
-                "family `{name}` version {version} is declared already with digest {kept_digest}; this declaration \
-                 (digest {}) differs at `{}`: give a changed family a new version",
-                checked.digest,
-                declared::first_difference(&kept_info, &checked.info)
-            )));
+            return Ok(Decision::Restyled(Box::new(checked)));
         }
-        let n_declared = current.families().filter(|f| f.declared_digest().is_some()).count();
+        if let Some(newest) = revisions.last() {
+            let schema = |info: &pb::FamilyInfo| pb::FamilyInfo { code: String::new(), ..declared::identity(info) };
+            let (kept, new) = (schema(&newest.checked().info), schema(&checked.info));
+            if kept != new {
+                return Err(CommandError::failed_precondition(format!(
+                    "family `{name}` version {version} is declared already with digest {}; this declaration \
+                     (digest {}) differs at `{}`: give a changed family a new version",
+                    newest.checked().digest,
+                    checked.digest,
+                    declared::first_difference(&kept, &new)
+                )));
+            }
+        }
+        let n_declared = self.declared.read().expect("catalog lock").len();
         if n_declared >= MAX_DECLARATIONS {
             return Err(CommandError::failed_precondition(format!(
                 "this coordinator keeps {MAX_DECLARATIONS} declared families already, the most it keeps"
@@ -71,27 +101,54 @@ impl Catalog {
         Ok(Decision::New(Box::new(checked)))
     }
 
-    /// Add a declaration that [`Self::decide`] found new (and the store now keeps).
+    /// Add a declaration that [`Self::decide`] found new or restyled (and the store now
+    /// keeps): the newest of its version from now on.
     pub fn add(&self, checked: Checked) {
-        let family = Arc::new(DeclaredFamily::new(checked, &self.builtin));
+        let kept = {
+            let declared = self.declared.read().expect("catalog lock");
+            declared
+                .iter()
+                .rev()
+                .find(|f| f.name() == checked.info.name && f.version() == checked.info.version)
+                .cloned()
+        };
+        let family = match kept.and_then(|kept| DeclaredFamily::revision_of(&kept, checked.clone())) {
+            Some(revision) => revision,
+            None => DeclaredFamily::new(checked, &self.builtin),
+        };
+        self.promote(Arc::new(family));
+    }
+
+    /// Make `family` the last declared of its version (in place of a kept one with its
+    /// digest): what a sweep of its name takes when its version is the newest.
+    fn promote(&self, family: Arc<DeclaredFamily>) {
+        let mut declared = self.declared.write().expect("catalog lock");
+        let reference = family.reference();
+        declared.retain(|f| f.reference() != reference);
+        declared.push(family.clone());
         let mut current = self.current.write().expect("catalog lock");
         *current = Arc::new(current.with(family));
     }
 
-    /// Load a declaration the store kept (at start-up): it was checked when it came, and is
-    /// checked again, since a store may outlive a change of the rules.
-    pub fn load(&self, encoded: &[u8]) -> Result<(), String> {
+    /// Load a declaration the store kept (at start-up) under `digest`: it was checked when
+    /// it came, and is checked again, since a store may outlive a change of the rules. A
+    /// store made before docs were left out of digests keeps the digest of the whole.
+    pub fn load(&self, digest: &str, encoded: &[u8]) -> Result<(), String> {
         use prost::Message;
         let info = pb::FamilyInfo::decode(encoded).map_err(|e| format!("undecodable declaration: {e}"))?;
         let name = info.name.clone();
-        match self.check(info).and_then(|checked| self.decide(checked)) {
-            Ok(Decision::New(checked)) => {
-                self.add(*checked);
-                Ok(())
+        let mut checked = self.check(info).map_err(|e| format!("declaration of family `{name}`: {}", e.message()))?;
+        if digest != checked.digest {
+            if digest != declared::legacy_digest(&checked.info) {
+                return Err(format!(
+                    "declaration of family `{name}`: kept under digest {digest}, but its digest is {}",
+                    checked.digest
+                ));
             }
-            Ok(Decision::Known { .. }) => Ok(()),
-            Err(e) => Err(format!("declaration of family `{name}`: {}", e.message())),
+            checked.digest = digest.to_string();
         }
+        self.add(checked);
+        Ok(())
     }
 }
 
@@ -183,6 +240,70 @@ pub(crate) mod tests {
         let registry = catalog.get();
         assert_eq!(registry.family("mybo").unwrap().version(), version + 1);
         assert_eq!(registry.resolve(&format!("mybo+{digest}")).unwrap().version(), version);
+    }
+
+    fn decide(catalog: &Catalog, info: pb::FamilyInfo) -> Decision {
+        catalog.check(info).and_then(|c| catalog.decide(c)).unwrap_or_else(|e| panic!("{}", e.message()))
+    }
+
+    /// The code is part of a declaration's identity, its docs are not: another code under
+    /// the same name and version is a new revision (new keys), the newest from then on
+    /// until another is declared; other docs replace the kept ones under the same digest.
+    #[test]
+    fn a_new_code_is_a_revision_and_new_docs_restyle_the_kept_declaration() {
+        let catalog = Catalog::new(crate::registry());
+        let coded = |code: &str| pb::FamilyInfo { code: code.into(), ..mybo() };
+        let a = add(&catalog, coded("aaaa"));
+        let salt_a = catalog.get().family("mybo").unwrap().key_salt();
+        // Docs and headline metrics: the same digest, the same keys, the new docs shown.
+        let mut restyled = coded("aaaa");
+        restyled.doc = "reworded".into();
+        restyled.algorithms[1].doc = "reworded".into();
+        restyled.algorithms[1].params[0].doc = "reworded".into();
+        restyled.metrics[0].doc = "reworded".into();
+        restyled.headline_metrics = vec![restyled.metrics[0].name.clone()];
+        let Decision::Restyled(checked) = decide(&catalog, restyled.clone()) else { panic!("restyled") };
+        assert_eq!(checked.digest, a);
+        catalog.add(*checked);
+        let registry = catalog.get();
+        let mine = registry.family("mybo").unwrap();
+        assert_eq!((mine.doc(), mine.key_salt(), mine.code()), ("reworded", salt_a.clone(), "aaaa"));
+        assert_eq!(registry.families().filter(|f| f.name() == "mybo").count(), 1, "in place of the kept one");
+        assert!(matches!(decide(&catalog, restyled.clone()), Decision::Known { digest } if digest == a));
+        // Another code: a new revision, whose keys differ, now the newest.
+        let b = add(&catalog, pb::FamilyInfo { code: "bbbb".into(), ..restyled.clone() });
+        assert_ne!(a, b);
+        let registry = catalog.get();
+        let (newest, old) = (registry.family("mybo").unwrap(), registry.resolve(&format!("mybo+{a}")).unwrap());
+        assert_eq!((newest.declared_digest(), newest.code()), (Some(b.as_str()), "bbbb"));
+        assert_ne!(newest.key_salt(), salt_a);
+        assert!(std::ptr::eq(newest.declaration(), old.declaration()), "a revision shares its 'static form");
+        // Another code with another schema is refused: that takes a new version.
+        let mut both = pb::FamilyInfo { code: "cccc".into(), ..restyled.clone() };
+        both.algorithms[1].params[0].default = Some(armada_worker::wire::param_to_wire(&ParamValue::Int(7)));
+        let e = catalog.check(both).and_then(|c| catalog.decide(c)).err().unwrap();
+        assert!(e.message().contains("differs at `algorithms[1].params[0].default`"), "{}", e.message());
+        // Declaring the old code again (a worker of it restarted) makes it the newest again.
+        assert!(matches!(decide(&catalog, restyled), Decision::Known { digest } if digest == a));
+        assert_eq!(catalog.get().family("mybo").unwrap().declared_digest(), Some(a.as_str()));
+        assert_eq!(catalog.get().families().filter(|f| f.name() == "mybo").count(), 2);
+    }
+
+    /// A store made when the digest covered the whole declaration keeps its digests: its
+    /// sweeps' jobs keep their keys, and the same declaration declared again is known.
+    #[test]
+    fn declarations_kept_under_the_whole_declarations_digest_keep_it() {
+        use prost::Message;
+        let catalog = Catalog::new(crate::registry());
+        let info = declared::check(mybo(), &crate::registry()).unwrap().info;
+        let legacy = declared::legacy_digest(&info);
+        assert_ne!(legacy, declared::digest(&info));
+        catalog.load(&legacy, &info.encode_to_vec()).unwrap();
+        let registry = catalog.get();
+        assert_eq!(registry.family("mybo").unwrap().key_salt(), format!("armada-job-v{}+{legacy}", info.version));
+        assert!(matches!(decide(&catalog, info.clone()), Decision::Known { digest } if digest == legacy));
+        let e = Catalog::new(crate::registry()).load("0123456789abcdef", &info.encode_to_vec()).unwrap_err();
+        assert!(e.contains("kept under digest 0123456789abcdef, but its digest is"), "{e}");
     }
 
     /// An extension of `extends` declaring `algorithms` (a float parameter `kappa` each).
@@ -366,9 +487,9 @@ pub(crate) mod tests {
         // difference, the inherited parts aside.
         add(&catalog, extension("my-lse", "lse", &["gp-ucb"]));
         let mut changed = extension("my-lse", "lse", &["gp-ucb"]);
-        changed.algorithms[0].doc = "changed".into();
+        changed.algorithms[0].params[0].max = 11.0;
         let e = catalog.check(changed).and_then(|c| catalog.decide(c)).err().unwrap();
-        assert!(e.message().contains("differs at `algorithms[0].doc`"), "{}", e.message());
+        assert!(e.message().contains("differs at `algorithms[0].params[0].max`"), "{}", e.message());
         let mut other = extension("my-lse", "lse", &["gp-ucb"]);
         other.extends = "safe".into();
         let e = catalog.check(other).and_then(|c| catalog.decide(c)).err().unwrap();

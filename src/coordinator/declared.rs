@@ -25,17 +25,42 @@ const MAX_ITEMS: usize = 256;
 const MAX_EXACT_INT: f64 = 9_007_199_254_740_992.0;
 
 /// A declaration that follows the rules: its wire form without the fields that only
-/// answers carry, and the digest of that form.
+/// answers carry, and its digest.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Checked {
     pub info: pb::FamilyInfo,
     pub digest: String,
 }
 
-/// The first 16 hex digits of BLAKE3 over the declaration's encoding (prost writes fields
-/// in number order and the message has no maps, so the bytes are canonical).
+/// What decides a declaration's jobs: the declaration without what only presents it
+/// (docs, headline metrics), which may change without a new digest.
+pub fn identity(info: &pb::FamilyInfo) -> pb::FamilyInfo {
+    let mut info = info.clone();
+    info.doc.clear();
+    info.headline_metrics.clear();
+    for c in info.benchmarks.iter_mut().chain(&mut info.algorithms) {
+        c.doc.clear();
+        c.params.iter_mut().for_each(|p| p.doc.clear());
+    }
+    info.metrics.iter_mut().for_each(|m| m.doc.clear());
+    info
+}
+
+/// The first 16 hex digits of BLAKE3 over the encoding of the declaration's [`identity`]
+/// (prost writes fields in number order and the message has no maps, so the bytes are
+/// canonical).
 pub fn digest(info: &pb::FamilyInfo) -> String {
-    blake3::hash(&info.encode_to_vec()).to_hex()[..16].to_string()
+    hex16(&identity(info).encode_to_vec())
+}
+
+/// The digest of stores made before docs were left out of it: over the whole declaration.
+/// Their declarations keep it, so that their sweeps' jobs keep their keys.
+pub fn legacy_digest(info: &pb::FamilyInfo) -> String {
+    hex16(&info.encode_to_vec())
+}
+
+fn hex16(bytes: &[u8]) -> String {
+    blake3::hash(bytes).to_hex()[..16].to_string()
 }
 
 /// Check `info` against the declaration rules; `builtin` holds the names it may not take.
@@ -69,6 +94,12 @@ pub fn check(mut info: pb::FamilyInfo, builtin: &Registry) -> Result<Checked, Sp
         return Err(SpecError::new("version", "0 is not a version; versions start at 1"));
     }
     check_doc(&info.doc, "doc")?;
+    if info.code.len() > MAX_NAME_LEN || !info.code.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()) {
+        return Err(SpecError::new(
+            "code",
+            format!("`{}` is not a code digest; use at most {MAX_NAME_LEN} of a-z and 0-9", shorten(&info.code)),
+        ));
+    }
     let base = match info.extends.as_str() {
         "" => None,
         _ => Some(check_extension(&info, builtin)?),
@@ -416,6 +447,19 @@ pub struct DeclaredFamily {
 }
 
 impl DeclaredFamily {
+    /// A new revision of `kept` (another `code`, the rest the same) shares its `'static`
+    /// form, which it would only copy.
+    pub fn revision_of(kept: &DeclaredFamily, checked: Checked) -> Option<DeclaredFamily> {
+        let same = pb::FamilyInfo { code: String::new(), ..kept.checked.info.clone() }
+            == pb::FamilyInfo { code: String::new(), ..checked.info.clone() };
+        same.then(|| DeclaredFamily { declaration: kept.declaration, checked, base: kept.base.clone() })
+    }
+
+    /// The declaration as it was declared, and its digest.
+    pub fn checked(&self) -> &Checked {
+        &self.checked
+    }
+
     /// Make the declaration's `'static` form. Call it once per accepted declaration: its
     /// memory is never given back (see [`MAX_DECLARATIONS`]). `builtin` holds the family
     /// an extension extends (checked to be there).
@@ -485,6 +529,10 @@ impl Family for DeclaredFamily {
 
     fn extends(&self) -> Option<&str> {
         self.base.as_ref().map(|b| b.name())
+    }
+
+    fn code(&self) -> &str {
+        &self.checked.info.code
     }
 
     fn supported_benchmarks(&self, algorithm: &str) -> &[String] {
@@ -593,5 +641,6 @@ pub fn family_info(f: &dyn Family) -> pb::FamilyInfo {
         declared: f.declared_digest().is_some(),
         digest: f.declared_digest().unwrap_or_default().to_string(),
         extends: f.extends().unwrap_or_default().to_string(),
+        code: f.code().to_string(),
     }
 }

@@ -187,6 +187,16 @@ pub fn sweep_families(family: &str, extensions: &[String]) -> String {
     std::iter::once(family).chain(extensions.iter().map(String::as_str)).collect::<Vec<_>>().join(" ")
 }
 
+/// The declared families of a sweep's [`sweep_families`] `now` whose declaration is not the
+/// one they had in `was` (by name: the digest then, and now).
+pub fn revised_families<'a>(was: &'a str, now: &'a str) -> Vec<(&'a str, &'a str, &'a str)> {
+    let before: HashMap<&str, &str> = was.split(' ').filter_map(|r| r.split_once('+')).collect();
+    now.split(' ')
+        .filter_map(|r| r.split_once('+'))
+        .filter_map(|(name, digest)| before.get(name).filter(|&&d| d != digest).map(|&d| (name, d, digest)))
+        .collect()
+}
+
 /// The reference of a sweep's own family, first of its [`sweep_families`].
 pub fn base_family(families: &str) -> &str {
     families.split(' ').next().unwrap_or_default()
@@ -330,6 +340,16 @@ impl Submission {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A resubmission names the declared families whose declaration it no longer has.
+    #[test]
+    fn revised_families_are_those_of_a_name_under_another_digest() {
+        let was = "mybo+aaaa my-lse+bbbb other+cccc";
+        let now = "mybo+dddd my-lse+bbbb new+eeee";
+        assert_eq!(revised_families(was, now), vec![("mybo", "aaaa", "dddd")]);
+        assert_eq!(revised_families("lse my-lse+bbbb", "lse my-lse+ffff"), vec![("my-lse", "bbbb", "ffff")]);
+        assert!(revised_families("lse", "lse").is_empty());
+    }
 
     #[test]
     fn a_key_round_trips_through_16_bytes_and_anything_else_is_refused() {

@@ -6,6 +6,7 @@
 use super::declared::Checked;
 use super::trouble::Trouble;
 use armada_core::{JobSpec, MetricDef};
+use armada_proto::v1 as pb;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -89,6 +90,8 @@ pub struct Submitted {
     pub n_added: u32,
     /// Of the sweep's jobs, those whose trajectories were on disk already.
     pub n_already_done: u32,
+    /// Its declared families whose declaration changed since its last submission.
+    pub revised: Vec<pb::RevisedFamily>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

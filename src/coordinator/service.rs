@@ -138,8 +138,8 @@ impl pb::sweeps_server::Sweeps for Coordinator {
             stored_and_queued = ?(started.elapsed() - parsed),
             "sweep submitted"
         );
-        let Submitted { sweep_id, n_jobs, n_added, n_already_done } = reply;
-        Ok(Response::new(pb::SubmitSweepResponse { sweep_id, n_jobs, n_added, n_already_done }))
+        let Submitted { sweep_id, n_jobs, n_added, n_already_done, revised } = reply;
+        Ok(Response::new(pb::SubmitSweepResponse { sweep_id, n_jobs, n_added, n_already_done, revised }))
     }
 
     type WatchSweepStream = EventStream;

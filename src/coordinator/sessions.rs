@@ -23,6 +23,8 @@ pub struct Worker {
     pub processor: String,
     /// What the coordinator saw of its registration (token label, peer, time).
     pub observed: Observed,
+    /// The code digest of each family it declared with one (by reference).
+    pub codes: HashMap<String, String>,
     /// Its last request (registration, lease, heartbeat, commit...).
     pub last_seen: Instant,
     /// It has asked for jobs: a session that never did is a registration its worker gave
@@ -35,6 +37,13 @@ impl Worker {
     pub fn label(&self) -> String {
         format!("{} ({})", self.id, self.name)
     }
+}
+
+/// A family a worker declared at its registration: the declaration it runs, by reference
+/// (`name+digest`), and its code digest (empty when it gave none).
+pub struct Declared {
+    pub reference: String,
+    pub code: String,
 }
 
 /// Registered workers by session credential.
@@ -56,7 +65,7 @@ impl Sessions {
         registration: Registration,
         ours: &str,
         registry: &Registry,
-        declared: &HashMap<String, String>,
+        declared: &HashMap<String, Declared>,
         session: Arc<str>,
         now: Instant,
     ) -> Result<&Worker, CommandError> {
@@ -76,10 +85,14 @@ impl Sessions {
             return Err(CommandError::invalid_argument("families: name the families this worker runs"));
         }
         let mut references = BTreeSet::new();
+        let mut codes = HashMap::new();
         let mut runs_builtin = false;
         for (i, family) in families.iter().enumerate() {
-            if let Some(reference) = declared.get(family) {
+            if let Some(Declared { reference, code }) = declared.get(family) {
                 references.insert(reference.clone());
+                if !code.is_empty() {
+                    codes.insert(reference.clone(), code.clone());
+                }
                 continue;
             }
             let known = registry
@@ -118,6 +131,7 @@ impl Sessions {
             software,
             processor,
             observed,
+            codes,
             last_seen: now,
             asked_for_jobs: false,
         };
@@ -153,6 +167,7 @@ impl Sessions {
             processor: w.processor.clone(),
             attempt_id: attempt,
             family_digest: family.split_once('+').map_or("", |(_, digest)| digest).to_string(),
+            code: w.codes.get(family).cloned().unwrap_or_default(),
             token: w.observed.token.clone(),
             peer: w.observed.peer.clone(),
             registered_ms: w.observed.registered_ms,

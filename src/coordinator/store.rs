@@ -222,12 +222,12 @@ CREATE TABLE IF NOT EXISTS jobs (
     part      TEXT,
     PRIMARY KEY (sweep_id, key)
 );
-CREATE TABLE IF NOT EXISTS families (
+CREATE TABLE IF NOT EXISTS declarations (
     name         TEXT NOT NULL,
     version      INTEGER NOT NULL,
     digest       TEXT NOT NULL,
     declaration  BLOB NOT NULL,
-    PRIMARY KEY (name, version)
+    PRIMARY KEY (name, version, digest)
 );
 CREATE TABLE IF NOT EXISTS attempts (
     id                INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -288,7 +288,17 @@ impl Store {
             // Submissions are stored in chunks under a generation (see `begin_submission`);
             // in older stores every row is of the first, committed one.
             add_column(&conn, "sweeps", "generation", "INTEGER NOT NULL DEFAULT 0")?;
-            add_column(&conn, "jobs", "generation", "INTEGER NOT NULL DEFAULT 0")
+            add_column(&conn, "jobs", "generation", "INTEGER NOT NULL DEFAULT 0")?;
+            // Stores made before a version could have several revisions kept one declaration
+            // per name and version in `families`: moved, in their order.
+            conn.execute_batch(
+                "BEGIN;
+                 CREATE TABLE IF NOT EXISTS families (name TEXT, version INTEGER, digest TEXT, declaration BLOB);
+                 INSERT INTO declarations (name, version, digest, declaration)
+                     SELECT name, version, digest, declaration FROM families ORDER BY rowid;
+                 DROP TABLE families;
+                 COMMIT;",
+            )
         };
         match migrate() {
             Err(cause) if is_damage(&cause) => Err(StoreError::Damaged { path, cause }),
@@ -333,11 +343,11 @@ impl Store {
         .collect()
     }
 
-    /// The declared families, in the order they were declared: each one's
+    /// The declared families, in the order they were declared: each one's digest and
     /// `armada.v1.FamilyInfo` encoding.
-    pub fn families(&self) -> Result<Vec<Vec<u8>>> {
-        let mut stmt = self.conn.prepare_cached("SELECT declaration FROM families ORDER BY rowid")?;
-        let rows = stmt.query_map([], |r| r.get(0))?;
+    pub fn families(&self) -> Result<Vec<(String, Vec<u8>)>> {
+        let mut stmt = self.conn.prepare_cached("SELECT digest, declaration FROM declarations ORDER BY rowid")?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
@@ -378,11 +388,13 @@ impl Store {
         self.writes_left = n.into();
     }
 
-    /// Keep a declared family (its name and version are new: the caller checked).
-    pub fn add_family(&mut self, name: &str, version: u32, digest: &str, declaration: &[u8]) -> Result<()> {
+    /// Keep a declared family under its name, version and digest, in place of the one kept
+    /// there (whose docs it replaces).
+    pub fn keep_family(&mut self, name: &str, version: u32, digest: &str, declaration: &[u8]) -> Result<()> {
         self.write(|conn| {
             conn.execute(
-                "INSERT INTO families (name, version, digest, declaration) VALUES (?1, ?2, ?3, ?4)",
+                "INSERT INTO declarations (name, version, digest, declaration) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (name, version, digest) DO UPDATE SET declaration = excluded.declaration",
                 params![name, version, digest, declaration],
             )
             .map_err(|cause| StoreError::Declare { name: name.to_string(), version, cause })?;
@@ -752,6 +764,32 @@ mod tests {
 
     /// A damaged store is said to be damaged, naming the file and the way out, never
     /// taken for one another coordinator holds; a held one still is.
+    /// A store made when one declaration was kept per name and version gets its
+    /// declarations moved, in order; then revisions of a version are kept side by side,
+    /// and one kept again under its digest is replaced.
+    #[test]
+    fn declarations_of_an_older_store_are_moved_and_revisions_kept_side_by_side() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let conn = Connection::open(dir.path().join("armada.sqlite")).unwrap();
+            conn.execute_batch(
+                "CREATE TABLE families (name TEXT NOT NULL, version INTEGER NOT NULL, digest TEXT NOT NULL,
+                     declaration BLOB NOT NULL, PRIMARY KEY (name, version));
+                 INSERT INTO families VALUES ('b', 1, 'b1', x'01'), ('a', 1, 'a1', x'02');",
+            )
+            .unwrap();
+        }
+        let mut store = Store::open(dir.path()).unwrap();
+        let kept = |store: &Store| store.families().unwrap();
+        assert_eq!(kept(&store), vec![("b1".to_string(), vec![1]), ("a1".to_string(), vec![2])]);
+        store.keep_family("b", 1, "b2", &[3]).unwrap();
+        store.keep_family("b", 1, "b1", &[4]).unwrap();
+        drop(store);
+        let store = Store::open(dir.path()).unwrap();
+        let expected = [("b1", vec![4]), ("a1", vec![2]), ("b2", vec![3])].map(|(d, b)| (d.to_string(), b));
+        assert_eq!(kept(&store), expected);
+    }
+
     #[test]
     fn a_damaged_store_is_not_mistaken_for_a_busy_one() {
         use std::io::{Seek, SeekFrom, Write};

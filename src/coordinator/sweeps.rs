@@ -278,7 +278,11 @@ impl Sweeps {
     /// Refused when sweep `name` exists with another family than `family`'s.
     pub fn check_family(&self, name: &str, family: &str) -> Result<(), CommandError> {
         let Some(sweep) = self.map.get(name) else { return Ok(()) };
-        let (kept, new) = (base_family(&sweep.family), base_family(family));
+        // By name: another version or revision of a declared family is the same family.
+        fn family_name(families: &str) -> &str {
+            base_family(families).split('+').next().unwrap_or_default()
+        }
+        let (kept, new) = (family_name(&sweep.family), family_name(family));
         if kept != new {
             return Err(CommandError::invalid_argument(format!(
                 "family: sweep `{name}` exists with family `{kept}`, not `{new}`"

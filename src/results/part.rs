@@ -77,6 +77,11 @@ pub struct Provenance {
     /// The digest of the family's declaration, for a declared family (empty for a built-in
     /// one: the coordinator's build decides it).
     pub family_digest: String,
+    /// The digest of the code that computed it, as the worker's SDK computed it at
+    /// registration (empty for a built-in family, and for parts written before it was
+    /// recorded).
+    #[serde(default)]
+    pub code: String,
     /// What the coordinator observed, not what the worker said (empty or 0 in parts written
     /// before it was recorded): the label of the token the worker registered with (its
     /// `name` in `--tokens`, `--token` for the single admin token, `none` on a coordinator

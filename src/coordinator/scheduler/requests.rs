@@ -103,25 +103,26 @@ impl Scheduler {
 
     /// Keep a family's declaration (in the store first), unless the same one is kept.
     pub(super) fn declare(&mut self, declaration: Checked) -> Result<Declared, CommandError> {
-        match self.catalog.decide(declaration)? {
-            Decision::Known { digest } => Ok(Declared { digest, created: false }),
-            Decision::New(checked) => {
-                let Checked { info, digest } = &*checked;
-                let encoded = prost::Message::encode_to_vec(info);
-                // The coordinator's trouble (a full disk, say), shown where operators look:
-                // the caller is told to try again later, not that it erred.
-                self.store.add_family(&info.name, info.version, digest, &encoded).map_err(|e| {
-                    CommandError::unavailable(format!(
-                        "the coordinator cannot record the declaration of `{}` in its store ({e:#}); try again later",
-                        info.name
-                    ))
-                })?;
-                info!(family = %info.name, version = info.version, %digest, "family declared");
-                let declared = Declared { digest: digest.clone(), created: true };
-                self.catalog.add(*checked);
-                Ok(declared)
-            }
-        }
+        let (checked, restyled) = match self.catalog.decide(declaration)? {
+            Decision::Known { digest } => return Ok(Declared { digest, created: false }),
+            Decision::Restyled(checked) => (checked, true),
+            Decision::New(checked) => (checked, false),
+        };
+        let Checked { info, digest } = &*checked;
+        let encoded = prost::Message::encode_to_vec(info);
+        // The coordinator's trouble (a full disk, say), shown where operators look: the
+        // caller is told to try again later, not that it erred.
+        self.store.keep_family(&info.name, info.version, digest, &encoded).map_err(|e| {
+            CommandError::unavailable(format!(
+                "the coordinator cannot record the declaration of `{}` in its store ({e:#}); try again later",
+                info.name
+            ))
+        })?;
+        let what = if restyled { "its docs replaced" } else { "family declared" };
+        info!(family = %info.name, version = info.version, %digest, code = %info.code, "{what}");
+        let declared = Declared { digest: digest.clone(), created: !restyled };
+        self.catalog.add(*checked);
+        Ok(declared)
     }
 
     pub(super) fn register(
@@ -132,11 +133,12 @@ impl Scheduler {
         // The families it declares are kept first: a session runs only what is kept.
         let mut declared = HashMap::new();
         for (i, declaration) in std::mem::take(&mut registration.declarations).into_iter().enumerate() {
-            let name = declaration.info.name.clone();
+            let (name, code) = (declaration.info.name.clone(), declaration.info.code.clone());
             let Declared { digest, .. } = self
                 .declare(declaration)
                 .map_err(|e| CommandError::new(e.kind(), format!("declarations[{i}]: {}", e.message())))?;
-            declared.insert(name.clone(), format!("{name}+{digest}"));
+            let reference = format!("{name}+{digest}");
+            declared.insert(name, crate::coordinator::sessions::Declared { reference, code });
         }
         let session: Arc<str> = crate::secret::random_secret().into();
         let worker = self.workers.register(

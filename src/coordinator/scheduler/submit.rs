@@ -5,9 +5,10 @@
 use super::{internal, now_ms, release_free_memory, Scheduler};
 use crate::coordinator::handle::Reply;
 use crate::coordinator::ingest::{Ingest, Step};
-use crate::coordinator::jobs::{Key, Prepared, Submission, Template};
+use crate::coordinator::jobs::{self, Key, Prepared, Submission, Template};
 use crate::coordinator::replies::{CommandError, Submitted};
 use crate::results;
+use armada_proto::v1 as pb;
 use std::sync::Arc;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
@@ -107,6 +108,24 @@ impl Scheduler {
         }
     }
 
+    /// The declared families of a sweep whose families were `was` and are now `now`
+    /// that another declaration (a revision, a version) replaced.
+    fn revised(&self, was: &str, now: &str) -> Vec<pb::RevisedFamily> {
+        let registry = self.catalog.get();
+        let version =
+            |name: &str, digest: &str| registry.resolve(&format!("{name}+{digest}")).map_or(0, |f| f.version());
+        jobs::revised_families(was, now)
+            .into_iter()
+            .map(|(name, was_digest, digest)| pb::RevisedFamily {
+                name: name.to_string(),
+                was_digest: was_digest.to_string(),
+                digest: digest.to_string(),
+                was_version: version(name, was_digest),
+                version: version(name, digest),
+            })
+            .collect()
+    }
+
     pub(super) fn next_submission(&mut self) {
         while self.storing.is_none() {
             let Some((submission, reply)) = self.waiting.pop_front() else { return };
@@ -122,6 +141,7 @@ impl Scheduler {
         let stored = started.elapsed();
         let n_added = ingest.n_added(&self.table) as u32;
         let (name, family, removed, first) = (&ingest.name, &ingest.family, ingest.removed(), ingest.first);
+        let revised = self.sweeps.get(name).map_or_else(|_| Vec::new(), |was| self.revised(&was.family, family));
         let effects = self.sweeps.submitted(name, family, removed, first, &mut self.table, self.config.only_submitted);
         let counts = self.sweeps.counts(name, &self.table);
         let n_jobs = self.sweeps.get(name).map_or(0, |s| s.jobs.len() as u32);
@@ -136,7 +156,11 @@ impl Scheduler {
             "sweep stored and queued"
         );
         self.apply(effects);
-        let _ = reply.send(Ok(Submitted { sweep_id: ingest.name, n_jobs, n_added, n_already_done: counts.done }));
+        for r in &revised {
+            info!(sweep = %name, family = %r.name, was = %r.was_digest, now = %r.digest, "a family's declaration changed: its jobs run again");
+        }
+        let _ =
+            reply.send(Ok(Submitted { sweep_id: ingest.name, n_jobs, n_added, n_already_done: counts.done, revised }));
         if n_added as usize >= TRIM_AFTER {
             release_free_memory();
         }

@@ -498,7 +498,7 @@ async fn declared_families_are_leased_by_digest_and_survive_a_restart() {
     let catalog = || Arc::new(Catalog::new(crate::registry()));
     let declaration = |version: u32| {
         let mut info = declared::family_info(crate::registry().family("testkit").unwrap());
-        (info.name, info.version) = ("mybo".into(), version);
+        (info.name, info.version, info.code) = ("mybo".into(), version, "c0de".into());
         declared::check(info, &crate::registry()).unwrap()
     };
     let config = SchedulerConfig {
@@ -544,7 +544,8 @@ async fn declared_families_are_leased_by_digest_and_survive_a_restart() {
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
     assert!(e.message().starts_with("families[0]: `mybo` is a declared family"), "{}", e.message());
     let mut changed = v1.clone();
-    changed.info.doc = "another doc".into();
+    changed.info.algorithms[1].params[0].default =
+        Some(armada_worker::wire::param_to_wire(&armada_core::ParamValue::Int(7)));
     let changed = declared::check(changed.info, &crate::registry()).unwrap();
     let e = register_as(with(&["mybo"], vec![changed])).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::FailedPrecondition);
@@ -564,6 +565,7 @@ async fn declared_families_are_leased_by_digest_and_survive_a_restart() {
         processor: "test-processor".into(),
         attempt_id: leased[0].attempt_id,
         family_digest: declared.digest.clone(),
+        code: "c0de".into(),
         token: "tokens[1]".into(),
         peer: "127.0.0.1:5000".into(),
         registered_ms: 1_700_000_000_000,

@@ -140,6 +140,11 @@ pub trait Family: Send + Sync {
     fn supported_benchmarks(&self, _algorithm: &str) -> &[String] {
         &[]
     }
+    /// For a declared family: the digest of the code that computes its trajectories, as
+    /// its workers' SDK computed it (empty when it said none, and for a built-in family).
+    fn code(&self) -> &str {
+        ""
+    }
     /// How the coordinator refers to this very declaration: the name for a built-in family,
     /// `name+digest` for a declared one ([`Registry::resolve`] finds it again).
     fn reference(&self) -> String {
@@ -201,9 +206,11 @@ impl Registry {
         Registry { families: families.into_iter().map(Arc::from).collect() }
     }
 
-    /// This registry and `family` (a declared one: several versions of a name may stand).
+    /// This registry and `family` (a declared one: several versions of a name may stand,
+    /// and several revisions of a version), last of them, in place of one with its reference.
     pub fn with(&self, family: Arc<dyn Family>) -> Registry {
-        let mut families = self.families.clone();
+        let reference = family.reference();
+        let mut families: Vec<_> = self.families.iter().filter(|f| f.reference() != reference).cloned().collect();
         families.push(family);
         Registry { families }
     }
@@ -212,7 +219,8 @@ impl Registry {
         self.families.iter().map(|f| f.as_ref())
     }
 
-    /// The family of this name; of a declared name, its newest version.
+    /// The family of this name; of a declared name, its newest version (of its revisions,
+    /// the last declared).
     pub fn family(&self, name: &str) -> Result<&dyn Family, SpecError> {
         self.newest(name).map(|f| f.as_ref()).ok_or_else(|| {
             let mut known: Vec<&str> = self.families().map(|f| f.name()).collect();
@@ -227,6 +235,7 @@ impl Registry {
     }
 
     fn newest(&self, name: &str) -> Option<&Arc<dyn Family>> {
+        // `max_by_key` takes the last of equal versions.
         self.families.iter().filter(|f| f.name() == name).max_by_key(|f| f.version())
     }
 

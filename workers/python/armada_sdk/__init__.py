@@ -9,6 +9,7 @@ for a built-in family (an Extension), run its workers, and submit, watch and rea
 __version__ = "0.1.0"
 
 from .client import Client  # noqa: E402
+from .code import code_digest  # noqa: E402
 from .episode import Record, run_episode  # noqa: E402
 from .errors import (  # noqa: E402
     ArmadaError,
@@ -29,7 +30,9 @@ from .replies import (  # noqa: E402
     JobFailed,
     MetricInfo,
     ParamInfo,
+    RevisedFamily,
     ServerInfo,
+    Submitted,
     SweepState,
     SweepStatus,
     WriteTrouble,
@@ -62,11 +65,14 @@ __all__ = [
     "ParamInfo",
     "PermissionDenied",
     "Record",
+    "RevisedFamily",
     "ServerInfo",
+    "Submitted",
     "SweepState",
     "SweepStatus",
     "Unavailable",
     "WriteTrouble",
     "WrongServer",
+    "code_digest",
     "run_episode",
 ]

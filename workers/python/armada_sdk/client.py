@@ -21,7 +21,7 @@ import grpc
 from . import connection, errors
 from ._proto import service_pb2
 from .family import Extension, Family
-from .replies import DeleteResult, ServerInfo, SweepStatus
+from .replies import DeleteResult, ServerInfo, Submitted, SweepStatus
 
 Sweep = Union[str, pathlib.Path, Mapping[str, Any]]
 
@@ -53,9 +53,11 @@ class Client:
 
     def declare_family(self, family: Union[Family, Extension, service_pb2.FamilyInfo]) -> str:
         """Declare a family (or an extension of a built-in one) ahead of its workers; its
-        digest. Declaring the same again changes nothing; a different declaration under a
-        declared name and version raises FailedPrecondition naming the first field that
-        differs (bump the version), a declaration that breaks the rules InvalidArgument."""
+        digest. Declaring the same again changes nothing (other docs replace the kept ones);
+        another code is a new revision of the version, which sweeps take from then on; any
+        other difference under a declared name and version raises FailedPrecondition naming
+        the first field that differs (bump the version), a declaration that breaks the rules
+        InvalidArgument."""
         info = family.to_proto() if isinstance(family, (Family, Extension)) else family
         return self._call("DeclareFamily", service_pb2.DeclareFamilyRequest(declaration=info)).digest
 
@@ -63,6 +65,12 @@ class Client:
         """Submit a sweep: TOML text, a path to a sweep file, or a dict of the same shape;
         the sweep id (its name). A sweep that does not validate raises InvalidSweep, whose
         ``errors`` name each field at fault; nothing of it is queued."""
+        return self.submit_sweep(sweep, name).sweep_id
+
+    def submit_sweep(self, sweep: Sweep, name: Optional[str] = None) -> Submitted:
+        """``submit``, answering what the submission did: the jobs new to the sweep, those
+        already done, and its declared families whose declaration changed since its last
+        submission (``revised``: their code was edited, say, so their jobs run again)."""
         if isinstance(sweep, pathlib.Path):
             text, default = sweep.read_text(), sweep.stem
         elif isinstance(sweep, str):
@@ -70,7 +78,7 @@ class Client:
         else:
             text, default = to_toml(sweep), "sweep"
         request = service_pb2.SubmitSweepRequest(toml=text, default_name=name or default)
-        return self._call("SubmitSweep", request, invalid=errors.InvalidSweep).sweep_id
+        return Submitted.from_proto(self._call("SubmitSweep", request, invalid=errors.InvalidSweep))
 
     def status(self, sweep_id: str, failures_offset: int = 0, failures_limit: int = 0) -> SweepStatus:
         """The sweep's state and counts, with a page of its failed jobs (the first 100 by

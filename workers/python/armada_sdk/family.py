@@ -2,9 +2,12 @@
 its metrics, and the function that starts an episode of a job.
 
 The declaration travels to the coordinator as a ``FamilyInfo`` (service.proto), which
-checks it rule by rule and keeps it under its name and version: change anything and bump
-``version``. The checks here are the quick ones, so that a mistake shows before a worker
-starts; the coordinator's are authoritative.
+checks it rule by rule and keeps it under its name, version and digest. The digest covers
+the code that computes the trajectories (``armada_sdk.code``): edit the code and the
+family's jobs get new keys, so they run again rather than serve the old code's results.
+Docs and headline metrics can change freely; any other change of the declaration needs a
+new ``version``. The checks here are the quick ones, so that a mistake shows before a
+worker starts; the coordinator's are authoritative.
 """
 
 from __future__ import annotations
@@ -12,10 +15,12 @@ from __future__ import annotations
 import importlib
 import math
 import re
+import types
 from dataclasses import dataclass, field
 from typing import Callable, NoReturn, Optional, Protocol, Sequence, Union
 
 from ._proto import job_pb2, service_pb2
+from .code import CodeModule, code_digest
 from .keys import Job, JobStreams, unusable_text
 
 
@@ -109,16 +114,20 @@ class Family:
     headline_metrics: Sequence[str] = ()
     #: Monotone float metrics the summaries also aggregate along (a cumulative cost, say).
     summary_axes: Sequence[str] = field(default=())
+    #: Modules (or their names) whose code computes the trajectories besides the module
+    #: that defines ``start``: their code is part of the family's identity too.
+    code_modules: Sequence[CodeModule] = ()
 
     def __post_init__(self) -> None:
         check(self)
 
     def to_proto(self) -> service_pb2.FamilyInfo:
-        """The declaration as the wire carries it."""
+        """The declaration as the wire carries it, with the digest of its code."""
         return service_pb2.FamilyInfo(
             name=self.name,
             version=self.version,
             doc=self.doc,
+            code=code_digest(self.start, self.code_modules, _docs(self)),
             benchmarks=[_component(c) for c in self.benchmarks],
             algorithms=[_component(c) for c in self.algorithms],
             metrics=[
@@ -163,7 +172,8 @@ class Extension:
     instances, noise and costs as its algorithms meet: common random numbers). An episode
     builds the benchmark with ``armada_bindings`` (``LseEnvironment(armada_bindings.Job.of(job))``,
     say) and reports the family's metrics. Only the sessions that declared the extension
-    run its jobs; their keys carry its digest: change anything and bump ``version``."""
+    run its jobs; their keys carry its digest, which covers its code (see ``code_modules``)
+    but not its docs."""
 
     name: str
     version: int
@@ -171,16 +181,19 @@ class Extension:
     algorithms: Sequence[Algorithm]
     start: Start
     doc: str = ""
+    #: As Family's: modules besides ``start``'s whose code computes the trajectories.
+    code_modules: Sequence[CodeModule] = ()
 
     def __post_init__(self) -> None:
         check_extension(self)
 
     def to_proto(self) -> service_pb2.FamilyInfo:
-        """The declaration as the wire carries it."""
+        """The declaration as the wire carries it, with the digest of its code."""
         return service_pb2.FamilyInfo(
             name=self.name,
             version=self.version,
             doc=self.doc,
+            code=code_digest(self.start, self.code_modules, _docs(self)),
             extends=self.extends,
             algorithms=[_component(c) for c in self.algorithms],
         )
@@ -196,6 +209,13 @@ class Extension:
             raise ValueError(f"the coordinator describes metrics {unknown} of {self.extends} with a kind this SDK does not know")
         metrics = [Metric(m.name, m.doc, kinds[m.kind]) for m in described.metrics]
         return Contract(self.name, metrics, described.ends_early, self.start)
+
+
+def _docs(family: Union[Family, Extension]) -> list[str]:
+    """The declaration's docs: presentation, not code (see ``armada_sdk.code``)."""
+    components = [*getattr(family, "benchmarks", ()), *family.algorithms]
+    params = [p.doc for c in components for p in c.params]
+    return [family.doc, *(c.doc for c in components), *params, *(m.doc for m in getattr(family, "metrics", ()))]
 
 
 def _param(p: Param) -> service_pb2.ParamInfo:
@@ -239,6 +259,11 @@ def _check_common(family: Union[Family, Extension]) -> None:
     if not callable(family.start):
         _fail("start", f"{family.start!r} is not callable; give the function (or class) that starts an episode")
     _check_doc(family.doc, "doc")
+    if isinstance(family.code_modules, (str, bytes)):
+        _fail("code_modules", f"{family.code_modules!r}: list the modules, e.g. [\"mypackage.acquisition\"]")
+    for i, m in enumerate(family.code_modules):
+        if not isinstance(m, (str, types.ModuleType)):
+            _fail(f"code_modules[{i}]", f"{m!r} is neither a module nor a module's name")
 
 
 def _check_components(what: str, components: Sequence[Union[Benchmark, Algorithm]]) -> None:

@@ -114,6 +114,40 @@ class SweepStatus:
 
 
 @dataclass(frozen=True)
+class RevisedFamily:
+    """A declared family of a resubmitted sweep whose declaration changed since its last
+    submission (a new revision of its code, or a new version): its jobs have new keys and
+    run; those of the old declaration left the sweep."""
+
+    name: str
+    was_digest: str
+    digest: str
+    was_version: int
+    version: int
+
+    @classmethod
+    def from_proto(cls, m: service_pb2.RevisedFamily) -> "RevisedFamily":
+        return cls(m.name, m.was_digest, m.digest, m.was_version, m.version)
+
+
+@dataclass(frozen=True)
+class Submitted:
+    """What a submission did: the sweep's id, its jobs, those new to it, those whose results
+    exist already, and its declared families whose declaration changed."""
+
+    sweep_id: str
+    n_jobs: int
+    n_added: int
+    n_already_done: int
+    revised: list[RevisedFamily]
+
+    @classmethod
+    def from_proto(cls, m: service_pb2.SubmitSweepResponse) -> "Submitted":
+        revised = [RevisedFamily.from_proto(r) for r in m.revised]
+        return cls(m.sweep_id, m.n_jobs, m.n_added, m.n_already_done, revised)
+
+
+@dataclass(frozen=True)
 class DeleteResult:
     """What DeleteSweep removed: the jobs from the store, and the results directory."""
 
@@ -203,6 +237,8 @@ class FamilyInfo:
     declared: bool
     digest: str
     extends: str
+    #: A declared family's code digest, as its SDK computed it (``armada_sdk.code``).
+    code: str
 
     @classmethod
     def from_proto(cls, m: service_pb2.FamilyInfo) -> "FamilyInfo":
@@ -221,6 +257,7 @@ class FamilyInfo:
             declared=m.declared,
             digest=m.digest,
             extends=m.extends,
+            code=m.code,
         )
 
 
@@ -235,10 +272,13 @@ class ServerInfo:
     families: list[FamilyInfo]
 
     def family(self, name: str) -> FamilyInfo:
-        """The family called ``name`` (KeyError when the coordinator knows none)."""
-        for f in self.families:
-            if f.name == name:
-                return f
+        """The family called ``name`` as a sweep of it takes it now: of a declared name, its
+        newest version, and of that version's revisions the one declared last (KeyError
+        when the coordinator knows none)."""
+        named = [f for f in self.families if f.name == name]
+        if named:
+            newest = max(f.version for f in named)
+            return [f for f in named if f.version == newest][-1]
         raise KeyError(f"the coordinator knows no family {name!r}; it knows {[f.name for f in self.families]}")
 
     @classmethod

@@ -3,6 +3,8 @@ typed errors naming what is wrong, Python values for answers, and a worker that 
 once, saying why, when its URL reaches something other than the coordinator's gRPC port."""
 
 import socket
+import sys
+import time
 
 import pytest
 
@@ -239,3 +241,112 @@ def test_a_job_that_raises_fails_at_once_as_its_own_fault(tmp_path, monkeypatch)
     assert (status.n_done, status.n_failed, status.state) == (2, 2, SweepState.FINISHED), (tmp_path / "worker.log").read_text()
     assert [(f.attempt, f.final) for f in status.failures] == [(1, True), (1, True)]
     assert all("ValueError: broken on purpose at step 2" in f.error for f in status.failures)
+
+
+EDITED_FAMILY = '''
+"""A method under edit ({note})."""
+from armada_sdk import Algorithm, Benchmark, Family, Float, Metric
+
+
+class Episode:
+    """{note}"""
+
+    def __init__(self, job, streams):
+        self.k = job.algorithm_params["k"]
+
+    def initial(self):
+        return {{"value": 0.0}}
+
+    def step(self, t):
+        # {note}
+        return {{"value": {step}}}
+
+
+FAMILY = Family(
+    name="edited",
+    version=1,
+    doc="{note}",
+    benchmarks=[Benchmark("b")],
+    algorithms=[Algorithm("a", params=[Float("k", 0.0, 1.0, 0.5, doc="{note}")])],
+    metrics=[Metric("value", doc="{note}")],
+    start=Episode,
+)
+'''
+
+
+def test_an_edited_method_runs_again_and_a_doc_edit_needs_no_new_version(tmp_path, monkeypatch):
+    """The code is part of the family's identity: after an edit of the episode (the
+    declaration untouched) a resubmission runs every job again under new keys and says
+    which family changed; editing comments, doc strings and docs changes nothing."""
+    import importlib
+    import json
+
+    import polars as pl
+
+    from armada_sdk import RevisedFamily
+    from armada_sdk.family import load_family
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = tmp_path / "edited_family.py"
+    sweep = {"name": "edited", "family": "edited", "seeds": 3, "horizon": 2, "benchmarks": [{"name": "b"}], "algorithms": [{"name": "a"}]}
+
+    def declared(note: str, step: str):
+        """The module as written now, its declaration's code digest."""
+        module.write_text(EDITED_FAMILY.format(note=note, step=step))
+        importlib.invalidate_caches()
+        sys.modules.pop("edited_family", None)
+        family = load_family("edited_family:FAMILY")
+        return family, family.to_proto().code
+
+    def run(served, client, code):
+        """Submit with a worker of the module as it is now, once it declared its code;
+        what the submission did, and each committed job's last value."""
+        log = tmp_path / "worker.log"
+        with worker(served.url, "edited_family:FAMILY", log, tmp_path):
+            deadline = time.monotonic() + 60
+            while client.server_info().family("edited").code != code:
+                assert time.monotonic() < deadline, log.read_text()
+                time.sleep(0.05)
+            submitted = client.submit_sweep(sweep)
+            status = client.watch(submitted.sweep_id, progress=False, timeout=120)
+        assert (status.n_done, status.n_failed) == (3, 0), log.read_text()
+        rows = client.trajectories("edited").filter(pl.col("step") == 2)
+        return submitted, dict(zip(rows["job_key"], rows["value"]))
+
+    with serve(tmp_path / "data") as served:
+        client = Client(served.url)
+        first, code = declared("first", "self.k * t")
+        client.declare_family(first)
+        submitted, values = run(served, client, code)
+        assert (submitted.n_added, submitted.n_already_done, submitted.revised) == (3, 0, [])
+        assert sorted(values.values()) == [1.0, 1.0, 1.0]
+        digest = client.server_info().family("edited").digest
+
+        # Comments, doc strings and the declaration's docs: the same code, the same keys.
+        restyled, same_code = declared("second, reworded", "self.k  *  t")
+        assert same_code == code
+        client.declare_family(restyled)
+        described = client.server_info().family("edited")
+        assert (described.digest, described.doc, described.code) == (digest, "second, reworded", code)
+        submitted, again = run(served, client, code)
+        assert (submitted.n_added, submitted.n_already_done, submitted.revised) == (0, 3, [])
+        assert again == values
+
+        # The step's code: a new revision of version 1, whose jobs run again.
+        _, edited_code = declared("second, reworded", "2.0 * self.k * t")
+        assert edited_code != code
+        submitted, edited = run(served, client, edited_code)
+        new_digest = client.server_info().family("edited").digest
+        assert new_digest != digest
+        assert (submitted.n_jobs, submitted.n_added, submitted.n_already_done) == (3, 3, 0)
+        assert submitted.revised == [RevisedFamily("edited", digest, new_digest, 1, 1)]
+        assert sorted(edited.values()) == [2.0, 2.0, 2.0] and not set(edited) & set(values)
+        final = client.summary("edited")
+        assert final.filter(pl.col("metric") == "value").select("n", "mean").row(0) == (3, 2.0)
+
+        # Each part's provenance names the code that computed its jobs.
+        codes = {}
+        for part in (tmp_path / "data" / "edited" / "trajectories").glob("*.parquet"):
+            provenance = json.loads(pl.read_parquet_metadata(part)["armada.provenance"])
+            codes.update({key: record["code"] for key, record in provenance.items()})
+        assert {codes[k] for k in values} == {code} and {codes[k] for k in edited} == {edited_code}

@@ -181,12 +181,17 @@ class SweepsServicer:
         """Declare a family that is not built into the coordinator (an external family: its
         workers, in any language, run its jobs), ahead of any of its workers, so that its
         sweeps can be validated and queued before they start. The coordinator keeps every
-        declaration it accepts, durably, under (name, version) and a digest of the whole
-        declaration. Declaring it again with the same digest is accepted (nothing changes);
-        a different declaration under a name and version already declared is refused with
-        FAILED_PRECONDITION naming the first field that differs (bump the version); a name of
-        a built-in family, or a declaration that breaks the rules of FamilyInfo, with
-        INVALID_ARGUMENT naming the field. A sweep of the family takes its newest version.
+        declaration it accepts, durably, under its name, version and digest (FamilyInfo.digest:
+        everything that decides its trajectories, its `code` included, its docs and headline
+        metrics not). Declaring the same again is accepted: with other docs or headline
+        metrics, they replace the kept ones (the digest and the jobs' keys stay). The same
+        name and version with another `code` is a new revision of the family, kept beside the
+        others, whose jobs have keys of their own; any other difference under a name and
+        version already declared is refused with FAILED_PRECONDITION naming the first field
+        that differs (bump the version); a name of a built-in family, or a declaration that
+        breaks the rules of FamilyInfo, with INVALID_ARGUMENT naming the field. A sweep of
+        the family takes its newest version, in the revision declared last (by this call or
+        at a worker's Register).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
