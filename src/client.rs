@@ -246,22 +246,33 @@ pub fn failure_lines(s: &pb::SweepStatus, shown: usize) -> Vec<String> {
     lines
 }
 
+/// What a fetch received besides its files: how many, and for trajectories the parts the
+/// coordinator could not read and the done jobs that only they held.
+#[derive(Debug, Default)]
+pub struct Fetched {
+    pub n_files: usize,
+    pub damaged: Vec<pb::DamagedPart>,
+    pub unreadable_jobs: Vec<String>,
+}
+
 /// Stream `request`'s results and hand each whole Parquet file (its bytes, and for
-/// trajectories the number of jobs in it) to `on_file`; returns the number of files.
+/// trajectories the number of jobs in it) to `on_file`.
 pub async fn fetch_results(
     client: &mut Client,
     request: pb::FetchResultsRequest,
     mut on_file: impl FnMut(Vec<u8>, u32) -> anyhow::Result<()>,
-) -> anyhow::Result<usize> {
+) -> anyhow::Result<Fetched> {
     let mut stream = client.fetch_results(request).await.map_err(status_error)?.into_inner();
-    let (mut file, mut n_files) = (Vec::new(), 0);
+    let (mut file, mut fetched) = (Vec::new(), Fetched::default());
     while let Some(chunk) = stream.message().await.map_err(status_error)? {
         file.extend_from_slice(&chunk.data);
         if chunk.end_of_file {
             on_file(std::mem::take(&mut file), chunk.n_jobs)?;
-            n_files += 1;
+            fetched.n_files += 1;
         }
+        fetched.damaged.extend(chunk.damaged);
+        fetched.unreadable_jobs.extend(chunk.unreadable_jobs);
     }
     anyhow::ensure!(file.is_empty(), "the coordinator ended the stream inside a file");
-    Ok(n_files)
+    Ok(fetched)
 }

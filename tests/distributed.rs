@@ -1555,3 +1555,98 @@ fn a_worker_killed_mid_batch_loses_nothing_and_duplicates_nothing() {
     let status = client(&["status", "slow"], &coord.url, 30);
     assert!(text(&status.stdout).contains("300 jobs: 300 done"), "{}", text(&status.stdout));
 }
+
+/// A damaged part stops nothing but its own jobs: `armada fetch` writes every readable job,
+/// names the part and the jobs only it held, and exits 1; the dashboard's view of such a job
+/// names its part, and a summary table is fetched as ever. Tried with a part cut in half,
+/// cut to nothing, with a scribbled footer, and with a Parquet file that is not an armada
+/// part beside the sweep's.
+#[test]
+fn fetch_names_a_damaged_part_and_its_jobs_and_sends_the_rest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let coord = serve(&data, 0, &[]);
+    let _w = worker(&coord.url, 1, &tmp.path().join("w.log"), &[]);
+    // Two submissions: two parts at least.
+    for seeds in [3, 6] {
+        let sweep = echo_sweep(tmp.path(), "damage", seeds);
+        let submitted = client(&["submit", sweep.to_str().unwrap()], &coord.url, 30);
+        assert!(submitted.status.success(), "{}", text(&submitted.stderr));
+        let watched = client(&["watch", "damage", "--quiet"], &coord.url, 60);
+        assert!(watched.status.success(), "{}", text(&watched.stderr));
+    }
+    let sweep_dir = data.join("damage");
+    let all = jobs(&sweep_dir);
+    assert_eq!(all.len(), 6);
+    let parts = common::part_files(&sweep_dir);
+    assert!(parts.len() >= 2, "{parts:?}");
+    let victim = parts[0].clone();
+    let lost: Vec<String> = common::jobs_in(&victim).into_keys().collect();
+    let intact = std::fs::read(&victim).unwrap();
+    let name = victim.file_name().unwrap().to_str().unwrap().to_string();
+    let damages: [(&str, Box<dyn Fn(&[u8]) -> Vec<u8>>); 3] = [
+        ("cut in half", Box::new(|b: &[u8]| b[..b.len() / 2].to_vec())),
+        ("cut to nothing", Box::new(|_: &[u8]| Vec::new())),
+        (
+            "scribbled footer",
+            Box::new(|b: &[u8]| {
+                let mut b = b.to_vec();
+                let n = b.len();
+                b[n - 40..n - 4].fill(0x5a);
+                b
+            }),
+        ),
+    ];
+    for (i, (what, damage)) in damages.iter().enumerate() {
+        std::fs::write(&victim, damage(&intact)).unwrap();
+        let out_dir = tmp.path().join(format!("fetched-{i}"));
+        let out = client(&["fetch", "damage", "--out", out_dir.to_str().unwrap()], &coord.url, 60);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{what}: {stderr}");
+        assert!(stderr.contains(&format!("warning: the coordinator could not read part {name}: ")), "{what}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "warning: {} done jobs were only in those parts and are missing here: ",
+                lost.len()
+            )),
+            "{what}: {stderr}"
+        );
+        assert!(lost.iter().all(|k| stderr.contains(k.as_str())), "{what}: {stderr}");
+        let fetched = jobs(&out_dir.join("damage"));
+        let expected: Vec<&String> = all.keys().filter(|k| !lost.contains(k)).collect();
+        assert_eq!(fetched.keys().collect::<Vec<_>>(), expected, "{what}");
+        for (key, df) in &fetched {
+            assert!(df.equals_missing(&all[key]), "{what}: {key}");
+        }
+        // A filter on the readable jobs only: they come, the damage is still named.
+        let one = expected[0].clone();
+        let out_dir = tmp.path().join(format!("one-{i}"));
+        let out = client(&["fetch", "damage", "--out", out_dir.to_str().unwrap(), "--job", &one], &coord.url, 60);
+        assert_eq!(out.status.code(), Some(1), "{what}: {}", text(&out.stderr));
+        assert!(text(&out.stderr).contains("warning: 0 done jobs were only in those parts"), "{}", text(&out.stderr));
+        assert_eq!(jobs(&out_dir.join("damage")).into_keys().collect::<Vec<_>>(), vec![one.clone()]);
+        // The dashboard: a lost job's view names its part; the others show as ever.
+        let view = http_get(&coord.dashboard, &format!("/api/sweeps/damage/jobs/{}", lost[0]));
+        assert!(view.contains(&name), "{what}: {view}");
+        let view = http_get(&coord.dashboard, &format!("/api/sweeps/damage/jobs/{one}"));
+        assert!(view.starts_with('{') && view.contains("\"provenance\""), "{what}: {view}");
+        // A summary table does not read parts.
+        let out_dir = tmp.path().join(format!("final-{i}"));
+        let out = client(&["fetch", "damage", "--out", out_dir.to_str().unwrap(), "--table", "final"], &coord.url, 60);
+        assert!(out.status.success(), "{what}: {}", text(&out.stderr));
+        let table = |dir: &Path| std::fs::read(dir.join("damage/final.parquet")).unwrap();
+        assert_eq!(table(&out_dir), table(&data));
+    }
+    // A Parquet file that is not an armada part, beside intact parts.
+    std::fs::write(&victim, &intact).unwrap();
+    let mut foreign = polars::df!("x" => [1.0, 2.0]).unwrap();
+    let file = std::fs::File::create(sweep_dir.join("trajectories/foreign.parquet")).unwrap();
+    polars::prelude::ParquetWriter::new(file).finish(&mut foreign).unwrap();
+    let out_dir = tmp.path().join("fetched-foreign");
+    let out = client(&["fetch", "damage", "--out", out_dir.to_str().unwrap()], &coord.url, 60);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("could not read part foreign.parquet: "), "{stderr}");
+    assert!(stderr.contains("warning: 0 done jobs were only in those parts"), "{stderr}");
+    assert_eq!(jobs(&out_dir.join("damage")).len(), 6);
+}

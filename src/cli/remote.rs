@@ -266,7 +266,7 @@ pub fn fetch(args: FetchArgs) -> anyhow::Result<ExitCode> {
     let fetched = block_on(async {
         let mut client = args.remote.client().await?;
         let (mut n_jobs, mut n_bytes) = (0u64, 0usize);
-        let n_files = armada::client::fetch_results(&mut client, request, |bytes, jobs| {
+        let fetched = armada::client::fetch_results(&mut client, request, |bytes, jobs| {
             n_jobs += u64::from(jobs);
             n_bytes += bytes.len();
             let name = match &target {
@@ -279,11 +279,26 @@ pub fn fetch(args: FetchArgs) -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("writing {}", name.display()))
         })
         .await?;
+        let n_files = fetched.n_files;
         match target {
             Some(name) => eprintln!("wrote {} ({n_bytes} bytes)", sweep_dir.join(name).display()),
             None => eprintln!("wrote {n_jobs} jobs in {n_files} files ({n_bytes} bytes) to {}", trajectories.display()),
         }
-        Ok(ExitCode::SUCCESS)
+        if fetched.damaged.is_empty() {
+            return Ok(ExitCode::SUCCESS);
+        }
+        for d in &fetched.damaged {
+            eprintln!("warning: the coordinator could not read part {}: {}", d.part, d.error);
+        }
+        let unreadable = &fetched.unreadable_jobs;
+        eprintln!(
+            "warning: {} done jobs were only in those parts and are missing here: {}{}",
+            unreadable.len(),
+            unreadable.iter().take(10).cloned().collect::<Vec<_>>().join(", "),
+            if unreadable.len() > 10 { ", ..." } else { "" }
+        );
+        eprintln!("  (`armada check --repair` on the coordinator's data directory queues them again)");
+        Ok(ExitCode::FAILURE)
     });
     if fetched.is_err() {
         // The directories made for it, if still empty (remove_dir leaves a full one alone).

@@ -131,8 +131,24 @@ fn trajectories(
     };
     // What the done jobs have, to say so if nothing matches (gathered only until something does).
     let (mut benchmarks, mut algorithms, mut n_sent) = (BTreeSet::new(), BTreeSet::new(), 0usize);
+    // A damaged part stops nothing but its own jobs: it is named, the rest is sent.
+    let mut damaged = Vec::new();
     for path in results::part_files(sweep_dir)? {
-        let in_part = results::read_index(&path)?;
+        let in_part = match results::read_index(&path) {
+            Ok(in_part) => in_part,
+            Err(e) => {
+                damaged.push(path.clone());
+                let part = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
+                let chunk = pb::ResultChunk {
+                    damaged: Some(pb::DamagedPart { part, error: format!("{e:#}") }),
+                    ..Default::default()
+                };
+                if tx.blocking_send(Ok(chunk)).is_err() {
+                    return Ok(());
+                }
+                continue;
+            }
+        };
         if n_sent == 0 {
             for job in in_part.iter().filter(|j| done.contains(&j.key)) {
                 benchmarks.insert(job.cell.benchmark.as_str().to_owned());
@@ -162,6 +178,11 @@ fn trajectories(
             return Ok(());
         }
     }
+    if !damaged.is_empty() {
+        let unreadable_jobs = unreadable(sweep_dir, &damaged, done, &keys)?;
+        let _ = tx.blocking_send(Ok(pb::ResultChunk { unreadable_jobs, ..Default::default() }));
+        return Ok(());
+    }
     if n_sent == 0 && (!request.job_keys.is_empty() || filter_text(&filter).is_some()) {
         let mut asked: Vec<String> = request.job_keys.iter().map(|k| format!("job `{k}`")).collect();
         asked.extend(filter_text(&filter));
@@ -176,6 +197,25 @@ fn trajectories(
         let _ = tx.blocking_send(Err(Status::not_found(message)));
     }
     Ok(())
+}
+
+/// The done jobs (of `keys`, unless empty) that no part but the `damaged` ones holds: a
+/// second look at the readable parts' indexes, so that a fetch without damage keeps no set
+/// of the jobs it sent.
+fn unreadable(
+    sweep_dir: &Path,
+    damaged: &[std::path::PathBuf],
+    done: &BTreeSet<String>,
+    keys: &BTreeSet<&str>,
+) -> results::Result<Vec<String>> {
+    let mut unseen: BTreeSet<&str> =
+        done.iter().map(String::as_str).filter(|k| keys.is_empty() || keys.contains(k)).collect();
+    for path in results::part_files(sweep_dir)?.iter().filter(|p| !damaged.contains(p)) {
+        for job in results::read_index(path).unwrap_or_default() {
+            unseen.remove(job.key.as_str());
+        }
+    }
+    Ok(unseen.into_iter().map(str::to_string).collect())
 }
 
 /// A cell filter's fields that are set, as `field `value`` text (None: it selects everything).
@@ -207,7 +247,7 @@ impl<'a> ChunkWriter<'a> {
     }
 
     fn send(&mut self, data: Vec<u8>, end_of_file: bool, n_jobs: u32) -> bool {
-        let message = pb::ResultChunk { data, end_of_file, n_jobs };
+        let message = pb::ResultChunk { data, end_of_file, n_jobs, ..Default::default() };
         self.client_gone = self.tx.blocking_send(Ok(message)).is_err();
         !self.client_gone
     }

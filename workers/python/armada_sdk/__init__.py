@@ -8,7 +8,7 @@ for a built-in family (an Extension), run its workers, and submit, watch and rea
 
 __version__ = "0.1.0"
 
-from .client import Client  # noqa: E402
+from .client import Client, DamagedPart, DamagedPartsWarning, Trajectories  # noqa: E402
 from .code import code_digest  # noqa: E402
 from .episode import Record, run_episode  # noqa: E402
 from .errors import (  # noqa: E402
@@ -45,6 +45,8 @@ __all__ = [
     "Bool",
     "Choice",
     "Client",
+    "DamagedPart",
+    "DamagedPartsWarning",
     "ComponentInfo",
     "DeleteResult",
     "Episode",
@@ -70,6 +72,7 @@ __all__ = [
     "Submitted",
     "SweepState",
     "SweepStatus",
+    "Trajectories",
     "Unavailable",
     "WriteTrouble",
     "WrongServer",

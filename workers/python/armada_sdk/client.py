@@ -9,11 +9,13 @@ chained as its ``__cause__``."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import math
 import pathlib
 import sys
+import warnings
 from typing import Any, Iterator, Mapping, Optional, Union
 
 import grpc
@@ -130,8 +132,9 @@ class Client:
                 print(file=sys.stderr)
         return self.status(sweep_id)
 
-    def _fetch(self, **request) -> Iterator[bytes]:
-        """The files FetchResults streams, each put together from its chunks."""
+    def _fetch(self, damage: Optional[Damage] = None, **request) -> Iterator[bytes]:
+        """The files FetchResults streams, each put together from its chunks; the parts the
+        coordinator could not read go into ``damage``."""
         current = bytearray()
         try:
             for chunk in self._sweeps.FetchResults(service_pb2.FetchResultsRequest(**request), metadata=self.metadata, timeout=600):
@@ -139,20 +142,42 @@ class Client:
                 if chunk.end_of_file:
                     yield bytes(current)
                     current = bytearray()
+                if damage is not None and chunk.HasField("damaged"):
+                    damage.parts.append(DamagedPart(chunk.damaged.part, chunk.damaged.error))
+                if damage is not None:
+                    damage.unreadable_jobs.extend(chunk.unreadable_jobs)
         except grpc.RpcError as e:
             raise self._error(e) from e
 
-    def trajectories(self, sweep_id: str, job_keys: Optional[list[str]] = None, algorithm: str = "", benchmark: str = ""):
+    def fetch_trajectories(self, sweep_id: str, job_keys: Optional[list[str]] = None, algorithm: str = "", benchmark: str = "") -> Trajectories:
         """The committed trajectories (all, or some jobs or cells) as a polars DataFrame,
-        one row per step; NotFound when none matches."""
+        one row per step, with the parts the coordinator could not read and the done jobs
+        only they held (a damaged part stops nothing but its own jobs); NotFound when no
+        job matches."""
         import polars as pl
 
         cells = service_pb2.CellFilter(algorithm=algorithm, benchmark=benchmark)
         table = service_pb2.FetchResultsRequest.TRAJECTORIES
-        files = list(self._fetch(sweep_id=sweep_id, table=table, job_keys=job_keys or [], cells=cells))
-        if not files:
+        damage = Damage([], [])
+        files = list(self._fetch(damage, sweep_id=sweep_id, table=table, job_keys=job_keys or [], cells=cells))
+        if not files and not damage.parts:
             raise errors.NotFound(f"sweep {sweep_id}: no committed trajectory matches")
-        return pl.concat([pl.read_parquet(io.BytesIO(f)) for f in files], how="vertical_relaxed")
+        frames = [pl.read_parquet(io.BytesIO(f)) for f in files]
+        rows = pl.concat(frames, how="vertical_relaxed") if frames else pl.DataFrame()
+        return Trajectories(rows, damage.parts, damage.unreadable_jobs)
+
+    def trajectories(self, sweep_id: str, job_keys: Optional[list[str]] = None, algorithm: str = "", benchmark: str = ""):
+        """``fetch_trajectories``'s rows: a polars DataFrame, one row per step; a damaged
+        part is named in a ``DamagedPartsWarning`` and its jobs left out."""
+        fetched = self.fetch_trajectories(sweep_id, job_keys, algorithm, benchmark)
+        if fetched.damaged:
+            parts = "; ".join(f"{d.part}: {d.error}" for d in fetched.damaged)
+            warnings.warn(
+                DamagedPartsWarning(f"sweep {sweep_id}: {len(fetched.damaged)} damaged parts ({parts}); "
+                                    f"{len(fetched.unreadable_jobs)} done jobs only they held are missing: {fetched.unreadable_jobs}"),
+                stacklevel=2,
+            )
+        return fetched.rows
 
     def summary(self, sweep_id: str, table: str = "final"):
         """A summary table over seeds as a polars DataFrame: ``final`` (the last step per
@@ -166,6 +191,34 @@ class Client:
         if not files:
             raise errors.NotFound(f"sweep {sweep_id}: no {table} table")
         return pl.read_parquet(io.BytesIO(files[0]))
+
+
+@dataclasses.dataclass(frozen=True)
+class DamagedPart:
+    """A part of a sweep the coordinator could not read: its file name, and why."""
+
+    part: str
+    error: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Trajectories:
+    """Fetched trajectories: the rows of the readable jobs, the damaged parts, and the done
+    jobs (of the asked keys) that only those held."""
+
+    rows: Any
+    damaged: list[DamagedPart]
+    unreadable_jobs: list[str]
+
+
+@dataclasses.dataclass
+class Damage:
+    parts: list[DamagedPart]
+    unreadable_jobs: list[str]
+
+
+class DamagedPartsWarning(UserWarning):
+    """Some of a sweep's parts could not be read: their jobs are missing from the rows."""
 
 
 def _bar(status: service_pb2.SweepStatus, width: int = 30) -> None:

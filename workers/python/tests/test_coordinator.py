@@ -350,3 +350,42 @@ def test_an_edited_method_runs_again_and_a_doc_edit_needs_no_new_version(tmp_pat
             provenance = json.loads(pl.read_parquet_metadata(part)["armada.provenance"])
             codes.update({key: record["code"] for key, record in provenance.items()})
         assert {codes[k] for k in values} == {code} and {codes[k] for k in edited} == {edited_code}
+
+
+def test_a_damaged_part_is_named_and_the_rest_fetched(tmp_path, monkeypatch):
+    """The SDK's fetch returns the readable jobs and names the damaged part and the jobs only
+    it held; ``trajectories`` warns of them."""
+    import polars as pl
+
+    from armada_sdk import DamagedPartsWarning
+
+    (tmp_path / "broken_family.py").write_text(BROKEN_FAMILY)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    data = tmp_path / "data"
+    with serve(data) as served, worker(served.url, "broken_family:FAMILY", tmp_path / "worker.log", tmp_path):
+        client = Client(served.url)
+        for seeds in (2, 4):  # two submissions, two parts at least
+            sweep = {"name": "damaged", "family": "broken", "seeds": seeds, "horizon": 3, "benchmarks": [{"name": "b"}],
+                     "algorithms": [{"name": "works"}]}
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    client.submit(sweep)
+                    break
+                except InvalidSweep:  # the worker has not declared its family yet
+                    assert time.monotonic() < deadline
+                    time.sleep(0.05)
+            assert client.watch("damaged", progress=False, timeout=120).n_done == seeds
+        every = client.fetch_trajectories("damaged")
+        assert every.damaged == [] and every.rows["job_key"].n_unique() == 4
+        parts = sorted((data / "damaged" / "trajectories").glob("*.parquet"))
+        assert len(parts) >= 2
+        lost = sorted(pl.read_parquet(parts[0])["job_key"].unique())
+        parts[0].write_bytes(parts[0].read_bytes()[:100])
+        fetched = client.fetch_trajectories("damaged")
+        assert [d.part for d in fetched.damaged] == [parts[0].name] and "PAR1" in fetched.damaged[0].error
+        assert sorted(fetched.unreadable_jobs) == lost
+        assert set(fetched.rows["job_key"]) == set(every.rows["job_key"]) - set(lost)
+        with pytest.warns(DamagedPartsWarning, match=parts[0].name):
+            rows = client.trajectories("damaged")
+        assert rows.equals(fetched.rows)
