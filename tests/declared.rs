@@ -219,3 +219,107 @@ fn summarize_refuses_a_part_that_lost_its_job_index() {
     let err = text(&summarized.stderr);
     assert!(err.contains(&parts[0].display().to_string()) && err.contains("has no job index"), "{err}");
 }
+
+const QUOTA_TOKENS: &str = r#"
+[[tokens]]
+secret = "client-a-token-0123456789"
+role = "client"
+name = "group-a"
+[[tokens]]
+secret = "client-b-token-0123456789"
+role = "client"
+name = "group-b"
+"#;
+
+/// Declarations are bounded and removable through the real binaries: one token keeps at
+/// most its quota (`--max-declarations-per-token`), other tokens and the admin are not held
+/// by it; `armada family remove` takes an admin token, is refused while a stored sweep uses
+/// the declaration (naming it) and frees its place once the sweep is deleted, for good
+/// (across a restart); and `armada list` prints families that ServerInfo abridges whole.
+#[test]
+fn declarations_have_a_quota_per_token_are_removable_and_listed_whole() {
+    let (a, b) = ("client-a-token-0123456789", "client-b-token-0123456789");
+    let tmp = tempfile::tempdir().unwrap();
+    let tokens = write(tmp.path(), "tokens.toml", QUOTA_TOKENS);
+    let declare = |name: &str| {
+        let path = write(tmp.path(), &format!("{name}.toml"), &DECLARATION.replace("\"mybo\"", &format!("\"{name}\"")));
+        path.to_str().unwrap().to_string()
+    };
+    let data = tmp.path().join("data");
+    let args = ["--token", ADMIN, "--tokens", tokens.to_str().unwrap(), "--max-declarations-per-token", "2"];
+    let mut coord = serve(&data, 0, &args);
+    let url = coord.url.clone();
+    for name in ["a-one", "a-two"] {
+        let (ok, _, err) = as_role(&["family", "add", &declare(name)], &url, a);
+        assert!(ok, "{err}");
+    }
+    let (ok, _, err) = as_role(&["family", "add", &declare("a-three")], &url, a);
+    assert!(!ok && err.contains("token `group-a` keeps 2 declarations already, the most one token keeps"), "{err}");
+    let (ok, _, err) = as_role(&["family", "add", &declare("b-one")], &url, b);
+    assert!(ok, "{err}");
+    let (ok, _, err) = as_role(&["family", "add", &declare("admin-one")], &url, ADMIN);
+    assert!(ok, "{err}");
+
+    // A sweep of `a-one` keeps it: removal is refused, naming the sweep, until it is deleted.
+    let sweep =
+        write(tmp.path(), "uses.toml", &MYBO_SWEEP.replace("\"mybo\"", "\"a-one\"").replace("\"mine\"", "\"uses\""));
+    let (ok, _, err) = as_role(&["submit", sweep.to_str().unwrap()], &url, a);
+    assert!(ok, "{err}");
+    let (ok, _, err) = as_role(&["family", "remove", "a-one", "1"], &url, a);
+    assert!(!ok && err.contains("removing a declaration takes an admin token"), "{err}");
+    let (ok, _, err) = as_role(&["family", "remove", "a-one", "1"], &url, ADMIN);
+    assert!(!ok && err.contains("family `a-one` version 1 is used by sweeps uses: delete them first"), "{err}");
+    let (ok, _, err) = as_role(&["family", "remove", "nope", "1"], &url, ADMIN);
+    assert!(!ok && err.contains("no declaration of family `nope` version 1 is kept"), "{err}");
+    let (ok, _, err) = as_role(&["family", "remove", "testkit", "2"], &url, ADMIN);
+    assert!(!ok && err.contains("`testkit` is a built-in family"), "{err}");
+    let (ok, _, err) = as_role(&["cancel", "uses"], &url, a);
+    assert!(ok, "{err}");
+    let (ok, _, err) = as_role(&["delete", "uses"], &url, a);
+    assert!(ok, "{err}");
+    let (ok, _, err) = as_role(&["family", "remove", "a-one", "1"], &url, ADMIN);
+    assert!(ok && err.contains("removed family a-one version 1 (digest "), "{err}");
+    let (ok, listed, err) = as_role(&["list"], &url, ADMIN);
+    assert!(ok && !listed.contains("family a-one ") && listed.contains("family a-two "), "{listed}{err}");
+    // Its place is free: `group-a` declares another.
+    let (ok, _, err) = as_role(&["family", "add", &declare("a-three")], &url, a);
+    assert!(ok, "{err}");
+
+    // After a restart: the removed one stays removed, and each token's count stands.
+    coord.proc.sigterm();
+    let coord = serve(&data, 0, &args);
+    let url = coord.url.clone();
+    let (ok, listed, err) = as_role(&["list"], &url, ADMIN);
+    assert!(ok && !listed.contains("family a-one ") && listed.contains("family a-three "), "{listed}{err}");
+    let (ok, _, err) = as_role(&["family", "add", &declare("a-four")], &url, a);
+    assert!(!ok && err.contains("token `group-a` keeps 2 declarations already"), "{err}");
+
+    // Ten declarations of about 256 KiB: ServerInfo abridges those beyond 2 MiB, and
+    // `armada list` asks for each of them whole.
+    let doc = "d".repeat(4000);
+    let params: String = (0..64)
+        .map(|i| format!("[[algorithms.params]]\nname = \"p{i}\"\nkind = \"int\"\nmin = 0\nmax = 9\ndefault = {}\ndoc = \"{doc}\"\n", i % 10))
+        .collect();
+    for i in 0..10 {
+        let text = DECLARATION
+            .replace("\"mybo\"", &format!("\"big{i}\""))
+            .replace("name = \"my-ucb\"\n", &format!("name = \"my-ucb\"\n{params}"));
+        let path = write(tmp.path(), &format!("big{i}.toml"), &text);
+        let (ok, _, err) = as_role(&["family", "add", path.to_str().unwrap()], &url, ADMIN);
+        assert!(ok, "{err}");
+    }
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let info = runtime.block_on(async {
+        let mut client = armada::client::connect(&url, Some(ADMIN), None).await.unwrap();
+        client.server_info(armada_proto::v1::ServerInfoRequest {}).await.unwrap().into_inner()
+    });
+    let abridged: Vec<&str> = info.families.iter().filter(|f| f.abridged).map(|f| f.name.as_str()).collect();
+    assert_eq!(abridged, ["big8", "big9"]);
+    let (ok, listed, err) = as_role(&["list"], &url, ADMIN);
+    assert!(ok, "{err}");
+    for i in 0..10 {
+        let family =
+            listed.split(&format!("family big{i} ")).nth(1).expect("listed").split("\nfamily ").next().unwrap();
+        assert!(family.contains("p63"), "big{i} is listed whole");
+    }
+}

@@ -20,6 +20,18 @@ pub enum FamilyCommand {
         #[command(flatten)]
         remote: Remote,
     },
+    /// Forget the declarations of a family's version (every revision, or the one of
+    /// --digest), so that their place can be taken: refused while a stored sweep uses one
+    /// (delete it first). Takes an admin token.
+    Remove {
+        name: String,
+        version: u32,
+        /// Only this revision (its digest, as `armada list --coordinator` shows it).
+        #[arg(long)]
+        digest: Option<String>,
+        #[command(flatten)]
+        remote: Remote,
+    },
 }
 
 pub fn family(command: FamilyCommand) -> anyhow::Result<ExitCode> {
@@ -40,6 +52,15 @@ pub fn family(command: FamilyCommand) -> anyhow::Result<ExitCode> {
                 Ok(ExitCode::SUCCESS)
             })
         }
+        FamilyCommand::Remove { name, version, digest, remote } => block_on(async {
+            let mut client = remote.client().await?;
+            let request = pb::RemoveFamilyRequest { name: name.clone(), version, digest: digest.unwrap_or_default() };
+            let reply = client.remove_family(request).await.map_err(armada::client::status_error)?.into_inner();
+            for digest in &reply.removed {
+                eprintln!("removed family {name} version {version} (digest {digest})");
+            }
+            Ok(ExitCode::SUCCESS)
+        }),
     }
 }
 

@@ -26,15 +26,23 @@ pub fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     };
-    let info = super::remote::block_on(async {
+    let families = super::remote::block_on(async {
+        use armada_proto::v1 as pb;
         let mut client = armada::client::connect(url, args.token.as_deref(), args.tls_ca.as_deref()).await?;
-        let info = client.server_info(armada_proto::v1::ServerInfoRequest {}).await;
-        Ok(info.map_err(armada::client::status_error)?.into_inner())
+        let info = client.server_info(pb::ServerInfoRequest {}).await;
+        let mut families = info.map_err(armada::client::status_error)?.into_inner().families;
+        // ServerInfo abridges declared families beyond a size: each of those whole.
+        for f in families.iter_mut().filter(|f| f.abridged) {
+            let request =
+                pb::DescribeFamilyRequest { name: f.name.clone(), version: f.version, digest: f.digest.clone() };
+            *f = client.describe_family(request).await.map_err(armada::client::status_error)?.into_inner();
+        }
+        Ok(families)
     })?;
     // Each family as the coordinator describes it, read like a declaration (built-in ones
     // follow the same rules), so that both print alike.
     let no_builtins = Registry::new(vec![]);
-    for mut wire in info.families {
+    for mut wire in families {
         let (name, digest) = (wire.name.clone(), wire.digest.clone());
         // An extension is described whole (its family's benchmarks and metrics with its
         // algorithms): printed as such.

@@ -53,6 +53,10 @@ pub struct ServeArgs {
     /// Refuse sweeps of more jobs than this (counted before their grids are expanded).
     #[arg(long, default_value_t = armada::sweep::DEFAULT_MAX_JOBS)]
     max_jobs_per_sweep: usize,
+    /// The most family declarations one token (of --tokens, other than an admin's) keeps,
+    /// so that no one fills the coordinator's 256.
+    #[arg(long, default_value_t = armada::coordinator::catalog::DEFAULT_DECLARATIONS_PER_TOKEN)]
+    max_declarations_per_token: usize,
     /// Where the dashboard and /metrics listen (HTTP), or `off`. Default: the --listen
     /// address with the next port (7071 beside the default 7070; any free port when
     /// --listen's port is 0).
@@ -96,6 +100,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         tokens: args.tokens.as_deref().map(coordinator::access::read_tokens).transpose()?.unwrap_or_default(),
         tls: args.tls_cert.zip(args.tls_key),
         max_jobs_per_sweep: args.max_jobs_per_sweep,
+        declarations_per_token: args.max_declarations_per_token,
         dashboard,
         scheduler: SchedulerConfig {
             lease_ttl,

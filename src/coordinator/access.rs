@@ -126,12 +126,20 @@ pub struct Grant {
     pub families: Option<Arc<BTreeSet<String>>>,
     /// The label of the token the call came with (`None`: a coordinator without tokens).
     pub token: Option<Arc<str>>,
+    /// It is an admin token's.
+    pub admin: bool,
 }
 
 impl Grant {
     /// The token's label for provenance.
     pub fn token_label(&self) -> &str {
         self.token.as_deref().unwrap_or(NO_TOKEN_LABEL)
+    }
+
+    /// What only an admin may do (remove a declaration; declare beyond the per-token
+    /// quota): an admin token, or anyone on a coordinator without tokens.
+    pub fn is_admin(&self) -> bool {
+        self.admin || self.token.is_none()
     }
 }
 
@@ -213,8 +221,11 @@ impl tonic::service::Interceptor for Gate {
         };
         let token = entry.name.as_deref().map(Arc::from);
         let grant = match (&entry.role, self.service) {
-            (Role::Admin, _) | (Role::Client, Service::Sweeps) => Grant { families: None, token },
-            (Role::Worker, Service::Workers) => Grant { families: entry.families.clone().map(Arc::new), token },
+            (Role::Admin, _) => Grant { families: None, token, admin: true },
+            (Role::Client, Service::Sweeps) => Grant { families: None, token, admin: false },
+            (Role::Worker, Service::Workers) => {
+                Grant { families: entry.families.clone().map(Arc::new), token, admin: false }
+            }
             (Role::Client, Service::Workers) => {
                 return Err(Status::permission_denied("this is a client token: it cannot act as a worker"))
             }

@@ -3,19 +3,55 @@
 //! as one [`Registry`] snapshot without waiting (sweeps are validated off the scheduler);
 //! only the scheduler adds to it, once the store keeps the declaration.
 
-use super::declared::{self, Checked, DeclaredFamily, MAX_DECLARATIONS};
+use super::declared::{self, Checked, DeclaredFamily, MAX_DECLARATIONS, MAX_DECLARATION_BYTES};
 use super::replies::CommandError;
 use armada_core::Family;
 use armada_core::Registry;
 use armada_proto::v1 as pb;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 
 pub struct Catalog {
     builtin: Registry,
     current: RwLock<Arc<Registry>>,
     /// Every declaration kept, in the order they were declared.
-    declared: RwLock<Vec<Arc<DeclaredFamily>>>,
+    declared: RwLock<Vec<Kept>>,
+    /// The most declarations one token keeps (a declarer that is `unlimited` aside).
+    per_token: usize,
+    /// Bytes of declarations made `'static` since the process started (a removed one's stay).
+    leaked: AtomicUsize,
 }
+
+/// A kept declaration, and the label of the token that declared it first.
+#[derive(Clone)]
+struct Kept {
+    family: Arc<DeclaredFamily>,
+    owner: String,
+}
+
+/// Who declares a family: the label of the call's token, and whether the per-token quota
+/// holds it (not for an admin token, nor on a coordinator without tokens).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Declarer {
+    pub token: String,
+    pub unlimited: bool,
+}
+
+impl Declarer {
+    /// A declarer the quota does not hold (tests, and a store's declarations at start-up).
+    pub fn unlimited(token: &str) -> Declarer {
+        Declarer { token: token.to_string(), unlimited: true }
+    }
+}
+
+/// Declarations one token keeps at most by default (`armada serve
+/// --max-declarations-per-token`).
+pub const DEFAULT_DECLARATIONS_PER_TOKEN: usize = 64;
+
+/// The bytes of declarations a process makes `'static` at most: [`MAX_DECLARATIONS`] of the
+/// largest. Removing a declaration frees its place, not its memory, so this bounds memory
+/// across removals; a restart gives it back.
+const MAX_LEAKED_BYTES: usize = MAX_DECLARATIONS * MAX_DECLARATION_BYTES;
 
 /// What to do with a declaration that follows the rules.
 pub enum Decision {
@@ -32,7 +68,19 @@ pub enum Decision {
 impl Catalog {
     pub fn new(builtin: Registry) -> Catalog {
         let current = RwLock::new(Arc::new(builtin.clone()));
-        Catalog { builtin, current, declared: RwLock::new(Vec::new()) }
+        Catalog {
+            builtin,
+            current,
+            declared: RwLock::new(Vec::new()),
+            per_token: DEFAULT_DECLARATIONS_PER_TOKEN,
+            leaked: AtomicUsize::new(0),
+        }
+    }
+
+    /// This catalog, keeping at most `n` declarations of one token.
+    pub fn with_quota(mut self, n: usize) -> Catalog {
+        self.per_token = n;
+        self
     }
 
     /// Every family known now.
@@ -48,7 +96,34 @@ impl Catalog {
     /// The declaration a reference (`name+digest`) names, if it is a declared one.
     pub fn declared(&self, reference: &str) -> Option<Arc<DeclaredFamily>> {
         let declared = self.declared.read().expect("catalog lock");
-        declared.iter().find(|f| f.reference() == reference).cloned()
+        declared.iter().find(|k| k.family.reference() == reference).map(|k| k.family.clone())
+    }
+
+    /// The kept declarations of `name` at `version`, by digest (all, or the one of `digest`).
+    pub fn revisions(&self, name: &str, version: u32, digest: Option<&str>) -> Vec<String> {
+        let declared = self.declared.read().expect("catalog lock");
+        let of = |f: &DeclaredFamily| f.name() == name && f.version() == version;
+        let digests = declared.iter().filter(|k| of(&k.family)).map(|k| k.family.checked().digest.clone());
+        digests.filter(|d| digest.is_none_or(|want| want == d)).collect()
+    }
+
+    /// Forget the kept declarations of `name` with these digests (the store forgot them).
+    pub fn remove(&self, name: &str, digests: &[String]) {
+        let mut declared = self.declared.write().expect("catalog lock");
+        let gone = |k: &Kept| k.family.name() == name && digests.contains(&k.family.checked().digest);
+        declared.retain(|k| !gone(k));
+        let mut current = self.current.write().expect("catalog lock");
+        let mut registry = Registry::clone(&current);
+        for digest in digests {
+            registry = registry.without(&format!("{name}+{digest}"));
+        }
+        *current = Arc::new(registry);
+    }
+
+    /// The label of the token that declared a kept declaration first.
+    pub fn owner(&self, reference: &str) -> Option<String> {
+        let declared = self.declared.read().expect("catalog lock");
+        declared.iter().find(|k| k.family.reference() == reference).map(|k| k.owner.clone())
     }
 
     /// Check a declaration against the rules (INVALID_ARGUMENT naming the field).
@@ -60,11 +135,12 @@ impl Catalog {
     /// digest is known (restyled when its docs changed); another `code` is a new revision;
     /// any other difference is FAILED_PRECONDITION, as is one more when no more can be kept.
     /// A kept declaration made known again becomes the newest of its version.
-    pub fn decide(&self, mut checked: Checked) -> Result<Decision, CommandError> {
+    pub fn decide(&self, mut checked: Checked, declarer: &Declarer) -> Result<Decision, CommandError> {
         let (name, version) = (&checked.info.name, checked.info.version);
         let revisions: Vec<Arc<DeclaredFamily>> = {
             let declared = self.declared.read().expect("catalog lock");
-            declared.iter().filter(|f| f.name() == name && f.version() == version).cloned().collect()
+            let of = |f: &DeclaredFamily| f.name() == name && f.version() == version;
+            declared.iter().filter(|k| of(&k.family)).map(|k| k.family.clone()).collect()
         };
         let legacy = declared::legacy_digest(&checked.info);
         let same = revisions.iter().find(|f| {
@@ -74,9 +150,10 @@ impl Catalog {
         if let Some(same) = same {
             checked.digest = same.checked().digest.clone();
             if same.checked().info == checked.info {
-                self.promote(same.clone());
+                self.promote(same.clone(), None);
                 return Ok(Decision::Known { digest: checked.digest });
             }
+            self.check_room(&checked)?;
             return Ok(Decision::Restyled(Box::new(checked)));
         }
         if let Some(newest) = revisions.last() {
@@ -92,40 +169,70 @@ impl Catalog {
                 )));
             }
         }
-        let n_declared = self.declared.read().expect("catalog lock").len();
+        let (n_declared, n_own) = {
+            let declared = self.declared.read().expect("catalog lock");
+            (declared.len(), declared.iter().filter(|k| k.owner == declarer.token).count())
+        };
         if n_declared >= MAX_DECLARATIONS {
             return Err(CommandError::failed_precondition(format!(
-                "this coordinator keeps {MAX_DECLARATIONS} declared families already, the most it keeps"
+                "this coordinator keeps {MAX_DECLARATIONS} declared families already, the most it keeps \
+                 (`armada family remove` forgets those no sweep uses)"
             )));
         }
+        if n_own >= self.per_token && !declarer.unlimited {
+            return Err(CommandError::failed_precondition(format!(
+                "token `{}` keeps {n_own} declarations already, the most one token keeps \
+                 (`armada serve --max-declarations-per-token`; an admin's `armada family remove` forgets \
+                 those no sweep uses)",
+                declarer.token
+            )));
+        }
+        self.check_room(&checked)?;
         Ok(Decision::New(Box::new(checked)))
     }
 
+    /// Refuse a declaration whose `'static` form would pass what a process makes at most.
+    fn check_room(&self, checked: &Checked) -> Result<(), CommandError> {
+        use prost::Message;
+        let leaked = self.leaked.load(Ordering::Relaxed);
+        if leaked + checked.info.encoded_len() > MAX_LEAKED_BYTES {
+            return Err(CommandError::failed_precondition(format!(
+                "this coordinator has taken {} MiB of declarations since it started, the most it takes \
+                 (removed ones included): restart it to take more",
+                MAX_LEAKED_BYTES >> 20
+            )));
+        }
+        Ok(())
+    }
+
     /// Add a declaration that [`Self::decide`] found new or restyled (and the store now
-    /// keeps): the newest of its version from now on.
-    pub fn add(&self, checked: Checked) {
+    /// keeps, as `owner`'s unless it kept it already): the newest of its version from now on.
+    pub fn add(&self, checked: Checked, owner: &str) {
         let kept = {
             let declared = self.declared.read().expect("catalog lock");
-            declared
-                .iter()
-                .rev()
-                .find(|f| f.name() == checked.info.name && f.version() == checked.info.version)
-                .cloned()
+            let of = |f: &DeclaredFamily| f.name() == checked.info.name && f.version() == checked.info.version;
+            declared.iter().rev().find(|k| of(&k.family)).map(|k| k.family.clone())
         };
         let family = match kept.and_then(|kept| DeclaredFamily::revision_of(&kept, checked.clone())) {
             Some(revision) => revision,
-            None => DeclaredFamily::new(checked, &self.builtin),
+            None => {
+                use prost::Message;
+                self.leaked.fetch_add(checked.info.encoded_len(), Ordering::Relaxed);
+                DeclaredFamily::new(checked, &self.builtin)
+            }
         };
-        self.promote(Arc::new(family));
+        self.promote(Arc::new(family), Some(owner));
     }
 
     /// Make `family` the last declared of its version (in place of a kept one with its
-    /// digest): what a sweep of its name takes when its version is the newest.
-    fn promote(&self, family: Arc<DeclaredFamily>) {
+    /// digest, whose owner it keeps): what a sweep of its name takes when its version is
+    /// the newest.
+    fn promote(&self, family: Arc<DeclaredFamily>, owner: Option<&str>) {
         let mut declared = self.declared.write().expect("catalog lock");
         let reference = family.reference();
-        declared.retain(|f| f.reference() != reference);
-        declared.push(family.clone());
+        let before = declared.iter().position(|k| k.family.reference() == reference).map(|i| declared.remove(i));
+        let owner = before.map(|k| k.owner).or(owner.map(str::to_string)).unwrap_or_default();
+        declared.push(Kept { family: family.clone(), owner });
         let mut current = self.current.write().expect("catalog lock");
         *current = Arc::new(current.with(family));
     }
@@ -133,7 +240,7 @@ impl Catalog {
     /// Load a declaration the store kept (at start-up) under `digest`: it was checked when
     /// it came, and is checked again, since a store may outlive a change of the rules. A
     /// store made before docs were left out of digests keeps the digest of the whole.
-    pub fn load(&self, digest: &str, encoded: &[u8]) -> Result<(), String> {
+    pub fn load(&self, digest: &str, owner: &str, encoded: &[u8]) -> Result<(), String> {
         use prost::Message;
         let info = pb::FamilyInfo::decode(encoded).map_err(|e| format!("undecodable declaration: {e}"))?;
         let name = info.name.clone();
@@ -147,7 +254,7 @@ impl Catalog {
             }
             checked.digest = digest.to_string();
         }
-        self.add(checked);
+        self.add(checked, owner);
         Ok(())
     }
 }
@@ -167,12 +274,12 @@ pub(crate) mod tests {
             info.name = format!("my-{}", family.name());
             let Decision::New(checked) = catalog
                 .check(info)
-                .and_then(|c| catalog.decide(c))
+                .and_then(|c| catalog.decide(c, &Declarer::unlimited("test")))
                 .unwrap_or_else(|e| panic!("{}: {}", family.name(), e.message()))
             else {
                 panic!("new")
             };
-            catalog.add(*checked);
+            catalog.add(*checked, "test");
             let registry = catalog.get();
             let mine = registry.family(&format!("my-{}", family.name())).unwrap();
             assert_eq!(format!("{:?}", mine.benchmarks()), format!("{:?}", family.benchmarks()));
@@ -212,19 +319,22 @@ pub(crate) mod tests {
     #[test]
     fn the_same_declaration_is_known_and_a_different_one_needs_a_new_version() {
         let catalog = Catalog::new(crate::registry());
-        let Decision::New(checked) = catalog.check(mybo()).and_then(|c| catalog.decide(c)).ok().unwrap() else {
+        let Decision::New(checked) =
+            catalog.check(mybo()).and_then(|c| catalog.decide(c, &Declarer::unlimited("test"))).ok().unwrap()
+        else {
             panic!("new")
         };
         let digest = checked.digest.clone();
-        catalog.add(*checked);
+        catalog.add(*checked, "test");
         // Answer-only fields do not count.
         let again = pb::FamilyInfo { declared: true, digest: "x".into(), key_salt: "y".into(), ..mybo() };
         assert!(
-            matches!(catalog.check(again).and_then(|c| catalog.decide(c)), Ok(Decision::Known { digest: d }) if d == digest)
+            matches!(catalog.check(again).and_then(|c| catalog.decide(c, &Declarer::unlimited("test"))), Ok(Decision::Known { digest: d }) if d == digest)
         );
         let mut changed = mybo();
         changed.algorithms[1].params[0].default = Some(armada_worker::wire::param_to_wire(&ParamValue::Int(7)));
-        let e = catalog.check(changed.clone()).and_then(|c| catalog.decide(c)).err().unwrap();
+        let e =
+            catalog.check(changed.clone()).and_then(|c| catalog.decide(c, &Declarer::unlimited("test"))).err().unwrap();
         assert_eq!(e.kind(), super::super::replies::ErrorKind::FailedPrecondition);
         assert!(e.message().contains("differs at `algorithms[1].params[0].default`"), "{}", e.message());
         let version = mybo().version;
@@ -232,10 +342,12 @@ pub(crate) mod tests {
             .message()
             .starts_with(&format!("family `mybo` version {version} is declared already with digest {digest}")));
         changed.version = version + 1;
-        let Decision::New(checked) = catalog.check(changed).and_then(|c| catalog.decide(c)).ok().unwrap() else {
+        let Decision::New(checked) =
+            catalog.check(changed).and_then(|c| catalog.decide(c, &Declarer::unlimited("test"))).ok().unwrap()
+        else {
             panic!("new")
         };
-        catalog.add(*checked);
+        catalog.add(*checked, "test");
         // A sweep takes the newest version; the older stays resolvable by its reference.
         let registry = catalog.get();
         assert_eq!(registry.family("mybo").unwrap().version(), version + 1);
@@ -243,7 +355,10 @@ pub(crate) mod tests {
     }
 
     fn decide(catalog: &Catalog, info: pb::FamilyInfo) -> Decision {
-        catalog.check(info).and_then(|c| catalog.decide(c)).unwrap_or_else(|e| panic!("{}", e.message()))
+        catalog
+            .check(info)
+            .and_then(|c| catalog.decide(c, &Declarer::unlimited("test")))
+            .unwrap_or_else(|e| panic!("{}", e.message()))
     }
 
     /// The code is part of a declaration's identity, its docs are not: another code under
@@ -264,7 +379,7 @@ pub(crate) mod tests {
         restyled.headline_metrics = vec![restyled.metrics[0].name.clone()];
         let Decision::Restyled(checked) = decide(&catalog, restyled.clone()) else { panic!("restyled") };
         assert_eq!(checked.digest, a);
-        catalog.add(*checked);
+        catalog.add(*checked, "test");
         let registry = catalog.get();
         let mine = registry.family("mybo").unwrap();
         assert_eq!((mine.doc(), mine.key_salt(), mine.code()), ("reworded", salt_a.clone(), "aaaa"));
@@ -281,12 +396,54 @@ pub(crate) mod tests {
         // Another code with another schema is refused: that takes a new version.
         let mut both = pb::FamilyInfo { code: "cccc".into(), ..restyled.clone() };
         both.algorithms[1].params[0].default = Some(armada_worker::wire::param_to_wire(&ParamValue::Int(7)));
-        let e = catalog.check(both).and_then(|c| catalog.decide(c)).err().unwrap();
+        let e = catalog.check(both).and_then(|c| catalog.decide(c, &Declarer::unlimited("test"))).err().unwrap();
         assert!(e.message().contains("differs at `algorithms[1].params[0].default`"), "{}", e.message());
         // Declaring the old code again (a worker of it restarted) makes it the newest again.
         assert!(matches!(decide(&catalog, restyled), Decision::Known { digest } if digest == a));
         assert_eq!(catalog.get().family("mybo").unwrap().declared_digest(), Some(a.as_str()));
         assert_eq!(catalog.get().families().filter(|f| f.name() == "mybo").count(), 2);
+    }
+
+    /// One token keeps at most its quota of declarations (an unlimited declarer aside); a
+    /// declaration it keeps already costs nothing, and a removed one frees its place.
+    #[test]
+    fn each_token_keeps_at_most_its_quota_of_declarations() {
+        let catalog = Catalog::new(crate::registry()).with_quota(2);
+        let named = |name: &str| pb::FamilyInfo { name: name.into(), ..mybo() };
+        let as_token = |token: &str, info: pb::FamilyInfo| {
+            let declarer = Declarer { token: token.into(), unlimited: false };
+            let decided = catalog.check(info).and_then(|c| catalog.decide(c, &declarer));
+            decided.map(|d| match d {
+                Decision::New(checked) | Decision::Restyled(checked) => {
+                    let digest = checked.digest.clone();
+                    catalog.add(*checked, token);
+                    digest
+                }
+                Decision::Known { digest } => digest,
+            })
+        };
+        let a1 = as_token("a", named("a1")).unwrap();
+        as_token("a", named("a2")).unwrap();
+        let e = as_token("a", named("a3")).unwrap_err();
+        assert_eq!(e.kind(), super::super::replies::ErrorKind::FailedPrecondition);
+        assert!(
+            e.message().starts_with("token `a` keeps 2 declarations already, the most one token keeps"),
+            "{}",
+            e.message()
+        );
+        // Known ones cost nothing, whoever declares them; the owner stays the first.
+        assert_eq!(as_token("a", named("a1")).unwrap(), a1);
+        assert_eq!(as_token("b", named("a1")).unwrap(), a1);
+        assert_eq!(catalog.owner(&format!("a1+{a1}")).as_deref(), Some("a"));
+        // Other tokens and unlimited declarers are not held by `a`'s quota.
+        as_token("b", named("b1")).unwrap();
+        let declarer = Declarer::unlimited("a");
+        assert!(matches!(catalog.check(named("a3")).and_then(|c| catalog.decide(c, &declarer)), Ok(Decision::New(_))));
+        // A removed declaration frees its place.
+        assert_eq!(catalog.revisions("a1", mybo().version, None), vec![a1.clone()]);
+        catalog.remove("a1", &[a1]);
+        assert!(catalog.get().family("a1").is_err());
+        as_token("a", named("a3")).unwrap();
     }
 
     /// A store made when the digest covered the whole declaration keeps its digests: its
@@ -298,11 +455,11 @@ pub(crate) mod tests {
         let info = declared::check(mybo(), &crate::registry()).unwrap().info;
         let legacy = declared::legacy_digest(&info);
         assert_ne!(legacy, declared::digest(&info));
-        catalog.load(&legacy, &info.encode_to_vec()).unwrap();
+        catalog.load(&legacy, "test", &info.encode_to_vec()).unwrap();
         let registry = catalog.get();
         assert_eq!(registry.family("mybo").unwrap().key_salt(), format!("armada-job-v{}+{legacy}", info.version));
         assert!(matches!(decide(&catalog, info.clone()), Decision::Known { digest } if digest == legacy));
-        let e = Catalog::new(crate::registry()).load("0123456789abcdef", &info.encode_to_vec()).unwrap_err();
+        let e = Catalog::new(crate::registry()).load("0123456789abcdef", "test", &info.encode_to_vec()).unwrap_err();
         assert!(e.contains("kept under digest 0123456789abcdef, but its digest is"), "{e}");
     }
 
@@ -332,10 +489,13 @@ pub(crate) mod tests {
     }
 
     fn add(catalog: &Catalog, info: pb::FamilyInfo) -> String {
-        let checked = catalog.check(info).and_then(|c| catalog.decide(c)).unwrap_or_else(|e| panic!("{}", e.message()));
+        let checked = catalog
+            .check(info)
+            .and_then(|c| catalog.decide(c, &Declarer::unlimited("test")))
+            .unwrap_or_else(|e| panic!("{}", e.message()));
         let Decision::New(checked) = checked else { panic!("new") };
         let digest = checked.digest.clone();
-        catalog.add(*checked);
+        catalog.add(*checked, "test");
         digest
     }
 
@@ -488,11 +648,11 @@ pub(crate) mod tests {
         add(&catalog, extension("my-lse", "lse", &["gp-ucb"]));
         let mut changed = extension("my-lse", "lse", &["gp-ucb"]);
         changed.algorithms[0].params[0].max = 11.0;
-        let e = catalog.check(changed).and_then(|c| catalog.decide(c)).err().unwrap();
+        let e = catalog.check(changed).and_then(|c| catalog.decide(c, &Declarer::unlimited("test"))).err().unwrap();
         assert!(e.message().contains("differs at `algorithms[0].params[0].max`"), "{}", e.message());
         let mut other = extension("my-lse", "lse", &["gp-ucb"]);
         other.extends = "safe".into();
-        let e = catalog.check(other).and_then(|c| catalog.decide(c)).err().unwrap();
+        let e = catalog.check(other).and_then(|c| catalog.decide(c, &Declarer::unlimited("test"))).err().unwrap();
         assert!(e.message().contains("differs at `extends`"), "{}", e.message());
     }
 

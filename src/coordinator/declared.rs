@@ -69,6 +69,7 @@ pub fn check(mut info: pb::FamilyInfo, builtin: &Registry) -> Result<Checked, Sp
     info.key_salt.clear();
     info.declared = false;
     info.digest.clear();
+    info.abridged = false;
     let size = info.encoded_len();
     if size > MAX_DECLARATION_BYTES {
         return Err(SpecError::new("", format!("the declaration takes {size} bytes, over {MAX_DECLARATION_BYTES}")));
@@ -240,6 +241,20 @@ fn check_extension<'a>(info: &pb::FamilyInfo, builtin: &'a Registry) -> Result<&
     Ok(base)
 }
 
+/// A family as ServerInfo gives it beyond its size budget: what names it, without its
+/// components and metrics (DescribeFamily gives it whole).
+pub fn abridged(info: pb::FamilyInfo) -> pb::FamilyInfo {
+    pb::FamilyInfo {
+        benchmarks: Vec::new(),
+        algorithms: Vec::new(),
+        metrics: Vec::new(),
+        headline_metrics: Vec::new(),
+        summary_axes: Vec::new(),
+        abridged: true,
+        ..info
+    }
+}
+
 /// A declaration as it was declared: an extension's answers carry its family's
 /// benchmarks and metrics, which it did not declare.
 pub fn as_declared(mut info: pb::FamilyInfo) -> pb::FamilyInfo {
@@ -250,7 +265,7 @@ pub fn as_declared(mut info: pb::FamilyInfo) -> pb::FamilyInfo {
         info.summary_axes.clear();
         info.ends_early = false;
     }
-    pb::FamilyInfo { key_salt: String::new(), declared: false, digest: String::new(), ..info }
+    pb::FamilyInfo { key_salt: String::new(), declared: false, digest: String::new(), abridged: false, ..info }
 }
 
 fn shorten(s: &str) -> String {
@@ -642,5 +657,6 @@ pub fn family_info(f: &dyn Family) -> pb::FamilyInfo {
         digest: f.declared_digest().unwrap_or_default().to_string(),
         extends: f.extends().unwrap_or_default().to_string(),
         code: f.code().to_string(),
+        abridged: false,
     }
 }

@@ -6,6 +6,7 @@
 //! the spools that upload streams append records to, the live summaries that answer
 //! `FetchResults` and the dashboard while a sweep runs, and the metrics.
 
+use super::catalog::Declarer;
 use super::commit::PartWritten;
 use super::declared::Checked;
 use super::jobs::{Submission, SweepKeys};
@@ -65,7 +66,15 @@ pub(super) enum Command {
     /// A client declares a family ahead of its workers.
     Declare {
         declaration: Checked,
+        declarer: Declarer,
         reply: Reply<Declared>,
+    },
+    /// Forget declarations of a family's version that no stored sweep uses.
+    RemoveFamily {
+        name: String,
+        version: u32,
+        digest: Option<String>,
+        reply: Reply<Vec<String>>,
     },
     /// The registered workers, for the dashboard.
     Workers {
@@ -155,6 +164,7 @@ impl Command {
             | Command::Summary { .. }
             | Command::Register { .. }
             | Command::Declare { .. }
+            | Command::RemoveFamily { .. }
             | Command::Workers { .. }
             | Command::Jobs { .. }
             | Command::PartOf { .. }
@@ -227,8 +237,19 @@ impl SchedulerHandle {
     }
 
     /// Declare a family (checked already) ahead of its workers.
-    pub async fn declare(&self, declaration: Checked) -> Result<Declared, CommandError> {
-        self.call(|reply| Command::Declare { declaration, reply }).await
+    pub async fn declare(&self, declaration: Checked, declarer: Declarer) -> Result<Declared, CommandError> {
+        self.call(|reply| Command::Declare { declaration, declarer, reply }).await
+    }
+
+    /// Forget the declarations of `name` at `version` (all, or the one of `digest`) that no
+    /// stored sweep uses; the digests removed.
+    pub async fn remove_family(
+        &self,
+        name: String,
+        version: u32,
+        digest: Option<String>,
+    ) -> Result<Vec<String>, CommandError> {
+        self.call(|reply| Command::RemoveFamily { name, version, digest, reply }).await
     }
 
     /// The registered workers.

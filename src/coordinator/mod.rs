@@ -57,6 +57,8 @@ pub struct ServeConfig {
     pub scheduler: SchedulerConfig,
     /// The most jobs a submitted sweep may have.
     pub max_jobs_per_sweep: usize,
+    /// The most declarations one token keeps (an admin's aside).
+    pub declarations_per_token: usize,
     /// Where the dashboard and `/metrics` listen (HTTP, or HTTPS with `tls`), if anywhere;
     /// port 0 picks one.
     pub dashboard: Option<SocketAddr>,
@@ -78,7 +80,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send,
 ) -> anyhow::Result<()> {
     let store = store::Store::open(&config.data)?;
-    let catalog = Arc::new(catalog::Catalog::new(Registry::clone(&registry)));
+    let catalog = Arc::new(catalog::Catalog::new(Registry::clone(&registry)).with_quota(config.declarations_per_token));
     let scheduler = scheduler::Scheduler::start(catalog.clone(), store, config.data.clone(), config.scheduler)?;
     let coordinator = service::Coordinator {
         scheduler: scheduler.clone(),

@@ -42,6 +42,9 @@ pub struct Observed {
     pub token: String,
     pub peer: String,
     pub registered_ms: i64,
+    /// Its token is an admin's, or the coordinator has none: the per-token quota of
+    /// declarations does not hold it.
+    pub unlimited: bool,
 }
 
 /// A declaration was accepted.

@@ -4,7 +4,7 @@
 //! scheduler, on the blocking pool.
 
 use super::access::Grant;
-use super::catalog::Catalog;
+use super::catalog::{Catalog, Declarer};
 use super::credentials::Sealer;
 use super::declared;
 use super::fetch;
@@ -339,6 +339,7 @@ impl pb::sweeps_server::Sweeps for Coordinator {
         &self,
         request: Request<pb::DeclareFamilyRequest>,
     ) -> Result<Response<pb::DeclareFamilyResponse>, Status> {
+        let grant = grant_of(&request);
         let declaration = request
             .into_inner()
             .declaration
@@ -347,8 +348,47 @@ impl pb::sweeps_server::Sweeps for Coordinator {
             .catalog
             .check(declaration)
             .map_err(|e| Status::invalid_argument(format!("declaration.{}", e.message())))?;
-        let Declared { digest, created } = self.scheduler.declare(declaration).await?;
+        let declarer = Declarer { token: grant.token_label().to_string(), unlimited: grant.is_admin() };
+        let Declared { digest, created } = self.scheduler.declare(declaration, declarer).await?;
         Ok(Response::new(pb::DeclareFamilyResponse { digest, created }))
+    }
+
+    async fn describe_family(
+        &self,
+        request: Request<pb::DescribeFamilyRequest>,
+    ) -> Result<Response<pb::FamilyInfo>, Status> {
+        let pb::DescribeFamilyRequest { name, version, digest } = request.into_inner();
+        let registry = self.catalog.get();
+        let family = match (version, digest.as_str()) {
+            (_, "") if version == 0 => registry.family(&name).ok(),
+            (_, "") => registry.families().filter(|f| f.name() == name && f.version() == version).last(),
+            (_, digest) => registry.resolve(&format!("{name}+{digest}")).ok(),
+        };
+        let Some(family) = family.filter(|f| version == 0 || f.version() == version) else {
+            let kept: Vec<String> = registry
+                .families()
+                .filter(|f| f.name() == name)
+                .map(|f| format!("version {} (digest {})", f.version(), f.declared_digest().unwrap_or("built in")))
+                .collect();
+            let known = if kept.is_empty() { "none".to_string() } else { kept.join(", ") };
+            return Err(Status::not_found(format!(
+                "no such declaration of family `{name}`; this coordinator knows of it: {known}"
+            )));
+        };
+        Ok(Response::new(declared::family_info(family)))
+    }
+
+    async fn remove_family(
+        &self,
+        request: Request<pb::RemoveFamilyRequest>,
+    ) -> Result<Response<pb::RemoveFamilyResponse>, Status> {
+        if !grant_of(&request).is_admin() {
+            return Err(Status::permission_denied("removing a declaration takes an admin token"));
+        }
+        let pb::RemoveFamilyRequest { name, version, digest } = request.into_inner();
+        let digest = Some(digest).filter(|d| !d.is_empty());
+        let removed = self.scheduler.remove_family(name, version, digest).await?;
+        Ok(Response::new(pb::RemoveFamilyResponse { removed }))
     }
 }
 
@@ -357,14 +397,35 @@ const MAX_WORKER_FIELD: usize = 256;
 /// The most slots a worker may declare (they sum into /metrics' slot gauge).
 const MAX_SLOTS: u32 = 4096;
 
-/// The coordinator's version, build and family schemas, as ServerInfo answers them.
+/// Declared families ServerInfo gives whole, in bytes; beyond, they are abridged.
+pub const SERVER_INFO_DECLARED_BYTES: usize = 2 << 20;
+
+/// The coordinator's version, build and family schemas, as ServerInfo answers them: the
+/// built-in families whole, the declared ones whole up to [`SERVER_INFO_DECLARED_BYTES`]
+/// of them and abridged beyond (DescribeFamily gives one whole).
 pub fn server_info(registry: &Registry) -> pb::ServerInfoResponse {
+    use prost::Message;
+    let mut whole = 0;
+    let families = registry
+        .families()
+        .map(|f| {
+            let info = declared::family_info(f);
+            if f.declared_digest().is_none() {
+                return info;
+            }
+            whole += info.encoded_len();
+            match whole <= SERVER_INFO_DECLARED_BYTES {
+                true => info,
+                false => declared::abridged(info),
+            }
+        })
+        .collect();
     pb::ServerInfoResponse {
         version: env!("CARGO_PKG_VERSION").to_string(),
         build: registry.digest(),
         key_salt: armada_core::key_salt(2),
         stream_salt: armada_core::STREAM_SALT.to_string(),
-        families: registry.families().map(declared::family_info).collect(),
+        families,
     }
 }
 
@@ -439,6 +500,7 @@ impl pb::workers_server::Workers for Coordinator {
             token: grant.token_label().to_string(),
             peer: request.remote_addr().map_or_else(|| "unknown".to_string(), |a| a.to_string()),
             registered_ms: super::scheduler::now_ms(),
+            unlimited: grant.is_admin(),
         };
         let pb::RegisterRequest { name, slots, version, families, build, declarations, host, software, processor } =
             request.into_inner();
@@ -733,6 +795,78 @@ fn sweep_event(e: SweepEvent) -> pb::SweepEvent {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The largest declaration the rules allow: 64 parameters whose docs take 4,000
+    /// characters each, about 256 KiB.
+    fn maximal(name: &str) -> pb::FamilyInfo {
+        let mut info = declared::family_info(crate::registry().family("testkit").unwrap());
+        info.name = name.into();
+        let doc = "d".repeat(4000);
+        let template =
+            info.algorithms[0].params.first().cloned().unwrap_or_else(|| info.algorithms[1].params[0].clone());
+        info.algorithms[0].params =
+            (0..64).map(|i| pb::ParamInfo { name: format!("p{i}"), doc: doc.clone(), ..template.clone() }).collect();
+        info
+    }
+
+    /// With 256 maximal declarations ServerInfo stays under 4 MiB, the default limit of
+    /// gRPC clients: declared families beyond 2 MiB of them come abridged, and each is
+    /// whole as DescribeFamily gives it.
+    #[test]
+    fn server_info_stays_under_4_mib_whatever_is_declared() {
+        use prost::Message;
+        let catalog = Catalog::new(crate::registry());
+        let declarer = Declarer::unlimited("test");
+        for i in 0..declared::MAX_DECLARATIONS {
+            let checked = catalog.check(maximal(&format!("big{i}"))).unwrap();
+            assert!(checked.info.encoded_len() > 250 * 1024, "{}", checked.info.encoded_len());
+            let Ok(super::super::catalog::Decision::New(checked)) = catalog.decide(checked, &declarer) else {
+                panic!("new")
+            };
+            catalog.add(*checked, "test");
+        }
+        let registry = catalog.get();
+        let info = server_info(&registry);
+        let size = info.encoded_len();
+        assert!(size < 4 << 20, "ServerInfo takes {size} bytes");
+        assert_eq!(info.families.len(), registry.families().count());
+        let abridged: Vec<&pb::FamilyInfo> = info.families.iter().filter(|f| f.abridged).collect();
+        assert_eq!(abridged.len(), declared::MAX_DECLARATIONS - 8, "8 whole ones fit in 2 MiB");
+        for f in &abridged {
+            assert!(f.algorithms.is_empty() && f.metrics.is_empty() && f.declared && !f.digest.is_empty());
+            let whole = declared::family_info(registry.resolve(&format!("{}+{}", f.name, f.digest)).unwrap());
+            assert_eq!(whole.algorithms[0].params.len(), 64);
+            assert_eq!(declared::abridged(whole), **f);
+        }
+        assert!(info.families.iter().filter(|f| !f.declared).all(|f| !f.abridged), "built-in ones whole");
+    }
+
+    /// Removing a declaration frees its place but not the memory of its `'static` form: a
+    /// process takes at most 64 MiB of declarations, removed ones included.
+    #[test]
+    fn declared_and_removed_declarations_are_bounded_in_bytes_per_process() {
+        use prost::Message;
+        let catalog = Catalog::new(crate::registry());
+        let declarer = Declarer::unlimited("test");
+        let size = catalog.check(maximal("big")).unwrap().info.encoded_len();
+        let mut taken = 0;
+        let refused = loop {
+            let checked = catalog.check(maximal("big")).unwrap();
+            match catalog.decide(checked, &declarer) {
+                Ok(super::super::catalog::Decision::New(checked)) => {
+                    let digest = checked.digest.clone();
+                    catalog.add(*checked, "test");
+                    catalog.remove("big", &[digest]);
+                    taken += 1;
+                }
+                Ok(_) => panic!("a removed declaration is new again"),
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(taken, (64 << 20) / size);
+        assert!(refused.message().contains("64 MiB of declarations since it started"), "{}", refused.message());
+        assert!(catalog.get().family("big").is_err());
+    }
 
     /// ServerInfo carries what a worker in another language needs: the build it must
     /// match, the key salt, and each family's parameter and metric schemas.

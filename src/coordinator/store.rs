@@ -289,6 +289,8 @@ impl Store {
             // in older stores every row is of the first, committed one.
             add_column(&conn, "sweeps", "generation", "INTEGER NOT NULL DEFAULT 0")?;
             add_column(&conn, "jobs", "generation", "INTEGER NOT NULL DEFAULT 0")?;
+            // The label of the token that declared it (per-token quotas); older ones: none.
+            add_column(&conn, "declarations", "token", "TEXT NOT NULL DEFAULT ''")?;
             // Stores made before a version could have several revisions kept one declaration
             // per name and version in `families`: moved, in their order.
             conn.execute_batch(
@@ -343,12 +345,24 @@ impl Store {
         .collect()
     }
 
-    /// The declared families, in the order they were declared: each one's digest and
-    /// `armada.v1.FamilyInfo` encoding.
-    pub fn families(&self) -> Result<Vec<(String, Vec<u8>)>> {
-        let mut stmt = self.conn.prepare_cached("SELECT digest, declaration FROM declarations ORDER BY rowid")?;
-        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    /// The declared families, in the order they were declared: each one's digest, the
+    /// label of the token that declared it, and its `armada.v1.FamilyInfo` encoding.
+    pub fn families(&self) -> Result<Vec<(String, String, Vec<u8>)>> {
+        let mut stmt =
+            self.conn.prepare_cached("SELECT digest, token, declaration FROM declarations ORDER BY rowid")?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
         Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Forget the declarations of `name` with these digests.
+    pub fn remove_families(&mut self, name: &str, digests: &[String]) -> Result<()> {
+        self.write(|conn| {
+            let tx = conn.transaction()?;
+            for digest in digests {
+                tx.execute("DELETE FROM declarations WHERE name = ?1 AND digest = ?2", params![name, digest])?;
+            }
+            Ok(tx.commit()?)
+        })
     }
 
     /// Every write: refused once a test's crash point is reached (see `crash_after`), and
@@ -388,14 +402,21 @@ impl Store {
         self.writes_left = n.into();
     }
 
-    /// Keep a declared family under its name, version and digest, in place of the one kept
-    /// there (whose docs it replaces).
-    pub fn keep_family(&mut self, name: &str, version: u32, digest: &str, declaration: &[u8]) -> Result<()> {
+    /// Keep a declared family under its name, version and digest, as `token`'s, in place of
+    /// the one kept there (whose docs it replaces, and whose token it keeps).
+    pub fn keep_family(
+        &mut self,
+        name: &str,
+        version: u32,
+        digest: &str,
+        token: &str,
+        declaration: &[u8],
+    ) -> Result<()> {
         self.write(|conn| {
             conn.execute(
-                "INSERT INTO declarations (name, version, digest, declaration) VALUES (?1, ?2, ?3, ?4)
+                "INSERT INTO declarations (name, version, digest, token, declaration) VALUES (?1, ?2, ?3, ?4, ?5)
                  ON CONFLICT (name, version, digest) DO UPDATE SET declaration = excluded.declaration",
-                params![name, version, digest, declaration],
+                params![name, version, digest, token, declaration],
             )
             .map_err(|cause| StoreError::Declare { name: name.to_string(), version, cause })?;
             Ok(())
@@ -781,13 +802,15 @@ mod tests {
         }
         let mut store = Store::open(dir.path()).unwrap();
         let kept = |store: &Store| store.families().unwrap();
-        assert_eq!(kept(&store), vec![("b1".to_string(), vec![1]), ("a1".to_string(), vec![2])]);
-        store.keep_family("b", 1, "b2", &[3]).unwrap();
-        store.keep_family("b", 1, "b1", &[4]).unwrap();
+        let row = |digest: &str, token: &str, bytes: u8| (digest.to_string(), token.to_string(), vec![bytes]);
+        assert_eq!(kept(&store), vec![row("b1", "", 1), row("a1", "", 2)]);
+        store.keep_family("b", 1, "b2", "pool", &[3]).unwrap();
+        store.keep_family("b", 1, "b1", "pool", &[4]).unwrap();
         drop(store);
-        let store = Store::open(dir.path()).unwrap();
-        let expected = [("b1", vec![4]), ("a1", vec![2]), ("b2", vec![3])].map(|(d, b)| (d.to_string(), b));
-        assert_eq!(kept(&store), expected);
+        let mut store = Store::open(dir.path()).unwrap();
+        assert_eq!(kept(&store), vec![row("b1", "", 4), row("a1", "", 2), row("b2", "pool", 3)]);
+        store.remove_families("b", &["b1".to_string(), "b2".to_string()]).unwrap();
+        assert_eq!(kept(&store), vec![row("a1", "", 2)]);
     }
 
     #[test]

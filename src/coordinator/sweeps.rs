@@ -174,6 +174,14 @@ impl Sweeps {
         self.map.insert(id.to_string(), sweep);
     }
 
+    /// The sweeps (sorted) whose families include one of `references`.
+    pub fn using(&self, references: &[String]) -> Vec<String> {
+        let uses = |s: &Sweep| s.family.split(' ').any(|r| references.iter().any(|x| x == r));
+        let mut ids: Vec<String> = self.map.values().filter(|s| uses(s)).map(|s| s.id.to_string()).collect();
+        ids.sort();
+        ids
+    }
+
     /// The sweep's id to give a stored job, or `None` if the store has no such sweep.
     pub fn id_of(&self, id: &str) -> Option<Arc<str>> {
         self.map.get(id).map(|s| s.id.clone())

@@ -26,8 +26,8 @@ impl Scheduler {
         if voided > 0 {
             info!(jobs = voided, "jobs running when the previous coordinator stopped are queued again");
         }
-        for (digest, declaration) in self.store.families()? {
-            if let Err(e) = self.catalog.load(&digest, &declaration) {
+        for (digest, token, declaration) in self.store.families()? {
+            if let Err(e) = self.catalog.load(&digest, &token, &declaration) {
                 warn!(error = %e, "the store keeps a declaration no longer accepted; its sweeps' jobs cannot run");
             }
         }

@@ -301,8 +301,11 @@ impl Scheduler {
             Command::Register { registration, reply } => {
                 let _ = reply.send(self.register(registration, now));
             }
-            Command::Declare { declaration, reply } => {
-                let _ = reply.send(self.declare(declaration));
+            Command::Declare { declaration, declarer, reply } => {
+                let _ = reply.send(self.declare(declaration, &declarer));
+            }
+            Command::RemoveFamily { name, version, digest, reply } => {
+                let _ = reply.send(self.remove_family(&name, version, digest.as_deref()));
             }
             Command::Workers { reply } => {
                 let _ =

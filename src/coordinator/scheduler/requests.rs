@@ -3,7 +3,7 @@
 //! fail, release), and the clock's (expiry, forgetting silent workers).
 
 use super::{internal, now_ms, Scheduler};
-use crate::coordinator::catalog::Decision;
+use crate::coordinator::catalog::{Decision, Declarer};
 use crate::coordinator::declared::Checked;
 use crate::coordinator::replies::{
     CommandError, Declared, Lease, Leases, Registered, Registration, SummaryInputs, SweepStatus,
@@ -102,8 +102,8 @@ impl Scheduler {
     }
 
     /// Keep a family's declaration (in the store first), unless the same one is kept.
-    pub(super) fn declare(&mut self, declaration: Checked) -> Result<Declared, CommandError> {
-        let (checked, restyled) = match self.catalog.decide(declaration)? {
+    pub(super) fn declare(&mut self, declaration: Checked, declarer: &Declarer) -> Result<Declared, CommandError> {
+        let (checked, restyled) = match self.catalog.decide(declaration, declarer)? {
             Decision::Known { digest } => return Ok(Declared { digest, created: false }),
             Decision::Restyled(checked) => (checked, true),
             Decision::New(checked) => (checked, false),
@@ -112,7 +112,7 @@ impl Scheduler {
         let encoded = prost::Message::encode_to_vec(info);
         // The coordinator's trouble (a full disk, say), shown where operators look: the
         // caller is told to try again later, not that it erred.
-        self.store.keep_family(&info.name, info.version, digest, &encoded).map_err(|e| {
+        self.store.keep_family(&info.name, info.version, digest, &declarer.token, &encoded).map_err(|e| {
             CommandError::unavailable(format!(
                 "the coordinator cannot record the declaration of `{}` in its store ({e:#}); try again later",
                 info.name
@@ -121,8 +121,40 @@ impl Scheduler {
         let what = if restyled { "its docs replaced" } else { "family declared" };
         info!(family = %info.name, version = info.version, %digest, code = %info.code, "{what}");
         let declared = Declared { digest: digest.clone(), created: !restyled };
-        self.catalog.add(*checked);
+        self.catalog.add(*checked, &declarer.token);
         Ok(declared)
+    }
+
+    /// Forget the declarations of `name` at `version` (all, or the one of `digest`), in
+    /// the store first, unless a stored sweep uses one: FAILED_PRECONDITION naming them.
+    pub(super) fn remove_family(
+        &mut self,
+        name: &str,
+        version: u32,
+        digest: Option<&str>,
+    ) -> Result<Vec<String>, CommandError> {
+        if self.catalog.builtin().families().any(|f| f.name() == name) {
+            return Err(CommandError::invalid_argument(format!("name: `{name}` is a built-in family")));
+        }
+        let digests = self.catalog.revisions(name, version, digest);
+        if digests.is_empty() {
+            let which = digest.map_or(String::new(), |d| format!(" with digest {d}"));
+            return Err(CommandError::not_found(format!(
+                "no declaration of family `{name}` version {version}{which} is kept"
+            )));
+        }
+        let references: Vec<String> = digests.iter().map(|d| format!("{name}+{d}")).collect();
+        let users = self.sweeps.using(&references);
+        if !users.is_empty() {
+            return Err(CommandError::failed_precondition(format!(
+                "family `{name}` version {version} is used by sweeps {}: delete them first (`armada delete`)",
+                users.join(", ")
+            )));
+        }
+        self.store.remove_families(name, &digests).map_err(internal)?;
+        self.catalog.remove(name, &digests);
+        info!(family = %name, version, digests = ?digests, "declarations removed");
+        Ok(digests)
     }
 
     pub(super) fn register(
@@ -132,10 +164,12 @@ impl Scheduler {
     ) -> Result<Registered, CommandError> {
         // The families it declares are kept first: a session runs only what is kept.
         let mut declared = HashMap::new();
+        let observed = &registration.observed;
+        let declarer = Declarer { token: observed.token.clone(), unlimited: observed.unlimited };
         for (i, declaration) in std::mem::take(&mut registration.declarations).into_iter().enumerate() {
             let (name, code) = (declaration.info.name.clone(), declaration.info.code.clone());
             let Declared { digest, .. } = self
-                .declare(declaration)
+                .declare(declaration, &declarer)
                 .map_err(|e| CommandError::new(e.kind(), format!("declarations[{i}]: {}", e.message())))?;
             let reference = format!("{name}+{digest}");
             declared.insert(name, crate::coordinator::sessions::Declared { reference, code });

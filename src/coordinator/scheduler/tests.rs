@@ -4,6 +4,7 @@
 use super::super::replies::ErrorKind;
 use super::requests::MAX_ERROR_BYTES;
 use super::*;
+use crate::coordinator::catalog::Declarer;
 use crate::coordinator::replies::WorkerInfo;
 use crate::coordinator::replies::{JobFilter, Lease, Observed, Registration, SweepStatus};
 use crate::coordinator::store::SpecTemplate;
@@ -52,6 +53,7 @@ fn registration(families: &[&str]) -> Registration {
             token: "tokens[1]".into(),
             peer: "127.0.0.1:5000".into(),
             registered_ms: 1_700_000_000_000,
+            unlimited: false,
         },
     }
 }
@@ -509,7 +511,7 @@ async fn declared_families_are_leased_by_digest_and_survive_a_restart() {
     let s = Scheduler::start(first.clone(), Store::open(dir.path()).unwrap(), dir.path().into(), config).unwrap();
     let v1 = declaration(1);
     let declaration_v1 = v1.clone();
-    let declared = s.declare(declaration_v1).await.unwrap();
+    let declared = s.declare(declaration_v1, Declarer::unlimited("test")).await.unwrap();
     assert!(declared.created);
     let reference = format!("mybo+{}", declared.digest);
     let jobs: Vec<ValidJob> = (0..2)
@@ -602,7 +604,7 @@ async fn an_extensions_jobs_share_a_sweep_and_go_to_its_workers_only() {
     let ext = declared::check(extension("my-testkit", "testkit", &["mine"]), &crate::registry()).unwrap();
     let catalog = Arc::new(Catalog::new(crate::registry()));
     let s = start(catalog.clone());
-    let digest = s.declare(ext.clone()).await.unwrap().digest;
+    let digest = s.declare(ext.clone(), Declarer::unlimited("test")).await.unwrap().digest;
     let jobs_of = |algorithm: &str| -> Vec<ValidJob> {
         (0..2)
             .map(|seed| {

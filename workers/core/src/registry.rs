@@ -215,6 +215,11 @@ impl Registry {
         Registry { families }
     }
 
+    /// This registry without the family of `reference` (a declared one that was removed).
+    pub fn without(&self, reference: &str) -> Registry {
+        Registry { families: self.families.iter().filter(|f| f.reference() != reference).cloned().collect() }
+    }
+
     pub fn families(&self) -> impl Iterator<Item = &dyn Family> {
         self.families.iter().map(|f| f.as_ref())
     }

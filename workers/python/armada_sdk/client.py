@@ -23,7 +23,7 @@ import grpc
 from . import connection, errors
 from ._proto import service_pb2
 from .family import Extension, Family
-from .replies import DeleteResult, ServerInfo, Submitted, SweepStatus
+from .replies import DeleteResult, FamilyInfo, ServerInfo, Submitted, SweepStatus
 
 Sweep = Union[str, pathlib.Path, Mapping[str, Any]]
 
@@ -62,6 +62,20 @@ class Client:
         InvalidArgument."""
         info = family.to_proto() if isinstance(family, (Family, Extension)) else family
         return self._call("DeclareFamily", service_pb2.DeclareFamilyRequest(declaration=info)).digest
+
+    def describe_family(self, name: str, version: int = 0, digest: str = "") -> FamilyInfo:
+        """One family whole (ServerInfo abridges declared ones beyond a size): by name, its
+        newest version's revision declared last; or that ``version``; or the declaration of
+        ``digest``. NotFound names what is known."""
+        request = service_pb2.DescribeFamilyRequest(name=name, version=version, digest=digest)
+        return FamilyInfo.from_proto(self._call("DescribeFamily", request))
+
+    def remove_family(self, name: str, version: int, digest: str = "") -> list[str]:
+        """Forget the declarations of a family's version (all its revisions, or the one of
+        ``digest``); the digests removed. Takes an admin token (PermissionDenied otherwise);
+        FailedPrecondition, naming them, while stored sweeps use one."""
+        request = service_pb2.RemoveFamilyRequest(name=name, version=version, digest=digest)
+        return list(self._call("RemoveFamily", request).removed)
 
     def submit(self, sweep: Sweep, name: Optional[str] = None) -> str:
         """Submit a sweep: TOML text, a path to a sweep file, or a dict of the same shape;

@@ -239,6 +239,9 @@ class FamilyInfo:
     extends: str
     #: A declared family's code digest, as its SDK computed it (``armada_sdk.code``).
     code: str
+    #: ServerInfo abridges declared families beyond 2 MiB of them (no benchmarks,
+    #: algorithms or metrics): ``Client.describe_family`` gives one whole.
+    abridged: bool = False
 
     @classmethod
     def from_proto(cls, m: service_pb2.FamilyInfo) -> "FamilyInfo":
@@ -258,6 +261,7 @@ class FamilyInfo:
             digest=m.digest,
             extends=m.extends,
             code=m.code,
+            abridged=m.abridged,
         )
 
 

@@ -389,3 +389,36 @@ def test_a_damaged_part_is_named_and_the_rest_fetched(tmp_path, monkeypatch):
         with pytest.warns(DamagedPartsWarning, match=parts[0].name):
             rows = client.trajectories("damaged")
         assert rows.equals(fetched.rows)
+
+
+def test_a_family_is_described_whole_and_removed_once_no_sweep_uses_it(tmp_path):
+    """DescribeFamily gives a declared family whole; RemoveFamily forgets it once no stored
+    sweep uses it (on a coordinator without tokens anyone is its admin)."""
+    from armada_sdk import FailedPrecondition, NotFound
+    from armada_sdk.family import Algorithm, Benchmark, Family, Float, Metric
+
+    mine = Family(
+        name="removable",
+        version=1,
+        benchmarks=[Benchmark("b")],
+        algorithms=[Algorithm("a", params=[Float("k", 0.0, 1.0, 0.5)])],
+        metrics=[Metric("value")],
+        start=lambda job, streams: None,
+    )
+    sweep = {"name": "keeps-it", "family": "removable", "seeds": 1, "horizon": 1, "benchmarks": [{"name": "b"}], "algorithms": [{"name": "a"}]}
+    with serve(tmp_path / "data") as served:
+        client = Client(served.url)
+        digest = client.declare_family(mine)
+        described = client.describe_family("removable")
+        assert (described.digest, described.abridged, [p.name for p in described.algorithms[0].params]) == (digest, False, ["k"])
+        assert client.describe_family("removable", 1, digest) == described
+        with pytest.raises(NotFound, match="no such declaration of family `removable`"):
+            client.describe_family("removable", 2)
+        client.submit(sweep)
+        with pytest.raises(FailedPrecondition, match="is used by sweeps keeps-it"):
+            client.remove_family("removable", 1)
+        client.cancel("keeps-it")
+        client.delete("keeps-it")
+        assert client.remove_family("removable", 1) == [digest]
+        with pytest.raises(KeyError):
+            client.server_info().family("removable")

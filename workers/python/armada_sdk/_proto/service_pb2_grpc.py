@@ -86,6 +86,16 @@ class SweepsStub:
                 request_serializer=armada_dot_v1_dot_service__pb2.DeclareFamilyRequest.SerializeToString,
                 response_deserializer=armada_dot_v1_dot_service__pb2.DeclareFamilyResponse.FromString,
                 _registered_method=True)
+        self.DescribeFamily = channel.unary_unary(
+                '/armada.v1.Sweeps/DescribeFamily',
+                request_serializer=armada_dot_v1_dot_service__pb2.DescribeFamilyRequest.SerializeToString,
+                response_deserializer=armada_dot_v1_dot_service__pb2.FamilyInfo.FromString,
+                _registered_method=True)
+        self.RemoveFamily = channel.unary_unary(
+                '/armada.v1.Sweeps/RemoveFamily',
+                request_serializer=armada_dot_v1_dot_service__pb2.RemoveFamilyRequest.SerializeToString,
+                response_deserializer=armada_dot_v1_dot_service__pb2.RemoveFamilyResponse.FromString,
+                _registered_method=True)
 
 
 class SweepsServicer:
@@ -97,7 +107,8 @@ class SweepsServicer:
         """What this coordinator runs: its version, the build digest a worker's must equal,
         the salt of the random streams (job.proto), and every family's schema: its version and
         key salt, benchmarks and algorithms with their parameters, and the metrics of its
-        records, in record order.
+        records, in record order (declared families beyond 2 MiB of them abridged: see
+        FamilyInfo.abridged and DescribeFamily).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -197,6 +208,26 @@ class SweepsServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DescribeFamily(self, request, context):
+        """One known family in full (ServerInfo abridges declared families beyond a size): by
+        name, its newest version's revision declared last; with `version`, that version's; with
+        `digest`, that very declaration. NOT_FOUND naming what is known otherwise.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RemoveFamily(self, request, context):
+        """Admin only: forget the declarations of a family's version (all its revisions, or the
+        one of `digest`), in the store too, so that their place can be taken. Refused with
+        FAILED_PRECONDITION, naming the sweeps, while a stored sweep uses one (delete those
+        sweeps first); NOT_FOUND for a declaration not kept; a built-in family cannot be removed.
+        A worker that declares it again at Register brings it back.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SweepsServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -249,6 +280,16 @@ def add_SweepsServicer_to_server(servicer, server):
                     servicer.DeclareFamily,
                     request_deserializer=armada_dot_v1_dot_service__pb2.DeclareFamilyRequest.FromString,
                     response_serializer=armada_dot_v1_dot_service__pb2.DeclareFamilyResponse.SerializeToString,
+            ),
+            'DescribeFamily': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeFamily,
+                    request_deserializer=armada_dot_v1_dot_service__pb2.DescribeFamilyRequest.FromString,
+                    response_serializer=armada_dot_v1_dot_service__pb2.FamilyInfo.SerializeToString,
+            ),
+            'RemoveFamily': grpc.unary_unary_rpc_method_handler(
+                    servicer.RemoveFamily,
+                    request_deserializer=armada_dot_v1_dot_service__pb2.RemoveFamilyRequest.FromString,
+                    response_serializer=armada_dot_v1_dot_service__pb2.RemoveFamilyResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -523,6 +564,60 @@ class Sweeps:
             '/armada.v1.Sweeps/DeclareFamily',
             armada_dot_v1_dot_service__pb2.DeclareFamilyRequest.SerializeToString,
             armada_dot_v1_dot_service__pb2.DeclareFamilyResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeFamily(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/armada.v1.Sweeps/DescribeFamily',
+            armada_dot_v1_dot_service__pb2.DescribeFamilyRequest.SerializeToString,
+            armada_dot_v1_dot_service__pb2.FamilyInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RemoveFamily(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/armada.v1.Sweeps/RemoveFamily',
+            armada_dot_v1_dot_service__pb2.RemoveFamilyRequest.SerializeToString,
+            armada_dot_v1_dot_service__pb2.RemoveFamilyResponse.FromString,
             options,
             channel_credentials,
             insecure,
