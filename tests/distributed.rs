@@ -1584,7 +1584,8 @@ fn fetch_names_a_damaged_part_and_its_jobs_and_sends_the_rest() {
     let lost: Vec<String> = common::jobs_in(&victim).into_keys().collect();
     let intact = std::fs::read(&victim).unwrap();
     let name = victim.file_name().unwrap().to_str().unwrap().to_string();
-    let damages: [(&str, Box<dyn Fn(&[u8]) -> Vec<u8>>); 3] = [
+    type Damage = Box<dyn Fn(&[u8]) -> Vec<u8>>;
+    let damages: [(&str, Damage); 3] = [
         ("cut in half", Box::new(|b: &[u8]| b[..b.len() / 2].to_vec())),
         ("cut to nothing", Box::new(|_: &[u8]| Vec::new())),
         (
