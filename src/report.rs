@@ -24,9 +24,8 @@ pub fn write_report(sweep_dir: &Path, out: Option<&Path>) -> anyhow::Result<Path
             sweep_dir.display()
         );
     }
-    let summary = results::read_parquet(&summary_path)?;
     let last = results::read_parquet(&sweep_dir.join(results::FINAL_FILE))?;
-    let family = summary
+    let family = last
         .column("family")
         .ok()
         .and_then(|c| c.str().ok().and_then(|s| s.get(0).map(str::to_owned)))
@@ -34,7 +33,8 @@ pub fn write_report(sweep_dir: &Path, out: Option<&Path>) -> anyhow::Result<Path
     // A family declared at run time is not in this build: its metrics come sorted.
     let registry = crate::registry();
     let headline = registry.family(&family).map_or(&[][..], |f| f.headline_metrics());
-    let tables = views::sweep_tables(&summary, &last, headline)?;
+    // The summary is read a piece at a time: a sweep of any length reports in bounded memory.
+    let tables = views::sweep_tables_of(sweep_dir, headline)?;
     let n_cells = tables.final_table.as_ref().map_or(0, |t| t.rows.len());
     let sweep = crate::results::file_name(sweep_dir);
     let data = json!({

@@ -11,6 +11,7 @@
 use super::jobs::{base_family, Key, Template, Templates};
 use super::store::{JobState, SpecTemplate, StoredJob};
 use armada_core::{Family, JobSpec, Registry, SpecError};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// A stored job, as the table loads it.
@@ -33,9 +34,10 @@ pub enum StoreFix {
     Failed { error: String },
 }
 
-/// The last cell's template with its encoded spec (seed 0) and key salt: the jobs of a
-/// cell are stored together, so most jobs only need their key hashed.
-struct LastCell {
+/// A cell's template with its encoded spec (seed 0) and key salt, kept by the bytes of its
+/// stored template: the jobs of a sweep are stored seed by seed, its cells' templates in
+/// turn, so most jobs only need their key hashed.
+struct KnownCell {
     stored: SpecTemplate,
     /// The sweep's families it was loaded under.
     families: String,
@@ -47,12 +49,17 @@ struct LastCell {
 /// Loads the stored jobs of one start-up, in store order.
 pub struct Recovery<'a> {
     registry: &'a Registry,
-    last: Option<LastCell>,
+    /// The cells met, by their stored template's bytes (the stored spec without its seed).
+    cells: HashMap<Vec<u8>, KnownCell>,
 }
+
+/// Cells whose templates a recovery keeps at once; beyond, it starts over (a sweep's jobs
+/// are stored seed by seed, so the cells of one seed are what recur).
+const CELLS_KEPT: usize = 4096;
 
 impl<'a> Recovery<'a> {
     pub fn new(registry: &'a Registry) -> Self {
-        Recovery { registry, last: None }
+        Recovery { registry, cells: HashMap::new() }
     }
 
     /// Load one stored job of the sweep whose families are `reference` (as its submission
@@ -69,7 +76,10 @@ impl<'a> Recovery<'a> {
     ) -> Loaded {
         let decoded = SpecTemplate::decode(&stored.spec);
         let checked = match &decoded {
-            Ok((stored_template, seed)) => self.key_of(stored_template, *seed, reference, templates),
+            Ok((stored_template, seed)) => {
+                let template_bytes = SpecTemplate::template_bytes(&stored.spec, *seed);
+                self.key_of(template_bytes, stored_template, *seed, reference, templates)
+            }
             Err(e) => Err(e.clone()),
         };
         let stored_key = Key::parse(&stored.key);
@@ -112,33 +122,36 @@ impl<'a> Recovery<'a> {
     /// with `seed`. The template is decoded and validated once per cell, not per job.
     fn key_of(
         &mut self,
+        bytes: &[u8],
         stored: &SpecTemplate,
         seed: u64,
         reference: &str,
         templates: &mut Templates,
     ) -> Result<(Arc<Template>, armada_core::JobKey), String> {
-        let mut last = match self.last.take() {
-            Some(last) if last.stored == *stored && last.families == reference => last,
-            _ => {
-                let spec = stored.to_spec()?;
-                let family = family_of(self.registry, reference, &spec.algorithm).map_err(|e| e.to_string())?;
-                let valid = armada_core::validate_as(family, &spec).map_err(|e| e.to_string())?;
-                let template = templates.shared(valid.spec, &family.reference());
-                LastCell {
-                    stored: stored.clone(),
-                    families: reference.to_string(),
-                    spec: template.spec.clone(),
-                    template,
-                    salt: family.key_salt(),
-                }
+        // The bytes find the cell; the decoded template, compared, makes sure of it.
+        let known = self.cells.get(bytes).is_some_and(|c| c.stored == *stored && c.families == reference);
+        if !known {
+            let spec = stored.to_spec()?;
+            let family = family_of(self.registry, reference, &spec.algorithm).map_err(|e| e.to_string())?;
+            let valid = armada_core::validate_as(family, &spec).map_err(|e| e.to_string())?;
+            let template = templates.shared(valid.spec, &family.reference());
+            let cell = KnownCell {
+                stored: stored.clone(),
+                families: reference.to_string(),
+                spec: template.spec.clone(),
+                template,
+                salt: family.key_salt(),
+            };
+            if self.cells.len() >= CELLS_KEPT {
+                self.cells.clear();
             }
-        };
+            self.cells.insert(bytes.to_vec(), cell);
+        }
+        let last = self.cells.get_mut(bytes).expect("kept just now");
         last.spec.seed = seed;
         let key = last.spec.key_salted(&last.salt);
         last.spec.seed = 0;
-        let template = last.template.clone();
-        self.last = Some(last);
-        Ok((template, key))
+        Ok((last.template.clone(), key))
     }
 }
 

@@ -151,6 +151,13 @@ impl SpecTemplate {
         bytes
     }
 
+    /// The bytes of a stored job's template: its bytes without the seed [`Self::with_seed`]
+    /// appended (a template's own bytes leave the seed out).
+    pub fn template_bytes(stored: &[u8], seed: u64) -> &[u8] {
+        let suffix = pb::JobSpec { seed, ..Default::default() }.encoded_len();
+        &stored[..stored.len().saturating_sub(suffix)]
+    }
+
     /// A stored job's template and seed.
     pub fn decode(bytes: &[u8]) -> Result<(SpecTemplate, u64), String> {
         let mut spec = pb::JobSpec::decode(bytes).map_err(|e| e.to_string())?;
@@ -767,6 +774,20 @@ mod tests {
 
     /// A job's stored bytes are its template's then its seed; they decode to the template
     /// (equal for every job of the cell) and the seed, and the template to the spec.
+    /// A stored job's bytes are its template's, then its seed: recovery finds the cell of
+    /// each job by them.
+    #[test]
+    fn a_stored_jobs_template_bytes_are_its_templates() {
+        let mut spec = JobSpec::new("testkit", "constant", "slow");
+        spec.algorithm_params.insert("ms".into(), armada_core::ParamValue::Int(1));
+        let template = SpecTemplate::encode(&spec);
+        for seed in [0, 1, 127, 128, 1 << 35, u64::MAX] {
+            let stored = SpecTemplate::with_seed(&template, seed);
+            assert_eq!(SpecTemplate::template_bytes(&stored, seed), &template[..], "seed {seed}");
+            assert_eq!(SpecTemplate::decode(&stored).unwrap().1, seed);
+        }
+    }
+
     #[test]
     fn a_stored_spec_is_its_template_and_its_seed() {
         let mut spec = JobSpec::new("lse", "sinusoidal", "straddle");

@@ -4,7 +4,7 @@
 //! "Parquet schema"), whether live (the coordinator's live summaries) or read from the files,
 //! so the page and the report draw the same numbers `armada summarize` writes.
 
-use crate::results::{N_FAILED, N_JOBS, STEP};
+use crate::results::{self, N_FAILED, N_JOBS, STEP};
 use anyhow::Context;
 use polars::prelude::{Column, DataFrame};
 use serde::Serialize;
@@ -31,15 +31,30 @@ pub struct SweepTables {
 /// Every metric's curves and the final table, from a sweep's summary and final tables;
 /// `headline` are the family's headline metrics, shown first.
 pub fn sweep_tables(summary: &DataFrame, last: &DataFrame, headline: &[&str]) -> anyhow::Result<SweepTables> {
-    let mut metrics = metrics(summary)?;
+    let curves = curves_in_pieces(|f| f(summary), CURVE_POINTS)?;
+    Ok(tables(curves, final_table(last)?, headline))
+}
+
+/// [`sweep_tables`] of a sweep directory's summary files: `summary.parquet` is read a piece
+/// at a time, twice, and only the points shown are kept, so a table of any length is
+/// drawn in bounded memory (`final.parquet` has a row per cell and metric).
+pub fn sweep_tables_of(sweep_dir: &std::path::Path, headline: &[&str]) -> anyhow::Result<SweepTables> {
+    let path = sweep_dir.join(results::SUMMARY_FILE);
+    let curves = curves_in_pieces(|f| results::for_each_piece(&path, &CURVE_COLUMNS, f), CURVE_POINTS)?;
+    let last = results::read_parquet(&sweep_dir.join(results::FINAL_FILE))?;
+    Ok(tables(curves, final_table(&last)?, headline))
+}
+
+fn tables(curves: BTreeMap<String, Curves>, final_table: FinalTable, headline: &[&str]) -> SweepTables {
+    let mut metrics: Vec<String> = curves.keys().cloned().collect();
     let rank = |m: &String| headline.iter().position(|h| h == m).unwrap_or(headline.len());
     metrics.sort_by_key(rank); // stable: the others stay sorted by name
-    let mut curves = BTreeMap::new();
-    for m in &metrics {
-        curves.insert(m.clone(), self::curves(summary, m, CURVE_POINTS)?);
-    }
-    Ok(SweepTables { metrics, final_table: Some(final_table(last)?), curves })
+    SweepTables { metrics, final_table: Some(final_table), curves }
 }
+
+/// The summary columns the curves are drawn from.
+const CURVE_COLUMNS: [&str; 11] =
+    ["benchmark", "benchmark_params", "algorithm", "algorithm_params", STEP, "metric", "n", "mean", "se", "q10", "q90"];
 
 /// The curves of one metric.
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -155,53 +170,128 @@ pub fn metrics(summary: &DataFrame) -> anyhow::Result<Vec<String>> {
 
 /// The curves of `metric` from a summary table, each thinned to at most `max_points`.
 pub fn curves(summary: &DataFrame, metric: &str, max_points: usize) -> anyhow::Result<Curves> {
-    let long = Long::of(summary)?;
-    let (mean, se, q10, q90) =
-        (floats(summary, "mean")?, floats(summary, "se")?, floats(summary, "q10")?, floats(summary, "q90")?);
-    let mut panels: Vec<Panel> = Vec::new();
-    let mut panel_of: HashMap<[&str; 2], usize> = HashMap::new();
-    let mut line_of: HashMap<[&str; 4], (usize, usize)> = HashMap::new();
-    for row in 0..summary.height() {
-        // A cell with no result has rows with no step: no point of a curve.
-        if long.metric[row] != Some(metric) || long.step[row].is_none() {
-            continue;
+    let mut all = curves_in_pieces(|f| f(summary), max_points)?;
+    Ok(all.remove(metric).unwrap_or_else(|| Curves { metric: metric.to_string(), panels: Vec::new() }))
+}
+
+/// A piecewise reader of a summary table: it hands each piece (rows in table order) to the
+/// function it is given, and can do so more than once.
+type Pieces<'a> = dyn FnMut(&mut dyn FnMut(&DataFrame) -> anyhow::Result<()>) -> anyhow::Result<()> + 'a;
+
+/// Every metric's curves, each line thinned to at most `max_points`, from a summary table
+/// read in pieces twice: the first pass counts each line's points, the second keeps those
+/// shown. What is held is the points shown and one piece, however long the table.
+pub fn curves_in_pieces(
+    mut pieces: impl FnMut(&mut dyn FnMut(&DataFrame) -> anyhow::Result<()>) -> anyhow::Result<()>,
+    max_points: usize,
+) -> anyhow::Result<BTreeMap<String, Curves>> {
+    let pieces: &mut Pieces = &mut pieces;
+    let mut index = LineIndex::default();
+    let mut counts: Vec<usize> = Vec::new();
+    let mut metrics = std::collections::BTreeSet::new();
+    pieces(&mut |piece| {
+        let long = Long::of(piece)?;
+        for row in 0..piece.height() {
+            let Some(metric) = long.metric[row] else { continue };
+            if !metrics.contains(metric) {
+                metrics.insert(metric.to_string());
+            }
+            // A cell with no result has rows with no step: no point of a curve.
+            if long.step[row].is_none() {
+                continue;
+            }
+            let line = index.line(long.cell(row), metric);
+            counts.resize(index.lines.len(), 0);
+            counts[line] += 1;
         }
-        let cell = long.cell(row);
-        let (p, l) = *line_of.entry(cell).or_insert_with(|| {
-            let p = *panel_of.entry([cell[0], cell[1]]).or_insert_with(|| {
-                panels.push(Panel { benchmark: cell[0].into(), benchmark_params: cell[1].into(), lines: Vec::new() });
+        Ok(())
+    })?;
+    let keep: Vec<Vec<usize>> = counts.iter().map(|&n| thin(n, max_points)).collect();
+    let mut lines: Vec<Line> = index
+        .lines
+        .iter()
+        .map(|(cell, _)| Line {
+            algorithm: cell[2].clone(),
+            algorithm_params: cell[3].clone(),
+            step: Vec::new(),
+            n: Vec::new(),
+            mean: Vec::new(),
+            se: Vec::new(),
+            q10: Vec::new(),
+            q90: Vec::new(),
+        })
+        .collect();
+    let mut seen = vec![0usize; lines.len()];
+    pieces(&mut |piece| {
+        let long = Long::of(piece)?;
+        let (mean, se, q10, q90) =
+            (floats(piece, "mean")?, floats(piece, "se")?, floats(piece, "q10")?, floats(piece, "q90")?);
+        for row in 0..piece.height() {
+            let (Some(metric), Some(step)) = (long.metric[row], long.step[row]) else { continue };
+            let l = index.line(long.cell(row), metric);
+            anyhow::ensure!(l < lines.len(), "the summary table changed while it was read");
+            let at = seen[l];
+            seen[l] += 1;
+            if keep[l].get(lines[l].step.len()) != Some(&at) {
+                continue;
+            }
+            let line = &mut lines[l];
+            line.step.push(step);
+            line.n.push(long.n[row].unwrap_or(0));
+            line.mean.push(mean[row]);
+            line.se.push(se[row]);
+            line.q10.push(q10[row]);
+            line.q90.push(q90[row]);
+        }
+        Ok(())
+    })?;
+    // Panels per metric in the order of their cells' first rows, lines likewise.
+    let mut curves: BTreeMap<String, Curves> =
+        metrics.into_iter().map(|m| (m.clone(), Curves { metric: m, panels: Vec::new() })).collect();
+    for ((cell, metric), line) in index.lines.into_iter().zip(lines) {
+        let panels = &mut curves.get_mut(&metric).expect("every line's metric is listed").panels;
+        let p = match panels.iter().position(|p| p.benchmark == cell[0] && p.benchmark_params == cell[1]) {
+            Some(p) => p,
+            None => {
+                let [benchmark, benchmark_params, _, _] = cell;
+                panels.push(Panel { benchmark, benchmark_params, lines: Vec::new() });
                 panels.len() - 1
-            });
-            panels[p].lines.push(Line {
-                algorithm: cell[2].into(),
-                algorithm_params: cell[3].into(),
-                step: Vec::new(),
-                n: Vec::new(),
-                mean: Vec::new(),
-                se: Vec::new(),
-                q10: Vec::new(),
-                q90: Vec::new(),
-            });
-            (p, panels[p].lines.len() - 1)
-        });
-        let line = &mut panels[p].lines[l];
-        line.step.push(long.step[row].unwrap_or(0));
-        line.n.push(long.n[row].unwrap_or(0));
-        line.mean.push(mean[row]);
-        line.se.push(se[row]);
-        line.q10.push(q10[row]);
-        line.q90.push(q90[row]);
+            }
+        };
+        panels[p].lines.push(line);
     }
-    for line in panels.iter_mut().flat_map(|p| &mut p.lines) {
-        let keep = thin(line.step.len(), max_points);
-        line.step = pick(&line.step, &keep);
-        line.n = pick(&line.n, &keep);
-        line.mean = pick(&line.mean, &keep);
-        line.se = pick(&line.se, &keep);
-        line.q10 = pick(&line.q10, &keep);
-        line.q90 = pick(&line.q90, &keep);
+    Ok(curves)
+}
+
+/// The lines (cell and metric) of a summary table in the order of their first rows. Rows
+/// come grouped by cell, so the last cell's lines are looked up first.
+#[derive(Default)]
+struct LineIndex {
+    lines: Vec<([String; 4], String)>,
+    of: HashMap<String, usize>,
+    last_cell: Option<[String; 4]>,
+    last_lines: Vec<(String, usize)>,
+}
+
+impl LineIndex {
+    fn line(&mut self, cell: [&str; 4], metric: &str) -> usize {
+        if self.last_cell.as_ref().is_some_and(|last| last.iter().zip(cell).all(|(a, b)| a == b)) {
+            if let Some(&(_, l)) = self.last_lines.iter().find(|(m, _)| m == metric) {
+                return l;
+            }
+        } else {
+            self.last_cell = Some(cell.map(str::to_string));
+            self.last_lines.clear();
+        }
+        let key = [cell[0], cell[1], cell[2], cell[3], metric].join("\u{1f}");
+        let next = self.lines.len();
+        let l = *self.of.entry(key).or_insert(next);
+        if l == next {
+            self.lines.push((cell.map(str::to_string), metric.to_string()));
+        }
+        self.last_lines.push((metric.to_string(), l));
+        l
     }
-    Ok(Curves { metric: metric.to_string(), panels })
 }
 
 /// The final table (in the schema of `final.parquet`), one row per cell in cell order.
@@ -326,6 +416,73 @@ mod tests {
             "q90" => rows.iter().map(|r| r.7).collect::<Vec<_>>(),
         )
         .unwrap()
+    }
+
+    /// A summary table longer than a piece (two cells, two metrics, 70,001 steps each:
+    /// 280,004 rows, three pieces) drawn from its file a piece at a time: each line keeps
+    /// the steps `thin` picks, with their values, as drawn from the whole table at once.
+    #[test]
+    fn curves_of_a_long_table_read_in_pieces_keep_the_thinned_steps() {
+        let steps = 70_001i64;
+        let mut rows: Vec<(&str, i64, &str, f64)> = Vec::new();
+        for algorithm in ["us", "straddle"] {
+            for step in 0..steps {
+                for metric in ["fscore", "loss"] {
+                    let value = step as f64 * if metric == "loss" { 2.0 } else { 1.0 };
+                    rows.push((algorithm, step, metric, value));
+                }
+            }
+        }
+        let n = rows.len();
+        let text = |v: &'static str| vec![v; n];
+        let mut summary = df!(
+            "family" => text("lse"),
+            "benchmark" => text("sinusoidal"),
+            "benchmark_params" => text("{}"),
+            "algorithm" => rows.iter().map(|r| r.0).collect::<Vec<_>>(),
+            "algorithm_params" => text("{}"),
+            "horizon" => vec![steps - 1; n],
+            "step" => rows.iter().map(|r| r.1).collect::<Vec<_>>(),
+            "metric" => rows.iter().map(|r| r.2).collect::<Vec<_>>(),
+            "n" => vec![3i64; n],
+            "mean" => rows.iter().map(|r| r.3).collect::<Vec<_>>(),
+            "std" => vec![Some(1.0); n],
+            "se" => vec![Some(0.5); n],
+            "median" => rows.iter().map(|r| Some(r.3)).collect::<Vec<_>>(),
+            "q10" => vec![Some(0.0); n],
+            "q90" => vec![Some(1.0); n],
+        )
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let last = summary.filter(&summary.column("step").unwrap().i64().unwrap().equal(steps - 1)).unwrap();
+        for (name, table) in [(results::SUMMARY_FILE, &mut summary), (results::FINAL_FILE, &mut last.clone())] {
+            results::write_table(table, std::fs::File::create(dir.path().join(name)).unwrap()).unwrap();
+        }
+        let mut pieces = 0;
+        results::for_each_piece(&dir.path().join(results::SUMMARY_FILE), &["step"], |_| {
+            pieces += 1;
+            Ok::<(), anyhow::Error>(())
+        })
+        .unwrap();
+        assert_eq!(pieces, 3);
+        let of_files = sweep_tables_of(dir.path(), &["loss"]).unwrap();
+        assert_eq!(of_files, sweep_tables(&summary, &last, &["loss"]).unwrap());
+        assert_eq!(of_files.metrics, vec!["loss", "fscore"]);
+        let expected: Vec<i64> =
+            (0..CURVE_POINTS as i64).map(|i| i * (steps - 1) / (CURVE_POINTS as i64 - 1)).collect();
+        for metric in ["fscore", "loss"] {
+            let panels = &of_files.curves[metric].panels;
+            assert_eq!(panels.len(), 1);
+            let algorithms: Vec<&str> = panels[0].lines.iter().map(|l| l.algorithm.as_str()).collect();
+            assert_eq!(algorithms, ["us", "straddle"]);
+            for line in &panels[0].lines {
+                assert_eq!(line.step, expected);
+                let scale = if metric == "loss" { 2.0 } else { 1.0 };
+                let means: Vec<Option<f64>> = expected.iter().map(|&s| Some(s as f64 * scale)).collect();
+                assert_eq!(line.mean, means);
+            }
+        }
+        assert_eq!(of_files.final_table.unwrap().rows.len(), 2);
     }
 
     #[test]

@@ -326,6 +326,25 @@ pub fn read_bytes(path: &Path) -> Result<Vec<u8>> {
     fs::read(path).map_err(io("reading", path))
 }
 
+/// Read a Parquet file's `columns` [`ROW_GROUP_ROWS`] rows at a time (a summary table's row
+/// groups), handing each piece to `f`: what a reader of a table of any length holds at once.
+pub fn for_each_piece<E: From<ResultsError>>(
+    path: &Path,
+    columns: &[&str],
+    mut f: impl FnMut(&DataFrame) -> std::result::Result<(), E>,
+) -> std::result::Result<(), E> {
+    let open = || File::open(path).map_err(io("opening", path));
+    let metadata = ParquetReader::new(open()?).get_metadata().map_err(damaged("reading", path))?.clone();
+    for start in (0..metadata.num_rows.max(1)).step_by(ROW_GROUP_ROWS) {
+        let mut reader = ParquetReader::new(open()?)
+            .with_slice(Some((start, ROW_GROUP_ROWS)))
+            .with_columns(Some(columns.iter().map(|c| c.to_string()).collect()));
+        reader.set_metadata(metadata.clone());
+        f(&reader.finish().map_err(damaged("reading", path))?)?;
+    }
+    Ok(())
+}
+
 /// Read a whole Parquet file.
 pub fn read_parquet(path: &Path) -> Result<DataFrame> {
     let file = File::open(path).map_err(io("opening", path))?;

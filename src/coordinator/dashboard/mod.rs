@@ -538,24 +538,15 @@ impl Dashboard {
             Some(Written::Done(Err(e))) => {
                 return Err(ApiError(StatusCode::INTERNAL_SERVER_ERROR, format!("summarizing the sweep: {e}")))
             }
-            // Written, by this coordinator or before it started.
-            Some(Written::Done(Ok(true))) | None => {
-                let dir = inputs.sweep_dir.clone();
-                let frames = blocking(move || {
-                    Ok((
-                        results::read_parquet(&dir.join(results::SUMMARY_FILE))?,
-                        results::read_parquet(&dir.join(results::FINAL_FILE))?,
-                    ))
-                })
-                .await?;
-                ("files", n_cells, Some(frames))
-            }
+            // Written, by this coordinator or before it started: read a piece at a time.
+            Some(Written::Done(Ok(true))) | None => ("files", n_cells, None),
         };
-        let headline = inputs.headline;
+        let (headline, dir) = (inputs.headline, inputs.sweep_dir.clone());
         let (metrics, final_json, curves_json) = blocking(move || {
             let tables = match frames {
-                None => views::SweepTables::default(),
                 Some((summary, last)) => views::sweep_tables(&summary, &last, headline)?,
+                None if source == "files" => views::sweep_tables_of(&dir, headline)?,
+                None => views::SweepTables::default(),
             };
             let mut curves = BTreeMap::new();
             for (metric, c) in &tables.curves {
