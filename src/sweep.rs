@@ -21,7 +21,7 @@
 
 use armada_core::{
     check_param, check_params, find_component, validate_as, ComponentDef, Family, JobSpec, ParamValue, Params,
-    Registry, SpecError, ValidJob, MAX_HORIZON,
+    Registry, SeedKeys, SpecError, ValidJob, MAX_HORIZON,
 };
 use std::collections::HashMap;
 use std::path::Path;
@@ -33,6 +33,34 @@ pub struct Sweep {
     pub name: String,
     pub family: String,
     pub jobs: Vec<ValidJob>,
+}
+
+/// A validated sweep as its cells (each a job of seed 0, with its keys by seed) and its
+/// seeds: its jobs without a spec of each held at once (a million jobs of a few cells are
+/// a few cells and a million seeds).
+pub struct SweepCells {
+    pub name: String,
+    pub family: String,
+    pub cells: Vec<(ValidJob, SeedKeys)>,
+    pub seeds: Vec<u64>,
+}
+
+impl SweepCells {
+    pub fn n_jobs(&self) -> usize {
+        self.cells.len() * self.seeds.len()
+    }
+
+    /// Every job, cell by cell and seed by seed, each made as it is taken.
+    pub fn into_jobs(self) -> impl Iterator<Item = ValidJob> {
+        let seeds = std::sync::Arc::new(self.seeds);
+        self.cells.into_iter().flat_map(move |(cell, keys)| {
+            let seeds = seeds.clone();
+            (0..seeds.len()).map(move |i| {
+                let seed = seeds[i];
+                ValidJob { spec: JobSpec { seed, ..cell.spec.clone() }, key: keys.key(seed) }
+            })
+        })
+    }
 }
 
 const TOP_KEYS: &[&str] = &["name", "family", "seeds", "sweep_seed", "horizon", "benchmarks", "algorithms"];
@@ -94,6 +122,18 @@ pub fn parse_sweep_limited(
     registry: &Registry,
     max_jobs: usize,
 ) -> Result<Sweep, SpecError> {
+    let cells = parse_sweep_cells(text, default_name, registry, max_jobs)?;
+    let (name, family) = (cells.name.clone(), cells.family.clone());
+    Ok(Sweep { name, family, jobs: cells.into_jobs().collect() })
+}
+
+/// [`parse_sweep_limited`], the sweep as its cells and seeds.
+pub fn parse_sweep_cells(
+    text: &str,
+    default_name: &str,
+    registry: &Registry,
+    max_jobs: usize,
+) -> Result<SweepCells, SpecError> {
     let top: Table = text
         .parse()
         .map_err(|e: toml::de::Error| SpecError::new("", format!("malformed TOML: {}", e.to_string().trim_end())))?;
@@ -163,7 +203,7 @@ pub fn parse_sweep_limited(
         ));
     }
 
-    let mut jobs = Vec::with_capacity(n_jobs);
+    let mut cells = Vec::new();
     // Each cell is validated once (with seed 0: validation does not depend on it); its
     // jobs differ only in the seed, and so in the key.
     let mut seen: HashMap<String, String> = HashMap::new();
@@ -193,7 +233,7 @@ pub fn parse_sweep_limited(
                             continue;
                         }
                     };
-                    if let Some(first) = seen.insert(cell.key.0, origin) {
+                    if let Some(first) = seen.insert(cell.key.0.clone(), origin) {
                         // Said once for the entry, not again with each benchmark.
                         if !duplicates_said.insert((algo.path.clone(), ap_idx)) {
                             continue;
@@ -204,18 +244,14 @@ pub fn parse_sweep_limited(
                         ));
                         continue;
                     }
-                    for &seed in &seeds {
-                        let mut spec = cell.spec.clone();
-                        spec.seed = seed;
-                        let key = spec.key_salted(&salt);
-                        jobs.push(ValidJob { spec, key });
-                    }
+                    let keys = cell.spec.seed_keys(&salt);
+                    cells.push((cell, keys));
                 }
             }
         }
     }
     errors.check()?;
-    Ok(Sweep { name, family: family_name.to_string(), jobs })
+    Ok(SweepCells { name, family: family_name.to_string(), cells, seeds })
 }
 
 /// The most errors of one sweep file reported; a count stands for the rest.

@@ -267,13 +267,16 @@ pub struct NewJob {
 }
 
 impl Submission {
-    pub fn new(name: String, family: String, jobs: Vec<ValidJob>) -> Submission {
+    /// Jobs are taken one at a time: a sweep's cells and seeds need not be expanded into
+    /// a spec per job first ([`crate::sweep::SweepCells::into_jobs`]).
+    pub fn new(name: String, family: String, jobs: impl IntoIterator<Item = ValidJob>) -> Submission {
+        let jobs = jobs.into_iter();
         let mut templates: Vec<JobSpec> = Vec::new();
         // Sweep files list a template's seeds together: comparing with the last template
         // is enough for them; the map catches interleaved structured submissions.
         let mut by_text: HashMap<String, u32> = HashMap::new();
-        let mut seen = HashSet::with_capacity(jobs.len());
-        let mut new_jobs = Vec::with_capacity(jobs.len());
+        let mut seen = HashSet::with_capacity(jobs.size_hint().0);
+        let mut new_jobs = Vec::with_capacity(jobs.size_hint().0);
         for ValidJob { mut spec, key } in jobs {
             let key = Key::of(&key);
             if !seen.insert(key) {
@@ -318,7 +321,7 @@ impl Submission {
     pub fn with_extensions(
         name: String,
         family: String,
-        jobs: Vec<ValidJob>,
+        jobs: impl IntoIterator<Item = ValidJob>,
         registry: &Registry,
     ) -> Result<Submission, SpecError> {
         let mut submission = Submission::new(name, family, jobs);

@@ -42,8 +42,7 @@ struct KnownCell {
     /// The sweep's families it was loaded under.
     families: String,
     template: Arc<Template>,
-    spec: JobSpec,
-    salt: String,
+    keys: armada_core::SeedKeys,
 }
 
 /// Loads the stored jobs of one start-up, in store order.
@@ -77,8 +76,13 @@ impl<'a> Recovery<'a> {
         let decoded = SpecTemplate::decode(&stored.spec);
         let checked = match &decoded {
             Ok((stored_template, seed)) => {
-                let template_bytes = SpecTemplate::template_bytes(&stored.spec, *seed);
-                self.key_of(template_bytes, stored_template, *seed, reference, templates)
+                // Its template's bytes find its cell (or, from another encoder, all its bytes,
+                // and the decoded template is compared).
+                let (bytes, exact) = match SpecTemplate::template_bytes(&stored.spec, *seed) {
+                    Some(bytes) => (bytes, true),
+                    None => (&stored.spec[..], false),
+                };
+                self.key_of(bytes, exact, stored_template, *seed, reference, templates)
             }
             Err(e) => Err(e.clone()),
         };
@@ -123,13 +127,13 @@ impl<'a> Recovery<'a> {
     fn key_of(
         &mut self,
         bytes: &[u8],
+        exact: bool,
         stored: &SpecTemplate,
         seed: u64,
         reference: &str,
         templates: &mut Templates,
     ) -> Result<(Arc<Template>, armada_core::JobKey), String> {
-        // The bytes find the cell; the decoded template, compared, makes sure of it.
-        let known = self.cells.get(bytes).is_some_and(|c| c.stored == *stored && c.families == reference);
+        let known = self.cells.get(bytes).is_some_and(|c| c.families == reference && (exact || c.stored == *stored));
         if !known {
             let spec = stored.to_spec()?;
             let family = family_of(self.registry, reference, &spec.algorithm).map_err(|e| e.to_string())?;
@@ -138,20 +142,16 @@ impl<'a> Recovery<'a> {
             let cell = KnownCell {
                 stored: stored.clone(),
                 families: reference.to_string(),
-                spec: template.spec.clone(),
+                keys: template.spec.seed_keys(&family.key_salt()),
                 template,
-                salt: family.key_salt(),
             };
             if self.cells.len() >= CELLS_KEPT {
                 self.cells.clear();
             }
             self.cells.insert(bytes.to_vec(), cell);
         }
-        let last = self.cells.get_mut(bytes).expect("kept just now");
-        last.spec.seed = seed;
-        let key = last.spec.key_salted(&last.salt);
-        last.spec.seed = 0;
-        Ok((last.template.clone(), key))
+        let cell = self.cells.get(bytes).expect("kept just now");
+        Ok((cell.template.clone(), cell.keys.key(seed)))
     }
 }
 

@@ -62,15 +62,16 @@ fn invalid(e: SpecError) -> Status {
 impl Coordinator {
     /// A submitted sweep as validated jobs, with its family's reference
     /// ([`armada_core::Family::reference`]); nothing reaches the scheduler unless every job is valid.
-    fn parse(&self, request: pb::SubmitSweepRequest) -> Result<(String, String, Vec<ValidJob>), Status> {
+    fn parse(&self, request: pb::SubmitSweepRequest) -> Result<(String, String, Jobs), Status> {
         let registry = self.catalog.get();
         let reference = |name: &str| registry.family(name).map(|f| f.reference()).map_err(invalid);
         let default_name = if request.default_name.is_empty() { "sweep" } else { request.default_name.as_str() };
         match request.sweep {
             None => Err(Status::invalid_argument("sweep: give either `toml` or `structured`")),
             Some(pb::submit_sweep_request::Sweep::Toml(text)) => {
-                let s = sweep::parse_sweep_limited(&text, default_name, &registry, self.max_jobs).map_err(invalid)?;
-                Ok((s.name, reference(&s.family)?, s.jobs))
+                let s = sweep::parse_sweep_cells(&text, default_name, &registry, self.max_jobs).map_err(invalid)?;
+                let family = reference(&s.family)?;
+                Ok((s.name.clone(), family, Box::new(s.into_jobs())))
             }
             Some(pb::submit_sweep_request::Sweep::Structured(s)) => {
                 sweep::check_name(&s.name).map_err(|e| invalid(e.within("structured")))?;
@@ -99,11 +100,14 @@ impl Coordinator {
                     jobs.push(job);
                 }
                 let family = reference(&jobs[0].spec.family)?;
-                Ok((s.name, family, jobs))
+                Ok((s.name, family, Box::new(jobs.into_iter())))
             }
         }
     }
 }
+
+/// A submission's jobs, taken one at a time.
+type Jobs = Box<dyn Iterator<Item = ValidJob> + Send>;
 
 type EventStream = Pin<Box<dyn Stream<Item = Result<pb::SweepEvent, Status>> + Send>>;
 type ChunkStream = Pin<Box<dyn Stream<Item = Result<pb::ResultChunk, Status>> + Send>>;

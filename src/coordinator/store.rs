@@ -15,6 +15,7 @@ use armada_proto::v1 as pb;
 use armada_worker::wire;
 use prost::Message;
 use rusqlite::{params, Connection, OptionalExtension};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -152,10 +153,11 @@ impl SpecTemplate {
     }
 
     /// The bytes of a stored job's template: its bytes without the seed [`Self::with_seed`]
-    /// appended (a template's own bytes leave the seed out).
-    pub fn template_bytes(stored: &[u8], seed: u64) -> &[u8] {
-        let suffix = pb::JobSpec { seed, ..Default::default() }.encoded_len();
-        &stored[..stored.len().saturating_sub(suffix)]
+    /// appended, when they end with it (a template's own bytes leave the seed out). Equal
+    /// template bytes are then equal templates.
+    pub fn template_bytes(stored: &[u8], seed: u64) -> Option<&[u8]> {
+        let suffix = pb::JobSpec { seed, ..Default::default() }.encode_to_vec();
+        stored.strip_suffix(&suffix[..])
     }
 
     /// A stored job's template and seed.
@@ -337,19 +339,35 @@ impl Store {
     }
 
     pub fn jobs(&self) -> Result<Vec<StoredJob>> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT j.sweep_id, j.key, j.ord, j.spec, j.state, j.attempts, j.error FROM jobs j
-             JOIN sweeps s ON s.id = j.sweep_id AND j.generation <= s.generation
-             ORDER BY s.created_ms, s.id, j.ord",
-        )?;
+        // Read in table order and sorted here: an ORDER BY over every job spills SQLite's
+        // sorter to temporary files for a million of them, and reading by an index of the
+        // run order jumps about the table.
+        let mut sweeps = self.conn.prepare_cached("SELECT id, generation FROM sweeps ORDER BY created_ms, id")?;
+        let sweeps: HashMap<String, (usize, i64)> = sweeps
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?
+            .enumerate()
+            .map(|(rank, row)| row.map(|(id, generation)| (id, (rank, generation))))
+            .collect::<Result<_, _>>()?;
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT sweep_id, key, ord, spec, state, attempts, error, generation FROM jobs")?;
         let rows = stmt.query_map([], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get::<_, String>(4)?, r.get(5)?, r.get(6)?))
+            let job: (String, String, i64, Vec<u8>, String, u32, Option<String>) =
+                (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?);
+            Ok((job, r.get::<_, i64>(7)?))
         })?;
-        rows.map(|row| {
-            let (sweep_id, key, ord, spec, state, attempts, error) = row?;
-            Ok(StoredJob { sweep_id, key, ord, spec, state: JobState::parse(&state)?, attempts, error })
-        })
-        .collect()
+        let mut jobs = Vec::new();
+        for row in rows {
+            let ((sweep_id, key, ord, spec, state, attempts, error), generation) = row?;
+            let Some(&(rank, sweep_generation)) = sweeps.get(&sweep_id) else { continue };
+            if generation > sweep_generation {
+                continue;
+            }
+            let state = JobState::parse(&state)?;
+            jobs.push((rank, StoredJob { sweep_id, key, ord, spec, state, attempts, error }));
+        }
+        jobs.sort_unstable_by_key(|(rank, job)| (*rank, job.ord));
+        Ok(jobs.into_iter().map(|(_, job)| job).collect())
     }
 
     /// The declared families, in the order they were declared: each one's digest, the
@@ -783,9 +801,13 @@ mod tests {
         let template = SpecTemplate::encode(&spec);
         for seed in [0, 1, 127, 128, 1 << 35, u64::MAX] {
             let stored = SpecTemplate::with_seed(&template, seed);
-            assert_eq!(SpecTemplate::template_bytes(&stored, seed), &template[..], "seed {seed}");
+            assert_eq!(SpecTemplate::template_bytes(&stored, seed), Some(&template[..]), "seed {seed}");
             assert_eq!(SpecTemplate::decode(&stored).unwrap().1, seed);
         }
+        // Bytes that do not end with their seed (another encoder's) have no template bytes.
+        let seed_first = [pb::JobSpec { seed: 3, ..Default::default() }.encode_to_vec(), template.clone()].concat();
+        assert_eq!(SpecTemplate::decode(&seed_first).unwrap().1, 3);
+        assert_eq!(SpecTemplate::template_bytes(&seed_first, 3), None);
     }
 
     #[test]

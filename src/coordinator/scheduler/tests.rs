@@ -108,7 +108,7 @@ async fn a_sweeps_last_commit_writes_its_part_without_the_linger() {
         config,
     )
     .unwrap();
-    let jobs = (0..4).map(job).collect();
+    let jobs = (0..4).map(job);
     s.submit(Submission::new("t".into(), "testkit".into(), jobs)).await.unwrap();
     let w = register(&s).await;
     let leased = s.lease(w.clone(), 3).await.unwrap().leases;
@@ -1095,7 +1095,7 @@ async fn restart_and_run_the_rest(
 /// a release, another commit. True when every step was answered without an error.
 async fn crash_history(s: &SchedulerHandle) -> bool {
     let sweep = |name: &str, seeds: std::ops::Range<u64>| {
-        Submission::new(name.into(), "testkit".into(), seeds.map(job).collect())
+        Submission::new(name.into(), "testkit".into(), seeds.map(job))
     };
     let mut ok = s.submit(sweep("a", 0..4)).await.is_ok();
     let Ok(registered) = s.register(registration(&["testkit"])).await else { return false };
@@ -1188,7 +1188,7 @@ async fn random_history(s: &SchedulerHandle, seed: u64, asked: &mut Asked) -> bo
                 let seeds: Vec<u64> = (base..base + 6).filter(|_| rng.chance(70)).collect();
                 let keys = seeds.iter().map(|&seed| job(seed).key.to_string()).collect();
                 asked.submitted.entry(name).or_default().push(keys);
-                let submission = Submission::new(name.into(), "testkit".into(), seeds.into_iter().map(job).collect());
+                let submission = Submission::new(name.into(), "testkit".into(), seeds.into_iter().map(job));
                 if s.submit(submission).await.is_ok() {
                     *asked.answered.entry(name).or_default() = asked.submitted[name].len();
                 } else {
@@ -1330,7 +1330,7 @@ async fn a_plan_made_off_the_scheduler_is_used_only_at_the_sweeps_revision() {
     let dir = tempfile::tempdir().unwrap();
     let s = start(dir.path(), Duration::from_secs(30)).await;
     let submission =
-        |seeds: std::ops::Range<u64>| Submission::new("t".into(), "testkit".into(), seeds.map(job).collect());
+        |seeds: std::ops::Range<u64>| Submission::new("t".into(), "testkit".into(), seeds.map(job));
     let prepared = |seeds: std::ops::Range<u64>| {
         let s = s.clone();
         async move {

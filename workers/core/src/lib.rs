@@ -47,4 +47,4 @@ pub use registry::{
 };
 pub use rng::{JobStreams, StreamRng};
 pub use runner::{run_job, RunOutcome};
-pub use spec::{key_salt, JobKey, JobSpec, STREAM_SALT};
+pub use spec::{key_salt, JobKey, JobSpec, SeedKeys, STREAM_SALT};

@@ -79,18 +79,53 @@ impl JobSpec {
 
     /// The key under the family's salt ([`crate::Family::key_salt`]).
     pub fn key_salted(&self, salt: &str) -> JobKey {
-        let hash = blake3::hash(self.canonical_salted(salt).as_bytes());
-        let mut hex = String::with_capacity(32);
-        for b in &hash.as_bytes()[..16] {
-            hex.push_str(&format!("{b:02x}"));
-        }
-        JobKey(hex)
+        JobKey::of(blake3::hash(self.canonical_salted(salt).as_bytes()))
+    }
+
+    /// The keys of this spec's jobs by seed, under the family's salt: the canonical text
+    /// around the seed made once, for the many seeds of one cell.
+    pub fn seed_keys(&self, salt: &str) -> SeedKeys {
+        let text = JobSpec { seed: 0, ..self.clone() }.canonical_salted(salt);
+        // The last one: only numbers follow the seed, while a choice's text may hold anything.
+        let (before, after) = text.rsplit_once(";seed=0;").expect("the canonical text holds the seed");
+        SeedKeys { before: format!("{before};seed="), after: format!(";{after}") }
+    }
+}
+
+/// The canonical text of a cell's jobs before and after their seed ([`JobSpec::seed_keys`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SeedKeys {
+    before: String,
+    after: String,
+}
+
+impl SeedKeys {
+    /// The key of the cell's job of `seed`: [`JobSpec::key_salted`] of its spec.
+    pub fn key(&self, seed: u64) -> JobKey {
+        let mut hasher = blake3::Hasher::new();
+        hasher.update(self.before.as_bytes());
+        hasher.update(seed.to_string().as_bytes());
+        hasher.update(self.after.as_bytes());
+        JobKey::of(hasher.finalize())
     }
 }
 
 /// A job's key: 32 lowercase hex digits, safe as a file name.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct JobKey(pub String);
+
+impl JobKey {
+    /// The first 128 bits of a BLAKE3 hash, in hex.
+    fn of(hash: blake3::Hash) -> JobKey {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut hex = String::with_capacity(32);
+        for b in &hash.as_bytes()[..16] {
+            hex.push(HEX[usize::from(b >> 4)] as char);
+            hex.push(HEX[usize::from(b & 15)] as char);
+        }
+        JobKey(hex)
+    }
+}
 
 impl fmt::Display for JobKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -102,6 +137,22 @@ impl fmt::Display for JobKey {
 mod tests {
     use super::*;
     use crate::ParamValue;
+
+    /// A cell's keys by seed are its jobs' keys, whatever its parameters hold.
+    #[test]
+    fn seed_keys_are_the_keys_of_each_seeds_spec() {
+        let mut s = spec();
+        s.algorithm_params.insert("tie".into(), ParamValue::Str(";seed=0;horizon=1".into()));
+        for salt in ["armada-job-v2", "armada-job-v3+0123456789abcdef"] {
+            let keys = s.seed_keys(salt);
+            for seed in [0, 1, 9, 10, 12345, u64::MAX] {
+                let job = JobSpec { seed, ..s.clone() };
+                assert_eq!(keys.key(seed), job.key_salted(salt), "seed {seed}");
+            }
+        }
+        assert_eq!(s.key_salted("x").0.len(), 32);
+        assert!(s.key_salted("x").0.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+    }
 
     fn spec() -> JobSpec {
         let mut s = JobSpec::new("lse", "sinusoidal", "straddle");
