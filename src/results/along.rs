@@ -13,7 +13,7 @@
 //! (Float64, the grid value), `point` (Int64, its index in the cell's grid), `metric`,
 //! `n`, `mean`, `std`, `se`, `median`, `q10`, `q90`. Rows sorted by cell, point, metric.
 
-use super::part::{for_each_job, read_ranges};
+use super::part::read_ranges;
 use super::stats::{by_cell, statistics, with_names, Interner, Rows};
 use super::*;
 use std::collections::BTreeSet;
@@ -75,6 +75,9 @@ pub(super) fn add_piece(runs: &mut Vec<Run>, run: Run, first: usize, column: &st
     }
 }
 
+/// Rows of a job read at once by `armada summarize --along`.
+const ALONG_PIECE_ROWS: usize = 1 << 15;
+
 /// Aggregate the jobs under `trajectories/` (those in `only`, when given) on the common
 /// grid of `column`, keeping grid points `<= upto` when given, and write
 /// `along_<column>.parquet` atomically into `sweep_dir`.
@@ -91,21 +94,28 @@ pub fn summarize_along(
     if jobs.is_empty() {
         return Err(nothing_to_summarize(&trajectories_dir(sweep_dir)));
     }
-    let mut tables = Vec::new();
+    // Each cell a window of grid points at a time, streamed into the table: memory for a
+    // window and a row group, whatever the runs' lengths.
     let mut n_points = 0;
-    for (cell, cell_jobs) in by_cell(&jobs) {
-        let mut metrics = Interner::new();
-        let mut runs = Vec::new();
-        for_each_job(&cell_jobs, |job, df, first| {
-            let run = read_run(&df, column, &mut metrics)
-                .within(|| format!("reading job {} in {}", job.key, job.part.display()))?;
-            add_piece(&mut runs, run, first, column)
-        })?;
-        n_points += common_grid(&runs, upto).len();
-        tables.push(along_table(cell, &runs, &metrics, column, upto)?);
-    }
     let path = sweep_dir.join(along_file(column));
-    write_parquet_atomic(&path, &concat(tables.iter())?)?;
+    write_atomic(&path, |out| {
+        let mut table = TableWriter::new(out);
+        for (cell, cell_jobs) in by_cell(&jobs) {
+            let mut points = 0;
+            along_windows(cell, &cell_jobs, column, ALONG_PIECE_ROWS, |rows| {
+                let rows = match upto {
+                    Some(upto) => rows.filter(&rows.column("at")?.as_materialized_series().lt_eq(upto)?)?,
+                    None => rows.clone(),
+                };
+                if let Some(last) = rows.column("point")?.i64()?.max() {
+                    points = points.max(last as usize + 1);
+                }
+                table.push(&rows)
+            })?;
+            n_points += points;
+        }
+        table.finish()
+    })?;
     Ok(AlongReport { n_jobs: jobs.len(), n_points, path })
 }
 

@@ -201,7 +201,8 @@ fn parquet_writer<W: Write>(out: W) -> ParquetWriter<W> {
         .set_parallel(false)
 }
 
-/// Write `df` as Parquet to `path` atomically (see [`write_atomic`]).
+/// Write `df` as Parquet to `path` atomically (see [`write_atomic`]): tests' legacy files.
+#[cfg(test)]
 fn write_parquet_atomic(path: &Path, df: &DataFrame) -> Result<()> {
     write_atomic(path, |out| write_table(df, out))
 }

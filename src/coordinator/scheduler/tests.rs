@@ -1094,9 +1094,8 @@ async fn restart_and_run_the_rest(
 /// The history the crash test kills at every write: two submissions, a commit, a failure,
 /// a release, another commit. True when every step was answered without an error.
 async fn crash_history(s: &SchedulerHandle) -> bool {
-    let sweep = |name: &str, seeds: std::ops::Range<u64>| {
-        Submission::new(name.into(), "testkit".into(), seeds.map(job))
-    };
+    let sweep =
+        |name: &str, seeds: std::ops::Range<u64>| Submission::new(name.into(), "testkit".into(), seeds.map(job));
     let mut ok = s.submit(sweep("a", 0..4)).await.is_ok();
     let Ok(registered) = s.register(registration(&["testkit"])).await else { return false };
     let session = registered.session;
@@ -1329,8 +1328,7 @@ async fn a_declaration_the_store_cannot_record_is_answered_unavailable() {
 async fn a_plan_made_off_the_scheduler_is_used_only_at_the_sweeps_revision() {
     let dir = tempfile::tempdir().unwrap();
     let s = start(dir.path(), Duration::from_secs(30)).await;
-    let submission =
-        |seeds: std::ops::Range<u64>| Submission::new("t".into(), "testkit".into(), seeds.map(job));
+    let submission = |seeds: std::ops::Range<u64>| Submission::new("t".into(), "testkit".into(), seeds.map(job));
     let prepared = |seeds: std::ops::Range<u64>| {
         let s = s.clone();
         async move {
