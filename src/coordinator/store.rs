@@ -301,15 +301,23 @@ impl Store {
             // The label of the token that declared it (per-token quotas); older ones: none.
             add_column(&conn, "declarations", "token", "TEXT NOT NULL DEFAULT ''")?;
             // Stores made before a version could have several revisions kept one declaration
-            // per name and version in `families`: moved, in their order.
-            conn.execute_batch(
-                "BEGIN;
-                 CREATE TABLE IF NOT EXISTS families (name TEXT, version INTEGER, digest TEXT, declaration BLOB);
-                 INSERT INTO declarations (name, version, digest, declaration)
-                     SELECT name, version, digest, declaration FROM families ORDER BY rowid;
-                 DROP TABLE families;
-                 COMMIT;",
-            )
+            // per name and version in `families`: moved, in their order (once: a store
+            // without that table is not written to here).
+            let older: bool = conn.query_row(
+                "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'families'",
+                [],
+                |r| r.get(0),
+            )?;
+            if older {
+                conn.execute_batch(
+                    "BEGIN;
+                     INSERT INTO declarations (name, version, digest, declaration)
+                         SELECT name, version, digest, declaration FROM families ORDER BY rowid;
+                     DROP TABLE families;
+                     COMMIT;",
+                )?;
+            }
+            Ok(())
         };
         match migrate() {
             Err(cause) if is_damage(&cause) => Err(StoreError::Damaged { path, cause }),
