@@ -121,7 +121,8 @@ impl Catalog {
     }
 
     /// The label of the token that declared a kept declaration first.
-    pub fn owner(&self, reference: &str) -> Option<String> {
+    #[cfg(test)]
+    fn owner(&self, reference: &str) -> Option<String> {
         let declared = self.declared.read().expect("catalog lock");
         declared.iter().find(|k| k.family.reference() == reference).map(|k| k.owner.clone())
     }

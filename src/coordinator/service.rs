@@ -364,7 +364,7 @@ impl pb::sweeps_server::Sweeps for Coordinator {
         let pb::DescribeFamilyRequest { name, version, digest } = request.into_inner();
         let registry = self.catalog.get();
         let family = match (version, digest.as_str()) {
-            (_, "") if version == 0 => registry.family(&name).ok(),
+            (0, "") => registry.family(&name).ok(),
             (_, "") => registry.families().filter(|f| f.name() == name && f.version() == version).last(),
             (_, digest) => registry.resolve(&format!("{name}+{digest}")).ok(),
         };

@@ -169,7 +169,8 @@ pub fn metrics(summary: &DataFrame) -> anyhow::Result<Vec<String>> {
 }
 
 /// The curves of `metric` from a summary table, each thinned to at most `max_points`.
-pub fn curves(summary: &DataFrame, metric: &str, max_points: usize) -> anyhow::Result<Curves> {
+#[cfg(test)]
+fn curves(summary: &DataFrame, metric: &str, max_points: usize) -> anyhow::Result<Curves> {
     let mut all = curves_in_pieces(|f| f(summary), max_points)?;
     Ok(all.remove(metric).unwrap_or_else(|| Curves { metric: metric.to_string(), panels: Vec::new() }))
 }
