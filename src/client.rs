@@ -255,24 +255,36 @@ pub struct Fetched {
     pub unreadable_jobs: Vec<String>,
 }
 
-/// Stream `request`'s results and hand each whole Parquet file (its bytes, and for
-/// trajectories the number of jobs in it) to `on_file`.
+/// Where fetched files go, a chunk at a time: a fetch holds one chunk, never a whole file
+/// (a summary of a long sweep is hundreds of megabytes).
+pub trait FileSink {
+    /// The next bytes of the current file (the first call of a file opens it).
+    fn write(&mut self, data: &[u8]) -> anyhow::Result<()>;
+    /// The current file is complete; for trajectories, `n_jobs` it holds.
+    fn end_file(&mut self, n_jobs: u32) -> anyhow::Result<()>;
+}
+
+/// Stream `request`'s results into `sink`, file by file.
 pub async fn fetch_results(
     client: &mut Client,
     request: pb::FetchResultsRequest,
-    mut on_file: impl FnMut(Vec<u8>, u32) -> anyhow::Result<()>,
+    sink: &mut impl FileSink,
 ) -> anyhow::Result<Fetched> {
     let mut stream = client.fetch_results(request).await.map_err(status_error)?.into_inner();
-    let (mut file, mut fetched) = (Vec::new(), Fetched::default());
+    let (mut inside_file, mut fetched) = (false, Fetched::default());
     while let Some(chunk) = stream.message().await.map_err(status_error)? {
-        file.extend_from_slice(&chunk.data);
+        if !chunk.data.is_empty() {
+            sink.write(&chunk.data)?;
+            inside_file = true;
+        }
         if chunk.end_of_file {
-            on_file(std::mem::take(&mut file), chunk.n_jobs)?;
+            sink.end_file(chunk.n_jobs)?;
             fetched.n_files += 1;
+            inside_file = false;
         }
         fetched.damaged.extend(chunk.damaged);
         fetched.unreadable_jobs.extend(chunk.unreadable_jobs);
     }
-    anyhow::ensure!(file.is_empty(), "the coordinator ended the stream inside a file");
+    anyhow::ensure!(!inside_file, "the coordinator ended the stream inside a file");
     Ok(fetched)
 }

@@ -5,8 +5,8 @@ use anyhow::Context;
 use armada::client::{describe, failure_lines, status_error, trouble_lines, Client};
 use armada_proto::v1 as pb;
 use armada_worker::auth::TOKEN_ENV;
-use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::io::{BufWriter, IsTerminal, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// How to reach the coordinator (shared by every client subcommand).
@@ -231,6 +231,56 @@ pub struct FetchArgs {
     remote: Remote,
 }
 
+/// `armada fetch`'s files, each written to a temporary name as its chunks come and renamed
+/// when complete: the table itself, or `fetched-NNNNNN.parquet` per trajectory file.
+struct FetchedFiles<'a> {
+    target: &'a Option<String>,
+    sweep_dir: &'a Path,
+    trajectories: &'a Path,
+    open: Option<(BufWriter<std::fs::File>, PathBuf)>,
+    n_files: usize,
+    n_jobs: u64,
+    n_bytes: usize,
+}
+
+impl FetchedFiles<'_> {
+    fn name(&self) -> PathBuf {
+        match self.target {
+            Some(name) => self.sweep_dir.join(name),
+            None => self.trajectories.join(format!("fetched-{:06}.parquet", self.n_files + 1)),
+        }
+    }
+
+    fn current(&mut self) -> anyhow::Result<&mut (BufWriter<std::fs::File>, PathBuf)> {
+        if self.open.is_none() {
+            let tmp = self.name().with_extension("parquet.tmp");
+            let file = std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+            self.open = Some((BufWriter::new(file), tmp));
+        }
+        Ok(self.open.as_mut().expect("just opened"))
+    }
+}
+
+impl armada::client::FileSink for FetchedFiles<'_> {
+    fn write(&mut self, data: &[u8]) -> anyhow::Result<()> {
+        self.n_bytes += data.len();
+        let (file, tmp) = self.current()?;
+        file.write_all(data).with_context(|| format!("writing {}", tmp.display()))
+    }
+
+    fn end_file(&mut self, n_jobs: u32) -> anyhow::Result<()> {
+        let name = self.name();
+        let (file, tmp) = self.current()?;
+        file.flush().with_context(|| format!("writing {}", tmp.display()))?;
+        let tmp = tmp.clone();
+        self.open = None;
+        std::fs::rename(&tmp, &name).with_context(|| format!("writing {}", name.display()))?;
+        self.n_files += 1;
+        self.n_jobs += u64::from(n_jobs);
+        Ok(())
+    }
+}
+
 pub fn fetch(args: FetchArgs) -> anyhow::Result<ExitCode> {
     let sweep_dir = args.out.join(&args.id);
     let (table, target) = match args.table {
@@ -265,20 +315,25 @@ pub fn fetch(args: FetchArgs) -> anyhow::Result<ExitCode> {
     };
     let fetched = block_on(async {
         let mut client = args.remote.client().await?;
-        let (mut n_jobs, mut n_bytes) = (0u64, 0usize);
-        let fetched = armada::client::fetch_results(&mut client, request, |bytes, jobs| {
-            n_jobs += u64::from(jobs);
-            n_bytes += bytes.len();
-            let name = match &target {
-                Some(name) => sweep_dir.join(name),
-                None => trajectories.join(format!("fetched-{n_jobs:09}.parquet")),
-            };
-            let tmp = name.with_extension("parquet.tmp");
-            std::fs::write(&tmp, &bytes)
-                .and_then(|()| std::fs::rename(&tmp, &name))
-                .with_context(|| format!("writing {}", name.display()))
-        })
-        .await?;
+        let mut files = FetchedFiles {
+            target: &target,
+            sweep_dir: &sweep_dir,
+            trajectories: &trajectories,
+            open: None,
+            n_files: 0,
+            n_jobs: 0,
+            n_bytes: 0,
+        };
+        let fetched = match armada::client::fetch_results(&mut client, request, &mut files).await {
+            Ok(fetched) => fetched,
+            Err(e) => {
+                if let Some((_, tmp)) = files.open.take() {
+                    let _ = std::fs::remove_file(tmp);
+                }
+                return Err(e);
+            }
+        };
+        let (n_jobs, n_bytes) = (files.n_jobs, files.n_bytes);
         let n_files = fetched.n_files;
         match target {
             Some(name) => eprintln!("wrote {} ({n_bytes} bytes)", sweep_dir.join(name).display()),

@@ -18,6 +18,7 @@ from .errors import (  # noqa: E402
     InvalidSweep,
     NotFound,
     PermissionDenied,
+    TooLarge,
     Unavailable,
     WrongServer,
 )
@@ -72,6 +73,7 @@ __all__ = [
     "Submitted",
     "SweepState",
     "SweepStatus",
+    "TooLarge",
     "Trajectories",
     "Unavailable",
     "WriteTrouble",

@@ -16,7 +16,7 @@ import math
 import pathlib
 import sys
 import warnings
-from typing import Any, Iterator, Mapping, Optional, Union
+from typing import Any, Mapping, Optional, Union
 
 import grpc
 
@@ -26,6 +26,9 @@ from .family import Extension, Family
 from .replies import DeleteResult, FamilyInfo, ServerInfo, Submitted, SweepStatus
 
 Sweep = Union[str, pathlib.Path, Mapping[str, Any]]
+
+#: How much Parquet a fetch into memory takes before it stops with TooLarge.
+MAX_FETCH_BYTES = 512 << 20
 
 
 class Client:
@@ -146,44 +149,57 @@ class Client:
                 print(file=sys.stderr)
         return self.status(sweep_id)
 
-    def _fetch(self, damage: Optional[Damage] = None, **request) -> Iterator[bytes]:
-        """The files FetchResults streams, each put together from its chunks; the parts the
-        coordinator could not read go into ``damage``."""
-        current = bytearray()
+    def _fetch(self, files: "_Files", damage: Optional[Damage] = None, **request) -> None:
+        """Stream FetchResults into ``files`` a chunk at a time; the parts the coordinator
+        could not read go into ``damage``."""
+        stream = self._sweeps.FetchResults(service_pb2.FetchResultsRequest(**request), metadata=self.metadata, timeout=600)
         try:
-            for chunk in self._sweeps.FetchResults(service_pb2.FetchResultsRequest(**request), metadata=self.metadata, timeout=600):
-                current += chunk.data
+            for chunk in stream:
+                if chunk.data:
+                    files.write(chunk.data)
                 if chunk.end_of_file:
-                    yield bytes(current)
-                    current = bytearray()
+                    files.end_file()
                 if damage is not None and chunk.HasField("damaged"):
                     damage.parts.append(DamagedPart(chunk.damaged.part, chunk.damaged.error))
                 if damage is not None:
                     damage.unreadable_jobs.extend(chunk.unreadable_jobs)
         except grpc.RpcError as e:
             raise self._error(e) from e
+        finally:
+            stream.cancel()  # frees the stream at once when a bound or an error ended it early
+            files.close()
 
-    def fetch_trajectories(self, sweep_id: str, job_keys: Optional[list[str]] = None, algorithm: str = "", benchmark: str = "") -> Trajectories:
-        """The committed trajectories (all, or some jobs or cells) as a polars DataFrame,
-        one row per step, with the parts the coordinator could not read and the done jobs
-        only they held (a damaged part stops nothing but its own jobs); NotFound when no
-        job matches."""
-        import polars as pl
+    def fetch_trajectories(
+        self,
+        sweep_id: str,
+        job_keys: Optional[list[str]] = None,
+        algorithm: str = "",
+        benchmark: str = "",
+        *,
+        to: Optional[Union[str, pathlib.Path]] = None,
+        max_bytes: int = MAX_FETCH_BYTES,
+    ) -> Trajectories:
+        """The committed trajectories (all, or some jobs or cells), one row per step, with
+        the parts the coordinator could not read and the done jobs only they held (a damaged
+        part stops nothing but its own jobs); NotFound when no job matches.
 
+        The rows are a polars DataFrame, read into memory: TooLarge once the Parquet passes
+        ``max_bytes`` (512 MiB by default). With ``to``, a directory, the files are written
+        there as they arrive (a chunk in memory at a time, whatever their size) and the rows
+        are a polars LazyFrame scanning them: filter and aggregate it before ``collect()``."""
         cells = service_pb2.CellFilter(algorithm=algorithm, benchmark=benchmark)
         table = service_pb2.FetchResultsRequest.TRAJECTORIES
         damage = Damage([], [])
-        files = list(self._fetch(damage, sweep_id=sweep_id, table=table, job_keys=job_keys or [], cells=cells))
-        if not files and not damage.parts:
+        files = _Files(f"sweep {sweep_id}: its trajectories", to, "fetched-{:06}.parquet", max_bytes)
+        self._fetch(files, damage, sweep_id=sweep_id, table=table, job_keys=job_keys or [], cells=cells)
+        if not files.done and not damage.parts:
             raise errors.NotFound(f"sweep {sweep_id}: no committed trajectory matches")
-        frames = [pl.read_parquet(io.BytesIO(f)) for f in files]
-        rows = pl.concat(frames, how="vertical_relaxed") if frames else pl.DataFrame()
-        return Trajectories(rows, damage.parts, damage.unreadable_jobs)
+        return Trajectories(files.rows(), damage.parts, damage.unreadable_jobs)
 
-    def trajectories(self, sweep_id: str, job_keys: Optional[list[str]] = None, algorithm: str = "", benchmark: str = ""):
-        """``fetch_trajectories``'s rows: a polars DataFrame, one row per step; a damaged
-        part is named in a ``DamagedPartsWarning`` and its jobs left out."""
-        fetched = self.fetch_trajectories(sweep_id, job_keys, algorithm, benchmark)
+    def trajectories(self, sweep_id: str, job_keys: Optional[list[str]] = None, algorithm: str = "", benchmark: str = "", **fetch):
+        """``fetch_trajectories``'s rows (it takes the same ``to`` and ``max_bytes``); a
+        damaged part is named in a ``DamagedPartsWarning`` and its jobs left out."""
+        fetched = self.fetch_trajectories(sweep_id, job_keys, algorithm, benchmark, **fetch)
         if fetched.damaged:
             parts = "; ".join(f"{d.part}: {d.error}" for d in fetched.damaged)
             warnings.warn(
@@ -193,18 +209,82 @@ class Client:
             )
         return fetched.rows
 
-    def summary(self, sweep_id: str, table: str = "final"):
-        """A summary table over seeds as a polars DataFrame: ``final`` (the last step per
-        cell) or ``summary`` (every step). FailedPrecondition before it is written."""
-        import polars as pl
-
+    def summary(self, sweep_id: str, table: str = "final", *, to: Optional[Union[str, pathlib.Path]] = None, max_bytes: int = MAX_FETCH_BYTES):
+        """A summary table over seeds: ``final`` (the last step per cell) or ``summary``
+        (every step). FailedPrecondition before it is written. A polars DataFrame, or with
+        ``to`` (a directory) a LazyFrame over the file written there a chunk at a time; into
+        memory, TooLarge once the Parquet passes ``max_bytes`` (a long sweep's ``summary``
+        is hundreds of megabytes)."""
         kinds = {"final": service_pb2.FetchResultsRequest.FINAL, "summary": service_pb2.FetchResultsRequest.SUMMARY}
         if table not in kinds:
             raise ValueError(f"table {table!r}: give \"final\" or \"summary\"")
-        files = list(self._fetch(sweep_id=sweep_id, table=kinds[table]))
-        if not files:
+        files = _Files(f"sweep {sweep_id}: its {table} table", to, f"{table}.parquet", max_bytes)
+        self._fetch(files, sweep_id=sweep_id, table=kinds[table])
+        if not files.done:
             raise errors.NotFound(f"sweep {sweep_id}: no {table} table")
-        return pl.read_parquet(io.BytesIO(files[0]))
+        return files.rows()
+
+
+class _Files:
+    """Fetched files, in memory up to ``max_bytes`` or, with ``to``, written there a chunk
+    at a time (each under a temporary name until complete)."""
+
+    def __init__(self, what: str, to: Optional[Union[str, pathlib.Path]], name: str, max_bytes: int):
+        self.what, self.name, self.max_bytes = what, name, max_bytes
+        self.to = pathlib.Path(to) if to is not None else None
+        if self.to is not None:
+            self.to.mkdir(parents=True, exist_ok=True)
+        self.done: list[Union[bytes, pathlib.Path]] = []
+        self.current = bytearray()
+        self.open: Optional[Any] = None
+        self.n_bytes = 0
+
+    def _path(self) -> pathlib.Path:
+        assert self.to is not None
+        return self.to / self.name.format(len(self.done) + 1)
+
+    def write(self, data: bytes) -> None:
+        self.n_bytes += len(data)
+        if self.to is None:
+            if self.n_bytes > self.max_bytes:
+                raise errors.TooLarge(
+                    f"{self.what} passed max_bytes={self.max_bytes} bytes of Parquet fetched into memory: give to=DIR to "
+                    "write the files there and scan them lazily, narrow the fetch (job_keys, algorithm, benchmark), "
+                    "or raise max_bytes"
+                )
+            self.current += data
+            return
+        if self.open is None:
+            self.open = open(self._path().with_suffix(".parquet.tmp"), "wb")
+        self.open.write(data)
+
+    def end_file(self) -> None:
+        if self.to is None:
+            self.done.append(bytes(self.current))
+            self.current = bytearray()
+            return
+        path = self._path()
+        if self.open is None:
+            self.open = open(path.with_suffix(".parquet.tmp"), "wb")
+        self.open.close()
+        self.open = None
+        path.with_suffix(".parquet.tmp").replace(path)
+        self.done.append(path)
+
+    def close(self) -> None:
+        """A file left incomplete (the stream ended early) is removed."""
+        if self.open is not None:
+            self.open.close()
+            self._path().with_suffix(".parquet.tmp").unlink(missing_ok=True)
+            self.open = None
+
+    def rows(self):
+        import polars as pl
+
+        if self.to is not None:
+            return pl.scan_parquet([str(p) for p in self.done]) if self.done else pl.LazyFrame()
+        frames = [pl.read_parquet(io.BytesIO(f)) for f in self.done]
+        return pl.concat(frames, how="vertical_relaxed") if frames else pl.DataFrame()
 
 
 @dataclasses.dataclass(frozen=True)

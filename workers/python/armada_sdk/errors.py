@@ -60,6 +60,12 @@ class FailedPrecondition(ArmadaError):
     summary not written yet, another declaration under a declared family name and version."""
 
 
+class TooLarge(ArmadaError):
+    """A fetch into memory passed the bound it was given (``max_bytes`` of Parquet): nothing
+    is returned; fetch it to disk with ``to=DIR`` (and scan it lazily), narrow it, or raise
+    the bound."""
+
+
 class Unavailable(ArmadaError):
     """UNAVAILABLE or DEADLINE_EXCEEDED: the coordinator is out of reach (nothing listens,
     an unknown host, a lost connection) or did not answer in time; trying again later may

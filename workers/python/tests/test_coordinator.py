@@ -391,6 +391,49 @@ def test_a_damaged_part_is_named_and_the_rest_fetched(tmp_path, monkeypatch):
         assert rows.equals(fetched.rows)
 
 
+def test_a_fetch_into_memory_stops_at_its_bound_and_one_to_disk_streams_whole(tmp_path):
+    """Fetched into memory, trajectories and summaries stop with TooLarge past ``max_bytes``;
+    fetched ``to`` a directory, they are written there whole whatever the bound, and scanned
+    lazily to the same rows."""
+    import subprocess
+
+    import polars as pl
+
+    from armada_sdk import TooLarge
+    from conftest import armada_bin
+
+    sweep = tmp_path / "big.toml"
+    sweep.write_text('name = "big"\nfamily = "testkit"\nseeds = 4\nhorizon = 2000\n'
+                     '[[benchmarks]]\nname = "constant"\n[[algorithms]]\nname = "echo"\n')
+    data = tmp_path / "data"
+    subprocess.run([armada_bin(), "run", str(sweep), "--out", str(data), "--quiet"], check=True, capture_output=True)
+    parts = list((data / "big" / "trajectories").glob("*.parquet"))
+    part_bytes = sum(p.stat().st_size for p in parts)
+    with serve(data) as served:
+        client = Client(served.url)
+        whole = client.fetch_trajectories("big")
+        assert whole.rows.height == 4 * 2001 and whole.damaged == []
+        with pytest.raises(TooLarge, match=f"sweep big: its trajectories passed max_bytes={part_bytes - 1} bytes"):
+            client.fetch_trajectories("big", max_bytes=part_bytes - 1)
+        assert client.fetch_trajectories("big", max_bytes=part_bytes).rows.equals(whole.rows), "the bound is inclusive"
+
+        out = tmp_path / "out"
+        lazy = client.fetch_trajectories("big", to=out, max_bytes=1)
+        assert isinstance(lazy.rows, pl.LazyFrame)
+        assert lazy.rows.collect().equals(whole.rows)
+        written = sorted(out.iterdir())
+        assert [p.name for p in written] == [f"fetched-{i:06}.parquet" for i in range(1, len(parts) + 1)], "no temporary file is left"
+        assert sum(p.stat().st_size for p in written) == part_bytes
+
+        summary = client.summary("big", "summary")
+        assert summary.height > 2000
+        with pytest.raises(TooLarge, match="sweep big: its summary table passed max_bytes=100 bytes"):
+            client.summary("big", "summary", max_bytes=100)
+        on_disk = client.summary("big", "summary", to=tmp_path / "tables", max_bytes=1)
+        assert on_disk.collect().equals(summary)
+        assert (tmp_path / "tables" / "summary.parquet").read_bytes() == (data / "big" / "summary.parquet").read_bytes()
+
+
 def test_a_family_is_described_whole_and_removed_once_no_sweep_uses_it(tmp_path):
     """DescribeFamily gives a declared family whole; RemoveFamily forgets it once no stored
     sweep uses it (on a coordinator without tokens anyone is its admin)."""
