@@ -425,7 +425,7 @@ fn rebuild_sweep(store: &mut Store, sweep_dir: &Path, sweep: &str) -> Result<(us
             }
             let template = SpecTemplate::encode(&valid.spec);
             rows.push(StoredJob {
-                sweep_id: sweep.to_string(),
+                sweep_id: sweep.into(),
                 key: key.clone(),
                 ord: rows.len() as i64,
                 spec: SpecTemplate::with_seed(&template, valid.spec.seed),

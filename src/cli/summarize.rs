@@ -25,7 +25,7 @@ pub struct SummarizeArgs {
 /// Each cell's jobs and failures for good, as the coordinator's store records the sweep's.
 fn stored_counts(store: &Store, sweep: &str) -> anyhow::Result<BTreeMap<Cell, CellJobs>> {
     let mut cells = Vec::new();
-    for job in store.jobs()?.into_iter().filter(|j| j.sweep_id == sweep) {
+    for job in store.jobs()?.into_iter().filter(|j| *j.sweep_id == *sweep) {
         let spec = SpecTemplate::decode(&job.spec)
             .and_then(|(template, _)| template.to_spec())
             .map_err(|e| anyhow::anyhow!("job {} of sweep {sweep} in the store: {e}", job.key))?;

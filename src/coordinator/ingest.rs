@@ -83,7 +83,7 @@ impl Ingest {
                 .map(|&k| (k as usize, &self.jobs[k as usize]))
                 .filter(|(_, job)| !self.plan.known.contains(&job.key))
                 .map(|(k, job)| StoredJob {
-                    sweep_id: String::new(),
+                    sweep_id: sweep.clone(),
                     key: job.key.to_string(),
                     // Known jobs leave gaps: positions only order the sweep's jobs.
                     ord: (self.plan.base + k) as i64,

@@ -21,16 +21,12 @@ impl Key {
 
     /// The key of 32 hex digits (as [`JobSpec::key`] makes them); `None` for anything else.
     pub fn parse(hex: &str) -> Option<Key> {
-        let hex = hex.as_bytes();
-        if hex.len() != 32 {
-            return None;
-        }
-        let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
-        let mut bytes = [0u8; 16];
-        for (i, pair) in hex.chunks(2).enumerate() {
-            bytes[i] = digit(pair[0])? << 4 | digit(pair[1])?;
-        }
-        Some(Key(bytes))
+        JobKey::parse_bytes(hex).map(Key)
+    }
+
+    /// The key of a cell's job of `seed`.
+    pub fn of_seed(keys: &armada_core::SeedKeys, seed: u64) -> Key {
+        Key(keys.key_bytes(seed))
     }
 
     /// Of a key this build computed: always 32 hex digits.

@@ -42,7 +42,6 @@ impl JobQueue {
         }
     }
 
-    /// Queue `job` of `family` first: a retried job should not wait behind the whole sweep.
     /// Queue `jobs` of `family` at the back, in order (one family lookup for them all).
     pub fn extend(&mut self, family: &str, jobs: &[usize]) {
         if let Some(&last) = jobs.iter().max() {
@@ -50,16 +49,17 @@ impl JobQueue {
                 self.member.resize(last + 1, false);
             }
         }
-        let mut queued = Vec::with_capacity(jobs.len());
-        for &job in jobs {
-            if self.mark(job) {
-                queued.push((self.back, job));
-                self.back += 1;
-            }
-        }
-        self.family(family).extend(queued);
+        let (mut back, member) = (self.back, &mut self.member);
+        let queued = jobs.iter().filter(|&&job| !std::mem::replace(&mut member[job], true)).map(|&job| {
+            back += 1;
+            (back - 1, job)
+        });
+        let queue = self.by_family.entry(family.to_string()).or_default();
+        queue.extend(queued);
+        self.back = back;
     }
 
+    /// Queue `job` of `family` first: a retried job should not wait behind the whole sweep.
     pub fn push_front(&mut self, job: usize, family: &str) {
         if self.mark(job) {
             self.front -= 1;

@@ -39,6 +39,8 @@ pub enum StoreFix {
 /// turn, so most jobs only need their key hashed.
 struct KnownCell {
     stored: SpecTemplate,
+    /// Kept by its template's own bytes (not by a whole job's, from another encoder).
+    exact: bool,
     /// The sweep's families it was loaded under.
     families: String,
     template: Arc<Template>,
@@ -73,6 +75,17 @@ impl<'a> Recovery<'a> {
         unrecorded_part: Option<&str>,
         templates: &mut Templates,
     ) -> Loaded {
+        // Most jobs: the bytes before their seed are a known cell's template's.
+        if let Some((bytes, seed)) = SpecTemplate::split_seed(&stored.spec) {
+            if let Some(cell) = self.cells.get(bytes).filter(|c| c.exact && c.families == reference) {
+                let key = Key::of_seed(&cell.keys, seed);
+                if Key::parse(&stored.key) == Some(key) {
+                    let template = cell.template.clone();
+                    let (state, fix) = committed_unless_recorded(stored.state, unrecorded_part);
+                    return Loaded { template, seed, key, state, error: stored.error.clone(), fix };
+                }
+            }
+        }
         let decoded = SpecTemplate::decode(&stored.spec);
         let checked = match &decoded {
             Ok((stored_template, seed)) => {
@@ -90,11 +103,7 @@ impl<'a> Recovery<'a> {
         match (checked, stored_key) {
             (Ok((template, key)), Some(stored_key)) if Key::of(&key) == stored_key => {
                 let seed = decoded.as_ref().map_or(0, |d| d.1);
-                let (mut state, mut fix) = (stored.state, None);
-                if let Some(part) = unrecorded_part.filter(|_| state == JobState::Queued) {
-                    state = JobState::Done;
-                    fix = Some(StoreFix::Committed { part: part.to_string() });
-                }
+                let (state, fix) = committed_unless_recorded(stored.state, unrecorded_part);
                 Loaded { template, seed, key: stored_key, state, error: stored.error.clone(), fix }
             }
             (other, _) => {
@@ -141,6 +150,7 @@ impl<'a> Recovery<'a> {
             let template = templates.shared(valid.spec, &family.reference());
             let cell = KnownCell {
                 stored: stored.clone(),
+                exact,
                 families: reference.to_string(),
                 keys: template.spec.seed_keys(&family.key_salt()),
                 template,
@@ -152,6 +162,14 @@ impl<'a> Recovery<'a> {
         }
         let cell = self.cells.get(bytes).expect("kept just now");
         Ok((cell.template.clone(), cell.keys.key(seed)))
+    }
+}
+
+/// A stored job's state and correction: done in `unrecorded_part` if it was queued there.
+fn committed_unless_recorded(state: JobState, unrecorded_part: Option<&str>) -> (JobState, Option<StoreFix>) {
+    match unrecorded_part.filter(|_| state == JobState::Queued) {
+        Some(part) => (JobState::Done, Some(StoreFix::Committed { part: part.to_string() })),
+        None => (state, None),
     }
 }
 

@@ -160,6 +160,30 @@ impl SpecTemplate {
         stored.strip_suffix(&suffix[..])
     }
 
+    /// A stored job's bytes split, read from their end, into the bytes before its seed's
+    /// field and that seed: `None` unless they end with a seed field (a job of seed 0 has
+    /// none). Whatever the bytes before, the whole decodes to their fields with this seed
+    /// (a message's fields merge, the last seed wins), so bytes before that are a known
+    /// template's are that template's job of this seed, and need no decoding.
+    pub fn split_seed(stored: &[u8]) -> Option<(&[u8], u64)> {
+        const SEED_TAG: u8 = 6 << 3; // field 6 of armada.v1.JobSpec, a varint
+        let last = stored.len().checked_sub(1)?;
+        if stored[last] & 0x80 != 0 {
+            return None;
+        }
+        // A varint: bytes with the high bit set, then one without; 10 bytes at most.
+        let mut start = last;
+        while start > 0 && last - start < 9 && stored[start - 1] & 0x80 != 0 {
+            start -= 1;
+        }
+        let tag = start.checked_sub(1)?;
+        if stored[tag] != SEED_TAG {
+            return None;
+        }
+        let seed = prost::encoding::decode_varint(&mut &stored[start..]).ok()?;
+        Some((&stored[..tag], seed))
+    }
+
     /// A stored job's template and seed.
     pub fn decode(bytes: &[u8]) -> Result<(SpecTemplate, u64), String> {
         let mut spec = pb::JobSpec::decode(bytes).map_err(|e| e.to_string())?;
@@ -178,10 +202,17 @@ impl SpecTemplate {
     }
 }
 
+/// Column `i` of a row as text, without copying it.
+fn text<'r>(r: &'r rusqlite::Row, i: usize) -> rusqlite::Result<&'r str> {
+    let value = r.get_ref(i)?;
+    value.as_str().map_err(|e| rusqlite::Error::FromSqlConversionFailure(i, value.data_type(), Box::new(e)))
+}
+
 /// One stored job.
 #[derive(Clone, Debug)]
 pub struct StoredJob {
-    pub sweep_id: String,
+    /// One allocation shared by the jobs of a sweep.
+    pub sweep_id: Arc<str>,
     pub key: String,
     /// The job's position in its sweep (the run order).
     pub ord: i64,
@@ -347,35 +378,48 @@ impl Store {
     }
 
     pub fn jobs(&self) -> Result<Vec<StoredJob>> {
+        Ok(self.jobs_and_abandoned()?.0)
+    }
+
+    /// The stored jobs in run order (sweep by sweep, in the order they were created), and
+    /// how many rows were left out as a submission's not finished (or of no sweep), which
+    /// [`Self::abandon_submissions`] removes.
+    pub fn jobs_and_abandoned(&self) -> Result<(Vec<StoredJob>, usize)> {
         // Read in table order and sorted here: an ORDER BY over every job spills SQLite's
         // sorter to temporary files for a million of them, and reading by an index of the
         // run order jumps about the table.
         let mut sweeps = self.conn.prepare_cached("SELECT id, generation FROM sweeps ORDER BY created_ms, id")?;
-        let sweeps: HashMap<String, (usize, i64)> = sweeps
+        let sweeps: HashMap<String, (usize, i64, Arc<str>)> = sweeps
             .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?
             .enumerate()
-            .map(|(rank, row)| row.map(|(id, generation)| (id, (rank, generation))))
+            .map(|(rank, row)| row.map(|(id, generation)| (id.clone(), (rank, generation, Arc::from(id)))))
             .collect::<Result<_, _>>()?;
         let mut stmt = self
             .conn
             .prepare_cached("SELECT sweep_id, key, ord, spec, state, attempts, error, generation FROM jobs")?;
-        let rows = stmt.query_map([], |r| {
-            let job: (String, String, i64, Vec<u8>, String, u32, Option<String>) =
-                (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?);
-            Ok((job, r.get::<_, i64>(7)?))
-        })?;
-        let mut jobs = Vec::new();
-        for row in rows {
-            let ((sweep_id, key, ord, spec, state, attempts, error), generation) = row?;
-            let Some(&(rank, sweep_generation)) = sweeps.get(&sweep_id) else { continue };
-            if generation > sweep_generation {
+        let mut rows = stmt.query([])?;
+        let (mut jobs, mut abandoned) = (Vec::new(), 0);
+        while let Some(r) = rows.next()? {
+            let generation: i64 = r.get(7)?;
+            let sweep = sweeps.get(text(r, 0)?).filter(|(_, of_sweep, _)| generation <= *of_sweep);
+            let Some((rank, _, sweep_id)) = sweep else {
+                abandoned += 1;
                 continue;
-            }
-            let state = JobState::parse(&state)?;
-            jobs.push((rank, StoredJob { sweep_id, key, ord, spec, state, attempts, error }));
+            };
+            let (key, ord, spec, attempts, error) = (r.get(1)?, r.get(2)?, r.get(3)?, r.get(5)?, r.get(6)?);
+            let state = JobState::parse(text(r, 4)?)?;
+            jobs.push((*rank, StoredJob { sweep_id: sweep_id.clone(), key, ord, spec, state, attempts, error }));
         }
-        jobs.sort_unstable_by_key(|(rank, job)| (*rank, job.ord));
-        Ok(jobs.into_iter().map(|(_, job)| job).collect())
+        // A sweep submitted once is stored in order already.
+        if !jobs.is_sorted_by_key(|(rank, job)| (*rank, job.ord)) {
+            jobs.sort_unstable_by_key(|(rank, job)| (*rank, job.ord));
+        }
+        Ok((jobs.into_iter().map(|(_, job)| job).collect(), abandoned))
+    }
+
+    /// Whether a new sweep's submission was left unfinished (its row is hidden until then).
+    pub fn has_hidden_sweeps(&self) -> Result<bool> {
+        Ok(self.conn.query_row("SELECT EXISTS (SELECT 1 FROM sweeps WHERE generation < 0)", [], |r| r.get(0))?)
     }
 
     /// The declared families, in the order they were declared: each one's digest, the
@@ -798,10 +842,8 @@ impl Store {
 mod tests {
     use super::*;
 
-    /// A job's stored bytes are its template's then its seed; they decode to the template
-    /// (equal for every job of the cell) and the seed, and the template to the spec.
     /// A stored job's bytes are its template's, then its seed: recovery finds the cell of
-    /// each job by them.
+    /// each job by them, from their end or knowing the seed.
     #[test]
     fn a_stored_jobs_template_bytes_are_its_templates() {
         let mut spec = JobSpec::new("testkit", "constant", "slow");
@@ -811,11 +853,49 @@ mod tests {
             let stored = SpecTemplate::with_seed(&template, seed);
             assert_eq!(SpecTemplate::template_bytes(&stored, seed), Some(&template[..]), "seed {seed}");
             assert_eq!(SpecTemplate::decode(&stored).unwrap().1, seed);
+            let split = SpecTemplate::split_seed(&stored);
+            assert_eq!(split, (seed != 0).then_some((&template[..], seed)), "seed {seed}");
         }
         // Bytes that do not end with their seed (another encoder's) have no template bytes.
         let seed_first = [pb::JobSpec { seed: 3, ..Default::default() }.encode_to_vec(), template.clone()].concat();
         assert_eq!(SpecTemplate::decode(&seed_first).unwrap().1, 3);
         assert_eq!(SpecTemplate::template_bytes(&seed_first, 3), None);
+    }
+
+    /// Whatever bytes split from their end, their decoding is that of the bytes before the
+    /// seed with that seed: so bytes before it that are a known template's need no decoding.
+    #[test]
+    fn bytes_split_at_their_seed_decode_as_the_bytes_before_with_that_seed() {
+        let mut spec = JobSpec::new("testkit", "constant", "slow");
+        spec.algorithm_params.insert("ms".into(), armada_core::ParamValue::Int(1));
+        let template = SpecTemplate::encode(&spec);
+        let (mut state, mut n_split) = (0x2545_f491_4f6c_dd1du64, 0);
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for i in 0..20_000 {
+            // Random bytes, a template's bytes with random tails, or a job's with its end cut.
+            let mut bytes: Vec<u8> = match i % 3 {
+                0 => (0..next() % 24).map(|_| next() as u8).collect(),
+                1 => [&template[..], &(0..next() % 12).map(|_| next() as u8).collect::<Vec<_>>()].concat(),
+                _ => SpecTemplate::with_seed(&template, next() >> (next() % 64)),
+            };
+            if i % 7 == 0 {
+                bytes.push(6 << 3);
+                bytes.extend((0..next() % 11).map(|_| 0x80 | next() as u8));
+                bytes.push(next() as u8 & 0x7f);
+            }
+            let Some((before, seed)) = SpecTemplate::split_seed(&bytes) else { continue };
+            n_split += 1;
+            match (SpecTemplate::decode(before), SpecTemplate::decode(&bytes)) {
+                (Ok((template, _)), whole) => assert_eq!(whole, Ok((template, seed)), "{bytes:?}"),
+                (Err(_), _) => {}
+            }
+        }
+        assert!(n_split > 5_000, "{n_split} of 20,000 split");
     }
 
     #[test]
@@ -932,8 +1012,12 @@ mod tests {
         }
         {
             let mut store = Store::open(dir.path()).unwrap();
+            // What tells the loader to remove them: rows left out, a hidden sweep.
+            assert_eq!(store.jobs_and_abandoned().unwrap().1, 1);
+            assert!(store.has_hidden_sweeps().unwrap());
             assert_eq!(store.abandon_submissions().unwrap(), 1);
             assert!(store.sweeps().unwrap().is_empty());
+            assert!(!store.has_hidden_sweeps().unwrap());
             let generation = store.begin_submission("s", "testkit", 2).unwrap();
             store.add_jobs("s", generation, &[job("a", 0), job("b", 1)]).unwrap();
             store.commit_submission("s", generation, "testkit", &[]).unwrap();
@@ -945,7 +1029,11 @@ mod tests {
             assert_eq!(keys(&store), ["a", "b"]);
         }
         let mut store = Store::open(dir.path()).unwrap();
+        let (jobs, abandoned) = store.jobs_and_abandoned().unwrap();
+        assert_eq!((jobs.len(), abandoned), (2, 1));
+        assert!(!store.has_hidden_sweeps().unwrap(), "a resubmission's sweep stays visible");
         assert_eq!(store.abandon_submissions().unwrap(), 1);
+        assert_eq!(store.jobs_and_abandoned().unwrap().1, 0);
         assert_eq!(keys(&store), ["a", "b"]);
         let generation = store.begin_submission("s", "testkit", 4).unwrap();
         store.add_jobs("s", generation, &[job("c", 2)]).unwrap();

@@ -4,10 +4,11 @@
 use super::{release_free_memory, Scheduler, StartError};
 use crate::coordinator::jobs::Job;
 use crate::coordinator::live;
-use crate::coordinator::recovery::{Recovery, StoreFix};
+use crate::coordinator::recovery::{Loaded, Recovery, StoreFix};
 use crate::coordinator::store::{JobState, StoredJob};
 use crate::results;
 use std::collections::HashMap;
+use std::sync::Arc;
 use tracing::{info, warn};
 
 impl Scheduler {
@@ -15,13 +16,6 @@ impl Scheduler {
     /// attempts of the previous life voided (their jobs queued again), and the jobs, sweeps
     /// and summaries made to agree with the results on disk.
     pub(super) fn load(&mut self) -> Result<(), StartError> {
-        let abandoned = self.store.abandon_submissions()?;
-        if abandoned > 0 {
-            info!(
-                jobs = abandoned,
-                "dropped the jobs of a submission the previous coordinator had not finished storing"
-            );
-        }
         let voided = self.store.void_running()?;
         if voided > 0 {
             info!(jobs = voided, "jobs running when the previous coordinator stopped are queued again");
@@ -44,9 +38,35 @@ impl Scheduler {
         self.warn_of_unknown_sweeps()?;
         let registry = self.catalog.get();
         let mut recovery = Recovery::new(&registry);
-        for stored in self.store.jobs()? {
-            self.load_job(stored, &unrecorded, &mut recovery)?;
+        // The jobs come sweep by sweep: each sweep's families and id are looked up once.
+        let mut sweep: Option<(Arc<str>, String, Option<Arc<str>>)> = None;
+        let mut queued = Vec::new();
+        let (jobs, abandoned) = self.store.jobs_and_abandoned()?;
+        // Removed only when there is something to remove: a scan of every job otherwise.
+        if abandoned > 0 || self.store.has_hidden_sweeps()? {
+            let abandoned = self.store.abandon_submissions()?;
+            info!(
+                jobs = abandoned,
+                "dropped the jobs of a submission the previous coordinator had not finished storing"
+            );
         }
+        for stored in jobs {
+            if sweep.as_ref().is_none_or(|(id, ..)| !Arc::ptr_eq(id, &stored.sweep_id)) {
+                let reference = self.sweeps.get(&stored.sweep_id).map(|s| s.family.clone()).unwrap_or_default();
+                sweep = Some((stored.sweep_id.clone(), reference, self.sweeps.id_of(&stored.sweep_id)));
+            }
+            let (_, reference, id) = sweep.as_ref().expect("set just now");
+            let part = unrecorded.get(&*stored.sweep_id).and_then(|parts| parts.get(&stored.key));
+            let loaded = recovery.load(&stored, reference, part.map(String::as_str), &mut self.templates);
+            if let Some(i) = self.load_job(stored, id.clone(), loaded)? {
+                queued.push(i);
+            }
+        }
+        // Queued in their order, a run of one family at a time.
+        if !self.config.only_submitted {
+            self.table.enqueue_all(&queued);
+        }
+        drop(queued);
         let ids: Vec<String> = self.sweeps.ids().cloned().collect();
         for id in ids {
             let files = self.sweeps.counts(&id, &self.table).done == 0
@@ -69,10 +89,10 @@ impl Scheduler {
     }
 
     /// Jobs in parts the store does not know: written, then the coordinator died before
-    /// recording them. `(sweep, key)` -> part file name. On the way, one of the cheap checks
+    /// recording them. Sweep -> key -> part file name. On the way, one of the cheap checks
     /// of every start: parts the store records but the disk lacks (their jobs' rows are
     /// lost), reported with what to do.
-    fn unrecorded_parts(&self) -> Result<HashMap<(String, String), String>, StartError> {
+    fn unrecorded_parts(&self) -> Result<HashMap<String, HashMap<String, String>>, StartError> {
         let mut found = HashMap::new();
         for sweep in self.sweeps.ids() {
             let known = self.store.parts(sweep)?;
@@ -103,8 +123,9 @@ impl Scheduler {
                     }
                     index => index?,
                 };
+                let in_sweep: &mut HashMap<String, String> = found.entry(sweep.clone()).or_default();
                 for job in index {
-                    found.insert((sweep.clone(), job.key), name.clone());
+                    in_sweep.insert(job.key, name.clone());
                 }
             }
         }
@@ -128,16 +149,14 @@ impl Scheduler {
         Ok(())
     }
 
-    /// Load one stored job (see [`Recovery::load`]), writing the store's correction first.
+    /// Load one stored job of sweep `id` as [`Recovery::load`] found it, writing the
+    /// store's correction first: its place in the table if it is queued.
     fn load_job(
         &mut self,
         stored: StoredJob,
-        unrecorded: &HashMap<(String, String), String>,
-        recovery: &mut Recovery,
-    ) -> Result<(), StartError> {
-        let reference = self.sweeps.get(&stored.sweep_id).map(|s| s.family.clone()).unwrap_or_default();
-        let part = unrecorded.get(&(stored.sweep_id.clone(), stored.key.clone())).map(String::as_str);
-        let loaded = recovery.load(&stored, &reference, part, &mut self.templates);
+        id: Option<Arc<str>>,
+        loaded: Loaded,
+    ) -> Result<Option<usize>, StartError> {
         match &loaded.fix {
             Some(StoreFix::Committed { part }) => {
                 self.store.commit_jobs(&stored.sweep_id, part, &[(None, stored.key.as_str())])?
@@ -147,16 +166,13 @@ impl Scheduler {
             }
             None => {}
         }
-        let Some(sweep) = self.sweeps.id_of(&stored.sweep_id) else { return Ok(()) };
+        let Some(sweep) = id else { return Ok(None) };
         let state = loaded.state;
         let mut job = Job::new(sweep, loaded.template, loaded.seed, loaded.key, state);
         job.attempts = stored.attempts;
         job.error = loaded.error.map(Into::into);
         let i = self.table.push(job);
         self.sweeps.load_job(i, &self.table);
-        if state == JobState::Queued && !self.config.only_submitted {
-            self.table.enqueue(i, false);
-        }
-        Ok(())
+        Ok((state == JobState::Queued).then_some(i))
     }
 }

@@ -88,25 +88,52 @@ impl JobSpec {
         let text = JobSpec { seed: 0, ..self.clone() }.canonical_salted(salt);
         // The last one: only numbers follow the seed, while a choice's text may hold anything.
         let (before, after) = text.rsplit_once(";seed=0;").expect("the canonical text holds the seed");
-        SeedKeys { before: format!("{before};seed="), after: format!(";{after}") }
+        let before = format!("{before};seed=");
+        let mut hashed = blake3::Hasher::new();
+        hashed.update(before.as_bytes());
+        SeedKeys { before, hashed, after: format!(";{after}") }
     }
 }
 
 /// The canonical text of a cell's jobs before and after their seed ([`JobSpec::seed_keys`]).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct SeedKeys {
     before: String,
+    /// A hasher that has taken `before`: each key starts from a copy of it.
+    hashed: blake3::Hasher,
     after: String,
+}
+
+impl PartialEq for SeedKeys {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.before, &self.after) == (&other.before, &other.after)
+    }
 }
 
 impl SeedKeys {
     /// The key of the cell's job of `seed`: [`JobSpec::key_salted`] of its spec.
     pub fn key(&self, seed: u64) -> JobKey {
-        let mut hasher = blake3::Hasher::new();
-        hasher.update(self.before.as_bytes());
-        hasher.update(seed.to_string().as_bytes());
+        JobKey::of_bytes(&self.key_bytes(seed))
+    }
+
+    /// That key's 16 bytes (its hex digits are the [`JobKey`]): what a coordinator loading
+    /// a million stored jobs compares, without making text of each.
+    pub fn key_bytes(&self, seed: u64) -> [u8; 16] {
+        let mut digits = [0u8; 20]; // u64::MAX has 20
+        let mut at = digits.len();
+        let mut rest = seed;
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (rest % 10) as u8;
+            rest /= 10;
+            if rest == 0 {
+                break;
+            }
+        }
+        let mut hasher = self.hashed.clone();
+        hasher.update(&digits[at..]);
         hasher.update(self.after.as_bytes());
-        JobKey::of(hasher.finalize())
+        hasher.finalize().as_bytes()[..16].try_into().expect("16 of 32 bytes")
     }
 }
 
@@ -117,13 +144,35 @@ pub struct JobKey(pub String);
 impl JobKey {
     /// The first 128 bits of a BLAKE3 hash, in hex.
     fn of(hash: blake3::Hash) -> JobKey {
+        JobKey::of_bytes(hash.as_bytes()[..16].try_into().expect("16 of 32 bytes"))
+    }
+
+    /// A key's 16 bytes as its 32 lowercase hex digits.
+    pub fn of_bytes(bytes: &[u8; 16]) -> JobKey {
         const HEX: &[u8; 16] = b"0123456789abcdef";
         let mut hex = String::with_capacity(32);
-        for b in &hash.as_bytes()[..16] {
+        for b in bytes {
             hex.push(HEX[usize::from(b >> 4)] as char);
             hex.push(HEX[usize::from(b & 15)] as char);
         }
         JobKey(hex)
+    }
+
+    /// The 16 bytes of a key written as 32 hex digits (either case); `None` for any other
+    /// text.
+    pub fn parse_bytes(hex: &str) -> Option<[u8; 16]> {
+        let hex: &[u8; 32] = hex.as_bytes().try_into().ok()?;
+        let digit = |c: u8| match c {
+            b'0'..=b'9' => Some(c - b'0'),
+            b'a'..=b'f' => Some(c - b'a' + 10),
+            b'A'..=b'F' => Some(c - b'A' + 10),
+            _ => None,
+        };
+        let mut bytes = [0u8; 16];
+        for (byte, pair) in bytes.iter_mut().zip(hex.chunks_exact(2)) {
+            *byte = digit(pair[0])? << 4 | digit(pair[1])?;
+        }
+        Some(bytes)
     }
 }
 
@@ -149,6 +198,15 @@ mod tests {
                 let job = JobSpec { seed, ..s.clone() };
                 assert_eq!(keys.key(seed), job.key_salted(salt), "seed {seed}");
             }
+        }
+        for seed in [0, 7, 10, 99, 100, 18446744073709551615] {
+            let key = s.seed_keys("x").key(seed);
+            assert_eq!(JobKey::parse_bytes(&key.0), Some(s.seed_keys("x").key_bytes(seed)));
+            assert_eq!(JobKey::parse_bytes(&key.0.to_uppercase()), JobKey::parse_bytes(&key.0));
+            assert_eq!(JobKey::of_bytes(&JobKey::parse_bytes(&key.0).unwrap()), key);
+        }
+        for not_a_key in ["", "0123", &"g".repeat(32), &"0".repeat(31), &"0".repeat(33), &"é".repeat(16)] {
+            assert_eq!(JobKey::parse_bytes(not_a_key), None, "{not_a_key}");
         }
         assert_eq!(s.key_salted("x").0.len(), 32);
         assert!(s.key_salted("x").0.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
