@@ -11,6 +11,7 @@ pub mod client;
 pub mod coordinator;
 pub mod embedded;
 pub mod families;
+pub mod loadgen;
 pub mod local;
 pub mod page;
 pub mod report;

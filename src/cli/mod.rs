@@ -3,6 +3,7 @@
 mod check;
 mod family;
 mod list;
+mod loadgen;
 mod remote;
 mod report;
 mod run;
@@ -56,6 +57,11 @@ enum Command {
     /// Check a data directory's store and trajectories against each other; --repair queues
     /// the jobs whose rows are lost to run again.
     Check(check::CheckArgs),
+    /// Measure a coordinator: simulated worker sessions (many per process, each a real gRPC
+    /// client) run a `testkit` sweep against an `armada serve` it starts; prints the rate,
+    /// the coordinator's CPU per job, call latencies and memory, and checks every job was
+    /// committed exactly once.
+    Loadgen(loadgen::LoadgenArgs),
 }
 
 /// A `--dashboard` value: an address, or `off` (None).
@@ -88,6 +94,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Fetch(args) => remote::fetch(args),
         Command::Family(command) => family::family(command),
         Command::Check(args) => check::check(args),
+        Command::Loadgen(args) => loadgen::loadgen(args),
     }
 }
 
