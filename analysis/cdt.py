@@ -934,6 +934,8 @@ def ablation_claims(abl: dict, main: dict) -> None:
         s: min((main[(*s, m)] for m in ("tl", "op") if (*s, m) in main), key=lambda c: c["mean"], default=None)
         for s in SETTINGS
     }
+    if not any(better_baseline.values()):
+        return  # no --main: nothing to weigh k = 1 against
     # The effect weighed is the paper's: the median gap between its k = 1 and its better of TL and OP.
     gaps = sorted(
         abs(PAPER_TABLE56[s][2] - min(PAPER_TABLE4[s][0], PAPER_TABLE4[s][1])) / min(PAPER_TABLE4[s][0], PAPER_TABLE4[s][1])
