@@ -85,6 +85,7 @@
 //! different steps, and `step` is then the largest of them.
 
 mod along;
+pub mod compare;
 mod error;
 pub mod live;
 mod part;
