@@ -957,7 +957,7 @@ def ablation_claims(abl: dict, main: dict) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def table2(reward: dict, ctr: dict) -> None:
+def table2(reward: dict, ctr: dict, per_seed: pl.DataFrame | None = None) -> None:
     heading("Table 2: Yahoo stand-in (synthetic; comparable in scale and ranking only) — cumulative reward (spec 5.4)")
     print(
         f"Ours: reward_cum (realised clicks) mean ± se at T = {horizons(reward)}, n = {ns(reward)}; "
@@ -1043,6 +1043,67 @@ def table2(reward: dict, ctr: dict) -> None:
             + ", ".join(f"{TUNER_LABELS[t]} {sum(v) / len(v):.2f}" for t, v in stds.items())
             + "."
         )
+    if per_seed is not None:
+        table2_paired(per_seed)
+
+
+def paired(per_seed: pl.DataFrame, bottom: str, a: str, b: str) -> str:
+    """The difference a - b of each seed's final reward_cum on `bottom`, over the seeds both ran:
+    mean ± se (z)."""
+    rows = per_seed.filter(pl.col("bottom") == bottom)
+    wide = rows.pivot(on="algorithm", index="seed", values="reward_cum")
+    if a not in wide.columns or b not in wide.columns:
+        return "-"
+    d = (wide[a] - wide[b]).drop_nulls().drop_nans()
+    if d.len() < 2:
+        return "-"
+    mean, se = d.mean(), d.std(ddof=1) / d.len() ** 0.5
+    return f"{mean:+.2f} ± {se:.2f} (z {mean / se:.2f})" if se else f"{mean:+.2f}"
+
+
+def table2_paired(per_seed: pl.DataFrame) -> None:
+    """The comparisons of Table 2 paired by seed (common random numbers: a seed is the same stand-in
+    data and noise for every method), from each job's final value."""
+    print()
+    print(
+        f"Paired by seed (each job's final reward_cum, `{PER_SEED}`): the difference's mean ± se over "
+        "the seeds (z); the runner-up is the better of OP and TL by mean.\n"
+    )
+    rows = []
+    for b in GLM_BOTTOMS:
+        means = {t: per_seed.filter((pl.col("bottom") == b) & (pl.col("algorithm") == t))["reward_cum"].mean() for t in ("op", "tl")}
+        if any(m is None for m in means.values()):
+            continue
+        runner_up = max(("op", "tl"), key=lambda t: means[t])
+        rows.append(
+            [
+                BOTTOM_LABELS[b],
+                f"{paired(per_seed, b, 'cdt', runner_up)} ({TUNER_LABELS[runner_up]})",
+                paired(per_seed, b, "cdt", "theory"),
+                paired(per_seed, b, "tl", "op"),
+            ]
+        )
+    markdown(["Algorithm", "CDT - runner-up", "CDT - Theory", "TL/Syndicated - OP"], rows)
+
+
+PER_SEED = "per_seed.parquet"
+
+
+def per_seed_finals(sweep: Path, out: Path) -> pl.DataFrame | None:
+    """Each Yahoo stand-in job's final reward_cum by bottom, method and seed: from DIR/per_seed.parquet
+    when it is there (committed beside final.parquet), else from the trajectory shards, and then
+    written to OUT/per_seed.parquet, ready to commit."""
+    path = sweep / PER_SEED
+    if path.is_file():
+        return pl.read_parquet(path)
+    shards = scan_shards(sweep, CELL + ["job_key", "seed", "step", "reward_cum"])
+    if shards is None:
+        return None
+    last = shards.filter(pl.col("step") == pl.col("step").max().over("job_key")).collect()
+    df = with_params(last).filter(IS_YAHOO).select("bottom", "algorithm", "seed", "reward_cum").sort(pl.all())
+    out.mkdir(parents=True, exist_ok=True)
+    df.write_parquet(out / PER_SEED, compression="zstd", compression_level=19, statistics=False)
+    return df
 
 
 def rank_desc(values: dict[str, float | None]) -> dict[str, str]:
@@ -1374,8 +1435,9 @@ def run(sweep: Path, main_dir: Path | None, out: Path) -> int:
     if "yahoo" in kinds:
         reward = lookup([final], "yahoo", "reward_cum", ["bottom", "algorithm"])
         ctr = lookup([final], "yahoo", "expected_cum", ["bottom", "algorithm"])
+        per_seed = per_seed_finals(sweep, out)
         with table("table2"):
-            table2(reward, ctr)
+            table2(reward, ctr, per_seed)
     if "grid" in kinds:
         with table("table3"):
             table3(final)
