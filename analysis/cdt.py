@@ -1332,10 +1332,17 @@ def preset_label(cells: dict, preset: str) -> str:
     return preset if k in (None, "3.0") else f"{preset} (k = {float(k):g})"
 
 
-def lipcheck(sweep: Path, out: Path, warmup: int = 200, group: int = 20) -> Path | None:
-    """Figure 3 (spec 3.4 A.2): drop the first `warmup` rounds, split the rest into groups of `group`
-    rounds, average each alpha's counterfactual expected reward per group, centre across alphas within
-    the group, then mean and std over all groups (of all runs) per alpha."""
+LIPCHECK_CURVE = "curve.parquet"
+
+
+def lipcheck_curve(sweep: Path, out: Path, warmup: int, group: int) -> pl.DataFrame | None:
+    """Figure 3's curve: per bottom and fixed alpha, the mean and std over groups of the centred
+    group-mean reward, the groups and the runs. From DIR/curve.parquet when it is there (committed
+    beside the other runs' finals), else from the trajectory shards, and then written to
+    OUT/curve.parquet, ready to commit."""
+    committed = sweep / LIPCHECK_CURVE
+    if committed.is_file():
+        return pl.read_parquet(committed)
     files = shard_files(sweep)
     if not files:
         return None
@@ -1352,10 +1359,27 @@ def lipcheck(sweep: Path, out: Path, warmup: int = 200, group: int = 20) -> Path
     )
     curve = (
         centred.group_by("bottom", "fixed")
-        .agg(pl.col("centred").mean().alias("mean"), pl.col("centred").std().alias("std"), pl.len().alias("groups"))
+        .agg(
+            pl.col("centred").mean().alias("mean"),
+            pl.col("centred").std().alias("std"),
+            pl.len().alias("groups"),
+            pl.col("job_key").n_unique().alias("runs"),
+        )
         .with_columns(pl.col("fixed").str.slice(4).cast(pl.Float64).alias("a"))
         .sort("bottom", "a")
     )
+    out.mkdir(parents=True, exist_ok=True)
+    curve.write_parquet(out / LIPCHECK_CURVE, compression="zstd", compression_level=19, statistics=False)
+    return curve
+
+
+def lipcheck(sweep: Path, out: Path, warmup: int = 200, group: int = 20) -> Path | None:
+    """Figure 3 (spec 3.4 A.2): drop the first `warmup` rounds, split the rest into groups of `group`
+    rounds, average each alpha's counterfactual expected reward per group, centre across alphas within
+    the group, then mean and std over all groups (of all runs) per alpha."""
+    curve = lipcheck_curve(sweep, out, warmup, group)
+    if curve is None:
+        return None
     heading("Figure 3 (A.2): centred group-mean reward per fixed exploration value, along CDT runs")
     rows = []
     bottoms = [b for b in ("linucb", "lints") if curve.filter(pl.col("bottom") == b).height]
@@ -1364,12 +1388,15 @@ def lipcheck(sweep: Path, out: Path, warmup: int = 200, group: int = 20) -> Path
         m, a = c["mean"].to_list(), c["a"].to_list()
         best = a[max(range(len(m)), key=lambda i: m[i])]
         steepest = max(abs(m[i + 1] - m[i]) / (a[i + 1] - a[i]) for i in range(len(m) - 1))
+        largest = max(abs(m[i + 1] - m[i]) for i in range(len(m) - 1))
         down = sum(m[i + 1] < m[i] for i in range(len(m) - 1))
-        runs = shards.filter(pl.col("bottom") == b)["job_key"].n_unique()
+        runs = c["runs"].max()
         rows.append([BOTTOM_LABELS[b], str(runs), str(c["groups"].max()), f"{best:.2f}", f"{steepest:.4f}",
-                     f"{down} of {len(m) - 1}", f"{min(m):.4f} .. {max(m):.4f}", f"{c['std'].mean():.4f}"])
-    markdown(["Algorithm", "runs", "groups", "best alpha", "max slope between neighbours",
-              "falls between neighbours", "range of means", "mean std"], rows)
+                     f"{largest:.4f}", f"{down} of {len(m) - 1}", f"{min(m):.4f} .. {max(m):.4f}",
+                     f"{c['std'].mean():.4f}"])
+    markdown(["Algorithm", "runs", "groups", "best alpha", "max slope between neighbours (per unit alpha)",
+              "largest difference between neighbours", "falls between neighbours", "range of means",
+              "mean std"], rows)
     fig, axes = plt.subplots(1, len(bottoms), figsize=(5.5 * len(bottoms), 3.8), squeeze=False)
     for ax, b in zip(axes[0], bottoms):
         c = curve.filter(pl.col("bottom") == b)

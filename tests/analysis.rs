@@ -723,6 +723,7 @@ fn committed_tables_are_what_the_scripts_compute_from_the_committed_runs() {
         run("cdt.py", vec![data("cdt", "cdt-main")], vec![("final_regret.md", "cdt/final_regret.md")]),
         run("cdt.py", vec![data("cdt", "cdt-yahoo")], vec![("table2.md", "cdt/table2.md")]),
         run("cdt.py", vec![data("cdt", "cdt-switching")], vec![("switching.md", "cdt/switching.md")]),
+        run("cdt.py", vec![data("cdt", "cdt-lipcheck")], vec![("fig3.md", "cdt/fig3.md")]),
         run(
             "bocvs.py",
             vec![data("bocvs", "bocvs-fig1")],
