@@ -429,8 +429,14 @@ fn cdt_writes_every_table_and_figure_of_its_quick_sweeps() {
 
     let yahoo = run("cdt-yahoo-quick");
     cdt(&yahoo, &[]);
-    assert_files(&yahoo, &["table2.md"]);
+    // per_seed.parquet: each job's final value, for the paired differences (and to commit).
+    assert_files(&yahoo, &["table2.md", "per_seed.parquet"]);
     let t2 = &tables(&yahoo, "table2.md")[0];
+    let paired = &tables(&yahoo, "table2.md")[2];
+    let bottoms: Vec<Vec<&str>> =
+        ["UCB-GLM", "GLM-TSL", "Laplace-TS", "GLOC", "SGD-TS"].iter().map(|b| vec![*b]).collect();
+    assert_eq!(paired.keys(1), bottoms, "the paired differences, a row per bottom");
+    assert_filled(paired, &["CDT - runner-up", "CDT - Theory", "TL/Syndicated - OP"], "table2.md");
     let expected: Vec<Vec<&str>> = ["UCB-GLM", "GLM-TSL", "Laplace-TS", "GLOC", "SGD-TS"]
         .iter()
         .flat_map(|b| ["Theory", "CDT", "OP", "TL/Syndicated"].map(|t| vec![*b, t]))
@@ -472,12 +478,19 @@ fn cdt_writes_every_table_and_figure_of_its_quick_sweeps() {
 
     let lipcheck = run("cdt-lipcheck-quick");
     cdt(&lipcheck, &[]);
-    assert_files(&lipcheck, &["fig3.md", "fig3.png"]);
+    // curve.parquet: the curve the table and figure are drawn from (to commit).
+    assert_files(&lipcheck, &["fig3.md", "fig3.png", "curve.parquet"]);
     // Figure 3: LinUCB and LinTS side by side, 5.5 x 3.8 inches each at 110 dpi.
     assert_figure(&lipcheck, "fig3.png", (1210, 418));
     let f3 = &tables(&lipcheck, "fig3.md")[0];
     assert_eq!(f3.keys(2), [["LinUCB", "1"], ["LinTS", "1"]]);
-    assert_filled(f3, &["best alpha", "max slope between neighbours", "falls between neighbours"], "fig3.md");
+    let columns = [
+        "best alpha",
+        "max slope between neighbours (per unit alpha)",
+        "largest difference between neighbours",
+        "falls between neighbours",
+    ];
+    assert_filled(f3, &columns, "fig3.md");
 
     let refcode = run("cdt-sim-refcode-quick");
     cdt(&refcode, &[]);
