@@ -1374,7 +1374,7 @@ def lipcheck_curve(sweep: Path, out: Path, warmup: int, group: int) -> pl.DataFr
 
 
 def lipcheck(sweep: Path, out: Path, warmup: int = 200, group: int = 20) -> Path | None:
-    """Figure 3 (spec 3.4 A.2): drop the first `warmup` rounds, split the rest into groups of `group`
+    """Figure 3 (appendix A.2): drop the first `warmup` rounds, split the rest into groups of `group`
     rounds, average each alpha's counterfactual expected reward per group, centre across alphas within
     the group, then mean and std over all groups (of all runs) per alpha."""
     curve = lipcheck_curve(sweep, out, warmup, group)
