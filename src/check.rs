@@ -442,7 +442,7 @@ fn rebuild_sweep(store: &mut Store, sweep_dir: &Path, sweep: &str) -> Result<(us
     store.add_jobs(sweep, generation, &rows)?;
     store.commit_submission(sweep, generation, &family, &[])?;
     for (part, keys) in &in_part {
-        let jobs: Vec<(Option<u64>, &str)> = keys.iter().map(|k| (None, k.as_str())).collect();
+        let jobs: Vec<(Option<(u32, u64)>, &str)> = keys.iter().map(|k| (None, k.as_str())).collect();
         store.commit_jobs(sweep, part, &jobs)?;
     }
     Ok((rows.len(), skipped))

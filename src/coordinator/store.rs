@@ -269,6 +269,19 @@ CREATE TABLE IF NOT EXISTS declarations (
     declaration  BLOB NOT NULL,
     PRIMARY KEY (name, version, digest)
 );
+-- The attempts open when the coordinator last noted them (see `note_open_attempts`), a row
+-- per sweep, 24 bytes an attempt: its id (u64, little-endian) and its job's key (16 bytes).
+CREATE TABLE IF NOT EXISTS open_attempts (
+    sweep_id  TEXT NOT NULL,
+    attempts  BLOB NOT NULL
+);
+-- `attempt_ids`: the attempt ids reserved so far (see `reserve_attempt_ids`).
+CREATE TABLE IF NOT EXISTS counters (
+    name   TEXT PRIMARY KEY,
+    value  INTEGER NOT NULL
+);
+-- A row per attempt, written by older armada only (attempts are now noted a batch at a time
+-- in `open_attempts`, their ids reserved in blocks); read for their largest id.
 CREATE TABLE IF NOT EXISTS attempts (
     id                INTEGER PRIMARY KEY AUTOINCREMENT,
     sweep_id          TEXT NOT NULL,
@@ -325,6 +338,8 @@ impl Store {
             add_column(&conn, "jobs", "part", "TEXT")?;
             conn.execute_batch("CREATE INDEX IF NOT EXISTS jobs_part ON jobs (sweep_id, part)")?;
             add_column(&conn, "sweeps", "summarized", "INTEGER NOT NULL DEFAULT 0")?;
+            // The last attempt a job's `attempts` count accounts for (see `charge_open_attempts`).
+            add_column(&conn, "jobs", "last_attempt", "INTEGER NOT NULL DEFAULT 0")?;
             // Submissions are stored in chunks under a generation (see `begin_submission`);
             // in older stores every row is of the first, committed one.
             add_column(&conn, "sweeps", "generation", "INTEGER NOT NULL DEFAULT 0")?;
@@ -500,10 +515,19 @@ impl Store {
         })
     }
 
-    /// The largest attempt id ever handed out (ids are never reused, across restarts too).
+    /// The largest attempt id ever reserved (ids are never reused, across restarts too;
+    /// stores of older armada numbered them in their `attempts` rows).
     pub fn max_attempt_id(&self) -> Result<u64> {
-        let id: Option<i64> =
-            self.conn.query_row("SELECT MAX(id) FROM attempts", [], |r| r.get(0)).optional()?.flatten();
+        let id: Option<i64> = self
+            .conn
+            .query_row(
+                "SELECT MAX(COALESCE((SELECT MAX(id) FROM attempts), 0),
+                            COALESCE((SELECT value FROM counters WHERE name = 'attempt_ids'), 0))",
+                [],
+                |r| r.get(0),
+            )
+            .optional()?
+            .flatten();
         Ok(id.unwrap_or(0) as u64)
     }
 
@@ -607,72 +631,87 @@ impl Store {
         })
     }
 
-    /// Start attempts: each job becomes running with one more attempt. Returns the new
-    /// attempt ids in order.
-    pub fn start_attempts(
-        &mut self,
-        jobs: &[(impl AsRef<str>, impl AsRef<str>)],
-        worker: &str,
-        now_ms: i64,
-        expires_ms: i64,
-    ) -> Result<Vec<u64>> {
+    /// Reserve attempt ids up to `last` (inclusive): the scheduler hands them out from
+    /// memory and writes here once per block, not once per lease. Nothing else about a
+    /// lease needs to outlive the process: a restart voids every running attempt anyway.
+    pub fn reserve_attempt_ids(&mut self, last: u64) -> Result<()> {
         self.write(|conn| {
-            let tx = conn.transaction()?;
-            let mut ids = Vec::with_capacity(jobs.len());
-            {
-                let mut job = tx.prepare_cached(
-                    "UPDATE jobs SET state = 'running', attempts = attempts + 1 WHERE sweep_id = ?1 AND key = ?2",
-                )?;
-                let mut attempt = tx.prepare_cached(
-                    "INSERT INTO attempts (sweep_id, key, worker, started_ms, lease_expires_ms, state)
-                     VALUES (?1, ?2, ?3, ?4, ?5, 'running')",
-                )?;
-                for (sweep, key) in jobs {
-                    let (sweep, key) = (sweep.as_ref(), key.as_ref());
-                    job.execute(params![sweep, key])?;
-                    attempt.execute(params![sweep, key, worker, now_ms, expires_ms])?;
-                    ids.push(tx.last_insert_rowid() as u64);
-                }
-            }
-            tx.commit()?;
-            Ok(ids)
+            conn.execute(
+                "INSERT INTO counters (name, value) VALUES ('attempt_ids', ?1)
+                 ON CONFLICT (name) DO UPDATE SET value = MAX(value, excluded.value)",
+                params![last as i64],
+            )?;
+            Ok(())
         })
     }
 
-    /// End an attempt (`committed`, `failed`, `expired`, `void`, `dropped`) and set its job's
-    /// state and error in the same transaction.
+    /// An attempt ended without a result (`failed`, `expired`, `void`, `dropped`,
+    /// `released`): its job's state, error (if given) and count of charged attempts, as the
+    /// job table has them after it.
     pub fn end_attempt(
         &mut self,
         attempt: u64,
-        outcome: AttemptOutcome,
         job: (&str, &str),
-        job_state: JobState,
+        state: JobState,
+        attempts: u32,
         error: Option<&str>,
     ) -> Result<()> {
         self.write(|conn| {
-            let tx = conn.transaction()?;
-            tx.execute("UPDATE attempts SET state = ?1 WHERE id = ?2", params![outcome.as_str(), attempt as i64])?;
-            tx.execute(
-                "UPDATE jobs SET state = ?1, error = COALESCE(?2, error) WHERE sweep_id = ?3 AND key = ?4",
-                params![job_state.as_str(), error, job.0, job.1],
+            conn.execute(
+                "UPDATE jobs SET state = ?1, error = COALESCE(?2, error), attempts = ?3, last_attempt = MAX(last_attempt, ?4)
+                 WHERE sweep_id = ?5 AND key = ?6",
+                params![state.as_str(), error, attempts, attempt as i64, job.0, job.1],
             )?;
+            Ok(())
+        })
+    }
+
+    /// Note the attempts open now (replacing those noted before), `(sweep, entries)` with
+    /// 24 bytes an attempt (see the `open_attempts` table): a restart charges to its job
+    /// each one that did not end (`charge_open_attempts`). Noted once a second, not per
+    /// lease: an attempt leased after the last note and cut short by a crash is not charged.
+    pub fn note_open_attempts(&mut self, open: &[(&str, Vec<u8>)]) -> Result<()> {
+        self.write(|conn| {
+            let tx = conn.transaction()?;
+            tx.execute("DELETE FROM open_attempts", [])?;
+            {
+                let mut insert = tx.prepare_cached("INSERT INTO open_attempts (sweep_id, attempts) VALUES (?1, ?2)")?;
+                for (sweep, entries) in open {
+                    insert.execute(params![sweep, entries])?;
+                }
+            }
             tx.commit()?;
             Ok(())
         })
     }
 
-    /// An attempt handed back before it ran: it ends `released`, and its job is queued
-    /// again with the attempt uncounted, in one transaction.
-    pub fn release_attempt(&mut self, attempt: u64, job: (&str, &str)) -> Result<()> {
+    /// At startup: the attempts the previous life noted open and that never ended (the
+    /// job's count does not account for them) count as attempts of their jobs, still
+    /// queued or running, as a crash cut them short; the notes are cleared. Answers how
+    /// many were charged.
+    pub fn charge_open_attempts(&mut self) -> Result<usize> {
         self.write(|conn| {
             let tx = conn.transaction()?;
-            tx.execute("UPDATE attempts SET state = 'released' WHERE id = ?1", params![attempt as i64])?;
-            tx.execute(
-                "UPDATE jobs SET state = 'queued', attempts = MAX(attempts - 1, 0) WHERE sweep_id = ?1 AND key = ?2",
-                params![job.0, job.1],
-            )?;
+            let mut charged = 0;
+            {
+                let mut rows = tx.prepare("SELECT sweep_id, attempts FROM open_attempts")?;
+                let noted: Vec<(String, Vec<u8>)> =
+                    rows.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
+                let mut charge = tx.prepare_cached(
+                    "UPDATE jobs SET attempts = attempts + 1, last_attempt = ?1
+                     WHERE sweep_id = ?2 AND key = ?3 AND last_attempt < ?1 AND state IN ('queued', 'running')",
+                )?;
+                for (sweep, entries) in &noted {
+                    for entry in entries.chunks_exact(24) {
+                        let id = u64::from_le_bytes(entry[..8].try_into().expect("8 bytes"));
+                        let key = crate::coordinator::jobs::Key::from_bytes(entry[8..].try_into().expect("16 bytes"));
+                        charged += charge.execute(params![id as i64, sweep, key.to_string()])?;
+                    }
+                }
+            }
+            tx.execute("DELETE FROM open_attempts", [])?;
             tx.commit()?;
-            Ok(())
+            Ok(charged)
         })
     }
 
@@ -687,20 +726,21 @@ impl Store {
         })
     }
 
-    /// Jobs of `sweep` whose trajectories are in the part file `part`: each `done`, its
-    /// attempt (when there is one) `committed`, in one transaction.
-    pub fn commit_jobs(&mut self, sweep: &str, part: &str, jobs: &[(Option<u64>, &str)]) -> Result<()> {
+    /// Jobs of `sweep` whose trajectories are in the part file `part`, each with its count
+    /// of attempts and the attempt that committed it (None: as stored): each `done`, in one
+    /// transaction.
+    pub fn commit_jobs(&mut self, sweep: &str, part: &str, jobs: &[(Option<(u32, u64)>, &str)]) -> Result<()> {
         self.write(|conn| {
             let tx = conn.transaction()?;
             {
-                let mut attempt = tx.prepare_cached("UPDATE attempts SET state = 'committed' WHERE id = ?1")?;
-                let mut job =
-                    tx.prepare_cached("UPDATE jobs SET state = 'done', part = ?1 WHERE sweep_id = ?2 AND key = ?3")?;
-                for (id, key) in jobs {
-                    if let Some(id) = id {
-                        attempt.execute(params![*id as i64])?;
-                    }
-                    job.execute(params![part, sweep, key])?;
+                let mut job = tx.prepare_cached(
+                    "UPDATE jobs SET state = 'done', part = ?1, attempts = COALESCE(?2, attempts),
+                            last_attempt = MAX(last_attempt, COALESCE(?3, 0))
+                     WHERE sweep_id = ?4 AND key = ?5",
+                )?;
+                for (attempt, key) in jobs {
+                    let (attempts, id) = attempt.map_or((None, None), |(n, id)| (Some(n), Some(id as i64)));
+                    job.execute(params![part, attempts, id, sweep, key])?;
                 }
             }
             tx.commit()?;
@@ -995,6 +1035,44 @@ mod tests {
 
     fn keys(store: &Store) -> Vec<String> {
         store.jobs().unwrap().into_iter().map(|j| j.key).collect()
+    }
+
+    /// Attempts are noted open a batch at a time; a restart charges to its job each noted
+    /// attempt that never ended (the job still queued), and not one that ended after the
+    /// note (failed, released or committed), nor one a later note left out; then the notes
+    /// are gone.
+    #[test]
+    fn a_restart_charges_the_noted_attempts_that_never_ended() {
+        use crate::coordinator::jobs::Key;
+        let dir = tempfile::tempdir().unwrap();
+        let key = |i: u8| Key::from_bytes([i; 16]);
+        let mut store = Store::open(dir.path()).unwrap();
+        let generation = store.begin_submission("s", "testkit", 1).unwrap();
+        let jobs: Vec<StoredJob> = (1..=5).map(|i| job(&key(i).to_string(), i64::from(i))).collect();
+        store.add_jobs("s", generation, &jobs).unwrap();
+        store.commit_submission("s", generation, "testkit", &[]).unwrap();
+        let note = |store: &mut Store, open: &[(u64, u8)]| {
+            let entries: Vec<u8> =
+                open.iter().flat_map(|&(id, i)| [&id.to_le_bytes()[..], &key(i).bytes()[..]].concat()).collect();
+            store.note_open_attempts(&[("s", entries)]).unwrap();
+        };
+        // Job 5's attempt was noted, then a later note (it had ended uncharged) left it out.
+        note(&mut store, &[(10, 1), (11, 2), (12, 3), (13, 4), (14, 5)]);
+        note(&mut store, &[(10, 1), (11, 2), (12, 3), (13, 4)]);
+        store.end_attempt(11, ("s", &key(2).to_string()), JobState::Queued, 1, Some("boom")).unwrap();
+        store.end_attempt(12, ("s", &key(3).to_string()), JobState::Queued, 0, None).unwrap();
+        store.commit_jobs("s", "part-x.parquet", &[(Some((1, 13)), &key(4).to_string())]).unwrap();
+        drop(store);
+        let mut store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.charge_open_attempts().unwrap(), 1, "job 1's attempt only");
+        let attempts: Vec<(u32, JobState)> = store.jobs().unwrap().iter().map(|j| (j.attempts, j.state)).collect();
+        use JobState::{Done, Queued};
+        assert_eq!(attempts, [(1, Queued), (1, Queued), (0, Queued), (1, Done), (0, Queued)]);
+        assert_eq!(store.charge_open_attempts().unwrap(), 0, "the notes are cleared");
+        // The charge is an attempt accounted for: noted again (a restart before the job ran
+        // again), it is not charged twice.
+        note(&mut store, &[(10, 1)]);
+        assert_eq!(store.charge_open_attempts().unwrap(), 0);
     }
 
     /// A submission counts only once committed: one cut short (the coordinator died

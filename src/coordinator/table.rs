@@ -260,6 +260,15 @@ impl JobTable {
         }
     }
 
+    /// The attempts current on their jobs and not settled, with each one's job: what a
+    /// restart charges to the jobs if they never end (`Store::note_open_attempts`).
+    pub fn open_attempts(&self) -> impl Iterator<Item = (u64, usize)> + '_ {
+        self.attempts
+            .iter()
+            .filter(|(&id, a)| self.jobs[a.job].current == Some(id) && !self.is_settled(a.job))
+            .map(|(&id, a)| (id, a.job))
+    }
+
     /// Leased attempts per worker session.
     pub fn attempts_by_session(&self) -> HashMap<&str, u32> {
         let mut counts = HashMap::new();

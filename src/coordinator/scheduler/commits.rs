@@ -3,7 +3,7 @@
 //! one store transaction (or queued again).
 
 use super::Scheduler;
-use crate::coordinator::commit::{Commit, PartWritten};
+use crate::coordinator::commit::{Commit, Committed, PartWritten};
 use crate::coordinator::handle::Reply;
 use crate::coordinator::replies::{CommandError, SweepEvent};
 use crate::coordinator::store::AttemptOutcome;
@@ -99,8 +99,9 @@ impl Scheduler {
         let committed: Vec<(usize, u64)> = jobs.iter().map(|c| (c.job, c.attempt)).collect();
         let recorded = part.and_then(|part| {
             let keys: Vec<String> = jobs.iter().map(|c| self.table.job(c.job).key.to_string()).collect();
-            let done: Vec<(Option<u64>, &str)> =
-                jobs.iter().zip(&keys).map(|(c, k)| (Some(c.attempt), k.as_str())).collect();
+            let attempt = |c: &Committed| Some((self.table.job(c.job).attempts, c.attempt));
+            let done: Vec<(Option<(u32, u64)>, &str)> =
+                jobs.iter().zip(&keys).map(|(c, k)| (attempt(c), k.as_str())).collect();
             self.store.commit_jobs(&sweep, &part, &done).map_err(|e| format!("recording part {part}: {e:#}"))
         });
         if let Err(e) = recorded {

@@ -20,6 +20,10 @@ impl Scheduler {
         if voided > 0 {
             info!(jobs = voided, "jobs running when the previous coordinator stopped are queued again");
         }
+        let charged = self.store.charge_open_attempts()?;
+        if charged > 0 {
+            info!(jobs = charged, "attempts cut short when the previous coordinator stopped count as attempts");
+        }
         for (digest, token, declaration) in self.store.families()? {
             if let Err(e) = self.catalog.load(&digest, &token, &declaration) {
                 warn!(error = %e, "the store keeps a declaration no longer accepted; its sweeps' jobs cannot run");
@@ -81,7 +85,9 @@ impl Scheduler {
                 self.sweeps.set_cells(&id, n_cells);
             }
         }
-        let next_attempt = self.store.max_attempt_id()?;
+        let reserved = self.store.max_attempt_id()?;
+        self.attempt_ids = super::AttemptIds { next: reserved + 1, reserved };
+        let next_attempt = reserved + 1;
         info!(sweeps = self.sweeps.len(), jobs = self.table.len(), next_attempt, "scheduler loaded the store");
         // The stored rows read to load the jobs are gone.
         release_free_memory();

@@ -148,7 +148,30 @@ pub struct Scheduler {
     metrics: Arc<Metrics>,
     /// When the store was last backed up (at first: when the actor started).
     last_backup: std::time::Instant,
+    /// The next attempt id, and the last one the store has reserved.
+    attempt_ids: AttemptIds,
+    /// Attempts were leased since the open ones were last noted in the store, and when
+    /// that was.
+    leased_since_noted: bool,
+    noted_at: std::time::Instant,
 }
+
+/// Attempt ids are reserved in the store a block at a time and handed out from memory, so
+/// a lease writes nothing per job (a restart starts after the last reserved id: no id is
+/// used twice, across restarts too).
+#[derive(Clone, Copy, Debug, Default)]
+struct AttemptIds {
+    next: u64,
+    reserved: u64,
+}
+
+/// Attempt ids reserved per write of the store: one write per this many attempts.
+const ATTEMPT_ID_BLOCK: u64 = 1 << 16;
+
+/// How often the open attempts are noted in the store (when some were leased since): the
+/// store is written once per this, not per lease, and a crash leaves uncharged only the
+/// attempts leased in the last of it.
+const NOTE_OPEN_ATTEMPTS: Duration = Duration::from_secs(1);
 
 /// The wall clock in UNIX milliseconds, as the store and provenance record times.
 pub(crate) fn now_ms() -> i64 {
@@ -222,6 +245,9 @@ impl Scheduler {
             committer,
             metrics: metrics.clone(),
             last_backup: Instant::now().into_std(),
+            attempt_ids: AttemptIds::default(),
+            leased_since_noted: false,
+            noted_at: Instant::now().into_std(),
         };
         let store_path = s.results_dir.join("armada.sqlite");
         // Pages SQLite finds damaged only as it reads them: named, with the way out.
@@ -255,6 +281,9 @@ impl Scheduler {
                     self.forget_idle_workers(now);
                     prune_unwatched(&mut self.watchers);
                     self.back_up_if_due(now);
+                    if now.duration_since(self.noted_at) >= NOTE_OPEN_ATTEMPTS {
+                        self.note_open_attempts(now);
+                    }
                 }
                 _ = tokio::task::yield_now(), if self.storing.is_some() => {
                     let started = Instant::now();
@@ -263,6 +292,29 @@ impl Scheduler {
                 }
             }
             self.announce_write_troubles();
+        }
+        self.note_open_attempts(Instant::now().into_std());
+    }
+
+    /// Note the open attempts in the store, if any were leased since the last note: a
+    /// restart charges those that never ended to their jobs.
+    fn note_open_attempts(&mut self, now: std::time::Instant) {
+        self.noted_at = now;
+        if !std::mem::take(&mut self.leased_since_noted) {
+            return;
+        }
+        let mut by_sweep: HashMap<&str, Vec<u8>> = HashMap::new();
+        for (id, i) in self.table.open_attempts() {
+            let job = self.table.job(i);
+            let entries = by_sweep.entry(&job.sweep).or_default();
+            entries.extend_from_slice(&id.to_le_bytes());
+            entries.extend_from_slice(job.key.bytes());
+        }
+        let open: Vec<(&str, Vec<u8>)> = by_sweep.into_iter().collect();
+        if let Err(e) = self.store.note_open_attempts(&open) {
+            // Noted again at the next tick: until then a crash would leave them uncharged.
+            warn!(error = %format!("{e:#}"), "store error");
+            self.leased_since_noted = true;
         }
     }
 
@@ -352,10 +404,11 @@ impl Scheduler {
                 Effect::EndAttempt { attempt, job, outcome, state, error } => {
                     self.metrics.attempt_ended(outcome);
                     let job = self.table.job(job);
-                    let (sweep, key) = (job.sweep.clone(), job.key.to_string());
-                    // Logged, not answered: the store then still says `running`, and a
-                    // restart voids (queues again) every attempt it finds running.
-                    if let Err(e) = self.store.end_attempt(attempt, outcome, (&sweep, &key), state, error.as_deref()) {
+                    let (sweep, key, attempts) = (job.sweep.clone(), job.key.to_string(), job.attempts);
+                    // Logged, not answered: the store then still has the job's state before
+                    // this attempt, and a restart queues it again.
+                    let ended = self.store.end_attempt(attempt, (&sweep, &key), state, attempts, error.as_deref());
+                    if let Err(e) = ended {
                         warn!(error = %format!("{e:#}"), "store error");
                     }
                 }

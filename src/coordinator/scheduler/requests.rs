@@ -2,13 +2,13 @@
 //! summaries' inputs), a family (declare), a worker session (register, lease, heartbeat,
 //! fail, release), and the clock's (expiry, forgetting silent workers).
 
-use super::{internal, now_ms, Scheduler};
+use super::{internal, Scheduler};
 use crate::coordinator::catalog::{Decision, Declarer};
 use crate::coordinator::declared::Checked;
 use crate::coordinator::replies::{
     CommandError, Declared, Lease, Leases, Registered, Registration, SummaryInputs, SweepStatus,
 };
-use crate::coordinator::store::AttemptOutcome;
+use crate::coordinator::store::{AttemptOutcome, JobState};
 use crate::coordinator::sweeps::FailurePage;
 use crate::coordinator::table::{Cause, Effect};
 use crate::results;
@@ -220,19 +220,14 @@ impl Scheduler {
         if picked.is_empty() {
             return Ok(Leases { leases: Vec::new(), retry_after: NOTHING_TO_LEASE_RETRY });
         }
-        let keys: Vec<(Arc<str>, String)> =
-            picked.iter().map(|&i| (self.table.job(i).sweep.clone(), self.table.job(i).key.to_string())).collect();
-        let ttl_ms = self.config.lease_ttl.as_millis() as i64;
-        let ids = match self.store.start_attempts(&keys, &worker_id, now_ms(), now_ms() + ttl_ms) {
-            Ok(ids) => ids,
-            Err(e) => {
-                // The coordinator's trouble (a full disk, say), shown where operators look
-                // (see `trouble`): the worker keeps its session and asks again later.
-                self.table.unpick(&picked);
-                warn!(error = %format!("{e:#}"), "the store cannot start attempts; no job is leased meanwhile");
-                return Ok(Leases { leases: Vec::new(), retry_after: STORE_TROUBLE_RETRY });
-            }
+        let Some(ids) = self.attempt_ids(picked.len() as u64) else {
+            // The coordinator's trouble (a full disk, say), shown where operators look
+            // (see `trouble`): the worker keeps its session and asks again later.
+            self.table.unpick(&picked);
+            return Ok(Leases { leases: Vec::new(), retry_after: STORE_TROUBLE_RETRY });
         };
+        let ids: Vec<u64> = ids.collect();
+        self.leased_since_noted = true;
         let effects = self.table.start_attempts(&picked, &ids, &session, &worker_id, now);
         self.apply(effects);
         let leases = picked
@@ -250,6 +245,24 @@ impl Scheduler {
             })
             .collect();
         Ok(Leases { leases, retry_after: Duration::ZERO })
+    }
+
+    /// `n` new attempt ids, reserving a block in the store when those reserved run out
+    /// (None: the store cannot reserve them).
+    fn attempt_ids(&mut self, n: u64) -> Option<std::ops::Range<u64>> {
+        let ids = &mut self.attempt_ids;
+        let end = ids.next + n;
+        if end - 1 > ids.reserved {
+            let last = end - 1 + super::ATTEMPT_ID_BLOCK;
+            if let Err(e) = self.store.reserve_attempt_ids(last) {
+                warn!(error = %format!("{e:#}"), "the store cannot reserve attempt ids; no job is leased meanwhile");
+                return None;
+            }
+            ids.reserved = last;
+        }
+        let range = ids.next..end;
+        ids.next = end;
+        Some(range)
     }
 
     pub(super) fn heartbeat(
@@ -286,11 +299,15 @@ impl Scheduler {
         self.workers.get(session)?;
         let mut released = 0;
         for (id, i) in self.table.releasable(session, &attempts)? {
-            let job = self.table.job(i);
-            let (sweep, key) = (job.sweep.clone(), job.key.to_string());
-            self.store.release_attempt(id, (&sweep, &key)).map_err(internal)?;
             let effects = self.table.release(id, i);
             self.apply(effects);
+            // Uncounted: the store's count for the job is the table's again.
+            let job = self.table.job(i);
+            let (sweep, key, attempts) = (job.sweep.clone(), job.key.to_string(), job.attempts);
+            // Logged, not answered: a restart would then charge it, as one cut short.
+            if let Err(e) = self.store.end_attempt(id, (&sweep, &key), JobState::Queued, attempts, None) {
+                warn!(error = %format!("{e:#}"), "store error");
+            }
             self.metrics.attempt_ended(AttemptOutcome::Released);
             released += 1;
         }

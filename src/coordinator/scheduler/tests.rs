@@ -833,6 +833,7 @@ async fn leftover_temp_files_are_removed_at_start() {
 #[tokio::test]
 async fn a_settled_sweep_is_deleted_from_the_store_and_a_running_one_is_not() {
     let dir = tempfile::tempdir().unwrap();
+    let mut first_ids = Vec::new();
     {
         let s = start(dir.path(), Duration::from_secs(60)).await;
         submit(&s, vec![job(0), job(1)]).await;
@@ -840,6 +841,7 @@ async fn a_settled_sweep_is_deleted_from_the_store_and_a_running_one_is_not() {
         assert_eq!(refused.kind(), ErrorKind::FailedPrecondition);
         let w = register(&s).await;
         for l in lease(&s, &w).await {
+            first_ids.push(l.attempt_id);
             assert_eq!(upload_and_complete(&s, &w, l.attempt_id, 1.0).await, Ok(true));
         }
         let (sweep_dir, n_jobs) = s.delete("t".into()).await.unwrap();
@@ -853,13 +855,46 @@ async fn a_settled_sweep_is_deleted_from_the_store_and_a_running_one_is_not() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     let store = Store::open(dir.path()).unwrap();
     assert!(store.sweeps().unwrap().is_empty() && store.jobs().unwrap().is_empty());
-    assert_eq!(store.max_attempt_id().unwrap(), 0, "its attempts are gone too");
     drop(store);
     // The same name again: a new sweep, whose jobs are found done on disk (results kept).
     let s = start(dir.path(), Duration::from_secs(60)).await;
     let jobs = vec![job(0), job(1)];
     let again = s.submit(Submission::new("t".into(), "testkit".into(), jobs)).await.unwrap();
     assert_eq!((again.n_added, again.n_already_done), (2, 2));
+    // No attempt id of the deleted sweep is used again.
+    s.submit(Submission::new("u".into(), "testkit".into(), vec![job(7)])).await.unwrap();
+    let later = lease(&s, &register(&s).await).await;
+    assert_eq!(first_ids.len(), 2);
+    assert!(later.len() == 1 && later[0].attempt_id > *first_ids.iter().max().unwrap(), "{first_ids:?} then {later:?}");
+}
+
+/// Attempt ids are reserved a block at a time: each new life starts after the block the
+/// last one reserved, so ids grow across restarts and within a life, never repeating, and
+/// the store is written once per block, not per lease.
+#[tokio::test]
+async fn attempt_ids_grow_across_restarts_and_are_reserved_a_block_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut seen: Vec<u64> = Vec::new();
+    for life in 0..3u64 {
+        let s = start(dir.path(), Duration::from_secs(60)).await;
+        let name = format!("s{life}");
+        let jobs: Vec<ValidJob> = (10 * life..10 * life + 6).map(job).collect();
+        s.submit(Submission::new(name.clone(), "testkit".into(), jobs)).await.unwrap();
+        let w = register(&s).await;
+        let mut ids: Vec<u64> = Vec::new();
+        // Leases of one job at a time: ids in order, with no gaps within a life.
+        for _ in 0..6 {
+            ids.extend(s.lease(w.clone(), 1).await.unwrap().leases.iter().map(|l| l.attempt_id));
+        }
+        assert_eq!(ids.len(), 6, "life {life}");
+        assert!(ids.windows(2).all(|p| p[1] == p[0] + 1), "life {life}: {ids:?}");
+        assert!(seen.last().is_none_or(|&last| ids[0] > last), "life {life}: {ids:?} after {seen:?}");
+        seen.extend(&ids);
+        drop(s);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let reserved = Store::open(dir.path()).unwrap().max_attempt_id().unwrap();
+        assert_eq!(reserved, ids[0] + ATTEMPT_ID_BLOCK, "life {life}: one block reserved from its first id");
+    }
 }
 
 /// A worker that dies holding jobs it leased ahead is charged only for those it said it
