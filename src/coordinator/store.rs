@@ -9,6 +9,7 @@
 //! in a part the store does not know (a crash between the rename and the update) is marked
 //! done at startup.
 
+use super::jobs::Key;
 use super::trouble::{Place, WriteTroubles};
 use armada_core::JobSpec;
 use armada_proto::v1 as pb;
@@ -233,6 +234,25 @@ pub struct StoredSweep {
     pub summarized: bool,
 }
 
+/// Bytes a job takes in a `parts` row: its key, then its count of attempts.
+const PART_ENTRY: usize = 20;
+
+/// The jobs of one sweep that its `parts` rows record done.
+#[derive(Debug, Default)]
+pub struct DoneInParts {
+    pub parts: Vec<String>,
+    /// Key -> (index into `parts`, count of attempts).
+    pub jobs: HashMap<[u8; 16], (u32, u32)>,
+}
+
+impl DoneInParts {
+    /// The part that holds the job of hex key `key`, if any, and its count of attempts.
+    pub fn of(&self, key: &str) -> Option<(&str, u32)> {
+        let key = Key::parse(key)?;
+        self.jobs.get(key.bytes()).map(|&(part, attempts)| (self.parts[part as usize].as_str(), attempts))
+    }
+}
+
 pub struct Store {
     conn: Connection,
     /// Where the coordinator keeps the troubles its writes meet (none: `armada check`).
@@ -275,6 +295,16 @@ CREATE TABLE IF NOT EXISTS open_attempts (
     sweep_id  TEXT NOT NULL,
     attempts  BLOB NOT NULL
 );
+-- The parts written, a row each, with the jobs whose trajectories each holds, 20 bytes a job:
+-- its key (16 bytes) and its count of attempts (u32, little-endian). Such a job is done
+-- whatever its row in `jobs` says (see `jobs_and_abandoned`): a commit writes one row per
+-- part, not one per job. Older armada set each job's `state` and `part` instead.
+CREATE TABLE IF NOT EXISTS parts (
+    sweep_id  TEXT NOT NULL,
+    part      TEXT NOT NULL,
+    jobs      BLOB NOT NULL,
+    PRIMARY KEY (sweep_id, part)
+);
 -- `attempt_ids`: the attempt ids reserved so far (see `reserve_attempt_ids`).
 CREATE TABLE IF NOT EXISTS counters (
     name   TEXT PRIMARY KEY,
@@ -303,6 +333,24 @@ fn add_column(conn: &Connection, table: &str, column: &str, declaration: &str) -
         conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {declaration}"))?;
     }
     Ok(())
+}
+
+/// The jobs the `parts` rows record done, by sweep (of `sweep` only, if given).
+fn read_done_in_parts(conn: &Connection, sweep: Option<&str>) -> rusqlite::Result<HashMap<String, DoneInParts>> {
+    let mut stmt = conn.prepare_cached("SELECT sweep_id, part, jobs FROM parts WHERE ?1 IS NULL OR sweep_id = ?1")?;
+    let mut rows = stmt.query(params![sweep])?;
+    let mut done: HashMap<String, DoneInParts> = HashMap::new();
+    while let Some(r) = rows.next()? {
+        let of_sweep = done.entry(r.get(0)?).or_default();
+        let index = of_sweep.parts.len() as u32;
+        of_sweep.parts.push(r.get(1)?);
+        for entry in r.get_ref(2)?.as_blob()?.chunks_exact(PART_ENTRY) {
+            let key: [u8; 16] = entry[..16].try_into().expect("16 bytes");
+            let attempts = u32::from_le_bytes(entry[16..].try_into().expect("4 bytes"));
+            of_sweep.jobs.insert(key, (index, attempts));
+        }
+    }
+    Ok(done)
 }
 
 /// SQLite found the file damaged (not a database, or a malformed one), as opposed to busy.
@@ -409,6 +457,7 @@ impl Store {
             .enumerate()
             .map(|(rank, row)| row.map(|(id, generation)| (id.clone(), (rank, generation, Arc::from(id)))))
             .collect::<Result<_, _>>()?;
+        let in_parts = self.done_in_parts(None)?;
         let mut stmt = self
             .conn
             .prepare_cached("SELECT sweep_id, key, ord, spec, state, attempts, error, generation FROM jobs")?;
@@ -421,8 +470,12 @@ impl Store {
                 abandoned += 1;
                 continue;
             };
-            let (key, ord, spec, attempts, error) = (r.get(1)?, r.get(2)?, r.get(3)?, r.get(5)?, r.get(6)?);
-            let state = JobState::parse(text(r, 4)?)?;
+            let (key, ord, spec, mut attempts, error): (String, _, _, _, _) =
+                (r.get(1)?, r.get(2)?, r.get(3)?, r.get(5)?, r.get(6)?);
+            let mut state = JobState::parse(text(r, 4)?)?;
+            if let Some((_, n)) = in_parts.get(&**sweep_id).and_then(|done| done.of(&key)) {
+                (state, attempts) = (JobState::Done, n);
+            }
             jobs.push((*rank, StoredJob { sweep_id: sweep_id.clone(), key, ord, spec, state, attempts, error }));
         }
         // A sweep submitted once is stored in order already.
@@ -701,10 +754,19 @@ impl Store {
                     "UPDATE jobs SET attempts = attempts + 1, last_attempt = ?1
                      WHERE sweep_id = ?2 AND key = ?3 AND last_attempt < ?1 AND state IN ('queued', 'running')",
                 )?;
+                let mut in_parts: HashMap<String, DoneInParts> = HashMap::new();
                 for (sweep, entries) in &noted {
+                    if !in_parts.contains_key(sweep) {
+                        let done = read_done_in_parts(&tx, Some(sweep))?.remove(sweep).unwrap_or_default();
+                        in_parts.insert(sweep.clone(), done);
+                    }
+                    let done = &in_parts[sweep];
                     for entry in entries.chunks_exact(24) {
+                        if done.jobs.contains_key(&entry[8..]) {
+                            continue;
+                        }
                         let id = u64::from_le_bytes(entry[..8].try_into().expect("8 bytes"));
-                        let key = crate::coordinator::jobs::Key::from_bytes(entry[8..].try_into().expect("16 bytes"));
+                        let key = Key::from_bytes(entry[8..].try_into().expect("16 bytes"));
                         charged += charge.execute(params![id as i64, sweep, key.to_string()])?;
                     }
                 }
@@ -748,11 +810,32 @@ impl Store {
         })
     }
 
+    /// The part file `part` of `sweep` was written with `jobs` (each key with its count of
+    /// attempts): they are done, in one row (replacing a row of the same name).
+    pub fn commit_part(&mut self, sweep: &str, part: &str, jobs: &[(Key, u32)]) -> Result<()> {
+        let mut entries = Vec::with_capacity(PART_ENTRY * jobs.len());
+        for (key, attempts) in jobs {
+            entries.extend_from_slice(key.bytes());
+            entries.extend_from_slice(&attempts.to_le_bytes());
+        }
+        self.write(|conn| {
+            conn.prepare_cached("INSERT OR REPLACE INTO parts (sweep_id, part, jobs) VALUES (?1, ?2, ?3)")?
+                .execute(params![sweep, part, entries])?;
+            Ok(())
+        })
+    }
+
+    /// The jobs the `parts` rows record done, by sweep (of `sweep` only, if given).
+    pub fn done_in_parts(&self, sweep: Option<&str>) -> Result<HashMap<String, DoneInParts>> {
+        Ok(read_done_in_parts(&self.conn, sweep)?)
+    }
+
     /// Remove a sweep with its jobs and attempts.
     pub fn delete_sweep(&mut self, sweep: &str) -> Result<()> {
         self.write(|conn| {
             let tx = conn.transaction()?;
             tx.execute("DELETE FROM attempts WHERE sweep_id = ?1", params![sweep])?;
+            tx.execute("DELETE FROM parts WHERE sweep_id = ?1", params![sweep])?;
             tx.execute("DELETE FROM jobs WHERE sweep_id = ?1", params![sweep])?;
             tx.execute("DELETE FROM sweeps WHERE id = ?1", params![sweep])?;
             tx.commit()?;
@@ -786,6 +869,11 @@ impl Store {
 
     /// The part file that holds job `key` of `sweep`, once it is done.
     pub fn part_of(&self, sweep: &str, key: &str) -> Result<Option<String>> {
+        if let Some(done) = self.done_in_parts(Some(sweep))?.get(sweep) {
+            if let Some((part, _)) = done.of(key) {
+                return Ok(Some(part.to_string()));
+            }
+        }
         let mut stmt = self.conn.prepare_cached("SELECT part FROM jobs WHERE sweep_id = ?1 AND key = ?2")?;
         let mut rows = stmt.query(params![sweep, key])?;
         Ok(match rows.next()? {
@@ -799,7 +887,12 @@ impl Store {
         let mut stmt =
             self.conn.prepare_cached("SELECT DISTINCT part FROM jobs WHERE sweep_id = ?1 AND part IS NOT NULL")?;
         let rows = stmt.query_map(params![sweep], |r| r.get(0))?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        let mut parts: std::collections::BTreeSet<String> = rows.collect::<Result<_, _>>()?;
+        let mut stmt = self.conn.prepare_cached("SELECT part FROM parts WHERE sweep_id = ?1")?;
+        for part in stmt.query_map(params![sweep], |r| r.get(0))? {
+            parts.insert(part?);
+        }
+        Ok(parts)
     }
 
     /// SQLite's own check of the file: `["ok"]`, or what it found wrong. `full` runs
@@ -813,21 +906,33 @@ impl Store {
 
     /// The done jobs of `sweep`: each key with the part the store says holds it.
     pub fn done_jobs(&self, sweep: &str) -> Result<Vec<(String, Option<String>)>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT key, part FROM jobs WHERE sweep_id = ?1 AND state = 'done' ORDER BY key")?;
-        let rows = stmt.query_map(params![sweep], |r| Ok((r.get(0)?, r.get(1)?)))?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        let in_parts = self.done_in_parts(Some(sweep))?.remove(sweep).unwrap_or_default();
+        let mut stmt =
+            self.conn.prepare_cached("SELECT key, part, state FROM jobs WHERE sweep_id = ?1 ORDER BY key")?;
+        let mut rows = stmt.query(params![sweep])?;
+        let mut done = Vec::new();
+        while let Some(r) = rows.next()? {
+            let key: String = r.get(0)?;
+            if let Some((part, _)) = in_parts.of(&key) {
+                done.push((key, Some(part.to_string())));
+            } else if text(r, 2)? == "done" {
+                done.push((key, r.get(1)?));
+            }
+        }
+        Ok(done)
     }
 
     /// How many jobs of `sweep` are queued or running.
     pub fn unsettled(&self, sweep: &str) -> Result<usize> {
-        let n: i64 = self.conn.query_row(
-            "SELECT COUNT(*) FROM jobs WHERE sweep_id = ?1 AND state IN ('queued', 'running')",
-            params![sweep],
-            |r| r.get(0),
-        )?;
-        Ok(n as usize)
+        let in_parts = self.done_in_parts(Some(sweep))?.remove(sweep).unwrap_or_default();
+        let mut stmt =
+            self.conn.prepare_cached("SELECT key FROM jobs WHERE sweep_id = ?1 AND state IN ('queued', 'running')")?;
+        let mut rows = stmt.query(params![sweep])?;
+        let mut n = 0;
+        while let Some(r) = rows.next()? {
+            n += usize::from(in_parts.of(text(r, 0)?).is_none());
+        }
+        Ok(n)
     }
 
     /// Done jobs of `sweep` whose rows are lost (`armada check --repair`): queued again,
@@ -842,6 +947,28 @@ impl Store {
                 )?;
                 for key in keys {
                     n += job.execute(params![sweep, key])?;
+                }
+                // Jobs recorded by their part's row: the row keeps the others.
+                let lost: std::collections::HashSet<[u8; 16]> =
+                    keys.iter().filter_map(|k| Key::parse(k)).map(|k| *k.bytes()).collect();
+                let rows: Vec<(String, Vec<u8>)> = tx
+                    .prepare_cached("SELECT part, jobs FROM parts WHERE sweep_id = ?1")?
+                    .query_map(params![sweep], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .collect::<Result<_, _>>()?;
+                for (part, entries) in rows {
+                    let kept: Vec<u8> = entries
+                        .chunks_exact(PART_ENTRY)
+                        .filter(|e| !lost.contains(&e[..16]))
+                        .flatten()
+                        .copied()
+                        .collect();
+                    if kept.len() < entries.len() {
+                        n += (entries.len() - kept.len()) / PART_ENTRY;
+                        tx.execute(
+                            "UPDATE parts SET jobs = ?3 WHERE sweep_id = ?1 AND part = ?2",
+                            params![sweep, part, kept],
+                        )?;
+                    }
                 }
                 tx.execute("UPDATE sweeps SET summarized = 0 WHERE id = ?1", params![sweep])?;
             }
@@ -1073,6 +1200,50 @@ mod tests {
         // again), it is not charged twice.
         note(&mut store, &[(10, 1)]);
         assert_eq!(store.charge_open_attempts().unwrap(), 0);
+    }
+
+    /// A part's jobs are recorded in one row: each is done with its count of attempts in
+    /// every reading of the store (whatever its own row says, cancelled included), found in
+    /// its part, and a lost one is queued again while the row keeps the others.
+    #[test]
+    fn a_parts_row_makes_its_jobs_done_in_every_reading() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = |i: u8| Key::from_bytes([i; 16]);
+        let hex = |i: u8| key(i).to_string();
+        let mut store = Store::open(dir.path()).unwrap();
+        let generation = store.begin_submission("s", "testkit", 1).unwrap();
+        let jobs: Vec<StoredJob> = (1..=4).map(|i| job(&hex(i), i64::from(i))).collect();
+        store.add_jobs("s", generation, &jobs).unwrap();
+        store.commit_submission("s", generation, "testkit", &[]).unwrap();
+        store.commit_part("s", "part-a.parquet", &[(key(1), 1), (key(3), 2)]).unwrap();
+        store.commit_jobs("s", "part-old.parquet", &[(Some((1, 9)), &hex(4))]).unwrap();
+        store.cancel("s").unwrap();
+        let states = |store: &Store| -> Vec<(JobState, u32)> {
+            store.jobs().unwrap().iter().map(|j| (j.state, j.attempts)).collect()
+        };
+        use JobState::{Cancelled, Done, Queued};
+        assert_eq!(states(&store), [(Done, 1), (Cancelled, 0), (Done, 2), (Done, 1)]);
+        let done = store.done_jobs("s").unwrap();
+        let mut want = vec![
+            (hex(1), Some("part-a.parquet".to_string())),
+            (hex(3), Some("part-a.parquet".to_string())),
+            (hex(4), Some("part-old.parquet".to_string())),
+        ];
+        want.sort();
+        assert_eq!(done, want);
+        assert_eq!(store.unsettled("s").unwrap(), 0, "job 2 is cancelled");
+        assert_eq!(store.part_of("s", &hex(3)).unwrap().as_deref(), Some("part-a.parquet"));
+        assert_eq!(store.part_of("s", &hex(2)).unwrap(), None);
+        let parts: Vec<String> = store.parts("s").unwrap().into_iter().collect();
+        assert_eq!(parts, ["part-a.parquet", "part-old.parquet"]);
+        // Job 3's rows are lost: queued again; job 1 stays done in the same part.
+        let generation = store.begin_submission("s", "testkit", 2).unwrap();
+        store.commit_submission("s", generation, "testkit", &[]).unwrap();
+        assert_eq!(store.requeue_lost("s", &[hex(3)]).unwrap(), 1);
+        assert_eq!(states(&store), [(Done, 1), (Queued, 0), (Queued, 0), (Done, 1)]);
+        assert_eq!(store.unsettled("s").unwrap(), 2);
+        store.delete_sweep("s").unwrap();
+        assert!(store.done_in_parts(None).unwrap().is_empty() && store.parts("s").unwrap().is_empty());
     }
 
     /// A submission counts only once committed: one cut short (the coordinator died

@@ -3,8 +3,9 @@
 //! one store transaction (or queued again).
 
 use super::Scheduler;
-use crate::coordinator::commit::{Commit, Committed, PartWritten};
+use crate::coordinator::commit::{Commit, PartWritten};
 use crate::coordinator::handle::Reply;
+use crate::coordinator::jobs::Key;
 use crate::coordinator::replies::{CommandError, SweepEvent};
 use crate::coordinator::store::AttemptOutcome;
 use crate::coordinator::table::CommitStart;
@@ -98,11 +99,9 @@ impl Scheduler {
         }
         let committed: Vec<(usize, u64)> = jobs.iter().map(|c| (c.job, c.attempt)).collect();
         let recorded = part.and_then(|part| {
-            let keys: Vec<String> = jobs.iter().map(|c| self.table.job(c.job).key.to_string()).collect();
-            let attempt = |c: &Committed| Some((self.table.job(c.job).attempts, c.attempt));
-            let done: Vec<(Option<(u32, u64)>, &str)> =
-                jobs.iter().zip(&keys).map(|(c, k)| (attempt(c), k.as_str())).collect();
-            self.store.commit_jobs(&sweep, &part, &done).map_err(|e| format!("recording part {part}: {e:#}"))
+            let done: Vec<(Key, u32)> =
+                jobs.iter().map(|c| (self.table.job(c.job).key, self.table.job(c.job).attempts)).collect();
+            self.store.commit_part(&sweep, &part, &done).map_err(|e| format!("recording part {part}: {e:#}"))
         });
         if let Err(e) = recorded {
             let failures = self.metrics.writes.affecting(&sweep).iter().map(|t| t.failures).max().unwrap_or(1);
