@@ -1067,6 +1067,37 @@ fn a_full_disk_is_shown_waited_out_and_loses_nothing() {
     assert_eq!(log.matches("registered with").count(), 1, "one session throughout:\n{log}");
 }
 
+/// A coordinator whose log cannot be written (stderr is /dev/full, as on a full disk)
+/// keeps serving: a sweep logged at every step runs to its end and is answered.
+#[test]
+fn a_log_that_cannot_be_written_does_not_stop_the_coordinator() {
+    use std::io::BufRead;
+    let tmp = tempfile::tempdir().unwrap();
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else { return };
+    let data = tmp.path().join("data");
+    let mut child = Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--data", data.to_str().unwrap(), "--dashboard", "127.0.0.1:0"])
+        .env("ARMADA_LOG", "debug")
+        .env_remove("ARMADA_TOKEN")
+        .stdout(Stdio::piped())
+        .stderr(full)
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let _coord = Proc(child);
+    let url = line.trim().rsplit(' ').next().unwrap().to_string();
+    assert!(url.contains("://127.0.0.1:"), "coordinator did not start: {line:?}");
+    let _w = worker(&url, 2, &tmp.path().join("w.log"), &[]);
+    let sweep = echo_sweep(tmp.path(), "logged", 6);
+    let submitted = client(&["submit", sweep.to_str().unwrap()], &url, 30);
+    assert!(submitted.status.success(), "{}", text(&submitted.stderr));
+    let watched = client(&["watch", "logged", "--quiet"], &url, 60);
+    assert!(watched.status.success(), "{}", text(&watched.stderr));
+    let shown = text(&client(&["status", "logged"], &url, 30).stdout);
+    assert!(shown.contains("6 jobs: 6 done"), "{shown}");
+}
+
 /// A testkit sweep `name` of `seeds` trivial jobs, as a file in `dir`.
 fn echo_sweep(dir: &Path, name: &str, seeds: u32) -> PathBuf {
     let body = format!(

@@ -100,6 +100,11 @@ impl WriteTroubles {
         }
     }
 
+    /// Whether writes at `place` fail now.
+    pub fn failing(&self, place: &Place) -> bool {
+        self.lock().current.contains_key(place)
+    }
+
     /// Every place whose writes fail now, the store first, then parts by sweep.
     pub fn current(&self) -> Vec<Trouble> {
         self.lock().current.values().cloned().collect()

@@ -12,7 +12,7 @@
 use super::*;
 use armada_core::{JobSpec, MetricDef, MetricKind, StepRecord, ValidJob};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io;
 use std::ops::Range;
 use std::path::PathBuf;
@@ -92,6 +92,38 @@ pub struct Provenance {
     pub peer: String,
     #[serde(default)]
     pub registered_ms: i64,
+}
+
+impl Provenance {
+    /// Equal to `other` in all but the attempt id.
+    fn same_but_attempt(&self, other: &Provenance) -> bool {
+        let Provenance {
+            worker,
+            name,
+            host,
+            software,
+            processor,
+            attempt_id: _,
+            family_digest,
+            code,
+            token,
+            peer,
+            registered_ms,
+        } = self;
+        (worker, name, host, software, processor, family_digest, code, token, peer, registered_ms)
+            == (
+                &other.worker,
+                &other.name,
+                &other.host,
+                &other.software,
+                &other.processor,
+                &other.family_digest,
+                &other.code,
+                &other.token,
+                &other.peer,
+                &other.registered_ms,
+            )
+    }
 }
 
 /// The group columns above step: constant within a job.
@@ -620,11 +652,8 @@ pub fn write_part(sweep_dir: &Path, metrics: &[MetricDef], mut jobs: Vec<PartJob
         let schema = RowGroup::new(metrics).frame()?.schema().clone();
         let mut entries =
             vec![(INDEX_KEY.to_owned(), index.to_json()), (METRICS_KEY.to_owned(), metrics_json(metrics))];
-        let provenance: BTreeMap<&str, &Provenance> =
-            jobs.iter().filter_map(|j| Some((j.job.key.0.as_str(), j.provenance.as_ref()?))).collect();
-        if !provenance.is_empty() {
-            entries
-                .push((PROVENANCE_KEY.to_owned(), serde_json::to_string(&provenance).expect("provenance serializes")));
+        if let Some(provenance) = provenance_json(&jobs) {
+            entries.push((PROVENANCE_KEY.to_owned(), provenance));
         }
         let metadata = KeyValueMetadata::from_static(entries);
         let mut writer = parquet_writer(out).with_key_value_metadata(Some(metadata)).batched(&schema)?;
@@ -653,6 +682,53 @@ pub fn write_part(sweep_dir: &Path, metrics: &[MetricDef], mut jobs: Vec<PartJob
     })?;
     let jobs = index.locations(&path)?;
     Ok(WrittenPart { path, jobs })
+}
+
+/// [`PROVENANCE_KEY`]'s value for `jobs` (None when none has provenance): the bytes
+/// serde_json gives for the map from job key to record, but each worker's record is
+/// serialized once per part around its attempt id, not once per job (a part of short jobs
+/// holds thousands of jobs from a few workers).
+fn provenance_json(jobs: &[PartJob<'_>]) -> Option<String> {
+    let mut records: Vec<(&str, &Provenance)> =
+        jobs.iter().filter_map(|j| Some((j.job.key.0.as_str(), j.provenance.as_ref()?))).collect();
+    if records.is_empty() {
+        return None;
+    }
+    records.sort_unstable_by_key(|(key, _)| *key);
+    // Per worker session, its records' JSON before and after the attempt id.
+    let mut halves: HashMap<&str, Vec<(&Provenance, String, String)>> = HashMap::new();
+    let mut out = String::with_capacity(64 * records.len());
+    out.push('{');
+    for (i, (key, record)) in records.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        if key.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            out.extend(['"'].into_iter().chain(key.chars()).chain(['"']));
+        } else {
+            out.push_str(&serde_json::to_string(key).expect("a key serializes"));
+        }
+        out.push(':');
+        let variants = halves.entry(record.worker.as_str()).or_default();
+        let found = match variants.iter().position(|(p, ..)| p.same_but_attempt(record)) {
+            Some(found) => found,
+            None => {
+                let json = serde_json::to_string(&Provenance { attempt_id: 0, ..(*record).clone() })
+                    .expect("provenance serializes");
+                // A field name: never inside a string value, whose quotes are escaped.
+                const ID: &str = ",\"attempt_id\":0";
+                let at = json.find(ID).expect("the record has an attempt id") + ID.len() - 1;
+                variants.push((record, json[..at].to_string(), json[at + 1..].to_string()));
+                variants.len() - 1
+            }
+        };
+        let (_, before, after) = &variants[found];
+        out.push_str(before);
+        out.push_str(&record.attempt_id.to_string());
+        out.push_str(after);
+    }
+    out.push('}');
+    Some(out)
 }
 
 /// Write one job as a part of its own.
@@ -887,6 +963,44 @@ mod tests {
             n_records: owned.len(),
             records: Box::new(owned.into_iter().map(Ok)),
         }
+    }
+
+    /// A part's provenance is the bytes serde_json gives for the key -> record map, each
+    /// worker's record written once around its attempt ids: workers with the same session
+    /// and other fields, names that look like JSON, jobs without provenance left out.
+    #[test]
+    fn provenance_is_serde_jsons_map_with_each_workers_record_written_once() {
+        let record = |worker: &str, name: &str, attempt_id: u64, code: &str| Provenance {
+            worker: worker.into(),
+            name: name.into(),
+            host: "h\"ost\\,\"attempt_id\":0".into(),
+            software: "armada 0.1 (abc)".into(),
+            processor: "x86-64-v3".into(),
+            attempt_id,
+            family_digest: String::new(),
+            code: code.into(),
+            token: "lab".into(),
+            peer: "127.0.0.1:5".into(),
+            registered_ms: 1_700_000_000_000,
+        };
+        let jobs: Vec<PartJob<'static>> = (0..40u64)
+            .map(|seed| {
+                let mut part = part_job(&job("lse", "sinusoidal", "straddle", seed), &records(1, 0.0));
+                part.provenance = match seed % 5 {
+                    0 => None,
+                    1 => Some(record("w1", "a", 1000 + seed, "")),
+                    2 => Some(record("w1", "a", 2000 + seed, "c0de")),
+                    3 => Some(record("w2", "b\u{e9}\n", u64::MAX - seed, "")),
+                    _ => Some(record("w3", "c", 0, "")),
+                };
+                part
+            })
+            .collect();
+        let map: BTreeMap<&str, &Provenance> =
+            jobs.iter().filter_map(|j| Some((j.job.key.0.as_str(), j.provenance.as_ref()?))).collect();
+        assert_eq!(map.len(), 32);
+        assert_eq!(provenance_json(&jobs).unwrap(), serde_json::to_string(&map).unwrap());
+        assert_eq!(provenance_json(&jobs[..1]), None, "seed 0 has none");
     }
 
     #[test]

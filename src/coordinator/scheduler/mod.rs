@@ -301,6 +301,11 @@ impl Scheduler {
     fn note_open_attempts(&mut self, now: std::time::Instant) {
         self.noted_at = now;
         if !std::mem::take(&mut self.leased_since_noted) {
+            // A store in trouble is tried again once a second (a write that changes nothing),
+            // so that leases resume as soon as it writes again.
+            if self.metrics.writes.failing(&Place::Store) {
+                let _ = self.store.reserve_attempt_ids(self.attempt_ids.reserved);
+            }
             return;
         }
         let mut by_sweep: HashMap<&str, Vec<u8>> = HashMap::new();

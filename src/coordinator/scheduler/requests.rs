@@ -11,6 +11,7 @@ use crate::coordinator::replies::{
 use crate::coordinator::store::{AttemptOutcome, JobState};
 use crate::coordinator::sweeps::FailurePage;
 use crate::coordinator::table::{Cause, Effect};
+use crate::coordinator::trouble::Place;
 use crate::results;
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
@@ -216,6 +217,11 @@ impl Scheduler {
         let most = u64::from(worker.slots.max(1)) * (1 + armada_worker::worker::PREFETCH_PER_SLOT as u64);
         let max_jobs = max_jobs.min(most.min(u64::from(u32::MAX)) as u32);
         self.workers.asked_for_jobs(&session);
+        // A store that cannot write could not record what the attempts commit: nothing is
+        // leased meanwhile, and the worker keeps its session (see `trouble`).
+        if self.metrics.writes.failing(&Place::Store) {
+            return Ok(Leases { leases: Vec::new(), retry_after: STORE_TROUBLE_RETRY });
+        }
         let picked = self.table.pick(&families, max_jobs);
         if picked.is_empty() {
             return Ok(Leases { leases: Vec::new(), retry_after: NOTHING_TO_LEASE_RETRY });
