@@ -34,10 +34,6 @@ impl Key {
         Key::parse(&key.0).unwrap_or_else(|| panic!("job key {key} is not 32 hex digits"))
     }
 
-    pub fn from_bytes(bytes: [u8; 16]) -> Key {
-        Key(bytes)
-    }
-
     pub fn bytes(&self) -> &[u8; 16] {
         &self.0
     }

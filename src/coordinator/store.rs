@@ -9,9 +9,8 @@
 //! in a part the store does not know (a crash between the rename and the update) is marked
 //! done at startup.
 
-use super::jobs::Key;
 use super::trouble::{Place, WriteTroubles};
-use armada_core::JobSpec;
+use armada_core::{JobKey, JobSpec};
 use armada_proto::v1 as pb;
 use armada_worker::wire;
 use prost::Message;
@@ -248,8 +247,8 @@ pub struct DoneInParts {
 impl DoneInParts {
     /// The part that holds the job of hex key `key`, if any, and its count of attempts.
     pub fn of(&self, key: &str) -> Option<(&str, u32)> {
-        let key = Key::parse(key)?;
-        self.jobs.get(key.bytes()).map(|&(part, attempts)| (self.parts[part as usize].as_str(), attempts))
+        let key = JobKey::parse_bytes(key)?;
+        self.jobs.get(&key).map(|&(part, attempts)| (self.parts[part as usize].as_str(), attempts))
     }
 }
 
@@ -766,7 +765,7 @@ impl Store {
                             continue;
                         }
                         let id = u64::from_le_bytes(entry[..8].try_into().expect("8 bytes"));
-                        let key = Key::from_bytes(entry[8..].try_into().expect("16 bytes"));
+                        let key = JobKey::of_bytes(entry[8..].try_into().expect("16 bytes"));
                         charged += charge.execute(params![id as i64, sweep, key.to_string()])?;
                     }
                 }
@@ -812,10 +811,10 @@ impl Store {
 
     /// The part file `part` of `sweep` was written with `jobs` (each key with its count of
     /// attempts): they are done, in one row (replacing a row of the same name).
-    pub fn commit_part(&mut self, sweep: &str, part: &str, jobs: &[(Key, u32)]) -> Result<()> {
+    pub fn commit_part(&mut self, sweep: &str, part: &str, jobs: &[([u8; 16], u32)]) -> Result<()> {
         let mut entries = Vec::with_capacity(PART_ENTRY * jobs.len());
         for (key, attempts) in jobs {
-            entries.extend_from_slice(key.bytes());
+            entries.extend_from_slice(key);
             entries.extend_from_slice(&attempts.to_le_bytes());
         }
         self.write(|conn| {
@@ -950,7 +949,7 @@ impl Store {
                 }
                 // Jobs recorded by their part's row: the row keeps the others.
                 let lost: std::collections::HashSet<[u8; 16]> =
-                    keys.iter().filter_map(|k| Key::parse(k)).map(|k| *k.bytes()).collect();
+                    keys.iter().filter_map(|k| JobKey::parse_bytes(k)).collect();
                 let rows: Vec<(String, Vec<u8>)> = tx
                     .prepare_cached("SELECT part, jobs FROM parts WHERE sweep_id = ?1")?
                     .query_map(params![sweep], |r| Ok((r.get(0)?, r.get(1)?)))?
@@ -1170,25 +1169,24 @@ mod tests {
     /// are gone.
     #[test]
     fn a_restart_charges_the_noted_attempts_that_never_ended() {
-        use crate::coordinator::jobs::Key;
         let dir = tempfile::tempdir().unwrap();
-        let key = |i: u8| Key::from_bytes([i; 16]);
+        let hex = |i: u8| JobKey::of_bytes(&[i; 16]).0;
         let mut store = Store::open(dir.path()).unwrap();
         let generation = store.begin_submission("s", "testkit", 1).unwrap();
-        let jobs: Vec<StoredJob> = (1..=5).map(|i| job(&key(i).to_string(), i64::from(i))).collect();
+        let jobs: Vec<StoredJob> = (1..=5).map(|i| job(&hex(i), i64::from(i))).collect();
         store.add_jobs("s", generation, &jobs).unwrap();
         store.commit_submission("s", generation, "testkit", &[]).unwrap();
         let note = |store: &mut Store, open: &[(u64, u8)]| {
             let entries: Vec<u8> =
-                open.iter().flat_map(|&(id, i)| [&id.to_le_bytes()[..], &key(i).bytes()[..]].concat()).collect();
+                open.iter().flat_map(|&(id, i)| [&id.to_le_bytes()[..], &[i; 16][..]].concat()).collect();
             store.note_open_attempts(&[("s", entries)]).unwrap();
         };
         // Job 5's attempt was noted, then a later note (it had ended uncharged) left it out.
         note(&mut store, &[(10, 1), (11, 2), (12, 3), (13, 4), (14, 5)]);
         note(&mut store, &[(10, 1), (11, 2), (12, 3), (13, 4)]);
-        store.end_attempt(11, ("s", &key(2).to_string()), JobState::Queued, 1, Some("boom")).unwrap();
-        store.end_attempt(12, ("s", &key(3).to_string()), JobState::Queued, 0, None).unwrap();
-        store.commit_jobs("s", "part-x.parquet", &[(Some((1, 13)), &key(4).to_string())]).unwrap();
+        store.end_attempt(11, ("s", &hex(2)), JobState::Queued, 1, Some("boom")).unwrap();
+        store.end_attempt(12, ("s", &hex(3)), JobState::Queued, 0, None).unwrap();
+        store.commit_jobs("s", "part-x.parquet", &[(Some((1, 13)), &hex(4))]).unwrap();
         drop(store);
         let mut store = Store::open(dir.path()).unwrap();
         assert_eq!(store.charge_open_attempts().unwrap(), 1, "job 1's attempt only");
@@ -1208,8 +1206,8 @@ mod tests {
     #[test]
     fn a_parts_row_makes_its_jobs_done_in_every_reading() {
         let dir = tempfile::tempdir().unwrap();
-        let key = |i: u8| Key::from_bytes([i; 16]);
-        let hex = |i: u8| key(i).to_string();
+        let key = |i: u8| [i; 16];
+        let hex = |i: u8| JobKey::of_bytes(&key(i)).0;
         let mut store = Store::open(dir.path()).unwrap();
         let generation = store.begin_submission("s", "testkit", 1).unwrap();
         let jobs: Vec<StoredJob> = (1..=4).map(|i| job(&hex(i), i64::from(i))).collect();

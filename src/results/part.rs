@@ -624,14 +624,19 @@ pub struct WrittenPart {
 /// Write `jobs` (of one sweep, hence one family with `metrics`) as one part, atomically.
 /// Rows are built and written one row group at a time, so memory is bounded by
 /// [`PART_ROW_GROUP_ROWS`] whatever the trajectories' lengths.
-pub fn write_part(sweep_dir: &Path, metrics: &[MetricDef], mut jobs: Vec<PartJob<'_>>) -> Result<WrittenPart> {
+pub fn write_part(sweep_dir: &Path, metrics: &[MetricDef], jobs: Vec<PartJob<'_>>) -> Result<WrittenPart> {
     if jobs.is_empty() {
         return Err(invalid("a part needs at least one job"));
     }
     check_metric_names(metrics)?;
-    jobs.sort_by_cached_key(|j| (Cell::of(&j.job), j.job.key.0.clone()));
+    // Each job's cell once (its parameters as JSON): the sort, the index and the columns
+    // all take it from here.
+    let mut keyed: Vec<(Cell, PartJob<'_>)> = jobs.into_iter().map(|j| (Cell::of(&j.job), j)).collect();
+    keyed.sort_by(|(a, x), (b, y)| (a, &x.job.key.0).cmp(&(b, &y.job.key.0)));
+    let (cells, mut jobs): (Vec<Cell>, Vec<PartJob<'_>>) = keyed.into_iter().unzip();
     let first_key = jobs.iter().map(|j| j.job.key.0.as_str()).min().expect("not empty").to_owned();
-    let index = PartIndex::of(jobs.iter().map(|j| (j.job.key.0.clone(), Cell::of(&j.job), j.n_records)));
+    let index =
+        PartIndex::of(jobs.iter().zip(&cells).map(|(j, cell)| (j.job.key.0.clone(), cell.clone(), j.n_records)));
     let dir = trajectories_dir(sweep_dir);
     if !dir.is_dir() {
         let new_sweep_dir = !sweep_dir.is_dir();
@@ -658,9 +663,9 @@ pub fn write_part(sweep_dir: &Path, metrics: &[MetricDef], mut jobs: Vec<PartJob
         let metadata = KeyValueMetadata::from_static(entries);
         let mut writer = parquet_writer(out).with_key_value_metadata(Some(metadata)).batched(&schema)?;
         let mut group = RowGroup::new(metrics);
-        for part_job in &mut jobs {
+        for (part_job, cell) in jobs.iter_mut().zip(&cells) {
             let PartJob { job, n_records, records, .. } = part_job;
-            group.start_job(job).within(|| format!("building job {}", job.key))?;
+            group.start_job(job, cell).within(|| format!("building job {}", job.key))?;
             let mut n_read = 0;
             while let Some(record) =
                 records.next().transpose().within(|| format!("reading the records of job {}", job.key))?
@@ -669,7 +674,7 @@ pub fn write_part(sweep_dir: &Path, metrics: &[MetricDef], mut jobs: Vec<PartJob
                 group.push(&record).within(|| format!("building job {}", job.key))?;
                 if group.rows() == PART_ROW_GROUP_ROWS {
                     group.write(&mut writer)?;
-                    group.start_job(job)?;
+                    group.start_job(job, cell)?;
                 }
             }
             if n_read != *n_records {
@@ -765,17 +770,18 @@ impl JobColumns {
     const TEXT: [&'static str; 6] = [JOB_KEY, FAMILY, BENCHMARK, BENCHMARK_PARAMS, ALGORITHM, ALGORITHM_PARAMS];
     const INTS: [&'static str; 3] = [SEED, SWEEP_SEED, HORIZON];
 
-    fn of(job: &ValidJob) -> Result<JobColumns> {
+    /// Of `job`, whose cell is `cell`.
+    fn of(job: &ValidJob, cell: &Cell) -> Result<JobColumns> {
         let spec = &job.spec;
         let seed = i64::try_from(spec.seed).map_err(|_| invalid("seed index does not fit in Int64"))?;
         Ok(JobColumns {
             text: [
                 job.key.0.clone(),
-                spec.family.clone(),
-                spec.benchmark.clone(),
-                spec.benchmark_params.to_json(),
-                spec.algorithm.clone(),
-                spec.algorithm_params.to_json(),
+                cell.family.clone(),
+                cell.benchmark.clone(),
+                cell.benchmark_params.clone(),
+                cell.algorithm.clone(),
+                cell.algorithm_params.clone(),
             ],
             // Bit-for-bit: Parquet readers have no trouble with Int64, many with UInt64.
             ints: [seed, spec.sweep_seed as i64, i64::from(spec.horizon)],
@@ -801,8 +807,8 @@ impl<'m> RowGroup<'m> {
     }
 
     /// The rows pushed next are `job`'s.
-    fn start_job(&mut self, job: &ValidJob) -> Result<()> {
-        self.jobs.push((JobColumns::of(job)?, 0));
+    fn start_job(&mut self, job: &ValidJob, cell: &Cell) -> Result<()> {
+        self.jobs.push((JobColumns::of(job, cell)?, 0));
         Ok(())
     }
 
@@ -873,7 +879,7 @@ impl<'m> RowGroup<'m> {
 #[cfg(test)]
 fn trajectory_frame(job: &ValidJob, metrics: &[MetricDef], records: &[StepRecord]) -> Result<DataFrame> {
     let mut group = RowGroup::new(metrics);
-    group.start_job(job)?;
+    group.start_job(job, &Cell::of(job))?;
     for r in records {
         group.push(r)?;
     }

@@ -5,7 +5,6 @@
 use super::Scheduler;
 use crate::coordinator::commit::{Commit, PartWritten};
 use crate::coordinator::handle::Reply;
-use crate::coordinator::jobs::Key;
 use crate::coordinator::replies::{CommandError, SweepEvent};
 use crate::coordinator::store::AttemptOutcome;
 use crate::coordinator::table::CommitStart;
@@ -99,8 +98,8 @@ impl Scheduler {
         }
         let committed: Vec<(usize, u64)> = jobs.iter().map(|c| (c.job, c.attempt)).collect();
         let recorded = part.and_then(|part| {
-            let done: Vec<(Key, u32)> =
-                jobs.iter().map(|c| (self.table.job(c.job).key, self.table.job(c.job).attempts)).collect();
+            let done: Vec<([u8; 16], u32)> =
+                jobs.iter().map(|c| (*self.table.job(c.job).key.bytes(), self.table.job(c.job).attempts)).collect();
             self.store.commit_part(&sweep, &part, &done).map_err(|e| format!("recording part {part}: {e:#}"))
         });
         if let Err(e) = recorded {
