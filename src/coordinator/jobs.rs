@@ -136,6 +136,10 @@ pub struct Job {
     pub voided: u32,
     /// The attempt the job is running (state `running`).
     pub current: Option<u64>,
+    /// Every attempt of the job the table still knows (its current one, and expired ones
+    /// whose late result may still commit): the table's index from a job to its attempts,
+    /// so settling a job never scans the attempts of the others.
+    pub known_attempts: Vec<u64>,
     pub error: Option<Box<str>>,
 }
 
@@ -154,6 +158,7 @@ impl Job {
             attempts: 0,
             voided: 0,
             current: None,
+            known_attempts: Vec::new(),
             error: None,
         }
     }

@@ -372,7 +372,7 @@ impl JobTable {
             let job = &mut self.jobs[i];
             job.current = Some(id);
             job.attempts += 1;
-            self.attempts.insert(id, Attempt { job: i, session: session.clone(), expires });
+            self.know_attempt(id, Attempt { job: i, session: session.clone(), expires });
             effects.push(Effect::OpenSpool { attempt: id, job: i, session: session.clone() });
             effects.push(Effect::Started { job: i, attempt: id, worker: worker.to_string() });
         }
@@ -473,7 +473,7 @@ impl JobTable {
         // A late result of a job that failed meanwhile (this attempt's lease expired, and
         // the job ran out of attempts): nothing else committed, so it commits.
         let revive = job.state == JobState::Failed;
-        self.attempts.remove(&attempt);
+        self.unknow_attempt(attempt);
         Ok((CommitStart::Check { job: i, revive }, Vec::new()))
     }
 
@@ -630,7 +630,7 @@ impl JobTable {
         worker: &str,
     ) -> Result<(bool, Vec<Effect>), CommandError> {
         self.held(session, attempt)?;
-        let a = self.attempts.remove(&attempt).expect("held");
+        let a = self.unknow_attempt(attempt).expect("held");
         let mut effects = vec![Effect::DiscardSpool(attempt)];
         if self.is_settled(a.job) || self.jobs[a.job].current != Some(attempt) {
             // Settled, or superseded by another attempt: this failure changes nothing.
@@ -672,7 +672,7 @@ impl JobTable {
     /// forgotten and, if its job still runs it, void.
     pub fn refused(&mut self, attempt: u64, error: String) -> Vec<Effect> {
         let mut effects = Vec::new();
-        let Some(a) = self.attempts.remove(&attempt) else { return effects };
+        let Some(a) = self.unknow_attempt(attempt) else { return effects };
         if self.jobs[a.job].current == Some(attempt) && !self.is_settled(a.job) {
             self.void(a.job, attempt, error, &mut effects);
         }
@@ -754,17 +754,38 @@ impl JobTable {
 
     /// Forget an attempt and its records.
     fn forget_attempt(&mut self, attempt: u64, effects: &mut Vec<Effect>) {
-        self.attempts.remove(&attempt);
+        self.unknow_attempt(attempt);
         effects.push(Effect::DiscardSpool(attempt));
     }
 
     /// Forget every attempt of job `i`.
     fn forget_attempts_of(&mut self, i: usize, effects: &mut Vec<Effect>) {
-        let mut ids: Vec<u64> = self.attempts.iter().filter(|(_, a)| a.job == i).map(|(&id, _)| id).collect();
+        let mut ids = std::mem::take(&mut self.jobs[i].known_attempts);
         ids.sort_unstable();
         for id in ids {
-            self.forget_attempt(id, effects);
+            self.attempts.remove(&id);
+            effects.push(Effect::DiscardSpool(id));
         }
+    }
+
+    /// Every attempt enters the table here, which indexes it by its job.
+    fn know_attempt(&mut self, id: u64, attempt: Attempt) {
+        self.jobs[attempt.job].known_attempts.push(id);
+        self.attempts.insert(id, attempt);
+    }
+
+    /// Every attempt leaves the table here, which unindexes it.
+    fn unknow_attempt(&mut self, id: u64) -> Option<Attempt> {
+        let a = self.attempts.remove(&id)?;
+        let known = &mut self.jobs[a.job].known_attempts;
+        if let Some(at) = known.iter().position(|&k| k == id) {
+            known.swap_remove(at);
+        }
+        // Most jobs have one attempt: give its memory back once the job has none.
+        if known.is_empty() {
+            *known = Vec::new();
+        }
+        Some(a)
     }
 
     /// A failed or expired attempt: queue the job for another attempt, or mark it failed
@@ -876,6 +897,13 @@ mod tests {
         }
         let sweep = t.jobs.first().map(|j| j.sweep.clone()).unwrap_or_else(|| "".into());
         assert_eq!(t.counts(&sweep), counted, "{context}: the kept counts against a count");
+        // The index from jobs to attempts holds exactly the known attempts, each under its job.
+        let mut indexed: Vec<(u64, usize)> =
+            t.jobs.iter().enumerate().flat_map(|(i, j)| j.known_attempts.iter().map(move |&id| (id, i))).collect();
+        let mut known: Vec<(u64, usize)> = t.attempts.iter().map(|(&id, a)| (id, a.job)).collect();
+        indexed.sort_unstable();
+        known.sort_unstable();
+        assert_eq!(indexed, known, "{context}: the attempts indexed by job against the attempts known");
         for (id, (session, expires)) in &m.leases {
             if let Some(a) = t.attempt(*id) {
                 assert_eq!((&a.session, a.expires), (session, *expires), "{context}: attempt {id}'s lease");
