@@ -53,6 +53,10 @@ pub struct LoadConfig {
     pub exe: PathBuf,
     /// The coordinator's data directory (made; it should be empty).
     pub data: PathBuf,
+    /// Pin the coordinator to this CPU and the load generator to the others, so that the
+    /// two do not take each other's time (on a machine of few cores, latencies otherwise
+    /// measure the load generator's own queueing as much as the coordinator's).
+    pub coordinator_cpu: Option<usize>,
 }
 
 /// Latency percentiles of one call, in milliseconds.
@@ -93,6 +97,10 @@ pub struct LoadReport {
     pub coordinator_cpu_us_per_job: f64,
     /// Its CPU over that time as a share of one core.
     pub coordinator_cores: f64,
+    /// The load generator's own CPU over that time, as a share of one core: when it and the
+    /// coordinator together use every core of the machine, the latencies include waits
+    /// for a core.
+    pub loadgen_cores: f64,
     pub lease: Latency,
     pub complete: Latency,
     pub heartbeat: Latency,
@@ -156,17 +164,43 @@ fn process_usage(pid: u32) -> anyhow::Result<(Duration, u64, u64)> {
     Ok((cpu, kb("VmRSS:"), kb("VmHWM:")))
 }
 
+/// The CPUs this machine has online.
+fn cpus() -> usize {
+    // SAFETY: sysconf only reads a system value.
+    unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize
+}
+
+/// Run this thread, and the threads and processes it starts from now on, on `cpus` only.
+fn pin(cpus: &[usize]) -> std::io::Result<()> {
+    // SAFETY: the set is zeroed, then filled with CPU numbers below its size by CPU_SET.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &cpu in cpus {
+            libc::CPU_SET(cpu, &mut set);
+        }
+        match libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) {
+            0 => Ok(()),
+            _ => Err(std::io::Error::last_os_error()),
+        }
+    }
+}
+
 fn serve(config: &LoadConfig, token: &str) -> anyhow::Result<Served> {
     std::fs::create_dir_all(&config.data).with_context(|| format!("creating {}", config.data.display()))?;
-    let mut child = Command::new(&config.exe)
+    let mut command = Command::new(&config.exe);
+    command
         .args(["serve", "--listen", "127.0.0.1:0", "--dashboard", "off", "--data"])
         .arg(&config.data)
         .env(armada_worker::auth::TOKEN_ENV, token)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .with_context(|| format!("starting {} serve", config.exe.display()))?;
+        .stderr(Stdio::inherit());
+    if let Some(cpu) = config.coordinator_cpu {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: between fork and exec the closure only makes a system call.
+        unsafe { command.pre_exec(move || pin(&[cpu])) };
+    }
+    let mut child = command.spawn().with_context(|| format!("starting {} serve", config.exe.display()))?;
     let mut first = String::new();
     BufReader::new(child.stdout.take().expect("piped")).read_line(&mut first)?;
     let url = first.split_whitespace().last().unwrap_or_default().to_string();
@@ -180,6 +214,16 @@ pub fn run(config: &LoadConfig) -> anyhow::Result<LoadReport> {
     anyhow::ensure!(config.sessions > 0 && config.slots > 0 && config.jobs > 0, "sessions, slots and jobs must be > 0");
     anyhow::ensure!(config.job_ms.0 <= config.job_ms.1, "the job length's range is empty");
     let token = crate::secret::random_secret();
+    if let Some(cpu) = config.coordinator_cpu {
+        // Before the runtime starts: its threads inherit this thread's CPUs.
+        let others: Vec<usize> = (0..cpus()).filter(|&c| c != cpu).collect();
+        anyhow::ensure!(
+            cpu < cpus() && !others.is_empty(),
+            "--coordinator-cpu {cpu}: this machine has CPUs 0 to {}, and the load generator needs one",
+            cpus() - 1
+        );
+        pin(&others).context("pinning the load generator")?;
+    }
     let served = serve(config, &token)?;
     let pid = served.child.id();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
@@ -229,6 +273,7 @@ async fn simulate(config: &LoadConfig, url: &str, token: &str, pid: u32) -> anyh
     };
     sweeps.submit_sweep(request).await.map_err(crate::client::status_error)?;
     let (cpu_start, rss_submitted, _) = process_usage(pid)?;
+    let (own_cpu_start, _, _) = process_usage(std::process::id())?;
     let started = Instant::now();
 
     let committed = Arc::new(AtomicUsize::new(0));
@@ -254,6 +299,8 @@ async fn simulate(config: &LoadConfig, url: &str, token: &str, pid: u32) -> anyh
     let seconds = started.elapsed().as_secs_f64();
     let (cpu_end, _, peak) = process_usage(pid)?;
     let cpu = cpu_end.saturating_sub(cpu_start).as_secs_f64();
+    let (own_cpu_end, _, _) = process_usage(std::process::id())?;
+    let own_cpu = own_cpu_end.saturating_sub(own_cpu_start).as_secs_f64();
 
     let store_bytes: u64 = ["armada.sqlite", "armada.sqlite-wal"]
         .iter()
@@ -272,6 +319,7 @@ async fn simulate(config: &LoadConfig, url: &str, token: &str, pid: u32) -> anyh
         jobs_per_s: config.jobs as f64 / seconds,
         coordinator_cpu_us_per_job: cpu * 1e6 / config.jobs as f64,
         coordinator_cores: cpu / seconds,
+        loadgen_cores: own_cpu / seconds,
         lease: Latency::of(seen.lease),
         complete: Latency::of(seen.complete),
         heartbeat: Latency::of(seen.heartbeat),
@@ -506,8 +554,8 @@ pub fn describe(r: &LoadReport) -> String {
     );
     text += &format!("rate              {:.0} jobs/s ({:.2} s)\n", r.jobs_per_s, r.seconds);
     text += &format!(
-        "coordinator CPU   {:.1} us per job ({:.2} of a core)\n",
-        r.coordinator_cpu_us_per_job, r.coordinator_cores
+        "coordinator CPU   {:.1} us per job ({:.2} of a core; the load generator {:.2})\n",
+        r.coordinator_cpu_us_per_job, r.coordinator_cores, r.loadgen_cores
     );
     text += &latency("Lease", &r.lease);
     text += &latency("CompleteAttempts", &r.complete);

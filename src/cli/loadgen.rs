@@ -27,6 +27,9 @@ pub struct LoadgenArgs {
     /// The coordinator's data directory (default: a temporary one, removed after).
     #[arg(long)]
     data: Option<PathBuf>,
+    /// Pin the coordinator to this CPU and the load generator to the others (Linux).
+    #[arg(long, value_name = "CPU")]
+    coordinator_cpu: Option<usize>,
     /// Also write the report as JSON to this file.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -58,6 +61,7 @@ pub fn loadgen(args: LoadgenArgs) -> anyhow::Result<ExitCode> {
         job_ms: args.job_ms,
         exe: std::env::current_exe().context("finding this executable")?,
         data,
+        coordinator_cpu: args.coordinator_cpu,
     };
     let report = loadgen::run(&config);
     if let Some(dir) = temporary {
