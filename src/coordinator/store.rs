@@ -868,9 +868,25 @@ impl Store {
 
     /// The part file that holds job `key` of `sweep`, once it is done.
     pub fn part_of(&self, sweep: &str, key: &str) -> Result<Option<String>> {
-        if let Some(done) = self.done_in_parts(Some(sweep))?.get(sweep) {
-            if let Some((part, _)) = done.of(key) {
-                return Ok(Some(part.to_string()));
+        // The sweep's parts rows are scanned for this one key, not read into a map of all
+        // their jobs: a dashboard's job view of a sweep of millions stays cheap. A later row
+        // wins, as in every other reading.
+        if let Some(wanted) = JobKey::parse_bytes(key) {
+            let mut stmt = self.conn.prepare_cached("SELECT part, jobs FROM parts WHERE sweep_id = ?1")?;
+            let mut rows = stmt.query(params![sweep])?;
+            let mut found = None;
+            while let Some(r) = rows.next()? {
+                if r.get_ref(1)?
+                    .as_blob()
+                    .map_err(rusqlite::Error::from)?
+                    .chunks_exact(PART_ENTRY)
+                    .any(|entry| entry[..16] == wanted)
+                {
+                    found = Some(r.get(0)?);
+                }
+            }
+            if found.is_some() {
+                return Ok(found);
             }
         }
         let mut stmt = self.conn.prepare_cached("SELECT part FROM jobs WHERE sweep_id = ?1 AND key = ?2")?;
@@ -1232,6 +1248,9 @@ mod tests {
         assert_eq!(store.unsettled("s").unwrap(), 0, "job 2 is cancelled");
         assert_eq!(store.part_of("s", &hex(3)).unwrap().as_deref(), Some("part-a.parquet"));
         assert_eq!(store.part_of("s", &hex(2)).unwrap(), None);
+        assert_eq!(store.part_of("s", &hex(4)).unwrap().as_deref(), Some("part-old.parquet"), "an older store's row");
+        assert_eq!(store.part_of("t", &hex(3)).unwrap(), None, "another sweep's part");
+        assert_eq!(store.part_of("s", "not a key").unwrap(), None);
         let parts: Vec<String> = store.parts("s").unwrap().into_iter().collect();
         assert_eq!(parts, ["part-a.parquet", "part-old.parquet"]);
         // Job 3's rows are lost: queued again; job 1 stays done in the same part.
