@@ -3,7 +3,8 @@
 //! loopback port, over a fresh data directory), submits one `testkit` sweep of `jobs` jobs
 //! of `steps` steps, and runs `sessions` sessions of `slots` slots each in this process,
 //! each a gRPC client of its own speaking the worker protocol as `armada worker` does:
-//! Register, Lease (a slot's worth ahead), Heartbeat with the started attempts, records as
+//! Register, Lease (ahead as the worker leases: up to 64 jobs a slot when they are short,
+//! none when they take 250 ms or more), Heartbeat with the started attempts, records as
 //! columns (inline in the commit up to 64, else through UploadRecords first), and
 //! CompleteAttempts in batches. A job "runs" for a length drawn uniformly from the given
 //! range, holding its slot; its records are synthesized (`value = seed + step`).
@@ -17,6 +18,7 @@ use crate::results;
 use anyhow::Context;
 use armada_proto::v1 as pb;
 use armada_worker::auth::BearerToken;
+use armada_worker::worker::ahead_per_slot;
 use pb::workers_client::WorkersClient;
 use std::collections::{BinaryHeap, HashMap};
 use std::io::{BufRead, BufReader};
@@ -286,6 +288,7 @@ async fn simulate(config: &LoadConfig, url: &str, token: &str, pid: u32) -> anyh
             heartbeat: Duration::from_millis(u64::from(registered.heartbeat_interval_ms.max(20))),
             steps: config.steps,
             job_ms: config.job_ms,
+            depth: config.slots * (1 + ahead_per_slot(Duration::from_millis((config.job_ms.0 + config.job_ms.1) / 2))),
             jobs: config.jobs,
             committed: committed.clone(),
             draws: i as u64,
@@ -378,6 +381,8 @@ struct Session {
     heartbeat: Duration,
     steps: u32,
     job_ms: (u64, u64),
+    /// Jobs it holds, running and leased ahead, as the worker would.
+    depth: usize,
     /// The sweep's jobs, and how many all sessions have committed: the run ends there.
     jobs: usize,
     committed: Arc<AtomicUsize>,
@@ -421,8 +426,9 @@ impl Session {
             if self.committed.load(Ordering::Relaxed) >= self.jobs && commits.is_empty() {
                 return Ok(seen);
             }
-            // A slot's worth leased ahead, as the worker does for short jobs.
-            let wanted = (2 * self.slots).saturating_sub(slots.len() + backlog.len());
+            // Leased ahead as the worker does for the sweep's mean job length (the worker
+            // measures it; here it is known from the start).
+            let wanted = self.depth.saturating_sub(slots.len() + backlog.len());
             let next_end = slots.peek().map(|r| r.0 .0);
             let send_at = match ready.len() {
                 0 => None,

@@ -111,16 +111,9 @@ impl JobLengths {
         self.streaming.insert(sweep.to_string());
     }
 
-    /// How many of `sweep`'s jobs a slot holds leased ahead: about [`AHEAD_WORK`] of them
-    /// when they are short (at most [`PREFETCH_PER_SLOT`]), else none.
+    /// How many of `sweep`'s jobs a slot holds leased ahead (none until one is measured).
     fn ahead(&self, sweep: &str) -> usize {
-        match self.mean.get(sweep) {
-            Some(mean) if *mean < SHORT_JOB => {
-                let n = AHEAD_WORK.as_nanos() / mean.as_nanos().max(1);
-                (n as usize).clamp(1, PREFETCH_PER_SLOT)
-            }
-            _ => 0,
-        }
+        self.mean.get(sweep).map_or(0, |&mean| ahead_per_slot(mean))
     }
 
     /// How many of `sweep`'s jobs to run as one batch, their records kept for their
@@ -139,6 +132,16 @@ impl JobLengths {
     pub fn depth(&self, sweep: &str, slots: usize) -> usize {
         slots * (1 + self.ahead(sweep))
     }
+}
+
+/// How many jobs that take `mean` each a slot holds leased ahead: about [`AHEAD_WORK`] of
+/// them when they are short (at most [`PREFETCH_PER_SLOT`]), else none.
+pub fn ahead_per_slot(mean: Duration) -> usize {
+    if mean >= SHORT_JOB {
+        return 0;
+    }
+    let n = AHEAD_WORK.as_nanos() / mean.as_nanos().max(1);
+    (n as usize).clamp(1, PREFETCH_PER_SLOT)
 }
 
 /// The longest wait between tries after a lost connection: a coordinator that restarts
