@@ -334,6 +334,14 @@ fn add_column(conn: &Connection, table: &str, column: &str, declaration: &str) -
     Ok(())
 }
 
+/// A parts row's jobs: each one's key and count of attempts.
+fn part_entries(blob: &[u8]) -> impl Iterator<Item = ([u8; 16], u32)> + '_ {
+    blob.chunks_exact(PART_ENTRY).map(|entry| {
+        let key: [u8; 16] = entry[..16].try_into().expect("16 bytes");
+        (key, u32::from_le_bytes(entry[16..].try_into().expect("4 bytes")))
+    })
+}
+
 /// The jobs the `parts` rows record done, by sweep (of `sweep` only, if given).
 fn read_done_in_parts(conn: &Connection, sweep: Option<&str>) -> rusqlite::Result<HashMap<String, DoneInParts>> {
     let mut stmt = conn.prepare_cached("SELECT sweep_id, part, jobs FROM parts WHERE ?1 IS NULL OR sweep_id = ?1")?;
@@ -343,9 +351,7 @@ fn read_done_in_parts(conn: &Connection, sweep: Option<&str>) -> rusqlite::Resul
         let of_sweep = done.entry(r.get(0)?).or_default();
         let index = of_sweep.parts.len() as u32;
         of_sweep.parts.push(r.get(1)?);
-        for entry in r.get_ref(2)?.as_blob()?.chunks_exact(PART_ENTRY) {
-            let key: [u8; 16] = entry[..16].try_into().expect("16 bytes");
-            let attempts = u32::from_le_bytes(entry[16..].try_into().expect("4 bytes"));
+        for (key, attempts) in part_entries(r.get_ref(2)?.as_blob()?) {
             of_sweep.jobs.insert(key, (index, attempts));
         }
     }
@@ -876,12 +882,8 @@ impl Store {
             let mut rows = stmt.query(params![sweep])?;
             let mut found = None;
             while let Some(r) = rows.next()? {
-                if r.get_ref(1)?
-                    .as_blob()
-                    .map_err(rusqlite::Error::from)?
-                    .chunks_exact(PART_ENTRY)
-                    .any(|entry| entry[..16] == wanted)
-                {
+                let blob = r.get_ref(1)?.as_blob().map_err(rusqlite::Error::from)?;
+                if part_entries(blob).any(|(key, _)| key == wanted) {
                     found = Some(r.get(0)?);
                 }
             }

@@ -763,8 +763,7 @@ impl JobTable {
         let mut ids = std::mem::take(&mut self.jobs[i].known_attempts);
         ids.sort_unstable();
         for id in ids {
-            self.attempts.remove(&id);
-            effects.push(Effect::DiscardSpool(id));
+            self.forget_attempt(id, effects);
         }
     }
 
