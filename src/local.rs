@@ -204,12 +204,7 @@ impl Parts<'_> {
         let jobs = batch
             .jobs
             .into_iter()
-            .map(|(job, spool)| PartJob {
-                job,
-                provenance: None,
-                n_records: spool.n_records() as usize,
-                records: Box::new(spool.into_records()),
-            })
+            .map(|(job, spool)| PartJob::of(&job, spool.n_records() as usize, spool.into_records()))
             .collect();
         results::write_part(self.sweep_dir, self.metrics, jobs)?;
         Ok(())

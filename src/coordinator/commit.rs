@@ -7,11 +7,12 @@
 //! as `done` in one store transaction. A million jobs become a few thousand files, and a
 //! commit costs a share of one file creation and two fsyncs instead of its own.
 
+use super::jobs::{Key, Template};
 use super::replies::CommandError;
 use crate::results::live::{CellMoments, FloatMetrics};
 use crate::results::{self, Cell, PartJob, Provenance, StoredRows};
-use armada_core::{MetricDef, ValidJob};
-use std::collections::BTreeMap;
+use armada_core::MetricDef;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -55,9 +56,12 @@ pub struct Commit {
     pub metrics: &'static [MetricDef],
     pub job: usize,
     pub attempt: u64,
-    pub valid: ValidJob,
-    /// Who produced it (the committing worker session).
-    pub provenance: Option<Provenance>,
+    /// The job: its cell's template, seed and key.
+    pub template: Arc<Template>,
+    pub seed: u64,
+    pub key: Key,
+    /// Who produced it: the committing worker session's record.
+    pub provenance: Option<Arc<Provenance>>,
     pub spool: Spool,
     /// When the attempt asked to commit (for the commit latency metric).
     pub asked: std::time::Instant,
@@ -144,16 +148,23 @@ async fn run(
 fn write(commits: Vec<Commit>, live: &LiveSummaries, counters: &Metrics) -> PartWritten {
     let (sweep, sweep_dir, metrics) = (commits[0].sweep.clone(), commits[0].sweep_dir.clone(), commits[0].metrics);
     let floats = FloatMetrics::of(metrics);
-    // The moments of each cell of the part, fed as the records stream into the part.
-    let job_cells: Vec<Cell> = commits.iter().map(|c| Cell::of(&c.valid)).collect();
-    let cells: BTreeMap<&Cell, Mutex<CellMoments>> =
-        job_cells.iter().map(|c| (c, Mutex::new(CellMoments::of(c.horizon)))).collect();
+    // The moments of each cell of the part, fed as the records stream into the part (by
+    // the cell's template: the jobs of a cell share it).
+    let mut slot_of: HashMap<*const Cell, usize> = HashMap::new();
+    let mut cells: Vec<(Arc<Cell>, Mutex<CellMoments>)> = Vec::new();
+    for c in &commits {
+        let cell = &c.template.cell;
+        slot_of.entry(Arc::as_ptr(cell)).or_insert_with(|| {
+            cells.push((cell.clone(), Mutex::new(CellMoments::of(cell.horizon))));
+            cells.len() - 1
+        });
+    }
     let mut jobs = Vec::with_capacity(commits.len());
     let mut keys = Vec::with_capacity(commits.len());
     let mut parts = Vec::with_capacity(commits.len());
-    for (c, cell) in commits.into_iter().zip(&job_cells) {
-        keys.push(c.valid.key.0.clone());
-        let moments = &cells[cell];
+    for c in commits {
+        keys.push(c.key);
+        let moments = &cells[slot_of[&Arc::as_ptr(&c.template.cell)]].1;
         if let Some(step) = c.spool.last_step() {
             let mut values = Vec::new();
             floats.select(c.spool.last(), &mut values);
@@ -175,7 +186,15 @@ fn write(commits: Vec<Commit>, live: &LiveSummaries, counters: &Metrics) -> Part
                 lock(moments).add_step(r.step, &values);
             }
         });
-        parts.push(PartJob { job: c.valid, provenance: c.provenance, n_records, records: Box::new(records) });
+        parts.push(PartJob {
+            key: c.key.to_string(),
+            cell: c.template.cell.clone(),
+            seed: c.seed,
+            sweep_seed: c.template.spec.sweep_seed,
+            provenance: c.provenance.map(|p| (p, c.attempt)),
+            n_records,
+            records: Box::new(records),
+        });
     }
     // A panic while writing is a failed part like any other: its jobs must not stay
     // `committing` (never leased, never expired) in the scheduler.
@@ -183,16 +202,14 @@ fn write(commits: Vec<Commit>, live: &LiveSummaries, counters: &Metrics) -> Part
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| results::write_part(&sweep_dir, metrics, parts)));
     let part = match written {
         Ok(Ok(written)) => {
-            let moments: Vec<(Cell, CellMoments)> = cells
-                .into_iter()
-                .map(|(cell, m)| (cell.clone(), m.into_inner().unwrap_or_else(|e| e.into_inner())))
-                .collect();
+            let moments: Vec<(Arc<Cell>, CellMoments)> =
+                cells.into_iter().map(|(cell, m)| (cell, m.into_inner().unwrap_or_else(|e| e.into_inner()))).collect();
             live.add_moments(&sweep, &moments);
             counters.parts_written.fetch_add(1, Relaxed);
             counters.jobs_committed.fetch_add(jobs.len() as u64, Relaxed);
             counters.rows_committed.fetch_add(written.jobs.iter().map(|j| j.rows as u64).sum(), Relaxed);
-            let mut by_key: BTreeMap<String, StoredRows> =
-                written.jobs.into_iter().map(|j| (j.key.clone(), j)).collect();
+            let mut by_key: HashMap<Key, StoredRows> =
+                written.jobs.into_iter().filter_map(|j| Some((Key::parse(&j.key)?, j))).collect();
             for (job, key) in jobs.iter_mut().zip(&keys) {
                 job.location = by_key.remove(key);
             }

@@ -64,7 +64,7 @@ impl fmt::Display for Key {
 /// What the jobs of one cell share: their spec but the seed (0 here), and their cell.
 pub struct Template {
     pub spec: JobSpec,
-    pub cell: Cell,
+    pub cell: Arc<Cell>,
     /// The family as the sweep refers to it ([`armada_core::Family::reference`]): a
     /// declared family's jobs are leased only to sessions that declared that very digest.
     pub family: Arc<str>,
@@ -90,14 +90,15 @@ impl Templates {
         if let Some(template) = self.by_cell.get(&id) {
             return template.clone();
         }
-        let template = Arc::new(Template { spec, cell: id.1.clone(), family: id.0.clone(), id: self.next_id() });
+        let template =
+            Arc::new(Template { spec, cell: Arc::new(id.1.clone()), family: id.0.clone(), id: self.next_id() });
         self.by_cell.insert(id, template.clone());
         template
     }
 
     /// A template of its own, shared with no other job (a stored job this build cannot run).
     pub fn unique(&mut self, spec: JobSpec, family: &str) -> Arc<Template> {
-        Arc::new(Template { cell: Cell::of_spec(&spec), spec, family: family.into(), id: self.next_id() })
+        Arc::new(Template { cell: Arc::new(Cell::of_spec(&spec)), spec, family: family.into(), id: self.next_id() })
     }
 
     /// How many templates were made: their ids are `0..len()`.

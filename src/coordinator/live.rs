@@ -164,10 +164,10 @@ impl LiveSummaries {
         self.sweeps.get(sweep).map(|e| e.clone())
     }
 
-    /// A job was committed at `location`.
-    pub fn committed(&self, sweep: &str, location: StoredRows) {
+    /// Jobs of `sweep` were committed at `locations` (a part's).
+    pub fn committed(&self, sweep: &str, locations: Vec<StoredRows>) {
         if let Some(entry) = self.get(sweep) {
-            if entry.lock().committed(location) {
+            if entry.lock().committed(locations) {
                 let _ = self.work.send(Work::Cells(entry));
             }
         }
@@ -183,7 +183,7 @@ impl LiveSummaries {
     }
 
     /// Add the moments of jobs just written.
-    pub fn add_moments(&self, sweep: &str, moments: &[(Cell, CellMoments)]) {
+    pub fn add_moments(&self, sweep: &str, moments: &[(Arc<Cell>, CellMoments)]) {
         if let Some(entry) = self.get(sweep) {
             let mut live = entry.lock();
             for (cell, m) in moments {

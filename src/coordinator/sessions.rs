@@ -25,6 +25,9 @@ pub struct Worker {
     pub observed: Observed,
     /// The code digest of each family it declared with one (by reference).
     pub codes: HashMap<String, String>,
+    /// Its provenance record for each family it committed jobs of (by reference), made on
+    /// first use and shared by those jobs (attempt id 0: each part says its own).
+    pub records: HashMap<String, Arc<Provenance>>,
     /// Its last request (registration, lease, heartbeat, commit...).
     pub last_seen: Instant,
     /// It has asked for jobs: a session that never did is a registration its worker gave
@@ -132,6 +135,7 @@ impl Sessions {
             processor,
             observed,
             codes,
+            records: HashMap::new(),
             last_seen: now,
             asked_for_jobs: false,
         };
@@ -155,23 +159,29 @@ impl Sessions {
         }
     }
 
-    /// Who computed an attempt of a job of `family` (its reference: a declared family's
-    /// carries its digest), for the part's provenance; none for an unknown session.
-    pub fn provenance(&self, session: &str, attempt: u64, family: &str) -> Option<Provenance> {
-        let w = self.workers.get(session)?;
-        Some(Provenance {
+    /// Who computes the jobs of `family` (its reference: a declared family's carries its
+    /// digest) in `session`, for the parts' provenance (attempt id 0); none for an unknown
+    /// session.
+    pub fn provenance(&mut self, session: &str, family: &str) -> Option<Arc<Provenance>> {
+        let w = self.workers.get_mut(session)?;
+        if let Some(record) = w.records.get(family) {
+            return Some(record.clone());
+        }
+        let record = Arc::new(Provenance {
             worker: w.id.clone(),
             name: w.name.clone(),
             host: w.host.clone(),
             software: w.software.clone(),
             processor: w.processor.clone(),
-            attempt_id: attempt,
+            attempt_id: 0,
             family_digest: family.split_once('+').map_or("", |(_, digest)| digest).to_string(),
             code: w.codes.get(family).cloned().unwrap_or_default(),
             token: w.observed.token.clone(),
             peer: w.observed.peer.clone(),
             registered_ms: w.observed.registered_ms,
-        })
+        });
+        w.records.insert(family.to_string(), record.clone());
+        Some(record)
     }
 
     /// Every registered worker, with its session credential, in registration order.

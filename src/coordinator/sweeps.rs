@@ -529,7 +529,7 @@ mod tests {
         let (mut resubmitted, mut dropped, mut deleted, mut refused, mut announced) = (0, 0, 0, 0, 0);
         let spec = JobSpec::new("f", "bench", "algo");
         let template =
-            Arc::new(Template { cell: Cell::of_spec(&spec), family: spec.family.as_str().into(), spec, id: 0 });
+            Arc::new(Template { cell: Cell::of_spec(&spec).into(), family: spec.family.as_str().into(), spec, id: 0 });
         let families: BTreeSet<String> = ["f".to_string()].into();
         for seed in 1..=300u64 {
             let mut rng = Gen::new(seed);
@@ -667,8 +667,12 @@ mod tests {
         for k in 0..6u64 {
             let algorithm = if k % 2 == 0 { "even" } else { "odd" };
             let spec = JobSpec::new("f", "bench", algorithm);
-            let template =
-                Arc::new(Template { cell: Cell::of_spec(&spec), family: "f".into(), spec, id: (k % 2) as usize });
+            let template = Arc::new(Template {
+                cell: Cell::of_spec(&spec).into(),
+                family: "f".into(),
+                spec,
+                id: (k % 2) as usize,
+            });
             t.push(Job::new(id.clone(), template, 10 + k, key(k), JobState::Queued));
         }
         sweeps.submitted("s", "f", &[], 0, &mut t, false);

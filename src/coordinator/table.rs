@@ -838,7 +838,7 @@ mod tests {
         let mut t = JobTable::new(Policy { lease_ttl: TTL, max_attempts: MAX_ATTEMPTS, retry_job_errors: false });
         let spec = JobSpec::new("f", "bench", "algo");
         let template =
-            Arc::new(Template { cell: Cell::of_spec(&spec), family: spec.family.as_str().into(), spec, id: 0 });
+            Arc::new(Template { cell: Cell::of_spec(&spec).into(), family: spec.family.as_str().into(), spec, id: 0 });
         let sweep: Arc<str> = "s".into();
         for i in 0..n_jobs {
             let key = Key::parse(&format!("{i:032x}")).unwrap();

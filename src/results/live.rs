@@ -326,12 +326,29 @@ impl LiveSweep {
             .collect()
     }
 
-    /// A job was committed at `location`. Returns whether its cell is now complete.
-    pub fn committed(&mut self, location: StoredRows) -> bool {
-        let Some(cell) = self.cells.get_mut(&location.cell) else { return false };
-        cell.tally.settled += 1;
-        cell.jobs.insert(location.key.clone(), location);
-        cell.is_complete()
+    /// Jobs were committed at `locations`. Returns whether a cell of theirs is now
+    /// complete.
+    pub fn committed(&mut self, mut locations: Vec<StoredRows>) -> bool {
+        // A part's jobs of one cell share its `Arc`: one lookup of the cell for each run.
+        locations.sort_unstable_by_key(|l| Arc::as_ptr(&l.cell));
+        let mut complete = false;
+        let mut locations = locations.into_iter().peekable();
+        while let Some(first) = locations.next() {
+            let shared = Arc::as_ptr(&first.cell);
+            let cell = self.cells.get_mut(&first.cell);
+            let run = std::iter::once(first)
+                .chain(std::iter::from_fn(|| locations.next_if(|l| Arc::as_ptr(&l.cell) == shared)));
+            let Some(cell) = cell else {
+                run.for_each(drop);
+                continue;
+            };
+            for location in run {
+                cell.tally.settled += 1;
+                cell.jobs.insert(location.key.clone(), location);
+            }
+            complete |= cell.is_complete();
+        }
+        complete
     }
 
     /// A job of `cell` failed for good (`failed`) or was cancelled. Returns whether the
@@ -525,7 +542,7 @@ mod tests {
         for job in jobs {
             let location = store(dir, job);
             live.add_moments(&location.cell, &moments_of(location.cell.horizon, &job.1));
-            live.committed(location);
+            live.committed(vec![location]);
         }
     }
 
@@ -659,7 +676,7 @@ mod tests {
             })),
         );
         let before: Vec<StoredRows> = jobs[..2].iter().map(|j| store(dir.path(), j)).collect();
-        assert!(!live.committed(store(dir.path(), &jobs[3])), "4 of 5 settled");
+        assert!(!live.committed(vec![store(dir.path(), &jobs[3])]), "4 of 5 settled");
         assert!(live.settled_without_result(&cell, false), "5 of 5 settled (the last one cancelled)");
         assert!(live.take_complete().is_empty(), "not seeded: the two done jobs are not located yet");
         live.seed(before);

@@ -94,38 +94,6 @@ pub struct Provenance {
     pub registered_ms: i64,
 }
 
-impl Provenance {
-    /// Equal to `other` in all but the attempt id.
-    fn same_but_attempt(&self, other: &Provenance) -> bool {
-        let Provenance {
-            worker,
-            name,
-            host,
-            software,
-            processor,
-            attempt_id: _,
-            family_digest,
-            code,
-            token,
-            peer,
-            registered_ms,
-        } = self;
-        (worker, name, host, software, processor, family_digest, code, token, peer, registered_ms)
-            == (
-                &other.worker,
-                &other.name,
-                &other.host,
-                &other.software,
-                &other.processor,
-                &other.family_digest,
-                &other.code,
-                &other.token,
-                &other.peer,
-                &other.registered_ms,
-            )
-    }
-}
-
 /// The group columns above step: constant within a job.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Cell {
@@ -597,7 +565,7 @@ pub fn encode_jobs(jobs: &[&StoredRows], out: impl Write) -> Result<()> {
     if jobs.is_empty() {
         return Err(invalid("no jobs to encode"));
     }
-    let index = PartIndex::of(jobs.iter().map(|j| (j.key.clone(), Cell::clone(&j.cell), j.rows)));
+    let index = PartIndex::of(jobs.iter().map(|j| (j.key.clone(), &*j.cell, j.rows)));
     let metadata = KeyValueMetadata::from_static(vec![(INDEX_KEY.to_owned(), index.to_json())]);
     let mut table = TableWriter::new(out).with_metadata(metadata);
     for_each_job(&jobs, |_, rows, _| table.push(&rows))?;
@@ -606,12 +574,38 @@ pub fn encode_jobs(jobs: &[&StoredRows], out: impl Write) -> Result<()> {
 
 /// One job's trajectory, ready to be written into a part.
 pub struct PartJob<'a> {
-    pub job: ValidJob,
-    /// Who produced it (none when run in process).
-    pub provenance: Option<Provenance>,
+    /// Its key (32 hex digits).
+    pub key: String,
+    /// Its cell: the part's jobs of one cell share it, so they are grouped without
+    /// comparing their texts.
+    pub cell: Arc<Cell>,
+    pub seed: u64,
+    pub sweep_seed: u64,
+    /// Who produced it (none when run in process): the worker's record, shared by the
+    /// jobs it committed (its own `attempt_id` is not used), and the attempt of this one.
+    pub provenance: Option<(Arc<Provenance>, u64)>,
     pub n_records: usize,
     /// Yields exactly `n_records` records, in step order.
     pub records: Box<dyn Iterator<Item = Result<StepRecord>> + Send + 'a>,
+}
+
+impl<'a> PartJob<'a> {
+    /// `job`'s trajectory from `records`, with no provenance.
+    pub fn of(
+        job: &ValidJob,
+        n_records: usize,
+        records: impl Iterator<Item = Result<StepRecord>> + Send + 'a,
+    ) -> PartJob<'a> {
+        PartJob {
+            key: job.key.0.clone(),
+            cell: Arc::new(Cell::of(job)),
+            seed: job.spec.seed,
+            sweep_seed: job.spec.sweep_seed,
+            provenance: None,
+            n_records,
+            records: Box::new(records),
+        }
+    }
 }
 
 /// A part just written: its path, and where each of its jobs is in it.
@@ -629,14 +623,20 @@ pub fn write_part(sweep_dir: &Path, metrics: &[MetricDef], jobs: Vec<PartJob<'_>
         return Err(invalid("a part needs at least one job"));
     }
     check_metric_names(metrics)?;
-    // Each job's cell once (its parameters as JSON): the sort, the index and the columns
-    // all take it from here.
-    let mut keyed: Vec<(Cell, PartJob<'_>)> = jobs.into_iter().map(|j| (Cell::of(&j.job), j)).collect();
-    keyed.sort_by(|(a, x), (b, y)| (a, &x.job.key.0).cmp(&(b, &y.job.key.0)));
-    let (cells, mut jobs): (Vec<Cell>, Vec<PartJob<'_>>) = keyed.into_iter().unzip();
-    let first_key = jobs.iter().map(|j| j.job.key.0.as_str()).min().expect("not empty").to_owned();
-    let index =
-        PartIndex::of(jobs.iter().zip(&cells).map(|(j, cell)| (j.job.key.0.clone(), cell.clone(), j.n_records)));
+    // In order of cell, then key: the distinct cells are ranked once (a part of short jobs
+    // has thousands of jobs and a few cells), then the jobs sorted by rank.
+    let mut distinct: HashMap<*const Cell, &Arc<Cell>> = HashMap::new();
+    for j in &jobs {
+        distinct.entry(Arc::as_ptr(&j.cell)).or_insert(&j.cell);
+    }
+    let mut ranked: Vec<&Arc<Cell>> = distinct.into_values().collect();
+    ranked.sort();
+    let rank: HashMap<*const Cell, usize> =
+        ranked.iter().enumerate().map(|(i, c)| (Arc::as_ptr(c), ranked[..=i].partition_point(|d| d < c))).collect();
+    let mut jobs = jobs;
+    jobs.sort_by(|a, b| (rank[&Arc::as_ptr(&a.cell)], &a.key).cmp(&(rank[&Arc::as_ptr(&b.cell)], &b.key)));
+    let first_key = jobs.iter().map(|j| j.key.as_str()).min().expect("not empty").to_owned();
+    let index = PartIndex::of(jobs.iter().map(|j| (j.key.clone(), &*j.cell, j.n_records)));
     let dir = trajectories_dir(sweep_dir);
     if !dir.is_dir() {
         let new_sweep_dir = !sweep_dir.is_dir();
@@ -663,22 +663,23 @@ pub fn write_part(sweep_dir: &Path, metrics: &[MetricDef], jobs: Vec<PartJob<'_>
         let metadata = KeyValueMetadata::from_static(entries);
         let mut writer = parquet_writer(out).with_key_value_metadata(Some(metadata)).batched(&schema)?;
         let mut group = RowGroup::new(metrics);
-        for (part_job, cell) in jobs.iter_mut().zip(&cells) {
-            let PartJob { job, n_records, records, .. } = part_job;
-            group.start_job(job, cell).within(|| format!("building job {}", job.key))?;
+        for job in jobs.iter_mut() {
+            let columns = JobColumns::of(job).within(|| format!("building job {}", job.key))?;
+            group.start_job(&columns);
             let mut n_read = 0;
             while let Some(record) =
-                records.next().transpose().within(|| format!("reading the records of job {}", job.key))?
+                job.records.next().transpose().within(|| format!("reading the records of job {}", job.key))?
             {
                 n_read += 1;
                 group.push(&record).within(|| format!("building job {}", job.key))?;
                 if group.rows() == PART_ROW_GROUP_ROWS {
                     group.write(&mut writer)?;
-                    group.start_job(job, cell)?;
+                    group.start_job(&columns);
                 }
             }
-            if n_read != *n_records {
-                return Err(invalid(format!("job {}: {n_read} records where {n_records} were announced", job.key)));
+            if n_read != job.n_records {
+                let (key, n) = (&job.key, job.n_records);
+                return Err(invalid(format!("job {key}: {n_read} records where {n} were announced")));
             }
         }
         group.write(&mut writer)?;
@@ -694,17 +695,17 @@ pub fn write_part(sweep_dir: &Path, metrics: &[MetricDef], jobs: Vec<PartJob<'_>
 /// serialized once per part around its attempt id, not once per job (a part of short jobs
 /// holds thousands of jobs from a few workers).
 fn provenance_json(jobs: &[PartJob<'_>]) -> Option<String> {
-    let mut records: Vec<(&str, &Provenance)> =
-        jobs.iter().filter_map(|j| Some((j.job.key.0.as_str(), j.provenance.as_ref()?))).collect();
+    let mut records: Vec<(&str, &Arc<Provenance>, u64)> =
+        jobs.iter().filter_map(|j| j.provenance.as_ref().map(|(p, attempt)| (j.key.as_str(), p, *attempt))).collect();
     if records.is_empty() {
         return None;
     }
-    records.sort_unstable_by_key(|(key, _)| *key);
-    // Per worker session, its records' JSON before and after the attempt id.
-    let mut halves: HashMap<&str, Vec<(&Provenance, String, String)>> = HashMap::new();
+    records.sort_unstable_by_key(|(key, ..)| *key);
+    // Per worker record, its JSON before and after the attempt id.
+    let mut halves: HashMap<*const Provenance, (String, String)> = HashMap::new();
     let mut out = String::with_capacity(64 * records.len());
     out.push('{');
-    for (i, (key, record)) in records.iter().enumerate() {
+    for (i, (key, record, attempt)) in records.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
@@ -714,22 +715,16 @@ fn provenance_json(jobs: &[PartJob<'_>]) -> Option<String> {
             out.push_str(&serde_json::to_string(key).expect("a key serializes"));
         }
         out.push(':');
-        let variants = halves.entry(record.worker.as_str()).or_default();
-        let found = match variants.iter().position(|(p, ..)| p.same_but_attempt(record)) {
-            Some(found) => found,
-            None => {
-                let json = serde_json::to_string(&Provenance { attempt_id: 0, ..(*record).clone() })
-                    .expect("provenance serializes");
-                // A field name: never inside a string value, whose quotes are escaped.
-                const ID: &str = ",\"attempt_id\":0";
-                let at = json.find(ID).expect("the record has an attempt id") + ID.len() - 1;
-                variants.push((record, json[..at].to_string(), json[at + 1..].to_string()));
-                variants.len() - 1
-            }
-        };
-        let (_, before, after) = &variants[found];
+        let (before, after) = halves.entry(Arc::as_ptr(record)).or_insert_with(|| {
+            let json = serde_json::to_string(&Provenance { attempt_id: 0, ..Provenance::clone(record) })
+                .expect("provenance serializes");
+            // A field name: never inside a string value, whose quotes are escaped.
+            const ID: &str = ",\"attempt_id\":0";
+            let at = json.find(ID).expect("the record has an attempt id") + ID.len() - 1;
+            (json[..at].to_string(), json[at + 1..].to_string())
+        });
         out.push_str(before);
-        out.push_str(&record.attempt_id.to_string());
+        out.push_str(&attempt.to_string());
         out.push_str(after);
     }
     out.push('}');
@@ -738,12 +733,7 @@ fn provenance_json(jobs: &[PartJob<'_>]) -> Option<String> {
 
 /// Write one job as a part of its own.
 pub fn write_shard(sweep_dir: &Path, job: &ValidJob, metrics: &[MetricDef], records: &[StepRecord]) -> Result<PathBuf> {
-    let part = PartJob {
-        job: job.clone(),
-        provenance: None,
-        n_records: records.len(),
-        records: Box::new(records.iter().cloned().map(Ok)),
-    };
+    let part = PartJob::of(job, records.len(), records.iter().cloned().map(Ok));
     Ok(write_part(sweep_dir, metrics, vec![part])?.path)
 }
 
@@ -761,8 +751,10 @@ struct RowGroup<'m> {
 }
 
 /// A job's identifying columns, which repeat one value over its rows.
+#[derive(Clone)]
 struct JobColumns {
-    text: [String; 6],
+    key: String,
+    cell: Arc<Cell>,
     ints: [i64; 3],
 }
 
@@ -770,22 +762,20 @@ impl JobColumns {
     const TEXT: [&'static str; 6] = [JOB_KEY, FAMILY, BENCHMARK, BENCHMARK_PARAMS, ALGORITHM, ALGORITHM_PARAMS];
     const INTS: [&'static str; 3] = [SEED, SWEEP_SEED, HORIZON];
 
-    /// Of `job`, whose cell is `cell`.
-    fn of(job: &ValidJob, cell: &Cell) -> Result<JobColumns> {
-        let spec = &job.spec;
-        let seed = i64::try_from(spec.seed).map_err(|_| invalid("seed index does not fit in Int64"))?;
+    fn of(job: &PartJob<'_>) -> Result<JobColumns> {
+        let seed = i64::try_from(job.seed).map_err(|_| invalid("seed index does not fit in Int64"))?;
+        // Bit-for-bit: Parquet readers have no trouble with Int64, many with UInt64.
         Ok(JobColumns {
-            text: [
-                job.key.0.clone(),
-                cell.family.clone(),
-                cell.benchmark.clone(),
-                cell.benchmark_params.clone(),
-                cell.algorithm.clone(),
-                cell.algorithm_params.clone(),
-            ],
-            // Bit-for-bit: Parquet readers have no trouble with Int64, many with UInt64.
-            ints: [seed, spec.sweep_seed as i64, i64::from(spec.horizon)],
+            key: job.key.clone(),
+            cell: job.cell.clone(),
+            ints: [seed, job.sweep_seed as i64, job.cell.horizon],
         })
+    }
+
+    /// The value of the text column `TEXT[c]`.
+    fn text(&self, c: usize) -> &str {
+        let cell = &*self.cell;
+        [&self.key, &cell.family, &cell.benchmark, &cell.benchmark_params, &cell.algorithm, &cell.algorithm_params][c]
     }
 }
 
@@ -806,10 +796,9 @@ impl<'m> RowGroup<'m> {
         self.steps.len()
     }
 
-    /// The rows pushed next are `job`'s.
-    fn start_job(&mut self, job: &ValidJob, cell: &Cell) -> Result<()> {
-        self.jobs.push((JobColumns::of(job, cell)?, 0));
-        Ok(())
+    /// The rows pushed next are those of the job of `columns`.
+    fn start_job(&mut self, columns: &JobColumns) {
+        self.jobs.push((columns.clone(), 0));
     }
 
     fn push(&mut self, r: &StepRecord) -> Result<()> {
@@ -845,7 +834,7 @@ impl<'m> RowGroup<'m> {
         let mut columns = Vec::with_capacity(JobColumns::TEXT.len() + JobColumns::INTS.len() + 2 + self.metrics.len());
         for (c, name) in JobColumns::TEXT.iter().enumerate() {
             let values: Vec<&str> =
-                jobs.iter().flat_map(|(job, rows)| std::iter::repeat_n(job.text[c].as_str(), *rows)).collect();
+                jobs.iter().flat_map(|(job, rows)| std::iter::repeat_n(job.text(c), *rows)).collect();
             columns.push(Column::new((*name).into(), values));
         }
         for (c, name) in JobColumns::INTS.iter().enumerate() {
@@ -879,7 +868,7 @@ impl<'m> RowGroup<'m> {
 #[cfg(test)]
 fn trajectory_frame(job: &ValidJob, metrics: &[MetricDef], records: &[StepRecord]) -> Result<DataFrame> {
     let mut group = RowGroup::new(metrics);
-    group.start_job(job, &Cell::of(job))?;
+    group.start_job(&JobColumns::of(&PartJob::of(job, 0, std::iter::empty()))?);
     for r in records {
         group.push(r)?;
     }
@@ -888,13 +877,13 @@ fn trajectory_frame(job: &ValidJob, metrics: &[MetricDef], records: &[StepRecord
 
 impl PartIndex {
     /// The index of (key, cell, rows) laid out in this order, sorted by cell.
-    fn of(jobs: impl Iterator<Item = (String, Cell, usize)>) -> PartIndex {
+    fn of<'c>(jobs: impl Iterator<Item = (String, &'c Cell, usize)>) -> PartIndex {
         let mut index = PartIndex { cells: Vec::new(), jobs: Vec::new() };
         let mut offset = 0;
         for (key, cell, rows) in jobs {
             // Sorted by cell: a job's cell is the last one seen or a new one.
-            if index.cells.last() != Some(&cell) {
-                index.cells.push(cell);
+            if index.cells.last() != Some(cell) {
+                index.cells.push(cell.clone());
             }
             index.jobs.push((key, index.cells.len() - 1, offset, rows));
             offset += rows;
@@ -963,12 +952,7 @@ mod tests {
 
     fn part_job(job: &ValidJob, records: &[StepRecord]) -> PartJob<'static> {
         let owned = records.to_vec();
-        PartJob {
-            job: job.clone(),
-            provenance: None,
-            n_records: owned.len(),
-            records: Box::new(owned.into_iter().map(Ok)),
-        }
+        PartJob::of(job, owned.len(), owned.into_iter().map(Ok))
     }
 
     /// A part's provenance is the bytes serde_json gives for the key -> record map, each
@@ -989,21 +973,37 @@ mod tests {
             peer: "127.0.0.1:5".into(),
             registered_ms: 1_700_000_000_000,
         };
+        // Workers' records as the coordinator shares them (one per worker and family),
+        // and one record twice, unshared.
+        let shared = [
+            record("w1", "a", 0, ""),
+            record("w1", "a", 0, "c0de"),
+            record("w2", "b\u{e9}\n", 0, ""),
+            record("w3", "c", 0, ""),
+        ]
+        .map(Arc::new);
         let jobs: Vec<PartJob<'static>> = (0..40u64)
             .map(|seed| {
                 let mut part = part_job(&job("lse", "sinusoidal", "straddle", seed), &records(1, 0.0));
                 part.provenance = match seed % 5 {
                     0 => None,
-                    1 => Some(record("w1", "a", 1000 + seed, "")),
-                    2 => Some(record("w1", "a", 2000 + seed, "c0de")),
-                    3 => Some(record("w2", "b\u{e9}\n", u64::MAX - seed, "")),
-                    _ => Some(record("w3", "c", 0, "")),
+                    1 => Some((shared[0].clone(), 1000 + seed)),
+                    2 => Some((shared[1].clone(), 2000 + seed)),
+                    3 => Some((shared[2].clone(), u64::MAX - seed)),
+                    _ if seed % 2 == 0 => Some((Arc::new(record("w3", "c", 7, "")), 0)),
+                    _ => Some((shared[3].clone(), 0)),
                 };
                 part
             })
             .collect();
-        let map: BTreeMap<&str, &Provenance> =
-            jobs.iter().filter_map(|j| Some((j.job.key.0.as_str(), j.provenance.as_ref()?))).collect();
+        let records: Vec<(&str, Provenance)> = jobs
+            .iter()
+            .filter_map(|j| {
+                let (record, attempt_id) = j.provenance.as_ref()?;
+                Some((j.key.as_str(), Provenance { attempt_id: *attempt_id, ..Provenance::clone(record) }))
+            })
+            .collect();
+        let map: BTreeMap<&str, &Provenance> = records.iter().map(|(key, p)| (*key, p)).collect();
         assert_eq!(map.len(), 32);
         assert_eq!(provenance_json(&jobs).unwrap(), serde_json::to_string(&map).unwrap());
         assert_eq!(provenance_json(&jobs[..1]), None, "seed 0 has none");
@@ -1305,12 +1305,7 @@ mod tests {
         assert!(matches!(err.root(), ResultsError::Invalid(_)), "{err:?}");
         assert!(format!("{err:#}").contains("non-integer"), "{err:#}");
         // A source that yields fewer records than announced.
-        let lying = PartJob {
-            job: job.clone(),
-            provenance: None,
-            n_records: 3,
-            records: Box::new(records(2, 0.0).into_iter().map(Ok)),
-        };
+        let lying = PartJob::of(&job, 3, records(2, 0.0).into_iter().map(Ok));
         let err = write_part(dir.path(), &METRICS, vec![lying]).unwrap_err();
         assert!(format!("{err:#}").contains("2 records where 3 were announced"), "{err:#}");
         assert!(stored_keys(dir.path()).unwrap().0.is_empty());

@@ -674,12 +674,7 @@ mod tests {
         let jobs = fixture_jobs();
         for (job, _, records) in &jobs {
             let records = records.clone();
-            let part = PartJob {
-                job: job.clone(),
-                provenance: None,
-                n_records: records.len(),
-                records: Box::new(records.into_iter().map(Ok)),
-            };
+            let part = PartJob::of(job, records.len(), records.into_iter().map(Ok));
             by_family.entry(if job.spec.family == "lse" { "lse" } else { "bandit" }).or_default().push(part);
         }
         for (family, parts) in by_family {
@@ -716,15 +711,8 @@ mod tests {
             valid.spec.horizon = 22;
             jobs.push((valid, records));
         }
-        let parts: Vec<PartJob> = jobs
-            .iter()
-            .map(|(j, r)| PartJob {
-                job: j.clone(),
-                provenance: None,
-                n_records: r.len(),
-                records: Box::new(r.clone().into_iter().map(Ok)),
-            })
-            .collect();
+        let parts: Vec<PartJob> =
+            jobs.iter().map(|(j, r)| PartJob::of(j, r.len(), r.clone().into_iter().map(Ok))).collect();
         write_part(dir.path(), &METRICS, parts).unwrap();
         let stored = stored_jobs(dir.path(), None).unwrap();
         let refs: Vec<&StoredRows> = stored.iter().collect();

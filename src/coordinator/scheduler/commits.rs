@@ -54,7 +54,7 @@ impl Scheduler {
         };
         self.table.commit(i, attempt, revive);
         let job = self.table.job(i);
-        let provenance = self.workers.provenance(session, attempt, job.family());
+        let provenance = self.workers.provenance(session, job.family());
         // Nothing of the sweep is queued, every running job is committing, and no more of
         // its jobs are on their way into the table (a submission is taken in chunks): no
         // commit of it will join this one's part, so the part is written without the linger.
@@ -69,7 +69,9 @@ impl Scheduler {
             metrics: self.metrics_of(job.family()),
             job: i,
             attempt,
-            valid: job.valid(),
+            template: job.template.clone(),
+            seed: job.seed,
+            key: job.key,
             spool,
             asked: std::time::Instant::now(),
             reply,
@@ -120,13 +122,11 @@ impl Scheduler {
             return;
         }
         let (effects, reopen) = self.table.committed(&committed);
-        for c in jobs {
-            let job = self.table.job(c.job);
-            let sweep = job.sweep.clone();
-            if let Some(location) = c.location {
-                self.live.committed(&sweep, location);
-            }
-            if self.watched(&sweep) {
+        let watched = self.watched(&sweep);
+        let mut locations = Vec::with_capacity(jobs.len());
+        for mut c in jobs {
+            locations.extend(c.location.take());
+            if watched {
                 let job = self.table.job(c.job);
                 let final_metrics = self
                     .metrics_of(job.family())
@@ -145,6 +145,7 @@ impl Scheduler {
             self.metrics.attempt_ended(AttemptOutcome::Committed);
             self.metrics.commit_answered(c.asked.elapsed());
         }
+        self.live.committed(&sweep, locations);
         for sweep in reopen {
             self.open_live(&sweep);
         }

@@ -589,7 +589,7 @@ impl Scheduler {
             tally.settled += usize::from(settled(job));
             tally.failed += usize::from(job.state == JobState::Failed);
         }
-        let cells = by_template.into_iter().filter_map(|(t, tally)| Some((&t?.cell, tally)));
+        let cells = by_template.into_iter().filter_map(|(t, tally)| Some((&*t?.cell, tally)));
         live::cell_counts(cells)
     }
 
