@@ -82,9 +82,10 @@ pub fn run_sweep(
     // dead run's.
     let spool_dir = sweep_dir.parent().unwrap_or(Path::new(".")).join(".spool");
     Spools::open(&spool_dir).map_err(|e| anyhow::anyhow!("emptying {}: {e}", spool_dir.display()))?;
-    let spool = |job: &ValidJob| {
+    let spool_dir = Arc::new(spool_dir);
+    let spool = |job: &ValidJob, i: usize| {
         let schema = RecordSchema { metrics, horizon: job.spec.horizon, ends_early: family.ends_early() };
-        Spool::new(spool_dir.join(format!("{}.rec", job.key)), Arc::from("in-process"), schema)
+        Spool::new(spool_dir.clone(), i as u64, Arc::from("in-process"), schema)
     };
     let n_threads = config.n_threads.max(1).min(pending.len());
     std::thread::scope(|scope| {
@@ -95,7 +96,7 @@ pub fn run_sweep(
                 if io_error.lock().map(|e| e.is_some()).unwrap_or(true) {
                     break;
                 }
-                match run_one(registry, job, spool(job), &parts) {
+                match run_one(registry, job, spool(job, i), &parts) {
                     Ok(Ok(())) => {
                         completed.fetch_add(1, Ordering::Relaxed);
                     }

@@ -51,8 +51,9 @@ pub struct Commit {
     /// No other job of the sweep is queued or running: write the part now, not after the
     /// linger (a sweep's last jobs, or a small sweep's only ones, are not kept waiting).
     pub last_of_sweep: bool,
-    pub sweep: String,
-    pub sweep_dir: PathBuf,
+    pub sweep: Arc<str>,
+    /// Where the sweeps' directories are (the part goes to `<results_dir>/<sweep>`).
+    pub results_dir: Arc<PathBuf>,
     pub metrics: &'static [MetricDef],
     pub job: usize,
     pub attempt: u64,
@@ -127,9 +128,9 @@ async fn run(
                 _ = tokio::time::sleep_until(deadline) => break,
             }
         }
-        let mut by_sweep: BTreeMap<PathBuf, Vec<Commit>> = BTreeMap::new();
+        let mut by_sweep: BTreeMap<Arc<str>, Vec<Commit>> = BTreeMap::new();
         for c in batch {
-            by_sweep.entry(c.sweep_dir.clone()).or_default().push(c);
+            by_sweep.entry(c.sweep.clone()).or_default().push(c);
         }
         for commits in by_sweep.into_values() {
             let (report, live, metrics) = (report.clone(), live.clone(), metrics.clone());
@@ -146,7 +147,8 @@ async fn run(
 
 /// Write one sweep's commits as one part, and add their moments to its live summaries.
 fn write(commits: Vec<Commit>, live: &LiveSummaries, counters: &Metrics) -> PartWritten {
-    let (sweep, sweep_dir, metrics) = (commits[0].sweep.clone(), commits[0].sweep_dir.clone(), commits[0].metrics);
+    let (sweep, metrics) = (commits[0].sweep.clone(), commits[0].metrics);
+    let sweep_dir = commits[0].results_dir.join(&*sweep);
     let floats = FloatMetrics::of(metrics);
     // The moments of each cell of the part, fed as the records stream into the part (by
     // the cell's template: the jobs of a cell share it).

@@ -46,7 +46,7 @@ impl Spools {
     /// Start an empty spool for `attempt`, leased to the worker session `owner`, whose
     /// records follow `schema`.
     pub fn create(&self, attempt: u64, owner: Arc<str>, schema: RecordSchema) {
-        let spool = Spool::new(self.dir.join(format!("{attempt}.rec")), owner, schema);
+        let spool = Spool::new(self.dir.clone(), attempt, owner, schema);
         self.map.insert(attempt, Arc::new(Mutex::new(spool)));
     }
 
@@ -91,7 +91,7 @@ impl Spools {
             Ok(mutex) => mutex.into_inner().unwrap_or_else(|e| e.into_inner()),
             Err(shared) => {
                 let mut guard = shared.lock().unwrap_or_else(|e| e.into_inner());
-                let mut taken = Spool::new(PathBuf::new(), "".into(), RecordSchema::default());
+                let mut taken = Spool::new(Arc::default(), 0, "".into(), RecordSchema::default());
                 taken.broken = Some("the spool was taken".into());
                 std::mem::replace(&mut *guard, taken)
             }
@@ -158,7 +158,9 @@ impl RecordSchema {
 
 /// One attempt's records so far: a file of spilled rows plus an in-memory tail.
 pub struct Spool {
-    path: PathBuf,
+    /// Its file is `<dir>/<id>.rec`, named only when rows spill (most attempts never do).
+    dir: Arc<PathBuf>,
+    id: u64,
     /// The worker session that leased the attempt.
     owner: Arc<str>,
     schema: RecordSchema,
@@ -176,10 +178,12 @@ pub struct Spool {
 }
 
 impl Spool {
-    /// An empty spool spilling to `path` (also the in-process runner's, one per running job).
-    pub(crate) fn new(path: PathBuf, owner: Arc<str>, schema: RecordSchema) -> Spool {
+    /// An empty spool spilling to `<dir>/<id>.rec` (also the in-process runner's, one per
+    /// running job).
+    pub(crate) fn new(dir: Arc<PathBuf>, id: u64, owner: Arc<str>, schema: RecordSchema) -> Spool {
         Spool {
-            path,
+            dir,
+            id,
             owner,
             n_metrics: schema.metrics.len(),
             schema,
@@ -190,6 +194,10 @@ impl Spool {
             last: Vec::new(),
             broken: None,
         }
+    }
+
+    fn path(&self) -> PathBuf {
+        self.dir.join(format!("{}.rec", self.id))
     }
 
     fn row_bytes(&self) -> usize {
@@ -236,7 +244,7 @@ impl Spool {
                 if self.buffer.len() < SPOOL_BUFFER_BYTES {
                     return Ok(());
                 }
-                self.spill().map_err(|e| format!("spilling records to {}: {e}", self.path.display()))
+                self.spill().map_err(|e| format!("spilling records to {}: {e}", self.path().display()))
             })
             .inspect_err(|why| self.broken = Some(why.clone()))
     }
@@ -268,7 +276,7 @@ impl Spool {
     /// Append the buffer to the file. The file is opened per spill, so that thousands of
     /// running attempts do not hold thousands of descriptors.
     fn spill(&mut self) -> io::Result<()> {
-        let mut file = File::options().create(true).append(true).open(&self.path)?;
+        let mut file = File::options().create(true).append(true).open(self.path())?;
         file.write_all(&self.buffer)?;
         self.n_spilled += (self.buffer.len() / self.row_bytes()) as u32;
         self.buffer.clear();
@@ -328,13 +336,13 @@ impl Spool {
     /// The records in order: the file's, then the buffer's. The file is removed when the
     /// reader is dropped (with its spool).
     pub fn into_records(self) -> SpoolReader {
-        let file = if self.n_spilled > 0 { Some(File::open(&self.path).map(BufReader::new)) } else { None };
+        let file = if self.n_spilled > 0 { Some(File::open(self.path()).map(BufReader::new)) } else { None };
         SpoolReader { row: vec![0; self.row_bytes()], spool: self, file, from_file: 0, from_buffer: 0 }
     }
 
     fn remove_file(&self) {
         if self.n_spilled > 0 {
-            let _ = fs::remove_file(&self.path);
+            let _ = fs::remove_file(self.path());
         }
     }
 }
@@ -370,11 +378,11 @@ impl Iterator for SpoolReader {
                 Ok(file) => file,
                 Err(e) => {
                     let cause = io::Error::new(e.kind(), e.to_string());
-                    return Some(Err(ResultsError::Io { action: "opening", path: self.spool.path.clone(), cause }));
+                    return Some(Err(ResultsError::Io { action: "opening", path: self.spool.path(), cause }));
                 }
             };
             if let Err(cause) = file.read_exact(&mut self.row) {
-                return Some(Err(ResultsError::Io { action: "reading", path: self.spool.path.clone(), cause }));
+                return Some(Err(ResultsError::Io { action: "reading", path: self.spool.path(), cause }));
             }
             self.from_file += 1;
             return Some(Ok(Self::decode(&self.row, n_metrics)));
@@ -439,7 +447,7 @@ mod tests {
         let spool = spools.take(7).unwrap();
         assert_eq!(spool.incomplete(), None);
         assert!(spool.n_spilled > 0 && !spool.buffer.is_empty(), "both file and buffer in use");
-        let path = spool.path.clone();
+        let path = spool.path();
         assert_eq!(fs::metadata(&path).unwrap().len(), u64::from(spool.n_spilled) * 36);
         let back: Vec<StepRecord> = spool.into_records().map(Result::unwrap).collect();
         assert_eq!(back.len(), n as usize);

@@ -256,12 +256,50 @@ pub struct JobTally {
 struct LiveCell {
     /// The sweep's jobs in this cell, as they settle.
     tally: JobTally,
-    /// Where the done ones are, by key (dropped once the cell is exact).
-    jobs: BTreeMap<String, StoredRows>,
+    /// Where the done ones are (dropped once the cell is exact).
+    jobs: Located,
     moments: CellMoments,
     /// Handed out as [`CellWork`].
     summarizing: bool,
     exact: Option<CellSummary>,
+}
+
+/// Where a cell's done jobs are, in the order they were told; a job told twice is where
+/// it was told last. Kept in a list, not a map: a commit appends, and the key order is
+/// made once, when the cell is summarized.
+#[derive(Default)]
+struct Located(Vec<StoredRows>);
+
+impl Located {
+    fn insert(&mut self, job: StoredRows) {
+        self.0.push(job);
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// In key order, each key once (where it was told last).
+    fn in_key_order(mut jobs: Vec<StoredRows>) -> Vec<StoredRows> {
+        // Stable: of equal keys the last told stays last, and is the one kept.
+        jobs.sort_by(|a, b| a.key.cmp(&b.key));
+        let mut out: Vec<StoredRows> = Vec::with_capacity(jobs.len());
+        for job in jobs {
+            match out.last_mut() {
+                Some(last) if last.key == job.key => *last = job,
+                _ => out.push(job),
+            }
+        }
+        out
+    }
+
+    fn take(&mut self) -> Vec<StoredRows> {
+        Located::in_key_order(std::mem::take(&mut self.0))
+    }
+
+    fn to_vec(&self) -> Vec<StoredRows> {
+        Located::in_key_order(self.0.clone())
+    }
 }
 
 impl LiveCell {
@@ -291,7 +329,7 @@ impl LiveSweep {
             .map(|(cell, tally)| {
                 let live = LiveCell {
                     tally,
-                    jobs: BTreeMap::new(),
+                    jobs: Located::default(),
                     moments: CellMoments::of(cell.horizon),
                     summarizing: false,
                     exact: None,
@@ -310,7 +348,7 @@ impl LiveSweep {
     pub fn seed(&mut self, jobs: Vec<StoredRows>) {
         for job in jobs {
             if let Some(cell) = self.cells.get_mut(&job.cell) {
-                cell.jobs.insert(job.key.clone(), job);
+                cell.jobs.insert(job);
             }
         }
         self.seeded = true;
@@ -322,7 +360,7 @@ impl LiveSweep {
         self.cells
             .iter()
             .filter(|(_, c)| !c.is_complete() && !c.jobs.is_empty())
-            .map(|(cell, c)| (cell.clone(), c.jobs.values().cloned().collect()))
+            .map(|(cell, c)| (cell.clone(), c.jobs.to_vec()))
             .collect()
     }
 
@@ -344,7 +382,7 @@ impl LiveSweep {
             };
             for location in run {
                 cell.tally.settled += 1;
-                cell.jobs.insert(location.key.clone(), location);
+                cell.jobs.insert(location);
             }
             complete |= cell.is_complete();
         }
@@ -378,10 +416,7 @@ impl LiveSweep {
         for (cell, live) in &mut self.cells {
             if live.is_complete() && !live.summarizing {
                 live.summarizing = true;
-                work.push(CellWork {
-                    cell: cell.clone(),
-                    jobs: std::mem::take(&mut live.jobs).into_values().collect(),
-                });
+                work.push(CellWork { cell: cell.clone(), jobs: live.jobs.take() });
             }
         }
         work
@@ -657,6 +692,28 @@ mod tests {
         // A mid-sweep reader gets the exact rows of a complete cell.
         let (table, _) = live.tables().unwrap().unwrap();
         assert_eq!(table, read_parquet(&live_dir.path().join(SUMMARY_FILE)).unwrap());
+    }
+
+    /// Located jobs come out in key order, each key once, where it was told last.
+    #[test]
+    fn located_jobs_are_in_key_order_and_the_last_told_place_wins() {
+        let cell = Arc::new(Cell::of(&job("lse", "sinusoidal", "straddle", 0)));
+        let at = |key: &str, offset: usize| StoredRows {
+            key: key.into(),
+            cell: cell.clone(),
+            part: Arc::new(PathBuf::from(format!("p{offset}"))),
+            offset,
+            rows: 1,
+        };
+        let mut located = Located::default();
+        for (key, offset) in [("c", 0), ("a", 1), ("b", 2), ("a", 3), ("c", 4), ("a", 5)] {
+            located.insert(at(key, offset));
+        }
+        let places = |jobs: Vec<StoredRows>| jobs.into_iter().map(|j| (j.key, j.offset)).collect::<Vec<_>>();
+        let expected = vec![("a".to_string(), 5), ("b".to_string(), 2), ("c".to_string(), 4)];
+        assert_eq!(places(located.to_vec()), expected);
+        assert_eq!(places(located.take()), expected);
+        assert!(located.is_empty());
     }
 
     /// A cell completes when its last job is settled, whether done, failed or cancelled,

@@ -633,8 +633,10 @@ pub fn write_part(sweep_dir: &Path, metrics: &[MetricDef], jobs: Vec<PartJob<'_>
     ranked.sort();
     let rank: HashMap<*const Cell, usize> =
         ranked.iter().enumerate().map(|(i, c)| (Arc::as_ptr(c), ranked[..=i].partition_point(|d| d < c))).collect();
-    let mut jobs = jobs;
-    jobs.sort_by(|a, b| (rank[&Arc::as_ptr(&a.cell)], &a.key).cmp(&(rank[&Arc::as_ptr(&b.cell)], &b.key)));
+    let mut ranked_jobs: Vec<(usize, PartJob<'_>)> =
+        jobs.into_iter().map(|j| (rank[&Arc::as_ptr(&j.cell)], j)).collect();
+    ranked_jobs.sort_by(|(r, a), (s, b)| (r, &a.key).cmp(&(s, &b.key)));
+    let mut jobs: Vec<PartJob<'_>> = ranked_jobs.into_iter().map(|(_, j)| j).collect();
     let first_key = jobs.iter().map(|j| j.key.as_str()).min().expect("not empty").to_owned();
     let index = PartIndex::of(jobs.iter().map(|j| (j.key.clone(), &*j.cell, j.n_records)));
     let dir = trajectories_dir(sweep_dir);

@@ -64,8 +64,8 @@ impl Scheduler {
         let commit = Commit {
             last_of_sweep,
             provenance,
-            sweep: job.sweep.to_string(),
-            sweep_dir: self.results_dir.join(&*job.sweep),
+            sweep: job.sweep.clone(),
+            results_dir: self.results_dir.clone(),
             metrics: self.metrics_of(job.family()),
             job: i,
             attempt,

@@ -125,7 +125,7 @@ pub struct Scheduler {
     /// The families known, built in and declared.
     catalog: Arc<Catalog>,
     store: Store,
-    results_dir: PathBuf,
+    results_dir: Arc<PathBuf>,
     config: SchedulerConfig,
     /// The jobs, their queue and their leased attempts.
     table: JobTable,
@@ -228,7 +228,7 @@ impl Scheduler {
             catalog,
             store,
             sweeps: Sweeps::new(results_dir.clone()),
-            results_dir,
+            results_dir: Arc::new(results_dir),
             config,
             table: JobTable::new(Policy {
                 lease_ttl: config.lease_ttl,
