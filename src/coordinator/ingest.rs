@@ -128,7 +128,6 @@ impl Ingest {
 mod tests {
     use super::super::table::Policy;
     use super::*;
-    use crate::results::Cell;
     use crate::testing::Gen;
     use armada_core::JobSpec;
     use std::collections::BTreeSet;
@@ -145,7 +144,7 @@ mod tests {
         let mut table =
             JobTable::new(Policy { lease_ttl: Duration::from_secs(1), max_attempts: 1, retry_job_errors: false });
         let spec = JobSpec::new("f", "b", "a");
-        let template = Arc::new(Template { cell: Cell::of_spec(&spec).into(), family: "f".into(), spec, id: 0 });
+        let template = Arc::new(Template::new(spec, "f".into(), 0));
         let sweep: Arc<str> = "s".into();
         for k in [100, 101] {
             table.push(Job::new(sweep.clone(), template.clone(), k, key(k), JobState::Done));
@@ -201,11 +200,8 @@ mod tests {
     #[test]
     fn random_submissions_are_stored_whole_in_key_order_then_added_in_run_order() {
         let spec = JobSpec::new("f", "b", "a");
-        let templates: Vec<Arc<Template>> = (0..3)
-            .map(|id| {
-                Arc::new(Template { cell: Cell::of_spec(&spec).into(), family: "f".into(), spec: spec.clone(), id })
-            })
-            .collect();
+        let templates: Vec<Arc<Template>> =
+            (0..3).map(|id| Arc::new(Template::new(spec.clone(), "f".into(), id))).collect();
         let sweep: Arc<str> = "s".into();
         let (mut skipped, mut done, mut dropped) = (0, 0, 0);
         for seed in 1..=500u64 {

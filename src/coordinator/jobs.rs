@@ -65,12 +65,30 @@ impl fmt::Display for Key {
 pub struct Template {
     pub spec: JobSpec,
     pub cell: Arc<Cell>,
+    /// Its jobs' description up to the seed ([`ValidJob::describe`]'s start): an event names
+    /// each job, and formatting the parameters per job showed in profiles.
+    described: String,
     /// The family as the sweep refers to it ([`armada_core::Family::reference`]): a
     /// declared family's jobs are leased only to sessions that declared that very digest.
     pub family: Arc<str>,
     /// Its number among the scheduler's templates (0, 1, ...): jobs are counted by cell
     /// through it, without hashing a cell per job.
     pub id: usize,
+}
+
+impl Template {
+    /// The template of `spec`'s cell (its seed is ignored), run by `family` (by reference).
+    pub fn new(mut spec: JobSpec, family: Arc<str>, id: usize) -> Template {
+        spec.seed = 0;
+        Template::of_cell(Cell::of_spec(&spec), spec, family, id)
+    }
+
+    fn of_cell(cell: Cell, spec: JobSpec, family: Arc<str>, id: usize) -> Template {
+        let s = &spec;
+        let described =
+            format!("{}/{}{} x {}{}", s.family, s.benchmark, s.benchmark_params, s.algorithm, s.algorithm_params);
+        Template { cell: Arc::new(cell), spec, family, id, described }
+    }
 }
 
 /// The templates of every job, shared by cell: jobs of one family reference, cell and
@@ -90,15 +108,14 @@ impl Templates {
         if let Some(template) = self.by_cell.get(&id) {
             return template.clone();
         }
-        let template =
-            Arc::new(Template { spec, cell: Arc::new(id.1.clone()), family: id.0.clone(), id: self.next_id() });
+        let template = Arc::new(Template::of_cell(id.1.clone(), spec, id.0.clone(), self.next_id()));
         self.by_cell.insert(id, template.clone());
         template
     }
 
     /// A template of its own, shared with no other job (a stored job this build cannot run).
     pub fn unique(&mut self, spec: JobSpec, family: &str) -> Arc<Template> {
-        Arc::new(Template { cell: Arc::new(Cell::of_spec(&spec)), spec, family: family.into(), id: self.next_id() })
+        Arc::new(Template::of_cell(Cell::of_spec(&spec), spec, family.into(), self.next_id()))
     }
 
     /// How many templates were made: their ids are `0..len()`.
@@ -169,6 +186,11 @@ impl Job {
         let mut spec = self.template.spec.clone();
         spec.seed = self.seed;
         ValidJob { spec, key: self.key.job_key() }
+    }
+
+    /// [`ValidJob::describe`] of [`Job::valid`], without building the spec.
+    pub fn describe(&self) -> String {
+        format!("{} seed {} ({})", self.template.described, self.seed, self.key)
     }
 
     /// Leased to a worker that has not said it started it (leased ahead).
@@ -349,6 +371,24 @@ impl Submission {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A job describes itself as its validated spec does, parameters and all.
+    #[test]
+    fn a_job_describes_itself_as_its_spec_does() {
+        let mut spec = JobSpec::new("testkit", "constant", "slow");
+        spec.algorithm_params = "{ms=3}".parse().unwrap();
+        spec.horizon = 4;
+        let mut templates = Templates::default();
+        for seed in [0, 7, i64::MAX as u64] {
+            spec.seed = seed;
+            let valid = crate::registry().validate(&spec).unwrap();
+            let template = templates.shared(spec.clone(), "testkit");
+            let job = Job::new("s".into(), template, seed, Key::of(&valid.key), JobState::Queued);
+            assert_eq!(job.describe(), valid.describe());
+            assert_eq!(job.valid().describe(), valid.describe());
+        }
+        assert_eq!(templates.len(), 1, "one cell");
+    }
 
     /// A resubmission names the declared families whose declaration it no longer has.
     #[test]

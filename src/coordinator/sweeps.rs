@@ -252,7 +252,7 @@ impl Sweeps {
             .take(page.limit)
             .map(|j| JobFailed {
                 job_key: j.key.to_string(),
-                description: j.valid().describe(),
+                description: j.describe(),
                 error: j.error.as_deref().unwrap_or_default().to_string(),
                 attempt: j.attempts,
                 is_final: true,
@@ -454,7 +454,6 @@ mod tests {
     use super::super::jobs::Template;
     use super::super::table::{Cause, CommitStart, Policy};
     use super::*;
-    use crate::results::Cell;
     use crate::testing::Gen;
     use armada_core::JobSpec;
     use std::collections::{BTreeSet, HashMap};
@@ -528,8 +527,7 @@ mod tests {
     fn random_histories_keep_the_sweep_invariants() {
         let (mut resubmitted, mut dropped, mut deleted, mut refused, mut announced) = (0, 0, 0, 0, 0);
         let spec = JobSpec::new("f", "bench", "algo");
-        let template =
-            Arc::new(Template { cell: Cell::of_spec(&spec).into(), family: spec.family.as_str().into(), spec, id: 0 });
+        let template = Arc::new(Template::new(spec.clone(), spec.family.as_str().into(), 0));
         let families: BTreeSet<String> = ["f".to_string()].into();
         for seed in 1..=300u64 {
             let mut rng = Gen::new(seed);
@@ -667,12 +665,7 @@ mod tests {
         for k in 0..6u64 {
             let algorithm = if k % 2 == 0 { "even" } else { "odd" };
             let spec = JobSpec::new("f", "bench", algorithm);
-            let template = Arc::new(Template {
-                cell: Cell::of_spec(&spec).into(),
-                family: "f".into(),
-                spec,
-                id: (k % 2) as usize,
-            });
+            let template = Arc::new(Template::new(spec, "f".into(), (k % 2) as usize));
             t.push(Job::new(id.clone(), template, 10 + k, key(k), JobState::Queued));
         }
         sweeps.submitted("s", "f", &[], 0, &mut t, false);

@@ -826,7 +826,6 @@ impl JobTable {
 mod tests {
     use super::super::jobs::{Key, Template};
     use super::*;
-    use crate::results::Cell;
     use crate::testing::Gen;
     use armada_core::JobSpec;
 
@@ -837,8 +836,7 @@ mod tests {
     fn table(n_jobs: usize) -> JobTable {
         let mut t = JobTable::new(Policy { lease_ttl: TTL, max_attempts: MAX_ATTEMPTS, retry_job_errors: false });
         let spec = JobSpec::new("f", "bench", "algo");
-        let template =
-            Arc::new(Template { cell: Cell::of_spec(&spec).into(), family: spec.family.as_str().into(), spec, id: 0 });
+        let template = Arc::new(Template::new(spec.clone(), spec.family.as_str().into(), 0));
         let sweep: Arc<str> = "s".into();
         for i in 0..n_jobs {
             let key = Key::parse(&format!("{i:032x}")).unwrap();

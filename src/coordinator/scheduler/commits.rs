@@ -136,7 +136,7 @@ impl Scheduler {
                     .collect();
                 let event = SweepEvent::JobFinished {
                     job_key: job.key.to_string(),
-                    description: job.valid().describe(),
+                    description: job.describe(),
                     final_metrics,
                 };
                 self.emit(&sweep, event);

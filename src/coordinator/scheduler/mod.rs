@@ -439,7 +439,7 @@ impl Scheduler {
                         let job = self.table.job(i);
                         let event = SweepEvent::JobStarted {
                             job_key: job.key.to_string(),
-                            description: job.valid().describe(),
+                            description: job.describe(),
                             attempt_id: attempt,
                             attempt: job.attempts,
                             worker,
@@ -456,7 +456,7 @@ impl Scheduler {
                         let job = self.table.job(i);
                         let event = SweepEvent::JobFailed(JobFailed {
                             job_key: job.key.to_string(),
-                            description: job.valid().describe(),
+                            description: job.describe(),
                             error,
                             attempt: attempt_no,
                             is_final,
