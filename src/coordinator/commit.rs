@@ -152,21 +152,17 @@ fn write(commits: Vec<Commit>, live: &LiveSummaries, counters: &Metrics) -> Part
     let floats = FloatMetrics::of(metrics);
     // The moments of each cell of the part, fed as the records stream into the part (by
     // the cell's template: the jobs of a cell share it).
-    let mut slot_of: HashMap<*const Cell, usize> = HashMap::new();
-    let mut cells: Vec<(Arc<Cell>, Mutex<CellMoments>)> = Vec::new();
+    let mut cells: HashMap<*const Cell, (Arc<Cell>, Mutex<CellMoments>)> = HashMap::new();
     for c in &commits {
         let cell = &c.template.cell;
-        slot_of.entry(Arc::as_ptr(cell)).or_insert_with(|| {
-            cells.push((cell.clone(), Mutex::new(CellMoments::of(cell.horizon))));
-            cells.len() - 1
-        });
+        cells.entry(Arc::as_ptr(cell)).or_insert_with(|| (cell.clone(), Mutex::new(CellMoments::of(cell.horizon))));
     }
     let mut jobs = Vec::with_capacity(commits.len());
     let mut keys = Vec::with_capacity(commits.len());
     let mut parts = Vec::with_capacity(commits.len());
     for c in commits {
         keys.push(c.key);
-        let moments = &cells[slot_of[&Arc::as_ptr(&c.template.cell)]].1;
+        let moments = &cells[&Arc::as_ptr(&c.template.cell)].1;
         if let Some(step) = c.spool.last_step() {
             let mut values = Vec::new();
             floats.select(c.spool.last(), &mut values);
@@ -204,8 +200,10 @@ fn write(commits: Vec<Commit>, live: &LiveSummaries, counters: &Metrics) -> Part
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| results::write_part(&sweep_dir, metrics, parts)));
     let part = match written {
         Ok(Ok(written)) => {
-            let moments: Vec<(Arc<Cell>, CellMoments)> =
-                cells.into_iter().map(|(cell, m)| (cell, m.into_inner().unwrap_or_else(|e| e.into_inner()))).collect();
+            let moments: Vec<(Arc<Cell>, CellMoments)> = cells
+                .into_values()
+                .map(|(cell, m)| (cell, m.into_inner().unwrap_or_else(|e| e.into_inner())))
+                .collect();
             live.add_moments(&sweep, &moments);
             counters.parts_written.fetch_add(1, Relaxed);
             counters.jobs_committed.fetch_add(jobs.len() as u64, Relaxed);

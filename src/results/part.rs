@@ -12,6 +12,7 @@
 use super::*;
 use armada_core::{JobSpec, MetricDef, MetricKind, StepRecord, ValidJob};
 use serde::{Deserialize, Serialize};
+use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io;
 use std::ops::Range;
@@ -623,20 +624,13 @@ pub fn write_part(sweep_dir: &Path, metrics: &[MetricDef], jobs: Vec<PartJob<'_>
         return Err(invalid("a part needs at least one job"));
     }
     check_metric_names(metrics)?;
-    // In order of cell, then key: the distinct cells are ranked once (a part of short jobs
-    // has thousands of jobs and a few cells), then the jobs sorted by rank.
-    let mut distinct: HashMap<*const Cell, &Arc<Cell>> = HashMap::new();
-    for j in &jobs {
-        distinct.entry(Arc::as_ptr(&j.cell)).or_insert(&j.cell);
-    }
-    let mut ranked: Vec<&Arc<Cell>> = distinct.into_values().collect();
-    ranked.sort();
-    let rank: HashMap<*const Cell, usize> =
-        ranked.iter().enumerate().map(|(i, c)| (Arc::as_ptr(c), ranked[..=i].partition_point(|d| d < c))).collect();
-    let mut ranked_jobs: Vec<(usize, PartJob<'_>)> =
-        jobs.into_iter().map(|j| (rank[&Arc::as_ptr(&j.cell)], j)).collect();
-    ranked_jobs.sort_by(|(r, a), (s, b)| (r, &a.key).cmp(&(s, &b.key)));
-    let mut jobs: Vec<PartJob<'_>> = ranked_jobs.into_iter().map(|(_, j)| j).collect();
+    // In order of cell, then key. A part's jobs of one cell share its `Arc`: comparing two
+    // of them skips the cell's text.
+    let mut jobs = jobs;
+    jobs.sort_by(|a, b| {
+        let cells = if Arc::ptr_eq(&a.cell, &b.cell) { Ordering::Equal } else { a.cell.cmp(&b.cell) };
+        cells.then_with(|| a.key.cmp(&b.key))
+    });
     let first_key = jobs.iter().map(|j| j.key.as_str()).min().expect("not empty").to_owned();
     let index = PartIndex::of(jobs.iter().map(|j| (j.key.clone(), &*j.cell, j.n_records)));
     let dir = trajectories_dir(sweep_dir);
