@@ -446,16 +446,52 @@ pub fn for_each_range(
     ranges: &[(&StoredRows, Range<usize>)],
     mut f: impl FnMut(usize, DataFrame) -> Result<()>,
 ) -> Result<()> {
-    // Per part, the spans to read: (start, end) in the part's rows, in order.
-    let mut wanted: BTreeMap<&Path, Vec<(usize, usize)>> = BTreeMap::new();
-    for (job, rows) in ranges {
+    for_each_run(ranges, |run, df| {
+        let mut at = 0;
+        for i in run {
+            let n = ranges[i].1.len();
+            f(i, df.slice(at as i64, n))?;
+            at += n;
+        }
+        Ok(())
+    })
+}
+
+/// [`for_each_range`] by runs: `f` gets the indices of consecutive ranges whose rows follow
+/// one another in one part (a cell's jobs do, sorted by key), and their rows as one frame.
+/// A million one-step jobs are then a few frames, not a million.
+pub fn for_each_run(
+    ranges: &[(&StoredRows, Range<usize>)],
+    mut f: impl FnMut(Range<usize>, DataFrame) -> Result<()>,
+) -> Result<()> {
+    // Each range's part as an index into `parts`; consecutive ranges mostly share one, so
+    // a path is compared (and hashed) only where the part changes.
+    let mut parts: Vec<&Path> = Vec::new();
+    let mut part_of: Vec<usize> = Vec::with_capacity(ranges.len());
+    let mut slots: HashMap<&Path, usize> = HashMap::new();
+    for (i, (job, rows)) in ranges.iter().enumerate() {
         if rows.end > job.rows || rows.start > rows.end {
             return Err(invalid(format!("rows {rows:?} of job {} which has {}", job.key, job.rows)));
         }
-        wanted.entry(job.part.as_path()).or_default().push((job.offset + rows.start, job.offset + rows.end));
+        let same = i > 0 && Arc::ptr_eq(&ranges[i - 1].0.part, &job.part);
+        let slot = if same {
+            part_of[i - 1]
+        } else {
+            *slots.entry(job.part.as_path()).or_insert_with(|| {
+                parts.push(job.part.as_path());
+                parts.len() - 1
+            })
+        };
+        part_of.push(slot);
     }
-    let mut spans: BTreeMap<&Path, Vec<(usize, DataFrame)>> = BTreeMap::new();
-    for (path, mut ranges) in wanted {
+    // Per part, the spans to read: (start, end) in the part's rows, sorted; ranges close to
+    // each other (within a row group) are read together.
+    let mut wanted: Vec<Vec<(usize, usize)>> = vec![Vec::new(); parts.len()];
+    for ((job, rows), &slot) in ranges.iter().zip(&part_of) {
+        wanted[slot].push((job.offset + rows.start, job.offset + rows.end));
+    }
+    let mut spans: Vec<Vec<(usize, DataFrame)>> = Vec::with_capacity(parts.len());
+    for (&path, mut ranges) in parts.iter().zip(wanted) {
         ranges.sort_unstable();
         let mut merged: Vec<(usize, usize)> = Vec::new();
         for (start, end) in ranges {
@@ -479,16 +515,35 @@ pub fn for_each_range(
             }
             frames.push((start, df));
         }
-        spans.insert(path, frames);
+        spans.push(frames);
     }
+    // Runs: (first range, its part, its span, first row in the part, rows so far).
+    let mut run: Option<(usize, usize, usize, usize, usize)> = None;
+    let emit = |run: (usize, usize, usize, usize, usize),
+                end: usize,
+                f: &mut dyn FnMut(Range<usize>, DataFrame) -> Result<()>| {
+        let (first, slot, span, start, rows) = run;
+        let (span_start, df) = &spans[slot][span];
+        f(first..end, df.slice((start - span_start) as i64, rows))
+    };
     for (i, (job, rows)) in ranges.iter().enumerate() {
-        let start = job.offset + rows.start;
-        let (span_start, df) = spans[job.part.as_path()]
-            .iter()
-            .rev()
-            .find(|(span_start, _)| *span_start <= start)
-            .expect("every range lies in a span read above");
-        f(i, df.slice((start - span_start) as i64, rows.len()))?;
+        let (slot, start) = (part_of[i], job.offset + rows.start);
+        if let Some((_, r_slot, r_span, r_start, r_rows)) = &mut run {
+            let (span_start, df) = &spans[*r_slot][*r_span];
+            if *r_slot == slot && start == *r_start + *r_rows && start + rows.len() <= span_start + df.height() {
+                *r_rows += rows.len();
+                continue;
+            }
+        }
+        if let Some(done) = run.take() {
+            emit(done, i, &mut f)?;
+        }
+        // The span holding this range: the last one starting at or before it.
+        let span = spans[slot].partition_point(|(span_start, _)| *span_start <= start) - 1;
+        run = Some((i, slot, span, start, rows.len()));
+    }
+    if let Some(done) = run {
+        emit(done, ranges.len(), &mut f)?;
     }
     Ok(())
 }
@@ -505,10 +560,39 @@ pub fn for_each_job(jobs: &[&StoredRows], f: impl FnMut(&StoredRows, DataFrame, 
     for_each_piece(jobs, READ_BATCH_ROWS, f)
 }
 
+/// [`for_each_job`] by runs: `f` gets consecutive jobs (their indices in `jobs`) whose rows
+/// follow one another in a part, their rows as one frame, and the row of the first job the
+/// frame starts at (0 but for the pieces of a job longer than [`READ_BATCH_ROWS`], which
+/// come alone). Jobs sorted by part and offset come in the fewest runs.
+pub fn for_each_job_run(
+    jobs: &[&StoredRows],
+    f: impl FnMut(Range<usize>, DataFrame, usize) -> Result<()>,
+) -> Result<()> {
+    for_each_piece_run(jobs, READ_BATCH_ROWS, f)
+}
+
 fn for_each_piece(
     jobs: &[&StoredRows],
     batch_rows: usize,
     mut f: impl FnMut(&StoredRows, DataFrame, usize) -> Result<()>,
+) -> Result<()> {
+    for_each_piece_run(jobs, batch_rows, |run, df, first| {
+        if run.len() == 1 {
+            return f(jobs[run.start], df, first);
+        }
+        let mut at = 0;
+        for job in &jobs[run] {
+            f(job, df.slice(at as i64, job.rows), 0)?;
+            at += job.rows;
+        }
+        Ok(())
+    })
+}
+
+fn for_each_piece_run(
+    jobs: &[&StoredRows],
+    batch_rows: usize,
+    mut f: impl FnMut(Range<usize>, DataFrame, usize) -> Result<()>,
 ) -> Result<()> {
     let mut start = 0;
     while start < jobs.len() {
@@ -517,7 +601,7 @@ fn for_each_piece(
             for first in (0..job.rows).step_by(batch_rows) {
                 let rows = first..(first + batch_rows).min(job.rows);
                 let piece = read_ranges(&[(job, rows)])?.remove(0);
-                f(job, piece, first)?;
+                f(start..start + 1, piece, first)?;
             }
             start += 1;
             continue;
@@ -529,7 +613,7 @@ fn for_each_piece(
             end += 1;
         }
         let batch: Vec<_> = jobs[start..end].iter().map(|&j| (j, 0..j.rows)).collect();
-        for_each_range(&batch, |i, df| f(batch[i].0, df, 0))?;
+        for_each_run(&batch, |run, df| f(start + run.start..start + run.end, df, 0))?;
         start = end;
     }
     Ok(())
@@ -1161,6 +1245,47 @@ mod tests {
         assert_eq!(steps, [0, 7, 8, 20, 24].map(Some));
         let err = read_ranges(&[(&stored[1], 0..4)]).unwrap_err();
         assert!(format!("{err:#}").contains("rows 0..4 of job"), "{err:#}");
+    }
+
+    /// Runs are the longest stretches of ranges that follow one another in one part: two
+    /// parts of sorted whole jobs are two runs, a gap or a step back starts another, and
+    /// every run's frame is its ranges' rows, in order.
+    #[test]
+    fn ranges_that_follow_one_another_in_a_part_come_as_one_run() {
+        let dir = tempfile::tempdir().unwrap();
+        for (first, lengths) in [(0u64, [4u32, 2, 5]), (10, [2, 3, 2])] {
+            let jobs: Vec<(ValidJob, Vec<StepRecord>)> = (0..3)
+                .map(|i| (job("lse", "sinusoidal", "straddle", first + i), records(lengths[i as usize], i as f64)))
+                .collect();
+            write_part(dir.path(), &METRICS, jobs.iter().map(|(j, r)| part_job(j, r)).collect()).unwrap();
+        }
+        let mut stored = stored_jobs(dir.path(), None).unwrap();
+        stored.sort_by(|a, b| (&*a.part, a.offset).cmp(&(&*b.part, b.offset)));
+        assert_eq!(stored.len(), 6);
+        let runs_of = |ranges: &[(&StoredRows, Range<usize>)]| {
+            let mut runs = Vec::new();
+            for_each_run(ranges, |run, df| {
+                runs.push((run, df));
+                Ok(())
+            })
+            .unwrap();
+            let frames = read_ranges(ranges).unwrap();
+            let joined: Vec<DataFrame> = runs.iter().map(|(_, df)| df.clone()).collect();
+            assert_eq!(concat(joined.iter()).unwrap(), concat(frames.iter()).unwrap());
+            runs.into_iter().map(|(run, _)| run).collect::<Vec<_>>()
+        };
+        let whole: Vec<(&StoredRows, Range<usize>)> = stored.iter().map(|j| (j, 0..j.rows)).collect();
+        assert_eq!(runs_of(&whole), [0..3, 3..6]);
+        // The second job's tail is left out: the third starts a run of its own.
+        let gap = [whole[0].clone(), (&stored[1], 0..1), whole[2].clone()];
+        assert_eq!(runs_of(&gap), [0..2, 2..3]);
+        // Back to the first job, then to the other part and back.
+        let mixed = [whole[0].clone(), whole[1].clone(), whole[0].clone(), whole[3].clone(), whole[2].clone()];
+        assert_eq!(runs_of(&mixed), [0..2, 2..3, 3..4, 4..5]);
+        // A job's tail, an empty range and the next job's head join; an empty range
+        // elsewhere stands alone.
+        let inner = [(&stored[0], 1..stored[0].rows), (&stored[1], 0..0), (&stored[1], 0..1), (&stored[4], 1..1)];
+        assert_eq!(runs_of(&inner), [0..3, 3..4]);
     }
 
     #[test]

@@ -58,6 +58,9 @@ pub(super) struct Rows {
     step: Vec<i64>,
     metric: Vec<u32>,
     value: Vec<f64>,
+    /// Each row's job, numbered in key order, when rows are pushed by [`Rows::push_of_job`]
+    /// (jobs read in another order): a group's values are then taken in this order.
+    job: Vec<u32>,
 }
 
 impl Rows {
@@ -67,6 +70,13 @@ impl Rows {
         self.metric.push(metric as u32);
         // NaN is missing: it counts neither in n nor in any statistic.
         self.value.push(value.unwrap_or(f64::NAN));
+    }
+
+    /// [`Rows::push`] for job number `job` (in key order); every row of these rows must be
+    /// pushed so.
+    pub(super) fn push_of_job(&mut self, cell: usize, step: i64, metric: usize, value: Option<f64>, job: usize) {
+        self.push(cell, step, metric, value);
+        self.job.push(job as u32);
     }
 
     /// Give every row the step of its cell, `steps[cell]`.
@@ -85,10 +95,15 @@ impl Rows {
 /// from sorting that group alone. Memory is the rows plus 4 bytes each, where polars'
 /// group-by over millions of small groups took about 430 bytes a value.
 pub(super) fn statistics(rows: Rows, cell_rank: &[i64], metric_rank: &[i64]) -> Result<DataFrame> {
+    debug_assert!(rows.job.is_empty() || rows.job.len() == rows.value.len(), "every row or none pushed with its job");
     let key = |i: usize| (cell_rank[rows.cell[i] as usize], rows.step[i], metric_rank[rows.metric[i] as usize]);
     let mut order: Vec<u32> = (0..rows.value.len() as u32).collect();
-    // Stable: within a group, values keep their row order.
-    order.sort_by_key(|&i| key(i as usize));
+    // Stable: within a group, values keep their row order, or their jobs' order.
+    if rows.job.is_empty() {
+        order.sort_by_key(|&i| key(i as usize));
+    } else {
+        order.sort_by_key(|&i| (key(i as usize), rows.job[i as usize]));
+    }
     let mut out = Stats::default();
     let mut values = Vec::new();
     let mut start = 0;

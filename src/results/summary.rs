@@ -13,11 +13,12 @@
 //! a trajectory or the number of seeds.
 
 use super::along::{add_piece, along_table, along_windows, read_run, Run};
-use super::part::{for_each_job, for_each_range};
+use super::part::{for_each_job_run, for_each_run};
 use super::stats::{by_cell, no_result_rows, statistics, with_job_counts, with_names, CellJobs, Interner, Rows};
 use super::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// What [`summarize`] read and wrote.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -275,14 +276,39 @@ fn summarize_cell_within(
     let n_rows: usize = jobs.iter().map(|j| j.rows).sum();
     let mut long = LongRows::new(cell);
     let context = |job: &StoredRows| format!("summarizing job {} in {}", job.key, job.part.display());
+    let run_context = |run: &[&StoredRows]| match run {
+        [job] => context(job),
+        [first, .., last] => format!("summarizing jobs {} to {} in {}", first.key, last.key, first.part.display()),
+        [] => String::new(),
+    };
     let (summary, along) = if n_rows <= windows.rows_held {
         let mut along_metrics = Interner::new();
         let mut runs: Vec<Vec<Run>> = axes.iter().map(|_| Vec::new()).collect();
-        for_each_job(&jobs, |job, df, first| {
-            long.add_rows(&df, first + df.height() == job.rows).within(|| context(job))?;
-            for (axis, runs) in axes.iter().zip(&mut runs) {
-                let run = read_run(&df, axis, &mut along_metrics).within(|| context(job))?;
-                add_piece(runs, run, first, axis).within(|| context(job))?;
+        // Read by part: a cell's jobs lie one after another in each part, so a cell of
+        // one-step jobs is a few frames, not a frame per job (the rows keep each job's
+        // number in key order). Runs along an axis are taken in key order.
+        let mut order: Vec<usize> = (0..jobs.len()).collect();
+        if axes.is_empty() {
+            order.sort_by_key(|&i| (Arc::as_ptr(&jobs[i].part), jobs[i].offset));
+        }
+        let read: Vec<&StoredRows> = order.iter().map(|&i| jobs[i]).collect();
+        for_each_job_run(&read, |run, df, first| {
+            // A piece of a long job comes alone; several jobs come whole.
+            let alone = run.len() == 1;
+            let rows_of = |job: &StoredRows| if alone { df.height() } else { job.rows };
+            let segments = run.clone().map(|i| (rows_of(read[i]), first + rows_of(read[i]) == read[i].rows, order[i]));
+            long.add_rows(&df, segments).within(|| run_context(&read[run.clone()]))?;
+            if axes.is_empty() {
+                return Ok(());
+            }
+            let mut at = 0;
+            for job in &read[run] {
+                let piece = df.slice(at as i64, rows_of(job));
+                at += rows_of(job);
+                for (axis, runs) in axes.iter().zip(&mut runs) {
+                    let run = read_run(&piece, axis, &mut along_metrics).within(|| context(job))?;
+                    add_piece(runs, run, first, axis).within(|| context(job))?;
+                }
             }
             Ok(())
         })?;
@@ -301,12 +327,20 @@ fn summarize_cell_within(
         let mut previews = Vec::new();
         let file = Spill::create(spill_dir, |table| {
             for start in (0..longest).step_by(steps) {
+                // The window's jobs read by part (see above), numbered in key order.
+                let mut numbered: Vec<usize> = (0..jobs.len()).filter(|&i| jobs[i].rows > start).collect();
+                numbered.sort_by_key(|&i| (Arc::as_ptr(&jobs[i].part), jobs[i].offset));
                 let window: Vec<(&StoredRows, std::ops::Range<usize>)> =
-                    jobs.iter().filter(|j| j.rows > start).map(|&j| (j, start..(start + steps).min(j.rows))).collect();
-                for_each_range(&window, |i, df| {
-                    let (job, rows) = &window[i];
-                    check_steps(job, &df, rows.start)?;
-                    long.add_rows(&df, rows.end == job.rows).within(|| context(job))
+                    numbered.iter().map(|&i| (jobs[i], start..(start + steps).min(jobs[i].rows))).collect();
+                for_each_run(&window, |run, df| {
+                    let mut steps = df.column(STEP)?.i64()?.iter();
+                    for (job, rows) in &window[run.clone()] {
+                        check_steps(job, steps.by_ref().take(rows.len()), rows.start)?;
+                    }
+                    let segments =
+                        run.clone().map(|k| (window[k].1.len(), window[k].1.end == window[k].0.rows, numbered[k]));
+                    long.add_rows(&df, segments)
+                        .within(|| run_context(&window[run].iter().map(|w| w.0).collect::<Vec<_>>()))
                 })?;
                 let rows = long.take_summary()?;
                 let on_stride: BooleanChunked =
@@ -332,9 +366,8 @@ fn summarize_cell_within(
 
 /// A window of a long cell is read by row; its steps must be the rows' (0, 1, ... as
 /// every commit is), or a step's group would be split across windows.
-fn check_steps(job: &StoredRows, df: &DataFrame, first: usize) -> Result<()> {
-    let steps = df.column(STEP)?.i64()?;
-    if steps.iter().enumerate().all(|(i, s)| s == Some((first + i) as i64)) {
+fn check_steps(job: &StoredRows, steps: impl Iterator<Item = Option<i64>>, first: usize) -> Result<()> {
+    if steps.enumerate().all(|(i, s)| s == Some((first + i) as i64)) {
         return Ok(());
     }
     let why = format!(
@@ -417,10 +450,12 @@ impl LongRows {
         }
     }
 
-    /// Add rows of one job (all of them, or a piece; `ends` when they include its last):
-    /// every Float64 column that is not a fixed trajectory column is a metric; Int64
-    /// metrics are skipped.
-    fn add_rows(&mut self, df: &DataFrame, ends: bool) -> Result<()> {
+    /// Add the rows of consecutive jobs, one after another in `df`: `segments` gives each
+    /// job's number of rows there (all of them, or a piece), whether they include its last,
+    /// and its number in key order (a group's values are taken in that order, whatever
+    /// order the jobs are read in). Every Float64 column that is not a fixed trajectory
+    /// column is a metric; Int64 metrics are skipped.
+    fn add_rows(&mut self, df: &DataFrame, segments: impl IntoIterator<Item = (usize, bool, usize)>) -> Result<()> {
         for name in SHARD_FIXED_COLUMNS {
             if df.column(name).is_err() {
                 return Err(invalid(format!("trajectory has no column {name:?}")));
@@ -435,10 +470,25 @@ impl LongRows {
             .iter()
             .collect::<Option<Vec<i64>>>()
             .ok_or_else(|| invalid("column \"step\" has nulls"))?;
-        // The job's last step, when these rows end it (else none matches).
-        let last_step = if ends { steps.iter().copied().max().unwrap_or_default() } else { i64::MIN };
-        if ends {
-            self.last_step = self.last_step.max(last_step);
+        // Each row's job's last step, when the rows end that job (else none matches), and
+        // the job's number.
+        let mut last_of_row = Vec::with_capacity(steps.len());
+        let mut job_of_row = Vec::with_capacity(steps.len());
+        for (n, ends, job) in segments {
+            let at = last_of_row.len();
+            let rows = steps.get(at..at + n).ok_or_else(|| invalid("more rows segmented than read"))?;
+            let last_step = match rows.iter().max() {
+                Some(&last) if ends => last,
+                _ => i64::MIN,
+            };
+            if last_step != i64::MIN {
+                self.last_step = self.last_step.max(last_step);
+            }
+            last_of_row.resize(at + n, last_step);
+            job_of_row.resize(at + n, job);
+        }
+        if last_of_row.len() != steps.len() {
+            return Err(invalid("fewer rows segmented than read"));
         }
         for column in df.columns() {
             let name = column.name().as_str();
@@ -453,11 +503,12 @@ impl LongRows {
                 }
             }
             let metric = self.metrics.id(&name.to_owned());
-            for (&step, value) in steps.iter().zip(column.f64()?.iter()) {
-                self.all.push(0, step, metric, value);
+            let rows = steps.iter().zip(&last_of_row).zip(&job_of_row);
+            for (((&step, &last_step), &job), value) in rows.zip(column.f64()?.iter()) {
+                self.all.push_of_job(0, step, metric, value, job);
                 if step == last_step {
                     // One group per cell, whatever step each job ended at.
-                    self.last.push(0, 0, metric, value);
+                    self.last.push_of_job(0, 0, metric, value, job);
                 }
             }
         }
@@ -687,6 +738,52 @@ mod tests {
         assert_eq!((a.n_jobs, a.n_rows), (b.n_jobs, b.n_rows));
         assert!(fs::read(&a.summary_path).unwrap() == fs::read(&b.summary_path).unwrap());
         assert!(fs::read(&a.final_path).unwrap() == fs::read(&b.final_path).unwrap());
+    }
+
+    /// A cell's jobs are read part by part, not in key order, yet each group's values are
+    /// summed in key order: values chosen so that any other order of the sum gives another
+    /// mean (1e16 + 1 rounds back to 1e16).
+    #[test]
+    fn a_cells_values_are_summed_in_key_order_whatever_order_its_parts_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut jobs: Vec<armada_core::ValidJob> =
+            (0..4).map(|seed| job("lse", "sinusoidal", "straddle", seed)).collect();
+        jobs.sort_by(|a, b| a.key.0.cmp(&b.key.0));
+        let values = [1e16, 1.0, -1e16, 1.0];
+        let record = |v: f64| vec![armada_core::StepRecord { step: 0, elapsed_ms: 0.0, values: vec![v, 0.0] }];
+        // Keys 1 and 3 in one part, 2 and 4 in the other: read either way, not in key order.
+        for parity in 0..2 {
+            let parts: Vec<PartJob> = (parity..4)
+                .step_by(2)
+                .map(|i| PartJob::of(&jobs[i], 1, record(values[i]).into_iter().map(Ok)))
+                .collect();
+            write_part(dir.path(), &METRICS, parts).unwrap();
+        }
+        assert_eq!(part_files(dir.path()).unwrap().len(), 2);
+        let report = summarize(dir.path(), None).unwrap();
+        let summary = read_parquet(&report.summary_path).unwrap();
+        let metric = strs(&summary, "metric");
+        let mean = floats(&summary, "mean");
+        let regret = (0..summary.height()).find(|&i| metric[i] == METRICS[0].name).unwrap();
+        let in_key_order = values.iter().sum::<f64>() / 4.0;
+        assert_eq!(in_key_order, 0.25);
+        assert_eq!(((1e16 - 1e16) + 1.0 + 1.0) / 4.0, 0.5, "part by part, the mean would differ");
+        assert_eq!(mean[regret], Some(in_key_order));
+        let finals = read_parquet(&report.final_path).unwrap();
+        let (metric, mean) = (strs(&finals, "metric"), floats(&finals, "mean"));
+        let regret = (0..finals.height()).find(|&i| metric[i] == METRICS[0].name).unwrap();
+        assert_eq!(mean[regret], Some(in_key_order));
+        // The same in one pass and in windows of one step.
+        let mut stored = stored_jobs(dir.path(), None).unwrap();
+        stored.sort_by(|a, b| a.key.cmp(&b.key));
+        let refs: Vec<&StoredRows> = stored.iter().collect();
+        let one_pass = Windows { rows_held: usize::MAX, ..WINDOWS };
+        for windows in [one_pass, Windows { rows_held: 0, rows: 1, min_steps: 1 }] {
+            let cell = summarize_cell_within(&refs[0].cell, &refs, &[], dir.path(), windows).unwrap();
+            let (metric, mean) = (strs(&cell.last, "metric"), floats(&cell.last, "mean"));
+            let regret = (0..cell.last.height()).find(|&i| metric[i] == METRICS[0].name).unwrap();
+            assert_eq!(mean[regret], Some(in_key_order), "rows held: {}", windows.rows_held);
+        }
     }
 
     /// A long cell is summarized in windows of steps and its rows spilled, and gives the
