@@ -517,33 +517,38 @@ pub fn for_each_run(
         }
         spans.push(frames);
     }
-    // Runs: (first range, its part, its span, first row in the part, rows so far).
-    let mut run: Option<(usize, usize, usize, usize, usize)> = None;
-    let emit = |run: (usize, usize, usize, usize, usize),
-                end: usize,
-                f: &mut dyn FnMut(Range<usize>, DataFrame) -> Result<()>| {
-        let (first, slot, span, start, rows) = run;
-        let (span_start, df) = &spans[slot][span];
-        f(first..end, df.slice((start - span_start) as i64, rows))
+    // A run of ranges being gathered: where it starts in `ranges`, its part and span,
+    // its first row in the part, and its rows so far.
+    struct Run {
+        first: usize,
+        slot: usize,
+        span: usize,
+        start: usize,
+        rows: usize,
+    }
+    let cut = |run: &Run| {
+        let (span_start, df) = &spans[run.slot][run.span];
+        df.slice((run.start - span_start) as i64, run.rows)
     };
+    let mut run: Option<Run> = None;
     for (i, (job, rows)) in ranges.iter().enumerate() {
         let (slot, start) = (part_of[i], job.offset + rows.start);
-        if let Some((_, r_slot, r_span, r_start, r_rows)) = &mut run {
-            let (span_start, df) = &spans[*r_slot][*r_span];
-            if *r_slot == slot && start == *r_start + *r_rows && start + rows.len() <= span_start + df.height() {
-                *r_rows += rows.len();
+        if let Some(r) = &mut run {
+            let (span_start, df) = &spans[r.slot][r.span];
+            if r.slot == slot && start == r.start + r.rows && start + rows.len() <= span_start + df.height() {
+                r.rows += rows.len();
                 continue;
             }
         }
         if let Some(done) = run.take() {
-            emit(done, i, &mut f)?;
+            f(done.first..i, cut(&done))?;
         }
         // The span holding this range: the last one starting at or before it.
         let span = spans[slot].partition_point(|(span_start, _)| *span_start <= start) - 1;
-        run = Some((i, slot, span, start, rows.len()));
+        run = Some(Run { first: i, slot, span, start, rows: rows.len() });
     }
     if let Some(done) = run {
-        emit(done, ranges.len(), &mut f)?;
+        f(done.first..ranges.len(), cut(&done))?;
     }
     Ok(())
 }
