@@ -264,7 +264,7 @@ fn huge_submit(n_jobs: u64) {
             .unwrap()
             .into_inner()
             .session;
-        let lease = client.lease(pb::LeaseRequest { session: session.clone(), max_jobs: 1 }).await.unwrap();
+        let lease = client.lease(pb::LeaseRequest { session: session.clone(), max_jobs: 1, wait_ms: 0 }).await.unwrap();
         let attempt = lease.into_inner().leases[0].attempt_id;
         let (stop, mut stopped) = tokio::sync::watch::channel(false);
         let worst = tokio::spawn(async move {
@@ -279,7 +279,7 @@ fn huge_submit(n_jobs: u64) {
                 r.await.unwrap();
                 heartbeat = heartbeat.max(t.elapsed());
                 let t = Instant::now();
-                client.lease(pb::LeaseRequest { session: session.clone(), max_jobs: 0 }).await.unwrap();
+                client.lease(pb::LeaseRequest { session: session.clone(), max_jobs: 0, wait_ms: 0 }).await.unwrap();
                 lease = lease.max(t.elapsed());
                 let _ = tokio::time::timeout(std::time::Duration::from_millis(10), stopped.changed()).await;
             }

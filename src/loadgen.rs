@@ -475,7 +475,9 @@ impl Session {
                     }
                 }
                 _ = tokio::time::sleep_until(next_lease), if wanted > 0 => {
-                    let request = pb::LeaseRequest { session: self.id.clone(), max_jobs: wanted as u32 };
+                    // Never held (as an idle worker's lease is): Lease latency is then the
+                    // coordinator's time to answer, not a wait for jobs.
+                    let request = pb::LeaseRequest { session: self.id.clone(), max_jobs: wanted as u32, wait_ms: 0 };
                     let asked = Instant::now();
                     let reply = self.client.lease(request).await.map_err(crate::client::status_error)?.into_inner();
                     seen.lease.push(asked.elapsed());

@@ -22,6 +22,7 @@ use super::table::Cause;
 use armada_core::{RecordColumns, StepRecord};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 /// How the scheduler answers a command.
@@ -93,9 +94,12 @@ pub(super) enum Command {
         key: String,
         reply: Reply<Option<PathBuf>>,
     },
+    /// Lease up to `max_jobs` jobs; when none can be, hold the request up to `wait` and
+    /// answer as soon as some are queued.
     Lease {
         session: String,
         max_jobs: u32,
+        wait: Duration,
         reply: Reply<Leases>,
     },
     /// Renew the leases of these attempts (and note those `started`); answers the
@@ -269,7 +273,13 @@ impl SchedulerHandle {
 
     /// Lease up to `max_jobs` jobs to a worker session.
     pub async fn lease(&self, session: String, max_jobs: u32) -> Result<Leases, CommandError> {
-        self.call(|reply| Command::Lease { session, max_jobs, reply }).await
+        self.lease_within(session, max_jobs, Duration::ZERO).await
+    }
+
+    /// Lease up to `max_jobs` jobs to a worker session; when none can be leased now, wait
+    /// up to `wait` (capped by the scheduler) for some to be queued.
+    pub async fn lease_within(&self, session: String, max_jobs: u32, wait: Duration) -> Result<Leases, CommandError> {
+        self.call(|reply| Command::Lease { session, max_jobs, wait, reply }).await
     }
 
     /// Renew the leases of these attempts, of which the worker has `started` (the others

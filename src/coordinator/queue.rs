@@ -33,6 +33,11 @@ impl JobQueue {
         true
     }
 
+    /// How many jobs were ever queued (it changes whenever one is).
+    pub fn pushed(&self) -> u64 {
+        (self.back - self.front) as u64
+    }
+
     /// Queue `job` of `family` last (nothing if it is queued already).
     pub fn push_back(&mut self, job: usize, family: &str) {
         if self.mark(job) {

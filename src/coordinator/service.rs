@@ -24,6 +24,7 @@ use armada_proto::v1 as pb;
 use armada_worker::wire::{self, Arrived};
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::{broadcast, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::{Stream, StreamExt};
@@ -564,7 +565,8 @@ impl pb::workers_server::Workers for Coordinator {
         let grant = grant_of(&request);
         let r = request.into_inner();
         let session = self.sealer.open(&r.session, grant.token_label())?;
-        let Leases { leases, retry_after } = self.scheduler.lease(session, r.max_jobs).await?;
+        let Leases { leases, retry_after } =
+            self.scheduler.lease_within(session, r.max_jobs, Duration::from_millis(r.wait_ms.into())).await?;
         Ok(Response::new(pb::LeaseResponse {
             leases: leases.into_iter().map(job_lease).collect(),
             retry_after_ms: retry_after.as_millis() as u32,

@@ -385,6 +385,8 @@ impl Store {
             // the machine.
             conn.pragma_update(None, "journal_mode", "WAL")?;
             conn.pragma_update(None, "synchronous", "FULL")?;
+            // One transaction: a new store is made with one sync, not one per statement.
+            let migration = conn.unchecked_transaction()?;
             conn.execute_batch(SCHEMA)?;
             // Stores made before trajectory parts have no `part` column, and none made before
             // live summaries a `summarized` flag (their summaries are rebuilt once).
@@ -409,14 +411,12 @@ impl Store {
             )?;
             if older {
                 conn.execute_batch(
-                    "BEGIN;
-                     INSERT INTO declarations (name, version, digest, declaration)
+                    "INSERT INTO declarations (name, version, digest, declaration)
                          SELECT name, version, digest, declaration FROM families ORDER BY rowid;
-                     DROP TABLE families;
-                     COMMIT;",
+                     DROP TABLE families;",
                 )?;
             }
-            Ok(())
+            migration.commit()
         };
         match migrate() {
             Err(cause) if is_damage(&cause) => Err(StoreError::Damaged { path, cause }),

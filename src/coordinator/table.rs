@@ -247,6 +247,11 @@ impl JobTable {
         }
     }
 
+    /// How many jobs were ever queued: it changes whenever one is.
+    pub fn queued_so_far(&self) -> u64 {
+        self.queue.pushed()
+    }
+
     /// Whether job `i` is in the queue.
     pub fn is_queued(&self, i: usize) -> bool {
         self.queue.contains(i)

@@ -47,6 +47,7 @@ use tokio::time::Instant;
 use tracing::{info, warn};
 
 mod commits;
+mod held;
 mod load;
 mod requests;
 mod submit;
@@ -138,6 +139,8 @@ pub struct Scheduler {
     /// waiting for it.
     storing: Option<Storing>,
     waiting: VecDeque<(Submission, Reply<Submitted>)>,
+    /// Leases that found nothing and wait for jobs to be queued.
+    held_leases: held::HeldLeases,
     /// The jobs' shared templates.
     templates: Templates,
     /// Registered workers by session credential.
@@ -238,6 +241,7 @@ impl Scheduler {
             watchers: HashMap::new(),
             storing: None,
             waiting: VecDeque::new(),
+            held_leases: held::HeldLeases::default(),
             templates: Templates::default(),
             workers: Sessions::default(),
             spools: spools.clone(),
@@ -292,6 +296,7 @@ impl Scheduler {
                 }
             }
             self.announce_write_troubles();
+            self.answer_held_leases();
         }
         self.note_open_attempts(Instant::now().into_std());
     }
@@ -374,8 +379,8 @@ impl Scheduler {
             Command::PartOf { sweep, key, reply } => {
                 let _ = reply.send(self.part_of(&sweep, &key));
             }
-            Command::Lease { session, max_jobs, reply } => {
-                let _ = reply.send(self.lease(&session, max_jobs, now));
+            Command::Lease { session, max_jobs, wait, reply } => {
+                self.lease_or_hold(session, max_jobs, wait, reply, now)
             }
             Command::Heartbeat { session, attempts, started, reply } => {
                 let _ = reply.send(self.heartbeat(&session, attempts, &started, now));

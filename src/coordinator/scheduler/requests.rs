@@ -38,7 +38,7 @@ fn clip(mut error: String) -> String {
 }
 
 /// A worker that found nothing to lease asks again after this long.
-const NOTHING_TO_LEASE_RETRY: Duration = Duration::from_millis(200);
+pub(super) const NOTHING_TO_LEASE_RETRY: Duration = Duration::from_millis(200);
 
 /// A session that never asked for jobs is a registration its worker gave up (it died, or
 /// registered again after losing the connection): forgotten once silent this long.

@@ -1386,3 +1386,62 @@ async fn a_plan_made_off_the_scheduler_is_used_only_at_the_sweeps_revision() {
     let status = s.status("t".into(), FailurePage::default()).await.unwrap();
     assert_eq!(status.n_jobs, 4);
 }
+
+/// An idle worker's lease held open is answered with the jobs of a sweep submitted while it
+/// waits, without a poll.
+#[tokio::test]
+async fn a_held_lease_is_answered_when_a_sweep_is_queued() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = start(dir.path(), Duration::from_secs(60)).await;
+    let w = register(&s).await;
+    let held = tokio::spawn({
+        let (s, w) = (s.clone(), w.clone());
+        async move { s.lease_within(w, 8, Duration::from_secs(60)).await }
+    });
+    // The lease reaches the scheduler first, finds nothing and is held.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    s.submit(Submission::new("t".into(), "testkit".into(), (0..3).map(job))).await.unwrap();
+    let leases = held.await.unwrap().unwrap();
+    assert_eq!(leases.leases.len(), 3, "the held lease took the sweep's jobs");
+    assert_eq!(leases.retry_after, Duration::ZERO);
+    let after = status(&s).await;
+    assert_eq!((after.n_queued, after.n_running + after.n_leased), (0, 3));
+}
+
+/// A held lease that finds nothing comes back empty once its wait is over (capped by the
+/// scheduler), to be asked again at once; a lease that does not wait is answered at once,
+/// with a time to ask again.
+#[tokio::test]
+async fn a_held_lease_with_nothing_queued_comes_back_empty_after_its_wait() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = start(dir.path(), Duration::from_secs(60)).await;
+    let w = register(&s).await;
+    let asked = std::time::Instant::now();
+    let leases = s.lease_within(w.clone(), 8, Duration::from_millis(300)).await.unwrap();
+    assert!(asked.elapsed() >= Duration::from_millis(300), "answered after {:?}", asked.elapsed());
+    assert!(leases.leases.is_empty());
+    assert_eq!(leases.retry_after, Duration::ZERO);
+    let now = s.lease(w.clone(), 8).await.unwrap();
+    assert!(now.leases.is_empty());
+    assert_eq!(now.retry_after, super::requests::NOTHING_TO_LEASE_RETRY);
+    let capped = tokio::time::timeout(Duration::from_secs(30), s.lease_within(w, 8, Duration::from_secs(3600))).await;
+    assert!(capped.expect("held for at most the scheduler's cap").unwrap().leases.is_empty());
+}
+
+/// A held lease whose worker gave up waiting (its request dropped) leases nothing: the
+/// jobs queued later go to the next lease.
+#[tokio::test]
+async fn a_held_lease_given_up_takes_no_jobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = start(dir.path(), Duration::from_secs(60)).await;
+    let w = register(&s).await;
+    let held = tokio::spawn({
+        let (s, w) = (s.clone(), w.clone());
+        async move { s.lease_within(w, 8, Duration::from_secs(60)).await }
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    held.abort();
+    assert!(held.await.unwrap_err().is_cancelled());
+    s.submit(Submission::new("t".into(), "testkit".into(), (0..3).map(job))).await.unwrap();
+    assert_eq!(lease(&s, &w).await.len(), 3, "a lease dropped while held took jobs");
+}

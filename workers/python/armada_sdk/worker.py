@@ -58,6 +58,9 @@ PREFETCH_PER_SLOT = 64
 
 #: Finished attempts awaiting their commit at most; past this nothing is leased.
 MAX_PENDING_COMMITS = 4096
+#: An idle worker lets the coordinator hold a lease that finds nothing this long, to be
+#: answered as soon as jobs are queued.
+IDLE_LEASE_WAIT_MS = 500
 
 JOB = service_pb2.FAILURE_CAUSE_JOB
 WORKER = service_pb2.FAILURE_CAUSE_WORKER
@@ -366,7 +369,9 @@ class Worker:
         wanted = 0 if tasks == self.slots and waiting > prefetch // 2 else self.slots + prefetch - tasks - waiting
         if wanted <= 0:
             return
-        request = service_pb2.LeaseRequest(session=self.session, max_jobs=wanted)
+        idle = tasks == 0 and waiting == 0 and not self.committing
+        wait_ms = IDLE_LEASE_WAIT_MS if idle else 0
+        request = service_pb2.LeaseRequest(session=self.session, max_jobs=wanted, wait_ms=wait_ms)
         reply = self._call("Lease", lambda: self.workers.Lease(request, metadata=self.metadata, timeout=30))
         if not reply.leases:
             self.next_lease = time.monotonic() + min(max(reply.retry_after_ms, 10), 5000) / 1000

@@ -58,6 +58,9 @@ pub const BATCH_JOB_RECORDS: usize = 4096;
 pub const COMMIT_BATCH: usize = 256;
 pub const COMMIT_BATCH_VALUES: usize = 256 * 1024;
 pub const COMMIT_BATCH_WAIT: Duration = Duration::from_millis(20);
+/// How long an idle worker lets the coordinator hold a lease that finds nothing, to answer
+/// it as soon as jobs are queued: one request per this while idle, and a drain waits for it.
+pub const IDLE_LEASE_WAIT_MS: u32 = 500;
 /// Commits awaited at once; past this the worker leases nothing until some are answered.
 /// It must cover what finishes during the coordinator's commit linger.
 pub const MAX_PENDING_COMMITS: usize = 4096;
@@ -453,7 +456,11 @@ async fn registered_session(
                 }
             }
             _ = tokio::time::sleep_until(next_lease), if !draining && wanted > 0 => {
-                let request = pb::LeaseRequest { session: session.to_string(), max_jobs: wanted as u32 };
+                // Idle, it lets the coordinator hold the request until jobs come: nothing
+                // else of this loop is waiting meanwhile but a drain.
+                let idle = tasks.is_empty() && backlog.is_empty() && ready.is_empty() && commits.is_empty();
+                let wait_ms = if idle { IDLE_LEASE_WAIT_MS } else { 0 };
+                let request = pb::LeaseRequest { session: session.to_string(), max_jobs: wanted as u32, wait_ms };
                 let reply = match client.lease(request).await {
                     Ok(r) => r.into_inner(),
                     Err(e) => break Err(e),
