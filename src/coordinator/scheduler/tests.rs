@@ -6,7 +6,7 @@ use super::requests::MAX_ERROR_BYTES;
 use super::*;
 use crate::coordinator::catalog::Declarer;
 use crate::coordinator::replies::WorkerInfo;
-use crate::coordinator::replies::{JobFilter, Lease, Observed, Registration, SweepStatus};
+use crate::coordinator::replies::{JobFilter, Lease, Leases, Observed, Registration, SweepStatus};
 use crate::coordinator::store::SpecTemplate;
 use crate::coordinator::sweeps::FailurePage;
 use crate::coordinator::table::{Cause, MAX_VOIDED};
@@ -1387,12 +1387,12 @@ async fn a_plan_made_off_the_scheduler_is_used_only_at_the_sweeps_revision() {
     assert_eq!(status.n_jobs, 4);
 }
 
-/// An idle worker's lease held open is answered with the jobs of a sweep submitted while it
-/// waits, without a poll.
-#[tokio::test]
-async fn a_held_lease_is_answered_when_a_sweep_is_queued() {
-    let dir = tempfile::tempdir().unwrap();
-    let s = start(dir.path(), Duration::from_secs(60)).await;
+/// A scheduler on `dir` with nothing to lease, a registered session, and that session's
+/// lease, asked with a wait and held by the time this answers.
+async fn a_held_lease(
+    dir: &std::path::Path,
+) -> (SchedulerHandle, String, tokio::task::JoinHandle<Result<Leases, CommandError>>) {
+    let s = start(dir, Duration::from_secs(60)).await;
     let w = register(&s).await;
     let held = tokio::spawn({
         let (s, w) = (s.clone(), w.clone());
@@ -1400,6 +1400,15 @@ async fn a_held_lease_is_answered_when_a_sweep_is_queued() {
     });
     // The lease reaches the scheduler first, finds nothing and is held.
     tokio::time::sleep(Duration::from_millis(50)).await;
+    (s, w, held)
+}
+
+/// An idle worker's lease held open is answered with the jobs of a sweep submitted while it
+/// waits, without a poll.
+#[tokio::test]
+async fn a_held_lease_is_answered_when_a_sweep_is_queued() {
+    let dir = tempfile::tempdir().unwrap();
+    let (s, _, held) = a_held_lease(dir.path()).await;
     s.submit(Submission::new("t".into(), "testkit".into(), (0..3).map(job))).await.unwrap();
     let leases = held.await.unwrap().unwrap();
     assert_eq!(leases.leases.len(), 3, "the held lease took the sweep's jobs");
@@ -1433,13 +1442,7 @@ async fn a_held_lease_with_nothing_queued_comes_back_empty_after_its_wait() {
 #[tokio::test]
 async fn a_held_lease_given_up_takes_no_jobs() {
     let dir = tempfile::tempdir().unwrap();
-    let s = start(dir.path(), Duration::from_secs(60)).await;
-    let w = register(&s).await;
-    let held = tokio::spawn({
-        let (s, w) = (s.clone(), w.clone());
-        async move { s.lease_within(w, 8, Duration::from_secs(60)).await }
-    });
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    let (s, w, held) = a_held_lease(dir.path()).await;
     held.abort();
     assert!(held.await.unwrap_err().is_cancelled());
     s.submit(Submission::new("t".into(), "testkit".into(), (0..3).map(job))).await.unwrap();
