@@ -77,7 +77,7 @@ pub fn run_sweep(
     let io_error: Mutex<Option<anyhow::Error>> = Mutex::new(None);
     let family = registry.family(&sweep.family)?;
     let metrics = family.metrics();
-    let parts = Parts { sweep_dir, metrics, batch: Mutex::new(Batch::default()) };
+    let parts = Parts { sweep_dir, metrics, policy: CommitConfig::default(), batch: Mutex::new(Batch::default()) };
     // Emptied first: the caller holds the results directory's lock, so its files are a
     // dead run's.
     let spool_dir = sweep_dir.parent().unwrap_or(Path::new(".")).join(".spool");
@@ -163,6 +163,9 @@ struct Batch {
 struct Parts<'a> {
     sweep_dir: &'a Path,
     metrics: &'static [MetricDef],
+    /// When a part is full: made once (its default reads the cgroup's CPU quota, three
+    /// files, which per job cost more than a trivial job).
+    policy: CommitConfig,
     batch: Mutex<Batch>,
 }
 
@@ -171,7 +174,7 @@ impl Parts<'_> {
     const MAX_ROWS: u64 = 1 << 20;
 
     fn add(&self, job: ValidJob, records: Spool) -> anyhow::Result<()> {
-        let policy = CommitConfig::default();
+        let policy = &self.policy;
         let full = {
             let mut batch = self.batch.lock().unwrap_or_else(|e| e.into_inner());
             batch.rows += u64::from(records.n_records());
