@@ -6,7 +6,7 @@
 use super::requests::NOTHING_TO_LEASE_RETRY;
 use super::Scheduler;
 use crate::coordinator::handle::Reply;
-use crate::coordinator::replies::{CommandError, Leases};
+use crate::coordinator::replies::Leases;
 use std::time::{Duration, Instant};
 
 /// The longest a lease is held: a worker's request must come back well within its RPC
@@ -59,8 +59,8 @@ impl Scheduler {
 
     /// Answer the held leases that can be: with jobs when some were queued since they last
     /// looked, empty (ask again at once) when their wait is over (seen at the latest at the
-    /// scheduler's next tick). A lease whose worker gave
-    /// up (its request dropped) is let go without leasing it anything.
+    /// scheduler's next tick). A lease whose worker gave up (its request dropped) is let go
+    /// without leasing it anything.
     pub(super) fn answer_held_leases(&mut self) {
         let held = &mut self.held_leases;
         let Some(due) = held.next_due else { return };
@@ -76,14 +76,13 @@ impl Scheduler {
             if lease.reply.is_closed() {
                 continue;
             }
-            let leased = if look { self.lease(&lease.session, lease.max_jobs, now) } else { empty() };
-            match leased {
-                Ok(l) if nothing(&l) && lease.until > now => still.push(lease),
-                Ok(l) if nothing(&l) => {
-                    let _ = lease.reply.send(Ok(Leases { leases: Vec::new(), retry_after: Duration::ZERO }));
-                }
-                answer => {
+            match look.then(|| self.lease(&lease.session, lease.max_jobs, now)) {
+                Some(answer) if !matches!(&answer, Ok(l) if nothing(l)) => {
                     let _ = lease.reply.send(answer);
+                }
+                _ if lease.until > now => still.push(lease),
+                _ => {
+                    let _ = lease.reply.send(Ok(Leases { leases: Vec::new(), retry_after: Duration::ZERO }));
                 }
             }
         }
@@ -96,8 +95,4 @@ impl Scheduler {
 /// A lease that found no job to lease (not one refused for the store's trouble).
 fn nothing(leases: &Leases) -> bool {
     leases.leases.is_empty() && leases.retry_after == NOTHING_TO_LEASE_RETRY
-}
-
-fn empty() -> Result<Leases, CommandError> {
-    Ok(Leases { leases: Vec::new(), retry_after: NOTHING_TO_LEASE_RETRY })
 }
