@@ -18,6 +18,7 @@ use crate::results;
 use anyhow::Context;
 use armada_proto::v1 as pb;
 use armada_worker::auth::BearerToken;
+use armada_worker::heartbeats::Heartbeats;
 use armada_worker::worker::ahead_per_slot;
 use pb::workers_client::WorkersClient;
 use std::collections::{BinaryHeap, HashMap};
@@ -118,6 +119,9 @@ pub struct LoadReport {
     pub abandoned: usize,
     /// Commits answered committed = false (another attempt had committed the job).
     pub not_committed: usize,
+    /// Sessions whose heartbeats left their own connection for the session's other one
+    /// (it failed or did not answer within a heartbeat's interval).
+    pub heartbeats_shared: usize,
     /// Jobs in the parts: distinct keys, keys found more than once, and jobs whose rows
     /// are not `steps + 1`.
     pub jobs_in_parts: usize,
@@ -255,7 +259,13 @@ async fn simulate(config: &LoadConfig, url: &str, token: &str, pid: u32) -> anyh
                 processor: String::new(),
             };
             let registered = client.register(request).await.map_err(crate::client::status_error)?.into_inner();
-            anyhow::Ok((client, registered))
+            // Heartbeats on a connection of their own, as the Rust worker sends them.
+            let interval = Duration::from_millis(u64::from(registered.heartbeat_interval_ms.max(20)));
+            let mut heartbeats = Heartbeats::new(&url, None, &BearerToken::new(Some(&token))?, interval);
+            // Its connection dialled now: the latencies measured are a running session's.
+            let first = pb::HeartbeatRequest { session: registered.session.clone(), ..Default::default() };
+            heartbeats.send(&mut client, first).await.map_err(crate::client::status_error)?;
+            anyhow::Ok((client, heartbeats, registered))
         });
     }
     let mut sessions = Vec::with_capacity(config.sessions);
@@ -280,9 +290,10 @@ async fn simulate(config: &LoadConfig, url: &str, token: &str, pid: u32) -> anyh
 
     let committed = Arc::new(AtomicUsize::new(0));
     let mut running = JoinSet::new();
-    for (i, (client, registered)) in sessions.into_iter().enumerate() {
+    for (i, (client, heartbeats, registered)) in sessions.into_iter().enumerate() {
         let session = Session {
             client,
+            heartbeats,
             id: registered.session,
             slots: config.slots,
             heartbeat: Duration::from_millis(u64::from(registered.heartbeat_interval_ms.max(20))),
@@ -332,6 +343,7 @@ async fn simulate(config: &LoadConfig, url: &str, token: &str, pid: u32) -> anyh
         store_bytes_per_job: store_bytes as f64 / config.jobs as f64,
         abandoned: seen.abandoned,
         not_committed: seen.not_committed,
+        heartbeats_shared: seen.heartbeats_shared,
         jobs_in_parts,
         duplicated,
         wrong_rows,
@@ -361,6 +373,7 @@ struct Seen {
     heartbeat: Vec<Duration>,
     abandoned: usize,
     not_committed: usize,
+    heartbeats_shared: usize,
 }
 
 impl Seen {
@@ -370,12 +383,14 @@ impl Seen {
         self.heartbeat.extend(other.heartbeat);
         self.abandoned += other.abandoned;
         self.not_committed += other.not_committed;
+        self.heartbeats_shared += other.heartbeats_shared;
     }
 }
 
 /// One simulated worker session.
 struct Session {
     client: Workers,
+    heartbeats: Heartbeats,
     id: String,
     slots: usize,
     heartbeat: Duration,
@@ -406,7 +421,8 @@ impl Session {
 
     async fn run(mut self) -> anyhow::Result<Seen> {
         let mut seen = Seen::default();
-        let mut heartbeat = tokio::time::interval(self.heartbeat);
+        let phase = (self.draw() >> 11) as f64 / (1u64 << 53) as f64;
+        let mut heartbeat = armada_worker::heartbeats::ticks(self.heartbeat, phase);
         // Leased and waiting for a slot (attempt, seed); on a slot; finished and waiting
         // for their commit's batch; commits in flight.
         let mut backlog: Vec<(u64, u64)> = Vec::new();
@@ -424,6 +440,7 @@ impl Session {
                 slots.push(Running(std::cmp::Reverse(ends), attempt, seed));
             }
             if self.committed.load(Ordering::Relaxed) >= self.jobs && commits.is_empty() {
+                seen.heartbeats_shared = usize::from(!self.heartbeats.on_own_connection());
                 return Ok(seen);
             }
             // Leased ahead as the worker does for the sweep's mean job length (the worker
@@ -441,9 +458,9 @@ impl Session {
                     let held = started.iter().copied().chain(backlog.iter().map(|b| b.0)).collect();
                     let request = pb::HeartbeatRequest { session: self.id.clone(), attempt_ids: held, started_ids: started };
                     let asked = Instant::now();
-                    let reply = self.client.heartbeat(request).await.map_err(crate::client::status_error)?;
+                    let reply = self.heartbeats.send(&mut self.client, request).await.map_err(crate::client::status_error)?;
                     seen.heartbeat.push(asked.elapsed());
-                    let abandon = reply.into_inner().abandon;
+                    let abandon = reply.abandon;
                     // One whose commit is in flight was settled by it (as the worker, skip it).
                     seen.abandoned += abandon.iter().filter(|a| !in_commit.contains(a)).count();
                     backlog.retain(|(a, _)| !abandon.contains(a));
@@ -568,6 +585,12 @@ pub fn describe(r: &LoadReport) -> String {
     text += &latency("Lease", &r.lease);
     text += &latency("CompleteAttempts", &r.complete);
     text += &latency("Heartbeat", &r.heartbeat);
+    if r.heartbeats_shared > 0 {
+        text += &format!(
+            "                  {} sessions heartbeat on their other connection (their own failed)\n",
+            r.heartbeats_shared
+        );
+    }
     text += &format!(
         "coordinator RSS   {:.0} B per session, {:.0} B per queued job, peak {} MB\n",
         r.rss_bytes_per_session,

@@ -34,6 +34,7 @@ fn two_hundred_sessions_commit_every_job_exactly_once() {
     assert_eq!((number(&["duplicated"]), number(&["wrong_rows"])), (0.0, 0.0), "{printed}");
     assert_eq!(number(&["abandoned"]), 0.0, "no attempt expired while its session ran it: {printed}");
     assert_eq!(number(&["not_committed"]), 0.0, "{printed}");
+    assert_eq!(number(&["heartbeats_shared"]), 0.0, "every session heartbeats on its own connection: {printed}");
     for call in ["lease", "complete", "heartbeat"] {
         assert!(number(&[call, "calls"]) > 0.0, "{call}: {printed}");
     }

@@ -25,6 +25,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
+/// The longest a heartbeat waits for the scheduler's answer (see [`SchedulerHandle::heartbeat`]).
+pub const HEARTBEAT_ANSWER: Duration = Duration::from_millis(20);
+
 /// How the scheduler answers a command.
 pub(super) type Reply<T> = oneshot::Sender<Result<T, CommandError>>;
 
@@ -102,12 +105,13 @@ pub(super) enum Command {
         wait: Duration,
         reply: Reply<Leases>,
     },
-    /// Renew the leases of these attempts (and note those `started`); answers the
-    /// attempts to abandon.
+    /// Renew the leases of these attempts from `heard`, when the heartbeat came (and note
+    /// those `started`); answers the attempts to abandon.
     Heartbeat {
         session: String,
         attempts: Vec<u64>,
         started: Vec<u64>,
+        heard: std::time::Instant,
         reply: Reply<Vec<u64>>,
     },
     /// A sweep's jobs with their keys, at its revision, and its results directory: what a
@@ -284,13 +288,36 @@ impl SchedulerHandle {
 
     /// Renew the leases of these attempts, of which the worker has `started` (the others
     /// it holds leased ahead); answers the attempts to abandon.
+    ///
+    /// Answered within [`HEARTBEAT_ANSWER`]: a scheduler still busy then (a round of
+    /// commits) applies the heartbeat when it comes to it, renewing the leases from the
+    /// time the heartbeat came, and the worker hears what to abandon at its next heartbeat.
+    /// Lease deadlines are checked only between commands, so one queued in time is never
+    /// expired by the wait.
     pub async fn heartbeat(
         &self,
         session: String,
         attempts: Vec<u64>,
         started: Vec<u64>,
     ) -> Result<Vec<u64>, CommandError> {
-        self.call(|reply| Command::Heartbeat { session, attempts, started, reply }).await
+        let heard = tokio::time::Instant::now().into_std();
+        let (reply, answer) = oneshot::channel();
+        let command = Command::Heartbeat { session, attempts, started, heard, reply };
+        match self.mailbox.try_send(command) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(command)) => {
+                // Delivered when there is room, and answered then or at the next heartbeat.
+                let mailbox = self.mailbox.clone();
+                tokio::spawn(async move { mailbox.send(command).await });
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => {
+                return Err(CommandError::unavailable("the scheduler has stopped"))
+            }
+        }
+        match tokio::time::timeout(HEARTBEAT_ANSWER, answer).await {
+            Ok(answered) => answered.map_err(|_| CommandError::internal("the scheduler dropped the request"))?,
+            Err(_) => Ok(Vec::new()),
+        }
     }
 
     /// Sweep `sweep`'s jobs and keys as they stand, and its results directory.

@@ -11,6 +11,7 @@ pub mod dashboard;
 pub mod declared;
 pub mod fetch;
 pub mod handle;
+pub mod heartbeats;
 pub mod ingest;
 pub mod jobs;
 pub mod live;
@@ -37,8 +38,6 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use tokio_stream::wrappers::TcpListenerStream;
-use tokio_stream::StreamExt;
 use tonic::transport::{Identity, Server, ServerTlsConfig};
 
 /// How a coordinator serves.
@@ -104,13 +103,18 @@ pub async fn serve(
     let reflection_v1 = reflection().build_v1().context("building the reflection service")?;
     let reflection_v1alpha = reflection().build_v1alpha().context("building the reflection service")?;
 
+    let tls = match &config.tls {
+        Some((cert, key)) => {
+            let cert =
+                std::fs::read(cert).with_context(|| format!("reading the TLS certificate {}", cert.display()))?;
+            let key = std::fs::read(key).with_context(|| format!("reading the TLS key {}", key.display()))?;
+            Some(ServerTlsConfig::new().identity(Identity::from_pem(cert, key)))
+        }
+        None => None,
+    };
     let mut server = Server::builder();
-    if let Some((cert, key)) = &config.tls {
-        let cert = std::fs::read(cert).with_context(|| format!("reading the TLS certificate {}", cert.display()))?;
-        let key = std::fs::read(key).with_context(|| format!("reading the TLS key {}", key.display()))?;
-        server = server
-            .tls_config(ServerTlsConfig::new().identity(Identity::from_pem(cert, key)))
-            .context("configuring TLS")?;
+    if let Some(tls) = &tls {
+        server = server.tls_config(tls.clone()).context("configuring TLS")?;
     }
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
@@ -145,22 +149,20 @@ pub async fn serve(
         let (data, tokens) = (config.data.clone(), tokens.clone());
         tokio::spawn(dashboard::serve(listener, scheduler, data, tokens, dashboard_tls, until))
     });
-    // serve_with_incoming ignores the builder's TCP settings: without TCP_NODELAY, Nagle's
-    // algorithm meets delayed ACKs and small replies (a lease, a commit) wait ~40 ms.
-    let incoming = TcpListenerStream::new(listener).map(|stream| {
-        let stream = stream?;
-        stream.set_nodelay(true)?;
-        Ok::<_, std::io::Error>(stream)
-    });
-    server
+    // Connections are accepted on the heartbeat thread, which keeps heartbeat channels and
+    // hands the others here.
+    let (incoming, heartbeat_thread) = heartbeats::start(listener, coordinator.clone(), workers_gate.clone(), tls)
+        .context("starting the heartbeat thread")?;
+    let served = server
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
         .add_service(pb::sweeps_server::SweepsServer::with_interceptor(coordinator.clone(), sweeps_gate))
         .add_service(pb::workers_server::WorkersServer::with_interceptor(coordinator, workers_gate))
         .serve_with_incoming_shutdown(incoming, shutdown)
-        .await
-        .context("serving gRPC")?;
+        .await;
+    heartbeat_thread.stop().await;
+    served.context("serving gRPC")?;
     if let Some(dashboard) = dashboard {
         // A request in flight may hold a graceful end: give it a moment, then cut it, so
         // that no handle keeps the scheduler (and the store's lock) alive.

@@ -384,17 +384,19 @@ impl JobTable {
         effects
     }
 
-    /// Renew the leases of `attempts` held by `session` until `lease_ttl` after `now`;
+    /// Renew the leases of `attempts` held by `session` until `lease_ttl` after `heard`
+    /// (a heartbeat applied late never shortens a lease that a later one renewed);
     /// answers the attempts to abandon (their jobs are settled, or they are unknown).
-    pub fn heartbeat(&mut self, session: &str, attempts: Vec<u64>, now: Instant) -> Result<Vec<u64>, CommandError> {
+    pub fn heartbeat(&mut self, session: &str, attempts: Vec<u64>, heard: Instant) -> Result<Vec<u64>, CommandError> {
         // Another session's attempt: the whole heartbeat is refused, and renews nothing.
         self.check_session(session, &attempts)?;
-        let expires = now + self.policy.lease_ttl;
+        let expires = heard + self.policy.lease_ttl;
         let mut abandon = Vec::new();
         for id in attempts {
             match self.attempts.get(&id).map(|a| a.job) {
                 Some(i) if self.jobs[i].current == Some(id) => {
-                    self.attempts.get_mut(&id).expect("found").expires = expires;
+                    let attempt = self.attempts.get_mut(&id).expect("found");
+                    attempt.expires = attempt.expires.max(expires);
                 }
                 Some(i) if !self.is_settled(i) => {
                     // An expired attempt whose job is queued or run by another attempt: it
@@ -1173,6 +1175,32 @@ mod tests {
                 state: JobState::Queued,
                 error: Some("lease expired: worker a! stopped heartbeating".into()),
             }
+        );
+        assert_eq!(t.jobs[0].state, JobState::Queued);
+    }
+
+    /// A heartbeat renews from when it came, even applied later (the scheduler was busy),
+    /// and one applied after a later one does not shorten the lease that one renewed.
+    #[test]
+    fn a_heartbeat_renews_from_when_it_came_and_never_shortens_a_lease() {
+        let mut t = table(1);
+        let families: BTreeSet<String> = ["f".to_string()].into();
+        let session: Arc<str> = "a".into();
+        let t0 = Instant::now();
+        let picked = t.pick(&families, 1);
+        t.start_attempts(&picked, &[7], &session, "w", t0);
+        t.started("a", &[7]);
+        let heard = t0 + TTL / 2;
+        // Renewed to heard + TTL, whenever the scheduler applies it.
+        assert!(t.heartbeat("a", vec![7], heard).unwrap().is_empty());
+        assert!(t.expire(heard + TTL, |s| s.to_string()).is_empty());
+        // An older heartbeat applied after it changes nothing.
+        assert!(t.heartbeat("a", vec![7], t0).unwrap().is_empty());
+        assert!(t.expire(heard + TTL, |s| s.to_string()).is_empty());
+        let effects = t.expire(heard + TTL + Duration::from_nanos(1), |s| s.to_string());
+        assert!(
+            matches!(effects[0], Effect::EndAttempt { attempt: 7, outcome: AttemptOutcome::Failed, .. }),
+            "expired one nanosecond after heard + TTL: {effects:?}"
         );
         assert_eq!(t.jobs[0].state, JobState::Queued);
     }

@@ -382,8 +382,8 @@ impl Scheduler {
             Command::Lease { session, max_jobs, wait, reply } => {
                 self.lease_or_hold(session, max_jobs, wait, reply, now)
             }
-            Command::Heartbeat { session, attempts, started, reply } => {
-                let _ = reply.send(self.heartbeat(&session, attempts, &started, now));
+            Command::Heartbeat { session, attempts, started, heard, reply } => {
+                let _ = reply.send(self.heartbeat(&session, attempts, &started, heard));
             }
             Command::SweepKeys { sweep, reply } => {
                 let _ = reply.send(Ok((self.sweeps.snapshot(&sweep, &self.table), self.sweeps.dir(&sweep))));

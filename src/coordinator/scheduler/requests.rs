@@ -276,12 +276,12 @@ impl Scheduler {
         session: &str,
         attempts: Vec<u64>,
         started: &[u64],
-        now: std::time::Instant,
+        heard: std::time::Instant,
     ) -> Result<Vec<u64>, CommandError> {
         self.workers.get(session)?;
         // Lease deadlines live in memory only: a restart voids every running attempt anyway,
         // so a heartbeat never waits on the store.
-        let abandon = self.table.heartbeat(session, attempts, now)?;
+        let abandon = self.table.heartbeat(session, attempts, heard)?;
         self.table.started(session, started);
         Ok(abandon)
     }

@@ -5,7 +5,9 @@
 It registers a session that declares the family, leases jobs (one per slot, and about
 100 ms of work more per slot while a sweep's jobs prove short, as armada's Rust worker
 does), runs them in N processes side by side (short jobs in batches), heartbeats every
-attempt it holds, commits each finished trajectory (inline, or uploaded in batches when
+attempt it holds (on its one connection: grpcio cannot open the heartbeat connection with
+the bytes the Rust worker's begins with, so a coordinator busy with a round of commits
+answers these later), commits each finished trajectory (inline, or uploaded in batches when
 long), reports a job's exception with FailAttempt (the job's fault; a slot process that
 died is the worker's), retries a lost connection with backoff (saying where it tries),
 registers again when the coordinator forgot its session, and on SIGTERM or Ctrl-C stops
@@ -26,6 +28,7 @@ import os
 import platform
 import signal
 import queue
+import random
 import socket
 import sys
 import threading
@@ -317,7 +320,8 @@ class Worker:
                 try:
                     if not self.session:
                         self.register()
-                        next_heartbeat = time.monotonic() + self.heartbeat_every
+                        # A phase of its own: workers started together do not heartbeat together.
+                        next_heartbeat = time.monotonic() + random.random() * self.heartbeat_every
                     if self.draining:
                         self._release_unstarted()
                     else:

@@ -1,8 +1,16 @@
 //! Dialing the coordinator: plain HTTP/2 for `http://` URLs, TLS (rustls) for `https://`
 //! ones, trusting the given CA certificate.
 
+use hyper_util::rt::TokioIo;
+use std::future::Future;
 use std::path::Path;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+use tonic::codegen::http::Uri;
+use tonic::codegen::Service;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 
 /// How long dialling may take before it counts as no answer.
@@ -53,6 +61,44 @@ pub fn endpoint(url: &str, ca: Option<&Path>) -> anyhow::Result<Endpoint> {
         endpoint = endpoint.tls_config(tls)?;
     }
     Ok(endpoint)
+}
+
+/// The bytes a heartbeat connection opens with, before its TLS or HTTP/2 begins (as the
+/// PROXY protocol's header does). The coordinator serves such a connection on a thread of
+/// its own, so that a heartbeat is answered while a round of commits and leases keeps its
+/// other threads busy. The first byte decides: HTTP/2 opens with `P`, TLS with 0x16.
+pub const HEARTBEAT_PREFIX: &[u8] = b"armada heartbeats\n";
+
+/// A channel for heartbeats, on a connection of its own that opens with
+/// [`HEARTBEAT_PREFIX`]; it dials at its first call. A coordinator that does not know the
+/// prefix breaks the connection off, and the caller heartbeats on its other channel.
+pub fn heartbeat_channel(url: &str, ca: Option<&Path>) -> anyhow::Result<Channel> {
+    Ok(endpoint(url, ca)?.connect_with_connector_lazy(Prefixed))
+}
+
+/// Dials TCP and writes [`HEARTBEAT_PREFIX`]; tonic puts TLS over it for `https://`.
+#[derive(Clone, Copy, Debug)]
+struct Prefixed;
+
+impl Service<Uri> for Prefixed {
+    type Response = TokioIo<TcpStream>;
+    type Error = std::io::Error;
+    type Future = Pin<Box<dyn Future<Output = std::io::Result<Self::Response>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, uri: Uri) -> Self::Future {
+        Box::pin(async move {
+            let host = uri.host().unwrap_or_default().trim_start_matches('[').trim_end_matches(']').to_string();
+            let port = uri.port_u16().unwrap_or(if uri.scheme_str() == Some("https") { 443 } else { 80 });
+            let mut stream = TcpStream::connect((host.as_str(), port)).await?;
+            stream.set_nodelay(true)?;
+            stream.write_all(HEARTBEAT_PREFIX).await?;
+            Ok(TokioIo::new(stream))
+        })
+    }
 }
 
 /// Connect now (an error if the coordinator is not there, saying why).
@@ -183,6 +229,16 @@ mod tests {
             explain("https://h:7070", &plain).ends_with("the server did not answer TLS: does it serve plain http://?")
         );
         assert_eq!(explain("http://h:1", &transport(Nested("something else", None))), "something else");
+    }
+
+    /// The prefix is the one the protocol documents, and its first byte is neither HTTP/2's
+    /// (its preface opens with `P`) nor TLS's (a handshake record, 0x16).
+    #[test]
+    fn the_heartbeat_prefix_is_the_one_the_protocol_documents() {
+        let proto = include_str!("../../../proto/armada/v1/service.proto");
+        let text = std::str::from_utf8(HEARTBEAT_PREFIX).unwrap().strip_suffix('\n').unwrap();
+        assert!(proto.contains(&format!("\"{text}\\n\"")), "the proto documents {text:?}");
+        assert!(HEARTBEAT_PREFIX[0] != b'P' && HEARTBEAT_PREFIX[0] != 0x16);
     }
 
     #[test]

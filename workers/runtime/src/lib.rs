@@ -8,6 +8,7 @@
 
 pub mod auth;
 pub mod connect;
+pub mod heartbeats;
 pub mod processor;
 pub mod testkit;
 pub mod wire;

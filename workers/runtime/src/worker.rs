@@ -25,8 +25,6 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::StreamExt;
-use tonic::service::interceptor::InterceptedService;
-use tonic::transport::Channel;
 use tonic::Code;
 use tracing::{info, warn};
 
@@ -81,7 +79,7 @@ pub struct WorkerConfig {
     pub host: String,
 }
 
-type Client = WorkersClient<InterceptedService<Channel, BearerToken>>;
+use crate::heartbeats::{Client, Heartbeats};
 
 /// How long each sweep's jobs take on this worker: a running mean per sweep (the last
 /// eight jobs weigh most). Leasing ahead follows the sweep being leased, so that after a
@@ -256,7 +254,9 @@ async fn session(
         .await
         .map_err(|status| SessionError { status, at_register: true })?
         .into_inner();
-    registered_session(config, registry, client, registered, shutdown)
+    let interval = Duration::from_millis(registered.heartbeat_interval_ms.max(20) as u64);
+    let heartbeats = Heartbeats::new(&config.coordinator, config.tls_ca.as_deref(), token, interval);
+    registered_session(config, registry, client, heartbeats, registered, shutdown)
         .await
         .map_err(|status| SessionError { status, at_register: false })
 }
@@ -267,6 +267,7 @@ async fn registered_session(
     config: &WorkerConfig,
     registry: &Arc<Registry>,
     mut client: Client,
+    mut heartbeats: Heartbeats,
     registered: pb::RegisterResponse,
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<(), tonic::Status> {
@@ -274,7 +275,8 @@ async fn registered_session(
     // Every later request names the session; an attempt belongs to the session that leased it.
     let session: Arc<str> = registered.session.into();
     info!("registered with {} as {worker_id} ({} slots)", config.coordinator, config.slots);
-    let mut heartbeat = tokio::time::interval(Duration::from_millis(registered.heartbeat_interval_ms.max(20) as u64));
+    let interval = Duration::from_millis(registered.heartbeat_interval_ms.max(20) as u64);
+    let mut heartbeat = crate::heartbeats::ticks(interval, crate::heartbeats::random_phase());
     let mut running: HashMap<u64, watch::Sender<bool>> = HashMap::new();
     let mut tasks: JoinSet<Vec<Finished>> = JoinSet::new();
     // Leased, not yet started (heartbeated all the same: they are in `running`).
@@ -342,9 +344,9 @@ async fn registered_session(
                 let started_ids = attempt_ids.iter().copied().filter(|id| !waiting.contains(id)).collect();
                 let request = pb::HeartbeatRequest { session: session.to_string(), attempt_ids, started_ids };
                 awaiting_commit.retain(|id| running.contains_key(id));
-                match client.heartbeat(request).await {
+                match heartbeats.send(&mut client, request).await {
                     Ok(reply) => {
-                        for id in reply.into_inner().abandon {
+                        for id in reply.abandon {
                             if awaiting_commit.contains(&id) {
                                 // Its commit is in flight: the coordinator settled it first.
                                 continue;
