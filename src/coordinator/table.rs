@@ -958,7 +958,9 @@ mod tests {
                         for id in asked {
                             let current = t.attempt(id).is_some_and(|a| t.jobs[a.job].current == Some(id));
                             if current {
-                                m.leases.get_mut(&id).unwrap().1 = now + TTL;
+                                // Renewed to now + TTL, or kept if a busy spell excused it longer.
+                                let expires = &mut m.leases.get_mut(&id).unwrap().1;
+                                *expires = (*expires).max(now + TTL);
                             }
                             let settled = t.attempt(id).is_none_or(|a| t.is_settled(a.job));
                             let failed = t.attempt(id).is_some_and(|a| t.jobs[a.job].state == JobState::Failed);
