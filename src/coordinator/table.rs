@@ -1149,10 +1149,8 @@ mod tests {
         assert!(unstarted_expired > 100 && job_errors > 100, "{unstarted_expired} {job_errors}");
     }
 
-    /// A lease renewed within its ttl lives on however long the job runs; one that is not
-    /// expires on the first look after its deadline, and not before.
-    #[test]
-    fn a_lease_lives_exactly_its_ttl_after_its_last_renewal() {
+    /// A table of one job, running as attempt 7 of session `a` since the instant answered.
+    fn one_running_attempt() -> (JobTable, Instant) {
         let mut t = table(1);
         let families: BTreeSet<String> = ["f".to_string()].into();
         let session: Arc<str> = "a".into();
@@ -1160,6 +1158,14 @@ mod tests {
         let picked = t.pick(&families, 1);
         t.start_attempts(&picked, &[7], &session, "w", t0);
         t.started("a", &[7]);
+        (t, t0)
+    }
+
+    /// A lease renewed within its ttl lives on however long the job runs; one that is not
+    /// expires on the first look after its deadline, and not before.
+    #[test]
+    fn a_lease_lives_exactly_its_ttl_after_its_last_renewal() {
+        let (mut t, t0) = one_running_attempt();
         let mut now = t0;
         for _ in 0..1000 {
             now += TTL - Duration::from_millis(1);
@@ -1185,13 +1191,7 @@ mod tests {
     /// and one applied after a later one does not shorten the lease that one renewed.
     #[test]
     fn a_heartbeat_renews_from_when_it_came_and_never_shortens_a_lease() {
-        let mut t = table(1);
-        let families: BTreeSet<String> = ["f".to_string()].into();
-        let session: Arc<str> = "a".into();
-        let t0 = Instant::now();
-        let picked = t.pick(&families, 1);
-        t.start_attempts(&picked, &[7], &session, "w", t0);
-        t.started("a", &[7]);
+        let (mut t, t0) = one_running_attempt();
         let heard = t0 + TTL / 2;
         // Renewed to heard + TTL, whenever the scheduler applies it.
         assert!(t.heartbeat("a", vec![7], heard).unwrap().is_empty());
