@@ -631,6 +631,13 @@ fn tls_serves_https_to_clients_that_trust_the_certificate() {
     let watched = client(&["watch", "tls", "--quiet", "--tls-ca", ca], &coord.url, 60);
     assert!(watched.status.success(), "{}", text(&watched.stderr));
     assert_eq!(job_count(&data.join("tls")), 3);
+    // Its heartbeats go on their own connection, TLS over the prefix, within an interval.
+    let log = tmp.path().join("w.log");
+    let heard = (0..100).any(|_| {
+        std::thread::sleep(Duration::from_millis(100));
+        std::fs::read_to_string(&log).unwrap_or_default().contains("heartbeats go on a connection of their own")
+    });
+    assert!(heard, "{}", std::fs::read_to_string(&log).unwrap_or_default());
     // The dashboard is HTTPS with the same certificate, and nothing in the clear.
     let curl = |url: &str| {
         Command::new("curl").args(["-sS", "--max-time", "20", "--cacert", ca, url]).output().expect("curl runs")

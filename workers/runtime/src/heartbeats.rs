@@ -33,6 +33,8 @@ pub struct Heartbeats {
     own: Option<Client>,
     /// The longest a heartbeat waits on its own channel before it goes on the other one.
     patience: Duration,
+    /// Whether one was answered on its own channel yet (said once in the log).
+    answered_on_own: bool,
 }
 
 impl Heartbeats {
@@ -42,7 +44,7 @@ impl Heartbeats {
         // the heartbeats on that channel.
         let own =
             crate::connect::heartbeat_channel(url, ca).ok().map(|c| WorkersClient::with_interceptor(c, token.clone()));
-        Heartbeats { own, patience: interval }
+        Heartbeats { own, patience: interval, answered_on_own: false }
     }
 
     /// Whether heartbeats still go on their own connection.
@@ -61,7 +63,12 @@ impl Heartbeats {
             return shared.heartbeat(request).await.map(|r| r.into_inner());
         };
         let why = match tokio::time::timeout(self.patience, own.heartbeat(request.clone())).await {
-            Ok(Ok(reply)) => return Ok(reply.into_inner()),
+            Ok(Ok(reply)) => {
+                if !std::mem::replace(&mut self.answered_on_own, true) {
+                    info!("heartbeats go on a connection of their own");
+                }
+                return Ok(reply.into_inner());
+            }
             Ok(Err(status)) => status.message().to_string(),
             Err(_) => format!("no answer within {:?}", self.patience),
         };
