@@ -233,10 +233,20 @@ pub fn run(config: &LoadConfig) -> anyhow::Result<LoadReport> {
     let served = serve(config, &token)?;
     let pid = served.child.id();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    runtime.block_on(simulate(config, &served.url, &token, pid))
+    // The sessions' heartbeats on a thread of their own, as each worker process sends its
+    // own: their latencies are the coordinator's, not this process's queue of 2,000
+    // sessions' other work.
+    let beats = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
+    runtime.block_on(simulate(config, &served.url, &token, pid, beats.handle()))
 }
 
-async fn simulate(config: &LoadConfig, url: &str, token: &str, pid: u32) -> anyhow::Result<LoadReport> {
+async fn simulate(
+    config: &LoadConfig,
+    url: &str,
+    token: &str,
+    pid: u32,
+    beats: &tokio::runtime::Handle,
+) -> anyhow::Result<LoadReport> {
     let registry = crate::registry();
     let (_, rss_empty, _) = process_usage(pid)?;
     // Register every session first: the coordinator's memory per session.
@@ -244,6 +254,7 @@ async fn simulate(config: &LoadConfig, url: &str, token: &str, pid: u32) -> anyh
     for i in 0..config.sessions {
         let (url, token, digest) = (url.to_string(), token.to_string(), registry.digest());
         let slots = config.slots as u32;
+        let beats = beats.clone();
         registering.spawn(async move {
             let channel = armada_worker::connect::connect(&url, None).await?;
             let mut client = WorkersClient::with_interceptor(channel, BearerToken::new(Some(&token))?);
@@ -261,10 +272,17 @@ async fn simulate(config: &LoadConfig, url: &str, token: &str, pid: u32) -> anyh
             let registered = client.register(request).await.map_err(crate::client::status_error)?.into_inner();
             // Heartbeats on a connection of their own, as the Rust worker sends them.
             let interval = Duration::from_millis(u64::from(registered.heartbeat_interval_ms.max(20)));
-            let mut heartbeats = Heartbeats::new(&url, None, &BearerToken::new(Some(&token))?, interval);
-            // Its connection dialled now: the latencies measured are a running session's.
+            // Made, and dialled, on the heartbeats' thread, whose runtime then runs its
+            // connection; dialled now, so that the latencies measured are a running session's.
             let first = pb::HeartbeatRequest { session: registered.session.clone(), ..Default::default() };
-            heartbeats.send(&mut client, first).await.map_err(crate::client::status_error)?;
+            let (bearer, mut fallback) = (BearerToken::new(Some(&token))?, client.clone());
+            let heartbeats = beats
+                .spawn(async move {
+                    let mut heartbeats = Heartbeats::new(&url, None, &bearer, interval);
+                    heartbeats.send(&mut fallback, first).await.map(|_| heartbeats)
+                })
+                .await?
+                .map_err(crate::client::status_error)?;
             anyhow::Ok((client, heartbeats, registered))
         });
     }
@@ -293,7 +311,8 @@ async fn simulate(config: &LoadConfig, url: &str, token: &str, pid: u32) -> anyh
     for (i, (client, heartbeats, registered)) in sessions.into_iter().enumerate() {
         let session = Session {
             client,
-            heartbeats,
+            heartbeats: Some(heartbeats),
+            beats: beats.clone(),
             id: registered.session,
             slots: config.slots,
             heartbeat: Duration::from_millis(u64::from(registered.heartbeat_interval_ms.max(20))),
@@ -390,7 +409,9 @@ impl Seen {
 /// One simulated worker session.
 struct Session {
     client: Workers,
-    heartbeats: Heartbeats,
+    /// Its heartbeat sender, away on the heartbeats' thread while a heartbeat is out.
+    heartbeats: Option<Heartbeats>,
+    beats: tokio::runtime::Handle,
     id: String,
     slots: usize,
     heartbeat: Duration,
@@ -404,6 +425,10 @@ struct Session {
     /// The state of its job lengths' draws (splitmix64).
     draws: u64,
 }
+
+/// A heartbeat come back from the heartbeats' thread: the sender, the call's latency there
+/// and its answer.
+type Beat = (Heartbeats, Duration, Result<pb::HeartbeatResponse, tonic::Status>);
 
 /// A leased attempt running on a slot, by the time it ends (earliest first).
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
@@ -423,6 +448,8 @@ impl Session {
         let mut seen = Seen::default();
         let phase = (self.draw() >> 11) as f64 / (1u64 << 53) as f64;
         let mut heartbeat = armada_worker::heartbeats::ticks(self.heartbeat, phase);
+        heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut beating: Option<tokio::task::JoinHandle<Beat>> = None;
         // Leased and waiting for a slot (attempt, seed); on a slot; finished and waiting
         // for their commit's batch; commits in flight.
         let mut backlog: Vec<(u64, u64)> = Vec::new();
@@ -440,7 +467,11 @@ impl Session {
                 slots.push(Running(std::cmp::Reverse(ends), attempt, seed));
             }
             if self.committed.load(Ordering::Relaxed) >= self.jobs && commits.is_empty() {
-                seen.heartbeats_shared = usize::from(!self.heartbeats.on_own_connection());
+                if let Some(beat) = beating.take() {
+                    self.heartbeats = Some(beat.await?.0);
+                }
+                let on_own = self.heartbeats.as_ref().is_some_and(Heartbeats::on_own_connection);
+                seen.heartbeats_shared = usize::from(!on_own);
                 return Ok(seen);
             }
             // Leased ahead as the worker does for the sweep's mean job length (the worker
@@ -453,14 +484,23 @@ impl Session {
                 _ => Some(ready_since + COMMIT_WAIT),
             };
             tokio::select! {
-                _ = heartbeat.tick() => {
+                _ = heartbeat.tick(), if beating.is_none() => {
                     let started: Vec<u64> = slots.iter().map(|r| r.1).chain(ready.iter().map(|r| r.0)).chain(in_commit.iter().copied()).collect();
                     let held = started.iter().copied().chain(backlog.iter().map(|b| b.0)).collect();
                     let request = pb::HeartbeatRequest { session: self.id.clone(), attempt_ids: held, started_ids: started };
-                    let asked = Instant::now();
-                    let reply = self.heartbeats.send(&mut self.client, request).await.map_err(crate::client::status_error)?;
-                    seen.heartbeat.push(asked.elapsed());
-                    let abandon = reply.abandon;
+                    let (mut heartbeats, mut client) = (self.heartbeats.take().expect("not out"), self.client.clone());
+                    beating = Some(self.beats.spawn(async move {
+                        let asked = Instant::now();
+                        let reply = heartbeats.send(&mut client, request).await;
+                        (heartbeats, asked.elapsed(), reply)
+                    }));
+                }
+                beat = async { beating.as_mut().expect("guarded").await }, if beating.is_some() => {
+                    beating = None;
+                    let (heartbeats, took, reply) = beat?;
+                    self.heartbeats = Some(heartbeats);
+                    let abandon = reply.map_err(crate::client::status_error)?.abandon;
+                    seen.heartbeat.push(took);
                     // One whose commit is in flight was settled by it (as the worker, skip it).
                     seen.abandoned += abandon.iter().filter(|a| !in_commit.contains(a)).count();
                     backlog.retain(|(a, _)| !abandon.contains(a));
