@@ -28,6 +28,10 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 /// The longest a heartbeat waits for the scheduler's answer (see [`SchedulerHandle::heartbeat`]).
 pub const HEARTBEAT_ANSWER: Duration = Duration::from_millis(20);
 
+/// By session, the attempts to abandon that the scheduler found for a heartbeat whose
+/// caller had stopped waiting: a later heartbeat not answered in time answers with them.
+pub(super) type LateAbandons = Arc<std::sync::Mutex<std::collections::HashMap<String, Vec<u64>>>>;
+
 /// How the scheduler answers a command.
 pub(super) type Reply<T> = oneshot::Sender<Result<T, CommandError>>;
 
@@ -192,6 +196,7 @@ pub struct SchedulerHandle {
     spools: Spools,
     live: LiveSummaries,
     metrics: Arc<Metrics>,
+    late_abandons: LateAbandons,
 }
 
 impl SchedulerHandle {
@@ -200,8 +205,9 @@ impl SchedulerHandle {
         spools: Spools,
         live: LiveSummaries,
         metrics: Arc<Metrics>,
+        late_abandons: LateAbandons,
     ) -> Self {
-        SchedulerHandle { mailbox, spools, live, metrics }
+        SchedulerHandle { mailbox, spools, live, metrics, late_abandons }
     }
 
     /// Submit a sweep's jobs.
@@ -290,10 +296,11 @@ impl SchedulerHandle {
     /// it holds leased ahead); answers the attempts to abandon.
     ///
     /// Answered within [`HEARTBEAT_ANSWER`]: a scheduler still busy then (a round of
-    /// commits) applies the heartbeat when it comes to it, renewing the leases from the
-    /// time the heartbeat came, and the worker hears what to abandon at its next heartbeat.
-    /// Lease deadlines are checked only between commands, so one queued in time is never
-    /// expired by the wait.
+    /// commits, or a machine short of CPU) applies the heartbeat when it comes to it,
+    /// renewing the leases from the time the heartbeat came, and keeps what it found to
+    /// abandon for the session's next heartbeat that is not answered in time (an answer in
+    /// time says it anyway). Lease deadlines are checked only between commands, so one
+    /// queued in time is never expired by the wait.
     pub async fn heartbeat(
         &self,
         session: String,
@@ -301,8 +308,8 @@ impl SchedulerHandle {
         started: Vec<u64>,
     ) -> Result<Vec<u64>, CommandError> {
         let heard = tokio::time::Instant::now().into_std();
-        let (reply, answer) = oneshot::channel();
-        let command = Command::Heartbeat { session, attempts, started, heard, reply };
+        let (reply, mut answer) = oneshot::channel();
+        let command = Command::Heartbeat { session: session.clone(), attempts, started, heard, reply };
         match self.mailbox.try_send(command) {
             Ok(()) => {}
             Err(mpsc::error::TrySendError::Full(command)) => {
@@ -314,9 +321,17 @@ impl SchedulerHandle {
                 return Err(CommandError::unavailable("the scheduler has stopped"))
             }
         }
-        match tokio::time::timeout(HEARTBEAT_ANSWER, answer).await {
-            Ok(answered) => answered.map_err(|_| CommandError::internal("the scheduler dropped the request"))?,
-            Err(_) => Ok(Vec::new()),
+        let dropped = |_| CommandError::internal("the scheduler dropped the request");
+        tokio::select! {
+            answered = &mut answer => answered.map_err(dropped)?,
+            () = tokio::time::sleep(HEARTBEAT_ANSWER) => {
+                // Closed first: an answer sent from now on goes to the late abandons.
+                answer.close();
+                match answer.try_recv() {
+                    Ok(answered) => answered,
+                    Err(_) => Ok(self.late_abandons.lock().unwrap_or_else(|e| e.into_inner()).remove(&session).unwrap_or_default()),
+                }
+            }
         }
     }
 

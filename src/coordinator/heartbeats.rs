@@ -270,6 +270,44 @@ mod tests {
         served.stop(&main);
     }
 
+    /// What a heartbeat answered too late finds to abandon comes with a later heartbeat
+    /// that is not answered in time either: with the main runtime blocked at each
+    /// heartbeat, a cancelled job's attempt is still stopped.
+    #[test]
+    fn what_a_late_heartbeat_finds_to_abandon_comes_with_a_later_one() {
+        let main = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+        let served = coordinator(&main, SchedulerConfig::default());
+        let url = format!("http://{}", served.at);
+        let client = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        client.block_on(async {
+            let mut workers = WorkersClient::new(connect(&url, None).await.unwrap());
+            let mut own = WorkersClient::new(heartbeat_channel(&url, None).unwrap());
+            let mut sweeps = SweepsClient::new(connect(&url, None).await.unwrap());
+            let session = register(&mut workers).await;
+            let sweep = "name = \"late\"\nfamily = \"testkit\"\nseeds = 1\nhorizon = 1\n[[benchmarks]]\nname = \"constant\"\n[[algorithms]]\nname = \"echo\"\n";
+            let submit = pb::SubmitSweepRequest {
+                sweep: Some(pb::submit_sweep_request::Sweep::Toml(sweep.into())),
+                default_name: String::new(),
+            };
+            let sweep_id = sweeps.submit_sweep(submit).await.unwrap().into_inner().sweep_id;
+            let lease = pb::LeaseRequest { session: session.clone(), max_jobs: 1, wait_ms: 1000 };
+            let id = workers.lease(lease).await.unwrap().into_inner().leases[0].attempt_id;
+            sweeps.cancel_sweep(pb::CancelSweepRequest { sweep_id }).await.unwrap();
+            let heartbeat = pb::HeartbeatRequest { session, attempt_ids: vec![id], started_ids: vec![id] };
+            own.heartbeat(heartbeat.clone()).await.unwrap(); // dialled
+            let mut answers = Vec::new();
+            for _ in 0..2 {
+                main.spawn(async { std::thread::sleep(Duration::from_millis(800)) });
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                answers.push(own.heartbeat(heartbeat.clone()).await.unwrap().into_inner().abandon);
+                tokio::time::sleep(Duration::from_millis(900)).await;
+            }
+            assert_eq!(answers, [vec![], vec![id]], "the first answered before the scheduler saw it");
+        });
+        drop(client);
+        served.stop(&main);
+    }
+
     /// A connection that opens with the prefix's first byte but not the prefix is closed,
     /// and the coordinator goes on serving.
     #[test]

@@ -22,7 +22,7 @@
 use super::backups::{self, BackupPolicy};
 use super::catalog::Catalog;
 use super::commit::{self, Commit, CommitConfig};
-use super::handle::{Command, Reply, SchedulerHandle};
+use super::handle::{Command, LateAbandons, Reply, SchedulerHandle};
 use super::jobs::{base_family, Job, Submission, Template, Templates};
 use super::live::{self, JobTally, LiveSummaries, Opening};
 use super::metrics::Metrics;
@@ -149,6 +149,8 @@ pub struct Scheduler {
     live: LiveSummaries,
     committer: mpsc::UnboundedSender<Commit>,
     metrics: Arc<Metrics>,
+    /// What heartbeats answered too late for their callers found to abandon.
+    late_abandons: LateAbandons,
     /// When the store was last backed up (at first: when the actor started).
     last_backup: std::time::Instant,
     /// The next attempt id, and the last one the store has reserved.
@@ -227,6 +229,7 @@ impl Scheduler {
                 let _ = mailbox.blocking_send(Command::PartWritten(written));
             }
         });
+        let late_abandons = LateAbandons::default();
         let mut s = Scheduler {
             catalog,
             store,
@@ -248,6 +251,7 @@ impl Scheduler {
             live: live.clone(),
             committer,
             metrics: metrics.clone(),
+            late_abandons: late_abandons.clone(),
             last_backup: Instant::now().into_std(),
             attempt_ids: AttemptIds::default(),
             leased_since_noted: false,
@@ -260,7 +264,7 @@ impl Scheduler {
             e => e,
         })?;
         tokio::spawn(s.run(rx));
-        Ok(SchedulerHandle::new(tx, spools, live, metrics))
+        Ok(SchedulerHandle::new(tx, spools, live, metrics, late_abandons))
     }
 
     async fn run(mut self, mut rx: mpsc::Receiver<Command>) {
@@ -383,7 +387,15 @@ impl Scheduler {
                 self.lease_or_hold(session, max_jobs, wait, reply, now)
             }
             Command::Heartbeat { session, attempts, started, heard, reply } => {
-                let _ = reply.send(self.heartbeat(&session, attempts, &started, heard));
+                let answer = self.heartbeat(&session, attempts, &started, heard);
+                if let Err(Ok(abandon)) = reply.send(answer) {
+                    // Its caller stopped waiting: kept for the session's next heartbeat.
+                    let mut late = self.late_abandons.lock().unwrap_or_else(|e| e.into_inner());
+                    match abandon.is_empty() {
+                        true => late.remove(&session),
+                        false => late.insert(session, abandon),
+                    };
+                }
             }
             Command::SweepKeys { sweep, reply } => {
                 let _ = reply.send(Ok((self.sweeps.snapshot(&sweep, &self.table), self.sweeps.dir(&sweep))));

@@ -356,5 +356,9 @@ impl Scheduler {
         for worker in self.workers.forget_idle(now, after, unused_after, |session| holding.contains(session)) {
             info!(%worker, "worker forgotten: silent, holding nothing");
         }
+        self.late_abandons
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|session, _| self.workers.get(session).is_ok());
     }
 }
