@@ -141,6 +141,11 @@ pub async fn serve(
         (Some((cert, key)), Some(_)) => Some(dashboard::tls::acceptor(cert, key)?),
         _ => None,
     };
+    // Last of what may fail, so that nothing started holds the scheduler on an error.
+    // Connections are accepted on the heartbeat thread, which keeps heartbeat channels and
+    // hands the others here.
+    let (incoming, heartbeat_thread) = heartbeats::start(listener, coordinator.clone(), workers_gate.clone(), tls)
+        .context("starting the heartbeat thread")?;
     let dashboard = dashboard_listener.map(|listener| {
         let mut stopped = stopped.clone();
         let until = async move {
@@ -149,10 +154,6 @@ pub async fn serve(
         let (data, tokens) = (config.data.clone(), tokens.clone());
         tokio::spawn(dashboard::serve(listener, scheduler, data, tokens, dashboard_tls, until))
     });
-    // Connections are accepted on the heartbeat thread, which keeps heartbeat channels and
-    // hands the others here.
-    let (incoming, heartbeat_thread) = heartbeats::start(listener, coordinator.clone(), workers_gate.clone(), tls)
-        .context("starting the heartbeat thread")?;
     let served = server
         .add_service(health_service)
         .add_service(reflection_v1)
