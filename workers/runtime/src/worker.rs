@@ -351,7 +351,8 @@ async fn registered_session(
                                 // Its commit is in flight: the coordinator settled it first.
                                 continue;
                             }
-                            if let Some(cancel) = running.get(&id) {
+                            // Said once: a heartbeat answered late may repeat what an earlier one said.
+                            if let Some(cancel) = running.get(&id).filter(|c| !*c.borrow()) {
                                 info!("attempt {id}: the coordinator says stop (cancelled or superseded)");
                                 let _ = cancel.send(true);
                             }
