@@ -501,8 +501,11 @@ impl Session {
                     self.heartbeats = Some(heartbeats);
                     let abandon = reply.map_err(crate::client::status_error)?.abandon;
                     seen.heartbeat.push(took);
-                    // One whose commit is in flight was settled by it (as the worker, skip it).
-                    seen.abandoned += abandon.iter().filter(|a| !in_commit.contains(a)).count();
+                    // Only those it still runs or holds ahead count (an answer that came late
+                    // may name one since committed); one whose commit is in flight was
+                    // settled by it (as the worker, skip it).
+                    let held = |a: &u64| backlog.iter().any(|b| b.0 == *a) || slots.iter().any(|r| r.1 == *a);
+                    seen.abandoned += abandon.iter().filter(|a| !in_commit.contains(a) && held(a)).count();
                     backlog.retain(|(a, _)| !abandon.contains(a));
                     slots.retain(|r| !abandon.contains(&r.1));
                 }
