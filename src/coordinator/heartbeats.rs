@@ -202,6 +202,33 @@ mod tests {
         workers.register(request).await.unwrap().into_inner().session
     }
 
+    /// A session of the coordinator at `url` holding the one job of a sweep it leased,
+    /// with its clients (its heartbeat channel among them).
+    struct Leased {
+        workers: WorkersClient<tonic::transport::Channel>,
+        own: WorkersClient<tonic::transport::Channel>,
+        sweeps: SweepsClient<tonic::transport::Channel>,
+        session: String,
+        sweep_id: String,
+        id: u64,
+    }
+
+    async fn leased(url: &str) -> Leased {
+        let mut workers = WorkersClient::new(connect(url, None).await.unwrap());
+        let own = WorkersClient::new(heartbeat_channel(url, None).unwrap());
+        let mut sweeps = SweepsClient::new(connect(url, None).await.unwrap());
+        let session = register(&mut workers).await;
+        let sweep = "name = \"one\"\nfamily = \"testkit\"\nseeds = 1\nhorizon = 1\n[[benchmarks]]\nname = \"constant\"\n[[algorithms]]\nname = \"echo\"\n";
+        let submit = pb::SubmitSweepRequest {
+            sweep: Some(pb::submit_sweep_request::Sweep::Toml(sweep.into())),
+            default_name: String::new(),
+        };
+        let sweep_id = sweeps.submit_sweep(submit).await.unwrap().into_inner().sweep_id;
+        let lease = pb::LeaseRequest { session: session.clone(), max_jobs: 1, wait_ms: 1000 };
+        let id = workers.lease(lease).await.unwrap().into_inner().leases[0].attempt_id;
+        Leased { workers, own, sweeps, session, sweep_id, id }
+    }
+
     /// A round of commits keeps the main runtime busy; here its only thread is blocked
     /// outright. A heartbeat on its own connection is answered all the same, and the
     /// scheduler applies it when it can, from when it came: the lease it renewed outlives
@@ -218,18 +245,7 @@ mod tests {
         };
         let client = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         client.block_on(async {
-            let mut workers = WorkersClient::new(connect(&url, None).await.unwrap());
-            let mut own = WorkersClient::new(heartbeat_channel(&url, None).unwrap());
-            let mut sweeps = SweepsClient::new(connect(&url, None).await.unwrap());
-            let session = register(&mut workers).await;
-            let sweep = "name = \"hb\"\nfamily = \"testkit\"\nseeds = 1\nhorizon = 1\n[[benchmarks]]\nname = \"constant\"\n[[algorithms]]\nname = \"echo\"\n";
-            let submit = pb::SubmitSweepRequest {
-                sweep: Some(pb::submit_sweep_request::Sweep::Toml(sweep.into())),
-                default_name: String::new(),
-            };
-            let sweep_id = sweeps.submit_sweep(submit).await.unwrap().into_inner().sweep_id;
-            let lease = pb::LeaseRequest { session: session.clone(), max_jobs: 1, wait_ms: 1000 };
-            let id = workers.lease(lease).await.unwrap().into_inner().leases[0].attempt_id;
+            let Leased { workers, mut own, mut sweeps, session, sweep_id, id } = leased(&url).await;
             let heartbeat =
                 pb::HeartbeatRequest { session: session.clone(), attempt_ids: vec![id], started_ids: vec![id] };
 
@@ -280,18 +296,7 @@ mod tests {
         let url = format!("http://{}", served.at);
         let client = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         client.block_on(async {
-            let mut workers = WorkersClient::new(connect(&url, None).await.unwrap());
-            let mut own = WorkersClient::new(heartbeat_channel(&url, None).unwrap());
-            let mut sweeps = SweepsClient::new(connect(&url, None).await.unwrap());
-            let session = register(&mut workers).await;
-            let sweep = "name = \"late\"\nfamily = \"testkit\"\nseeds = 1\nhorizon = 1\n[[benchmarks]]\nname = \"constant\"\n[[algorithms]]\nname = \"echo\"\n";
-            let submit = pb::SubmitSweepRequest {
-                sweep: Some(pb::submit_sweep_request::Sweep::Toml(sweep.into())),
-                default_name: String::new(),
-            };
-            let sweep_id = sweeps.submit_sweep(submit).await.unwrap().into_inner().sweep_id;
-            let lease = pb::LeaseRequest { session: session.clone(), max_jobs: 1, wait_ms: 1000 };
-            let id = workers.lease(lease).await.unwrap().into_inner().leases[0].attempt_id;
+            let Leased { mut own, mut sweeps, session, sweep_id, id, .. } = leased(&url).await;
             sweeps.cancel_sweep(pb::CancelSweepRequest { sweep_id }).await.unwrap();
             let heartbeat = pb::HeartbeatRequest { session, attempt_ids: vec![id], started_ids: vec![id] };
             own.heartbeat(heartbeat.clone()).await.unwrap(); // dialled
