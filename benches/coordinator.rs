@@ -31,6 +31,7 @@ use armada::{registry, sweep};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::Instant;
 
 const WORKERS: usize = 2;
@@ -311,8 +312,9 @@ fn huge_submit(n_jobs: u64) {
     println!("  restart on that store listens in {:.1} s with {restarted:.0} MB RSS", restart.as_secs_f64());
 }
 
-/// `armada run` on `sweep` (a file) as a user runs it, in one mode; its seconds and the
-/// peak RSS of the `armada run` process itself (VmHWM, sampled until it exits), in MB.
+/// `armada run` on `sweep` (a file) as a user runs it, in one mode; its seconds (from spawn
+/// to exit, waited for, not polled) and the peak RSS of the `armada run` process itself
+/// (VmHWM, sampled by a thread until it exits), in MB.
 fn armada_run(sweep: &Path, in_process: bool) -> (f64, f64) {
     let out = tempfile::tempdir().unwrap();
     let jobs = WORKERS.to_string();
@@ -323,24 +325,54 @@ fn armada_run(sweep: &Path, in_process: bool) -> (f64, f64) {
     let t0 = Instant::now();
     let mut child = Command::new(BIN).args(&args).arg("--out").arg(out.path()).stdout(Stdio::null()).spawn().unwrap();
     let pid = child.id();
-    let mut peak: f64 = 0.0;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        let hwm = rss_mb(pid, "VmHWM:");
-        if hwm.is_finite() {
-            peak = peak.max(hwm);
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sampler = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let mut peak: f64 = 0.0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let hwm = rss_mb(pid, "VmHWM:");
+                if hwm.is_finite() {
+                    peak = peak.max(hwm);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            peak
+        })
     };
+    let status = child.wait().unwrap();
+    let secs = t0.elapsed().as_secs_f64();
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
     assert!(status.success(), "armada run {}", sweep.display());
-    (t0.elapsed().as_secs_f64(), peak)
+    (secs, sampler.join().unwrap())
+}
+
+/// `rounds` runs of each mode, alternated (in process first), after one unmeasured run of
+/// each (so neither mode pays for a cold page cache): the median seconds of each mode, and
+/// the largest peak RSS of each.
+fn armada_run_rounds(sweep: &Path, rounds: usize) -> ((f64, f64), (f64, f64)) {
+    if rounds > 1 {
+        armada_run(sweep, true);
+        armada_run(sweep, false);
+    }
+    let (mut local, mut dist) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        local.push(armada_run(sweep, true));
+        dist.push(armada_run(sweep, false));
+    }
+    let median = |runs: &mut Vec<(f64, f64)>| {
+        runs.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let peak = runs.iter().map(|r| r.1).fold(0.0, f64::max);
+        (runs[runs.len() / 2].0, peak)
+    };
+    (median(&mut local), median(&mut dist))
 }
 
 /// The throughput targets beside what this machine measures, in one run: trivial jobs through
 /// `armada run` in both modes at 10,000, 100,000 and `ARMADA_BENCH_MILLION` (1,000,000)
-/// jobs (seconds, jobs/s, the process's peak memory), then each target with its figure.
+/// jobs (seconds, jobs/s, the process's peak memory; at 10,000 the median of 7 runs of each
+/// mode and at 100,000 of 3, alternated after an unmeasured run of each), then each target
+/// with its figure.
 /// `ARMADA_BENCH_QUICK_SWEEPS=1` adds the real quick sweeps (lse-finite-quick,
 /// cdt-main-quick; minutes each) in both modes.
 fn targets() {
@@ -352,8 +384,13 @@ fn targets() {
     for n in sizes {
         let file = dir.path().join(format!("trivial-{n}.toml"));
         std::fs::write(&file, testkit_sweep("trivial", n, 1)).unwrap();
-        let local = armada_run(&file, true);
-        let dist = armada_run(&file, false);
+        // Short runs vary by tens of percent from one to the next: the median of several.
+        let rounds = match n {
+            0..=10_000 => 7,
+            10_001..=100_000 => 3,
+            _ => 1,
+        };
+        let (local, dist) = armada_run_rounds(&file, rounds);
         for (mode, (secs, mb)) in [("in-process ", local), ("distributed", dist)] {
             println!("  {n:>9} jobs {mode} {secs:>7.2} s {:>8.0} jobs/s  peak {mb:>6.0} MB", n as f64 / secs);
         }
