@@ -5,7 +5,7 @@
 
 Reads the trajectory shards results/<sweep>/trajectories/*.parquet (family `cvs`), keeps the
 rows that played (every step after 0; a run ends when its budget is spent), and aggregates on a common cost axis exactly as the reference
-plotting code (spec section 5.3): per (setting, algorithm) the axis is the sorted union of every
+plotting code (Tay et al.'s results.py): per (setting, algorithm) the axis is the sorted union of every
 run's cumulative costs; each run's value at an axis point is its value after its last play that
 cost at most that much (forward fill), its first play's value before that; mean and standard
 error std(ddof=0)/sqrt(n) over seeds; axis points above the budget are dropped. If the sweep
@@ -15,7 +15,7 @@ metric, cost, mean, se) it is used instead.
 Figure 1: simple regret against cost spent (log y), one panel per (objective, cost set,
 variance) the sweep holds (the paper's four settings first). Figure 2: number of evaluations
 against cost spent. It also prints, per setting and algorithm: final simple regret,
-evaluations at budget, seconds per run, and the mechanics the spec's section 6 expects
+evaluations at budget, seconds per run, and the mechanics the paper's setup implies
 (full-set plays, ETC plays per group, the proposed method's exploration and exploitation
 counts).
 
@@ -105,7 +105,7 @@ def load(sweep: Path) -> pl.DataFrame:
 
 
 def cost_axis_curve(runs: list[tuple[np.ndarray, np.ndarray]], budget: float):
-    """Spec 5.3: common axis (union of cumulative costs), forward fill, mean and SE over runs."""
+    """As Tay et al.'s results.py: common axis (union of cumulative costs), forward fill, mean and SE over runs."""
     axis = np.unique(np.concatenate([c for c, _ in runs]))
     axis = axis[axis <= budget]
     if axis.size == 0:
@@ -225,7 +225,7 @@ def figure(data: dict, metric: str, ylabel: str, log: bool, out: Path) -> Path |
 
 def table(df: pl.DataFrame) -> str:
     """Per setting and algorithm: final simple regret, evaluations at budget, seconds per run,
-    and the mechanics of spec section 6, as a Markdown table."""
+    and the mechanics the paper's setup implies, as a Markdown table."""
     per_run = (
         df.group_by("job_key", "benchmark", "cost_set", "variance", "label")
         .agg(
@@ -276,7 +276,7 @@ def table(df: pl.DataFrame) -> str:
         return str(summary) + "\n"
 
 
-# The paper's claims compare the proposed method (paper mode, the spec's default) with every
+# The paper's claims compare the proposed method (paper mode, armada's default) with every
 # other curve of its panel; lower is better for simple regret, higher for the evaluation count
 # (claim 3: more evaluations once exploitation starts, at cost 60).
 BETTER_LOWER = {"simple_regret": True, "n_evals": False}
@@ -334,7 +334,7 @@ def claims(data: dict[str, dict], runs: dict[tuple, int], budgets: dict[tuple, f
                 n = runs.get((bench, cost_set, var, ref), 0)
                 rows.append([bench, cost_set, f"{var:.3f}", metric, f"{cost:.0f}", f"{ref} {mp:.4g} ± {sp:.2g} (n={n})",
                              best, ", ".join(ahead) or "none", ", ".join(behind) or "none"])
-    lines = ["The proposed method against every other curve of its panel, on the common cost axis (spec 5.3, 6)",
+    lines = ["The proposed method against every other curve of its panel, on the common cost axis (the paper's Figures 1 and 2)",
              "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows]) + "\n"
 

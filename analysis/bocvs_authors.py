@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""BO-uCVS beside the authors' code (issue 17, items 5 and 6): run the authors' proposed method on
+"""BO-uCVS beside the authors' code (docs/investigations.md): run the authors' proposed method on
 one setting and print its simple regret against cost, beside armada's.
 
     # a checkout of Fsoft-AIC/BO-uCVS under REFS (a directory outside armada's) and a venv

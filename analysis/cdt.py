@@ -9,16 +9,16 @@ DIR is one sweep directory (results/<sweep>). The script looks at what the sweep
 prints, as Markdown tables with the paper's value beside ours and the ratio ours/paper:
 
 * cdt-main (synthetic = "Sim" and movielens, Theory/OP/TL/CDT): final regret against Table 4's
-  C1 columns and Table 5's T1 = T^{2/(p+3)} column (spec 5.1), the ranking counts, Table 1 (seconds
+  C1 columns and Table 5's T1 = T^{2/(p+3)} column (paper Section 5), the ranking counts, Table 1 (seconds
   per run) and Figure 2 (DIR/figures/fig2.png);
-* cdt-table4 (OP and TL with candidates="c2"): Table 4 (spec 5.2); with --main, also the C1
+* cdt-table4 (OP and TL with candidates="c2"): Table 4 (paper Appendix A.4.1); with --main, also the C1
   columns and the "C2 is worse" counts;
-* cdt-ablation (CDT with warmup="none", k = 1, 2, 3): Tables 5 and 6 (spec 5.3); with --main,
+* cdt-ablation (CDT with warmup="none", k = 1, 2, 3): Tables 5 and 6 (paper Appendix A.4.2); with --main,
   also the T1 = T^{2/(p+3)} column and the "k = 1 beats TL and OP" count;
-* cdt-yahoo (yahoo-standin): Table 2 (spec 5.4), cumulative reward, on the synthetic stand-in;
-* cdt-grid (unit-ball, algorithm fixed): Table 3 (spec 5.5), the best fixed exploration value;
+* cdt-yahoo (yahoo-standin): Table 2 (paper Section 5), cumulative reward, on the synthetic stand-in;
+* cdt-grid (unit-ball, algorithm fixed): Table 3 (paper Appendix A.1), the best fixed exploration value;
 * cdt-switching (family lipschitz): the final regret of Oracle / Zooming TS-R / Zooming, the
-  ranking claim of spec 5.7 and Figure 4 (DIR/figures/fig4.png);
+  ranking claim of paper Appendix A.3 and Figure 4 (DIR/figures/fig4.png);
 * cdt-lipcheck (family lipschitz-check): Figure 3 (DIR/figures/fig3.png), the centred group-mean
   reward of each fixed exploration value along CDT runs, and its smoothness;
 * cdt-sim-refcode (CDT presets refcode / refcode-fixed): their final regret beside the paper's CDT.
@@ -73,22 +73,22 @@ ENV_LABELS = {"synthetic": "Sim", "movielens": "MovieLens"}
 SETTINGS = [(b, e) for b in BOTTOMS for e in ENVS]
 TUNERS = ["theory", "op", "tl", "cdt"]
 TUNER_LABELS = {"theory": "Theory", "op": "OP", "tl": "TL/Syndicated", "cdt": "CDT"}
-# Bottoms without a Theory value: neither the paper nor the authors' code gives one (spec 2.5), so
+# Bottoms without a Theory value: neither the paper nor the authors' code gives one, so
 # armada's "theory" runs a placeholder inside the search box. Shown as such, never ranked as Theory.
 THEORY_PLACEHOLDER = {"gloc": "placeholder α = 1"}
 COLORS = {"theory": "tab:gray", "op": "tab:green", "tl": "tab:blue", "cdt": "tab:red"}
 LIPSCHITZ_ALGOS = ["oracle", "zooming-tsr", "zooming"]
 LIPSCHITZ_LABELS = {"oracle": "Oracle", "zooming-tsr": "Zooming TS-R", "zooming": "Zooming"}
 LIPSCHITZ_COLORS = {"oracle": "tab:gray", "zooming-tsr": "tab:red", "zooming": "tab:blue"}
-SWITCHING_CHANGE_POINTS = [22_761, 47_734, 70_317]  # the code's HEAD points at T = 90,000 (spec 3.4)
+SWITCHING_CHANGE_POINTS = [22_761, 47_734, 70_317]  # the code's HEAD points at T = 90,000
 SWITCHING_PAPER_T = 90_000
 
 # ---------------------------------------------------------------------------------------------
-# The paper's numbers, copied from spec section 5 (final cumulative regret at T = 14,000, mean of
+# The paper's numbers, copied from its Tables 1-6 (final cumulative regret at T = 14,000, mean of
 # 20 repetitions, unless noted). Keys are (bottom, env).
 # ---------------------------------------------------------------------------------------------
 
-# Table 4 (spec 5.2): (TL/Syndicated C1, OP C1, TL/Syndicated C2, OP C2). The C1 columns are the
+# Table 4 (paper Appendix A.4.1): (TL/Syndicated C1, OP C1, TL/Syndicated C2, OP C2). The C1 columns are the
 # "original results in Section 5", i.e. Figure 2's TL and OP endpoints.
 PAPER_TABLE4 = {
     ("linucb", "synthetic"): (343.14, 383.62, 356.23, 389.91),
@@ -106,7 +106,7 @@ PAPER_TABLE4 = {
     ("sgd-ts", "synthetic"): (448.29, 551.63, 458.09, 557.04),
     ("sgd-ts", "movielens"): (1016.72, 1084.13, 1038.94, 1073.91),
 }
-# Tables 5 and 6 (spec 5.3): (T1=0, T1=T^{2/(p+3)}, k=1, k=2, k=3), CDT.
+# Tables 5 and 6 (paper Appendix A.4.2): (T1=0, T1=T^{2/(p+3)}, k=1, k=2, k=3), CDT.
 PAPER_TABLE56 = {
     ("linucb", "synthetic"): (298.28, 303.14, 328.28, 300.62, 298.28),
     ("linucb", "movielens"): (313.29, 307.19, 310.06, 303.10, 313.29),
@@ -123,7 +123,7 @@ PAPER_TABLE56 = {
     ("sgd-ts", "synthetic"): (430.05, 425.98, 450.14, 430.05, 414.57),
     ("sgd-ts", "movielens"): (843.91, 838.06, 852.98, 843.91, 830.35),
 }
-# Table 1 (spec 5.6): seconds per run in Python, (Theory, TL, OP, CDT).
+# Table 1 (paper Section 5): seconds per run in Python, (Theory, TL, OP, CDT).
 PAPER_TABLE1 = {
     ("linucb", "synthetic"): (2.11, 4.01, 3.70, 6.89),
     ("linucb", "movielens"): (2.17, 3.87, 2.95, 7.31),
@@ -140,8 +140,8 @@ PAPER_TABLE1 = {
     ("sgd-ts", "synthetic"): (67.42, 70.62, 69.42, 73.68),
     ("sgd-ts", "movielens"): (62.09, 66.48, 64.68, 67.31),
 }
-# Table 2 (spec 5.4): Yahoo R6A, cumulative reward over T = 2881 (higher is better), per tuner and
-# bottom. The Theory row has 4 numbers for 5 columns; the spec places the gap at GLOC (the released
+# Table 2 (paper Section 5): Yahoo R6A, cumulative reward over T = 2881 (higher is better), per tuner
+# and bottom. The Theory row has 4 numbers for 5 columns; the gap is placed at GLOC here (the released
 # code has no GLOC theoretical value). The alternative reading moves 217.38 from Laplace-TS to GLOC.
 PAPER_TABLE2 = {
     "theory": {"ucb-glm": 221.51, "glm-tsl": 214.67, "laplace-ts": 217.38, "gloc": None, "sgd-ts": 206.73},
@@ -150,13 +150,14 @@ PAPER_TABLE2 = {
     "tl": {"ucb-glm": 218.95, "glm-tsl": 219.36, "laplace-ts": 214.42, "gloc": 218.19, "sgd-ts": 215.02},
 }
 PAPER_TABLE2_THEORY_ALT = {"ucb-glm": 221.51, "glm-tsl": 214.67, "laplace-ts": None, "gloc": 217.38, "sgd-ts": 206.73}
-# Table 3 (spec 5.5): best fixed exploration value by grid search, d = 10, T = 8000, per K.
+# Table 3 (paper Appendix A.1): best fixed exploration value by grid search, d = 10, T = 8000, per K.
 PAPER_TABLE3 = {
     60: {"linucb": 2.5, "lints": 1.0, "ucb-glm": 1.5, "gloc": 4.5, "glm-tsl": 1.5},
     120: {"linucb": 3.0, "lints": 1.5, "ucb-glm": 2.5, "gloc": 5.0, "glm-tsl": 2.0},
 }
 TABLE3_BOTTOMS = ["linucb", "lints", "ucb-glm", "gloc", "glm-tsl"]
-# Counts stated in the paper's text (spec 5.1, 5.2); the script also recomputes them from the tables.
+# The paper's claims (Section 5, Appendix A.4.1) as counts over its 14 settings; the script also
+# recomputes them from the tables.
 PAPER_CLAIM_CDT_LOWEST = (11, 14)
 PAPER_CLAIM_TL_BEATS_OP = (13, 14)
 PAPER_CLAIM_TL_WORSE_C2 = (12, 14)
@@ -475,11 +476,11 @@ def rankable(bottom: str, tuners: list[str]) -> list[str]:
 
 
 def main_regret_table(main: dict) -> None:
-    heading("Final cumulative regret at T: CDT vs the baselines (spec 5.1; Table 4 C1, Table 5, Figure 2 endpoints)")
+    heading("Final cumulative regret at T: CDT vs the baselines (paper Section 5; Table 4 C1, Table 5, Figure 2 endpoints)")
     print(
         f"Ours: mean ± se over n = {ns(main)} repetitions at T = {horizons(main)}. Paper: T = 14,000, mean of 20; "
         "CDT = Table 5's T1 = T^{2/(p+3)} column, TL/OP = Table 4's C1 columns; no Theory endpoints are published. "
-        "GLOC has no Theory value (spec 2.5): its Theory column is a placeholder, not ranked.\n"
+        "GLOC has no Theory value in the paper or the authors' code: its Theory column is a placeholder, not ranked.\n"
     )
     rows = []
     for b, e in SETTINGS:
@@ -518,7 +519,7 @@ def main_regret_table(main: dict) -> None:
     )
 
 
-def main_claims(main: dict, title: str = "Ranking claims (spec 5.1)") -> None:
+def main_claims(main: dict, title: str = "Ranking claims (paper Section 5)") -> None:
     heading(title)
     paper_cdt = {s: lowest({t: paper_final(*s, t) for t in ("cdt", "tl", "op")}) == "cdt" for s in SETTINGS}
     paper_tl = {s: paper_final(*s, "tl") < paper_final(*s, "op") for s in SETTINGS}
@@ -583,7 +584,7 @@ def main_claims(main: dict, title: str = "Ranking claims (spec 5.1)") -> None:
 
 
 def table1(seconds: pl.DataFrame) -> None:
-    heading("Table 1: seconds per run (spec 5.6)")
+    heading("Table 1: seconds per run (paper Section 5)")
     main = seconds.filter(IS_MAIN)
     per_cell = main.group_by("bottom", "benchmark", "algorithm").agg(
         pl.col("seconds").mean().alias("s"), pl.len().alias("runs"), pl.col("horizon").first()
@@ -592,7 +593,7 @@ def table1(seconds: pl.DataFrame) -> None:
     hs = sorted({r["horizon"] for r in cells.values()})
     print(
         f"Ours: sum of elapsed_ms per job / 1000, mean over jobs (Rust, T = {', '.join(map(str, hs)) or '-'}). "
-        "Paper: Python, T = 14,000, hardware not stated (the spec's appendix times the reference code on this "
+        "Paper: Python, T = 14,000, hardware not stated (the authors' code, timed on this "
         "machine class: LinUCB + CDT 2.6 s, UCB-GLM + CDT 31-34 s, GLM-TSL + CDT 466-530 s). "
         "Paper order of columns: Theory, TL, OP, CDT.\n"
     )
@@ -704,7 +705,7 @@ def save(fig, path: Path) -> Path:
 
 
 def table4(c2: dict, c1: dict) -> None:
-    heading("Table 4: candidate sets C1 vs C2 for TL/Syndicated and OP (spec 5.2)")
+    heading("Table 4: candidate sets C1 vs C2 for TL/Syndicated and OP (paper Appendix A.4.1)")
     print(
         f"Ours: mean ± se at T = {horizons(c2)} (C2, n = {ns(c2)}) and "
         f"T = {horizons(c1)} (C1 from cdt-main, n = {ns(c1)}). "
@@ -786,7 +787,7 @@ def table4(c2: dict, c1: dict) -> None:
 
 def table5(abl: dict, main: dict) -> None:
     """abl: {(bottom, env, k): cell} for CDT with warmup none; main: {(bottom, env, 'cdt'): cell}."""
-    heading("Table 5: CDT with and without the random warm-up T1 (spec 5.3)")
+    heading("Table 5: CDT with and without the random warm-up T1 (paper Appendix A.4.2)")
     print(
         f"Ours: mean ± se; T1 = 0 is CDT with warmup = none and k = 3 (T = {horizons(abl)}, n = {ns(abl)}); "
         f"T1 = T^{{2/(p+3)}} is cdt-main's CDT (T = {horizons(main)}, n = {ns(main)}). "
@@ -848,7 +849,7 @@ def table5(abl: dict, main: dict) -> None:
 
 def table6(abl: dict, main: dict) -> None:
     """abl: {(bottom, env, k): cell} for CDT with warmup none; main: {(bottom, env, 'tl' or 'op'): cell}."""
-    heading("Table 6: CDT with restart epoch T2 = k T^{(p+2)/(p+3)}, no warm-up (spec 5.3)")
+    heading("Table 6: CDT with restart epoch T2 = k T^{(p+2)/(p+3)}, no warm-up (paper Appendix A.4.2)")
     print(
         f"Ours: mean ± se, warmup = none (T = {horizons(abl)}, n = {ns(abl)}). "
         "Paper: T = 14,000, apparently also T1 = 0.\n"
@@ -958,7 +959,7 @@ def ablation_claims(abl: dict, main: dict) -> None:
 
 
 def table2(reward: dict, ctr: dict, per_seed: pl.DataFrame | None = None) -> None:
-    heading("Table 2: Yahoo stand-in (synthetic; comparable in scale and ranking only) — cumulative reward (spec 5.4)")
+    heading("Table 2: Yahoo stand-in (synthetic; comparable in scale and ranking only) — cumulative reward (paper Section 5)")
     print(
         f"Ours: reward_cum (realised clicks) mean ± se at T = {horizons(reward)}, n = {ns(reward)}; "
         "CTR sum = expected_cum. "
@@ -1117,7 +1118,7 @@ def rank_desc(values: dict[str, float | None]) -> dict[str, str]:
 
 
 def table3(grid: pl.DataFrame) -> None:
-    heading("Table 3: best fixed exploration value by grid search (spec 5.5)")
+    heading("Table 3: best fixed exploration value by grid search (paper Appendix A.1)")
     g = grid.filter(IS_GRID & (pl.col("metric") == "regret")).with_columns(
         pl.col("value").cast(pl.Float64), pl.col("arms").cast(pl.Int64)
     )
@@ -1203,7 +1204,7 @@ CONSTANTS = ["paper", "code"]
 
 
 def switching_table(final: pl.DataFrame) -> None:
-    heading("Switching Lipschitz bandit (A.3, Figure 4): final cumulative regret (spec 3.4, 5.7)")
+    heading("Switching Lipschitz bandit (A.3, Figure 4): final cumulative regret")
     sw = final.filter(IS_SWITCHING & (pl.col("metric") == "regret"))
     cells = {(r["shape"], r["constants"], r["algorithm"]): r for r in sw.iter_rows(named=True)}
     print(
@@ -1322,7 +1323,7 @@ def refcode_table(cells: dict, main: dict) -> None:
         if not all(cells.get((*s, p)) for s in SETTINGS):
             continue
         with_preset = {**main, **{(*s, "cdt"): cells[(*s, p)] for s in SETTINGS}}
-        main_claims(with_preset, f"Ranking claims (spec 5.1) with CDT = {preset_label(cells, p)}, the rest from cdt-main")
+        main_claims(with_preset, f"Ranking claims (paper Section 5) with CDT = {preset_label(cells, p)}, the rest from cdt-main")
 
 
 def preset_label(cells: dict, preset: str) -> str:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""CDT beside the authors' code (issue 17, item 4): run the CDT authors' public Python code on the
+"""CDT beside the authors' code: run the CDT authors' public Python code on the
 Sim environment, and print its final regret beside armada's sweeps and the paper's values.
 
     # 1. run the authors' code (a checkout of their repository under REFS, a directory
@@ -84,7 +84,7 @@ LABEL = {
     "gloc": "GLOC",
     "sgdts": "SGD-TS",
 }
-# The paper's final regrets (spec 5.1: CDT from Table 5 with T1 = T^{2/(p+3)}, TL/Syndicated and OP
+# The paper's final regrets (CDT from Table 5 with T1 = T^{2/(p+3)}, TL/Syndicated and OP
 # from Table 4's C1 columns), on MovieLens and on Sim. No Theory endpoints are published.
 PAPER_MOVIELENS = {
     "linucb": {"cdt": 307.19, "tl": 346.16, "op": 390.10},
@@ -185,9 +185,9 @@ def fix_name_clashes(mod, algo: str, tuners) -> None:
     """Two methods the paper reports cannot run as released, each because one name means two
     things (differences T14 and B8 in docs/investigations.md); the driver renames one of the two:
     - GLM-TSL's `glmtsl_auto` takes the restart period as `H`, then reuses `H` for the Hessian, so
-      its two restart tests `(t - tau) % H` fail on a matrix after the first CDT round (the spec's
-      appendix timed it after a fix of this clash): the period is kept as `H_restart` before `H`
-      is overwritten;
+      its two restart tests `(t - tau) % H` fail on a matrix after the first CDT round (our
+      same-machine timing of it needed a fix of this clash): the period is kept as `H_restart`
+      before `H` is overwritten;
     - Laplace-TS's `laplacets_tl` keeps EXP3's probability vector in `p`, then reuses `p` for the
       logistic probability of the pulled arm, so EXP3 indexes a scalar at its first update: EXP3's
       vector becomes `p_exp3`."""
@@ -454,7 +454,7 @@ def cmd_table(a) -> None:
 # two-hyperparameter bottoms (GLOC, SGD-TS) "tl" means Syndicated in armada's `tl` and the product
 # grid in `tl-combined` (the authors' TL).
 CLAIM_SOURCES = [
-    ("paper (spec 5.1)", "paper", {}),
+    ("paper (Tables 4, 5)", "paper", {}),
     ("armada, paper preset", "armada", {"cdt": "paper, k = 3 (T2)", "tl": "C1", "op": "C1"}),
     ("armada, refcode-fixed, no restart (k = 11)", "armada",
      {"cdt": "refcode-fixed, no restart (k = 11)", "tl": "C1", "op": "C1"}),
@@ -477,7 +477,7 @@ CLAIM_SOURCES = [
 
 
 def claims(auth: dict, arm: dict, env: str) -> None:
-    """The paper's two ranking claims (spec 5.1) on the settings of `env` present: CDT has the lowest
+    """The paper's two ranking claims (Section 5) on the settings of `env` present: CDT has the lowest
     final regret; TL/Syndicated beats OP. A verdict whose margin is under two standard errors of
     the difference is marked "(noise)"."""
     print(f"\n### The paper's ranking claims on {ENVS[env][0]}, by source\n")

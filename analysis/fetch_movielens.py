@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fetch the MovieLens-100K ratings for the `movielens` bandit benchmark (CDT spec section 3.2).
+"""Fetch the MovieLens-100K ratings for the `movielens` bandit benchmark (CDT paper, Section 5).
 
 The ratings ship inside the `recbole==1.2.1` wheel on PyPI
 (`recbole/dataset_example/ml-100k/ml-100k.inter`, 100,000 ratings of 1682 movies by 943 users).

@@ -22,7 +22,7 @@ five checkpoints (a tenth, a fifth, half, three fifths of the horizon, and the h
 metric and checkpoint, the proposed method's mean +- SE, the best method there, and each
 comparison that beats the proposed one by more than two standard errors of the difference
 (unpaired: sqrt(se_a^2 + se_b^2)). "as good or better" means none does; that is the paper's
-"performs as well as or better than the comparison methods" (spec 6.2).
+"performs as well as or better than the comparison methods" (paper Section 5.1).
 
 Output: each sweep's figures and claims.md go to that sweep directory's figures/ (fig1.png and
 the figure of its block: fig3.png, fig4.png or fig5.png), or all to --out DIR (claims.md then
@@ -150,7 +150,7 @@ def draw_block(summary: pl.DataFrame, fig_name: str, out: Path, se_mult: float) 
     n = int(summary.filter(pl.col("metric") == "loss")["n"].max())
     fig.suptitle(f"{fig_name}: mean over {n} simulations; bars = mean +- {se_mult:g} SE", fontsize=10)
     notes = {
-        "carrier-lifetime": "a deterministic stand-in (spec 4.4)",
+        "carrier-lifetime": "a deterministic stand-in",
         "carrier-lifetime-gp": "stand-in B: a draw of the model's GP",
     }
     if fig_name == "fig5":
@@ -218,7 +218,7 @@ def claims_table(summary: pl.DataFrame, fig_name: str) -> str | None:
     n = int(summary.filter(pl.col("metric") == "loss")["n"].max())
     head = ["benchmark", "metric", "t", "proposed: mean ± se", "best there", "beats Proposed by > 2 se"]
     lines = [
-        f"{fig_name}: the proposed method against every comparison, {n} simulations (spec 6.2)",
+        f"{fig_name}: the proposed method against every comparison, {n} simulations (paper Section 5)",
         "",
         "| " + " | ".join(head) + " |",
         "|" + "---|" * len(head),

@@ -17,9 +17,9 @@ refits every run's GP here, in numpy, from the observations its records carry
 * an independent check of armada's GP and acquisition: the numpy refit's choice at every
   step against the one armada recorded, and its loss against armada's.
 
-The toy (spec 4.1 of the reproduction): f(x) = 5 exp(-(x+5)^2) + 5 exp(-(x-5)^2)
-- 2 exp(-x^2) - 1 on 1,001 points of [-10, 10], threshold 3, noise variance 0.01, kernel
-4 exp(-(x - x')^2 / 1), first point x = -5.
+The toy (paper Figure 2; the domain and kernel, which the paper does not give, are ours):
+f(x) = 5 exp(-(x+5)^2) + 5 exp(-(x-5)^2) - 2 exp(-x^2) - 1 on 1,001 points of [-10, 10],
+threshold 3, noise variance 0.01, kernel 4 exp(-(x - x')^2 / 1), first point x = -5.
 """
 
 from __future__ import annotations

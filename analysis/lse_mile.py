@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""MILE on the randomized-straddle paper's sinusoidal case, replayed in numpy (issue 40).
+"""MILE on the randomized-straddle paper's sinusoidal case, replayed in numpy (the check of
+MILE's plateau in analysis/figures/lse/README.md).
 
     python analysis/lse_mile.py results/lse-mile-check [--out DIR]
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Figures 1-6 and the closing tables of M-SafeOpt (Losalka & Scarlett, AISTATS 2024;
-specs/safe_mono.md section 5.5) from armada results.
+Section 5 and Appendix B.1) from armada results.
 
     python analysis/safe.py results/safe-fig2 results/safe-fig4 results/safe-fig5 results/safe-fig6 \
         [--out DIR] [--seed 0] [--trace-bin PATH]
@@ -28,11 +28,11 @@ directory given, pools them, and
     R'_t/t (Case 2), synthetic 2-D R_t/t (Case 1).
   - fig5.png: R_t/t on synthetic 3-D and the pendulum (Case 1 vs baselines).
   - fig6.png: pendulum R'_t/t and R^X_t/t (Case 2 vs baselines).
-  The pendulum is a reconstruction of the simulator (spec 4.4); its panels say so.
+  The pendulum is a reconstruction of the simulator (from paper Appendix B.1); its panels say so.
 
 * prints, for the cells run with the paper's defaults (c = 1), each running-average regret at
   a fifth, half and all of the horizon (mean over seeds) and its ratio from T/2 to T: the
-  "sublinear" (decreasing) against "plateaus" claims of spec section 6;
+  "sublinear" (decreasing) against "plateaus" claims of paper Section 5 and Appendix B.1;
 
 Output: every file goes to the first sweep directory's figures/ (or --out DIR), never into the
 source tree: fig1.png .. fig6.png, final_values.md, the table of final values as printed, and
@@ -316,7 +316,7 @@ def figure5(df: pl.DataFrame, out: Path) -> Path | None:
     fig, axes = plt.subplots(1, len(benches), figsize=(5.5 * len(benches), 3.8), squeeze=False)
     for ax, b in zip(axes[0], benches):
         regret_panel(ax, df, b, ["msafeopt-case1"] + BASELINES, "regret", f"{BENCH_TITLES[b]}: $R_t/t$")
-    fig.suptitle("Figure 5 (pendulum: reconstructed simulator, spec 4.4)", fontsize=10)
+    fig.suptitle("Figure 5 (pendulum: reconstructed simulator)", fontsize=10)
     return save(fig, out, "fig5.png")
 
 

@@ -247,8 +247,9 @@ fn the_readme_names_every_family() {
 const MACHINE_PATHS: &[&str] = &["/work/", "/root/", "../shared/", "shared/specs/", "/home/"];
 
 /// The repository stands alone: no tracked text file (docs, scripts, CI, code) names a path
-/// of the build machine, and every relative Markdown link resolves to a file or directory
-/// inside the repository.
+/// of the build machine or a document its reader does not have (the workshop's
+/// implementation specs, its issue numbers: comments cite the papers themselves), and every
+/// relative Markdown link resolves to a file or directory inside the repository.
 #[test]
 fn the_docs_scripts_and_ci_stay_inside_the_repository() {
     let root = common::manifest_dir().canonicalize().unwrap();
@@ -268,6 +269,9 @@ fn the_docs_scripts_and_ci_stay_inside_the_repository() {
                 if let Some(path) = MACHINE_PATHS.iter().find(|p| line.contains(*p)) {
                     found.push(format!("{file}:{}: names `{path}`", n + 1));
                 }
+                if let Some(what) = outside_document(line) {
+                    found.push(format!("{file}:{}: cites {what}", n + 1));
+                }
             }
             if file.ends_with(".md") {
                 for target in markdown_links(line) {
@@ -280,6 +284,28 @@ fn the_docs_scripts_and_ci_stay_inside_the_repository() {
     }
     assert!(files.len() > 100 && files.contains(&"README.md"), "git ls-files listed {} files", files.len());
     assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+/// What a line cites that a reader of the repository does not have, if anything: a section,
+/// gotcha or file of an implementation spec, or an issue by number.
+fn outside_document(line: &str) -> Option<&'static str> {
+    let line = line.to_lowercase();
+    let followed_by_number = |word: &str| {
+        line.match_indices(word).any(|(at, _)| {
+            let before = line[..at].chars().next_back();
+            let after = line[at + word.len()..].trim_start_matches('#');
+            before.is_none_or(|c| !c.is_alphanumeric() && c != '_') && after.starts_with(|c: char| c.is_ascii_digit())
+        })
+    };
+    if line.contains("specs/") || line.contains("implementation spec") {
+        Some("an implementation spec")
+    } else if line.contains("spec section") || line.contains("spec gotcha") || followed_by_number("spec ") {
+        Some("an implementation spec's section")
+    } else if followed_by_number("issue ") || followed_by_number("issues ") {
+        Some("an issue by number")
+    } else {
+        None
+    }
 }
 
 /// The targets of a line's inline Markdown links, `[text](target)` or `[text](<target>)`
@@ -337,6 +363,29 @@ fn the_link_check_finds_outside_and_missing_targets() {
     assert_eq!(link_problem(&root, readme, "../.."), Some("leads outside the repository"));
     assert_eq!(link_problem(&root, readme, "/etc/hosts"), Some("is an absolute path"));
     assert_eq!(link_problem(&root, readme, "nope.md"), Some("names nothing in the repository"));
+}
+
+#[test]
+fn the_citation_check_finds_specs_and_issues_but_not_job_specs() {
+    for line in [
+        "// MILE (spec 2.7): the double loop",
+        "see specs/lse_straddle.md",
+        "the implementation spec says",
+        "(spec sections 2.5.2 and 2.5.3)",
+        "as spec gotcha 15 foresaw",
+        "## Before issue 36's numerics",
+        "(Issue #17, item 6)",
+    ] {
+        assert!(outside_document(line).is_some(), "{line}");
+    }
+    for line in [
+        "let spec = JobSpec::new(1);",
+        "the paper's Section 2.7, Eq. (7)",
+        "no issue here; an issue with 3 parts",
+        "WireSpec 4",
+    ] {
+        assert_eq!(outside_document(line), None, "{line}");
+    }
 }
 
 /// The scheduler's state machines (and its recovery) are pure: no I/O, no clock, no runtime. Their code

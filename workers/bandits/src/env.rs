@@ -1,10 +1,10 @@
-//! The synthetic environment of the paper's simulation (spec §3.1) and its per-round pseudo-regret
-//! (spec §1.1).
+//! The synthetic environment of the paper's simulation (Section 5) and its per-round pseudo-regret
+//! (Eq. (1) with expected rewards).
 //!
 //! Per repetition `theta*` is drawn elementwise from `U(-1/sqrt d, 1/sqrt d)` (not normalised, norm about
 //! 0.58 for d = 25); every round `K` fresh feature vectors are drawn the same way, so `||x|| <= 1`. Rewards
 //! are linear `x^T theta* + N(0, 0.5^2)` or logistic `Bernoulli(sigma(x^T theta*))`. Contexts are generated
-//! round by round (spec §7.15: never a `T x K x d` tensor), so every method given the same environment
+//! round by round (never a `T x K x d` tensor), so every method given the same environment
 //! stream sees the same `theta*` and contexts; reward noise comes from a separate stream passed by the
 //! caller.
 //!
@@ -138,15 +138,15 @@ pub struct SyntheticConfig {
 /// The distribution of `theta*` and of every feature vector.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FeatureLaw {
-    /// Elementwise `U(-1/sqrt d, 1/sqrt d)` (the main simulation, spec §3.1).
+    /// Elementwise `U(-1/sqrt d, 1/sqrt d)` (the main simulation, paper Section 5).
     Cube,
     /// Uniform in the unit ball: direction `N(0, I)/||.||` times radius `U^{1/d}` (the grid-search
-    /// and Lipschitz appendix experiments, spec §3.4).
+    /// and Lipschitz appendix experiments, paper Appendices A.1 and A.2).
     Ball,
 }
 
 impl SyntheticConfig {
-    /// d = 25, K = 120, T = 14,000, linear rewards with noise std 0.5 ("N(0, 0.25)" is a variance, §7.1).
+    /// d = 25, K = 120, T = 14,000, linear rewards with noise std 0.5 (the paper's "N(0, 0.25)" is a variance).
     pub fn paper_linear() -> Self {
         SyntheticConfig {
             dim: 25,
@@ -157,7 +157,7 @@ impl SyntheticConfig {
             law: FeatureLaw::Cube,
         }
     }
-    /// The grid search of spec §3.4 (A.1): d = 10, T = 8,000, unit-ball features and `theta*`,
+    /// The grid search of paper Appendix A.1: d = 10, T = 8,000, unit-ball features and `theta*`,
     /// linear noise variance 0.5 (std sqrt 0.5, as MovieLens) or logistic rewards.
     pub fn appendix_grid(n_arms: usize, linear: bool) -> Self {
         let rewards = if linear { RewardModel::Linear { noise_sd: 0.5f64.sqrt() } } else { RewardModel::Logistic };
@@ -337,7 +337,7 @@ mod tests {
     }
 
     /// Context entries lie in +-1/sqrt(d) so norms are <= 1, with E||x||^2 = d (1/d)/3 = 1/3; theta* has
-    /// E||theta*||^2 = 1/3 (norm about 0.58, spec §3.1); a fixed stream reproduces theta* and contexts.
+    /// E||theta*||^2 = 1/3 (norm about 0.58); a fixed stream reproduces theta* and contexts.
     #[test]
     fn contexts_and_theta_have_the_spec_distribution() {
         let config = SyntheticConfig::paper_logistic();
@@ -431,8 +431,8 @@ mod tests {
     }
 
     /// A uniformly random policy's expected regret over T = 14,000 is about 2450 (linear) and 610
-    /// (logistic) (spec §3.1, §8.3.7; +-5%). Estimated from 250 repetitions x 56 rounds (regret is additive
-    /// over i.i.d. rounds, and many theta* draws average out their spread).
+    /// (logistic) (+-5%; our own scale check, not a paper number). Estimated from 250 repetitions x 56
+    /// rounds (regret is additive over i.i.d. rounds, and many theta* draws average out their spread).
     #[test]
     fn random_policy_regret_matches_the_spec_scale() {
         for (config, target) in [(SyntheticConfig::paper_linear(), 2450.0), (SyntheticConfig::paper_logistic(), 610.0)]

@@ -1,8 +1,9 @@
 //! One run of a bottom bandit on a synthetic environment: [`run`] with a fixed hyperparameter schedule
-//! (the "Theory" baseline of spec §2.6(a), or a fixed value for grid search, §2.6(e)), and [`run_tuned`],
-//! an episode = environment x bottom algorithm x tuner (CDT, spec §2.4; OP / TL / Syndicated, §2.6).
+//! (the "Theory" baseline of paper Section 5, or a fixed value for the grid search of Appendix A.1), and
+//! [`run_tuned`], an episode = environment x bottom algorithm x tuner (CDT, paper Algorithm 2; OP / TL /
+//! Syndicated, Section 5).
 //!
-//! Regret is the cumulative pseudo-regret of spec §1.1, with expected rewards, including warm-up rounds.
+//! Regret is the cumulative pseudo-regret of Eq. (1), with expected rewards, including warm-up rounds.
 
 use crate::env::Environment;
 use crate::tuner::{Tuner, TuningPlan};
@@ -116,9 +117,9 @@ pub struct Round {
     pub tuned: bool,
 }
 
-/// The state of a tuned run between rounds (spec §2.4 Algorithm 2 for CDT):
-/// - rounds `< plan.random_phase` play a uniformly random arm and still update the bandit (spec §2.4
-///   line 2), with the theory hyperparameters passed to `observe` (they matter only for Laplace-TS, GLOC);
+/// The state of a tuned run between rounds (paper Algorithm 2 for CDT):
+/// - rounds `< plan.random_phase` play a uniformly random arm and still update the bandit (paper
+///   Algorithm 2, line 2), with the theory hyperparameters passed to `observe` (they matter only for Laplace-TS, GLOC);
 /// - afterwards one tuner decision per round, or per block of `tau` rounds in block mode, whose reward is
 ///   the realised `y_t` (block mean in block mode; a final partial block gives the mean of its rounds).
 ///
@@ -151,7 +152,7 @@ impl TunedLoop {
     }
 
     /// Plays the next round. `algorithm` drives the bandit's randomness and the random phase, `tuning`
-    /// the tuner's, `noise` the rewards, so all three are separately seeded (spec §8.2).
+    /// the tuner's, `noise` the rewards, so all three are separately seeded.
     #[allow(clippy::too_many_arguments)]
     pub fn play(
         &mut self,
@@ -168,7 +169,7 @@ impl TunedLoop {
 
     /// The first half of [`TunedLoop::play`]: the round's hyperparameters, contexts and arm. The
     /// bandit has not yet seen the round, so a caller may ask it what other hyperparameters would
-    /// pick (the Lipschitz check of spec §3.4 A.2) before [`TunedLoop::complete`].
+    /// pick (the Lipschitz check of paper Appendix A.2) before [`TunedLoop::complete`].
     pub fn choose(
         &mut self,
         bandit: &mut dyn BottomBandit,
@@ -343,7 +344,7 @@ mod tests {
         }
     }
 
-    /// "Theory is too conservative" (spec §5.1, §8.3.6): on the paper's linear problem, LinUCB with its
+    /// "Theory is too conservative" (paper Section 5): on the paper's linear problem, LinUCB with its
     /// theory alpha (about 13) has clearly more regret than alpha = 1 (shortened to T = 3000),
     /// summed over four environments (one alone is a coin with a bias, not a claim).
     #[test]
@@ -497,9 +498,10 @@ mod tests {
         assert_ne!(hp(14), hp(99));
     }
 
-    /// The restart rounds of a CDT run are `T1 + 1 + m T2` (1-based; spec §7.7), read off the trajectory: every
-    /// epoch starts with one arm in [0.3, 0.7] whose ball covers [0,1] while `r(n) >= 1`, so the value is
-    /// constant for the following rounds (T2 = 14000^0.75 = 405 here, k = 1 as in Table 6).
+    /// The restart rounds of a CDT run are `T1 + 1 + m T2` (1-based; paper Algorithm 1, line 3, counted after
+    /// the warm-up), read off the trajectory: every epoch starts with one arm in [0.3, 0.7] whose ball covers
+    /// [0,1] while `r(n) >= 1`, so the value is constant for the following rounds (T2 = 14000^0.75 = 405 here,
+    /// k = 1 as in Table 6).
     #[test]
     fn cdt_restarts_at_the_scheduled_bottom_rounds() {
         let config = SyntheticConfig { horizon: 3000, ..easy(RewardModel::Linear { noise_sd: 0.5 }) };
@@ -519,11 +521,11 @@ mod tests {
         }
     }
 
-    /// Spec §5.1/§5.7: Theory is "too conservative" on LinUCB and LinTS (theory alpha about 14 and 2.7
+    /// Paper Section 5 and Figure 2: Theory is "too conservative" on LinUCB and LinTS (theory alpha about 14 and 2.7
     /// here); CDT (paper preset) searching [0.1, 5] has less regret on the paper's linear instance shortened
     /// to T = 6000, on 2 instances: at most 0.8x Theory for LinUCB (0.6-0.7x observed on 6 seeds) and below
     /// Theory for LinTS (0.78-0.89x observed). At T = 3000 the LinUCB margin was only 4% on one seed, and for
-    /// the GLM bandits the spec gives no CDT-vs-Theory numbers, so nothing is asserted there.
+    /// the GLM bandits the paper gives no CDT-vs-Theory numbers, so nothing is asserted there.
     #[test]
     fn cdt_beats_the_theory_values_on_the_paper_linear_instance() {
         let config = SyntheticConfig { horizon: 6000, ..SyntheticConfig::paper_linear() };

@@ -1,13 +1,13 @@
 //! The `bandits` family: one job = a synthetic environment x a bottom bandit x a tuner x a
-//! repetition, run one round per step (spec section 4.1, the "Simulation" half of the main grid).
+//! repetition, run one round per step (paper Section 5, the "Simulation" half of the main grid).
 //!
-//! * Benchmark `synthetic` (spec 3.1): d = 25, K = 120 by default; parameter `bottom` picks the
+//! * Benchmark `synthetic` (paper Section 5): d = 25, K = 120 by default; parameter `bottom` picks the
 //!   bottom algorithm (it belongs to the setting, as in the paper's 14 panels), `rewards` the
-//!   reward model (`paper`: linear for LinUCB and LinTS, logistic for the other five, spec 4.1).
+//!   reward model (`paper`: linear for LinUCB and LinTS, logistic for the other five, paper Section 5).
 //!   The environment (theta*, contexts) comes from the environment stream, so every tuner of a
 //!   repetition faces the same instance; reward noise, the bandit's and the tuner's randomness
-//!   come from the algorithm's own streams (spec 4.1, 8.2).
-//! * Algorithms are the tuners (spec 2.4, 2.6): `theory`, `op`, `tl` (TL for one
+//!   come from the algorithm's own streams.
+//! * Algorithms are the tuners (paper Algorithm 2, Section 5): `theory`, `op`, `tl` (TL for one
 //!   hyperparameter, Syndicated for two: the paper's "TL/Syndicated"), `tl-combined`, `cdt`.
 //! * Step 0 is the state before any round (regret 0); step t is after round t. The job's
 //!   horizon is T (the paper's 14,000).
@@ -38,7 +38,7 @@ armada_core::params! {
 armada_core::choice! {
     /// The reward model of a benchmark.
     pub enum Rewards {
-        /// linear for linucb/lints, logistic otherwise (spec 4.1)
+        /// linear for linucb/lints, logistic otherwise (paper Section 5)
         Paper = "paper",
         /// linear rewards for every bottom bandit
         Linear = "linear",
@@ -250,7 +250,7 @@ fn tuner_of(name: &str, params: &Params) -> Result<TunerKind, JobError> {
     })
 }
 
-/// Whether the bottom bandit plays linear rewards: `rewards = paper` follows spec 4.1.
+/// Whether the bottom bandit plays linear rewards: `rewards = paper` follows paper Section 5.
 fn linear_rewards(rewards: Rewards, bottom: BottomKind) -> bool {
     match rewards {
         Rewards::Paper => bottom.paper_uses_linear_rewards(),
@@ -267,8 +267,8 @@ pub(crate) fn bottom_of(params: &Params) -> Result<BottomKind, JobError> {
 /// What a `bandits` benchmark owns of a job, apart from the tuner's and the bottom bandit's
 /// decisions: the environment (its instance and each round's contexts from the environment
 /// stream `environment`; the expected rewards, so the regret, of every arm) and the reward
-/// noise, from the algorithm's own stream `noise` (rewards are seeded per run, spec 4.1,
-/// 8.2). The built-in episode and armada's Python bindings both start a job's here.
+/// noise, from the algorithm's own stream `noise` (rewards are seeded per run). The built-in
+/// episode and armada's Python bindings both start a job's here.
 pub struct JobEnvironment {
     pub env: Box<dyn Environment + Send>,
     pub noise: StreamRng,
@@ -388,15 +388,7 @@ impl Episode for BanditsEpisode {
 
 const DECLARATION: Declaration = Declaration {
     name: "bandits",
-    // 2: as every family had before versions were per family.
-    // 3: numerics whose bits do not depend on the processor (issue 36): every
-    // transcendental function (exp, ln, sin, ...) and random variate (normal, gamma, beta,
-    // chi-squared) from armada-math instead of the system's libm and rand_distr, and the
-    // products, Cholesky factors, triangular solves and eigendecompositions from armada-linalg
-    // instead of faer's kernels.
-    // 4: armada-linalg's products, Cholesky factors and triangular solves fuse each
-    // multiply-add (IEEE's fused multiply-add, correctly rounded, so still the same bits on
-    // every processor): twice the speed of separate multiplies and adds.
+    // Raised whenever a job's results change; what each version changed: docs/changelog.md.
     version: 4,
     doc: "online hyperparameter tuning of GLM contextual bandits: CDT and its baselines (Kang, Hsieh, Lee)",
     benchmarks: &BENCHMARKS,

@@ -1,9 +1,9 @@
-//! UCB-GLM (spec §2.5.3) and GLM-TSL (spec §2.5.4): logistic bandits that refit the MLE on the whole
+//! UCB-GLM (Li, Lu & Zhou 2017) and GLM-TSL (Kveton et al. 2020): logistic bandits that refit the MLE on the whole
 //! history every round.
 //!
 //! The refit is the warm-started [`LogisticMle`], so a round costs a few O(n d) passes instead of a fit
 //! from scratch. GLM-TSL additionally needs the Hessian `H = lambda I + sum mu'(x^T theta-bar) x x^T` at
-//! the new estimate every round: that O(n d^2) product is the cost centre of the whole crate (spec §7.14).
+//! the new estimate every round: that O(n d^2) product is the cost centre of the whole crate.
 //! Neither the MLE nor `H` depends on the exploration hyperparameter, which only scales the index.
 
 use crate::hyper::{Hyperparameter, TheoryConstants};
@@ -17,11 +17,11 @@ use rand::RngCore;
 const UCB_GLM_HYPERPARAMETERS: [Hyperparameter; 1] = [Hyperparameter::on_paper_box("alpha", "exploration rate")];
 const GLM_TSL_HYPERPARAMETERS: [Hyperparameter; 1] = [Hyperparameter::on_paper_box("a", "posterior scale")];
 
-/// Ridge of the "unregularised" MLE fits (spec §7.12).
+/// Ridge of the "unregularised" MLE fits: it keeps the fit finite on separable data.
 pub const TINY_RIDGE: f64 = 1e-6;
-/// UCB-GLM's random warm-up of the baselines in the code (spec §2.5.3; the code's CDT uses 90).
+/// UCB-GLM's random warm-up of the baselines in the code (the code's CDT uses 90).
 pub const UCB_GLM_WARMUP: usize = 30;
-/// GLM-TSL's random warm-up (spec §2.5.4).
+/// GLM-TSL's random warm-up (the reference code's, for every tuner).
 pub const GLM_TSL_WARMUP: usize = 150;
 
 /// UCB-GLM (Li, Lu & Zhou 2017): `argmax_a x^T theta-hat + alpha ||x||_{V^{-1}}` with the ridge-penalised
@@ -139,8 +139,8 @@ impl GlmTsl {
     pub fn hessian_factor(&self) -> &[f64] {
         &self.hessian_factor
     }
-    /// Rounds where `H` could not be factored (non-finite estimate); the previous `H` was kept (spec §7.12
-    /// prefers guarding to the code's abort).
+    /// Rounds where `H` could not be factored (non-finite estimate); the previous `H` was kept (a guard
+    /// where the reference code aborts the run).
     pub fn numerical_failures(&self) -> usize {
         self.numerical_failures
     }
@@ -250,11 +250,11 @@ mod tests {
         assert!((b.index(&x, 2.0) - (dot(&x, &theta) + 2.0 * width)).abs() < 1e-14);
         let mut out = [0.0];
         UcbGlm::new(25, TheoryConstants::paper(14_000)).theory_hyperparameters(0, &mut out);
-        assert!((out[0] - 24.3).abs() < 0.05, "spec: 24.3, got {}", out[0]);
+        assert!((out[0] - 24.3).abs() < 0.05, "expected 24.3, got {}", out[0]);
     }
 
     /// GLM-TSL's H factor reproduces lambda I + sum mu'(x^T theta-bar) x x^T computed naively at the final
-    /// estimate, and the theory value is the spec's 33.3.
+    /// estimate, and the theory value is the reference code's 33.3.
     #[test]
     fn glm_tsl_hessian_is_rebuilt_at_the_current_mle() {
         let d = 4;
@@ -279,7 +279,7 @@ mod tests {
         assert_eq!(b.numerical_failures(), 0);
         let mut out = [0.0];
         GlmTsl::new(25, TheoryConstants::paper(14_000)).theory_hyperparameters(0, &mut out);
-        assert!((out[0] - 33.3).abs() < 0.05, "spec: 33.3, got {}", out[0]);
+        assert!((out[0] - 33.3).abs() < 0.05, "expected 33.3, got {}", out[0]);
     }
 
     /// Both play uniformly at random during their intrinsic warm-up, whatever the hyperparameter.

@@ -1,4 +1,4 @@
-//! GLOC (Jun et al. 2017; spec §2.5.6): a logistic bandit driven by an online learner. Online Newton
+//! GLOC (Jun et al. 2017): a logistic bandit driven by an online learner. Online Newton
 //! Step (ONS, learning parameter `kappa`) predicts `z_s = x_s^T theta_s`; ridge regression of those
 //! predictions on the features gives `theta-hat`; arms are chosen by `x^T theta-hat + alpha ||x||_{V^{-1}}`.
 //!
@@ -21,16 +21,16 @@ const GLOC_HYPERPARAMETERS: [Hyperparameter; 2] = [
     Hyperparameter::on_paper_box("kappa", "ONS learning parameter"),
 ];
 
-/// `A_0 = eps I` of ONS (spec §8.4).
+/// `A_0 = eps I` of ONS (the reference code's `eps`).
 pub const ONS_EPSILON: f64 = 1.0;
-/// Default exploration rate. NOT a theory value: neither the paper nor the code gives one for GLOC
-/// (spec §2.5 "Theory values"); 1 is a placeholder inside the search box.
+/// Default exploration rate. NOT a theory value: neither the paper nor the code gives one for GLOC;
+/// 1 is a placeholder inside the search box.
 pub const DEFAULT_ALPHA: f64 = 1.0;
 
-/// Which prediction feeds the ridge regression (spec §2.5.6).
+/// Which prediction feeds the ridge regression.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OnsPrediction {
-    /// `z = x^T theta_{t+1}`, after the ONS step (the spec's pseudo-code and the reference code).
+    /// `z = x^T theta_{t+1}`, after the ONS step (the reference code).
     AfterStep,
     /// `z = x^T theta_t`, before the ONS step (Jun et al. 2017).
     BeforeStep,
@@ -94,7 +94,7 @@ impl NormBallProjector {
     }
 }
 
-/// GLOC with ONS (spec §2.5.6).
+/// GLOC with ONS (Jun et al. 2017).
 #[derive(Clone, Debug)]
 pub struct Gloc {
     /// `A = eps I + sum x x^T` of ONS (its inverse gives the ONS direction).
@@ -153,7 +153,7 @@ impl BottomBandit for Gloc {
     fn hyperparameters(&self) -> &'static [Hyperparameter] {
         &GLOC_HYPERPARAMETERS
     }
-    /// `[DEFAULT_ALPHA, kappa = 0.196]`: the spec's default kappa; alpha has no published theory value.
+    /// `[DEFAULT_ALPHA, kappa = 0.196]`: kappa's theory value `inf mu'`; alpha has no published theory value.
     fn theory_hyperparameters(&self, _round: usize, out: &mut [f64]) {
         out[0] = DEFAULT_ALPHA;
         out[1] = self.theory.kappa;

@@ -1,18 +1,18 @@
 //! Hyperparameters as data: names, the CDT search box, the finite candidate sets, the map from the
-//! scaled unit box, and the constants of the "Theory" values (spec §1.2, §2.5 "Hyperparameters tuned" and
-//! "Theory values", §8.4).
+//! scaled unit box, and the constants of the "Theory" values (paper Sections 3 and 5; the
+//! authors' code where the paper gives none).
 //!
 //! The tuner layer ([`crate::tuner`], [`crate::cdt`]) reads a bottom bandit's [`Hyperparameter`] list to
 //! know `p` and the box; it never needs to know which algorithm it tunes.
 
-/// Lower end of every search interval (spec §1.2: "every hyperparameter uses [0.1, 5]"; zero exploration
-/// is deliberately excluded, §7.8).
+/// Lower end of every search interval (paper Section 5: the interval [0.1, 5] for all hyperparameters;
+/// zero exploration is deliberately excluded).
 pub const SEARCH_LOW: f64 = 0.1;
 /// Upper end of every search interval.
 pub const SEARCH_HIGH: f64 = 5.0;
-/// Candidate set C1 of OP / TL / Syndicated (spec §2.5).
+/// Candidate set C1 of OP / TL / Syndicated (paper Section 5).
 pub const CANDIDATES_C1: [f64; 6] = [0.1, 1.0, 2.0, 3.0, 4.0, 5.0];
-/// The finer candidate set C2 of Appendix A.4.1 (spec §2.5).
+/// The finer candidate set C2 of paper Appendix A.4.1.
 pub const CANDIDATES_C2: [f64; 13] = [0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0];
 
 /// One tunable hyperparameter of a bottom bandit and its search interval `[low, high]`.
@@ -32,8 +32,8 @@ impl Hyperparameter {
         Hyperparameter { name, meaning, low: SEARCH_LOW, high: SEARCH_HIGH }
     }
 
-    /// `alpha = a + (b - a) v` for `v` in `[0, 1]` (spec §1.2; the linear map keeps the Lipschitz constant,
-    /// §7.8). Values outside `[0, 1]` are clamped.
+    /// `alpha = a + (b - a) v` for `v` in `[0, 1]` (paper Section 4; the linear map keeps the Lipschitz
+    /// constant). Values outside `[0, 1]` are clamped.
     pub fn from_unit(&self, v: f64) -> f64 {
         self.low + (self.high - self.low) * v.clamp(0.0, 1.0)
     }
@@ -52,7 +52,7 @@ pub fn from_unit_box(space: &[Hyperparameter], v: &[f64], out: &mut [f64]) {
     }
 }
 
-/// Constants of the "Theory" hyperparameter formulas (spec §2.5 "Theory values": `delta = 0.05`,
+/// Constants of the "Theory" hyperparameter formulas (the authors' code's: `delta = 0.05`,
 /// `sigma = 0.5`, `S = 1`, `lambda = 1`, `kappa = 0.196`), plus the horizon `T` that several formulas use.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TheoryConstants {
@@ -60,11 +60,11 @@ pub struct TheoryConstants {
     /// Sub-Gaussian noise constant (the linear noise std).
     pub sigma: f64,
     pub delta: f64,
-    /// Bound `S` on `||theta*||` (the code's `thetan = 1`, not the true norm; spec §7.18).
+    /// Bound `S` on `||theta*||` (the code's `thetan = 1`, not the true norm).
     pub norm_bound: f64,
-    /// Ridge / prior precision, never tuned (spec §2.5 "Common elements").
+    /// Ridge / prior precision, never tuned (paper Section 3: "commonly set to 1").
     pub lambda: f64,
-    /// `inf mu'` over `|z| <= 1` for the logistic link, rounded as in the code (spec §1.1).
+    /// `inf mu'` over `|z| <= 1` for the logistic link, rounded as in the code (`mu'(1) = 0.19661...`).
     pub kappa: f64,
 }
 

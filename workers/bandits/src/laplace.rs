@@ -1,15 +1,15 @@
-//! Laplace-TS (Chapelle & Li 2011, Algorithm 3; spec §2.5.5): online logistic regression with a diagonal
+//! Laplace-TS (Chapelle & Li 2011, Algorithm 3): online logistic regression with a diagonal
 //! Gaussian (Laplace) posterior `N(m_i, 1/q_i)`, refreshed after each observation by gradient descent whose
 //! step size `eta` is the tuned hyperparameter.
 //!
-//! The inner loop is the spec's exactly: random start `m + U(-1,1)^d`, at most 1000 iterations, stop at
+//! The inner loop is the reference code's exactly: random start `m + U(-1,1)^d`, at most 1000 iterations, stop at
 //! `||g|| <= 1e-4`, step halved every 100 iterations including iteration 0. Note that plain GD on the
 //! quadratic part `0.5 sum q_i (w_i - m_i)^2` is only stable while the current step times `q_i` is below 2,
 //! and `q_i` grows by `mu'(x^T m) x_i^2` per round (about 0.0033 on the paper's problem, so `q_i` reaches
 //! about 47 at T = 14,000): with `eta = 1` the first few hundred inner iterations grow the error
 //! geometrically once `q_i > 4`, exactly as in the reference code. Where that overflows, the code aborts
-//! with regret +Inf; this implementation skips the update and counts it ([`LaplaceTs::diverged_updates`]),
-//! as spec §7.12 prefers.
+//! with regret +Inf; this implementation skips the update and counts it ([`LaplaceTs::diverged_updates`])
+//! rather than lose the run.
 
 use crate::hyper::{Hyperparameter, TheoryConstants};
 use crate::linalg::dot;
@@ -20,7 +20,7 @@ use rand::{Rng, RngCore};
 
 const STEP_SIZE: [Hyperparameter; 1] = [Hyperparameter::on_paper_box("eta", "inner gradient-descent step size")];
 
-/// Inner gradient-descent settings (spec §2.5.5 and §8.4).
+/// Inner gradient-descent settings (the reference code's).
 pub const MAX_INNER_ITERATIONS: usize = 1000;
 pub const INNER_TOLERANCE: f64 = 1e-4;
 pub const HALVING_PERIOD: usize = 100;

@@ -1,17 +1,17 @@
 //! armada-bandits: "Online Continuous Hyperparameter Optimization for Generalized Linear Contextual
-//! Bandits" (Kang, Hsieh, Lee; spec `specs/cdt_bandits.md`), both layers.
+//! Bandits" (Kang, Hsieh, Lee; TMLR, arXiv:2302.09440), both layers.
 //!
-//! The bottom layer is the seven GLM contextual bandits of spec §2.5 ([`LinUcb`], [`LinTs`], [`UcbGlm`],
+//! The bottom layer is the seven GLM contextual bandits of paper Section 5 ([`LinUcb`], [`LinTs`], [`UcbGlm`],
 //! [`GlmTsl`], [`LaplaceTs`], [`Gloc`], [`SgdTs`]) behind one trait, [`BottomBandit`], with the synthetic
-//! linear / logistic environments of spec §3.1 ([`env::SyntheticEnv`]) and the pseudo-regret of §1.1.
+//! linear / logistic environments of paper Section 5 ([`env::SyntheticEnv`]) and the pseudo-regret of Eq. (1).
 //! The top layer is the [`tuner::Tuner`] trait: CDT ([`cdt::Cdt`], Zooming TS with restarts from
-//! [`zooming`], spec §2.1, §2.4) and the baselines of spec §2.6 (Theory, OP, TL, Syndicated). Tuners only
-//! need [`BottomBandit::hyperparameters`] (the box) and the fact that `choose`/`observe` take the
+//! [`zooming`], paper Algorithms 1 and 2) and the baselines of paper Section 5 (Theory, OP, TL, Syndicated).
+//! Tuners only need [`BottomBandit::hyperparameters`] (the box) and the fact that `choose`/`observe` take the
 //! hyperparameters of the current round, so they can change every round; [`episode::run_tuned`] runs
 //! environment x bottom algorithm x tuner.
 //!
 //! Everything is plain synchronous Rust: per round O(K d + d^2) for the linear-algebra algorithms, and
-//! warm-started Newton for the GLM fits (spec §7.12, §7.14), without allocation in the round loop.
+//! warm-started Newton for the GLM fits, without allocation in the round loop.
 //!
 //! ```
 //! use armada_bandits::{env::{SyntheticConfig, SyntheticEnv}, episode, BottomKind, HyperparameterSchedule};
@@ -135,12 +135,12 @@ pub fn contexts_view(features: &[f64], dim: usize) -> ArrayView2<'_, f64> {
     ArrayView2::from_shape((features.len() / dim, dim), features).expect("K x d row-major features")
 }
 
-/// One bottom-layer contextual bandit (spec §2.5, §8.1 `trait Bandit`).
+/// One bottom-layer contextual bandit (the algorithms of paper Section 5).
 ///
 /// A round is `choose` then `observe` of the chosen arm's feature and reward. Both take the hyperparameter
 /// values of the current round (in the order of [`BottomBandit::hyperparameters`]), so a tuner can change
 /// them every round; the statistics kept between rounds do not depend on them except where the algorithm
-/// itself makes them (Laplace-TS's and GLOC's updates, SGD-TS's epoch step; spec §2.4 line 9).
+/// itself makes them (Laplace-TS's and GLOC's updates, SGD-TS's epoch step; paper Algorithm 2, line 7).
 /// During the intrinsic warm-up `choose` ignores the hyperparameters and plays a uniformly random arm.
 pub trait BottomBandit {
     /// Display name as in the paper ("LinUCB", "GLM-TSL", ...).
@@ -149,19 +149,19 @@ pub trait BottomBandit {
     fn dim(&self) -> usize;
     /// The tuned hyperparameters, in order (`p = len`), with their search intervals.
     fn hyperparameters(&self) -> &'static [Hyperparameter];
-    /// The "Theory" values at 0-based round `round` (spec §2.5 "Theory values"); `out.len() == p`.
+    /// The "Theory" values at 0-based round `round` (paper Section 5, "Theoretical setting"); `out.len() == p`.
     fn theory_hyperparameters(&self, round: usize, out: &mut [f64]);
-    /// Rounds of uniformly random play the algorithm itself needs before its first fit (spec §2.4).
+    /// Rounds of uniformly random play the algorithm itself needs before its first fit.
     fn intrinsic_warmup(&self) -> usize;
     /// `Some(tau)` if the algorithm only acts on hyperparameters at epoch boundaries every `tau` rounds
-    /// (SGD-TS, spec §2.4 "Block mode").
+    /// (SGD-TS).
     fn block_len(&self) -> Option<usize> {
         None
     }
     /// Number of `observe` calls so far, i.e. the 0-based index of the next round.
     fn rounds_observed(&self) -> usize;
     /// Picks an arm, a row of `arms` (the round's `K x d` features); ties go to the lowest
-    /// index (spec §2.5). A standard-layout `arms` is read in place; any other layout costs
+    /// index (numpy `argmax`'s rule). A standard-layout `arms` is read in place; any other layout costs
     /// one O(K d) copy per call.
     fn choose(&mut self, arms: ArrayView2<'_, f64>, hyperparameters: &[f64], rng: &mut dyn RngCore) -> usize;
     /// Feeds back the reward `y` of the arm with feature `x` pulled this round (a row of the
@@ -170,7 +170,7 @@ pub trait BottomBandit {
 }
 
 armada_core::choice! {
-    /// The seven bottom bandits of spec §2.5 (the algorithms being tuned; a job's `algorithm`
+    /// The seven bottom bandits of paper Section 5 (the algorithms being tuned; a job's `algorithm`
     /// is the tuner), named as the benchmarks' `bottom` parameter names them.
     pub enum BottomKind {
         /// LinUCB
@@ -215,12 +215,12 @@ impl BottomKind {
     }
 
     /// Whether the paper runs it on the linear reward model (LinUCB, LinTS) rather than the logistic one
-    /// (spec §4.1).
+    /// (paper Section 5).
     pub fn paper_uses_linear_rewards(self) -> bool {
         matches!(self, BottomKind::LinUcb | BottomKind::LinTs)
     }
 
-    /// Builds the algorithm with the paper's constants (spec §8.4) for dimension `dim` and horizon `horizon`.
+    /// Builds the algorithm with the paper's constants for dimension `dim` and horizon `horizon`.
     pub fn build(self, dim: usize, horizon: usize) -> Box<dyn BottomBandit> {
         let theory = TheoryConstants::paper(horizon);
         match self {
@@ -235,7 +235,7 @@ impl BottomKind {
     }
 }
 
-/// Index of the largest score, ties to the lowest index (numpy `argmax`, spec §2.5). NaN scores never win.
+/// Index of the largest score, ties to the lowest index (numpy `argmax`). NaN scores never win.
 /// The optimistic arm `argmax_a x_a^T theta + alpha ||x_a||_{V^{-1}}` (LinUCB, UCB-GLM, GLOC), bit
 /// for bit [`argmax_by`] of that index arm by arm, with every arm's width computed at once
 /// ([`linalg::RidgeDesign::widths_squared`]) into `widths`, a scratch buffer.

@@ -1,4 +1,4 @@
-//! Small dense linear algebra for d ≈ 25 on plain row-major `Vec<f64>` (spec §2.5 "Common elements", §7.13).
+//! Small dense linear algebra for d ≈ 25 on plain row-major `Vec<f64>`.
 //!
 //! At this size hand-written loops beat any call overhead, and they never allocate. Two pieces are
 //! the bottom layer's workhorses:
@@ -6,7 +6,7 @@
 //!   Sherman–Morrison, its Cholesky factor kept by rank-1 updates (for sampling `N(., V^{-1})`), and the
 //!   ridge estimate `theta-hat = V^{-1} b`, all in O(d^2) per observation;
 //! * Cholesky factorisation and triangular solves, used for Gaussian sampling from a precision matrix
-//!   (`mean + L^{-T} z`, spec §7.13: "never invert and then factor") and for Newton steps.
+//!   (`mean + L^{-T} z`: never invert and then factor) and for Newton steps.
 
 use armada_core::avx2_dispatch;
 use armada_math as math;
@@ -250,7 +250,7 @@ pub fn cholesky_rank1_update(l: &mut [f64], x: &[f64], work: &mut [f64]) {
 }
 
 /// The regularised design `V = lambda I + sum_s x_s x_s^T` and the ridge estimate `V^{-1} sum_s y_s x_s`
-/// (spec §2.5 "Common elements"). Every observation costs O(d^2) and allocates nothing.
+/// (paper Section 3). Every observation costs O(d^2) and allocates nothing.
 ///
 /// `V^{-1}` (Sherman–Morrison, for the UCB widths `x^T V^{-1} x`) and, for a design made by
 /// [`Self::with_factor`], the Cholesky factor of `V` (rank-1 updates, for Thompson samples `L^{-T} z`) are

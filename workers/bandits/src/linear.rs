@@ -1,4 +1,5 @@
-//! LinUCB (spec §2.5.1) and LinTS (spec §2.5.2): ridge regression with an optimistic or a sampled index.
+//! LinUCB (Li et al. 2010; paper Section 3) and LinTS (Agrawal & Goyal 2013): ridge regression with an
+//! optimistic or a sampled index.
 //!
 //! Both share [`RidgeDesign`], whose statistics (`V^{-1}`, `chol V`, `theta-hat`) are independent of the
 //! exploration rate `alpha`, so `alpha` may change every round at no cost.
@@ -13,7 +14,7 @@ use rand::RngCore;
 const EXPLORATION: [Hyperparameter; 1] = [Hyperparameter::on_paper_box("alpha", "exploration rate")];
 
 /// `sigma sqrt(d ln((1 + t/lambda)/delta)) + sqrt(lambda) S`, the LinUCB theory value at 0-based round `t`
-/// (spec §2.5 "Theory values").
+/// (paper Section 3, with `S = 1` for `||theta*||` as in the authors' code).
 pub fn linucb_theory_alpha(dim: usize, round: usize, c: &TheoryConstants) -> f64 {
     c.sigma * (dim as f64 * math::ln((1.0 + round as f64 / c.lambda) / c.delta)).sqrt() + c.lambda.sqrt() * c.norm_bound
 }
@@ -82,7 +83,7 @@ impl LinTs {
     pub fn new(dim: usize, theory: TheoryConstants) -> Self {
         LinTs { design: RidgeDesign::with_factor(dim, theory.lambda), theory, sample: vec![0.0; dim] }
     }
-    /// Overwrites the standard normal `z` with `theta-hat + alpha L^{-T} z` (spec §2.5.2), a draw of theta~.
+    /// Overwrites the standard normal `z` with `theta-hat + alpha L^{-T} z`, a draw of theta~.
     pub fn perturb(&self, alpha: f64, z: &mut [f64]) {
         self.design.correlate_in_place(z);
         for (zi, mi) in z.iter_mut().zip(self.design.estimate()) {
@@ -215,7 +216,7 @@ mod tests {
         }
     }
 
-    /// With alpha = 0 on noiseless linear rewards, theta-hat converges to theta* (spec §8.3.6).
+    /// With alpha = 0 on noiseless linear rewards, theta-hat converges to theta*.
     #[test]
     fn linucb_estimate_converges_to_theta_star_without_exploration() {
         let theta = [0.3, -0.2, 0.1];

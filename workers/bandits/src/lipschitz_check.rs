@@ -1,4 +1,4 @@
-//! The Lipschitzness check of the CDT paper's Appendix A.2 (spec §3.4, Figure 3): along a CDT
+//! The Lipschitzness check of the CDT paper's Appendix A.2 (Figure 3): along a CDT
 //! trajectory of LinUCB or LinTS, every round also asks the bandit which arm each fixed exploration
 //! value `alpha in {0.30, 0.45, ..., 9.00}` (59 values) would pull from the same history, and records
 //! that arm's expected reward. The analysis centres those rewards within groups of 20 rounds and
@@ -8,7 +8,7 @@
 //! * CDT with its first `warmup` rounds (default 200) uniformly random, as the paper does.
 //! * LinTS uses common random numbers: every alpha of a round scales the same `z ~ N(0, I)`, drawn
 //!   from a stream of its own so the CDT run itself is unchanged by the check.
-//! * The paper says "obtained reward"; the spec asks for both. With the round's noise shared by
+//! * The paper says "obtained reward". With the round's noise shared by
 //!   every alpha, an obtained reward is the expected reward plus the same noise, which the centring
 //!   removes exactly, so only expected rewards are recorded.
 
@@ -149,12 +149,7 @@ impl Episode for CheckEpisode {
 
 const DECLARATION: Declaration = Declaration {
     name: "lipschitz-check",
-    // 2: as every family had before versions were per family.
-    // 3: numerics whose bits do not depend on the processor (issue 36): every
-    // transcendental function (exp, ln, sin, ...) and random variate (normal, gamma, beta,
-    // chi-squared) from armada-math instead of the system's libm and rand_distr, and the
-    // products, Cholesky factors, triangular solves and eigendecompositions from armada-linalg
-    // instead of faer's kernels.
+    // Raised whenever a job's results change; what each version changed: docs/changelog.md.
     version: 3,
     doc: "the CDT paper's Lipschitzness check (Appendix A.2, Figure 3): counterfactual rewards of fixed exploration values along a CDT run",
     benchmarks: std::slice::from_ref(&UNIT_BALL),

@@ -1,15 +1,15 @@
-//! The logistic link and a warm-started, incrementally preconditioned logistic MLE (spec §2.5.3, §2.5.4,
-//! §2.5.7, §7.12).
+//! The logistic link and a warm-started, incrementally preconditioned logistic MLE (UCB-GLM, GLM-TSL,
+//! SGD-TS).
 //!
 //! [`LogisticMle`] minimises `sum_s [ln(1 + e^{z_s}) - y_s z_s] + (ridge/2) ||theta||^2`, `z_s = x_s^T theta`,
-//! over the whole history. Refitting from scratch each round is what makes the reference code slow
-//! (spec §7.14); here every fit starts from the previous solution and uses as its Newton matrix a
+//! over the whole history. Refitting from scratch each round is what makes the reference code slow;
+//! here every fit starts from the previous solution and uses as its Newton matrix a
 //! Hessian approximation `P = ridge I + sum_s mu'(x_s^T theta_(s)) x_s x_s^T` that grows by one rank-1 term
 //! per observation (weights frozen at the estimate current when the sample arrived). Because the new
 //! solution is close to the old one, one or two preconditioned steps reach the tolerance; when they do
 //! not, `P` is rebuilt exactly at the current iterate (the plain Newton matrix). The accuracy of the
 //! solution is set by the stopping rule, not by `P`. Step halving guards against overshooting
-//! (spec §7.12: Newton with step halving, at most 50 iterations, tolerance 1e-8).
+//! (Newton with step halving, at most 50 iterations, tolerance 1e-8).
 
 use crate::linalg::{cholesky_in_place, cholesky_solve_in_place, dot, dot4};
 use armada_linalg::matmul;
@@ -105,7 +105,7 @@ pub struct LogisticMle {
 }
 
 impl LogisticMle {
-    /// `ridge > 0` keeps the objective strictly convex (spec §7.12: a tiny ridge 1e-6 for the
+    /// `ridge > 0` keeps the objective strictly convex (a tiny ridge 1e-6 for the
     /// "unregularised" fits). `capacity` pre-sizes the history so rounds do not reallocate.
     pub fn new(dim: usize, ridge: f64, capacity: usize) -> Self {
         assert!(ridge > 0.0, "a positive ridge keeps the MLE finite on separable data");
@@ -640,7 +640,7 @@ mod tests {
         assert!((sigmoid(0.0) - 0.5).abs() < 1e-16);
         assert!((softplus(800.0) - 800.0).abs() < 1e-12);
         assert!((softplus(0.0) - 2f64.ln()).abs() < 1e-15);
-        // kappa = mu'(1) = 0.19661..., the code's 0.196 (spec §1.1)
+        // kappa = mu'(1) = 0.19661..., the code's 0.196
         assert!((sigmoid_derivative(1.0) - 0.196_611_933).abs() < 1e-9);
     }
 }

@@ -5,7 +5,7 @@
 use crate::cdt::{Cdt, CdtConfig};
 use crate::tuner::{CandidateSet, FixedExploration, Op, Syndicated, Theory, Tl, Tuner};
 
-/// The methods compared in every panel of the paper (spec §4.1), for building them by name.
+/// The methods compared in every panel of the paper (Section 5, Figure 2), for building them by name.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum TunerKind {
     Theory,

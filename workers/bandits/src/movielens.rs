@@ -1,4 +1,4 @@
-//! The MovieLens-100K environment (spec §3.2): rank-20 matrix factorisation of the 100,000
+//! The MovieLens-100K environment (paper Section 5): rank-20 matrix factorisation of the 100,000
 //! ratings, then a bandit whose arms are 300 random movies per round and whose `theta*` is the
 //! normalised mean of 300 random users' factors.
 //!
@@ -9,7 +9,7 @@
 //!   [`Ratings::standin`], a seeded low-rank rating matrix of the same shape (943 users, 1682
 //!   movies, 100,000 ratings in 1..5).
 //! * **Factorisation.** The paper uses LIBPMF (CCD++) at rank 20 with its defaults
-//!   (`lambda = 0.1`); the spec allows ALS as the Rust substitute. [`factorize`] runs alternating
+//!   (`lambda = 0.1`); ALS is our substitute for it. [`factorize`] runs alternating
 //!   ridge solves on `sum (r - u^T m)^2 + lambda (sum ||u||^2 + sum ||m||^2)` from a fixed seed, so
 //!   the factors are a pure function of the ratings, shared by every repetition.
 //! * **Per repetition** `theta*` = mean of 300 users' factors drawn without replacement, scaled to
@@ -36,7 +36,7 @@ pub const N_RATINGS: usize = 100_000;
 /// The paper's factor rank and regulariser (LIBPMF `-k 20`, default `lambda`).
 pub const RANK: usize = 20;
 pub const LAMBDA: f64 = 0.1;
-/// Alternating sweeps (LIBPMF runs 5 outer iterations; the spec allows 5-10).
+/// Alternating sweeps (LIBPMF runs 5 outer iterations).
 pub const SWEEPS: usize = 10;
 /// File name of the ratings inside the data directory.
 pub const RATINGS_FILE: &str = "ml-100k.inter";
@@ -295,7 +295,7 @@ pub const CDT_AUTHORS_DIR: &str = "cdt-authors";
 
 /// The CDT authors' precomputed factors, `movie.csv` (1682 x 20) and `user.csv` (943 x 20) from
 /// their repository's `CDT_exp/data/`, copied by the user into `dir` (never shipped with armada;
-/// spec 3.2 keeps them as a cross-check of the environment: they do not reconstruct the ratings).
+/// they serve only as a cross-check of the environment: they do not reconstruct the ratings).
 pub fn read_cdt_authors_factors(dir: &Path) -> Result<Factors, String> {
     let read = |name: &str, rows: usize| -> Result<Vec<f64>, String> {
         let path = dir.join(name);
@@ -348,7 +348,7 @@ pub struct MovieLensConfig {
 }
 
 impl MovieLensConfig {
-    /// K = 300 movies, 300 users, T = 14,000; linear noise std sqrt(0.5) (spec §3.2).
+    /// K = 300 movies, 300 users, T = 14,000; linear noise std sqrt(0.5) (paper Section 5's variance 0.5).
     pub fn paper(rewards: RewardModel) -> Self {
         MovieLensConfig { n_arms: 300, n_theta_users: 300, horizon: 14_000, rewards }
     }

@@ -1,9 +1,9 @@
-//! SGD-TS (Ding, Hsieh & Sharpnack 2021; spec §2.5.7): after a random warm-up of `tau` rounds and one
+//! SGD-TS (Ding, Hsieh & Sharpnack 2021): after a random warm-up of `tau` rounds and one
 //! logistic MLE on it, one projected SGD step per epoch of `tau` rounds, Polyak averaging, and a Thompson
 //! sample `N(theta-bar, (2 alpha^2 / j) I)` held fixed for the whole epoch `j`.
 //!
 //! The algorithm acts on its hyperparameters `(alpha, eta0)` only at epoch boundaries, so a tuner should
-//! run in block mode ([`BottomBandit::block_len`], spec §2.4): the values passed to the `choose` that opens
+//! run in block mode ([`BottomBandit::block_len`]): the values passed to the `choose` that opens
 //! an epoch are the ones used; those of the other rounds are ignored.
 
 use crate::glm::TINY_RIDGE;
@@ -20,14 +20,14 @@ const SGD_TS_HYPERPARAMETERS: [Hyperparameter; 2] = [
     Hyperparameter::on_paper_box("eta0", "SGD step size"),
 ];
 
-/// `C` in `tau = C max(ln T, d)` (spec §2.5.7).
+/// `C` in `tau = C max(ln T, d)` (the reference code's default).
 pub const EPOCH_CONSTANT: f64 = 6.0;
 /// Radius of the projection ball around the warm-up MLE.
 pub const PROJECTION_RADIUS: f64 = 2.0;
 /// The paper's theory step size (the code's run.py uses 0.2).
 pub const THEORY_ETA0: f64 = 1.0;
 
-/// `tau = ceil(C max(ln T, d))`: 150 for d = 25 and 120 for d = 20 (spec §2.5.7).
+/// `tau = ceil(C max(ln T, d))`: 150 for d = 25 and 120 for d = 20.
 pub fn epoch_length(dim: usize, horizon: usize) -> usize {
     (EPOCH_CONSTANT * math::ln(horizon as f64).max(dim as f64)).ceil() as usize
 }
@@ -89,7 +89,7 @@ impl SgdTs {
         &self.sample
     }
 
-    /// The step, projection, averaging and sampling that open epoch `j` (spec §2.5.7, lines at `t mod tau == 0`).
+    /// The step, projection, averaging and sampling that open epoch `j` (at `t mod tau == 0`).
     fn start_epoch(&mut self, j: usize, alpha: f64, eta0: f64, rng: &mut dyn RngCore) {
         let step = eta0 / j as f64;
         for (t, g) in self.iterate.iter_mut().zip(&self.gradient) {
@@ -195,7 +195,7 @@ mod tests {
         let b = SgdTs::new(25, TheoryConstants::paper(14_000));
         let mut out = [0.0; 2];
         b.theory_hyperparameters(150, &mut out);
-        // j = 1: cov = 2 (g1^2 + g2^2) ≈ 45,000 (spec §2.5 "Theory values").
+        // j = 1: cov = 2 (g1^2 + g2^2) ≈ 45,000 (the reference code's theory formula).
         assert!((2.0 * out[0] * out[0] - 45_000.0).abs() < 500.0, "{}", 2.0 * out[0] * out[0]);
         assert_eq!(out[1], 1.0);
     }

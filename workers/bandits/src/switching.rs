@@ -1,6 +1,6 @@
-//! The switching Lipschitz bandit of the CDT paper's Appendix A.3 (spec §3.4, Figure 4) and the
+//! The switching Lipschitz bandit of the CDT paper's Appendix A.3 (Figure 4) and the
 //! `lipschitz` family that runs Zooming TS with Restarts (Algorithm 1) against the stationary
-//! Zooming algorithm and the Oracle (Zooming TS restarted at the true change points, spec §2.2).
+//! Zooming algorithm and the Oracle (Zooming TS restarted at the true change points, Appendix A.3).
 //!
 //! Arms are `x in [0, 1]`; the mean reward is piecewise stationary with `c(T) = 3` change points
 //! (4 segments), each segment a function peaking at its own `a`:
@@ -87,9 +87,9 @@ impl Switching {
 }
 
 armada_core::choice! {
-    /// Constants of the three methods (spec §3.4 A.3).
+    /// Constants of the three methods (paper Appendix A.3).
     pub enum Constants {
-        /// Spec §2.1 with `tau0 = sqrt(0.1)`: `r(n) = sqrt(13 tau0^2 ln T / 2n)`, `s0 = sqrt(52 pi tau0^2 ln T)`,
+        /// Eq. (5) with `tau0 = sqrt(0.1)`: `r(n) = sqrt(13 tau0^2 ln T / 2n)`, `s0 = sqrt(52 pi tau0^2 ln T)`,
         /// removal, exact coverage.
         Paper = "paper",
         /// The code: `r(n) = sqrt(6.5 s^1.5 ln T / n)`, `s(n) = sqrt(pi s^2 ln T / n)` with `s = sqrt(0.1)`, no
@@ -122,7 +122,7 @@ pub fn zooming_tsr(constants: Constants, horizon: usize, epoch: usize) -> Zoomin
 }
 
 /// The stationary Zooming baseline with the same radius: UCB index, no removal, no restart, initial
-/// point uniform in [0, 1] (spec §2.2).
+/// point uniform in [0, 1] (paper Appendix A.3).
 pub fn zooming(constants: Constants, horizon: usize) -> ZoomingConfig {
     ZoomingConfig {
         index: SelectionIndex::Ucb,
@@ -248,12 +248,7 @@ impl Episode for SwitchingEpisode {
 
 const DECLARATION: Declaration = Declaration {
     name: "lipschitz",
-    // 2: as every family had before versions were per family.
-    // 3: numerics whose bits do not depend on the processor (issue 36): every
-    // transcendental function (exp, ln, sin, ...) and random variate (normal, gamma, beta,
-    // chi-squared) from armada-math instead of the system's libm and rand_distr, and the
-    // products, Cholesky factors, triangular solves and eigendecompositions from armada-linalg
-    // instead of faer's kernels.
+    // Raised whenever a job's results change; what each version changed: docs/changelog.md.
     version: 3,
     doc:
         "the CDT paper's switching Lipschitz bandit (Appendix A.3): Zooming TS with Restarts vs Zooming and the Oracle",

@@ -1,4 +1,4 @@
-//! Test doubles shared by the tuner tests (spec §8.3): a bottom bandit whose best hyperparameter is known by
+//! Test doubles shared by the tuner tests: a bottom bandit whose best hyperparameter is known by
 //! construction, so that a tuner's convergence can be checked against an independent answer; and running a
 //! job of this crate's families through the registry.
 

@@ -1,12 +1,12 @@
-//! The tuner abstraction and the tuning baselines of spec §2.6: Theory, fixed values (grid search), OP
+//! The tuner abstraction and the tuning baselines of paper Section 5: Theory, fixed values (grid search), OP
 //! (Beta-Bernoulli Thompson sampling), TL (EXP3 over a candidate set, or over the product of candidate sets:
 //! "TL-combined") and Syndicated (one EXP3 per hyperparameter). CDT lives in [`crate::cdt`].
 //!
 //! A tuner makes one decision per top-layer round: [`Tuner::propose`] fills the hyperparameter vector the
 //! bottom bandit uses, and [`Tuner::feedback`] passes back the realised reward of that round (or the block
-//! mean in block mode, spec §2.4). The episode loop ([`crate::episode::run_tuned`]) owns the warm-up: tuners
-//! are asked nothing before the random phase is over (spec §2.6: "All tuners act after the bottom
-//! algorithm's intrinsic warm-up").
+//! mean in block mode). The episode loop ([`crate::episode::run_tuned`]) owns the warm-up: tuners
+//! are asked nothing before the random phase is over (all tuners act after the bottom
+//! algorithm's intrinsic warm-up).
 
 use crate::hyper::{Hyperparameter, CANDIDATES_C1, CANDIDATES_C2};
 use crate::BottomBandit;
@@ -45,7 +45,7 @@ impl TuningPlan {
     }
 }
 
-/// An online hyperparameter tuner (spec §8.1 `trait Tuner`).
+/// An online hyperparameter tuner.
 pub trait Tuner {
     /// Display name as in the paper's legends ("CDT", "TL", ...).
     fn name(&self) -> String;
@@ -63,7 +63,7 @@ pub trait Tuner {
 }
 
 armada_core::choice! {
-    /// Which finite candidate set OP / TL / Syndicated use (spec §2.5, §5.2).
+    /// Which finite candidate set OP / TL / Syndicated use (paper Section 5, Appendix A.4.1).
     pub enum CandidateSet {
         /// `{0.1, 1, 2, 3, 4, 5}`, the main experiments.
         C1 = "c1",
@@ -81,7 +81,7 @@ impl CandidateSet {
     }
 }
 
-/// (a) Theory: the bandit's own theoretical values every decision (spec §2.5 "Theory values").
+/// (a) Theory: the bandit's own theoretical values every decision (paper Section 5, "Theoretical setting").
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Theory;
 
@@ -96,7 +96,7 @@ impl Tuner for Theory {
     fn feedback(&mut self, _reward: f64, _rng: &mut dyn RngCore) {}
 }
 
-/// Fixed values every decision: one cell of the grid search of spec §2.6(e).
+/// Fixed values every decision: one cell of the grid search of paper Appendix A.1.
 #[derive(Clone, Debug)]
 pub struct Fixed(pub Vec<f64>);
 
@@ -114,8 +114,8 @@ impl Tuner for Fixed {
 }
 
 /// A fixed exploration value: the first hyperparameter is `value` every round, any others follow
-/// the bandit's theory values (the grid search of spec §3.4 A.1, where GLOC's second hyperparameter
-/// "stays at its default").
+/// the bandit's theory values (the grid search of paper Appendix A.1, where GLOC's second
+/// hyperparameter stays at its default).
 #[derive(Clone, Debug)]
 pub struct FixedExploration(pub f64);
 
@@ -133,7 +133,7 @@ impl Tuner for FixedExploration {
 
 /// (b) OP: Beta-Bernoulli Thompson sampling over a candidate set for the FIRST hyperparameter (the
 /// exploration rate); any others stay at their theory values (`kappa = 0.196` for GLOC, `eta0 = 1` for
-/// SGD-TS; spec §2.6(b)).
+/// SGD-TS; paper Section 5).
 #[derive(Clone, Debug)]
 pub struct Op {
     candidates: Vec<f64>,
@@ -173,7 +173,7 @@ impl Tuner for Op {
         out[0] = self.candidates[index];
     }
     /// `r ~ Bernoulli(clip(y, 0, 1))` updates the played candidate; then one Beta draw per candidate picks
-    /// the next (spec §2.6(b)).
+    /// the next.
     fn feedback(&mut self, reward: f64, rng: &mut dyn RngCore) {
         let played = self.current.expect("propose before feedback");
         let success = rng.random::<f64>() < reward.clamp(0.0, 1.0);
@@ -192,7 +192,7 @@ impl Tuner for Op {
     }
 }
 
-/// EXP3 over `M` arms as in the authors' `tl_auto_tuning` (spec §2.6(c), §7.20): log-weights with
+/// EXP3 over `M` arms as in the authors' `tl_auto_tuning`: log-weights with
 /// max-subtraction, `P = gamma/M + (1 - gamma) w / sum w`, importance-weighted unclipped rewards.
 #[derive(Clone, Debug)]
 pub struct Exp3 {
@@ -203,7 +203,7 @@ pub struct Exp3 {
 }
 
 impl Exp3 {
-    /// `gamma = min(1, sqrt(M ln M / ((e - 1) T)))` with `T` the run's total rounds (spec §7.20).
+    /// `gamma = min(1, sqrt(M ln M / ((e - 1) T)))` with `T` the run's total rounds.
     pub fn gamma(arms: usize, horizon: usize) -> f64 {
         let m = arms as f64;
         (m * math::ln(m) / ((std::f64::consts::E - 1.0) * horizon as f64)).sqrt().min(1.0)
@@ -260,7 +260,7 @@ fn sample_categorical(probabilities: &[f64], rng: &mut dyn RngCore) -> usize {
 }
 
 /// (c) TL: one EXP3 over the candidate set for `p = 1`, or over the Cartesian product of the candidate set
-/// for every hyperparameter when `p >= 2` (the code's "TL-combined", spec §2.6(d) and §6.2.11; 36
+/// for every hyperparameter when `p >= 2` (the code's "TL-combined"; 36
 /// combinations for `C1 x C1`).
 #[derive(Clone, Debug)]
 pub struct Tl {
@@ -305,7 +305,7 @@ impl Tuner for Tl {
 }
 
 /// (d) Syndicated: one independent EXP3 per hyperparameter, each over the candidate set, all updated with
-/// the same reward and each with its own `P_idx` (spec §2.6(d)). For `p = 1` it is TL.
+/// the same reward and each with its own `P_idx`. For `p = 1` it is TL.
 #[derive(Clone, Debug)]
 pub struct Syndicated {
     candidates: Vec<f64>,
@@ -352,7 +352,7 @@ pub(crate) mod tests {
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
 
-    /// Spec §8.4: gamma = 0.0211 (M = 6), 0.0372 (M = 13), 0.0732 (M = 36) at T = 14,000; capped at 1.
+    /// The formula's values: gamma = 0.0211 (M = 6), 0.0372 (M = 13), 0.0732 (M = 36) at T = 14,000; capped at 1.
     #[test]
     fn exp3_gamma_matches_the_spec_values() {
         assert!((Exp3::gamma(6, 14_000) - 0.02114).abs() < 5e-5, "{}", Exp3::gamma(6, 14_000));
@@ -361,7 +361,7 @@ pub(crate) mod tests {
         assert_eq!(Exp3::gamma(6, 3), 1.0);
     }
 
-    /// Two EXP3 updates recomputed by hand, including an unclipped negative reward (spec §2.6(c), §7.9):
+    /// Two EXP3 updates recomputed by hand, including an unclipped negative reward (as the authors' code):
     /// `logw_idx += (gamma/M) y / P_idx` with the P the index was drawn from, then the mixed distribution,
     /// and the next index by inverse CDF of one uniform.
     #[test]
@@ -397,7 +397,7 @@ pub(crate) mod tests {
         }
     }
 
-    /// Spec §8.3.4: with reward 1 on arm 0 only, the mass on arm 0 tends to `1 - gamma + gamma/M`.
+    /// With reward 1 on arm 0 only, the mass on arm 0 tends to `1 - gamma + gamma/M`.
     #[test]
     fn exp3_concentrates_on_the_only_rewarding_arm() {
         let mut exp3 = Exp3::new(6, 14_000);
@@ -411,7 +411,7 @@ pub(crate) mod tests {
         assert!((exp3.probabilities()[0] - limit).abs() < 1e-3, "{} vs {limit}", exp3.probabilities()[0]);
     }
 
-    /// OP's Beta counts (spec §2.6(b), §8.3.5): y >= 1 is a sure success, y <= 0 (e.g. a negative linear
+    /// OP's Beta counts: y >= 1 is a sure success, y <= 0 (e.g. a negative linear
     /// reward) a sure failure; each feedback adds exactly one count; the next candidate is the argmax of one
     /// Beta draw per candidate, replayed from a clone of the stream.
     #[test]
@@ -447,7 +447,7 @@ pub(crate) mod tests {
         assert_eq!(op.successes().iter().chain(op.failures()).sum::<f64>(), 12.0 + 5.0);
     }
 
-    /// OP keeps the second hyperparameter at its theory value (spec §2.6(b): GLOC kappa = 0.196).
+    /// OP keeps the second hyperparameter at its theory value (paper Section 5; GLOC kappa = 0.196).
     #[test]
     fn op_tunes_only_the_exploration_rate() {
         let gloc = crate::BottomKind::Gloc.build(5, 1000);

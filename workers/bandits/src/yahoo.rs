@@ -1,8 +1,8 @@
-//! A seeded stand-in for the Yahoo! Front Page Today Module data (R6A; spec §3.3), which needs a
+//! A seeded stand-in for the Yahoo! Front Page Today Module data (R6A; paper Section 5), which needs a
 //! Webscope licence and is not available offline. Everything produced from it is the
 //! "Yahoo stand-in": comparable to the paper's Table 2 in scale and ranking only.
 //!
-//! The generator is the spec's: `M = 270` articles with features `x_a = (1, pi_a)`,
+//! The generator is our own, sized to Table 2's scale: `M = 270` articles with features `x_a = (1, pi_a)`,
 //! `pi_a ~ Dirichlet(0.3 * 1_5)`, a lifetime (start uniform in `[0, T)`, length uniform in
 //! `[300, 1200]` rounds) and a popularity offset `u_a ~ N(0, 0.3^2)`;
 //! `theta* = (-2.8, w_1..w_5)` with `w_i ~ U(-0.6, 0.6)`; each round offers a pool of 20 articles
@@ -11,8 +11,8 @@
 //!
 //! The data set (articles, pools, CTRs) is a pure function of its own seed, like a fixed log:
 //! every repetition and every method sees the same rounds, and repetitions differ only in the
-//! click draws and the algorithms' randomness. Pool rule (the spec leaves the case of more than
-//! 20 alive articles open): the 20 alive articles that started most recently; when fewer than 20
+//! click draws and the algorithms' randomness. Pool rule when more than
+//! 20 articles are alive: the 20 alive articles that started most recently; when fewer than 20
 //! are alive, the lifetimes of the most recently ended ones are extended, then those of the ones
 //! about to start, until there are 20.
 
@@ -35,7 +35,7 @@ pub struct YahooConfig {
 }
 
 impl YahooConfig {
-    /// 270 articles, pools of 20, T = 2881 rounds (spec §3.3).
+    /// 270 articles; pools of 20 and T = 2881 rounds as in paper Section 5.
     pub fn paper() -> Self {
         YahooConfig { n_articles: 270, pool: 20, horizon: 2881 }
     }

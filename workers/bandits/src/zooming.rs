@@ -1,35 +1,35 @@
-//! The top layer of CDT: the Zooming TS algorithm with Restarts (paper Algorithm 1; spec §2.1), a
+//! The top layer of CDT: the Zooming TS algorithm with Restarts (paper Algorithm 1, Section 4.1), a
 //! continuum-armed Lipschitz bandit on the scaled box `[0,1]^p`, and the stationary Zooming baseline of
-//! spec §2.2 as an index variant.
+//! paper Appendix A.3 as an index variant.
 //!
 //! Each epoch of `H` rounds starts from a single active arm; an arm pulled `n` times has the confidence
-//! radius `r(n) = sqrt(c_r / n)` (`c_r = 13 tau0^2 ln T / 2`, spec eq. 5). Each round, in this order: at
+//! radius `r(n) = sqrt(c_r / n)` (`c_r = 13 tau0^2 ln T / 2`, Eq. (5)). Each round, in this order: at
 //! most one removal (`fhat_w - fhat_u > r(n_w) + 2 r(n_u)` removes `u` and its current ball from the region
 //! `A0` to cover), then activation of one uncovered point of `A0` if any (and that point is played), else
 //! Thompson sampling over the active arms with the clipped index `fhat + s0 / sqrt(n) * max(zmin, Z)`.
 //!
-//! The paper leaves the coverage test unspecified; the spec's oracles are implemented (§2.1 "Coverage
-//! oracle"): exact interval arithmetic for `p = 1`, a `G^p` grid for `p >= 2`, and the reference code's
-//! rules (`check_1d`, the 9-point `check_2d`) for the reference-code preset.
+//! The paper leaves the coverage test unspecified; implemented here: exact interval arithmetic for
+//! `p = 1`, a `G^p` grid for `p >= 2`, and the reference code's rules (`check_1d`, the 9-point `check_2d`)
+//! for the reference-code preset.
 
 use armada_math as math;
 use armada_math::dist::{Distribution, StandardNormal};
 use rand::{Rng, RngCore};
 
-/// Clip level `zmin = 1/sqrt(2 pi)` of the Thompson noise (spec §2.1, §7.4: clipped from below, not at 0).
+/// Clip level `zmin = 1/sqrt(2 pi)` of the Thompson noise (paper Section 4.1: clipped from below, not at 0).
 pub const CLIP_LEVEL: f64 = 0.398_942_280_401_432_7;
 /// Default grid resolution per axis of the `p >= 2` coverage oracle: spacing 0.02, below every radius
-/// reached at T = 14,000 (spec §2.1).
+/// reached at T = 14,000.
 pub const DEFAULT_GRID_POINTS: usize = 51;
 /// Gaps of the 1-D exact oracle shorter than this are floating-point noise between touching balls.
 const GAP_TOLERANCE: f64 = 1e-12;
 
-/// The two constant sets of spec §2.1 "Magnitudes".
+/// The two constant sets: the paper's and the authors' reference code's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ZoomingPreset {
     /// The paper: `r(n) = sqrt(13 tau0^2 ln T / (2n))`, `s0 = sqrt(52 pi tau0^2 ln T)`, removal, exact coverage.
     Paper,
-    /// The reference code (spec §6.2): `r(n) = sqrt(6.5 ln T / n)`, `s(n) = sqrt(13 / n)` with clipped Z,
+    /// The reference code: `r(n) = sqrt(6.5 ln T / n)`, `s(n) = sqrt(13 / n)` with clipped Z,
     /// no removal step, the code's `check_1d` / 9-point `check_2d` coverage.
     RefCode,
 }
@@ -50,11 +50,11 @@ pub enum CoverageRule {
 /// Where each epoch's first arm goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum InitialPoint {
-    /// `Uniform([0.3, 0.7]^p)`, as in the code (spec default).
+    /// `Uniform([0.3, 0.7]^p)`, as in the code (the default; the paper does not say).
     UniformCentral,
     /// The centre `(0.5, ..., 0.5)`.
     Centre,
-    /// `Uniform([0,1]^p)`, the stationary Zooming baseline's start (spec §2.2).
+    /// `Uniform([0,1]^p)`, the stationary Zooming baseline's start.
     UniformBox,
 }
 
@@ -63,10 +63,10 @@ pub enum InitialPoint {
 pub enum SelectionIndex {
     /// `fhat + (scale / sqrt n) * max(clip, Z)`, a fresh `Z ~ N(0,1)` per arm per round.
     Thompson { scale: f64, clip: f64 },
-    /// The Zooming algorithm's `fhat + 2 r(n)` (spec §2.2).
+    /// The Zooming algorithm's `fhat + 2 r(n)` (Kleinberg et al. 2019).
     Ucb,
     /// `fhat + scale / sqrt n`: the Thompson index with `Z` fixed at 1, which is what the reference
-    /// code's `auto_tuning` computes (it draws the noise but never adds it; spec §6.2.1).
+    /// code's `auto_tuning` computes (it draws the noise but never adds it).
     Bonus { scale: f64 },
 }
 
@@ -83,14 +83,14 @@ pub struct ZoomingConfig {
     /// `c_r` in `r(n) = sqrt(c_r / n)`.
     pub radius_numerator: f64,
     pub index: SelectionIndex,
-    /// Whether the removal step runs (the paper: yes; the code: never, spec §6.2.3).
+    /// Whether the removal step runs (the paper: yes, Algorithm 1 lines 5-6; the code: never).
     pub removal: bool,
     pub coverage: CoverageRule,
     pub initial_point: InitialPoint,
 }
 
 impl ZoomingConfig {
-    /// Spec eq. 5 with noise scale `tau0`.
+    /// Eq. (5) with noise scale `tau0`.
     pub fn paper(dim: usize, horizon: usize, epoch: usize, tau0: f64) -> Self {
         let log_t = log_horizon(horizon);
         let tau_sq = tau0 * tau0;
@@ -109,7 +109,7 @@ impl ZoomingConfig {
         }
     }
 
-    /// The reference code's CDT constants (spec §2.1 `refcode`, §6.2.1-4): `tau0` is fixed at 1.
+    /// The reference code's CDT constants: `tau0` is fixed at 1.
     pub fn refcode(dim: usize, horizon: usize, epoch: usize) -> Self {
         ZoomingConfig {
             radius_numerator: 6.5 * log_horizon(horizon),
@@ -127,7 +127,7 @@ impl ZoomingConfig {
         }
     }
 
-    /// The stationary Zooming algorithm of spec §2.2: same radius, UCB index `fhat + 2 r(n)`, no removal,
+    /// The stationary Zooming algorithm of paper Appendix A.3: same radius, UCB index `fhat + 2 r(n)`, no removal,
     /// no restart (`H = T_top`), initial point uniform in `[0,1]^p`.
     pub fn zooming_ucb(dim: usize, horizon: usize, tau0: f64) -> Self {
         ZoomingConfig {
@@ -140,7 +140,7 @@ impl ZoomingConfig {
 
     /// Confidence radius `r(n)` of an arm pulled `pulls >= 1` times.
     pub fn radius(&self, pulls: usize) -> f64 {
-        assert!(pulls >= 1, "r(0) is undefined: a new arm is pulled before its radius is used (spec §7.5)");
+        assert!(pulls >= 1, "r(0) is undefined: a new arm is pulled before its radius is used");
         (self.radius_numerator / pulls as f64).sqrt()
     }
 
@@ -181,7 +181,7 @@ pub struct Selection {
     pub removed: bool,
 }
 
-/// Counters over the whole run, for tests and reports (spec §7.3: "check this with a counter").
+/// Counters over the whole run, for tests and reports.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ZoomingCounters {
     pub restarts: usize,
@@ -203,7 +203,7 @@ pub struct ZoomingTs {
     /// Top-layer rounds started so far (`t` of the current round after `select`).
     rounds: usize,
     pending: Option<usize>,
-    /// Restart at the next round whatever the epoch (the Oracle's known change points, spec §2.2).
+    /// Restart at the next round whatever the epoch (the Oracle's known change points, paper Appendix A.3).
     restart_requested: bool,
     counters: ZoomingCounters,
     /// Scratch: the Thompson indices of one round.
@@ -252,7 +252,7 @@ impl ZoomingTs {
         self.counters
     }
 
-    /// `ZTS_SELECT(t)` of spec §2.1 for the next round `t`; the returned arm must be played and its reward
+    /// Lines 3-11 of paper Algorithm 1 for the next round `t`; the returned arm must be played and its reward
     /// passed to [`ZoomingTs::update`] before the next call.
     pub fn select(&mut self, rng: &mut dyn RngCore) -> Selection {
         assert!(self.pending.is_none(), "update the previous selection first");
@@ -274,13 +274,13 @@ impl ZoomingTs {
         Selection { arm, activated: false, restarted: false, removed }
     }
 
-    /// Make the next round a restart (new epoch) regardless of `H`: the Oracle of spec §2.2 restarts
+    /// Make the next round a restart (new epoch) regardless of `H`: the Oracle of paper Appendix A.3 restarts
     /// at the true change points.
     pub fn request_restart(&mut self) {
         self.restart_requested = true;
     }
 
-    /// `ZTS_UPDATE`: the running mean of the selected arm.
+    /// Line 13 of paper Algorithm 1: the running mean of the selected arm.
     pub fn update(&mut self, reward: f64) {
         let arm = self.pending.take().expect("select before update");
         let a = &mut self.arms[arm];
@@ -288,7 +288,7 @@ impl ZoomingTs {
         a.mean += (reward - a.mean) / a.pulls as f64;
     }
 
-    /// A new epoch: empty `J`, `A0 = [0,1]^p`. Restarts touch only the top layer (spec §7.7).
+    /// A new epoch: empty `J`, `A0 = [0,1]^p`. Restarts touch only the top layer.
     fn restart(&mut self) {
         self.arms.clear();
         self.removed_balls.clear();
@@ -314,7 +314,7 @@ impl ZoomingTs {
         self.arms.len() - 1
     }
 
-    /// The removal step (spec §2.1 lines 6-8): among pairs with `fhat_w - fhat_u > r(n_w) + 2 r(n_u)`,
+    /// The removal step (paper Algorithm 1, lines 5-6): among pairs with `fhat_w - fhat_u > r(n_w) + 2 r(n_u)`,
     /// removes the `u` with the largest violation (ties to the lowest index). Returns whether one was removed.
     fn remove_one(&mut self) -> bool {
         let mut worst: Option<(usize, f64)> = None;
@@ -445,7 +445,8 @@ impl ZoomingTs {
         None
     }
 
-    /// Thompson (or UCB) selection over the active arms, ties to the lowest index (spec §2.1 lines 12-15).
+    /// Thompson (or UCB) selection over the active arms, ties to the lowest index (paper Algorithm 1,
+    /// line 11, breaks them arbitrarily).
     fn best_index(&mut self, rng: &mut dyn RngCore) -> usize {
         let mut scores = std::mem::take(&mut self.scores);
         scores.clear();
@@ -492,7 +493,7 @@ fn squared_distance(a: &[f64], b: &[f64]) -> f64 {
 }
 
 /// The parts of `[0,1]` outside every interval of `balls` and `removed` (all closed), as disjoint open
-/// intervals from left to right (the exact 1-D oracle of spec §2.1).
+/// intervals from left to right (the exact 1-D coverage oracle).
 pub fn uncovered_intervals(balls: &[(f64, f64)], removed: &[(f64, f64)]) -> Vec<(f64, f64)> {
     let mut all: Vec<(f64, f64)> = balls.iter().chain(removed).copied().collect();
     all.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -545,7 +546,7 @@ mod tests {
         ZoomingConfig { radius_numerator: 0.01, ..ZoomingConfig::paper(dim, 1000, epoch, 1.0) }
     }
 
-    /// Spec §2.1 "Magnitudes" and §8.4: with tau0 = 1 and T_top = 14,000, r(1) = 7.88, r(62) ≈ 1.0,
+    /// Eq. (5) and Section 4.1's s0: with tau0 = 1 and T_top = 14,000, r(1) = 7.88, r(62) ≈ 1.0,
     /// r(248) ≈ 0.5, r(1000) ≈ 0.25, r(6206) ≈ 0.10, s0 ≈ 39.5; the reference code has the same radius and
     /// s(n) = sqrt(13 / n). Numbers computed by hand from ln 14000 = 9.546813.
     #[test]
@@ -568,8 +569,8 @@ mod tests {
         assert!((CLIP_LEVEL - 1.0 / (2.0 * std::f64::consts::PI).sqrt()).abs() < 1e-16);
     }
 
-    /// The update is the running mean (spec §2.1 lines 16-17), and an activation is a pull: the new arm is
-    /// played this round and its first reward sets `fhat = y, n = 1` (spec §7.5).
+    /// The update is the running mean (paper Algorithm 1, line 13), and an activation is a pull: the new arm
+    /// is played this round and its first reward sets `fhat = y, n = 1`.
     #[test]
     fn updates_keep_the_running_mean_and_a_new_arm_is_pulled_at_once() {
         let mut z = ZoomingTs::new(ZoomingConfig::paper(1, 1000, 1000, 1.0));
@@ -590,7 +591,7 @@ mod tests {
     }
 
     /// Thompson selection replayed by hand from a clone of the stream: one clipped standard normal per
-    /// active arm in order, index `fhat + s0 / sqrt(n) max(zmin, Z)`, argmax (spec §2.1 lines 12-15).
+    /// active arm in order, index `fhat + s0 / sqrt(n) max(zmin, Z)`, argmax (paper Algorithm 1, line 11, and Eq. (6)).
     #[test]
     fn thompson_selection_matches_a_hand_replay_of_the_draws() {
         let config = ZoomingConfig { radius_numerator: 1e-6, ..ZoomingConfig::paper(1, 1000, 1000, 1.0) };
@@ -620,7 +621,7 @@ mod tests {
         assert!((300..480).contains(&clipped), "{clipped} of 600 draws clipped");
     }
 
-    /// With the UCB index (spec §2.2) the choice is deterministic: `fhat + 2 r(n)`.
+    /// With the UCB index (Zooming, paper Appendix A.3) the choice is deterministic: `fhat + 2 r(n)`.
     #[test]
     fn ucb_index_picks_the_largest_upper_bound() {
         let config = ZoomingConfig { radius_numerator: 0.01, ..ZoomingConfig::zooming_ucb(1, 1000, 1.0) };
@@ -644,7 +645,7 @@ mod tests {
         assert_eq!(ZoomingTs::with_arms(config, &arms).best_index(&mut rng), 1, "0.7 beats 0.6867");
     }
 
-    /// Restarts happen exactly at top-layer rounds t = 1, 1 + H, 1 + 2H, ... (spec §2.1 line 1, §7.7), and
+    /// Restarts happen exactly at top-layer rounds t = 1, 1 + H, 1 + 2H, ... (paper Algorithm 1, line 3), and
     /// leave a single fresh arm.
     #[test]
     fn restarts_happen_at_the_scheduled_rounds_and_reset_the_active_set() {
@@ -666,7 +667,7 @@ mod tests {
         assert!(z.counters().max_active > 1, "small radii force activations within an epoch");
     }
 
-    /// Spec §8.3.3: arms with fhat 0.9 and 0.1 pulled 1e6 times each: the worse one is removed (and its ball
+    /// Arms with fhat 0.9 and 0.1 pulled 1e6 times each: the worse one is removed (and its ball
     /// cut out of A0); pulled once each (radius 7.9 at T = 14,000) nothing is removed.
     #[test]
     fn removal_drops_the_clearly_worse_arm_only_when_the_radii_allow() {
@@ -682,7 +683,8 @@ mod tests {
     }
 
     /// The rule is the asymmetric `fhat_w - fhat_u > r(n_w) + 2 r(n_u)` with current radii, and among several
-    /// violations the largest goes (spec §2.1 lines 6-7). With r(1) = 0.1 and r(4) = 0.05 by construction.
+    /// violations the largest goes (paper Algorithm 1, line 5, says only "some pair"). With r(1) = 0.1 and
+    /// r(4) = 0.05 by construction.
     #[test]
     fn removal_threshold_is_asymmetric_and_takes_the_largest_violation() {
         let config = small_radius(1, 1000);
@@ -705,8 +707,8 @@ mod tests {
         assert_eq!(left, vec![0.1, 0.9]);
     }
 
-    /// Spec §8.3.2 (1-D): A0 = [0,1] minus [0.2, 0.4], balls [0, 0.1] and [0.45, 1]. The uncovered set is
-    /// (0.1, 0.2) and (0.4, 0.45) (the spec names only the first), and the activated point is 0.15.
+    /// A hand-built 1-D case: A0 = [0,1] minus [0.2, 0.4], balls [0, 0.1] and [0.45, 1]. The uncovered set
+    /// is (0.1, 0.2) and (0.4, 0.45), and the activated point is 0.15.
     #[test]
     fn exact_interval_oracle_on_the_hand_built_example() {
         let gaps = uncovered_intervals(&[(0.0, 0.1), (0.45, 1.0)], &[(0.2, 0.4)]);
@@ -782,7 +784,7 @@ mod tests {
         }
     }
 
-    /// Spec §8.3.2 (2-D): once one ball covers the box, no activation happens.
+    /// 2-D: once one ball covers the box, no activation happens.
     #[test]
     fn one_ball_covering_the_square_stops_activation() {
         let config = ZoomingConfig::paper(2, 14_000, 14_000, 1.0);
@@ -804,7 +806,7 @@ mod tests {
         assert!(z.point(1).iter().all(|c| (c - expected).abs() < 1e-12), "{:?}", z.point(1));
     }
 
-    /// Spec §8.3.1: on the stationary triangle `0.9 - 0.9 |x - 0.7|` with noise variance 0.1 (tau0 = sqrt 0.1),
+    /// On the stationary triangle `0.9 - 0.9 |x - 0.7|` with noise variance 0.1 (tau0 = sqrt 0.1),
     /// T = 20,000 and no restart, the most pulled arm ends within 0.1 of 0.7, and the regret per round falls.
     #[test]
     fn zooming_ts_finds_the_peak_of_a_stationary_triangle() {

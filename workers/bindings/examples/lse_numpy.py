@@ -65,13 +65,14 @@ def run_python(job, choose):
 
 
 def random_method(job):
-    """Section 2.3: a uniform candidate, from the algorithm's own stream."""
+    """Random (paper Section 5.1): a uniform candidate, from the algorithm's own stream."""
     stream = job.algorithm_stream("acquisition")
     return lambda t, post, env: (stream.randrange(env.n_candidates), math.nan, math.nan)
 
 
 def straddle_method(job):
-    """Section 2.4: argmax of beta^1/2 sigma - |mu - theta| (numpy's argmax: the lowest index)."""
+    """Straddle (paper Section 3.2): argmax of beta^1/2 sigma - |mu - theta| (numpy's argmax:
+    the lowest index)."""
     beta_sqrt = job.algorithm_params["beta_sqrt"]
 
     def choose(t, post, env):

@@ -43,7 +43,7 @@ impl SafeEnvironment {
         self.env.benchmark().h
     }
 
-    /// The growth constants `(L_f, L'_g)` the benchmark states (spec eqs. 4, 5).
+    /// The growth constants `(L_f, L'_g)` the benchmark states (paper Eqs. (4), (5)).
     #[getter]
     fn growth_constants(&self) -> (f64, f64) {
         let b = self.env.benchmark();

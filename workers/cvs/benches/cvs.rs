@@ -4,8 +4,8 @@
 //! hartmann6-12d and plant, cheap costs, variance 0.02, seed 0, the default parameters).
 //! `name=value` arguments override algorithm parameters (integers or strings); `CVS_BENCH_ALGOS=etc,proposed`
 //! restricts the algorithms. The naive expectation builds the `N` full queries `[x^I, s_n]` and predicts each with
-//! armada-gp's posterior; the factorised one is `SetExpectation` (spec §8.4). Both are timed
-//! here, on the same posterior, and their ratio printed.
+//! armada-gp's posterior; the factorised one is `SetExpectation` (the SE kernel factorises over
+//! coordinates). Both are timed here, on the same posterior, and their ratio printed.
 
 use std::time::Instant;
 

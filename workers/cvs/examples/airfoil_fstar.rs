@@ -1,5 +1,5 @@
 //! Computes airfoil's `f^* = max_i max_{x^i} F_i(x^i)` per input variance on the fixed
-//! evaluation set `S_eval` (spec §5.4): a 17 x 17 grid per set, then bounded L-BFGS with
+//! evaluation set `S_eval` (the same for every run): a 17 x 17 grid per set, then bounded L-BFGS with
 //! central-difference gradients from the three best grid points. The printed values are
 //! hard-coded in `problem::AIRFOIL_F_STAR`.
 //!

@@ -62,7 +62,7 @@ fn jobs(full: bool) -> Vec<JobSpec> {
     out.push(job("hartmann6-12d", "ucb-psq", &budget(2.0), &[]));
     out.push(job("plant", "ts-psq", &budget(2.0), &[]));
     if full {
-        // bocvs-fig1's setting (n_sigma = 32), the run issue 17 timed, then numbench's (defaults).
+        // bocvs-fig1's setting (n_sigma = 32), the first speed table's run, then numbench's (defaults).
         out.push(job("hartmann6-12d", "proposed", &[], &[("n_sigma", Int(32))]));
         out.push(job("hartmann6-12d", "proposed", &[], &[]));
     }

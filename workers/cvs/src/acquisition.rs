@@ -1,5 +1,5 @@
-//! Per-set optimisation of expected confidence bounds and Thompson samples (spec §2.3, §2.4,
-//! §3.5), shared by every algorithm.
+//! Per-set optimisation of expected confidence bounds and Thompson samples (Monte Carlo
+//! expectations over the random partial query), shared by every algorithm.
 //!
 //! `optimise_set` maximises `x^j -> E_hat[mu + beta sigma]` for one or more `beta` (the upper and
 //! the lower bound of a set share the posterior moments of one warm-up batch). `TsExpectation`
@@ -160,7 +160,7 @@ impl<'a> TsExpectation<'a> {
         scale * g
     }
 
-    /// Maximise over `[0,1]^{|I|}` (spec §2.4).
+    /// Maximise over `[0,1]^{|I|}` (warm-up, then multi-start L-BFGS; [`crate::maximize`]).
     pub fn maximise(&self, config: MaximizeConfig, rng: &mut StreamRng) -> Maximum {
         let dim = self.dim();
         let n_warm = config.n_warmup.max(1);

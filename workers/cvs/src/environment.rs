@@ -2,7 +2,8 @@
 //! its control sets and their mean costs, the random inputs, the budget and how its last play
 //! is treated), its environment streams (the initial design, each play's random part, the
 //! observation noise, the realised costs, and the Monte Carlo set offered to every algorithm),
-//! the play of a control set at a point, and the family's metrics of the plays (spec 1.2, 2.7).
+//! the play of a control set at a point, and the family's metrics of the plays (the paper's
+//! regrets and simple regret, Problem Definition and Experiments section).
 //!
 //! The built-in episode ([`crate::episode::CvsEpisode`]) runs its algorithms on it, and so can
 //! a method written elsewhere (armada's Python bindings): the same draws, the same metrics.
@@ -13,11 +14,13 @@ use crate::surrogate::full_query;
 use armada_core::{JobError, JobStreams, StreamRng};
 use ndarray::{aview1, Array2};
 
-/// Quality-regret tolerance of the `quality_regret` metric (spec §1.2, §5.3 optional extra).
+/// Quality-regret tolerance of the `quality_regret` metric (`R^f_T`, paper Problem Definition;
+/// the paper does not plot it).
 pub const METRIC_ALPHA: f64 = 0.1;
 
 armada_core::choice! {
-    /// How a run treats the last play (spec §2.7).
+    /// How a run treats the last play (the paper's stopping rule needs the next cost, known only
+    /// after paying).
     pub enum BudgetRule {
         /// the last play may overshoot the budget
         Overshoot = "overshoot",
@@ -81,15 +84,15 @@ impl CvsEnvironment {
         &self.stats
     }
 
-    /// The Monte Carlo set `S` (spec §5.1): `n` draws of every variable from the environment
+    /// The Monte Carlo set `S`: `n` draws of every variable from the environment
     /// stream `mc-samples`, common to every algorithm of the seed. Ask once per run.
     pub fn mc_samples(&mut self, n: usize) -> Array2<f64> {
         let samples: Vec<f64> = (0..n).flat_map(|_| self.problem.draw_inputs(&mut self.mc)).collect();
         Array2::from_shape_vec((n, self.problem.dim), samples).expect("n draws of every variable")
     }
 
-    /// The initial design (spec §3): `N_INIT` uniform points of `[0,1]^d`, each observed with
-    /// noise; not plays (no cost). Ask once, first.
+    /// The initial design (as in both reference codes): `N_INIT` uniform points of `[0,1]^d`,
+    /// each observed with noise; not plays (no cost). Ask once, first.
     pub fn initial_design(&mut self) -> Vec<(Vec<f64>, f64)> {
         (0..N_INIT)
             .map(|_| {

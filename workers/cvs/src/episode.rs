@@ -1,7 +1,8 @@
-//! One run (spec §3 "PLAY", §2.6, §2.7, §1.2): the initial design, then one play per step until
-//! the budget is spent, with the metrics of every step.
+//! One run (the setting of the paper's Problem Definition): the initial design, then one play
+//! per step until the budget is spent, with the metrics of every step.
 //!
-//! Budget (spec §2.7 [RESOLVED]): play while `spent < C`; the last play may overshoot. With
+//! Budget: the paper stops once the remainder is below the next cost, which is known only after
+//! paying; so, by default, play while `spent < C`; the last play may overshoot. With
 //! `budget_rule = strict` the realised cost is drawn before playing and the run stops without
 //! playing if it exceeds the remainder. The episode ends once the budget is spent (the family
 //! declares `ends_early`): `horizon` is an upper bound on the number of plays, and every row
@@ -60,8 +61,8 @@ pub struct CvsEpisode {
 }
 
 impl CvsEpisode {
-    /// Environment streams (initial design, random parts, noise, costs, and the MC set `S`,
-    /// spec §5.1) are common to every algorithm of a seed; the optimiser's and Thompson
+    /// Environment streams (initial design, random parts, noise, costs, and the MC set `S`)
+    /// are common to every algorithm of a seed; the optimiser's and Thompson
     /// sampling's draws come from the algorithm's stream.
     pub fn new(
         problem: Problem,

@@ -1,5 +1,5 @@
 //! The `cvs` family as the registry sees it: benchmarks, algorithms, parameters with defaults
-//! and cross-field checks (spec §4, §3, Appendix A).
+//! and cross-field checks (the paper's Experiments section, Algorithm 1 and its appendix).
 
 use armada_core::{
     AnyEpisode, ComponentDef, Declaration, Family, JobError, JobSpec, JobStreams, Params, SpecError, ValidJob,
@@ -16,7 +16,7 @@ use crate::problem::{CostNoise, CostSet, Objective, Problem};
 use crate::surrogate::SigmaMode;
 
 armada_core::params! {
-    /// The parameters every benchmark takes (spec §4).
+    /// The parameters every benchmark takes (the paper's Experiments section).
     pub struct BenchParams {
         /// mean costs of the 7 sets
         cost_set: CostSet = CostSet::Cheap,
@@ -27,7 +27,7 @@ armada_core::params! {
         budget: f64 in [0.01, 100_000.0] = 100.0,
         /// realised-cost rule
         cost_noise: CostNoise = CostNoise::Paper,
-        /// observation noise std (CODE-uCVS: 0)
+        /// observation noise std (the authors' code: 0)
         noise_std: f64 in [0.0, 10.0] = 0.01,
         /// last play may overshoot C, or stop if it would
         budget_rule: BudgetRule = BudgetRule::Overshoot,
@@ -48,7 +48,7 @@ const BENCHMARKS: [ComponentDef; 5] = [
 armada_core::params! {
     /// The Monte Carlo sets every algorithm takes.
     pub struct McParams {
-        /// MC samples N of the fixed set S (CODE-uCVS 1500)
+        /// MC samples N of the fixed set S (the authors' code: 1500)
         n_mc: usize in [1, 100_000] = 1024,
         /// samples of S (the first ones) averaged in E[sigma]; < n_mc is a documented reduction
         n_sigma: usize in [1, 100_000] = 1024,
@@ -57,8 +57,8 @@ armada_core::params! {
     }
 }
 
-/// The inner optimiser's parameters (spec 2.4), under a name of their own for each set of
-/// defaults: the proposed method searches less widely than the baselines.
+/// The inner optimiser's parameters (the reference codes'), under a name of their own for each
+/// set of defaults: the proposed method searches less widely than the baselines.
 macro_rules! search_params {
     ($(#[$meta:meta])* $name:ident: n_warmup_full = $full:literal, n_iter = $n_iter:literal) => {
         armada_core::params! {
@@ -105,9 +105,9 @@ armada_core::params! {
 armada_core::choice! {
     /// Which BO-uCVS the proposed method runs.
     pub enum ProposedMode {
-        /// Algorithm 1 as in spec 3.2
+        /// the paper's Algorithm 1, with its Experiments section's settings
         Paper = "paper",
-        /// Fsoft-AIC/BO-uCVS (spec 3.3, Adam refit per exploitation step)
+        /// the authors' code, Fsoft-AIC/BO-uCVS (Adam refit per exploitation step)
         Code = "code",
         /// code without the refit
         CodeFixed = "code-fixed",
@@ -276,19 +276,7 @@ pub fn episode(spec: &JobSpec, streams: &JobStreams) -> Result<CvsEpisode, JobEr
 
 const DECLARATION: Declaration = Declaration {
     name: "cvs",
-    // 3: `mode = "code"` refits the GP hyperparameters with Adam at every exploitation
-    // step, as the reference code (d641ef3); its results of before are not resumed.
-    // 4: a run ends once its budget is spent (`ends_early`) instead of repeating its last
-    // row with `played = 0` up to the horizon, and the `played` metric is gone (every row
-    // after step 0 is a play); the plays themselves are unchanged.
-    // 5: numerics whose bits do not depend on the processor (issue 36): every
-    // transcendental function (exp, ln, sin, ...) and random variate (normal, gamma, beta,
-    // chi-squared) from armada-math instead of the system's libm and rand_distr, and the
-    // products, Cholesky factors, triangular solves and eigendecompositions from armada-linalg
-    // instead of faer's kernels.
-    // 6: armada-linalg's products, Cholesky factors and triangular solves fuse each
-    // multiply-add (IEEE's fused multiply-add, correctly rounded, so still the same bits on
-    // every processor): twice the speed of separate multiplies and adds.
+    // Raised whenever a job's results change; what each version changed: docs/changelog.md.
     version: 6,
     doc: "BO with unknown cost-varying variable subsets (Hoang, Nguyen, Tran, AAAI 2025, arXiv:2412.15863) and its baselines",
     benchmarks: &BENCHMARKS,

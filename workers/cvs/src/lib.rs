@@ -1,12 +1,12 @@
 //! armada-cvs: Bayesian optimisation with unknown cost-varying variable subsets
-//! (Hoang, Nguyen & Tran, AAAI 2025; spec `specs/bocvs.md`).
+//! (Hoang, Nguyen & Tran, AAAI 2025; arXiv:2412.15863).
 //!
 //! A learner picks a control set `I_i` of the inputs and values for them; the environment
 //! draws the other inputs from truncated normals and charges a random, unknown cost. The
 //! family holds the problem model ([`problem`]), the GP surrogate with factorised Monte Carlo
 //! expectations over the random inputs ([`surrogate`], [`acquisition`]), the inner maximiser
 //! ([`maximize`]; an iteration's sets on more threads only when asked, [`parallel`]), the benchmarks of
-//! spec §4 ([`benchmarks`]), the algorithms of spec §3 ([`algorithms`]: the proposed method in
+//! the paper's Experiments section ([`benchmarks`]), the algorithms ([`algorithms`]: the proposed method in
 //! paper and code mode, UCB-PSQ, TS-PSQ, ETC, UCB-CVS) and the episode that plays them until
 //! the budget is spent ([`episode`]).
 //!

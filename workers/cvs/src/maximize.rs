@@ -1,17 +1,17 @@
-//! The inner maximiser `maximize_fn` (spec §2.4): random warm-up, then multi-start bounded
-//! L-BFGS from `n_iter - 1` fresh uniform points plus the best warm-up point, in `[0,1]^dim`.
+//! The inner maximiser `maximize_fn` (Tay et al.'s code's): random warm-up, then multi-start
+//! bounded L-BFGS from `n_iter - 1` fresh uniform points plus the best warm-up point, in `[0,1]^dim`.
 //!
 //! The warm-up values are computed by the caller in one batch (so that the upper and lower
 //! confidence bounds of a set can share the posterior moments of the same warm-up points);
-//! the L-BFGS runs use analytic gradients (spec §2.4 recommendation), asked for only at the
-//! points the line search accepts ([`Ascent`]).
+//! the L-BFGS runs use analytic gradients (where the reference codes use finite differences),
+//! asked for only at the points the line search accepts ([`Ascent`]).
 
 use armada_gp::lbfgs::{minimize_objective, LbfgsConfig, Objective};
 use armada_gp::Rows;
 use ndarray::{Array2, ArrayView2};
 use rand::Rng;
 
-/// Warm-up and restart sizes of one call site (spec §2.4 table).
+/// Warm-up and restart sizes of one call site (the reference codes set them per call site).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MaximizeConfig {
     pub n_warmup: usize,

@@ -1,5 +1,6 @@
-//! The problem model (spec §1, §2.5–§2.7, §4): control sets, random partial queries, random
-//! unknown costs, a budget, and the oracle `F_i(x^i)` used by the metrics (§5.4).
+//! The problem model (paper, Problem Definition and Experiments section): control sets, random
+//! partial queries, random unknown costs, a budget, and the oracle `F_i(x^i)` used by the metrics
+//! (on the fixed evaluation set `S_eval`).
 
 use armada_core::{JobError, StreamRng};
 use armada_gp::points::point;
@@ -12,14 +13,14 @@ use crate::benchmarks::synthetic::{ackley6, hartmann6, levy6};
 use crate::surrogate::full_query;
 use crate::truncnorm::TruncatedNormal;
 
-/// Size of the fixed evaluation set `S_eval` behind every metric's `F_i` (spec §5.4).
+/// Size of the fixed evaluation set `S_eval` behind every metric's `F_i` (our choice).
 pub const N_EVAL: usize = 4096;
 /// Seed of `S_eval`: the same for every job, so all algorithms and seeds are scored alike.
 const EVAL_SEED: u64 = 0xB0C5_0001;
-/// Initial design size (spec §2.6).
+/// Initial design size (both reference codes').
 pub const N_INIT: usize = 5;
 
-/// The objective functions of spec §4, all maximised over `[0,1]^d`.
+/// The objective functions of the paper's experiments, all maximised over `[0,1]^d`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Objective {
     Hartmann6,
@@ -76,7 +77,7 @@ impl Objective {
         }
     }
 
-    /// Control sets, 0-based, in cost order (Appendix A).
+    /// Control sets, 0-based, in cost order (paper appendix, "Control sets").
     pub fn control_sets(self) -> &'static [&'static [usize]] {
         match self {
             Self::Hartmann6 | Self::Ackley6 | Self::Levy6 => SETS_12D,
@@ -85,7 +86,8 @@ impl Objective {
         }
     }
 
-    /// Worst value over the box, the `shift` of spec §3.2.1.
+    /// Worst value over the box, the `shift` of the threshold (the paper's "worst value that f can
+    /// achieve", Problem Definition).
     pub fn worst_value(self) -> f64 {
         match self {
             Self::Hartmann6 => 0.0,
@@ -107,8 +109,8 @@ impl Objective {
         }
     }
 
-    /// The cheapest acceptable set `i_*` for `alpha = 0.1` (spec §4.9 consequences), used by the
-    /// cost-regret metric: `I_5` on the synthetic functions, the full set on plant, `I_6` on airfoil.
+    /// The cheapest acceptable set `i_*` for `alpha = 0.1` (from estimates of each set's `F_i^*`),
+    /// used by the cost-regret metric: `I_5` on the synthetic functions, the full set on plant, `I_6` on airfoil.
     pub fn target_set(self) -> usize {
         match self {
             Self::Hartmann6 | Self::Ackley6 | Self::Levy6 => 4,
@@ -119,12 +121,12 @@ impl Objective {
 }
 
 /// Airfoil `f^* = max_i F_i^*` per input variance, with `F` on `S_eval` (see `examples/airfoil_fstar.rs`):
-/// both on `I_6 = {1, 2}`, at `u = (0.2852, 0.3222)` (0.02) and `(0.2887, 0.3155)` (0.04); spec §4.9
-/// estimated 0.95 and 0.75.
+/// both on `I_6 = {1, 2}`, at `u = (0.2852, 0.3222)` (0.02) and `(0.2887, 0.3155)` (0.04); an earlier,
+/// coarser estimate gave 0.95 and 0.75.
 pub const AIRFOIL_F_STAR: [(f64, f64); 2] = [(0.02, 0.942_786_757_102), (0.04, 0.742_796_862_273)];
 
 armada_core::choice! {
-    /// The mean costs of the 7 control sets (spec §4.7; the reference codes' two more).
+    /// The mean costs of the 7 control sets (paper, Experiments section; the reference codes' two more).
     pub enum CostSet {
         /// 0.01 for the 1-variable sets, 0.1 for the 2-variable ones, 1 for the full set
         Cheap = "cheap",
@@ -132,9 +134,9 @@ armada_core::choice! {
         Moderate = "moderate",
         /// 0.6, 0.8, 1
         Expensive = "expensive",
-        /// CODE-uCVS cost id 4: 0.1, 0.5, 1
+        /// the authors' code's cost id 4: 0.1, 0.5, 1
         Code4 = "code-4",
-        /// CODE-uCVS cost id 5: 0.3, 0.8, 1
+        /// the authors' code's cost id 5: 0.3, 0.8, 1
         Code5 = "code-5",
     }
 }
@@ -153,12 +155,12 @@ impl CostSet {
 }
 
 armada_core::choice! {
-    /// How a realised cost deviates from its mean (spec §4.7).
+    /// How a realised cost deviates from its mean (paper, Experiments section).
     pub enum CostNoise {
-        /// [PAPER] `N(0, 0.02^2)` (0.02 read as the std) added only if the mean is `>= 0.1`,
+        /// The paper's: `N(0, 0.02^2)` (0.02 read as the std) added only if the mean is `>= 0.1`,
         /// realised costs clipped at `>= 0.001`.
         Paper = "paper",
-        /// [CODE-uCVS] `clip(mean + 0.01 N(0,1), 0.001, 2)` on every set.
+        /// The authors' code's: `clip(mean + 0.01 N(0,1), 0.001, 2)` on every set.
         Code = "code",
         /// Deterministic costs.
         None = "none",
@@ -314,11 +316,11 @@ mod tests {
         let mut full = [0.5; 12];
         full[..6].copy_from_slice(&xs);
         assert_eq!(p.expected_value(6, aview1(&full)), hartmann6(&full));
-        // I_5 controls every relevant variable: F_5 = f^* at the optimum (spec §4.9 table).
+        // I_5 controls every relevant variable: F_5 = f^* at the optimum.
         assert!((p.expected_value(4, aview1(&xs)) - 3.32237).abs() < 1e-5);
         // I_6 controls only irrelevant variables: F_6 is the mean of f over the random part.
-        // Reference: 0.4642 +- 0.0008 (scipy truncnorm, 200k samples); the spec's §4.9 value
-        // 0.531 came from 256 samples. S_eval has 4096 samples, std of f about 0.37 => SE 0.006.
+        // Reference: 0.4642 +- 0.0008 (scipy truncnorm, 200k samples); an earlier
+        // estimate, 0.531, came from 256 samples. S_eval has 4096 samples, std of f about 0.37 => SE 0.006.
         let f6 = p.expected_value(5, aview1(&[0.3; 6]));
         assert!((f6 - 0.4642).abs() < 4.0 * 0.006, "{f6}");
         assert_eq!(p.full_set(), Some(6));

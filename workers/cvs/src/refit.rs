@@ -1,4 +1,4 @@
-//! Code mode's hyperparameter refit (spec §2.1, CODE-uCVS `ExactGPModel.fit`): at every
+//! Code mode's hyperparameter refit (the authors' code's `ExactGPModel.fit`): at every
 //! exploitation iteration, from the initial values (never warm-started), 10 Adam steps
 //! (lr 0.1, betas 0.9 / 0.999, eps 1e-8) on `-(1/n) log p(y | theta)` over GPyTorch's *raw*
 //! parameters:
@@ -147,7 +147,7 @@ mod tests {
     #[test]
     fn initial_raw_values_are_gpytorchs() {
         let raw = initial_raw(GpConfig::default(), 3);
-        // logit(0.19 / 9999.99) = ln 0.19 - ln 9999.80 = -10.871052 (the spec prints -10.8706).
+        // logit(0.19 / 9999.99) = ln 0.19 - ln 9999.80 = -10.871052.
         assert!((raw[0] - -10.871052).abs() < 1e-6, "{}", raw[0]);
         assert!((raw[3] - 0.541325).abs() < 1e-6, "{}", raw[3]);
         assert_eq!(raw[4], 0.0);

@@ -1,4 +1,4 @@
-//! Standard normal density, distribution and quantile functions (spec §2.5).
+//! Standard normal density, distribution and quantile functions (for the truncated-normal inputs).
 //!
 //! The CDF is armada-math's (`erfc`, the same bits on every processor). The quantile starts
 //! from Acklam's rational approximation and is polished by Halley steps on the accurate CDF.

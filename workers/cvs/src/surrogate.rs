@@ -1,5 +1,5 @@
 //! The GP surrogate of every algorithm and its expectations over the random partial query
-//! (spec §2.1–§2.3 and the factorisations of §8.4).
+//! (paper Eq. (1), with the squared exponential ARD kernel its appendix names).
 //!
 //! SE-ARD hyperparameters: fixed ([`GpConfig`]: `s2 = 1`, `ls = 0.2`, `lambda = 1e-4`, `m0 = 0`,
 //! raw outputs), or a [`Hyper`] set that code mode refits at every exploitation step
@@ -15,8 +15,8 @@
 //! MC samples and the data, so it is computed once per set per iteration ([`SetExpectation`]).
 //! Then `E[mu] = s2 sum_a A_a alpha_a bbar_a` costs O(n), and `E[sigma]` is one triangular
 //! solve with one right-hand side per MC sample (BLAS-3), averaging per-sample standard
-//! deviations (gotcha 1), never `sqrt(E[sigma^2])`. A full control set is the special case
-//! `Ibar = {}`, one "sample" with `B = 1`: plain `mu` and `sigma`.
+//! deviations (`E[u] = E[mu] + beta E[sigma]`), never `sqrt(E[sigma^2])`. A full control set is
+//! the special case `Ibar = {}`, one "sample" with `B = 1`: plain `mu` and `sigma`.
 
 use armada_core::JobError;
 use armada_gp::{Gp, Kernel, Rows};
@@ -45,7 +45,7 @@ impl Hyper {
     }
 }
 
-/// Fixed GP hyperparameters (spec §2.1).
+/// Fixed GP hyperparameters (the reference codes' values; the paper states none).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GpConfig {
     pub outputscale: f64,
@@ -136,7 +136,7 @@ impl Posterior {
         }
     }
 
-    /// The exact posterior of the data under refit hyperparameters (code mode, spec §2.1):
+    /// The exact posterior of the data under refit hyperparameters (code mode, as the authors' code):
     /// one dense factorisation, O(n^3).
     /// `x` holds one input per row.
     pub fn with_hyper(x: ArrayView2<'_, f64>, y: &[f64], hyper: &Hyper) -> Result<Self, JobError> {
@@ -197,10 +197,10 @@ const COLUMNS_PER_SOLVE: usize = 1024;
 armada_core::choice! {
     /// How `E_hat[sigma]` is estimated.
     pub enum SigmaMode {
-        /// The spec's estimator (gotcha 1): the mean of per-sample posterior standard deviations
-        /// over the first `n_sigma` MC samples; cost `n_sigma n^2` per point.
+        /// The paper's estimator (`E[u] = E[mu] + beta E[sigma]`): the mean of per-sample posterior
+        /// standard deviations over the first `n_sigma` MC samples; cost `n_sigma n^2` per point.
         PerSample = "per-sample",
-        /// A documented compute reduction, NOT the spec's estimator: `sqrt(E_hat[sigma^2])` over all
+        /// A documented compute reduction, NOT the paper's estimator: `sqrt(E_hat[sigma^2])` over all
         /// `N` samples, `E[sigma^2] = s2 - s2^2 A^T (K^{-1} o G) A` with `G = mean_n B_n B_n^T`;
         /// cost `n^2` per point. By Jensen it is `>= E[sigma]`; exact for a full set.
         Rms = "rms",

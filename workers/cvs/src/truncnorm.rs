@@ -1,4 +1,4 @@
-//! Truncated-normal input distributions `TN(0.5, s, [0, 1])` (spec §2.5, §4.8).
+//! Truncated-normal input distributions `TN(0.5, s, [0, 1])` (paper, Experiments section).
 //!
 //! The paper fixes the *variance after truncation* (0.02 or 0.04), so the scale `s` is found
 //! by bisection on the truncated variance; samples come from the inverse CDF.
@@ -78,7 +78,7 @@ mod tests {
 
     #[test]
     fn scales_match_the_spec_table() {
-        // Spec §2.5 [MEASURED]; the bisection stops within numpy's allclose tolerance, so the
+        // Reference scales from a bisection in numpy, which stops within numpy's allclose tolerance, so the
         // scale is known to about 1e-4 relative.
         for (v, s) in [(0.01, 0.100_000_7), (0.02, 0.141_820_9), (0.04, 0.213_548_0), (0.08, 0.906_099_3)] {
             let got = scale_for_variance(v);

@@ -1,6 +1,6 @@
-//! Whole runs of the `cvs` family on small budgets: budget accounting (spec §2.7), ETC's
-//! per-group play counts (§3.6), the proposed method's phases, round robin and alpha schedule
-//! (§3.2), and bit-reproducibility with common random numbers across algorithms (§5.1).
+//! Whole runs of the `cvs` family on small budgets: budget accounting, ETC's per-group play
+//! counts, the proposed method's phases, round robin and alpha schedule (Algorithm 1 and the
+//! paper's Experiments section), and bit-reproducibility with common random numbers across algorithms.
 
 use armada_core::{run_job, JobSpec, ParamValue, Registry, StepRecord};
 use armada_cvs::episode::CvsMetrics;
@@ -73,7 +73,7 @@ fn a_run_ends_once_its_budget_is_spent() {
             "overshoot" => assert!(*cum.last().unwrap() >= budget),
             _ => assert!(*cum.last().unwrap() <= budget),
         }
-        // UCB-PSQ always plays plant's full set (gotcha 3); costs about 1 => 3 or 4 plays.
+        // UCB-PSQ always plays plant's full set (no partial set beats it); costs about 1 => 3 or 4 plays.
         assert!(plays.iter().all(|r| r.values[col("set")] == 7.0));
         assert!((3..=4).contains(&plays.len()), "{} plays", plays.len());
         // The run ends with its last play, long before the horizon: steps 0..=plays, and
@@ -135,7 +135,7 @@ fn proposed_explores_round_robin_then_exploits_with_halving_alpha() {
         spent_before = r.values[col("cum_cost")];
     }
     assert!(n_exploit > 0);
-    // lcb_bar is a running max over the run (gotcha 12) unless S1 emptied and it was reset.
+    // lcb_bar is a running max over the run (Algorithm 1, line 14) unless S1 emptied and it was reset.
     let lcb: Vec<f64> = plays.iter().map(|r| r.values[col("lcb_bar")]).collect();
     assert!(lcb.iter().all(|v| v.is_finite()));
 }

@@ -66,12 +66,7 @@ armada_core::metrics! {
 
 const DECLARATION: Declaration = Declaration {
     name: "example",
-    // 1: the first version.
-    // 2: numerics whose bits do not depend on the processor (issue 36): every
-    // transcendental function (exp, ln, sin, ...) and random variate (normal, gamma, beta,
-    // chi-squared) from armada-math instead of the system's libm and rand_distr, and the
-    // products, Cholesky factors, triangular solves and eigendecompositions from armada-linalg
-    // instead of faer's kernels.
+    // Raised whenever a job's results change; what each version changed: docs/changelog.md.
     version: 2,
     doc: "a worked example: a noisy quadratic, random search against a hill climber",
     benchmarks: &BENCHMARKS,

@@ -1,6 +1,7 @@
 //! Posterior mean and variance on a fixed candidate set, updated in O(n*m) per observation.
 //!
-//! LSE spec sections 1.2 / 3. With `L` the Cholesky factor of `C = K(X,X) + lambda I` and the
+//! The posterior of Eq. (2.1) of the randomized-straddle paper (Inatsu et al.), kept
+//! incrementally. With `L` the Cholesky factor of `C = K(X,X) + lambda I` and the
 //! whitened cross-covariance `V = L^{-1} K(X, C)` (n x m, one row per observation), the posterior
 //! on the candidates is `mu = V^T w`, `sigma^2_j = k(c_j, c_j) - ||V[:, j]||^2`.
 //! Appending an observation with factor row `[l^T, d]` and `w_new` appends one row to `V`:

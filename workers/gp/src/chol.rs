@@ -1,7 +1,7 @@
 //! Cholesky factorisation with jitter escalation, and the growable packed lower factor used for
 //! O(n^2) appends.
 //!
-//! Jitter rule (GP spec): jitter is added only when a factorisation fails. It starts at
+//! Jitter rule: jitter is added only when a factorisation fails. It starts at
 //! `1e-10 * v` (`v` = kernel variance) and grows x10 per attempt, for at most
 //! [`JITTER_MAX_ATTEMPTS`] attempts, after which [`GpError::NotPositiveDefinite`] is returned.
 //!

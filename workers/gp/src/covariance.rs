@@ -1,5 +1,5 @@
 //! Posterior mean and the full posterior covariance on a fixed candidate set, kept current by
-//! exact rank-1 downdates (LSE spec sections 1.2 and 2.7).
+//! exact rank-1 downdates (the sequential form of the posterior, Eq. (2.1) of Inatsu et al.).
 //!
 //! Observing candidate `j` with value `y`, with `c = C[:, j]` (the posterior covariance of every
 //! candidate with `f(c_j)`) and the predictive variance `s = C[j, j] + lambda`:
@@ -8,7 +8,7 @@
 //!
 //! This is O(N^2) per observation and needs N^2 doubles (N = 2,500: 50 MB; N = 6,586: 347 MB),
 //! against O(N n) for [`crate::CandidateCache`], which keeps only the variances. It exists for
-//! acquisition rules that read whole covariance rows, such as MILE (spec 2.7).
+//! acquisition rules that read whole covariance rows, such as MILE (Zanette et al. 2019).
 
 use ndarray::{Array2, ArrayView2};
 
@@ -80,7 +80,7 @@ impl CandidateCovariance {
         }
     }
 
-    /// Observe candidate `j` with value `y` by the exact rank-1 downdate of spec 1.2.
+    /// Observe candidate `j` with value `y` by the exact rank-1 downdate of the module docs.
     ///
     /// If the predictive variance `s = C[j, j] + lambda` is lost in rounding (at or below
     /// `n eps (k(c_j, c_j) + lambda)`, e.g. a noise-free repeat), jitter is added to this

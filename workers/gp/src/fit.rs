@@ -1,4 +1,4 @@
-//! MAP fitting of the kernel hyperparameters (safe-BO spec section 2.4).
+//! MAP fitting of the kernel hyperparameters (Losalka & Scarlett 2024, Appendix B.2.2).
 //!
 //! Parameters `theta = [log v, log l_1, ..., log l_d]`; noise `lambda` fixed. Objective (maximised):
 //!
@@ -13,9 +13,10 @@
 //! with `dK/dlog v = K` and `dK_ab/dlog l_i = g(r_ab) (a_i - b_i)^2 / l_i^2`
 //! ([`Kernel::lengthscale_grad_factor`]).
 //!
-//! Multi-start as in Trieste / the spec: draw `n_prior_draws_per_param * (d + 1)` vectors from
-//! the priors (clamped to the log-bounds), also evaluate the warm start, keep the best
-//! `n_lbfgs_starts` and run bounded L-BFGS ([`crate::lbfgs`]) from each; return the best.
+//! Multi-start as in Trieste (which the safe-BO authors' code uses): draw
+//! `n_prior_draws_per_param * (d + 1)` vectors from the priors (clamped to the log-bounds),
+//! also evaluate the warm start, keep the best `n_lbfgs_starts` and run bounded L-BFGS
+//! ([`crate::lbfgs`]) from each; return the best.
 
 use armada_linalg::matmul;
 use armada_linalg::{solve_lower_in_place, solve_lower_transpose_in_place};
@@ -88,7 +89,7 @@ pub struct MapConfig {
 }
 
 impl MapConfig {
-    /// Spec defaults: 10 draws per parameter, 1 L-BFGS start, 200 iterations,
+    /// Defaults: 10 draws per parameter, 1 L-BFGS start, 200 iterations,
     /// `l in [1e-3, 1e2]`, `v in [1e-6, 1e4]`.
     pub fn new(
         kind: KernelKind,

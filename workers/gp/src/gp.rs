@@ -8,7 +8,7 @@
 //! * posterior covariance `Sigma(Q)  = K(Q, Q) - V^T V`
 //! * log marginal likelihood `log p(y) = -1/2 w^T w - sum_i log L_ii - n/2 log 2 pi`.
 //!
-//! Appending `(x, y)` extends the factor by one row (Rasmussen & Williams, A.4 / LSE spec 1.2):
+//! Appending `(x, y)` extends the factor by one row (Rasmussen & Williams, A.4):
 //! `l = L^{-1} k(X, x)`, `d = sqrt(k(x, x) + lambda - l^T l)`, `w_new = (y - l^T w) / d`.
 
 use armada_linalg::matmul;

@@ -1,4 +1,4 @@
-//! The full-covariance rank-1 downdate (`CandidateCovariance`, LSE spec 1.2 / 2.7) against two
+//! The full-covariance rank-1 downdate (`CandidateCovariance`) against two
 //! independent routes: the Cholesky-based `CandidateCache` (mean, variance, `cov(i, j)`) and
 //! `Gp::fit` + `Gp::posterior_cov` (a batch factorisation of all the data).
 

@@ -1,4 +1,4 @@
-//! Cost of the continuous 5-D block (spec 4.3, paper section 5.2): seconds per run of the
+//! Cost of the continuous 5-D block (paper section 5.2): seconds per run of the
 //! randomized straddle on each function at the default sizes (pool 10,000, evaluation set
 //! 100,000), with metrics every step and every 10 steps, plus one run with the optional
 //! polishing (top 5, 60 AF evaluations each), so the lead can size sweeps.

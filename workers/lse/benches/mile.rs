@@ -1,8 +1,8 @@
-//! Cost of MILE (spec 2.7), the cost centre of the finite experiments, against the
+//! Cost of MILE (paper Section 5.1), the cost centre of the finite experiments, against the
 //! randomized straddle as the baseline.
 //!
-//! * N = 2,500 (sinusoidal, spec 4.2): a full 300-iteration run of each method;
-//! * N = 6,586 (carrier-lifetime stand-in, spec 4.4): the first `T` iterations of each
+//! * N = 2,500 (sinusoidal, paper Section 5.1): a full 300-iteration run of each method;
+//! * N = 6,586 (carrier-lifetime stand-in, Section 5.3): the first `T` iterations of each
 //!   (default 20; the paper's runs have 200: `cargo bench -p armada-lse --bench mile -- 200`).
 //!
 //! Runs go through the registry and the real episode loop; per-iteration times come from the

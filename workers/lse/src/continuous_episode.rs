@@ -1,30 +1,30 @@
-//! The experiment loop of the continuous 5-D block (spec sections 2.1 and 4.3).
+//! The experiment loop of the continuous 5-D block (paper Section 5.2).
 //!
 //! Step 0 observes one uniform random point of the box (env stream `init`); step `t`
 //! chooses `x_t`, observes `y_t = f(x_t) + eps_t` (`eps_t ~ N(0, noise_var)`, env stream
 //! `noise`, one draw per observation as in the finite episode), updates the GP and records
-//! the metrics of the posterior-mean classification given all data (spec 2.1, one row per
-//! number of acquisitions).
+//! the metrics of the posterior-mean classification given all data (one row per number
+//! of acquisitions).
 //!
-//! * AF maximisation (spec 4.3, DEFAULT): a fixed pool `P` of `pool_size` uniform points
+//! * AF maximisation (default; the paper is silent): a fixed pool `P` of `pool_size` uniform points
 //!   per run (env stream `pool`, so common to all algorithms), the posterior mean/variance
 //!   on `P` kept by a [`CandidateCache`], and `x_t = argmax_P AF` by the unchanged
 //!   [`Acquisition::select`]. Random draws uniformly in the box from its own stream, not
-//!   from the pool (spec 2.3).
-//! * Optional refinement (spec 4.3 item 2, off by default): the `polish_top_k` best pool
+//!   from the pool.
+//! * Optional refinement (off by default): the `polish_top_k` best pool
 //!   points are polished by a box-projected Nelder–Mead ([`nelder_mead_box`]) of at most
 //!   `polish_evals` AF evaluations, each an O(t^2) one-point prediction ([`predict_one`]),
 //!   with the same `beta_t` as the pool argmax ([`Acquisition::af_value`]).
-//! * Metrics (spec 4.3 "Evaluation"): loss, F-score and max-value loss on an evaluation set
+//! * Metrics (paper Section 5.2): loss, F-score and max-value loss on an evaluation set
 //!   `X~` of `eval_points` uniform points (env stream `evalset`, common to all algorithms),
 //!   against the noise-free `f`, with `H_t` from the posterior mean on `X~`
 //!   ([`EvalSetMean`]); computed at multiples of `metrics_every` and at the horizon, NaN
 //!   elsewhere.
 //!
 //! Algorithms: Random, US, Straddle, LSE (without running intersection; `card_x = 0` means
-//! the nominal `|X| = 1e15` of spec 2.6.2), the randomized straddle, and Algorithm 3
-//! (`rand-straddle-max`, spec 2.5.3; not in the paper's experiments). MILE (finite X only,
-//! spec 2.7) and LSE with the running intersection (finite sets only, spec 2.6.2, gotcha 9)
+//! the nominal `|X| = 1e15` of paper Section 5.2), the randomized straddle, and Algorithm 3
+//! (`rand-straddle-max`, Appendix A.2; not in the paper's experiments). MILE (finite X only)
+//! and LSE with the running intersection (finite sets only; both as in Section 5.2)
 //! are rejected by [`continuous_acquisition`].
 //!
 //! Algorithm 3 here: `beta_t = xi_t + 2 d ln tau_t` on the box of edge `r = hi - lo` and the
@@ -49,7 +49,7 @@ use ndarray::{aview1, s, Array2, ArrayView1, ArrayView2};
 
 /// Edge of the initial Nelder–Mead simplex, as a fraction of the box width [ASSUMPTION:
 /// 0.05, i.e. 0.5 on `[-5, 5]`, about a third of the pool's nearest-neighbour spacing
-/// (about 1.6 for 10,000 points, spec 4.3)].
+/// (about 1.6 for 10,000 points)].
 pub const POLISH_STEP_FRACTION: f64 = 0.05;
 
 /// Columns per block of [`EvalSetMean`]'s `V`: the new rows of a block (five of 2 KB each at
@@ -59,7 +59,7 @@ pub const POLISH_STEP_FRACTION: f64 = 0.05;
 const EVAL_CHUNK: usize = 256;
 
 /// The acquisition rule of a continuous job on `problem`: the finite rules that apply to a
-/// box (spec 4.3 "Methods"), with LSE's `card_x = 0` read as the nominal `|X| = 1e15`, and
+/// box (paper Section 5.2), with LSE's `card_x = 0` read as the nominal `|X| = 1e15`, and
 /// `rand-straddle-max` as Algorithm 3 on the box.
 pub fn continuous_acquisition(
     name: &str,
@@ -139,7 +139,7 @@ pub(crate) fn predict_one_slice(gp: &Gp, x: &[f64]) -> (f64, f64) {
     (mu, (gp.kernel().eval(x, x) - ll).max(0.0))
 }
 
-/// The posterior mean on the evaluation set `X~` (spec 4.3), the metric cost centre of
+/// The posterior mean on the evaluation set `X~` (paper Section 5.2), the metric cost centre of
 /// the continuous block.
 ///
 /// Holds `V = L^{-1} K(X_D, X~)` row by row like [`CandidateCache`] (`mu = V^T w`, the
@@ -310,8 +310,8 @@ impl<F: FnMut(&[f64]) -> f64> Tracker<F> {
 }
 
 /// Maximise `g` over the box `[lo, hi]^d` from `x0` by Nelder–Mead with every trial point
-/// projected onto the box (spec 4.3 item 2: a bounded derivative-free local optimiser; the
-/// AF is only piecewise smooth). Standard coefficients (reflection 1, expansion 2,
+/// projected onto the box (a bounded derivative-free local optimiser, since the AF is only
+/// piecewise smooth). Standard coefficients (reflection 1, expansion 2,
 /// contraction 1/2, shrink 1/2); the initial simplex is `x0` and `x0 +- step e_i` (the sign
 /// that stays in the box). At most `max_evals` evaluations of `g` (at least one, at `x0`);
 /// returns the best point evaluated, so the result is in the box and never worse than
@@ -425,7 +425,7 @@ pub struct PolishStart {
     pub polished: Polished,
 }
 
-/// Algorithm 3's bookkeeping for its returned classification (spec 2.5.3; module docs).
+/// Algorithm 3's bookkeeping for its returned classification (Appendix A.2; module docs).
 struct MaxValueReturn {
     mc_paths: usize,
     /// The check set `C`, one point per row.
@@ -451,7 +451,7 @@ pub fn on_grid(points: ArrayView2<'_, f64>, lo: f64, width: f64, tau: u64) -> Ar
     Array2::from_shape_vec((rows.len(), rows.dim()), data).expect("one grid point per point")
 }
 
-/// A running continuous LSE job (spec 4.3).
+/// A running continuous LSE job (paper Section 5.2).
 pub struct ContinuousEpisode {
     /// The benchmark's part: the problem, the pool, the evaluation set, the noise.
     env: ContinuousEnvironment,
@@ -592,7 +592,7 @@ impl ContinuousEpisode {
     /// The objective the polishing maximises for this step's `choice`: the rule's AF with
     /// the choice's `beta^{1/2}` ([`Acquisition::af_value`]), except that a randomized
     /// straddle whose clipped AF was 0 on the whole pool polishes the unclipped straddle it
-    /// then maximised (zero rule of spec 2.8). `None`: the rule has no pointwise AF.
+    /// then maximised ([`ZeroRule`]). `None`: the rule has no pointwise AF.
     fn objective(&self, choice: &Choice) -> Option<impl Fn(f64, f64) -> f64 + '_> {
         let (theta, beta_sqrt) = (self.env.problem().theta, choice.beta_sqrt);
         let zero_straddle =
@@ -608,7 +608,7 @@ impl ContinuousEpisode {
         })
     }
 
-    /// Polish the `polish_top_k` best pool points for `choice` (spec 4.3 item 2): the pool
+    /// Polish the `polish_top_k` best pool points for `choice`: the pool
     /// argmax `choice.index` first, then the next best by objective value (ties: lower
     /// index). Empty when the rule has no pointwise AF or polishing is off.
     pub fn polish_starts(&self, choice: &Choice) -> Vec<PolishStart> {
@@ -647,7 +647,7 @@ impl ContinuousEpisode {
     /// The point to observe at step `t` and how it was chosen.
     fn choose(&mut self, t: u32) -> Observed {
         if matches!(self.acquisition, Acquisition::Random) {
-            // Spec 2.3 / 4.3: uniform in the box, not a pool point.
+            // Uniform in the box, not a pool point.
             let p = self.env.problem();
             let x = (0..p.dim).map(|_| uniform(p.lo, p.hi, &mut self.algo_rng)).collect();
             return Observed { x, pool_index: None, beta_sqrt: f64::NAN, af_max: f64::NAN };
@@ -781,7 +781,7 @@ mod tests {
 
     const NO_INTERSECTION: (&str, ParamValue) = ("intersection", ParamValue::Bool(false));
 
-    /// Spec 2.6.2: without the running intersection LSE is the straddle with the growing
+    /// Paper Section 5.2: without the running intersection LSE is the straddle with the growing
     /// `beta_t^{1/2} = sqrt(2 ln(|X| pi^2 t^2 / (6 delta)))`, |X| = 1e15 in the continuous case.
     #[test]
     fn lse_without_intersection_is_straddle_with_growing_beta() {
@@ -799,7 +799,7 @@ mod tests {
             let b = straddle.select(t, &mean, &var, 1.5, &mut rng);
             assert_eq!(a, b, "t = {t}");
         }
-        // Spec 2.6.2 reference values for |X| = 1e15.
+        // Reference values for |X| = 1e15, computed independently.
         assert!((lse_beta_sqrt(1e15, 1, 0.05) - 8.7215).abs() < 5e-5);
         assert!((lse_beta_sqrt(1e15, 500, 0.05) - 10.0460).abs() < 5e-5);
     }
@@ -883,7 +883,7 @@ mod tests {
         }
     }
 
-    /// Spec 4.3 "Evaluation": loss, F-score and max-value loss equal a direct computation
+    /// Metrics on X~ (Section 5.2): loss, F-score and max-value loss equal a direct computation
     /// from Gp::predict on X~ and the true f, on the metric schedule (multiples of
     /// `metrics_every` and the horizon), NaN elsewhere.
     #[test]
@@ -938,7 +938,7 @@ mod tests {
         assert!(last[col("fscore")] > 0.3 && last[col("loss")] < 0.7 * first[col("loss")], "{first:?} {last:?}");
     }
 
-    /// Same streams -> identical trajectory; and common random numbers (spec 5 "Seeds"):
+    /// Same streams -> identical trajectory; and common random numbers (our choice):
     /// the pool, X~, f on X~ and the initial observation do not depend on the algorithm,
     /// while they do depend on the seed.
     #[test]
@@ -985,7 +985,7 @@ mod tests {
         assert_ne!(c.eval_points(), a.eval_points());
     }
 
-    /// Behaviour (spec 6.2, Fig. 4 sphere): 30 steps of the randomized straddle with a pool
+    /// Behaviour (Section 5.2, Fig. 4 sphere): 30 steps of the randomized straddle with a pool
     /// of 2000 and 5000 evaluation points cut the loss well below its step-0 value. Runs
     /// of seeds 0, 1, 2 gave loss(30) / loss(0) = 0.087, 0.121, 0.144 (loss(0) about 2.7);
     /// the bound 0.5 leaves a wide margin.
@@ -1025,7 +1025,7 @@ mod tests {
         }
     }
 
-    /// Spec 4.3 item 2 in the episode: every polished start stays in the box, uses at most
+    /// Polishing in the episode: every polished start stays in the box, uses at most
     /// `polish_evals` AF evaluations, and never ends with a lower AF than its pool point
     /// (evaluated off-pool with the SAME beta_t as the pool argmax); the pool argmax is the
     /// first start; runs with polishing observe only box points.
@@ -1167,7 +1167,7 @@ mod tests {
         }
     }
 
-    /// Algorithm 3 end to end (spec 2.5.3): `beta_t = xi_t + 2 d ln tau_t` with `xi_t` the
+    /// Algorithm 3 end to end (Appendix A.2): `beta_t = xi_t + 2 d ln tau_t` with `xi_t` the
     /// acquisition stream's chi2_2 draw of the step; the recorded classifications are
     /// eq. A.3 under the posterior of their step; the returned step and its scores appear on
     /// the last row only and equal a recomputation by an independent route.

@@ -1,14 +1,14 @@
-//! The common experiment loop of the finite experiments (spec section 2.1).
+//! The common experiment loop of the finite experiments (paper Algorithm 1, Section 5.1).
 //!
 //! Step 0 observes one uniformly random initial candidate (or the problem's fixed one,
-//! spec 4.1); step `t` chooses `x_t` from the posterior given everything observed so far,
-//! observes `y_t = f(x_t) + eps_t` (or `f(x_t)` exactly, spec 4.4), updates the GP, and
+//! Figure 2); step `t` chooses `x_t` from the posterior given everything observed so far,
+//! observes `y_t = f(x_t) + eps_t` (or `f(x_t)` exactly, paper Section 5.3), updates the GP, and
 //! records the metrics of the posterior-mean classification conditioned on all data (one row
-//! per number of acquisitions, as the spec recommends). Without repeats (spec 4.4) observed
-//! candidates are excluded from every choice.
+//! per number of acquisitions). Without repeats (paper Section 5.3) observed candidates
+//! are excluded from every choice.
 //!
 //! The posterior is the O(n N) mean/variance cache, or the O(N^2) full covariance when the
-//! acquisition reads covariance rows (MILE, spec 2.7).
+//! acquisition reads covariance rows (MILE).
 
 use crate::algorithms::max_value::{choose_returned, max_value_loss};
 use crate::algorithms::{Acquisition, Choice, PosteriorView};
@@ -168,7 +168,7 @@ impl FiniteEpisode {
         Ok(values)
     }
 
-    /// Algorithm 2's returned classification (spec 2.5.2): among the classifications of
+    /// Algorithm 2's returned classification (Appendix A.1, Eq. (A.2)): among the classifications of
     /// steps `0..T-1` (the paper's `H_1..H_T`), the one with the least mean max-value loss
     /// over `mc_paths` joint sample paths of the posterior given `D_{T-1}` (the current one).
     fn choose_returned(&mut self, mc_paths: usize) -> Result<(), JobError> {

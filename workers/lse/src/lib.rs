@@ -1,5 +1,5 @@
 //! armada-lse: level-set estimation with the randomized straddle
-//! (Inatsu, Takeno, Kutsukake, Takeuchi, arXiv:2408.03144; spec `specs/lse_straddle.md`).
+//! (Inatsu, Takeno, Kutsukake, Takeuchi, arXiv:2408.03144).
 //!
 //! Given a threshold `theta`, estimate the upper set `H* = {x : f(x) >= theta}` of an
 //! expensive black box from noisy queries. Every method classifies by the posterior
@@ -49,18 +49,7 @@ pub struct LseFamily;
 
 const DECLARATION: Declaration = Declaration {
     name: "lse",
-    // 2: as every family had before versions were per family.
-    // 3: numerics whose bits do not depend on the processor (issue 36): every
-    // transcendental function (exp, ln, sin, ...) and random variate (normal, gamma, beta,
-    // chi-squared) from armada-math instead of the system's libm and rand_distr, and the
-    // products, Cholesky factors, triangular solves and eigendecompositions from armada-linalg
-    // instead of faer's kernels.
-    // 4: armada-linalg's products, Cholesky factors and triangular solves fuse each
-    // multiply-add (IEEE's fused multiply-add, correctly rounded, so still the same bits on
-    // every processor): twice the speed of separate multiplies and adds.
-    // 5: each step's record carries the observed value `y` (the other metrics' bits as at
-    // 4), so that a trajectory holds the data its posterior was fitted to (Figure 2's
-    // panels are drawn from it).
+    // Raised whenever a job's results change; what each version changed: docs/changelog.md.
     version: 5,
     doc: "level-set estimation with the randomized straddle (Inatsu et al., arXiv:2408.03144)",
     benchmarks: &BENCHMARKS,
@@ -76,7 +65,7 @@ impl Family for LseFamily {
         &DECLARATION
     }
 
-    /// The continuous block runs only the methods that apply to a box (spec 4.3), with
+    /// The continuous block runs only the methods that apply to a box (Section 5.2), with
     /// consistent pool and polishing sizes.
     fn check(&self, spec: &JobSpec) -> Result<(), SpecError> {
         self.check_benchmark(spec)?;

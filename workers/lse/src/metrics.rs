@@ -1,7 +1,8 @@
-//! Classification metrics of the LSE spec, section 1.4, computed with the noise-free true
-//! `f` from a classification `upper[x]` (`x` estimated in the upper set). Every built-in
-//! method classifies by its posterior mean, `H_t = {x : mu(x) >= theta}` (Definition 3.1,
-//! [`upper_set`]); an outside method hands its own classification to the benchmark.
+//! Classification metrics of the paper (Sections 4 and 5.1, Appendix A), computed with the
+//! noise-free true `f` from a classification `upper[x]` (`x` estimated in the upper set).
+//! Every built-in method classifies by its posterior mean, `H_t = {x : mu(x) >= theta}`
+//! (Definition 3.1, [`upper_set`]); an outside method hands its own classification to the
+//! benchmark.
 
 use crate::algorithms::max_value::max_value_loss;
 
@@ -10,7 +11,7 @@ pub fn upper_set(mean: &[f64], theta: f64) -> Vec<bool> {
     mean.iter().map(|&mu| mu >= theta).collect()
 }
 
-/// The family's three metrics of one classification (spec 1.4).
+/// The family's three metrics of one classification (module docs).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ClassificationMetrics {
     /// The average loss `r_t` ([`average_loss`]).
@@ -50,8 +51,9 @@ pub fn average_loss(upper: &[bool], f: &[f64], theta: f64) -> f64 {
     total / f.len() as f64
 }
 
-/// F-score of the estimated upper set against `H* = {f >= theta}`, with the spec's
-/// convention `0/0 := 0` (an empty estimate or an empty true set scores 0).
+/// F-score of the estimated upper set against `H* = {f >= theta}`, with the
+/// convention `0/0 := 0`, which the paper leaves open (an empty estimate or an empty true set
+/// scores 0).
 pub fn upper_set_fscore(upper: &[bool], f: &[f64], theta: f64) -> f64 {
     let (mut tp, mut n_est, mut n_true) = (0usize, 0usize, 0usize);
     for (&est, &fx) in upper.iter().zip(f) {

@@ -1,4 +1,4 @@
-//! Algorithm 2 (spec 2.5.2) end to end: its beta offset, and a returned classification
+//! Algorithm 2 (paper Appendix A.1) end to end: its beta offset, and a returned classification
 //! that is one of the recorded ones, with exactly the losses recorded for it.
 
 use armada_core::{run_job, JobSpec, ParamValue, Registry};

@@ -1,5 +1,6 @@
-//! The observation protocols of spec 4.4 (noise-free, no re-observation) and 4.1 (fixed
-//! initial point), run through the real episode loop for every registered algorithm.
+//! The observation protocols of paper Section 5.3 (noise-free, no re-observation) and
+//! Figure 2 (fixed initial point), run through the real episode loop for every registered
+//! algorithm.
 
 use armada_core::{check_params, run_job, Episode, Family, JobSpec, JobStreams, Params, Registry};
 use armada_gp::Kernel;
@@ -28,7 +29,7 @@ fn acquisition(name: &str, n: usize) -> Acquisition {
     Acquisition::from_params(name, &check_params(def, &Params::new()).unwrap(), n).unwrap()
 }
 
-/// Spec appendix A.12 in its strongest form: with 30 candidates and 29 acquisitions, every
+/// No index queried twice, in its strongest form: with 30 candidates and 29 acquisitions, every
 /// algorithm must visit every candidate exactly once; a 30th acquisition is an error.
 /// Where `chosen_index` is in a record's values.
 fn chosen_column() -> usize {
@@ -98,7 +99,7 @@ fn fixed_initial_index_is_used() {
     assert!(ep.initial().is_err());
 }
 
-/// Spec appendix A.12 on the registered carrier-lifetime benchmark itself (shortened runs;
+/// No index queried twice, on the registered carrier-lifetime benchmark itself (shortened runs;
 /// MILE, O(N^2) per step on 6,586 points, runs only 3 steps in this unoptimised test build).
 #[test]
 fn carrier_lifetime_never_queries_an_index_twice() {
@@ -123,7 +124,7 @@ fn carrier_lifetime_never_queries_an_index_twice() {
     }
 }
 
-/// The Figure 2 panels through the registry (spec 4.1): 20 observation points, the first at
+/// The Figure 2 panels through the registry: 20 observation points, the first at
 /// x = -5 (index 250) for every method and seed.
 #[test]
 fn toy_1d_panels_start_at_minus_five() {

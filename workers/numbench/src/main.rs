@@ -1,7 +1,7 @@
-//! The numerics benchmark (issue 17): every workload of armada's speed table timed in one
+//! The numerics benchmark: every workload of armada's speed table timed in one
 //! run, each beside its recorded baseline (`baseline.tsv`, seconds on this machine), the
 //! reference code's time on this machine (recorded, or measured with `--reference-lse`),
-//! and issue 17's target (twice the bound set by the work it must do). A workload is one job of a family, run through
+//! and its speed target (twice the bound set by the work it must do). A workload is one job of a family, run through
 //! the registry and the real episode loop, as a worker runs it (no orchestration).
 //!
 //! ```text
@@ -49,8 +49,8 @@ struct Workload {
     quick: bool,
     /// The reference code's seconds per run on this machine, as recorded, and what it is.
     reference: Option<(f64, &'static str)>,
-    /// Issue 17's target in seconds, and where it comes from: twice the bound that the work
-    /// it must do sets, where the issue gives one.
+    /// The speed target in seconds, and where it comes from: twice the bound that the work
+    /// it must do sets, where one was set.
     target: Option<(f64, &'static str)>,
 }
 
@@ -67,8 +67,8 @@ fn with(mut spec: JobSpec, benchmark_params: &[(&str, &str)]) -> JobSpec {
     spec
 }
 
-/// The reference figures of issue 17's table, measured on this machine.
-const NUMPY_LSE: (f64, &str) = (2.9, "spec's numpy reference (recorded)");
+/// The reference figures of the first speed table, measured on this machine.
+const NUMPY_LSE: (f64, &str) = (2.9, "the LSE numpy reference (recorded)");
 const LSE_TARGET: (f64, &str) = (0.060, "2x bound: O(N t) posterior updates, ~1e8 flops, ~30 ms");
 
 const WORKLOADS: &[Workload] = &[
@@ -136,9 +136,9 @@ const WORKLOADS: &[Workload] = &[
     },
     Workload {
         name: "bocvs-proposed",
-        // bocvs-fig1's setting, the runs issue 17 timed at 2-10 min: E[sigma] over the first 32
-        // MC samples (the family's default, all 1,024, solves 32 times as many columns: about
-        // an hour per run). The budget (100) ends the run; the horizon only has to exceed its plays.
+        // bocvs-fig1's setting, the runs the first speed table timed at 2-10 min: E[sigma] over
+        // the first 32 MC samples (the family's default, all 1,024, solves 32 times as many
+        // columns: about an hour per run). The budget (100) ends the run; the horizon only has to exceed its plays.
         spec: || {
             let mut s = spec("cvs", "hartmann6-12d", "proposed", 10_000);
             s.algorithm_params.insert("n_sigma".into(), ParamValue::Int(32));
@@ -146,12 +146,13 @@ const WORKLOADS: &[Workload] = &[
         },
         quick: false,
         reference: None,
-        target: Some((30.0, "issue 17: the proposed method within 30 s per run")),
+        target: Some((30.0, "the proposed method within 30 s per run")),
     },
     Workload {
         name: "bocvs-ts-psq",
-        // bocvs-fig1's TS-PSQ (1-4 min per run when issue 36 was filed, 73% in `sincos`): a
-        // fresh RFF sample path every play, averaged over the MC samples and maximised.
+        // bocvs-fig1's TS-PSQ (1-4 min per run before the processor-independent numerics, 73%
+        // in `sincos`): a fresh RFF sample path every play, averaged over the MC samples and
+        // maximised.
         spec: || spec("cvs", "hartmann6-12d", "ts-psq", 10_000),
         quick: false,
         reference: None,
@@ -439,7 +440,7 @@ fn main() {
     let mut measured_reference: BTreeMap<&str, (f64, &str)> = BTreeMap::new();
     if let Some(dir) = args.reference_lse {
         for (workload, seconds) in time_numpy_lse(Path::new(&dir), &python) {
-            measured_reference.insert(workload, (seconds, "spec's numpy reference, measured now"));
+            measured_reference.insert(workload, (seconds, "the LSE numpy reference, measured now"));
         }
     }
     let reference_cdt = args.reference_cdt;

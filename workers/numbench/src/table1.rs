@@ -1,4 +1,4 @@
-//! The CDT paper's Table 1 (its section 5.4, our spec's 5.6): seconds per run of each bottom
+//! The CDT paper's Table 1 (its Section 5): seconds per run of each bottom
 //! bandit under each tuner, on Sim and MovieLens (T = 14,000), armada's beside the paper's
 //! (the authors' Python; hardware not stated). The paper's point is the ordering, Theory <
 //! OP ≈ TL < CDT with CDT a few seconds above TL: the tuner's overhead is small beside the

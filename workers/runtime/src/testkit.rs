@@ -95,7 +95,7 @@ impl Episode for Echo {
 
 const DECLARATION: Declaration = Declaration {
     name: "testkit",
-    // 2: as every family had before versions were per family.
+    // Raised whenever a job's results change; what each version changed: docs/changelog.md.
     version: 2,
     doc: "tiny jobs for testing and benchmarking the orchestration (not a paper)",
     benchmarks: &BENCHMARKS,
@@ -114,7 +114,7 @@ pub struct TestkitShortFamily;
 
 const SHORT_DECLARATION: Declaration = Declaration {
     name: "testkit-short",
-    // 1: the first version.
+    // Raised whenever a job's results change; what each version changed: docs/changelog.md.
     version: 1,
     doc: "tiny jobs that end before their horizon, for testing the orchestration (not a paper)",
     algorithms: std::slice::from_ref(&SHORT),

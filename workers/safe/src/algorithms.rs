@@ -1,5 +1,6 @@
-//! The acquisition rules: M-SafeOpt Cases 1, 2, 3a, 3b (spec 3.2-3.6, grid form 3.8) and the
-//! baselines SafeOpt-MC as the authors modified it and PredVar (spec 3.9).
+//! The acquisition rules: M-SafeOpt Cases 1, 2, 3a, 3b (paper Section 3, Algorithm 1, and the
+//! refined acquisition (36); on the grid as the authors' code) and the baselines SafeOpt-MC as
+//! the authors modified it and PredVar (paper Appendix B.2.2).
 //!
 //! Every rule reads the round's [`RoundSets`] and [`Confidence`] and returns a [`Decision`]:
 //! the chosen flat index (first maximiser in flat order, x-major then s-minor, as
@@ -8,7 +9,7 @@
 use crate::confidence::Confidence;
 use crate::sets::RoundSets;
 
-/// Which M-SafeOpt variant (spec 3.3-3.5).
+/// Which M-SafeOpt variant (paper Section 3, Cases 1-3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Case {
     /// Maximise f over D (goal i): elimination (20)+(21), expansion (22).
@@ -22,7 +23,7 @@ pub enum Case {
 }
 
 armada_core::choice! {
-    /// How the surviving set `D_X^t` evolves (spec 3.2, 3.7).
+    /// How the surviving set `D_X^t` evolves (paper eq. 13; Appendix B.1).
     pub enum Elimination {
         /// Recomputed against the full `D_X` every round (the experiments, App. B.1).
         Robust = "robust",
@@ -57,7 +58,8 @@ pub struct Decision {
     pub expanders: Option<Vec<usize>>,
     /// Flat indices of the potential maximisers `M_t` (`None` for PredVar).
     pub maximisers: Option<Vec<usize>>,
-    /// Whether every row was eliminated and the previous `D_X` was kept (spec 3.2, inferred).
+    /// Whether every row was eliminated and the previous `D_X` was kept (our guard; the paper
+    /// has no rule for an empty `D_X^t`, possible only with invalid intervals).
     pub kept_previous_active: bool,
 }
 
@@ -68,8 +70,9 @@ pub struct AlgoState {
 }
 
 impl Algorithm {
-    /// The rule's current best s-index per row, `s_hat_t^(x)` (spec 5.4): rule (16) for every
-    /// rule but Case 3b, whose estimate is the boundary (spec 3.5).
+    /// The rule's current best s-index per row, `s_hat_t^(x)` (the estimate of eq. 3): rule
+    /// (16) for every rule but Case 3b, whose estimate is the boundary, the highest certified s
+    /// (paper Section 3, Case 3).
     pub fn estimates<'a>(&self, sets: &'a RoundSets) -> &'a [usize] {
         match self {
             Algorithm::MSafeOpt { case: Case::ThreeB, .. } => &sets.boundary,
@@ -179,7 +182,8 @@ fn msafeopt(
         }
     }
     let (index, acquisition) = first_argmax(candidates).unwrap_or_else(|| {
-        // Case 3b with every row certified up to s = 1: "pick any (1, x)" (spec 3.5).
+        // Case 3b with every row certified up to s = 1: G_t is empty and the paper says nothing
+        // to play; pick a (1, x).
         let i = active.iter().position(|&a| a).unwrap_or(0);
         (i * n_s + sets.boundary[i], 0.0)
     });
@@ -193,9 +197,10 @@ fn msafeopt(
     }
 }
 
-/// SafeOpt-MC as the authors modified it (spec 3.9): expanders are the boundary points of rows
-/// not yet certified up to s = 1 (blind to f), maximisers the certified points with
-/// `UCB_f > LCBmax` (strict, as the code); acquisition `max{w_f, w_g}` on both sets.
+/// SafeOpt-MC as the authors modified it (paper Appendix B.2.2): expanders are the boundary
+/// points of rows not yet certified up to s = 1 (blind to f), maximisers the certified points
+/// with `UCB_f > LCBmax` (strict, as the authors' code); acquisition `max{w_f, w_g}` on both
+/// sets.
 fn safeopt_mc(sets: &RoundSets, conf: &Confidence, n_s: usize) -> Decision {
     let n_x = sets.n_x();
     let expanders: Vec<usize> =
@@ -216,7 +221,8 @@ fn safeopt_mc(sets: &RoundSets, conf: &Confidence, n_s: usize) -> Decision {
     }
 }
 
-/// PredVar (spec 3.9): the certified point of largest `max{w_f, w_g}`, pure exploration.
+/// PredVar (paper Appendix B.2.2): the certified point of largest `max{w_f, w_g}`, pure
+/// exploration.
 fn predvar(sets: &RoundSets, conf: &Confidence) -> Decision {
     let candidates = (0..conf.len()).filter(|&k| sets.safe[k]).map(|k| (k, conf.width_f[k].max(conf.width_g[k])));
     // S_t always holds the s = 0 column, so the argmax exists.

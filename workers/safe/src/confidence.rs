@@ -1,4 +1,4 @@
-//! Confidence bounds on the grid (spec 2.2, eqs. 10-11): `UCB = mu + beta sigma`,
+//! Confidence bounds on the grid (paper eqs. 10-11): `UCB = mu + beta sigma`,
 //! `LCB = mu - beta sigma`, for f and g with their own beta.
 
 /// Posterior confidence bounds of f and g at every candidate (flat order).

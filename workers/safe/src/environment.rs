@@ -2,7 +2,7 @@
 //! true f and g, the threshold, the growth constants, the GP settings it fixes), its
 //! environment streams (the two seed points, the observation noise), the noisy observation
 //! of an action, and the regrets and violations of the actions and estimates a rule reports
-//! (spec 1.3, 5.4).
+//! (paper eqs. 1-3, on the grid).
 //!
 //! The built-in episode ([`crate::SafeEpisode`]) runs its rules on it, and so can a method
 //! written elsewhere (armada's Python bindings): the same seeds, noise and metrics.
@@ -67,7 +67,8 @@ impl SafeEnvironment {
         &self.bench
     }
 
-    /// The next seed point `(0, x)`, `x` uniform in `D_X` (spec 5.2: a run starts from two).
+    /// The next seed point `(0, x)`, `x` uniform in `D_X` (a run starts from two, as the
+    /// authors' code).
     pub fn seed_point(&mut self) -> Vec<f64> {
         let mut z = vec![0.0];
         z.extend(self.bench.x_box.iter().map(|&(lo, hi)| self.seeds.random_range(lo..hi)));

@@ -1,6 +1,7 @@
-//! One run (spec 3.2 steps 1-7, 5.2-5.4): two seed points at s = 0 with x uniform in `D_X`,
-//! MAP fit of both GPs, then T rounds of: bounds on the grid, the rule's choice, metrics
-//! against the true functions, observation (plus noise), refit, new posterior.
+//! One run (paper Algorithm 1; seeds and metrics as the authors' code): two seed points at
+//! s = 0 with x uniform in `D_X`, MAP fit of both GPs, then T rounds of: bounds on the grid,
+//! the rule's choice, metrics against the true functions, observation (plus noise), refit,
+//! new posterior.
 //!
 //! Randomness: the seed points, the observation noise and the initial hyperparameter fit come
 //! from environment streams (common to every algorithm of a seed); the per-round multi-start
@@ -19,10 +20,11 @@ use ndarray::{aview1, ArrayView2};
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RunConfig {
     pub algorithm: Algorithm,
-    /// Confidence multipliers (spec 2.3: 3 in the experiments).
+    /// Confidence multipliers (3 in the paper's experiments, Appendix B.2.2).
     pub beta_f: f64,
     pub beta_g: f64,
-    /// Misspecification factor c of spec 5.1: the rule is given `c L_f` and `L'_g / c`.
+    /// Misspecification factor c of paper Appendix B.1 (Figure 4): the rule is given `c L_f`
+    /// and `L'_g / c`.
     pub l_scale: f64,
     pub refit: RefitMode,
     /// Prior draws per hyperparameter in the multi-start screen (Trieste: 10).
@@ -87,7 +89,7 @@ pub struct SafeEpisode {
 }
 
 impl SafeEpisode {
-    /// Draws the seed points, observes them and fits both GPs (spec 5.2).
+    /// Draws the seed points, observes them and fits both GPs (as the authors' code).
     pub fn new(bench: Benchmark, config: RunConfig, streams: &JobStreams) -> Result<Self, JobError> {
         let dim = 1 + bench.x_box.len();
         let model = || Surrogate::new(dim, bench.v0, bench.gp_noise_var, config.refit, config.draws_per_param);

@@ -1,11 +1,13 @@
-//! The `safe` family as the registry sees it: benchmarks of spec 4, rules of spec 3, the
-//! metrics of [`crate::episode::SafeMetrics`].
+//! The `safe` family as the registry sees it: benchmarks of paper Section 5 and Appendix B,
+//! rules of paper Section 3 and Appendix B.2.2, the metrics of
+//! [`crate::episode::SafeMetrics`].
 //!
 //! Algorithms: `msafeopt-case1`, `msafeopt-case2`, `msafeopt-case3a`, `msafeopt-case3b`,
-//! `safeopt-mc`, `predvar`. Every rule takes `beta_f`, `beta_g` (3, spec 2.3), `refit`
-//! (`multistart` as Trieste, `warm`, `fixed`) and `restarts_per_param` (10); M-SafeOpt Cases
-//! 1, 2, 3a also take `l_scale` (the c of spec 5.1) and `refined_acquisition` (36); Cases 1
-//! and 3a take `elimination` (`robust` as the experiments, or `progressive` as Algorithm 1).
+//! `safeopt-mc`, `predvar`. Every rule takes `beta_f`, `beta_g` (3, paper App. B.2.2),
+//! `refit` (`multistart` as Trieste, `warm`, `fixed`) and `restarts_per_param` (10); M-SafeOpt
+//! Cases 1, 2, 3a also take `l_scale` (the c of paper App. B.1) and `refined_acquisition`
+//! (36); Cases 1 and 3a take `elimination` (`robust` as the experiments, or `progressive` as
+//! Algorithm 1).
 
 use crate::algorithms::{Algorithm, Case, Elimination};
 use crate::benchmarks::{Benchmark, Settings, BENCHMARKS};
@@ -114,15 +116,7 @@ pub fn run_config(name: &str, p: &Params) -> Result<RunConfig, JobError> {
 
 const DECLARATION: Declaration = Declaration {
     name: "safe",
-    // 2: as every family had before versions were per family.
-    // 3: numerics whose bits do not depend on the processor (issue 36): every
-    // transcendental function (exp, ln, sin, ...) and random variate (normal, gamma, beta,
-    // chi-squared) from armada-math instead of the system's libm and rand_distr, and the
-    // products, Cholesky factors, triangular solves and eigendecompositions from armada-linalg
-    // instead of faer's kernels.
-    // 4: armada-linalg's products, Cholesky factors and triangular solves fuse each
-    // multiply-add (IEEE's fused multiply-add, correctly rounded, so still the same bits on
-    // every processor): twice the speed of separate multiplies and adds.
+    // Raised whenever a job's results change; what each version changed: docs/changelog.md.
     version: 4,
     doc: "safe Bayesian optimisation with monotonicity constraints: M-SafeOpt and baselines (Losalka & Scarlett, AISTATS 2024)",
     benchmarks: &BENCHMARKS,

@@ -1,4 +1,4 @@
-//! A portable, inlinable `e^x` for the Matern 5/2 kernel on the grid (spec 2.4).
+//! A portable, inlinable `e^x` for the Matern 5/2 kernel on the grid (paper App. B.2.2).
 //!
 //! Posterior predictions on the whole grid need one `exp(-sqrt5 r)` per (observation,
 //! candidate) pair, and calls into libm's `exp` were half of a run's time. This version is

@@ -1,4 +1,4 @@
-//! The candidate grid of actions `(s, x)` (spec 3.8).
+//! The candidate grid of actions `(s, x)`: the discretised domains of paper Appendix B.
 //!
 //! `s` takes `n_s` values `linspace(0, 1, n_s)`; the x-grid is the Cartesian product of a
 //! `linspace` per x-dimension (the last dimension varies fastest). Candidates are stored

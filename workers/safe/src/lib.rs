@@ -1,14 +1,18 @@
 //! armada-safe: safe Bayesian optimisation with monotonicity constraints, M-SafeOpt
-//! (Losalka & Scarlett, AISTATS 2024; spec `specs/safe_mono.md`).
+//! (Losalka & Scarlett, "No-Regret Algorithms for Safe Bayesian Optimization with
+//! Monotonicity Constraints", AISTATS 2024).
 //!
 //! Actions `(s, x)` on a grid, with the safety function g increasing in the scalar s; f is
 //! maximised subject to `g <= h`. Independent GPs for f and g (Matern 5/2 ARD, MAP
-//! hyperparameters refitted every round, spec 2.4), two seed points at s = 0 (5.2).
+//! hyperparameters refitted every round, paper Appendix B.2.2), two seed points at s = 0
+//! (as the authors' code).
 //!
-//! * [`benchmarks`]: clinical trial, synthetic 2-D and 3-D, the reconstructed pendulum (spec 4);
-//! * [`sets`]: the per-round quantities Q1-Q6 (spec 3.1);
-//! * [`algorithms`]: M-SafeOpt Cases 1, 2, 3a, 3b, SafeOpt-MC (modified), PredVar (spec 3);
-//! * [`regret`]: `r_t`, `r'_t`, `r^X_t` on the grid (spec 1.3, 5.4);
+//! * [`benchmarks`]: clinical trial, synthetic 2-D and 3-D, the reconstructed pendulum (paper
+//!   Section 5, Appendix B);
+//! * [`sets`]: the per-round quantities Q1-Q6 (our labels for paper Section 3, (12)-(22));
+//! * [`algorithms`]: M-SafeOpt Cases 1, 2, 3a, 3b, SafeOpt-MC (modified), PredVar (paper
+//!   Section 3, Appendix B.2.2);
+//! * [`regret`]: `r_t`, `r'_t`, `r^X_t` on the grid (paper Eqs. (1)-(3));
 //! * [`SafeEnvironment`]: what the benchmark owns of a job (seeds, noise, regrets), apart
 //!   from the rule;
 //! * [`surrogate`]: the GPs, MAP refits ([`surrogate::RefitMode`]) and the grid posterior;

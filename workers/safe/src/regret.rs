@@ -1,5 +1,5 @@
-//! The regret notions of spec 1.3, computed on the grid with the true, noise-free f and g
-//! (spec 5.4):
+//! The regret notions of paper Section 2, computed on the grid with the true, noise-free f
+//! and g:
 //!
 //! * `r_t = f(s_*, x_*) - f(s_t, x_t)` (eq. 1);
 //! * `r'_t = f(s_*^(x_t), x_t) - f(s_t, x_t)` (eq. 2);

@@ -1,14 +1,18 @@
-//! The per-round quantities shared by every algorithm (spec 3.1, Q1-Q6, on the grid of 3.8).
+//! The per-round quantities shared by every algorithm (paper Section 3), labelled Q1-Q6 here,
+//! on the grid.
 //!
-//! * (Q1) `S_t = {UCB_g <= h} ∪ {s = 0}` (inclusive; s = 0 is always certified, gotcha 6);
-//! * (Q2) `b[i]`: the largest certified s-index of row i (S_t need not be contiguous);
-//! * (Q3) `s_under[i]`: the largest grid s with `LCB_g(b) + L'_g (s - s_b) <= h`, snapped down;
-//!   `None` when `LCB_g(b) > h` (impossible under valid intervals; its expansion value is -inf);
-//! * (Q4) `s_hat[i]`: argmax of `UCB_f` over `s <= s_b` (the paper's rule; ties to the smallest s);
-//! * (Q5) `OptExp[i] = UCB_f(b) + L_f (s_under - s_b)`;
-//! * (Q6) `LCBmax = max over S_t of LCB_f`, over all rows.
+//! * (Q1) `S_t = {UCB_g <= h} ∪ {s = 0}` (eq. 12; inclusive; s = 0 is always certified);
+//! * (Q2) `b[i]`: the largest certified s-index of row i (eq. 14; S_t need not be contiguous);
+//! * (Q3) `s_under[i]`: the largest grid s with `LCB_g(b) + L'_g (s - s_b) <= h` (eq. 19),
+//!   snapped down; `None` when `LCB_g(b) > h` (impossible under valid intervals; its
+//!   expansion value is -inf);
+//! * (Q4) `s_hat[i]`: argmax of `UCB_f` over `s <= s_b` (the paper's rule, eq. 16; ties to the
+//!   smallest s);
+//! * (Q5) `OptExp[i] = UCB_f(b) + L_f (s_under - s_b)` (the left side of (21), (22), (24));
+//! * (Q6) `LCBmax = max over S_t of LCB_f`, over all rows (the right side of (20)-(22)).
 //!
-//! Masked maxima are -inf, never the reference's `mask * value` trick (gotcha 7).
+//! Masked maxima are -inf, never the reference code's `mask * value` trick (masked entries
+//! count as 0, wrong where the values are negative).
 
 use crate::confidence::Confidence;
 

@@ -1,6 +1,6 @@
 //! One independent GP surrogate (for f or for g) with MAP hyperparameters refitted after
-//! every observation (spec 2.1, 2.4): Matern 5/2 ARD over `(s, x)`, zero mean, fixed
-//! likelihood variance, LogNormal priors `LogNormal(ln v0, 1)` on the variance and
+//! every observation (paper eqs. 7-9, App. B.2.2): Matern 5/2 ARD over `(s, x)`, zero mean,
+//! fixed likelihood variance, LogNormal priors `LogNormal(ln v0, 1)` on the variance and
 //! `LogNormal(ln 0.2, 1)` on each lengthscale, initial values `v0` and 0.2.
 //!
 //! The refit is armada-gp's [`fit_map`] (analytic gradients, bounded L-BFGS). [`RefitMode`]
@@ -17,7 +17,7 @@ use faer::Mat;
 use ndarray::{ArrayView1, ArrayView2, Axis};
 use rand::Rng;
 
-/// Initial lengthscale and prior median (spec 2.4).
+/// Initial lengthscale and prior median (paper App. B.2.2).
 pub const LENGTHSCALE0: f64 = 0.2;
 /// Candidates predicted per block: bounds the `n x block` whitened cross-covariance.
 const PREDICT_BLOCK: usize = 4096;
@@ -29,7 +29,8 @@ armada_core::choice! {
         Multistart = "multistart",
         /// L-BFGS from the previous round's estimate only (the first fit is a multi-start).
         Warm = "warm",
-        /// Keep the initial hyperparameters (spec gotcha 14: makes the comparison degenerate).
+        /// Keep the initial hyperparameters (makes the comparison degenerate: the certified set
+        /// stays small and every rule picks the same boundary points).
         Fixed = "fixed",
     }
 }

@@ -174,8 +174,9 @@ fn the_posterior_interpolates_noiseless_data_and_reverts_to_the_prior_far_away()
 }
 
 /// Every rule on every benchmark, with every switch: per-step invariants of the recorded
-/// sets (spec 3.11: s = 0 is always certified, Case 2 keeps every row, M-SafeOpt's expanders
-/// and maximisers come from surviving rows, one per row) and of the counters.
+/// sets (from the paper's definitions: s = 0 is always certified, Case 2 keeps every row,
+/// M-SafeOpt's expanders and maximisers come from surviving rows, one per row) and of the
+/// counters.
 #[test]
 fn set_sizes_and_counters_obey_their_invariants_for_every_rule_and_benchmark() {
     let variants: [(&str, &[(&str, ParamValue)]); 9] = [

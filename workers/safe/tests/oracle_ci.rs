@@ -1,4 +1,5 @@
-//! Spec 3.11 invariants and the per-round bounds of 3.10 under *valid* confidence intervals.
+//! Invariants of the paper's definitions (Section 3) and the per-round bounds of its proofs
+//! (Appendix A) under *valid* confidence intervals.
 //!
 //! An oracle stands in for the GPs: `sigma_t(z) = c / sqrt(1 + sum_k kappa(z, z_k))` shrinks
 //! near the queried points (`c` = 10% of the function's range on the grid), and `mu = truth + beta sigma u(z)` with a fixed random `u in [-1, 1]`,
@@ -91,7 +92,9 @@ impl Oracle {
     }
 }
 
-/// Spec 3.11 invariants 1, 2, 5, 6, 8 for one decision of an M-SafeOpt case.
+/// Invariants of one decision of an M-SafeOpt case: the choice is in `G_t ∪ M_t`, at the
+/// boundary or at `s_hat` (so certified), `s_under >= s_b`, (21) and (22) are complements,
+/// and the acquisition property (47).
 fn check_invariants(case: Case, sets: &RoundSets, conf: &Confidence, d: &Decision, n_s: usize) {
     let (i, j) = (d.index / n_s, d.index % n_s);
     let g = d.expanders.as_deref().unwrap_or(&[]);

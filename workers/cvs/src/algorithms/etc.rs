@@ -1,4 +1,4 @@
-//! ETC-50: explore-then-commit variant of UCB-CVS (spec §3.6). Groups of sets are played in
+//! ETC-50: explore-then-commit variant of UCB-CVS (paper, Experiments section). Groups of sets are played in
 //! order, `plays_per_group` iterations each (UCB-PSQ restricted to the group), then every set
 //! is a candidate (so the full set, when there is one).
 
@@ -8,13 +8,13 @@ use super::{argmax_first, set_bounds, set_bounds_many, Algorithm, Choice, Contex
 use crate::problem::Problem;
 
 armada_core::choice! {
-    /// How the exploration groups are formed (spec §3.6, gotcha 13).
+    /// How the exploration groups are formed (the paper's rule is ambiguous; the reference codes differ).
     pub enum Grouping {
-        /// [PAPER] equal number of controlled variables, increasing size, full set excluded.
+        /// The paper's: equal number of controlled variables, increasing size, full set excluded.
         Size = "size",
-        /// [CODE-Tay] `[[0,1,2],[3,4,5]]` (cost rank).
+        /// Tay et al.'s code: `[[0,1,2],[3,4,5]]` (cost rank).
         Tay = "tay",
-        /// [CODE-uCVS] `[[4,0,1,2],[5,3,6]]`.
+        /// The authors' code: `[[4,0,1,2],[5,3,6]]`.
         Code = "code",
     }
 }

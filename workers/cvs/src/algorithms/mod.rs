@@ -1,4 +1,4 @@
-//! The algorithms of spec §3: the proposed method (paper and code mode), UCB-PSQ, TS-PSQ,
+//! The algorithms: the proposed method (paper and code mode), UCB-PSQ, TS-PSQ,
 //! ETC-50 and UCB-CVS. Each chooses a control set and its control values from one iteration's
 //! [`Context`]; the episode plays the choice (draws the random part, observes, pays).
 
@@ -20,7 +20,7 @@ pub struct Context<'a> {
     pub problem: &'a Problem,
     pub post: &'a Posterior,
     /// The run's fixed MC sample set `S`, one sample of every variable per row (`n_mc x dim`,
-    /// spec §2.3; row-major, a view of the episode's own array).
+    /// drawn once per run; row-major, a view of the episode's own array).
     pub samples: ArrayView2<'a, f64>,
     /// Per-set caches of the kernel factor over the random part, up to date with `post`.
     pub caches: &'a [SetCache],
@@ -51,7 +51,7 @@ impl Context<'_> {
     }
 }
 
-/// Plays so far (the initial design is not a play, spec §2.6).
+/// Plays so far (the initial design is not a play: it costs nothing and counts for no set).
 #[derive(Clone, Debug, PartialEq)]
 pub struct PlayStats {
     /// Iteration counter `t` (number of plays so far).

@@ -1,12 +1,14 @@
-//! The proposed method, BO-uCVS (spec §3.1–§3.3).
+//! The proposed method, BO-uCVS (paper, Algorithm 1; and the authors' code).
 //!
-//! **Paper mode** (default, spec §3.2): round-robin exploration over all sets until
-//! `rho C` is spent, recording `ucb_bar_j` (running min of each play's maximised `E[u]`) and
-//! `lcb_bar` (running max of `max_j max E[l]`); then exploitation: the `alpha`-acceptable sets
+//! **Paper mode** (default; Algorithm 1 with the paper's Practical Considerations and the
+//! settings of its Experiments section): round-robin exploration over all sets until `rho C` is
+//! spent, recording `ucb_bar_j` (running min of each play's maximised `E[u]`) and `lcb_bar`
+//! (running max of `max_j max E[l]`); then exploitation: the `alpha`-acceptable sets
 //! `S1 = {j : ucb_bar_j > shift + (1 - alpha)(lcb_bar - shift)}`, the cheapest of them by the
-//! clipped cost LCB (`S3`, a set: ties kept, gotcha 8), and among those the best `U_j`.
+//! clipped cost LCB (`S3`, a set: ties kept, Algorithm 1, line 25), and among those the best
+//! `U_j` (line 26).
 //!
-//! **Code mode** (spec §3.3, what `Fsoft-AIC/BO-uCVS` executes): exploration while
+//! **Code mode** (what the authors' code, `Fsoft-AIC/BO-uCVS`, executes): exploration while
 //! `remaining >= 0.4 C` with 0-based `t mod m`; exploitation recomputes `Lmax` (UCB 1.96 /
 //! LCB 0.3, `Lmax` max'ed with the best observation when a full set exists), feasible
 //! `F = {j : U_j >= Lmax}`, the set of least unclipped cost LCB (unplayed = -inf, ties -> largest
@@ -35,7 +37,7 @@ pub enum Mode {
 }
 
 armada_core::choice! {
-    /// When `lcb_bar` is updated during exploration (spec §3.2, line 10).
+    /// When `lcb_bar` is updated during exploration (Algorithm 1, line 10).
     pub enum LcbMode {
         /// after every exploration play
         EveryStep = "every_step",
@@ -45,9 +47,10 @@ armada_core::choice! {
 }
 
 armada_core::choice! {
-    /// The `shift` of the threshold (spec §3.2.1).
+    /// The `shift` of the threshold: the paper assumes `f >= 0`, "achieved by subtracting the
+    /// worst value that f can achieve" (Problem Definition).
     pub enum Shift {
-        /// The benchmark's known worst value [RESOLVED default].
+        /// The benchmark's known worst value (our default).
         Worst = "worst",
         /// The printed algorithm.
         Zero = "zero",
@@ -67,9 +70,9 @@ armada_core::choice! {
 }
 
 armada_core::choice! {
-    /// `T` in the cost confidence radius `sqrt(2 ln T / T_i)` (spec §3.2).
+    /// `T` in the cost confidence radius `sqrt(2 ln T / T_i)` (Algorithm 1, line 23; unknown under a budget).
     pub enum CostLog {
-        /// `ln t`, the current iteration (CODE-uCVS) [RESOLVED default].
+        /// `ln t`, the current iteration (as the authors' code; our default).
         Iteration = "iteration",
         /// `ln T_hat`, `T_hat = t + (C - spent) / min_j chat_j`.
         Projected = "projected",
@@ -88,7 +91,7 @@ pub struct ProposedConfig {
     pub cost_log: CostLog,
     /// Code mode: iteration from which sets are random (0 = never).
     pub t_cap: usize,
-    /// Code mode: refit the hyperparameters at every exploitation iteration (spec §2.1).
+    /// Code mode: refit the hyperparameters at every exploitation iteration (as the authors' code).
     pub refit: bool,
     pub search: SearchConfig,
 }
@@ -277,7 +280,7 @@ struct Fitted {
 }
 
 impl Fitted {
-    /// Code mode's per-iteration refit (spec §2.1): 10 Adam steps from the initial values.
+    /// Code mode's per-iteration refit (the authors' code's): 10 Adam steps from the initial values.
     fn refit(ctx: &Context<'_>) -> Result<Self, JobError> {
         let config = GpConfig { noise_var: ctx.gp_noise_var, ..GpConfig::default() };
         let hyper = refit::refit(ctx.observed_x, ctx.observed_y, config, AdamConfig::default())?;
@@ -357,8 +360,8 @@ mod tests {
 
     #[test]
     fn cost_lcb_ties_at_zero_are_broken_by_the_upper_bound() {
-        // Gotcha 8: after few plays the radius sqrt(2 ln t / T_j) exceeds the cost differences,
-        // so cheap sets tie at 0 and the best U_j among them is chosen.
+        // Algorithm 1, lines 24-26: after few plays the radius sqrt(2 ln t / T_j) exceeds the cost
+        // differences, so cheap sets tie at 0 and the best U_j among them is chosen.
         let stats = PlayStats { t: 30, counts: vec![10, 10, 10], cost_sums: vec![0.1, 2.0, 10.0], spent: 12.1 };
         let log_t = (31.0f64).ln();
         let lcb = clipped_cost_lcb(&stats, log_t);

@@ -1,5 +1,6 @@
-//! UCB-PSQ and TS-PSQ (Hayashi, Honda & Kashima 2022; spec §3.4, §3.5): costs are ignored;
-//! when a full control set exists it is always chosen (gotcha 3).
+//! UCB-PSQ and TS-PSQ (Hayashi, Honda & Kashima 2022; as Tay et al.'s code, which the paper's
+//! appendix names for its baselines): costs are ignored; when a full control set exists it is
+//! always chosen (its maximum is never below a partial set's maximised expectation).
 
 use armada_core::JobError;
 use armada_gp::{sample_weights, Kernel, RandomFourierFeatures};

@@ -1,6 +1,6 @@
-//! UCB-CVS (Tay et al. 2023; spec §3.7), reference only: needs known costs (the mean costs).
+//! UCB-CVS (Tay et al. 2023), reference only: needs known costs (the mean costs).
 //! `S_1 = {j : U_j + eps_t >= max_k U_k}`, then the cheapest set of `S_1` (ties: larger `U_j`).
-//! [RESOLVED] The spec leaves the schedule open ("e.g. linear"); here it is linear in the
+//! The schedule is open (the paper's Introduction: choosing one is challenging); here it is linear in the
 //! budget spent: `eps = eps0 max(1 - spent / (cut C), 0)`.
 
 use armada_core::JobError;

@@ -1,3 +1,3 @@
-//! Benchmarks (spec §4).
+//! Benchmarks (paper, Experiments section and the appendix's control sets).
 pub mod simulators;
 pub mod synthetic;

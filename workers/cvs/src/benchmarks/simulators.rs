@@ -1,4 +1,4 @@
-//! The plant-growth and airfoil self-noise simulators (spec §4.5, §4.6): posterior means of
+//! The plant-growth and airfoil self-noise simulators (paper appendix, "Control sets"): posterior means of
 //! GPs fitted by Tay et al. (MIT), shipped as JSON in `data/` with their licence and compiled
 //! into the crate, so workers need no files at run time.
 
@@ -88,7 +88,7 @@ mod tests {
 
     #[test]
     fn plant_optimum_reproduces_the_cached_value() {
-        // Spec §4.5: max over [0,1]^5 = 2.19411617565 at this point, identical to CODE-uCVS's
+        // Max over [0,1]^5 = 2.19411617565 at this point, identical to the authors' code's
         // plant_opt_val.pickle (2.1941161755890883) to 1e-10.
         let u = [0.9475857, 0.98113924, 0.66430348, 0.22462369, 0.74982625];
         assert!((Plant::get().value(&u) - 2.194_116_175_651_69).abs() < 1e-9);

@@ -1,4 +1,5 @@
-//! Synthetic 6-D test functions embedded in 12-D (spec §4.2–§4.4), all to be maximised.
+//! Synthetic 6-D test functions embedded in 12-D (paper, Experiments section; Levy from its
+//! appendix), all to be maximised.
 //!
 //! Coordinates 7..12 exist and are controlled or randomised like any other, but do not
 //! affect the value ("unrelated variables").
@@ -64,7 +65,7 @@ mod tests {
         let mut v = u;
         v[6..].copy_from_slice(&[0.9; 6]);
         assert_eq!(hartmann6(&u), hartmann6(&v));
-        // Worst values at a corner of the box (spec: Ackley about -22.26, Levy about -414.4 over the box).
+        // Worst values at a corner of the box (over the whole box: Ackley about -22.26, Levy about -414.4).
         assert!(ackley6(&[0.0; 12]) < -20.0 && levy6(&[0.0; 12]) < -100.0);
     }
 }

@@ -1,5 +1,5 @@
 //! The LSE algorithm of Gotovos et al. (2013) as the randomized-straddle paper runs it
-//! (spec section 2.6.2): only its acquisition function, with the theoretical `beta_t`
+//! (paper Sections 5.1-5.3): only its acquisition function, with the theoretical `beta_t`
 //! and, on finite sets, the running intersection of credible intervals.
 
 use armada_math as math;
@@ -11,7 +11,7 @@ pub fn lse_beta_sqrt(card_x: f64, t: u32, delta: f64) -> f64 {
 }
 
 /// Running credible-interval bounds over the candidate set: `ucbT` only decreases and
-/// `lcbT` only increases (spec appendix A.11).
+/// `lcbT` only increases (`intersection_is_monotone` below).
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunningIntersection {
     pub ucb: Vec<f64>,
@@ -42,7 +42,7 @@ impl RunningIntersection {
 mod tests {
     use super::*;
 
-    /// Spec section 2.6.2 reference values (appendix A.7), to 4 decimals.
+    /// Reference values of the formula, computed independently, to 4 decimals.
     #[test]
     fn beta_table_matches_the_spec() {
         let table = [

@@ -1,5 +1,5 @@
-//! The max-value-loss variants of the randomized straddle (spec sections 2.5.2 and 2.5.3,
-//! the paper's appendix A): a larger `beta_t`, and a returned classification chosen among
+//! The max-value-loss variants of the randomized straddle (the paper's Appendix A,
+//! Algorithms 2 and 3): a larger `beta_t`, and a returned classification chosen among
 //! the past ones by a Monte-Carlo estimate of the expected max-value loss.
 //!
 //! Not used in any of the paper's experiments; offered as the algorithm `rand-straddle-max`
@@ -48,7 +48,8 @@ pub fn max_value_loss(upper: &[bool], f: &[f64], theta: f64) -> f64 {
 
 /// `T^ = argmin_i (1/M) sum_j r~_i(f^(j))` (eq. A.2) over the stored classifications
 /// `history[i]`, with `samples[j]` joint posterior sample paths on X. Ties go to the latest
-/// `i` (spec 2.5.2). Returns the index into `history` and the estimated expected loss.
+/// `i` (the paper leaves ties open). Returns the index into `history` and the estimated
+/// expected loss.
 pub fn choose_returned(history: &[Vec<bool>], samples: &[Vec<f64>], theta: f64) -> (usize, f64) {
     let mut best = (0, f64::INFINITY);
     for (i, upper) in history.iter().enumerate() {
@@ -78,7 +79,7 @@ pub fn infinite_beta_sqrt<R: Rng + ?Sized>(tau_t: u64, d: usize, rng: &mut R) ->
 /// `[x]_t`: the point of the regular grid with `tau` points per axis on `[0, r]` (cell centres
 /// `(k + 1/2) r / tau`, so that `||x - [x]_t||_1 <= d r / tau`) nearest to `x` in L1. Per
 /// axis the nearest centre is independent of the other axes; an exact tie between two
-/// centres takes the smaller coordinate, which is the lexicographic rule of spec 2.5.3.
+/// centres takes the smaller coordinate, which is the lexicographic rule of Appendix A.2.1.
 pub fn nearest_grid_point(x: &[f64], r: f64, tau: u64) -> Vec<f64> {
     let h = r / tau as f64;
     x.iter()

@@ -1,4 +1,4 @@
-//! MILE (Zanette et al. 2019) as the randomized-straddle paper runs it (spec section 2.7):
+//! MILE (Zanette et al. 2019) as the randomized-straddle paper runs it (paper Section 5.1):
 //! RMILE with `eps = 0` and `gamma = -inf`, confidence `beta^{1/2} = 3`, finite sets only.
 //!
 //! With the current confident super-level set `S_{t-1} = {x' : mu(x') - beta^{1/2} sigma(x') > theta}`
@@ -26,7 +26,7 @@ use armada_gp::CandidateCovariance;
 use armada_math::lanes::std_normal_cdf_in_place;
 use armada_math::std_normal_cdf;
 
-/// `|c|` below this is treated as 0 (spec 2.7 numerics): it only guards the `0/0` of a zero
+/// `|c|` below this is treated as 0: it only guards the `0/0` of a zero
 /// numerator, since for any larger `|c|` the saturation tests below are exact.
 pub const C_TINY: f64 = 1e-300;
 
@@ -38,7 +38,7 @@ const Z_ONE: f64 = 8.5;
 /// the sum changes by less than `1e-17`, far below its own rounding error.
 const Z_ZERO: f64 = 10.0;
 
-/// `p(x'|x)` of spec 2.7 for one pair, straight from the formula: `dmu = mu(x') - theta`,
+/// `p(x'|x)` of the module docs for one pair, straight from the formula: `dmu = mu(x') - theta`,
 /// `var_p = sigma^2(x')`, `c = Cov(f(x'), f(x))`, `s2 = sigma^2(x) + sigma_noise^2`.
 pub fn mile_probability(dmu: f64, var_p: f64, c: f64, s2: f64, beta_sqrt: f64) -> f64 {
     if c.abs() < C_TINY {
@@ -48,7 +48,7 @@ pub fn mile_probability(dmu: f64, var_p: f64, c: f64, s2: f64, beta_sqrt: f64) -
     std_normal_cdf((dmu - beta_sqrt * sigma_t) * s2.sqrt() / c.abs())
 }
 
-/// The MILE acquisition `a(x)` for every candidate `x` (spec 2.7); excluded `x` get NaN so an
+/// The MILE acquisition `a(x)` for every candidate `x` (module docs); excluded `x` get NaN so an
 /// argmax never picks them. Every `x'` still counts in the sums.
 ///
 /// Speed: with `num = mu(x') - theta - beta^{1/2} sigma_t(x'|x)` and `z = num s / |c|`,
@@ -336,7 +336,7 @@ mod tests {
         (kernel, cands, obs, ys, cov)
     }
 
-    /// Spec appendix A.5: `p(x'|x)` against a Monte-Carlo over 1e5 fantasy observations
+    /// `p(x'|x)` against a Monte-Carlo over 1e5 fantasy observations
     /// `y ~ N(mu(x), s^2)`, each refitting the GP with `(x, y)` through `Gp::append` + `predict`
     /// (an independent route: Cholesky appends, not the covariance downdate). Pairs with
     /// positive and negative covariance and probabilities away from 0 and 1.

@@ -1,7 +1,7 @@
-//! Acquisition rules of the finite experiments (spec section 2): each picks the next
+//! Acquisition rules of the finite experiments (paper Section 5.1): each picks the next
 //! candidate index from the current posterior mean and variance on the candidate set (MILE
 //! also reads the full covariance), optionally excluding already observed candidates (the
-//! noise-free protocol of spec 4.4).
+//! noise-free protocol of the paper's Section 5.3).
 
 mod gotovos;
 pub mod max_value;
@@ -19,7 +19,7 @@ use armada_gp::CandidateCovariance;
 use rand::Rng;
 
 armada_core::choice! {
-    /// How remaining exact ties in an argmax are broken (spec section 2.8).
+    /// How remaining exact ties in an argmax are broken (the paper does not say).
     pub enum TieBreak {
         /// The lowest index in the canonical flattening (numpy `argmax`): the default.
         LowestIndex = "lowest-index",
@@ -41,25 +41,25 @@ armada_core::choice! {
 /// An acquisition rule with its parameters and any state it keeps across steps.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Acquisition {
-    /// `x_t ~ Uniform(X)`, with replacement (section 2.3).
+    /// `x_t ~ Uniform(X)`, with replacement (paper Section 5.1).
     Random,
-    /// Uncertainty sampling: `argmax sigma^2` (section 2.2).
+    /// Uncertainty sampling: `argmax sigma^2` (paper Section 5.1).
     Uncertainty { tie: TieBreak },
-    /// Straddle (Bryan et al. 2005): `argmax beta^{1/2} sigma - |mu - theta|` with fixed `beta^{1/2}` (section 2.4).
+    /// Straddle (Bryan et al. 2005): `argmax beta^{1/2} sigma - |mu - theta|` with fixed `beta^{1/2}` (Section 3.2).
     Straddle { beta_sqrt: f64, tie: TieBreak },
-    /// The proposed randomized straddle, Algorithm 1 (section 2.5.1): `beta_t ~ chi2_2` fresh each step,
+    /// The proposed randomized straddle, Algorithm 1 (Definition 3.2): `beta_t ~ chi2_2` fresh each step,
     /// `a = max(beta_t^{1/2} sigma - |mu - theta|, 0)`.
     RandomizedStraddle { zero_rule: ZeroRule, tie: TieBreak },
-    /// Algorithms 2 and 3 (max-value loss; spec 2.5.2, 2.5.3): the randomized straddle with
+    /// Algorithms 2 and 3 (max-value loss; paper Appendix A): the randomized straddle with
     /// the larger `beta_t` of [`MaxValueBeta`]. The episode also returns the past
     /// classification with the least Monte-Carlo expected max-value loss (`mc_paths` paths).
     RandomizedStraddleMax { zero_rule: ZeroRule, tie: TieBreak, beta: MaxValueBeta, mc_paths: usize },
-    /// LSE of Gotovos et al. as the paper runs it (section 2.6.2): the ambiguity
+    /// LSE of Gotovos et al. as the paper runs it (Sections 5.1-5.3): the ambiguity
     /// `min(ucbT - theta, theta - lcbT)` with `beta_t^{1/2} = sqrt(2 ln(|X| pi^2 t^2 / (6 delta)))`;
     /// `ucbT`/`lcbT` are running intersections over iterations when `intersection` is set
     /// (finite sets), and this iteration's bounds otherwise.
     Lse { card_x: f64, delta: f64, intersection: Option<RunningIntersection>, tie: TieBreak },
-    /// MILE of Zanette et al. 2019 as the paper runs it (section 2.7): the expected number of
+    /// MILE of Zanette et al. 2019 as the paper runs it (Section 5.1): the expected number of
     /// confident upper-set points one step ahead, `sum_x' p(x'|x) - |S_{t-1}|`, with a fixed
     /// `beta^{1/2}`. Needs the full posterior covariance ([`PosteriorView::cov`]).
     Mile { beta_sqrt: f64, tie: TieBreak },
@@ -237,7 +237,7 @@ impl Acquisition {
 
     /// The rule's acquisition value at one point from its posterior mean and variance, with
     /// the `beta_sqrt` of this step's [`Choice`] (so a randomized straddle evaluated off the
-    /// candidate set uses the SAME `beta_t` as its argmax; spec 2.5.1, 4.3 item 2). Exactly
+    /// candidate set uses the SAME `beta_t` as its argmax: one per step, Definition 3.2). Exactly
     /// the per-candidate formula of [`Acquisition::select`]: `var` for US,
     /// `beta^{1/2} sigma - |mu - theta|` for Straddle and LSE without intersection, and its
     /// clip at 0 for the randomized straddles. `None` for rules without a pointwise AF
@@ -272,7 +272,7 @@ impl Acquisition {
     }
 
     /// Choose the candidate of iteration `t` (from 1). Candidates with `excluded[i]` set are
-    /// never chosen (spec 4.4: no re-observation in the noise-free experiment): every argmax
+    /// never chosen (Section 5.3: no re-observation in the noise-free experiment): every argmax
     /// skips them, Random draws uniformly from the rest. At least one candidate must be allowed.
     ///
     /// # Panics
@@ -354,8 +354,8 @@ fn uniform_allowed<R: Rng + ?Sized>(n: usize, excluded: Option<&[bool]>, rng: &m
     }
 }
 
-/// The clipped straddle `max(beta^{1/2} sigma - |mu - theta|, 0)` with the zero rule of
-/// spec 2.8 for an all-zero AF (Algorithms 1 and 2 differ only in how beta is drawn).
+/// The clipped straddle `max(beta^{1/2} sigma - |mu - theta|, 0)` with the [`ZeroRule`]
+/// for an all-zero AF (Algorithms 1 and 2 differ only in how beta is drawn).
 #[allow(clippy::too_many_arguments)]
 fn clipped_straddle_choice<R: Rng + ?Sized>(
     beta_sqrt: f64,
@@ -414,7 +414,7 @@ mod tests {
         }
     }
 
-    /// Spec 4.4: excluded candidates never win an argmax (even when they hold the maximum),
+    /// Section 5.3: excluded candidates never win an argmax (even when they hold the maximum),
     /// and Random draws uniformly from the allowed ones only.
     #[test]
     fn exclusion_mask_is_respected() {

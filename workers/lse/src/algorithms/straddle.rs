@@ -1,10 +1,10 @@
-//! The straddle family of acquisition functions (spec sections 2.4 and 2.5).
+//! The straddle family of acquisition functions (paper Section 3.2).
 
 use armada_math as math;
 use rand::Rng;
 
 /// `STR(x) = beta^{1/2} sigma(x) - |mu(x) - theta|`
-/// `= min(ucb(x) - theta, theta - lcb(x))` (spec 2.4). Variances are clamped at 0.
+/// `= min(ucb(x) - theta, theta - lcb(x))` (paper Section 3.2). Variances are clamped at 0.
 pub fn straddle_af<'a>(mean: &'a [f64], var: &'a [f64], theta: f64, beta_sqrt: f64) -> impl Iterator<Item = f64> + 'a {
     mean.iter().zip(var).map(move |(&mu, &v)| beta_sqrt * v.max(0.0).sqrt() - (mu - theta).abs())
 }
@@ -20,7 +20,7 @@ pub fn randomized_straddle_af<'a>(
 }
 
 /// `beta_t^{1/2}` with `beta_t ~ chi2_2`: `beta = -2 ln U`, `U ~ Uniform(0, 1]`, so
-/// `beta^{1/2}` is Rayleigh(1) with mean `sqrt(pi/2)` (spec 2.5.1, gotcha 1: the AF
+/// `beta^{1/2}` is Rayleigh(1) with mean `sqrt(pi/2)` (Definition 3.2; the AF
 /// multiplies sigma by the square root of the chi-squared draw).
 pub fn chi2_2_sqrt<R: Rng + ?Sized>(rng: &mut R) -> f64 {
     let u = 1.0 - rng.random::<f64>(); // in (0, 1]
@@ -32,7 +32,7 @@ mod tests {
     use super::*;
     use rand::SeedableRng;
 
-    /// Spec appendix A.1: moments and quantiles of the chi2_2 draws.
+    /// Moments and quantiles of the chi2_2 draws.
     #[test]
     fn chi2_2_sampler_matches_its_distribution() {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(2024);
@@ -49,7 +49,7 @@ mod tests {
         assert!((q975 - (-2.0 * 0.025f64.ln()).sqrt()).abs() < 0.01, "{q975}");
     }
 
-    /// Spec appendix A.2 and A.3: the min(ucb, lcb) identity and 0 <= a <= beta^1/2 sigma.
+    /// The min(ucb, lcb) identity of Section 3.2 and 0 <= a <= beta^1/2 sigma.
     #[test]
     fn straddle_identity_and_clipped_bounds() {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);

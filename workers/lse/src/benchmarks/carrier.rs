@@ -1,6 +1,6 @@
-//! The real-data block (spec section 4.4, paper section 5.3): the carrier-lifetime map of a
-//! silicon-ingot surface on an 89 x 74 grid. The measured map is not public, so this is the
-//! spec's deterministic stand-in with the same grid, value range, kernel and protocol.
+//! The real-data block (paper Section 5.3): the carrier-lifetime map of a silicon-ingot
+//! surface on an 89 x 74 grid. The measured map is not public, so this is our deterministic
+//! stand-in with the same grid, value range, kernel and protocol.
 
 use super::{FiniteProblem, Protocol};
 use armada_core::{ComponentDef, StreamRng};
@@ -27,7 +27,7 @@ pub const CARRIER_LIFETIME: ComponentDef = ComponentDef {
     params: &[],
 };
 
-/// The registry entry of the spec's optional second stand-in.
+/// The registry entry of the optional second stand-in (stand-in B).
 pub const CARRIER_LIFETIME_GP: ComponentDef = ComponentDef {
     name: "carrier-lifetime-gp",
     doc: "a second stand-in for the carrier-lifetime map (stand-in B): f = g, one \
@@ -52,7 +52,7 @@ pub fn carrier_grid() -> Array2<f64> {
     Array2::from_shape_vec((N_X1 * N_X2, 2), data).expect("89 x 74 points of 2 coordinates")
 }
 
-/// The stand-in's raw surface before rescaling (spec 4.4): a low-lifetime frame along the
+/// The stand-in's raw surface before rescaling: a low-lifetime frame along the
 /// edges, two round dislocation-cluster blobs, one thin horizontal streak, and a small wave.
 ///
 /// With `u = (x1 - 8)/176`, `v = (x2 - 8)/146`, `s(z) = 1/(1 + e^-z)`:
@@ -69,7 +69,7 @@ pub fn carrier_lifetime_raw(x1: f64, x2: f64) -> f64 {
     edge * (1.0 - blobs) + waves * edge
 }
 
-/// The carrier-lifetime stand-in as an LSE problem (spec 4.4): the raw surface rescaled over
+/// The carrier-lifetime stand-in as an LSE problem (Section 5.3): the raw surface rescaled over
 /// the grid to `[0.091587, 7.4613]` (the lifetime `f~`), the black box `f = 3 - f~` with
 /// `theta = 0` (so `H*` is the red zone `f~ <= 3`), Matern 3/2 with variance 4 and
 /// lengthscale 25 in grid units, nugget `1e-6`, exact observations and no repeats.
@@ -121,7 +121,7 @@ pub fn draw_gp_map() -> Result<Vec<f64>, armada_gp::GpError> {
     Ok(paths.col_as_slice(0).to_vec())
 }
 
-/// The carrier-lifetime problem with stand-in B's map (spec 4.4): `f = g`, one draw of the
+/// The carrier-lifetime problem with stand-in B's map: `f = g`, one draw of the
 /// model's own GP (so the model is exactly right, unlike for the deterministic stand-in),
 /// `theta = 0`, the same grid, kernel and protocol.
 pub fn carrier_lifetime_gp() -> FiniteProblem {
@@ -144,7 +144,7 @@ mod tests {
         assert_eq!(g.row(6585).to_vec(), [184.0, 154.0]);
     }
 
-    /// Spec 4.4 check values (spec author's numpy; re-computed with numpy from the same
+    /// The stand-in's check values (computed independently with numpy from the same
     /// formula: min 0.091587, max 7.4613, mean 4.72706, 1767 red-zone points).
     #[test]
     fn stand_in_matches_the_spec_check_values() {

@@ -1,7 +1,7 @@
-//! The continuous 5-D synthetic block (spec section 4.3, paper section 5.2, Table 2):
+//! The continuous 5-D synthetic block (paper Section 5.2, Table 2):
 //! shifted negative sphere, Rosenbrock and Styblinski–Tang on the box `X = [-5, 5]^5`,
 //! each with the paper's Gaussian kernel `sf2 * exp(-||x-x'||^2 / L)`, `L = 40`, and
-//! observation noise variance `1e-6` (also the GP's noise variance, spec 3).
+//! observation noise variance `1e-6` (also the GP's noise variance, Table 2).
 //!
 //! The shifts make every function roughly zero-mean over the box (to suit the zero prior
 //! mean) and the thresholds give upper-set volume fractions of about 0.30 / 0.40 / 0.50.
@@ -21,24 +21,24 @@ pub const BOX_LO: f64 = -5.0;
 pub const BOX_HI: f64 = 5.0;
 /// The paper's kernel length parameter `L` (divides `||x-x'||^2` directly; `ell = sqrt(20)`).
 pub const KERNEL_L: f64 = 40.0;
-/// Observation noise variance, equal to the GP's (spec 3).
+/// Observation noise variance, equal to the GP's (Table 2).
 pub const NOISE_VAR: f64 = 1e-6;
-/// The nominal `|X|` of the continuous box in LSE's `beta_t` (spec 2.6.2).
+/// The nominal `|X|` of the continuous box in LSE's `beta_t` (paper Section 5.2).
 pub const NOMINAL_CARD_X: f64 = 1e15;
 
-/// Shifted negative sphere: `41.65518 - sum_d x_d^2` (spec 4.3). Max 41.65518 at 0.
+/// Shifted negative sphere: `41.65518 - sum_d x_d^2` (paper Section 5.2). Max 41.65518 at 0.
 pub fn sphere(x: &[f64]) -> f64 {
     41.65518 - x.iter().map(|v| v * v).sum::<f64>()
 }
 
 /// Shifted negative Rosenbrock: `53458.91 - sum_{d=1..4} [100 (x_{d+1} - x_d^2)^2 + (1 - x_d)^2]`
-/// (spec 4.3). Max 53458.91 at `(1, ..., 1)`.
+/// (paper Section 5.2). Max 53458.91 at `(1, ..., 1)`.
 pub fn rosenbrock(x: &[f64]) -> f64 {
     let s: f64 = x.windows(2).map(|w| 100.0 * (w[1] - w[0] * w[0]).powi(2) + (1.0 - w[0]).powi(2)).sum();
     53458.91 - s
 }
 
-/// Shifted negative Styblinski–Tang: `-20.8875 - (1/2) sum_d (x_d^4 - 16 x_d^2 + 5 x_d)` (spec 4.3).
+/// Shifted negative Styblinski–Tang: `-20.8875 - (1/2) sum_d (x_d^4 - 16 x_d^2 + 5 x_d)` (Section 5.2).
 pub fn styblinski_tang(x: &[f64]) -> f64 {
     -20.8875 - 0.5 * x.iter().map(|&v| v.powi(4) - 16.0 * v * v + 5.0 * v).sum::<f64>()
 }
@@ -50,7 +50,7 @@ pub fn styblinski_tang(x: &[f64]) -> f64 {
 /// buffer, and once per Nelder–Mead trial point; a slice needs no layout check per call.
 pub type BlackBox = fn(&[f64]) -> f64;
 
-/// A continuous level-set problem on the box `[lo, hi]^dim` (spec 4.3): the noise-free
+/// A continuous level-set problem on the box `[lo, hi]^dim` (paper Section 5.2): the noise-free
 /// black box `f`, the threshold `theta`, and the fixed GP model (kernel and noise variance,
 /// which is also the variance of the observation noise).
 #[derive(Clone, Debug)]
@@ -68,7 +68,7 @@ pub struct ContinuousProblem {
 impl ContinuousProblem {
     /// The benchmark registered under `name`, if it is one of this block's.
     pub fn by_name(name: &str) -> Option<Self> {
-        // (function, sigma_f^2, theta) of spec 4.3 / Table 2.
+        // (function, sigma_f^2, theta) of Table 2.
         let (name, f, sf2, theta): (&'static str, BlackBox, f64, f64) = match name {
             "sphere-5d" => ("sphere-5d", sphere, 900.0, 9.6),
             "rosenbrock-5d" => ("rosenbrock-5d", rosenbrock, 30000.0 * 30000.0, 14800.0),
@@ -95,7 +95,7 @@ impl ContinuousProblem {
 
 armada_core::params! {
     /// How a continuous run optimises the AF and measures the metrics: the parameters the
-    /// three continuous benchmarks share (spec 4.3). Ranges keep one job's memory bounded:
+    /// three continuous benchmarks share. Ranges keep one job's memory bounded:
     /// the metric cache holds `8 * eval_points * (T + 1)` bytes (400 MB for the defaults at
     /// T = 500).
     #[derive(Copy, Eq)]
@@ -165,10 +165,10 @@ mod tests {
         CONTINUOUS_5D.iter().map(|d| ContinuousProblem::by_name(d.name).expect("registered")).collect()
     }
 
-    /// Spec appendix A.8 and 4.3: upper-set fractions 0.3016 / 0.4014 / 0.5011 (+-0.003) and
-    /// the means 0.012 / 153 / 0.031 over 1e6 uniform points. The means are checked within
-    /// 4 standard errors of this sample (SE = sd / sqrt(n)); the spec's stated standard
-    /// deviations 16.7 / 36,717 / 71.7 within 2 %.
+    /// Reference values of an independent Monte-Carlo over 1e6 uniform points: upper-set
+    /// fractions 0.3016 / 0.4014 / 0.5011 (+-0.003) and the means 0.012 / 153 / 0.031. The means
+    /// are checked within 4 standard errors of this sample (SE = sd / sqrt(n)); the reference
+    /// standard deviations 16.7 / 36,717 / 71.7 within 2 %.
     #[test]
     fn monte_carlo_fractions_means_and_spreads_match_the_spec() {
         let expected = [(0.3016, 0.012, 16.7), (0.4014, 153.0, 36_717.0), (0.5011, 0.031, 71.7)];
@@ -194,7 +194,7 @@ mod tests {
         }
     }
 
-    /// Spec 4.3: the maxima at the stated points and the ranges over the box.
+    /// The maxima at the stated points and the ranges over the box.
     #[test]
     fn maxima_and_ranges() {
         // Sphere: max at 0; min at a corner: 41.65518 - 5 * 25.
@@ -202,12 +202,12 @@ mod tests {
         assert!((sphere(&[5.0; DIM]) - (41.65518 - 125.0)).abs() < 1e-12);
         // Rosenbrock: every bracket vanishes at (1, ..., 1). At (-5, ..., -5) every term is at
         // its largest over the box: 100 (-5 - 25)^2 + 6^2 = 90036, so the minimum is
-        // 53458.91 - 4 * 90036 = -306685.09 (spec: about -3.07e5).
+        // 53458.91 - 4 * 90036 = -306685.09 (about -3.07e5).
         assert_eq!(rosenbrock(&[1.0; DIM]), 53458.91);
         assert!((rosenbrock(&[-5.0; DIM]) - (53458.91 - 4.0 * 90036.0)).abs() < 1e-9);
         // Styblinski-Tang: g(v) = v^4 - 16 v^2 + 5 v is smallest at g'(v) = 4v^3 - 32v + 5 = 0,
         // v = -2.903534 (Newton below), and largest on [-5, 5] at v = 5: g = 250, so the range
-        // is [-20.8875 - 625, -20.8875 - 2.5 g(v*)] = [-645.8875, 174.94] (spec).
+        // is [-20.8875 - 625, -20.8875 - 2.5 g(v*)] = [-645.8875, 174.94].
         let mut v: f64 = -3.0;
         for _ in 0..50 {
             v -= (4.0 * v.powi(3) - 32.0 * v + 5.0) / (12.0 * v * v - 32.0);
@@ -227,7 +227,7 @@ mod tests {
         }
     }
 
-    /// Spec 3 / Table 2: sigma_f^2, L = 40 (ell = sqrt(20)), noise 1e-6 and the thresholds.
+    /// Table 2: sigma_f^2, L = 40 (ell = sqrt(20)), noise 1e-6 and the thresholds.
     #[test]
     fn models_and_thresholds() {
         let p = problems();

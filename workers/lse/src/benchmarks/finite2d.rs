@@ -1,4 +1,4 @@
-//! The finite 2-D synthetic block (spec section 4.2, paper section 5.1): three cases on
+//! The finite 2-D synthetic block (paper Section 5.1, Table 1): three cases on
 //! a 50 x 50 grid, each with the paper's Gaussian kernel `sf2 * exp(-||x-x'||^2 / L)`.
 
 use super::{FiniteProblem, Protocol};
@@ -146,7 +146,7 @@ mod tests {
         assert_eq!(g.row(2499).to_vec(), [1.0, 2.0]);
     }
 
-    /// Spec section 4.2 sanity values (spec author's numpy computation).
+    /// Sanity values of the grid, computed independently with numpy.
     #[test]
     fn sinusoidal_ground_truth_matches_spec() {
         let p = sinusoidal();

@@ -1,5 +1,5 @@
 //! Benchmarks of the LSE paper: a finite candidate set, the true function on it,
-//! the threshold, and the GP model the paper fixes for it (spec sections 3 and 4).
+//! the threshold, and the GP model the paper fixes for it (paper Section 5).
 
 mod carrier;
 mod continuous;
@@ -21,7 +21,7 @@ use armada_gp::Kernel;
 use ndarray::Array2;
 
 /// Every benchmark of the family, in registry order: the finite ones, then the continuous
-/// 5-D block (spec 4.3, [`ContinuousProblem`]).
+/// 5-D block (paper Section 5.2, [`ContinuousProblem`]).
 pub const BENCHMARKS: [ComponentDef; 9] = [
     FINITE_2D[0],
     FINITE_2D[1],
@@ -50,24 +50,24 @@ pub struct FiniteProblem {
     pub protocol: Protocol,
 }
 
-/// How a finite experiment observes (spec sections 2.1, 4.1 and 4.4).
+/// How a finite experiment observes (paper Sections 5.1 and 5.3, Figure 2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Protocol {
     /// `y = f(x) + eps`, `eps ~ N(0, noise_var)`. When false, `y = f(x)` exactly and
-    /// `noise_var` is only the GP's nugget (spec 4.4).
+    /// `noise_var` is only the GP's nugget (paper Section 5.3).
     pub noisy_observations: bool,
     /// Whether a candidate may be queried again. When false, observed candidates are excluded
-    /// from every argmax and Random draws from the unobserved ones (spec 4.4, gotcha 11).
+    /// from every argmax and Random draws from the unobserved ones (paper Section 5.3).
     pub allow_repeats: bool,
-    /// A fixed initial candidate instead of a uniform random one (spec 4.1: Figure 2 starts
+    /// A fixed initial candidate instead of a uniform random one (Figure 2 starts
     /// at `x = -5`).
     pub initial_index: Option<usize>,
 }
 
 impl Protocol {
-    /// The synthetic experiments (spec 2.1): noisy data, repeats allowed, random initial point.
+    /// The synthetic experiments (Section 5.1): noisy data, repeats allowed, random initial point.
     pub const NOISY: Protocol = Protocol { noisy_observations: true, allow_repeats: true, initial_index: None };
-    /// The real-data experiment (spec 4.4): exact observations, no candidate queried twice.
+    /// The real-data experiment (Section 5.3): exact observations, no candidate queried twice.
     pub const NOISE_FREE_NO_REPEAT: Protocol =
         Protocol { noisy_observations: false, allow_repeats: false, initial_index: None };
 }

@@ -1,7 +1,7 @@
-//! The 1-D illustration of the paper's Figure 2 (spec section 4.1): two bumps above the
+//! The 1-D illustration of the paper's Figure 2 (Section 3.2): two bumps above the
 //! threshold, a dip between them, 20 observations from a fixed start at `x = -5`.
 //!
-//! The paper does not give the domain or the kernel; this uses the spec's suggestion
+//! The paper does not give the domain or the kernel; this is our own choice
 //! (1,001 equally spaced points on [-10, 10], Gaussian kernel `sf2 = 4`, `L = 1`).
 //! Figure 2's panels are straddle with `beta^{1/2} = 1`, straddle with `beta^{1/2} = 10`
 //! and the randomized straddle, over a horizon of 19 acquisitions.
@@ -64,7 +64,7 @@ mod tests {
         assert!((p.kernel.eval(&[0.0], &[1.0]) - 4.0 * (-1f64).exp()).abs() < 1e-15);
     }
 
-    /// Spec 4.1: peaks ~4 at x = +-5, dip ~-3 at 0; and |H*| from the closed form. Near a
+    /// Peaks ~4 at x = +-5, dip ~-3 at 0; and |H*| from the closed form. Near a
     /// peak the other terms are below 2e-20, so `f >= 3` iff `5 exp(-(x -+ 5)^2) >= 4`, i.e.
     /// `|x -+ 5| <= sqrt(ln 1.25) = 0.4724`: on the 0.02 grid that is the offsets `k * 0.02`
     /// with `|k| <= floor(0.4724 / 0.02) = 23` (0.46 and 0.48 are far from the boundary).

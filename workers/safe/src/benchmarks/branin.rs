@@ -1,4 +1,4 @@
-//! Synthetic 2-D problem (spec 4.2): the objective actually run is `f = -ScaledBranin`
+//! Synthetic 2-D problem (paper eqs. 122-123): the objective actually run is `f = -ScaledBranin`
 //! (Picheny et al. 2013, inputs rescaled from [0, 1]^2), the safety function is
 //! `g = 2 s (e^y sin 10y + sin 5y + 5) / 3` with `y = x + 1/3`. Noiseless.
 

@@ -1,5 +1,6 @@
-//! Simulated clinical trial (spec 4.1; Cai et al. 2014): `s` = dose of drug 1 in [0, 1],
-//! `x` = dose of drug 2 in [0, 2]; logistic efficacy `f` and toxicity `g`, noiseless.
+//! Simulated clinical trial (paper eqs. 37-38, App. B.2.1; Cai et al. 2014): `s` = dose of
+//! drug 1 in [0, 1], `x` = dose of drug 2 in [0, 2]; logistic efficacy `f` and toxicity `g`,
+//! noiseless.
 //!
 //! `f(s,x) = 1 / (1 + exp(1 - 2s - x + 4s^2 + x^2))`, `g(s,x) = 1 / (1 + exp(-2s - x))`.
 

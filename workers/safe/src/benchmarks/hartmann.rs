@@ -1,5 +1,5 @@
-//! Synthetic 3-D problem (spec 4.3): Hartmann-3 in its positive (maximised) form over
-//! `z = (s, x1, x2) in [0, 1]^3`, safety `g = s + x1^2 + x2^3`. Noiseless.
+//! Synthetic 3-D problem (paper App. B.1, eq. 118): Hartmann-3 in its positive (maximised)
+//! form over `z = (s, x1, x2) in [0, 1]^3`, safety `g = s + x1^2 + x2^3`. Noiseless.
 
 use armada_math as math;
 use ndarray::ArrayView1;

@@ -1,5 +1,5 @@
-//! The four benchmarks of spec section 4: true `f` and `g`, grid, threshold, growth
-//! constants, noise and kernel-variance prior centre.
+//! The four benchmarks of the paper's experiments (Section 5, Appendix B): true `f` and `g`,
+//! grid, threshold, growth constants, noise and kernel-variance prior centre.
 //!
 //! | name | s | x | h | L_f / L'_g | noise | v0 |
 //! |---|---|---|---|---|---|---|
@@ -35,17 +35,17 @@ pub struct Benchmark {
     pub g: Vec<f64>,
     /// Safety threshold: `(s, x)` is safe iff `g <= h`.
     pub h: f64,
-    /// Upper bound on the growth of f in s (spec eq. 4), as the benchmark states it.
+    /// Upper bound on the growth of f in s (paper eq. 4), as the benchmark states it.
     pub l_f: f64,
-    /// Lower bound on the growth of g in s (spec eq. 5), as the benchmark states it.
+    /// Lower bound on the growth of g in s (paper eq. 5), as the benchmark states it.
     pub l_g: f64,
     /// Variance of the Gaussian observation noise on f and g (0: noiseless).
     pub noise_var: f64,
-    /// The GP's fixed likelihood variance lambda (spec 2.4).
+    /// The GP's fixed likelihood variance lambda (paper App. B.2.2).
     pub gp_noise_var: f64,
-    /// Centre of the kernel-variance prior and its initial value (spec 2.4).
+    /// Centre of the kernel-variance prior (paper App. B.2.2) and its initial value.
     pub v0: f64,
-    /// The box `D_X` the seed points are drawn from (spec 5.2).
+    /// The box `D_X` the seed points are drawn from (uniformly, as the authors' code).
     pub x_box: Vec<(f64, f64)>,
     /// Regret reference `f(s_*, x_*)` when it is not the grid's safe optimum (3-D, `fstar = continuous`).
     pub fstar_override: Option<f64>,
@@ -81,7 +81,7 @@ impl Benchmark {
         })
     }
 
-    /// Checks assumption 3 (spec 1.2) before any work: every seed action `(0, x)` of the
+    /// Checks assumption 3 (paper Section 2) before any work: every seed action `(0, x)` of the
     /// x-grid is safe under the chosen threshold. Returns the largest `g(0, x)` otherwise.
     pub fn check_seed_column(name: &str, p: &Params) -> Result<(), JobError> {
         let settings = Settings::of(name, p)?;
@@ -106,7 +106,7 @@ struct Definition {
     eval: Eval,
     /// Observation noise variance.
     noise_var: f64,
-    /// The GP's fixed likelihood variance (spec 2.4: 1e-5 for the noiseless benchmarks).
+    /// The GP's fixed likelihood variance (paper App. B.2.2: 1e-5 for the noiseless benchmarks).
     gp_noise_var: f64,
 }
 
@@ -136,7 +136,7 @@ impl Definition {
 }
 
 /// A benchmark's parameter struct: the five every benchmark has, with its own defaults
-/// (spec section 4), and any of its own after them.
+/// (the table above), and any of its own after them.
 macro_rules! benchmark_params {
     (
         $(#[$meta:meta])*
@@ -265,7 +265,8 @@ pub const BENCHMARKS: [ComponentDef; 4] = [
     ),
 ];
 
-/// The spec's [CHECKED] values of section 4 (computed there in numpy).
+/// Reference values of the four benchmarks (grid optima, growth constants, safe fractions),
+/// computed independently in numpy.
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -377,7 +378,7 @@ mod tests {
         for (a, r) in at.iter().zip([0.1216, 0.5541, 0.8514]) {
             assert!(close(*a, r, 1e-4), "{at:?}");
         }
-        // The spec prints g = 1.0433 at the optimum; s + x1^2 + x2^3 there is 1.04302.
+        // The global optimum is safe: g = s + x1^2 + x2^3 there is 1.04302.
         let (f, g) = hartmann::eval(0.114614, aview1(&[0.555649, 0.852547]));
         assert!(close(f, 3.86278, 1e-5) && close(g, 1.04302, 1e-5), "{f} {g}");
         let b50 = bench("synthetic-3d", &[("grid", ParamValue::Int(50))]);

@@ -1,5 +1,6 @@
-//! Pendulum swing-up (spec 4.4), a **reconstruction**: the M-SafeOpt repository has no
-//! pendulum code; this follows the paper's text and the M-SafeUCB `pendulum.py`.
+//! Pendulum swing-up (paper App. B.1, eqs. 119-121), a **reconstruction**: the M-SafeOpt
+//! repository has no pendulum code; this follows the paper's text and the M-SafeUCB
+//! `pendulum.py`.
 //!
 //! `x` is the initial angle in `[-2pi + pi/36, -pi - pi/36]` (0 is upright, angles are not
 //! wrapped), `s` a torque in [0, 1] applied once at the first step and scaled x40. Gym
