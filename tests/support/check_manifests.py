@@ -1,4 +1,4 @@
-"""The Kubernetes manifests against what the armada binary does (tests/kubernetes.rs).
+"""The Kubernetes manifests against what the armada binary does (tests/integration/kubernetes.rs).
 
     python check_manifests.py ARMADA_BINARY deploy/kubernetes/coordinator.yaml deploy/kubernetes/workers.yaml
 

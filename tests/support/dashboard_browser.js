@@ -1,5 +1,5 @@
 // Drives Debian's Chromium (headless, through playwright-core) against a live coordinator's
-// dashboard while a sweep runs, for tests/dashboard.rs. Prints one JSON line of what it
+// dashboard while a sweep runs, for tests/integration/dashboard.rs. Prints one JSON line of what it
 // saw; the Rust test asserts on it. Environment: PLAYWRIGHT (the playwright-core module),
 // CHROMIUM, DASHBOARD (http://host:port), TOKEN, SWEEP, SHOTS (a directory).
 "use strict";

@@ -1,4 +1,4 @@
-"""A rogue worker, for tests/distributed.rs: it registers a session of its own, then
+"""A rogue worker, for tests/integration/distributed/clients.rs: it registers a session of its own, then
 tries to act on an attempt another worker holds, registers with a wrong build, leases a
 job itself and uploads records that skip step 0. Prints one JSON object: for each try,
 the gRPC status it got ("OK" or "CODE: message").

@@ -25,7 +25,7 @@
 //!
 //! `sqrt`, `abs`, `floor`, `powi` and the arithmetic operators are exact or correctly rounded
 //! (or, for `powi`, a fixed sequence of multiplications) on every target, and stay `f64`'s.
-//! `tests/architecture.rs` of the workspace keeps the families off `f64::exp` and friends and
+//! `tests/integration/architecture.rs` of the workspace keeps the families off `f64::exp` and friends and
 //! off `rand_distr`.
 
 mod dispatch;

@@ -1,5 +1,5 @@
 """Real processes for the tests that need them: an ``armada serve`` of the binary that
-ARMADA_BIN names (tests/sdk.rs sets it; without it those tests fail, saying so), on
+ARMADA_BIN names (tests/integration/sdk.rs sets it; without it those tests fail, saying so), on
 127.0.0.1 only, stopped at the end of its test (or module)."""
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ import grpc
 import pytest
 
 #: The repository's test certificate (for 127.0.0.1 and localhost), when the tests run
-#: from a checkout (they do: tests/sdk.rs runs them there).
+#: from a checkout (they do: tests/integration/sdk.rs runs them there).
 TLS_FIXTURES = pathlib.Path(__file__).resolve().parents[3] / "tests" / "fixtures" / "tls"
 
 
 def armada_bin() -> str:
     path = os.environ.get("ARMADA_BIN")
     if not path:
-        pytest.fail("ARMADA_BIN is unset: name the armada binary these tests start (tests/sdk.rs sets it)", pytrace=False)
+        pytest.fail("ARMADA_BIN is unset: name the armada binary these tests start (tests/integration/sdk.rs sets it)", pytrace=False)
     if not os.access(path, os.X_OK):
         pytest.fail(f"ARMADA_BIN={path} is not an executable", pytrace=False)
     return path

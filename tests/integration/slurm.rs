@@ -8,7 +8,7 @@
 //! Needs the Slurm and munge binaries and root (`.ci/run` installs them with apt). Without
 //! them the test says so and passes, unless `ARMADA_REQUIRE_SLURM=1` (as `.ci/run` sets).
 
-mod common;
+use crate::common;
 
 use common::{armada, assert_same_trajectory, jobs, text, wait_until, Proc};
 use std::io::{BufRead, BufReader};

@@ -3,7 +3,7 @@
 //! built-in one, one Python worker killed while it holds leases, giving an uninterrupted
 //! run's trajectories and summaries; and the SDK's guide run as written.
 
-mod common;
+use crate::common;
 
 use common::cluster::{client, serve, worker, write, Coordinator};
 use common::{assert_same_trajectory, jobs, text, wait_until, Proc};

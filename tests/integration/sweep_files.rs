@@ -1,7 +1,7 @@
 //! Every sweep file shipped in sweeps/ validates, and each `-quick` variant has the
 //! benchmarks and algorithms of its full sweep (only seeds and horizon shrink).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 

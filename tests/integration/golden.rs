@@ -8,7 +8,7 @@
 //! file written afresh (the regeneration that a bump runs); `.ci/run` then refuses the
 //! change until the new file is committed, so the comparison is never skipped in CI.
 
-mod common;
+use crate::common;
 
 use armada::{registry, sweep};
 use armada_core::{Family, ValidJob};
@@ -160,7 +160,10 @@ fn the_same_bits_on_every_processor_model() {
     }
     let qemu = "qemu-x86_64";
     let exe = std::env::current_exe().unwrap();
-    let golden = "every_family_computes_its_golden_trajectories_bit_for_bit";
+    // The test's name as libtest knows it: its path below the test binary's crate.
+    let module = module_path!().split_once("::").map_or("", |(_, m)| m);
+    let golden = format!("{module}::every_family_computes_its_golden_trajectories_bit_for_bit");
+    let golden = golden.as_str();
     let mut runs: Vec<(String, std::process::Command)> = Vec::new();
     // The native comparison (the test above) covers this processor's own level.
     let native = armada_worker::processor::level();

@@ -7,7 +7,7 @@
 //! Needs root (`ip netns`, from iproute2). Without it a test says so and passes, unless
 //! `ARMADA_REQUIRE_NETNS=1` (as `.ci/run` sets), where it fails.
 
-mod common;
+use crate::common;
 
 use common::net::Net;
 use common::{armada, assert_same_trajectory, jobs, text, wait_until, Proc};

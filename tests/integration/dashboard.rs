@@ -5,7 +5,7 @@
 //! Chromium (`tests/support/dashboard_browser.js`) watches progress and curves update
 //! while jobs commit.
 
-mod common;
+use crate::common;
 
 use common::cluster::{client_env, serve, worker, write, Coordinator};
 use common::{armada, jobs, text, wait_until};

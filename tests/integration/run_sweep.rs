@@ -1,6 +1,6 @@
 //! End-to-end tests of `armada run` and `armada summarize` through the real binary.
 
-mod common;
+use crate::common;
 
 use common::{armada, assert_same_trajectory, jobs, jobs_in, part_files, read, text};
 use polars::prelude::*;

@@ -1,7 +1,7 @@
 //! The container image for real: `deploy/image-context.sh` and
 //! `deploy/Containerfile.scratch` built with podman (no base image, no registry), then a
 //! coordinator and a worker run from it on hosts of their own (network namespaces made by
-//! the test, as in `tests/network.rs`), with TLS and the token, a sweep through them from
+//! the test, as in `tests/integration/network.rs`), with TLS and the token, a sweep through them from
 //! a client on a third host, and the worker stopped the way engines stop it (SIGTERM, then
 //! a grace period).
 //!
@@ -10,7 +10,7 @@
 //! are set no higher than the host's), hence runc and explicit ulimits. Without podman the
 //! test says so and passes, unless `ARMADA_REQUIRE_PODMAN=1` (as `.ci/run` sets).
 
-mod common;
+use crate::common;
 
 use common::net::Net;
 use common::{armada, assert_same_trajectory, jobs, text, wait_until};

@@ -11,7 +11,7 @@
 //! sets). `bocvs-fig1-quick` takes minutes, so only `ARMADA_ANALYSIS_SLOW=1` adds it;
 //! `bocvs-code-setting-quick` covers every path of `bocvs.py` by default.
 
-mod common;
+use crate::common;
 
 use common::{armada, text};
 use std::collections::{BTreeMap, BTreeSet};

@@ -1,14 +1,14 @@
 //! The same bits on any processor, end to end: a sweep whose jobs are shared between a
 //! native worker and a worker under qemu's emulation of an older processor gives every
 //! trajectory bit for bit as one native run, and each trajectory's provenance says which
-//! processor computed it. (tests/golden.rs recomputes the golden trajectories under every
+//! processor computed it. (tests/integration/golden.rs recomputes the golden trajectories under every
 //! x86-64 level; this is the same promise through the coordinator, as a cluster of mixed
 //! processor generations keeps it.)
 //!
 //! Needs `qemu-x86_64` (Debian: `qemu-user`): without it the test says it is skipped, unless
 //! `ARMADA_REQUIRE_QEMU=1` (as `.ci/run` sets).
 
-mod common;
+use crate::common;
 
 use common::cluster::{client, serve, worker, worker_via, write};
 use common::{armada, assert_same_trajectory, job_count, jobs, part_files, qemu_present, text, wait_until};

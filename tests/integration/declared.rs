@@ -2,7 +2,7 @@
 //! with roles, the provenance of committed trajectories, and `armada summarize` refusing a
 //! part that lost its job index.
 
-mod common;
+use crate::common;
 
 use common::cluster::{client_env, serve, worker_args, write};
 use common::{armada, text};

@@ -4,7 +4,7 @@
 //! percentiles stay within bounds loose enough for a loaded 2-core machine (the capacity
 //! figures themselves are measured by hand, docs/performance.md).
 
-mod common;
+use crate::common;
 
 use common::cluster::BIN;
 use common::text;

@@ -5,7 +5,7 @@
 //! the guide docs/your-method.md as written: numpy methods of an extension in sweeps beside
 //! the built-in ones, through a coordinator, a Rust worker and Python workers.
 
-mod common;
+use crate::common;
 
 use common::cluster::{client, serve, worker, write};
 use common::{assert_same_trajectory, text, wait_until, Proc};

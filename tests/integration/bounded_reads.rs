@@ -5,7 +5,7 @@
 //! holding a chunk at a time. The only test of its binary, so that the
 //! peak it measures of the processes it waited for is `armada run`'s (or a worker's).
 
-mod common;
+use crate::common;
 
 use common::cluster::{http_get, BIN};
 use common::text;

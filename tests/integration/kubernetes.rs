@@ -3,7 +3,7 @@
 //! the test makes, and consistent with what the binary does (`tests/support/check_manifests.py`:
 //! flags, the token Secret, probe, ports, volume, Service, slots, grace period). No cluster.
 
-mod common;
+use crate::common;
 
 use common::{python_venv, text};
 use std::process::Command;
