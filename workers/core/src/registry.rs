@@ -73,7 +73,7 @@ pub struct Declaration {
     /// The version of what this family's jobs compute, part of every job key
     /// ([`crate::key_salt`]). Bump it with any change that alters a trajectory of one of its
     /// jobs, and say why beside it: its results of older code are then no longer resumed,
-    /// and its golden trajectories (`tests/integration/golden.rs`) are regenerated.
+    /// and its golden trajectories (`tests/numerics/golden.rs`) are regenerated.
     pub version: u32,
     pub doc: &'static str,
     pub benchmarks: &'static [ComponentDef],

@@ -2,7 +2,7 @@
 //! f64, so that two runs compare bit for bit and a difference is named by job, step and
 //! metric.
 //!
-//! The workspace's `tests/integration/golden.rs` runs every family's golden jobs (the sweep files
+//! The workspace's `tests/numerics/golden.rs` runs every family's golden jobs (the sweep files
 //! `workers/<crate>/golden/*.toml`) and compares their text with `golden/<family>.txt`.
 //! This crate holds what that comparison is made of, apart from the sweep files and the
 //! coordinator, so that the binary `armada-golden` (the paper families, nothing of polars
@@ -15,7 +15,7 @@ use std::fmt::Write;
 use std::ops::ControlFlow;
 
 /// The families `armada-golden` runs: every family of armada's build but the test kit
-/// (which lives in the worker runtime, with tokio); `tests/integration/golden.rs` checks that.
+/// (which lives in the worker runtime, with tokio); `tests/numerics/golden.rs` checks that.
 pub fn paper_families() -> Registry {
     Registry::new(vec![
         Box::new(armada_lse::LseFamily),
@@ -65,7 +65,7 @@ pub fn run(registry: &Registry, jobs: &[ValidJob]) -> Vec<Trajectory> {
 pub fn render(family: &dyn Family, trajectories: &[Trajectory]) -> String {
     let metrics: Vec<&str> = family.metrics().iter().map(|m| m.name).collect();
     let mut text = format!(
-        "# Golden trajectories of family `{}` (armada's tests/integration/golden.rs): per job, one line per step with\n\
+        "# Golden trajectories of family `{}` (armada's tests/numerics/golden.rs): per job, one line per step with\n\
          # every metric ({}) as the hex of its f64 bits. Written by the test when the\n\
          # family's version changes; commit it with the bump.\nversion {}\n",
         family.name(),

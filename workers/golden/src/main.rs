@@ -2,7 +2,7 @@
 //! [`armada_golden::write_jobs`]) and writes each family's golden text to
 //! `OUT_DIR/<family>.txt`. `armada-golden --families` prints the families it runs.
 //!
-//! `tests/integration/golden.rs` runs it cross-compiled, under qemu, to compare the golden trajectories
+//! `tests/numerics/golden.rs` runs it cross-compiled, under qemu, to compare the golden trajectories
 //! computed on another architecture with those recorded (`.ci/run` builds it for aarch64).
 
 use std::path::PathBuf;

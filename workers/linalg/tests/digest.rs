@@ -1,6 +1,6 @@
 //! The bits themselves, pinned: digests of every kernel's results on fixed matrices, computed
 //! on x86-64 and reproduced by every target (this test also runs under `qemu-aarch64`, and
-//! the workspace's tests/integration/golden.rs under emulated x86-64 processors of every level).
+//! the workspace's tests/numerics/golden.rs under emulated x86-64 processors of every level).
 
 use armada_linalg::{
     cholesky_in_place, dot, matmul, solve_lower_in_place, solve_lower_transpose_in_place, squared_norm,

@@ -1,6 +1,6 @@
 //! The bits themselves, pinned: a digest of every function over fixed arguments and of fixed
 //! draws of every variate. The digests were computed on x86-64; every target must reproduce
-//! them (`tests/integration/golden.rs` of the workspace runs the families under emulated x86-64
+//! them (`tests/numerics/golden.rs` of the workspace runs the families under emulated x86-64
 //! processors, and this test also runs under `qemu-aarch64`). A dependency update that moved
 //! a single bit (the `libm` crate's algorithms) fails here, before it could change what jobs
 //! compute without a family's version bump.

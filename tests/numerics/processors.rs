@@ -1,7 +1,7 @@
 //! The same bits on any processor, end to end: a sweep whose jobs are shared between a
 //! native worker and a worker under qemu's emulation of an older processor gives every
 //! trajectory bit for bit as one native run, and each trajectory's provenance says which
-//! processor computed it. (tests/integration/golden.rs recomputes the golden trajectories under every
+//! processor computed it. (tests/numerics/golden.rs recomputes the golden trajectories under every
 //! x86-64 level; this is the same promise through the coordinator, as a cluster of mixed
 //! processor generations keeps it.)
 //!
