@@ -247,3 +247,26 @@ pub fn pytest_passes(python: &Path, tests: &Path) {
     let summary = stdout.lines().last().unwrap_or_default();
     assert!(summary.contains(" passed") && !summary.contains("failed") && !summary.contains("skipped"), "{summary}");
 }
+
+/// Set in a process that [`run_alone`] started: the test it names runs its body there.
+pub const ALONE: &str = "ARMADA_TEST_ALONE";
+
+/// Run the test `name` of `module` (its `module_path!()`) again in a process of its own,
+/// the only test there, and fail with its output if it fails. For a test that measures what
+/// this process and its children hold (getrusage, wait4): beside the binary's other tests,
+/// their children and their memory would count too. The test's body runs where
+/// `std::env::var_os(ALONE)` is set.
+pub fn run_alone(module: &str, name: &str) {
+    let test = format!("{}::{name}", module.split_once("::").map_or("", |(_, m)| m));
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([test.as_str(), "--exact", "--nocapture", "--test-threads", "1"])
+        .env(ALONE, "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("test result: ok. 1 passed"),
+        "{test}, run alone:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
