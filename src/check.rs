@@ -19,6 +19,7 @@
 
 use crate::coordinator::backups;
 use crate::coordinator::store::{JobState, SpecTemplate, Store, StoreError, StoredJob};
+use crate::data_dir::DataDir;
 use crate::results::{self, file_name, ResultsError, StoredRows};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -106,7 +107,7 @@ pub enum CheckError {
 /// Takes the store's lock: a directory a coordinator is running on is refused. Answers the
 /// store (none when it is damaged) with what was found.
 pub fn check(dir: &Path, full: bool) -> Result<(Option<Store>, Checked), CheckError> {
-    let path = dir.join("armada.sqlite");
+    let path = DataDir(dir).store();
     let on_disk: Vec<String> = results::sweeps_with_parts(dir)?.into_iter().map(|(name, _)| name).collect();
     let mut checked = Checked::default();
     if !path.is_file() {
@@ -196,10 +197,9 @@ fn lost_store(path: &Path, what: String) -> Problem {
 /// [`repair`].
 pub fn restore_store(dir: &Path) -> Result<Restored, CheckError> {
     let mut restored = Restored::default();
-    let aside = dir.join("armada.damaged");
+    let aside = DataDir(dir).damaged();
     let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
-    for suffix in ["", "-wal", "-shm"] {
-        let file = dir.join(format!("armada.sqlite{suffix}"));
+    for (file, suffix) in DataDir(dir).store_files().into_iter().zip(["", "-wal", "-shm"]) {
         if !file.exists() {
             continue;
         }
@@ -209,11 +209,11 @@ pub fn restore_store(dir: &Path) -> Result<Restored, CheckError> {
         restored.moved.push(to);
     }
     // Each backup is tried on a copy, opened as a store of its own directory.
-    let trial = dir.join("armada.restoring");
+    let trial = DataDir(dir).restoring();
     for backup in backups::backups(dir).into_iter().rev() {
         let _ = std::fs::remove_dir_all(&trial);
         create_dir(&trial)?;
-        let copy = trial.join("armada.sqlite");
+        let copy = DataDir(&trial).store();
         std::fs::copy(&backup, &copy).map_err(|cause| CheckError::Io {
             action: "copying",
             path: backup.clone(),
@@ -224,7 +224,7 @@ pub fn restore_store(dir: &Path) -> Result<Restored, CheckError> {
             restored.damaged_backups.push(backup);
             continue;
         }
-        let target = dir.join("armada.sqlite");
+        let target = DataDir(dir).store();
         std::fs::rename(&copy, &target).map_err(|cause| CheckError::Io { action: "restoring", path: target, cause })?;
         restored.backup = Some(backup);
         break;

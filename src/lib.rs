@@ -9,6 +9,7 @@
 pub mod check;
 pub mod client;
 pub mod coordinator;
+pub mod data_dir;
 pub mod embedded;
 pub mod families;
 pub mod loadgen;

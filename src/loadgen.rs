@@ -335,11 +335,7 @@ async fn simulate(
     let (own_cpu_end, _, _) = process_usage(std::process::id())?;
     let own_cpu = own_cpu_end.saturating_sub(own_cpu_start).as_secs_f64();
 
-    let store_bytes: u64 = ["armada.sqlite", "armada.sqlite-wal"]
-        .iter()
-        .filter_map(|f| std::fs::metadata(config.data.join(f)).ok())
-        .map(|m| m.len())
-        .sum();
+    let store_bytes = crate::data_dir::DataDir(&config.data).store_bytes();
     let (jobs_in_parts, duplicated, wrong_rows) = check_parts(&config.data.join("load"), config.steps)?;
     let per = |bytes: u64, base: u64, n: usize| bytes.saturating_sub(base) as f64 / n as f64;
     Ok(LoadReport {

@@ -80,7 +80,7 @@ pub fn run_sweep(
     let parts = Parts { sweep_dir, metrics, policy: CommitConfig::default(), batch: Mutex::new(Batch::default()) };
     // Emptied first: the caller holds the results directory's lock, so its files are a
     // dead run's.
-    let spool_dir = sweep_dir.parent().unwrap_or(Path::new(".")).join(".spool");
+    let spool_dir = crate::data_dir::DataDir(sweep_dir.parent().unwrap_or(Path::new("."))).spool();
     Spools::open(&spool_dir).map_err(|e| anyhow::anyhow!("emptying {}: {e}", spool_dir.display()))?;
     let spool_dir = Arc::new(spool_dir);
     let spool = |job: &ValidJob, i: usize| {

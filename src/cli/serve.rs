@@ -82,7 +82,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(args.max_attempts >= 1, "--max-attempts must be at least 1");
     anyhow::ensure!(args.commit_linger_ms <= 60_000, "--commit-linger-ms must be at most 60000");
     anyhow::ensure!(args.part_writers.is_none_or(|n| (1..=64).contains(&n)), "--part-writers must be 1 to 64");
-    if args.check_full && args.data.join("armada.sqlite").is_file() {
+    if args.check_full && armada::data_dir::DataDir(&args.data).store().is_file() {
         check_before_serving(&args.data)?;
     }
     let lease_ttl = Duration::from_millis(args.lease_ttl_ms);

@@ -36,7 +36,7 @@ fn stored_counts(store: &Store, sweep: &str) -> anyhow::Result<BTreeMap<Cell, Ce
 
 pub fn summarize(args: SummarizeArgs) -> anyhow::Result<ExitCode> {
     // In a coordinator's directory, take its store's lock: one writer per results directory.
-    let parent = args.sweep_dir.parent().filter(|p| p.join("armada.sqlite").is_file());
+    let parent = args.sweep_dir.parent().filter(|p| armada::data_dir::DataDir(p).store().is_file());
     let mut store = parent.map(armada::coordinator::store::Store::open).transpose()?;
     let marker = args.sweep_dir.join(results::SUMMARIZING_MARKER);
     let sweep = results::file_name(&args.sweep_dir);

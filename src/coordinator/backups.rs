@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Where the backups of the store in `data` live (a name no sweep may take).
 pub fn backups_dir(data: &Path) -> PathBuf {
-    data.join("armada.backups")
+    crate::data_dir::DataDir(data).backups()
 }
 
 /// How often the store is backed up, and how many backups are kept.

@@ -367,7 +367,7 @@ impl Store {
     /// Open (or create) `DIR/armada.sqlite`.
     pub fn open(dir: &Path) -> Result<Self> {
         std::fs::create_dir_all(dir).map_err(|cause| StoreError::Create { path: dir.to_path_buf(), cause })?;
-        let path = dir.join("armada.sqlite");
+        let path = crate::data_dir::DataDir(dir).store();
         let conn = Connection::open(&path).map_err(|cause| StoreError::Open { path: path.clone(), cause })?;
         let prepare = || -> rusqlite::Result<()> {
             // One coordinator per directory: take an exclusive lock first and hold it for the

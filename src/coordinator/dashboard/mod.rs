@@ -480,11 +480,7 @@ async fn metrics(State(d): State<Arc<Dashboard>>) -> Result<Response, ApiError> 
             gauges.workers_lost += 1;
         }
     }
-    gauges.store_bytes = ["armada.sqlite", "armada.sqlite-wal"]
-        .iter()
-        .filter_map(|f| std::fs::metadata(d.data.join(f)).ok())
-        .map(|m| m.len())
-        .sum();
+    gauges.store_bytes = crate::data_dir::DataDir(&d.data).store_bytes();
     let page = prometheus::render(&gauges, d.scheduler.metrics());
     Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], page).into_response())
 }

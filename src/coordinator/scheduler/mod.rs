@@ -211,7 +211,7 @@ impl Scheduler {
         config: SchedulerConfig,
     ) -> Result<SchedulerHandle, StartError> {
         let (tx, rx) = mpsc::channel(MAILBOX_CAPACITY);
-        let spool_dir = results_dir.join(".spool");
+        let spool_dir = crate::data_dir::DataDir(&results_dir).spool();
         let spools = Spools::open(&spool_dir).map_err(|cause| StartError::Spools { path: spool_dir, cause })?;
         // The committer reports through a weak handle, so that the actor stops, and closes its
         // store, once every outside handle is dropped.
@@ -257,7 +257,7 @@ impl Scheduler {
             leased_since_noted: false,
             noted_at: Instant::now().into_std(),
         };
-        let store_path = s.results_dir.join("armada.sqlite");
+        let store_path = crate::data_dir::DataDir(&s.results_dir).store();
         // Pages SQLite finds damaged only as it reads them: named, with the way out.
         s.load().map_err(|e| match e {
             StartError::Store(e) => StartError::Store(e.naming_damage(&store_path)),
