@@ -1,19 +1,13 @@
-//! The families this build of armada runs: the one place that lists them (with the
-//! crate's line in Cargo.toml). Coordinator and workers must run the same registry; its
-//! digest is checked at registration.
+//! The families this build of armada runs: the papers' (listed once, in armada-families)
+//! and the test kit of the worker runtime. Coordinator and workers must run the same
+//! registry; its digest is checked at registration.
 
 use armada_core::Registry;
 
 /// Every family this build can run, in the order `armada list` shows them.
 pub fn registry() -> Registry {
-    Registry::new(vec![
-        Box::new(armada_lse::LseFamily),
-        Box::new(armada_bandits::BanditsFamily),
-        Box::new(armada_bandits::LipschitzFamily),
-        Box::new(armada_bandits::LipschitzCheckFamily),
-        Box::new(armada_safe::SafeFamily),
-        Box::new(armada_cvs::CvsFamily),
-        Box::new(armada_worker::testkit::TestkitFamily),
-        Box::new(armada_worker::testkit::TestkitShortFamily),
-    ])
+    let mut families = armada_families::paper_family_list();
+    families.push(Box::new(armada_worker::testkit::TestkitFamily));
+    families.push(Box::new(armada_worker::testkit::TestkitShortFamily));
+    Registry::new(families)
 }

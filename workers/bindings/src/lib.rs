@@ -31,14 +31,9 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::ops::ControlFlow;
 
-/// The built-in families the bindings know.
+/// The built-in families the bindings know: the papers'.
 pub(crate) fn registry() -> Registry {
-    Registry::new(vec![
-        Box::new(armada_lse::LseFamily),
-        Box::new(armada_bandits::BanditsFamily),
-        Box::new(armada_safe::SafeFamily),
-        Box::new(armada_cvs::CvsFamily),
-    ])
+    armada_families::paper_families()
 }
 
 /// A job's error as Python's: what the caller asked wrongly is a `ValueError`, a numerical

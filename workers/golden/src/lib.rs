@@ -16,16 +16,7 @@ use std::ops::ControlFlow;
 
 /// The families `armada-golden` runs: every family of armada's build but the test kit
 /// (which lives in the worker runtime, with tokio); `tests/numerics/golden.rs` checks that.
-pub fn paper_families() -> Registry {
-    Registry::new(vec![
-        Box::new(armada_lse::LseFamily),
-        Box::new(armada_bandits::BanditsFamily),
-        Box::new(armada_bandits::LipschitzFamily),
-        Box::new(armada_bandits::LipschitzCheckFamily),
-        Box::new(armada_safe::SafeFamily),
-        Box::new(armada_cvs::CvsFamily),
-    ])
-}
+pub use armada_families::paper_families;
 
 /// A job's header line and its records, one line per step: the step, then every value as
 /// the 16 hex digits of its bits.

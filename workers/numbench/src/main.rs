@@ -431,11 +431,7 @@ fn main() {
     }
     let baseline_path = manifest_dir().join("baseline.tsv");
     let baseline = read_baseline(&baseline_path);
-    let registry = Registry::new(vec![
-        Box::new(armada_lse::LseFamily),
-        Box::new(armada_bandits::BanditsFamily),
-        Box::new(armada_cvs::CvsFamily),
-    ]);
+    let registry = armada_families::paper_families();
     let python = args.python.unwrap_or_else(|| "python3".into());
     let mut measured_reference: BTreeMap<&str, (f64, &str)> = BTreeMap::new();
     if let Some(dir) = args.reference_lse {
