@@ -16,7 +16,7 @@ import math
 import pathlib
 import sys
 import warnings
-from typing import Any, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Any, BinaryIO, Mapping, Optional, Union, overload
 
 import grpc
 
@@ -25,6 +25,13 @@ from ._proto import service_pb2
 from .family import Extension, Family
 from .replies import DeleteResult, FamilyInfo, ServerInfo, Submitted, SweepStatus
 
+if TYPE_CHECKING:
+    import polars as pl
+
+    #: Fetched rows: read into memory, or (with ``to``) scanned from the files written there.
+    Rows = Union[pl.DataFrame, pl.LazyFrame]
+
+#: A sweep to submit: TOML text, a path to a sweep file, or a dict of the same shape.
 Sweep = Union[str, pathlib.Path, Mapping[str, Any]]
 
 #: How much Parquet a fetch into memory takes before it stops with TooLarge.
@@ -45,7 +52,7 @@ class Client:
     def _error(self, e: grpc.RpcError, invalid: type[errors.InvalidArgument] = errors.InvalidArgument) -> errors.ArmadaError:
         return errors.from_rpc_error(self.url, e, invalid)
 
-    def _call(self, method: str, request, timeout: float = 60, invalid: type[errors.InvalidArgument] = errors.InvalidArgument):
+    def _call(self, method: str, request: Any, timeout: float = 60, invalid: type[errors.InvalidArgument] = errors.InvalidArgument) -> Any:
         try:
             return getattr(self._sweeps, method)(request, metadata=self.metadata, timeout=timeout)
         except grpc.RpcError as e:
@@ -64,7 +71,8 @@ class Client:
         the first field that differs (bump the version), a declaration that breaks the rules
         InvalidArgument."""
         info = family.to_proto() if isinstance(family, (Family, Extension)) else family
-        return self._call("DeclareFamily", service_pb2.DeclareFamilyRequest(declaration=info)).digest
+        digest: str = self._call("DeclareFamily", service_pb2.DeclareFamilyRequest(declaration=info)).digest
+        return digest
 
     def describe_family(self, name: str, version: int = 0, digest: str = "") -> FamilyInfo:
         """One family whole (ServerInfo abridges declared ones beyond a size): by name, its
@@ -82,8 +90,9 @@ class Client:
 
     def submit(self, sweep: Sweep, name: Optional[str] = None) -> str:
         """Submit a sweep: TOML text, a path to a sweep file, or a dict of the same shape;
-        the sweep id (its name). A sweep that does not validate raises InvalidSweep, whose
-        ``errors`` name each field at fault; nothing of it is queued."""
+        the sweep id (its name: the sweep's own, else ``name``, else the file's stem or
+        ``sweep``). A sweep that does not validate raises InvalidSweep, whose ``errors`` name
+        each field at fault; nothing of it is queued."""
         return self.submit_sweep(sweep, name).sweep_id
 
     def submit_sweep(self, sweep: Sweep, name: Optional[str] = None) -> Submitted:
@@ -100,8 +109,9 @@ class Client:
         return Submitted.from_proto(self._call("SubmitSweep", request, invalid=errors.InvalidSweep))
 
     def status(self, sweep_id: str, failures_offset: int = 0, failures_limit: int = 0) -> SweepStatus:
-        """The sweep's state and counts, with a page of its failed jobs (the first 100 by
-        default); NotFound for an unknown sweep."""
+        """The sweep's state and counts, with a page of its failed jobs: ``failures_limit``
+        at most (0: 100) after skipping ``failures_offset``, in job order; NotFound for an
+        unknown sweep."""
         request = service_pb2.GetSweepRequest(sweep_id=sweep_id, failures_offset=failures_offset, failures_limit=failures_limit)
         return SweepStatus.from_proto(self._call("GetSweep", request))
 
@@ -149,7 +159,7 @@ class Client:
                 print(file=sys.stderr)
         return self.status(sweep_id)
 
-    def _fetch(self, files: "_Files", damage: Optional[Damage] = None, **request) -> None:
+    def _fetch(self, files: "_Files", damage: Optional[Damage] = None, **request: Any) -> None:
         """Stream FetchResults into ``files`` a chunk at a time; the parts the coordinator
         could not read go into ``damage``."""
         stream = self._sweeps.FetchResults(service_pb2.FetchResultsRequest(**request), metadata=self.metadata, timeout=600)
@@ -181,7 +191,9 @@ class Client:
     ) -> Trajectories:
         """The committed trajectories (all, or some jobs or cells), one row per step, with
         the parts the coordinator could not read and the done jobs only they held (a damaged
-        part stops nothing but its own jobs); NotFound when no job matches.
+        part stops nothing but its own jobs); NotFound when no job matches. ``job_keys``
+        keeps only those jobs, ``algorithm`` and ``benchmark`` (when not empty) only the
+        jobs of those cells.
 
         The rows are a polars DataFrame, read into memory: TooLarge once the Parquet passes
         ``max_bytes`` (512 MiB by default). With ``to``, a directory, the files are written
@@ -196,10 +208,55 @@ class Client:
             raise errors.NotFound(f"sweep {sweep_id}: no committed trajectory matches")
         return Trajectories(files.rows(), damage.parts, damage.unreadable_jobs)
 
-    def trajectories(self, sweep_id: str, job_keys: Optional[list[str]] = None, algorithm: str = "", benchmark: str = "", **fetch):
+    @overload
+    def trajectories(
+        self,
+        sweep_id: str,
+        job_keys: Optional[list[str]] = None,
+        algorithm: str = "",
+        benchmark: str = "",
+        *,
+        to: None = None,
+        max_bytes: int = MAX_FETCH_BYTES,
+    ) -> pl.DataFrame: ...
+
+    @overload
+    def trajectories(
+        self,
+        sweep_id: str,
+        job_keys: Optional[list[str]] = None,
+        algorithm: str = "",
+        benchmark: str = "",
+        *,
+        to: Union[str, pathlib.Path],
+        max_bytes: int = MAX_FETCH_BYTES,
+    ) -> pl.LazyFrame: ...
+
+    @overload
+    def trajectories(
+        self,
+        sweep_id: str,
+        job_keys: Optional[list[str]] = None,
+        algorithm: str = "",
+        benchmark: str = "",
+        *,
+        to: Optional[Union[str, pathlib.Path]] = None,
+        max_bytes: int = MAX_FETCH_BYTES,
+    ) -> Rows: ...
+
+    def trajectories(
+        self,
+        sweep_id: str,
+        job_keys: Optional[list[str]] = None,
+        algorithm: str = "",
+        benchmark: str = "",
+        *,
+        to: Optional[Union[str, pathlib.Path]] = None,
+        max_bytes: int = MAX_FETCH_BYTES,
+    ) -> Rows:
         """``fetch_trajectories``'s rows (it takes the same ``to`` and ``max_bytes``); a
         damaged part is named in a ``DamagedPartsWarning`` and its jobs left out."""
-        fetched = self.fetch_trajectories(sweep_id, job_keys, algorithm, benchmark, **fetch)
+        fetched = self.fetch_trajectories(sweep_id, job_keys, algorithm, benchmark, to=to, max_bytes=max_bytes)
         if fetched.damaged:
             parts = "; ".join(f"{d.part}: {d.error}" for d in fetched.damaged)
             warnings.warn(
@@ -209,7 +266,20 @@ class Client:
             )
         return fetched.rows
 
-    def summary(self, sweep_id: str, table: str = "final", *, to: Optional[Union[str, pathlib.Path]] = None, max_bytes: int = MAX_FETCH_BYTES):
+    @overload
+    def summary(self, sweep_id: str, table: str = "final", *, to: None = None, max_bytes: int = MAX_FETCH_BYTES) -> pl.DataFrame: ...
+
+    @overload
+    def summary(self, sweep_id: str, table: str = "final", *, to: Union[str, pathlib.Path], max_bytes: int = MAX_FETCH_BYTES) -> pl.LazyFrame: ...
+
+    @overload
+    def summary(
+        self, sweep_id: str, table: str = "final", *, to: Optional[Union[str, pathlib.Path]] = None, max_bytes: int = MAX_FETCH_BYTES
+    ) -> Rows: ...
+
+    def summary(
+        self, sweep_id: str, table: str = "final", *, to: Optional[Union[str, pathlib.Path]] = None, max_bytes: int = MAX_FETCH_BYTES
+    ) -> Rows:
         """A summary table over seeds: ``final`` (the last step per cell) or ``summary``
         (every step). FailedPrecondition before it is written. A polars DataFrame, or with
         ``to`` (a directory) a LazyFrame over the file written there a chunk at a time; into
@@ -234,14 +304,22 @@ class _Files:
         self.to = pathlib.Path(to) if to is not None else None
         if self.to is not None:
             self.to.mkdir(parents=True, exist_ok=True)
-        self.done: list[Union[bytes, pathlib.Path]] = []
+        #: The complete files in memory (without ``to``)...
+        self.blobs: list[bytes] = []
+        #: ...or written there (with it).
+        self.paths: list[pathlib.Path] = []
         self.current = bytearray()
-        self.open: Optional[Any] = None
+        self.open: Optional[BinaryIO] = None
         self.n_bytes = 0
+
+    @property
+    def done(self) -> Union[list[bytes], list[pathlib.Path]]:
+        """The complete files (in memory, or their paths)."""
+        return self.blobs if self.to is None else self.paths
 
     def _path(self) -> pathlib.Path:
         assert self.to is not None
-        return self.to / self.name.format(len(self.done) + 1)
+        return self.to / self.name.format(len(self.paths) + 1)
 
     def write(self, data: bytes) -> None:
         self.n_bytes += len(data)
@@ -260,7 +338,7 @@ class _Files:
 
     def end_file(self) -> None:
         if self.to is None:
-            self.done.append(bytes(self.current))
+            self.blobs.append(bytes(self.current))
             self.current = bytearray()
             return
         path = self._path()
@@ -269,7 +347,7 @@ class _Files:
         self.open.close()
         self.open = None
         path.with_suffix(".parquet.tmp").replace(path)
-        self.done.append(path)
+        self.paths.append(path)
 
     def close(self) -> None:
         """A file left incomplete (the stream ended early) is removed."""
@@ -278,12 +356,12 @@ class _Files:
             self._path().with_suffix(".parquet.tmp").unlink(missing_ok=True)
             self.open = None
 
-    def rows(self):
+    def rows(self) -> Rows:
         import polars as pl
 
         if self.to is not None:
-            return pl.scan_parquet([str(p) for p in self.done]) if self.done else pl.LazyFrame()
-        frames = [pl.read_parquet(io.BytesIO(f)) for f in self.done]
+            return pl.scan_parquet([str(p) for p in self.paths]) if self.paths else pl.LazyFrame()
+        frames = [pl.read_parquet(io.BytesIO(f)) for f in self.blobs]
         return pl.concat(frames, how="vertical_relaxed") if frames else pl.DataFrame()
 
 
@@ -291,7 +369,9 @@ class _Files:
 class DamagedPart:
     """A part of a sweep the coordinator could not read: its file name, and why."""
 
+    #: The part's file name.
     part: str
+    #: Why it could not be read.
     error: str
 
 
@@ -300,14 +380,21 @@ class Trajectories:
     """Fetched trajectories: the rows of the readable jobs, the damaged parts, and the done
     jobs (of the asked keys) that only those held."""
 
-    rows: Any
+    #: One row per step: a polars DataFrame, or with ``to`` a LazyFrame over the files written there.
+    rows: Rows
+    #: The parts the coordinator could not read.
     damaged: list[DamagedPart]
+    #: The keys of the done jobs only those parts held (missing from ``rows``).
     unreadable_jobs: list[str]
 
 
 @dataclasses.dataclass
 class Damage:
+    """What a fetch could not read, gathered as its chunks arrive."""
+
+    #: The parts the coordinator could not read.
     parts: list[DamagedPart]
+    #: The keys of the done jobs only those parts held.
     unreadable_jobs: list[str]
 
 

@@ -19,8 +19,11 @@ from .keys import Job, JobStreams
 class Record:
     """One step of a trajectory: the family's metrics in declared order."""
 
+    #: The step: 0 after the initial design, then 1..=horizon.
     step: int
+    #: The wall time the step took (milliseconds).
     elapsed_ms: float
+    #: The metrics' values, in the family's declared order (an int metric's as a float).
     values: tuple[float, ...]
 
 
@@ -73,7 +76,9 @@ class Ran(NamedTuple):
     """A job run in a slot: its records, or the text of the error its own code raised; and
     how long it took (seconds of wall time), which tells its sweep's job length."""
 
+    #: The job's records, or the text of the error its own code raised.
     outcome: Union[list[Record], str]
+    #: The wall time it took (seconds).
     seconds: float
 
 

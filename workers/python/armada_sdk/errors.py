@@ -26,8 +26,11 @@ class ArmadaError(Exception):
 
     def __init__(self, message: str, code: str = "", details: str = ""):
         super().__init__(message)
+        #: The whole explanation (what ``str()`` gives).
         self.message = message
+        #: The gRPC status's name (``"NOT_FOUND"``...), empty when no call answered.
         self.code = code
+        #: The coordinator's own text (empty when it gave none).
         self.details = details
 
 
@@ -38,6 +41,7 @@ class InvalidArgument(ArmadaError, ValueError):
 
     def __init__(self, message: str, code: str = "", details: str = ""):
         super().__init__(message, code, details)
+        #: The fields at fault, as (field, message) pairs.
         self.errors = field_errors(details or message)
 
 
@@ -152,8 +156,8 @@ def _broke_off(text: str) -> bool:
 
 
 def speaks_tls(url: str, timeout: float = 2.0) -> bool:
-    """Whether the server at ``url``'s host and port completes a TLS handshake (its
-    certificate unchecked: this only asks what it speaks)."""
+    """Whether the server at ``url``'s host and port completes a TLS handshake within
+    ``timeout`` seconds (its certificate unchecked: this only asks what it speaks)."""
     host, _, port = _authority(url).rpartition(":")
     context = ssl.create_default_context()
     context.check_hostname = False

@@ -26,34 +26,59 @@ from .keys import Job, JobStreams, unusable_text
 
 @dataclass(frozen=True)
 class Float:
+    """A float parameter of a benchmark or an algorithm, in [``min``, ``max``]."""
+
+    #: Its name in a sweep's ``params`` and in the job's ``benchmark_params`` or ``algorithm_params``.
     name: str
+    #: The least value a sweep may give (finite).
     min: float
+    #: The greatest value a sweep may give (finite).
     max: float
+    #: The value a job takes when its sweep gives none.
     default: float
+    #: What it means (presentation: not part of the code digest).
     doc: str = ""
 
 
 @dataclass(frozen=True)
 class Int:
+    """An integer parameter of a benchmark or an algorithm, in [``min``, ``max``] (within +-2^53)."""
+
+    #: Its name in a sweep's ``params`` and in the job's ``benchmark_params`` or ``algorithm_params``.
     name: str
+    #: The least value a sweep may give.
     min: int
+    #: The greatest value a sweep may give.
     max: int
+    #: The value a job takes when its sweep gives none.
     default: int
+    #: What it means (presentation: not part of the code digest).
     doc: str = ""
 
 
 @dataclass(frozen=True)
 class Bool:
+    """A true-or-false parameter of a benchmark or an algorithm."""
+
+    #: Its name in a sweep's ``params`` and in the job's ``benchmark_params`` or ``algorithm_params``.
     name: str
+    #: The value a job takes when its sweep gives none.
     default: bool
+    #: What it means (presentation: not part of the code digest).
     doc: str = ""
 
 
 @dataclass(frozen=True)
 class Choice:
+    """A parameter that takes one of the texts ``choices``."""
+
+    #: Its name in a sweep's ``params`` and in the job's ``benchmark_params`` or ``algorithm_params``.
     name: str
+    #: The texts it may take (1 to 256, each 1 to 64 bytes, no quotes, backslashes or control characters).
     choices: Sequence[str]
+    #: The choice a job takes when its sweep gives none (one of ``choices``).
     default: str
+    #: What it means (presentation: not part of the code digest).
     doc: str = ""
 
 
@@ -62,15 +87,25 @@ Param = Union[Float, Int, Bool, Choice]
 
 @dataclass(frozen=True)
 class Benchmark:
+    """A benchmark of a family: the problem its jobs' episodes run on, with its parameters."""
+
+    #: Its name in sweeps (a job's ``benchmark``).
     name: str
+    #: What it is (presentation: not part of the code digest).
     doc: str = ""
+    #: Its typed parameters (Float, Int, Bool, Choice), each with a default.
     params: Sequence[Param] = ()
 
 
 @dataclass(frozen=True)
 class Algorithm:
+    """An algorithm of a family (or of an extension), with its parameters."""
+
+    #: Its name in sweeps (a job's ``algorithm``).
     name: str
+    #: What it does (presentation: not part of the code digest).
     doc: str = ""
+    #: Its typed parameters (Float, Int, Bool, Choice), each with a default.
     params: Sequence[Param] = ()
     #: The benchmarks of its family it can run, when not all of them: a sweep that pairs
     #: it with another is refused at submission, naming both fields.
@@ -79,7 +114,11 @@ class Algorithm:
 
 @dataclass(frozen=True)
 class Metric:
+    """A metric of a family's records: one value per step of every trajectory."""
+
+    #: Its column in the trajectories (not one of ``TRAJECTORY_COLUMNS``).
     name: str
+    #: What it measures (presentation: not part of the code digest).
     doc: str = ""
     #: "float" (stored as Float64 and summarized) or "int" (Int64; NaN stored as null).
     kind: str = "float"
@@ -91,9 +130,12 @@ class Episode(Protocol):
     the metrics after it, or None when the episode ended before it (only for a family
     declared with ``ends_early``). Metrics are a dict with one value per declared metric."""
 
-    def initial(self) -> dict[str, float]: ...
+    def initial(self) -> dict[str, float]:
+        """The metrics of step 0, after the initial design."""
 
-    def step(self, t: int) -> Optional[dict[str, float]]: ...
+    def step(self, t: int) -> Optional[dict[str, float]]:
+        """Perform acquisition ``t`` (1-based); the metrics after it, or None when the
+        episode ended before it (``ends_early`` families only)."""
 
 
 #: Starts a job's episode; randomness must come from ``streams`` only.
@@ -102,13 +144,26 @@ Start = Callable[[Job, JobStreams], Episode]
 
 @dataclass(frozen=True)
 class Family:
+    """A family of your own, declared in Python: its benchmarks, algorithms and metrics, and
+    ``start``, which starts a job's episode. Checked on construction (a ValueError names the
+    field at fault); ``python -m armada_sdk.worker MODULE:ATTRIBUTE`` runs its jobs."""
+
+    #: The name sweeps give as their ``family`` (a-z, 0-9, '_' and '-', starting with a letter).
     name: str
+    #: Its version, from 1: any change of the declaration but its code, docs and headline
+    #: metrics needs a new one.
     version: int
+    #: Its benchmarks (1 to 256, uniquely named).
     benchmarks: Sequence[Benchmark]
+    #: Its algorithms (1 to 256, uniquely named).
     algorithms: Sequence[Algorithm]
+    #: Its metrics, in the order of a record's values (1 to 256).
     metrics: Sequence[Metric]
+    #: Called with a job and its random streams, gives the job's Episode.
     start: Start
+    #: What the family is (presentation: not part of the code digest).
     doc: str = ""
+    #: Whether an episode may end before its horizon (``step`` giving None).
     ends_early: bool = False
     #: The metrics a summary table shows first (all float metrics when empty).
     headline_metrics: Sequence[str] = ()
@@ -139,6 +194,7 @@ class Family:
         )
 
     def metric_names(self) -> list[str]:
+        """The metrics' names, in declared order."""
         return [m.name for m in self.metrics]
 
     def contract(self, described: Optional[service_pb2.FamilyInfo] = None) -> Contract:
@@ -155,12 +211,17 @@ class Contract:
     run may end before its horizon. A Family is its own; an Extension's is its family's,
     as the coordinator describes it."""
 
+    #: The name of the family (or extension) whose jobs these are.
     name: str
+    #: The metrics every record holds, in order.
     metrics: Sequence[Metric]
+    #: Whether an episode may end before its horizon.
     ends_early: bool
+    #: What starts a job's episode.
     start: Start
 
     def metric_names(self) -> list[str]:
+        """The metrics' names, in order."""
         return [m.name for m in self.metrics]
 
 
@@ -175,11 +236,17 @@ class Extension:
     run its jobs; their keys carry its digest, which covers its code (see ``code_modules``)
     but not its docs."""
 
+    #: Its own name (a-z, 0-9, '_' and '-', starting with a letter): sweeps name its algorithms, not it.
     name: str
+    #: Its version, from 1, as a Family's.
     version: int
+    #: The built-in family it extends (``lse``, ``cvs``, ``safe``, ``bandits``).
     extends: str
+    #: Its algorithms (1 to 256), none named like one of the extended family's.
     algorithms: Sequence[Algorithm]
+    #: Called with a job and its random streams, gives the job's Episode.
     start: Start
+    #: What the extension is (presentation: not part of the code digest).
     doc: str = ""
     #: As Family's: modules besides ``start``'s whose code computes the trajectories.
     code_modules: Sequence[CodeModule] = ()

@@ -75,13 +75,21 @@ def params_text(params: Mapping[str, ParamValue]) -> str:
 class Job:
     """One cell of a sweep with its seed, as a lease carries it (defaults filled in)."""
 
+    #: The family's name (for an extension's job, the extended family's).
     family: str
+    #: The benchmark's name within the family.
     benchmark: str
+    #: The algorithm's name within the family (or its extension).
     algorithm: str
+    #: The seed index: every algorithm of a seed meets the same environment streams.
     seed: int
+    #: The steps after the initial design.
     horizon: int
+    #: The sweep's seed, from which every random stream derives.
     sweep_seed: int = 0
+    #: The benchmark's parameters by name (defaults filled in).
     benchmark_params: Mapping[str, ParamValue] = field(default_factory=dict)
+    #: The algorithm's parameters by name (defaults filled in).
     algorithm_params: Mapping[str, ParamValue] = field(default_factory=dict)
 
     def canonical(self, key_salt: str) -> str:
@@ -98,15 +106,17 @@ class Job:
 
 
 class JobStreams:
-    """The named random streams of one job."""
+    """The named random streams of ``job``."""
 
     def __init__(self, job: Job):
         env_text = (
             f"{STREAM_SALT};streams;sweep_seed={job.sweep_seed};family={job.family};"
             f"benchmark={job.benchmark}{params_text(job.benchmark_params)};seed={job.seed}"
         )
+        #: The root of the environment's streams (shared by every algorithm of the seed).
         self.environment_root = blake3.blake3(env_text.encode()).digest()
         algo_text = f"algorithm={job.algorithm}{params_text(job.algorithm_params)}"
+        #: The root of the algorithm's own streams.
         self.algorithm_root = blake3.blake3(self.environment_root + algo_text.encode()).digest()
 
     @staticmethod

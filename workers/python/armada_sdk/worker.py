@@ -35,15 +35,15 @@ import threading
 import time
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from typing import Callable, Optional, TypeVar
+from typing import Any, Callable, Mapping, Optional, TypeVar
 
 import grpc
 
 from . import __version__, connection, errors
 from ._proto import job_pb2, service_pb2
-from .episode import MAX_ERROR, Record, run_in_slot
-from .family import load_family
-from .keys import Job
+from .episode import MAX_ERROR, Ran, Record, run_in_slot
+from .family import Extension, load_family
+from .keys import Job, ParamValue
 
 log = logging.getLogger("armada_sdk.worker")
 T = TypeVar("T")
@@ -126,7 +126,7 @@ def _slot_init(worker_pid: int) -> None:
 def job_of(spec: job_pb2.JobSpec) -> Job:
     """A lease's spec as a Job."""
 
-    def params(m) -> dict:
+    def params(m: Mapping[str, job_pb2.ParamValue]) -> dict[str, ParamValue]:
         return {name: getattr(v, v.WhichOneof("kind")) for name, v in m.items()}
 
     return Job(
@@ -141,7 +141,7 @@ def job_of(spec: job_pb2.JobSpec) -> Job:
     )
 
 
-def _wire(records: list[Record]) -> dict:
+def _wire(records: list[Record]) -> dict[str, Any]:
     """Records as a commit or an upload batch carries them: as columns (one packed field per
     column), or as rows when they differ in width (the coordinator names the one at fault)."""
     if not records:
@@ -170,7 +170,8 @@ class Unreachable(Exception):
 def describe_processor() -> str:
     """The processor's model and x86-64 feature level, as armada's Rust worker says it
     (`Intel(R) Xeon(R) ... (x86-64-v4)`): recorded with every trajectory this worker commits."""
-    model, flags = "", set()
+    model = ""
+    flags: set[str] = set()
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
@@ -199,14 +200,21 @@ class Held:
     """A leased attempt sent to a slot: its job runs in a slot process, alone or in a batch
     of short jobs (``future`` gives the batch's outcomes, this one's at ``index``)."""
 
+    #: The lease, as the coordinator granted it.
     lease: service_pb2.JobLease
-    future: cf.Future
+    #: The outcomes of the batch the job runs in.
+    future: cf.Future[list[Ran]]
+    #: The job's place in that batch.
     index: int
 
 
 class Worker:
     """A worker of one family (or extension) for the coordinator at ``coordinator``, running
-    ``slots`` jobs side by side: ``run()`` until drained (``drain()``, SIGTERM)."""
+    ``slots`` jobs side by side: ``run()`` until drained (``drain()``, SIGTERM).
+    ``family_spec`` names the family as ``MODULE:ATTRIBUTE``; ``token`` is the bearer token
+    sent with every call, ``tls_ca`` the PEM certificate that signed an ``https://``
+    coordinator's, and ``name`` the worker's name in the coordinator's messages (default:
+    host:pid)."""
 
     def __init__(
         self,
@@ -241,7 +249,7 @@ class Worker:
         self.registered = False
         self.pool: Optional[cf.ProcessPoolExecutor] = None
         #: Finished attempts for the committer thread (None: stop)...
-        self.outbox: queue.Queue = queue.Queue()
+        self.outbox: queue.Queue[Optional[tuple[int, list[Record]]]] = queue.Queue()
         #: ...heartbeated until their commit is answered, as the Rust worker does.
         self.committing: set[int] = set()
         self.lock = threading.Lock()
@@ -297,7 +305,7 @@ class Worker:
         self.described = reply.families[0].SerializeToString()
         self.family.contract(reply.families[0])  # a mismatch shows here, not in every job
         self.heartbeat_every = max(reply.heartbeat_interval_ms, 20) / 1000
-        extends = f" extending {self.family.extends}" if getattr(self.family, "extends", "") else ""
+        extends = f" extending {self.family.extends}" if isinstance(self.family, Extension) else ""
         log.info("registered with %s as %s (%d slots, family %s%s, key salt %s)", self.coordinator, reply.worker_id, self.slots, self.family.name, extends, self.key_salt)
 
     # ---- the loop
@@ -409,6 +417,7 @@ class Worker:
             batch = [self.backlog.popleft()]
             while len(batch) < n and self.backlog and self.backlog[0][0].sweep_id == sweep:
                 batch.append(self.backlog.popleft())
+            assert self.pool is not None, "run() starts the slots' pool"
             future = self.pool.submit(run_in_slot, self.family_spec, self.described, [job for _, job in batch])
             for index, (lease, _) in enumerate(batch):
                 self.held[lease.attempt_id] = Held(lease, future, index)
@@ -467,6 +476,7 @@ class Worker:
                 self.outbox.put((attempt, ran.outcome))
         if broken:
             log.warning("a slot process died: starting the slots again")
+            assert self.pool is not None, "run() starts the slots' pool"
             self.pool.shutdown(wait=False, cancel_futures=True)
             self.pool = self._new_pool()
 
@@ -544,8 +554,8 @@ class Worker:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    """``python -m armada_sdk.worker``: its exit code (0 once drained, 1 when refused or
-    pointed at the wrong server)."""
+    """``python -m armada_sdk.worker`` with the arguments ``argv`` (default: the command
+    line's): its exit code (0 once drained, 1 when refused or pointed at the wrong server)."""
     parser = argparse.ArgumentParser(prog="python -m armada_sdk.worker", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("family", help="the family to run, as MODULE:ATTRIBUTE (e.g. armada_sdk.examples.noisy:FAMILY)")
     parser.add_argument("--coordinator", default=os.environ.get("ARMADA_COORDINATOR", "http://127.0.0.1:7070"), help="the coordinator's URL")

@@ -9,14 +9,18 @@ from ..keys import Job, JobStreams
 
 
 class Episode:
+    """A job of ``echo``: ``value`` is the seed plus the step plus a uniform draw."""
+
     def __init__(self, job: Job, streams: JobStreams):
         self.seed = job.seed
         self.draws = streams.environment("value")
 
     def initial(self) -> dict[str, float]:
+        """The metrics of step 0."""
         return self.step(0)
 
     def step(self, t: int) -> dict[str, float]:
+        """The metrics of step ``t``."""
         return {"value": self.seed + t + float(self.draws.random())}
 
 
