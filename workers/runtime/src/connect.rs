@@ -238,6 +238,15 @@ mod tests {
         assert!(HEARTBEAT_PREFIX[0] != b'P' && HEARTBEAT_PREFIX[0] != 0x16);
     }
 
+    /// The protocol's file tells workers written elsewhere these very bytes.
+    #[test]
+    fn the_proto_documents_the_heartbeat_prefix() {
+        let proto = include_str!("../../../proto/armada/v1/service.proto");
+        let text = std::str::from_utf8(HEARTBEAT_PREFIX).unwrap().replace('\n', "\\n");
+        let said = format!("\"{text}\" ({}, the newline included)", HEARTBEAT_PREFIX.len());
+        assert!(proto.contains(&said), "service.proto does not say {said}");
+    }
+
     #[test]
     fn odd_answers_hint_at_what_was_dialled() {
         let dashboard = tonic::Status::internal(

@@ -702,7 +702,12 @@ class WorkersServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Heartbeat(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """A worker may send its heartbeats on a connection of their own that opens with the bytes
+        "armada heartbeats\n" (18, the newline included) before its TLS or HTTP/2: the
+        coordinator serves such a connection on a thread of its own, so that a heartbeat is
+        answered while commits and leases keep its other threads busy. Any other connection is
+        served as it comes.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
