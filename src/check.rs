@@ -199,7 +199,7 @@ pub fn restore_store(dir: &Path) -> Result<Restored, CheckError> {
     let mut restored = Restored::default();
     let aside = DataDir(dir).damaged();
     let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
-    for (file, suffix) in DataDir(dir).store_files().into_iter().zip(["", "-wal", "-shm"]) {
+    for (file, suffix) in DataDir(dir).store_files().into_iter().zip(DataDir::STORE_SUFFIXES) {
         if !file.exists() {
             continue;
         }

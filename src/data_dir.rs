@@ -23,6 +23,8 @@ pub struct DataDir<'a>(pub &'a Path);
 impl DataDir<'_> {
     /// The store's file name.
     pub const STORE: &'static str = "armada.sqlite";
+    /// What SQLite adds to the store's name for the files it keeps beside it.
+    pub const STORE_SUFFIXES: [&'static str; 3] = ["", "-wal", "-shm"];
 
     /// The store.
     pub fn store(self) -> PathBuf {
@@ -31,7 +33,7 @@ impl DataDir<'_> {
 
     /// The store and the files SQLite keeps beside it (its write-ahead log and shared memory).
     pub fn store_files(self) -> [PathBuf; 3] {
-        ["", "-wal", "-shm"].map(|suffix| self.0.join(format!("{}{suffix}", Self::STORE)))
+        Self::STORE_SUFFIXES.map(|suffix| self.0.join(format!("{}{suffix}", Self::STORE)))
     }
 
     /// The size of the store's file and its write-ahead log, in bytes (0 for what is missing).

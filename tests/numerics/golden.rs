@@ -160,9 +160,7 @@ fn the_same_bits_on_every_processor_model() {
     }
     let qemu = "qemu-x86_64";
     let exe = std::env::current_exe().unwrap();
-    // The test's name as libtest knows it: its path below the test binary's crate.
-    let module = module_path!().split_once("::").map_or("", |(_, m)| m);
-    let golden = format!("{module}::every_family_computes_its_golden_trajectories_bit_for_bit");
+    let golden = common::test_name(module_path!(), "every_family_computes_its_golden_trajectories_bit_for_bit");
     let golden = golden.as_str();
     let mut runs: Vec<(String, std::process::Command)> = Vec::new();
     // The native comparison (the test above) covers this processor's own level.

@@ -391,10 +391,11 @@ impl Scheduler {
                 if let Err(Ok(abandon)) = reply.send(answer) {
                     // Its caller stopped waiting: kept for the session's next heartbeat.
                     let mut late = self.late_abandons.lock().unwrap_or_else(|e| e.into_inner());
-                    match abandon.is_empty() {
-                        true => late.remove(&session),
-                        false => late.insert(session, abandon),
-                    };
+                    if abandon.is_empty() {
+                        late.remove(&session);
+                    } else {
+                        late.insert(session, abandon);
+                    }
                 }
             }
             Command::SweepKeys { sweep, reply } => {

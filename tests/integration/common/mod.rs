@@ -248,6 +248,12 @@ pub fn pytest_passes(python: &Path, tests: &Path) {
     assert!(summary.contains(" passed") && !summary.contains("failed") && !summary.contains("skipped"), "{summary}");
 }
 
+/// The name libtest knows the test `name` of `module` (its `module_path!()`) by: its path
+/// below the test binary's crate, for running it again in another process.
+pub fn test_name(module: &str, name: &str) -> String {
+    format!("{}::{name}", module.split_once("::").map_or("", |(_, m)| m))
+}
+
 /// Set in a process that [`run_alone`] started: the test it names runs its body there.
 pub const ALONE: &str = "ARMADA_TEST_ALONE";
 
@@ -257,7 +263,7 @@ pub const ALONE: &str = "ARMADA_TEST_ALONE";
 /// their children and their memory would count too. The test's body runs where
 /// `std::env::var_os(ALONE)` is set.
 pub fn run_alone(module: &str, name: &str) {
-    let test = format!("{}::{name}", module.split_once("::").map_or("", |(_, m)| m));
+    let test = test_name(module, name);
     let out = Command::new(std::env::current_exe().unwrap())
         .args([test.as_str(), "--exact", "--nocapture", "--test-threads", "1"])
         .env(ALONE, "1")
