@@ -322,7 +322,7 @@ fn check_sweep(
 fn check_rows(path: &Path, index: &[StoredRows]) -> Result<(), ResultsError> {
     let jobs: Vec<&StoredRows> = index.iter().collect();
     results::for_each_job(&jobs, |job, df, first| {
-        let steps = df.column(results::STEP)?.i64()?;
+        let steps = df.column(results::schema::STEP)?.i64()?;
         let in_order = steps.iter().enumerate().all(|(i, s)| s == Some((first + i) as i64));
         if !in_order || job.rows as i64 > job.cell.horizon + 1 {
             let why = format!(

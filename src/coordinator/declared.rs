@@ -146,7 +146,7 @@ pub fn check(mut info: pb::FamilyInfo, builtin: &Registry) -> Result<Checked, Sp
     for (i, m) in info.metrics.iter().enumerate() {
         let at = format!("metrics[{i}]");
         check_item_name(&m.name, &format!("{at}.name"), &mut metric_names)?;
-        if crate::results::SHARD_FIXED_COLUMNS.contains(&m.name.as_str()) {
+        if crate::results::schema::is_fixed_column(&m.name) {
             return Err(SpecError::new(
                 format!("{at}.name"),
                 format!("`{}` is a trajectory column; name the metric otherwise", m.name),

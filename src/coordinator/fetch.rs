@@ -6,7 +6,7 @@
 //! of a part re-encoded into a file of their own, with its index. Runs on the blocking
 //! pool, one file at a time, so memory is one file's worth whatever the sweep's size.
 
-use crate::results::{self, StoredRows};
+use crate::results::{self, schema, StoredRows};
 use armada_proto::v1 as pb;
 use pb::fetch_results_request::Table;
 use polars::prelude::DataFrame;
@@ -221,10 +221,10 @@ fn unreadable(
 /// A cell filter's fields that are set, as `field `value`` text (None: it selects everything).
 fn filter_text(filter: &pb::CellFilter) -> Option<String> {
     let fields = [
-        ("benchmark", &filter.benchmark),
-        ("benchmark_params", &filter.benchmark_params),
-        ("algorithm", &filter.algorithm),
-        ("algorithm_params", &filter.algorithm_params),
+        (schema::BENCHMARK, &filter.benchmark),
+        (schema::BENCHMARK_PARAMS, &filter.benchmark_params),
+        (schema::ALGORITHM, &filter.algorithm),
+        (schema::ALGORITHM_PARAMS, &filter.algorithm_params),
     ];
     let set: Vec<String> =
         fields.iter().filter(|(_, v)| !v.is_empty()).map(|(name, v)| format!("{name} `{v}`")).collect();

@@ -4,7 +4,11 @@
 //! "Parquet schema"), whether live (the coordinator's live summaries) or read from the files,
 //! so the page and the report draw the same numbers `armada summarize` writes.
 
-use crate::results::{self, N_FAILED, N_JOBS, STEP};
+use crate::results;
+use crate::results::schema::{
+    is_fixed_column, ALGORITHM, ALGORITHM_PARAMS, BENCHMARK, BENCHMARK_PARAMS, MEAN, METRIC, N, N_FAILED, N_JOBS, Q10,
+    Q90, SE, STEP,
+};
 use anyhow::Context;
 use polars::prelude::{Column, DataFrame};
 use serde::Serialize;
@@ -54,7 +58,7 @@ fn tables(curves: BTreeMap<String, Curves>, final_table: FinalTable, headline: &
 
 /// The summary columns the curves are drawn from.
 const CURVE_COLUMNS: [&str; 11] =
-    ["benchmark", "benchmark_params", "algorithm", "algorithm_params", STEP, "metric", "n", "mean", "se", "q10", "q90"];
+    [BENCHMARK, BENCHMARK_PARAMS, ALGORITHM, ALGORITHM_PARAMS, STEP, METRIC, N, MEAN, SE, Q10, Q90];
 
 /// The curves of one metric.
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -141,13 +145,13 @@ impl<'a> Long<'a> {
             Ok(df.column(name).with_context(|| format!("column {name}"))?.i64()?.iter().collect())
         };
         Ok(Long {
-            benchmark: text("benchmark")?,
-            benchmark_params: text("benchmark_params")?,
-            algorithm: text("algorithm")?,
-            algorithm_params: text("algorithm_params")?,
+            benchmark: text(BENCHMARK)?,
+            benchmark_params: text(BENCHMARK_PARAMS)?,
+            algorithm: text(ALGORITHM)?,
+            algorithm_params: text(ALGORITHM_PARAMS)?,
             step: int(STEP)?,
-            metric: text("metric")?,
-            n: int("n")?,
+            metric: text(METRIC)?,
+            n: int(N)?,
         })
     }
 
@@ -164,7 +168,7 @@ fn floats(df: &DataFrame, name: &str) -> anyhow::Result<Vec<Option<f64>>> {
 
 /// The float metrics a summary table holds, sorted.
 pub fn metrics(summary: &DataFrame) -> anyhow::Result<Vec<String>> {
-    let names: std::collections::BTreeSet<&str> = summary.column("metric")?.str()?.iter().flatten().collect();
+    let names: std::collections::BTreeSet<&str> = summary.column(METRIC)?.str()?.iter().flatten().collect();
     Ok(names.into_iter().map(str::to_owned).collect())
 }
 
@@ -225,8 +229,7 @@ pub fn curves_in_pieces(
     let mut seen = vec![0usize; lines.len()];
     pieces(&mut |piece| {
         let long = Long::of(piece)?;
-        let (mean, se, q10, q90) =
-            (floats(piece, "mean")?, floats(piece, "se")?, floats(piece, "q10")?, floats(piece, "q90")?);
+        let (mean, se, q10, q90) = (floats(piece, MEAN)?, floats(piece, SE)?, floats(piece, Q10)?, floats(piece, Q90)?);
         for row in 0..piece.height() {
             let (Some(metric), Some(step)) = (long.metric[row], long.step[row]) else { continue };
             let l = index.line(long.cell(row), metric);
@@ -298,7 +301,7 @@ impl LineIndex {
 /// The final table (in the schema of `final.parquet`), one row per cell in cell order.
 pub fn final_table(last: &DataFrame) -> anyhow::Result<FinalTable> {
     let long = Long::of(last)?;
-    let (mean, se) = (floats(last, "mean")?, floats(last, "se")?);
+    let (mean, se) = (floats(last, MEAN)?, floats(last, SE)?);
     let count = |name: &str| -> anyhow::Result<Vec<Option<i64>>> {
         match last.column(name) {
             Ok(column) => Ok(column.i64()?.iter().collect()),
@@ -339,25 +342,12 @@ pub fn final_table(last: &DataFrame) -> anyhow::Result<FinalTable> {
 
 /// One job's rows (in the trajectories' schema), thinned to at most `max_points` steps.
 pub fn trajectory(key: &str, rows: &DataFrame, max_points: usize) -> anyhow::Result<Trajectory> {
-    const NOT_METRICS: [&str; 11] = [
-        "job_key",
-        "family",
-        "benchmark",
-        "benchmark_params",
-        "algorithm",
-        "algorithm_params",
-        "seed",
-        "sweep_seed",
-        "horizon",
-        STEP,
-        "elapsed_ms",
-    ];
     let step: Vec<i64> = rows.column(STEP)?.i64()?.iter().map(|s| s.unwrap_or(0)).collect();
     let keep = thin(step.len(), max_points);
     let mut columns = Vec::new();
     for column in rows.columns() {
         let name = column.name().as_str();
-        if NOT_METRICS.contains(&name) {
+        if is_fixed_column(name) {
             continue;
         }
         let values: Vec<Option<f64>> = match column.dtype() {

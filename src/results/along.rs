@@ -10,9 +10,8 @@
 //! `summary.parquet`.
 //! `step` itself is also aggregated (as Float64), which gives "evaluations vs cost".
 //!
-//! Columns: `family` .. `horizon` as in the summary, `along` (the column's name), `at`
-//! (Float64, the grid value), `point` (Int64, its index in the cell's grid), `metric`,
-//! `n`, `mean`, `std`, `se`, `median`, `q10`, `q90`. Rows sorted by cell, point, metric.
+//! Columns: [`schema::ALONG_TABLE`](super::schema::ALONG_TABLE). Rows sorted by cell, point,
+//! metric.
 
 use super::part::read_ranges;
 use super::stats::{by_cell, statistics, with_names, Interner, Rows};
@@ -88,7 +87,7 @@ pub fn summarize_along(
     column: &str,
     upto: Option<f64>,
 ) -> Result<AlongReport> {
-    if SHARD_FIXED_COLUMNS.contains(&column) && column != STEP {
+    if is_fixed_column(column) && column != STEP {
         return Err(invalid(format!("cannot aggregate along {column:?}: it is not a metric or the step")));
     }
     let jobs = stored_jobs(sweep_dir, only)?;
@@ -160,10 +159,10 @@ fn grid_rows<'a>(
     // `step` holds the grid index: name it `point`, and add the grid value beside it.
     let at: Vec<f64> =
         table.column(STEP)?.i64()?.iter().map(|point| grid[point.expect("not null") as usize - first_point]).collect();
-    table.rename(STEP, "point".into())?;
-    let position = table.get_column_index("point").expect("renamed above");
-    table.insert_column(position, Column::new("at".into(), at))?;
-    table.insert_column(position, Column::new("along".into(), vec![column; table.height()]))?;
+    table.rename(STEP, POINT.into())?;
+    let position = table.get_column_index(POINT).expect("renamed above");
+    table.insert_column(position, Column::new(AT.into(), at))?;
+    table.insert_column(position, Column::new(ALONG.into(), vec![column; table.height()]))?;
     Ok(table)
 }
 
@@ -265,7 +264,7 @@ pub(super) fn read_run(df: &DataFrame, column: &str, metrics: &mut Interner<Stri
     let mut out = Vec::new();
     for series in df.columns() {
         let name = series.name().as_str();
-        let is_metric = name == STEP || (!SHARD_FIXED_COLUMNS.contains(&name) && series.dtype() == &DataType::Float64);
+        let is_metric = name == STEP || (!is_fixed_column(name) && series.dtype() == &DataType::Float64);
         if name == column || !is_metric {
             continue;
         }
@@ -350,29 +349,7 @@ mod tests {
         assert_eq!(report.n_points, 6);
         assert_eq!(report.path, dir.path().join("along_cost.parquet"));
         let df = read_parquet(&report.path).unwrap();
-        let names: Vec<_> = df.get_column_names().iter().map(|n| n.to_string()).collect();
-        assert_eq!(
-            names,
-            [
-                "family",
-                "benchmark",
-                "benchmark_params",
-                "algorithm",
-                "algorithm_params",
-                "horizon",
-                "along",
-                "at",
-                "point",
-                "metric",
-                "n",
-                "mean",
-                "std",
-                "se",
-                "median",
-                "q10",
-                "q90"
-            ]
-        );
+        assert_eq!(columns_of(&df), columns_of_table(&schema::ALONG_TABLE));
         let (algorithm, at, metric, n, mean) =
             (strs(&df, "algorithm"), floats(&df, "at"), strs(&df, "metric"), ints(&df, "n"), floats(&df, "mean"));
         let regret: Vec<(String, f64, f64)> = (0..df.height())

@@ -26,57 +26,22 @@
 //! except for the `elapsed_ms` values, and summaries depend only on the jobs, never on how
 //! they are spread over parts: summarizing the same jobs gives byte-identical summaries.
 //!
-//! # Trajectory schema (one row per step, in this column order)
+//! # Schemas
 //!
-//! | column             | type    | meaning                                                      |
-//! |--------------------|---------|--------------------------------------------------------------|
-//! | `job_key`          | String  | content hash of the spec                                     |
-//! | `family`           | String  | family name                                                  |
-//! | `benchmark`        | String  | benchmark name                                               |
-//! | `benchmark_params` | String  | the parameters as JSON, e.g. `{"noise_sd":0.1}`               |
-//! | `algorithm`        | String  | algorithm name                                               |
-//! | `algorithm_params` | String  | the parameters as JSON, e.g. `{"beta_sqrt":3.0}`              |
-//! | `seed`             | Int64   | seed index (simulation number within the sweep)              |
-//! | `sweep_seed`       | Int64   | the sweep seed, a `u64` stored bit-for-bit: values >= 2^63    |
-//! |                    |         | read back negative; cast to UInt64 to recover them           |
-//! | `horizon`          | Int64   | steps after the initial design                               |
-//! | `step`             | Int64   | step index, 0 = initial state                                |
-//! | `elapsed_ms`       | Float64 | wall clock of the step: the only column that may differ      |
-//! |                    |         | between two runs of the same job                             |
-//! | `<metric>`...      | Float64 | one column per metric of the family, in the family's order:  |
-//! |                    | / Int64 | Float64 for `MetricKind::Float`, Int64 for `MetricKind::Int` |
+//! Every table's columns are declared once, in [`schema`]: [`schema::TRAJECTORY`] (one row
+//! per step, the family's metrics after the fixed columns, Float64 for `MetricKind::Float`
+//! and Int64 for `MetricKind::Int`), [`schema::SUMMARY`] (`summary.parquet` and
+//! `final.parquet`) and [`schema::ALONG_TABLE`]. Float metrics are stored as produced, NaN
+//! included; an Int metric that is NaN is stored as null.
 //!
-//! Float metrics are stored as produced, NaN included. An Int metric that is NaN is stored
-//! as null.
-//!
-//! # Summary schemas (`summary.parquet`, `final.parquet`)
-//!
-//! Long ("tidy") tables: one row per group (family, benchmark, benchmark_params, algorithm,
-//! algorithm_params, horizon, step, metric) over the seeds, for every Float64 metric
-//! (never `elapsed_ms`, never Int64 metrics). Columns in this order:
-//!
-//! | column                        | type    | meaning                                           |
-//! |-------------------------------|---------|---------------------------------------------------|
-//! | `family` .. `algorithm_params`| String  | as in the trajectories                               |
-//! | `horizon`, `step`             | Int64   | as in the trajectories                               |
-//! | `metric`                      | String  | metric column name                                |
-//! | `n`                           | Int64   | number of seeds with a value (not null, not NaN); |
-//! |                               |         | a job that ended before this step has none        |
-//! | `mean`                        | Float64 |                                                   |
-//! | `std`                         | Float64 | sample standard deviation (ddof = 1), null if n<2 |
-//! | `se`                          | Float64 | std / sqrt(n), null if n < 2                      |
-//! | `median`                      | Float64 |                                                   |
-//! | `q10`, `q90`                  | Float64 | quantiles, linear interpolation (numpy default;   |
-//! |                               |         | between two equal infinities: that value, not NaN)|
-//! | `n_jobs`                      | Int64   | the cell's jobs in its sweep (null when rebuilt   |
-//! |                               |         | without the sweep's jobs: `CellJobs`)             |
-//! | `n_failed`                    | Int64   | of those, failed for good                         |
-//!
-//! A cell whose every job failed keeps its rows, one per metric, with `step` null, `n = 0`
-//! and null statistics, so that a method's failures never make it vanish from a table.
+//! The summaries are long ("tidy") tables: one row per group (the cell, step, metric) over
+//! the seeds, for every Float64 metric (never `elapsed_ms`, never Int64 metrics). A cell
+//! whose every job failed keeps its rows, one per metric, with `step` null, `n = 0` and
+//! null statistics, so that a method's failures never make it vanish from a table.
 //!
 //! **NaN is missing**: a NaN metric value is excluded from `n` and from every statistic;
-//! a group with no values has `n = 0` and null statistics.
+//! a group with no values has `n = 0` and null statistics. Quantiles interpolate linearly
+//! (numpy's default); between two equal infinities they are that value, not NaN.
 //!
 //! Rows are sorted by the group columns in the order above (strings lexically).
 //! `final.parquet` has the same columns, computed on each job's own last row, one group per
@@ -89,6 +54,7 @@ pub mod compare;
 mod error;
 pub mod live;
 mod part;
+pub mod schema;
 mod stats;
 mod summary;
 mod table;
@@ -103,7 +69,8 @@ pub use part::{
     trajectories_dir, write_part, write_shard, Cell, PartJob, Provenance, Readable, StoredRows, WrittenPart,
     METRICS_KEY,
 };
-pub use stats::{CellJobs, N_FAILED, N_JOBS};
+use schema::*;
+pub use stats::CellJobs;
 pub use summary::{
     count_cells, metrics_of, rebuild_summaries, summarize, summarize_cell, write_summaries, CellRows, CellSummary,
     Spill, SummaryReport, CELL_ROWS_HELD,
@@ -127,34 +94,6 @@ pub const FINAL_FILE: &str = "final.parquet";
 /// Present in a sweep's directory while the coordinator summarizes it (see
 /// `coordinator::live`); `armada summarize` removes it once it has written the summaries.
 pub const SUMMARIZING_MARKER: &str = "armada.summarizing";
-
-/// Id columns of a trajectory, before `elapsed_ms` and the metrics, in file order.
-const JOB_KEY: &str = "job_key";
-const FAMILY: &str = "family";
-const BENCHMARK: &str = "benchmark";
-const BENCHMARK_PARAMS: &str = "benchmark_params";
-const ALGORITHM: &str = "algorithm";
-const ALGORITHM_PARAMS: &str = "algorithm_params";
-const SEED: &str = "seed";
-const SWEEP_SEED: &str = "sweep_seed";
-const HORIZON: &str = "horizon";
-pub const STEP: &str = "step";
-const ELAPSED_MS: &str = "elapsed_ms";
-
-/// Every non-metric column of a trajectory, in file order. A metric may not use these names.
-pub(crate) const SHARD_FIXED_COLUMNS: [&str; 11] = [
-    JOB_KEY,
-    FAMILY,
-    BENCHMARK,
-    BENCHMARK_PARAMS,
-    ALGORITHM,
-    ALGORITHM_PARAMS,
-    SEED,
-    SWEEP_SEED,
-    HORIZON,
-    STEP,
-    ELAPSED_MS,
-];
 
 /// Distinguishes temp files of concurrent writers of the same name within one process.
 static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);

@@ -2,9 +2,8 @@
 //! the columns `n`, `mean`, `std`, `se`, `median`, `q10` and `q90` of each group, in plain
 //! Rust (see [`statistics`]); the summary and along tables are built from them.
 
-use super::{
-    Cell, Result, StoredRows, ALGORITHM, ALGORITHM_PARAMS, BENCHMARK, BENCHMARK_PARAMS, FAMILY, HORIZON, STEP,
-};
+use super::schema::{CELL_TEXT, HORIZON, JOB_COUNTS, MEAN, MEDIAN, METRIC, N, Q10, Q90, SE, STATISTICS, STD, STEP};
+use super::{Cell, Result, StoredRows};
 use polars::prelude::*;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;
@@ -184,23 +183,27 @@ impl Stats {
 
     pub(super) fn into_frame(self) -> Result<DataFrame> {
         let height = self.n.len();
-        Ok(DataFrame::new(
-            height,
-            vec![
-                Column::new("cell".into(), self.cell),
-                Column::new(STEP.into(), self.step),
-                Column::new("metric".into(), self.metric),
-                Column::new("n".into(), self.n),
-                Column::new("mean".into(), self.mean),
-                Column::new("std".into(), self.std),
-                Column::new("se".into(), self.se),
-                Column::new("median".into(), self.median),
-                Column::new("q10".into(), self.q10),
-                Column::new("q90".into(), self.q90),
-            ],
-        )?)
+        let statistics = [
+            Column::new(N.into(), self.n),
+            Column::new(MEAN.into(), self.mean),
+            Column::new(STD.into(), self.std),
+            Column::new(SE.into(), self.se),
+            Column::new(MEDIAN.into(), self.median),
+            Column::new(Q10.into(), self.q10),
+            Column::new(Q90.into(), self.q90),
+        ];
+        debug_assert!(statistics.iter().map(|c| c.name().as_str()).eq(STATISTICS));
+        let ids = [
+            Column::new(CELL_ID.into(), self.cell),
+            Column::new(STEP.into(), self.step),
+            Column::new(METRIC.into(), self.metric),
+        ];
+        Ok(DataFrame::new(height, ids.into_iter().chain(statistics).collect())?)
     }
 }
+
+/// The column of a cell's id in [`statistics`]' frame, before [`with_names`] replaces it.
+const CELL_ID: &str = "cell";
 
 /// The `q` quantile of sorted values, interpolating linearly between the two closest
 /// ranks (numpy's default): position q (n - 1).
@@ -215,32 +218,32 @@ fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
     Some(sorted[lo] + (position - lo as f64) * (sorted[hi] - sorted[lo]))
 }
 
-/// Replace the cell and metric ids by their columns, in the output column order.
+/// Replace the cell and metric ids by their columns, in the output column order:
+/// [`schema::CELL`](super::schema::CELL), `step`, `metric`, the statistics.
 pub(super) fn with_names(stats: &DataFrame, cells: &[Cell], metrics: &[String]) -> Result<DataFrame> {
     let cell_of = |id: Option<i64>| -> &Cell { &cells[id.expect("group keys are not null") as usize] };
-    let cell_ids = stats.column("cell")?.i64()?;
-    let text = |name: &str, field: fn(&Cell) -> &str| {
-        let values: Vec<&str> = cell_ids.iter().map(|id| field(cell_of(id))).collect();
-        Column::new(name.into(), values)
-    };
+    let cell_ids = stats.column(CELL_ID)?.i64()?;
+    let mut columns: Vec<Column> = CELL_TEXT
+        .iter()
+        .enumerate()
+        .map(|(c, name)| {
+            let values: Vec<&str> = cell_ids.iter().map(|id| cell_of(id).texts()[c]).collect();
+            Column::new((*name).into(), values)
+        })
+        .collect();
     let horizon: Vec<i64> = cell_ids.iter().map(|id| cell_of(id).horizon).collect();
     let metric: Vec<&str> = stats
-        .column("metric")?
+        .column(METRIC)?
         .i64()?
         .iter()
         .map(|id| metrics[id.expect("group keys are not null") as usize].as_str())
         .collect();
-    let mut columns = vec![
-        text(FAMILY, |c| c.family.as_str()),
-        text(BENCHMARK, |c| c.benchmark.as_str()),
-        text(BENCHMARK_PARAMS, |c| c.benchmark_params.as_str()),
-        text(ALGORITHM, |c| c.algorithm.as_str()),
-        text(ALGORITHM_PARAMS, |c| c.algorithm_params.as_str()),
+    columns.extend([
         Column::new(HORIZON.into(), horizon),
         stats.column(STEP)?.clone(),
-        Column::new("metric".into(), metric),
-    ];
-    for name in ["n", "mean", "std", "se", "median", "q10", "q90"] {
+        Column::new(METRIC.into(), metric),
+    ]);
+    for name in STATISTICS {
         columns.push(stats.column(name)?.clone());
     }
     Ok(DataFrame::new(stats.height(), columns)?)
@@ -250,20 +253,16 @@ pub(super) fn with_names(stats: &DataFrame, cells: &[Cell], metrics: &[String]) 
 /// step, `n = 0` and null statistics, in [`with_names`]' schema.
 pub(super) fn no_result_rows(cell: &Cell, metrics: &[String]) -> Result<DataFrame> {
     let k = metrics.len();
-    let text = |name: &str, value: &str| Column::new(name.into(), vec![value; k]);
-    let mut columns = vec![
-        text(FAMILY, &cell.family),
-        text(BENCHMARK, &cell.benchmark),
-        text(BENCHMARK_PARAMS, &cell.benchmark_params),
-        text(ALGORITHM, &cell.algorithm),
-        text(ALGORITHM_PARAMS, &cell.algorithm_params),
+    let mut columns: Vec<Column> =
+        CELL_TEXT.iter().zip(cell.texts()).map(|(name, value)| Column::new((*name).into(), vec![value; k])).collect();
+    columns.extend([
         Column::new(HORIZON.into(), vec![cell.horizon; k]),
         Column::new(STEP.into(), vec![None::<i64>; k]),
-        Column::new("metric".into(), metrics.to_vec()),
-        Column::new("n".into(), vec![0i64; k]),
-    ];
-    for name in ["mean", "std", "se", "median", "q10", "q90"] {
-        columns.push(Column::new(name.into(), vec![None::<f64>; k]));
+        Column::new(METRIC.into(), metrics.to_vec()),
+        Column::new(N.into(), vec![0i64; k]),
+    ]);
+    for name in &STATISTICS[1..] {
+        columns.push(Column::new((*name).into(), vec![None::<f64>; k]));
     }
     Ok(DataFrame::new(k, columns)?)
 }
@@ -277,18 +276,15 @@ pub struct CellJobs {
     pub n_failed: usize,
 }
 
-/// The job count columns, after the statistics.
-pub const N_JOBS: &str = "n_jobs";
-pub const N_FAILED: &str = "n_failed";
-
 /// `rows` of one cell with its job counts as the last two columns (null when not known:
 /// summaries rebuilt from the trajectories alone, with no record of the sweep's jobs).
 pub(super) fn with_job_counts(rows: &DataFrame, jobs: Option<CellJobs>) -> Result<DataFrame> {
     let k = rows.height();
     let count = |f: fn(CellJobs) -> usize| jobs.map(|j| f(j) as i64);
     let mut out = rows.clone();
-    out.with_column(Column::new(N_JOBS.into(), vec![count(|j| j.n_jobs); k]))?;
-    out.with_column(Column::new(N_FAILED.into(), vec![count(|j| j.n_failed); k]))?;
+    let [n_jobs, n_failed] = JOB_COUNTS;
+    out.with_column(Column::new(n_jobs.into(), vec![count(|j| j.n_jobs); k]))?;
+    out.with_column(Column::new(n_failed.into(), vec![count(|j| j.n_failed); k]))?;
     Ok(out)
 }
 

@@ -456,7 +456,7 @@ impl LongRows {
     /// order the jobs are read in). Every Float64 column that is not a fixed trajectory
     /// column is a metric; Int64 metrics are skipped.
     fn add_rows(&mut self, df: &DataFrame, segments: impl IntoIterator<Item = (usize, bool, usize)>) -> Result<()> {
-        for name in SHARD_FIXED_COLUMNS {
+        for name in TRAJECTORY.map(|c| c.name) {
             if df.column(name).is_err() {
                 return Err(invalid(format!("trajectory has no column {name:?}")));
             }
@@ -492,7 +492,7 @@ impl LongRows {
         }
         for column in df.columns() {
             let name = column.name().as_str();
-            if SHARD_FIXED_COLUMNS.contains(&name) {
+            if is_fixed_column(name) {
                 continue;
             }
             match column.dtype() {
@@ -590,37 +590,9 @@ mod tests {
         assert_eq!(report.n_rows, 6 * 3 + 2);
 
         let summary = read_parquet(&report.summary_path).unwrap();
-        let names: Vec<_> = summary.get_column_names().iter().map(|n| n.to_string()).collect();
-        let expected_names = [
-            "family",
-            "benchmark",
-            "benchmark_params",
-            "algorithm",
-            "algorithm_params",
-            "horizon",
-            "step",
-            "metric",
-            "n",
-            "mean",
-            "std",
-            "se",
-            "median",
-            "q10",
-            "q90",
-            "n_jobs",
-            "n_failed",
-        ];
-        assert_eq!(names, expected_names);
+        assert_eq!(columns_of(&summary), columns_of_table(&schema::SUMMARY));
         // Rebuilt from the trajectories alone: the sweep's job counts are not known.
         assert!(ints(&summary, N_JOBS).iter().chain(&ints(&summary, N_FAILED)).all(Option::is_none));
-        for (name, dtype) in summary.schema().iter() {
-            let expected = match name.as_str() {
-                "horizon" | "step" | "n" | "n_jobs" | "n_failed" => DataType::Int64,
-                "mean" | "std" | "se" | "median" | "q10" | "q90" => DataType::Float64,
-                _ => DataType::String,
-            };
-            assert_eq!(dtype, &expected, "{name}");
-        }
         assert!(!strs(&summary, "metric").iter().any(|m| m == "chosen" || m == "arm"));
 
         // Hand-computed: [10, 20, 30] has std 10; [1, 2, 4] has mean 7/3 and variance

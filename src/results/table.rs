@@ -19,7 +19,7 @@ const SIGNIFICANT_DIGITS: i32 = 4;
 /// A non-empty `only` keeps just those metrics (in the shards' order).
 pub fn final_table(sweep_dir: &Path, only: &[&str]) -> Result<String> {
     let df = read_parquet(&sweep_dir.join(FINAL_FILE))?;
-    let in_final: BTreeSet<&str> = df.column("metric")?.str()?.iter().flatten().collect();
+    let in_final: BTreeSet<&str> = df.column(METRIC)?.str()?.iter().flatten().collect();
     let order = metric_order(sweep_dir, in_final)?;
     render_final(&df, &order, only)
 }
@@ -33,11 +33,11 @@ pub fn render_final(df: &DataFrame, order: &[String], only: &[&str]) -> Result<S
     };
     let (benchmark, benchmark_params) = (text(BENCHMARK)?, text(BENCHMARK_PARAMS)?);
     let (algorithm, algorithm_params) = (text(ALGORITHM)?, text(ALGORITHM_PARAMS)?);
-    let metric = text("metric")?;
+    let metric = text(METRIC)?;
     let horizon: Vec<Option<i64>> = df.column(HORIZON)?.i64()?.iter().collect();
-    let n: Vec<Option<i64>> = df.column("n")?.i64()?.iter().collect();
-    let mean: Vec<Option<f64>> = df.column("mean")?.f64()?.iter().collect();
-    let se: Vec<Option<f64>> = df.column("se")?.f64()?.iter().collect();
+    let n: Vec<Option<i64>> = df.column(N)?.i64()?.iter().collect();
+    let mean: Vec<Option<f64>> = df.column(MEAN)?.f64()?.iter().collect();
+    let se: Vec<Option<f64>> = df.column(SE)?.f64()?.iter().collect();
     // Tables written before the job counts were recorded have no such columns.
     let count = |name: &str| -> Result<Vec<Option<i64>>> {
         match df.column(name) {
@@ -77,11 +77,11 @@ pub fn render_final(df: &DataFrame, order: &[String], only: &[&str]) -> Result<S
     }
     let show_horizon = horizon.iter().collect::<BTreeSet<_>>().len() > 1;
 
-    let mut header = vec!["benchmark", "benchmark_params", "algorithm", "algorithm_params"];
+    let mut header = vec![BENCHMARK, BENCHMARK_PARAMS, ALGORITHM, ALGORITHM_PARAMS];
     if show_horizon {
-        header.push("horizon");
+        header.push(HORIZON);
     }
-    header.push("n");
+    header.push(N);
     header.extend(metrics.iter().map(String::as_str));
     let mut lines: Vec<Vec<String>> = vec![header.iter().map(|h| h.to_string()).collect()];
     for ((bench, alg, bench_params, alg_params, horizon), (row_n, cells)) in &rows {

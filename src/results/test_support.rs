@@ -81,3 +81,13 @@ pub fn write_fixture(dir: &Path) {
         write_shard(dir, &job, metrics, &records).unwrap();
     }
 }
+
+/// A frame's columns, names and types in order.
+pub fn columns_of(df: &DataFrame) -> Vec<(String, DataType)> {
+    df.columns().iter().map(|c| (c.name().to_string(), c.dtype().clone())).collect()
+}
+
+/// A declared table's columns, names and types in order.
+pub fn columns_of_table(table: &[super::schema::TableColumn]) -> Vec<(String, DataType)> {
+    table.iter().map(|c| (c.name.to_owned(), c.ty.dtype())).collect()
+}

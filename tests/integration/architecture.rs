@@ -222,7 +222,7 @@ fn the_cycle_check_finds_the_old_circles_put_back() {
     assert!(cycle.starts_with("coordinator: ") && cycle.contains("scheduler") && cycle.contains("live"), "{cycle}");
     for (file, back) in [
         ("results/along.rs", "use super::summary::summarize_cell;"),
-        ("results/part.rs", "fn back() { let _ = super::summary::summarize_cell; }"),
+        ("results/part/mod.rs", "fn back() { let _ = super::summary::summarize_cell; }"),
     ] {
         let mut sources = module_graph::read_sources(&src);
         sources.get_mut(file).unwrap().push_str(&format!("\n{back}\n"));
