@@ -2,8 +2,8 @@
 //! and the embedded `armada run`: connect with a token, follow a sweep with a progress
 //! bar, describe its status.
 
+use armada_proto::auth::BearerToken;
 use armada_proto::v1 as pb;
-use armada_worker::auth::BearerToken;
 use indicatif::{ProgressBar, ProgressStyle};
 use pb::sweeps_client::SweepsClient;
 use std::path::Path;
@@ -19,14 +19,14 @@ pub const MAX_REPLY_BYTES: usize = 64 << 20;
 
 /// Connect to the coordinator at `url` (`https://` needs `ca`), sending `token` if given.
 pub async fn connect(url: &str, token: Option<&str>, ca: Option<&Path>) -> anyhow::Result<Client> {
-    let channel = armada_worker::connect::connect(url, ca).await?;
+    let channel = armada_proto::connect::connect(url, ca).await?;
     Ok(SweepsClient::with_interceptor(channel, BearerToken::new(token)?).max_decoding_message_size(MAX_REPLY_BYTES))
 }
 
 /// A gRPC status as a one-line error naming its code (and, for an answer that was not
 /// gRPC at all, what was probably dialled instead).
 pub fn status_error(e: tonic::Status) -> anyhow::Error {
-    match armada_worker::connect::misdial_hint(&e) {
+    match armada_proto::connect::misdial_hint(&e) {
         Some(hint) => anyhow::anyhow!("{hint} ({:?}: {})", e.code(), e.message()),
         None => anyhow::anyhow!("{} ({:?})", e.message(), e.code()),
     }
@@ -48,14 +48,14 @@ fn is_transient(e: &tonic::Status) -> bool {
         e.code(),
         Code::Unavailable | Code::Unknown | Code::Cancelled | Code::DeadlineExceeded | Code::Internal
     );
-    code && !armada_worker::connect::answered_plain_http(e)
+    code && !armada_proto::connect::answered_plain_http(e)
 }
 
 /// An error about a file the coordinator refused (a sweep file, a declaration): named
 /// with the file when the file is at fault, else as [`status_error`] says it (a wrong
 /// port, a token, an unreachable coordinator are not the file's fault).
 pub fn file_error(file: &Path, e: tonic::Status) -> anyhow::Error {
-    let misdialled = armada_worker::connect::misdial_hint(&e).is_some();
+    let misdialled = armada_proto::connect::misdial_hint(&e).is_some();
     match e.code() {
         tonic::Code::InvalidArgument | tonic::Code::FailedPrecondition | tonic::Code::AlreadyExists if !misdialled => {
             anyhow::anyhow!("{}: {} ({:?})", file.display(), e.message(), e.code())

@@ -10,8 +10,8 @@
 
 use crate::client;
 use crate::coordinator::{self, SchedulerConfig, ServeConfig};
+use armada_proto::auth::TOKEN_ENV;
 use armada_proto::v1 as pb;
-use armada_worker::auth::TOKEN_ENV;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;

@@ -16,10 +16,10 @@
 
 use crate::results;
 use anyhow::Context;
+use armada_proto::auth::BearerToken;
+use armada_proto::heartbeats::Heartbeats;
+use armada_proto::lease::ahead_per_slot;
 use armada_proto::v1 as pb;
-use armada_worker::auth::BearerToken;
-use armada_worker::heartbeats::Heartbeats;
-use armada_worker::worker::ahead_per_slot;
 use pb::workers_client::WorkersClient;
 use std::collections::{BinaryHeap, HashMap};
 use std::io::{BufRead, BufReader};
@@ -197,7 +197,7 @@ fn serve(config: &LoadConfig, token: &str) -> anyhow::Result<Served> {
     command
         .args(["serve", "--listen", "127.0.0.1:0", "--dashboard", "off", "--data"])
         .arg(&config.data)
-        .env(armada_worker::auth::TOKEN_ENV, token)
+        .env(armada_proto::auth::TOKEN_ENV, token)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
@@ -256,7 +256,7 @@ async fn simulate(
         let slots = config.slots as u32;
         let beats = beats.clone();
         registering.spawn(async move {
-            let channel = armada_worker::connect::connect(&url, None).await?;
+            let channel = armada_proto::connect::connect(&url, None).await?;
             let mut client = WorkersClient::with_interceptor(channel, BearerToken::new(Some(&token))?);
             let request = pb::RegisterRequest {
                 name: format!("loadgen-{i}"),
@@ -443,7 +443,7 @@ impl Session {
     async fn run(mut self) -> anyhow::Result<Seen> {
         let mut seen = Seen::default();
         let phase = (self.draw() >> 11) as f64 / (1u64 << 53) as f64;
-        let mut heartbeat = armada_worker::heartbeats::ticks(self.heartbeat, phase);
+        let mut heartbeat = armada_proto::heartbeats::ticks(self.heartbeat, phase);
         heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut beating: Option<tokio::task::JoinHandle<Beat>> = None;
         // Leased and waiting for a slot (attempt, seed); on a slot; finished and waiting

@@ -12,7 +12,7 @@ pub struct ListArgs {
     #[arg(long)]
     coordinator: Option<String>,
     /// Bearer token, if the coordinator requires one.
-    #[arg(long, env = armada_worker::auth::TOKEN_ENV, hide_env_values = true)]
+    #[arg(long, env = armada_proto::auth::TOKEN_ENV, hide_env_values = true)]
     token: Option<String>,
     /// CA certificate (PEM) for an https:// coordinator.
     #[arg(long)]

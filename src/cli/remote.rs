@@ -3,8 +3,8 @@
 
 use anyhow::Context;
 use armada::client::{describe, failure_lines, status_error, trouble_lines, Client};
+use armada_proto::auth::TOKEN_ENV;
 use armada_proto::v1 as pb;
-use armada_worker::auth::TOKEN_ENV;
 use std::io::{BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

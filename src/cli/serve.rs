@@ -3,7 +3,7 @@
 use armada::coordinator::backups::BackupPolicy;
 use armada::coordinator::commit::CommitConfig;
 use armada::coordinator::{self, SchedulerConfig, ServeConfig};
-use armada_worker::auth::TOKEN_ENV;
+use armada_proto::auth::TOKEN_ENV;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;

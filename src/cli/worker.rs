@@ -1,7 +1,7 @@
 //! `armada worker`: lease and run jobs for a coordinator until Ctrl-C or SIGTERM, then
 //! finish the running jobs and exit 0.
 
-use armada_worker::auth::TOKEN_ENV;
+use armada_proto::auth::TOKEN_ENV;
 use armada_worker::{run_worker, WorkerConfig};
 use std::path::PathBuf;
 use std::process::ExitCode;

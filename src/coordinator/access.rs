@@ -12,7 +12,7 @@
 //! The dashboard is closed whenever any token is configured: `admin` opens all of it,
 //! `viewer` and `client` its pages and API, `scrape` its `/metrics`.
 
-use armada_worker::auth::same_secret;
+use armada_proto::auth::same_secret;
 use serde::Deserialize;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

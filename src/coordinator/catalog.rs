@@ -333,7 +333,7 @@ pub(crate) mod tests {
             matches!(catalog.check(again).and_then(|c| catalog.decide(c, &Declarer::unlimited("test"))), Ok(Decision::Known { digest: d }) if d == digest)
         );
         let mut changed = mybo();
-        changed.algorithms[1].params[0].default = Some(armada_worker::wire::param_to_wire(&ParamValue::Int(7)));
+        changed.algorithms[1].params[0].default = Some(armada_proto::wire::param_to_wire(&ParamValue::Int(7)));
         let e =
             catalog.check(changed.clone()).and_then(|c| catalog.decide(c, &Declarer::unlimited("test"))).err().unwrap();
         assert_eq!(e.kind(), super::super::replies::ErrorKind::FailedPrecondition);
@@ -396,7 +396,7 @@ pub(crate) mod tests {
         assert!(std::ptr::eq(newest.declaration(), old.declaration()), "a revision shares its 'static form");
         // Another code with another schema is refused: that takes a new version.
         let mut both = pb::FamilyInfo { code: "cccc".into(), ..restyled.clone() };
-        both.algorithms[1].params[0].default = Some(armada_worker::wire::param_to_wire(&ParamValue::Int(7)));
+        both.algorithms[1].params[0].default = Some(armada_proto::wire::param_to_wire(&ParamValue::Int(7)));
         let e = catalog.check(both).and_then(|c| catalog.decide(c, &Declarer::unlimited("test"))).err().unwrap();
         assert!(e.message().contains("differs at `algorithms[1].params[0].default`"), "{}", e.message());
         // Declaring the old code again (a worker of it restarted) makes it the newest again.
@@ -471,7 +471,7 @@ pub(crate) mod tests {
             kind: pb::param_info::Kind::Float as i32,
             min: 0.0,
             max: 10.0,
-            default: Some(armada_worker::wire::param_to_wire(&ParamValue::Float(2.0))),
+            default: Some(armada_proto::wire::param_to_wire(&ParamValue::Float(2.0))),
             ..Default::default()
         };
         let algorithm = |n: &&str| pb::ComponentInfo {
@@ -687,7 +687,7 @@ pub(crate) mod tests {
         assert!(dup.starts_with(&format!("benchmarks[{}].name: `", mybo().benchmarks.len())), "{dup}");
         assert_eq!(
             refused(&|i| i.algorithms[1].params[0].default =
-                Some(armada_worker::wire::param_to_wire(&ParamValue::Float(1.0)))),
+                Some(armada_proto::wire::param_to_wire(&ParamValue::Float(1.0)))),
             "algorithms[1].params[0].default: an INT parameter needs an int default"
         );
         assert!(

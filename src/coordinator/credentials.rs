@@ -52,10 +52,10 @@ impl Sealer {
         let (Some(tag), Some(life), Some(secret)) = (tag, life, secret) else {
             return Err(unknown());
         };
-        if !armada_worker::auth::same_secret(life, &self.mac(&["life", secret], LIFE_DIGITS)) {
+        if !armada_proto::auth::same_secret(life, &self.mac(&["life", secret], LIFE_DIGITS)) {
             return Err(unknown());
         }
-        if !armada_worker::auth::same_secret(tag, &self.mac(&["token", secret, token], TAG_DIGITS)) {
+        if !armada_proto::auth::same_secret(tag, &self.mac(&["token", secret, token], TAG_DIGITS)) {
             return Err(Status::permission_denied(
                 "session: registered with another token; a worker session is used with the token that registered it",
             ));

@@ -8,7 +8,7 @@ use armada_core::{
     ParamKind, ParamValue, Registry, SpecError, ValidJob,
 };
 use armada_proto::v1 as pb;
-use armada_worker::wire;
+use armada_proto::wire;
 use prost::Message;
 use std::collections::HashSet;
 use std::sync::Arc;

@@ -12,8 +12,8 @@
 
 use super::access::Gate;
 use super::service::Coordinator;
+use armada_proto::connect::HEARTBEAT_PREFIX;
 use armada_proto::v1 as pb;
-use armada_worker::connect::HEARTBEAT_PREFIX;
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
@@ -144,8 +144,8 @@ async fn sort(
 mod tests {
     use super::*;
     use crate::coordinator::{serve, SchedulerConfig, ServeConfig};
-    use armada_worker::connect::{connect, heartbeat_channel};
-    use armada_worker::heartbeats::Heartbeats;
+    use armada_proto::connect::{connect, heartbeat_channel};
+    use armada_proto::heartbeats::Heartbeats;
     use pb::sweeps_client::SweepsClient;
     use pb::workers_client::WorkersClient;
     use std::net::SocketAddr;
@@ -339,7 +339,7 @@ mod tests {
     fn heartbeats_go_on_the_other_connection_when_their_own_fails() {
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
         let served = coordinator(&runtime, SchedulerConfig::default());
-        let token = armada_worker::auth::BearerToken::new(None).unwrap();
+        let token = armada_proto::auth::BearerToken::new(None).unwrap();
         runtime.block_on(async {
             let channel = connect(&format!("http://{}", served.at), None).await.unwrap();
             let session = register(&mut WorkersClient::new(channel.clone())).await;

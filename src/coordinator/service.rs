@@ -21,7 +21,7 @@ use super::trouble::Trouble;
 use crate::{results, sweep};
 use armada_core::{Registry, SpecError, ValidJob};
 use armada_proto::v1 as pb;
-use armada_worker::wire::{self, Arrived};
+use armada_proto::wire::{self, Arrived};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;

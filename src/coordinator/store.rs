@@ -12,7 +12,7 @@
 use super::trouble::{Place, WriteTroubles};
 use armada_core::{JobKey, JobSpec};
 use armada_proto::v1 as pb;
-use armada_worker::wire;
+use armada_proto::wire;
 use prost::Message;
 use rusqlite::{params, Connection, OptionalExtension};
 use std::collections::HashMap;

@@ -153,6 +153,21 @@ fn the_offline_report_does_not_depend_on_the_coordinator() {
     assert!(!graph.depends(&["results"], &["coordinator"]), "results names the coordinator");
 }
 
+/// The coordinator speaks the protocol (`armada-proto`: wire conversions, the token,
+/// dialing, the lease depth), never the worker process's crate.
+#[test]
+fn the_coordinator_does_not_import_the_worker_crate() {
+    let sources = module_graph::read_sources(&common::manifest_dir().join("src"));
+    let coordinator: Vec<_> = sources.iter().filter(|(file, _)| file.starts_with("coordinator/")).collect();
+    assert!(coordinator.len() > 20, "only {} coordinator files found", coordinator.len());
+    let naming: Vec<&String> = coordinator
+        .iter()
+        .filter(|(_, text)| text.contains("armada_worker::") || text.contains("use armada_worker"))
+        .map(|(file, _)| *file)
+        .collect();
+    assert!(naming.is_empty(), "coordinator files naming armada_worker: {naming:?}");
+}
+
 #[test]
 fn the_cycle_check_sees_groups_globs_reexports_submodules_and_code_after_tests() {
     let sources = |files: &[(&str, &str)]| -> BTreeMap<String, String> {

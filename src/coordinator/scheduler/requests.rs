@@ -212,10 +212,7 @@ impl Scheduler {
     ) -> Result<Leases, CommandError> {
         let (session, worker) = self.workers.get(session)?;
         let (worker_id, families) = (worker.id.clone(), worker.families.clone());
-        // At most what its slots (one when it did not say) and the prefetch depth of short
-        // jobs justify, whatever it asks: one session cannot take a whole sweep's queue.
-        let most = u64::from(worker.slots.max(1)) * (1 + armada_worker::worker::PREFETCH_PER_SLOT as u64);
-        let max_jobs = max_jobs.min(most.min(u64::from(u32::MAX)) as u32);
+        let max_jobs = max_jobs.min(armada_proto::lease::most_leased(worker.slots));
         self.workers.asked_for_jobs(&session);
         // A store that cannot write could not record what the attempts commit: nothing is
         // leased meanwhile, and the worker keeps its session (see `trouble`).

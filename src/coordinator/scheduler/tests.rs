@@ -547,7 +547,7 @@ async fn declared_families_are_leased_by_digest_and_survive_a_restart() {
     assert!(e.message().starts_with("families[0]: `mybo` is a declared family"), "{}", e.message());
     let mut changed = v1.clone();
     changed.info.algorithms[1].params[0].default =
-        Some(armada_worker::wire::param_to_wire(&armada_core::ParamValue::Int(7)));
+        Some(armada_proto::wire::param_to_wire(&armada_core::ParamValue::Int(7)));
     let changed = declared::check(changed.info, &crate::registry()).unwrap();
     let e = register_as(with(&["mybo"], vec![changed])).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::FailedPrecondition);

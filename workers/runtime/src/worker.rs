@@ -12,10 +12,11 @@
 //! abandoned (the coordinator re-queues them when their leases expire) and the worker
 //! registers again.
 
-use crate::auth::BearerToken;
-use crate::wire::{records_to_wire, spec_from_wire};
 use armada_core::{run_job, JobError, Registry, StepRecord, ValidJob};
+use armada_proto::auth::BearerToken;
+use armada_proto::lease::ahead_per_slot;
 use armada_proto::v1 as pb;
+use armada_proto::wire::{records_to_wire, spec_from_wire};
 use pb::workers_client::WorkersClient;
 use std::collections::{HashMap, VecDeque};
 use std::ops::ControlFlow;
@@ -35,18 +36,6 @@ pub const BATCH_RECORDS: usize = 1024;
 /// A job that ends within this many records sends them with its commit, not on a stream.
 pub const INLINE_RECORDS: usize = 64;
 pub const BATCH_WAIT: Duration = Duration::from_millis(200);
-/// Jobs that take less than this are short: the worker then leases ahead, keeping about
-/// [`AHEAD_WORK`] of them per slot waiting (at most [`PREFETCH_PER_SLOT`]), so that a lease
-/// RPC serves many jobs. Long jobs are leased one per free slot, so the end of a sweep stays
-/// balanced. Whether a sweep's jobs are short is measured per sweep ([`JobLengths`]).
-pub const SHORT_JOB: Duration = Duration::from_millis(250);
-pub const PREFETCH_PER_SLOT: usize = 64;
-/// The work a slot holds leased ahead, by the sweep's mean job length: 64 jobs of a few
-/// microseconds (one lease per 64 jobs), but 2 of 40 ms, so that at a sweep's end no worker
-/// holds seconds of jobs while another idles. Short jobs waiting run as a batch of as many:
-/// one task and one call on the blocking pool for all of them, their records kept for their
-/// commits (no task, channel or thread hand-off per job).
-pub const AHEAD_WORK: Duration = Duration::from_millis(100);
 /// The most records a job of a batch keeps for its commit; a job with more stops, runs
 /// again alone with its records streamed, and so do its sweep's later jobs on this worker.
 pub const BATCH_JOB_RECORDS: usize = 4096;
@@ -79,7 +68,7 @@ pub struct WorkerConfig {
     pub host: String,
 }
 
-use crate::heartbeats::{Client, Heartbeats};
+use armada_proto::heartbeats::{Client, Heartbeats};
 
 /// How long each sweep's jobs take on this worker: a running mean per sweep (the last
 /// eight jobs weigh most). Leasing ahead follows the sweep being leased, so that after a
@@ -135,16 +124,6 @@ impl JobLengths {
     }
 }
 
-/// How many jobs that take `mean` each a slot holds leased ahead: about [`AHEAD_WORK`] of
-/// them when they are short (at most [`PREFETCH_PER_SLOT`]), else none.
-pub fn ahead_per_slot(mean: Duration) -> usize {
-    if mean >= SHORT_JOB {
-        return 0;
-    }
-    let n = AHEAD_WORK.as_nanos() / mean.as_nanos().max(1);
-    (n as usize).clamp(1, PREFETCH_PER_SLOT)
-}
-
 /// The longest wait between tries after a lost connection: a coordinator that restarts
 /// is found again within it.
 pub const RECONNECT_BACKOFF_MAX: Duration = Duration::from_secs(5);
@@ -177,7 +156,7 @@ pub async fn run_worker(
 ) -> anyhow::Result<()> {
     let token = BearerToken::new(config.token.as_deref())?;
     // A URL that cannot work (no scheme, no host, no CA for https) is said once, not retried.
-    crate::connect::endpoint(&config.coordinator, config.tls_ca.as_deref())?;
+    armada_proto::connect::endpoint(&config.coordinator, config.tls_ca.as_deref())?;
     let mut backoff = Duration::from_millis(100);
     loop {
         if *shutdown.borrow() {
@@ -206,7 +185,7 @@ pub async fn run_worker(
                 let register_unavailable = at_register && e.code() == Code::Unavailable;
                 let what = if register_unavailable { "registering" } else { "retrying" };
                 // A first call answered oddly is a wrong address; later, a lost connection.
-                let hint = if at_register { crate::connect::misdial_hint(&e) } else { None };
+                let hint = if at_register { armada_proto::connect::misdial_hint(&e) } else { None };
                 let message = match hint {
                     Some(hint) => format!("{hint} ({})", e.message()),
                     None => e.message().to_string(),
@@ -230,11 +209,14 @@ async fn session(
     registry: &Arc<Registry>,
     shutdown: watch::Receiver<bool>,
 ) -> Result<(), SessionError> {
-    let endpoint = crate::connect::endpoint(&config.coordinator, config.tls_ca.as_deref())
+    let endpoint = armada_proto::connect::endpoint(&config.coordinator, config.tls_ca.as_deref())
         .map_err(|e| tonic::Status::invalid_argument(format!("{e:#}")))
         .map_err(|status| SessionError { status, at_register: false })?;
     let channel = endpoint.connect().await.map_err(|e| SessionError {
-        status: tonic::Status::unavailable(format!("connecting: {}", crate::connect::explain(&config.coordinator, &e))),
+        status: tonic::Status::unavailable(format!(
+            "connecting: {}",
+            armada_proto::connect::explain(&config.coordinator, &e)
+        )),
         at_register: false,
     })?;
     let mut client = WorkersClient::with_interceptor(channel, token.clone());
@@ -276,7 +258,7 @@ async fn registered_session(
     let session: Arc<str> = registered.session.into();
     info!("registered with {} as {worker_id} ({} slots)", config.coordinator, config.slots);
     let interval = Duration::from_millis(registered.heartbeat_interval_ms.max(20) as u64);
-    let mut heartbeat = crate::heartbeats::ticks(interval, crate::heartbeats::random_phase());
+    let mut heartbeat = armada_proto::heartbeats::ticks(interval, armada_proto::heartbeats::random_phase());
     let mut running: HashMap<u64, watch::Sender<bool>> = HashMap::new();
     let mut tasks: JoinSet<Vec<Finished>> = JoinSet::new();
     // Leased, not yet started (heartbeated all the same: they are in `running`).
@@ -809,6 +791,7 @@ fn void_or_lost(attempt_id: u64, e: tonic::Status) -> Result<(), tonic::Status> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use armada_proto::lease::PREFETCH_PER_SLOT;
 
     /// After a lost connection the worker tries again within 5 s; after a Register
     /// answered UNAVAILABLE (a coordinator that cannot record its declaration), the waits

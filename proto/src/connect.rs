@@ -241,7 +241,7 @@ mod tests {
     /// The protocol's file tells workers written elsewhere these very bytes.
     #[test]
     fn the_proto_documents_the_heartbeat_prefix() {
-        let proto = include_str!("../../../proto/armada/v1/service.proto");
+        let proto = include_str!("../armada/v1/service.proto");
         let text = std::str::from_utf8(HEARTBEAT_PREFIX).unwrap().replace('\n', "\\n");
         let said = format!("\"{text}\" ({}, the newline included)", HEARTBEAT_PREFIX.len());
         assert!(proto.contains(&said), "service.proto does not say {said}");

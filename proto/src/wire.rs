@@ -1,8 +1,8 @@
 //! Conversions between the wire types of `armada-proto` and `armada-core`'s, in one place
 //! so that prost types stop at the service edges.
 
+use crate::v1 as pb;
 use armada_core::{JobSpec, ParamValue, Params, RecordColumns, StepRecord};
-use armada_proto::v1 as pb;
 
 /// A core job spec on the wire.
 pub fn spec_to_wire(spec: &JobSpec) -> pb::JobSpec {

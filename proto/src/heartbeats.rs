@@ -3,8 +3,8 @@
 //! that connection answers; else with the session's other calls.
 
 use crate::auth::BearerToken;
-use armada_proto::v1 as pb;
-use armada_proto::v1::workers_client::WorkersClient;
+use crate::v1 as pb;
+use crate::v1::workers_client::WorkersClient;
 use std::time::Duration;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
