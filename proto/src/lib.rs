@@ -18,5 +18,6 @@ pub mod v1 {
 pub mod auth;
 pub mod connect;
 pub mod heartbeats;
+pub mod ids;
 pub mod lease;
 pub mod wire;

@@ -12,6 +12,7 @@ use super::replies::CommandError;
 use crate::results::live::{CellMoments, FloatMetrics};
 use crate::results::{self, Cell, PartJob, Provenance, StoredRows};
 use armada_core::MetricDef;
+use armada_proto::ids::AttemptId;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -56,7 +57,7 @@ pub struct Commit {
     pub results_dir: Arc<PathBuf>,
     pub metrics: &'static [MetricDef],
     pub job: usize,
-    pub attempt: u64,
+    pub attempt: AttemptId,
     /// The job: its cell's template, seed and key.
     pub template: Arc<Template>,
     pub seed: u64,
@@ -72,7 +73,7 @@ pub struct Commit {
 /// A job of a written (or failed) part, for the scheduler to settle.
 pub struct Committed {
     pub job: usize,
-    pub attempt: u64,
+    pub attempt: AttemptId,
     /// The metrics of the job's last record.
     pub last: Vec<f64>,
     /// Where its rows are, once the part is written.
@@ -189,7 +190,7 @@ fn write(commits: Vec<Commit>, live: &LiveSummaries, counters: &Metrics) -> Part
             cell: c.template.cell.clone(),
             seed: c.seed,
             sweep_seed: c.template.spec.sweep_seed,
-            provenance: c.provenance.map(|p| (p, c.attempt)),
+            provenance: c.provenance.map(|p| (p, c.attempt.0)),
             n_records,
             records: Box::new(records),
         });

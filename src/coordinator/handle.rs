@@ -20,6 +20,7 @@ use super::spool::Spools;
 use super::sweeps::FailurePage;
 use super::table::Cause;
 use armada_core::{RecordColumns, StepRecord};
+use armada_proto::ids::AttemptId;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,7 +31,7 @@ pub const HEARTBEAT_ANSWER: Duration = Duration::from_millis(20);
 
 /// By session, the attempts to abandon that the scheduler found for a heartbeat whose
 /// caller had stopped waiting: a later heartbeat not answered in time answers with them.
-pub(super) type LateAbandons = Arc<std::sync::Mutex<std::collections::HashMap<String, Vec<u64>>>>;
+pub(super) type LateAbandons = Arc<std::sync::Mutex<std::collections::HashMap<String, Vec<AttemptId>>>>;
 
 /// How the scheduler answers a command.
 pub(super) type Reply<T> = oneshot::Sender<Result<T, CommandError>>;
@@ -113,10 +114,10 @@ pub(super) enum Command {
     /// those `started`); answers the attempts to abandon.
     Heartbeat {
         session: String,
-        attempts: Vec<u64>,
-        started: Vec<u64>,
+        attempts: Vec<AttemptId>,
+        started: Vec<AttemptId>,
         heard: std::time::Instant,
-        reply: Reply<Vec<u64>>,
+        reply: Reply<Vec<AttemptId>>,
     },
     /// A sweep's jobs with their keys, at its revision, and its results directory: what a
     /// resubmission is planned from off the scheduler.
@@ -128,12 +129,12 @@ pub(super) enum Command {
     /// answers each whether its trajectory is the job's (a later commit of a job is not).
     Complete {
         session: String,
-        commits: Vec<(u64, u32, Reply<bool>)>,
+        commits: Vec<(AttemptId, u32, Reply<bool>)>,
     },
     /// An attempt failed; answers whether its job will be tried again.
     Fail {
         session: String,
-        attempt: u64,
+        attempt: AttemptId,
         error: String,
         cause: Cause,
         reply: Reply<bool>,
@@ -141,12 +142,12 @@ pub(super) enum Command {
     /// Attempts leased and never started, handed back: answers how many jobs were queued.
     Release {
         session: String,
-        attempts: Vec<u64>,
+        attempts: Vec<AttemptId>,
         reply: Reply<u32>,
     },
     /// The attempt's uploaded records broke its job's schema (the spool says why): void it.
     Refused {
-        attempt: u64,
+        attempt: AttemptId,
     },
     /// Internal: the committer wrote (or failed to write) a part.
     PartWritten(PartWritten),
@@ -304,9 +305,9 @@ impl SchedulerHandle {
     pub async fn heartbeat(
         &self,
         session: String,
-        attempts: Vec<u64>,
-        started: Vec<u64>,
-    ) -> Result<Vec<u64>, CommandError> {
+        attempts: Vec<AttemptId>,
+        started: Vec<AttemptId>,
+    ) -> Result<Vec<AttemptId>, CommandError> {
         let heard = tokio::time::Instant::now().into_std();
         let (reply, mut answer) = oneshot::channel();
         let command = Command::Heartbeat { session: session.clone(), attempts, started, heard, reply };
@@ -342,7 +343,12 @@ impl SchedulerHandle {
 
     /// Commit an attempt. The answer (whether its trajectory is the job's) comes once its
     /// part is durable; it is awaited apart, so that a stream can have several in flight.
-    pub async fn complete(&self, session: String, attempt: u64, n_records: u32) -> Result<Pending<bool>, CommandError> {
+    pub async fn complete(
+        &self,
+        session: String,
+        attempt: AttemptId,
+        n_records: u32,
+    ) -> Result<Pending<bool>, CommandError> {
         self.send(|reply| Command::Complete { session, commits: vec![(attempt, n_records, reply)] }).await
     }
 
@@ -351,7 +357,7 @@ impl SchedulerHandle {
     pub async fn complete_many(
         &self,
         session: String,
-        attempts: Vec<(u64, u32)>,
+        attempts: Vec<(AttemptId, u32)>,
     ) -> Result<Vec<Pending<bool>>, CommandError> {
         let mut pending = Vec::with_capacity(attempts.len());
         let commits = attempts
@@ -370,29 +376,40 @@ impl SchedulerHandle {
     }
 
     /// An attempt failed; answers whether its job will be tried again.
-    pub async fn fail(&self, session: String, attempt: u64, error: String, cause: Cause) -> Result<bool, CommandError> {
+    pub async fn fail(
+        &self,
+        session: String,
+        attempt: AttemptId,
+        error: String,
+        cause: Cause,
+    ) -> Result<bool, CommandError> {
         self.call(|reply| Command::Fail { session, attempt, error, cause, reply }).await
     }
 
     /// Attempts leased and never started, handed back; answers how many jobs were queued.
-    pub async fn release(&self, session: String, attempts: Vec<u64>) -> Result<u32, CommandError> {
+    pub async fn release(&self, session: String, attempts: Vec<AttemptId>) -> Result<u32, CommandError> {
         self.call(|reply| Command::Release { session, attempts, reply }).await
     }
 
     /// Append an attempt's uploaded records to its spool (off the actor); answers the
     /// attempt's records so far. An error that voids the attempt is reported to the
     /// scheduler by [`Self::refused`].
-    pub fn append(&self, attempt: u64, session: &str, records: &[StepRecord]) -> Result<u32, CommandError> {
+    pub fn append(&self, attempt: AttemptId, session: &str, records: &[StepRecord]) -> Result<u32, CommandError> {
         self.spools.append(attempt, session, records)
     }
 
     /// [`Self::append`] for records that arrived as columns.
-    pub fn append_columns(&self, attempt: u64, session: &str, columns: &RecordColumns) -> Result<u32, CommandError> {
+    pub fn append_columns(
+        &self,
+        attempt: AttemptId,
+        session: &str,
+        columns: &RecordColumns,
+    ) -> Result<u32, CommandError> {
         self.spools.append_columns(attempt, session, columns)
     }
 
     /// The attempt's records broke its job's schema: void it.
-    pub async fn refused(&self, attempt: u64) -> Result<(), CommandError> {
+    pub async fn refused(&self, attempt: AttemptId) -> Result<(), CommandError> {
         self.mailbox_send(Command::Refused { attempt }).await
     }
 

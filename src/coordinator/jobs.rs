@@ -5,6 +5,7 @@
 use super::store::JobState;
 use crate::results::{self, Cell};
 use armada_core::{JobKey, JobSpec, Registry, SpecError, ValidJob};
+use armada_proto::ids::AttemptId;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::path::Path;
@@ -153,11 +154,11 @@ pub struct Job {
     /// not count as attempts, but a job voided `MAX_VOIDED` times fails.
     pub voided: u32,
     /// The attempt the job is running (state `running`).
-    pub current: Option<u64>,
+    pub current: Option<AttemptId>,
     /// Every attempt of the job the table still knows (its current one, and expired ones
     /// whose late result may still commit): the table's index from a job to its attempts,
     /// so settling a job never scans the attempts of the others.
-    pub known_attempts: Vec<u64>,
+    pub known_attempts: Vec<AttemptId>,
     pub error: Option<Box<str>>,
 }
 

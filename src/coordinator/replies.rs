@@ -6,6 +6,7 @@
 use super::declared::Checked;
 use super::trouble::Trouble;
 use armada_core::{JobSpec, MetricDef};
+use armada_proto::ids::AttemptId;
 use armada_proto::v1 as pb;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -69,7 +70,7 @@ pub struct Registered {
 /// One leased attempt of a job.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Lease {
-    pub attempt_id: u64,
+    pub attempt_id: AttemptId,
     pub sweep_id: String,
     pub job_key: String,
     pub spec: JobSpec,
@@ -194,7 +195,7 @@ pub enum SweepEvent {
     JobStarted {
         job_key: String,
         description: String,
-        attempt_id: u64,
+        attempt_id: AttemptId,
         attempt: u32,
         worker: String,
     },

@@ -20,6 +20,7 @@ use super::table::Cause;
 use super::trouble::Trouble;
 use crate::{results, sweep};
 use armada_core::{Registry, SpecError, ValidJob};
+use armada_proto::ids::AttemptId;
 use armada_proto::v1 as pb;
 use armada_proto::wire::{self, Arrived};
 use std::pin::Pin;
@@ -438,8 +439,8 @@ impl Coordinator {
     /// One attempt's commit: its inline records into the spool, then the scheduler's
     /// decision, to be awaited.
     async fn complete(&self, session: String, r: pb::CompleteAttemptRequest) -> Result<Pending<bool>, Status> {
-        self.append_inline(&session, r.attempt_id, r.records, r.columns)?;
-        let (attempt, n_records) = (r.attempt_id, r.n_records);
+        let (attempt, n_records) = (AttemptId(r.attempt_id), r.n_records);
+        self.append_inline(&session, attempt, r.records, r.columns)?;
         Ok(self.scheduler.complete(session, attempt, n_records).await?)
     }
 
@@ -448,13 +449,13 @@ impl Coordinator {
     async fn complete_group(
         &self,
         session: String,
-        attempts: Vec<(u64, u32)>,
-        pending: &mut Vec<(u64, Result<Pending<bool>, Status>)>,
+        attempts: Vec<(AttemptId, u32)>,
+        pending: &mut Vec<(AttemptId, Result<Pending<bool>, Status>)>,
     ) {
         if attempts.is_empty() {
             return;
         }
-        let ids: Vec<u64> = attempts.iter().map(|(id, _)| *id).collect();
+        let ids: Vec<AttemptId> = attempts.iter().map(|(id, _)| *id).collect();
         match self.scheduler.complete_many(session, attempts).await {
             Ok(answers) => pending.extend(ids.into_iter().zip(answers.into_iter().map(Ok))),
             Err(e) => pending.extend(ids.into_iter().map(|id| (id, Err(Status::from(e.clone()))))),
@@ -465,7 +466,7 @@ impl Coordinator {
     fn append_inline(
         &self,
         session: &str,
-        attempt: u64,
+        attempt: AttemptId,
         records: Vec<pb::StepRecord>,
         columns: Option<pb::RecordColumns>,
     ) -> Result<(), Status> {
@@ -484,7 +485,7 @@ impl Coordinator {
     }
 
     /// Records that arrived for `attempt` into its spool; how many it holds now.
-    fn append(&self, attempt: u64, session: &str, records: &Arrived) -> Result<u32, CommandError> {
+    fn append(&self, attempt: AttemptId, session: &str, records: &Arrived) -> Result<u32, CommandError> {
         match records {
             Arrived::Rows(rows) => self.scheduler.append(attempt, session, rows),
             Arrived::Columns(columns) => self.scheduler.append_columns(attempt, session, columns),
@@ -580,8 +581,9 @@ impl pb::workers_server::Workers for Coordinator {
         let grant = grant_of(&request);
         let r = request.into_inner();
         let session = self.sealer.open(&r.session, grant.token_label())?;
-        let abandon = self.scheduler.heartbeat(session, r.attempt_ids, r.started_ids).await?;
-        Ok(Response::new(pb::HeartbeatResponse { abandon }))
+        let abandon =
+            self.scheduler.heartbeat(session, AttemptId::all(r.attempt_ids), AttemptId::all(r.started_ids)).await?;
+        Ok(Response::new(pb::HeartbeatResponse { abandon: abandon.into_iter().map(|a| a.0).collect() }))
     }
 
     async fn upload_records(
@@ -596,7 +598,7 @@ impl pb::workers_server::Workers for Coordinator {
             let session = self.sealer.open(&batch.session, grant.token_label())?;
             let records = Arrived::from_wire(batch.records, batch.columns).map_err(Status::invalid_argument)?;
             // Straight into the attempt's spool: record batches never wait on the scheduler.
-            match self.append(batch.attempt_id, &session, &records) {
+            match self.append(AttemptId(batch.attempt_id), &session, &records) {
                 Ok(n) => {
                     n_records = n;
                     self.records_received(records.len());
@@ -604,7 +606,7 @@ impl pb::workers_server::Workers for Coordinator {
                 Err(e) => {
                     if e.kind() == ErrorKind::InvalidArgument {
                         // The records broke the job's schema: void the attempt now.
-                        let attempt = batch.attempt_id;
+                        let attempt = AttemptId(batch.attempt_id);
                         let _ = self.scheduler.refused(attempt).await;
                     }
                     return Err(e.into());
@@ -635,7 +637,7 @@ impl pb::workers_server::Workers for Coordinator {
         let grant = grant_of(&request);
         let request = request.into_inner();
         let batch_session = self.sealer.open(&request.session, grant.token_label());
-        let mut group: (String, Vec<(u64, u32)>) = (String::new(), Vec::new());
+        let mut group: (String, Vec<(AttemptId, u32)>) = (String::new(), Vec::new());
         for r in request.attempts {
             let session = match r.session.is_empty() {
                 true => batch_session.clone(),
@@ -644,7 +646,7 @@ impl pb::workers_server::Workers for Coordinator {
             let session = match session {
                 Ok(session) => session,
                 Err(e) => {
-                    pending.push((r.attempt_id, Err(e)));
+                    pending.push((AttemptId(r.attempt_id), Err(e)));
                     continue;
                 }
             };
@@ -652,7 +654,7 @@ impl pb::workers_server::Workers for Coordinator {
                 let (before, attempts) = std::mem::replace(&mut group, (session, Vec::new()));
                 self.complete_group(before, attempts, &mut pending).await;
             }
-            let (attempt_id, n_records) = (r.attempt_id, r.n_records);
+            let (attempt_id, n_records) = (AttemptId(r.attempt_id), r.n_records);
             match self.append_inline(&group.0, attempt_id, r.records, r.columns) {
                 Ok(()) => group.1.push((attempt_id, n_records)),
                 Err(e) => pending.push((attempt_id, Err(e))),
@@ -667,9 +669,11 @@ impl pb::workers_server::Workers for Coordinator {
                 Err(e) => Err(e),
             };
             outcomes.push(match answer {
-                Ok(committed) => pb::AttemptOutcome { attempt_id, committed, code: 0, message: String::new() },
+                Ok(committed) => {
+                    pb::AttemptOutcome { attempt_id: attempt_id.0, committed, code: 0, message: String::new() }
+                }
                 Err(e) => pb::AttemptOutcome {
-                    attempt_id,
+                    attempt_id: attempt_id.0,
                     committed: false,
                     code: e.code() as i32,
                     message: e.message().to_string(),
@@ -690,7 +694,7 @@ impl pb::workers_server::Workers for Coordinator {
             pb::FailureCause::Job => Cause::Job,
             pb::FailureCause::Worker | pb::FailureCause::Unspecified => Cause::Worker,
         };
-        let will_retry = self.scheduler.fail(session, r.attempt_id, r.error, cause).await?;
+        let will_retry = self.scheduler.fail(session, AttemptId(r.attempt_id), r.error, cause).await?;
         Ok(Response::new(pb::FailAttemptResponse { will_retry }))
     }
 
@@ -701,7 +705,7 @@ impl pb::workers_server::Workers for Coordinator {
         let grant = grant_of(&request);
         let r = request.into_inner();
         let session = self.sealer.open(&r.session, grant.token_label())?;
-        let released = self.scheduler.release(session, r.attempt_ids).await?;
+        let released = self.scheduler.release(session, AttemptId::all(r.attempt_ids)).await?;
         Ok(Response::new(pb::ReleaseAttemptsResponse { released }))
     }
 }
@@ -770,7 +774,7 @@ fn job_failed(f: JobFailed) -> pb::JobFailed {
 
 fn job_lease(l: Lease) -> pb::JobLease {
     pb::JobLease {
-        attempt_id: l.attempt_id,
+        attempt_id: l.attempt_id.0,
         sweep_id: l.sweep_id,
         job_key: l.job_key,
         spec: Some(wire::spec_to_wire(&l.spec)),
@@ -782,7 +786,7 @@ fn sweep_event(e: SweepEvent) -> pb::SweepEvent {
     use pb::sweep_event::Event;
     let event = match e {
         SweepEvent::JobStarted { job_key, description, attempt_id, attempt, worker } => {
-            Event::JobStarted(pb::JobStarted { job_key, description, attempt_id, attempt, worker })
+            Event::JobStarted(pb::JobStarted { job_key, description, attempt_id: attempt_id.0, attempt, worker })
         }
         SweepEvent::JobFinished { job_key, description, final_metrics } => Event::JobFinished(pb::JobFinished {
             job_key,

@@ -15,6 +15,7 @@
 use super::replies::CommandError;
 use crate::results::ResultsError;
 use armada_core::{MetricDef, MetricKind, RecordColumns, StepRecord};
+use armada_proto::ids::AttemptId;
 use dashmap::DashMap;
 use std::fs::{self, File};
 use std::io::{self, BufReader, Read, Write};
@@ -27,7 +28,7 @@ pub const SPOOL_BUFFER_BYTES: usize = 64 * 1024;
 /// The spools of every running attempt, by attempt id.
 #[derive(Clone)]
 pub struct Spools {
-    map: Arc<DashMap<u64, Arc<Mutex<Spool>>>>,
+    map: Arc<DashMap<AttemptId, Arc<Mutex<Spool>>>>,
     dir: Arc<PathBuf>,
 }
 
@@ -45,7 +46,7 @@ impl Spools {
 
     /// Start an empty spool for `attempt`, leased to the worker session `owner`, whose
     /// records follow `schema`.
-    pub fn create(&self, attempt: u64, owner: Arc<str>, schema: RecordSchema) {
+    pub fn create(&self, attempt: AttemptId, owner: Arc<str>, schema: RecordSchema) {
         let spool = Spool::new(self.dir.clone(), attempt, owner, schema);
         self.map.insert(attempt, Arc::new(Mutex::new(spool)));
     }
@@ -55,18 +56,23 @@ impl Spools {
     /// (void, finished, never leased), PERMISSION_DENIED when another session holds it,
     /// INVALID_ARGUMENT (naming the step and column) when a record breaks the schema: the
     /// spool is then broken, and the caller voids the attempt.
-    pub fn append(&self, attempt: u64, session: &str, records: &[StepRecord]) -> Result<u32, CommandError> {
+    pub fn append(&self, attempt: AttemptId, session: &str, records: &[StepRecord]) -> Result<u32, CommandError> {
         self.append_with(attempt, session, |spool| spool.append(records))
     }
 
     /// [`Spools::append`] for records that arrived as columns.
-    pub fn append_columns(&self, attempt: u64, session: &str, columns: &RecordColumns) -> Result<u32, CommandError> {
+    pub fn append_columns(
+        &self,
+        attempt: AttemptId,
+        session: &str,
+        columns: &RecordColumns,
+    ) -> Result<u32, CommandError> {
         self.append_with(attempt, session, |spool| spool.append_columns(columns))
     }
 
     fn append_with(
         &self,
-        attempt: u64,
+        attempt: AttemptId,
         session: &str,
         append: impl FnOnce(&mut Spool) -> Result<(), String>,
     ) -> Result<u32, CommandError> {
@@ -83,7 +89,7 @@ impl Spools {
     }
 
     /// Take `attempt`'s spool out of the map (to commit it); later uploads are NOT_FOUND.
-    pub fn take(&self, attempt: u64) -> Option<Spool> {
+    pub fn take(&self, attempt: AttemptId) -> Option<Spool> {
         let (_, spool) = self.map.remove(&attempt)?;
         // Every upload holds the mutex only while appending; once out of the map nobody
         // else can reach it, so waiting on the lock is brief.
@@ -91,7 +97,7 @@ impl Spools {
             Ok(mutex) => mutex.into_inner().unwrap_or_else(|e| e.into_inner()),
             Err(shared) => {
                 let mut guard = shared.lock().unwrap_or_else(|e| e.into_inner());
-                let mut taken = Spool::new(Arc::default(), 0, "".into(), RecordSchema::default());
+                let mut taken = Spool::new(Arc::default(), AttemptId(0), "".into(), RecordSchema::default());
                 taken.broken = Some("the spool was taken".into());
                 std::mem::replace(&mut *guard, taken)
             }
@@ -100,14 +106,14 @@ impl Spools {
     }
 
     /// Forget `attempt`'s records (dropped, failed, superseded).
-    pub fn discard(&self, attempt: u64) {
+    pub fn discard(&self, attempt: AttemptId) {
         if let Some(spool) = self.take(attempt) {
             spool.remove_file();
         }
     }
 }
 
-fn void(attempt: u64) -> CommandError {
+fn void(attempt: AttemptId) -> CommandError {
     CommandError::not_found(format!("attempt {attempt} is not known (void or finished)"))
 }
 
@@ -160,7 +166,7 @@ impl RecordSchema {
 pub struct Spool {
     /// Its file is `<dir>/<id>.rec`, named only when rows spill (most attempts never do).
     dir: Arc<PathBuf>,
-    id: u64,
+    id: AttemptId,
     /// The worker session that leased the attempt.
     owner: Arc<str>,
     schema: RecordSchema,
@@ -180,7 +186,7 @@ pub struct Spool {
 impl Spool {
     /// An empty spool spilling to `<dir>/<id>.rec` (also the in-process runner's, one per
     /// running job).
-    pub(crate) fn new(dir: Arc<PathBuf>, id: u64, owner: Arc<str>, schema: RecordSchema) -> Spool {
+    pub(crate) fn new(dir: Arc<PathBuf>, id: AttemptId, owner: Arc<str>, schema: RecordSchema) -> Spool {
         Spool {
             dir,
             id,
@@ -434,17 +440,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let spools = open(&dir.path().join(".spool"));
         let n = 10_000u32;
-        spools.create(7, "s".into(), schema(n - 1));
+        spools.create(AttemptId(7), "s".into(), schema(n - 1));
         let mut max_buffer = 0;
         for chunk in (0..n).collect::<Vec<_>>().chunks(64) {
             let records: Vec<_> = chunk.iter().map(|&s| record(s)).collect();
-            assert_eq!(spools.append(7, "s", &records).unwrap(), chunk[chunk.len() - 1] + 1);
-            let spool = spools.map.get(&7).unwrap().value().clone();
+            assert_eq!(spools.append(AttemptId(7), "s", &records).unwrap(), chunk[chunk.len() - 1] + 1);
+            let spool = spools.map.get(&AttemptId(7)).unwrap().value().clone();
             max_buffer = max_buffer.max(spool.lock().unwrap().buffer.capacity());
         }
         // 36 bytes a row: 360,000 bytes uploaded, at most one buffer (plus a batch) held.
         assert!(max_buffer <= 2 * SPOOL_BUFFER_BYTES, "buffer grew to {max_buffer} bytes");
-        let spool = spools.take(7).unwrap();
+        let spool = spools.take(AttemptId(7)).unwrap();
         assert_eq!(spool.incomplete(), None);
         assert!(spool.n_spilled > 0 && !spool.buffer.is_empty(), "both file and buffer in use");
         let path = spool.path();
@@ -461,7 +467,7 @@ mod tests {
         }
         assert!(!path.exists(), "the spill file is removed once read");
         assert!(spools.map.is_empty());
-        assert_eq!(spools.append(7, "s", &[record(0)]).unwrap_err().kind(), ErrorKind::NotFound);
+        assert_eq!(spools.append(AttemptId(7), "s", &[record(0)]).unwrap_err().kind(), ErrorKind::NotFound);
     }
 
     /// Every way a trajectory can be wrong that was once committed: each is refused as it
@@ -487,7 +493,7 @@ mod tests {
             (vec![huge], "step 0, column `c`: 1e300 is not a whole number"),
         ];
         for (attempt, (records, wanted)) in cases.into_iter().enumerate() {
-            let attempt = attempt as u64;
+            let attempt = AttemptId(attempt as u64);
             spools.create(attempt, "s".into(), schema(5));
             let err = spools.append(attempt, "s", &records).unwrap_err();
             assert_eq!(err.kind(), ErrorKind::InvalidArgument);
@@ -497,10 +503,10 @@ mod tests {
             assert!(spools.take(attempt).unwrap().broken().unwrap().contains(wanted));
         }
         // Whole numbers and NaN are fine in an Int metric.
-        spools.create(50, "s".into(), schema(5));
+        spools.create(AttemptId(50), "s".into(), schema(5));
         let mut whole = record(0);
         whole.values[2] = -3.0;
-        spools.append(50, "s", &[whole]).unwrap();
+        spools.append(AttemptId(50), "s", &[whole]).unwrap();
     }
 
     /// Records that arrive as columns are checked as rows are, with the same messages, and
@@ -528,7 +534,7 @@ mod tests {
             (late, "records: columns.elapsed_ms: 3 values for 2 steps"),
         ];
         for (attempt, (columns, wanted)) in cases.into_iter().enumerate() {
-            let attempt = attempt as u64;
+            let attempt = AttemptId(attempt as u64);
             spools.create(attempt, "s".into(), schema(5));
             let err = spools.append_columns(attempt, "s", &columns).unwrap_err();
             assert_eq!(err.kind(), ErrorKind::InvalidArgument);
@@ -543,17 +549,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let spools = open(dir.path());
         let n = 3_000u32;
-        spools.create(1, "s".into(), schema(n - 1));
+        spools.create(AttemptId(1), "s".into(), schema(n - 1));
         let all: Vec<StepRecord> = (0..n).map(record).collect();
         for (i, chunk) in all.chunks(100).enumerate() {
             let held = if i % 2 == 0 {
-                spools.append_columns(1, "s", &RecordColumns::from_rows(chunk).unwrap())
+                spools.append_columns(AttemptId(1), "s", &RecordColumns::from_rows(chunk).unwrap())
             } else {
-                spools.append(1, "s", chunk)
+                spools.append(AttemptId(1), "s", chunk)
             };
             assert_eq!(held.unwrap(), chunk[chunk.len() - 1].step + 1);
         }
-        let spool = spools.take(1).unwrap();
+        let spool = spools.take(AttemptId(1)).unwrap();
         assert_eq!(spool.last_step(), Some(n - 1));
         assert_eq!(spool.last()[..2], [(n - 1) as f64, -((n - 1) as f64)]);
         assert!(spool.n_spilled > 0, "the file is in use");
@@ -569,19 +575,19 @@ mod tests {
     fn a_trajectory_without_its_last_steps_is_incomplete() {
         let dir = tempfile::tempdir().unwrap();
         let spools = open(dir.path());
-        spools.create(1, "s".into(), schema(3));
+        spools.create(AttemptId(1), "s".into(), schema(3));
         assert!(spools
-            .take(1)
+            .take(AttemptId(1))
             .unwrap()
             .incomplete()
             .unwrap()
             .contains("holds 0 records; a trajectory has steps 0..=3 (4 records)"));
-        spools.create(2, "s".into(), schema(3));
-        spools.append(2, "s", &(0..3).map(record).collect::<Vec<_>>()).unwrap();
-        assert!(spools.take(2).unwrap().incomplete().unwrap().contains("holds 3 records"));
-        spools.create(3, "s".into(), schema(3));
-        spools.append(3, "s", &(0..4).map(record).collect::<Vec<_>>()).unwrap();
-        assert_eq!(spools.take(3).unwrap().incomplete(), None);
+        spools.create(AttemptId(2), "s".into(), schema(3));
+        spools.append(AttemptId(2), "s", &(0..3).map(record).collect::<Vec<_>>()).unwrap();
+        assert!(spools.take(AttemptId(2)).unwrap().incomplete().unwrap().contains("holds 3 records"));
+        spools.create(AttemptId(3), "s".into(), schema(3));
+        spools.append(AttemptId(3), "s", &(0..4).map(record).collect::<Vec<_>>()).unwrap();
+        assert_eq!(spools.take(AttemptId(3)).unwrap().incomplete(), None);
     }
 
     /// A family whose episodes end early commits any prefix 0..=last of its steps, but
@@ -591,20 +597,20 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let spools = open(dir.path());
         let early = RecordSchema { ends_early: true, ..schema(3) };
-        spools.create(1, "s".into(), early.clone());
+        spools.create(AttemptId(1), "s".into(), early.clone());
         assert!(spools
-            .take(1)
+            .take(AttemptId(1))
             .unwrap()
             .incomplete()
             .unwrap()
             .contains("holds 0 records; a trajectory has at least step 0"));
         for last in 0..=3 {
-            spools.create(2 + last, "s".into(), early.clone());
-            spools.append(2 + last, "s", &(0..=last as u32).map(record).collect::<Vec<_>>()).unwrap();
-            assert_eq!(spools.take(2 + last).unwrap().incomplete(), None, "steps 0..={last}");
+            spools.create(AttemptId(2 + last), "s".into(), early.clone());
+            spools.append(AttemptId(2 + last), "s", &(0..=last as u32).map(record).collect::<Vec<_>>()).unwrap();
+            assert_eq!(spools.take(AttemptId(2 + last)).unwrap().incomplete(), None, "steps 0..={last}");
         }
-        spools.create(9, "s".into(), early);
-        let err = spools.append(9, "s", &(0..5).map(record).collect::<Vec<_>>()).unwrap_err();
+        spools.create(AttemptId(9), "s".into(), early);
+        let err = spools.append(AttemptId(9), "s", &(0..5).map(record).collect::<Vec<_>>()).unwrap_err();
         assert!(err.message().contains("step 4 is past the horizon 3"), "{}", err.message());
     }
 
@@ -613,11 +619,11 @@ mod tests {
     fn another_sessions_upload_is_permission_denied() {
         let dir = tempfile::tempdir().unwrap();
         let spools = open(dir.path());
-        spools.create(1, "mine".into(), schema(3));
-        let err = spools.append(1, "theirs", &[record(0)]).unwrap_err();
+        spools.create(AttemptId(1), "mine".into(), schema(3));
+        let err = spools.append(AttemptId(1), "theirs", &[record(0)]).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::PermissionDenied);
         // The refusal did not break the owner's spool.
-        assert_eq!(spools.append(1, "mine", &[record(0)]).unwrap(), 1);
+        assert_eq!(spools.append(AttemptId(1), "mine", &[record(0)]).unwrap(), 1);
     }
 
     #[test]
@@ -625,11 +631,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let spool_dir = dir.path().join(".spool");
         let spools = open(&spool_dir);
-        spools.create(3, "s".into(), schema(4999));
+        spools.create(AttemptId(3), "s".into(), schema(4999));
         let records: Vec<_> = (0..5000).map(record).collect();
-        spools.append(3, "s", &records).unwrap();
+        spools.append(AttemptId(3), "s", &records).unwrap();
         assert!(spool_dir.join("3.rec").exists());
-        spools.discard(3);
+        spools.discard(AttemptId(3));
         assert!(!spool_dir.join("3.rec").exists());
         fs::write(spool_dir.join("99.rec"), b"left by a killed coordinator").unwrap();
         let _again = open(&spool_dir);

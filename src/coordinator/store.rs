@@ -11,6 +11,7 @@
 
 use super::trouble::{Place, WriteTroubles};
 use armada_core::{JobKey, JobSpec};
+use armada_proto::ids::AttemptId;
 use armada_proto::v1 as pb;
 use armada_proto::wire;
 use prost::Message;
@@ -708,7 +709,7 @@ impl Store {
     /// job table has them after it.
     pub fn end_attempt(
         &mut self,
-        attempt: u64,
+        attempt: AttemptId,
         job: (&str, &str),
         state: JobState,
         attempts: u32,
@@ -718,7 +719,7 @@ impl Store {
             conn.execute(
                 "UPDATE jobs SET state = ?1, error = COALESCE(?2, error), attempts = ?3, last_attempt = MAX(last_attempt, ?4)
                  WHERE sweep_id = ?5 AND key = ?6",
-                params![state.as_str(), error, attempts, attempt as i64, job.0, job.1],
+                params![state.as_str(), error, attempts, attempt.0 as i64, job.0, job.1],
             )?;
             Ok(())
         })
@@ -1202,8 +1203,8 @@ mod tests {
         // Job 5's attempt was noted, then a later note (it had ended uncharged) left it out.
         note(&mut store, &[(10, 1), (11, 2), (12, 3), (13, 4), (14, 5)]);
         note(&mut store, &[(10, 1), (11, 2), (12, 3), (13, 4)]);
-        store.end_attempt(11, ("s", &hex(2)), JobState::Queued, 1, Some("boom")).unwrap();
-        store.end_attempt(12, ("s", &hex(3)), JobState::Queued, 0, None).unwrap();
+        store.end_attempt(AttemptId(11), ("s", &hex(2)), JobState::Queued, 1, Some("boom")).unwrap();
+        store.end_attempt(AttemptId(12), ("s", &hex(3)), JobState::Queued, 0, None).unwrap();
         store.commit_jobs("s", "part-x.parquet", &[(Some((1, 13)), &hex(4))]).unwrap();
         drop(store);
         let mut store = Store::open(dir.path()).unwrap();

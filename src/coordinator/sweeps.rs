@@ -459,6 +459,7 @@ mod tests {
     use super::*;
     use crate::testing::Gen;
     use armada_core::JobSpec;
+    use armada_proto::ids::AttemptId;
     use std::collections::{BTreeSet, HashMap};
     use std::time::{Duration, Instant};
 
@@ -576,7 +577,7 @@ mod tests {
                     25..=59 => {
                         let picked = t.pick(&families, 1);
                         let Some(&i) = picked.first() else { continue };
-                        let attempt = next_attempt;
+                        let attempt = AttemptId(next_attempt);
                         next_attempt += 1;
                         t.start_attempts(&picked, &[attempt], &session, "w", now);
                         let effects = if rng.chance(70) {

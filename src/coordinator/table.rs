@@ -23,6 +23,7 @@ use super::jobs::Job;
 use super::queue::JobQueue;
 use super::replies::CommandError;
 use super::store::{AttemptOutcome, JobState};
+use armada_proto::ids::AttemptId;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -103,15 +104,15 @@ pub struct Attempt {
 pub enum Effect {
     /// Store: the attempt ended (`committed`, `failed`, `dropped`, ...), and its job is now
     /// in `state` (with `error`, when one is given).
-    EndAttempt { attempt: u64, job: usize, outcome: AttemptOutcome, state: JobState, error: Option<String> },
+    EndAttempt { attempt: AttemptId, job: usize, outcome: AttemptOutcome, state: JobState, error: Option<String> },
     /// Spools: a leased attempt's records will arrive here.
-    OpenSpool { attempt: u64, job: usize, session: Arc<str> },
+    OpenSpool { attempt: AttemptId, job: usize, session: Arc<str> },
     /// Spools: the attempt's records are not wanted.
-    DiscardSpool(u64),
+    DiscardSpool(AttemptId),
     /// Live summaries: the job settled without a result (failed or cancelled).
     SettledWithoutResult(usize),
     /// Watchers: the job's attempt started on a worker.
-    Started { job: usize, attempt: u64, worker: String },
+    Started { job: usize, attempt: AttemptId, worker: String },
     /// Watchers: an attempt of the job failed; `is_final` when the job will not be retried.
     Failed { job: usize, error: String, attempt_no: u32, is_final: bool },
     /// The sweep may have nothing left queued or running.
@@ -139,7 +140,7 @@ pub struct JobTable {
     /// stored is cut off again), so an index names one job for the table's life.
     jobs: Vec<Job>,
     queue: JobQueue,
-    attempts: HashMap<u64, Attempt>,
+    attempts: HashMap<AttemptId, Attempt>,
     policy: Policy,
     /// Jobs whose trajectory the coordinator could not write, each queued again at its time
     /// (see [`JobTable::commit_failed`]).
@@ -218,7 +219,7 @@ impl JobTable {
 
     /// The worker of `session` says it started `attempts` (those it holds; others are
     /// ignored): their jobs count as running, no longer as leased ahead.
-    pub fn started(&mut self, session: &str, attempts: &[u64]) {
+    pub fn started(&mut self, session: &str, attempts: &[AttemptId]) {
         for id in attempts {
             let Some(a) = self.attempts.get(id).filter(|a| &*a.session == session) else { continue };
             let job = &mut self.jobs[a.job];
@@ -267,7 +268,7 @@ impl JobTable {
 
     /// The attempts current on their jobs and not settled, with each one's job: what a
     /// restart charges to the jobs if they never end (`Store::note_open_attempts`).
-    pub fn open_attempts(&self) -> impl Iterator<Item = (u64, usize)> + '_ {
+    pub fn open_attempts(&self) -> impl Iterator<Item = (AttemptId, usize)> + '_ {
         self.attempts
             .iter()
             .filter(|(&id, a)| self.jobs[a.job].current == Some(id) && !self.is_settled(a.job))
@@ -309,13 +310,13 @@ impl JobTable {
         matches!(j.state, JobState::Done | JobState::Failed | JobState::Cancelled) || j.committing
     }
 
-    pub fn attempt(&self, id: u64) -> Option<&Attempt> {
+    pub fn attempt(&self, id: AttemptId) -> Option<&Attempt> {
         self.attempts.get(&id)
     }
 
     /// The attempt, if `session` holds it: NOT_FOUND when it is not known (void or
     /// finished), PERMISSION_DENIED when another session leased it.
-    pub fn held(&self, session: &str, attempt: u64) -> Result<&Attempt, CommandError> {
+    pub fn held(&self, session: &str, attempt: AttemptId) -> Result<&Attempt, CommandError> {
         let a = self
             .attempts
             .get(&attempt)
@@ -329,7 +330,7 @@ impl JobTable {
     }
 
     /// Refuse a request about several attempts when one of them is another session's.
-    pub fn check_session(&self, session: &str, attempts: &[u64]) -> Result<(), CommandError> {
+    pub fn check_session(&self, session: &str, attempts: &[AttemptId]) -> Result<(), CommandError> {
         match attempts.iter().find(|id| self.attempts.get(id).is_some_and(|a| *a.session != *session)) {
             Some(id) => {
                 Err(CommandError::permission_denied(format!("attempt {id} is not held by this worker session")))
@@ -365,7 +366,7 @@ impl JobTable {
     pub fn start_attempts(
         &mut self,
         picked: &[usize],
-        ids: &[u64],
+        ids: &[AttemptId],
         session: &Arc<str>,
         worker: &str,
         now: Instant,
@@ -387,7 +388,12 @@ impl JobTable {
     /// Renew the leases of `attempts` held by `session` until `lease_ttl` after `heard`
     /// (a heartbeat applied late never shortens a lease that a later one renewed);
     /// answers the attempts to abandon (their jobs are settled, or they are unknown).
-    pub fn heartbeat(&mut self, session: &str, attempts: Vec<u64>, heard: Instant) -> Result<Vec<u64>, CommandError> {
+    pub fn heartbeat(
+        &mut self,
+        session: &str,
+        attempts: Vec<AttemptId>,
+        heard: Instant,
+    ) -> Result<Vec<AttemptId>, CommandError> {
         // Another session's attempt: the whole heartbeat is refused, and renews nothing.
         self.check_session(session, &attempts)?;
         let expires = heard + self.policy.lease_ttl;
@@ -417,7 +423,7 @@ impl JobTable {
     /// attempts stay known, so a late result still commits if nothing else has. `worker`
     /// names a session for the error.
     pub fn expire(&mut self, now: Instant, worker: impl Fn(&str) -> String) -> Vec<Effect> {
-        let mut expired: Vec<(u64, usize, String)> = self
+        let mut expired: Vec<(AttemptId, usize, String)> = self
             .attempts
             .iter()
             .filter(|(&id, a)| a.expires < now && self.jobs[a.job].current == Some(id) && !self.jobs[a.job].committing)
@@ -427,7 +433,7 @@ impl JobTable {
         expired.sort_unstable_by_key(|e| e.0);
         let mut effects = Vec::new();
         for (id, i, worker) in expired {
-            tracing::warn!(sweep = %self.jobs[i].sweep, job = %self.jobs[i].key, attempt = id, %worker, "lease expired");
+            tracing::warn!(sweep = %self.jobs[i].sweep, job = %self.jobs[i].key, attempt = %id, %worker, "lease expired");
             let job = &mut self.jobs[i];
             // Never started: its worker died (or lost the coordinator) holding it ahead, and
             // the job never ran, so the attempt is not charged.
@@ -457,7 +463,11 @@ impl JobTable {
     /// An attempt's result arrived: drop it, refuse it, or let it be checked for a commit.
     /// On `Check` the attempt is no longer leased; its spool is the scheduler's to check,
     /// then [`Self::commit`] or [`Self::void_if_current`] follows.
-    pub fn begin_commit(&mut self, session: &str, attempt: u64) -> Result<(CommitStart, Vec<Effect>), CommandError> {
+    pub fn begin_commit(
+        &mut self,
+        session: &str,
+        attempt: AttemptId,
+    ) -> Result<(CommitStart, Vec<Effect>), CommandError> {
         let i = self.held(session, attempt)?.job;
         let job = &self.jobs[i];
         if job.state == JobState::Done || job.committing {
@@ -486,11 +496,11 @@ impl JobTable {
 
     /// The attempt's records checked out: its job is committing (its part is being
     /// written), and no other attempt commits it.
-    pub fn commit(&mut self, i: usize, attempt: u64, revive: bool) {
+    pub fn commit(&mut self, i: usize, attempt: AttemptId, revive: bool) {
         if revive {
             self.set_state(i, JobState::Running);
             let job = &mut self.jobs[i];
-            tracing::info!(sweep = %job.sweep, job = %job.key, attempt, "a late result commits; the job had failed");
+            tracing::info!(sweep = %job.sweep, job = %job.key, %attempt, "a late result commits; the job had failed");
             (job.current, job.error, job.revived) = (Some(attempt), None, true);
         }
         self.set_committing(i, true);
@@ -521,7 +531,7 @@ impl JobTable {
     /// The part holding these `(job, attempt)`s is recorded: the jobs are done, and every
     /// other attempt of theirs is moot. Answers the sweeps of revived jobs, whose live
     /// summaries must be reopened.
-    pub fn committed(&mut self, jobs: &[(usize, u64)]) -> (Vec<Effect>, BTreeSet<Arc<str>>) {
+    pub fn committed(&mut self, jobs: &[(usize, AttemptId)]) -> (Vec<Effect>, BTreeSet<Arc<str>>) {
         let reopen = self.end_commits(jobs);
         let mut effects = Vec::new();
         for &(i, _) in jobs {
@@ -540,7 +550,7 @@ impl JobTable {
     /// uncounted (it re-runs to the same bits).
     pub fn commit_failed(
         &mut self,
-        jobs: &[(usize, u64)],
+        jobs: &[(usize, AttemptId)],
         error: &str,
         retry_at: Instant,
     ) -> (Vec<Effect>, BTreeSet<Arc<str>>) {
@@ -575,7 +585,7 @@ impl JobTable {
     fn requeue_unwritten(
         &mut self,
         i: usize,
-        attempt: u64,
+        attempt: AttemptId,
         error: String,
         retry_at: Instant,
         effects: &mut Vec<Effect>,
@@ -612,7 +622,7 @@ impl JobTable {
         }
     }
 
-    fn end_commits(&mut self, jobs: &[(usize, u64)]) -> BTreeSet<Arc<str>> {
+    fn end_commits(&mut self, jobs: &[(usize, AttemptId)]) -> BTreeSet<Arc<str>> {
         let mut reopen = BTreeSet::new();
         for &(i, _) in jobs {
             self.set_committing(i, false);
@@ -631,7 +641,7 @@ impl JobTable {
     pub fn fail(
         &mut self,
         session: &str,
-        attempt: u64,
+        attempt: AttemptId,
         error: String,
         cause: Cause,
         worker: &str,
@@ -643,7 +653,7 @@ impl JobTable {
             // Settled, or superseded by another attempt: this failure changes nothing.
             return Ok((false, effects));
         }
-        tracing::warn!(sweep = %self.jobs[a.job].sweep, job = %self.jobs[a.job].key, attempt, %worker, %error, "attempt failed");
+        tracing::warn!(sweep = %self.jobs[a.job].sweep, job = %self.jobs[a.job].key, %attempt, %worker, %error, "attempt failed");
         let give_up = cause == Cause::Job && !self.policy.retry_job_errors;
         let retry = self.end_attempt(a.job, attempt, error, give_up, &mut effects);
         Ok((retry, effects))
@@ -651,7 +661,7 @@ impl JobTable {
 
     /// Of `attempts` handed back by `session`, those whose jobs they still run (and that
     /// are not committing): the store releases them, then [`Self::release`] does.
-    pub fn releasable(&self, session: &str, attempts: &[u64]) -> Result<Vec<(u64, usize)>, CommandError> {
+    pub fn releasable(&self, session: &str, attempts: &[AttemptId]) -> Result<Vec<(AttemptId, usize)>, CommandError> {
         self.check_session(session, attempts)?;
         let mut seen = HashSet::new();
         Ok(attempts
@@ -664,7 +674,7 @@ impl JobTable {
 
     /// A leased attempt that never started: its job is queued again, first, with the
     /// attempt uncounted.
-    pub fn release(&mut self, attempt: u64, i: usize) -> Vec<Effect> {
+    pub fn release(&mut self, attempt: AttemptId, i: usize) -> Vec<Effect> {
         let mut effects = Vec::new();
         self.forget_attempt(attempt, &mut effects);
         self.set_state(i, JobState::Queued);
@@ -677,7 +687,7 @@ impl JobTable {
 
     /// The attempt's records broke its job's schema (`error` says how): the attempt is
     /// forgotten and, if its job still runs it, void.
-    pub fn refused(&mut self, attempt: u64, error: String) -> Vec<Effect> {
+    pub fn refused(&mut self, attempt: AttemptId, error: String) -> Vec<Effect> {
         let mut effects = Vec::new();
         let Some(a) = self.unknow_attempt(attempt) else { return effects };
         if self.jobs[a.job].current == Some(attempt) && !self.is_settled(a.job) {
@@ -688,7 +698,7 @@ impl JobTable {
 
     /// The records of attempt `attempt` of job `i`, checked for its commit, break its
     /// schema (`error` says how): void it, if the job still runs it.
-    pub fn void_if_current(&mut self, i: usize, attempt: u64, error: String) -> Vec<Effect> {
+    pub fn void_if_current(&mut self, i: usize, attempt: AttemptId, error: String) -> Vec<Effect> {
         let mut effects = Vec::new();
         if self.jobs[i].current == Some(attempt) {
             self.void(i, attempt, error, &mut effects);
@@ -699,7 +709,7 @@ impl JobTable {
     /// An attempt void for the worker's fault (records that broke the schema): the job is
     /// queued again without the attempt counting against `max_attempts`, unless it has been
     /// voided [`MAX_VOIDED`] times.
-    fn void(&mut self, i: usize, attempt: u64, error: String, effects: &mut Vec<Effect>) {
+    fn void(&mut self, i: usize, attempt: AttemptId, error: String, effects: &mut Vec<Effect>) {
         let job = &mut self.jobs[i];
         job.voided += 1;
         if job.voided >= MAX_VOIDED {
@@ -709,7 +719,7 @@ impl JobTable {
             return;
         }
         job.attempts = job.attempts.saturating_sub(1);
-        tracing::warn!(sweep = %job.sweep, job = %job.key, attempt, %error, "attempt voided");
+        tracing::warn!(sweep = %job.sweep, job = %job.key, %attempt, %error, "attempt voided");
         self.requeue_or_fail(i, attempt, format!("attempt voided: {error}"), effects);
     }
 
@@ -760,7 +770,7 @@ impl JobTable {
     }
 
     /// Forget an attempt and its records.
-    fn forget_attempt(&mut self, attempt: u64, effects: &mut Vec<Effect>) {
+    fn forget_attempt(&mut self, attempt: AttemptId, effects: &mut Vec<Effect>) {
         self.unknow_attempt(attempt);
         effects.push(Effect::DiscardSpool(attempt));
     }
@@ -775,13 +785,13 @@ impl JobTable {
     }
 
     /// Every attempt enters the table here, which indexes it by its job.
-    fn know_attempt(&mut self, id: u64, attempt: Attempt) {
+    fn know_attempt(&mut self, id: AttemptId, attempt: Attempt) {
         self.jobs[attempt.job].known_attempts.push(id);
         self.attempts.insert(id, attempt);
     }
 
     /// Every attempt leaves the table here, which unindexes it.
-    fn unknow_attempt(&mut self, id: u64) -> Option<Attempt> {
+    fn unknow_attempt(&mut self, id: AttemptId) -> Option<Attempt> {
         let a = self.attempts.remove(&id)?;
         let known = &mut self.jobs[a.job].known_attempts;
         if let Some(at) = known.iter().position(|&k| k == id) {
@@ -796,12 +806,19 @@ impl JobTable {
 
     /// A failed or expired attempt: queue the job for another attempt, or mark it failed
     /// when it has had `max_attempts`. Returns whether it will be retried.
-    fn requeue_or_fail(&mut self, i: usize, attempt: u64, error: String, effects: &mut Vec<Effect>) -> bool {
+    fn requeue_or_fail(&mut self, i: usize, attempt: AttemptId, error: String, effects: &mut Vec<Effect>) -> bool {
         self.end_attempt(i, attempt, error, false, effects)
     }
 
     /// [`Self::requeue_or_fail`], or fail the job now when `give_up` (its own error).
-    fn end_attempt(&mut self, i: usize, attempt: u64, error: String, give_up: bool, effects: &mut Vec<Effect>) -> bool {
+    fn end_attempt(
+        &mut self,
+        i: usize,
+        attempt: AttemptId,
+        error: String,
+        give_up: bool,
+        effects: &mut Vec<Effect>,
+    ) -> bool {
         let max_attempts = self.policy.max_attempts;
         let retry = !give_up && self.jobs[i].attempts < max_attempts;
         let state = if retry { JobState::Queued } else { JobState::Failed };
@@ -858,14 +875,14 @@ mod tests {
     struct Model {
         /// Each leased attempt's session and its deadline: granted or renewed + ttl, plus
         /// any busy time excused since.
-        leases: HashMap<u64, (Arc<str>, Instant)>,
+        leases: HashMap<AttemptId, (Arc<str>, Instant)>,
         /// The attempt that committed each done job.
-        done_by: HashMap<usize, u64>,
+        done_by: HashMap<usize, AttemptId>,
         /// Jobs a resubmission dropped (the table knows them as cancelled; a commit under
         /// way when they were dropped may still make one done).
         tombstones: BTreeSet<usize>,
         /// Commits handed to the committer and not yet written.
-        committing: Vec<(usize, u64)>,
+        committing: Vec<(usize, AttemptId)>,
         /// Jobs whose own error (not the worker's) failed one of their attempts: they may
         /// fail before their last attempt.
         own_errors: HashSet<usize>,
@@ -902,9 +919,9 @@ mod tests {
         let sweep = t.jobs.first().map(|j| j.sweep.clone()).unwrap_or_else(|| "".into());
         assert_eq!(t.counts(&sweep), counted, "{context}: the kept counts against a count");
         // The index from jobs to attempts holds exactly the known attempts, each under its job.
-        let mut indexed: Vec<(u64, usize)> =
+        let mut indexed: Vec<(AttemptId, usize)> =
             t.jobs.iter().enumerate().flat_map(|(i, j)| j.known_attempts.iter().map(move |&id| (id, i))).collect();
-        let mut known: Vec<(u64, usize)> = t.attempts.iter().map(|(&id, a)| (id, a.job)).collect();
+        let mut known: Vec<(AttemptId, usize)> = t.attempts.iter().map(|(&id, a)| (id, a.job)).collect();
         indexed.sort_unstable();
         known.sort_unstable();
         assert_eq!(indexed, known, "{context}: the attempts indexed by job against the attempts known");
@@ -933,7 +950,8 @@ mod tests {
             let families: BTreeSet<String> = ["f".to_string()].into();
             for step in 0..200 {
                 let session: Arc<str> = SESSIONS[rng.below(3) as usize].into();
-                let held: Vec<u64> = m.leases.iter().filter(|(_, (s, _))| *s == session).map(|(&id, _)| id).collect();
+                let held: Vec<AttemptId> =
+                    m.leases.iter().filter(|(_, (s, _))| *s == session).map(|(&id, _)| id).collect();
                 let some_held = |rng: &mut Gen| (!held.is_empty()).then(|| held[rng.below(held.len() as u64) as usize]);
                 let context = format!("seed {seed} step {step}");
                 match rng.below(100) {
@@ -943,7 +961,8 @@ mod tests {
                             // The store could not start them.
                             t.unpick(&picked);
                         } else {
-                            let ids: Vec<u64> = (0..picked.len() as u64).map(|k| m.next_id + k).collect();
+                            let ids: Vec<AttemptId> =
+                                (0..picked.len() as u64).map(|k| AttemptId(m.next_id + k)).collect();
                             m.next_id += ids.len() as u64;
                             t.start_attempts(&picked, &ids, &session, "w", now);
                             for id in ids {
@@ -952,8 +971,8 @@ mod tests {
                         }
                     }
                     20..=34 => {
-                        let mut asked: Vec<u64> = held.iter().copied().filter(|_| rng.chance(70)).collect();
-                        asked.push(m.next_id + 7); // never leased
+                        let mut asked: Vec<AttemptId> = held.iter().copied().filter(|_| rng.chance(70)).collect();
+                        asked.push(AttemptId(m.next_id + 7)); // never leased
                         let abandon = t.heartbeat(&session, asked.clone(), now).unwrap();
                         for id in asked {
                             let current = t.attempt(id).is_some_and(|a| t.jobs[a.job].current == Some(id));
@@ -969,7 +988,7 @@ mod tests {
                         }
                         // The worker says some have started, another session's among them
                         // (ignored): the kept counts must follow (checked after each step).
-                        let started: Vec<u64> = held.iter().copied().filter(|_| rng.chance(50)).collect();
+                        let started: Vec<AttemptId> = held.iter().copied().filter(|_| rng.chance(50)).collect();
                         t.started(&session, &started);
                         let other = SESSIONS.iter().find(|&&o| o != &*session).expect("several sessions");
                         t.started(other, &held);
@@ -978,7 +997,7 @@ mod tests {
                         now += Duration::from_millis(rng.below(6000));
                         t.requeue_due(now);
                         assert!(t.deferred.iter().all(|&(at, _)| at > now), "{context}: a due job left deferred");
-                        let due: HashSet<u64> = t
+                        let due: HashSet<AttemptId> = t
                             .jobs
                             .iter()
                             .filter(|j| !j.committing)
@@ -1001,7 +1020,7 @@ mod tests {
                                 unstarted_expired += 1;
                             }
                         }
-                        let ended: HashSet<u64> = effects
+                        let ended: HashSet<AttemptId> = effects
                             .iter()
                             .filter_map(|e| match e {
                                 Effect::EndAttempt { attempt, .. } => Some(*attempt),
@@ -1042,7 +1061,7 @@ mod tests {
                             continue;
                         }
                         let n = 1 + rng.below(m.committing.len() as u64) as usize;
-                        let part: Vec<(usize, u64)> = m.committing.drain(..n).collect();
+                        let part: Vec<(usize, AttemptId)> = m.committing.drain(..n).collect();
                         if rng.chance(20) {
                             let current: Vec<(usize, u32)> = part
                                 .iter()
@@ -1089,7 +1108,7 @@ mod tests {
                         failed += 1;
                     }
                     83..=89 => {
-                        let asked: Vec<u64> = held.iter().copied().filter(|_| rng.chance(50)).collect();
+                        let asked: Vec<AttemptId> = held.iter().copied().filter(|_| rng.chance(50)).collect();
                         for (id, job) in t.releasable(&session, &asked).unwrap() {
                             let before = t.jobs[job].attempts;
                             t.release(id, job);
@@ -1156,8 +1175,8 @@ mod tests {
         let session: Arc<str> = "a".into();
         let t0 = Instant::now();
         let picked = t.pick(&families, 1);
-        t.start_attempts(&picked, &[7], &session, "w", t0);
-        t.started("a", &[7]);
+        t.start_attempts(&picked, &[AttemptId(7)], &session, "w", t0);
+        t.started("a", &[AttemptId(7)]);
         (t, t0)
     }
 
@@ -1170,14 +1189,14 @@ mod tests {
         for _ in 0..1000 {
             now += TTL - Duration::from_millis(1);
             assert!(t.expire(now, |s| s.to_string()).is_empty());
-            assert_eq!(t.heartbeat("a", vec![7], now).unwrap(), Vec::<u64>::new());
+            assert_eq!(t.heartbeat("a", vec![AttemptId(7)], now).unwrap(), Vec::<AttemptId>::new());
         }
         assert!(t.expire(now + TTL, |s| s.to_string()).is_empty(), "at the deadline itself it still lives");
         let effects = t.expire(now + TTL + Duration::from_nanos(1), |s| format!("{s}!"));
         assert_eq!(
             effects[0],
             Effect::EndAttempt {
-                attempt: 7,
+                attempt: AttemptId(7),
                 job: 0,
                 outcome: AttemptOutcome::Failed,
                 state: JobState::Queued,
@@ -1194,14 +1213,14 @@ mod tests {
         let (mut t, t0) = one_running_attempt();
         let heard = t0 + TTL / 2;
         // Renewed to heard + TTL, whenever the scheduler applies it.
-        assert!(t.heartbeat("a", vec![7], heard).unwrap().is_empty());
+        assert!(t.heartbeat("a", vec![AttemptId(7)], heard).unwrap().is_empty());
         assert!(t.expire(heard + TTL, |s| s.to_string()).is_empty());
         // An older heartbeat applied after it changes nothing.
-        assert!(t.heartbeat("a", vec![7], t0).unwrap().is_empty());
+        assert!(t.heartbeat("a", vec![AttemptId(7)], t0).unwrap().is_empty());
         assert!(t.expire(heard + TTL, |s| s.to_string()).is_empty());
         let effects = t.expire(heard + TTL + Duration::from_nanos(1), |s| s.to_string());
         assert!(
-            matches!(effects[0], Effect::EndAttempt { attempt: 7, outcome: AttemptOutcome::Failed, .. }),
+            matches!(effects[0], Effect::EndAttempt { attempt: AttemptId(7), outcome: AttemptOutcome::Failed, .. }),
             "expired one nanosecond after heard + TTL: {effects:?}"
         );
         assert_eq!(t.jobs[0].state, JobState::Queued);
@@ -1218,7 +1237,7 @@ mod tests {
         for death in 1..=3u32 {
             let picked = t.pick(&families, 15);
             assert_eq!(picked.len(), 15);
-            let ids: Vec<u64> = (next..next + 15).collect();
+            let ids: Vec<AttemptId> = (next..next + 15).map(AttemptId).collect();
             next += 15;
             t.start_attempts(&picked, &ids, &"a".into(), "w", now);
             let running = ids[picked.iter().position(|&i| i == 0).unwrap()];
@@ -1246,12 +1265,12 @@ mod tests {
             t.policy.retry_job_errors = retry_job_errors;
             let families: BTreeSet<String> = ["f".to_string()].into();
             let picked = t.pick(&families, 2);
-            t.start_attempts(&picked, &[1, 2], &"a".into(), "w", Instant::now());
-            let (retry, _) = t.fail("a", 1, "ValueError: boom".into(), Cause::Job, "w").unwrap();
+            t.start_attempts(&picked, &[AttemptId(1), AttemptId(2)], &"a".into(), "w", Instant::now());
+            let (retry, _) = t.fail("a", AttemptId(1), "ValueError: boom".into(), Cause::Job, "w").unwrap();
             assert_eq!(retry, retry_job_errors);
             let expected = if retry_job_errors { JobState::Queued } else { JobState::Failed };
             assert_eq!((t.jobs[0].state, t.jobs[0].attempts), (expected, 1), "failed at its first attempt");
-            let (retry, _) = t.fail("a", 2, "connection lost".into(), Cause::Worker, "w").unwrap();
+            let (retry, _) = t.fail("a", AttemptId(2), "connection lost".into(), Cause::Worker, "w").unwrap();
             assert!(retry);
             assert_eq!((t.jobs[1].state, t.jobs[1].attempts), (JobState::Queued, 1));
         }
@@ -1265,11 +1284,11 @@ mod tests {
         let families: BTreeSet<String> = ["f".to_string()].into();
         let t0 = Instant::now();
         let picked = t.pick(&families, 1);
-        t.start_attempts(&picked, &[1], &"a".into(), "w", t0);
+        t.start_attempts(&picked, &[AttemptId(1)], &"a".into(), "w", t0);
         t.excuse(BUSY_EXCUSED - Duration::from_millis(1));
-        assert_eq!(t.attempt(1).unwrap().expires, t0 + TTL, "a short command is not excused");
+        assert_eq!(t.attempt(AttemptId(1)).unwrap().expires, t0 + TTL, "a short command is not excused");
         t.excuse(Duration::from_secs(4));
-        assert_eq!(t.attempt(1).unwrap().expires, t0 + TTL + Duration::from_secs(4));
+        assert_eq!(t.attempt(AttemptId(1)).unwrap().expires, t0 + TTL + Duration::from_secs(4));
         assert!(t.expire(t0 + TTL + Duration::from_secs(3), |s| s.to_string()).is_empty());
         assert!(!t.expire(t0 + TTL + Duration::from_secs(5), |s| s.to_string()).is_empty());
         assert_eq!(t.jobs[0].state, JobState::Queued);

@@ -403,8 +403,8 @@ fn the_citation_check_finds_specs_and_issues_but_not_job_specs() {
 }
 
 /// The scheduler's state machines (and its recovery) are pure: no I/O, no clock, no runtime. Their code
-/// (tests aside) imports only std and each other's domain types, and names none of the
-/// things the scheduler executes for them.
+/// (tests aside) imports only std, each other's domain types and the protocol's ids, and names
+/// none of the things the scheduler executes for them.
 #[test]
 fn the_state_machines_do_no_io_and_read_no_clock() {
     let pure: [(&str, &[&str]); 5] = [
@@ -415,6 +415,7 @@ fn the_state_machines_do_no_io_and_read_no_clock() {
                 "use super::queue::",
                 "use super::replies::CommandError;",
                 "use super::store::{AttemptOutcome, JobState};",
+                "use armada_proto::ids::AttemptId;",
             ],
         ),
         (

@@ -8,6 +8,7 @@ use armada::coordinator::spool::{RecordSchema, Spools};
 use armada::sweep::{parse_sweep, parse_sweep_limited};
 use armada::testing::Gen;
 use armada_core::{MetricDef, MetricKind, StepRecord};
+use armada_proto::ids::AttemptId;
 use std::collections::HashSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -65,7 +66,7 @@ fn the_record_validator_accepts_exactly_the_whole_trajectories() {
                 _ => records[at].values.truncate(1),
             }
         }
-        let attempt = case;
+        let attempt = AttemptId(case);
         // Half the cases are of a family whose episodes may end early.
         let ends_early = g.chance(50);
         spools.create(attempt, "s".into(), RecordSchema { metrics: &METRICS, horizon, ends_early });

@@ -10,10 +10,11 @@ use crate::coordinator::store::AttemptOutcome;
 use crate::coordinator::table::CommitStart;
 use crate::coordinator::trouble::Place;
 use armada_core::MetricDef;
+use armada_proto::ids::AttemptId;
 use tracing::warn;
 
 impl Scheduler {
-    pub(super) fn complete(&mut self, session: &str, attempt: u64, n_records: u32, reply: Reply<bool>) {
+    pub(super) fn complete(&mut self, session: &str, attempt: AttemptId, n_records: u32, reply: Reply<bool>) {
         let (start, effects) = match self.table.begin_commit(session, attempt) {
             Ok(started) => started,
             Err(e) => {
@@ -98,7 +99,7 @@ impl Scheduler {
             Ok(_) => self.metrics.writes.succeeded(&place),
             Err(e) => self.metrics.writes.failed(place, e, std::time::SystemTime::now()),
         }
-        let committed: Vec<(usize, u64)> = jobs.iter().map(|c| (c.job, c.attempt)).collect();
+        let committed: Vec<(usize, AttemptId)> = jobs.iter().map(|c| (c.job, c.attempt)).collect();
         let recorded = part.and_then(|part| {
             let done: Vec<([u8; 16], u32)> =
                 jobs.iter().map(|c| (*self.table.job(c.job).key.bytes(), self.table.job(c.job).attempts)).collect();

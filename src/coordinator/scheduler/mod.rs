@@ -321,7 +321,7 @@ impl Scheduler {
         for (id, i) in self.table.open_attempts() {
             let job = self.table.job(i);
             let entries = by_sweep.entry(&job.sweep).or_default();
-            entries.extend_from_slice(&id.to_le_bytes());
+            entries.extend_from_slice(&id.0.to_le_bytes());
             entries.extend_from_slice(job.key.bytes());
         }
         let open: Vec<(&str, Vec<u8>)> = by_sweep.into_iter().collect();

@@ -13,6 +13,7 @@ use crate::coordinator::sweeps::FailurePage;
 use crate::coordinator::table::{Cause, Effect};
 use crate::coordinator::trouble::Place;
 use crate::results;
+use armada_proto::ids::AttemptId;
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering::Relaxed;
@@ -229,7 +230,7 @@ impl Scheduler {
             self.table.unpick(&picked);
             return Ok(Leases { leases: Vec::new(), retry_after: STORE_TROUBLE_RETRY });
         };
-        let ids: Vec<u64> = ids.collect();
+        let ids: Vec<AttemptId> = ids.map(AttemptId).collect();
         self.leased_since_noted = true;
         let effects = self.table.start_attempts(&picked, &ids, &session, &worker_id, now);
         self.apply(effects);
@@ -271,10 +272,10 @@ impl Scheduler {
     pub(super) fn heartbeat(
         &mut self,
         session: &str,
-        attempts: Vec<u64>,
-        started: &[u64],
+        attempts: Vec<AttemptId>,
+        started: &[AttemptId],
         heard: std::time::Instant,
-    ) -> Result<Vec<u64>, CommandError> {
+    ) -> Result<Vec<AttemptId>, CommandError> {
         self.workers.get(session)?;
         // Lease deadlines live in memory only: a restart voids every running attempt anyway,
         // so a heartbeat never waits on the store.
@@ -286,7 +287,7 @@ impl Scheduler {
     pub(super) fn fail(
         &mut self,
         session: &str,
-        attempt: u64,
+        attempt: AttemptId,
         error: String,
         cause: Cause,
     ) -> Result<bool, CommandError> {
@@ -298,7 +299,7 @@ impl Scheduler {
 
     /// Attempts a worker leased and never started: each job current with it is queued
     /// again, first, with the attempt uncounted.
-    pub(super) fn release(&mut self, session: &str, attempts: Vec<u64>) -> Result<u32, CommandError> {
+    pub(super) fn release(&mut self, session: &str, attempts: Vec<AttemptId>) -> Result<u32, CommandError> {
         self.workers.get(session)?;
         let mut released = 0;
         for (id, i) in self.table.releasable(session, &attempts)? {
@@ -319,7 +320,7 @@ impl Scheduler {
 
     /// Records of the upload stream broke the schema: the attempt is void (its spool knows
     /// why), and its job queued again.
-    pub(super) fn refused(&mut self, attempt: u64) {
+    pub(super) fn refused(&mut self, attempt: AttemptId) {
         if self.table.attempt(attempt).is_none() {
             return;
         }

@@ -13,6 +13,7 @@ use crate::coordinator::table::{Cause, MAX_VOIDED};
 use crate::results;
 use crate::results::Provenance;
 use armada_core::{JobSpec, StepRecord, ValidJob};
+use armada_proto::ids::AttemptId;
 use polars::prelude::{ParquetReader, SerReader};
 
 fn job(seed: u64) -> ValidJob {
@@ -69,14 +70,19 @@ async fn lease(s: &SchedulerHandle, session: &str) -> Vec<Lease> {
     s.lease(session, 8).await.unwrap().leases
 }
 
-async fn upload_and_complete(s: &SchedulerHandle, session: &str, attempt: u64, v: f64) -> Result<bool, ErrorKind> {
+async fn upload_and_complete(
+    s: &SchedulerHandle,
+    session: &str,
+    attempt: AttemptId,
+    v: f64,
+) -> Result<bool, ErrorKind> {
     upload_and_complete_records(s, session, attempt, &records(v)).await
 }
 
 async fn upload_and_complete_records(
     s: &SchedulerHandle,
     session: &str,
-    attempt: u64,
+    attempt: AttemptId,
     records: &[StepRecord],
 ) -> Result<bool, ErrorKind> {
     match s.append(attempt, session, records) {
@@ -148,7 +154,7 @@ async fn an_expired_attempt_is_requeued_and_the_first_commit_wins() {
     let first = lease(&s, &a).await;
     assert_eq!(first.len(), 2);
     assert!(lease(&s, &b).await.is_empty(), "nothing left to lease");
-    let ids: Vec<u64> = first.iter().map(|l| l.attempt_id).collect();
+    let ids: Vec<AttemptId> = first.iter().map(|l| l.attempt_id).collect();
     s.heartbeat(a.clone(), ids.clone(), ids).await.unwrap();
     // A starts both, then stops heartbeating: both leases expire and the jobs are queued
     // for attempt 2.
@@ -211,7 +217,7 @@ async fn a_lease_lives_its_ttl_after_the_last_heartbeat() {
     assert!(heartbeat().await.is_empty());
     let again = lease(&s, &w).await;
     assert_eq!((again[0].attempt, again[0].spec.seed), (2, 0));
-    assert_eq!(heartbeat().await, Vec::<u64>::new(), "superseded, not settled");
+    assert_eq!(heartbeat().await, Vec::<AttemptId>::new(), "superseded, not settled");
 }
 
 /// A part that cannot be written fails the commit: the job is queued again after a pause,
@@ -375,7 +381,7 @@ async fn leased_ahead_jobs_are_shown_apart_from_running_ones() {
     let s = start(dir.path(), Duration::from_secs(60)).await;
     submit(&s, vec![job(0), job(1), job(2), job(3)]).await;
     let (a, b) = (register(&s).await, register(&s).await);
-    let ids: Vec<u64> = lease(&s, &a).await.iter().map(|l| l.attempt_id).collect();
+    let ids: Vec<AttemptId> = lease(&s, &a).await.iter().map(|l| l.attempt_id).collect();
     let counts = |st: SweepStatus| (st.n_running, st.n_leased, st.n_queued, st.n_done);
     assert_eq!(counts(status(&s).await), (0, 4, 0, 0));
     s.heartbeat(b.clone(), vec![], vec![ids[0]]).await.unwrap();
@@ -406,8 +412,8 @@ async fn released_attempts_requeue_their_jobs_uncounted() {
     let (a, b) = (register(&s).await, register(&s).await);
     let leases = lease(&s, &a).await;
     assert_eq!(leases.len(), 3);
-    let ids: Vec<u64> = leases.iter().map(|l| l.attempt_id).collect();
-    let release = |session: &str, attempts: Vec<u64>| s.release(session.to_string(), attempts);
+    let ids: Vec<AttemptId> = leases.iter().map(|l| l.attempt_id).collect();
+    let release = |session: &str, attempts: Vec<AttemptId>| s.release(session.to_string(), attempts);
     let refused = release(&b, vec![ids[1]]).await.unwrap_err();
     assert_eq!(refused.kind(), ErrorKind::PermissionDenied);
     assert_eq!(upload_and_complete(&s, &a, ids[0], 1.0).await, Ok(true));
@@ -565,7 +571,7 @@ async fn declared_families_are_leased_by_digest_and_survive_a_restart() {
         host: "test-host".into(),
         software: "test".into(),
         processor: "test-processor".into(),
-        attempt_id: leased[0].attempt_id,
+        attempt_id: leased[0].attempt_id.0,
         family_digest: declared.digest.clone(),
         code: "c0de".into(),
         token: "tokens[1]".into(),
@@ -884,7 +890,7 @@ async fn attempt_ids_grow_across_restarts_and_are_reserved_a_block_at_a_time() {
         let mut ids: Vec<u64> = Vec::new();
         // Leases of one job at a time: ids in order, with no gaps within a life.
         for _ in 0..6 {
-            ids.extend(s.lease(w.clone(), 1).await.unwrap().leases.iter().map(|l| l.attempt_id));
+            ids.extend(s.lease(w.clone(), 1).await.unwrap().leases.iter().map(|l| l.attempt_id.0));
         }
         assert_eq!(ids.len(), 6, "life {life}");
         assert!(ids.windows(2).all(|p| p[1] == p[0] + 1), "life {life}: {ids:?}");
@@ -909,7 +915,7 @@ async fn a_lease_that_expires_before_its_job_started_is_not_charged() {
     let w = register(&s).await;
     let leased = lease(&s, &w).await;
     assert_eq!(leased.len(), 5);
-    let ids: Vec<u64> = leased.iter().map(|l| l.attempt_id).collect();
+    let ids: Vec<AttemptId> = leased.iter().map(|l| l.attempt_id).collect();
     s.heartbeat(w.clone(), ids.clone(), vec![ids[0]]).await.unwrap();
     assert_eq!(status(&s).await.n_leased, 4);
     tokio::time::sleep(Duration::from_secs(11)).await;
@@ -938,7 +944,7 @@ async fn a_late_result_on_the_last_attempt_commits_when_nothing_else_did() {
     assert_eq!((st.n_failed, st.n_running), (1, 0), "its only attempt expired");
     assert!(st.failures[0].error.contains("lease expired"));
     // Its heartbeat is not told to abandon the work: a result may still come, and count.
-    assert_eq!(s.heartbeat(w.clone(), vec![id], vec![]).await.unwrap(), Vec::<u64>::new());
+    assert_eq!(s.heartbeat(w.clone(), vec![id], vec![]).await.unwrap(), Vec::<AttemptId>::new());
     assert_eq!(upload_and_complete(&s, &w, id, 4.0).await, Ok(true));
     let st = status(&s).await;
     assert_eq!((st.n_done, st.n_failed), (1, 0));
@@ -1037,7 +1043,7 @@ async fn a_restart_requeues_running_jobs_and_keeps_done_ones() {
     assert_eq!(leases.len(), 1);
     assert_eq!(leases[0].attempt, 2, "the voided attempt counts");
     // Attempt ids never repeat across restarts.
-    assert!(leases[0].attempt_id > 2);
+    assert!(leases[0].attempt_id > AttemptId(2));
 }
 
 /// `armada run`'s coordinator runs its own sweep only, leaving other sweeps' queued jobs
