@@ -13,7 +13,7 @@ use crate::coordinator::spool::{RecordSchema, Spool, Spools};
 use crate::results::{self, PartJob};
 use crate::sweep::Sweep;
 use armada_core::{run_job, JobError, MetricDef, Registry, ValidJob};
-use armada_proto::ids::AttemptId;
+use armada_proto::ids::{AttemptId, SessionId};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::ops::ControlFlow;
 use std::path::Path;
@@ -86,7 +86,7 @@ pub fn run_sweep(
     let spool_dir = Arc::new(spool_dir);
     let spool = |job: &ValidJob, i: usize| {
         let schema = RecordSchema { metrics, horizon: job.spec.horizon, ends_early: family.ends_early() };
-        Spool::new(spool_dir.clone(), AttemptId(i as u64), Arc::from("in-process"), schema)
+        Spool::new(spool_dir.clone(), AttemptId(i as u64), SessionId::new("in-process"), schema)
     };
     let n_threads = config.n_threads.max(1).min(pending.len());
     std::thread::scope(|scope| {

@@ -1,7 +1,9 @@
 //! The identifiers both sides of the protocol pass around, as types of their own, so that
 //! an attempt is never taken for a count, a seed or a job's place in a table.
 
+use std::borrow::Borrow;
 use std::fmt;
+use std::sync::Arc;
 
 /// One lease of one job, numbered by the coordinator: ids are never reused, across
 /// restarts too (the store reserves them in blocks), so a late message about an old
@@ -19,5 +21,41 @@ impl AttemptId {
     /// The wire's `attempt_id` values as ids.
     pub fn all(ids: impl IntoIterator<Item = u64>) -> Vec<AttemptId> {
         ids.into_iter().map(AttemptId).collect()
+    }
+}
+
+/// A worker session: the secret credential the coordinator drew at its registration, which
+/// owns the attempts the session leased. On the wire it travels sealed in the `session`
+/// fields. It has no `Display`: a credential does not belong in messages or logs (they name
+/// the worker, `w3 (host-a)`).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SessionId(Arc<str>);
+
+impl SessionId {
+    pub fn new(name: &str) -> SessionId {
+        SessionId(Arc::from(name))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Maps keyed by session are looked up by name (hashes and orders as the `str`).
+impl Borrow<str> for SessionId {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<String> for SessionId {
+    fn from(name: String) -> SessionId {
+        SessionId(Arc::from(name))
+    }
+}
+
+impl From<&str> for SessionId {
+    fn from(name: &str) -> SessionId {
+        SessionId::new(name)
     }
 }

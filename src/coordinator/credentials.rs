@@ -7,6 +7,7 @@
 //! another token is refused, so a session stolen from one worker group is of no use under
 //! another group's token.
 
+use armada_proto::ids::SessionId;
 use tonic::Status;
 
 /// Hex digits of each seal.
@@ -46,7 +47,7 @@ impl Sealer {
     /// The session secret of `credential` presented with the token labelled `token`:
     /// NOT_FOUND when this coordinator did not mint it (it restarted: register again),
     /// PERMISSION_DENIED when another token registered it.
-    pub fn open(&self, credential: &str, token: &str) -> Result<String, Status> {
+    pub fn open(&self, credential: &str, token: &str) -> Result<SessionId, Status> {
         let mut parts = credential.rsplitn(3, '.');
         let (tag, life, secret) = (parts.next(), parts.next(), parts.next());
         let (Some(tag), Some(life), Some(secret)) = (tag, life, secret) else {
@@ -60,7 +61,7 @@ impl Sealer {
                 "session: registered with another token; a worker session is used with the token that registered it",
             ));
         }
-        Ok(secret.to_string())
+        Ok(SessionId::new(secret))
     }
 }
 
@@ -83,7 +84,7 @@ mod tests {
     fn a_credential_opens_only_with_its_token_and_only_on_its_coordinator() {
         let sealer = Sealer::new();
         let credential = sealer.seal("0123abcd", "gpu-pool");
-        assert_eq!(sealer.open(&credential, "gpu-pool").unwrap(), "0123abcd");
+        assert_eq!(sealer.open(&credential, "gpu-pool").unwrap(), "0123abcd".into());
         let stolen = sealer.open(&credential, "cpu-pool").unwrap_err();
         assert_eq!(stolen.code(), tonic::Code::PermissionDenied);
         assert!(stolen.message().starts_with("session: registered with another token"), "{}", stolen.message());

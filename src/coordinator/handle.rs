@@ -20,7 +20,7 @@ use super::spool::Spools;
 use super::sweeps::FailurePage;
 use super::table::Cause;
 use armada_core::{RecordColumns, StepRecord};
-use armada_proto::ids::AttemptId;
+use armada_proto::ids::{AttemptId, SessionId};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,7 +31,7 @@ pub const HEARTBEAT_ANSWER: Duration = Duration::from_millis(20);
 
 /// By session, the attempts to abandon that the scheduler found for a heartbeat whose
 /// caller had stopped waiting: a later heartbeat not answered in time answers with them.
-pub(super) type LateAbandons = Arc<std::sync::Mutex<std::collections::HashMap<String, Vec<AttemptId>>>>;
+pub(super) type LateAbandons = Arc<std::sync::Mutex<std::collections::HashMap<SessionId, Vec<AttemptId>>>>;
 
 /// How the scheduler answers a command.
 pub(super) type Reply<T> = oneshot::Sender<Result<T, CommandError>>;
@@ -105,7 +105,7 @@ pub(super) enum Command {
     /// Lease up to `max_jobs` jobs; when none can be, hold the request up to `wait` and
     /// answer as soon as some are queued.
     Lease {
-        session: String,
+        session: SessionId,
         max_jobs: u32,
         wait: Duration,
         reply: Reply<Leases>,
@@ -113,7 +113,7 @@ pub(super) enum Command {
     /// Renew the leases of these attempts from `heard`, when the heartbeat came (and note
     /// those `started`); answers the attempts to abandon.
     Heartbeat {
-        session: String,
+        session: SessionId,
         attempts: Vec<AttemptId>,
         started: Vec<AttemptId>,
         heard: std::time::Instant,
@@ -128,12 +128,12 @@ pub(super) enum Command {
     /// Commit attempts of one session, each with its count of records, in one turn;
     /// answers each whether its trajectory is the job's (a later commit of a job is not).
     Complete {
-        session: String,
+        session: SessionId,
         commits: Vec<(AttemptId, u32, Reply<bool>)>,
     },
     /// An attempt failed; answers whether its job will be tried again.
     Fail {
-        session: String,
+        session: SessionId,
         attempt: AttemptId,
         error: String,
         cause: Cause,
@@ -141,7 +141,7 @@ pub(super) enum Command {
     },
     /// Attempts leased and never started, handed back: answers how many jobs were queued.
     Release {
-        session: String,
+        session: SessionId,
         attempts: Vec<AttemptId>,
         reply: Reply<u32>,
     },
@@ -160,7 +160,7 @@ pub(super) enum Command {
 
 impl Command {
     /// The worker session a worker's request names: it was heard from.
-    pub(super) fn session(&self) -> Option<&str> {
+    pub(super) fn session(&self) -> Option<&SessionId> {
         match self {
             Command::Lease { session, .. }
             | Command::Heartbeat { session, .. }
@@ -283,13 +283,18 @@ impl SchedulerHandle {
     }
 
     /// Lease up to `max_jobs` jobs to a worker session.
-    pub async fn lease(&self, session: String, max_jobs: u32) -> Result<Leases, CommandError> {
+    pub async fn lease(&self, session: SessionId, max_jobs: u32) -> Result<Leases, CommandError> {
         self.lease_within(session, max_jobs, Duration::ZERO).await
     }
 
     /// Lease up to `max_jobs` jobs to a worker session; when none can be leased now, wait
     /// up to `wait` (capped by the scheduler) for some to be queued.
-    pub async fn lease_within(&self, session: String, max_jobs: u32, wait: Duration) -> Result<Leases, CommandError> {
+    pub async fn lease_within(
+        &self,
+        session: SessionId,
+        max_jobs: u32,
+        wait: Duration,
+    ) -> Result<Leases, CommandError> {
         self.call(|reply| Command::Lease { session, max_jobs, wait, reply }).await
     }
 
@@ -304,7 +309,7 @@ impl SchedulerHandle {
     /// queued in time is never expired by the wait.
     pub async fn heartbeat(
         &self,
-        session: String,
+        session: SessionId,
         attempts: Vec<AttemptId>,
         started: Vec<AttemptId>,
     ) -> Result<Vec<AttemptId>, CommandError> {
@@ -345,7 +350,7 @@ impl SchedulerHandle {
     /// part is durable; it is awaited apart, so that a stream can have several in flight.
     pub async fn complete(
         &self,
-        session: String,
+        session: SessionId,
         attempt: AttemptId,
         n_records: u32,
     ) -> Result<Pending<bool>, CommandError> {
@@ -356,7 +361,7 @@ impl SchedulerHandle {
     /// their answers as [`SchedulerHandle::complete`]'s, in order.
     pub async fn complete_many(
         &self,
-        session: String,
+        session: SessionId,
         attempts: Vec<(AttemptId, u32)>,
     ) -> Result<Vec<Pending<bool>>, CommandError> {
         let mut pending = Vec::with_capacity(attempts.len());
@@ -378,7 +383,7 @@ impl SchedulerHandle {
     /// An attempt failed; answers whether its job will be tried again.
     pub async fn fail(
         &self,
-        session: String,
+        session: SessionId,
         attempt: AttemptId,
         error: String,
         cause: Cause,
@@ -387,14 +392,14 @@ impl SchedulerHandle {
     }
 
     /// Attempts leased and never started, handed back; answers how many jobs were queued.
-    pub async fn release(&self, session: String, attempts: Vec<AttemptId>) -> Result<u32, CommandError> {
+    pub async fn release(&self, session: SessionId, attempts: Vec<AttemptId>) -> Result<u32, CommandError> {
         self.call(|reply| Command::Release { session, attempts, reply }).await
     }
 
     /// Append an attempt's uploaded records to its spool (off the actor); answers the
     /// attempt's records so far. An error that voids the attempt is reported to the
     /// scheduler by [`Self::refused`].
-    pub fn append(&self, attempt: AttemptId, session: &str, records: &[StepRecord]) -> Result<u32, CommandError> {
+    pub fn append(&self, attempt: AttemptId, session: &SessionId, records: &[StepRecord]) -> Result<u32, CommandError> {
         self.spools.append(attempt, session, records)
     }
 
@@ -402,7 +407,7 @@ impl SchedulerHandle {
     pub fn append_columns(
         &self,
         attempt: AttemptId,
-        session: &str,
+        session: &SessionId,
         columns: &RecordColumns,
     ) -> Result<u32, CommandError> {
         self.spools.append_columns(attempt, session, columns)

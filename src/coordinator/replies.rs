@@ -6,7 +6,7 @@
 use super::declared::Checked;
 use super::trouble::Trouble;
 use armada_core::{JobSpec, MetricDef};
-use armada_proto::ids::AttemptId;
+use armada_proto::ids::{AttemptId, SessionId};
 use armada_proto::v1 as pb;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -62,7 +62,7 @@ pub struct Registered {
     /// The public id, `w1`, `w2`, ...
     pub worker_id: String,
     /// The secret that every later call of the worker names.
-    pub session: String,
+    pub session: SessionId,
     pub lease_ttl: Duration,
     pub heartbeat: Duration,
 }

@@ -20,7 +20,7 @@ use super::table::Cause;
 use super::trouble::Trouble;
 use crate::{results, sweep};
 use armada_core::{Registry, SpecError, ValidJob};
-use armada_proto::ids::AttemptId;
+use armada_proto::ids::{AttemptId, SessionId};
 use armada_proto::v1 as pb;
 use armada_proto::wire::{self, Arrived};
 use std::pin::Pin;
@@ -438,7 +438,7 @@ pub fn server_info(registry: &Registry) -> pb::ServerInfoResponse {
 impl Coordinator {
     /// One attempt's commit: its inline records into the spool, then the scheduler's
     /// decision, to be awaited.
-    async fn complete(&self, session: String, r: pb::CompleteAttemptRequest) -> Result<Pending<bool>, Status> {
+    async fn complete(&self, session: SessionId, r: pb::CompleteAttemptRequest) -> Result<Pending<bool>, Status> {
         let (attempt, n_records) = (AttemptId(r.attempt_id), r.n_records);
         self.append_inline(&session, attempt, r.records, r.columns)?;
         Ok(self.scheduler.complete(session, attempt, n_records).await?)
@@ -448,7 +448,7 @@ impl Coordinator {
     /// `pending` (or, if the scheduler is gone, its error for each).
     async fn complete_group(
         &self,
-        session: String,
+        session: SessionId,
         attempts: Vec<(AttemptId, u32)>,
         pending: &mut Vec<(AttemptId, Result<Pending<bool>, Status>)>,
     ) {
@@ -465,7 +465,7 @@ impl Coordinator {
     /// Records a commit carries into its attempt's spool.
     fn append_inline(
         &self,
-        session: &str,
+        session: &SessionId,
         attempt: AttemptId,
         records: Vec<pb::StepRecord>,
         columns: Option<pb::RecordColumns>,
@@ -485,7 +485,7 @@ impl Coordinator {
     }
 
     /// Records that arrived for `attempt` into its spool; how many it holds now.
-    fn append(&self, attempt: AttemptId, session: &str, records: &Arrived) -> Result<u32, CommandError> {
+    fn append(&self, attempt: AttemptId, session: &SessionId, records: &Arrived) -> Result<u32, CommandError> {
         match records {
             Arrived::Rows(rows) => self.scheduler.append(attempt, session, rows),
             Arrived::Columns(columns) => self.scheduler.append_columns(attempt, session, columns),
@@ -556,7 +556,7 @@ impl pb::workers_server::Workers for Coordinator {
             worker_id,
             lease_ttl_ms: lease_ttl.as_millis() as u32,
             heartbeat_interval_ms: heartbeat.as_millis() as u32,
-            session: self.sealer.seal(&session, grant.token_label()),
+            session: self.sealer.seal(session.as_str(), grant.token_label()),
             key_salts: known.iter().map(|f| (f.name().to_string(), f.key_salt())).collect(),
             families: known.iter().map(|f| declared::family_info(*f)).collect(),
         }))
@@ -637,7 +637,7 @@ impl pb::workers_server::Workers for Coordinator {
         let grant = grant_of(&request);
         let request = request.into_inner();
         let batch_session = self.sealer.open(&request.session, grant.token_label());
-        let mut group: (String, Vec<(AttemptId, u32)>) = (String::new(), Vec::new());
+        let mut group: (SessionId, Vec<(AttemptId, u32)>) = (SessionId::new(""), Vec::new());
         for r in request.attempts {
             let session = match r.session.is_empty() {
                 true => batch_session.clone(),

@@ -4,6 +4,7 @@
 use super::replies::{CommandError, Observed, Registration, WorkerInfo};
 use crate::results::Provenance;
 use armada_core::Registry;
+use armada_proto::ids::SessionId;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -52,7 +53,7 @@ pub struct Declared {
 /// Registered workers by session credential.
 #[derive(Default)]
 pub struct Sessions {
-    workers: HashMap<Arc<str>, Worker>,
+    workers: HashMap<SessionId, Worker>,
     /// Workers registered so far (the next id's number is one more).
     registered: u64,
 }
@@ -69,7 +70,7 @@ impl Sessions {
         ours: &str,
         registry: &Registry,
         declared: &HashMap<String, Declared>,
-        session: Arc<str>,
+        session: SessionId,
         now: Instant,
     ) -> Result<&Worker, CommandError> {
         let Registration {
@@ -143,7 +144,7 @@ impl Sessions {
     }
 
     /// The registered worker of `session`, with the session's shared handle.
-    pub fn get(&self, session: &str) -> Result<(Arc<str>, &Worker), CommandError> {
+    pub fn get(&self, session: &SessionId) -> Result<(SessionId, &Worker), CommandError> {
         match self.workers.get_key_value(session) {
             Some((key, worker)) => Ok((key.clone(), worker)),
             None => Err(CommandError::not_found(
@@ -153,7 +154,7 @@ impl Sessions {
     }
 
     /// The worker of `session` was heard from at `now`.
-    pub fn touch(&mut self, session: &str, now: Instant) {
+    pub fn touch(&mut self, session: &SessionId, now: Instant) {
         if let Some(worker) = self.workers.get_mut(session) {
             worker.last_seen = now;
         }
@@ -162,7 +163,7 @@ impl Sessions {
     /// Who computes the jobs of `family` (its reference: a declared family's carries its
     /// digest) in `session`, for the parts' provenance (attempt id 0); none for an unknown
     /// session.
-    pub fn provenance(&mut self, session: &str, family: &str) -> Option<Arc<Provenance>> {
+    pub fn provenance(&mut self, session: &SessionId, family: &str) -> Option<Arc<Provenance>> {
         let w = self.workers.get_mut(session)?;
         if let Some(record) = w.records.get(family) {
             return Some(record.clone());
@@ -185,7 +186,7 @@ impl Sessions {
     }
 
     /// Every registered worker, with its session credential, in registration order.
-    pub fn all(&self) -> Vec<(&Arc<str>, &Worker)> {
+    pub fn all(&self) -> Vec<(&SessionId, &Worker)> {
         let mut all: Vec<_> = self.workers.iter().collect();
         all.sort_by_key(|(_, w)| w.id[1..].parse::<u64>().unwrap_or(u64::MAX));
         all
@@ -193,7 +194,7 @@ impl Sessions {
 
     /// What the dashboard shows of every worker: `leased` attempts by session, idle since
     /// it was last heard from, alive while that is within `lease_ttl`.
-    pub fn infos(&self, leased: &HashMap<&str, u32>, now: Instant, lease_ttl: Duration) -> Vec<WorkerInfo> {
+    pub fn infos(&self, leased: &HashMap<&SessionId, u32>, now: Instant, lease_ttl: Duration) -> Vec<WorkerInfo> {
         self.all()
             .into_iter()
             .map(|(session, w)| {
@@ -203,7 +204,7 @@ impl Sessions {
                     name: w.name.clone(),
                     families: w.families.iter().cloned().collect(),
                     slots: w.slots,
-                    leased: leased.get(&**session).copied().unwrap_or(0),
+                    leased: leased.get(session).copied().unwrap_or(0),
                     idle,
                     alive: idle <= lease_ttl,
                 }
@@ -212,7 +213,7 @@ impl Sessions {
     }
 
     /// The worker of `session` asked for jobs.
-    pub fn asked_for_jobs(&mut self, session: &str) {
+    pub fn asked_for_jobs(&mut self, session: &SessionId) {
         if let Some(worker) = self.workers.get_mut(session) {
             worker.asked_for_jobs = true;
         }
@@ -228,7 +229,7 @@ impl Sessions {
         now: Instant,
         after: Duration,
         unused_after: Duration,
-        holds: impl Fn(&str) -> bool,
+        holds: impl Fn(&SessionId) -> bool,
     ) -> Vec<String> {
         let mut forgotten = Vec::new();
         self.workers.retain(|session, w| {
@@ -248,7 +249,7 @@ impl Sessions {
     }
 
     /// The worker of `session` as messages name it: `w3 (host-a)`, or `unknown` when gone.
-    pub fn describe(&self, session: &str, unknown: &str) -> String {
+    pub fn describe(&self, session: &SessionId, unknown: &str) -> String {
         self.workers.get(session).map_or_else(|| unknown.to_string(), Worker::label)
     }
 }

@@ -15,7 +15,7 @@
 use super::replies::CommandError;
 use crate::results::ResultsError;
 use armada_core::{MetricDef, MetricKind, RecordColumns, StepRecord};
-use armada_proto::ids::AttemptId;
+use armada_proto::ids::{AttemptId, SessionId};
 use dashmap::DashMap;
 use std::fs::{self, File};
 use std::io::{self, BufReader, Read, Write};
@@ -46,7 +46,7 @@ impl Spools {
 
     /// Start an empty spool for `attempt`, leased to the worker session `owner`, whose
     /// records follow `schema`.
-    pub fn create(&self, attempt: AttemptId, owner: Arc<str>, schema: RecordSchema) {
+    pub fn create(&self, attempt: AttemptId, owner: SessionId, schema: RecordSchema) {
         let spool = Spool::new(self.dir.clone(), attempt, owner, schema);
         self.map.insert(attempt, Arc::new(Mutex::new(spool)));
     }
@@ -56,7 +56,7 @@ impl Spools {
     /// (void, finished, never leased), PERMISSION_DENIED when another session holds it,
     /// INVALID_ARGUMENT (naming the step and column) when a record breaks the schema: the
     /// spool is then broken, and the caller voids the attempt.
-    pub fn append(&self, attempt: AttemptId, session: &str, records: &[StepRecord]) -> Result<u32, CommandError> {
+    pub fn append(&self, attempt: AttemptId, session: &SessionId, records: &[StepRecord]) -> Result<u32, CommandError> {
         self.append_with(attempt, session, |spool| spool.append(records))
     }
 
@@ -64,7 +64,7 @@ impl Spools {
     pub fn append_columns(
         &self,
         attempt: AttemptId,
-        session: &str,
+        session: &SessionId,
         columns: &RecordColumns,
     ) -> Result<u32, CommandError> {
         self.append_with(attempt, session, |spool| spool.append_columns(columns))
@@ -73,13 +73,13 @@ impl Spools {
     fn append_with(
         &self,
         attempt: AttemptId,
-        session: &str,
+        session: &SessionId,
         append: impl FnOnce(&mut Spool) -> Result<(), String>,
     ) -> Result<u32, CommandError> {
         // Clone the handle out so that the map's shard lock is not held during the write.
         let spool = self.map.get(&attempt).map(|s| s.value().clone()).ok_or_else(|| void(attempt))?;
         let mut spool = spool.lock().unwrap_or_else(|e| e.into_inner());
-        if *spool.owner != *session {
+        if spool.owner != *session {
             return Err(CommandError::permission_denied(format!(
                 "attempt {attempt} is not held by this worker session"
             )));
@@ -168,7 +168,7 @@ pub struct Spool {
     dir: Arc<PathBuf>,
     id: AttemptId,
     /// The worker session that leased the attempt.
-    owner: Arc<str>,
+    owner: SessionId,
     schema: RecordSchema,
     n_metrics: usize,
     /// Encoded rows not yet spilled.
@@ -186,7 +186,7 @@ pub struct Spool {
 impl Spool {
     /// An empty spool spilling to `<dir>/<id>.rec` (also the in-process runner's, one per
     /// running job).
-    pub(crate) fn new(dir: Arc<PathBuf>, id: AttemptId, owner: Arc<str>, schema: RecordSchema) -> Spool {
+    pub(crate) fn new(dir: Arc<PathBuf>, id: AttemptId, owner: SessionId, schema: RecordSchema) -> Spool {
         Spool {
             dir,
             id,
@@ -444,7 +444,7 @@ mod tests {
         let mut max_buffer = 0;
         for chunk in (0..n).collect::<Vec<_>>().chunks(64) {
             let records: Vec<_> = chunk.iter().map(|&s| record(s)).collect();
-            assert_eq!(spools.append(AttemptId(7), "s", &records).unwrap(), chunk[chunk.len() - 1] + 1);
+            assert_eq!(spools.append(AttemptId(7), &"s".into(), &records).unwrap(), chunk[chunk.len() - 1] + 1);
             let spool = spools.map.get(&AttemptId(7)).unwrap().value().clone();
             max_buffer = max_buffer.max(spool.lock().unwrap().buffer.capacity());
         }
@@ -467,7 +467,7 @@ mod tests {
         }
         assert!(!path.exists(), "the spill file is removed once read");
         assert!(spools.map.is_empty());
-        assert_eq!(spools.append(AttemptId(7), "s", &[record(0)]).unwrap_err().kind(), ErrorKind::NotFound);
+        assert_eq!(spools.append(AttemptId(7), &"s".into(), &[record(0)]).unwrap_err().kind(), ErrorKind::NotFound);
     }
 
     /// Every way a trajectory can be wrong that was once committed: each is refused as it
@@ -495,18 +495,18 @@ mod tests {
         for (attempt, (records, wanted)) in cases.into_iter().enumerate() {
             let attempt = AttemptId(attempt as u64);
             spools.create(attempt, "s".into(), schema(5));
-            let err = spools.append(attempt, "s", &records).unwrap_err();
+            let err = spools.append(attempt, &"s".into(), &records).unwrap_err();
             assert_eq!(err.kind(), ErrorKind::InvalidArgument);
             assert!(err.message().contains(wanted), "{wanted}: {}", err.message());
             // Broken for good: a later, valid batch is refused too, and the commit sees why.
-            assert!(spools.append(attempt, "s", &steps(&[0])).is_err());
+            assert!(spools.append(attempt, &"s".into(), &steps(&[0])).is_err());
             assert!(spools.take(attempt).unwrap().broken().unwrap().contains(wanted));
         }
         // Whole numbers and NaN are fine in an Int metric.
         spools.create(AttemptId(50), "s".into(), schema(5));
         let mut whole = record(0);
         whole.values[2] = -3.0;
-        spools.append(AttemptId(50), "s", &[whole]).unwrap();
+        spools.append(AttemptId(50), &"s".into(), &[whole]).unwrap();
     }
 
     /// Records that arrive as columns are checked as rows are, with the same messages, and
@@ -536,7 +536,7 @@ mod tests {
         for (attempt, (columns, wanted)) in cases.into_iter().enumerate() {
             let attempt = AttemptId(attempt as u64);
             spools.create(attempt, "s".into(), schema(5));
-            let err = spools.append_columns(attempt, "s", &columns).unwrap_err();
+            let err = spools.append_columns(attempt, &"s".into(), &columns).unwrap_err();
             assert_eq!(err.kind(), ErrorKind::InvalidArgument);
             assert!(err.message().contains(wanted), "{wanted}: {}", err.message());
             assert!(spools.take(attempt).unwrap().broken().unwrap().contains(wanted));
@@ -553,9 +553,9 @@ mod tests {
         let all: Vec<StepRecord> = (0..n).map(record).collect();
         for (i, chunk) in all.chunks(100).enumerate() {
             let held = if i % 2 == 0 {
-                spools.append_columns(AttemptId(1), "s", &RecordColumns::from_rows(chunk).unwrap())
+                spools.append_columns(AttemptId(1), &"s".into(), &RecordColumns::from_rows(chunk).unwrap())
             } else {
-                spools.append(AttemptId(1), "s", chunk)
+                spools.append(AttemptId(1), &"s".into(), chunk)
             };
             assert_eq!(held.unwrap(), chunk[chunk.len() - 1].step + 1);
         }
@@ -583,10 +583,10 @@ mod tests {
             .unwrap()
             .contains("holds 0 records; a trajectory has steps 0..=3 (4 records)"));
         spools.create(AttemptId(2), "s".into(), schema(3));
-        spools.append(AttemptId(2), "s", &(0..3).map(record).collect::<Vec<_>>()).unwrap();
+        spools.append(AttemptId(2), &"s".into(), &(0..3).map(record).collect::<Vec<_>>()).unwrap();
         assert!(spools.take(AttemptId(2)).unwrap().incomplete().unwrap().contains("holds 3 records"));
         spools.create(AttemptId(3), "s".into(), schema(3));
-        spools.append(AttemptId(3), "s", &(0..4).map(record).collect::<Vec<_>>()).unwrap();
+        spools.append(AttemptId(3), &"s".into(), &(0..4).map(record).collect::<Vec<_>>()).unwrap();
         assert_eq!(spools.take(AttemptId(3)).unwrap().incomplete(), None);
     }
 
@@ -606,11 +606,13 @@ mod tests {
             .contains("holds 0 records; a trajectory has at least step 0"));
         for last in 0..=3 {
             spools.create(AttemptId(2 + last), "s".into(), early.clone());
-            spools.append(AttemptId(2 + last), "s", &(0..=last as u32).map(record).collect::<Vec<_>>()).unwrap();
+            spools
+                .append(AttemptId(2 + last), &"s".into(), &(0..=last as u32).map(record).collect::<Vec<_>>())
+                .unwrap();
             assert_eq!(spools.take(AttemptId(2 + last)).unwrap().incomplete(), None, "steps 0..={last}");
         }
         spools.create(AttemptId(9), "s".into(), early);
-        let err = spools.append(AttemptId(9), "s", &(0..5).map(record).collect::<Vec<_>>()).unwrap_err();
+        let err = spools.append(AttemptId(9), &"s".into(), &(0..5).map(record).collect::<Vec<_>>()).unwrap_err();
         assert!(err.message().contains("step 4 is past the horizon 3"), "{}", err.message());
     }
 
@@ -620,10 +622,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let spools = open(dir.path());
         spools.create(AttemptId(1), "mine".into(), schema(3));
-        let err = spools.append(AttemptId(1), "theirs", &[record(0)]).unwrap_err();
+        let err = spools.append(AttemptId(1), &"theirs".into(), &[record(0)]).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::PermissionDenied);
         // The refusal did not break the owner's spool.
-        assert_eq!(spools.append(AttemptId(1), "mine", &[record(0)]).unwrap(), 1);
+        assert_eq!(spools.append(AttemptId(1), &"mine".into(), &[record(0)]).unwrap(), 1);
     }
 
     #[test]
@@ -633,7 +635,7 @@ mod tests {
         let spools = open(&spool_dir);
         spools.create(AttemptId(3), "s".into(), schema(4999));
         let records: Vec<_> = (0..5000).map(record).collect();
-        spools.append(AttemptId(3), "s", &records).unwrap();
+        spools.append(AttemptId(3), &"s".into(), &records).unwrap();
         assert!(spool_dir.join("3.rec").exists());
         spools.discard(AttemptId(3));
         assert!(!spool_dir.join("3.rec").exists());

@@ -459,7 +459,7 @@ mod tests {
     use super::*;
     use crate::testing::Gen;
     use armada_core::JobSpec;
-    use armada_proto::ids::AttemptId;
+    use armada_proto::ids::{AttemptId, SessionId};
     use std::collections::{BTreeSet, HashMap};
     use std::time::{Duration, Instant};
 
@@ -540,7 +540,7 @@ mod tests {
             let mut sweeps = Sweeps::new(PathBuf::from("results"));
             let mut m = Model::default();
             let now = Instant::now();
-            let session: Arc<str> = "s".into();
+            let session: SessionId = "s".into();
             let mut next_attempt = 1;
             let mut generation = 0;
             for step in 0..120 {
@@ -581,14 +581,14 @@ mod tests {
                         next_attempt += 1;
                         t.start_attempts(&picked, &[attempt], &session, "w", now);
                         let effects = if rng.chance(70) {
-                            let (start, mut effects) = t.begin_commit("s", attempt).unwrap();
+                            let (start, mut effects) = t.begin_commit(&"s".into(), attempt).unwrap();
                             let CommitStart::Check { job, revive } = start else { panic!("{context}: {start:?}") };
                             assert_eq!(job, i);
                             t.commit(i, attempt, revive);
                             effects.extend(t.committed(&[(i, attempt)]).0);
                             effects
                         } else {
-                            t.fail("s", attempt, "boom".into(), Cause::Worker, "w").unwrap().1
+                            t.fail(&"s".into(), attempt, "boom".into(), Cause::Worker, "w").unwrap().1
                         };
                         announce(&mut sweeps, &t, &mut m, &effects);
                     }

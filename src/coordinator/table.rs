@@ -23,7 +23,7 @@ use super::jobs::Job;
 use super::queue::JobQueue;
 use super::replies::CommandError;
 use super::store::{AttemptOutcome, JobState};
-use armada_proto::ids::AttemptId;
+use armada_proto::ids::{AttemptId, SessionId};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -95,7 +95,7 @@ pub enum Cause {
 pub struct Attempt {
     pub job: usize,
     /// The worker session that holds it.
-    pub session: Arc<str>,
+    pub session: SessionId,
     pub expires: Instant,
 }
 
@@ -106,7 +106,7 @@ pub enum Effect {
     /// in `state` (with `error`, when one is given).
     EndAttempt { attempt: AttemptId, job: usize, outcome: AttemptOutcome, state: JobState, error: Option<String> },
     /// Spools: a leased attempt's records will arrive here.
-    OpenSpool { attempt: AttemptId, job: usize, session: Arc<str> },
+    OpenSpool { attempt: AttemptId, job: usize, session: SessionId },
     /// Spools: the attempt's records are not wanted.
     DiscardSpool(AttemptId),
     /// Live summaries: the job settled without a result (failed or cancelled).
@@ -219,9 +219,9 @@ impl JobTable {
 
     /// The worker of `session` says it started `attempts` (those it holds; others are
     /// ignored): their jobs count as running, no longer as leased ahead.
-    pub fn started(&mut self, session: &str, attempts: &[AttemptId]) {
+    pub fn started(&mut self, session: &SessionId, attempts: &[AttemptId]) {
         for id in attempts {
-            let Some(a) = self.attempts.get(id).filter(|a| &*a.session == session) else { continue };
+            let Some(a) = self.attempts.get(id).filter(|a| a.session == *session) else { continue };
             let job = &mut self.jobs[a.job];
             if job.current == Some(*id) && job.leased_ahead() {
                 job.started = true;
@@ -276,22 +276,18 @@ impl JobTable {
     }
 
     /// Leased attempts per worker session.
-    pub fn attempts_by_session(&self) -> HashMap<&str, u32> {
+    pub fn attempts_by_session(&self) -> HashMap<&SessionId, u32> {
         let mut counts = HashMap::new();
         for a in self.attempts.values() {
-            *counts.entry(&*a.session).or_default() += 1;
+            *counts.entry(&a.session).or_default() += 1;
         }
         counts
     }
 
     /// The sessions holding a lease not yet expired at `now`, or an attempt being committed
     /// (an expired attempt stays known for a late commit, but holds nothing).
-    pub fn sessions_holding(&self, now: Instant) -> HashSet<&str> {
-        self.attempts
-            .values()
-            .filter(|a| a.expires >= now || self.jobs[a.job].committing)
-            .map(|a| &*a.session)
-            .collect()
+    pub fn sessions_holding(&self, now: Instant) -> HashSet<&SessionId> {
+        self.attempts.values().filter(|a| a.expires >= now || self.jobs[a.job].committing).map(|a| &a.session).collect()
     }
 
     /// Queue job `i` (first, for a retry); the queue is per family.
@@ -316,12 +312,12 @@ impl JobTable {
 
     /// The attempt, if `session` holds it: NOT_FOUND when it is not known (void or
     /// finished), PERMISSION_DENIED when another session leased it.
-    pub fn held(&self, session: &str, attempt: AttemptId) -> Result<&Attempt, CommandError> {
+    pub fn held(&self, session: &SessionId, attempt: AttemptId) -> Result<&Attempt, CommandError> {
         let a = self
             .attempts
             .get(&attempt)
             .ok_or_else(|| CommandError::not_found(format!("attempt {attempt} is not known (void or finished)")))?;
-        if *a.session != *session {
+        if a.session != *session {
             return Err(CommandError::permission_denied(format!(
                 "attempt {attempt} is not held by this worker session"
             )));
@@ -330,8 +326,8 @@ impl JobTable {
     }
 
     /// Refuse a request about several attempts when one of them is another session's.
-    pub fn check_session(&self, session: &str, attempts: &[AttemptId]) -> Result<(), CommandError> {
-        match attempts.iter().find(|id| self.attempts.get(id).is_some_and(|a| *a.session != *session)) {
+    pub fn check_session(&self, session: &SessionId, attempts: &[AttemptId]) -> Result<(), CommandError> {
+        match attempts.iter().find(|id| self.attempts.get(id).is_some_and(|a| a.session != *session)) {
             Some(id) => {
                 Err(CommandError::permission_denied(format!("attempt {id} is not held by this worker session")))
             }
@@ -367,7 +363,7 @@ impl JobTable {
         &mut self,
         picked: &[usize],
         ids: &[AttemptId],
-        session: &Arc<str>,
+        session: &SessionId,
         worker: &str,
         now: Instant,
     ) -> Vec<Effect> {
@@ -390,7 +386,7 @@ impl JobTable {
     /// answers the attempts to abandon (their jobs are settled, or they are unknown).
     pub fn heartbeat(
         &mut self,
-        session: &str,
+        session: &SessionId,
         attempts: Vec<AttemptId>,
         heard: Instant,
     ) -> Result<Vec<AttemptId>, CommandError> {
@@ -422,7 +418,7 @@ impl JobTable {
     /// The leases not renewed in time: their jobs go back to the queue (or fail). The
     /// attempts stay known, so a late result still commits if nothing else has. `worker`
     /// names a session for the error.
-    pub fn expire(&mut self, now: Instant, worker: impl Fn(&str) -> String) -> Vec<Effect> {
+    pub fn expire(&mut self, now: Instant, worker: impl Fn(&SessionId) -> String) -> Vec<Effect> {
         let mut expired: Vec<(AttemptId, usize, String)> = self
             .attempts
             .iter()
@@ -465,7 +461,7 @@ impl JobTable {
     /// then [`Self::commit`] or [`Self::void_if_current`] follows.
     pub fn begin_commit(
         &mut self,
-        session: &str,
+        session: &SessionId,
         attempt: AttemptId,
     ) -> Result<(CommitStart, Vec<Effect>), CommandError> {
         let i = self.held(session, attempt)?.job;
@@ -640,7 +636,7 @@ impl JobTable {
     /// again. A job's own error uses up its attempts at once, unless the policy retries them.
     pub fn fail(
         &mut self,
-        session: &str,
+        session: &SessionId,
         attempt: AttemptId,
         error: String,
         cause: Cause,
@@ -661,7 +657,11 @@ impl JobTable {
 
     /// Of `attempts` handed back by `session`, those whose jobs they still run (and that
     /// are not committing): the store releases them, then [`Self::release`] does.
-    pub fn releasable(&self, session: &str, attempts: &[AttemptId]) -> Result<Vec<(AttemptId, usize)>, CommandError> {
+    pub fn releasable(
+        &self,
+        session: &SessionId,
+        attempts: &[AttemptId],
+    ) -> Result<Vec<(AttemptId, usize)>, CommandError> {
         self.check_session(session, attempts)?;
         let mut seen = HashSet::new();
         Ok(attempts
@@ -875,7 +875,7 @@ mod tests {
     struct Model {
         /// Each leased attempt's session and its deadline: granted or renewed + ttl, plus
         /// any busy time excused since.
-        leases: HashMap<AttemptId, (Arc<str>, Instant)>,
+        leases: HashMap<AttemptId, (SessionId, Instant)>,
         /// The attempt that committed each done job.
         done_by: HashMap<usize, AttemptId>,
         /// Jobs a resubmission dropped (the table knows them as cancelled; a commit under
@@ -949,7 +949,7 @@ mod tests {
             let mut now = t0;
             let families: BTreeSet<String> = ["f".to_string()].into();
             for step in 0..200 {
-                let session: Arc<str> = SESSIONS[rng.below(3) as usize].into();
+                let session: SessionId = SESSIONS[rng.below(3) as usize].into();
                 let held: Vec<AttemptId> =
                     m.leases.iter().filter(|(_, (s, _))| *s == session).map(|(&id, _)| id).collect();
                 let some_held = |rng: &mut Gen| (!held.is_empty()).then(|| held[rng.below(held.len() as u64) as usize]);
@@ -990,8 +990,8 @@ mod tests {
                         // (ignored): the kept counts must follow (checked after each step).
                         let started: Vec<AttemptId> = held.iter().copied().filter(|_| rng.chance(50)).collect();
                         t.started(&session, &started);
-                        let other = SESSIONS.iter().find(|&&o| o != &*session).expect("several sessions");
-                        t.started(other, &held);
+                        let other = SESSIONS.iter().find(|&&o| o != session.as_str()).expect("several sessions");
+                        t.started(&(*other).into(), &held);
                     }
                     35..=49 => {
                         now += Duration::from_millis(rng.below(6000));
@@ -1008,7 +1008,7 @@ mod tests {
                         // their leases expire (until a job has had MAX_VOIDED such).
                         let before: Vec<(bool, u32, u32)> =
                             t.jobs.iter().map(|j| (j.leased_ahead(), j.attempts, j.voided)).collect();
-                        let effects = t.expire(now, |s| s.to_string());
+                        let effects = t.expire(now, |s| s.as_str().to_string());
                         for id in &due {
                             let i = t.attempt(*id).expect("an expired attempt stays known").job;
                             let (ahead, attempts, voided) = before[i];
@@ -1172,11 +1172,11 @@ mod tests {
     fn one_running_attempt() -> (JobTable, Instant) {
         let mut t = table(1);
         let families: BTreeSet<String> = ["f".to_string()].into();
-        let session: Arc<str> = "a".into();
+        let session: SessionId = "a".into();
         let t0 = Instant::now();
         let picked = t.pick(&families, 1);
         t.start_attempts(&picked, &[AttemptId(7)], &session, "w", t0);
-        t.started("a", &[AttemptId(7)]);
+        t.started(&"a".into(), &[AttemptId(7)]);
         (t, t0)
     }
 
@@ -1188,11 +1188,11 @@ mod tests {
         let mut now = t0;
         for _ in 0..1000 {
             now += TTL - Duration::from_millis(1);
-            assert!(t.expire(now, |s| s.to_string()).is_empty());
-            assert_eq!(t.heartbeat("a", vec![AttemptId(7)], now).unwrap(), Vec::<AttemptId>::new());
+            assert!(t.expire(now, |s| s.as_str().to_string()).is_empty());
+            assert_eq!(t.heartbeat(&"a".into(), vec![AttemptId(7)], now).unwrap(), Vec::<AttemptId>::new());
         }
-        assert!(t.expire(now + TTL, |s| s.to_string()).is_empty(), "at the deadline itself it still lives");
-        let effects = t.expire(now + TTL + Duration::from_nanos(1), |s| format!("{s}!"));
+        assert!(t.expire(now + TTL, |s| s.as_str().to_string()).is_empty(), "at the deadline itself it still lives");
+        let effects = t.expire(now + TTL + Duration::from_nanos(1), |s| format!("{}!", s.as_str()));
         assert_eq!(
             effects[0],
             Effect::EndAttempt {
@@ -1213,12 +1213,12 @@ mod tests {
         let (mut t, t0) = one_running_attempt();
         let heard = t0 + TTL / 2;
         // Renewed to heard + TTL, whenever the scheduler applies it.
-        assert!(t.heartbeat("a", vec![AttemptId(7)], heard).unwrap().is_empty());
-        assert!(t.expire(heard + TTL, |s| s.to_string()).is_empty());
+        assert!(t.heartbeat(&"a".into(), vec![AttemptId(7)], heard).unwrap().is_empty());
+        assert!(t.expire(heard + TTL, |s| s.as_str().to_string()).is_empty());
         // An older heartbeat applied after it changes nothing.
-        assert!(t.heartbeat("a", vec![AttemptId(7)], t0).unwrap().is_empty());
-        assert!(t.expire(heard + TTL, |s| s.to_string()).is_empty());
-        let effects = t.expire(heard + TTL + Duration::from_nanos(1), |s| s.to_string());
+        assert!(t.heartbeat(&"a".into(), vec![AttemptId(7)], t0).unwrap().is_empty());
+        assert!(t.expire(heard + TTL, |s| s.as_str().to_string()).is_empty());
+        let effects = t.expire(heard + TTL + Duration::from_nanos(1), |s| s.as_str().to_string());
         assert!(
             matches!(effects[0], Effect::EndAttempt { attempt: AttemptId(7), outcome: AttemptOutcome::Failed, .. }),
             "expired one nanosecond after heard + TTL: {effects:?}"
@@ -1241,10 +1241,10 @@ mod tests {
             next += 15;
             t.start_attempts(&picked, &ids, &"a".into(), "w", now);
             let running = ids[picked.iter().position(|&i| i == 0).unwrap()];
-            t.started("a", &[running]);
+            t.started(&"a".into(), &[running]);
             assert_eq!(t.counts("s").leased, 14);
             now += TTL + Duration::from_millis(1);
-            let effects = t.expire(now, |s| s.to_string());
+            let effects = t.expire(now, |s| s.as_str().to_string());
             let failed = effects.iter().filter(|e| matches!(e, Effect::Failed { .. })).count();
             assert_eq!(failed, 15, "each expiry is reported");
             assert_eq!(t.jobs[0].attempts, death, "the started job is charged");
@@ -1266,11 +1266,11 @@ mod tests {
             let families: BTreeSet<String> = ["f".to_string()].into();
             let picked = t.pick(&families, 2);
             t.start_attempts(&picked, &[AttemptId(1), AttemptId(2)], &"a".into(), "w", Instant::now());
-            let (retry, _) = t.fail("a", AttemptId(1), "ValueError: boom".into(), Cause::Job, "w").unwrap();
+            let (retry, _) = t.fail(&"a".into(), AttemptId(1), "ValueError: boom".into(), Cause::Job, "w").unwrap();
             assert_eq!(retry, retry_job_errors);
             let expected = if retry_job_errors { JobState::Queued } else { JobState::Failed };
             assert_eq!((t.jobs[0].state, t.jobs[0].attempts), (expected, 1), "failed at its first attempt");
-            let (retry, _) = t.fail("a", AttemptId(2), "connection lost".into(), Cause::Worker, "w").unwrap();
+            let (retry, _) = t.fail(&"a".into(), AttemptId(2), "connection lost".into(), Cause::Worker, "w").unwrap();
             assert!(retry);
             assert_eq!((t.jobs[1].state, t.jobs[1].attempts), (JobState::Queued, 1));
         }
@@ -1289,8 +1289,8 @@ mod tests {
         assert_eq!(t.attempt(AttemptId(1)).unwrap().expires, t0 + TTL, "a short command is not excused");
         t.excuse(Duration::from_secs(4));
         assert_eq!(t.attempt(AttemptId(1)).unwrap().expires, t0 + TTL + Duration::from_secs(4));
-        assert!(t.expire(t0 + TTL + Duration::from_secs(3), |s| s.to_string()).is_empty());
-        assert!(!t.expire(t0 + TTL + Duration::from_secs(5), |s| s.to_string()).is_empty());
+        assert!(t.expire(t0 + TTL + Duration::from_secs(3), |s| s.as_str().to_string()).is_empty());
+        assert!(!t.expire(t0 + TTL + Duration::from_secs(5), |s| s.as_str().to_string()).is_empty());
         assert_eq!(t.jobs[0].state, JobState::Queued);
     }
 }

@@ -415,14 +415,22 @@ fn the_state_machines_do_no_io_and_read_no_clock() {
                 "use super::queue::",
                 "use super::replies::CommandError;",
                 "use super::store::{AttemptOutcome, JobState};",
-                "use armada_proto::ids::AttemptId;",
+                "use armada_proto::ids::",
             ],
         ),
         (
             "sweeps.rs",
             &["use super::jobs::", "use super::replies::", "use super::store::JobState;", "use super::table::"],
         ),
-        ("sessions.rs", &["use super::replies::", "use crate::results::Provenance;", "use armada_core::Registry;"]),
+        (
+            "sessions.rs",
+            &[
+                "use super::replies::",
+                "use crate::results::Provenance;",
+                "use armada_core::Registry;",
+                "use armada_proto::ids::",
+            ],
+        ),
         (
             "ingest.rs",
             &[

@@ -76,7 +76,7 @@ fn the_record_validator_accepts_exactly_the_whole_trajectories() {
         while sent < records.len() {
             let batch = 1 + g.below(8) as usize;
             let end = (sent + batch).min(records.len());
-            let outcome = catch_unwind(AssertUnwindSafe(|| spools.append(attempt, "s", &records[sent..end])));
+            let outcome = catch_unwind(AssertUnwindSafe(|| spools.append(attempt, &"s".into(), &records[sent..end])));
             let outcome = outcome.unwrap_or_else(|_| panic!("case {case}: append panicked"));
             if let Err(e) = outcome {
                 assert_eq!(e.kind(), ErrorKind::InvalidArgument, "case {case}");

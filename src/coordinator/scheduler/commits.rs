@@ -10,11 +10,11 @@ use crate::coordinator::store::AttemptOutcome;
 use crate::coordinator::table::CommitStart;
 use crate::coordinator::trouble::Place;
 use armada_core::MetricDef;
-use armada_proto::ids::AttemptId;
+use armada_proto::ids::{AttemptId, SessionId};
 use tracing::warn;
 
 impl Scheduler {
-    pub(super) fn complete(&mut self, session: &str, attempt: AttemptId, n_records: u32, reply: Reply<bool>) {
+    pub(super) fn complete(&mut self, session: &SessionId, attempt: AttemptId, n_records: u32, reply: Reply<bool>) {
         let (start, effects) = match self.table.begin_commit(session, attempt) {
             Ok(started) => started,
             Err(e) => {

@@ -7,6 +7,7 @@ use super::requests::NOTHING_TO_LEASE_RETRY;
 use super::Scheduler;
 use crate::coordinator::handle::Reply;
 use crate::coordinator::replies::Leases;
+use armada_proto::ids::SessionId;
 use std::time::{Duration, Instant};
 
 /// The longest a lease is held: a worker's request must come back well within its RPC
@@ -15,7 +16,7 @@ pub(super) const MAX_LEASE_WAIT: Duration = Duration::from_secs(1);
 
 /// A lease that found nothing and waits for jobs until `until`.
 struct HeldLease {
-    session: String,
+    session: SessionId,
     max_jobs: u32,
     until: Instant,
     reply: Reply<Leases>,
@@ -37,7 +38,7 @@ impl Scheduler {
     /// wait, hold the request (see [`Self::answer_held_leases`]).
     pub(super) fn lease_or_hold(
         &mut self,
-        session: String,
+        session: SessionId,
         max_jobs: u32,
         wait: Duration,
         reply: Reply<Leases>,

@@ -13,11 +13,10 @@ use crate::coordinator::sweeps::FailurePage;
 use crate::coordinator::table::{Cause, Effect};
 use crate::coordinator::trouble::Place;
 use crate::results;
-use armada_proto::ids::AttemptId;
+use armada_proto::ids::{AttemptId, SessionId};
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::Arc;
 use std::time::Duration;
 use tracing::{info, warn};
 
@@ -176,7 +175,7 @@ impl Scheduler {
             let reference = format!("{name}+{digest}");
             declared.insert(name, crate::coordinator::sessions::Declared { reference, code });
         }
-        let session: Arc<str> = crate::secret::random_secret().into();
+        let session = SessionId::from(crate::secret::random_secret());
         let worker = self.workers.register(
             registration,
             env!("CARGO_PKG_VERSION"),
@@ -193,7 +192,7 @@ impl Scheduler {
         );
         Ok(Registered {
             worker_id: worker.id.clone(),
-            session: session.to_string(),
+            session,
             lease_ttl: self.config.lease_ttl,
             heartbeat: self.config.heartbeat,
         })
@@ -207,7 +206,7 @@ impl Scheduler {
 
     pub(super) fn lease(
         &mut self,
-        session: &str,
+        session: &SessionId,
         max_jobs: u32,
         now: std::time::Instant,
     ) -> Result<Leases, CommandError> {
@@ -271,7 +270,7 @@ impl Scheduler {
 
     pub(super) fn heartbeat(
         &mut self,
-        session: &str,
+        session: &SessionId,
         attempts: Vec<AttemptId>,
         started: &[AttemptId],
         heard: std::time::Instant,
@@ -286,7 +285,7 @@ impl Scheduler {
 
     pub(super) fn fail(
         &mut self,
-        session: &str,
+        session: &SessionId,
         attempt: AttemptId,
         error: String,
         cause: Cause,
@@ -299,7 +298,7 @@ impl Scheduler {
 
     /// Attempts a worker leased and never started: each job current with it is queued
     /// again, first, with the attempt uncounted.
-    pub(super) fn release(&mut self, session: &str, attempts: Vec<AttemptId>) -> Result<u32, CommandError> {
+    pub(super) fn release(&mut self, session: &SessionId, attempts: Vec<AttemptId>) -> Result<u32, CommandError> {
         self.workers.get(session)?;
         let mut released = 0;
         for (id, i) in self.table.releasable(session, &attempts)? {

@@ -13,7 +13,7 @@ use crate::coordinator::table::{Cause, MAX_VOIDED};
 use crate::results;
 use crate::results::Provenance;
 use armada_core::{JobSpec, StepRecord, ValidJob};
-use armada_proto::ids::AttemptId;
+use armada_proto::ids::{AttemptId, SessionId};
 use polars::prelude::{ParquetReader, SerReader};
 
 fn job(seed: u64) -> ValidJob {
@@ -60,19 +60,19 @@ fn registration(families: &[&str]) -> Registration {
 }
 
 /// Register a testkit worker; its session credential.
-async fn register(s: &SchedulerHandle) -> String {
+async fn register(s: &SchedulerHandle) -> SessionId {
     let registration = registration(&["testkit"]);
     s.register(registration).await.unwrap().session
 }
 
-async fn lease(s: &SchedulerHandle, session: &str) -> Vec<Lease> {
-    let session = session.to_string();
+async fn lease(s: &SchedulerHandle, session: &SessionId) -> Vec<Lease> {
+    let session = session.clone();
     s.lease(session, 8).await.unwrap().leases
 }
 
 async fn upload_and_complete(
     s: &SchedulerHandle,
-    session: &str,
+    session: &SessionId,
     attempt: AttemptId,
     v: f64,
 ) -> Result<bool, ErrorKind> {
@@ -81,7 +81,7 @@ async fn upload_and_complete(
 
 async fn upload_and_complete_records(
     s: &SchedulerHandle,
-    session: &str,
+    session: &SessionId,
     attempt: AttemptId,
     records: &[StepRecord],
 ) -> Result<bool, ErrorKind> {
@@ -90,7 +90,7 @@ async fn upload_and_complete_records(
         Err(e) if e.kind() == ErrorKind::InvalidArgument => {}
         Err(e) => return Err(e.kind()),
     }
-    let (session, n_records) = (session.to_string(), records.len() as u32);
+    let (session, n_records) = (session.clone(), records.len() as u32);
     let pending = s.complete(session, attempt, n_records).await.map_err(|e| e.kind())?;
     pending.answer().await.map_err(|e| e.kind())
 }
@@ -413,7 +413,7 @@ async fn released_attempts_requeue_their_jobs_uncounted() {
     let leases = lease(&s, &a).await;
     assert_eq!(leases.len(), 3);
     let ids: Vec<AttemptId> = leases.iter().map(|l| l.attempt_id).collect();
-    let release = |session: &str, attempts: Vec<AttemptId>| s.release(session.to_string(), attempts);
+    let release = |session: &SessionId, attempts: Vec<AttemptId>| s.release(session.clone(), attempts);
     let refused = release(&b, vec![ids[1]]).await.unwrap_err();
     assert_eq!(refused.kind(), ErrorKind::PermissionDenied);
     assert_eq!(upload_and_complete(&s, &a, ids[0], 1.0).await, Ok(true));
@@ -683,8 +683,8 @@ async fn silent_workers_holding_nothing_are_forgotten() {
     submit(&s, vec![job(0)]).await;
     let (holder, idle, live) = (register(&s).await, register(&s).await, register(&s).await);
     assert_eq!(lease(&s, &holder).await.len(), 1);
-    let heartbeat = |session: &str| {
-        let (s, session) = (s.clone(), session.to_string());
+    let heartbeat = |session: &SessionId| {
+        let (s, session) = (s.clone(), session.clone());
         async move { s.heartbeat(session, vec![], vec![]).await }
     };
     let listed = || async { s.workers().await.unwrap() };
@@ -1397,7 +1397,7 @@ async fn a_plan_made_off_the_scheduler_is_used_only_at_the_sweeps_revision() {
 /// lease, asked with a wait and held by the time this answers.
 async fn a_held_lease(
     dir: &std::path::Path,
-) -> (SchedulerHandle, String, tokio::task::JoinHandle<Result<Leases, CommandError>>) {
+) -> (SchedulerHandle, SessionId, tokio::task::JoinHandle<Result<Leases, CommandError>>) {
     let s = start(dir, Duration::from_secs(60)).await;
     let w = register(&s).await;
     let held = tokio::spawn({
