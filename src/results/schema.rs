@@ -122,75 +122,99 @@ pub const TRAJECTORY: [TableColumn; 11] = [
     ),
 ];
 
-/// `summary.parquet` (every step) and `final.parquet` (each job's last row): one row per
-/// cell, step and Float64 metric, sorted by those columns.
-pub const SUMMARY: [TableColumn; 17] = [
+/// The cell's columns in the summary tables.
+const CELL_COLUMNS: [TableColumn; 6] = [
     column(FAMILY, ColumnType::String, THE_CELL),
     column(BENCHMARK, ColumnType::String, THE_CELL),
     column(BENCHMARK_PARAMS, ColumnType::String, THE_CELL),
     column(ALGORITHM, ColumnType::String, THE_CELL),
     column(ALGORITHM_PARAMS, ColumnType::String, THE_CELL),
     column(HORIZON, ColumnType::Int64, "the cell's horizon"),
-    column(
-        STEP,
-        ColumnType::Int64,
-        "the step (in `final.parquet`, the cell's largest last step: each job contributes its own last row, wherever \
-         its run ended)",
-    ),
-    column(
-        METRIC,
-        ColumnType::String,
-        "a Float64 metric column of the trajectories (Int64 metrics and elapsed_ms are not aggregated)",
-    ),
-    column(
-        N,
-        ColumnType::Int64,
-        "seeds with a value (NaN counts as missing; a run that ended before this step has none)",
-    ),
+];
+
+/// A group's statistics over seeds, after its `metric` column.
+const STATISTICS_COLUMNS: [TableColumn; 6] = [
     column(MEAN, ColumnType::Float64, "mean over seeds"),
     column(STD, ColumnType::Float64, "sample standard deviation (ddof = 1; null when n < 2)"),
     column(SE, ColumnType::Float64, "standard error std / sqrt(n)"),
     column(MEDIAN, ColumnType::Float64, QUANTILES),
     column(Q10, ColumnType::Float64, QUANTILES),
     column(Q90, ColumnType::Float64, QUANTILES),
-    column(
-        N_JOBS,
-        ColumnType::Int64,
-        "the cell's jobs in the sweep (null when the table was rebuilt without the sweep's record of its jobs)",
-    ),
-    column(
-        N_FAILED,
-        ColumnType::Int64,
-        "of those, jobs that failed for good: a cell whose seeds failed shows it here (`n` counts only the jobs with \
-         a result), and a cell whose every job failed keeps its rows, with `step` null, `n = 0` and null statistics",
-    ),
 ];
+
+/// `summary.parquet` (every step) and `final.parquet` (each job's last row): one row per
+/// cell, step and Float64 metric, sorted by those columns.
+pub const SUMMARY: [TableColumn; 17] = concat(&[
+    &CELL_COLUMNS,
+    &[
+        column(
+            STEP,
+            ColumnType::Int64,
+            "the step (in `final.parquet`, the cell's largest last step: each job contributes its own last row, \
+             wherever its run ended)",
+        ),
+        column(
+            METRIC,
+            ColumnType::String,
+            "a Float64 metric column of the trajectories (Int64 metrics and elapsed_ms are not aggregated)",
+        ),
+        column(
+            N,
+            ColumnType::Int64,
+            "seeds with a value (NaN counts as missing; a run that ended before this step has none)",
+        ),
+    ],
+    &STATISTICS_COLUMNS,
+    &[
+        column(
+            N_JOBS,
+            ColumnType::Int64,
+            "the cell's jobs in the sweep (null when the table was rebuilt without the sweep's record of its jobs)",
+        ),
+        column(
+            N_FAILED,
+            ColumnType::Int64,
+            "of those, jobs that failed for good: a cell whose seeds failed shows it here (`n` counts only the jobs \
+             with a result), and a cell whose every job failed keeps its rows, with `step` null, `n = 0` and null \
+             statistics",
+        ),
+    ],
+]);
 
 /// `along_<column>.parquet`: the statistics of [`SUMMARY`] on the common grid of a
 /// monotone column, one row per cell, grid point and metric.
-pub const ALONG_TABLE: [TableColumn; 17] = [
-    column(FAMILY, ColumnType::String, THE_CELL),
-    column(BENCHMARK, ColumnType::String, THE_CELL),
-    column(BENCHMARK_PARAMS, ColumnType::String, THE_CELL),
-    column(ALGORITHM, ColumnType::String, THE_CELL),
-    column(ALGORITHM_PARAMS, ColumnType::String, THE_CELL),
-    column(HORIZON, ColumnType::Int64, "the cell's horizon"),
-    column(ALONG, ColumnType::String, "the column the grid is on, e.g. `cum_cost`"),
-    column(AT, ColumnType::Float64, "the grid value"),
-    column(POINT, ColumnType::Int64, "its index in the cell's grid"),
-    column(
-        METRIC,
-        ColumnType::String,
-        "a Float64 metric column of the trajectories, or `step` (so that steps against cost are there too)",
-    ),
-    column(N, ColumnType::Int64, "runs with a value at the point"),
-    column(MEAN, ColumnType::Float64, "mean over seeds"),
-    column(STD, ColumnType::Float64, "sample standard deviation (ddof = 1; null when n < 2)"),
-    column(SE, ColumnType::Float64, "standard error std / sqrt(n)"),
-    column(MEDIAN, ColumnType::Float64, QUANTILES),
-    column(Q10, ColumnType::Float64, QUANTILES),
-    column(Q90, ColumnType::Float64, QUANTILES),
-];
+pub const ALONG_TABLE: [TableColumn; 17] = concat(&[
+    &CELL_COLUMNS,
+    &[
+        column(ALONG, ColumnType::String, "the column the grid is on, e.g. `cum_cost`"),
+        column(AT, ColumnType::Float64, "the grid value"),
+        column(POINT, ColumnType::Int64, "its index in the cell's grid"),
+        column(
+            METRIC,
+            ColumnType::String,
+            "a Float64 metric column of the trajectories, or `step` (so that steps against cost are there too)",
+        ),
+        column(N, ColumnType::Int64, "runs with a value at the point"),
+    ],
+    &STATISTICS_COLUMNS,
+]);
+
+/// The columns of `parts`, one after another (a table made of shared pieces, at compile
+/// time: a wrong length `N` does not compile).
+const fn concat<const N: usize>(parts: &[&[TableColumn]]) -> [TableColumn; N] {
+    let mut out = [column("", ColumnType::String, ""); N];
+    let (mut at, mut p) = (0, 0);
+    while p < parts.len() {
+        let mut i = 0;
+        while i < parts[p].len() {
+            out[at] = parts[p][i];
+            (at, i) = (at + 1, i + 1);
+        }
+        p += 1;
+    }
+    assert!(at == N, "the parts do not fill the table");
+    out
+}
 
 /// The trajectory's columns that hold one value over a job's rows (all but `step` and
 /// `elapsed_ms`): its spec and key.

@@ -155,6 +155,40 @@ enum JobValue<'a> {
     Int(i64),
 }
 
+impl<'a> JobValue<'a> {
+    fn text(self) -> Option<&'a str> {
+        match self {
+            JobValue::Text(text) => Some(text),
+            JobValue::Int(_) => None,
+        }
+    }
+
+    fn int(self) -> Option<i64> {
+        match self {
+            JobValue::Int(value) => Some(value),
+            JobValue::Text(_) => None,
+        }
+    }
+}
+
+/// The `n` rows of the fixed column `name` of `jobs`: each job's value, once per row, as
+/// `kind` takes it (an error names a column the writer has no such value for).
+fn repeated<'a, T: Clone>(
+    jobs: &'a [(JobColumns, usize)],
+    name: &str,
+    n: usize,
+    kind: fn(JobValue<'a>) -> Option<T>,
+) -> Result<Vec<T>> {
+    let mut values = Vec::with_capacity(n);
+    for (job, rows) in jobs {
+        let Some(value) = job.value(name).and_then(kind) else {
+            return Err(invalid(format!("the writer has no value of the declared type for column {name:?}")));
+        };
+        values.extend(std::iter::repeat_n(value, *rows));
+    }
+    Ok(values)
+}
+
 impl JobColumns {
     fn of(job: &PartJob<'_>) -> Result<JobColumns> {
         let seed = i64::try_from(job.seed).map_err(|_| invalid("seed index does not fit in Int64"))?;
@@ -234,26 +268,8 @@ impl<'m> RowGroup<'m> {
             let column = match (fixed.name, fixed.ty) {
                 (STEP, _) => Column::new(name, std::mem::take(&mut self.steps)),
                 (ELAPSED_MS, _) => Column::new(name, std::mem::take(&mut self.elapsed_ms)),
-                (_, ColumnType::String) => {
-                    let mut values: Vec<&str> = Vec::with_capacity(n);
-                    for (job, rows) in &jobs {
-                        let Some(JobValue::Text(value)) = job.value(fixed.name) else {
-                            return Err(invalid(format!("the writer has no text for column {:?}", fixed.name)));
-                        };
-                        values.extend(std::iter::repeat_n(value, *rows));
-                    }
-                    Column::new(name, values)
-                }
-                (_, ColumnType::Int64) => {
-                    let mut values: Vec<i64> = Vec::with_capacity(n);
-                    for (job, rows) in &jobs {
-                        let Some(JobValue::Int(value)) = job.value(fixed.name) else {
-                            return Err(invalid(format!("the writer has no integer for column {:?}", fixed.name)));
-                        };
-                        values.extend(std::iter::repeat_n(value, *rows));
-                    }
-                    Column::new(name, values)
-                }
+                (_, ColumnType::String) => Column::new(name, repeated(&jobs, fixed.name, n, JobValue::text)?),
+                (_, ColumnType::Int64) => Column::new(name, repeated(&jobs, fixed.name, n, JobValue::int)?),
                 (_, ColumnType::Float64) => {
                     return Err(invalid(format!("the writer has no value for column {:?}", fixed.name)))
                 }
