@@ -8,7 +8,7 @@
 //! records go to a spool, as a worker's do to the coordinator's (64 KiB in memory, the rest
 //! in `<out>/.spool/`), so memory does not grow with a trajectory's length.
 
-use crate::coordinator::commit::CommitConfig;
+use crate::coordinator::committer::CommitConfig;
 use crate::coordinator::spool::{RecordSchema, Spool, Spools};
 use crate::results::{self, PartJob};
 use crate::sweep::Sweep;

@@ -1,7 +1,7 @@
 //! `armada serve`: run a coordinator until Ctrl-C or SIGTERM.
 
 use armada::coordinator::backups::BackupPolicy;
-use armada::coordinator::commit::CommitConfig;
+use armada::coordinator::committer::CommitConfig;
 use armada::coordinator::{self, SchedulerConfig, ServeConfig};
 use armada_proto::auth::TOKEN_ENV;
 use std::io::Write;

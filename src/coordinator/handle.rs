@@ -7,18 +7,18 @@
 //! `FetchResults` and the dashboard while a sweep runs, and the metrics.
 
 use super::catalog::Declarer;
-use super::commit::PartWritten;
+use super::committer::PartWritten;
 use super::declared::Checked;
+use super::job_table::Cause;
 use super::jobs::{Submission, SweepKeys};
-use super::live::{self, Current, LiveSummaries, SweepSummaries};
 use super::metrics::Metrics;
 use super::replies::{
     CommandError, Declared, JobFilter, JobInfo, Leases, Registered, Registration, Submitted, SummaryInputs, SweepEvent,
     SweepStatus, WorkerInfo,
 };
 use super::spool::Spools;
+use super::summarizer::{self, Current, LiveSummaries, SweepSummaries};
 use super::sweeps::FailurePage;
-use super::table::Cause;
 use armada_core::{RecordColumns, StepRecord};
 use armada_proto::ids::{AttemptId, SessionId};
 use std::path::PathBuf;
@@ -420,7 +420,7 @@ impl SchedulerHandle {
 
     /// A running sweep's live tables (or its written files), for `FetchResults`.
     pub async fn current(&self, sweep: &str, inputs: &SummaryInputs) -> Result<Current, CommandError> {
-        live::current(&self.live, sweep, inputs).await
+        summarizer::current(&self.live, sweep, inputs).await
     }
 
     /// A sweep's live summaries, while it has them.

@@ -8,10 +8,10 @@
 //! The scheduler carries out each [`Step`] (the store's writes) and, after the commit, makes
 //! the submission the sweep (`Sweeps::submitted`).
 
+use super::job_table::JobTable;
 use super::jobs::Plan;
 use super::jobs::{Job, Key, NewJob, Template};
 use super::store::{JobState, SpecTemplate, StoredJob};
-use super::table::JobTable;
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -126,7 +126,7 @@ impl Ingest {
 
 #[cfg(test)]
 mod tests {
-    use super::super::table::Policy;
+    use super::super::job_table::Policy;
     use super::*;
     use crate::testing::Gen;
     use armada_core::JobSpec;

@@ -5,7 +5,7 @@
 pub mod access;
 pub mod backups;
 pub mod catalog;
-pub mod commit;
+pub mod committer;
 pub mod credentials;
 pub mod dashboard;
 pub mod declared;
@@ -13,8 +13,8 @@ pub mod fetch;
 pub mod handle;
 pub mod heartbeats;
 pub mod ingest;
+pub mod job_table;
 pub mod jobs;
-pub mod live;
 pub mod metrics;
 pub mod queue;
 pub mod recovery;
@@ -24,8 +24,8 @@ pub mod service;
 pub mod sessions;
 pub mod spool;
 pub mod store;
+pub mod summarizer;
 pub mod sweeps;
-pub mod table;
 pub mod trouble;
 
 pub use handle::SchedulerHandle;

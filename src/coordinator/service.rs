@@ -9,14 +9,14 @@ use super::credentials::Sealer;
 use super::declared;
 use super::fetch;
 use super::handle::{Pending, SchedulerHandle};
+use super::job_table::Cause;
 use super::jobs::Submission;
-use super::live::Current;
 use super::replies::{
     CommandError, Declared, ErrorKind, JobFailed, Lease, Leases, Observed, Registered, Registration, Submitted,
     SweepEvent, SweepState, SweepStatus,
 };
+use super::summarizer::Current;
 use super::sweeps::FailurePage;
-use super::table::Cause;
 use super::trouble::Trouble;
 use crate::{results, sweep};
 use armada_core::{Registry, SpecError, ValidJob};

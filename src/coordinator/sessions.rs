@@ -1,5 +1,5 @@
 //! Worker sessions: who registered, under which secret session credential, for which
-//! families. Pure like [`super::table`]: the credential is drawn by the caller.
+//! families. Pure like [`super::job_table`]: the credential is drawn by the caller.
 
 use super::replies::{CommandError, Observed, Registration, WorkerInfo};
 use crate::results::Provenance;

@@ -1,6 +1,6 @@
 //! The sweeps as a pure state machine beside the job table: which jobs each sweep holds,
 //! whether it is cancelled, announced and summarized, and which generation of live
-//! summaries it has. Like [`super::table`], it does no I/O and reads no clock. A transition
+//! summaries it has. Like [`super::job_table`], it does no I/O and reads no clock. A transition
 //! changes the sweeps, and the jobs through the table's own transitions, and returns the
 //! [`Effect`]s the scheduler carries out. Where the store must agree first (a submission
 //! committed, a sweep cancelled or deleted), the scheduler writes, then applies the
@@ -16,11 +16,11 @@
 //! - a sweep is announced once it has nothing queued or running, and once only, until a
 //!   resubmission re-arms it.
 
+use super::job_table::{Effect, JobTable};
 use super::jobs::base_family;
 use super::jobs::{plan_of, Job, Key, Plan, SweepKeys};
 use super::replies::{CommandError, JobFailed, JobFilter, JobInfo, SweepState, SweepStatus};
 use super::store::JobState;
-use super::table::{Effect, JobTable};
 use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -63,7 +63,7 @@ impl Sweep {
     }
 }
 
-pub use super::table::Counts;
+pub use super::job_table::Counts;
 
 /// Which failures a status lists: a page, so that a reply stays small.
 #[derive(Clone, Copy, Debug)]
@@ -454,8 +454,8 @@ impl Sweeps {
 
 #[cfg(test)]
 mod tests {
+    use super::super::job_table::{Cause, CommitStart, Policy};
     use super::super::jobs::Template;
-    use super::super::table::{Cause, CommitStart, Policy};
     use super::*;
     use crate::testing::Gen;
     use armada_core::JobSpec;

@@ -57,7 +57,7 @@ mod part;
 pub mod schema;
 mod stats;
 mod summary;
-mod table;
+mod terminal;
 
 pub use along::{along_file, summarize_along, AlongReport};
 use error::{damaged, invalid, io, not_armadas, nothing_to_summarize, Within};
@@ -75,7 +75,7 @@ pub use summary::{
     count_cells, metrics_of, rebuild_summaries, summarize, summarize_cell, write_summaries, CellRows, CellSummary,
     Spill, SummaryReport, CELL_ROWS_HELD,
 };
-pub use table::{final_table, render_final};
+pub use terminal::{final_table, render_final};
 
 use polars::prelude::*;
 use std::fs::{self, File};
@@ -92,7 +92,7 @@ const ROW_GROUP_ROWS: usize = 1 << 17;
 pub const SUMMARY_FILE: &str = "summary.parquet";
 pub const FINAL_FILE: &str = "final.parquet";
 /// Present in a sweep's directory while the coordinator summarizes it (see
-/// `coordinator::live`); `armada summarize` removes it once it has written the summaries.
+/// `coordinator::summarizer`); `armada summarize` removes it once it has written the summaries.
 pub const SUMMARIZING_MARKER: &str = "armada.summarizing";
 
 /// Distinguishes temp files of concurrent writers of the same name within one process.

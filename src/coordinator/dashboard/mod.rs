@@ -3,7 +3,7 @@
 //! one).
 //!
 //! The page ([`crate::page`]) polls a small JSON API
-//! answered from the scheduler's state and the live summaries ([`crate::coordinator::live`]),
+//! answered from the scheduler's state and the live summaries ([`crate::coordinator::summarizer`]),
 //! never from the trajectories (one job's rows are read only when its trajectory is asked
 //! for). A sweep's curves and final table are computed once per change of the sweep and
 //! shared by every viewer. The same token as the gRPC services guards everything.
@@ -18,9 +18,9 @@ pub mod prometheus;
 pub mod tls;
 
 use crate::coordinator::access::{DashboardPart, Tokens};
-use crate::coordinator::live::{SweepSummaries, Written};
 use crate::coordinator::replies::SummaryInputs;
 use crate::coordinator::replies::{CommandError, ErrorKind, JobFilter, SweepState, SweepStatus, WorkerInfo};
+use crate::coordinator::summarizer::{SweepSummaries, Written};
 use crate::coordinator::sweeps::FailurePage;
 use crate::coordinator::SchedulerHandle;
 use crate::page::{views, APP_JS, CHART_JS, INDEX_HTML, STYLE_CSS};

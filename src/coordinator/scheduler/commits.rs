@@ -3,11 +3,11 @@
 //! one store transaction (or queued again).
 
 use super::Scheduler;
-use crate::coordinator::commit::{Commit, PartWritten};
+use crate::coordinator::committer::{Commit, PartWritten};
 use crate::coordinator::handle::Reply;
+use crate::coordinator::job_table::CommitStart;
 use crate::coordinator::replies::{CommandError, SweepEvent};
 use crate::coordinator::store::AttemptOutcome;
-use crate::coordinator::table::CommitStart;
 use crate::coordinator::trouble::Place;
 use armada_core::MetricDef;
 use armada_proto::ids::{AttemptId, SessionId};

@@ -3,9 +3,9 @@
 
 use super::{release_free_memory, Scheduler, StartError};
 use crate::coordinator::jobs::Job;
-use crate::coordinator::live;
 use crate::coordinator::recovery::{Loaded, Recovery, StoreFix};
 use crate::coordinator::store::{JobState, StoredJob};
+use crate::coordinator::summarizer;
 use crate::results;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -78,7 +78,7 @@ impl Scheduler {
             // Summaries cut short by the previous coordinator's end (or removed since) are
             // rebuilt; those of a running sweep are live again.
             if self.sweeps.loaded(&id, &self.table, files) {
-                let held = live::held_at_start(&self.results_dir.join(&id));
+                let held = summarizer::held_at_start(&self.results_dir.join(&id));
                 self.open_live_held(&id, held);
             } else {
                 let n_cells = self.cells_of(&id).len() as u32;

@@ -8,7 +8,7 @@
 //! commit wins: a later commit of the same job is answered `committed = false`, and any
 //! attempt whose job is no longer running it is told to stop at its next heartbeat.
 //!
-//! The decisions are made by pure state machines: the jobs' ([`super::table`]), the sweeps'
+//! The decisions are made by pure state machines: the jobs' ([`super::job_table`]), the sweeps'
 //! ([`super::sweeps`]) and the worker sessions' ([`super::sessions`]). This actor is their
 //! executor: it reads the clock once per command and passes it in, and it carries out each
 //! transition's effects (the store's writes, spools, commits, live summaries, watchers)
@@ -17,21 +17,21 @@
 //! Records do not pass through here: upload streams write into the attempt's [`Spool`]
 //! directly. The scheduler opens a spool at lease time, hands the winner's to the
 //! committer at commit time, and marks the job `done` when the committer reports its part
-//! durable (see [`super::commit`]).
+//! durable (see [`super::committer`]).
 
 use super::backups::{self, BackupPolicy};
 use super::catalog::Catalog;
-use super::commit::{self, Commit, CommitConfig};
+use super::committer::{self, Commit, CommitConfig};
 use super::handle::{Command, LateAbandons, Reply, SchedulerHandle};
+use super::job_table::{Effect, JobTable, Policy};
 use super::jobs::{base_family, Job, Submission, Template, Templates};
-use super::live::{self, JobTally, LiveSummaries, Opening};
 use super::metrics::Metrics;
 use super::replies::{CommandError, JobFailed, Submitted, SweepEvent};
 use super::sessions::Sessions;
 use super::spool::{RecordSchema, Spools};
 use super::store::{JobState, Store, StoreError};
+use super::summarizer::{self, JobTally, LiveSummaries, Opening};
 use super::sweeps::{FailurePage, Sweeps};
-use super::table::{Effect, JobTable, Policy};
 use super::trouble::Place;
 use crate::results::{self, Cell};
 use armada_core::Declaration;
@@ -224,7 +224,7 @@ impl Scheduler {
         let metrics = Arc::new(Metrics::default());
         store.report_writes_to(metrics.writes.clone());
         let mailbox = tx.downgrade();
-        let committer = commit::start(config.commit, live.clone(), metrics.clone(), move |written| {
+        let committer = committer::start(config.commit, live.clone(), metrics.clone(), move |written| {
             if let Some(mailbox) = mailbox.upgrade() {
                 let _ = mailbox.blocking_send(Command::PartWritten(written));
             }
@@ -575,7 +575,7 @@ impl Scheduler {
         self.open_live_held(id, None);
     }
 
-    /// (Re)open a sweep's live summaries, held with `held`'s error (see `live::held_at_start`).
+    /// (Re)open a sweep's live summaries, held with `held`'s error (see `summarizer::held_at_start`).
     fn open_live_held(&mut self, id: &str, held: Option<String>) {
         let Ok(sweep) = self.sweeps.get(id) else { return };
         let family = self.declaration_of(&sweep.family);
@@ -608,7 +608,7 @@ impl Scheduler {
             tally.failed += usize::from(job.state == JobState::Failed);
         }
         let cells = by_template.into_iter().filter_map(|(t, tally)| Some((&*t?.cell, tally)));
-        live::cell_counts(cells)
+        summarizer::cell_counts(cells)
     }
 
     /// The live summaries of a sweep wrote its files: the store remembers it, unless a

@@ -5,12 +5,12 @@
 use super::{internal, Scheduler};
 use crate::coordinator::catalog::{Decision, Declarer};
 use crate::coordinator::declared::Checked;
+use crate::coordinator::job_table::{Cause, Effect};
 use crate::coordinator::replies::{
     CommandError, Declared, Lease, Leases, Registered, Registration, SummaryInputs, SweepStatus,
 };
 use crate::coordinator::store::{AttemptOutcome, JobState};
 use crate::coordinator::sweeps::FailurePage;
-use crate::coordinator::table::{Cause, Effect};
 use crate::coordinator::trouble::Place;
 use crate::results;
 use armada_proto::ids::{AttemptId, SessionId};

@@ -8,8 +8,8 @@
 //! module re-exports (`pub use child::Name`) leads to the module that defines it, and a glob
 //! (`use super::*`) leads to the globbed module and to the module of each re-exported name
 //! the file uses. An edge between two modules counts between the two siblings under their
-//! nearest common ancestor (`coordinator::live` -> `coordinator::scheduler::X` is
-//! `live -> scheduler` among `coordinator`'s children); a module and its own ancestors may
+//! nearest common ancestor (`coordinator::summarizer` -> `coordinator::scheduler::X` is
+//! `summarizer -> scheduler` among `coordinator`'s children); a module and its own ancestors may
 //! name each other. The siblings of every module must not import each other in a cycle.
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -19,9 +19,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 
-use super::live::LiveSummaries;
 use super::metrics::Metrics;
 use super::spool::Spool;
+use super::summarizer::LiveSummaries;
 use std::sync::atomic::Ordering::Relaxed;
 
 /// When a part is written.
