@@ -50,4 +50,21 @@ mod tests {
         assert_eq!(most_leased(3), 3 * 65);
         assert_eq!(most_leased(u32::MAX), u32::MAX, "saturates");
     }
+
+    /// The Python SDK's worker obeys the same rule: its constants are these.
+    #[test]
+    fn the_python_workers_lease_depth_is_this_one() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../workers/python/armada_sdk/worker.py");
+        let text = std::fs::read_to_string(path).unwrap();
+        let rule = [
+            ("SHORT_JOB_NS = ", SHORT_JOB.as_nanos()),
+            ("AHEAD_WORK_NS = ", AHEAD_WORK.as_nanos()),
+            ("PREFETCH_PER_SLOT = ", PREFETCH_PER_SLOT as u128),
+        ];
+        for (assignment, value) in rule {
+            let found = text.lines().find_map(|l| l.strip_prefix(assignment));
+            let found = found.unwrap_or_else(|| panic!("worker.py assigns no {assignment:?}"));
+            assert_eq!(found.replace('_', "").parse::<u128>().ok(), Some(value), "worker.py's {assignment}{found}");
+        }
+    }
 }

@@ -51,8 +51,10 @@ T = TypeVar("T")
 #: Trajectories longer than this are uploaded in batches of this many records before the
 #: commit; shorter ones ride on the commit (a batch of commits in one CompleteAttempts).
 UPLOAD_BATCH = 4096
-#: A sweep whose jobs take less than this on average (nanoseconds) has short jobs: each
-#: slot holds some leased ahead, and runs them as a batch (one process hop for several).
+#: The lease-depth rule both workers obey (armada-proto's lease.rs, whose test holds these
+#: three numbers to it). A sweep whose jobs take less than this on average (nanoseconds) has
+#: short jobs: each slot holds some leased ahead, and runs them as a batch (one process hop
+#: for several).
 SHORT_JOB_NS = 250_000_000
 #: The work a slot holds leased ahead while its sweep's jobs are short...
 AHEAD_WORK_NS = 100_000_000
