@@ -54,7 +54,7 @@ mod tests {
     /// The Python SDK's worker obeys the same rule: its constants are these.
     #[test]
     fn the_python_workers_lease_depth_is_this_one() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../workers/python/armada_sdk/worker.py");
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../workers/python/armada_sdk/session.py");
         let text = std::fs::read_to_string(path).unwrap();
         let rule = [
             ("SHORT_JOB_NS = ", SHORT_JOB.as_nanos()),

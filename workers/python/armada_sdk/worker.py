@@ -2,9 +2,10 @@
 
     python -m armada_sdk.worker MODULE:FAMILY --coordinator URL [--slots N] [--token T] [--tls-ca PEM]
 
-It registers a session that declares the family, leases jobs (one per slot, and about
-100 ms of work more per slot while a sweep's jobs prove short, as armada's Rust worker
-does), runs them in N processes side by side (short jobs in batches), heartbeats every
+It registers a session that declares the family and does what the session's state machine
+(``session.py``, the same as armada's Rust worker's) says: leases jobs (one per slot, and
+about 100 ms of work more per slot while a sweep's jobs prove short), runs them in N
+processes side by side (short jobs in batches), heartbeats every
 attempt it holds (on its one connection: grpcio cannot open the heartbeat connection with
 the bytes the Rust worker's begins with, so a coordinator busy with a round of commits
 answers these later), commits each finished trajectory (inline, or uploaded in batches when
@@ -44,6 +45,30 @@ from ._proto import job_pb2, service_pb2
 from .episode import MAX_ERROR, Ran, Record, run_in_slot
 from .family import Extension, load_family
 from .keys import Job, ParamValue
+from .session import (
+    Action,
+    Cancel,
+    Commit,
+    Committed,
+    Drain,
+    Drained,
+    Ended,
+    Event,
+    Heartbeat,
+    HeartbeatAnswered,
+    HeartbeatDue,
+    Lease,
+    LeasedJob,
+    Lost,
+    Ready,
+    Release,
+    Session,
+    Start,
+    TaskEnded,
+    Wake,
+)
+from .session import Leased as LeasedEvent
+from .session import Ran as SessionRan
 
 log = logging.getLogger("armada_sdk.worker")
 T = TypeVar("T")
@@ -51,64 +76,8 @@ T = TypeVar("T")
 #: Trajectories longer than this are uploaded in batches of this many records before the
 #: commit; shorter ones ride on the commit (a batch of commits in one CompleteAttempts).
 UPLOAD_BATCH = 4096
-#: The lease-depth rule both workers obey (armada-proto's lease.rs, whose test holds these
-#: three numbers to it). A sweep whose jobs take less than this on average (nanoseconds) has
-#: short jobs: each slot holds some leased ahead, and runs them as a batch (one process hop
-#: for several).
-SHORT_JOB_NS = 250_000_000
-#: The work a slot holds leased ahead while its sweep's jobs are short...
-AHEAD_WORK_NS = 100_000_000
-#: ...in this many jobs at most.
-PREFETCH_PER_SLOT = 64
-
-#: Finished attempts awaiting their commit at most; past this nothing is leased.
-MAX_PENDING_COMMITS = 4096
-#: An idle worker lets the coordinator hold a lease that finds nothing this long, to be
-#: answered as soon as jobs are queued.
-IDLE_LEASE_WAIT_MS = 500
-
 JOB = service_pb2.FAILURE_CAUSE_JOB
 WORKER = service_pb2.FAILURE_CAUSE_WORKER
-
-
-class JobLengths:
-    """How long each sweep's jobs take on this worker: a running mean per sweep (the last
-    eight jobs weigh most), as armada's Rust worker keeps it (``JobLengths`` in
-    workers/runtime/src/worker.rs). Leasing ahead follows the sweep being leased, so that
-    after a sweep of short jobs the long jobs of the next are not leased many per slot,
-    starving the other workers; a sweep not measured yet counts as long."""
-
-    #: Sweeps remembered at most (the measures are dropped past it).
-    MAX_SWEEPS = 1024
-
-    def __init__(self) -> None:
-        self.mean: dict[str, int] = {}  # nanoseconds, as the Rust worker's Durations
-
-    def record(self, sweep: str, took: float) -> None:
-        """A job of ``sweep`` ran to its end in ``took`` seconds."""
-        if sweep not in self.mean and len(self.mean) >= self.MAX_SWEEPS:
-            self.mean.clear()
-        ns = round(took * 1e9)
-        mean = self.mean.get(sweep, ns)
-        self.mean[sweep] = (mean * 7 + ns) // 8
-
-    def ahead(self, sweep: str) -> int:
-        """How many of ``sweep``'s jobs a slot holds leased ahead: about 100 ms of them when
-        they are short (1 to PREFETCH_PER_SLOT), else none."""
-        mean = self.mean.get(sweep)
-        if mean is None or mean >= SHORT_JOB_NS:
-            return 0
-        return min(max(AHEAD_WORK_NS // max(mean, 1), 1), PREFETCH_PER_SLOT)
-
-    def batch(self, sweep: str) -> Optional[int]:
-        """How many of ``sweep``'s jobs go to a slot at once (what it holds ahead); None: one
-        at a time (a long job, or one not measured yet)."""
-        return self.ahead(sweep) or None
-
-    def depth(self, sweep: str, slots: int) -> int:
-        """Jobs of ``sweep`` worth holding on ``slots`` slots: one per slot, and what each
-        holds ahead."""
-        return slots * (1 + self.ahead(sweep))
 
 
 def _slot_init(worker_pid: int) -> None:
@@ -210,6 +179,10 @@ class Held:
     index: int
 
 
+#: A leased job as the session machine carries it: the lease, and the job it names.
+Leased = tuple[service_pb2.JobLease, Job]
+
+
 class Worker:
     """A worker of one family (or extension) for the coordinator at ``coordinator``, running
     ``slots`` jobs side by side: ``run()`` until drained (``drain()``, SIGTERM).
@@ -239,22 +212,25 @@ class Worker:
         self.key_salt = ""
         self.described = b""
         self.heartbeat_every = 1.0
-        #: Attempts sent to the slots (at most one future a slot)...
+        #: What the session's state machine says to do (a new one per session).
+        self.machine: Session[Leased] = Session(self.slots)
+        self.epoch = time.monotonic_ns()
+        #: Events for the machine, in order.
+        self.events: collections.deque[Event[Leased]] = collections.deque()
+        #: Attempts sent to the slots, and the batches (futures) running, with their attempts.
         self.held: dict[int, Held] = {}
-        #: ...and those leased ahead, waiting for a slot.
-        self.backlog: collections.deque[tuple[service_pb2.JobLease, Job]] = collections.deque()
-        self.lengths = JobLengths()
-        #: The sweep whose jobs were leased last: the next lease is sized for it.
-        self.leasing = ""
-        self.next_lease = 0.0
+        self.tasks: dict[cf.Future[list[Ran]], list[int]] = {}
+        #: Attempts the coordinator said to stop.
+        self.cancelled: set[int] = set()
+        #: Finished attempts' records, until their commit is sent.
+        self.ready: dict[int, list[Record]] = {}
         #: Whether a Register was ever answered: until then an odd answer is a wrong URL.
         self.registered = False
         self.pool: Optional[cf.ProcessPoolExecutor] = None
-        #: Finished attempts for the committer thread (None: stop)...
-        self.outbox: queue.Queue[Optional[tuple[int, list[Record]]]] = queue.Queue()
-        #: ...heartbeated until their commit is answered, as the Rust worker does.
-        self.committing: set[int] = set()
-        self.lock = threading.Lock()
+        #: Commit batches for the committer thread (None: stop)...
+        self.outbox: queue.Queue[Optional[list[tuple[int, list[Record]]]]] = queue.Queue()
+        #: ...and the attempts of those it answered (a thread-safe queue back to the loop).
+        self.settled: queue.Queue[list[int]] = queue.Queue()
         self.done = 0
 
     # ---- calls, retried while the coordinator is out of reach
@@ -317,39 +293,57 @@ class Worker:
         return cf.ProcessPoolExecutor(self.slots, context, initializer=_slot_init, initargs=(os.getpid(),))
 
     def run(self) -> None:
-        """Register, then lease, run, heartbeat and commit until drained. Raises an
-        ArmadaError when the coordinator refuses the worker or the URL reaches another
-        server."""
+        """Register, then carry out what the session machine asks (lease, run, heartbeat,
+        commit) until drained. Raises an ArmadaError when the coordinator refuses the
+        worker or the URL reaches another server."""
         committer = threading.Thread(target=self._commits, name="committer", daemon=True)
         committer.start()
         gave_up = False
         self.pool = self._new_pool()
         try:
-            next_heartbeat = 0.0
-            while not (self.draining and not self.held and not self.backlog):
+            next_heartbeat = 0
+            drain_told = False
+            while not (self.draining and not self.session):
                 try:
                     if not self.session:
                         self.register()
+                        self.machine, self.epoch = Session(self.slots, self.draining), time.monotonic_ns()
+                        drain_told = self.draining
+                        self.events = collections.deque([Wake()])
                         # A phase of its own: workers started together do not heartbeat together.
-                        next_heartbeat = time.monotonic() + random.random() * self.heartbeat_every
-                    if self.draining:
-                        self._release_unstarted()
-                    else:
-                        self._lease()
-                    self._start()
-                    if time.monotonic() >= next_heartbeat:
-                        self._heartbeat()
-                        next_heartbeat = time.monotonic() + self.heartbeat_every
-                    self._settle(timeout=0.05)
-                except SessionLost as e:
+                        next_heartbeat = time.monotonic_ns() + int(random.random() * self.heartbeat_every * 1e9)
+                    if self.draining and not drain_told:
+                        drain_told = True
+                        self.events.append(Drain())
+                    if time.monotonic_ns() >= next_heartbeat:
+                        self.events.append(HeartbeatDue())
+                        next_heartbeat = time.monotonic_ns() + int(self.heartbeat_every * 1e9)
+                    while not self.settled.empty():
+                        self.events.append(Committed(self.settled.get()))
+                    if self._carry_out():
+                        break
+                    # Up to 50 ms (a drain or a heartbeat waits no longer), less when the
+                    # machine wants to act sooner (a commit batch's wait).
+                    wake = self.machine.wake_at()
+                    until = 0.05 if wake is None else min(max(wake - self._now(), 0) / 1e9, 0.05)
+                    self._settle(timeout=until)
+                    self.events.append(Wake())
+                except (SessionLost, Unreachable) as e:
+                    lost_while_draining = self.draining
+                    self._stop(self.machine.handle(self._now(), Lost()))
+                    # What the lost session held is void: its tasks' outcomes are not this
+                    # session's (their slots finish them; nothing is sent).
+                    self.tasks.clear()
+                    self.held.clear()
+                    self.ready.clear()
+                    self.cancelled.clear()
+                    if lost_while_draining:
+                        held = len(self.held)
+                        log.warning("%s: giving up the %d job(s) it held (queued again when their leases expire)", e, held)
+                        gave_up = True
+                        break
                     log.warning("%s; registering again (the jobs it held are void)", e)
-                    self._drop_held()
                     self.session = ""
-                except Unreachable as e:
-                    held = len(self.held) + len(self.backlog)
-                    log.warning("%s: giving up the %d job(s) it held (queued again when their leases expire)", e, held)
-                    self._drop_held()
-                    gave_up = True
         except BaseException:
             # Refused, or a wrong server: nothing to finish (the slots exit with the worker).
             self.pool.shutdown(wait=False, cancel_futures=True)
@@ -362,146 +356,128 @@ class Worker:
         else:
             log.info("drained after %d jobs: every leased job finished and was committed; exiting", self.done)
 
-    def _drop_held(self) -> None:
-        for held in self.held.values():
-            held.future.cancel()  # only what has not started
-        self.held.clear()
-        self.backlog.clear()
+    def _now(self) -> int:
+        return time.monotonic_ns() - self.epoch
 
-    def _tasks(self) -> int:
-        """Futures in the slots' pool (a batch counts once)."""
-        return len({id(h.future) for h in self.held.values()})
+    def _carry_out(self) -> bool:
+        """Feed the machine its events and do what it asks; True once drained."""
+        while self.events:
+            for action in self.machine.handle(self._now(), self.events.popleft()):
+                if isinstance(action, Lease):
+                    self._lease(action)
+                elif isinstance(action, Start):
+                    self._start(action)
+                elif isinstance(action, Heartbeat):
+                    request = service_pb2.HeartbeatRequest(session=self.session, attempt_ids=action.attempts, started_ids=action.started)
+                    reply = self._call("Heartbeat", lambda: self.workers.Heartbeat(request, metadata=self.metadata, timeout=30))
+                    self.events.append(HeartbeatAnswered(list(reply.abandon)))
+                elif isinstance(action, Cancel):
+                    self._stop([action])
+                elif isinstance(action, Commit):
+                    self.outbox.put([(attempt, self.ready.pop(attempt)) for attempt in action.attempts])
+                elif isinstance(action, Release):
+                    release = service_pb2.ReleaseAttemptsRequest(session=self.session, attempt_ids=action.attempts)
+                    reply = self._call("ReleaseAttempts", lambda: self.workers.ReleaseAttempts(release, metadata=self.metadata, timeout=30))
+                    log.info("handed back %d job(s) not started", reply.released)
+                elif isinstance(action, Drained):
+                    return True
+        return False
 
-    def _lease(self) -> None:
-        # As the Rust worker: one job per slot, and what a slot holds ahead of the sweep
-        # leased last; leased when a slot is idle or the backlog is down to half, so that
-        # one Lease call serves many short jobs.
-        if time.monotonic() < self.next_lease or len(self.committing) >= MAX_PENDING_COMMITS:
-            return
-        tasks, waiting = self._tasks(), len(self.backlog)
-        prefetch = self.lengths.depth(self.leasing, self.slots) - self.slots
-        wanted = 0 if tasks == self.slots and waiting > prefetch // 2 else self.slots + prefetch - tasks - waiting
-        if wanted <= 0:
-            return
-        idle = tasks == 0 and waiting == 0 and not self.committing
-        wait_ms = IDLE_LEASE_WAIT_MS if idle else 0
-        request = service_pb2.LeaseRequest(session=self.session, max_jobs=wanted, wait_ms=wait_ms)
-        reply = self._call("Lease", lambda: self.workers.Lease(request, metadata=self.metadata, timeout=30))
-        if not reply.leases:
-            self.next_lease = time.monotonic() + min(max(reply.retry_after_ms, 10), 5000) / 1000
-        surplus = []
-        for lease in reply.leases:
-            self.leasing = lease.sweep_id
-            # The lease was sized for the sweep leased before: jobs of one not known to be
-            # short, beyond one per slot, go back at once (uncounted).
-            if self._tasks() + len(self.backlog) >= self.lengths.depth(lease.sweep_id, self.slots):
-                surplus.append(lease.attempt_id)
+    def _stop(self, actions: list[Action[Leased]]) -> None:
+        """Cancel what the actions say to: a batch not started yet is cancelled once all its
+        attempts are (a running one finishes: a slot process is not interrupted)."""
+        for action in actions:
+            if not isinstance(action, Cancel):
                 continue
+            for attempt in action.attempts:
+                log.info("attempt %d: the coordinator says stop (cancelled, or its job no longer held)", attempt)
+                self.cancelled.add(attempt)
+        for future, attempts in self.tasks.items():
+            if all(a in self.cancelled for a in attempts):
+                future.cancel()
+
+    def _lease(self, action: Lease) -> None:
+        request = service_pb2.LeaseRequest(session=self.session, max_jobs=action.max_jobs, wait_ms=action.wait_ms)
+        reply = self._call("Lease", lambda: self.workers.Lease(request, metadata=self.metadata, timeout=30))
+        jobs = []
+        for lease in reply.leases:
             job = job_of(lease.spec)
             key = job.key(self.key_salt)
             if key != lease.job_key:
                 why = f"this worker computes key {key} for job {lease.job_key}: its family is not the one the sweep was keyed by"
                 self._fail(lease.attempt_id, why, WORKER)
                 continue
-            self.backlog.append((lease, job))
-        if surplus:
-            release = service_pb2.ReleaseAttemptsRequest(session=self.session, attempt_ids=surplus)
-            self._call("ReleaseAttempts", lambda: self.workers.ReleaseAttempts(release, metadata=self.metadata, timeout=30))
-            log.info("handed back %d job(s) of a sweep whose jobs are not known to be short", len(surplus))
+            jobs.append(LeasedJob(lease.attempt_id, lease.sweep_id, (lease, job)))
+        self.events.append(LeasedEvent(jobs, reply.retry_after_ms))
 
-    def _start(self) -> None:
-        """Send what the backlog holds to the free slots (draining too: those leases are
-        ours): short jobs as a batch of what a slot holds ahead, one process hop for
-        several; others one at a time."""
-        while self.backlog and self._tasks() < self.slots:
-            sweep = self.backlog[0][0].sweep_id
-            n = self.lengths.batch(sweep) or 1
-            batch = [self.backlog.popleft()]
-            while len(batch) < n and self.backlog and self.backlog[0][0].sweep_id == sweep:
-                batch.append(self.backlog.popleft())
-            assert self.pool is not None, "run() starts the slots' pool"
-            future = self.pool.submit(run_in_slot, self.family_spec, self.described, [job for _, job in batch])
-            for index, (lease, _) in enumerate(batch):
-                self.held[lease.attempt_id] = Held(lease, future, index)
-
-    def _heartbeat(self) -> None:
-        # What is in the slots or awaits its commit has started; the backlog waits.
-        with self.lock:
-            committing = set(self.committing)
-        started = list(self.held) + list(committing)
-        attempts = started + [lease.attempt_id for lease, _ in self.backlog]
-        request = service_pb2.HeartbeatRequest(session=self.session, attempt_ids=attempts, started_ids=started)
-        reply = self._call("Heartbeat", lambda: self.workers.Heartbeat(request, metadata=self.metadata, timeout=30))
-        abandon = set(reply.abandon) - committing  # the coordinator settles those with their commit
-        if not abandon:
-            return
-        self.backlog = collections.deque(item for item in self.backlog if item[0].attempt_id not in abandon)
-        for attempt in abandon:
-            held = self.held.pop(attempt, None)
-            if held is not None:
-                # A batch runs on while another of its attempts is held.
-                if not any(h.future is held.future for h in self.held.values()):
-                    held.future.cancel()
-            log.info("attempt %d abandoned (cancelled, or its job no longer held)", attempt)
+    def _start(self, action: Start[Leased]) -> None:
+        """Send a task's jobs to a slot: one process hop for a batch of short jobs."""
+        assert self.pool is not None, "run() starts the slots' pool"
+        future = self.pool.submit(run_in_slot, self.family_spec, self.described, [job for _, job in (j.job for j in action.jobs)])
+        self.tasks[future] = [j.attempt for j in action.jobs]
+        for index, leased in enumerate(action.jobs):
+            self.held[leased.attempt] = Held(leased.job[0], future, index)
 
     def _settle(self, timeout: float) -> None:
-        running = {id(h.future): h.future for h in self.held.values()}
-        if not running:
+        """Wait for a task to end (at most ``timeout`` seconds), and tell the machine what
+        each ended task's jobs came to."""
+        if not self.tasks:
             time.sleep(timeout)
             return
-        done, _ = cf.wait(list(running.values()), timeout=timeout, return_when=cf.FIRST_COMPLETED)
-        if not done:
-            return
-        self.next_lease = time.monotonic()  # a slot is free
+        done, _ = cf.wait(list(self.tasks), timeout=timeout, return_when=cf.FIRST_COMPLETED)
         broken = False
-        for attempt, held in list(self.held.items()):
-            if held.future not in done:
-                continue
-            del self.held[attempt]
-            if held.future.cancelled():
-                continue
-            trouble = held.future.exception()
-            if trouble is not None:
-                # The slot process died (killed, out of memory) or could not run the family:
-                # the worker's trouble, not the job's (the coordinator runs it again).
-                self._fail(attempt, f"this worker's slot could not run the job: {trouble!r}", WORKER)
+        for future in done:
+            ran = []
+            for attempt in self.tasks.pop(future):
+                held = self.held.pop(attempt)
+                self.cancelled.discard(attempt)
+                ran.append(self._outcome(attempt, held))
+                trouble = None if future.cancelled() else future.exception()
                 broken = broken or isinstance(trouble, BrokenProcessPool)
-                continue
-            ran = held.future.result()[held.index]
-            if isinstance(ran.outcome, str):
-                self._fail(attempt, ran.outcome, JOB)  # the job's own exception, with its traceback
-            else:
-                # Only a job that ran to its end measures its sweep.
-                self.lengths.record(held.lease.sweep_id, ran.seconds)
-                with self.lock:
-                    self.committing.add(attempt)
-                self.outbox.put((attempt, ran.outcome))
+            self.events.append(TaskEnded(ran))
         if broken:
             log.warning("a slot process died: starting the slots again")
             assert self.pool is not None, "run() starts the slots' pool"
             self.pool.shutdown(wait=False, cancel_futures=True)
             self.pool = self._new_pool()
 
+    def _outcome(self, attempt: int, held: Held) -> SessionRan[Leased]:
+        """What the job of ``attempt`` came to: its records kept for its commit when it ran
+        to its end; a failure reported."""
+        if held.future.cancelled():
+            return SessionRan(attempt, Ended(), 0)
+        trouble = held.future.exception()
+        if trouble is not None:
+            # The slot process died (killed, out of memory) or could not run the family:
+            # the worker's trouble, not the job's (the coordinator runs it again).
+            self._fail(attempt, f"this worker's slot could not run the job: {trouble!r}", WORKER)
+            return SessionRan(attempt, Ended(), 0)
+        ran = held.future.result()[held.index]
+        if isinstance(ran.outcome, str):
+            self._fail(attempt, ran.outcome, JOB)  # the job's own exception, with its traceback
+            return SessionRan(attempt, Ended(), round(ran.seconds * 1e9))
+        records = ran.outcome
+        self.ready[attempt] = records
+        # Long trajectories are uploaded before their commit, not carried inline.
+        n_values = 0 if len(records) > UPLOAD_BATCH else sum(len(r.values) + 2 for r in records)
+        return SessionRan(attempt, Ready(n_values), round(ran.seconds * 1e9))
+
     def _commits(self) -> None:
-        """The committer thread: finished attempts go in one CompleteAttempts call per batch
-        (long trajectories uploaded first), so that the loop keeps leasing and running while
-        the coordinator groups commits into parts (it answers after its commit linger)."""
+        """The committer thread: each batch the machine made goes in one CompleteAttempts
+        call (long trajectories uploaded first), so that the loop keeps leasing and running
+        while the coordinator groups commits into parts (it answers after its commit
+        linger); the batch's attempts are then settled, committed or not."""
         while True:
-            batch = [self.outbox.get()]
-            while len(batch) < 512 and not self.outbox.empty():
-                batch.append(self.outbox.get())
-            stop = None in batch
-            finished = [item for item in batch if item is not None]
+            batch = self.outbox.get()
+            if batch is None:
+                return
             try:
-                self._commit(finished)
+                self._commit(batch)
             except (errors.ArmadaError, SessionLost, Unreachable) as e:
                 # The jobs were cancelled or failed meanwhile, the records refused, or the
                 # session is gone: the coordinator decides; this worker goes on.
-                log.warning("%d attempt(s) not committed: %s", len(finished), e)
-            with self.lock:
-                self.committing.difference_update(attempt for attempt, _ in finished)
-            if stop:
-                return
+                log.warning("%d attempt(s) not committed: %s", len(batch), e)
+            self.settled.put([attempt for attempt, _ in batch])
 
     def _commit(self, finished: list[tuple[int, list[Record]]]) -> None:
         if not finished:
@@ -536,17 +512,6 @@ class Worker:
             self._call("FailAttempt", lambda: self.workers.FailAttempt(request, metadata=self.metadata, timeout=30))
         except errors.ArmadaError as e:
             log.warning("attempt %d: the failure was not recorded: %s: %s", attempt, e.code, e)
-
-    def _release_unstarted(self) -> None:
-        """Hand back the jobs leased ahead (uncounted): a drain lasts as long as the running
-        jobs, not the backlog."""
-        if not self.backlog:
-            return
-        unstarted = [lease.attempt_id for lease, _ in self.backlog]
-        self.backlog.clear()
-        request = service_pb2.ReleaseAttemptsRequest(session=self.session, attempt_ids=unstarted)
-        reply = self._call("ReleaseAttempts", lambda: self.workers.ReleaseAttempts(request, metadata=self.metadata, timeout=30))
-        log.info("draining: handed back %d job(s) not started", reply.released)
 
     def drain(self, *_: object) -> None:
         """Stop leasing, hand back the jobs not started, finish the running ones (SIGTERM)."""

@@ -8,6 +8,7 @@
 //! plain synchronous Rust.
 
 pub mod processor;
+pub mod session;
 pub mod testkit;
 pub mod worker;
 

@@ -1,20 +1,22 @@
-//! The worker process (`armada worker`): dials the coordinator, registers, leases jobs (one
-//! per free slot, or a few per slot ahead while jobs are short) and runs each in an attempt
-//! actor, heartbeats its leases, and reconnects with backoff when the coordinator goes away.
+//! The worker process (`armada worker`): dials the coordinator, registers, and carries out
+//! what its session's state machine ([`crate::session`]) asks: leases, tasks, heartbeats,
+//! commits, releases; it reconnects with backoff when the coordinator goes away.
 //!
-//! An attempt actor runs the job's CPU work on the blocking pool (at most `slots` jobs at a
-//! time, so at most `slots` busy blocking threads) and streams its records through a bounded
+//! A task runs its job's CPU work on the blocking pool (at most `slots` tasks at a time,
+//! so at most `slots` busy blocking threads) and streams its records through a bounded
 //! channel to the gRPC upload, batched: a slow coordinator applies backpressure to the job
-//! instead of growing memory. Once its records are uploaded the slot is free: the commit,
-//! which the coordinator answers only when the job's trajectory part is durable (a group
-//! commit), is awaited in the background, up to [`MAX_PENDING_COMMITS`] at a time. On shutdown the worker stops leasing, lets its running jobs
-//! finish and commit, and returns. When the connection is lost, running attempts are
-//! abandoned (the coordinator re-queues them when their leases expire) and the worker
-//! registers again.
+//! instead of growing memory. Short jobs run as a batch in one task, their records kept
+//! for their commits. Once its records are uploaded the slot is free: the commit, which
+//! the coordinator answers only when the job's trajectory part is durable (a group
+//! commit), is awaited in the background. On shutdown the worker stops leasing, lets its
+//! running jobs finish and commit, and returns. When the connection is lost, running
+//! attempts are stopped (the coordinator re-queues them when their leases expire) and the
+//! worker registers again.
 
+use crate::session::{Action, Event, Lease, Outcome, Ran, Session, BATCH_JOB_RECORDS};
 use armada_core::{run_job, JobError, Registry, StepRecord, ValidJob};
 use armada_proto::auth::BearerToken;
-use armada_proto::lease::ahead_per_slot;
+use armada_proto::ids::AttemptId;
 use armada_proto::v1 as pb;
 use armada_proto::wire::{records_to_wire, spec_from_wire};
 use pb::workers_client::WorkersClient;
@@ -36,22 +38,6 @@ pub const BATCH_RECORDS: usize = 1024;
 /// A job that ends within this many records sends them with its commit, not on a stream.
 pub const INLINE_RECORDS: usize = 64;
 pub const BATCH_WAIT: Duration = Duration::from_millis(200);
-/// The most records a job of a batch keeps for its commit; a job with more stops, runs
-/// again alone with its records streamed, and so do its sweep's later jobs on this worker.
-pub const BATCH_JOB_RECORDS: usize = 4096;
-/// Finished attempts are committed in batches: a batch is sent when it holds
-/// [`COMMIT_BATCH`] attempts (or [`COMMIT_BATCH_VALUES`] inline metric values, to stay
-/// well under gRPC's 4 MiB message limit), or [`COMMIT_BATCH_WAIT`] after its first finished.
-pub const COMMIT_BATCH: usize = 256;
-pub const COMMIT_BATCH_VALUES: usize = 256 * 1024;
-pub const COMMIT_BATCH_WAIT: Duration = Duration::from_millis(20);
-/// How long an idle worker lets the coordinator hold a lease that finds nothing, to answer
-/// it as soon as jobs are queued: one request per this while idle, and a drain waits for it.
-pub const IDLE_LEASE_WAIT_MS: u32 = 500;
-/// Commits awaited at once; past this the worker leases nothing until some are answered.
-/// It must cover what finishes during the coordinator's commit linger.
-pub const MAX_PENDING_COMMITS: usize = 4096;
-
 /// How a worker runs.
 #[derive(Clone, Debug)]
 pub struct WorkerConfig {
@@ -69,60 +55,6 @@ pub struct WorkerConfig {
 }
 
 use armada_proto::heartbeats::{Client, Heartbeats};
-
-/// How long each sweep's jobs take on this worker: a running mean per sweep (the last
-/// eight jobs weigh most). Leasing ahead follows the sweep being leased, so that after a
-/// sweep of short jobs the long jobs of the next are not leased many per slot, starving
-/// the other workers; a sweep not measured yet counts as long.
-#[derive(Default)]
-pub struct JobLengths {
-    mean: HashMap<String, Duration>,
-    /// Sweeps one of whose jobs had more records than a batch keeps ([`BATCH_JOB_RECORDS`]):
-    /// their jobs always stream, never run in batches.
-    streaming: std::collections::HashSet<String>,
-}
-
-impl JobLengths {
-    /// Sweeps remembered at most (the oldest measures are dropped past it).
-    const MAX_SWEEPS: usize = 1024;
-
-    /// A job of `sweep` took `took`.
-    pub fn record(&mut self, sweep: &str, took: Duration) {
-        if !self.mean.contains_key(sweep) && self.mean.len() >= Self::MAX_SWEEPS {
-            self.mean.clear();
-            self.streaming.clear();
-        }
-        let mean = self.mean.entry(sweep.to_string()).or_insert(took);
-        *mean = (*mean * 7 + took) / 8;
-    }
-
-    /// A job of `sweep` had more records than [`BATCH_JOB_RECORDS`].
-    pub fn record_streaming(&mut self, sweep: &str) {
-        self.streaming.insert(sweep.to_string());
-    }
-
-    /// How many of `sweep`'s jobs a slot holds leased ahead (none until one is measured).
-    fn ahead(&self, sweep: &str) -> usize {
-        self.mean.get(sweep).map_or(0, |&mean| ahead_per_slot(mean))
-    }
-
-    /// How many of `sweep`'s jobs to run as one batch, their records kept for their
-    /// commits: what a slot holds ahead, when they are short and their records fit a
-    /// commit. `None`: one at a time, records streamed (a long job, or one not yet measured).
-    pub fn batch(&self, sweep: &str) -> Option<usize> {
-        match self.ahead(sweep) {
-            0 => None,
-            _ if self.streaming.contains(sweep) => None,
-            n => Some(n),
-        }
-    }
-
-    /// Jobs of `sweep` worth holding on `slots` slots: one per slot, and what each holds
-    /// ahead.
-    pub fn depth(&self, sweep: &str, slots: usize) -> usize {
-        slots * (1 + self.ahead(sweep))
-    }
-}
 
 /// The longest wait between tries after a lost connection: a coordinator that restarts
 /// is found again within it.
@@ -163,7 +95,7 @@ pub async fn run_worker(
             return Ok(());
         }
         let started = Instant::now();
-        match session(&config, &token, &registry, shutdown.clone()).await {
+        match run_session(&config, &token, &registry, shutdown.clone()).await {
             Ok(()) => {
                 info!("drained: every leased job finished and was committed; exiting");
                 return Ok(());
@@ -203,7 +135,7 @@ pub async fn run_worker(
 
 /// One registered connection: lease, run, heartbeat until drained (Ok) or the connection
 /// fails (Err, with every running attempt abandoned first).
-async fn session(
+async fn run_session(
     config: &WorkerConfig,
     token: &BearerToken,
     registry: &Arc<Registry>,
@@ -243,8 +175,10 @@ async fn session(
         .map_err(|status| SessionError { status, at_register: false })
 }
 
-/// A session the coordinator registered: lease, run, heartbeat until drained (Ok) or the
-/// connection fails (Err, with every running attempt abandoned first).
+/// A session the coordinator registered: the session's state machine ([`Session`]) says
+/// what to do; this loop does it (leases, heartbeats and releases answered inline, tasks
+/// and commits awaited in the background) and feeds back what comes of it, until drained
+/// (Ok) or the connection fails (Err, with every running attempt stopped first).
 async fn registered_session(
     config: &WorkerConfig,
     registry: &Arc<Registry>,
@@ -253,241 +187,208 @@ async fn registered_session(
     registered: pb::RegisterResponse,
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<(), tonic::Status> {
-    let worker_id = registered.worker_id;
     // Every later request names the session; an attempt belongs to the session that leased it.
     let session: Arc<str> = registered.session.into();
-    info!("registered with {} as {worker_id} ({} slots)", config.coordinator, config.slots);
+    info!("registered with {} as {} ({} slots)", config.coordinator, registered.worker_id, config.slots);
     let interval = Duration::from_millis(registered.heartbeat_interval_ms.max(20) as u64);
     let mut heartbeat = armada_proto::heartbeats::ticks(interval, armada_proto::heartbeats::random_phase());
-    let mut running: HashMap<u64, watch::Sender<bool>> = HashMap::new();
-    let mut tasks: JoinSet<Vec<Finished>> = JoinSet::new();
-    // Leased, not yet started (heartbeated all the same: they are in `running`).
-    let mut backlog: VecDeque<(pb::JobLease, watch::Receiver<bool>)> = VecDeque::new();
-    let mut lengths = JobLengths::default();
-    // The sweep whose jobs were leased last: the next lease most likely brings more of it,
-    // so it is sized for that sweep.
-    let mut leasing = String::new();
-    // Finished attempts waiting to be sent, and batches sent and not yet answered.
-    let mut ready: Vec<(u64, ReadyToCommit)> = Vec::new();
-    // Attempts that finished and wait for their commit (pruned to `running` at each heartbeat).
-    let mut awaiting_commit: std::collections::HashSet<u64> = std::collections::HashSet::new();
-    let mut ready_since = tokio::time::Instant::now();
-    let mut commits: JoinSet<Result<Vec<u64>, tonic::Status>> = JoinSet::new();
-    let mut n_committing = 0;
-    let mut next_lease = tokio::time::Instant::now();
+    let epoch = tokio::time::Instant::now();
     let mut draining = *shutdown.borrow();
-    let outcome = loop {
-        // Start what the backlog holds on the free slots (draining too: those leases are ours).
-        while tasks.len() < config.slots {
-            let Some((lease, cancel_rx)) = backlog.pop_front() else { break };
-            let (client, registry, session) = (client.clone(), registry.clone(), session.clone());
-            if let Some(n) = lengths.batch(&lease.sweep_id) {
-                // This lease and the next ones of its sweep, as one batch.
-                let mut batch = vec![(lease, cancel_rx)];
-                while batch.len() < n && backlog.front().is_some_and(|(l, _)| l.sweep_id == batch[0].0.sweep_id) {
-                    batch.push(backlog.pop_front().expect("a front"));
-                }
-                tasks.spawn(async move { run_batch(client, registry, &session, batch).await });
-                continue;
-            }
-            let (id, sweep) = (lease.attempt_id, lease.sweep_id.clone());
-            tasks.spawn(async move {
-                let started = Instant::now();
-                let outcome = run_attempt(client, registry, &session, lease, cancel_rx).await;
-                vec![Finished { id, sweep, outcome, took: started.elapsed(), lease: None }]
-            });
-        }
-        if draining && tasks.is_empty() && commits.is_empty() && ready.is_empty() {
-            break Ok(());
-        }
-        let prefetch = lengths.depth(&leasing, config.slots) - config.slots;
-        // Lease when a slot is idle, or when the backlog is down to half: one lease RPC
-        // (one store transaction) then serves many short jobs.
-        let wanted = if n_committing + ready.len() >= MAX_PENDING_COMMITS
-            || (tasks.len() == config.slots && backlog.len() > prefetch / 2)
-        {
-            0
-        } else {
-            (config.slots + prefetch).saturating_sub(tasks.len() + backlog.len())
-        };
-        let ready_values: usize = ready.iter().map(|(_, r)| r.n_values()).sum();
-        let send_at = match ready.len() {
-            0 => None,
-            n if n >= COMMIT_BATCH || ready_values >= COMMIT_BATCH_VALUES || tasks.is_empty() => {
-                Some(tokio::time::Instant::now())
-            }
-            _ => Some(ready_since + COMMIT_BATCH_WAIT),
-        };
-        tokio::select! {
-            _ = heartbeat.tick() => {
-                // What is not waiting in the backlog has started (or finished, awaiting its commit).
-                let waiting: std::collections::HashSet<u64> = backlog.iter().map(|(l, _)| l.attempt_id).collect();
-                let attempt_ids: Vec<u64> = running.keys().copied().collect();
-                let started_ids = attempt_ids.iter().copied().filter(|id| !waiting.contains(id)).collect();
-                let request = pb::HeartbeatRequest { session: session.to_string(), attempt_ids, started_ids };
-                awaiting_commit.retain(|id| running.contains_key(id));
-                match heartbeats.send(&mut client, request).await {
-                    Ok(reply) => {
-                        for id in reply.abandon {
-                            if awaiting_commit.contains(&id) {
-                                // Its commit is in flight: the coordinator settled it first.
-                                continue;
+    let mut machine = Session::<pb::JobLease>::new(config.slots, draining);
+    let mut cancels: HashMap<AttemptId, watch::Sender<bool>> = HashMap::new();
+    // Finished attempts' records, until their commit is sent.
+    let mut ready: HashMap<AttemptId, ReadyToCommit> = HashMap::new();
+    // Tasks and commits in flight, with their attempts (told to the session if one panics).
+    let mut tasks: JoinSet<Vec<Finished>> = JoinSet::new();
+    let mut commits: JoinSet<Result<Vec<u64>, tonic::Status>> = JoinSet::new();
+    let mut in_flight: HashMap<tokio::task::Id, Vec<AttemptId>> = HashMap::new();
+    let mut events = VecDeque::from([Event::Wake]);
+    let lost = 'session: loop {
+        while let Some(event) = events.pop_front() {
+            for action in machine.handle(epoch.elapsed(), event) {
+                match action {
+                    Action::Lease { max_jobs, wait_ms } => {
+                        let request =
+                            pb::LeaseRequest { session: session.to_string(), max_jobs: max_jobs as u32, wait_ms };
+                        let reply = match client.lease(request).await {
+                            Ok(r) => r.into_inner(),
+                            Err(e) => break 'session e,
+                        };
+                        let leases = reply
+                            .leases
+                            .into_iter()
+                            .map(|l| Lease { attempt: AttemptId(l.attempt_id), sweep: l.sweep_id.clone(), job: l })
+                            .collect();
+                        events.push_back(Event::Leased { leases, retry_after_ms: reply.retry_after_ms });
+                    }
+                    Action::Start { jobs, batched } => {
+                        let ids: Vec<AttemptId> = jobs.iter().map(|j| j.attempt).collect();
+                        let mut leases = Vec::with_capacity(jobs.len());
+                        for Lease { attempt, job, .. } in jobs {
+                            info!(
+                                "attempt {attempt}: leased job {} of sweep {} (try {})",
+                                job.job_key, job.sweep_id, job.attempt
+                            );
+                            let (cancel_tx, cancel_rx) = watch::channel(false);
+                            cancels.insert(attempt, cancel_tx);
+                            leases.push((job, cancel_rx));
+                        }
+                        let (client, registry, session) = (client.clone(), registry.clone(), session.clone());
+                        let task = if batched {
+                            tasks.spawn(async move { run_batch(client, registry, &session, leases).await })
+                        } else {
+                            let (lease, cancel_rx) = leases.pop().expect("a task runs a job");
+                            let (id, sweep) = (AttemptId(lease.attempt_id), lease.sweep_id.clone());
+                            tasks.spawn(async move {
+                                let started = Instant::now();
+                                let outcome = run_attempt(client, registry, &session, lease, cancel_rx).await;
+                                vec![Finished { id, sweep, outcome, took: started.elapsed(), lease: None }]
+                            })
+                        };
+                        in_flight.insert(task.id(), ids);
+                    }
+                    Action::Heartbeat { attempts, started } => {
+                        let request = pb::HeartbeatRequest {
+                            session: session.to_string(),
+                            attempt_ids: attempts.iter().map(|a| a.0).collect(),
+                            started_ids: started.iter().map(|a| a.0).collect(),
+                        };
+                        match heartbeats.send(&mut client, request).await {
+                            Ok(reply) => {
+                                events.push_back(Event::HeartbeatAnswered { abandon: AttemptId::all(reply.abandon) })
                             }
-                            // Said once: a heartbeat answered late may repeat what an earlier one said.
-                            if let Some(cancel) = running.get(&id).filter(|c| !*c.borrow()) {
-                                info!("attempt {id}: the coordinator says stop (cancelled or superseded)");
+                            Err(e) => break 'session e,
+                        }
+                    }
+                    Action::Cancel(ids) => {
+                        for id in ids {
+                            info!("attempt {id}: the coordinator says stop (cancelled or superseded)");
+                            if let Some(cancel) = cancels.get(&id) {
                                 let _ = cancel.send(true);
                             }
-                            if let Some(at) = backlog.iter().position(|(l, _)| l.attempt_id == id) {
-                                backlog.remove(at);
-                                running.remove(&id);
-                            }
                         }
                     }
-                    Err(e) => break Err(e),
+                    Action::Commit(ids) => {
+                        let batch: Vec<(u64, ReadyToCommit)> =
+                            ids.iter().filter_map(|id| Some((id.0, ready.remove(id)?))).collect();
+                        let (mut client, session) = (client.clone(), session.clone());
+                        let task = commits.spawn(async move { commit(&mut client, &session, batch).await });
+                        in_flight.insert(task.id(), ids);
+                    }
+                    Action::Release(ids) => {
+                        let request = pb::ReleaseAttemptsRequest {
+                            session: session.to_string(),
+                            attempt_ids: ids.iter().map(|a| a.0).collect(),
+                        };
+                        match client.release_attempts(request).await {
+                            Ok(reply) => info!("handed back {} job(s) not started", reply.into_inner().released),
+                            Err(e) => break 'session e,
+                        }
+                    }
+                    Action::Drained => return Ok(()),
+                    // Only a lost session asks these, below.
+                    Action::Register | Action::Exit => {}
                 }
             }
-            Some(joined) = tasks.join_next(), if !tasks.is_empty() => {
-                next_lease = tokio::time::Instant::now();
-                let finished = match joined {
-                    Ok(finished) => finished,
+        }
+        let wake = machine.wake_at().map(|at| epoch + at);
+        tokio::select! {
+            _ = heartbeat.tick() => events.push_back(Event::HeartbeatDue),
+            Some(joined) = tasks.join_next_with_id(), if !tasks.is_empty() => {
+                let (ran, lost) = match joined {
+                    Ok((task, finished)) => {
+                        in_flight.remove(&task);
+                        ran_of(finished, &mut ready)
+                    }
                     Err(e) => {
+                        // Not a job's panic (run_job catches those): the attempts end unsettled
+                        // and the coordinator runs them again when their leases expire.
                         warn!("an attempt task ended abnormally: {e}");
-                        continue;
+                        let ids = in_flight.remove(&e.id()).unwrap_or_default();
+                        let ended = |attempt| Ran { attempt, outcome: Outcome::Ended, took: Duration::ZERO };
+                        (ids.into_iter().map(ended).collect(), None)
                     }
                 };
-                let mut lost = None;
-                for Finished { id, sweep, outcome, took, lease } in finished {
-                    if let Some(lease) = lease {
-                        // A job of a batch with more records than a commit carries: it runs
-                        // again alone, streamed, and so do its sweep's next jobs.
-                        info!("attempt {id}: more records than a batch keeps; it runs again alone, streamed");
-                        lengths.record_streaming(&sweep);
-                        let cancel_rx = running.get(&id).map(|c| c.subscribe());
-                        if let Some(cancel_rx) = cancel_rx {
-                            backlog.push_front((lease, cancel_rx));
-                        }
-                        continue;
-                    }
-                    if let Some(took) = measured(&outcome, took) {
-                        lengths.record(&sweep, took);
-                    }
-                    match outcome {
-                        Ok(Some(ready_job)) => {
-                            // Still heartbeated (it stays in `running`) until the commit is answered.
-                            if ready.is_empty() {
-                                ready_since = tokio::time::Instant::now();
-                            }
-                            ready.push((id, ready_job));
-                            awaiting_commit.insert(id);
-                        }
-                        Ok(None) => {
-                            running.remove(&id);
-                        }
-                        Err(e) => {
-                            running.remove(&id);
-                            lost.get_or_insert(e);
-                        }
-                    }
+                for r in &ran {
+                    cancels.remove(&r.attempt);
                 }
+                events.push_back(Event::TaskEnded(ran));
                 if let Some(e) = lost {
-                    break Err(e);
+                    break 'session e;
                 }
             }
-            // Send what finished as one batch: when it is large, when it has waited a
-            // little, or right away when nothing else runs (draining, the tail of a sweep).
-            _ = tokio::time::sleep_until(send_at.unwrap_or(ready_since)), if send_at.is_some() => {
-                // At most COMMIT_BATCH attempts and COMMIT_BATCH_VALUES values a request (a
-                // batch of jobs can finish with more): the rest goes in the next ones.
-                let (mut n, mut values) = (0, 0);
-                for (_, r) in ready.iter().take(COMMIT_BATCH) {
-                    if n > 0 && values + r.n_values() > COMMIT_BATCH_VALUES {
-                        break;
-                    }
-                    (n, values) = (n + 1, values + r.n_values());
-                }
-                n_committing += n;
-                let batch: Vec<(u64, ReadyToCommit)> = ready.drain(..n).collect();
-                let (mut client, session) = (client.clone(), session.clone());
-                commits.spawn(async move { commit(&mut client, &session, batch).await });
-            }
-            Some(joined) = commits.join_next(), if !commits.is_empty() => {
+            Some(joined) = commits.join_next_with_id(), if !commits.is_empty() => {
+                let task = match &joined {
+                    Ok((task, _)) => *task,
+                    Err(e) => e.id(),
+                };
+                let ids = in_flight.remove(&task).unwrap_or_default();
                 match joined {
-                    Ok(Ok(settled)) => {
-                        n_committing -= settled.len();
-                        for id in settled {
-                            running.remove(&id);
-                        }
-                    }
-                    Ok(Err(e)) => break Err(e),
+                    Ok((_, Ok(_))) => {}
+                    Ok((_, Err(e))) => break 'session e,
+                    // Settled as far as this worker can tell: the coordinator has them or
+                    // runs them again.
                     Err(e) => warn!("a commit task ended abnormally: {e}"),
                 }
+                events.push_back(Event::Committed(ids));
             }
             _ = shutdown.changed(), if !draining => {
                 draining = true;
-                info!("shutting down: no new leases; {} running job(s) will finish", tasks.len());
-                // Jobs leased ahead and not started go back to the queue, uncounted: a drain
-                // lasts as long as the running jobs, not the backlog.
-                let ahead: Vec<u64> = backlog.drain(..).map(|(lease, _)| lease.attempt_id).collect();
-                if !ahead.is_empty() {
-                    for id in &ahead {
-                        running.remove(id);
-                    }
-                    let request = pb::ReleaseAttemptsRequest { session: session.to_string(), attempt_ids: ahead };
-                    match client.release_attempts(request).await {
-                        Ok(reply) => info!("handed back {} job(s) leased ahead", reply.into_inner().released),
-                        Err(e) => break Err(e),
-                    }
-                }
+                info!("shutting down: no new leases; {} running task(s) will finish", machine.n_tasks());
+                events.push_back(Event::Drain);
             }
-            _ = tokio::time::sleep_until(next_lease), if !draining && wanted > 0 => {
-                // Idle, it lets the coordinator hold the request until jobs come: nothing
-                // else of this loop is waiting meanwhile but a drain.
-                let idle = tasks.is_empty() && backlog.is_empty() && ready.is_empty() && commits.is_empty();
-                let wait_ms = if idle { IDLE_LEASE_WAIT_MS } else { 0 };
-                let request = pb::LeaseRequest { session: session.to_string(), max_jobs: wanted as u32, wait_ms };
-                let reply = match client.lease(request).await {
-                    Ok(r) => r.into_inner(),
-                    Err(e) => break Err(e),
-                };
-                if reply.leases.is_empty() {
-                    next_lease = tokio::time::Instant::now() + Duration::from_millis(reply.retry_after_ms.clamp(10, 5000) as u64);
-                }
-                // Jobs of a sweep not known to be short beyond one per slot go back at once
-                // (uncounted): the lease was sized for the sweep leased before.
-                let mut surplus = Vec::new();
-                for lease in reply.leases {
-                    leasing.clone_from(&lease.sweep_id);
-                    if tasks.len() + backlog.len() >= lengths.depth(&lease.sweep_id, config.slots) {
-                        surplus.push(lease.attempt_id);
-                        continue;
-                    }
-                    info!("attempt {}: leased job {} of sweep {} (try {})", lease.attempt_id, lease.job_key, lease.sweep_id, lease.attempt);
-                    let (cancel_tx, cancel_rx) = watch::channel(false);
-                    running.insert(lease.attempt_id, cancel_tx);
-                    backlog.push_back((lease, cancel_rx));
-                }
-                if !surplus.is_empty() {
-                    let n = surplus.len();
-                    let request = pb::ReleaseAttemptsRequest { session: session.to_string(), attempt_ids: surplus };
-                    match client.release_attempts(request).await {
-                        Ok(_) => info!("handed back {n} job(s) of a sweep whose jobs are not known to be short"),
-                        Err(e) => break Err(e),
-                    }
-                }
-            }
+            _ = tokio::time::sleep_until(wake.unwrap_or(epoch)), if wake.is_some() => events.push_back(Event::Wake),
         }
     };
-    if outcome.is_err() {
-        for cancel in running.values() {
-            let _ = cancel.send(true);
+    // Register again or exit: `run_worker` does either, as the shutdown says.
+    for action in machine.handle(epoch.elapsed(), Event::Lost) {
+        if let Action::Cancel(ids) = action {
+            for id in ids {
+                if let Some(cancel) = cancels.get(&id) {
+                    let _ = cancel.send(true);
+                }
+            }
         }
-        while tasks.join_next().await.is_some() {}
-        // Their leases expire at the coordinator; a commit it already had still counts.
-        commits.abort_all();
-        while commits.join_next().await.is_some() {}
     }
-    outcome
+    while tasks.join_next().await.is_some() {}
+    // Their leases expire at the coordinator; a commit it already had still counts.
+    commits.abort_all();
+    while commits.join_next().await.is_some() {}
+    Err(lost)
+}
+
+/// What a task's jobs came to, as the session weighs them: the records of those ready are
+/// kept in `ready` for their commit; the connection's error, if one was lost on the way.
+fn ran_of(
+    finished: Vec<Finished>,
+    ready: &mut HashMap<AttemptId, ReadyToCommit>,
+) -> (Vec<Ran<pb::JobLease>>, Option<tonic::Status>) {
+    let mut lost = None;
+    let ran = finished
+        .into_iter()
+        .map(|Finished { id, sweep, outcome, took, lease }| {
+            let outcome = match (lease, outcome) {
+                (Some(lease), _) => {
+                    info!(
+                        "attempt {id}: more records than a batch keeps; it runs again alone, streamed (sweep {sweep})"
+                    );
+                    Outcome::RunAgainAlone(lease)
+                }
+                (None, Ok(Some(r))) => {
+                    let n_values = r.n_values();
+                    ready.insert(id, r);
+                    Outcome::Ready { n_values }
+                }
+                (None, Ok(None)) => Outcome::Ended,
+                (None, Err(e)) => {
+                    lost.get_or_insert(e);
+                    Outcome::Ended
+                }
+            };
+            Ran { attempt: id, outcome, took }
+        })
+        .collect();
+    (ran, lost)
 }
 
 /// Run one leased attempt: the job on the blocking pool, its records uploaded as they come.
@@ -583,7 +484,7 @@ async fn run_attempt(
 
 /// What became of a leased attempt's job.
 struct Finished {
-    id: u64,
+    id: AttemptId,
     sweep: String,
     /// As [`run_attempt`] says it.
     outcome: Result<Option<ReadyToCommit>, tonic::Status>,
@@ -591,13 +492,6 @@ struct Finished {
     /// The lease given back, to run again alone: a job of a batch with more records than
     /// [`BATCH_JOB_RECORDS`].
     lease: Option<pb::JobLease>,
-}
-
-/// How long a job took, when that tells its sweep's job length: only a job that ran to its
-/// end does (one cancelled before or during its run, or refused, stops at once, and would
-/// make its sweep look shorter than it is).
-fn measured(outcome: &Result<Option<ReadyToCommit>, tonic::Status>, took: Duration) -> Option<Duration> {
-    matches!(outcome, Ok(Some(_))).then_some(took)
 }
 
 /// What one job of a batch came to, on the blocking thread.
@@ -666,13 +560,13 @@ async fn run_batch(
     };
     let mut finished = Vec::with_capacity(leases.len());
     for (lease, (done, took)) in leases.into_iter().zip(ran) {
-        let (id, sweep) = (lease.attempt_id, lease.sweep_id.clone());
+        let (id, sweep) = (AttemptId(lease.attempt_id), lease.sweep_id.clone());
         let (outcome, lease) = match done {
             BatchJob::Ready(ready) => (Ok(Some(ready)), None),
             BatchJob::Cancelled => (Ok(None), None),
             BatchJob::TooManyRecords => (Ok(None), Some(lease)),
             BatchJob::Failed(error, cause) => {
-                (report_failure(&mut client, session, id, error, cause).await.map(|()| None), None)
+                (report_failure(&mut client, session, id.0, error, cause).await.map(|()| None), None)
             }
         };
         finished.push(Finished { id, sweep, outcome, took, lease });
@@ -791,7 +685,6 @@ fn void_or_lost(attempt_id: u64, e: tonic::Status) -> Result<(), tonic::Status> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use armada_proto::lease::PREFETCH_PER_SLOT;
 
     /// After a lost connection the worker tries again within 5 s; after a Register
     /// answered UNAVAILABLE (a coordinator that cannot record its declaration), the waits
@@ -809,44 +702,5 @@ mod tests {
         };
         assert_eq!(waits(false), [200, 400, 800, 1600, 3200, 5000, 5000, 5000, 5000, 5000, 5000, 5000]);
         assert_eq!(waits(true), [200, 400, 800, 1600, 3200, 6400, 12800, 25600, 51200, 60000, 60000, 60000]);
-    }
-
-    #[test]
-    fn a_slot_holds_about_100_ms_of_short_jobs_ahead_and_runs_them_as_a_batch() {
-        let mut lengths = JobLengths::default();
-        assert_eq!((lengths.batch("s"), lengths.depth("s", 2)), (None, 2), "not measured: one a slot, streamed");
-        lengths.record("s", Duration::from_millis(10));
-        assert_eq!((lengths.batch("s"), lengths.depth("s", 2)), (Some(10), 22));
-        lengths.record("t", Duration::from_micros(10));
-        assert_eq!(lengths.batch("t"), Some(PREFETCH_PER_SLOT), "at most the prefetch depth");
-        assert_eq!(lengths.depth("t", 3), 3 * (1 + PREFETCH_PER_SLOT));
-        lengths.record("v", Duration::from_millis(40));
-        assert_eq!((lengths.batch("v"), lengths.depth("v", 1)), (Some(2), 3), "100 ms is two 40 ms jobs");
-        lengths.record("w", Duration::from_millis(200));
-        assert_eq!((lengths.batch("w"), lengths.depth("w", 1)), (Some(1), 2), "short: one ahead, kept records");
-        lengths.record("u", Duration::from_millis(300));
-        assert_eq!((lengths.batch("u"), lengths.depth("u", 2)), (None, 2), "long: one a slot, streamed");
-        lengths.record_streaming("s");
-        assert_eq!((lengths.batch("s"), lengths.depth("s", 2)), (None, 22), "records beyond a batch's: streamed");
-    }
-
-    /// Only a job that ran to its end measures its sweep: the cancelled jobs of a batch
-    /// (about no time each) would make a sweep of 40 ms jobs look short enough to batch 35
-    /// at a time (20 of them bring the mean to 2.8 ms).
-    #[test]
-    fn cancelled_and_failed_jobs_do_not_measure_their_sweep() {
-        let took = Duration::from_millis(40);
-        let ready = ReadyToCommit { n_records: 1, records: Vec::new() };
-        assert_eq!(measured(&Ok(Some(ready)), took), Some(took));
-        assert_eq!(measured(&Ok(None), Duration::ZERO), None, "cancelled");
-        assert_eq!(measured(&Err(tonic::Status::unavailable("lost")), Duration::ZERO), None);
-        let mut lengths = JobLengths::default();
-        lengths.record("s", took);
-        for _ in 0..20 {
-            if let Some(t) = measured(&Ok(None), Duration::ZERO) {
-                lengths.record("s", t);
-            }
-        }
-        assert_eq!(lengths.batch("s"), Some(2), "still a sweep of 40 ms jobs");
     }
 }
