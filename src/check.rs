@@ -11,14 +11,15 @@
 //!
 //! A damaged (or missing) store is moved aside to `armada.damaged/` and replaced by the
 //! newest backup SQLite finds intact (`armada.backups/`, see
-//! [`crate::coordinator::backups`]), or by an empty store; a sweep whose parts are on disk
+//! [`crate::coordinator::durable::backups`]), or by an empty store; a sweep whose parts are on disk
 //! but whom the store does not know (submitted after that backup, or every sweep of a lost
 //! store) is rebuilt from its parts alone: each job's spec is read back from its rows and
 //! kept only if this build gives it the key its rows carry. Its done jobs are then the
 //! store's again; a resubmission of its sweep file queues the rest.
 
-use crate::coordinator::backups;
-use crate::coordinator::store::{JobState, SpecTemplate, Store, StoreError, StoredJob};
+use crate::coordinator::durable::backups;
+use crate::coordinator::durable::store::{Store, StoreError};
+use crate::coordinator::state::stored::{JobState, SpecTemplate, StoredJob};
 use crate::data_dir::DataDir;
 use crate::results::{self, file_name, ResultsError, StoredRows};
 use std::collections::{BTreeMap, BTreeSet};

@@ -67,7 +67,7 @@ pub fn run_embedded(
             tokens: vec![],
             tls: None,
             max_jobs_per_sweep: crate::sweep::DEFAULT_MAX_JOBS,
-            declarations_per_token: crate::coordinator::catalog::DEFAULT_DECLARATIONS_PER_TOKEN,
+            declarations_per_token: crate::coordinator::durable::catalog::DEFAULT_DECLARATIONS_PER_TOKEN,
             dashboard: config.dashboard,
             scheduler: SchedulerConfig { only_submitted: true, ..SchedulerConfig::default() },
         };

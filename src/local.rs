@@ -8,8 +8,8 @@
 //! records go to a spool, as a worker's do to the coordinator's (64 KiB in memory, the rest
 //! in `<out>/.spool/`), so memory does not grow with a trajectory's length.
 
-use crate::coordinator::committer::CommitConfig;
-use crate::coordinator::spool::{RecordSchema, Spool, Spools};
+use crate::coordinator::durable::committer::CommitConfig;
+use crate::coordinator::durable::spool::{RecordSchema, Spool, Spools};
 use crate::results::{self, PartJob};
 use crate::sweep::Sweep;
 use armada_core::{run_job, JobError, MetricDef, Registry, ValidJob};

@@ -565,7 +565,7 @@ name = "random"
     /// keyed with the extension's salt, on the family's environment (common random numbers).
     #[test]
     fn a_sweep_names_an_extensions_algorithms_beside_its_familys() {
-        use crate::coordinator::catalog::{tests::extension, Catalog, Decision, Declarer};
+        use crate::coordinator::durable::catalog::{tests::extension, Catalog, Decision, Declarer};
         let catalog = Catalog::new(crate::registry());
         let checked = catalog.check(extension("my-lse", "lse", &["gp-ucb"])).unwrap();
         let Ok(Decision::New(checked)) = catalog.decide(checked, &Declarer::unlimited("test")) else { panic!("new") };

@@ -266,7 +266,7 @@ kind = "int"
         assert_eq!(info.algorithms[0].params[1].default.as_ref().unwrap().kind, Some(pb::param_value::Kind::Int(5)));
         assert_eq!(info.metrics[1].kind, pb::metric_info::Kind::Int as i32);
         // And it follows the coordinator's rules.
-        armada::coordinator::declared::check(info, &armada::registry()).unwrap();
+        armada::coordinator::state::declared::check(info, &armada::registry()).unwrap();
     }
 
     #[test]
@@ -274,7 +274,7 @@ kind = "int"
         let text = "name = \"my-lse\"\nversion = 1\nextends = \"lse\"\n[[algorithms]]\nname = \"gp-ucb\"\n";
         let info = parse_declaration(text).unwrap();
         assert_eq!((info.extends.as_str(), info.algorithms.len(), info.benchmarks.len()), ("lse", 1, 0));
-        armada::coordinator::declared::check(info, &armada::registry()).unwrap();
+        armada::coordinator::state::declared::check(info, &armada::registry()).unwrap();
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! `armada list`: what this build can run, with every parameter, its range and default;
 //! with `--coordinator`, what a coordinator runs, the families declared to it included.
 
-use armada::coordinator::declared::{self, DeclaredFamily};
+use armada::coordinator::state::declared::{self, DeclaredFamily};
 use armada_core::{ComponentDef, Family, ParamKind, Registry};
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -53,7 +53,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     // them live, cell by cell, and has written them when the run ends.
     let (failures, coordinator_summary, counts) = if args.in_process {
         // The store's lock, as a coordinator holds it: one writer per results directory.
-        let _lock = armada::coordinator::store::Store::open(&args.out)?;
+        let _lock = armada::coordinator::durable::store::Store::open(&args.out)?;
         let config = local::LocalConfig { n_threads: n_jobs, progress };
         let report = local::run_sweep(&registry, &sweep, &sweep_dir, config)?;
         let failed: BTreeSet<&str> = report.failures.iter().map(|(job, _)| job.key.0.as_str()).collect();

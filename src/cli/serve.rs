@@ -1,7 +1,7 @@
 //! `armada serve`: run a coordinator until Ctrl-C or SIGTERM.
 
-use armada::coordinator::backups::BackupPolicy;
-use armada::coordinator::committer::CommitConfig;
+use armada::coordinator::durable::backups::BackupPolicy;
+use armada::coordinator::durable::committer::CommitConfig;
 use armada::coordinator::{self, SchedulerConfig, ServeConfig};
 use armada_proto::auth::TOKEN_ENV;
 use std::io::Write;
@@ -55,7 +55,7 @@ pub struct ServeArgs {
     max_jobs_per_sweep: usize,
     /// The most family declarations one token (of --tokens, other than an admin's) keeps,
     /// so that no one fills the coordinator's 256.
-    #[arg(long, default_value_t = armada::coordinator::catalog::DEFAULT_DECLARATIONS_PER_TOKEN)]
+    #[arg(long, default_value_t = armada::coordinator::durable::catalog::DEFAULT_DECLARATIONS_PER_TOKEN)]
     max_declarations_per_token: usize,
     /// Where the dashboard and /metrics listen (HTTP), or `off`. Default: the --listen
     /// address with the next port (7071 beside the default 7070; any free port when
@@ -97,7 +97,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         listen: args.listen,
         data: args.data,
         token: args.token,
-        tokens: args.tokens.as_deref().map(coordinator::access::read_tokens).transpose()?.unwrap_or_default(),
+        tokens: args.tokens.as_deref().map(coordinator::surface::access::read_tokens).transpose()?.unwrap_or_default(),
         tls: args.tls_cert.zip(args.tls_key),
         max_jobs_per_sweep: args.max_jobs_per_sweep,
         declarations_per_token: args.max_declarations_per_token,

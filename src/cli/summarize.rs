@@ -1,6 +1,8 @@
 //! `armada summarize DIR/<sweep>`: rebuild the summary tables from whatever shards exist.
 
-use armada::coordinator::store::{JobState, SpecTemplate, Store};
+use armada::coordinator::state::stored::{JobState, SpecTemplate};
+
+use armada::coordinator::durable::store::Store;
 use armada::results::{self, Cell, CellJobs};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -37,7 +39,7 @@ fn stored_counts(store: &Store, sweep: &str) -> anyhow::Result<BTreeMap<Cell, Ce
 pub fn summarize(args: SummarizeArgs) -> anyhow::Result<ExitCode> {
     // In a coordinator's directory, take its store's lock: one writer per results directory.
     let parent = args.sweep_dir.parent().filter(|p| armada::data_dir::DataDir(p).store().is_file());
-    let mut store = parent.map(armada::coordinator::store::Store::open).transpose()?;
+    let mut store = parent.map(armada::coordinator::durable::store::Store::open).transpose()?;
     let marker = args.sweep_dir.join(results::SUMMARIZING_MARKER);
     let sweep = results::file_name(&args.sweep_dir);
     // A sweep its coordinator died summarizing: summarized here as the coordinator would

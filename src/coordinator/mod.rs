@@ -1,35 +1,19 @@
-//! The coordinator (`armada serve`): the gRPC services, the scheduler actor that owns the
-//! job table, and the SQLite store that makes it durable. Results are the Parquet shards
-//! and summaries of [`crate::results`], under `DATA/<sweep>/`.
+//! The coordinator (`armada serve`), in four layers, each importing only those below it:
+//! [`state`] (the pure state machines and their types), [`durable`] (the SQLite store,
+//! spools, the committer of trajectory parts, live summaries), [`scheduler`] (the actor
+//! that owns the state, its requests and its handle) and [`surface`] (the gRPC services,
+//! the dashboard, access). Results are the Parquet shards and summaries of
+//! [`crate::results`], under `DATA/<sweep>/`.
 
-pub mod access;
-pub mod backups;
-pub mod catalog;
-pub mod committer;
-pub mod credentials;
-pub mod dashboard;
-pub mod declared;
-pub mod fetch;
-pub mod handle;
-pub mod heartbeats;
-pub mod ingest;
-pub mod job_table;
-pub mod jobs;
-pub mod metrics;
-pub mod queue;
-pub mod recovery;
-pub mod replies;
+pub mod durable;
 pub mod scheduler;
-pub mod service;
-pub mod sessions;
-pub mod spool;
-pub mod store;
-pub mod summarizer;
-pub mod sweeps;
-pub mod trouble;
+pub mod state;
+pub mod surface;
 
-pub use handle::SchedulerHandle;
+use durable::{catalog, store};
+pub use scheduler::handle::SchedulerHandle;
 pub use scheduler::SchedulerConfig;
+use surface::{access, credentials, dashboard, heartbeats, service};
 
 use anyhow::Context;
 use armada_core::Registry;

@@ -92,7 +92,7 @@ const ROW_GROUP_ROWS: usize = 1 << 17;
 pub const SUMMARY_FILE: &str = "summary.parquet";
 pub const FINAL_FILE: &str = "final.parquet";
 /// Present in a sweep's directory while the coordinator summarizes it (see
-/// `coordinator::summarizer`); `armada summarize` removes it once it has written the summaries.
+/// `coordinator::durable::summarizer`); `armada summarize` removes it once it has written the summaries.
 pub const SUMMARIZING_MARKER: &str = "armada.summarizing";
 
 /// Distinguishes temp files of concurrent writers of the same name within one process.

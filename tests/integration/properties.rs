@@ -3,8 +3,8 @@
 //! printed on failure), checked against a model of the rules, and never allowed to panic.
 //! A few thousand cases run in well under a minute.
 
-use armada::coordinator::replies::ErrorKind;
-use armada::coordinator::spool::{RecordSchema, Spools};
+use armada::coordinator::durable::spool::{RecordSchema, Spools};
+use armada::coordinator::state::replies::ErrorKind;
 use armada::sweep::{parse_sweep, parse_sweep_limited};
 use armada::testing::Gen;
 use armada_core::{MetricDef, MetricKind, StepRecord};

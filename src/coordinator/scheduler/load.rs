@@ -2,10 +2,10 @@
 //! the results disagree (see [`Recovery`]).
 
 use super::{release_free_memory, Scheduler, StartError};
-use crate::coordinator::jobs::Job;
-use crate::coordinator::recovery::{Loaded, Recovery, StoreFix};
-use crate::coordinator::store::{JobState, StoredJob};
-use crate::coordinator::summarizer;
+use crate::coordinator::durable::summarizer;
+use crate::coordinator::state::jobs::Job;
+use crate::coordinator::state::recovery::{Loaded, Recovery, StoreFix};
+use crate::coordinator::state::stored::{JobState, StoredJob};
 use crate::results;
 use std::collections::HashMap;
 use std::sync::Arc;

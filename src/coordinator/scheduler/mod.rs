@@ -1,5 +1,5 @@
 //! The scheduler: one actor that owns the job table. Every request of either service
-//! becomes a [`Command`] on its mailbox, so state changes happen one at a time, in order,
+//! becomes a request ([`requests`], a file each) on its mailbox, so state changes happen one at a time, in order,
 //! and each is written to the [`Store`] before it is answered.
 //!
 //! Job lifecycle: `queued` -> (lease) `running` -> (commit) `done`; a failed or expired
@@ -8,8 +8,8 @@
 //! commit wins: a later commit of the same job is answered `committed = false`, and any
 //! attempt whose job is no longer running it is told to stop at its next heartbeat.
 //!
-//! The decisions are made by pure state machines: the jobs' ([`super::job_table`]), the sweeps'
-//! ([`super::sweeps`]) and the worker sessions' ([`super::sessions`]). This actor is their
+//! The decisions are made by pure state machines: the jobs' ([`super::state::job_table`]), the sweeps'
+//! ([`super::state::sweeps`]) and the worker sessions' ([`super::state::sessions`]). This actor is their
 //! executor: it reads the clock once per command and passes it in, and it carries out each
 //! transition's effects (the store's writes, spools, commits, live summaries, watchers)
 //! before it answers.
@@ -17,24 +17,26 @@
 //! Records do not pass through here: upload streams write into the attempt's [`Spool`]
 //! directly. The scheduler opens a spool at lease time, hands the winner's to the
 //! committer at commit time, and marks the job `done` when the committer reports its part
-//! durable (see [`super::committer`]).
+//! durable (see [`super::durable::committer`]).
 
-use super::backups::{self, BackupPolicy};
-use super::catalog::Catalog;
-use super::committer::{self, Commit, CommitConfig};
-use super::handle::{Command, LateAbandons, Reply, SchedulerHandle};
-use super::job_table::{Effect, JobTable, Policy};
-use super::jobs::{base_family, Job, Submission, Template, Templates};
-use super::metrics::Metrics;
-use super::replies::{CommandError, JobFailed, Submitted, SweepEvent};
-use super::sessions::Sessions;
-use super::spool::{RecordSchema, Spools};
-use super::store::{JobState, Store, StoreError};
-use super::summarizer::{self, JobTally, LiveSummaries, Opening};
-use super::sweeps::{FailurePage, Sweeps};
-use super::trouble::Place;
+use super::durable::backups::{self, BackupPolicy};
+use super::durable::catalog::Catalog;
+use super::durable::committer::{self, Commit, CommitConfig};
+use super::durable::spool::{RecordSchema, Spools};
+use super::durable::store::{Store, StoreError};
+use super::durable::summarizer::{self, JobTally, LiveSummaries, Opening};
+use super::state::job_table::{Effect, JobTable, Policy};
+use super::state::jobs::{base_family, Job, Submission, Template, Templates};
+use super::state::metrics::Metrics;
+use super::state::replies::{CommandError, JobFailed, Submitted, SweepEvent};
+use super::state::sessions::Sessions;
+use super::state::stored::JobState;
+use super::state::sweeps::Sweeps;
+use super::state::trouble::Place;
 use crate::results::{self, Cell};
 use armada_core::Declaration;
+use handle::{LateAbandons, SchedulerHandle};
+use requests::{tell, Mail, Reply};
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering::Relaxed;
@@ -46,13 +48,12 @@ use tokio::sync::{broadcast, mpsc};
 use tokio::time::Instant;
 use tracing::{info, warn};
 
-mod commits;
-mod held;
+pub mod handle;
 mod load;
 mod requests;
-mod submit;
+mod ticks;
 
-use submit::Storing;
+use requests::submit::Storing;
 
 /// Timing and retry policy.
 #[derive(Clone, Copy, Debug)]
@@ -140,7 +141,7 @@ pub struct Scheduler {
     storing: Option<Storing>,
     waiting: VecDeque<(Submission, Reply<Submitted>)>,
     /// Leases that found nothing and wait for jobs to be queued.
-    held_leases: held::HeldLeases,
+    held_leases: requests::lease::HeldLeases,
     /// The jobs' shared templates.
     templates: Templates,
     /// Registered workers by session credential.
@@ -218,7 +219,8 @@ impl Scheduler {
         let mailbox = tx.downgrade();
         let live = LiveSummaries::start(move |sweep, generation| {
             if let Some(mailbox) = mailbox.upgrade() {
-                let _ = mailbox.blocking_send(Command::Summarized { sweep: sweep.to_string(), generation });
+                let _ = mailbox
+                    .blocking_send(tell(requests::summarized::Summarized { sweep: sweep.to_string(), generation }));
             }
         });
         let metrics = Arc::new(Metrics::default());
@@ -226,7 +228,7 @@ impl Scheduler {
         let mailbox = tx.downgrade();
         let committer = committer::start(config.commit, live.clone(), metrics.clone(), move |written| {
             if let Some(mailbox) = mailbox.upgrade() {
-                let _ = mailbox.blocking_send(Command::PartWritten(written));
+                let _ = mailbox.blocking_send(tell(written));
             }
         });
         let late_abandons = LateAbandons::default();
@@ -244,7 +246,7 @@ impl Scheduler {
             watchers: HashMap::new(),
             storing: None,
             waiting: VecDeque::new(),
-            held_leases: held::HeldLeases::default(),
+            held_leases: requests::lease::HeldLeases::default(),
             templates: Templates::default(),
             workers: Sessions::default(),
             spools: spools.clone(),
@@ -267,7 +269,7 @@ impl Scheduler {
         Ok(SchedulerHandle::new(tx, spools, live, metrics, late_abandons))
     }
 
-    async fn run(mut self, mut rx: mpsc::Receiver<Command>) {
+    async fn run(mut self, mut rx: mpsc::Receiver<Mail>) {
         let mut tick = tokio::time::interval(Duration::from_millis(100));
         loop {
             // Commands first: a submission being stored takes the time in between, a chunk
@@ -332,90 +334,12 @@ impl Scheduler {
         }
     }
 
-    /// Carry out one command, at `now` (the clock is read once, by the caller).
-    fn handle(&mut self, command: Command, now: std::time::Instant) {
+    /// Carry out one request, at `now` (the clock is read once, by the caller).
+    fn handle(&mut self, command: Mail, now: std::time::Instant) {
         if let Some(session) = command.session() {
             self.workers.touch(session, now);
         }
-        match command {
-            Command::Submit { submission, reply } => self.submit(submission, reply),
-            Command::Watch { sweep, reply } => {
-                let answer = self.status(&sweep).map(|s| {
-                    let events = self.watchers.entry(sweep).or_insert_with(|| broadcast::channel(WATCH_EVENTS).0);
-                    (s, events.subscribe())
-                });
-                let _ = reply.send(answer);
-            }
-            Command::Status { sweep, failures, reply } => {
-                let _ = reply.send(self.status_page(&sweep, failures));
-            }
-            Command::List { reply } => {
-                // Counts only: failures page per sweep (Status), so that a list of many
-                // sweeps with many failures stays small.
-                let counts = FailurePage { offset: 0, limit: 0 };
-                let _ = reply.send(self.sweeps.ids().map(|id| self.status_page(id, counts)).collect());
-            }
-            Command::Cancel { sweep, reply } => {
-                let _ = reply.send(self.cancel(&sweep));
-            }
-            Command::Delete { sweep, reply } => {
-                let _ = reply.send(self.delete(&sweep));
-            }
-            Command::Summary { sweep, with_keys, reply } => {
-                let _ = reply.send(self.summary_inputs(&sweep, with_keys));
-            }
-            Command::Register { registration, reply } => {
-                let _ = reply.send(self.register(registration, now));
-            }
-            Command::Declare { declaration, declarer, reply } => {
-                let _ = reply.send(self.declare(declaration, &declarer));
-            }
-            Command::RemoveFamily { name, version, digest, reply } => {
-                let _ = reply.send(self.remove_family(&name, version, digest.as_deref()));
-            }
-            Command::Workers { reply } => {
-                let _ =
-                    reply.send(Ok(self.workers.infos(&self.table.attempts_by_session(), now, self.config.lease_ttl)));
-            }
-            Command::Jobs { sweep, filter, limit, reply } => {
-                let _ = reply.send(self.sweeps.job_infos(&sweep, &self.table, &filter, limit));
-            }
-            Command::PartOf { sweep, key, reply } => {
-                let _ = reply.send(self.part_of(&sweep, &key));
-            }
-            Command::Lease { session, max_jobs, wait, reply } => {
-                self.lease_or_hold(session, max_jobs, wait, reply, now)
-            }
-            Command::Heartbeat { session, attempts, started, heard, reply } => {
-                let answer = self.heartbeat(&session, attempts, &started, heard);
-                if let Err(Ok(abandon)) = reply.send(answer) {
-                    // Its caller stopped waiting: kept for the session's next heartbeat.
-                    let mut late = self.late_abandons.lock().unwrap_or_else(|e| e.into_inner());
-                    if abandon.is_empty() {
-                        late.remove(&session);
-                    } else {
-                        late.insert(session, abandon);
-                    }
-                }
-            }
-            Command::SweepKeys { sweep, reply } => {
-                let _ = reply.send(Ok((self.sweeps.snapshot(&sweep, &self.table), self.sweeps.dir(&sweep))));
-            }
-            Command::Complete { session, commits } => {
-                for (attempt, n_records, reply) in commits {
-                    self.complete(&session, attempt, n_records, reply);
-                }
-            }
-            Command::Fail { session, attempt, error, cause, reply } => {
-                let _ = reply.send(self.fail(&session, attempt, error, cause));
-            }
-            Command::Release { session, attempts, reply } => {
-                let _ = reply.send(self.release(&session, attempts));
-            }
-            Command::Refused { attempt } => self.refused(attempt),
-            Command::PartWritten(written) => self.part_written(written, now),
-            Command::Summarized { sweep, generation } => self.summarized(&sweep, generation),
-        }
+        command.handle(self, now);
     }
 
     /// Carry out a transition's effects in order (the store's writes, spools, live
@@ -609,16 +533,6 @@ impl Scheduler {
         }
         let cells = by_template.into_iter().filter_map(|(t, tally)| Some((&*t?.cell, tally)));
         summarizer::cell_counts(cells)
-    }
-
-    /// The live summaries of a sweep wrote its files: the store remembers it, unless a
-    /// resubmission started newer ones.
-    fn summarized(&mut self, id: &str, generation: u64) {
-        if self.sweeps.summarized(id, generation) {
-            if let Err(e) = self.store.set_summarized(id) {
-                warn!(error = %format!("{e:#}"), "store error");
-            }
-        }
     }
 }
 

@@ -1,15 +1,17 @@
 //! The scheduler through its handle: leases, expiry, commits, restarts and crashes, on a
 //! real store in a temporary directory, with tokio's clock paused where time matters.
 
-use super::super::replies::ErrorKind;
-use super::requests::MAX_ERROR_BYTES;
+use super::super::state::replies::ErrorKind;
+use super::requests::fail::MAX_ERROR_BYTES;
+use super::requests::part_written::unwritten_pause;
+use super::requests::submit::Submit;
 use super::*;
-use crate::coordinator::catalog::Declarer;
-use crate::coordinator::job_table::{Cause, MAX_VOIDED};
-use crate::coordinator::replies::WorkerInfo;
-use crate::coordinator::replies::{JobFilter, Lease, Leases, Observed, Registration, SweepStatus};
-use crate::coordinator::store::SpecTemplate;
-use crate::coordinator::sweeps::FailurePage;
+use crate::coordinator::durable::catalog::Declarer;
+use crate::coordinator::state::job_table::{Cause, MAX_VOIDED};
+use crate::coordinator::state::replies::WorkerInfo;
+use crate::coordinator::state::replies::{JobFilter, Lease, Leases, Observed, Registration, SweepStatus};
+use crate::coordinator::state::stored::SpecTemplate;
+use crate::coordinator::state::sweeps::FailurePage;
 use crate::results;
 use crate::results::Provenance;
 use armada_core::{JobSpec, StepRecord, ValidJob};
@@ -278,9 +280,9 @@ async fn a_failed_part_write_requeues_the_job_and_a_later_attempt_commits() {
 /// from 250 ms, and stops at 10 s.
 #[test]
 fn the_pause_after_unwritten_parts_doubles_to_ten_seconds() {
-    let pauses: Vec<u64> = (1..=8).map(|n| commits::unwritten_pause(n).as_millis() as u64).collect();
+    let pauses: Vec<u64> = (1..=8).map(|n| unwritten_pause(n).as_millis() as u64).collect();
     assert_eq!(pauses, vec![250, 500, 1000, 2000, 4000, 8000, 10_000, 10_000]);
-    assert_eq!(commits::unwritten_pause(u64::MAX), Duration::from_secs(10));
+    assert_eq!(unwritten_pause(u64::MAX), Duration::from_secs(10));
 }
 
 /// A part written just before a crash, not yet recorded in the store, marks its job
@@ -501,7 +503,7 @@ async fn workers_get_only_their_families_and_registration_is_checked() {
 /// sweep's jobs, keyed by its digest, survive a restart.
 #[tokio::test]
 async fn declared_families_are_leased_by_digest_and_survive_a_restart() {
-    use crate::coordinator::declared;
+    use crate::coordinator::state::declared;
     let dir = tempfile::tempdir().unwrap();
     let catalog = || Arc::new(Catalog::new(crate::registry()));
     let declaration = |version: u32| {
@@ -597,8 +599,8 @@ async fn declared_families_are_leased_by_digest_and_survive_a_restart() {
 /// resubmission without the extension drops its jobs and the sweep forgets it.
 #[tokio::test]
 async fn an_extensions_jobs_share_a_sweep_and_go_to_its_workers_only() {
-    use crate::coordinator::catalog::tests::extension;
-    use crate::coordinator::declared;
+    use crate::coordinator::durable::catalog::tests::extension;
+    use crate::coordinator::state::declared;
     let dir = tempfile::tempdir().unwrap();
     let config = SchedulerConfig {
         commit: CommitConfig { linger: Duration::from_millis(5), ..CommitConfig::default() },
@@ -968,7 +970,7 @@ async fn heartbeats_are_answered_while_a_large_sweep_is_stored() {
     let id = lease(&s, &w).await[0].attempt_id;
     let jobs: Vec<ValidJob> = (1..60_001).map(job).collect();
     let submission = Submission::new("big".into(), "testkit".into(), jobs);
-    let mut submitted = s.send(|reply| Command::Submit { submission, reply }).await.unwrap();
+    let mut submitted = s.send(Submit { submission }).await.unwrap();
     let mut answered_meanwhile = 0;
     while submitted.is_pending() {
         let session = w.clone();
@@ -1331,7 +1333,7 @@ fn unwatched_event_channels_are_dropped_and_watched_ones_kept() {
 /// session is made.
 #[tokio::test]
 async fn a_declaration_the_store_cannot_record_is_answered_unavailable() {
-    use crate::coordinator::declared;
+    use crate::coordinator::state::declared;
     // A store that refuses every write after those of the start (the fewest that let it start).
     let dir = tempfile::tempdir().unwrap();
     let s = (0..32)
@@ -1438,7 +1440,7 @@ async fn a_held_lease_with_nothing_queued_comes_back_empty_after_its_wait() {
     assert_eq!(leases.retry_after, Duration::ZERO);
     let now = s.lease(w.clone(), 8).await.unwrap();
     assert!(now.leases.is_empty());
-    assert_eq!(now.retry_after, super::requests::NOTHING_TO_LEASE_RETRY);
+    assert_eq!(now.retry_after, super::requests::lease::NOTHING_TO_LEASE_RETRY);
     let capped = tokio::time::timeout(Duration::from_secs(30), s.lease_within(w, 8, Duration::from_secs(3600))).await;
     assert!(capped.expect("held for at most the scheduler's cap").unwrap().leases.is_empty());
 }
