@@ -59,3 +59,65 @@ impl From<&str> for SessionId {
         SessionId::new(name)
     }
 }
+
+/// A sweep: the name its submitter gave it (`lse-finite-quick`), unique on a coordinator,
+/// which names its results directory. Shared: one allocation for all of a sweep's jobs.
+/// On the wire, the `sweep_id` and `sweep` fields.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SweepId(Arc<str>);
+
+impl SweepId {
+    pub fn new(name: &str) -> SweepId {
+        SweepId(Arc::from(name))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether the two are one allocation (the same sweep's shared id), without comparing
+    /// names: one pointer compare for every job of a run of the same sweep.
+    pub fn same(&self, other: &SweepId) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl fmt::Display for SweepId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A sweep id reads as its name (maps keyed by sweep are looked up by name, paths joined
+/// with it).
+impl std::ops::Deref for SweepId {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Borrow<str> for SweepId {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<std::path::Path> for SweepId {
+    fn as_ref(&self) -> &std::path::Path {
+        std::path::Path::new(&*self.0)
+    }
+}
+
+impl From<&str> for SweepId {
+    fn from(name: &str) -> SweepId {
+        SweepId::new(name)
+    }
+}
+
+impl From<String> for SweepId {
+    fn from(name: String) -> SweepId {
+        SweepId(Arc::from(name))
+    }
+}

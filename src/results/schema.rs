@@ -7,7 +7,7 @@
 //! they differ. A family's metrics follow the trajectory's fixed columns; what each means is
 //! in every file's footer (`armada.metrics`).
 
-use polars::prelude::{DataType, Schema};
+use polars::prelude::DataType;
 
 /// A column's Parquet type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -227,11 +227,6 @@ pub fn is_fixed_column(name: &str) -> bool {
     TRAJECTORY.iter().any(|c| c.name == name)
 }
 
-/// The Polars schema of a table's columns.
-pub fn polars_schema(table: &[TableColumn]) -> Schema {
-    table.iter().map(|c| (c.name.into(), c.ty.dtype())).collect()
-}
-
 /// A table's Markdown schema, as the docs print it: consecutive columns of one type and
 /// meaning share a row.
 pub fn markdown(table: &[TableColumn]) -> String {
@@ -280,7 +275,7 @@ mod tests {
         ];
         let expected = "| column | type | meaning |\n|---|---|---|\n| a, b | String | x |\n| c | Int64 | x |\n| d | String | x |\n";
         assert_eq!(markdown(&table), expected);
-        assert_eq!(polars_schema(&table).get("c"), Some(&DataType::Int64));
+        assert_eq!(table[2].ty.dtype(), DataType::Int64);
     }
 
     /// The table that follows `heading` in the document at `path` (from the repository's

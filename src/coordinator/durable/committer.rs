@@ -7,12 +7,12 @@
 //! as `done` in one store transaction. A million jobs become a few thousand files, and a
 //! commit costs a share of one file creation and two fsyncs instead of its own.
 
-use super::super::state::jobs::{Key, Template};
+use super::super::state::jobs::{JobIndex, Key, Template};
 use super::super::state::replies::CommandError;
 use crate::results::live::{CellMoments, FloatMetrics};
 use crate::results::{self, Cell, PartJob, Provenance, StoredRows};
 use armada_core::MetricDef;
-use armada_proto::ids::AttemptId;
+use armada_proto::ids::{AttemptId, SweepId};
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -52,11 +52,11 @@ pub struct Commit {
     /// No other job of the sweep is queued or running: write the part now, not after the
     /// linger (a sweep's last jobs, or a small sweep's only ones, are not kept waiting).
     pub last_of_sweep: bool,
-    pub sweep: Arc<str>,
+    pub sweep: SweepId,
     /// Where the sweeps' directories are (the part goes to `<results_dir>/<sweep>`).
     pub results_dir: Arc<PathBuf>,
     pub metrics: &'static [MetricDef],
-    pub job: usize,
+    pub job: JobIndex,
     pub attempt: AttemptId,
     /// The job: its cell's template, seed and key.
     pub template: Arc<Template>,
@@ -72,7 +72,7 @@ pub struct Commit {
 
 /// A job of a written (or failed) part, for the scheduler to settle.
 pub struct Committed {
-    pub job: usize,
+    pub job: JobIndex,
     pub attempt: AttemptId,
     /// The metrics of the job's last record.
     pub last: Vec<f64>,
@@ -129,7 +129,7 @@ async fn run(
                 _ = tokio::time::sleep_until(deadline) => break,
             }
         }
-        let mut by_sweep: BTreeMap<Arc<str>, Vec<Commit>> = BTreeMap::new();
+        let mut by_sweep: BTreeMap<SweepId, Vec<Commit>> = BTreeMap::new();
         for c in batch {
             by_sweep.entry(c.sweep.clone()).or_default().push(c);
         }

@@ -12,7 +12,7 @@
 use crate::coordinator::state::stored::{JobState, StoredJob};
 use crate::coordinator::state::trouble::{Place, WriteTroubles};
 use armada_core::JobKey;
-use armada_proto::ids::AttemptId;
+use armada_proto::ids::{AttemptId, SweepId};
 use rusqlite::{params, Connection, OptionalExtension};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -309,10 +309,10 @@ impl Store {
         // sorter to temporary files for a million of them, and reading by an index of the
         // run order jumps about the table.
         let mut sweeps = self.conn.prepare_cached("SELECT id, generation FROM sweeps ORDER BY created_ms, id")?;
-        let sweeps: HashMap<String, (usize, i64, Arc<str>)> = sweeps
+        let sweeps: HashMap<String, (usize, i64, SweepId)> = sweeps
             .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?
             .enumerate()
-            .map(|(rank, row)| row.map(|(id, generation)| (id.clone(), (rank, generation, Arc::from(id)))))
+            .map(|(rank, row)| row.map(|(id, generation)| (id.clone(), (rank, generation, SweepId::from(id)))))
             .collect::<Result<_, _>>()?;
         let in_parts = self.done_in_parts(None)?;
         let mut stmt = self

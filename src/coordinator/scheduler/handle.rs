@@ -40,7 +40,7 @@ use crate::coordinator::state::replies::{
 };
 use crate::coordinator::state::sweeps::FailurePage;
 use armada_core::{RecordColumns, StepRecord};
-use armada_proto::ids::{AttemptId, SessionId};
+use armada_proto::ids::{AttemptId, SessionId, SweepId};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -81,12 +81,12 @@ impl SchedulerHandle {
     }
 
     /// A sweep's status now, and its events from now on.
-    pub async fn watch(&self, sweep: String) -> Result<(SweepStatus, broadcast::Receiver<SweepEvent>), CommandError> {
+    pub async fn watch(&self, sweep: SweepId) -> Result<(SweepStatus, broadcast::Receiver<SweepEvent>), CommandError> {
         self.call(Watch { sweep }).await
     }
 
     /// A sweep's status, with the page of its failures asked for.
-    pub async fn status(&self, sweep: String, failures: FailurePage) -> Result<SweepStatus, CommandError> {
+    pub async fn status(&self, sweep: SweepId, failures: FailurePage) -> Result<SweepStatus, CommandError> {
         self.call(Status { sweep, failures }).await
     }
 
@@ -96,17 +96,17 @@ impl SchedulerHandle {
     }
 
     /// Cancel a sweep's queued and running jobs.
-    pub async fn cancel(&self, sweep: String) -> Result<SweepStatus, CommandError> {
+    pub async fn cancel(&self, sweep: SweepId) -> Result<SweepStatus, CommandError> {
         self.call(Cancel { sweep }).await
     }
 
     /// Forget a settled sweep; answers its directory and job count.
-    pub async fn delete(&self, sweep: String) -> Result<(PathBuf, u32), CommandError> {
+    pub async fn delete(&self, sweep: SweepId) -> Result<(PathBuf, u32), CommandError> {
         self.call(Delete { sweep }).await
     }
 
     /// What a sweep's summary is built from (with the done jobs' keys when asked).
-    pub async fn summary_inputs(&self, sweep: String, with_keys: bool) -> Result<SummaryInputs, CommandError> {
+    pub async fn summary_inputs(&self, sweep: SweepId, with_keys: bool) -> Result<SummaryInputs, CommandError> {
         self.call(Summary { sweep, with_keys }).await
     }
 
@@ -137,12 +137,12 @@ impl SchedulerHandle {
     }
 
     /// The jobs of a sweep that `filter` selects, at most `limit`.
-    pub async fn jobs(&self, sweep: String, filter: JobFilter, limit: usize) -> Result<Vec<JobInfo>, CommandError> {
+    pub async fn jobs(&self, sweep: SweepId, filter: JobFilter, limit: usize) -> Result<Vec<JobInfo>, CommandError> {
         self.call(Jobs { sweep, filter, limit }).await
     }
 
     /// The part file holding a done job's trajectory.
-    pub async fn part_of(&self, sweep: String, key: String) -> Result<Option<PathBuf>, CommandError> {
+    pub async fn part_of(&self, sweep: SweepId, key: String) -> Result<Option<PathBuf>, CommandError> {
         self.call(PartOf { sweep, key }).await
     }
 
@@ -206,7 +206,7 @@ impl SchedulerHandle {
     }
 
     /// Sweep `sweep`'s jobs and keys as they stand, and its results directory.
-    pub async fn sweep_keys(&self, sweep: String) -> Result<(jobs::SweepKeys, PathBuf), CommandError> {
+    pub async fn sweep_keys(&self, sweep: SweepId) -> Result<(jobs::SweepKeys, PathBuf), CommandError> {
         self.call(SweepKeys { sweep }).await
     }
 

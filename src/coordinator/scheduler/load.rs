@@ -3,12 +3,12 @@
 
 use super::{release_free_memory, Scheduler, StartError};
 use crate::coordinator::durable::summarizer;
-use crate::coordinator::state::jobs::Job;
+use crate::coordinator::state::jobs::{Job, JobIndex};
 use crate::coordinator::state::recovery::{Loaded, Recovery, StoreFix};
 use crate::coordinator::state::stored::{JobState, StoredJob};
 use crate::results;
+use armada_proto::ids::SweepId;
 use std::collections::HashMap;
-use std::sync::Arc;
 use tracing::{info, warn};
 
 impl Scheduler {
@@ -43,7 +43,7 @@ impl Scheduler {
         let registry = self.catalog.get();
         let mut recovery = Recovery::new(&registry);
         // The jobs come sweep by sweep: each sweep's families and id are looked up once.
-        let mut sweep: Option<(Arc<str>, String, Option<Arc<str>>)> = None;
+        let mut sweep: Option<(SweepId, String, Option<SweepId>)> = None;
         let mut queued = Vec::new();
         let (jobs, abandoned) = self.store.jobs_and_abandoned()?;
         // Removed only when there is something to remove: a scan of every job otherwise.
@@ -55,7 +55,7 @@ impl Scheduler {
             );
         }
         for stored in jobs {
-            if sweep.as_ref().is_none_or(|(id, ..)| !Arc::ptr_eq(id, &stored.sweep_id)) {
+            if sweep.as_ref().is_none_or(|(id, ..)| !id.same(&stored.sweep_id)) {
                 let reference = self.sweeps.get(&stored.sweep_id).map(|s| s.family.clone()).unwrap_or_default();
                 sweep = Some((stored.sweep_id.clone(), reference, self.sweeps.id_of(&stored.sweep_id)));
             }
@@ -71,7 +71,7 @@ impl Scheduler {
             self.table.enqueue_all(&queued);
         }
         drop(queued);
-        let ids: Vec<String> = self.sweeps.ids().cloned().collect();
+        let ids: Vec<SweepId> = self.sweeps.ids().cloned().collect();
         for id in ids {
             let files = self.sweeps.counts(&id, &self.table).done == 0
                 || self.results_dir.join(&id).join(results::FINAL_FILE).is_file();
@@ -98,7 +98,7 @@ impl Scheduler {
     /// recording them. Sweep -> key -> part file name. On the way, one of the cheap checks
     /// of every start: parts the store records but the disk lacks (their jobs' rows are
     /// lost), reported with what to do.
-    fn unrecorded_parts(&self) -> Result<HashMap<String, HashMap<String, String>>, StartError> {
+    fn unrecorded_parts(&self) -> Result<HashMap<SweepId, HashMap<String, String>>, StartError> {
         let mut found = HashMap::new();
         for sweep in self.sweeps.ids() {
             let known = self.store.parts(sweep)?;
@@ -160,9 +160,9 @@ impl Scheduler {
     fn load_job(
         &mut self,
         stored: StoredJob,
-        id: Option<Arc<str>>,
+        id: Option<SweepId>,
         loaded: Loaded,
-    ) -> Result<Option<usize>, StartError> {
+    ) -> Result<Option<JobIndex>, StartError> {
         match &loaded.fix {
             Some(StoreFix::Committed { part }) => {
                 self.store.commit_jobs(&stored.sweep_id, part, &[(None, stored.key.as_str())])?

@@ -35,6 +35,7 @@ use super::state::sweeps::Sweeps;
 use super::state::trouble::Place;
 use crate::results::{self, Cell};
 use armada_core::Declaration;
+use armada_proto::ids::SweepId;
 use handle::{LateAbandons, SchedulerHandle};
 use requests::{tell, Mail, Reply};
 use std::collections::{BTreeSet, HashMap, VecDeque};
@@ -117,7 +118,7 @@ fn release_free_memory() {
 /// Drop the event channels no one watches any more, with their buffers (room for
 /// [`WATCH_EVENTS`] events: hundreds of KB): a finished sweep's watchers leave, and no event
 /// would come to drop its channel. Answers how many were dropped.
-fn prune_unwatched(watchers: &mut HashMap<String, broadcast::Sender<SweepEvent>>) -> usize {
+fn prune_unwatched(watchers: &mut HashMap<SweepId, broadcast::Sender<SweepEvent>>) -> usize {
     let before = watchers.len();
     watchers.retain(|_, events| events.receiver_count() > 0);
     before - watchers.len()
@@ -135,7 +136,7 @@ pub struct Scheduler {
     sweeps: Sweeps,
     /// Each watched sweep's events, made by the first watch and dropped with the last
     /// watcher: an unwatched sweep holds no buffer.
-    watchers: HashMap<String, broadcast::Sender<SweepEvent>>,
+    watchers: HashMap<SweepId, broadcast::Sender<SweepEvent>>,
     /// The submission being stored, a chunk at a time between other commands, and those
     /// waiting for it.
     storing: Option<Storing>,
@@ -220,7 +221,7 @@ impl Scheduler {
         let live = LiveSummaries::start(move |sweep, generation| {
             if let Some(mailbox) = mailbox.upgrade() {
                 let _ = mailbox
-                    .blocking_send(tell(requests::summarized::Summarized { sweep: sweep.to_string(), generation }));
+                    .blocking_send(tell(requests::summarized::Summarized { sweep: SweepId::from(sweep), generation }));
             }
         });
         let metrics = Arc::new(Metrics::default());
@@ -469,7 +470,7 @@ impl Scheduler {
             return;
         }
         let every_sweep = changed.contains(&Place::Store);
-        let told: Vec<String> = self
+        let told: Vec<SweepId> = self
             .watchers
             .keys()
             .filter(|sweep| every_sweep || changed.contains(&Place::Parts(sweep.to_string())))

@@ -15,7 +15,7 @@ use crate::coordinator::state::sweeps::FailurePage;
 use crate::results;
 use crate::results::Provenance;
 use armada_core::{JobSpec, StepRecord, ValidJob};
-use armada_proto::ids::{AttemptId, SessionId};
+use armada_proto::ids::{AttemptId, SessionId, SweepId};
 use polars::prelude::{ParquetReader, SerReader};
 
 fn job(seed: u64) -> ValidJob {
@@ -1185,7 +1185,7 @@ async fn a_coordinator_killed_between_any_two_store_writes_recovers() {
         let keys_in_parts = |name: &str| keys_in_parts(&dir.path().join(name));
         for (n, (name, seeds)) in expected.iter().enumerate() {
             let context = format!("crash after {crash_after} writes, sweep {name}");
-            let Ok(st) = s.status(name.to_string(), FailurePage::default()).await else { continue };
+            let Ok(st) = s.status(SweepId::from(name.to_string()), FailurePage::default()).await else { continue };
             present[n] += 1;
             let n_jobs = seeds.clone().count() as u32;
             assert_eq!((st.n_jobs, st.n_done, st.n_failed), (n_jobs, n_jobs, 0), "{context}: whole and done");
@@ -1282,12 +1282,12 @@ async fn random_histories_killed_between_any_two_store_writes_recover() {
             let keys_in_parts = |name: &str| keys_in_parts(&dir.path().join(name));
             for name in ["a", "b"] {
                 let submitted = asked.submitted.get(name).map_or(&[][..], |v| &v[..]);
-                let Ok(st) = s.status(name.to_string(), FailurePage::default()).await else {
+                let Ok(st) = s.status(SweepId::from(name.to_string()), FailurePage::default()).await else {
                     assert_eq!(asked.answered.get(name), None, "{context}: answered sweep {name} lost");
                     continue;
                 };
                 kept += 1;
-                let jobs = s.jobs(name.to_string(), JobFilter::default(), 1000).await.unwrap();
+                let jobs = s.jobs(SweepId::from(name.to_string()), JobFilter::default(), 1000).await.unwrap();
                 let keys: BTreeSet<String> = jobs.iter().map(|j| j.key.clone()).collect();
                 let from = asked.answered.get(name).copied().unwrap_or(1).max(1) - 1;
                 assert!(submitted[from..].contains(&keys), "{context}: sweep {name} holds {keys:?}");
@@ -1320,12 +1320,12 @@ fn unwatched_event_channels_are_dropped_and_watched_ones_kept() {
     let mut watchers = HashMap::new();
     let (kept, _kept_rx) = broadcast::channel(WATCH_EVENTS);
     let (left, left_rx) = broadcast::channel(WATCH_EVENTS);
-    watchers.insert("watched".to_string(), kept);
-    watchers.insert("finished".to_string(), left);
+    watchers.insert(SweepId::from("watched"), kept);
+    watchers.insert(SweepId::from("finished"), left);
     assert_eq!(prune_unwatched(&mut watchers), 0, "both are watched");
     drop(left_rx);
     assert_eq!(prune_unwatched(&mut watchers), 1);
-    assert_eq!(watchers.keys().collect::<Vec<_>>(), ["watched"]);
+    assert_eq!(watchers.keys().map(|k| k.as_str()).collect::<Vec<_>>(), ["watched"]);
 }
 
 /// A declaration the store cannot record (a full disk) is the coordinator's trouble: the

@@ -10,8 +10,9 @@
 
 use super::job_table::JobTable;
 use super::jobs::Plan;
-use super::jobs::{Job, Key, NewJob, Template};
+use super::jobs::{Job, JobIndex, Key, NewJob, Template};
 use super::stored::{JobState, SpecTemplate, StoredJob};
+use armada_proto::ids::SweepId;
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -34,7 +35,7 @@ pub struct Ingest {
     stored: usize,
     applied: usize,
     /// Where its jobs start in the table.
-    pub first: usize,
+    pub first: JobIndex,
 }
 
 /// What the scheduler does next for a submission being stored.
@@ -62,19 +63,19 @@ impl Ingest {
         by_key: Vec<u32>,
         plan: Plan,
         on_disk: HashSet<Key>,
-        first: usize,
+        first: JobIndex,
     ) -> Self {
         let stored_templates = templates.iter().map(|t| SpecTemplate::encode(&t.spec)).collect();
         Ingest { name, family, templates, stored_templates, jobs, by_key, on_disk, plan, stored: 0, applied: 0, first }
     }
 
     /// The jobs of the sweep this submission drops.
-    pub fn removed(&self) -> &[usize] {
+    pub fn removed(&self) -> &[JobIndex] {
         &self.plan.removed
     }
 
     /// The next step, over at most `chunk` jobs; jobs enter `table` as sweep `sweep`.
-    pub fn step(&mut self, table: &mut JobTable, sweep: &Arc<str>, chunk: usize) -> Step {
+    pub fn step(&mut self, table: &mut JobTable, sweep: &SweepId, chunk: usize) -> Step {
         let n = self.jobs.len();
         if self.stored < n {
             let end = (self.stored + chunk).min(n);
@@ -112,7 +113,7 @@ impl Ingest {
 
     /// How many jobs it added to the table so far.
     pub fn n_added(&self, table: &JobTable) -> usize {
-        table.len() - self.first
+        table.len() - self.first.get()
     }
 
     fn first_state(&self, job: &NewJob) -> JobState {
@@ -145,13 +146,13 @@ mod tests {
             JobTable::new(Policy { lease_ttl: Duration::from_secs(1), max_attempts: 1, retry_job_errors: false });
         let spec = JobSpec::new("f", "b", "a");
         let template = Arc::new(Template::new(spec, "f".into(), 0));
-        let sweep: Arc<str> = "s".into();
+        let sweep: SweepId = "s".into();
         for k in [100, 101] {
             table.push(Job::new(sweep.clone(), template.clone(), k, key(k), JobState::Done));
         }
         let jobs: Vec<NewJob> = (0..7u64).map(|i| NewJob { template: 0, seed: 10 + i, key: key(6 - i) }).collect();
         let by_key: Vec<u32> = (0..7).rev().collect();
-        let plan = Plan { base: 2, known: [key(3)].into(), removed: vec![1] };
+        let plan = Plan { base: 2, known: [key(3)].into(), removed: vec![JobIndex::new(1)] };
         let mut ingest = Ingest::new(
             "s".into(),
             "f".into(),
@@ -160,7 +161,7 @@ mod tests {
             by_key,
             plan,
             [key(4)].into(),
-            table.len(),
+            table.end(),
         );
         let mut stored = Vec::new();
         for _ in 0..3 {
@@ -184,12 +185,12 @@ mod tests {
         assert!(matches!(ingest.step(&mut table, &sweep, 3), Step::Added));
         assert!(matches!(ingest.step(&mut table, &sweep, 3), Step::Added));
         assert_eq!(ingest.n_added(&table), 6);
-        let seeds: Vec<u64> = (2..8).map(|i| table.job(i).seed).collect();
+        let seeds: Vec<u64> = (2..8).map(|i| table.job(JobIndex::new(i)).seed).collect();
         assert_eq!(seeds, [10, 11, 12, 14, 15, 16], "run order, the known job skipped");
-        assert!((2..8).all(|i| !table.is_queued(i)), "queued only once the submission is the sweep");
+        assert!((2..8).all(|i| !table.is_queued(JobIndex::new(i))), "queued only once the submission is the sweep");
         let Step::Commit(dropped) = ingest.step(&mut table, &sweep, 3) else { panic!("then the commit") };
         assert_eq!(dropped, [key(101).to_string()]);
-        assert_eq!(ingest.removed(), [1]);
+        assert_eq!(ingest.removed(), [JobIndex::new(1)]);
     }
 
     /// Random submissions (run order shuffled against key order, some keys known to the
@@ -202,7 +203,7 @@ mod tests {
         let spec = JobSpec::new("f", "b", "a");
         let templates: Vec<Arc<Template>> =
             (0..3).map(|id| Arc::new(Template::new(spec.clone(), "f".into(), id))).collect();
-        let sweep: Arc<str> = "s".into();
+        let sweep: SweepId = "s".into();
         let (mut skipped, mut done, mut dropped) = (0, 0, 0);
         for seed in 1..=500u64 {
             let mut rng = Gen::new(seed);
@@ -214,7 +215,7 @@ mod tests {
             for k in 0..base as u64 {
                 table.push(Job::new(sweep.clone(), templates[0].clone(), k, key(1000 + k), JobState::Done));
             }
-            let removed: Vec<usize> = (0..base).filter(|_| rng.chance(40)).collect();
+            let removed: Vec<JobIndex> = (0..base).filter(|_| rng.chance(40)).map(JobIndex::new).collect();
             // The submission: n jobs with distinct random keys, in a random run order.
             let n = rng.below(40) as usize;
             let mut keys = BTreeSet::new();
@@ -236,8 +237,16 @@ mod tests {
             done += fresh.iter().filter(|&&k| on_disk.contains(&key(k))).count();
             dropped += removed.len();
             let plan = Plan { base, known: known.clone(), removed: removed.clone() };
-            let mut ingest =
-                Ingest::new("s".into(), "f".into(), templates.clone(), jobs, by_key, plan, on_disk.clone(), base);
+            let mut ingest = Ingest::new(
+                "s".into(),
+                "f".into(),
+                templates.clone(),
+                jobs,
+                by_key,
+                plan,
+                on_disk.clone(),
+                JobIndex::new(base),
+            );
             let chunk = 1 + rng.below(12) as usize;
             let (mut rows, mut writes, mut adds) = (Vec::new(), 0, 0);
             let dropped_keys = loop {
@@ -270,12 +279,12 @@ mod tests {
             // Added: the same jobs, in run order, none queued yet.
             assert_eq!(ingest.n_added(&table), fresh.len(), "{context}");
             for (i, &k) in fresh.iter().enumerate() {
-                let job = table.job(base + i);
+                let job = table.job(JobIndex::new(base + i));
                 let state = if on_disk.contains(&key(k)) { JobState::Done } else { JobState::Queued };
                 assert_eq!((job.key, job.seed, job.state, job.template.id), (key(k), 7 * k, state, (k % 3) as usize));
-                assert!(!table.is_queued(base + i), "{context}: queued before the commit");
+                assert!(!table.is_queued(JobIndex::new(base + i)), "{context}: queued before the commit");
             }
-            let expected: Vec<String> = removed.iter().map(|&i| key(1000 + i as u64).to_string()).collect();
+            let expected: Vec<String> = removed.iter().map(|&i| key(1000 + i.get() as u64).to_string()).collect();
             assert_eq!(dropped_keys, expected, "{context}: the commit drops");
         }
         // The cases reach each branch (floors chosen, not measured).

@@ -19,13 +19,12 @@
 //! - an attempt leased ahead whose lease expires before its worker said it started is not
 //!   counted (its worker died holding it; the job never ran).
 
-use super::jobs::Job;
+use super::jobs::{Job, JobIndex};
 use super::queue::JobQueue;
 use super::replies::CommandError;
 use super::stored::{AttemptOutcome, JobState};
-use armada_proto::ids::{AttemptId, SessionId};
+use armada_proto::ids::{AttemptId, SessionId, SweepId};
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Uncounted attempts after which a job fails: its records never fit its schema, or its
@@ -93,7 +92,7 @@ pub enum Cause {
 
 /// A leased attempt.
 pub struct Attempt {
-    pub job: usize,
+    pub job: JobIndex,
     /// The worker session that holds it.
     pub session: SessionId,
     pub expires: Instant,
@@ -104,23 +103,23 @@ pub struct Attempt {
 pub enum Effect {
     /// Store: the attempt ended (`committed`, `failed`, `dropped`, ...), and its job is now
     /// in `state` (with `error`, when one is given).
-    EndAttempt { attempt: AttemptId, job: usize, outcome: AttemptOutcome, state: JobState, error: Option<String> },
+    EndAttempt { attempt: AttemptId, job: JobIndex, outcome: AttemptOutcome, state: JobState, error: Option<String> },
     /// Spools: a leased attempt's records will arrive here.
-    OpenSpool { attempt: AttemptId, job: usize, session: SessionId },
+    OpenSpool { attempt: AttemptId, job: JobIndex, session: SessionId },
     /// Spools: the attempt's records are not wanted.
     DiscardSpool(AttemptId),
     /// Live summaries: the job settled without a result (failed or cancelled).
-    SettledWithoutResult(usize),
+    SettledWithoutResult(JobIndex),
     /// Watchers: the job's attempt started on a worker.
-    Started { job: usize, attempt: AttemptId, worker: String },
+    Started { job: JobIndex, attempt: AttemptId, worker: String },
     /// Watchers: an attempt of the job failed; `is_final` when the job will not be retried.
-    Failed { job: usize, error: String, attempt_no: u32, is_final: bool },
+    Failed { job: JobIndex, error: String, attempt_no: u32, is_final: bool },
     /// The sweep may have nothing left queued or running.
-    CheckFinished(Arc<str>),
+    CheckFinished(SweepId),
     /// Live summaries: (re)open the sweep's from its jobs' states.
-    OpenLive(Arc<str>),
+    OpenLive(SweepId),
     /// Live summaries: the sweep is gone.
-    CloseLive(Arc<str>),
+    CloseLive(SweepId),
 }
 
 /// How a commit begins ([`JobTable::begin_commit`]).
@@ -132,7 +131,7 @@ pub enum CommitStart {
     Cancelled(String),
     /// The attempt may commit its job once its records check out; `revive` when the job had
     /// failed meanwhile (this late result is the only one).
-    Check { job: usize, revive: bool },
+    Check { job: JobIndex, revive: bool },
 }
 
 pub struct JobTable {
@@ -144,11 +143,11 @@ pub struct JobTable {
     policy: Policy,
     /// Jobs whose trajectory the coordinator could not write, each queued again at its time
     /// (see [`JobTable::commit_failed`]).
-    deferred: Vec<(Instant, usize)>,
+    deferred: Vec<(Instant, JobIndex)>,
     /// Each sweep's jobs by state, kept with every change of state ([`JobTable::set_state`])
     /// so that a status, and the check for a finished sweep after every settled job, cost
     /// nothing like a scan of the sweep.
-    counts: HashMap<Arc<str>, Counts>,
+    counts: HashMap<SweepId, Counts>,
 }
 
 impl JobTable {
@@ -164,7 +163,7 @@ impl JobTable {
     }
 
     /// The job at index `i`.
-    pub fn job(&self, i: usize) -> &Job {
+    pub fn job(&self, i: JobIndex) -> &Job {
         &self.jobs[i]
     }
 
@@ -173,25 +172,30 @@ impl JobTable {
         self.jobs.len()
     }
 
+    /// The index the next job pushed gets.
+    pub fn end(&self) -> JobIndex {
+        JobIndex::new(self.jobs.len())
+    }
+
     pub fn is_empty(&self) -> bool {
         self.jobs.is_empty()
     }
 
     /// Append a job (loaded from the store or submitted), not queued; answers its index.
-    pub fn push(&mut self, job: Job) -> usize {
+    pub fn push(&mut self, job: Job) -> JobIndex {
         *self.counts.entry(job.sweep.clone()).or_default().of(job.state) += 1;
         self.jobs.push(job);
-        self.jobs.len() - 1
+        JobIndex::new(self.jobs.len() - 1)
     }
 
     /// Drop the jobs from index `first` on: a submission that could not be stored. They
     /// were never queued or leased.
-    pub fn truncate(&mut self, first: usize) {
-        debug_assert!(self.jobs[first.min(self.jobs.len())..].iter().all(|j| j.current.is_none()));
-        for i in first..self.jobs.len() {
+    pub fn truncate(&mut self, first: JobIndex) {
+        debug_assert!(self.jobs[first.get().min(self.jobs.len())..].iter().all(|j| j.current.is_none()));
+        for i in first.up_to(self.end()) {
             self.uncount(i);
         }
-        self.jobs.truncate(first);
+        self.jobs.truncate(first.get());
     }
 
     /// Sweep `sweep`'s jobs by state (none: it has no job).
@@ -201,7 +205,7 @@ impl JobTable {
 
     /// Every change of a job's state goes through here, which keeps its sweep's counts.
     /// A job that enters `running` is leased, not started, until its worker says it started.
-    fn set_state(&mut self, i: usize, state: JobState) {
+    fn set_state(&mut self, i: JobIndex, state: JobState) {
         let job = &mut self.jobs[i];
         if job.state == state {
             return;
@@ -233,7 +237,7 @@ impl JobTable {
     }
 
     /// Job `i` no longer counts in its sweep.
-    fn uncount(&mut self, i: usize) {
+    fn uncount(&mut self, i: JobIndex) {
         let job = &self.jobs[i];
         if job.dropped {
             return;
@@ -254,13 +258,13 @@ impl JobTable {
     }
 
     /// Whether job `i` is in the queue.
-    pub fn is_queued(&self, i: usize) -> bool {
+    pub fn is_queued(&self, i: JobIndex) -> bool {
         self.queue.contains(i)
     }
 
     /// Queue these jobs at the back, in the order given, each in its family's queue (a
     /// sweep's jobs are of one family, or of it and extensions of it).
-    pub fn enqueue_all(&mut self, jobs: &[usize]) {
+    pub fn enqueue_all(&mut self, jobs: &[JobIndex]) {
         for run in jobs.chunk_by(|&a, &b| self.jobs[a].family() == self.jobs[b].family()) {
             self.queue.extend(self.jobs[run[0]].family(), run);
         }
@@ -268,7 +272,7 @@ impl JobTable {
 
     /// The attempts current on their jobs and not settled, with each one's job: what a
     /// restart charges to the jobs if they never end (`Store::note_open_attempts`).
-    pub fn open_attempts(&self) -> impl Iterator<Item = (AttemptId, usize)> + '_ {
+    pub fn open_attempts(&self) -> impl Iterator<Item = (AttemptId, JobIndex)> + '_ {
         self.attempts
             .iter()
             .filter(|(&id, a)| self.jobs[a.job].current == Some(id) && !self.is_settled(a.job))
@@ -291,7 +295,7 @@ impl JobTable {
     }
 
     /// Queue job `i` (first, for a retry); the queue is per family.
-    pub fn enqueue(&mut self, i: usize, front: bool) {
+    pub fn enqueue(&mut self, i: JobIndex, front: bool) {
         let family = self.jobs[i].family();
         if front {
             self.queue.push_front(i, family);
@@ -301,7 +305,7 @@ impl JobTable {
     }
 
     /// Done, failed or cancelled, or committing: nothing an attempt does can change it.
-    pub fn is_settled(&self, i: usize) -> bool {
+    pub fn is_settled(&self, i: JobIndex) -> bool {
         let j = &self.jobs[i];
         matches!(j.state, JobState::Done | JobState::Failed | JobState::Cancelled) || j.committing
     }
@@ -337,7 +341,7 @@ impl JobTable {
 
     /// Up to `max_jobs` queued jobs of `families`, taken off the queue for a lease: then
     /// [`Self::start_attempts`] starts them, or [`Self::unpick`] puts them back.
-    pub fn pick(&mut self, families: &BTreeSet<String>, max_jobs: u32) -> Vec<usize> {
+    pub fn pick(&mut self, families: &BTreeSet<String>, max_jobs: u32) -> Vec<JobIndex> {
         let mut picked = Vec::new();
         while picked.len() < max_jobs as usize {
             let Some(i) = self.queue.pop(families) else { break };
@@ -351,7 +355,7 @@ impl JobTable {
     }
 
     /// Picked jobs that could not be leased go back to the front of the queue, in order.
-    pub fn unpick(&mut self, picked: &[usize]) {
+    pub fn unpick(&mut self, picked: &[JobIndex]) {
         for &i in picked.iter().rev() {
             self.enqueue(i, true);
         }
@@ -361,7 +365,7 @@ impl JobTable {
     /// expire `lease_ttl` after `now`.
     pub fn start_attempts(
         &mut self,
-        picked: &[usize],
+        picked: &[JobIndex],
         ids: &[AttemptId],
         session: &SessionId,
         worker: &str,
@@ -419,7 +423,7 @@ impl JobTable {
     /// attempts stay known, so a late result still commits if nothing else has. `worker`
     /// names a session for the error.
     pub fn expire(&mut self, now: Instant, worker: impl Fn(&SessionId) -> String) -> Vec<Effect> {
-        let mut expired: Vec<(AttemptId, usize, String)> = self
+        let mut expired: Vec<(AttemptId, JobIndex, String)> = self
             .attempts
             .iter()
             .filter(|(&id, a)| a.expires < now && self.jobs[a.job].current == Some(id) && !self.jobs[a.job].committing)
@@ -492,7 +496,7 @@ impl JobTable {
 
     /// The attempt's records checked out: its job is committing (its part is being
     /// written), and no other attempt commits it.
-    pub fn commit(&mut self, i: usize, attempt: AttemptId, revive: bool) {
+    pub fn commit(&mut self, i: JobIndex, attempt: AttemptId, revive: bool) {
         if revive {
             self.set_state(i, JobState::Running);
             let job = &mut self.jobs[i];
@@ -503,13 +507,13 @@ impl JobTable {
     }
 
     /// The commit could not be handed to the committer: the job is as it was.
-    pub fn commit_unsent(&mut self, i: usize) {
+    pub fn commit_unsent(&mut self, i: JobIndex) {
         self.set_committing(i, false);
     }
 
     /// Every change of a job's `committing` flag goes through here, which keeps its
     /// sweep's count of them.
-    fn set_committing(&mut self, i: usize, committing: bool) {
+    fn set_committing(&mut self, i: JobIndex, committing: bool) {
         let job = &mut self.jobs[i];
         if job.committing == committing {
             return;
@@ -527,7 +531,7 @@ impl JobTable {
     /// The part holding these `(job, attempt)`s is recorded: the jobs are done, and every
     /// other attempt of theirs is moot. Answers the sweeps of revived jobs, whose live
     /// summaries must be reopened.
-    pub fn committed(&mut self, jobs: &[(usize, AttemptId)]) -> (Vec<Effect>, BTreeSet<Arc<str>>) {
+    pub fn committed(&mut self, jobs: &[(JobIndex, AttemptId)]) -> (Vec<Effect>, BTreeSet<SweepId>) {
         let reopen = self.end_commits(jobs);
         let mut effects = Vec::new();
         for &(i, _) in jobs {
@@ -546,10 +550,10 @@ impl JobTable {
     /// uncounted (it re-runs to the same bits).
     pub fn commit_failed(
         &mut self,
-        jobs: &[(usize, AttemptId)],
+        jobs: &[(JobIndex, AttemptId)],
         error: &str,
         retry_at: Instant,
-    ) -> (Vec<Effect>, BTreeSet<Arc<str>>) {
+    ) -> (Vec<Effect>, BTreeSet<SweepId>) {
         let reopen = self.end_commits(jobs);
         let mut effects = Vec::new();
         for &(i, attempt) in jobs {
@@ -580,7 +584,7 @@ impl JobTable {
     /// computed could not be written, for the coordinator's reasons (`error`).
     fn requeue_unwritten(
         &mut self,
-        i: usize,
+        i: JobIndex,
         attempt: AttemptId,
         error: String,
         retry_at: Instant,
@@ -618,7 +622,7 @@ impl JobTable {
         }
     }
 
-    fn end_commits(&mut self, jobs: &[(usize, AttemptId)]) -> BTreeSet<Arc<str>> {
+    fn end_commits(&mut self, jobs: &[(JobIndex, AttemptId)]) -> BTreeSet<SweepId> {
         let mut reopen = BTreeSet::new();
         for &(i, _) in jobs {
             self.set_committing(i, false);
@@ -661,7 +665,7 @@ impl JobTable {
         &self,
         session: &SessionId,
         attempts: &[AttemptId],
-    ) -> Result<Vec<(AttemptId, usize)>, CommandError> {
+    ) -> Result<Vec<(AttemptId, JobIndex)>, CommandError> {
         self.check_session(session, attempts)?;
         let mut seen = HashSet::new();
         Ok(attempts
@@ -674,7 +678,7 @@ impl JobTable {
 
     /// A leased attempt that never started: its job is queued again, first, with the
     /// attempt uncounted.
-    pub fn release(&mut self, attempt: AttemptId, i: usize) -> Vec<Effect> {
+    pub fn release(&mut self, attempt: AttemptId, i: JobIndex) -> Vec<Effect> {
         let mut effects = Vec::new();
         self.forget_attempt(attempt, &mut effects);
         self.set_state(i, JobState::Queued);
@@ -698,7 +702,7 @@ impl JobTable {
 
     /// The records of attempt `attempt` of job `i`, checked for its commit, break its
     /// schema (`error` says how): void it, if the job still runs it.
-    pub fn void_if_current(&mut self, i: usize, attempt: AttemptId, error: String) -> Vec<Effect> {
+    pub fn void_if_current(&mut self, i: JobIndex, attempt: AttemptId, error: String) -> Vec<Effect> {
         let mut effects = Vec::new();
         if self.jobs[i].current == Some(attempt) {
             self.void(i, attempt, error, &mut effects);
@@ -709,7 +713,7 @@ impl JobTable {
     /// An attempt void for the worker's fault (records that broke the schema): the job is
     /// queued again without the attempt counting against `max_attempts`, unless it has been
     /// voided [`MAX_VOIDED`] times.
-    fn void(&mut self, i: usize, attempt: AttemptId, error: String, effects: &mut Vec<Effect>) {
+    fn void(&mut self, i: JobIndex, attempt: AttemptId, error: String, effects: &mut Vec<Effect>) {
         let job = &mut self.jobs[i];
         job.voided += 1;
         if job.voided >= MAX_VOIDED {
@@ -725,7 +729,7 @@ impl JobTable {
 
     /// Cancel `jobs`: the queued and running ones (not committing) are `cancelled`, and a
     /// running attempt hears "abandon" at its next heartbeat.
-    pub fn cancel(&mut self, jobs: &[usize]) -> Vec<Effect> {
+    pub fn cancel(&mut self, jobs: &[JobIndex]) -> Vec<Effect> {
         let mut effects = Vec::new();
         for &i in jobs {
             let job = &self.jobs[i];
@@ -743,7 +747,7 @@ impl JobTable {
     /// Jobs that leave their sweep (a resubmission dropped them, or the sweep is deleted):
     /// tombstones from now on (the slots stay, so indices are stable). Their attempts are
     /// forgotten, so a worker running one hears "abandon" at its next heartbeat.
-    pub fn drop_jobs(&mut self, jobs: &[usize]) -> Vec<Effect> {
+    pub fn drop_jobs(&mut self, jobs: &[JobIndex]) -> Vec<Effect> {
         let mut effects = Vec::new();
         for &i in jobs {
             self.uncount(i);
@@ -758,7 +762,7 @@ impl JobTable {
 
     /// Failed and cancelled jobs of a resubmitted sweep: queued again, from their first
     /// attempt.
-    pub fn retry(&mut self, jobs: &[usize]) {
+    pub fn retry(&mut self, jobs: &[JobIndex]) {
         for &i in jobs {
             self.set_state(i, JobState::Queued);
             let job = &mut self.jobs[i];
@@ -776,7 +780,7 @@ impl JobTable {
     }
 
     /// Forget every attempt of job `i`.
-    fn forget_attempts_of(&mut self, i: usize, effects: &mut Vec<Effect>) {
+    fn forget_attempts_of(&mut self, i: JobIndex, effects: &mut Vec<Effect>) {
         let mut ids = std::mem::take(&mut self.jobs[i].known_attempts);
         ids.sort_unstable();
         for id in ids {
@@ -806,14 +810,14 @@ impl JobTable {
 
     /// A failed or expired attempt: queue the job for another attempt, or mark it failed
     /// when it has had `max_attempts`. Returns whether it will be retried.
-    fn requeue_or_fail(&mut self, i: usize, attempt: AttemptId, error: String, effects: &mut Vec<Effect>) -> bool {
+    fn requeue_or_fail(&mut self, i: JobIndex, attempt: AttemptId, error: String, effects: &mut Vec<Effect>) -> bool {
         self.end_attempt(i, attempt, error, false, effects)
     }
 
     /// [`Self::requeue_or_fail`], or fail the job now when `give_up` (its own error).
     fn end_attempt(
         &mut self,
-        i: usize,
+        i: JobIndex,
         attempt: AttemptId,
         error: String,
         give_up: bool,
@@ -852,6 +856,7 @@ mod tests {
     use super::*;
     use crate::testing::Gen;
     use armada_core::JobSpec;
+    use std::sync::Arc;
 
     const TTL: Duration = Duration::from_secs(10);
     const MAX_ATTEMPTS: u32 = 3;
@@ -861,11 +866,11 @@ mod tests {
         let mut t = JobTable::new(Policy { lease_ttl: TTL, max_attempts: MAX_ATTEMPTS, retry_job_errors: false });
         let spec = JobSpec::new("f", "bench", "algo");
         let template = Arc::new(Template::new(spec.clone(), spec.family.as_str().into(), 0));
-        let sweep: Arc<str> = "s".into();
+        let sweep: SweepId = "s".into();
         for i in 0..n_jobs {
             let key = Key::parse(&format!("{i:032x}")).unwrap();
             t.push(Job::new(sweep.clone(), template.clone(), i as u64, key, JobState::Queued));
-            t.enqueue(i, false);
+            t.enqueue(JobIndex::new(i), false);
         }
         t
     }
@@ -877,22 +882,23 @@ mod tests {
         /// any busy time excused since.
         leases: HashMap<AttemptId, (SessionId, Instant)>,
         /// The attempt that committed each done job.
-        done_by: HashMap<usize, AttemptId>,
+        done_by: HashMap<JobIndex, AttemptId>,
         /// Jobs a resubmission dropped (the table knows them as cancelled; a commit under
         /// way when they were dropped may still make one done).
-        tombstones: BTreeSet<usize>,
+        tombstones: BTreeSet<JobIndex>,
         /// Commits handed to the committer and not yet written.
-        committing: Vec<(usize, AttemptId)>,
+        committing: Vec<(JobIndex, AttemptId)>,
         /// Jobs whose own error (not the worker's) failed one of their attempts: they may
         /// fail before their last attempt.
-        own_errors: HashSet<usize>,
+        own_errors: HashSet<JobIndex>,
         next_id: u64,
     }
 
     /// Every invariant of the module doc, after every transition.
     fn check(t: &JobTable, m: &Model, context: &str) {
         for (i, job) in t.jobs.iter().enumerate() {
-            let at = || format!("{context}: job {i} ({:?}, current {:?})", job.state, job.current);
+            let i = JobIndex::new(i);
+            let at = || format!("{context}: job {i:?} ({:?}, current {:?})", job.state, job.current);
             assert_eq!(job.state == JobState::Running, job.current.is_some(), "{}", at());
             if let (Some(id), false) = (job.current, job.committing) {
                 let a = t.attempt(id).unwrap_or_else(|| panic!("{}: its attempt is not leased", at()));
@@ -919,9 +925,13 @@ mod tests {
         let sweep = t.jobs.first().map(|j| j.sweep.clone()).unwrap_or_else(|| "".into());
         assert_eq!(t.counts(&sweep), counted, "{context}: the kept counts against a count");
         // The index from jobs to attempts holds exactly the known attempts, each under its job.
-        let mut indexed: Vec<(AttemptId, usize)> =
-            t.jobs.iter().enumerate().flat_map(|(i, j)| j.known_attempts.iter().map(move |&id| (id, i))).collect();
-        let mut known: Vec<(AttemptId, usize)> = t.attempts.iter().map(|(&id, a)| (id, a.job)).collect();
+        let mut indexed: Vec<(AttemptId, JobIndex)> = t
+            .jobs
+            .iter()
+            .enumerate()
+            .flat_map(|(i, j)| j.known_attempts.iter().map(move |&id| (id, JobIndex::new(i))))
+            .collect();
+        let mut known: Vec<(AttemptId, JobIndex)> = t.attempts.iter().map(|(&id, a)| (id, a.job)).collect();
         indexed.sort_unstable();
         known.sort_unstable();
         assert_eq!(indexed, known, "{context}: the attempts indexed by job against the attempts known");
@@ -1011,7 +1021,7 @@ mod tests {
                         let effects = t.expire(now, |s| s.as_str().to_string());
                         for id in &due {
                             let i = t.attempt(*id).expect("an expired attempt stays known").job;
-                            let (ahead, attempts, voided) = before[i];
+                            let (ahead, attempts, voided) = before[i.get()];
                             let uncharged = ahead && voided + 1 < MAX_VOIDED;
                             let charged = attempts - u32::from(uncharged);
                             assert_eq!(t.jobs[i].attempts, charged, "{context}: expiry of {id}, leased ahead {ahead}");
@@ -1061,9 +1071,9 @@ mod tests {
                             continue;
                         }
                         let n = 1 + rng.below(m.committing.len() as u64) as usize;
-                        let part: Vec<(usize, AttemptId)> = m.committing.drain(..n).collect();
+                        let part: Vec<(JobIndex, AttemptId)> = m.committing.drain(..n).collect();
                         if rng.chance(20) {
-                            let current: Vec<(usize, u32)> = part
+                            let current: Vec<(JobIndex, u32)> = part
                                 .iter()
                                 .filter(|&&(job, id)| t.jobs[job].current == Some(id))
                                 .map(|&(job, _)| (job, t.jobs[job].attempts))
@@ -1132,13 +1142,14 @@ mod tests {
                     }
                     99 if rng.chance(50) => {
                         // A resubmission: drops one job, runs the failed and cancelled again.
-                        let dropped = rng.below(n_jobs as u64) as usize;
+                        let dropped = JobIndex::new(rng.below(n_jobs as u64) as usize);
                         if !m.tombstones.contains(&dropped) {
                             t.drop_jobs(&[dropped]);
                             m.tombstones.insert(dropped);
                             m.done_by.remove(&dropped);
                         }
-                        let again: Vec<usize> = (0..n_jobs)
+                        let again: Vec<JobIndex> = (0..n_jobs)
+                            .map(JobIndex::new)
                             .filter(|i| !m.tombstones.contains(i))
                             .filter(|&i| matches!(t.jobs[i].state, JobState::Failed | JobState::Cancelled))
                             .collect();
@@ -1149,7 +1160,7 @@ mod tests {
                     }
                     _ => {
                         if rng.chance(20) {
-                            let all: Vec<usize> = (0..n_jobs).collect();
+                            let all: Vec<JobIndex> = (0..n_jobs).map(JobIndex::new).collect();
                             t.cancel(&all);
                             for (i, job) in t.jobs.iter().enumerate() {
                                 assert!(job.state != JobState::Running || job.committing, "{context}: {i} runs");
@@ -1197,7 +1208,7 @@ mod tests {
             effects[0],
             Effect::EndAttempt {
                 attempt: AttemptId(7),
-                job: 0,
+                job: JobIndex::new(0),
                 outcome: AttemptOutcome::Failed,
                 state: JobState::Queued,
                 error: Some("lease expired: worker a! stopped heartbeating".into()),
@@ -1240,7 +1251,7 @@ mod tests {
             let ids: Vec<AttemptId> = (next..next + 15).map(AttemptId).collect();
             next += 15;
             t.start_attempts(&picked, &ids, &"a".into(), "w", now);
-            let running = ids[picked.iter().position(|&i| i == 0).unwrap()];
+            let running = ids[picked.iter().position(|&i| i == JobIndex::new(0)).unwrap()];
             t.started(&"a".into(), &[running]);
             assert_eq!(t.counts("s").leased, 14);
             now += TTL + Duration::from_millis(1);

@@ -5,12 +5,57 @@
 use super::stored::JobState;
 use crate::results::{self, Cell};
 use armada_core::{JobKey, JobSpec, Registry, SpecError, ValidJob};
-use armada_proto::ids::AttemptId;
+use armada_proto::ids::{AttemptId, SweepId};
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 use tracing::warn;
+
+/// A job's place in the job table: how the table, the sweeps, the queue, the effects and
+/// the committer name a job (never a count, an attempt or a seed). An index names one job
+/// for the table's life. 32 bits: a coordinator holds millions of jobs, not billions, and
+/// sweeps keep lists of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct JobIndex(u32);
+
+impl JobIndex {
+    /// The job at position `i` of the table.
+    pub fn new(i: usize) -> JobIndex {
+        JobIndex(u32::try_from(i).expect("the job table holds fewer than 2^32 jobs"))
+    }
+
+    /// Its position in the table.
+    pub fn get(self) -> usize {
+        self.0 as usize
+    }
+
+    /// The indices from `self` up to `end`, not included.
+    pub fn up_to(self, end: JobIndex) -> impl DoubleEndedIterator<Item = JobIndex> + Clone {
+        (self.0..end.0).map(JobIndex)
+    }
+}
+
+impl fmt::Display for JobIndex {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// The table's jobs are a `Vec<Job>` indexed by [`JobIndex`].
+impl std::ops::Index<JobIndex> for Vec<Job> {
+    type Output = Job;
+
+    fn index(&self, i: JobIndex) -> &Job {
+        &self[i.get()]
+    }
+}
+
+impl std::ops::IndexMut<JobIndex> for Vec<Job> {
+    fn index_mut(&mut self, i: JobIndex) -> &mut Job {
+        &mut self[i.get()]
+    }
+}
 
 /// A job key in 16 bytes: the 32 hex digits of its [`JobKey`] as bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -135,7 +180,7 @@ impl Templates {
 }
 
 pub struct Job {
-    pub sweep: Arc<str>,
+    pub sweep: SweepId,
     pub template: Arc<Template>,
     pub seed: u64,
     pub key: Key,
@@ -163,7 +208,7 @@ pub struct Job {
 }
 
 impl Job {
-    pub fn new(sweep: Arc<str>, template: Arc<Template>, seed: u64, key: Key, state: JobState) -> Job {
+    pub fn new(sweep: SweepId, template: Arc<Template>, seed: u64, key: Key, state: JobState) -> Job {
         Job {
             sweep,
             template,
@@ -261,19 +306,19 @@ pub struct Plan {
     /// Keys the sweep holds already.
     pub known: HashSet<Key>,
     /// The sweep's jobs the submission drops.
-    pub removed: Vec<usize>,
+    pub removed: Vec<JobIndex>,
 }
 
 /// A sweep's jobs (positions in the table) and their keys, at a revision.
 pub struct SweepKeys {
     pub revision: Option<u64>,
-    pub jobs: Vec<(usize, Key)>,
+    pub jobs: Vec<(JobIndex, Key)>,
 }
 
 /// What a submission of `keys` would change in a sweep whose jobs are `jobs`: the keys it
 /// knows, and the jobs the submission drops. Pure: made off the scheduler for a large
 /// sweep, and checked there against the sweep's revision.
-pub fn plan_of(jobs: &[(usize, Key)], keys: &HashSet<Key>) -> Plan {
+pub fn plan_of(jobs: &[(JobIndex, Key)], keys: &HashSet<Key>) -> Plan {
     let known = jobs.iter().map(|&(_, key)| key).collect();
     let removed = jobs.iter().filter(|(_, key)| !keys.contains(key)).map(|&(i, _)| i).collect();
     Plan { base: jobs.len(), known, removed }

@@ -5,11 +5,12 @@
 //! A job is in the queue at most once. Entries are not removed when a job is cancelled or
 //! committed meanwhile: the scheduler skips them when it pops them.
 
+use super::jobs::JobIndex;
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
 #[derive(Default)]
 pub struct JobQueue {
-    by_family: HashMap<String, VecDeque<(i64, usize)>>,
+    by_family: HashMap<String, VecDeque<(i64, JobIndex)>>,
     /// Sequence numbers of the next entry at the back and at the front.
     back: i64,
     front: i64,
@@ -18,18 +19,18 @@ pub struct JobQueue {
 }
 
 impl JobQueue {
-    pub fn contains(&self, job: usize) -> bool {
-        self.member.get(job).copied().unwrap_or(false)
+    pub fn contains(&self, job: JobIndex) -> bool {
+        self.member.get(job.get()).copied().unwrap_or(false)
     }
 
-    fn mark(&mut self, job: usize) -> bool {
+    fn mark(&mut self, job: JobIndex) -> bool {
         if self.contains(job) {
             return false;
         }
-        if self.member.len() <= job {
-            self.member.resize(job + 1, false);
+        if self.member.len() <= job.get() {
+            self.member.resize(job.get() + 1, false);
         }
-        self.member[job] = true;
+        self.member[job.get()] = true;
         true
     }
 
@@ -39,7 +40,7 @@ impl JobQueue {
     }
 
     /// Queue `job` of `family` last (nothing if it is queued already).
-    pub fn push_back(&mut self, job: usize, family: &str) {
+    pub fn push_back(&mut self, job: JobIndex, family: &str) {
         if self.mark(job) {
             let seq = self.back;
             self.back += 1;
@@ -48,14 +49,14 @@ impl JobQueue {
     }
 
     /// Queue `jobs` of `family` at the back, in order (one family lookup for them all).
-    pub fn extend(&mut self, family: &str, jobs: &[usize]) {
+    pub fn extend(&mut self, family: &str, jobs: &[JobIndex]) {
         if let Some(&last) = jobs.iter().max() {
-            if self.member.len() <= last {
-                self.member.resize(last + 1, false);
+            if self.member.len() <= last.get() {
+                self.member.resize(last.get() + 1, false);
             }
         }
         let (mut back, member) = (self.back, &mut self.member);
-        let queued = jobs.iter().filter(|&&job| !std::mem::replace(&mut member[job], true)).map(|&job| {
+        let queued = jobs.iter().filter(|&&job| !std::mem::replace(&mut member[job.get()], true)).map(|&job| {
             back += 1;
             (back - 1, job)
         });
@@ -65,7 +66,7 @@ impl JobQueue {
     }
 
     /// Queue `job` of `family` first: a retried job should not wait behind the whole sweep.
-    pub fn push_front(&mut self, job: usize, family: &str) {
+    pub fn push_front(&mut self, job: JobIndex, family: &str) {
         if self.mark(job) {
             self.front -= 1;
             let seq = self.front;
@@ -73,7 +74,7 @@ impl JobQueue {
         }
     }
 
-    fn family(&mut self, family: &str) -> &mut VecDeque<(i64, usize)> {
+    fn family(&mut self, family: &str) -> &mut VecDeque<(i64, JobIndex)> {
         if !self.by_family.contains_key(family) {
             self.by_family.insert(family.to_string(), VecDeque::new());
         }
@@ -81,7 +82,7 @@ impl JobQueue {
     }
 
     /// The earliest queued job of any of `families`.
-    pub fn pop(&mut self, families: &BTreeSet<String>) -> Option<usize> {
+    pub fn pop(&mut self, families: &BTreeSet<String>) -> Option<JobIndex> {
         let family = families
             .iter()
             .filter_map(|f| self.by_family.get(f).and_then(|q| q.front()).map(|&(seq, _)| (seq, f)))
@@ -89,7 +90,7 @@ impl JobQueue {
             .1
             .clone();
         let (_, job) = self.by_family.get_mut(&family)?.pop_front()?;
-        self.member[job] = false;
+        self.member[job.get()] = false;
         Some(job)
     }
 }
@@ -97,6 +98,10 @@ impl JobQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn j(i: usize) -> JobIndex {
+        JobIndex::new(i)
+    }
 
     fn set(names: &[&str]) -> BTreeSet<String> {
         names.iter().map(|n| n.to_string()).collect()
@@ -106,32 +111,32 @@ mod tests {
     fn jobs_come_out_in_queue_order_across_the_families_asked_for() {
         let mut q = JobQueue::default();
         for (job, family) in [(0, "a"), (1, "b"), (2, "a"), (3, "b")] {
-            q.push_back(job, family);
+            q.push_back(j(job), family);
         }
-        q.push_front(4, "b");
-        q.push_back(2, "a");
-        assert!(q.contains(2) && !q.contains(5));
+        q.push_front(j(4), "b");
+        q.push_back(j(2), "a");
+        assert!(q.contains(j(2)) && !q.contains(j(5)));
         // Only `a`: its own order.
-        assert_eq!(q.pop(&set(&["a"])), Some(0));
+        assert_eq!(q.pop(&set(&["a"])), Some(j(0)));
         // Both: the retried job first, then the rest in order.
         let both = set(&["a", "b"]);
-        let order: Vec<usize> = std::iter::from_fn(|| q.pop(&both)).collect();
+        let order: Vec<usize> = std::iter::from_fn(|| q.pop(&both)).map(JobIndex::get).collect();
         assert_eq!(order, vec![4, 1, 2, 3], "each job once");
         assert_eq!(q.pop(&set(&["a", "c"])), None);
-        q.push_back(2, "a");
+        q.push_back(j(2), "a");
         assert_eq!(q.pop(&set(&["c"])), None, "a family nobody queued");
-        assert_eq!(q.pop(&set(&["a"])), Some(2), "popped jobs can be queued again");
+        assert_eq!(q.pop(&set(&["a"])), Some(j(2)), "popped jobs can be queued again");
     }
 
     #[test]
     fn extending_queues_in_order_after_what_is_queued_and_skips_queued_jobs() {
         let mut q = JobQueue::default();
-        q.push_back(0, "a");
-        q.push_back(1, "b");
-        q.extend("a", &[2, 0, 3]);
-        q.push_back(4, "b");
+        q.push_back(j(0), "a");
+        q.push_back(j(1), "b");
+        q.extend("a", &[j(2), j(0), j(3)]);
+        q.push_back(j(4), "b");
         let both = set(&["a", "b"]);
-        let order: Vec<usize> = std::iter::from_fn(|| q.pop(&both)).collect();
+        let order: Vec<usize> = std::iter::from_fn(|| q.pop(&both)).map(JobIndex::get).collect();
         assert_eq!(order, vec![0, 1, 2, 3, 4]);
     }
 }

@@ -6,7 +6,7 @@
 use super::declared::Checked;
 use super::trouble::Trouble;
 use armada_core::{JobSpec, MetricDef};
-use armada_proto::ids::{AttemptId, SessionId};
+use armada_proto::ids::{AttemptId, SessionId, SweepId};
 use armada_proto::v1 as pb;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -71,7 +71,7 @@ pub struct Registered {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Lease {
     pub attempt_id: AttemptId,
-    pub sweep_id: String,
+    pub sweep_id: SweepId,
     pub job_key: String,
     pub spec: JobSpec,
     /// The attempt's number for its job, from 1.
@@ -88,7 +88,7 @@ pub struct Leases {
 /// A submission became its sweep.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Submitted {
-    pub sweep_id: String,
+    pub sweep_id: SweepId,
     pub n_jobs: u32,
     /// Jobs new to the sweep.
     pub n_added: u32,
@@ -132,7 +132,7 @@ pub struct JobFailed {
 /// A sweep's state and counts, with one page of its failures.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SweepStatus {
-    pub sweep_id: String,
+    pub sweep_id: SweepId,
     pub family: String,
     pub state: SweepState,
     pub n_jobs: u32,

@@ -3,10 +3,10 @@
 //! The store (`durable::store`) writes and reads them; nothing here does I/O.
 
 use armada_core::JobSpec;
+use armada_proto::ids::SweepId;
 use armada_proto::v1 as pb;
 use armada_proto::wire;
 use prost::Message;
-use std::sync::Arc;
 
 /// A job's state as stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -145,7 +145,7 @@ impl SpecTemplate {
 #[derive(Clone, Debug)]
 pub struct StoredJob {
     /// One allocation shared by the jobs of a sweep.
-    pub sweep_id: Arc<str>,
+    pub sweep_id: SweepId,
     pub key: String,
     /// The job's position in its sweep (the run order).
     pub ord: i64,

@@ -18,21 +18,21 @@
 
 use super::job_table::{Effect, JobTable};
 use super::jobs::base_family;
-use super::jobs::{plan_of, Job, Key, Plan, SweepKeys};
+use super::jobs::{plan_of, Job, JobIndex, Key, Plan, SweepKeys};
 use super::replies::{CommandError, JobFailed, JobFilter, JobInfo, SweepState, SweepStatus};
 use super::stored::JobState;
+use armada_proto::ids::SweepId;
 use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
-use std::sync::Arc;
 
 /// One sweep's bookkeeping.
 pub struct Sweep {
     /// Its id, shared by its jobs.
-    pub id: Arc<str>,
+    pub id: SweepId,
     /// Its families ([`super::jobs::sweep_families`]).
     pub family: String,
     /// Its jobs' positions in the table, in run order.
-    pub jobs: Vec<usize>,
+    pub jobs: Vec<JobIndex>,
     pub cancelled: bool,
     /// Its summary files hold every settled job (the store's flag).
     pub summarized: bool,
@@ -85,7 +85,7 @@ impl Default for FailurePage {
 
 /// Every sweep, by id.
 pub struct Sweeps {
-    map: BTreeMap<String, Sweep>,
+    map: BTreeMap<SweepId, Sweep>,
     /// The last revision given to a sweep ([`Sweep::revision`]).
     revisions: u64,
     /// Where results go: `results_dir/<sweep>/` (reported in statuses, never opened here).
@@ -106,7 +106,7 @@ impl Sweeps {
     }
 
     /// The sweep's jobs (none for an unknown sweep).
-    pub fn jobs(&self, id: &str) -> &[usize] {
+    pub fn jobs(&self, id: &str) -> &[JobIndex] {
         self.map.get(id).map_or(&[], |s| &s.jobs)
     }
 
@@ -150,7 +150,7 @@ impl Sweeps {
             .collect())
     }
 
-    pub fn ids(&self) -> impl Iterator<Item = &String> {
+    pub fn ids(&self) -> impl Iterator<Item = &SweepId> {
         self.map.keys()
     }
 
@@ -171,7 +171,7 @@ impl Sweeps {
     pub fn load(&mut self, id: &str, family: String, cancelled: bool, summarized: bool) {
         self.revisions += 1;
         let sweep = Sweep { cancelled, summarized, revision: self.revisions, ..Sweep::new(id, family) };
-        self.map.insert(id.to_string(), sweep);
+        self.map.insert(sweep.id.clone(), sweep);
     }
 
     /// The sweeps (sorted) whose families include one of `references`.
@@ -183,12 +183,12 @@ impl Sweeps {
     }
 
     /// The sweep's id to give a stored job, or `None` if the store has no such sweep.
-    pub fn id_of(&self, id: &str) -> Option<Arc<str>> {
+    pub fn id_of(&self, id: &str) -> Option<SweepId> {
         self.map.get(id).map(|s| s.id.clone())
     }
 
     /// Job `i`, just loaded into the table, belongs to its sweep.
-    pub fn load_job(&mut self, i: usize, table: &JobTable) {
+    pub fn load_job(&mut self, i: JobIndex, table: &JobTable) {
         let sweep = self.map.get_mut(&*table.job(i).sweep).expect("a loaded job's sweep is loaded");
         sweep.jobs.push(i);
     }
@@ -262,7 +262,7 @@ impl Sweeps {
             })
             .collect();
         Ok(SweepStatus {
-            sweep_id: id.to_string(),
+            sweep_id: sweep.id.clone(),
             family: sweep.family.clone(),
             state,
             n_jobs: sweep.jobs.len() as u32,
@@ -324,13 +324,17 @@ impl Sweeps {
         &mut self,
         name: &str,
         family: &str,
-        removed: &[usize],
-        first: usize,
+        removed: &[JobIndex],
+        first: JobIndex,
         table: &mut JobTable,
         only_submitted: bool,
     ) -> Vec<Effect> {
         self.revisions += 1;
-        let sweep = self.map.entry(name.to_string()).or_insert_with(|| Sweep::new(name, family.to_string()));
+        if !self.map.contains_key(name) {
+            let sweep = Sweep::new(name, family.to_string());
+            self.map.insert(sweep.id.clone(), sweep);
+        }
+        let sweep = self.map.get_mut(name).expect("inserted if absent");
         sweep.revision = self.revisions;
         // A resubmission may run other extensions of the family.
         sweep.family = family.to_string();
@@ -338,10 +342,10 @@ impl Sweeps {
         sweep.announced = false;
         let mut effects = table.drop_jobs(removed);
         if !removed.is_empty() {
-            let removed: HashSet<usize> = removed.iter().copied().collect();
+            let removed: HashSet<JobIndex> = removed.iter().copied().collect();
             sweep.jobs.retain(|i| !removed.contains(i));
         }
-        let retry: Vec<usize> = sweep
+        let retry: Vec<JobIndex> = sweep
             .jobs
             .iter()
             .copied()
@@ -349,7 +353,7 @@ impl Sweeps {
             .collect();
         table.retry(&retry);
         if only_submitted {
-            let held: Vec<usize> = sweep
+            let held: Vec<JobIndex> = sweep
                 .jobs
                 .iter()
                 .copied()
@@ -359,9 +363,9 @@ impl Sweeps {
                 table.enqueue(i, false);
             }
         }
-        let new = first..table.len();
+        let new = first.up_to(table.end());
         sweep.jobs.extend(new.clone());
-        let queued: Vec<usize> = new.filter(|&i| table.job(i).state == JobState::Queued).collect();
+        let queued: Vec<JobIndex> = new.filter(|&i| table.job(i).state == JobState::Queued).collect();
         table.enqueue_all(&queued);
         effects.push(Effect::OpenLive(sweep.id.clone()));
         effects.push(Effect::CheckFinished(sweep.id.clone()));
@@ -461,6 +465,7 @@ mod tests {
     use armada_core::JobSpec;
     use armada_proto::ids::{AttemptId, SessionId};
     use std::collections::{BTreeSet, HashMap};
+    use std::sync::Arc;
     use std::time::{Duration, Instant};
 
     const NAMES: [&str; 2] = ["a", "b"];
@@ -493,9 +498,9 @@ mod tests {
     }
 
     fn check(sweeps: &Sweeps, t: &JobTable, m: &Model, context: &str) {
-        let ids: BTreeSet<&String> = sweeps.ids().collect();
-        assert_eq!(ids, m.keys.keys().collect(), "{context}: the sweeps");
-        let mut owner: HashMap<usize, &str> = HashMap::new();
+        let ids: BTreeSet<&str> = sweeps.ids().map(|id| id.as_str()).collect();
+        assert_eq!(ids, m.keys.keys().map(String::as_str).collect(), "{context}: the sweeps");
+        let mut owner: HashMap<JobIndex, &str> = HashMap::new();
         for (id, keys) in &m.keys {
             let sweep = sweeps.get(id).unwrap();
             for &i in &sweep.jobs {
@@ -559,7 +564,7 @@ mod tests {
                             dropped += plan.removed.len();
                         }
                         let first = t.len();
-                        let id: Arc<str> = sweeps.id_of(name).unwrap_or_else(|| name.into());
+                        let id: SweepId = sweeps.id_of(name).unwrap_or_else(|| name.into());
                         let mut sorted: Vec<Key> = keys.iter().copied().collect();
                         sorted.sort();
                         for k in sorted.into_iter().filter(|k| !plan.known.contains(k)) {
@@ -567,7 +572,7 @@ mod tests {
                             let state = if on_disk { JobState::Done } else { JobState::Queued };
                             t.push(Job::new(id.clone(), template.clone(), 0, k, state));
                         }
-                        let effects = sweeps.submitted(name, "f", &plan.removed, first, &mut t, false);
+                        let effects = sweeps.submitted(name, "f", &plan.removed, JobIndex::new(first), &mut t, false);
                         assert!(effects.contains(&Effect::OpenLive(id.clone())), "{context}: live not reopened");
                         m.keys.insert(name.to_string(), keys.into_iter().collect());
                         m.cancelled.remove(name);
@@ -665,14 +670,14 @@ mod tests {
         let mut sweeps = Sweeps::new(PathBuf::from("r"));
         let plan = sweeps.plan("s", "f", &(0..6).map(key).collect(), &t).unwrap();
         assert!(plan.known.is_empty());
-        let id: Arc<str> = "s".into();
+        let id: SweepId = "s".into();
         for k in 0..6u64 {
             let algorithm = if k % 2 == 0 { "even" } else { "odd" };
             let spec = JobSpec::new("f", "bench", algorithm);
             let template = Arc::new(Template::new(spec, "f".into(), (k % 2) as usize));
             t.push(Job::new(id.clone(), template, 10 + k, key(k), JobState::Queued));
         }
-        sweeps.submitted("s", "f", &[], 0, &mut t, false);
+        sweeps.submitted("s", "f", &[], JobIndex::new(0), &mut t, false);
         let odd = JobFilter { algorithm: Some("odd".into()), ..JobFilter::default() };
         let infos = sweeps.job_infos("s", &t, &odd, 2).unwrap();
         let seeds: Vec<u64> = infos.iter().map(|j| j.seed).collect();

@@ -20,7 +20,7 @@ use super::credentials::Sealer;
 use super::fetch;
 use crate::{results, sweep};
 use armada_core::{Registry, SpecError, ValidJob};
-use armada_proto::ids::{AttemptId, SessionId};
+use armada_proto::ids::{AttemptId, SessionId, SweepId};
 use armada_proto::v1 as pb;
 use armada_proto::wire::{self, Arrived};
 use std::pin::Pin;
@@ -130,7 +130,7 @@ impl pb::sweeps_server::Sweeps for Coordinator {
         .await
         .map_err(|e| Status::internal(e.to_string()))??;
         // A resubmission's plan grows with the sweep: worked out here, not in the scheduler.
-        let (sweep, dir) = self.scheduler.sweep_keys(submission.name.clone()).await?;
+        let (sweep, dir) = self.scheduler.sweep_keys(SweepId::from(submission.name.clone())).await?;
         let submission = tokio::task::spawn_blocking(move || submission.prepare(sweep, &dir))
             .await
             .map_err(|e| Status::internal(e.to_string()))?
@@ -145,7 +145,13 @@ impl pb::sweeps_server::Sweeps for Coordinator {
             "sweep submitted"
         );
         let Submitted { sweep_id, n_jobs, n_added, n_already_done, revised } = reply;
-        Ok(Response::new(pb::SubmitSweepResponse { sweep_id, n_jobs, n_added, n_already_done, revised }))
+        Ok(Response::new(pb::SubmitSweepResponse {
+            sweep_id: sweep_id.to_string(),
+            n_jobs,
+            n_added,
+            n_already_done,
+            revised,
+        }))
     }
 
     type WatchSweepStream = EventStream;
@@ -155,7 +161,7 @@ impl pb::sweeps_server::Sweeps for Coordinator {
         request: Request<pb::WatchSweepRequest>,
     ) -> Result<Response<Self::WatchSweepStream>, Status> {
         let sweep = request.into_inner().sweep_id;
-        let (snapshot, mut events) = self.scheduler.watch(sweep.clone()).await?;
+        let (snapshot, mut events) = self.scheduler.watch(SweepId::from(sweep.clone())).await?;
         let (tx, rx) = mpsc::channel(WATCH_STREAM_CAPACITY);
         let scheduler = self.scheduler.clone();
         tokio::spawn(async move {
@@ -176,7 +182,7 @@ impl pb::sweeps_server::Sweeps for Coordinator {
                     // A slow watcher missed events: send where things stand instead.
                     Err(broadcast::error::RecvError::Lagged(_)) => {
                         let failures = FailurePage::default();
-                        match scheduler.status(sweep.clone(), failures).await {
+                        match scheduler.status(SweepId::from(sweep.clone()), failures).await {
                             Ok(s) => pb::SweepEvent { event: Some(Event::Snapshot(sweep_status(s))) },
                             Err(_) => return,
                         }
@@ -205,7 +211,7 @@ impl pb::sweeps_server::Sweeps for Coordinator {
             n => n,
         };
         let failures = FailurePage { offset: r.failures_offset as usize, limit };
-        let status = self.scheduler.status(r.sweep_id, failures).await?;
+        let status = self.scheduler.status(SweepId::from(r.sweep_id), failures).await?;
         Ok(Response::new(sweep_status(status)))
     }
 
@@ -222,7 +228,7 @@ impl pb::sweeps_server::Sweeps for Coordinator {
         request: Request<pb::CancelSweepRequest>,
     ) -> Result<Response<pb::SweepStatus>, Status> {
         let sweep = request.into_inner().sweep_id;
-        Ok(Response::new(sweep_status(self.scheduler.cancel(sweep).await?)))
+        Ok(Response::new(sweep_status(self.scheduler.cancel(SweepId::from(sweep)).await?)))
     }
 
     async fn server_info(
@@ -238,7 +244,7 @@ impl pb::sweeps_server::Sweeps for Coordinator {
     ) -> Result<Response<pb::DeleteSweepResponse>, Status> {
         let r = request.into_inner();
         let sweep = r.sweep_id;
-        let (dir, n_jobs) = self.scheduler.delete(sweep).await?;
+        let (dir, n_jobs) = self.scheduler.delete(SweepId::from(sweep)).await?;
         let mut results_removed = false;
         if !r.keep_results && dir.exists() {
             tokio::task::spawn_blocking(move || std::fs::remove_dir_all(&dir))
@@ -255,7 +261,7 @@ impl pb::sweeps_server::Sweeps for Coordinator {
         request: Request<pb::GetSummaryRequest>,
     ) -> Result<Response<pb::GetSummaryResponse>, Status> {
         let sweep = request.into_inner().sweep_id;
-        let inputs = self.scheduler.summary_inputs(sweep.clone(), false).await?;
+        let inputs = self.scheduler.summary_inputs(SweepId::from(sweep.clone()), false).await?;
         let current = self.scheduler.current(&sweep, &inputs).await?;
         if let Current::Nothing = current {
             return Err(Status::failed_precondition(format!("sweep `{sweep}` has no finished job yet")));
@@ -309,7 +315,7 @@ impl pb::sweeps_server::Sweeps for Coordinator {
         let sweep = request.sweep_id.clone();
         let table = fetch::check(&request)?;
         let with_keys = matches!(table, fetch::Wanted::Trajectories);
-        let inputs = self.scheduler.summary_inputs(sweep.clone(), with_keys).await?;
+        let inputs = self.scheduler.summary_inputs(SweepId::from(sweep.clone()), with_keys).await?;
         let source = match table {
             fetch::Wanted::Trajectories => fetch::Source::Trajectories,
             fetch::Wanted::Summary(which) => match self.scheduler.current(&sweep, &inputs).await? {
@@ -733,7 +739,7 @@ fn sweep_status(s: SweepStatus) -> pb::SweepStatus {
         SweepState::Cancelled => pb::SweepState::Cancelled,
     };
     pb::SweepStatus {
-        sweep_id: s.sweep_id,
+        sweep_id: s.sweep_id.to_string(),
         family: s.family,
         state: state as i32,
         n_jobs: s.n_jobs,
@@ -775,7 +781,7 @@ fn job_failed(f: JobFailed) -> pb::JobFailed {
 fn job_lease(l: Lease) -> pb::JobLease {
     pb::JobLease {
         attempt_id: l.attempt_id.0,
-        sweep_id: l.sweep_id,
+        sweep_id: l.sweep_id.to_string(),
         job_key: l.job_key,
         spec: Some(wire::spec_to_wire(&l.spec)),
         attempt: l.attempt,

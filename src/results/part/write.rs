@@ -180,8 +180,10 @@ fn repeated<'a, T: Clone>(
     kind: fn(JobValue<'a>) -> Option<T>,
 ) -> Result<Vec<T>> {
     let mut values = Vec::with_capacity(n);
+    // Where the column is among the cell's texts, looked up once for all the jobs.
+    let text_at = CELL_TEXT.iter().position(|c| *c == name);
     for (job, rows) in jobs {
-        let Some(value) = job.value(name).and_then(kind) else {
+        let Some(value) = job.value(name, text_at).and_then(kind) else {
             return Err(invalid(format!("the writer has no value of the declared type for column {name:?}")));
         };
         values.extend(std::iter::repeat_n(value, *rows));
@@ -196,16 +198,16 @@ impl JobColumns {
         Ok(JobColumns { key: job.key.clone(), cell: job.cell.clone(), seed, sweep_seed: job.sweep_seed as i64 })
     }
 
-    /// The job's value of the fixed trajectory column `name`; None for the columns that
-    /// vary by row (`step`, `elapsed_ms`).
-    fn value(&self, name: &str) -> Option<JobValue<'_>> {
+    /// The job's value of the fixed trajectory column `name` (the cell's text at `text_at`
+    /// when it is one); None for the columns that vary by row (`step`, `elapsed_ms`).
+    fn value(&self, name: &str, text_at: Option<usize>) -> Option<JobValue<'_>> {
         let cell = &*self.cell;
         Some(match name {
             JOB_KEY => JobValue::Text(&self.key),
             SEED => JobValue::Int(self.seed),
             SWEEP_SEED => JobValue::Int(self.sweep_seed),
             HORIZON => JobValue::Int(cell.horizon),
-            _ => JobValue::Text(cell.texts()[CELL_TEXT.iter().position(|c| *c == name)?]),
+            _ => JobValue::Text(cell.texts()[text_at?]),
         })
     }
 }

@@ -4,13 +4,13 @@ use super::{Reply, Request};
 use crate::coordinator::scheduler::internal;
 use crate::coordinator::scheduler::Scheduler;
 use crate::coordinator::state::replies::{CommandError, SweepStatus};
-use armada_proto::ids::SessionId;
+use armada_proto::ids::{SessionId, SweepId};
 use std::time::Instant;
 use tracing::info;
 
 /// Cancel sweep `sweep`.
 pub(in crate::coordinator::scheduler) struct Cancel {
-    pub(in crate::coordinator::scheduler) sweep: String,
+    pub(in crate::coordinator::scheduler) sweep: SweepId,
 }
 
 impl Request for Cancel {

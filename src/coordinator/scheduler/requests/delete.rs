@@ -4,14 +4,14 @@ use super::{Reply, Request};
 use crate::coordinator::scheduler::internal;
 use crate::coordinator::scheduler::Scheduler;
 use crate::coordinator::state::replies::CommandError;
-use armada_proto::ids::SessionId;
+use armada_proto::ids::{SessionId, SweepId};
 use std::path::PathBuf;
 use std::time::Instant;
 use tracing::info;
 
 /// Delete sweep `sweep`.
 pub(in crate::coordinator::scheduler) struct Delete {
-    pub(in crate::coordinator::scheduler) sweep: String,
+    pub(in crate::coordinator::scheduler) sweep: SweepId,
 }
 
 impl Request for Delete {

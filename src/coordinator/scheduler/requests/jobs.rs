@@ -3,12 +3,12 @@
 use super::{Reply, Request};
 use crate::coordinator::scheduler::Scheduler;
 use crate::coordinator::state::replies::{JobFilter, JobInfo};
-use armada_proto::ids::SessionId;
+use armada_proto::ids::{SessionId, SweepId};
 use std::time::Instant;
 
 /// The jobs of sweep `sweep` that `filter` selects, at most `limit`.
 pub(in crate::coordinator::scheduler) struct Jobs {
-    pub(in crate::coordinator::scheduler) sweep: String,
+    pub(in crate::coordinator::scheduler) sweep: SweepId,
     pub(in crate::coordinator::scheduler) filter: JobFilter,
     pub(in crate::coordinator::scheduler) limit: usize,
 }

@@ -99,7 +99,7 @@ impl Scheduler {
                 let job = self.table.job(i);
                 Lease {
                     attempt_id: id,
-                    sweep_id: job.sweep.to_string(),
+                    sweep_id: job.sweep.clone(),
                     job_key: job.key.to_string(),
                     spec: job.valid().spec,
                     attempt: job.attempts,

@@ -5,13 +5,13 @@ use crate::coordinator::scheduler::internal;
 use crate::coordinator::scheduler::Scheduler;
 use crate::coordinator::state::replies::CommandError;
 use crate::results;
-use armada_proto::ids::SessionId;
+use armada_proto::ids::{SessionId, SweepId};
 use std::path::PathBuf;
 use std::time::Instant;
 
 /// The part holding the trajectory of job `key` of sweep `sweep`.
 pub(in crate::coordinator::scheduler) struct PartOf {
-    pub(in crate::coordinator::scheduler) sweep: String,
+    pub(in crate::coordinator::scheduler) sweep: SweepId,
     pub(in crate::coordinator::scheduler) key: String,
 }
 

@@ -4,6 +4,7 @@
 use super::{Reply, Request};
 use crate::coordinator::durable::committer::PartWritten;
 use crate::coordinator::scheduler::Scheduler;
+use crate::coordinator::state::jobs::JobIndex;
 use crate::coordinator::state::replies::CommandError;
 use crate::coordinator::state::replies::SweepEvent;
 use crate::coordinator::state::stored::AttemptOutcome;
@@ -36,7 +37,7 @@ impl Scheduler {
             Ok(_) => self.metrics.writes.succeeded(&place),
             Err(e) => self.metrics.writes.failed(place, e, std::time::SystemTime::now()),
         }
-        let committed: Vec<(usize, AttemptId)> = jobs.iter().map(|c| (c.job, c.attempt)).collect();
+        let committed: Vec<(JobIndex, AttemptId)> = jobs.iter().map(|c| (c.job, c.attempt)).collect();
         let recorded = part.and_then(|part| {
             let done: Vec<([u8; 16], u32)> =
                 jobs.iter().map(|c| (*self.table.job(c.job).key.bytes(), self.table.job(c.job).attempts)).collect();

@@ -4,12 +4,12 @@ use super::{Reply, Request};
 use crate::coordinator::scheduler::Scheduler;
 use crate::coordinator::state::replies::{CommandError, SweepStatus};
 use crate::coordinator::state::sweeps::FailurePage;
-use armada_proto::ids::SessionId;
+use armada_proto::ids::{SessionId, SweepId};
 use std::time::Instant;
 
 /// The status of sweep `sweep`, with the page `failures` of its failures.
 pub(in crate::coordinator::scheduler) struct Status {
-    pub(in crate::coordinator::scheduler) sweep: String,
+    pub(in crate::coordinator::scheduler) sweep: SweepId,
     pub(in crate::coordinator::scheduler) failures: FailurePage,
 }
 

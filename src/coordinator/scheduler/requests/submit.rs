@@ -8,7 +8,7 @@ use crate::coordinator::state::ingest::{Ingest, Step};
 use crate::coordinator::state::jobs::{self, Key, Prepared, Submission, Template};
 use crate::coordinator::state::replies::{CommandError, Submitted};
 use crate::results;
-use armada_proto::ids::SessionId;
+use armada_proto::ids::{SessionId, SweepId};
 use armada_proto::v1 as pb;
 use std::sync::Arc;
 use tokio::sync::oneshot;
@@ -93,7 +93,7 @@ impl Scheduler {
         let templates: Vec<Arc<Template>> =
             templates.into_iter().zip(families).map(|(spec, family)| self.templates.shared(spec, &family)).collect();
         let generation = self.store.begin_submission(&name, &family, now_ms()).map_err(internal)?;
-        let ingest = Ingest::new(name, family, templates, jobs, by_key, plan, on_disk, self.table.len());
+        let ingest = Ingest::new(name, family, templates, jobs, by_key, plan, on_disk, self.table.end());
         Ok(Storing { ingest, generation, started: Instant::now(), reply: oneshot::channel().0 })
     }
 
@@ -102,7 +102,7 @@ impl Scheduler {
     pub(in crate::coordinator::scheduler) fn store_chunk(&mut self) {
         let Some(storing) = self.storing.as_mut() else { return };
         let name = storing.ingest.name.as_str();
-        let sweep: Arc<str> = self.sweeps.id_of(name).unwrap_or_else(|| name.into());
+        let sweep: SweepId = self.sweeps.id_of(name).unwrap_or_else(|| name.into());
         let step = storing.ingest.step(&mut self.table, &sweep, STORE_CHUNK);
         let name = storing.ingest.name.as_str();
         let committing = matches!(step, Step::Commit(_));
@@ -180,8 +180,13 @@ impl Scheduler {
         for r in &revised {
             info!(sweep = %name, family = %r.name, was = %r.was_digest, now = %r.digest, "a family's declaration changed: its jobs run again");
         }
-        let _ =
-            reply.send(Ok(Submitted { sweep_id: ingest.name, n_jobs, n_added, n_already_done: counts.done, revised }));
+        let _ = reply.send(Ok(Submitted {
+            sweep_id: ingest.name.into(),
+            n_jobs,
+            n_added,
+            n_already_done: counts.done,
+            revised,
+        }));
         if n_added as usize >= TRIM_AFTER {
             release_free_memory();
         }

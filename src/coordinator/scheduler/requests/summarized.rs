@@ -2,13 +2,13 @@
 
 use super::{Reply, Request};
 use crate::coordinator::scheduler::Scheduler;
-use armada_proto::ids::SessionId;
+use armada_proto::ids::{SessionId, SweepId};
 use std::time::Instant;
 use tracing::warn;
 
 /// The summaries of sweep `sweep`, generation `generation`, are written.
 pub(in crate::coordinator::scheduler) struct Summarized {
-    pub(in crate::coordinator::scheduler) sweep: String,
+    pub(in crate::coordinator::scheduler) sweep: SweepId,
     pub(in crate::coordinator::scheduler) generation: u64,
 }
 

@@ -3,13 +3,13 @@
 use super::{Reply, Request};
 use crate::coordinator::scheduler::Scheduler;
 use crate::coordinator::state::replies::{CommandError, SummaryInputs};
-use armada_proto::ids::SessionId;
+use armada_proto::ids::{SessionId, SweepId};
 use std::collections::BTreeSet;
 use std::time::Instant;
 
 /// The summary inputs of sweep `sweep`.
 pub(in crate::coordinator::scheduler) struct Summary {
-    pub(in crate::coordinator::scheduler) sweep: String,
+    pub(in crate::coordinator::scheduler) sweep: SweepId,
     pub(in crate::coordinator::scheduler) with_keys: bool,
 }
 

@@ -3,13 +3,13 @@
 use super::{Reply, Request};
 use crate::coordinator::scheduler::Scheduler;
 use crate::coordinator::state::jobs;
-use armada_proto::ids::SessionId;
+use armada_proto::ids::{SessionId, SweepId};
 use std::path::PathBuf;
 use std::time::Instant;
 
 /// The jobs and keys of sweep `sweep`.
 pub(in crate::coordinator::scheduler) struct SweepKeys {
-    pub(in crate::coordinator::scheduler) sweep: String,
+    pub(in crate::coordinator::scheduler) sweep: SweepId,
 }
 
 impl Request for SweepKeys {

@@ -4,13 +4,13 @@ use super::{Reply, Request};
 use crate::coordinator::scheduler::Scheduler;
 use crate::coordinator::scheduler::WATCH_EVENTS;
 use crate::coordinator::state::replies::{SweepEvent, SweepStatus};
-use armada_proto::ids::SessionId;
+use armada_proto::ids::{SessionId, SweepId};
 use std::time::Instant;
 use tokio::sync::broadcast;
 
 /// Watch sweep `sweep`.
 pub(in crate::coordinator::scheduler) struct Watch {
-    pub(in crate::coordinator::scheduler) sweep: String,
+    pub(in crate::coordinator::scheduler) sweep: SweepId,
 }
 
 impl Request for Watch {

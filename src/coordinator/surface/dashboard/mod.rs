@@ -25,6 +25,7 @@ use crate::coordinator::surface::access::{DashboardPart, Tokens};
 use crate::coordinator::SchedulerHandle;
 use crate::page::{views, APP_JS, CHART_JS, INDEX_HTML, STYLE_CSS};
 use crate::results;
+use armada_proto::ids::SweepId;
 use axum::body::Body;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -287,7 +288,7 @@ impl SweepSummaryView {
     fn of(s: &SweepStatus, progress: &Progress) -> Self {
         let pace = progress.pace(&s.sweep_id, u64::from(s.n_queued + s.n_running + s.n_leased));
         SweepSummaryView {
-            id: s.sweep_id.clone(),
+            id: s.sweep_id.to_string(),
             family: s.family.clone(),
             state: s.state.as_str(),
             n_jobs: s.n_jobs,
@@ -361,7 +362,7 @@ async fn overview(State(d): State<Arc<Dashboard>>) -> Result<Response, ApiError>
 async fn sweep(State(d): State<Arc<Dashboard>>, Path(id): Path<String>) -> Result<Response, ApiError> {
     let sweep = id.clone();
     let failures = FailurePage::default();
-    let status = d.scheduler.status(sweep, failures).await?;
+    let status = d.scheduler.status(SweepId::from(sweep), failures).await?;
     let progress = SweepSummaryView::of(&status, &d.progress.lock().unwrap_or_else(|e| e.into_inner()));
     let failures: Vec<_> = status
         .failures
@@ -432,7 +433,7 @@ async fn cell_jobs(
         algorithm: q.algorithm,
         algorithm_params: q.algorithm_params,
     };
-    let jobs = d.scheduler.jobs(id, filter, CELL_JOBS_LIMIT).await?;
+    let jobs = d.scheduler.jobs(SweepId::from(id), filter, CELL_JOBS_LIMIT).await?;
     Ok(json_body(&serde_json::json!({ "jobs": jobs, "limit": CELL_JOBS_LIMIT })))
 }
 
@@ -441,7 +442,7 @@ async fn trajectory(
     Path((id, key)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
     let (sweep, job) = (id.clone(), key.clone());
-    let part = d.scheduler.part_of(sweep, job).await?;
+    let part = d.scheduler.part_of(SweepId::from(sweep), job).await?;
     let Some(part) = part else {
         return Err(ApiError(StatusCode::NOT_FOUND, format!("job {key} of sweep `{id}` has no trajectory (not done)")));
     };
@@ -490,7 +491,7 @@ impl Dashboard {
     /// [`REFRESH_AT_MOST_EVERY`] while it runs).
     async fn views_of(&self, id: &str) -> Result<Arc<SweepViews>, ApiError> {
         let sweep = id.to_string();
-        let inputs = self.scheduler.summary_inputs(sweep, false).await?;
+        let inputs = self.scheduler.summary_inputs(SweepId::from(sweep), false).await?;
         let entry = self.scheduler.live_summaries(id);
         let n_exact = entry.as_ref().map_or(0, |e| e.lock().progress().0);
         let written = entry.as_ref().is_none_or(|e| e.state() != Written::Pending);
