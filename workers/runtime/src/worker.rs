@@ -176,161 +176,50 @@ async fn run_session(
 }
 
 /// A session the coordinator registered: the session's state machine ([`Session`]) says
-/// what to do; this loop does it (leases, heartbeats and releases answered inline, tasks
-/// and commits awaited in the background) and feeds back what comes of it, until drained
-/// (Ok) or the connection fails (Err, with every running attempt stopped first).
+/// what to do; [`Io`] does it (leases, heartbeats and releases answered inline, tasks and
+/// commits awaited in the background) and this loop feeds back what comes of it, until
+/// drained (Ok) or the connection fails (Err, with every running attempt stopped first).
 async fn registered_session(
     config: &WorkerConfig,
     registry: &Arc<Registry>,
-    mut client: Client,
-    mut heartbeats: Heartbeats,
+    client: Client,
+    heartbeats: Heartbeats,
     registered: pb::RegisterResponse,
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<(), tonic::Status> {
-    // Every later request names the session; an attempt belongs to the session that leased it.
-    let session: Arc<str> = registered.session.into();
     info!("registered with {} as {} ({} slots)", config.coordinator, registered.worker_id, config.slots);
     let interval = Duration::from_millis(registered.heartbeat_interval_ms.max(20) as u64);
     let mut heartbeat = armada_proto::heartbeats::ticks(interval, armada_proto::heartbeats::random_phase());
     let epoch = tokio::time::Instant::now();
     let mut draining = *shutdown.borrow();
     let mut machine = Session::<pb::JobLease>::new(config.slots, draining);
-    let mut cancels: HashMap<AttemptId, watch::Sender<bool>> = HashMap::new();
-    // Finished attempts' records, until their commit is sent.
-    let mut ready: HashMap<AttemptId, ReadyToCommit> = HashMap::new();
-    // Tasks and commits in flight, with their attempts (told to the session if one panics).
-    let mut tasks: JoinSet<Vec<Finished>> = JoinSet::new();
-    let mut commits: JoinSet<Result<Vec<u64>, tonic::Status>> = JoinSet::new();
-    let mut in_flight: HashMap<tokio::task::Id, Vec<AttemptId>> = HashMap::new();
+    let mut io = Io::new(client, heartbeats, registry.clone(), registered.session.into());
     let mut events = VecDeque::from([Event::Wake]);
     let lost = 'session: loop {
         while let Some(event) = events.pop_front() {
             for action in machine.handle(epoch.elapsed(), event) {
-                match action {
-                    Action::Lease { max_jobs, wait_ms } => {
-                        let request =
-                            pb::LeaseRequest { session: session.to_string(), max_jobs: max_jobs as u32, wait_ms };
-                        let reply = match client.lease(request).await {
-                            Ok(r) => r.into_inner(),
-                            Err(e) => break 'session e,
-                        };
-                        let leases = reply
-                            .leases
-                            .into_iter()
-                            .map(|l| Lease { attempt: AttemptId(l.attempt_id), sweep: l.sweep_id.clone(), job: l })
-                            .collect();
-                        events.push_back(Event::Leased { leases, retry_after_ms: reply.retry_after_ms });
-                    }
-                    Action::Start { jobs, batched } => {
-                        let ids: Vec<AttemptId> = jobs.iter().map(|j| j.attempt).collect();
-                        let mut leases = Vec::with_capacity(jobs.len());
-                        for Lease { attempt, job, .. } in jobs {
-                            info!(
-                                "attempt {attempt}: leased job {} of sweep {} (try {})",
-                                job.job_key, job.sweep_id, job.attempt
-                            );
-                            let (cancel_tx, cancel_rx) = watch::channel(false);
-                            cancels.insert(attempt, cancel_tx);
-                            leases.push((job, cancel_rx));
-                        }
-                        let (client, registry, session) = (client.clone(), registry.clone(), session.clone());
-                        let task = if batched {
-                            tasks.spawn(async move { run_batch(client, registry, &session, leases).await })
-                        } else {
-                            let (lease, cancel_rx) = leases.pop().expect("a task runs a job");
-                            let (id, sweep) = (AttemptId(lease.attempt_id), lease.sweep_id.clone());
-                            tasks.spawn(async move {
-                                let started = Instant::now();
-                                let outcome = run_attempt(client, registry, &session, lease, cancel_rx).await;
-                                vec![Finished { id, sweep, outcome, took: started.elapsed(), lease: None }]
-                            })
-                        };
-                        in_flight.insert(task.id(), ids);
-                    }
-                    Action::Heartbeat { attempts, started } => {
-                        let request = pb::HeartbeatRequest {
-                            session: session.to_string(),
-                            attempt_ids: attempts.iter().map(|a| a.0).collect(),
-                            started_ids: started.iter().map(|a| a.0).collect(),
-                        };
-                        match heartbeats.send(&mut client, request).await {
-                            Ok(reply) => {
-                                events.push_back(Event::HeartbeatAnswered { abandon: AttemptId::all(reply.abandon) })
-                            }
-                            Err(e) => break 'session e,
-                        }
-                    }
-                    Action::Cancel(ids) => {
-                        for id in ids {
-                            info!("attempt {id}: the coordinator says stop (cancelled or superseded)");
-                            if let Some(cancel) = cancels.get(&id) {
-                                let _ = cancel.send(true);
-                            }
-                        }
-                    }
-                    Action::Commit(ids) => {
-                        let batch: Vec<(u64, ReadyToCommit)> =
-                            ids.iter().filter_map(|id| Some((id.0, ready.remove(id)?))).collect();
-                        let (mut client, session) = (client.clone(), session.clone());
-                        let task = commits.spawn(async move { commit(&mut client, &session, batch).await });
-                        in_flight.insert(task.id(), ids);
-                    }
-                    Action::Release(ids) => {
-                        let request = pb::ReleaseAttemptsRequest {
-                            session: session.to_string(),
-                            attempt_ids: ids.iter().map(|a| a.0).collect(),
-                        };
-                        match client.release_attempts(request).await {
-                            Ok(reply) => info!("handed back {} job(s) not started", reply.into_inner().released),
-                            Err(e) => break 'session e,
-                        }
-                    }
-                    Action::Drained => return Ok(()),
-                    // Only a lost session asks these, below.
-                    Action::Register | Action::Exit => {}
+                match io.perform(action).await {
+                    Ok(Done::Next(then)) => events.extend(then),
+                    Ok(Done::Drained) => return Ok(()),
+                    Err(e) => break 'session e,
                 }
             }
         }
         let wake = machine.wake_at().map(|at| epoch + at);
         tokio::select! {
             _ = heartbeat.tick() => events.push_back(Event::HeartbeatDue),
-            Some(joined) = tasks.join_next_with_id(), if !tasks.is_empty() => {
-                let (ran, lost) = match joined {
-                    Ok((task, finished)) => {
-                        in_flight.remove(&task);
-                        ran_of(finished, &mut ready)
-                    }
-                    Err(e) => {
-                        // Not a job's panic (run_job catches those): the attempts end unsettled
-                        // and the coordinator runs them again when their leases expire.
-                        warn!("an attempt task ended abnormally: {e}");
-                        let ids = in_flight.remove(&e.id()).unwrap_or_default();
-                        let ended = |attempt| Ran { attempt, outcome: Outcome::Ended, took: Duration::ZERO };
-                        (ids.into_iter().map(ended).collect(), None)
-                    }
-                };
-                for r in &ran {
-                    cancels.remove(&r.attempt);
-                }
-                events.push_back(Event::TaskEnded(ran));
+            Some(joined) = io.tasks.join_next_with_id(), if !io.tasks.is_empty() => {
+                let (ended, lost) = io.task_ended(joined);
+                events.push_back(ended);
                 if let Some(e) = lost {
                     break 'session e;
                 }
             }
-            Some(joined) = commits.join_next_with_id(), if !commits.is_empty() => {
-                let task = match &joined {
-                    Ok((task, _)) => *task,
-                    Err(e) => e.id(),
-                };
-                let ids = in_flight.remove(&task).unwrap_or_default();
-                match joined {
-                    Ok((_, Ok(_))) => {}
-                    Ok((_, Err(e))) => break 'session e,
-                    // Settled as far as this worker can tell: the coordinator has them or
-                    // runs them again.
-                    Err(e) => warn!("a commit task ended abnormally: {e}"),
+            Some(joined) = io.commits.join_next_with_id(), if !io.commits.is_empty() => {
+                match io.commit_answered(joined) {
+                    Ok(committed) => events.push_back(committed),
+                    Err(e) => break 'session e,
                 }
-                events.push_back(Event::Committed(ids));
             }
             _ = shutdown.changed(), if !draining => {
                 draining = true;
@@ -341,20 +230,189 @@ async fn registered_session(
         }
     };
     // Register again or exit: `run_worker` does either, as the shutdown says.
-    for action in machine.handle(epoch.elapsed(), Event::Lost) {
-        if let Action::Cancel(ids) = action {
-            for id in ids {
-                if let Some(cancel) = cancels.get(&id) {
-                    let _ = cancel.send(true);
-                }
-            }
+    io.abandon(machine.handle(epoch.elapsed(), Event::Lost)).await;
+    Err(lost)
+}
+
+/// What came of an action: the event it answers with, if any; or the session is drained.
+enum Done {
+    Next(Option<Event<pb::JobLease>>),
+    Drained,
+}
+
+/// What carries out a session's actions: the connection, the tasks running jobs, the
+/// commits in flight, and what each needs to find again.
+struct Io {
+    client: Client,
+    heartbeats: Heartbeats,
+    registry: Arc<Registry>,
+    /// Every request names the session; an attempt belongs to the session that leased it.
+    session: Arc<str>,
+    cancels: HashMap<AttemptId, watch::Sender<bool>>,
+    /// Finished attempts' records, until their commit is sent.
+    ready: HashMap<AttemptId, ReadyToCommit>,
+    tasks: JoinSet<Vec<Finished>>,
+    commits: JoinSet<Result<Vec<u64>, tonic::Status>>,
+    /// The attempts of each task and commit in flight (told to the session if one panics).
+    in_flight: HashMap<tokio::task::Id, Vec<AttemptId>>,
+}
+
+impl Io {
+    fn new(client: Client, heartbeats: Heartbeats, registry: Arc<Registry>, session: Arc<str>) -> Io {
+        Io {
+            client,
+            heartbeats,
+            registry,
+            session,
+            cancels: HashMap::new(),
+            ready: HashMap::new(),
+            tasks: JoinSet::new(),
+            commits: JoinSet::new(),
+            in_flight: HashMap::new(),
         }
     }
-    while tasks.join_next().await.is_some() {}
-    // Their leases expire at the coordinator; a commit it already had still counts.
-    commits.abort_all();
-    while commits.join_next().await.is_some() {}
-    Err(lost)
+
+    /// Carry out `action`; Err only for a lost connection.
+    async fn perform(&mut self, action: Action<pb::JobLease>) -> Result<Done, tonic::Status> {
+        let session = self.session.to_string();
+        let then = match action {
+            Action::Lease { max_jobs, wait_ms } => {
+                let request = pb::LeaseRequest { session, max_jobs: max_jobs as u32, wait_ms };
+                let reply = self.client.lease(request).await?.into_inner();
+                let lease =
+                    |l: pb::JobLease| Lease { attempt: AttemptId(l.attempt_id), sweep: l.sweep_id.clone(), job: l };
+                let leases = reply.leases.into_iter().map(lease).collect();
+                Some(Event::Leased { leases, retry_after_ms: reply.retry_after_ms })
+            }
+            Action::Start { jobs, batched } => {
+                self.start(jobs, batched);
+                None
+            }
+            Action::Heartbeat { attempts, started } => {
+                let attempt_ids = attempts.iter().map(|a| a.0).collect();
+                let started_ids = started.iter().map(|a| a.0).collect();
+                let request = pb::HeartbeatRequest { session, attempt_ids, started_ids };
+                let reply = self.heartbeats.send(&mut self.client, request).await?;
+                Some(Event::HeartbeatAnswered { abandon: AttemptId::all(reply.abandon) })
+            }
+            Action::Cancel(ids) => {
+                for id in ids {
+                    info!("attempt {id}: the coordinator says stop (cancelled or superseded)");
+                    self.cancel(id);
+                }
+                None
+            }
+            Action::Commit(ids) => {
+                let batch: Vec<(u64, ReadyToCommit)> =
+                    ids.iter().filter_map(|id| Some((id.0, self.ready.remove(id)?))).collect();
+                let (mut client, session) = (self.client.clone(), self.session.clone());
+                let task = self.commits.spawn(async move { commit(&mut client, &session, batch).await });
+                self.in_flight.insert(task.id(), ids);
+                None
+            }
+            Action::Release(ids) => {
+                let request = pb::ReleaseAttemptsRequest { session, attempt_ids: ids.iter().map(|a| a.0).collect() };
+                let released = self.client.release_attempts(request).await?.into_inner().released;
+                info!("handed back {released} job(s) not started");
+                None
+            }
+            Action::Drained => return Ok(Done::Drained),
+            // Only a lost session asks these ([`Io::abandon`]).
+            Action::Register | Action::Exit => None,
+        };
+        Ok(Done::Next(then))
+    }
+
+    /// Run `jobs` as one task: alone, records streamed, or as a batch, records kept.
+    fn start(&mut self, jobs: Vec<Lease<pb::JobLease>>, batched: bool) {
+        let ids: Vec<AttemptId> = jobs.iter().map(|j| j.attempt).collect();
+        let mut leases = Vec::with_capacity(jobs.len());
+        for Lease { attempt, job, .. } in jobs {
+            info!("attempt {attempt}: leased job {} of sweep {} (try {})", job.job_key, job.sweep_id, job.attempt);
+            let (cancel_tx, cancel_rx) = watch::channel(false);
+            self.cancels.insert(attempt, cancel_tx);
+            leases.push((job, cancel_rx));
+        }
+        let (client, registry, session) = (self.client.clone(), self.registry.clone(), self.session.clone());
+        let task = if batched {
+            self.tasks.spawn(async move { run_batch(client, registry, &session, leases).await })
+        } else {
+            let (lease, cancel_rx) = leases.pop().expect("a task runs a job");
+            let (id, sweep) = (AttemptId(lease.attempt_id), lease.sweep_id.clone());
+            self.tasks.spawn(async move {
+                let started = Instant::now();
+                let outcome = run_attempt(client, registry, &session, lease, cancel_rx).await;
+                vec![Finished { id, sweep, outcome, took: started.elapsed(), lease: None }]
+            })
+        };
+        self.in_flight.insert(task.id(), ids);
+    }
+
+    fn cancel(&self, id: AttemptId) {
+        if let Some(cancel) = self.cancels.get(&id) {
+            let _ = cancel.send(true);
+        }
+    }
+
+    /// A task ended: what its jobs came to, and the connection's error if one was lost.
+    fn task_ended(
+        &mut self,
+        joined: Result<(tokio::task::Id, Vec<Finished>), tokio::task::JoinError>,
+    ) -> (Event<pb::JobLease>, Option<tonic::Status>) {
+        let (ran, lost) = match joined {
+            Ok((task, finished)) => {
+                self.in_flight.remove(&task);
+                ran_of(finished, &mut self.ready)
+            }
+            Err(e) => {
+                // Not a job's panic (run_job catches those): the attempts end unsettled and
+                // the coordinator runs them again when their leases expire.
+                warn!("an attempt task ended abnormally: {e}");
+                let ids = self.in_flight.remove(&e.id()).unwrap_or_default();
+                let ended = |attempt| Ran { attempt, outcome: Outcome::Ended, took: Duration::ZERO };
+                (ids.into_iter().map(ended).collect(), None)
+            }
+        };
+        for r in &ran {
+            self.cancels.remove(&r.attempt);
+        }
+        (Event::TaskEnded(ran), lost)
+    }
+
+    /// A commit batch was answered (Err: the connection was lost).
+    fn commit_answered(
+        &mut self,
+        joined: Result<(tokio::task::Id, Result<Vec<u64>, tonic::Status>), tokio::task::JoinError>,
+    ) -> Result<Event<pb::JobLease>, tonic::Status> {
+        let task = match &joined {
+            Ok((task, _)) => *task,
+            Err(e) => e.id(),
+        };
+        let ids = self.in_flight.remove(&task).unwrap_or_default();
+        match joined {
+            Ok((_, answered)) => {
+                answered?;
+            }
+            // Settled as far as this worker can tell: the coordinator has them or runs
+            // them again.
+            Err(e) => warn!("a commit task ended abnormally: {e}"),
+        }
+        Ok(Event::Committed(ids))
+    }
+
+    /// The session is lost: stop what `actions` say, wait for the tasks to end, drop the
+    /// commits in flight (their leases expire at the coordinator; a commit it already had
+    /// still counts).
+    async fn abandon(&mut self, actions: Vec<Action<pb::JobLease>>) {
+        for action in actions {
+            if let Action::Cancel(ids) = action {
+                ids.into_iter().for_each(|id| self.cancel(id));
+            }
+        }
+        while self.tasks.join_next().await.is_some() {}
+        self.commits.abort_all();
+        while self.commits.join_next().await.is_some() {}
+    }
 }
 
 /// What a task's jobs came to, as the session weighs them: the records of those ready are
