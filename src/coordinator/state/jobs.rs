@@ -31,7 +31,7 @@ impl JobIndex {
     }
 
     /// The indices from `self` up to `end`, not included.
-    pub fn up_to(self, end: JobIndex) -> impl DoubleEndedIterator<Item = JobIndex> + Clone {
+    pub fn up_to(self, end: JobIndex) -> impl Iterator<Item = JobIndex> + Clone {
         (self.0..end.0).map(JobIndex)
     }
 }

@@ -58,6 +58,7 @@ from .session import (
     HeartbeatAnswered,
     HeartbeatDue,
     Lease,
+    Leased,
     LeasedJob,
     Lost,
     Ready,
@@ -67,7 +68,6 @@ from .session import (
     TaskEnded,
     Wake,
 )
-from .session import Leased as LeasedEvent
 from .session import Ran as SessionRan
 
 log = logging.getLogger("armada_sdk.worker")
@@ -180,7 +180,7 @@ class Held:
 
 
 #: A leased job as the session machine carries it: the lease, and the job it names.
-Leased = tuple[service_pb2.JobLease, Job]
+LeaseAndJob = tuple[service_pb2.JobLease, Job]
 
 
 class Worker:
@@ -213,10 +213,10 @@ class Worker:
         self.described = b""
         self.heartbeat_every = 1.0
         #: What the session's state machine says to do (a new one per session).
-        self.machine: Session[Leased] = Session(self.slots)
+        self.machine: Session[LeaseAndJob] = Session(self.slots)
         self.epoch = time.monotonic_ns()
         #: Events for the machine, in order.
-        self.events: collections.deque[Event[Leased]] = collections.deque()
+        self.events: collections.deque[Event[LeaseAndJob]] = collections.deque()
         #: Attempts sent to the slots, and the batches (futures) running, with their attempts.
         self.held: dict[int, Held] = {}
         self.tasks: dict[cf.Future[list[Ran]], list[int]] = {}
@@ -383,7 +383,7 @@ class Worker:
                     return True
         return False
 
-    def _stop(self, actions: list[Action[Leased]]) -> None:
+    def _stop(self, actions: list[Action[LeaseAndJob]]) -> None:
         """Cancel what the actions say to: a batch not started yet is cancelled once all its
         attempts are (a running one finishes: a slot process is not interrupted)."""
         for action in actions:
@@ -408,9 +408,9 @@ class Worker:
                 self._fail(lease.attempt_id, why, WORKER)
                 continue
             jobs.append(LeasedJob(lease.attempt_id, lease.sweep_id, (lease, job)))
-        self.events.append(LeasedEvent(jobs, reply.retry_after_ms))
+        self.events.append(Leased(jobs, reply.retry_after_ms))
 
-    def _start(self, action: Start[Leased]) -> None:
+    def _start(self, action: Start[LeaseAndJob]) -> None:
         """Send a task's jobs to a slot: one process hop for a batch of short jobs."""
         assert self.pool is not None, "run() starts the slots' pool"
         future = self.pool.submit(run_in_slot, self.family_spec, self.described, [job for _, job in (j.job for j in action.jobs)])
@@ -441,7 +441,7 @@ class Worker:
             self.pool.shutdown(wait=False, cancel_futures=True)
             self.pool = self._new_pool()
 
-    def _outcome(self, attempt: int, held: Held) -> SessionRan[Leased]:
+    def _outcome(self, attempt: int, held: Held) -> SessionRan[LeaseAndJob]:
         """What the job of ``attempt`` came to: its records kept for its commit when it ran
         to its end; a failure reported."""
         if held.future.cancelled():

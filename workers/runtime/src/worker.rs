@@ -274,10 +274,11 @@ impl Io {
 
     /// Carry out `action`; Err only for a lost connection.
     async fn perform(&mut self, action: Action<pb::JobLease>) -> Result<Done, tonic::Status> {
-        let session = self.session.to_string();
+        // Requests name the session (a copy only for those that are sent inline here).
+        let session = || self.session.to_string();
         let then = match action {
             Action::Lease { max_jobs, wait_ms } => {
-                let request = pb::LeaseRequest { session, max_jobs: max_jobs as u32, wait_ms };
+                let request = pb::LeaseRequest { session: session(), max_jobs: max_jobs as u32, wait_ms };
                 let reply = self.client.lease(request).await?.into_inner();
                 let lease =
                     |l: pb::JobLease| Lease { attempt: AttemptId(l.attempt_id), sweep: l.sweep_id.clone(), job: l };
@@ -291,7 +292,7 @@ impl Io {
             Action::Heartbeat { attempts, started } => {
                 let attempt_ids = attempts.iter().map(|a| a.0).collect();
                 let started_ids = started.iter().map(|a| a.0).collect();
-                let request = pb::HeartbeatRequest { session, attempt_ids, started_ids };
+                let request = pb::HeartbeatRequest { session: session(), attempt_ids, started_ids };
                 let reply = self.heartbeats.send(&mut self.client, request).await?;
                 Some(Event::HeartbeatAnswered { abandon: AttemptId::all(reply.abandon) })
             }
@@ -311,7 +312,8 @@ impl Io {
                 None
             }
             Action::Release(ids) => {
-                let request = pb::ReleaseAttemptsRequest { session, attempt_ids: ids.iter().map(|a| a.0).collect() };
+                let request =
+                    pb::ReleaseAttemptsRequest { session: session(), attempt_ids: ids.iter().map(|a| a.0).collect() };
                 let released = self.client.release_attempts(request).await?.into_inner().released;
                 info!("handed back {released} job(s) not started");
                 None
