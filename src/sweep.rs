@@ -27,12 +27,17 @@ use std::collections::HashMap;
 use std::path::Path;
 use toml::{Table, Value};
 
+pub mod resolve;
+pub use resolve::Resolve;
+
 /// A validated sweep: its name and every job, in a deterministic order.
 #[derive(Clone, Debug)]
 pub struct Sweep {
     pub name: String,
     pub family: String,
+    /// Every job (of a resolving sweep, its first round's).
     pub jobs: Vec<ValidJob>,
+    pub resolve: Option<Resolve>,
 }
 
 /// A validated sweep as its cells (each a job of seed 0, with its keys by seed) and its
@@ -42,7 +47,10 @@ pub struct SweepCells {
     pub name: String,
     pub family: String,
     pub cells: Vec<(ValidJob, SeedKeys)>,
+    /// The seeds of every cell (of a resolving sweep, its first round's).
     pub seeds: Vec<u64>,
+    /// Its `[resolve]` table: seeds are added in rounds where comparisons are open.
+    pub resolve: Option<Resolve>,
 }
 
 impl SweepCells {
@@ -63,7 +71,7 @@ impl SweepCells {
     }
 }
 
-const TOP_KEYS: &[&str] = &["name", "family", "seeds", "sweep_seed", "horizon", "benchmarks", "algorithms"];
+const TOP_KEYS: &[&str] = &["name", "family", "seeds", "sweep_seed", "horizon", "benchmarks", "algorithms", "resolve"];
 const BENCHMARK_KEYS: &[&str] = &["name", "params", "horizon"];
 const ALGORITHM_KEYS: &[&str] = &["name", "params"];
 
@@ -123,8 +131,8 @@ pub fn parse_sweep_limited(
     max_jobs: usize,
 ) -> Result<Sweep, SpecError> {
     let cells = parse_sweep_cells(text, default_name, registry, max_jobs)?;
-    let (name, family) = (cells.name.clone(), cells.family.clone());
-    Ok(Sweep { name, family, jobs: cells.into_jobs().collect() })
+    let (name, family, resolve) = (cells.name.clone(), cells.family.clone(), cells.resolve.clone());
+    Ok(Sweep { name, family, jobs: cells.into_jobs().collect(), resolve })
 }
 
 /// [`parse_sweep_limited`], the sweep as its cells and seeds.
@@ -148,7 +156,17 @@ pub fn parse_sweep_cells(
     }
     let family_name = errors.take(required(&top, "family").and_then(|v| string(v, "family")));
     let family = family_name.and_then(|f| errors.take(registry.family(f)));
-    let seeds = errors.take(required(&top, "seeds").and_then(seeds));
+    let resolve = top.get("resolve").map(|v| resolve::read(v, &mut errors));
+    // A resolving sweep's first round is its `min_seeds`; it has no `seeds` of its own.
+    let seeds = match (&resolve, top.get("seeds")) {
+        (Some(_), Some(_)) => {
+            let message = "not with [resolve], whose rounds choose the seeds (the first: resolve.min_seeds)";
+            errors.push(SpecError::new("seeds", message));
+            None
+        }
+        (Some(written), None) => written.as_ref().map(|w| w.first_seeds()),
+        (None, _) => errors.take(required(&top, "seeds").and_then(seeds)),
+    };
     let sweep_seed = match top.get("sweep_seed") {
         None => Some(0),
         Some(v) => errors.take(integer(v, "sweep_seed", 0, i64::MAX)).map(|s| s as u64),
@@ -189,16 +207,19 @@ pub fn parse_sweep_cells(
         return Err(errors.into_error());
     };
     errors.check()?;
+    let resolve = resolve.flatten();
     let variants = |cs: &[Component]| cs.iter().map(|c| c.variants.len()).sum::<usize>();
     let (n_bench, n_algo) = (variants(&benchmarks), variants(&algorithms));
-    let n_jobs = n_bench.saturating_mul(n_algo).saturating_mul(seeds.len());
+    // A resolving sweep is counted at its most seeds per cell.
+    let n_seeds = resolve.as_ref().map_or(seeds.len(), |r| r.max_seeds() as usize);
+    let n_jobs = n_bench.saturating_mul(n_algo).saturating_mul(n_seeds);
     if n_jobs > max_jobs {
         return Err(SpecError::new(
             "",
             format!(
-                "the sweep has {n_bench} benchmark variants x {n_algo} algorithm variants x {} seeds = {n_jobs} jobs, \
-                 over the limit of {max_jobs} jobs per sweep",
-                seeds.len()
+                "the sweep has {n_bench} benchmark variants x {n_algo} algorithm variants x {n_seeds} seeds{} = \
+                 {n_jobs} jobs, over the limit of {max_jobs} jobs per sweep",
+                if resolve.is_some() { " (resolve.max_seeds)" } else { "" }
             ),
         ));
     }
@@ -251,7 +272,12 @@ pub fn parse_sweep_cells(
         }
     }
     errors.check()?;
-    Ok(SweepCells { name, family: family_name.to_string(), cells, seeds })
+    let resolve = resolve.and_then(|written| {
+        let jobs: Vec<&ValidJob> = cells.iter().map(|(cell, _)| cell).collect();
+        resolve::check(written, family.metrics(), &jobs, &mut errors)
+    });
+    errors.check()?;
+    Ok(SweepCells { name, family: family_name.to_string(), cells, seeds, resolve })
 }
 
 /// The most errors of one sweep file reported; a count stands for the rest.
@@ -653,7 +679,7 @@ name = "random"
             lines,
             [
                 "7 errors:",
-                "  seed: unknown field; allowed: name, family, seeds, sweep_seed, horizon, benchmarks, algorithms",
+                &format!("  seed: unknown field; allowed: {}", TOP_KEYS.join(", ")),
                 "  seeds: 0 is out of range; expected an integer in [1, 1000000]",
                 "  horizon: expected an integer, got string \"10\"",
                 &format!("  benchmarks[0].name: unknown benchmark `sinusoidl` in family `lse`; allowed: {}", {

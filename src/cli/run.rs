@@ -41,6 +41,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let stem = args.sweep.file_stem().and_then(|s| s.to_str()).unwrap_or("sweep");
     let mut sweep =
         sweep::parse_sweep(&text, stem, &registry).map_err(|e| anyhow::anyhow!("{}: {e}", args.sweep.display()))?;
+    if sweep.resolve.is_some() {
+        anyhow::bail!("{}: resolve: rounds are not run yet", args.sweep.display());
+    }
     let sweep_dir = args.out.join(&sweep.name);
     let keys: BTreeSet<String> = sweep.jobs.iter().map(|j| j.key.0.clone()).collect();
     let n_sweep_jobs = sweep.jobs.len();

@@ -70,6 +70,22 @@ pub enum Verdict {
     Equivalent,
     /// None of these yet: more seeds may settle it.
     Open,
+    /// Open, and no more seeds will be added (a sweep's limits): never returned by
+    /// [`Resolution::verdict`], only by the rounds that stop.
+    Unresolved,
+}
+
+impl Verdict {
+    /// How result files and tables name it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Verdict::Less => "a<b",
+            Verdict::Greater => "a>b",
+            Verdict::Equivalent => "equivalent",
+            Verdict::Open => "open",
+            Verdict::Unresolved => "unresolved",
+        }
+    }
 }
 
 /// The rule that judges comparisons: its confidence, its practical-equivalence margin and

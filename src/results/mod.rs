@@ -54,6 +54,7 @@ pub mod compare;
 mod error;
 pub mod live;
 mod part;
+pub mod rounds;
 pub mod schema;
 mod stats;
 mod summary;

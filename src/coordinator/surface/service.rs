@@ -72,6 +72,9 @@ impl Coordinator {
             None => Err(Status::invalid_argument("sweep: give either `toml` or `structured`")),
             Some(pb::submit_sweep_request::Sweep::Toml(text)) => {
                 let s = sweep::parse_sweep_cells(&text, default_name, &registry, self.max_jobs).map_err(invalid)?;
+                if s.resolve.is_some() {
+                    return Err(Status::invalid_argument("resolve: this coordinator does not run rounds yet"));
+                }
                 let family = reference(&s.family)?;
                 Ok((s.name.clone(), family, Box::new(s.into_jobs())))
             }

@@ -1,0 +1,304 @@
+//! The rounds of a resolving sweep (its `[resolve]` table): after each round, every
+//! comparison is judged on the seeds both its cells have ([`super::compare`]), and the
+//! next round adds seeds to the cells of the comparisons still open.
+//!
+//! Every round's decision is a function of the sweep's cells, the seeds each was given and
+//! the values its done jobs reached: nothing else is kept between rounds, so a coordinator
+//! that restarts mid-rounds judges the same again.
+//!
+//! Rules:
+//! - a round brings every cell of an open comparison to the same number of seeds (seeds
+//!   `0..n`: the cells of a comparison share them, and so their common random numbers),
+//!   `batch` more than the most any cell has, at most `max_seeds`;
+//! - a comparison whose cells both have `max_seeds` seeds, or that is open when the budget
+//!   would not cover the next round, ends unresolved;
+//! - a seed whose job failed in either cell is left out of the comparison (its `n` says
+//!   how many pairs it had), not replaced.
+
+use super::compare::{Paired, Resolution, Verdict};
+use super::Cell;
+use crate::sweep::resolve::{Better, Compare, Resolve, Variant};
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+/// One cell of a resolving sweep as a round ends: the seeds it was given (`0..seeds`) and
+/// the value of the compared metric each done job reached.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CellSoFar {
+    pub cell: Cell,
+    pub seeds: u64,
+    pub values: BTreeMap<u64, f64>,
+}
+
+impl CellSoFar {
+    fn variant(&self) -> Variant {
+        Variant { algorithm: self.cell.algorithm.clone(), params: self.cell.algorithm_params.clone() }
+    }
+
+    fn mean(&self) -> Option<f64> {
+        let n = self.values.len();
+        (n > 0).then(|| self.values.values().sum::<f64>() / n as f64)
+    }
+}
+
+/// A comparison of cell `a` with cell `b` (the mean of `a - b` over their common seeds).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Comparison {
+    pub a: usize,
+    pub b: usize,
+    /// The paired seeds (done in both cells).
+    pub n: u64,
+    pub mean: f64,
+    /// `None` below [`super::compare::MIN_SEEDS`] pairs.
+    pub interval: Option<(f64, f64)>,
+    pub verdict: Verdict,
+}
+
+/// What a round ends with: its comparisons, and the seeds the next round adds to each cell
+/// (none: the sweep is resolved, or stopped by its limits).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Judgement {
+    pub comparisons: Vec<Comparison>,
+    pub add: Vec<(usize, Range<u64>)>,
+    /// The next round would have passed the budget: the comparisons still open ended
+    /// unresolved.
+    pub over_budget: bool,
+}
+
+impl Judgement {
+    pub fn jobs_added(&self) -> u64 {
+        self.add.iter().map(|(_, seeds)| seeds.end - seeds.start).sum()
+    }
+}
+
+/// What the sweep's rounds have spent so far: its jobs (settled or not) and the time its
+/// done jobs took.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Spent {
+    pub jobs: u64,
+    /// Job milliseconds over the jobs that reported a time.
+    pub job_ms: f64,
+    /// How many jobs reported one.
+    pub timed: u64,
+}
+
+/// Judge a round of `cells` (every cell of the sweep, in its order) under `rule`.
+pub fn judge(rule: &Resolve, cells: &[CellSoFar], spent: Spent) -> Judgement {
+    let resolution = Resolution::new(rule.confidence, rule.tolerance, rule.max_seeds);
+    let mut comparisons = Vec::new();
+    for group in benchmark_groups(cells) {
+        for (a, b) in pairs(rule, cells, &group) {
+            let mut d = Paired::default();
+            for (seed, x) in &cells[a].values {
+                if let Some(y) = cells[b].values.get(seed) {
+                    d.push(x - y);
+                }
+            }
+            let verdict = resolution.verdict(&d);
+            comparisons.push(Comparison { a, b, n: d.n(), mean: d.mean(), interval: resolution.interval(&d), verdict });
+        }
+    }
+    // The open comparisons that more seeds can still settle, and their cells.
+    let growable = |c: &Comparison| cells[c.a].seeds.min(cells[c.b].seeds) < rule.max_seeds;
+    for c in comparisons.iter_mut().filter(|c| c.verdict == Verdict::Open && !growable(c)) {
+        c.verdict = Verdict::Unresolved;
+    }
+    let most = cells.iter().map(|c| c.seeds).max().unwrap_or(0);
+    let target = (most + rule.batch).min(rule.max_seeds);
+    let mut grow = vec![false; cells.len()];
+    for c in comparisons.iter().filter(|c| c.verdict == Verdict::Open) {
+        grow[c.a] = true;
+        grow[c.b] = true;
+    }
+    let add: Vec<(usize, Range<u64>)> =
+        (0..cells.len()).filter(|&i| grow[i] && cells[i].seeds < target).map(|i| (i, cells[i].seeds..target)).collect();
+    let mut judgement = Judgement { comparisons, add, over_budget: false };
+    if !within_budget(rule, spent, judgement.jobs_added()) {
+        judgement.add.clear();
+        judgement.over_budget = true;
+        for c in judgement.comparisons.iter_mut().filter(|c| c.verdict == Verdict::Open) {
+            c.verdict = Verdict::Unresolved;
+        }
+    }
+    judgement
+}
+
+/// Whether a round of `more` jobs fits the budget: their time is estimated at the mean of
+/// the jobs timed so far.
+fn within_budget(rule: &Resolve, spent: Spent, more: u64) -> bool {
+    let jobs_ok = rule.budget.jobs.is_none_or(|most| spent.jobs + more <= most);
+    let time_ok = rule.budget.cpu_hours.is_none_or(|hours| {
+        let mean_ms = if spent.timed == 0 { 0.0 } else { spent.job_ms / spent.timed as f64 };
+        spent.job_ms + more as f64 * mean_ms <= hours * 3_600_000.0
+    });
+    jobs_ok && time_ok
+}
+
+/// The cells of each benchmark variant (benchmark, its parameters and horizon), in the
+/// order the sweep first has them.
+fn benchmark_groups(cells: &[CellSoFar]) -> Vec<Vec<usize>> {
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let mut index: BTreeMap<(&str, &str, i64), usize> = BTreeMap::new();
+    for (i, c) in cells.iter().enumerate() {
+        let key = (c.cell.benchmark.as_str(), c.cell.benchmark_params.as_str(), c.cell.horizon);
+        let g = *index.entry(key).or_insert_with(|| {
+            groups.push(Vec::new());
+            groups.len() - 1
+        });
+        groups[g].push(i);
+    }
+    groups
+}
+
+/// The pairs `rule` compares among one benchmark's cells.
+fn pairs(rule: &Resolve, cells: &[CellSoFar], group: &[usize]) -> Vec<(usize, usize)> {
+    match &rule.compare {
+        Compare::AllPairs => {
+            group.iter().enumerate().flat_map(|(k, &a)| group[k + 1..].iter().map(move |&b| (a, b))).collect()
+        }
+        Compare::Pairs(wanted) => {
+            let find = |v: &Variant| group.iter().copied().find(|&i| cells[i].variant() == *v);
+            wanted.iter().filter_map(|(a, b)| Some((find(a)?, find(b)?))).collect()
+        }
+        Compare::VsBest => {
+            let better = rule.better.unwrap_or(Better::Lower);
+            let mut best: Option<(usize, f64)> = None;
+            for &i in group {
+                let Some(m) = cells[i].mean() else { continue };
+                let wins = match (best, better) {
+                    (None, _) => true,
+                    (Some((_, b)), Better::Lower) => m < b,
+                    (Some((_, b)), Better::Higher) => m > b,
+                };
+                if wins {
+                    best = Some((i, m));
+                }
+            }
+            let Some((best, _)) = best else { return Vec::new() };
+            group.iter().filter(|&&i| i != best).map(|&i| (i, best)).collect()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sweep::resolve::Budget;
+
+    fn rule(compare: Compare) -> Resolve {
+        Resolve {
+            metric: "regret".into(),
+            step: None,
+            better: Some(Better::Lower),
+            min_seeds: 5,
+            batch: 5,
+            max_seeds: 20,
+            confidence: 0.95,
+            tolerance: 0.0,
+            compare,
+            budget: Budget::default(),
+        }
+    }
+
+    fn cell(benchmark: &str, algorithm: &str, seeds: u64, value: impl Fn(u64) -> f64) -> CellSoFar {
+        let cell = Cell {
+            family: "testkit".into(),
+            benchmark: benchmark.into(),
+            benchmark_params: "{}".into(),
+            algorithm: algorithm.into(),
+            algorithm_params: "{}".into(),
+            horizon: 10,
+        };
+        CellSoFar { cell, seeds, values: (0..seeds).map(|s| (s, value(s))).collect() }
+    }
+
+    /// Noise shared by seed (the common random numbers) and a little of each cell's own.
+    fn noisy(mean: f64, own: u64) -> impl Fn(u64) -> f64 {
+        move |s| mean + ((s * 7919 % 13) as f64 - 6.0) + 0.01 * ((s * 31 + own) % 5) as f64
+    }
+
+    #[test]
+    fn vs_best_compares_each_variant_with_the_lowest_mean_and_grows_the_open_ones() {
+        // b is clearly best; a is close to it (open after 5 seeds); c clearly worse.
+        let cells =
+            [cell("f", "a", 5, noisy(0.002, 1)), cell("f", "b", 5, noisy(0.0, 2)), cell("f", "c", 5, noisy(9.0, 3))];
+        let j = judge(&rule(Compare::VsBest), &cells, Spent::default());
+        let pairs: Vec<(usize, usize, Verdict)> = j.comparisons.iter().map(|c| (c.a, c.b, c.verdict)).collect();
+        assert_eq!(pairs, [(0, 1, Verdict::Open), (2, 1, Verdict::Greater)]);
+        assert_eq!(j.comparisons[1].n, 5);
+        assert!((j.comparisons[1].mean - 9.0).abs() < 0.05);
+        // Only a and b, the open comparison's cells, get the next 5 seeds.
+        assert_eq!(j.add, [(0, 5..10), (1, 5..10)]);
+        assert!(!j.over_budget);
+    }
+
+    #[test]
+    fn a_comparison_at_max_seeds_ends_unresolved_and_nothing_is_added() {
+        let cells = [cell("f", "a", 20, noisy(0.002, 1)), cell("f", "b", 20, noisy(0.0, 2))];
+        let j = judge(&rule(Compare::AllPairs), &cells, Spent::default());
+        assert_eq!(j.comparisons.iter().map(|c| c.verdict).collect::<Vec<_>>(), [Verdict::Unresolved]);
+        assert!(j.add.is_empty());
+    }
+
+    #[test]
+    fn a_lagging_cell_is_brought_to_the_round_and_the_round_is_capped_at_max_seeds() {
+        // c rejoins a comparison with 5 seeds while a has 18: both go to 20, not 23.
+        let cells = [cell("f", "a", 18, noisy(0.001, 1)), cell("f", "b", 5, noisy(0.0, 2))];
+        let j = judge(&rule(Compare::AllPairs), &cells, Spent::default());
+        assert_eq!(j.comparisons[0].verdict, Verdict::Open);
+        assert_eq!(j.add, [(0, 18..20), (1, 5..20)]);
+    }
+
+    #[test]
+    fn failed_seeds_are_left_out_of_the_pairs() {
+        let mut a = cell("f", "a", 8, |s| s as f64 + 1.0);
+        let b = cell("f", "b", 8, |s| s as f64);
+        a.values.remove(&3);
+        a.values.remove(&6);
+        let j = judge(&rule(Compare::AllPairs), &[a, b], Spent::default());
+        let c = &j.comparisons[0];
+        assert_eq!((c.n, c.mean), (6, 1.0));
+        // A constant difference has no spread: the interval is the point, and it is ordered.
+        assert_eq!((c.interval, c.verdict), (Some((1.0, 1.0)), Verdict::Greater));
+    }
+
+    #[test]
+    fn benchmarks_are_compared_apart_and_pairs_pick_their_variants() {
+        let cells = [
+            cell("f", "a", 5, noisy(3.0, 1)),
+            cell("f", "b", 5, noisy(0.0, 2)),
+            cell("g", "a", 5, noisy(0.0, 3)),
+            cell("g", "b", 5, noisy(3.0, 4)),
+        ];
+        let v = |name: &str| Variant { algorithm: name.into(), params: "{}".into() };
+        let j = judge(&rule(Compare::Pairs(vec![(v("b"), v("a"))])), &cells, Spent::default());
+        let got: Vec<(usize, usize, Verdict)> = j.comparisons.iter().map(|c| (c.a, c.b, c.verdict)).collect();
+        assert_eq!(got, [(1, 0, Verdict::Less), (3, 2, Verdict::Greater)]);
+        assert!(j.add.is_empty());
+        // vs-best with higher better: a is best on f, b on g.
+        let mut higher = rule(Compare::VsBest);
+        higher.better = Some(Better::Higher);
+        let j = judge(&higher, &cells, Spent::default());
+        let got: Vec<(usize, usize)> = j.comparisons.iter().map(|c| (c.a, c.b)).collect();
+        assert_eq!(got, [(1, 0), (2, 3)]);
+    }
+
+    #[test]
+    fn a_round_past_the_budget_is_not_started() {
+        let cells = [cell("f", "a", 5, noisy(0.002, 1)), cell("f", "b", 5, noisy(0.0, 2))];
+        let mut r = rule(Compare::AllPairs);
+        r.budget.jobs = Some(19);
+        // 10 jobs so far, 10 more would make 20 > 19.
+        let spent = Spent { jobs: 10, job_ms: 10_000.0, timed: 10 };
+        let j = judge(&r, &cells, spent);
+        assert!(j.over_budget && j.add.is_empty());
+        assert_eq!(j.comparisons[0].verdict, Verdict::Unresolved);
+        r.budget.jobs = Some(20);
+        assert_eq!(judge(&r, &cells, spent).jobs_added(), 10);
+        // Time: 10 s so far at 1 s a job; 10 more make 20 s.
+        r.budget = Budget { jobs: None, cpu_hours: Some(19.0 / 3600.0) };
+        assert!(judge(&r, &cells, spent).over_budget);
+        r.budget.cpu_hours = Some(20.0 / 3600.0);
+        assert!(!judge(&r, &cells, spent).over_budget);
+    }
+}
