@@ -18,7 +18,7 @@
 //! store's again; a resubmission of its sweep file queues the rest.
 
 use crate::coordinator::durable::backups;
-use crate::coordinator::durable::store::{Store, StoreError};
+use crate::coordinator::durable::store::{Commit, Store, StoreError};
 use crate::coordinator::state::stored::{JobState, SpecTemplate, StoredJob};
 use crate::data_dir::DataDir;
 use crate::results::{self, file_name, ResultsError, StoredRows};
@@ -441,7 +441,7 @@ fn rebuild_sweep(store: &mut Store, sweep_dir: &Path, sweep: &str) -> Result<(us
     let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
     let generation = store.begin_submission(sweep, &family, now_ms)?;
     store.add_jobs(sweep, generation, &rows)?;
-    store.commit_submission(sweep, generation, &family, &[])?;
+    store.commit_submission(sweep, generation, &Commit::of(&family))?;
     for (part, keys) in &in_part {
         let jobs: Vec<(Option<(u32, u64)>, &str)> = keys.iter().map(|k| (None, k.as_str())).collect();
         store.commit_jobs(sweep, part, &jobs)?;

@@ -41,8 +41,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let stem = args.sweep.file_stem().and_then(|s| s.to_str()).unwrap_or("sweep");
     let mut sweep =
         sweep::parse_sweep(&text, stem, &registry).map_err(|e| anyhow::anyhow!("{}: {e}", args.sweep.display()))?;
-    if sweep.resolve.is_some() {
-        anyhow::bail!("{}: resolve: rounds are not run yet", args.sweep.display());
+    let resolving = sweep.resolve.is_some();
+    if resolving && args.in_process {
+        anyhow::bail!(
+            "{}: resolve: a resolving sweep's rounds are run by a coordinator; run it without --in-process",
+            args.sweep.display()
+        );
     }
     let sweep_dir = args.out.join(&sweep.name);
     let keys: BTreeSet<String> = sweep.jobs.iter().map(|j| j.key.0.clone()).collect();
@@ -54,7 +58,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let family = registry.family(&sweep.family)?;
     // In process, the summaries are built from the files here; the coordinator builds
     // them live, cell by cell, and has written them when the run ends.
-    let (failures, coordinator_summary, counts) = if args.in_process {
+    let (failures, coordinator_summary, counts, status) = if args.in_process {
         // The store's lock, as a coordinator holds it: one writer per results directory.
         let _lock = armada::coordinator::durable::store::Store::open(&args.out)?;
         let config = local::LocalConfig { n_threads: n_jobs, progress };
@@ -66,7 +70,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         sweep.jobs = Vec::new();
         let failures =
             report.failures.iter().map(|(job, error)| format!("failed: {}: {error}", job.describe())).collect();
-        (failures, None, Some(counts))
+        (failures, None, Some(counts), None)
     } else {
         // The embedded coordinator parses the sweep itself: this copy of its jobs goes.
         sweep.jobs = Vec::new();
@@ -77,18 +81,33 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             dashboard: args.dashboard.0,
         };
         let outcome = embedded::run_embedded(&text, stem, &args.out, &config)?;
-        (armada::client::failure_lines(&outcome.status, 20), outcome.summary, None)
+        (armada::client::failure_lines(&outcome.status, 20), outcome.summary, None, Some(outcome.status))
     };
-    let (done_after, n_other, damaged) = done_keys(&sweep_dir, &keys)?;
-    eprintln!(
-        "{}: {} jobs, {} already done, {} run, {} failed in {:.1} s",
-        sweep.name,
-        n_sweep_jobs,
-        done_before,
-        done_after - done_before,
-        n_sweep_jobs - done_after,
-        started.elapsed().as_secs_f64()
-    );
+    let (mut done_after, mut n_other, damaged) = done_keys(&sweep_dir, &keys)?;
+    let mut n_sweep_jobs = n_sweep_jobs;
+    match status.filter(|_| resolving) {
+        // The rounds added jobs the file does not list: the coordinator counted them.
+        Some(status) => {
+            (n_sweep_jobs, done_after, n_other) = (status.n_jobs as usize, status.n_done as usize, 0);
+            eprintln!(
+                "{}: {} jobs after its rounds, {} done, {} failed in {:.1} s",
+                sweep.name,
+                n_sweep_jobs,
+                done_after,
+                n_sweep_jobs - done_after,
+                started.elapsed().as_secs_f64()
+            );
+        }
+        None => eprintln!(
+            "{}: {} jobs, {} already done, {} run, {} failed in {:.1} s",
+            sweep.name,
+            n_sweep_jobs,
+            done_before,
+            done_after - done_before,
+            n_sweep_jobs - done_after,
+            started.elapsed().as_secs_f64()
+        ),
+    }
     if !damaged.is_empty() {
         for e in &damaged {
             eprintln!("damaged: {e}");
@@ -125,6 +144,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         );
     }
     println!("{}", results::final_table(&sweep_dir, family.headline_metrics())?);
+    if resolving {
+        println!("{}", results::comparisons_table(&sweep_dir).context("reading the comparisons")?);
+    }
     look_again(&sweep_dir, &args.out, args.in_process);
     if done_after == n_sweep_jobs {
         Ok(ExitCode::SUCCESS)

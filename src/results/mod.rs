@@ -76,7 +76,7 @@ pub use summary::{
     count_cells, metrics_of, rebuild_summaries, summarize, summarize_cell, write_summaries, CellRows, CellSummary,
     Spill, SummaryReport, CELL_ROWS_HELD,
 };
-pub use terminal::{final_table, render_final};
+pub use terminal::{comparisons_table, final_table, render_final};
 
 use polars::prelude::*;
 use std::fs::{self, File};

@@ -16,10 +16,16 @@
 //!   how many pairs it had), not replaced.
 
 use super::compare::{Paired, Resolution, Verdict};
-use super::Cell;
+use super::schema::{self, COMPARISONS};
+use super::{for_each_job, invalid, stored_jobs, write_atomic, write_table, Cell, Result};
 use crate::sweep::resolve::{Better, Compare, Resolve, Variant};
-use std::collections::BTreeMap;
+use polars::prelude::*;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+/// The comparisons of a resolving sweep, in its directory.
+pub const COMPARISONS_FILE: &str = "comparisons.parquet";
 
 /// One cell of a resolving sweep as a round ends: the seeds it was given (`0..seeds`) and
 /// the value of the compared metric each done job reached.
@@ -178,6 +184,94 @@ fn pairs(rule: &Resolve, cells: &[CellSoFar], group: &[usize]) -> Vec<(usize, us
             group.iter().filter(|&&i| i != best).map(|&i| (i, best)).collect()
         }
     }
+}
+
+/// What a done job brings to its round: the compared metric's value (`None`: NaN, or no
+/// value at the step) and the time the job took (the sum of its steps' `elapsed_ms`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct JobValue {
+    pub value: Option<f64>,
+    pub ms: f64,
+}
+
+/// The [`JobValue`] of each job of `keys` that a part of `sweep_dir` holds: `metric` at
+/// `step`, or at the job's last step when `step` is `None` or the job ended before it.
+pub fn job_values(
+    sweep_dir: &Path,
+    metric: &str,
+    step: Option<u32>,
+    keys: &BTreeSet<String>,
+) -> Result<HashMap<String, JobValue>> {
+    let jobs = stored_jobs(sweep_dir, Some(keys))?;
+    let refs: Vec<_> = jobs.iter().collect();
+    let mut out: HashMap<String, JobValue> = HashMap::with_capacity(jobs.len());
+    for_each_job(&refs, |job, df, _first| {
+        let steps = df.column(schema::STEP)?.cast(&DataType::Int64)?;
+        let steps = steps.i64()?;
+        let values = df
+            .column(metric)
+            .map_err(|_| invalid(format!("{}: no column `{metric}` in {}", job.key, job.part.display())))?
+            .cast(&DataType::Float64)?;
+        let values = values.f64()?;
+        let ms: f64 = df.column(schema::ELAPSED_MS)?.f64()?.sum().unwrap_or(0.0);
+        let entry = out.entry(job.key.clone()).or_insert(JobValue { value: None, ms: 0.0 });
+        entry.ms += ms;
+        // Rows come in step order, a job's pieces in order: the last row seen at or
+        // before the step is the value.
+        for (s, v) in steps.iter().zip(values.iter()) {
+            match (s, step) {
+                (Some(s), Some(at)) if s > i64::from(at) => break,
+                (Some(_), _) => entry.value = v.filter(|x| !x.is_nan()),
+                (None, _) => {}
+            }
+        }
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// The comparisons of a judged round as [`COMPARISONS`]' table.
+pub fn comparisons_frame(rule: &Resolve, cells: &[CellSoFar], judgement: &Judgement) -> Result<DataFrame> {
+    let cs = &judgement.comparisons;
+    let text = |f: &dyn Fn(&Comparison) -> String| -> Vec<String> { cs.iter().map(f).collect() };
+    let a = |c: &Comparison| &cells[c.a].cell;
+    let b = |c: &Comparison| &cells[c.b].cell;
+    let columns: Vec<Column> = vec![
+        Column::new(schema::FAMILY.into(), text(&|c| a(c).family.clone())),
+        Column::new(schema::BENCHMARK.into(), text(&|c| a(c).benchmark.clone())),
+        Column::new(schema::BENCHMARK_PARAMS.into(), text(&|c| a(c).benchmark_params.clone())),
+        Column::new(schema::HORIZON.into(), cs.iter().map(|c| a(c).horizon).collect::<Vec<i64>>()),
+        Column::new(schema::ALGORITHM_A.into(), text(&|c| a(c).algorithm.clone())),
+        Column::new(schema::ALGORITHM_PARAMS_A.into(), text(&|c| a(c).algorithm_params.clone())),
+        Column::new(schema::ALGORITHM_B.into(), text(&|c| b(c).algorithm.clone())),
+        Column::new(schema::ALGORITHM_PARAMS_B.into(), text(&|c| b(c).algorithm_params.clone())),
+        Column::new(schema::METRIC.into(), text(&|_| rule.metric.clone())),
+        Column::new(schema::STEP.into(), cs.iter().map(|_| rule.step.map(i64::from)).collect::<Vec<Option<i64>>>()),
+        Column::new(schema::N.into(), cs.iter().map(|c| c.n as i64).collect::<Vec<i64>>()),
+        Column::new(schema::MEAN_DIFFERENCE.into(), cs.iter().map(|c| c.mean).collect::<Vec<f64>>()),
+        Column::new(schema::LOWER.into(), cs.iter().map(|c| c.interval.map(|i| i.0)).collect::<Vec<Option<f64>>>()),
+        Column::new(schema::UPPER.into(), cs.iter().map(|c| c.interval.map(|i| i.1)).collect::<Vec<Option<f64>>>()),
+        Column::new(schema::VERDICT.into(), text(&|c| c.verdict.label().to_string())),
+        Column::new(schema::SEEDS_A.into(), cs.iter().map(|c| cells[c.a].seeds as i64).collect::<Vec<i64>>()),
+        Column::new(schema::SEEDS_B.into(), cs.iter().map(|c| cells[c.b].seeds as i64).collect::<Vec<i64>>()),
+        Column::new(schema::CONFIDENCE.into(), cs.iter().map(|_| rule.confidence).collect::<Vec<f64>>()),
+        Column::new(schema::TOLERANCE.into(), cs.iter().map(|_| rule.tolerance).collect::<Vec<f64>>()),
+    ];
+    debug_assert_eq!(columns.len(), COMPARISONS.len());
+    Ok(DataFrame::new(cs.len(), columns)?)
+}
+
+/// Write the round's comparisons to `<sweep_dir>/comparisons.parquet`, atomically.
+pub fn write_comparisons(
+    sweep_dir: &Path,
+    rule: &Resolve,
+    cells: &[CellSoFar],
+    judgement: &Judgement,
+) -> Result<PathBuf> {
+    let df = comparisons_frame(rule, cells, judgement)?;
+    let path = sweep_dir.join(COMPARISONS_FILE);
+    write_atomic(&path, |out| write_table(&df, out))?;
+    Ok(path)
 }
 
 #[cfg(test)]

@@ -72,6 +72,18 @@ pub const N_FAILED: &str = "n_failed";
 pub const ALONG: &str = "along";
 pub const AT: &str = "at";
 pub const POINT: &str = "point";
+pub const ALGORITHM_A: &str = "algorithm_a";
+pub const ALGORITHM_PARAMS_A: &str = "algorithm_params_a";
+pub const ALGORITHM_B: &str = "algorithm_b";
+pub const ALGORITHM_PARAMS_B: &str = "algorithm_params_b";
+pub const MEAN_DIFFERENCE: &str = "mean_difference";
+pub const LOWER: &str = "lower";
+pub const UPPER: &str = "upper";
+pub const VERDICT: &str = "verdict";
+pub const SEEDS_A: &str = "seeds_a";
+pub const SEEDS_B: &str = "seeds_b";
+pub const CONFIDENCE: &str = "confidence";
+pub const TOLERANCE: &str = "tolerance";
 
 /// The cell's text columns, in every table's order; [`HORIZON`] completes the cell.
 pub const CELL_TEXT: [&str; 5] = [FAMILY, BENCHMARK, BENCHMARK_PARAMS, ALGORITHM, ALGORITHM_PARAMS];
@@ -199,6 +211,35 @@ pub const ALONG_TABLE: [TableColumn; 17] = concat(&[
     &STATISTICS_COLUMNS,
 ]);
 
+/// `comparisons.parquet` of a resolving sweep: one row per comparison of two algorithm
+/// variants on one benchmark variant, as its last round left it.
+pub const COMPARISONS: [TableColumn; 19] = [
+    column(FAMILY, ColumnType::String, "the benchmark variant compared on"),
+    column(BENCHMARK, ColumnType::String, "the benchmark variant compared on"),
+    column(BENCHMARK_PARAMS, ColumnType::String, "the benchmark variant compared on"),
+    column(HORIZON, ColumnType::Int64, "the benchmark variant compared on"),
+    column(ALGORITHM_A, ColumnType::String, "the two algorithm variants: `a` against `b`"),
+    column(ALGORITHM_PARAMS_A, ColumnType::String, "the two algorithm variants: `a` against `b`"),
+    column(ALGORITHM_B, ColumnType::String, "the two algorithm variants: `a` against `b`"),
+    column(ALGORITHM_PARAMS_B, ColumnType::String, "the two algorithm variants: `a` against `b`"),
+    column(METRIC, ColumnType::String, "the metric compared (`[resolve]`'s `metric`)"),
+    column(STEP, ColumnType::Int64, "the step it is compared at (null: each job's last)"),
+    column(N, ColumnType::Int64, "seeds done in both cells: the pairs"),
+    column(MEAN_DIFFERENCE, ColumnType::Float64, "the mean over the pairs of a's value minus b's"),
+    column(LOWER, ColumnType::Float64, "the anytime-valid confidence interval of that mean (null below 5 pairs)"),
+    column(UPPER, ColumnType::Float64, "the anytime-valid confidence interval of that mean (null below 5 pairs)"),
+    column(
+        VERDICT,
+        ColumnType::String,
+        "`a<b` or `a>b` (the interval excludes 0), `equivalent` (it lies within plus or minus the tolerance), \
+         `open` (more seeds come) or `unresolved` (at `max_seeds` or the budget)",
+    ),
+    column(SEEDS_A, ColumnType::Int64, "seeds run in a's cell, and in b's"),
+    column(SEEDS_B, ColumnType::Int64, "seeds run in a's cell, and in b's"),
+    column(CONFIDENCE, ColumnType::Float64, "`[resolve]`'s confidence and tolerance"),
+    column(TOLERANCE, ColumnType::Float64, "`[resolve]`'s confidence and tolerance"),
+];
+
 /// The columns of `parts`, one after another (a table made of shared pieces, at compile
 /// time: a wrong length `N` does not compile).
 const fn concat<const N: usize>(parts: &[&[TableColumn]]) -> [TableColumn; N] {
@@ -310,6 +351,7 @@ mod tests {
             ("README.md", "### Trajectories", &TRAJECTORY[..]),
             ("README.md", "### `summary.parquet` and `final.parquet`", &SUMMARY[..]),
             ("docs/results.md", "## `along_<column>.parquet`", &ALONG_TABLE[..]),
+            ("docs/results.md", "## `comparisons.parquet`", &COMPARISONS[..]),
         ];
         for (path, heading, table) in docs {
             let expected = markdown(table);

@@ -97,6 +97,46 @@ pub fn render_final(df: &DataFrame, order: &[String], only: &[&str]) -> Result<S
     Ok(render(&lines, 4))
 }
 
+/// A text table of a resolving sweep's `comparisons.parquet`: one row per comparison,
+/// `a` and `b` each an algorithm with its parameters, the mean of `a - b` over the paired
+/// seeds, its interval and the verdict.
+pub fn comparisons_table(sweep_dir: &Path) -> Result<String> {
+    let df = read_parquet(&sweep_dir.join(rounds::COMPARISONS_FILE))?;
+    let text = |name: &str| -> Result<Vec<String>> {
+        Ok(df.column(name)?.str()?.iter().map(|v| v.unwrap_or_default().to_owned()).collect())
+    };
+    let variant = |name: &str, params: &str| -> Result<Vec<String>> {
+        let (names, params) = (text(name)?, text(params)?);
+        Ok(names.into_iter().zip(params).map(|(n, p)| if p == "{}" { n } else { format!("{n} {p}") }).collect())
+    };
+    let (benchmark, benchmark_params) = (text(BENCHMARK)?, text(BENCHMARK_PARAMS)?);
+    let (a, b) = (variant(ALGORITHM_A, ALGORITHM_PARAMS_A)?, variant(ALGORITHM_B, ALGORITHM_PARAMS_B)?);
+    let verdict = text(VERDICT)?;
+    let n: Vec<Option<i64>> = df.column(N)?.i64()?.iter().collect();
+    let floats = |name: &str| -> Result<Vec<Option<f64>>> { Ok(df.column(name)?.f64()?.iter().collect()) };
+    let (mean, lower, upper) = (floats(MEAN_DIFFERENCE)?, floats(LOWER)?, floats(UPPER)?);
+    let mut lines = vec![["benchmark", "benchmark_params", "a", "b", "verdict", "n", "mean a-b", "interval"]
+        .map(String::from)
+        .to_vec()];
+    for i in 0..df.height() {
+        let interval = match (lower[i], upper[i]) {
+            (Some(lo), Some(hi)) => format!("[{}, {}]", number(lo), number(hi)),
+            _ => "-".into(),
+        };
+        lines.push(vec![
+            benchmark[i].clone(),
+            benchmark_params[i].clone(),
+            a[i].clone(),
+            b[i].clone(),
+            verdict[i].clone(),
+            n[i].map_or("-".into(), |n| n.to_string()),
+            mean[i].map_or("-".into(), number),
+            interval,
+        ]);
+    }
+    Ok(render(&lines, 5))
+}
+
 /// `mean ± se`, `mean` alone when there is no standard error, `-` without a mean.
 fn cell(mean: Option<f64>, se: Option<f64>) -> String {
     match (mean, se) {

@@ -303,7 +303,7 @@ fn number(v: &Value, path: &str) -> Result<f64, SpecError> {
 
 fn fraction(v: &Value, path: &str) -> Result<f64, SpecError> {
     let x = number(v, path)?;
-    if 0.5 <= x && x < 1.0 {
+    if (0.5..1.0).contains(&x) {
         Ok(x)
     } else {
         Err(SpecError::new(path, format!("{x} is out of range; expected a number in [0.5, 1)")))

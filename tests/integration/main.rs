@@ -19,6 +19,7 @@ mod kubernetes;
 mod loadgen;
 mod network;
 mod properties;
+mod resolve;
 mod run_sweep;
 mod sdk;
 mod slurm;

@@ -69,6 +69,7 @@ pub fn take(store: &Store, data: &Path, now: SystemTime, keep: usize) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::coordinator::durable::store::Commit;
 
     /// A backup is the store as it was: a copy that opens as a store with the same sweeps,
     /// unaffected by later writes; the newest `keep` are kept, oldest removed first.
@@ -78,11 +79,11 @@ mod tests {
         let data = dir.path().join("data");
         let mut store = Store::open(&data).unwrap();
         store.begin_submission("first", "testkit", 0).unwrap();
-        store.commit_submission("first", 0, "testkit", &[]).unwrap();
+        store.commit_submission("first", 0, &Commit::of("testkit")).unwrap();
         let at = |s: u64| UNIX_EPOCH + Duration::from_secs(s);
         let one = take(&store, &data, at(1), 2).unwrap();
         store.begin_submission("second", "testkit", 0).unwrap();
-        store.commit_submission("second", 0, "testkit", &[]).unwrap();
+        store.commit_submission("second", 0, &Commit::of("testkit")).unwrap();
         let two = take(&store, &data, at(2), 2).unwrap();
         let three = take(&store, &data, at(3), 2).unwrap();
         assert_eq!(backups(&data), vec![two.clone(), three]);

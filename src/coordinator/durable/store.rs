@@ -83,6 +83,27 @@ pub struct StoredSweep {
     pub cancelled: bool,
     /// Its summary files hold every job it has settled (see `set_summarized`).
     pub summarized: bool,
+    /// A resolving sweep's file, whose rounds add seeds.
+    pub source: Option<String>,
+}
+
+/// How a submission is committed ([`Store::commit_submission`]).
+pub struct Commit<'a> {
+    /// The sweep's families.
+    pub family: &'a str,
+    /// Keys of the sweep's jobs that leave it.
+    pub removed: &'a [String],
+    /// A resolving sweep's file (none: the sweep does not resolve).
+    pub source: Option<&'a str>,
+    /// A round of a resolving sweep: it only adds seeds, and its failed jobs stay failed.
+    pub round: bool,
+}
+
+impl Commit<'_> {
+    /// A plain submission of a sweep of `family` that drops nothing.
+    pub fn of(family: &str) -> Commit<'_> {
+        Commit { family, removed: &[], source: None, round: false }
+    }
 }
 
 /// Bytes a job takes in a `parts` row: its key, then its count of attempts.
@@ -253,6 +274,9 @@ impl Store {
             add_column(&conn, "jobs", "generation", "INTEGER NOT NULL DEFAULT 0")?;
             // The label of the token that declared it (per-token quotas); older ones: none.
             add_column(&conn, "declarations", "token", "TEXT NOT NULL DEFAULT ''")?;
+            // A resolving sweep's file (its `[resolve]` table and the cells its rounds add
+            // seeds to); older stores have none.
+            add_column(&conn, "sweeps", "source", "TEXT")?;
             // Stores made before a version could have several revisions kept one declaration
             // per name and version in `families`: moved, in their order (once: a store
             // without that table is not written to here).
@@ -284,7 +308,7 @@ impl Store {
 
     pub fn sweeps(&self) -> Result<Vec<StoredSweep>> {
         let mut stmt = self.conn.prepare_cached(
-            "SELECT id, family, cancelled, summarized FROM sweeps WHERE generation >= 0 ORDER BY created_ms, id",
+            "SELECT id, family, cancelled, summarized, source FROM sweeps WHERE generation >= 0 ORDER BY created_ms, id",
         )?;
         let rows = stmt.query_map([], |r| {
             Ok(StoredSweep {
@@ -292,6 +316,7 @@ impl Store {
                 family: r.get(1)?,
                 cancelled: r.get::<_, i64>(2)? != 0,
                 summarized: r.get::<_, i64>(3)? != 0,
+                source: r.get(4)?,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
@@ -490,17 +515,19 @@ impl Store {
     }
 
     /// Make submission `generation` the sweep, in one transaction: its added jobs count,
-    /// the jobs of `removed` are dropped, and the sweep's failed and cancelled jobs are
-    /// queued again (with a fresh attempt count).
-    pub fn commit_submission(&mut self, id: &str, generation: i64, family: &str, removed: &[String]) -> Result<()> {
+    /// the jobs of `removed` are dropped, and (but in a round) the sweep's failed and
+    /// cancelled jobs are queued again (with a fresh attempt count).
+    pub fn commit_submission(&mut self, id: &str, generation: i64, commit: &Commit<'_>) -> Result<()> {
+        let Commit { family, removed, source, round } = *commit;
         self.write(|conn| {
             let tx = conn.transaction()?;
             // A resubmission may run other extensions of the family (its families change).
             tx.execute(
-                "UPDATE sweeps SET generation = ?2, family = ?3, cancelled = 0, summarized = 0 WHERE id = ?1",
-                params![id, generation, family],
+                "UPDATE sweeps SET generation = ?2, family = ?3, cancelled = 0, summarized = 0, source = ?4
+                 WHERE id = ?1",
+                params![id, generation, family, source],
             )?;
-            if generation == 0 {
+            if generation == 0 || round {
                 // A new sweep: nothing to drop or queue again (and a million rows not to scan).
                 tx.commit()?;
                 return Ok(());
@@ -973,7 +1000,7 @@ mod tests {
         let generation = store.begin_submission("s", "testkit", 1).unwrap();
         let jobs: Vec<StoredJob> = (1..=5).map(|i| job(&hex(i), i64::from(i))).collect();
         store.add_jobs("s", generation, &jobs).unwrap();
-        store.commit_submission("s", generation, "testkit", &[]).unwrap();
+        store.commit_submission("s", generation, &Commit::of("testkit")).unwrap();
         let note = |store: &mut Store, open: &[(u64, u8)]| {
             let entries: Vec<u8> =
                 open.iter().flat_map(|&(id, i)| [&id.to_le_bytes()[..], &[i; 16][..]].concat()).collect();
@@ -1010,7 +1037,7 @@ mod tests {
         let generation = store.begin_submission("s", "testkit", 1).unwrap();
         let jobs: Vec<StoredJob> = (1..=4).map(|i| job(&hex(i), i64::from(i))).collect();
         store.add_jobs("s", generation, &jobs).unwrap();
-        store.commit_submission("s", generation, "testkit", &[]).unwrap();
+        store.commit_submission("s", generation, &Commit::of("testkit")).unwrap();
         store.commit_part("s", "part-a.parquet", &[(key(1), 1), (key(3), 2)]).unwrap();
         store.commit_jobs("s", "part-old.parquet", &[(Some((1, 9)), &hex(4))]).unwrap();
         store.cancel("s").unwrap();
@@ -1037,7 +1064,7 @@ mod tests {
         assert_eq!(parts, ["part-a.parquet", "part-old.parquet"]);
         // Job 3's rows are lost: queued again; job 1 stays done in the same part.
         let generation = store.begin_submission("s", "testkit", 2).unwrap();
-        store.commit_submission("s", generation, "testkit", &[]).unwrap();
+        store.commit_submission("s", generation, &Commit::of("testkit")).unwrap();
         assert_eq!(store.requeue_lost("s", &[hex(3)]).unwrap(), 1);
         assert_eq!(states(&store), [(Done, 1), (Queued, 0), (Queued, 0), (Done, 1)]);
         assert_eq!(store.unsettled("s").unwrap(), 2);
@@ -1068,7 +1095,7 @@ mod tests {
             assert!(!store.has_hidden_sweeps().unwrap());
             let generation = store.begin_submission("s", "testkit", 2).unwrap();
             store.add_jobs("s", generation, &[job("a", 0), job("b", 1)]).unwrap();
-            store.commit_submission("s", generation, "testkit", &[]).unwrap();
+            store.commit_submission("s", generation, &Commit::of("testkit")).unwrap();
             assert_eq!(keys(&store), ["a", "b"]);
             // A resubmission adding `c` and dropping `a`, cut short before its commit.
             let generation = store.begin_submission("s", "testkit", 3).unwrap();
@@ -1085,9 +1112,46 @@ mod tests {
         assert_eq!(keys(&store), ["a", "b"]);
         let generation = store.begin_submission("s", "testkit", 4).unwrap();
         store.add_jobs("s", generation, &[job("c", 2)]).unwrap();
-        store.commit_submission("s", generation, "testkit", &["a".to_string()]).unwrap();
+        let removed = ["a".to_string()];
+        store.commit_submission("s", generation, &Commit { removed: &removed, ..Commit::of("testkit") }).unwrap();
         assert_eq!(keys(&store), ["b", "c"]);
         assert_eq!(store.sweeps().unwrap().len(), 1);
+    }
+
+    /// A resolving sweep keeps its file; its rounds add jobs and leave its failed ones
+    /// failed, where a resubmission queues them again.
+    #[test]
+    fn a_round_keeps_the_sweeps_file_and_its_failed_jobs() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path()).unwrap();
+        let job = |key: &str, state: JobState| StoredJob {
+            sweep_id: "s".into(),
+            key: key.into(),
+            ord: 0,
+            spec: b"{}".to_vec(),
+            state,
+            attempts: 1,
+            error: None,
+        };
+        let states = |store: &Store| -> Vec<(String, JobState)> {
+            let mut jobs: Vec<_> = store.jobs().unwrap().into_iter().map(|j| (j.key.to_string(), j.state)).collect();
+            jobs.sort_by(|a, b| a.0.cmp(&b.0));
+            jobs
+        };
+        let source = Commit { source: Some("[resolve]"), ..Commit::of("testkit") };
+        let generation = store.begin_submission("s", "testkit", 1).unwrap();
+        store.add_jobs("s", generation, &[job("a", JobState::Failed)]).unwrap();
+        store.commit_submission("s", generation, &source).unwrap();
+        assert_eq!(store.sweeps().unwrap()[0].source.as_deref(), Some("[resolve]"));
+        let generation = store.begin_submission("s", "testkit", 2).unwrap();
+        store.add_jobs("s", generation, &[job("b", JobState::Queued)]).unwrap();
+        store.commit_submission("s", generation, &Commit { round: true, ..source }).unwrap();
+        assert_eq!(states(&store), [("a".into(), JobState::Failed), ("b".into(), JobState::Queued)]);
+        assert_eq!(store.sweeps().unwrap()[0].source.as_deref(), Some("[resolve]"));
+        let generation = store.begin_submission("s", "testkit", 3).unwrap();
+        store.commit_submission("s", generation, &Commit::of("testkit")).unwrap();
+        assert_eq!(states(&store), [("a".into(), JobState::Queued), ("b".into(), JobState::Queued)]);
+        assert_eq!(store.sweeps().unwrap()[0].source, None, "a plain resubmission does not resolve");
     }
 
     /// Every write's outcome reaches the coordinator's troubles: a failure begins the

@@ -9,6 +9,7 @@ use crate::coordinator::state::stored::{JobState, StoredJob};
 use crate::results;
 use armada_proto::ids::SweepId;
 use std::collections::HashMap;
+use std::sync::Arc;
 use tracing::{info, warn};
 
 impl Scheduler {
@@ -30,7 +31,7 @@ impl Scheduler {
             }
         }
         for sweep in self.store.sweeps()? {
-            self.sweeps.load(&sweep.id, sweep.family, sweep.cancelled, sweep.summarized);
+            self.sweeps.load(&sweep.id, sweep.family, sweep.cancelled, sweep.summarized, sweep.source.map(Arc::from));
         }
         for id in self.sweeps.ids() {
             let removed = results::remove_temp_files(&self.results_dir.join(id))?;
@@ -84,6 +85,13 @@ impl Scheduler {
                 let n_cells = self.cells_of(&id).len() as u32;
                 self.sweeps.set_cells(&id, n_cells);
             }
+        }
+        // A resolving sweep whose round had ended is judged (again): its next round may be
+        // owed, or its announcement.
+        let resolving: Vec<SweepId> =
+            self.sweeps.ids().filter(|id| self.sweeps.get(id).is_ok_and(|s| s.source.is_some())).cloned().collect();
+        for id in resolving {
+            self.check_finished(&id);
         }
         let reserved = self.store.max_attempt_id()?;
         self.attempt_ids = super::AttemptIds { next: reserved + 1, reserved };

@@ -148,6 +148,9 @@ pub struct Scheduler {
     /// Registered workers by session credential.
     workers: Sessions,
     spools: Spools,
+    /// The actor's own mailbox, for the tasks it starts to answer on (a round's judging);
+    /// weak, so that it does not keep the actor alive.
+    mailbox: mpsc::WeakSender<Mail>,
     live: LiveSummaries,
     committer: mpsc::UnboundedSender<Commit>,
     metrics: Arc<Metrics>,
@@ -251,6 +254,7 @@ impl Scheduler {
             templates: Templates::default(),
             workers: Sessions::default(),
             spools: spools.clone(),
+            mailbox: tx.downgrade(),
             live: live.clone(),
             committer,
             metrics: metrics.clone(),
@@ -485,6 +489,11 @@ impl Scheduler {
     /// Announce a sweep that has nothing queued or running, once.
     fn check_finished(&mut self, id: &str) {
         let Some(status) = self.sweeps.check_finished(id, &self.table) else { return };
+        // A resolving sweep is announced once its rounds end, not at the end of each.
+        if let Some(source) = self.sweeps.get(id).ok().filter(|s| !s.cancelled).and_then(|s| s.source.clone()) {
+            self.judge_round(id, source);
+            return;
+        }
         info!(
             sweep = %id,
             done = status.n_done,

@@ -296,6 +296,11 @@ pub struct Submission {
     /// What it changes in its sweep, worked out off the scheduler ([`Submission::prepare`]);
     /// `None`: the scheduler works it out.
     pub prepared: Option<Prepared>,
+    /// A resolving sweep's file (its `[resolve]` table): its rounds are made from it.
+    pub source: Option<Arc<str>>,
+    /// A round of a resolving sweep: it adds seeds to the sweep it holds whole, and leaves
+    /// the sweep's failed jobs failed (a resubmission runs them again).
+    pub round: bool,
 }
 
 /// What a submission changes in its sweep ([`super::sweeps::Sweeps::plan`]): its keys the sweep knows are
@@ -371,7 +376,18 @@ impl Submission {
         let mut by_key: Vec<u32> = (0..new_jobs.len() as u32).collect();
         by_key.sort_unstable_by_key(|&k| new_jobs[k as usize].key);
         let families = vec![family.clone(); templates.len()];
-        Submission { name, family, templates, families, jobs: new_jobs, keys: seen, by_key, prepared: None }
+        Submission {
+            name,
+            family,
+            templates,
+            families,
+            jobs: new_jobs,
+            keys: seen,
+            by_key,
+            prepared: None,
+            source: None,
+            round: false,
+        }
     }
 
     /// Work out off the scheduler what the submission changes in its sweep, whose jobs

@@ -208,6 +208,8 @@ pub enum SweepEvent {
     JobFailed(JobFailed),
     /// Nothing is queued or running any more.
     SweepFinished(SweepStatus),
+    /// Where the sweep stands, again: a resolving sweep's next round was added.
+    Snapshot(SweepStatus),
     /// Writes that hold the sweep up began or stopped failing: those failing now (none:
     /// every write succeeds again).
     WriteTroubles(Vec<Trouble>),

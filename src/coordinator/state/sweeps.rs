@@ -24,6 +24,7 @@ use super::stored::JobState;
 use armada_proto::ids::SweepId;
 use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// One sweep's bookkeeping.
 pub struct Sweep {
@@ -45,6 +46,12 @@ pub struct Sweep {
     /// Changes with its job list (a submission), never repeating across sweeps: a plan
     /// made from its keys elsewhere is good only at the revision it was made at.
     pub revision: u64,
+    /// A resolving sweep's file: once nothing is queued or running, its round is judged
+    /// and the next one added, before it is announced.
+    pub source: Option<Arc<str>>,
+    /// A resolving sweep's round is being judged, or its next round stored: it is not
+    /// finished, though nothing is queued or running.
+    pub judging: bool,
 }
 
 impl Sweep {
@@ -56,6 +63,8 @@ impl Sweep {
             cancelled: false,
             summarized: false,
             revision: 0,
+            source: None,
+            judging: false,
             generation: 0,
             n_cells: 0,
             announced: false,
@@ -168,9 +177,9 @@ impl Sweeps {
     }
 
     /// A sweep as the store has it, before its jobs are loaded ([`Sweeps::load_job`]).
-    pub fn load(&mut self, id: &str, family: String, cancelled: bool, summarized: bool) {
+    pub fn load(&mut self, id: &str, family: String, cancelled: bool, summarized: bool, source: Option<Arc<str>>) {
         self.revisions += 1;
-        let sweep = Sweep { cancelled, summarized, revision: self.revisions, ..Sweep::new(id, family) };
+        let sweep = Sweep { cancelled, summarized, source, revision: self.revisions, ..Sweep::new(id, family) };
         self.map.insert(sweep.id.clone(), sweep);
     }
 
@@ -238,7 +247,7 @@ impl Sweeps {
         let c = self.counts(id, table);
         let state = if sweep.cancelled {
             SweepState::Cancelled
-        } else if c.is_finished() {
+        } else if c.is_finished() && !sweep.judging {
             SweepState::Finished
         } else {
             SweepState::Running
@@ -317,13 +326,17 @@ impl Sweeps {
     /// A submission is committed in the store, and its new jobs are in the table from
     /// position `first` on: it becomes the sweep. What it dropped leaves the sweep (a
     /// running attempt of it is told to stop); its new queued jobs are queued; the sweep's
-    /// failed and cancelled jobs run again; `only_submitted` also queues the sweep's queued
-    /// jobs that the coordinator found in the store and held back. Returns what follows:
-    /// the dropped jobs' effects, the live summaries to reopen, the announcement check.
+    /// failed and cancelled jobs run again (not in a `round`, which only adds seeds);
+    /// `only_submitted` also queues the sweep's queued jobs that the coordinator found in
+    /// the store and held back. Returns what follows: the dropped jobs' effects, the live
+    /// summaries to reopen, the announcement check.
+    #[allow(clippy::too_many_arguments)]
     pub fn submitted(
         &mut self,
         name: &str,
         family: &str,
+        source: Option<Arc<str>>,
+        round: bool,
         removed: &[JobIndex],
         first: JobIndex,
         table: &mut JobTable,
@@ -338,6 +351,8 @@ impl Sweeps {
         sweep.revision = self.revisions;
         // A resubmission may run other extensions of the family.
         sweep.family = family.to_string();
+        sweep.source = source;
+        sweep.judging = false;
         sweep.cancelled = false;
         sweep.announced = false;
         let mut effects = table.drop_jobs(removed);
@@ -349,7 +364,7 @@ impl Sweeps {
             .jobs
             .iter()
             .copied()
-            .filter(|&i| matches!(table.job(i).state, JobState::Cancelled | JobState::Failed))
+            .filter(|&i| !round && matches!(table.job(i).state, JobState::Cancelled | JobState::Failed))
             .collect();
         table.retry(&retry);
         if only_submitted {
@@ -423,6 +438,13 @@ impl Sweeps {
         let status = self.status(id, FailurePage::default(), table).ok()?;
         self.map.get_mut(id).expect("checked").announced = true;
         Some(status)
+    }
+
+    /// A resolving sweep's round is being judged (`true`), or its rounds are over.
+    pub fn set_judging(&mut self, id: &str, judging: bool) {
+        if let Some(sweep) = self.map.get_mut(id) {
+            sweep.judging = judging;
+        }
     }
 
     /// The sweep's live summaries were (re)opened as `generation`, over `n_cells` cells:
@@ -572,7 +594,16 @@ mod tests {
                             let state = if on_disk { JobState::Done } else { JobState::Queued };
                             t.push(Job::new(id.clone(), template.clone(), 0, k, state));
                         }
-                        let effects = sweeps.submitted(name, "f", &plan.removed, JobIndex::new(first), &mut t, false);
+                        let effects = sweeps.submitted(
+                            name,
+                            "f",
+                            None,
+                            false,
+                            &plan.removed,
+                            JobIndex::new(first),
+                            &mut t,
+                            false,
+                        );
                         assert!(effects.contains(&Effect::OpenLive(id.clone())), "{context}: live not reopened");
                         m.keys.insert(name.to_string(), keys.into_iter().collect());
                         m.cancelled.remove(name);
@@ -657,7 +688,7 @@ mod tests {
     fn a_sweep_of_another_family_is_refused_by_field() {
         let t = JobTable::new(Policy { lease_ttl: Duration::from_secs(1), max_attempts: 1, retry_job_errors: false });
         let mut sweeps = Sweeps::new(PathBuf::from("r"));
-        sweeps.load("s", "lse".into(), false, false);
+        sweeps.load("s", "lse".into(), false, false, None);
         let e = sweeps.plan("s", "safe", &HashSet::new(), &t).err().unwrap();
         assert_eq!(e.message(), "family: sweep `s` exists with family `lse`, not `safe`");
         assert_eq!(sweeps.get("t").err().unwrap().message(), "no sweep `t`");
@@ -677,7 +708,7 @@ mod tests {
             let template = Arc::new(Template::new(spec, "f".into(), (k % 2) as usize));
             t.push(Job::new(id.clone(), template, 10 + k, key(k), JobState::Queued));
         }
-        sweeps.submitted("s", "f", &[], JobIndex::new(0), &mut t, false);
+        sweeps.submitted("s", "f", None, false, &[], JobIndex::new(0), &mut t, false);
         let odd = JobFilter { algorithm: Some("odd".into()), ..JobFilter::default() };
         let infos = sweeps.job_infos("s", &t, &odd, 2).unwrap();
         let seeds: Vec<u64> = infos.iter().map(|j| j.seed).collect();

@@ -64,7 +64,7 @@ fn invalid(e: SpecError) -> Status {
 impl Coordinator {
     /// A submitted sweep as validated jobs, with its family's reference
     /// ([`armada_core::Family::reference`]); nothing reaches the scheduler unless every job is valid.
-    fn parse(&self, request: pb::SubmitSweepRequest) -> Result<(String, String, Jobs), Status> {
+    fn parse(&self, request: pb::SubmitSweepRequest) -> Result<Parsed, Status> {
         let registry = self.catalog.get();
         let reference = |name: &str| registry.family(name).map(|f| f.reference()).map_err(invalid);
         let default_name = if request.default_name.is_empty() { "sweep" } else { request.default_name.as_str() };
@@ -72,11 +72,10 @@ impl Coordinator {
             None => Err(Status::invalid_argument("sweep: give either `toml` or `structured`")),
             Some(pb::submit_sweep_request::Sweep::Toml(text)) => {
                 let s = sweep::parse_sweep_cells(&text, default_name, &registry, self.max_jobs).map_err(invalid)?;
-                if s.resolve.is_some() {
-                    return Err(Status::invalid_argument("resolve: this coordinator does not run rounds yet"));
-                }
                 let family = reference(&s.family)?;
-                Ok((s.name.clone(), family, Box::new(s.into_jobs())))
+                // A resolving sweep keeps its file: its rounds are made from it.
+                let source = s.resolve.is_some().then(|| Arc::<str>::from(text.as_str()));
+                Ok(Parsed { name: s.name.clone(), family, jobs: Box::new(s.into_jobs()), source })
             }
             Some(pb::submit_sweep_request::Sweep::Structured(s)) => {
                 sweep::check_name(&s.name).map_err(|e| invalid(e.within("structured")))?;
@@ -105,7 +104,7 @@ impl Coordinator {
                     jobs.push(job);
                 }
                 let family = reference(&jobs[0].spec.family)?;
-                Ok((s.name, family, Box::new(jobs.into_iter())))
+                Ok(Parsed { name: s.name, family, jobs: Box::new(jobs.into_iter()), source: None })
             }
         }
     }
@@ -113,6 +112,15 @@ impl Coordinator {
 
 /// A submission's jobs, taken one at a time.
 type Jobs = Box<dyn Iterator<Item = ValidJob> + Send>;
+
+/// A submitted sweep, validated: its name, its family's reference, its jobs, and a
+/// resolving sweep's file.
+struct Parsed {
+    name: String,
+    family: String,
+    jobs: Jobs,
+    source: Option<Arc<str>>,
+}
 
 type EventStream = Pin<Box<dyn Stream<Item = Result<pb::SweepEvent, Status>> + Send>>;
 type ChunkStream = Pin<Box<dyn Stream<Item = Result<pb::ResultChunk, Status>> + Send>>;
@@ -126,9 +134,11 @@ impl pb::sweeps_server::Sweeps for Coordinator {
         let this = self.clone();
         let started = std::time::Instant::now();
         let submission = tokio::task::spawn_blocking(move || {
-            let (name, family, jobs) = this.parse(request.into_inner())?;
+            let Parsed { name, family, jobs, source } = this.parse(request.into_inner())?;
             let registry = this.catalog.get();
-            Submission::with_extensions(name, family, jobs, &registry).map_err(invalid)
+            let mut submission = Submission::with_extensions(name, family, jobs, &registry).map_err(invalid)?;
+            submission.source = source;
+            Ok::<_, Status>(submission)
         })
         .await
         .map_err(|e| Status::internal(e.to_string()))??;
@@ -804,6 +814,7 @@ fn sweep_event(e: SweepEvent) -> pb::SweepEvent {
         }),
         SweepEvent::JobFailed(f) => Event::JobFailed(job_failed(f)),
         SweepEvent::SweepFinished(s) => Event::SweepFinished(sweep_status(s)),
+        SweepEvent::Snapshot(s) => Event::Snapshot(sweep_status(s)),
         SweepEvent::WriteTroubles(troubles) => {
             Event::WriteTroubles(pb::WriteTroubles { troubles: troubles.into_iter().map(write_trouble).collect() })
         }

@@ -5,7 +5,11 @@
 //!   trajectories are deterministic and differ across seeds;
 //! * `slow`: `echo` that sleeps `ms` milliseconds per step (a job that is still running when
 //!   a test kills its worker);
-//! * `panic`: `echo` that panics at step `at` (a job that fails deterministically).
+//! * `panic`: `echo` that panics at step `at` (a job that fails deterministically);
+//! * `normal`: metric `value = mean + sd * (sqrt(shared) z + sqrt(1 - shared) e)`, with `z`
+//!   standard normal from an environment stream (the same for every algorithm at a seed:
+//!   common random numbers) and `e` from the algorithm's own: comparisons of known means
+//!   and noise, paired by seed, for the sweeps that resolve them.
 //!
 //! Its sibling `testkit-short` has one algorithm, `short`: `echo` whose episode ends after
 //! step `seed % (last + 1)` (jobs of one cell that end early, at different steps).
@@ -43,10 +47,28 @@ armada_core::params! {
     }
 }
 
-const ALGORITHMS: [ComponentDef; 3] = [
+armada_core::params! {
+    /// `normal`'s parameters.
+    pub struct NormalParams {
+        /// the value's mean
+        mean: f64 in [-1000000.0, 1000000.0] = 0.0,
+        /// its standard deviation
+        sd: f64 in [0.0, 1000000.0] = 1.0,
+        /// the share of its variance that is the seed's (common to every algorithm)
+        shared: f64 in [0.0, 1.0] = 0.5,
+        /// sleep per step (a job still running when a test stops its coordinator)
+        ms: u64 in [0, 60_000] = 0,
+    }
+}
+
+const ALGORITHMS: [ComponentDef; 4] = [
     ComponentDef::bare("echo", "value = seed + step + U(0,1)"),
     ComponentDef::new::<SlowParams>("slow", "echo, sleeping `ms` milliseconds per step"),
     ComponentDef::new::<PanicParams>("panic", "echo that panics at step `at`"),
+    ComponentDef::new::<NormalParams>(
+        "normal",
+        "value = mean + sd * (sqrt(shared) z + sqrt(1 - shared) e): z standard normal shared by seed, e the algorithm's own",
+    ),
 ];
 
 /// `testkit-short`'s one algorithm.
@@ -77,6 +99,40 @@ impl Echo {
         }
         std::thread::sleep(self.sleep);
         EchoMetrics { value: self.seed + step as f64 + self.rng.random::<f64>() }
+    }
+}
+
+/// `normal`: a known mean and noise, part of it common to every algorithm at a seed.
+struct Normal {
+    seed_noise: StreamRng,
+    own_noise: StreamRng,
+    params: NormalParams,
+}
+
+/// A standard normal draw (Box-Muller, from two uniforms in (0, 1)): defined here, so
+/// that the values do not depend on a library's choice of method.
+fn standard_normal(rng: &mut StreamRng) -> f64 {
+    let u1 = 1.0 - rng.random::<f64>();
+    let u2 = rng.random::<f64>();
+    (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+}
+
+impl Normal {
+    fn value(&mut self) -> EchoMetrics {
+        let NormalParams { mean, sd, shared, ms } = self.params;
+        std::thread::sleep(Duration::from_millis(ms));
+        let (z, e) = (standard_normal(&mut self.seed_noise), standard_normal(&mut self.own_noise));
+        EchoMetrics { value: mean + sd * (shared.sqrt() * z + (1.0 - shared).sqrt() * e) }
+    }
+}
+
+impl Episode for Normal {
+    type Metrics = EchoMetrics;
+    fn initial(&mut self) -> Result<EchoMetrics, JobError> {
+        Ok(self.value())
+    }
+    fn step(&mut self, _step: u32) -> Result<Option<EchoMetrics>, JobError> {
+        Ok(Some(self.value()))
     }
 }
 
@@ -147,6 +203,11 @@ impl Family for TestkitFamily {
         let p = &job.spec.algorithm_params;
         let (mut sleep, mut panic_at) = (Duration::ZERO, None);
         match job.spec.algorithm.as_str() {
+            "normal" => {
+                let params = p.parse::<NormalParams>()?;
+                let (seed_noise, own_noise) = (streams.env("value"), streams.algo("noise"));
+                return Ok(Box::new(Normal { seed_noise, own_noise, params }));
+            }
             "slow" => sleep = Duration::from_millis(p.parse::<SlowParams>()?.ms),
             "panic" => panic_at = Some(p.parse::<PanicParams>()?.at),
             _ => {}

@@ -18,6 +18,7 @@ pub mod delete;
 pub mod fail;
 pub mod heartbeat;
 pub mod jobs;
+pub mod judged;
 pub mod lease;
 pub mod list;
 pub mod part_of;

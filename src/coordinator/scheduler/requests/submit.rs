@@ -3,10 +3,12 @@
 //! at a time; the others wait their turn.
 
 use super::{Reply, Request};
+use crate::coordinator::durable::store::Commit;
 use crate::coordinator::scheduler::{internal, now_ms, release_free_memory, Scheduler};
 use crate::coordinator::state::ingest::{Ingest, Step};
 use crate::coordinator::state::jobs::{self, Key, Prepared, Submission, Template};
-use crate::coordinator::state::replies::{CommandError, Submitted};
+use crate::coordinator::state::replies::{CommandError, Submitted, SweepEvent};
+use crate::coordinator::state::sweeps::FailurePage;
 use crate::results;
 use armada_proto::ids::{SessionId, SweepId};
 use armada_proto::v1 as pb;
@@ -30,6 +32,9 @@ pub(in crate::coordinator::scheduler) struct Storing {
     generation: i64,
     started: Instant,
     reply: Reply<Submitted>,
+    /// A resolving sweep's file, and whether this is one of its rounds.
+    source: Option<Arc<str>>,
+    round: bool,
 }
 
 /// Submit a sweep's jobs.
@@ -56,9 +61,14 @@ impl Scheduler {
             self.waiting.push_back((submission, reply));
             return;
         }
+        let (round, name) = (submission.round, submission.name.clone());
         match self.begin_storing(submission) {
             Ok(storing) => self.storing = Some(Storing { reply, ..storing }),
             Err(e) => {
+                if round {
+                    warn!(sweep = %name, error = %e, "a resolving sweep's next round could not be stored: it stops here");
+                    self.announce(&name);
+                }
                 let _ = reply.send(Err(e));
                 self.next_submission();
             }
@@ -73,7 +83,7 @@ impl Scheduler {
         &mut self,
         submission: Submission,
     ) -> Result<Storing, CommandError> {
-        let Submission { name, family, templates, families, jobs, keys, by_key, prepared } = submission;
+        let Submission { name, family, templates, families, jobs, keys, by_key, prepared, source, round } = submission;
         // A resubmission: what the sweep has is not added again, and what it has that the
         // submission does not is dropped. Worked out off the scheduler when the sweep has
         // not changed since (it grows with the sweep); here otherwise.
@@ -94,7 +104,7 @@ impl Scheduler {
             templates.into_iter().zip(families).map(|(spec, family)| self.templates.shared(spec, &family)).collect();
         let generation = self.store.begin_submission(&name, &family, now_ms()).map_err(internal)?;
         let ingest = Ingest::new(name, family, templates, jobs, by_key, plan, on_disk, self.table.end());
-        Ok(Storing { ingest, generation, started: Instant::now(), reply: oneshot::channel().0 })
+        Ok(Storing { ingest, generation, started: Instant::now(), reply: oneshot::channel().0, source, round })
     }
 
     /// One step of the submission being stored: the next chunk of its jobs into the store,
@@ -110,7 +120,13 @@ impl Scheduler {
             Step::Write(rows) => self.store.add_jobs(name, storing.generation, &rows),
             Step::Added => Ok(()),
             Step::Commit(removed) => {
-                self.store.commit_submission(name, storing.generation, &storing.ingest.family, &removed)
+                let commit = Commit {
+                    family: &storing.ingest.family,
+                    removed: &removed,
+                    source: storing.source.as_deref(),
+                    round: storing.round,
+                };
+                self.store.commit_submission(name, storing.generation, &commit)
             }
         };
         if let Err(e) = result {
@@ -119,6 +135,9 @@ impl Scheduler {
             self.table.truncate(storing.ingest.first);
             if let Err(e) = self.store.abandon_submissions() {
                 warn!(error = %format!("{e:#}"), "store error");
+            }
+            if storing.round {
+                self.announce(&storing.ingest.name);
             }
             let _ = storing.reply.send(Err(internal(e)));
             self.next_submission();
@@ -158,12 +177,14 @@ impl Scheduler {
     /// the sweep (drop what it dropped, queue its jobs and the sweep's failed and
     /// cancelled ones again), then answer.
     pub(in crate::coordinator::scheduler) fn finish_storing(&mut self, storing: Storing) {
-        let Storing { ingest, started, reply, .. } = storing;
+        let Storing { ingest, started, reply, source, round, .. } = storing;
         let stored = started.elapsed();
         let n_added = ingest.n_added(&self.table) as u32;
         let (name, family, removed, first) = (&ingest.name, &ingest.family, ingest.removed(), ingest.first);
         let revised = self.sweeps.get(name).map_or_else(|_| Vec::new(), |was| self.revised(&was.family, family));
-        let effects = self.sweeps.submitted(name, family, removed, first, &mut self.table, self.config.only_submitted);
+        let only_submitted = self.config.only_submitted;
+        let effects =
+            self.sweeps.submitted(name, family, source, round, removed, first, &mut self.table, only_submitted);
         let counts = self.sweeps.counts(name, &self.table);
         let n_jobs = self.sweeps.get(name).map_or(0, |s| s.jobs.len() as u32);
         info!(
@@ -177,6 +198,12 @@ impl Scheduler {
             "sweep stored and queued"
         );
         self.apply(effects);
+        if round {
+            // Watchers hear the round's jobs counted (a progress bar's new length).
+            if let Ok(status) = self.sweeps.status(name, FailurePage::default(), &self.table) {
+                self.emit(name, SweepEvent::Snapshot(status));
+            }
+        }
         for r in &revised {
             info!(sweep = %name, family = %r.name, was = %r.was_digest, now = %r.digest, "a family's declaration changed: its jobs run again");
         }
