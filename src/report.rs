@@ -37,6 +37,7 @@ pub fn write_report(sweep_dir: &Path, out: Option<&Path>) -> anyhow::Result<Path
     let tables = views::sweep_tables_of(sweep_dir, headline)?;
     let n_cells = tables.final_table.as_ref().map_or(0, |t| t.rows.len());
     let sweep = crate::results::file_name(sweep_dir);
+    let comparisons = views::comparisons_of(sweep_dir)?.map(|(rows, total)| json!({ "rows": rows, "total": total }));
     let data = json!({
         "sweep": sweep,
         "family": family,
@@ -44,6 +45,7 @@ pub fn write_report(sweep_dir: &Path, out: Option<&Path>) -> anyhow::Result<Path
         "views": {
             "source": "files", "n_cells": n_cells, "n_exact": n_cells,
             "metrics": tables.metrics, "final": tables.final_table, "curves": tables.curves,
+            "comparisons": comparisons,
         },
     });
     let html = page(&serde_json::to_string(&data)?)?;

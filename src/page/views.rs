@@ -340,6 +340,68 @@ pub fn final_table(last: &DataFrame) -> anyhow::Result<FinalTable> {
     Ok(FinalTable { metrics, rows })
 }
 
+/// Comparisons shown at most: a sweep comparing all pairs of many variants has more.
+pub const COMPARISON_ROWS: usize = 2_000;
+
+/// One comparison of a resolving sweep (a row of `comparisons.parquet`).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct ComparisonRow {
+    pub benchmark: String,
+    pub benchmark_params: String,
+    pub a: String,
+    pub a_params: String,
+    pub b: String,
+    pub b_params: String,
+    pub verdict: String,
+    pub n: i64,
+    pub mean_difference: f64,
+    pub lower: Option<f64>,
+    pub upper: Option<f64>,
+}
+
+/// A resolving sweep's comparisons as its last judged round left them (at most
+/// [`COMPARISON_ROWS`], open ones first), and how many there are; `None` for a sweep
+/// without them.
+pub fn comparisons_of(sweep_dir: &std::path::Path) -> anyhow::Result<Option<(Vec<ComparisonRow>, usize)>> {
+    use crate::results::schema::{
+        ALGORITHM_A, ALGORITHM_B, ALGORITHM_PARAMS_A, ALGORITHM_PARAMS_B, LOWER, MEAN_DIFFERENCE, UPPER, VERDICT,
+    };
+    let path = sweep_dir.join(results::rounds::COMPARISONS_FILE);
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let df = results::read_parquet(&path)?;
+    let text = |name: &str| -> anyhow::Result<Vec<String>> {
+        Ok(df.column(name)?.str()?.iter().map(|v| v.unwrap_or_default().to_string()).collect())
+    };
+    let (benchmark, benchmark_params) = (text(BENCHMARK)?, text(BENCHMARK_PARAMS)?);
+    let (a, a_params, b, b_params) =
+        (text(ALGORITHM_A)?, text(ALGORITHM_PARAMS_A)?, text(ALGORITHM_B)?, text(ALGORITHM_PARAMS_B)?);
+    let verdict = text(VERDICT)?;
+    let n: Vec<Option<i64>> = df.column(N)?.i64()?.iter().collect();
+    let (mean, lower, upper) = (floats(&df, MEAN_DIFFERENCE)?, floats(&df, LOWER)?, floats(&df, UPPER)?);
+    let mut rows: Vec<ComparisonRow> = (0..df.height())
+        .map(|i| ComparisonRow {
+            benchmark: benchmark[i].clone(),
+            benchmark_params: benchmark_params[i].clone(),
+            a: a[i].clone(),
+            a_params: a_params[i].clone(),
+            b: b[i].clone(),
+            b_params: b_params[i].clone(),
+            verdict: verdict[i].clone(),
+            n: n[i].unwrap_or(0),
+            mean_difference: mean[i].unwrap_or(f64::NAN),
+            lower: lower[i],
+            upper: upper[i],
+        })
+        .collect();
+    // The open ones first (a stable sort: the sweep's order within each group).
+    rows.sort_by_key(|r| r.verdict != "open");
+    let total = rows.len();
+    rows.truncate(COMPARISON_ROWS);
+    Ok(Some((rows, total)))
+}
+
 /// One job's rows (in the trajectories' schema), thinned to at most `max_points` steps.
 pub fn trajectory(key: &str, rows: &DataFrame, max_points: usize) -> anyhow::Result<Trajectory> {
     let step: Vec<i64> = rows.column(STEP)?.i64()?.iter().map(|s| s.unwrap_or(0)).collect();

@@ -2,7 +2,7 @@
 //! open, on testkit's `normal` jobs of known means, through `armada run` and through a
 //! standing coordinator killed mid-rounds.
 
-use crate::common::cluster::{client, serve, worker, write};
+use crate::common::cluster::{client, http_get, serve, worker, write};
 use crate::common::{armada, jobs, text, wait_until};
 use polars::prelude::*;
 use std::collections::BTreeMap;
@@ -116,6 +116,41 @@ fn a_resolving_sweep_adds_seeds_only_where_comparisons_are_open() {
     let stderr = text(&out.stderr);
     assert!(stderr.contains(&format!("resolving: {jobs_run} jobs after its rounds, {jobs_run} done")), "{stderr}");
     assert!(text(&out.stdout).contains("a<b"), "the verdicts are printed: {}", text(&out.stdout));
+
+    // The dashboard serves the verdicts beside the final table, the open ones first.
+    let coord = serve(&out_dir, 0, &[]);
+    let body = http_get(&coord.dashboard, "/api/sweeps/resolving/final");
+    let json: serde_json::Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
+    let shown: Vec<(&str, &str, &str)> = json["comparisons"]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["a_params"].as_str().unwrap(), r["b_params"].as_str().unwrap(), r["verdict"].as_str().unwrap()))
+        .collect();
+    let written: Vec<(&str, &str, &str)> =
+        (0..3).map(|i| (a[i].as_str(), b[i].as_str(), verdicts[i].as_str())).collect();
+    assert_eq!((shown, json["comparisons"]["total"].as_u64()), (written, Some(3)), "{body}");
+    drop(coord);
+    // The offline report draws them: its table, as a headless browser renders it.
+    let report = sweep_dir.join("report.html");
+    match ["/usr/bin/chromium", "/usr/bin/chromium-browser"].into_iter().find(|p| Path::new(p).exists()) {
+        None => eprintln!("skipped: the report's comparisons in a browser need Chromium (Debian's `chromium`)"),
+        Some(chromium) => {
+            let dom = std::process::Command::new(chromium)
+                .args(["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom"])
+                .arg(format!("file://{}", report.display()))
+                .output()
+                .unwrap();
+            let dom = text(&dom.stdout);
+            let table = dom.split("id=\"comparisons\"").nth(1).and_then(|t| t.split("</table>").next()).unwrap_or("");
+            let cells: Vec<&str> = table.split("<td").skip(1).collect();
+            assert_eq!(cells.len(), 3 * 7, "three rows of seven cells: {table}");
+            for (i, v) in verdicts.iter().enumerate() {
+                let v = v.replace('<', "&lt;").replace('>', "&gt;");
+                assert!(cells[i * 7 + 3].contains(&format!(">{v}<")), "row {i}: {}", cells[i * 7 + 3]);
+            }
+        }
+    }
 
     // Run again: every seed is reused, and the rounds decide the same.
     let again = armada(&["run", file.to_str().unwrap(), "--out", out_dir.to_str().unwrap(), "--quiet"]);

@@ -226,6 +226,23 @@ function renderFinal(table) {
   }
 }
 
+// A resolving sweep's comparisons, the open ones first: `null` for any other sweep.
+function renderComparisons(c) {
+  $("comparisons-box").hidden = !c;
+  const body = $("comparisons").tBodies[0];
+  body.textContent = "";
+  if (!c) return;
+  const open = c.rows.filter((r) => r.verdict === "open").length;
+  const more = c.total > c.rows.length ? `, ${c.rows.length} of ${c.total} shown` : "";
+  $("comparisons-count").textContent = `(${open} open${more})`;
+  for (const r of c.rows) {
+    const interval = r.lower === null ? "–" : `[${formatNumber(r.lower)}, ${formatNumber(r.upper)}]`;
+    body.appendChild(row([variant(r.benchmark, r.benchmark_params), variant(r.a, r.a_params), variant(r.b, r.b_params),
+      { text: r.verdict, cls: `verdict-${r.verdict.replace(/[<>]/g, (m) => (m === "<" ? "lt" : "gt"))}` },
+      { text: r.n, cls: "num" }, { text: formatNumber(r.mean_difference), cls: "num" }, { text: interval, cls: "num" }]));
+  }
+}
+
 function renderFailures(detail) {
   const box = $("failures-box");
   box.hidden = detail.failures.length === 0;
@@ -287,6 +304,7 @@ async function refreshSweep() {
   renderMetricChoice(curves.metrics, curves.metric);
   renderCurves(curves.curves);
   renderFinal(fin.final);
+  renderComparisons(fin.comparisons);
 }
 
 function selectedSweep() {
@@ -327,6 +345,7 @@ function renderReport() {
   renderMetricChoice(r.views.metrics, ui.metric);
   renderCurves(r.views.curves[ui.metric]);
   renderFinal(r.views.final);
+  renderComparisons(r.views.comparisons);
 }
 
 $("metric").onchange = (e) => { ui.metric = e.target.value; REPORT ? renderReport() : tick(); };

@@ -72,6 +72,8 @@ struct SweepViews {
     /// The final table and each metric's curves, as JSON.
     final_json: String,
     curves_json: BTreeMap<String, String>,
+    /// Where the sweep's files are.
+    sweep_dir: std::path::PathBuf,
     stamp: Stamp,
     made: Instant,
 }
@@ -409,9 +411,17 @@ async fn curves(
     Ok(v.reply(&[("metrics", &metrics), ("metric", &metric), ("curves", curves)]))
 }
 
+/// The final table, and a resolving sweep's comparisons (read afresh: its rounds rewrite
+/// them when a round is judged, which no count of jobs marks).
 async fn final_table(State(d): State<Arc<Dashboard>>, Path(id): Path<String>) -> Result<Response, ApiError> {
     let v = d.views_of(&id).await?;
-    Ok(v.reply(&[("final", &v.final_json)]))
+    let dir = v.sweep_dir.clone();
+    let comparisons = blocking(move || {
+        let found = views::comparisons_of(&dir)?;
+        Ok(serde_json::to_string(&found.map(|(rows, total)| serde_json::json!({ "rows": rows, "total": total })))?)
+    })
+    .await?;
+    Ok(v.reply(&[("final", &v.final_json), ("comparisons", &comparisons)]))
 }
 
 #[derive(Deserialize)]
@@ -539,6 +549,7 @@ impl Dashboard {
             Some(Written::Done(Ok(true))) | None => ("files", n_cells, None),
         };
         let (headline, dir) = (inputs.headline, inputs.sweep_dir.clone());
+        let sweep_dir = dir.clone();
         let (metrics, final_json, curves_json) = blocking(move || {
             let tables = match frames {
                 Some((summary, last)) => views::sweep_tables(&summary, &last, headline)?,
@@ -552,6 +563,16 @@ impl Dashboard {
             Ok((tables.metrics, serde_json::to_string(&tables.final_table)?, curves))
         })
         .await?;
-        Ok(SweepViews { source, n_cells, n_exact, metrics, final_json, curves_json, stamp, made: Instant::now() })
+        Ok(SweepViews {
+            source,
+            n_cells,
+            n_exact,
+            metrics,
+            final_json,
+            curves_json,
+            sweep_dir,
+            stamp,
+            made: Instant::now(),
+        })
     }
 }
