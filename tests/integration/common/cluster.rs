@@ -117,11 +117,16 @@ pub fn write(dir: &Path, name: &str, body: &str) -> PathBuf {
     path
 }
 
-/// The body of an HTTP GET of `path` from `addr` (the dashboard).
+/// The body of an HTTP GET of `path` from `addr` (the dashboard), answered within 10 s.
 pub fn http_get(addr: &str, path: &str) -> String {
+    http_get_within(addr, path, 10)
+}
+
+/// [`http_get`] answered within `secs`.
+pub fn http_get_within(addr: &str, path: &str, secs: u64) -> String {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(addr).unwrap();
-    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(secs))).unwrap();
     write!(stream, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").unwrap();
     let mut response = String::new();
     stream.read_to_string(&mut response).unwrap();
