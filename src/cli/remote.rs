@@ -203,6 +203,8 @@ enum FetchTable {
     Summary,
     Final,
     Along,
+    /// A resolving sweep's comparisons.parquet.
+    Comparisons,
 }
 
 #[derive(clap::Args, Debug)]
@@ -290,6 +292,9 @@ pub fn fetch(args: FetchArgs) -> anyhow::Result<ExitCode> {
         FetchTable::Along => {
             let column = args.along.as_deref().context("--table along needs --along COLUMN")?;
             (pb::fetch_results_request::Table::Along, Some(armada::results::along_file(column)))
+        }
+        FetchTable::Comparisons => {
+            (pb::fetch_results_request::Table::Comparisons, Some(armada::results::rounds::COMPARISONS_FILE.to_string()))
         }
     };
     let filtered = !args.jobs.is_empty() || args.benchmark.is_some() || args.algorithm.is_some();

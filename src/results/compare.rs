@@ -104,6 +104,11 @@ impl Resolution {
         Resolution { confidence, tolerance, rho2: rho2_for(planned.max(1) as f64, half) }
     }
 
+    /// The same rule with another practical-equivalence margin.
+    pub fn with_tolerance(self, tolerance: f64) -> Resolution {
+        Resolution { tolerance, ..self }
+    }
+
     /// The interval for the mean difference after `d.n()` seeds; `None` below
     /// [`MIN_SEEDS`].
     pub fn interval(&self, d: &Paired) -> Option<(f64, f64)> {

@@ -57,6 +57,9 @@ pub struct Comparison {
     pub mean: f64,
     /// `None` below [`super::compare::MIN_SEEDS`] pairs.
     pub interval: Option<(f64, f64)>,
+    /// The practical-equivalence margin applied (a relative tolerance times `|mean of b|`
+    /// over the pairs).
+    pub tolerance: f64,
     pub verdict: Verdict,
 }
 
@@ -94,14 +97,21 @@ pub fn judge(rule: &Resolve, cells: &[CellSoFar], spent: Spent) -> Judgement {
     let mut comparisons = Vec::new();
     for group in benchmark_groups(cells) {
         for (a, b) in pairs(rule, cells, &group) {
-            let mut d = Paired::default();
+            let (mut d, mut b_sum) = (Paired::default(), 0.0);
             for (seed, x) in &cells[a].values {
                 if let Some(y) = cells[b].values.get(seed) {
                     d.push(x - y);
+                    b_sum += y;
                 }
             }
-            let verdict = resolution.verdict(&d);
-            comparisons.push(Comparison { a, b, n: d.n(), mean: d.mean(), interval: resolution.interval(&d), verdict });
+            let tolerance = match rule.relative {
+                true if d.n() > 0 => rule.tolerance * (b_sum / d.n() as f64).abs(),
+                true => 0.0,
+                false => rule.tolerance,
+            };
+            let judged = resolution.with_tolerance(tolerance);
+            let (interval, verdict) = (judged.interval(&d), judged.verdict(&d));
+            comparisons.push(Comparison { a, b, n: d.n(), mean: d.mean(), interval, tolerance, verdict });
         }
     }
     // The open comparisons that more seeds can still settle, and their cells.
@@ -255,7 +265,7 @@ pub fn comparisons_frame(rule: &Resolve, cells: &[CellSoFar], judgement: &Judgem
         Column::new(schema::SEEDS_A.into(), cs.iter().map(|c| cells[c.a].seeds as i64).collect::<Vec<i64>>()),
         Column::new(schema::SEEDS_B.into(), cs.iter().map(|c| cells[c.b].seeds as i64).collect::<Vec<i64>>()),
         Column::new(schema::CONFIDENCE.into(), cs.iter().map(|_| rule.confidence).collect::<Vec<f64>>()),
-        Column::new(schema::TOLERANCE.into(), cs.iter().map(|_| rule.tolerance).collect::<Vec<f64>>()),
+        Column::new(schema::TOLERANCE.into(), cs.iter().map(|c| c.tolerance).collect::<Vec<f64>>()),
     ];
     debug_assert_eq!(columns.len(), COMPARISONS.len());
     Ok(DataFrame::new(cs.len(), columns)?)
@@ -289,6 +299,7 @@ mod tests {
             max_seeds: 20,
             confidence: 0.95,
             tolerance: 0.0,
+            relative: false,
             compare,
             budget: Budget::default(),
         }
@@ -375,6 +386,21 @@ mod tests {
         let j = judge(&higher, &cells, Spent::default());
         let got: Vec<(usize, usize)> = j.comparisons.iter().map(|c| (c.a, c.b)).collect();
         assert_eq!(got, [(1, 0), (2, 3)]);
+    }
+
+    /// A relative tolerance is a fraction of b's mean over the pairs: 2% of 100 admits a
+    /// difference of 0.5 known to within its interval, 2% of 10 does not.
+    #[test]
+    fn a_relative_tolerance_scales_with_bs_mean() {
+        let wobble = |s: u64| 0.01 * ((s * 7919 % 13) as f64 - 6.0);
+        let mut r = rule(Compare::AllPairs);
+        (r.tolerance, r.relative) = (0.02, true);
+        for (b_mean, want) in [(100.0, Verdict::Equivalent), (10.0, Verdict::Greater)] {
+            let cells = [cell("f", "a", 20, |s| b_mean + 0.5 + wobble(s)), cell("f", "b", 20, |_| b_mean)];
+            let c = &judge(&r, &cells, Spent::default()).comparisons[0];
+            assert_eq!(c.tolerance, 0.02 * b_mean);
+            assert_eq!(c.verdict, want, "{c:?}");
+        }
     }
 
     #[test]

@@ -236,8 +236,12 @@ pub const COMPARISONS: [TableColumn; 19] = [
     ),
     column(SEEDS_A, ColumnType::Int64, "seeds run in a's cell, and in b's"),
     column(SEEDS_B, ColumnType::Int64, "seeds run in a's cell, and in b's"),
-    column(CONFIDENCE, ColumnType::Float64, "`[resolve]`'s confidence and tolerance"),
-    column(TOLERANCE, ColumnType::Float64, "`[resolve]`'s confidence and tolerance"),
+    column(CONFIDENCE, ColumnType::Float64, "`[resolve]`'s confidence"),
+    column(
+        TOLERANCE,
+        ColumnType::Float64,
+        "the practical-equivalence margin applied: `[resolve]`'s tolerance (a relative one times b's mean over the pairs)",
+    ),
 ];
 
 /// The columns of `parts`, one after another (a table made of shared pieces, at compile

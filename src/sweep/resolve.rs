@@ -10,7 +10,8 @@
 //! batch = 10                  # seeds added per round to a cell still compared
 //! max_seeds = 200             # a cell's most seeds
 //! confidence = 0.95
-//! tolerance = 0.0             # a difference within it is practically none
+//! tolerance = 0.0             # a difference within it is practically none; or
+//!                             # { relative = 0.02 }: 2% of b's mean over the pairs
 //! compare = "vs-best"         # or "all-pairs", or pairs: [["cdt", "ts"]]
 //! budget = { jobs = 9000, cpu_hours = 4.0 }   # optional, either or both
 //! ```
@@ -88,6 +89,9 @@ pub struct Resolve {
     pub max_seeds: u64,
     pub confidence: f64,
     pub tolerance: f64,
+    /// `tolerance` is a fraction of the mean of `b` over a comparison's pairs (`{ relative
+    /// = ... }`), not a difference of the metric.
+    pub relative: bool,
     pub compare: Compare,
     pub budget: Budget,
 }
@@ -166,8 +170,18 @@ pub(super) fn read(value: &Value, errors: &mut Errors) -> Option<Written> {
         Some(v) => errors.take(fraction(v, &field("confidence"))),
     };
     let tolerance = match table.get("tolerance") {
-        None => Some(0.0),
-        Some(v) => errors.take(non_negative(v, &field("tolerance"))),
+        None => Some((0.0, false)),
+        Some(Value::Table(t)) => {
+            super::check_keys(t, &["relative"], "resolve.tolerance", errors);
+            match t.get("relative") {
+                Some(v) => errors.take(non_negative(v, "resolve.tolerance.relative")).map(|x| (x, true)),
+                None => {
+                    errors.push(SpecError::new("resolve.tolerance.relative", "missing required field"));
+                    None
+                }
+            }
+        }
+        Some(v) => errors.take(non_negative(v, &field("tolerance"))).map(|x| (x, false)),
     };
     let (compare, sides) = match table.get("compare") {
         None => (Some(Compare::VsBest), Vec::new()),
@@ -202,7 +216,8 @@ pub(super) fn read(value: &Value, errors: &mut Errors) -> Option<Written> {
             batch: batch?,
             max_seeds: max_seeds?,
             confidence: confidence?,
-            tolerance: tolerance?,
+            tolerance: tolerance?.0,
+            relative: tolerance?.1,
             compare: compare?,
             budget: budget?,
         },
@@ -451,6 +466,7 @@ name = "random"
                 max_seeds: DEFAULT_MAX_SEEDS,
                 confidence: 0.95,
                 tolerance: 0.0,
+                relative: false,
                 compare: Compare::VsBest,
                 budget: Budget::default(),
             }
@@ -472,7 +488,16 @@ name = "random"
         let random = Variant { algorithm: "random".into(), params: "{}".into() };
         assert_eq!(r.compare, Compare::Pairs(vec![(straddle3, random)]));
         let all = parse("metric = \"loss\"\ncompare = \"all-pairs\"").unwrap().resolve.unwrap();
-        assert_eq!((all.compare, all.better), (Compare::AllPairs, None));
+        assert_eq!((all.compare, all.better, all.relative), (Compare::AllPairs, None, false));
+        let rel = parse("metric = \"loss\"\ncompare = \"all-pairs\"\ntolerance = { relative = 0.02 }").unwrap();
+        let rel = rel.resolve.unwrap();
+        assert_eq!((rel.tolerance, rel.relative), (0.02, true));
+        let e = parse("metric = \"loss\"\ncompare = \"all-pairs\"\ntolerance = { rel = 0.02 }").err().unwrap();
+        assert_eq!(
+            e,
+            "2 errors:\n  resolve.tolerance.rel: unknown field; allowed: relative\n  \
+             resolve.tolerance.relative: missing required field"
+        );
     }
 
     /// Every error of the table at once, each naming its field.

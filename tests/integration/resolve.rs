@@ -186,4 +186,10 @@ fn a_coordinator_killed_mid_rounds_resumes_to_the_uninterrupted_result() {
     assert_eq!(crate::common::job_count(&sweep_dir), total);
     let comparisons = |dir: &Path| std::fs::read(dir.join("rounds").join("comparisons.parquet")).unwrap();
     assert_eq!(comparisons(&data), comparisons(&reference));
+    // A client elsewhere fetches them.
+    let fetched = tmp.path().join("fetched");
+    let args = ["fetch", "rounds", "--table", "comparisons", "--out", fetched.to_str().unwrap()];
+    let out = client(&args, &coord.url, 30);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(comparisons(&fetched), comparisons(&reference));
 }

@@ -25,6 +25,8 @@ pub enum SummaryTable {
     Summary,
     Final,
     Along(String),
+    /// A resolving sweep's comparisons: a file whether or not the sweep runs.
+    Comparisons,
 }
 
 impl SummaryTable {
@@ -33,6 +35,7 @@ impl SummaryTable {
             SummaryTable::Summary => results::SUMMARY_FILE.to_string(),
             SummaryTable::Final => results::FINAL_FILE.to_string(),
             SummaryTable::Along(column) => results::along_file(column),
+            SummaryTable::Comparisons => results::rounds::COMPARISONS_FILE.to_string(),
         }
     }
 }
@@ -54,9 +57,9 @@ pub enum Source {
 /// Check a request's table before anything is streamed.
 pub fn check(request: &pb::FetchResultsRequest) -> Result<Wanted, Status> {
     match Table::try_from(request.table).unwrap_or(Table::Unspecified) {
-        Table::Unspecified => {
-            Err(Status::invalid_argument("table: give TRAJECTORIES, SUMMARY, FINAL or ALONG (with `along`)"))
-        }
+        Table::Unspecified => Err(Status::invalid_argument(
+            "table: give TRAJECTORIES, SUMMARY, FINAL, ALONG (with `along`) or COMPARISONS",
+        )),
         Table::Trajectories => Ok(Wanted::Trajectories),
         _ if !request.job_keys.is_empty() || request.cells.as_ref().is_some_and(|c| filter_text(c).is_some()) => {
             Err(Status::invalid_argument(
@@ -67,6 +70,7 @@ pub fn check(request: &pb::FetchResultsRequest) -> Result<Wanted, Status> {
         Table::Final => Ok(Wanted::Summary(SummaryTable::Final)),
         Table::Along if request.along.is_empty() => Err(Status::invalid_argument("along: name the column")),
         Table::Along => Ok(Wanted::Summary(SummaryTable::Along(request.along.clone()))),
+        Table::Comparisons => Ok(Wanted::Summary(SummaryTable::Comparisons)),
     }
 }
 

@@ -331,11 +331,15 @@ impl pb::sweeps_server::Sweeps for Coordinator {
         let inputs = self.scheduler.summary_inputs(SweepId::from(sweep.clone()), with_keys).await?;
         let source = match table {
             fetch::Wanted::Trajectories => fetch::Source::Trajectories,
+            // Written after each judged round: the file, while the sweep runs too.
+            fetch::Wanted::Summary(which @ fetch::SummaryTable::Comparisons) => {
+                fetch::Source::File(inputs.sweep_dir.join(which.file_name()))
+            }
             fetch::Wanted::Summary(which) => match self.scheduler.current(&sweep, &inputs).await? {
                 Current::Live { summary, last, .. } => match which {
                     fetch::SummaryTable::Summary => fetch::Source::Frame(summary),
                     fetch::SummaryTable::Final => fetch::Source::Frame(last),
-                    fetch::SummaryTable::Along(_) => {
+                    fetch::SummaryTable::Along(_) | fetch::SummaryTable::Comparisons => {
                         return Err(Status::failed_precondition(format!(
                             "along: sweep `{sweep}` is running; its along tables are written when it finishes"
                         )))

@@ -281,13 +281,18 @@ class Client:
         self, sweep_id: str, table: str = "final", *, to: Optional[Union[str, pathlib.Path]] = None, max_bytes: int = MAX_FETCH_BYTES
     ) -> Rows:
         """A summary table over seeds: ``final`` (the last step per cell) or ``summary``
-        (every step). FailedPrecondition before it is written. A polars DataFrame, or with
+        (every step); or ``comparisons``, a resolving sweep's verdicts (a sweep file with a
+        ``[resolve]`` table). FailedPrecondition before it is written. A polars DataFrame, or with
         ``to`` (a directory) a LazyFrame over the file written there a chunk at a time; into
         memory, TooLarge once the Parquet passes ``max_bytes`` (a long sweep's ``summary``
         is hundreds of megabytes)."""
-        kinds = {"final": service_pb2.FetchResultsRequest.FINAL, "summary": service_pb2.FetchResultsRequest.SUMMARY}
+        kinds = {
+            "final": service_pb2.FetchResultsRequest.FINAL,
+            "summary": service_pb2.FetchResultsRequest.SUMMARY,
+            "comparisons": service_pb2.FetchResultsRequest.COMPARISONS,
+        }
         if table not in kinds:
-            raise ValueError(f"table {table!r}: give \"final\" or \"summary\"")
+            raise ValueError(f"table {table!r}: give \"final\", \"summary\" or \"comparisons\"")
         files = _Files(f"sweep {sweep_id}: its {table} table", to, f"{table}.parquet", max_bytes)
         self._fetch(files, sweep_id=sweep_id, table=kinds[table])
         if not files.done:
