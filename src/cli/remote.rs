@@ -104,6 +104,9 @@ async fn print_summary(client: &mut Client, status: &pb::SweepStatus) -> anyhow:
             .into_inner();
         eprintln!("wrote {} and {} ({} jobs)", summary.summary_path, summary.final_path, summary.n_shards);
         println!("{}", summary.table);
+        if !summary.comparisons.is_empty() {
+            println!("{}", summary.comparisons);
+        }
     }
     for line in failure_lines(status, 20) {
         eprintln!("{line}");

@@ -13,7 +13,8 @@
 //! - a comparison whose cells both have `max_seeds` seeds, or that is open when the budget
 //!   would not cover the next round, ends unresolved;
 //! - a seed whose job failed in either cell is left out of the comparison (its `n` says
-//!   how many pairs it had), not replaced.
+//!   how many pairs it had), not replaced; a comparison of a cell none of whose jobs has a
+//!   value after its first round ends unresolved (its jobs fail: more would fail too).
 
 use super::compare::{Paired, Resolution, Verdict};
 use super::schema::{self, COMPARISONS};
@@ -114,8 +115,12 @@ pub fn judge(rule: &Resolve, cells: &[CellSoFar], spent: Spent) -> Judgement {
             comparisons.push(Comparison { a, b, n: d.n(), mean: d.mean(), interval, tolerance, verdict });
         }
     }
-    // The open comparisons that more seeds can still settle, and their cells.
-    let growable = |c: &Comparison| cells[c.a].seeds.min(cells[c.b].seeds) < rule.max_seeds;
+    // The open comparisons that more seeds can still settle, and their cells: not those at
+    // max_seeds, nor those of a cell that ran its first round and has no value at all (its
+    // jobs fail: more seeds would fail too).
+    let failing = |i: usize| cells[i].values.is_empty() && cells[i].seeds >= rule.min_seeds;
+    let growable =
+        |c: &Comparison| cells[c.a].seeds.min(cells[c.b].seeds) < rule.max_seeds && !failing(c.a) && !failing(c.b);
     for c in comparisons.iter_mut().filter(|c| c.verdict == Verdict::Open && !growable(c)) {
         c.verdict = Verdict::Unresolved;
     }
@@ -365,6 +370,19 @@ mod tests {
         assert_eq!((c.n, c.mean), (6, 1.0));
         // A constant difference has no spread: the interval is the point, and it is ordered.
         assert_eq!((c.interval, c.verdict), (Some((1.0, 1.0)), Verdict::Greater));
+    }
+
+    /// A cell whose jobs all failed gets no more seeds: its comparisons end unresolved,
+    /// the others go on.
+    #[test]
+    fn a_cell_whose_jobs_all_fail_gets_no_more_seeds() {
+        let mut broken = cell("f", "a", 5, |_| 0.0);
+        broken.values.clear();
+        let cells = [broken, cell("f", "b", 5, noisy(0.0, 2)), cell("f", "c", 5, noisy(0.001, 3))];
+        let j = judge(&rule(Compare::AllPairs), &cells, Spent::default());
+        let verdicts: Vec<Verdict> = j.comparisons.iter().map(|c| c.verdict).collect();
+        assert_eq!(verdicts, [Verdict::Unresolved, Verdict::Unresolved, Verdict::Open]);
+        assert_eq!(j.add, [(1, 5..10), (2, 5..10)]);
     }
 
     #[test]

@@ -183,6 +183,8 @@ fn a_coordinator_killed_mid_rounds_resumes_to_the_uninterrupted_result() {
     let coord = serve(&data, coord.port, &["--lease-ttl-ms", "800"]);
     let watched = client(&["watch", "rounds", "--quiet"], &coord.url, 120);
     assert!(watched.status.success(), "{}", text(&watched.stderr));
+    let printed = text(&watched.stdout);
+    assert!(printed.contains("verdict") && printed.matches("a<b").count() == 2, "the verdicts are printed: {printed}");
     assert_eq!(crate::common::job_count(&sweep_dir), total);
     let comparisons = |dir: &Path| std::fs::read(dir.join("rounds").join("comparisons.parquet")).unwrap();
     assert_eq!(comparisons(&data), comparisons(&reference));

@@ -282,6 +282,10 @@ impl pb::sweeps_server::Sweeps for Coordinator {
         let n_shards = inputs.n_done;
         let answer = tokio::task::spawn_blocking(move || -> results::Result<pb::GetSummaryResponse> {
             let order: Vec<String> = inputs.metrics.iter().map(|m| m.name.to_string()).collect();
+            let comparisons = match inputs.sweep_dir.join(results::rounds::COMPARISONS_FILE).is_file() {
+                true => results::comparisons_table(&inputs.sweep_dir)?,
+                false => String::new(),
+            };
             Ok(match current {
                 Current::Nothing => unreachable!("answered above"),
                 Current::Live { last, n_cells, n_exact, .. } => pb::GetSummaryResponse {
@@ -294,6 +298,7 @@ impl pb::sweeps_server::Sweeps for Coordinator {
                     provisional: true,
                     n_cells,
                     n_cells_exact: n_exact,
+                    comparisons,
                 },
                 Current::Files { n_cells } => {
                     let summary_path = inputs.sweep_dir.join(results::SUMMARY_FILE);
@@ -308,6 +313,7 @@ impl pb::sweeps_server::Sweeps for Coordinator {
                         provisional: false,
                         n_cells,
                         n_cells_exact: n_cells,
+                        comparisons,
                     }
                 }
             })
