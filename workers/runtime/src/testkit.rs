@@ -15,6 +15,7 @@
 //! step `seed % (last + 1)` (jobs of one cell that end early, at different steps).
 
 use armada_core::{AnyEpisode, ComponentDef, Declaration, Episode, Family, JobError, JobStreams, StreamRng, ValidJob};
+use armada_math::dist::{Distribution, StandardNormal};
 use rand::Rng;
 use std::time::Duration;
 
@@ -109,19 +110,13 @@ struct Normal {
     params: NormalParams,
 }
 
-/// A standard normal draw (Box-Muller, from two uniforms in (0, 1)): defined here, so
-/// that the values do not depend on a library's choice of method.
-fn standard_normal(rng: &mut StreamRng) -> f64 {
-    let u1 = 1.0 - rng.random::<f64>();
-    let u2 = rng.random::<f64>();
-    (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
-}
-
 impl Normal {
     fn value(&mut self) -> EchoMetrics {
         let NormalParams { mean, sd, shared, ms } = self.params;
         std::thread::sleep(Duration::from_millis(ms));
-        let (z, e) = (standard_normal(&mut self.seed_noise), standard_normal(&mut self.own_noise));
+        // armada-math's variates: the same bits on every processor.
+        let z: f64 = StandardNormal.sample(&mut self.seed_noise);
+        let e: f64 = StandardNormal.sample(&mut self.own_noise);
         EchoMetrics { value: mean + sd * (shared.sqrt() * z + (1.0 - shared).sqrt() * e) }
     }
 }
