@@ -22,8 +22,9 @@
 //! looked at from [`MIN_SEEDS`] seeds on, simulation (the tests) finds the error rate within
 //! alpha, while from 3 seeds it is twice alpha, hence the minimum.
 
-/// The fewest seeds a comparison is judged at (see the module's doc).
-pub const MIN_SEEDS: u64 = 5;
+/// The fewest seeds a comparison is judged at (see the module's doc); sweep files are
+/// checked against it where it is declared.
+pub use crate::sweep::resolve::MIN_SEEDS;
 
 /// The running mean and variance of paired differences (Welford's one-pass update).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]

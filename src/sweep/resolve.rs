@@ -28,6 +28,10 @@ const KEYS: &[&str] =
     &["metric", "step", "better", "min_seeds", "batch", "max_seeds", "confidence", "tolerance", "compare", "budget"];
 const BUDGET_KEYS: &[&str] = &["jobs", "cpu_hours"];
 
+/// The fewest paired seeds a comparison is judged at (see `results::compare`, whose
+/// simulations set it): a first round has at least these.
+pub const MIN_SEEDS: u64 = 5;
+
 pub const DEFAULT_MIN_SEEDS: u64 = 10;
 pub const DEFAULT_BATCH: u64 = 10;
 pub const DEFAULT_MAX_SEEDS: u64 = 200;
@@ -155,8 +159,8 @@ pub(super) fn read(value: &Value, errors: &mut Errors) -> Option<Written> {
     let min_seeds = count("min_seeds", DEFAULT_MIN_SEEDS, errors);
     let batch = count("batch", DEFAULT_BATCH, errors);
     let max_seeds = count("max_seeds", DEFAULT_MAX_SEEDS, errors);
-    if let Some(min) = min_seeds.filter(|&n| n < crate::results::compare::MIN_SEEDS) {
-        let least = crate::results::compare::MIN_SEEDS;
+    if let Some(min) = min_seeds.filter(|&n| n < MIN_SEEDS) {
+        let least = MIN_SEEDS;
         let message = format!("{min} is too few: a comparison is judged from {least} paired seeds on");
         errors.push(SpecError::new(field("min_seeds"), message));
     }

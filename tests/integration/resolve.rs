@@ -176,7 +176,12 @@ fn a_coordinator_killed_mid_rounds_resumes_to_the_uninterrupted_result() {
     assert!(submitted.status.success(), "{}", text(&submitted.stderr));
     let sweep_dir = data.join("rounds");
     // The first round is 3 cells x 5 seeds.
-    wait_until(60, "a job of the second round", || crate::common::job_count(&sweep_dir) > 15);
+    // Not while the first round's summaries are written: a coordinator killed then leaves
+    // the sweep for `armada summarize` (it may have run out of memory there).
+    let summarizing = sweep_dir.join(armada::results::SUMMARIZING_MARKER);
+    wait_until(60, "a job of the second round, summaries written", || {
+        crate::common::job_count(&sweep_dir) > 15 && !summarizing.exists()
+    });
     coord.proc.kill9();
     let total = crate::common::job_count(&reference.join("rounds"));
     assert!(crate::common::job_count(&sweep_dir) < total, "the rounds ended before the kill; make the jobs slower");

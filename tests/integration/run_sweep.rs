@@ -170,7 +170,7 @@ fn a_sweep_files_errors_come_together_and_ranges_read_as_written() {
     assert_eq!(lines[0], format!("error: {}: 4 errors:", sweep.display()));
     assert_eq!(
         lines[1],
-        "  seed: unknown field; allowed: name, family, seeds, sweep_seed, horizon, benchmarks, algorithms"
+        "  seed: unknown field; allowed: name, family, seeds, sweep_seed, horizon, benchmarks, algorithms, resolve"
     );
     assert_eq!(lines[2], "  horizon: expected an integer, got float 1.5");
     assert!(lines[3].starts_with("  algorithms[1].name: unknown algorithm `usx` in family `lse`"), "{stderr}");
