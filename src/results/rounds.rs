@@ -209,18 +209,47 @@ pub struct JobValue {
     pub ms: f64,
 }
 
+/// The [`JobValue`]s earlier rounds read, by job key with the part that holds the job: a
+/// part's rows never change, so a round reads only the jobs done since the last one (a
+/// sweep's trajectories are read once, not once a round).
+#[derive(Debug, Default)]
+pub struct ReadValues {
+    /// The metric and step the values are of.
+    of: Option<(String, Option<u32>)>,
+    values: HashMap<String, (std::sync::Arc<PathBuf>, JobValue)>,
+}
+
+impl ReadValues {
+    /// How many jobs' values are kept.
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+}
+
 /// The [`JobValue`] of each job of `keys` that a part of `sweep_dir` holds: `metric` at
 /// `step`, or at the job's last step when `step` is `None` or the job ended before it.
+/// Jobs whose value `read` has from the same part are not read again; `read` keeps the
+/// values of the jobs read now.
 pub fn job_values(
     sweep_dir: &Path,
     metric: &str,
     step: Option<u32>,
     keys: &BTreeSet<String>,
+    read: &mut ReadValues,
 ) -> Result<HashMap<String, JobValue>> {
+    let of = Some((metric.to_string(), step));
+    if read.of != of {
+        *read = ReadValues { of, values: HashMap::new() };
+    }
     let jobs = stored_jobs(sweep_dir, Some(keys))?;
-    let refs: Vec<_> = jobs.iter().collect();
-    let mut out: HashMap<String, JobValue> = HashMap::with_capacity(jobs.len());
-    for_each_job(&refs, |job, df, _first| {
+    let unread: Vec<_> =
+        jobs.iter().filter(|job| read.values.get(&job.key).is_none_or(|(part, _)| *part != job.part)).collect();
+    let mut fresh: HashMap<String, JobValue> = HashMap::with_capacity(unread.len());
+    for_each_job(&unread, |job, df, _first| {
         let steps = df.column(schema::STEP)?.cast(&DataType::Int64)?;
         let steps = steps.i64()?;
         let values = df
@@ -229,7 +258,7 @@ pub fn job_values(
             .cast(&DataType::Float64)?;
         let values = values.f64()?;
         let ms: f64 = df.column(schema::ELAPSED_MS)?.f64()?.sum().unwrap_or(0.0);
-        let entry = out.entry(job.key.clone()).or_insert(JobValue { value: None, ms: 0.0 });
+        let entry = fresh.entry(job.key.clone()).or_insert(JobValue { value: None, ms: 0.0 });
         entry.ms += ms;
         // Rows come in step order, a job's pieces in order: the last row seen at or
         // before the step is the value.
@@ -242,7 +271,12 @@ pub fn job_values(
         }
         Ok(())
     })?;
-    Ok(out)
+    for job in unread {
+        if let Some(value) = fresh.remove(&job.key) {
+            read.values.insert(job.key.clone(), (job.part.clone(), value));
+        }
+    }
+    Ok(jobs.iter().filter_map(|job| read.values.get(&job.key).map(|(_, v)| (job.key.clone(), *v))).collect())
 }
 
 /// The comparisons of a judged round as [`COMPARISONS`]' table.
@@ -438,5 +472,44 @@ mod tests {
         assert!(judge(&r, &cells, spent).over_budget);
         r.budget.cpu_hours = Some(20.0 / 3600.0);
         assert!(!judge(&r, &cells, spent).over_budget);
+    }
+
+    /// Values at the last step and at a given one, read once: a second round takes the kept
+    /// value of a job whose part is unchanged, and reads again one whose part differs.
+    #[test]
+    fn job_values_are_read_once_per_part() {
+        use crate::results::test_support::{fixture_jobs, write_fixture, STRADDLE, UCB};
+        let dir = tempfile::tempdir().unwrap();
+        write_fixture(dir.path());
+        let jobs: Vec<_> = fixture_jobs().into_iter().filter(|(j, ..)| j.spec.family == "lse").collect();
+        let keys: BTreeSet<String> = jobs.iter().map(|(j, ..)| j.key.0.clone()).collect();
+        let mut read = ReadValues::default();
+        let last = job_values(dir.path(), "regret", None, &keys, &mut read).unwrap();
+        assert_eq!((last.len(), read.len()), (6, 6));
+        for (job, ..) in &jobs {
+            let seed = job.spec.seed as usize;
+            let table = if job.spec.algorithm == "straddle" { STRADDLE } else { UCB };
+            let got = last[&job.key.0];
+            assert_eq!(got, JobValue { value: Some(table[seed][2]), ms: 3.0 * (1.0 + seed as f64) });
+        }
+        let key = |algorithm: &str, seed: u64| {
+            jobs.iter().find(|(j, ..)| j.spec.algorithm == algorithm && j.spec.seed == seed).unwrap().0.key.0.clone()
+        };
+        // Kept: a changed value with the same part is what comes back.
+        read.values.get_mut(&key("straddle", 0)).unwrap().1.value = Some(99.0);
+        let again = job_values(dir.path(), "regret", None, &keys, &mut read).unwrap();
+        assert_eq!(again[&key("straddle", 0)].value, Some(99.0));
+        // Another part: read again.
+        read.values.get_mut(&key("straddle", 0)).unwrap().0 = std::sync::Arc::new(PathBuf::from("elsewhere.parquet"));
+        let again = job_values(dir.path(), "regret", None, &keys, &mut read).unwrap();
+        assert_eq!(again[&key("straddle", 0)].value, Some(1.0));
+        // Another step: everything read again; a NaN at the step is no value.
+        let at1 = job_values(dir.path(), "regret", Some(1), &keys, &mut read).unwrap();
+        assert_eq!(at1[&key("straddle", 2)].value, Some(7.0));
+        assert_eq!(at1[&key("ucb", 1)].value, Some(3.0));
+        assert_eq!(at1[&key("ucb", 2)].value, None);
+        // Only the keys asked for.
+        let one: BTreeSet<String> = [key("ucb", 0)].into();
+        assert_eq!(job_values(dir.path(), "regret", Some(1), &one, &mut read).unwrap().len(), 1);
     }
 }

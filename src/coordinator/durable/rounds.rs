@@ -9,13 +9,13 @@
 
 use crate::coordinator::state::jobs::Submission;
 use crate::results::compare::Verdict;
-use crate::results::rounds::{self, CellSoFar, Judgement, Spent};
+use crate::results::rounds::{self, CellSoFar, Judgement, ReadValues, Spent};
 use crate::results::Cell;
 use crate::sweep;
 use armada_core::{JobSpec, Registry, ValidJob};
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// What judging a round needs from the scheduler.
 pub struct RoundInput {
@@ -30,6 +30,8 @@ pub struct RoundInput {
     pub done: BTreeSet<String>,
     /// Its jobs, settled or not.
     pub jobs: u64,
+    /// The values its earlier rounds read.
+    pub read: Arc<Mutex<ReadValues>>,
 }
 
 /// A judged round.
@@ -46,11 +48,14 @@ pub struct RoundOutcome {
 
 /// Judge the round of a resolving sweep and make its next one.
 pub fn judge_round(input: RoundInput) -> anyhow::Result<RoundOutcome> {
-    let RoundInput { sweep, source, registry, sweep_dir, seeds, done, jobs } = input;
+    let RoundInput { sweep, source, registry, sweep_dir, seeds, done, jobs, read } = input;
     let parsed = sweep::parse_sweep_cells(&source, &sweep, &registry, usize::MAX)
         .map_err(|e| anyhow::anyhow!("the sweep's file no longer reads: {e}"))?;
     let rule = parsed.resolve.clone().ok_or_else(|| anyhow::anyhow!("the sweep's file has no [resolve] table"))?;
-    let values = rounds::job_values(&sweep_dir, &rule.metric, rule.step, &done)?;
+    let values = {
+        let mut read = read.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        rounds::job_values(&sweep_dir, &rule.metric, rule.step, &done, &mut read)?
+    };
     let mut spent = Spent { jobs, ..Spent::default() };
     for v in values.values() {
         spent.job_ms += v.ms;

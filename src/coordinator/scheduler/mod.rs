@@ -33,6 +33,7 @@ use super::state::sessions::Sessions;
 use super::state::stored::JobState;
 use super::state::sweeps::Sweeps;
 use super::state::trouble::Place;
+use crate::results::rounds::ReadValues;
 use crate::results::{self, Cell};
 use armada_core::Declaration;
 use armada_proto::ids::SweepId;
@@ -151,6 +152,9 @@ pub struct Scheduler {
     /// The actor's own mailbox, for the tasks it starts to answer on (a round's judging);
     /// weak, so that it does not keep the actor alive.
     mailbox: mpsc::WeakSender<Mail>,
+    /// Each resolving sweep's job values read by its rounds' judging so far, so that a
+    /// round reads only the jobs done since the last one.
+    round_values: HashMap<SweepId, Arc<std::sync::Mutex<ReadValues>>>,
     live: LiveSummaries,
     committer: mpsc::UnboundedSender<Commit>,
     metrics: Arc<Metrics>,
@@ -248,6 +252,7 @@ impl Scheduler {
                 retry_job_errors: config.retry_job_errors,
             }),
             watchers: HashMap::new(),
+            round_values: HashMap::new(),
             storing: None,
             waiting: VecDeque::new(),
             held_leases: requests::lease::HeldLeases::default(),

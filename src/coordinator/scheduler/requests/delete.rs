@@ -34,6 +34,7 @@ impl Scheduler {
         self.store.delete_sweep(id).map_err(internal)?;
         let (effects, n_jobs) = self.sweeps.delete(id, &mut self.table)?;
         self.watchers.remove(id);
+        self.round_values.remove(id);
         self.apply(effects);
         info!(sweep = %id, jobs = n_jobs, "sweep deleted");
         Ok((self.results_dir.join(id), n_jobs))

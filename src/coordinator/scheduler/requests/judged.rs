@@ -57,6 +57,7 @@ impl Scheduler {
             seeds,
             done,
             jobs: self.sweeps.jobs(id).len() as u64,
+            read: self.round_values.entry(sweep_id.clone()).or_default().clone(),
         };
         self.sweeps.set_judging(id, true);
         let mailbox = self.mailbox.clone();
