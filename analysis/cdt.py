@@ -21,7 +21,10 @@ prints, as Markdown tables with the paper's value beside ours and the ratio ours
   ranking claim of paper Appendix A.3 and Figure 4 (DIR/figures/fig4.png);
 * cdt-lipcheck (family lipschitz-check): Figure 3 (DIR/figures/fig3.png), the centred group-mean
   reward of each fixed exploration value along CDT runs, and its smoothness;
-* cdt-sim-refcode (CDT presets refcode / refcode-fixed): their final regret beside the paper's CDT.
+* cdt-sim-refcode (CDT presets refcode / refcode-fixed): their final regret beside the paper's CDT;
+* a resolving sweep (cdt-table4-resolve, cdt-ablation-resolve: a comparisons.parquet beside its
+  final.parquet): its comparisons setting by setting, the count of each verdict, and the seeds the
+  cells took against a fixed plan reaching the same verdicts (resolved.md; nothing else).
 
 --main DIR names a cdt-main directory used for the C1 and T1 = T^{2/(p+3)} columns.
 
@@ -41,6 +44,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import json
 import math
 import sys
 from pathlib import Path
@@ -1415,6 +1419,173 @@ def lipcheck(sweep: Path, out: Path, warmup: int = 200, group: int = 20) -> Path
 # ---------------------------------------------------------------------------------------------
 
 
+# ---------------------------------------------------------------------------------------------
+# Resolving sweeps (a [resolve] table): their comparisons, run until settled
+# ---------------------------------------------------------------------------------------------
+
+# A comparison's verdict, said of its first side against its second on regret (lower is better).
+VERDICT_WORDS = {
+    "a<b": "lower",
+    "a>b": "higher",
+    "equivalent": "equivalent",
+    "open": "open",
+    "unresolved": "unresolved",
+}
+
+
+def variant_label(algorithm: str, params: str) -> str:
+    """A tuner with the parameters a resolving sweep varies: "OP C2", "CDT k=3, T1=0", "CDT"."""
+    values = json.loads(params)
+    words = []
+    if "candidates" in values:
+        words.append(values["candidates"].upper())
+    if "k" in values and values.get("warmup") == "none":
+        words.append(f"k={values['k']:g}, T1=0")
+    elif values.get("warmup") not in (None, "preset"):
+        words.append(f"warm-up {values['warmup']}")
+    return " ".join([TUNER_LABELS.get(algorithm, algorithm), ", ".join(words)]).strip()
+
+
+RESOLVE_PER_SEED = "per_seed.parquet"
+
+
+def resolve_per_seed(sweep: Path, out: Path) -> pl.DataFrame | None:
+    """Each job's regret at its last step, by cell and seed (parameters as the sweep's JSON): from
+    DIR/per_seed.parquet when it is there (committed beside comparisons.parquet), else from the
+    trajectory shards, and then written to OUT/per_seed.parquet, ready to commit."""
+    path = sweep / RESOLVE_PER_SEED
+    if path.is_file():
+        return pl.read_parquet(path)
+    shards = shard_files(sweep)
+    if not shards:
+        return None
+    keys = ["benchmark", "benchmark_params", "algorithm", "algorithm_params", "seed"]
+    rows = pl.scan_parquet(shards).select("job_key", *keys, "step", "regret")
+    last = rows.filter(pl.col("step") == pl.col("step").max().over("job_key")).collect()
+    df = last.select(*keys, pl.col("regret").fill_nan(None)).sort(keys)
+    out.mkdir(parents=True, exist_ok=True)
+    df.write_parquet(out / RESOLVE_PER_SEED, compression="zstd", compression_level=19, statistics=False)
+    return df
+
+
+def cs_margin(n: float, rho2: float, alpha: float) -> float:
+    """The margin of the asymptotic confidence sequence for unit variance after n pairs (one side
+    at level alpha; mixture parameter rho2), as armada's rounds compute it."""
+    v = n * rho2 + 1.0
+    return math.sqrt(2.0 * v / (n * n * rho2) * math.log(math.sqrt(v) / alpha))
+
+
+def cs_rho2(planned: float, alpha: float) -> float:
+    """The mixture parameter that makes the margin tightest near `planned` pairs."""
+    ell = -2.0 * math.log(alpha)
+    return (ell + math.log(ell + 1.0)) / planned
+
+
+def seeds_to_settle(mean: float, sd: float, tolerance: float, alpha: float, rho2: float, start: int) -> int | None:
+    """The fewest pairs (from `start`) at which the sweep's interval would exclude zero, or fit
+    within ± tolerance, if the mean difference and its sd stayed as they are; None past a million."""
+    room = max(abs(mean), tolerance - abs(mean))
+    n = start
+    while n <= 1_000_000:
+        if sd * cs_margin(n, rho2, alpha) < room:
+            return n
+        n = max(n + 1, math.ceil(n * 1.02))
+    return None
+
+
+def resolved_table(sweep: Path, out: Path) -> None:
+    """The comparisons of a resolving sweep (comparisons.parquet), setting by setting, and the count
+    of each verdict per comparison; the seeds each cell took against a fixed plan for the same
+    verdicts. With each job's value (per_seed.parquet, or the trajectories), every comparison's
+    mean difference is recomputed from its pairs and the seeds it would take to settle projected."""
+    comparisons = pl.read_parquet(sweep / "comparisons.parquet")
+    per_seed = resolve_per_seed(sweep, out)
+    value: dict[tuple, float | None] = {}
+    if per_seed is not None:
+        for r in per_seed.iter_rows(named=True):
+            value[(r["benchmark_params"], r["algorithm"], r["algorithm_params"], r["seed"])] = r["regret"]
+    rows_of: dict[str, list[dict]] = {}
+    seeds_of: dict[tuple, int] = {}
+    for r in comparisons.iter_rows(named=True):
+        label = (
+            f"{variant_label(r['algorithm_a'], r['algorithm_params_a'])} - "
+            f"{variant_label(r['algorithm_b'], r['algorithm_params_b'])}"
+        )
+        rows_of.setdefault(label, []).append(r)
+        seeds_of[(r["benchmark_params"], r["algorithm_a"], r["algorithm_params_a"])] = r["seeds_a"]
+        seeds_of[(r["benchmark_params"], r["algorithm_b"], r["algorithm_params_b"])] = r["seeds_b"]
+    first = comparisons.row(0, named=True)
+    relative = any(r["tolerance"] for r in comparisons.iter_rows(named=True))
+    heading(f"Comparisons run until settled: {sweep.name}")
+    print(
+        f"Regret at T = {first['horizon']:,}, paired by seed; a - b with its {100 * first['confidence']:g}% "
+        "anytime-valid interval (an asymptotic confidence sequence, Waudby-Smith et al., Ann. Statist. 2024); "
+        "'lower' / 'higher': a's regret below / above b's beyond the interval; 'equivalent': the interval inside "
+        "± the tolerance" + (" (2% of b's mean over the pairs)" if relative else " (0)") + "; "
+        "'unresolved': open at the seed limit or at the sweep's budget. % = a - b over b's mean over the "
+        "pairs; sd = of the paired differences; 'to settle' = the pairs at which the sweep's interval would "
+        "settle the comparison if its mean and sd stayed as they are. Every mean and interval here is "
+        "recomputed from each job's final regret (per_seed.parquet) and checked against the rounds' own.\n"
+    )
+    for label, rows in rows_of.items():
+        table = []
+        for r in rows:
+            bottom = json.loads(r["benchmark_params"])["bottom"]
+            interval = "-" if r["lower"] is None else f"[{r['lower']:.1f}, {r['upper']:.1f}]"
+            share, sd, settle = "-", "-", "-"
+            pairs = [
+                (value.get((r["benchmark_params"], r["algorithm_a"], r["algorithm_params_a"], s)),
+                 value.get((r["benchmark_params"], r["algorithm_b"], r["algorithm_params_b"], s)))
+                for s in range(min(r["seeds_a"], r["seeds_b"]))
+            ]
+            pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
+            if value and len(pairs) == r["n"] and r["lower"] is not None:
+                d = [a - b for a, b in pairs]
+                mean = sum(d) / len(d)
+                # The recomputed mean is the rounds' own: the same pairs, summed in seed order.
+                assert abs(mean - r["mean_difference"]) <= 1e-9 * max(1.0, abs(mean)), (label, bottom, mean)
+                b_mean = sum(b for _, b in pairs) / len(pairs)
+                std = math.sqrt(sum((x - mean) ** 2 for x in d) / (len(d) - 1))
+                share, sd = f"{100 * mean / b_mean:+.1f}%", f"{std:.1f}"
+                # The interval again, from the pairs and the sweep's rule: the rounds' own bounds.
+                alpha = (1.0 - r["confidence"]) / 2.0
+                rho2 = cs_rho2(r["max_seeds"], alpha)
+                half = std * cs_margin(r["n"], rho2, alpha)
+                for got, want in ((mean - half, r["lower"]), (mean + half, r["upper"])):
+                    assert abs(got - want) <= 1e-9 * max(1.0, abs(want)), (label, bottom, got, want)
+                n = seeds_to_settle(mean, std, r["tolerance"], alpha, rho2, r["n"])
+                past = f" (past {r['max_seeds']})" if n and n > r["max_seeds"] else ""
+                settle = f"{n:,}{past}" if n else "> 10^6"
+                settle = settle if r["verdict"] in ("open", "unresolved") else "-"
+            table.append(
+                [
+                    BOTTOM_LABELS.get(bottom, bottom),
+                    ENV_LABELS.get(r["benchmark"], r["benchmark"]),
+                    str(r["n"]),
+                    f"{r['mean_difference']:+.1f}",
+                    share,
+                    sd,
+                    interval,
+                    VERDICT_WORDS.get(r["verdict"], r["verdict"]),
+                    settle,
+                ]
+            )
+        print(f"### {label}\n")
+        markdown(["Algorithm", "Env", "pairs", "a - b", "%", "sd", "interval", "verdict", "to settle"], table)
+    counts = []
+    for label, rows in rows_of.items():
+        tally = {v: sum(r["verdict"] == v for r in rows) for v in VERDICT_WORDS}
+        counts.append([label] + [str(tally[v]) for v in VERDICT_WORDS] + [str(len(rows))])
+    markdown(["a - b", *VERDICT_WORDS.values(), "settings"], counts, left=1)
+    run_jobs = sum(seeds_of.values())
+    most = max(seeds_of.values())
+    print(
+        f"Seeds a cell: {min(seeds_of.values())} to {most}; {run_jobs:,} jobs over {len(seeds_of)} cells. "
+        f"A fixed number of seeds reaching the same verdicts gives every cell the most any took, {most}: "
+        f"{most * len(seeds_of):,} jobs ({run_jobs / (most * len(seeds_of)):.2f} of them run)."
+    )
+
+
 def check_dir(sweep: Path) -> bool:
     if (sweep / "final.parquet").is_file() or shard_files(sweep):
         return True
@@ -1431,6 +1602,14 @@ def keyed(frames: list[pl.DataFrame], kind: str, metric: str, last: str) -> dict
 
 
 def run(sweep: Path, main_dir: Path | None, out: Path) -> int:
+    tables: list[Path] = []
+    if (sweep / "comparisons.parquet").is_file():
+        # A resolving sweep: its verdicts are its comparisons.
+        print(f"# CDT comparisons from {sweep}")
+        with table_file(out / "resolved.md", tables):
+            resolved_table(sweep, out)
+        print(f"\nwrote {tables[0]}")
+        return 0
     metrics = ["regret", "reward_cum", "expected_cum"]
     final = load_final(sweep, metrics)
     main_final = load_final(main_dir, metrics) if main_dir else None
@@ -1438,7 +1617,6 @@ def run(sweep: Path, main_dir: Path | None, out: Path) -> int:
     print(f"# CDT paper tables from {sweep} ({', '.join(kinds) or 'nothing recognised'})")
     frames = [f for f in (main_final, final) if f is not None]  # the sweep itself wins over --main
     figures: list[Path | None] = []
-    tables: list[Path] = []
 
     def table(name: str):
         return table_file(out / f"{name}.md", tables)

@@ -303,6 +303,7 @@ pub fn comparisons_frame(rule: &Resolve, cells: &[CellSoFar], judgement: &Judgem
         Column::new(schema::VERDICT.into(), text(&|c| c.verdict.label().to_string())),
         Column::new(schema::SEEDS_A.into(), cs.iter().map(|c| cells[c.a].seeds as i64).collect::<Vec<i64>>()),
         Column::new(schema::SEEDS_B.into(), cs.iter().map(|c| cells[c.b].seeds as i64).collect::<Vec<i64>>()),
+        Column::new(schema::MAX_SEEDS.into(), cs.iter().map(|_| rule.max_seeds as i64).collect::<Vec<i64>>()),
         Column::new(schema::CONFIDENCE.into(), cs.iter().map(|_| rule.confidence).collect::<Vec<f64>>()),
         Column::new(schema::TOLERANCE.into(), cs.iter().map(|c| c.tolerance).collect::<Vec<f64>>()),
     ];

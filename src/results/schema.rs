@@ -84,6 +84,7 @@ pub const SEEDS_A: &str = "seeds_a";
 pub const SEEDS_B: &str = "seeds_b";
 pub const CONFIDENCE: &str = "confidence";
 pub const TOLERANCE: &str = "tolerance";
+pub const MAX_SEEDS: &str = "max_seeds";
 
 /// The cell's text columns, in every table's order; [`HORIZON`] completes the cell.
 pub const CELL_TEXT: [&str; 5] = [FAMILY, BENCHMARK, BENCHMARK_PARAMS, ALGORITHM, ALGORITHM_PARAMS];
@@ -213,7 +214,7 @@ pub const ALONG_TABLE: [TableColumn; 17] = concat(&[
 
 /// `comparisons.parquet` of a resolving sweep: one row per comparison of two algorithm
 /// variants on one benchmark variant, as its last round left it.
-pub const COMPARISONS: [TableColumn; 19] = [
+pub const COMPARISONS: [TableColumn; 20] = [
     column(FAMILY, ColumnType::String, "the benchmark variant compared on"),
     column(BENCHMARK, ColumnType::String, "the benchmark variant compared on"),
     column(BENCHMARK_PARAMS, ColumnType::String, "the benchmark variant compared on"),
@@ -236,6 +237,12 @@ pub const COMPARISONS: [TableColumn; 19] = [
     ),
     column(SEEDS_A, ColumnType::Int64, "seeds run in a's cell, and in b's"),
     column(SEEDS_B, ColumnType::Int64, "seeds run in a's cell, and in b's"),
+    column(
+        MAX_SEEDS,
+        ColumnType::Int64,
+        "`[resolve]`'s `max_seeds`: the intervals are planned tightest there (with the pairs, the mean, \
+         the differences' standard deviation and the confidence, they are recomputable)",
+    ),
     column(CONFIDENCE, ColumnType::Float64, "`[resolve]`'s confidence"),
     column(
         TOLERANCE,
