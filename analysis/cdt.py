@@ -1506,6 +1506,8 @@ def resolved_table(sweep: Path, out: Path) -> None:
             value[(r["benchmark_params"], r["algorithm"], r["algorithm_params"], r["seed"])] = r["regret"]
     rows_of: dict[str, list[dict]] = {}
     seeds_of: dict[tuple, int] = {}
+    # Per comparison: the still open ones' projections, (pairs to settle or None, sign of a - b).
+    projected: dict[str, list[tuple[int | None, float]]] = {}
     for r in comparisons.iter_rows(named=True):
         label = (
             f"{variant_label(r['algorithm_a'], r['algorithm_params_a'])} - "
@@ -1557,6 +1559,8 @@ def resolved_table(sweep: Path, out: Path) -> None:
                 past = f" (past {r['max_seeds']})" if n and n > r["max_seeds"] else ""
                 settle = f"{n:,}{past}" if n else "> 10^6"
                 settle = settle if r["verdict"] in ("open", "unresolved") else "-"
+                if r["verdict"] in ("open", "unresolved"):
+                    projected.setdefault(label, []).append((n, mean))
             table.append(
                 [
                     BOTTOM_LABELS.get(bottom, bottom),
@@ -1577,12 +1581,23 @@ def resolved_table(sweep: Path, out: Path) -> None:
         tally = {v: sum(r["verdict"] == v for r in rows) for v in VERDICT_WORDS}
         counts.append([label] + [str(tally[v]) for v in VERDICT_WORDS] + [str(len(rows))])
     markdown(["a - b", *VERDICT_WORDS.values(), "settings"], counts, left=1)
-    run_jobs = sum(seeds_of.values())
-    most = max(seeds_of.values())
+    for label, rows in rows_of.items():
+        limit = rows[0]["max_seeds"]
+        within = [m for n, m in projected.get(label, []) if n is not None and n <= limit]
+        if projected.get(label):
+            print(
+                f"{label}: of the {len(projected[label])} not settled, {len(within)} would settle within "
+                f"{limit} pairs at their current mean and sd ({sum(m > 0 for m in within)} with a above b), "
+                f"{len(projected[label]) - len(within)} would need more."
+            )
+    print()
+    run_jobs, cells = sum(seeds_of.values()), len(seeds_of)
+    most, limit = max(seeds_of.values()), first["max_seeds"]
     print(
-        f"Seeds a cell: {min(seeds_of.values())} to {most}; {run_jobs:,} jobs over {len(seeds_of)} cells. "
+        f"Seeds a cell: {min(seeds_of.values())} to {most}; {run_jobs:,} jobs over {cells} cells. "
         f"A fixed number of seeds reaching the same verdicts gives every cell the most any took, {most}: "
-        f"{most * len(seeds_of):,} jobs ({run_jobs / (most * len(seeds_of)):.2f} of them run)."
+        f"{most * cells:,} jobs ({run_jobs / (most * cells):.2f} of them run); every cell at the sweep's "
+        f"max_seeds, {limit}: {limit * cells:,} jobs ({run_jobs / (limit * cells):.3f} of them run)."
     )
 
 

@@ -737,6 +737,9 @@ fn committed_tables_are_what_the_scripts_compute_from_the_committed_runs() {
         run("cdt.py", vec![data("cdt", "cdt-yahoo")], vec![("table2.md", "cdt/table2.md")]),
         run("cdt.py", vec![data("cdt", "cdt-switching")], vec![("switching.md", "cdt/switching.md")]),
         run("cdt.py", vec![data("cdt", "cdt-lipcheck")], vec![("fig3.md", "cdt/fig3.md")]),
+        // A resolving sweep: the script recomputes every mean and interval of its
+        // comparisons.parquet from per_seed.parquet and fails if one differs.
+        run("cdt.py", vec![data("cdt", "cdt-table4-resolve")], vec![("resolved.md", "cdt/resolved-table4.md")]),
         run(
             "bocvs.py",
             vec![data("bocvs", "bocvs-fig1")],
