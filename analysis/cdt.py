@@ -1434,14 +1434,17 @@ VERDICT_WORDS = {
 
 
 def variant_label(algorithm: str, params: str) -> str:
-    """A tuner with the parameters a resolving sweep varies: "OP C2", "CDT k=3, T1=0", "CDT"."""
+    """A tuner with the parameters a resolving sweep varies: "OP C2", "CDT k=3, T1=0", "CDT k=3,
+    warm-up T1" (the paper's random warm-up)."""
     values = json.loads(params)
     words = []
     if "candidates" in values:
         words.append(values["candidates"].upper())
     if "k" in values and values.get("warmup") == "none":
         words.append(f"k={values['k']:g}, T1=0")
-    elif values.get("warmup") not in (None, "preset"):
+    elif "k" in values and values.get("warmup") == "preset":
+        words.append(f"k={values['k']:g}, warm-up T1")
+    elif values.get("warmup") is not None:
         words.append(f"warm-up {values['warmup']}")
     return " ".join([TUNER_LABELS.get(algorithm, algorithm), ", ".join(words)]).strip()
 
@@ -1517,13 +1520,22 @@ def resolved_table(sweep: Path, out: Path) -> None:
         seeds_of[(r["benchmark_params"], r["algorithm_a"], r["algorithm_params_a"])] = r["seeds_a"]
         seeds_of[(r["benchmark_params"], r["algorithm_b"], r["algorithm_params_b"])] = r["seeds_b"]
     first = comparisons.row(0, named=True)
-    relative = any(r["tolerance"] for r in comparisons.iter_rows(named=True))
+    # A relative tolerance, as a fraction of b's mean over the pairs (the file holds the margin applied).
+    fractions = set()
+    for r in comparisons.iter_rows(named=True):
+        bs = [value.get((r["benchmark_params"], r["algorithm_b"], r["algorithm_params_b"], s)) for s in range(r["n"])]
+        if r["tolerance"] and bs and all(b is not None for b in bs):
+            fractions.add(round(r["tolerance"] / (sum(bs) / len(bs)), 9))
+    if any(r["tolerance"] for r in comparisons.iter_rows(named=True)):
+        margin = f" ({fractions.pop():.1%} of b's mean over the pairs)" if len(fractions) == 1 else " (relative)"
+    else:
+        margin = " (0)"
     heading(f"Comparisons run until settled: {sweep.name}")
     print(
         f"Regret at T = {first['horizon']:,}, paired by seed; a - b with its {100 * first['confidence']:g}% "
         "anytime-valid interval (an asymptotic confidence sequence, Waudby-Smith et al., Ann. Statist. 2024); "
         "'lower' / 'higher': a's regret below / above b's beyond the interval; 'equivalent': the interval inside "
-        "± the tolerance" + (" (2% of b's mean over the pairs)" if relative else " (0)") + "; "
+        "± the tolerance" + margin + "; "
         "'unresolved': open at the seed limit or at the sweep's budget. % = a - b over b's mean over the "
         "pairs; sd = of the paired differences; 'to settle' = the pairs at which the sweep's interval would "
         "settle the comparison if its mean and sd stayed as they are. Every mean and interval here is "
