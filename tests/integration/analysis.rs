@@ -740,6 +740,7 @@ fn committed_tables_are_what_the_scripts_compute_from_the_committed_runs() {
         // A resolving sweep: the script recomputes every mean and interval of its
         // comparisons.parquet from per_seed.parquet and fails if one differs.
         run("cdt.py", vec![data("cdt", "cdt-table4-resolve")], vec![("resolved.md", "cdt/resolved-table4.md")]),
+        run("cdt.py", vec![data("cdt", "cdt-ablation-resolve")], vec![("resolved.md", "cdt/resolved-ablation.md")]),
         run(
             "bocvs.py",
             vec![data("bocvs", "bocvs-fig1")],
