@@ -1520,12 +1520,21 @@ def resolved_table(sweep: Path, out: Path) -> None:
         seeds_of[(r["benchmark_params"], r["algorithm_a"], r["algorithm_params_a"])] = r["seeds_a"]
         seeds_of[(r["benchmark_params"], r["algorithm_b"], r["algorithm_params_b"])] = r["seeds_b"]
     first = comparisons.row(0, named=True)
+
+    def pairs_of(r: dict) -> list[tuple[float, float]] | None:
+        """The (a, b) values of a comparison's pairs, the seeds both cells have a value for; None
+        unless they are the rounds' n pairs (no per-seed values, or not this run's)."""
+        side = {s: (r["benchmark_params"], r[f"algorithm_{s}"], r[f"algorithm_params_{s}"]) for s in "ab"}
+        seeds = range(min(r["seeds_a"], r["seeds_b"]))
+        both = [(value.get((*side["a"], s)), value.get((*side["b"], s))) for s in seeds]
+        pairs = [(a, b) for a, b in both if a is not None and b is not None]
+        return pairs if pairs and len(pairs) == r["n"] else None
+
     # A relative tolerance, as a fraction of b's mean over the pairs (the file holds the margin applied).
     fractions = set()
     for r in comparisons.iter_rows(named=True):
-        bs = [value.get((r["benchmark_params"], r["algorithm_b"], r["algorithm_params_b"], s)) for s in range(r["n"])]
-        if r["tolerance"] and bs and all(b is not None for b in bs):
-            fractions.add(round(r["tolerance"] / (sum(bs) / len(bs)), 9))
+        if r["tolerance"] and (pairs := pairs_of(r)):
+            fractions.add(round(r["tolerance"] / (sum(b for _, b in pairs) / len(pairs)), 9))
     if any(r["tolerance"] for r in comparisons.iter_rows(named=True)):
         margin = f" ({fractions.pop():.1%} of b's mean over the pairs)" if len(fractions) == 1 else " (relative)"
     else:
@@ -1547,13 +1556,8 @@ def resolved_table(sweep: Path, out: Path) -> None:
             bottom = json.loads(r["benchmark_params"])["bottom"]
             interval = "-" if r["lower"] is None else f"[{r['lower']:.1f}, {r['upper']:.1f}]"
             share, sd, settle = "-", "-", "-"
-            pairs = [
-                (value.get((r["benchmark_params"], r["algorithm_a"], r["algorithm_params_a"], s)),
-                 value.get((r["benchmark_params"], r["algorithm_b"], r["algorithm_params_b"], s)))
-                for s in range(min(r["seeds_a"], r["seeds_b"]))
-            ]
-            pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
-            if value and len(pairs) == r["n"] and r["lower"] is not None:
+            pairs = pairs_of(r)
+            if pairs and r["lower"] is not None:
                 d = [a - b for a, b in pairs]
                 mean = sum(d) / len(d)
                 # The recomputed mean is the rounds' own: the same pairs, summed in seed order.

@@ -219,17 +219,6 @@ pub struct ReadValues {
     values: HashMap<String, (std::sync::Arc<PathBuf>, JobValue)>,
 }
 
-impl ReadValues {
-    /// How many jobs' values are kept.
-    pub fn len(&self) -> usize {
-        self.values.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.values.is_empty()
-    }
-}
-
 /// The [`JobValue`] of each job of `keys` that a part of `sweep_dir` holds: `metric` at
 /// `step`, or at the job's last step when `step` is `None` or the job ended before it.
 /// Jobs whose value `read` has from the same part are not read again; `read` keeps the
@@ -486,7 +475,7 @@ mod tests {
         let keys: BTreeSet<String> = jobs.iter().map(|(j, ..)| j.key.0.clone()).collect();
         let mut read = ReadValues::default();
         let last = job_values(dir.path(), "regret", None, &keys, &mut read).unwrap();
-        assert_eq!((last.len(), read.len()), (6, 6));
+        assert_eq!((last.len(), read.values.len()), (6, 6));
         for (job, ..) in &jobs {
             let seed = job.spec.seed as usize;
             let table = if job.spec.algorithm == "straddle" { STRADDLE } else { UCB };
