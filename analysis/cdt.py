@@ -19,6 +19,9 @@ prints, as Markdown tables with the paper's value beside ours and the ratio ours
 * cdt-grid (unit-ball, algorithm fixed): Table 3 (paper Appendix A.1), the best fixed exploration value;
 * cdt-switching (family lipschitz): the final regret of Oracle / Zooming TS-R / Zooming, the
   ranking claim of paper Appendix A.3 and Figure 4 (DIR/figures/fig4.png);
+* cdt-switching-isolate (the Thompson scale changed alone, and the Oracle that renews stationary
+  Zooming), with --main naming the cdt-switching directory: Figure 4's order in each
+  (shape, constants) cell, and under the Oracle's other reading (switching-isolate.md);
 * cdt-lipcheck (family lipschitz-check): Figure 3 (DIR/figures/fig3.png), the centred group-mean
   reward of each fixed exploration value along CDT runs, and its smoothness;
 * cdt-sim-refcode (CDT presets refcode / refcode-fixed): their final regret beside the paper's CDT;
@@ -26,12 +29,13 @@ prints, as Markdown tables with the paper's value beside ours and the ratio ours
   final.parquet): its comparisons setting by setting, the count of each verdict, and the seeds the
   cells took against a fixed plan reaching the same verdicts (resolved.md; nothing else).
 
---main DIR names a cdt-main directory used for the C1 and T1 = T^{2/(p+3)} columns.
+--main DIR names a cdt-main directory used for the C1 and T1 = T^{2/(p+3)} columns (the
+cdt-switching directory for cdt-switching-isolate).
 
 Output: everything goes to DIR/figures/ (or --out DIR), never into the source tree, and the path
 of every file written is printed. Each table printed is also written there as Markdown, exactly as
 printed: final_regret.md (cdt-main's regret table and ranking claims), table1.md .. table6.md (the
-paper's Tables 1-6), switching.md (Figure 4's numbers), fig3.md (Figure 3's numbers), refcode.md;
+paper's Tables 1-6), switching.md and switching-isolate.md (Figure 4's numbers), fig3.md (Figure 3's numbers), refcode.md;
 the figures are fig2.png, fig3.png and fig4.png.
 
 When final.parquet or summary.parquet is missing (a sweep still running, not yet summarised),
@@ -1262,6 +1266,112 @@ def switching_table(final: pl.DataFrame) -> None:
     )
 
 
+# cdt-switching-isolate: one constant at a time, beside cdt-switching's cells.
+ISOLATE_CONSTANTS = ["paper", "paper-code-scale", "code-paper-scale", "code"]
+ISOLATE_LABELS = {
+    "paper": "paper",
+    "paper-code-scale": "paper, the code's TS scale",
+    "code-paper-scale": "code, the paper's TS scale",
+    "code": "code",
+}
+# Stationary Zooming has no Thompson scale: its run with the same radius, removal and coverage.
+RADIUS_OF = {"paper": "paper", "paper-code-scale": "paper", "code-paper-scale": "code", "code": "code"}
+
+
+def is_isolation(final: pl.DataFrame) -> bool:
+    sw = final.filter(IS_SWITCHING)
+    return bool(sw.filter(~pl.col("constants").is_in(CONSTANTS) | (pl.col("algorithm") == "oracle-zooming")).height)
+
+
+def thompson_scale(constants: str, horizon: int) -> float:
+    """The Thompson index's scale at n = 1: the paper's s0 = sqrt(52 pi tau0^2 ln T) or the code's
+    sqrt(pi tau0^2 ln T), tau0^2 = 0.1 (eq. 5 and the authors' code)."""
+    factor = 52.0 if constants in ("paper", "code-paper-scale") else 1.0
+    return math.sqrt(factor * math.pi * 0.1 * math.log(horizon))
+
+
+def switching_isolation(final: pl.DataFrame, base: pl.DataFrame | None) -> None:
+    """Figure 4's order with the Thompson scale changed alone, and with the Oracle's other reading;
+    `base` (cdt-switching) supplies the paper's and the code's cells and stationary Zooming."""
+    heading("Switching Lipschitz bandit (A.3, Figure 4): the Thompson scale alone, and the Oracle's two readings")
+    frames = [f.filter(IS_SWITCHING & (pl.col("metric") == "regret")) for f in (base, final) if f is not None]
+    cells = {(r["shape"], r["constants"], r["algorithm"]): r for f in frames for r in f.iter_rows(named=True)}
+    horizon = max(c["horizon"] for c in cells.values())
+    print(
+        f"Final cumulative regret, mean (se) over n = {ns(cells)} repetitions at T = {horizons(cells)}; the "
+        "isolating runs share cdt-switching's seeds and reward noise. Zooming TS-R and the Oracle with one "
+        "group of constants changed: the Thompson scale (the index's spread at n = 1: the paper's "
+        f"s0 = {thompson_scale('paper', horizon):.2f}, the code's {thompson_scale('code', horizon):.2f}), "
+        "or the radius, removal and coverage rule with it. Stationary Zooming has no Thompson scale: its "
+        "column is its run with the same radius.\n"
+    )
+
+    def cell(shape: str, constants: str, algorithm: str) -> str:
+        c = cells.get((shape, constants, algorithm))
+        return f"{num(c['mean'])} ({num(c['se'])})" if c else "-"
+
+    rows, verdicts = [], []
+    for s in SHAPES:
+        for k in ISOLATE_CONSTANTS:
+            got = {
+                "oracle": cells.get((s, k, "oracle")),
+                "zooming-tsr": cells.get((s, k, "zooming-tsr")),
+                "zooming": cells.get((s, RADIUS_OF[k], "zooming")),
+            }
+            order = sorted(got, key=lambda a: got[a]["mean"]) if all(got.values()) else None
+            holds = None if order is None else order == LIPSCHITZ_ALGOS
+            verdicts.append(holds)
+            rows.append(
+                [
+                    s,
+                    ISOLATE_LABELS[k],
+                    num(thompson_scale(k, horizon)),
+                    cell(s, k, "oracle"),
+                    cell(s, k, "zooming-tsr"),
+                    cell(s, RADIUS_OF[k], "zooming"),
+                    " < ".join(LIPSCHITZ_LABELS[a] for a in order) if order else "-",
+                    yes_no(holds),
+                ]
+            )
+    markdown(
+        ["Shape", "Constants", "TS scale", "Oracle", "Zooming TS-R", "Zooming", "order by mean", "claimed order?"],
+        rows,
+    )
+    k, n = count(verdicts)
+    print(f"The claimed order Oracle < Zooming TS-R < Zooming holds in {k} of {n} (shape, constants) cells.\n")
+    rows = []
+    for s in SHAPES:
+        for k in CONSTANTS:
+            ts, renewed = cells.get((s, k, "oracle")), cells.get((s, k, "oracle-zooming"))
+            tsr, zoom = cells.get((s, k, "zooming-tsr")), cells.get((s, k, "zooming"))
+            beats = None if not (renewed and tsr and zoom) else renewed["mean"] < tsr["mean"] < zoom["mean"]
+            rows.append(
+                [
+                    s,
+                    k,
+                    cell(s, k, "oracle"),
+                    cell(s, k, "oracle-zooming"),
+                    cell(s, k, "zooming-tsr"),
+                    cell(s, k, "zooming"),
+                    num(renewed["mean"] - ts["mean"]) if renewed and ts else "-",
+                    yes_no(beats),
+                ]
+            )
+    markdown(
+        [
+            "Shape",
+            "Constants",
+            "Oracle: Zooming TS renewed",
+            "Oracle: Zooming renewed",
+            "Zooming TS-R",
+            "Zooming",
+            "Zooming renewed - Zooming TS renewed",
+            "order with the Zooming Oracle?",
+        ],
+        rows,
+    )
+
+
 def figure4(curves: pl.DataFrame, out: Path) -> Path | None:
     curves = curves.filter(IS_SWITCHING)
     panels = [
@@ -1678,7 +1788,10 @@ def run(sweep: Path, main_dir: Path | None, out: Path) -> int:
     if "grid" in kinds:
         with table("table3"):
             table3(final)
-    if "switching" in kinds:
+    if "switching" in kinds and is_isolation(final):
+        with table("switching-isolate"):
+            switching_isolation(final, main_final)
+    elif "switching" in kinds:
         with table("switching"):
             switching_table(final)
         figures.append(figure4(load_curves(sweep, "regret"), out))
@@ -1698,7 +1811,12 @@ def run(sweep: Path, main_dir: Path | None, out: Path) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("sweep", type=Path, help="a sweep directory, e.g. results/cdt-main")
-    parser.add_argument("--main", type=Path, default=None, help="a cdt-main directory for the C1 / T1 columns")
+    parser.add_argument(
+        "--main",
+        type=Path,
+        default=None,
+        help="a cdt-main directory for the C1 / T1 columns (for cdt-switching-isolate: the cdt-switching directory)",
+    )
     parser.add_argument("--out", type=Path, default=None, help="where figures and tables go (default SWEEP/figures)")
     args = parser.parse_args()
     if not check_dir(args.sweep) or (args.main and not check_dir(args.main)):

@@ -736,6 +736,14 @@ fn committed_tables_are_what_the_scripts_compute_from_the_committed_runs() {
         run("cdt.py", vec![data("cdt", "cdt-main")], vec![("final_regret.md", "cdt/final_regret.md")]),
         run("cdt.py", vec![data("cdt", "cdt-yahoo")], vec![("table2.md", "cdt/table2.md")]),
         run("cdt.py", vec![data("cdt", "cdt-switching")], vec![("switching.md", "cdt/switching.md")]),
+        Recompute {
+            extra: vec!["--main".into(), data("cdt", "cdt-switching").to_str().unwrap().to_string()],
+            ..run(
+                "cdt.py",
+                vec![data("cdt", "cdt-switching-isolate")],
+                vec![("switching-isolate.md", "cdt/switching-isolate.md")],
+            )
+        },
         run("cdt.py", vec![data("cdt", "cdt-lipcheck")], vec![("fig3.md", "cdt/fig3.md")]),
         // A resolving sweep: the script recomputes every mean and interval of its
         // comparisons.parquet from per_seed.parquet and fails if one differs.
