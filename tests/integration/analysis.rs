@@ -744,6 +744,8 @@ fn committed_tables_are_what_the_scripts_compute_from_the_committed_runs() {
                 vec![("switching-isolate.md", "cdt/switching-isolate.md")],
             )
         },
+        // An independent numpy M-SafeOpt beside armada's committed runs (no sweep of its own).
+        run("safe_independent.py", vec![], vec![("independent.md", "safe/independent.md")]),
         run("cdt.py", vec![data("cdt", "cdt-lipcheck")], vec![("fig3.md", "cdt/fig3.md")]),
         // A resolving sweep: the script recomputes every mean and interval of its
         // comparisons.parquet from per_seed.parquet and fails if one differs.
