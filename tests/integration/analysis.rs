@@ -787,6 +787,27 @@ fn committed_tables_are_what_the_scripts_compute_from_the_committed_runs() {
     }
 }
 
+/// The authors' code's per-repetition outputs behind docs/investigations.md (LinUCB and LinTS
+/// on Sim, committed as `cdt_authors.py run` wrote them) give the rows the doc prints for
+/// them: each of `cdt_authors.py table`'s rows of the authors' code is a line of the doc.
+#[test]
+fn the_authors_runs_committed_give_the_documented_rows() {
+    let Some(python) = python() else { return };
+    let root = common::manifest_dir();
+    let csv = root.join("analysis/figures/cdt/data/authors/authors_sim.csv");
+    let table = script(&python, "cdt_authors.py", &[], &["table", "--authors", csv.to_str().unwrap(), "--eff", "20"]);
+    let doc = std::fs::read_to_string(root.join("docs/investigations.md")).unwrap();
+    let doc_lines: std::collections::HashSet<&str> = doc.lines().collect();
+    let rows: Vec<&str> = table.lines().filter(|l| l.contains("| authors' code |")).collect();
+    assert_eq!(rows.len(), 16, "LinUCB and LinTS, four tuners, all and the -eff filter:\n{table}");
+    for row in rows {
+        assert!(
+            doc_lines.contains(row),
+            "docs/investigations.md does not print this row of the committed runs:\n{row}"
+        );
+    }
+}
+
 /// `cdt_authors.py table` on rows as `cdt_authors.py run` writes them: each setting's runs
 /// grouped by tuner and variant, mean and standard error (n - 1) computed by hand here, the
 /// paper's value beside them, and OP over a single candidate shown as the fixed value it plays
