@@ -197,7 +197,7 @@ def neg_log_post(theta: np.ndarray, d2s: np.ndarray, d2x: np.ndarray, y: np.ndar
     return float(val), grad + z / PRIOR_SD
 
 
-def fit_lbfgs(X: np.ndarray, y: np.ndarray, current: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, int]:
+def fit_lbfgs(X: np.ndarray, y: np.ndarray, current: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     d2s, d2x = sqdist(X, X)
     lo = np.array([b[0] for b in LOG_BOUNDS])
     hi = np.array([b[1] for b in LOG_BOUNDS])
@@ -207,8 +207,7 @@ def fit_lbfgs(X: np.ndarray, y: np.ndarray, current: np.ndarray, rng: np.random.
     vals = [neg_log_post(t, d2s, d2x, y)[0] for t in starts]
     x0 = starts[int(np.argmin(vals))]
     res = minimize(neg_log_post, x0, args=(d2s, d2x, y), jac=True, method="L-BFGS-B", bounds=LOG_BOUNDS)
-    theta = res.x if res.fun <= min(vals) else x0
-    return theta, len(starts) + int(res.nfev)
+    return res.x if res.fun <= min(vals) else x0
 
 
 def grid_thetas() -> np.ndarray:
@@ -220,7 +219,7 @@ def grid_thetas() -> np.ndarray:
     return np.c_[a.ravel(), b.ravel(), c.ravel()]
 
 
-def fit_grid(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, int]:
+def fit_grid(X: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Best MAP objective over the 13 x 13 x 15 log grid; Choleskys batched per variance."""
     n = len(y)
     d2s, d2x = sqdist(X, X)
@@ -252,7 +251,7 @@ def fit_grid(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, int]:
         nll = 0.5 * (zy**2).sum(1) + np.log(np.diagonal(L, axis1=1, axis2=2)).sum(1)
         obj[:, k] = np.where(ok, nll, np.inf)
     obj = obj.ravel() + 0.5 * (((thetas - PRIOR_MU) / PRIOR_SD) ** 2).sum(1)
-    return thetas[int(np.argmin(obj))], len(thetas)
+    return thetas[int(np.argmin(obj))]
 
 
 def predict(theta: np.ndarray, X: np.ndarray, y: np.ndarray, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -270,15 +269,6 @@ def predict(theta: np.ndarray, X: np.ndarray, y: np.ndarray, Z: np.ndarray) -> t
 # ---------------------------------------------------------------------------------- algorithm
 
 
-@dataclass
-class Step:
-    index: int
-    certified: int
-    active: int
-    expanders: int
-    maximisers: int
-
-
 def case1_choose(
     bench: Bench,
     mu_f: np.ndarray,
@@ -288,8 +278,8 @@ def case1_choose(
     prev_active: np.ndarray,
     elimination: str,
     expanders: str,
-) -> tuple[Step, np.ndarray]:
-    """One round of M-SafeOpt Case 1 on the grid; returns the choice and D_X^t."""
+) -> tuple[int, np.ndarray]:
+    """One round of M-SafeOpt Case 1 on the grid; returns the chosen flat index and D_X^t."""
     n_x, n_s = bench.F.shape
     ucb_f = (mu_f + BETA * sd_f).reshape(n_x, n_s)
     lcb_f = (mu_f - BETA * sd_f).reshape(n_x, n_s)
@@ -331,20 +321,16 @@ def case1_choose(
     acq = np.zeros((n_x, n_s))  # eq. (23)
     acq[m_rows, s_hat[m_rows]] = sig_f[m_rows, s_hat[m_rows]]
     acq[g_rows, b[g_rows]] = np.maximum(sig_f[g_rows, b[g_rows]], sig_g[g_rows, b[g_rows]])
-    choice = int(np.argmax(acq.ravel()))
-    return Step(choice, int(safe.sum()), int(active.sum()), len(g_rows), len(m_rows)), active
+    return int(np.argmax(acq.ravel())), active
 
 
 @dataclass
 class Run:
     seed: int
-    fit: str
     regret: list[float] = field(default_factory=list)
-    steps: list[Step] = field(default_factory=list)
-    theta_f: list[np.ndarray] = field(default_factory=list)
-    theta_g: list[np.ndarray] = field(default_factory=list)
+    theta_f: np.ndarray = field(default_factory=lambda: PRIOR_MU.copy())  # the last fit's
+    theta_g: np.ndarray = field(default_factory=lambda: PRIOR_MU.copy())
     violations: int = 0
-    evals: int = 0
     seconds: float = 0.0
 
     @property
@@ -354,35 +340,29 @@ class Run:
 
 def run_case1(bench: Bench, seed: int, rounds: int, fit: str, elimination: str, expanders: str) -> Run:
     t0 = time.perf_counter()
-    out = Run(seed, fit)
+    out = Run(seed)
     rs = np.random.default_rng((seed, SEED_POINT_STREAM))
     xs = rs.uniform(0.0, 2.0, N_SEED_POINTS)
     X = np.c_[np.zeros(N_SEED_POINTS), xs]
     yf, yg = f_true(X[:, 0], X[:, 1]), g_true(X[:, 0], X[:, 1])
-    th_f, th_g = PRIOR_MU.copy(), PRIOR_MU.copy()
     active = np.ones(len(bench.x), bool)
     for t in range(rounds + 1):
         # refit on the data holding t queries (t = 0: the seed points only)
         if fit == "lbfgs":
             rng = np.random.default_rng((seed, t))
-            th_f, nf = fit_lbfgs(X, yf, th_f, rng)
-            th_g, ng = fit_lbfgs(X, yg, th_g, rng)
+            out.theta_f = fit_lbfgs(X, yf, out.theta_f, rng)
+            out.theta_g = fit_lbfgs(X, yg, out.theta_g, rng)
         else:
-            th_f, nf = fit_grid(X, yf)
-            th_g, ng = fit_grid(X, yg)
-        out.evals += nf + ng
-        out.theta_f.append(th_f)
-        out.theta_g.append(th_g)
+            out.theta_f, out.theta_g = fit_grid(X, yf), fit_grid(X, yg)
         if t == rounds:
             break
-        mu_f, sd_f = predict(th_f, X, yf, bench.pts)
-        mu_g, sd_g = predict(th_g, X, yg, bench.pts)
-        step, active = case1_choose(bench, mu_f, sd_f, mu_g, sd_g, active, elimination, expanders)
-        out.steps.append(step)
-        i_x, j_s = divmod(step.index, len(bench.s))
+        mu_f, sd_f = predict(out.theta_f, X, yf, bench.pts)
+        mu_g, sd_g = predict(out.theta_g, X, yg, bench.pts)
+        choice, active = case1_choose(bench, mu_f, sd_f, mu_g, sd_g, active, elimination, expanders)
+        i_x, j_s = divmod(choice, len(bench.s))
         out.regret.append(bench.fstar - bench.F[i_x, j_s])
         out.violations += int(bench.G[i_x, j_s] > H)
-        z = bench.pts[step.index]
+        z = bench.pts[choice]
         X = np.vstack([X, z])
         yf = np.append(yf, f_true(z[0], z[1]))  # noiseless
         yg = np.append(yg, g_true(z[0], z[1]))
@@ -474,8 +454,8 @@ def report(bench: Bench, arm: pl.DataFrame, runs: dict, seeds: list[int], rounds
         f"{mean_se([g.avg - a.avg for a, g in zip(lb, gr)])} | {mean_se([r.avg for r in ab])} | "
         f"{mean_se([e.avg - a.avg for a, e in zip(lb, ab)])} | |"
     )
-    th_f = np.exp(np.mean([r.theta_f[-1] for r in lb], axis=0))
-    th_g = np.exp(np.mean([r.theta_g[-1] for r in lb], axis=0))
+    th_f = np.exp(np.mean([r.theta_f for r in lb], axis=0))
+    th_g = np.exp(np.mean([r.theta_g for r in lb], axis=0))
     out += [
         "",
         f"Final hyperparameters with L-BFGS (geometric mean over seeds): f: l_s {th_f[0]:.3f}, l_x {th_f[1]:.3f}, "
