@@ -7,7 +7,7 @@
 
 use crate::common;
 
-use common::cluster::{client, serve, worker, write};
+use common::cluster::{client_with, serve_with, worker_with, write, Launcher};
 use common::{assert_same_trajectory, text, wait_until, Proc};
 use polars::prelude::*;
 use std::collections::BTreeMap;
@@ -103,6 +103,12 @@ fn jobs_by_cell(sweep: &Path) -> BTreeMap<(String, String, i64), DataFrame> {
 /// the final table; each job ran on the worker of its algorithm.
 #[test]
 fn your_method_runs_in_a_sweep_beside_the_papers_methods() {
+    the_guide_runs(bindings_python(), &Launcher::workspace());
+}
+
+/// The guide's test, with the SDK and bindings of `python` and the armada of `launcher`
+/// (tests/integration/wheels.rs: all three from wheels).
+pub(crate) fn the_guide_runs(python: &Path, launcher: &Launcher) {
     let guide = std::fs::read_to_string(common::manifest_dir().join("docs/your-method.md")).unwrap();
     let files = guide_files(&guide);
     let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
@@ -130,11 +136,11 @@ fn your_method_runs_in_a_sweep_beside_the_papers_methods() {
     for (name, body) in &files {
         write(dir, name, body);
     }
-    let python = bindings_python();
-    let coord = serve(&dir.join("armada-data"), 0, &[]);
-    let _rust = worker(&coord.url, 1, &dir.join("rust.log"), &[]);
+    let coord = serve_with(launcher, &dir.join("armada-data"), 0, &[]);
+    let _rust = worker_with(launcher, &coord.url, 1, &dir.join("rust.log"), &[], &[]);
     let python_worker = |extension: &str, log: &Path| {
-        let child = Command::new(python)
+        let child = launcher
+            .command(python)
             .args(["-m", "armada_sdk.worker", extension, "--coordinator", &coord.url, "--slots", "1"])
             .current_dir(dir)
             .env("PYTHONPATH", dir)
@@ -153,11 +159,11 @@ fn your_method_runs_in_a_sweep_beside_the_papers_methods() {
     });
     assert!(log(0).contains("family my-lse extending lse"), "{}", log(0));
     for sweep in ["lse-vs-mine.toml", "bandits-vs-mine.toml"] {
-        let submitted = client(&["submit", dir.join(sweep).to_str().unwrap()], &coord.url, 60);
+        let submitted = client_with(launcher, &["submit", dir.join(sweep).to_str().unwrap()], &coord.url, 60, &[]);
         assert!(submitted.status.success(), "{}", text(&submitted.stderr));
     }
     for id in ["lse-vs-mine", "bandits-vs-mine"] {
-        let watched = client(&["watch", id], &coord.url, 600);
+        let watched = client_with(launcher, &["watch", id], &coord.url, 600, &[]);
         let table = text(&watched.stdout);
         assert!(watched.status.success(), "{table}\n{}\n{}\n{}", text(&watched.stderr), log(0), log(1));
         let ours = if id == "lse-vs-mine" {
@@ -171,7 +177,7 @@ fn your_method_runs_in_a_sweep_beside_the_papers_methods() {
     }
 
     // `armada list` shows the extension whole: the family's benchmarks, its algorithms.
-    let listed = common::armada(&["list", "--coordinator", &coord.url]);
+    let listed = launcher.armada().args(["list", "--coordinator", &coord.url]).output().unwrap();
     let listed = text(&listed.stdout);
     let mine = listed.split("\nfamily ").find(|f| f.starts_with("my-lse ")).unwrap_or_else(|| panic!("{listed}"));
     assert!(mine.starts_with("my-lse (version 1, extends lse, declared, digest "), "{mine}");
@@ -179,7 +185,7 @@ fn your_method_runs_in_a_sweep_beside_the_papers_methods() {
     assert!(!mine.contains("  algorithm straddle: ") && mine.contains("      loss (float): "), "{mine}");
 
     // compare.py, as written.
-    let compared = Command::new(python).args(["compare.py", "armada-data"]).current_dir(dir).output().unwrap();
+    let compared = launcher.command(python).args(["compare.py", "armada-data"]).current_dir(dir).output().unwrap();
     assert!(compared.status.success(), "{}", text(&compared.stderr));
     assert_eq!(
         text(&compared.stdout).lines().collect::<Vec<_>>(),
@@ -249,7 +255,11 @@ fn your_method_runs_in_a_sweep_beside_the_papers_methods() {
     assert!(dashboard.contains("misclassification") && dashboard.contains("py-straddle"), "{dashboard}");
     let report = dir.join("report.html");
     let sweep = dir.join("armada-data/lse-vs-mine");
-    let written = common::armada(&["report", sweep.to_str().unwrap(), "--out", report.to_str().unwrap()]);
+    let written = launcher
+        .armada()
+        .args(["report", sweep.to_str().unwrap(), "--out", report.to_str().unwrap()])
+        .output()
+        .unwrap();
     assert!(written.status.success(), "{}", text(&written.stderr));
     let html = std::fs::read_to_string(&report).unwrap();
     assert!(

@@ -24,3 +24,4 @@ mod run_sweep;
 mod sdk;
 mod slurm;
 mod sweep_files;
+mod wheels;

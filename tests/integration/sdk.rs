@@ -5,7 +5,7 @@
 
 use crate::common;
 
-use common::cluster::{client, serve, worker, write, Coordinator};
+use common::cluster::{client, serve, worker, write, Coordinator, Launcher};
 use common::{assert_same_trajectory, jobs, text, wait_until, Proc};
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -15,7 +15,7 @@ use std::time::Duration;
 
 /// The python of a venv with the SDK's test requirements, and the SDK installed from
 /// workers/python (once per run of this binary, so that a changed SDK is what is tested).
-fn sdk_python() -> &'static Path {
+pub(crate) fn sdk_python() -> &'static Path {
     static PYTHON: OnceLock<PathBuf> = OnceLock::new();
     PYTHON.get_or_init(|| {
         let sdk = common::manifest_dir().join("workers/python");
@@ -30,7 +30,24 @@ fn python_worker(url: &str, family: &str, slots: usize, log: &Path, dir: &Path) 
 }
 
 fn python_worker_args(url: &str, family: &str, slots: usize, log: &Path, dir: &Path, extra: &[&str]) -> Proc {
-    let child = Command::new(sdk_python())
+    python_worker_with(&Launcher::workspace(), sdk_python(), url, family, slots, log, dir, extra)
+}
+
+/// A Python worker of `family` (`module:NAME`, found on `dir`) run by `python` through
+/// `launcher`'s wrapper.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn python_worker_with(
+    launcher: &Launcher,
+    python: &Path,
+    url: &str,
+    family: &str,
+    slots: usize,
+    log: &Path,
+    dir: &Path,
+    extra: &[&str],
+) -> Proc {
+    let child = launcher
+        .command(python)
         .args(["-m", "armada_sdk.worker", family, "--coordinator", url, "--slots", &slots.to_string()])
         .args(extra)
         .current_dir(dir)
@@ -43,7 +60,7 @@ fn python_worker_args(url: &str, family: &str, slots: usize, log: &Path, dir: &P
     Proc(child)
 }
 
-fn registered(log: &Path) -> bool {
+pub(crate) fn registered(log: &Path) -> bool {
     std::fs::read_to_string(log).is_ok_and(|l| l.contains("registered with"))
 }
 
@@ -52,7 +69,7 @@ fn the_sdk_passes_its_own_tests() {
     common::pytest_passes(sdk_python(), &common::manifest_dir().join("workers/python/tests"));
 }
 
-const NOISY_SWEEP: &str = r#"
+pub(crate) const NOISY_SWEEP: &str = r#"
 name = "noisy-mix"
 family = "noisy"
 seeds = 4

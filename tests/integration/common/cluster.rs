@@ -19,10 +19,52 @@ pub struct Coordinator {
     pub dashboard: String,
 }
 
+/// How a test starts armada's processes: this build's binary, or an installed one run
+/// through a wrapper (tests/integration/wheels.rs: a wheel's, with the Rust toolchain out of
+/// sight; tests/numerics/processors.rs: this build's under an emulator).
+#[derive(Clone, Debug)]
+pub struct Launcher {
+    /// A program and its arguments that run the command after them (empty: none).
+    pub wrapper: Vec<String>,
+    pub armada: PathBuf,
+    /// Where clients run.
+    pub dir: PathBuf,
+}
+
+impl Launcher {
+    /// This build's binary, run as it is, its clients from the checkout.
+    pub fn workspace() -> Launcher {
+        Launcher { wrapper: Vec::new(), armada: PathBuf::from(BIN), dir: super::manifest_dir() }
+    }
+
+    /// A command running `program` through the wrapper.
+    pub fn command(&self, program: &Path) -> Command {
+        match self.wrapper.split_first() {
+            Some((wrapper, rest)) => {
+                let mut cmd = Command::new(wrapper);
+                cmd.args(rest).arg(program);
+                cmd
+            }
+            None => Command::new(program),
+        }
+    }
+
+    /// A command running armada.
+    pub fn armada(&self) -> Command {
+        self.command(&self.armada)
+    }
+}
+
 /// Start `armada serve` on `port` (0: any) with its data in `data`; logs go to `data/../`.
 pub fn serve(data: &Path, port: u16, extra: &[&str]) -> Coordinator {
+    serve_with(&Launcher::workspace(), data, port, extra)
+}
+
+/// [`serve`] started by `launcher`.
+pub fn serve_with(launcher: &Launcher, data: &Path, port: u16, extra: &[&str]) -> Coordinator {
     let log = File::create(data.with_extension(format!("serve-{port}.log"))).unwrap();
-    let mut child = Command::new(BIN)
+    let mut child = launcher
+        .armada()
         .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--data", data.to_str().unwrap()])
         // A restart on a fixed port would put the dashboard on the next one, which another
         // test's coordinator may hold: any free port instead.
@@ -60,14 +102,20 @@ pub fn worker_args(url: &str, slots: usize, log: &Path, args: &[&str], env: &[(&
 /// A worker run through `wrapper` (an emulator and its arguments, `["qemu-x86_64", "-cpu",
 /// "Nehalem"]`; empty: the binary itself).
 pub fn worker_via(wrapper: &[&str], url: &str, slots: usize, log: &Path, args: &[&str], env: &[(&str, &str)]) -> Proc {
-    let mut cmd = match wrapper.split_first() {
-        Some((program, rest)) => {
-            let mut cmd = Command::new(program);
-            cmd.args(rest).arg(BIN);
-            cmd
-        }
-        None => Command::new(BIN),
-    };
+    let launcher = Launcher { wrapper: wrapper.iter().map(|w| w.to_string()).collect(), ..Launcher::workspace() };
+    worker_with(&launcher, url, slots, log, args, env)
+}
+
+/// A worker started by `launcher`.
+pub fn worker_with(
+    launcher: &Launcher,
+    url: &str,
+    slots: usize,
+    log: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Proc {
+    let mut cmd = launcher.armada();
     cmd.args(["worker", "--coordinator", url, "--slots", &slots.to_string()])
         .args(args)
         .env("ARMADA_LOG", "info")
@@ -86,10 +134,15 @@ pub fn client(args: &[&str], url: &str, secs: u64) -> Output {
 }
 
 pub fn client_env(args: &[&str], url: &str, secs: u64, env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(BIN);
+    client_with(&Launcher::workspace(), args, url, secs, env)
+}
+
+/// [`client_env`] started by `launcher`.
+pub fn client_with(launcher: &Launcher, args: &[&str], url: &str, secs: u64, env: &[(&str, &str)]) -> Output {
+    let mut cmd = launcher.armada();
     cmd.args(args)
         .args(["--coordinator", url])
-        .current_dir(super::manifest_dir())
+        .current_dir(&launcher.dir)
         .env_remove("ARMADA_TOKEN")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

@@ -182,6 +182,28 @@ pub fn wait_until(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
+/// Whether this machine lets a test mount a tmpfs in a mount namespace of its own (root);
+/// false with a message, or a failure under `ARMADA_REQUIRE_MOUNT=1` (as `.ci/run` sets).
+pub fn can_mount() -> bool {
+    let dir = tempfile::tempdir().unwrap();
+    let probe = Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "mount", "-t", "tmpfs", "armada-probe"])
+        .arg(dir.path())
+        .output();
+    match probe {
+        Ok(out) if out.status.success() => true,
+        other => {
+            let why = other.map_or_else(|e| e.to_string(), |o| text(&o.stderr));
+            assert!(
+                std::env::var("ARMADA_REQUIRE_MOUNT").as_deref() != Ok("1"),
+                "cannot mount in a namespace of its own ({why}) and ARMADA_REQUIRE_MOUNT=1"
+            );
+            eprintln!("SKIPPED: cannot mount in a namespace of its own ({why}); run as root, see ARMADA_REQUIRE_MOUNT");
+            false
+        }
+    }
+}
+
 /// The python of a venv under the target directory with `requirements` installed from the
 /// package registry, made on first use (and again when the requirements change). Tests
 /// run side by side: one makes it, the others wait.
@@ -218,15 +240,46 @@ pub fn python_venv_of(name: &str, requirements: &[&Path]) -> PathBuf {
 }
 
 /// Install the SDK from this checkout's workers/python into the venv of `python` (its
-/// dependencies are the venv's already), so that a changed SDK is what is tested.
+/// dependencies are the venv's already), so that a changed SDK is what is tested; the
+/// install writes nothing into the checkout (an out-of-tree build: it works from a
+/// read-only one).
 pub fn install_sdk(python: &Path) {
+    let sdk = manifest_dir().join("workers/python");
+    let before = tree(&sdk);
     let installed = Command::new(python)
         .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps"])
         .args(["--no-build-isolation", "--force-reinstall"])
-        .arg(manifest_dir().join("workers/python"))
+        .arg(&sdk)
         .output()
         .unwrap();
     assert!(installed.status.success(), "pip install workers/python:\n{}", text(&installed.stderr));
+    let after = tree(&sdk);
+    let written: Vec<_> = after.iter().filter(|entry| !before.contains(entry)).collect();
+    assert!(written.is_empty(), "pip install wrote into the checkout: {written:?}");
+}
+
+/// Every file and directory under `dir`, files with their length and modification time,
+/// but Python's bytecode caches (the SDK's own tests, running beside, write those, and so
+/// change their directories' times).
+fn tree(dir: &Path) -> std::collections::BTreeSet<(PathBuf, u64, std::time::SystemTime)> {
+    let mut entries = std::collections::BTreeSet::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.file_name().is_some_and(|n| n == "__pycache__") {
+                continue;
+            }
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            if meta.is_dir() {
+                pending.push(path.clone());
+                entries.insert((path, 0, std::time::UNIX_EPOCH));
+            } else {
+                entries.insert((path, meta.len(), meta.modified().unwrap()));
+            }
+        }
+    }
+    entries
 }
 
 /// Run a pytest directory with `python` from a directory of its own (so that the installed
