@@ -9,7 +9,7 @@ use super::*;
 use crate::coordinator::durable::catalog::Declarer;
 use crate::coordinator::state::job_table::{Cause, MAX_VOIDED};
 use crate::coordinator::state::replies::WorkerInfo;
-use crate::coordinator::state::replies::{JobFilter, Lease, Leases, Observed, Registration, SweepStatus};
+use crate::coordinator::state::replies::{JobFilter, Lease, Leases, Observed, Registration, SweepState, SweepStatus};
 use crate::coordinator::state::stored::SpecTemplate;
 use crate::coordinator::state::sweeps::FailurePage;
 use crate::results;
@@ -1455,4 +1455,126 @@ async fn a_held_lease_given_up_takes_no_jobs() {
     assert!(held.await.unwrap_err().is_cancelled());
     s.submit(Submission::new("t".into(), "testkit".into(), (0..3).map(job))).await.unwrap();
     assert_eq!(lease(&s, &w).await.len(), 3, "a lease dropped while held took jobs");
+}
+
+/// A resolving sweep of three cells whose comparisons stay open for rounds: the values
+/// [`round_value`] gives its jobs are noise about the same mean.
+const ROUNDS: &str = r#"
+name = "rounds"
+family = "testkit"
+horizon = 1
+[[benchmarks]]
+name = "constant"
+[[algorithms]]
+name = "normal"
+params = { mean = 0.0 }
+[[algorithms]]
+name = "normal"
+params = { mean = 0.1 }
+[[algorithms]]
+name = "normal"
+params = { mean = 0.2 }
+[resolve]
+metric = "value"
+compare = "all-pairs"
+tolerance = 0.3
+min_seeds = 5
+batch = 5
+max_seeds = 20
+"#;
+
+/// A job's value: uniform noise in [-1, 1) drawn from its key, so the same at every run.
+fn round_value(key: &str) -> f64 {
+    let bytes = blake3::hash(key.as_bytes());
+    let x = u64::from_le_bytes(bytes.as_bytes()[..8].try_into().unwrap());
+    (x >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+}
+
+/// Run the resolving sweep's jobs as a worker would until its rounds end: true when they
+/// did, false when a request failed (a crashed store) or they did not end.
+async fn run_rounds(s: &SchedulerHandle) -> bool {
+    let Ok(registered) = s.register(registration(&["testkit"])).await else { return false };
+    let session = registered.session;
+    for _ in 0..2000 {
+        let Ok(leases) = s.lease(session.clone(), 4).await.map(|l| l.leases) else { return false };
+        if leases.is_empty() {
+            let Ok(st) = s.status(SweepId::from("rounds".to_string()), FailurePage::default()).await else {
+                return false;
+            };
+            if st.state == SweepState::Finished {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            continue;
+        }
+        for l in leases {
+            let v = round_value(&l.job_key);
+            let records: Vec<StepRecord> =
+                (0..=1).map(|step| StepRecord { step, elapsed_ms: 0.0, values: vec![v] }).collect();
+            if upload_and_complete_records(s, &session, l.attempt_id, &records).await != Ok(true) {
+                return false;
+            }
+        }
+    }
+    false
+}
+
+/// A coordinator of a resolving sweep killed between any two of its store writes (among
+/// them: after judging a round, before its next round is stored), then started again on
+/// what it left and run to the end, ends the rounds where the uninterrupted run did: the
+/// same jobs, every one done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resolving_sweep_killed_between_any_two_store_writes_resumes_its_rounds() {
+    let commit = CommitConfig { linger: Duration::from_millis(5), ..CommitConfig::default() };
+    let config = SchedulerConfig { commit, ..SchedulerConfig::default() };
+    let catalog = Arc::new(Catalog::new(crate::registry()));
+    let submission = || {
+        let registry = catalog.get();
+        let cells = crate::sweep::parse_sweep_cells(ROUNDS, "rounds", &registry, usize::MAX).unwrap();
+        let family = registry.family(&cells.family).unwrap().reference();
+        let mut submission =
+            Submission::with_extensions(cells.name.clone(), family, cells.into_jobs(), &registry).unwrap();
+        submission.source = Some(Arc::from(ROUNDS));
+        submission
+    };
+    let jobs_of = |s: &SchedulerHandle| {
+        let s = s.clone();
+        async move { s.status(SweepId::from("rounds".to_string()), FailurePage::default()).await.unwrap() }
+    };
+    // The uninterrupted run, which must have gone past its first round to test anything.
+    let dir = tempfile::tempdir().unwrap();
+    let s =
+        Scheduler::start(catalog.clone(), Store::open(dir.path()).unwrap(), dir.path().to_path_buf(), config).unwrap();
+    s.submit(submission()).await.unwrap();
+    assert!(run_rounds(&s).await, "the uninterrupted rounds end");
+    let whole = jobs_of(&s).await;
+    assert!(whole.n_jobs > 15 && whole.n_done == whole.n_jobs, "{whole:?}");
+    drop(s);
+
+    let mut crash_after = 0;
+    loop {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path()).unwrap();
+        store.crash_after(crash_after);
+        let finished = match Scheduler::start(catalog.clone(), store, dir.path().to_path_buf(), config) {
+            Ok(s) => s.submit(submission()).await.is_ok() && run_rounds(&s).await,
+            Err(_) => false,
+        };
+        let context = format!("crash after {crash_after} writes");
+        let reopened = reopen(dir.path()).await.unwrap_or_else(|e| panic!("{context}: {e}"));
+        let s = Scheduler::start(catalog.clone(), reopened, dir.path().to_path_buf(), config).unwrap();
+        if s.status(SweepId::from("rounds".to_string()), FailurePage::default()).await.is_ok() {
+            assert!(run_rounds(&s).await, "{context}: the resumed rounds end");
+            let resumed = jobs_of(&s).await;
+            assert_eq!((resumed.n_jobs, resumed.n_done), (whole.n_jobs, whole.n_jobs), "{context}");
+            let keys = keys_in_parts(&dir.path().join("rounds"));
+            assert_eq!(keys.len(), whole.n_jobs as usize, "{context}: each job in exactly one part");
+        }
+        drop(s);
+        if finished {
+            break;
+        }
+        crash_after += 1;
+    }
+    assert!(crash_after >= 10, "only {crash_after} writes: is the crash hook in place?");
 }

@@ -203,13 +203,16 @@ impl Sweeps {
     }
 
     /// Every job is loaded: a sweep with nothing left to run counts as announced (the
-    /// previous coordinator did, or would have). Answers whether its summaries must be
-    /// rebuilt: cut short by the previous coordinator's end, or unfinished (`files` says
-    /// its summary files are on disk).
+    /// previous coordinator did, or would have), but a resolving one: the store cannot
+    /// tell its last round from one whose judging, or whose next round's storing, the
+    /// previous coordinator did not live to finish, so it is judged again. Answers whether
+    /// its summaries must be rebuilt: cut short by the previous coordinator's end, or
+    /// unfinished (`files` says its summary files are on disk).
     pub fn loaded(&mut self, id: &str, table: &JobTable, files: bool) -> bool {
         let counts = self.counts(id, table);
         let sweep = self.map.get_mut(id).expect("loaded");
-        sweep.announced = counts.is_finished();
+        let rounds_owed = sweep.source.is_some() && !sweep.cancelled;
+        sweep.announced = counts.is_finished() && !rounds_owed;
         !(counts.is_finished() && sweep.summarized && files)
     }
 
