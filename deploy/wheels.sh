@@ -21,8 +21,10 @@
 #   --no-deps        only armada's three wheels
 # The cargo build goes to CARGO_TARGET_DIR (default: the workspace's target/); the build tools
 # (maturin, flit_core, ziglang) to a venv of their own, in ARMADA_WHEEL_TOOLS (default:
-# ~/.cache/armada-wheel-tools). aarch64: run this on an aarch64 machine, or add a Rust target
-# and `--target aarch64-unknown-linux-gnu` with --zig (maturin's cross-compilation).
+# ~/.cache/armada-wheel-tools). aarch64: run this on an aarch64 machine (its toolchain, the same
+# command; armada's numerics give the same bits there). Cross-building from x86-64 would need
+# maturin's --target with --zig and, for the bindings, the target's Python (PYO3_CROSS_*): not
+# wired in here.
 set -euo pipefail
 
 profile=release zig=() compatibility=() pythons=() deps=1 out=

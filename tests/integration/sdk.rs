@@ -6,7 +6,7 @@
 use crate::common;
 
 use common::cluster::{client, serve, worker, write, Coordinator, Launcher};
-use common::{assert_same_trajectory, jobs, text, wait_until, Proc};
+use common::{jobs, text, wait_until, Proc};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -166,16 +166,7 @@ fn python_workers_of_a_declared_family_run_beside_a_rust_worker() {
     assert!(html.contains("simple_regret") && html.contains("gp-ucb") && html.contains("hartmann3"));
 
     // The same trajectories, bit for bit but elapsed_ms, and the same summaries, byte for byte.
-    let (ours, theirs) = (jobs(&dir.join("data/noisy-mix")), jobs(&dir.join("reference/noisy-mix")));
-    assert_eq!(ours.len(), 16);
-    assert_eq!(ours.keys().collect::<Vec<_>>(), theirs.keys().collect::<Vec<_>>());
-    for (key, df) in &ours {
-        assert_same_trajectory(df, &theirs[key], key);
-    }
-    for table in ["summary.parquet", "final.parquet"] {
-        let read = |root: &str| std::fs::read(dir.join(root).join("noisy-mix").join(table)).unwrap();
-        assert!(read("data") == read("reference"), "{table} differs from the uninterrupted run's");
-    }
+    common::assert_same_sweep(&dir.join("data/noisy-mix"), &dir.join("reference/noisy-mix"), 16);
     // Each family's jobs ran on its own workers: provenance says who committed what.
     let provenance = |sweep: &str| -> Vec<armada::results::Provenance> {
         let mut all = Vec::new();

@@ -11,7 +11,7 @@
 use crate::common;
 
 use common::cluster::{client_with, serve_with, write, Launcher};
-use common::{assert_same_trajectory, jobs, text, wait_until};
+use common::{text, wait_until};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Instant;
@@ -153,10 +153,8 @@ fn the_wheels_run_without_a_rust_toolchain() {
     );
     assert_eq!(table, run_in(&dir.join("run-build"), &Launcher::workspace()));
     assert_eq!(table.lines().filter(|l| !l.is_empty()).count(), 2 + 15, "{table}");
-    for file in ["summary.parquet", "final.parquet"] {
-        let read = |run: &str| std::fs::read(dir.join(run).join("results/lse-finite-quick").join(file)).unwrap();
-        assert!(read("run-wheel") == read("run-build"), "the wheel's {file} differs from this build's");
-    }
+    let results = |run: &str| dir.join(run).join("results/lse-finite-quick");
+    common::assert_same_sweep(&results("run-wheel"), &results("run-build"), 75);
 
     // A Python worker of the SDK's example family against the wheel's coordinator.
     let family = "armada_sdk.examples.noisy:FAMILY";
@@ -172,16 +170,7 @@ fn the_wheels_run_without_a_rust_toolchain() {
         succeeded(submitted, "armada submit");
         succeeded(client_with(launcher, &["watch", "noisy-mix", "--quiet"], &coord.url, 300, &[]), "armada watch");
     }
-    let (wheel, build) = (jobs(&dir.join("noisy-wheel/noisy-mix")), jobs(&dir.join("noisy-build/noisy-mix")));
-    assert_eq!(wheel.len(), 16);
-    assert_eq!(wheel.keys().collect::<Vec<_>>(), build.keys().collect::<Vec<_>>());
-    for (key, df) in &wheel {
-        assert_same_trajectory(df, &build[key], key);
-    }
-    for table in ["summary.parquet", "final.parquet"] {
-        let read = |run: &str| std::fs::read(dir.join(run).join("noisy-mix").join(table)).unwrap();
-        assert!(read("noisy-wheel") == read("noisy-build"), "the wheel's {table} differs from this build's");
-    }
+    common::assert_same_sweep(&dir.join("noisy-wheel/noisy-mix"), &dir.join("noisy-build/noisy-mix"), 16);
 
     // docs/your-method.md, with the wheels' SDK, bindings and armada.
     crate::bindings::the_guide_runs(&python, &launcher);

@@ -124,6 +124,21 @@ pub fn assert_same_trajectory(a: &DataFrame, b: &DataFrame, what: &str) {
     }
 }
 
+/// Two runs of one sweep (its result directories) agree: the same `n_jobs` jobs, their
+/// trajectories bit for bit (elapsed_ms aside), the summary tables byte for byte.
+pub fn assert_same_sweep(ours: &Path, theirs: &Path, n_jobs: usize) {
+    let (a, b) = (jobs(ours), jobs(theirs));
+    assert_eq!(a.len(), n_jobs, "{}", ours.display());
+    assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());
+    for (key, df) in &a {
+        assert_same_trajectory(df, &b[key], key);
+    }
+    for table in ["summary.parquet", "final.parquet"] {
+        let read = |dir: &Path| std::fs::read(dir.join(table)).unwrap();
+        assert!(read(ours) == read(theirs), "{table} of {} differs from {}'s", ours.display(), theirs.display());
+    }
+}
+
 /// A child process killed (SIGKILL) when dropped, so a failing test leaves nothing behind.
 pub struct Proc(pub Child);
 
