@@ -20,7 +20,7 @@
 #                    the bindings' wheel is per Python version, the other two are not
 #   --no-deps        only armada's three wheels
 # The cargo build goes to CARGO_TARGET_DIR (default: the workspace's target/); the build tools
-# (maturin, flit_core, ziglang) to a venv of their own, in ARMADA_WHEEL_TOOLS (default:
+# (maturin, flit_core, ziglang) to venvs of their own under ARMADA_WHEEL_TOOLS (default:
 # ~/.cache/armada-wheel-tools). aarch64: run this on an aarch64 machine (its toolchain, the same
 # command; armada's numerics give the same bits there). Cross-building from x86-64 would need
 # maturin's --target with --zig and, for the bindings, the target's Python (PYO3_CROSS_*): not
@@ -49,16 +49,21 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 
-# The tools, pinned, in their own venv (made again when the pins change).
-tools="${ARMADA_WHEEL_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/armada-wheel-tools}"
+# The tools, pinned, in a venv per set of pins, made whole elsewhere and then moved in: two
+# runs at once with other options (CI's and a release build) never change each other's.
+# (maturin is a binary and ziglang runs as `python -m ziglang`: the moved venv works.)
 pins=(maturin==1.16.0 flit_core==4.2.0)
 [ ${#zig[@]} -eq 0 ] || pins+=(ziglang==0.17.1)
-if [ "$(cat "$tools/pins" 2>/dev/null)" != "${pins[*]}" ]; then
+tools_root="${ARMADA_WHEEL_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/armada-wheel-tools}"
+tools="$tools_root/$(IFS=_; echo "${pins[*]}" | tr '=' '-')"
+if [ ! -x "$tools/bin/maturin" ]; then
     echo "== build tools: ${pins[*]} into $tools"
-    rm -rf "$tools"
-    python3 -m venv "$tools"
-    "$tools/bin/python" -m pip install --quiet --disable-pip-version-check "${pins[@]}"
-    echo "${pins[*]}" > "$tools/pins"
+    mkdir -p "$tools_root"
+    making="$(mktemp -d "$tools_root/.making.XXXXXX")"
+    python3 -m venv "$making"
+    "$making/bin/python" -m pip install --quiet --disable-pip-version-check "${pins[@]}"
+    # Another run may have made it meanwhile: then its venv stays, and this one goes.
+    mv -T "$making" "$tools" 2>/dev/null || rm -rf "$making"
 fi
 
 # Each wheel replaces the one it supersedes: the directory keeps one version of each.
