@@ -13,7 +13,7 @@
 use crate::common;
 
 use common::net::Net;
-use common::{armada, assert_same_trajectory, jobs, text, wait_until};
+use common::{armada, assert_same_trajectory, jobs, succeeded, text, wait_until};
 use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_armada");
@@ -26,11 +26,6 @@ fn found(program: &str) -> bool {
 /// `podman args`, with the runtime and limits this machine allows.
 fn podman(args: &[&str]) -> std::process::Output {
     Command::new("podman").arg("--runtime=runc").args(args).output().unwrap()
-}
-
-fn ok(out: std::process::Output, what: &str) -> String {
-    assert!(out.status.success(), "{what}: {}{}", text(&out.stdout), text(&out.stderr));
-    text(&out.stdout)
 }
 
 /// Removes the test's containers and image, whatever happens.
@@ -68,13 +63,13 @@ fn a_coordinator_and_a_worker_from_the_image_run_a_sweep_and_the_worker_drains_o
         .args([BIN, context.to_str().unwrap()])
         .output()
         .unwrap();
-    ok(prepared, "image-context.sh");
+    succeeded(prepared, "image-context.sh");
     let id = std::process::id();
     let cleanup = Cleanup {
         tag: format!("localhost/armada-test:{id}"),
         names: vec![format!("armada-coordinator-{id}"), format!("armada-worker-{id}")],
     };
-    ok(podman(&["build", "-q", "-t", &cleanup.tag, context.to_str().unwrap()]), "podman build");
+    succeeded(podman(&["build", "-q", "-t", &cleanup.tag, context.to_str().unwrap()]), "podman build");
 
     let data = tmp.path().join("data");
     std::fs::create_dir_all(&data).unwrap();
@@ -88,7 +83,7 @@ fn a_coordinator_and_a_worker_from_the_image_run_a_sweep_and_the_worker_drains_o
         all.extend(["-e", "ARMADA_TOKEN", "-e", "ARMADA_LOG=info", &cleanup.tag]);
         all.extend(args);
         let out = Command::new("podman").arg("--runtime=runc").args(&all).env("ARMADA_TOKEN", TOKEN).output().unwrap();
-        ok(out, &format!("podman run {name}"));
+        succeeded(out, &format!("podman run {name}"));
     };
     let listen = format!("{}:7070", net.addr("coord"));
     let serve = ["serve", "--listen", &listen, "--data", "/data", "--tls-cert", "/tls/net-cert.pem"];
@@ -111,8 +106,8 @@ fn a_coordinator_and_a_worker_from_the_image_run_a_sweep_and_the_worker_drains_o
     let local =
         armada(&["run", sweep.to_str().unwrap(), "--in-process", "--out", reference.to_str().unwrap(), "--quiet"]);
     assert!(local.status.success(), "{}", text(&local.stderr));
-    ok(client(&["submit", sweep.to_str().unwrap()]), "submit");
-    ok(client(&["watch", "lse-finite-quick", "--quiet"]), "watch");
+    succeeded(client(&["submit", sweep.to_str().unwrap()]), "submit");
+    succeeded(client(&["watch", "lse-finite-quick", "--quiet"]), "watch");
     let (ours, theirs) = (jobs(&data.join("lse-finite-quick")), jobs(&reference.join("lse-finite-quick")));
     assert_eq!(ours.keys().collect::<Vec<_>>(), theirs.keys().collect::<Vec<_>>());
     for (key, df) in &ours {
@@ -124,12 +119,12 @@ fn a_coordinator_and_a_worker_from_the_image_run_a_sweep_and_the_worker_drains_o
     }
 
     // An engine stops a container with SIGTERM and a grace period: the worker drains, exits 0.
-    ok(podman(&["stop", "-t", "30", &cleanup.names[1]]), "podman stop");
-    let code = ok(podman(&["inspect", "--format", "{{.State.ExitCode}}", &cleanup.names[1]]), "inspect");
+    succeeded(podman(&["stop", "-t", "30", &cleanup.names[1]]), "podman stop");
+    let code = succeeded(podman(&["inspect", "--format", "{{.State.ExitCode}}", &cleanup.names[1]]), "inspect");
     let logs = podman(&["logs", &cleanup.names[1]]);
     let logs = format!("{}{}", text(&logs.stdout), text(&logs.stderr));
     assert_eq!(code.trim(), "0", "the worker's exit code on SIGTERM; its log:\n{logs}");
     assert!(logs.contains("drained"), "the worker did not say it drained:\n{logs}");
-    let size = ok(podman(&["image", "inspect", "--format", "{{.Size}}", &cleanup.tag]), "image inspect");
+    let size = succeeded(podman(&["image", "inspect", "--format", "{{.Size}}", &cleanup.tag]), "image inspect");
     eprintln!("image {} of {} MB", cleanup.tag, size.trim().parse::<u64>().unwrap_or(0) / 1_000_000);
 }

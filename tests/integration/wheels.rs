@@ -11,9 +11,9 @@
 use crate::common;
 
 use common::cluster::{client_with, serve_with, write, Launcher};
-use common::{text, wait_until};
+use common::{succeeded, text, wait_until};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::Instant;
 
 /// The wheels' directory, or `None` (and a message) when this run has none.
@@ -85,11 +85,6 @@ exec "$@"
         armada,
         dir: dir.to_path_buf(),
     }
-}
-
-fn succeeded(out: Output, what: &str) -> String {
-    assert!(out.status.success(), "{what}:\n{}\n{}", text(&out.stdout), text(&out.stderr));
-    text(&out.stdout)
 }
 
 #[test]
@@ -176,8 +171,8 @@ fn the_wheels_run_without_a_rust_toolchain() {
     crate::bindings::the_guide_runs(&python, &launcher);
 }
 
-/// The wheels' command refuses nothing it needs from the checkout: a sanity check of the
-/// wrapper itself, which must hide what it says it hides.
+/// The wrapper the wheels' test runs everything through hides what it says it hides: the
+/// checkout, the CARGO*/RUSTUP* variables, cargo.
 #[test]
 fn the_wrapper_hides_the_toolchain_and_the_checkout() {
     if !common::can_mount() {

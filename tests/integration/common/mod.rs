@@ -197,8 +197,25 @@ pub fn wait_until(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
+/// A command's standard output, once it has succeeded (else the test fails with `what` and
+/// both outputs).
+pub fn succeeded(out: Output, what: &str) -> String {
+    assert!(out.status.success(), "{what}:\n{}\n{}", text(&out.stdout), text(&out.stderr));
+    text(&out.stdout)
+}
+
+/// A test that needs to mount (root) cannot, for `why`: it says it is skipped, or fails
+/// under `ARMADA_REQUIRE_MOUNT=1` (as `.ci/run` sets).
+pub fn mount_refused(why: &str) {
+    assert!(
+        std::env::var("ARMADA_REQUIRE_MOUNT").as_deref() != Ok("1"),
+        "cannot mount ({why}) and ARMADA_REQUIRE_MOUNT=1"
+    );
+    eprintln!("SKIPPED: cannot mount here ({why}); run as root, see ARMADA_REQUIRE_MOUNT");
+}
+
 /// Whether this machine lets a test mount a tmpfs in a mount namespace of its own (root);
-/// false with a message, or a failure under `ARMADA_REQUIRE_MOUNT=1` (as `.ci/run` sets).
+/// false after [`mount_refused`].
 pub fn can_mount() -> bool {
     let dir = tempfile::tempdir().unwrap();
     let probe = Command::new("unshare")
@@ -208,12 +225,7 @@ pub fn can_mount() -> bool {
     match probe {
         Ok(out) if out.status.success() => true,
         other => {
-            let why = other.map_or_else(|e| e.to_string(), |o| text(&o.stderr));
-            assert!(
-                std::env::var("ARMADA_REQUIRE_MOUNT").as_deref() != Ok("1"),
-                "cannot mount in a namespace of its own ({why}) and ARMADA_REQUIRE_MOUNT=1"
-            );
-            eprintln!("SKIPPED: cannot mount in a namespace of its own ({why}); run as root, see ARMADA_REQUIRE_MOUNT");
+            mount_refused(&other.map_or_else(|e| e.to_string(), |o| text(&o.stderr)));
             false
         }
     }

@@ -125,12 +125,7 @@ impl Tmpfs {
         match mounted {
             Ok(out) if out.status.success() => Some(Tmpfs(dir.to_path_buf())),
             other => {
-                let why = other.map_or_else(|e| e.to_string(), |o| text(&o.stderr));
-                assert!(
-                    std::env::var("ARMADA_REQUIRE_MOUNT").as_deref() != Ok("1"),
-                    "cannot mount a tmpfs ({why}) and ARMADA_REQUIRE_MOUNT=1"
-                );
-                eprintln!("SKIPPED: cannot mount a tmpfs here ({why}); run as root, see ARMADA_REQUIRE_MOUNT");
+                common::mount_refused(&other.map_or_else(|e| e.to_string(), |o| text(&o.stderr)));
                 None
             }
         }
