@@ -1490,6 +1490,11 @@ fn round_value(key: &str) -> f64 {
     (x >> 11) as f64 / (1u64 << 52) as f64 - 1.0
 }
 
+/// The status of the sweep [`ROUNDS`] defines, if the scheduler has it.
+async fn rounds_status(s: &SchedulerHandle) -> Option<SweepStatus> {
+    s.status(SweepId::from("rounds".to_string()), FailurePage::default()).await.ok()
+}
+
 /// Run the resolving sweep's jobs as a worker would until its rounds end: true when they
 /// did, false when a request failed (a crashed store) or they did not end.
 async fn run_rounds(s: &SchedulerHandle) -> bool {
@@ -1498,9 +1503,7 @@ async fn run_rounds(s: &SchedulerHandle) -> bool {
     for _ in 0..2000 {
         let Ok(leases) = s.lease(session.clone(), 4).await.map(|l| l.leases) else { return false };
         if leases.is_empty() {
-            let Ok(st) = s.status(SweepId::from("rounds".to_string()), FailurePage::default()).await else {
-                return false;
-            };
+            let Some(st) = rounds_status(s).await else { return false };
             if st.state == SweepState::Finished {
                 return true;
             }
@@ -1537,17 +1540,13 @@ async fn a_resolving_sweep_killed_between_any_two_store_writes_resumes_its_round
         submission.source = Some(Arc::from(ROUNDS));
         submission
     };
-    let jobs_of = |s: &SchedulerHandle| {
-        let s = s.clone();
-        async move { s.status(SweepId::from("rounds".to_string()), FailurePage::default()).await.unwrap() }
-    };
     // The uninterrupted run, which must have gone past its first round to test anything.
     let dir = tempfile::tempdir().unwrap();
     let s =
         Scheduler::start(catalog.clone(), Store::open(dir.path()).unwrap(), dir.path().to_path_buf(), config).unwrap();
     s.submit(submission()).await.unwrap();
     assert!(run_rounds(&s).await, "the uninterrupted rounds end");
-    let whole = jobs_of(&s).await;
+    let whole = rounds_status(&s).await.unwrap();
     assert!(whole.n_jobs > 15 && whole.n_done == whole.n_jobs, "{whole:?}");
     drop(s);
 
@@ -1563,9 +1562,9 @@ async fn a_resolving_sweep_killed_between_any_two_store_writes_resumes_its_round
         let context = format!("crash after {crash_after} writes");
         let reopened = reopen(dir.path()).await.unwrap_or_else(|e| panic!("{context}: {e}"));
         let s = Scheduler::start(catalog.clone(), reopened, dir.path().to_path_buf(), config).unwrap();
-        if s.status(SweepId::from("rounds".to_string()), FailurePage::default()).await.is_ok() {
+        if rounds_status(&s).await.is_some() {
             assert!(run_rounds(&s).await, "{context}: the resumed rounds end");
-            let resumed = jobs_of(&s).await;
+            let resumed = rounds_status(&s).await.unwrap();
             assert_eq!((resumed.n_jobs, resumed.n_done), (whole.n_jobs, whole.n_jobs), "{context}");
             let keys = keys_in_parts(&dir.path().join("rounds"));
             assert_eq!(keys.len(), whole.n_jobs as usize, "{context}: each job in exactly one part");
