@@ -22,8 +22,8 @@ use armada_core::JobError;
 use armada_gp::{Gp, Kernel, Rows};
 use armada_math as math;
 
+use armada_linalg::LowerFactor;
 use armada_linalg::{matmul, squared_norm};
-use armada_linalg::{solve_lower_in_place, solve_lower_transpose_in_place};
 use faer::{Accum, Mat, MatRef};
 use ndarray::{ArrayView1, ArrayView2};
 
@@ -103,8 +103,8 @@ pub struct Posterior {
     pub n: usize,
     /// Training inputs, `n x dim` row-major (see [`Posterior::x`] for the matrix).
     pub(crate) x: Vec<f64>,
-    /// Lower Cholesky factor of `K + lambda I`.
-    pub l: Mat<f64>,
+    /// Lower Cholesky factor of `K + lambda I`, kept for the many solves of an iteration.
+    pub l: LowerFactor,
     /// `(K + lambda I)^{-1} (y - mean)`.
     pub alpha: Vec<f64>,
     /// Constant prior mean `m0` (0 unless refit).
@@ -118,10 +118,10 @@ pub struct Posterior {
 impl Posterior {
     /// The posterior of `gp`, whose targets are `y - mean`.
     fn of_gp(gp: &Gp, mean: f64) -> Self {
-        let l = gp.cholesky_factor();
+        let l = LowerFactor::new(gp.cholesky_factor().as_ref());
         let n = gp.n_obs();
         let mut alpha = Mat::from_fn(n, 1, |i, _| gp.whitened_y()[i]);
-        solve_lower_transpose_in_place(l.as_ref(), alpha.as_mut());
+        l.solve_transpose_in_place(alpha.as_mut());
         let kernel = gp.kernel();
         Posterior {
             dim: gp.x().ncols(),
@@ -149,7 +149,7 @@ impl Posterior {
     /// Adds `(K + lambda I)^{-1} = L^{-T} L^{-1}` (O(n^3), once per iteration).
     pub fn with_inverse(mut self) -> Self {
         let mut linv = Mat::<f64>::identity(self.n, self.n);
-        solve_lower_in_place(self.l.as_ref(), linv.as_mut());
+        self.l.solve_in_place(linv.as_mut());
         let mut kinv = Mat::zeros(self.n, self.n);
         matmul(kinv.as_mut(), Accum::Replace, linv.transpose(), linv.as_ref(), 1.0);
         self.kinv = Some(kinv);
@@ -394,7 +394,7 @@ impl<'p> SetExpectation<'p> {
                     kernel_column(self.post.s2, &self.a, self.b.col(s), kc.col_mut(col));
                 }
             }
-            solve_lower_in_place(self.post.l.as_ref(), kc.as_mut());
+            self.post.l.solve_in_place(kc.as_mut());
             for p in start..end {
                 let mut sum = 0.0;
                 for s in 0..ns {
@@ -433,7 +433,7 @@ impl<'p> SetExpectation<'p> {
             kernel_column(s2, &self.a, self.b.col(s), self.kc.col_mut(s));
         }
         self.v.copy_from(&self.kc);
-        solve_lower_in_place(self.post.l.as_ref(), self.v.as_mut());
+        self.post.l.solve_in_place(self.v.as_mut());
         // sigma_s, and 1/sigma_s where the floor is not active (zero gradient under the clamp).
         let mut sigma_sum = 0.0;
         for s in 0..ns {
@@ -458,7 +458,7 @@ impl<'p> SetExpectation<'p> {
         let n = self.post.n;
         let ns = self.n_sigma();
         // W = (K + lambda I)^{-1} k_s for every sample.
-        solve_lower_transpose_in_place(self.post.l.as_ref(), self.v.as_mut());
+        self.post.l.solve_transpose_in_place(self.v.as_mut());
         dmu.fill(0.0);
         dsigma.fill(0.0);
         // d sigma_s / d x_l = (1/sigma_s) sum_a w_as k_as (x_l - x_al) / ls_l^2; g_a sums over s

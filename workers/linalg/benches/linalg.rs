@@ -2,13 +2,18 @@
 //! kernel's time and the ratio (armada / faer). faer is faster where it fuses multiply-adds
 //! and uses wider vectors; the ratio is the price of the same bits on every processor.
 //!
-//! Run: cargo bench -p armada-linalg
+//! Run: cargo bench -p armada-linalg [-- WORD]   (WORD: only the kernels whose name has it)
 
-use armada_linalg::{cholesky_in_place, matmul, solve_lower_in_place, solve_lower_transpose_in_place, Accum, Mat};
+use armada_linalg::{
+    cholesky_in_place, matmul, solve_lower_in_place, solve_lower_transpose_in_place, Accum, LowerFactor, Mat,
+};
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::Par;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
+
+/// Runs per kernel: the fastest is kept (the least disturbed by the rest of the machine).
+const REPS: usize = 15;
 
 /// The fastest of `reps` runs (the least disturbed by the rest of the machine).
 fn best(reps: usize, mut f: impl FnMut()) -> Duration {
@@ -52,22 +57,52 @@ fn report(name: &str, ours: Duration, faer: Duration) {
 }
 
 fn main() {
+    #[cfg(target_arch = "x86_64")]
+    println!(
+        "armada's kernels: {} (ARMADA_NO_AVX512=1 runs the AVX2 ones)",
+        if armada_math::has_avx512() { "AVX-512" } else { "AVX2 or baseline" }
+    );
+    // `cargo bench -p armada-linalg -- WORD`: only the kernels whose name contains WORD.
+    let only: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    let report = |what: &str, ours: Duration, theirs: Duration| report(what, ours, theirs);
+    let wanted = |what: &str| only.as_deref().is_none_or(|w| what.contains(w));
     for (m, n, k, what) in [
         (500, 500, 500, "matmul 500x500x500"),
         (1000, 1000, 200, "matmul v^T v: 1000x1000, inner 200"),
         (1000, 16, 1000, "matmul L z: 1000x1000 times 1000x16"),
         (20, 20, 2000, "matmul X^T X: 20x20, inner 2000"),
     ] {
+        if !wanted(what) {
+            continue;
+        }
         let (a, b) = (random(m, k, 1), random(k, n, 2));
         let mut c = Mat::zeros(m, n);
-        let ours = best(5, || matmul(c.as_mut(), Accum::Replace, a.as_ref(), b.as_ref(), 1.0));
-        let theirs =
-            best(5, || faer::linalg::matmul::matmul(c.as_mut(), Accum::Replace, a.as_ref(), b.as_ref(), 1.0, Par::Seq));
+        let ours = best(REPS, || matmul(c.as_mut(), Accum::Replace, a.as_ref(), b.as_ref(), 1.0));
+        let theirs = best(REPS, || {
+            faer::linalg::matmul::matmul(c.as_mut(), Accum::Replace, a.as_ref(), b.as_ref(), 1.0, Par::Seq)
+        });
+        report(what, ours, theirs);
+    }
+    // GLM-TSL's curvature `X^T (W X)` every round: the history row-major, d = 25.
+    let what = "matmul X^T W X: 25x25, inner 14000, row-major";
+    if wanted(what) {
+        let (n, d) = (14_000, 25);
+        let (x, wx) = (random(n * d, 1, 6), random(n * d, 1, 7));
+        let lhs = faer::MatRef::from_row_major_slice(wx.col(0).try_as_col_major().unwrap().as_slice(), n, d);
+        let rhs = faer::MatRef::from_row_major_slice(x.col(0).try_as_col_major().unwrap().as_slice(), n, d);
+        let mut c = Mat::zeros(d, d);
+        let ours = best(REPS, || matmul(c.as_mut(), Accum::Replace, lhs.transpose(), rhs, 1.0));
+        let theirs = best(REPS, || {
+            faer::linalg::matmul::matmul(c.as_mut(), Accum::Replace, lhs.transpose(), rhs, 1.0, Par::Seq)
+        });
         report(what, ours, theirs);
     }
     for n in [100, 500, 1500] {
+        if !wanted(&format!("cholesky {n}")) {
+            continue;
+        }
         let a = spd(n);
-        let ours = best(5, || {
+        let ours = best(REPS, || {
             let mut l = a.clone();
             cholesky_in_place(l.as_mut()).unwrap();
             black_box(l);
@@ -77,7 +112,7 @@ fn main() {
             Par::Seq,
             Default::default(),
         ));
-        let theirs = best(5, || {
+        let theirs = best(REPS, || {
             let mut l = a.clone();
             faer::linalg::cholesky::llt::factor::cholesky_in_place(
                 l.as_mut(),
@@ -93,31 +128,63 @@ fn main() {
     }
     // (700, 32): BO-uCVS's E[sigma] at one point, 32 MC samples, 700 plays in.
     for (n, m) in [(200, 4096), (700, 32), (500, 1), (100, 100)] {
+        let names = ["solve L X = B", "solve L^T X = B"].map(|s| format!("{s}, kept factor: {n}x{n}, {m} columns"));
+        if !names.iter().any(|name| wanted(name) || wanted(&name.replace(", kept factor", ""))) {
+            continue;
+        }
         let mut l = spd(n);
         cholesky_in_place(l.as_mut()).unwrap();
         let l = Mat::from_fn(n, n, |i, j| if i >= j { l[(i, j)] } else { 0.0 });
         let b = random(n, m, 5);
-        let ours = best(5, || {
+        let ours = best(REPS, || {
             let mut x = b.clone();
             solve_lower_in_place(l.as_ref(), x.as_mut());
             black_box(x);
         });
-        let theirs = best(5, || {
+        let theirs = best(REPS, || {
             let mut x = b.clone();
             faer::linalg::triangular_solve::solve_lower_triangular_in_place(l.as_ref(), x.as_mut(), Par::Seq);
             black_box(x);
         });
         report(&format!("solve L X = B: {n}x{n}, {m} columns"), ours, theirs);
-        let ours = best(5, || {
+        let ours = best(REPS, || {
             let mut x = b.clone();
             solve_lower_transpose_in_place(l.as_ref(), x.as_mut());
             black_box(x);
         });
-        let theirs = best(5, || {
+        let theirs = best(REPS, || {
             let mut x = b.clone();
             faer::linalg::triangular_solve::solve_upper_triangular_in_place(l.transpose(), x.as_mut(), Par::Seq);
             black_box(x);
         });
         report(&format!("solve L^T X = B: {n}x{n}, {m} columns"), ours, theirs);
+        // A factor kept for many solves (BO-uCVS's posterior): its blocks packed once.
+        let what = format!("solve L X = B, kept factor: {n}x{n}, {m} columns");
+        if m >= 8 && wanted(&what) {
+            let kept = LowerFactor::new(l.as_ref());
+            let ours = best(REPS, || {
+                let mut x = b.clone();
+                kept.solve_in_place(x.as_mut());
+                black_box(x);
+            });
+            let theirs = best(REPS, || {
+                let mut x = b.clone();
+                faer::linalg::triangular_solve::solve_lower_triangular_in_place(l.as_ref(), x.as_mut(), Par::Seq);
+                black_box(x);
+            });
+            report(&what, ours, theirs);
+            let what = format!("solve L^T X = B, kept factor: {n}x{n}, {m} columns");
+            let ours = best(REPS, || {
+                let mut x = b.clone();
+                kept.solve_transpose_in_place(x.as_mut());
+                black_box(x);
+            });
+            let theirs = best(REPS, || {
+                let mut x = b.clone();
+                faer::linalg::triangular_solve::solve_upper_triangular_in_place(l.transpose(), x.as_mut(), Par::Seq);
+                black_box(x);
+            });
+            report(&what, ours, theirs);
+        }
     }
 }

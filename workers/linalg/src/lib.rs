@@ -13,7 +13,8 @@
 //! - [`matmul`]: `dst = alpha a b` or `dst += alpha a b`, any strides (transposed views too);
 //! - [`cholesky_in_place`]: the lower Cholesky factor, blocked;
 //! - [`solve_lower_in_place`] and [`solve_lower_transpose_in_place`]: `L X = B` and
-//!   `L^T X = B` for a lower-triangular `L`;
+//!   `L^T X = B` for a lower-triangular `L`; [`LowerFactor`] the same for a factor kept for
+//!   many solves;
 //! - [`symmetric_eigen`]: eigenvalues and eigenvectors of a symmetric matrix (cyclic Jacobi);
 //! - [`squared_norm`] and [`dot`]: sums in a fixed order.
 //!
@@ -28,7 +29,7 @@ pub use cholesky::{cholesky_in_place, NotPositiveDefinite};
 pub use eigen::symmetric_eigen;
 pub use faer::{Accum, Mat, MatMut, MatRef};
 pub use gemm::matmul;
-pub use triangular::{solve_lower_in_place, solve_lower_transpose_in_place};
+pub use triangular::{solve_lower_in_place, solve_lower_transpose_in_place, LowerFactor};
 
 /// `sum x_i^2`: four partial sums over `i mod 4`, then `(s0 + s1) + (s2 + s3)`, then the
 /// remainder in order. The same bits on every processor, and a vector add per four terms.

@@ -1,5 +1,5 @@
 //! Numeric kernels compiled twice: for AVX2 and FMA where the processor has them, and for
-//! baseline x86-64.
+//! baseline x86-64; and whether a third, AVX-512 copy of a kernel runs ([`has_avx512`]).
 
 /// Defines a function whose body is compiled twice: for AVX2 with FMA, used when the processor
 /// has both (std checks once and caches the answer), and for the baseline x86-64 (SSE2)
@@ -45,4 +45,16 @@ macro_rules! avx2_dispatch {
             body($($arg),*)
         }
     };
+}
+
+/// Whether kernels with an AVX-512 copy run it: the processor has AVX-512F, and
+/// `ARMADA_NO_AVX512` is not `1` (which keeps them on their AVX2 copies, to compare the two on
+/// one machine). The copies give the same bits as the others; they only hold more lanes.
+/// Read once per process.
+#[cfg(target_arch = "x86_64")]
+pub fn has_avx512() -> bool {
+    static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *HAS.get_or_init(|| {
+        std::arch::is_x86_feature_detected!("avx512f") && std::env::var_os("ARMADA_NO_AVX512").is_none_or(|v| v != "1")
+    })
 }

@@ -29,6 +29,8 @@
 //! off `rand_distr`.
 
 mod dispatch;
+#[cfg(target_arch = "x86_64")]
+pub use dispatch::has_avx512;
 pub mod dist;
 pub mod lanes;
 
