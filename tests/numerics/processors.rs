@@ -15,7 +15,7 @@ use common::{armada, assert_same_trajectory, job_count, jobs, part_files, qemu_p
 use std::collections::BTreeSet;
 
 /// The emulated processor: x86-64-v2, without AVX, so that the emulated worker runs armada's
-/// baseline kernels where this machine's native worker runs their AVX2 copies.
+/// baseline kernels where this machine's native worker runs their AVX2 or AVX-512 copies.
 const EMULATED: (&str, &str) = ("Nehalem", "x86-64-v2");
 
 /// One sweep of the level-set family: GP posteriors (products, Cholesky factors, triangular
