@@ -5,7 +5,7 @@
 //! Run: cargo bench -p armada-linalg [-- WORD]   (WORD: only the kernels whose name has it)
 
 use armada_linalg::{
-    cholesky_in_place, matmul, solve_lower_in_place, solve_lower_transpose_in_place, Accum, LowerFactor, Mat,
+    cholesky_in_place, matmul, solve_lower_in_place, solve_lower_transpose_in_place, Accum, LowerFactor, Mat, MatMut,
 };
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::Par;
@@ -56,6 +56,9 @@ fn report(name: &str, ours: Duration, faer: Duration) {
     );
 }
 
+/// A solve in place of its right-hand side.
+type Solve<'a> = dyn Fn(MatMut<'_, f64>) + 'a;
+
 fn main() {
     #[cfg(target_arch = "x86_64")]
     println!(
@@ -64,7 +67,6 @@ fn main() {
     );
     // `cargo bench -p armada-linalg -- WORD`: only the kernels whose name contains WORD.
     let only: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
-    let report = |what: &str, ours: Duration, theirs: Duration| report(what, ours, theirs);
     let wanted = |what: &str| only.as_deref().is_none_or(|w| what.contains(w));
     for (m, n, k, what) in [
         (500, 500, 500, "matmul 500x500x500"),
@@ -128,63 +130,38 @@ fn main() {
     }
     // (700, 32): BO-uCVS's E[sigma] at one point, 32 MC samples, 700 plays in.
     for (n, m) in [(200, 4096), (700, 32), (500, 1), (100, 100)] {
-        let names = ["solve L X = B", "solve L^T X = B"].map(|s| format!("{s}, kept factor: {n}x{n}, {m} columns"));
-        if !names.iter().any(|name| wanted(name) || wanted(&name.replace(", kept factor", ""))) {
+        let name = |direction: &str, kept: &str| format!("solve {direction}{kept}: {n}x{n}, {m} columns");
+        let directions = ["L X = B", "L^T X = B"];
+        if !directions.iter().any(|d| wanted(&name(d, "")) || wanted(&name(d, ", kept factor"))) {
             continue;
         }
         let mut l = spd(n);
         cholesky_in_place(l.as_mut()).unwrap();
         let l = Mat::from_fn(n, n, |i, j| if i >= j { l[(i, j)] } else { 0.0 });
         let b = random(n, m, 5);
-        let ours = best(REPS, || {
-            let mut x = b.clone();
-            solve_lower_in_place(l.as_ref(), x.as_mut());
-            black_box(x);
-        });
-        let theirs = best(REPS, || {
-            let mut x = b.clone();
-            faer::linalg::triangular_solve::solve_lower_triangular_in_place(l.as_ref(), x.as_mut(), Par::Seq);
-            black_box(x);
-        });
-        report(&format!("solve L X = B: {n}x{n}, {m} columns"), ours, theirs);
-        let ours = best(REPS, || {
-            let mut x = b.clone();
-            solve_lower_transpose_in_place(l.as_ref(), x.as_mut());
-            black_box(x);
-        });
-        let theirs = best(REPS, || {
-            let mut x = b.clone();
-            faer::linalg::triangular_solve::solve_upper_triangular_in_place(l.transpose(), x.as_mut(), Par::Seq);
-            black_box(x);
-        });
-        report(&format!("solve L^T X = B: {n}x{n}, {m} columns"), ours, theirs);
         // A factor kept for many solves (BO-uCVS's posterior): its blocks packed once.
-        let what = format!("solve L X = B, kept factor: {n}x{n}, {m} columns");
-        if m >= 8 && wanted(&what) {
-            let kept = LowerFactor::new(l.as_ref());
-            let ours = best(REPS, || {
+        let kept = LowerFactor::new(l.as_ref());
+        let time = |solve: &Solve| {
+            best(REPS, || {
                 let mut x = b.clone();
-                kept.solve_in_place(x.as_mut());
+                solve(x.as_mut());
                 black_box(x);
-            });
-            let theirs = best(REPS, || {
-                let mut x = b.clone();
-                faer::linalg::triangular_solve::solve_lower_triangular_in_place(l.as_ref(), x.as_mut(), Par::Seq);
-                black_box(x);
-            });
-            report(&what, ours, theirs);
-            let what = format!("solve L^T X = B, kept factor: {n}x{n}, {m} columns");
-            let ours = best(REPS, || {
-                let mut x = b.clone();
-                kept.solve_transpose_in_place(x.as_mut());
-                black_box(x);
-            });
-            let theirs = best(REPS, || {
-                let mut x = b.clone();
-                faer::linalg::triangular_solve::solve_upper_triangular_in_place(l.transpose(), x.as_mut(), Par::Seq);
-                black_box(x);
-            });
-            report(&what, ours, theirs);
+            })
+        };
+        let forward: [&Solve; 3] = [&|x| solve_lower_in_place(l.as_ref(), x), &|x| kept.solve_in_place(x), &|x| {
+            faer::linalg::triangular_solve::solve_lower_triangular_in_place(l.as_ref(), x, Par::Seq)
+        }];
+        let backward: [&Solve; 3] =
+            [&|x| solve_lower_transpose_in_place(l.as_ref(), x), &|x| kept.solve_transpose_in_place(x), &|x| {
+                faer::linalg::triangular_solve::solve_upper_triangular_in_place(l.transpose(), x, Par::Seq)
+            }];
+        for (direction, [free, kept, faer]) in directions.into_iter().zip([forward, backward]) {
+            let theirs = time(faer);
+            report(&name(direction, ""), time(free), theirs);
+            // Below 8 columns a kept factor solves column by column, as the free functions do.
+            if m >= 8 {
+                report(&name(direction, ", kept factor"), time(kept), theirs);
+            }
         }
     }
 }

@@ -133,7 +133,7 @@ thread_local! {
 
 /// The blocks of a solve in one direction, and `L`'s multipliers packed for the register
 /// kernel, block after block.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 struct Plan {
     blocks: Vec<Block>,
     packed: Vec<f64>,

@@ -56,32 +56,32 @@ fn report(name: &str, lanes: Duration, one: Duration) {
     );
 }
 
+/// A slice function of the lanes, and the same function one value at a time.
+type InPlace = fn(&mut [f64]);
+type OneAtATime = fn(f64) -> f64;
+
 fn main() {
     // Arguments in the ranges the families use: exp of -r^2/2 terms, Phi of MILE's z, phases.
     let xs = pool(-40.0, 0.0, 1);
     let zs = pool(-10.0, 8.5, 2);
     let phases = pool(-15.0, 15.0, 3);
     let mut buf = vec![0.0; LEN];
-    let lanes = best(|at| {
-        buf.copy_from_slice(&xs[at..at + LEN]);
-        exp_in_place(black_box(&mut buf));
-    });
-    let one = best(|at| {
-        for (b, x) in buf.iter_mut().zip(&xs[at..at + LEN]) {
-            *b = armada_math::exp(black_box(*x));
-        }
-    });
-    report("exp", lanes, one);
-    let lanes = best(|at| {
-        buf.copy_from_slice(&zs[at..at + LEN]);
-        std_normal_cdf_in_place(black_box(&mut buf));
-    });
-    let one = best(|at| {
-        for (b, z) in buf.iter_mut().zip(&zs[at..at + LEN]) {
-            *b = armada_math::std_normal_cdf(black_box(*z));
-        }
-    });
-    report("std_normal_cdf", lanes, one);
+    let in_place: [(&str, &[f64], InPlace, OneAtATime); 2] = [
+        ("exp", &xs, exp_in_place, armada_math::exp),
+        ("std_normal_cdf", &zs, std_normal_cdf_in_place, armada_math::std_normal_cdf),
+    ];
+    for (name, args, lanes_fn, one_fn) in in_place {
+        let lanes = best(|at| {
+            buf.copy_from_slice(&args[at..at + LEN]);
+            lanes_fn(black_box(&mut buf));
+        });
+        let one = best(|at| {
+            for (b, x) in buf.iter_mut().zip(&args[at..at + LEN]) {
+                *b = one_fn(black_box(*x));
+            }
+        });
+        report(name, lanes, one);
+    }
     let lanes = best(|at| sin_cos_each(LEN, |k| black_box(phases[at + k]), |k, s, c| buf[k] = s + c));
     let one = best(|at| {
         for (b, p) in buf.iter_mut().zip(&phases[at..at + LEN]) {
