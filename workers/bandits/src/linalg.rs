@@ -101,6 +101,51 @@ pub fn dot4_avx2(rows: &[f64], b: &[f64]) -> [f64; 4] {
     out
 }
 
+/// [`dot4`]'s sums for eight consecutive rows in AVX-512 registers, bit for bit: each register
+/// holds two rows' four accumulators (row `2k` in the low half, `2k + 1` in the high), against
+/// `b`'s four values in both halves; then `(a0 + a1) + (a2 + a3)` and the tail row by row, as
+/// [`dot4`] does.
+///
+/// # Safety
+/// The processor must support AVX-512F (`armada_math::has_avx512`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+pub fn dot8_avx512(rows: &[f64], b: &[f64]) -> [f64; 8] {
+    use std::arch::x86_64::*;
+    let d = b.len();
+    assert_eq!(rows.len(), 8 * d);
+    let full = d - d % 4;
+    let mut acc = [_mm512_setzero_pd(); 4];
+    for c in (0..full).step_by(4) {
+        // SAFETY: c + 4 <= full <= d, so every load stays inside `b` and inside row r of `rows`.
+        unsafe {
+            let y = _mm512_broadcast_f64x4(_mm256_loadu_pd(b.as_ptr().add(c)));
+            for (k, a) in acc.iter_mut().enumerate() {
+                let low = _mm256_loadu_pd(rows.as_ptr().add(2 * k * d + c));
+                let high = _mm256_loadu_pd(rows.as_ptr().add((2 * k + 1) * d + c));
+                let x = _mm512_insertf64x4::<1>(_mm512_castpd256_pd512(low), high);
+                *a = _mm512_add_pd(*a, _mm512_mul_pd(x, y));
+            }
+        }
+    }
+    let mut lanes = [[0.0; 8]; 4];
+    for (l, a) in lanes.iter_mut().zip(acc) {
+        // SAFETY: `l` holds eight f64.
+        unsafe { _mm512_storeu_pd(l.as_mut_ptr(), a) };
+    }
+    let mut out = [0.0; 8];
+    for (r, o) in out.iter_mut().enumerate() {
+        let a = &lanes[r / 2][4 * (r % 2)..][..4];
+        let mut sum = (a[0] + a[1]) + (a[2] + a[3]);
+        for c in full..d {
+            sum += rows[r * d + c] * b[c];
+        }
+        *o = sum;
+    }
+    out
+}
+
 pub fn norm(a: &[f64]) -> f64 {
     dot(a, a).sqrt()
 }
@@ -452,6 +497,27 @@ pub(crate) mod tests {
                 let reference = dot4(&rows, &b);
                 for s in 0..4 {
                     assert_eq!(fast[s].to_bits(), reference[s].to_bits(), "d = {d}, row {s}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn dot8_avx512_is_eight_dots_bit_for_bit() {
+        if !std::arch::is_x86_feature_detected!("avx512f") {
+            eprintln!("no AVX-512F on this processor: dot8_avx512 cannot run here");
+            return;
+        }
+        let mut rng = ChaCha8Rng::seed_from_u64(13);
+        for d in 1..=41 {
+            for _ in 0..20 {
+                let rows: Vec<f64> = (0..8 * d).map(|_| rng.random::<f64>() * 2.0 - 1.0).collect();
+                let b: Vec<f64> = (0..d).map(|_| rng.random::<f64>() * 1e3 - 5e2).collect();
+                // SAFETY: AVX-512F checked above.
+                let fast = unsafe { dot8_avx512(&rows, &b) };
+                for (s, value) in fast.iter().enumerate() {
+                    assert_eq!(value.to_bits(), dot(&rows[s * d..(s + 1) * d], &b).to_bits(), "d = {d}, row {s}");
                 }
             }
         }

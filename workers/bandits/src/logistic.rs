@@ -26,13 +26,14 @@ pub fn sigmoid(z: f64) -> f64 {
     }
 }
 
-/// [`sigmoid`] of four values, bit for bit (NaN included), without its branch: the sign of
+/// [`sigmoid`] of `N` values, bit for bit (NaN included), without its branch: the sign of
 /// `x^T theta` over a history is a coin flip the branch predictor loses about half the time.
 /// Each lane selects the exponent its branch would take (`-|z|`, but `z` itself for NaN, as
-/// [`sigmoid`]), then both quotients are formed and one kept.
+/// [`sigmoid`]), then both quotients are formed and one kept. Inlined, so that its lanes fill
+/// the caller's registers (AVX2 or AVX-512 in the passes' copies).
 #[inline(always)]
-pub fn sigmoid4(z: [f64; 4]) -> [f64; 4] {
-    let e = math::lanes::exp4(std::array::from_fn(|s| if z[s] >= 0.0 { -z[s] } else { z[s] }));
+pub fn sigmoid_n<const N: usize>(z: [f64; N]) -> [f64; N] {
+    let e = math::lanes::exp_n::<N>(std::array::from_fn(|s| if z[s] >= 0.0 { -z[s] } else { z[s] }));
     std::array::from_fn(|s| {
         let (positive, negative) = (1.0 / (1.0 + e[s]), e[s] / (1.0 + e[s]));
         if z[s] >= 0.0 {
@@ -333,62 +334,73 @@ impl LogisticMle {
     }
 }
 
-/// Samples per chunk of [`gradient_pass`]: a multiple of four, small enough that a chunk's rows
+/// Samples per chunk of [`gradient_pass`]: a multiple of eight, small enough that a chunk's rows
 /// (64 x 25 x 8 bytes at d = 25) stay in L1 between its first and last pass.
 const GRADIENT_CHUNK: usize = 64;
 
-/// Defines `$name`, which runs `$pass` (a pass that takes its [`dot4`] as its last argument) with
-/// `dot4_avx2` in a copy compiled for AVX2 where the processor has it, and with [`dot4`]
-/// elsewhere. Both give the same bits. (`avx2_dispatch!` compiles one body twice; these passes
-/// also need a different helper in the AVX2 copy.)
-macro_rules! dispatch_dot4 {
+/// Defines `$name`, which runs `$pass` (a pass over groups of rows that takes the groups' dot
+/// products as its last argument) eight rows at a time with `dot8_avx512` in a copy compiled
+/// for AVX-512F where it runs ([`armada_math::has_avx512`]), four at a time with `dot4_avx2`
+/// in a copy compiled for AVX2 where the processor has it, and with [`dot4`] elsewhere. All
+/// give the same bits. (`avx2_dispatch!` compiles one body twice; these passes also need a
+/// different helper and group size in each copy.)
+macro_rules! dispatch_dot {
     ($(#[$meta:meta])* fn $name:ident($($arg:ident: $ty:ty),*) => $pass:ident) => {
         $(#[$meta])*
         fn $name($($arg: $ty),*) {
             #[cfg(target_arch = "x86_64")]
             {
+                #[target_feature(enable = "avx512f")]
+                fn avx512($($arg: $ty),*) {
+                    // The closure inherits this function's AVX-512F, so it may call dot8_avx512.
+                    $pass::<8>($($arg),*, |rows, b| crate::linalg::dot8_avx512(rows, b))
+                }
                 #[target_feature(enable = "avx2")]
                 fn avx2($($arg: $ty),*) {
-                    // The closure inherits this function's AVX2, so it may call dot4_avx2.
-                    $pass($($arg),*, |rows, b| crate::linalg::dot4_avx2(rows, b))
+                    $pass::<4>($($arg),*, |rows, b| crate::linalg::dot4_avx2(rows, b))
+                }
+                if armada_math::has_avx512() {
+                    // SAFETY: the processor supports AVX-512F (has_avx512).
+                    return unsafe { avx512($($arg),*) };
                 }
                 if std::arch::is_x86_feature_detected!("avx2") {
                     // SAFETY: the processor supports AVX2, checked just above.
                     return unsafe { avx2($($arg),*) };
                 }
             }
-            $pass($($arg),*, dot4)
+            $pass::<4>($($arg),*, dot4)
         }
     };
 }
 
-dispatch_dot4! {
+dispatch_dot! {
     /// Adds `sum_s (sigmoid(x_s^T theta) - y_s) x_s` over the row-major history `features` (one
     /// row of `theta.len()` per label) to `gradient` ([`gradient_pass`]).
     fn add_log_likelihood_gradient(features: &[f64], labels: &[f64], theta: &[f64], gradient: &mut [f64]) => gradient_pass
 }
 
-dispatch_dot4! {
+dispatch_dot! {
     /// Overwrites `weighted` with each row `x_s` of `features` times `mu'(x_s^T theta)`, the rows
     /// of `W X` in the exact curvature `X^T W X` ([`curvature_weights_pass`]).
     fn weigh_by_curvature(features: &[f64], theta: &[f64], weighted: &mut [f64]) => curvature_weights_pass
 }
 
-/// The pass of [`weigh_by_curvature`], given a [`dot4`]: four rows at a time, bit for bit
-/// `sigmoid_derivative(dot(x, theta)) * x` row by row ([`sigmoid4`] is [`sigmoid`]'s bits).
+/// The pass of [`weigh_by_curvature`], `G` rows at a time given their dot products, bit for
+/// bit `sigmoid_derivative(dot(x, theta)) * x` row by row ([`sigmoid_n`] is [`sigmoid`]'s
+/// bits).
 #[inline(always)]
-fn curvature_weights_pass(
+fn curvature_weights_pass<const G: usize>(
     features: &[f64],
     theta: &[f64],
     weighted: &mut [f64],
-    dot4: impl Fn(&[f64], &[f64]) -> [f64; 4],
+    dot_rows: impl Fn(&[f64], &[f64]) -> [f64; G],
 ) {
     let d = theta.len();
-    let blocks = features.chunks_exact(4 * d);
+    let blocks = features.chunks_exact(G * d);
     let tail = blocks.remainder();
-    let mut out = weighted.chunks_exact_mut(4 * d);
+    let mut out = weighted.chunks_exact_mut(G * d);
     for (rows, out) in blocks.zip(&mut out) {
-        let p = sigmoid4(dot4(rows, theta));
+        let p = sigmoid_n(dot_rows(rows, theta));
         for ((o, x), p) in out.chunks_exact_mut(d).zip(rows.chunks_exact(d)).zip(p) {
             let w = p * (1.0 - p);
             for (o, x) in o.iter_mut().zip(x) {
@@ -404,44 +416,43 @@ fn curvature_weights_pass(
     }
 }
 
-/// The gradient pass of [`add_log_likelihood_gradient`], given a [`dot4`] (bit for bit).
+/// The gradient pass of [`add_log_likelihood_gradient`], `G` samples at a time given their
+/// dot products (bit for bit).
 ///
-/// Samples go in chunks of [`GRADIENT_CHUNK`], each in three passes: the linear predictors four
-/// rows at a time, then the residuals `sigmoid(z) - y` ([`sigmoid4`]: no branch on the sign),
+/// Samples go in chunks of [`GRADIENT_CHUNK`], each in three passes: the linear predictors `G`
+/// rows at a time, then the residuals `sigmoid(z) - y` ([`sigmoid_n`]: no branch on the sign),
 /// then the update, while the chunk's rows are still in L1. Each component of the gradient
 /// still adds the samples' terms one by one in history order, so the result is bit for bit the
 /// one-sample loop's.
 #[inline(always)]
-fn gradient_pass(
+fn gradient_pass<const G: usize>(
     features: &[f64],
     labels: &[f64],
     theta: &[f64],
     gradient: &mut [f64],
-    dot4: impl Fn(&[f64], &[f64]) -> [f64; 4],
+    dot_rows: impl Fn(&[f64], &[f64]) -> [f64; G],
 ) {
     let d = theta.len();
-    let whole = labels.len() / 4 * 4;
+    let gradient = &mut gradient[..d];
+    let whole = labels.len() / G * G;
     let mut residuals = [0.0; GRADIENT_CHUNK];
     for (rows, y) in features[..whole * d].chunks(GRADIENT_CHUNK * d).zip(labels[..whole].chunks(GRADIENT_CHUNK)) {
         let residuals = &mut residuals[..y.len()];
-        for (r, block) in residuals.chunks_exact_mut(4).zip(rows.chunks_exact(4 * d)) {
-            r.copy_from_slice(&dot4(block, theta));
+        for (r, block) in residuals.chunks_exact_mut(G).zip(rows.chunks_exact(G * d)) {
+            r.copy_from_slice(&dot_rows(block, theta));
         }
-        for (r, y) in residuals.chunks_exact_mut(4).zip(y.chunks_exact(4)) {
-            let p = sigmoid4([r[0], r[1], r[2], r[3]]);
-            for s in 0..4 {
+        for (r, y) in residuals.chunks_exact_mut(G).zip(y.chunks_exact(G)) {
+            let p = sigmoid_n::<G>(std::array::from_fn(|s| r[s]));
+            for s in 0..G {
                 r[s] = p[s] - y[s];
             }
         }
-        for (r, block) in residuals.chunks_exact(4).zip(rows.chunks_exact(4 * d)) {
-            let (x0, rest) = block.split_at(d);
-            let (x1, rest) = rest.split_at(d);
-            let (x2, x3) = rest.split_at(d);
-            for ((((g, a), b), c), e) in gradient.iter_mut().zip(x0).zip(x1).zip(x2).zip(x3) {
-                *g += r[0] * a;
-                *g += r[1] * b;
-                *g += r[2] * c;
-                *g += r[3] * e;
+        for (r, block) in residuals.chunks_exact(G).zip(rows.chunks_exact(G * d)) {
+            let x: [&[f64]; G] = std::array::from_fn(|s| &block[s * d..][..d]);
+            for (j, g) in gradient.iter_mut().enumerate() {
+                for s in 0..G {
+                    *g += r[s] * x[s][j];
+                }
             }
         }
     }
@@ -516,13 +527,14 @@ mod tests {
         g
     }
 
-    /// The gradient pass (four samples at a time, AVX2 where the processor has it) gives the bits
-    /// of the one-sample loop compiled for the baseline, for every length of history (so every
-    /// tail of 0-3 samples) and a dimension that is not a multiple of four.
+    /// The gradient pass (eight samples at a time where AVX-512 runs, else four, AVX2 where the
+    /// processor has it) gives the bits of the one-sample loop compiled for the baseline, for
+    /// every length of history (so every tail of 0-7 samples) and a dimension that is not a
+    /// multiple of four.
     #[test]
     fn gradient_pass_is_bit_for_bit_the_one_sample_loop() {
         // Sizes below, at and across the 64-sample chunks, with and without a tail of 1-3 samples.
-        for (n, d) in [(0, 3), (1, 25), (7, 25), (64, 25), (103, 6), (9, 1), (130, 25), (259, 25), (200, 7)] {
+        for (n, d) in [(0, 3), (1, 25), (7, 25), (64, 25), (103, 6), (9, 1), (130, 25), (259, 25), (200, 7), (77, 33)] {
             let (xs, ys) = synthetic_history(11 + n as u64, n, d);
             let theta: Vec<f64> = (0..d).map(|i| 0.3 - 0.07 * i as f64).collect();
             let mut fast = vec![0.25; d];
@@ -530,6 +542,21 @@ mod tests {
             // The baseline x86-64 path too (the one above runs AVX2 where the processor has it).
             let mut portable = vec![0.25; d];
             gradient_pass(&xs, &ys, &theta, &mut portable, dot4);
+            // And the four-row pass compiled for AVX2 where AVX-512 took the dispatch above.
+            let mut four = vec![0.25; d];
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("avx2") {
+                #[target_feature(enable = "avx2")]
+                fn avx2(xs: &[f64], ys: &[f64], theta: &[f64], out: &mut [f64]) {
+                    gradient_pass(xs, ys, theta, out, |rows, b| crate::linalg::dot4_avx2(rows, b));
+                }
+                // SAFETY: the processor has AVX2, checked just above.
+                unsafe { avx2(&xs, &ys, &theta, &mut four) };
+            } else {
+                gradient_pass(&xs, &ys, &theta, &mut four, dot4);
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            gradient_pass(&xs, &ys, &theta, &mut four, dot4);
             let mut slow = vec![0.25; d];
             for (x, &y) in xs.chunks_exact(d).zip(&ys) {
                 let residual = sigmoid(dot(x, &theta)) - y;
@@ -540,6 +567,7 @@ mod tests {
             let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(&fast), bits(&slow), "n = {n}, d = {d}");
             assert_eq!(bits(&portable), bits(&slow), "n = {n}, d = {d}");
+            assert_eq!(bits(&four), bits(&slow), "n = {n}, d = {d}, four rows");
         }
     }
 
@@ -571,11 +599,11 @@ mod tests {
         }
     }
 
-    /// Both copies of the curvature weights, bit for bit the row-by-row formula, with and
-    /// without a tail of 1-3 rows.
+    /// The dispatched and baseline copies of the curvature weights, bit for bit the row-by-row
+    /// formula, with and without a tail of 1-7 rows.
     #[test]
     fn curvature_weights_are_bit_for_bit_the_one_row_formula() {
-        for (n, d) in [(0, 3), (1, 25), (7, 25), (64, 25), (103, 6), (9, 1)] {
+        for (n, d) in [(0, 3), (1, 25), (7, 25), (64, 25), (103, 6), (9, 1), (13, 25), (8, 4)] {
             let (xs, _) = synthetic_history(21 + n as u64, n, d);
             let theta: Vec<f64> = (0..d).map(|i| 0.9 - 0.11 * i as f64).collect();
             let expected: Vec<u64> = xs
@@ -619,16 +647,18 @@ mod tests {
     }
 
     #[test]
-    fn sigmoid4_is_bit_for_bit_sigmoid() {
+    fn sigmoid_n_is_bit_for_bit_sigmoid() {
         let mut rng = ChaCha8Rng::seed_from_u64(4);
         let edges =
             [0.0, -0.0, 1e-300, -1e-300, 36.7, -36.7, 745.2, -745.2, 800.0, -800.0, f64::INFINITY, f64::NEG_INFINITY];
         let random = (0..400_000).map(|i| (rng.random::<f64>() - 0.5) * if i % 2 == 0 { 20.0 } else { 1500.0 });
         let values: Vec<f64> = edges.into_iter().chain(random).chain([f64::NAN; 4]).collect();
-        for z in values.chunks_exact(4) {
-            let batch = sigmoid4([z[0], z[1], z[2], z[3]]);
-            for (b, &z) in batch.iter().zip(z) {
+        for z in values.chunks_exact(8) {
+            let eight = sigmoid_n::<8>(z.try_into().unwrap());
+            let four = [sigmoid_n::<4>(z[..4].try_into().unwrap()), sigmoid_n::<4>(z[4..].try_into().unwrap())];
+            for ((&b, &f), &z) in eight.iter().zip(four.as_flattened()).zip(z) {
                 assert_eq!(b.to_bits(), sigmoid(z).to_bits(), "z = {z}");
+                assert_eq!(f.to_bits(), sigmoid(z).to_bits(), "z = {z}");
             }
         }
     }

@@ -3,7 +3,8 @@
 //! one-at-a-time bits (the unit tests). The arguments come from a pool far larger than one
 //! call, as a family's do, so that the one-at-a-time functions' branches are not learnt.
 //!
-//! Run: cargo bench -p armada-math --bench lanes
+//! Run: cargo bench -p armada-math --bench lanes (and again with ARMADA_NO_AVX512=1 for the
+//! four-lane copies where the processor has AVX-512)
 
 use armada_math::lanes::{exp_in_place, sin_cos_each, std_normal_cdf_in_place};
 use std::hint::black_box;
@@ -61,6 +62,11 @@ type InPlace = fn(&mut [f64]);
 type OneAtATime = fn(f64) -> f64;
 
 fn main() {
+    #[cfg(target_arch = "x86_64")]
+    let eight = armada_math::has_avx512();
+    #[cfg(not(target_arch = "x86_64"))]
+    let eight = false;
+    println!("lanes: {} (ARMADA_NO_AVX512=1 keeps four)", if eight { "eight, AVX-512" } else { "four" });
     // Arguments in the ranges the families use: exp of -r^2/2 terms, Phi of MILE's z, phases.
     let xs = pool(-40.0, 0.0, 1);
     let zs = pool(-10.0, 8.5, 2);

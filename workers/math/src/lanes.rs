@@ -1,4 +1,5 @@
-//! The functions four arguments at a time, each lane bit for bit the one-at-a-time function.
+//! The functions four or eight arguments at a time, each lane bit for bit the one-at-a-time
+//! function.
 //!
 //! Each lane does exactly the floating-point operations of fdlibm's algorithm (the one the
 //! scalar function runs), in their order, with the branches turned into selects; Rust never
@@ -7,6 +8,11 @@
 //! overflow, results below the normal range, the far tails) makes its group of four fall back
 //! to the scalar function. The tests compare the two on millions of points and at every
 //! branch's edges.
+//!
+//! The lane bodies are generic in their lane count and always inlined, so each runs in the
+//! registers of the copy that calls it: the slice functions run eight lanes where AVX-512
+//! runs ([`crate::has_avx512`]), four in an AVX2 copy elsewhere, and each dispatches once per
+//! slice, not once per group (a call per group of four cost as much as the group).
 //!
 //! The algorithms and coefficients are FreeBSD msun's `s_erf.c`, `e_exp.c`, `e_rem_pio2.c`,
 //! `k_sin.c` and `k_cos.c`:
@@ -20,11 +26,13 @@
 #![allow(clippy::excessive_precision)]
 
 /// Four `f64`s, one per lane.
-pub type F64x4 = [f64; LANES];
+pub type F64x4 = [f64; 4];
 
-/// `exp` of four arguments, bit for bit [`crate::exp`] of each.
-#[inline]
-pub fn exp4(x: F64x4) -> F64x4 {
+/// `exp` of `N` arguments, bit for bit [`crate::exp`] of each. Always inlined, so that its
+/// lanes fill the vector registers of the caller's target features (eight in one AVX-512
+/// register where the caller is compiled for AVX-512F).
+#[inline(always)]
+pub fn exp_n<const N: usize>(x: [f64; N]) -> [f64; N] {
     if x.iter().all(|x| x.abs() < 708.0) {
         exp_lanes(x)
     } else {
@@ -32,9 +40,16 @@ pub fn exp4(x: F64x4) -> F64x4 {
     }
 }
 
-/// `erfc` of four arguments, bit for bit [`crate::erfc`] of each.
-#[inline]
-pub fn erfc4(x: F64x4) -> F64x4 {
+crate::avx2_dispatch! {
+    /// `exp` of four arguments, bit for bit [`crate::exp`] of each.
+    pub fn exp4(x: F64x4) -> F64x4 {
+        exp_n(x)
+    }
+}
+
+/// `erfc` of `N` arguments, bit for bit [`crate::erfc`] of each (inlined as [`exp_n`]).
+#[inline(always)]
+fn erfc_n<const N: usize>(x: [f64; N]) -> [f64; N] {
     if x.iter().all(|x| x.abs() < 26.0) {
         erfc_lanes(x)
     } else {
@@ -42,9 +57,10 @@ pub fn erfc4(x: F64x4) -> F64x4 {
     }
 }
 
-/// `(sin, cos)` of four arguments, bit for bit [`crate::sin_cos`] of each.
-#[inline]
-pub fn sin_cos4(x: F64x4) -> (F64x4, F64x4) {
+/// `(sin, cos)` of `N` arguments, bit for bit [`crate::sin_cos`] of each (inlined as
+/// [`exp_n`]).
+#[inline(always)]
+fn sin_cos_n<const N: usize>(x: [f64; N]) -> ([f64; N], [f64; N]) {
     match sin_cos_lanes(x) {
         Some(sc) => sc,
         None => {
@@ -55,14 +71,44 @@ pub fn sin_cos4(x: F64x4) -> (F64x4, F64x4) {
 }
 
 /// `body(k, sin p_k, cos p_k)` for `k = 0..n` in order, with `p_k = phase(k)`: the phases
-/// go four at a time through [`sin_cos4`] (the last `n % 4` one at a time), so `body` sees
-/// the bits of [`crate::sin_cos`] one at a time, in the same order.
+/// go eight at a time where AVX-512 runs ([`crate::has_avx512`]), four at a time elsewhere
+/// (the last `n % 8` or `n % 4` one at a time), so `body` sees the bits of
+/// [`crate::sin_cos`] one at a time, in the same order.
 #[inline]
-pub fn sin_cos_each(n: usize, mut phase: impl FnMut(usize) -> f64, mut body: impl FnMut(usize, f64, f64)) {
-    let full = n - n % LANES;
-    for k0 in (0..full).step_by(LANES) {
-        let (s, c) = sin_cos4(std::array::from_fn(|l| phase(k0 + l)));
-        for l in 0..LANES {
+pub fn sin_cos_each(n: usize, phase: impl FnMut(usize) -> f64, body: impl FnMut(usize, f64, f64)) {
+    #[cfg(target_arch = "x86_64")]
+    if crate::has_avx512() {
+        // SAFETY: the processor has AVX-512F (has_avx512).
+        return unsafe { avx512::sin_cos_each(n, phase, body) };
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+        // SAFETY: the processor has AVX2 and FMA, checked just above.
+        return unsafe { sin_cos_each_avx2(n, phase, body) };
+    }
+    sin_cos_each_by::<4>(n, phase, body, sin_cos_n)
+}
+
+/// [`sin_cos_each`] four at a time, the whole loop compiled for AVX2 (a dispatch per group
+/// of four would cost as much as the group).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn sin_cos_each_avx2(n: usize, phase: impl FnMut(usize) -> f64, body: impl FnMut(usize, f64, f64)) {
+    sin_cos_each_by::<4>(n, phase, body, sin_cos_n)
+}
+
+/// [`sin_cos_each`] in groups of `N`, each through `group` (a copy of [`sin_cos_n`]).
+#[inline(always)]
+fn sin_cos_each_by<const N: usize>(
+    n: usize,
+    mut phase: impl FnMut(usize) -> f64,
+    mut body: impl FnMut(usize, f64, f64),
+    group: impl Fn([f64; N]) -> ([f64; N], [f64; N]),
+) {
+    let full = n - n % N;
+    for k0 in (0..full).step_by(N) {
+        let (s, c) = group(std::array::from_fn(|l| phase(k0 + l)));
+        for l in 0..N {
             body(k0 + l, s[l], c[l]);
         }
     }
@@ -72,24 +118,58 @@ pub fn sin_cos_each(n: usize, mut phase: impl FnMut(usize) -> f64, mut body: imp
     }
 }
 
-/// `xs[k] <- exp(xs[k])` for every `k`, bit for bit [`crate::exp`]: four values at a time,
-/// the last `len % 4` one at a time.
+/// `xs[k] <- exp(xs[k])` for every `k`, bit for bit [`crate::exp`]: eight values at a time
+/// where AVX-512 runs, four elsewhere, the rest one at a time.
 pub fn exp_in_place(xs: &mut [f64]) {
-    let mut chunks = xs.chunks_exact_mut(LANES);
+    #[cfg(target_arch = "x86_64")]
+    if crate::has_avx512() {
+        // SAFETY: the processor has AVX-512F (has_avx512).
+        return unsafe { avx512::exp_in_place(xs) };
+    }
+    exp_in_place_four(xs)
+}
+
+crate::avx2_dispatch! {
+    /// The whole loop in one dispatched copy: a dispatch per group of four cost as much as
+    /// the group (the lanes bench: 13-14 ns a value against 4.2).
+    fn exp_in_place_four(xs: &mut [f64]) {
+        exp_in_place_by::<4>(xs)
+    }
+}
+
+#[inline(always)]
+fn exp_in_place_by<const N: usize>(xs: &mut [f64]) {
+    let mut chunks = xs.chunks_exact_mut(N);
     for chunk in &mut chunks {
-        let x: F64x4 = (&*chunk).try_into().expect("a chunk of LANES");
-        chunk.copy_from_slice(&exp4(x));
+        let x: [f64; N] = (&*chunk).try_into().expect("a chunk of N");
+        chunk.copy_from_slice(&exp_n(x));
     }
     chunks.into_remainder().iter_mut().for_each(|x| *x = crate::exp(*x));
 }
 
 /// `zs[k] <- std_normal_cdf(zs[k])` for every `k`, bit for bit [`crate::std_normal_cdf`]:
-/// four values at a time, the last `len % 4` one at a time.
+/// eight values at a time where AVX-512 runs, four elsewhere, the rest one at a time.
 pub fn std_normal_cdf_in_place(zs: &mut [f64]) {
-    let mut chunks = zs.chunks_exact_mut(LANES);
+    #[cfg(target_arch = "x86_64")]
+    if crate::has_avx512() {
+        // SAFETY: the processor has AVX-512F (has_avx512).
+        return unsafe { avx512::std_normal_cdf_in_place(zs) };
+    }
+    std_normal_cdf_in_place_four(zs)
+}
+
+crate::avx2_dispatch! {
+    fn std_normal_cdf_in_place_four(zs: &mut [f64]) {
+        std_normal_cdf_in_place_by::<4>(zs)
+    }
+}
+
+#[inline(always)]
+fn std_normal_cdf_in_place_by<const N: usize>(zs: &mut [f64]) {
+    let mut chunks = zs.chunks_exact_mut(N);
     for chunk in &mut chunks {
-        let z: F64x4 = chunk.try_into().expect("a chunk of LANES");
-        let erfc = erfc4(z.map(|z| -z * std::f64::consts::FRAC_1_SQRT_2));
+        let z: [f64; N] = (&*chunk).try_into().expect("a chunk of N");
+        let erfc = erfc_n(z.map(|z| -z * std::f64::consts::FRAC_1_SQRT_2));
         for (out, e) in chunk.iter_mut().zip(erfc) {
             *out = 0.5 * e;
         }
@@ -97,18 +177,36 @@ pub fn std_normal_cdf_in_place(zs: &mut [f64]) {
     chunks.into_remainder().iter_mut().for_each(|z| *z = crate::std_normal_cdf(*z));
 }
 
-crate::avx2_dispatch! {
-    /// `libm::exp` of four arguments with `|x| < 708`, branch-free.
-    fn exp_lanes(x: F64x4) -> F64x4 {
-        let mut out = [0.0; LANES];
-        for l in 0..LANES {
-            out[l] = exp_lane(x[l]);
-        }
-        out
+/// The slice functions compiled for AVX-512F, eight lanes to a group: the same operations
+/// lane by lane as the four-lane copies, so the same bits. Callers check
+/// [`crate::has_avx512`].
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    #[target_feature(enable = "avx512f")]
+    pub(super) fn exp_in_place(xs: &mut [f64]) {
+        super::exp_in_place_by::<8>(xs)
+    }
+
+    #[target_feature(enable = "avx512f")]
+    pub(super) fn std_normal_cdf_in_place(zs: &mut [f64]) {
+        super::std_normal_cdf_in_place_by::<8>(zs)
+    }
+
+    #[target_feature(enable = "avx512f")]
+    pub(super) fn sin_cos_each(n: usize, phase: impl FnMut(usize) -> f64, body: impl FnMut(usize, f64, f64)) {
+        super::sin_cos_each_by::<8>(n, phase, body, super::sin_cos_n)
     }
 }
 
-const LANES: usize = 4;
+/// `libm::exp` of `N` arguments with `|x| < 708`, branch-free.
+#[inline(always)]
+fn exp_lanes<const N: usize>(x: [f64; N]) -> [f64; N] {
+    let mut out = [0.0; N];
+    for l in 0..N {
+        out[l] = exp_lane(x[l]);
+    }
+    out
+}
 
 // erfc on |x| < 0.84375: erfc(x) = 1 - x - x * pp(x^2) / qq(x^2).
 const PP: [f64; 5] = [
@@ -201,38 +299,37 @@ fn high_word_abs(x: f64) -> u32 {
     ((x.to_bits() >> 32) as u32) & 0x7fff_ffff
 }
 
-crate::avx2_dispatch! {
-    /// `libm::erfc` of four arguments with `|x| < 26`, branch-free.
-    fn erfc_lanes(x: [f64; LANES]) -> [f64; LANES] {
-        let mut out = [0.0; LANES];
-        for l in 0..LANES {
-            let x = x[l];
-            let ix = high_word_abs(x);
-            let negative = x.is_sign_negative();
-            // |x| < 0.84375
-            let z = x * x;
-            let y = horner(z, &PP) / (1.0 + z * horner(z, &QQ));
-            let small = if negative || ix < 0x3fd0_0000 { 1.0 - (x + x * y) } else { 0.5 - (x - 0.5 + x * y) };
-            let small = if ix < 0x3c70_0000 { 1.0 - x } else { small };
-            // 0.84375 <= |x| < 1.25
-            let ax = x.abs();
-            let s1 = ax - 1.0;
-            let mid = 1.0 - ERX - horner(s1, &PA) / (1.0 + s1 * horner(s1, &QA));
-            // 1.25 <= |x| < 28
-            let s = 1.0 / (ax * ax);
-            let near = ix < 0x4006_db6d;
-            let r_coef: [f64; 8] = std::array::from_fn(|k| if near { RA[k] } else { RB[k] });
-            let s_coef: [f64; 8] = std::array::from_fn(|k| if near { SA[k] } else { SB[k] });
-            let r = horner(s, &r_coef);
-            let big_s = 1.0 + s * horner(s, &s_coef);
-            let zh = f64::from_bits(ax.to_bits() & 0xffff_ffff_0000_0000);
-            let far = exp_lane(-zh * zh - 0.5625) * exp_lane((zh - ax) * (zh + ax) + r / big_s) / ax;
-            let tail = if ix < 0x3ff4_0000 { mid } else { far };
-            let tail = if negative { 2.0 - tail } else { tail };
-            out[l] = if ix < 0x3feb_0000 { small } else { tail };
-        }
-        out
+/// `libm::erfc` of `N` arguments with `|x| < 26`, branch-free.
+#[inline(always)]
+fn erfc_lanes<const N: usize>(x: [f64; N]) -> [f64; N] {
+    let mut out = [0.0; N];
+    for l in 0..N {
+        let x = x[l];
+        let ix = high_word_abs(x);
+        let negative = x.is_sign_negative();
+        // |x| < 0.84375
+        let z = x * x;
+        let y = horner(z, &PP) / (1.0 + z * horner(z, &QQ));
+        let small = if negative || ix < 0x3fd0_0000 { 1.0 - (x + x * y) } else { 0.5 - (x - 0.5 + x * y) };
+        let small = if ix < 0x3c70_0000 { 1.0 - x } else { small };
+        // 0.84375 <= |x| < 1.25
+        let ax = x.abs();
+        let s1 = ax - 1.0;
+        let mid = 1.0 - ERX - horner(s1, &PA) / (1.0 + s1 * horner(s1, &QA));
+        // 1.25 <= |x| < 28
+        let s = 1.0 / (ax * ax);
+        let near = ix < 0x4006_db6d;
+        let r_coef: [f64; 8] = std::array::from_fn(|k| if near { RA[k] } else { RB[k] });
+        let s_coef: [f64; 8] = std::array::from_fn(|k| if near { SA[k] } else { SB[k] });
+        let r = horner(s, &r_coef);
+        let big_s = 1.0 + s * horner(s, &s_coef);
+        let zh = f64::from_bits(ax.to_bits() & 0xffff_ffff_0000_0000);
+        let far = exp_lane(-zh * zh - 0.5625) * exp_lane((zh - ax) * (zh + ax) + r / big_s) / ax;
+        let tail = if ix < 0x3ff4_0000 { mid } else { far };
+        let tail = if negative { 2.0 - tail } else { tail };
+        out[l] = if ix < 0x3feb_0000 { small } else { tail };
     }
+    out
 }
 
 // fdlibm's rem_pio2: `2/pi` (its invpio2, 0x3fe45f30_6dc9c883), `pi/2` as `PIO2_1 + PIO2_1T`
@@ -256,57 +353,63 @@ const C4: f64 = -2.75573143513906633035e-07;
 const C5: f64 = 2.08757232129817482790e-09;
 const C6: f64 = -1.13596475577881948265e-11;
 
-crate::avx2_dispatch! {
-    /// `libm::sincos` of four arguments with `2^-27 <= |x| < 2^20 pi/2` whose reduction needs
-    /// one round (all but those within about `2^-16 |x|` of a multiple of `pi/2`), without
-    /// branches; `None` where a lane is outside that domain. One pass per step over the four
-    /// lanes, integers as `i64` and the quadrant as an `f64`, so that every pass stays in
-    /// vector registers.
-    fn sin_cos_lanes(x: F64x4) -> Option<(F64x4, F64x4)> {
-        let (mut sin, mut cos) = ([0.0; LANES], [0.0; LANES]);
-        let mut in_domain = [false; LANES];
-        for l in 0..LANES {
-            let x = x[l];
-            let ix = high_word_abs(x);
-            // rem_pio2: up to 9pi/4, `n` is fixed by thresholds on the high word and one
-            // round follows, except near pi/2, pi, 3pi/2 and 2pi, where (as beyond 9pi/4)
-            // `n = rint(x / (pi/2))` and a second round follows if the first cancels.
-            let near_multiple = (ix <= 0x400f_6a7a && (ix & 0xf_ffff) == 0x9_21fb) | (ix == 0x4012_d97c) | (ix == 0x4019_21fb);
-            let fixed = (ix <= 0x401c_463b) & !near_multiple;
-            let n_fixed = if ix <= 0x4002_d97c { 1.0 } else { 2.0 };
-            let n_fixed = if ix <= 0x400f_6a7a { n_fixed } else if ix <= 0x4015_fdbc { 3.0 } else { 4.0 };
-            let n_fixed = if x < 0.0 { -n_fixed } else { n_fixed };
-            let n_rounded = (x * INV_PIO2 + TO_INT) - TO_INT;
-            let f_n = if fixed { n_fixed } else { n_rounded };
-            let r = x - f_n * PIO2_1;
-            let w = f_n * PIO2_1T;
-            let head = r - w;
-            let tail = (r - head) - w;
-            let cancels = (ix >> 20) as i32 - (high_word_abs(head) >> 20) as i32 > 16;
-            // |x| <= pi/4: no reduction, and k_sin's formula for a tail of zero.
-            let unreduced = ix <= 0x3fe9_21fb;
-            in_domain[l] = (0x3e46_a09e..0x4139_21fb).contains(&ix) & (unreduced | fixed | !cancels);
-            let y0 = if unreduced { x } else { head };
-            let y1 = if unreduced { 0.0 } else { tail };
-            let z = y0 * y0;
-            let w = z * z;
-            let r = S2 + z * (S3 + z * S4) + z * w * (S5 + z * S6);
-            let v = z * y0;
-            let s_unreduced = y0 + v * (S1 + z * r);
-            let s_reduced = y0 - ((z * (0.5 * y1 - v * r) - y1) - v * S1);
-            let s = if unreduced { s_unreduced } else { s_reduced };
-            let r = z * (C1 + z * (C2 + z * C3)) + w * w * (C4 + z * (C5 + z * C6));
-            let hz = 0.5 * z;
-            let w = 1.0 - hz;
-            let c = w + (((1.0 - w) - hz) + (z * r - y0 * y1));
-            // n & 3 picks (s, c), (c, -s), (-s, -c) or (-c, s).
-            let q = if unreduced { 0 } else { (f_n as i32) & 3 };
-            let (s, c) = if q & 1 == 1 { (c, s) } else { (s, c) };
-            sin[l] = if q >= 2 { -s } else { s };
-            cos[l] = if q == 1 || q == 2 { -c } else { c };
-        }
-        in_domain.iter().all(|&ok| ok).then_some((sin, cos))
+/// `libm::sincos` of `N` arguments with `2^-27 <= |x| < 2^20 pi/2` whose reduction needs
+/// one round (all but those within about `2^-16 |x|` of a multiple of `pi/2`), without
+/// branches; `None` where a lane is outside that domain. One pass per step over the four
+/// lanes, integers as `i64` and the quadrant as an `f64`, so that every pass stays in
+/// vector registers.
+#[inline(always)]
+fn sin_cos_lanes<const N: usize>(x: [f64; N]) -> Option<([f64; N], [f64; N])> {
+    let (mut sin, mut cos) = ([0.0; N], [0.0; N]);
+    let mut in_domain = [false; N];
+    for l in 0..N {
+        let x = x[l];
+        let ix = high_word_abs(x);
+        // rem_pio2: up to 9pi/4, `n` is fixed by thresholds on the high word and one
+        // round follows, except near pi/2, pi, 3pi/2 and 2pi, where (as beyond 9pi/4)
+        // `n = rint(x / (pi/2))` and a second round follows if the first cancels.
+        let near_multiple =
+            (ix <= 0x400f_6a7a && (ix & 0xf_ffff) == 0x9_21fb) | (ix == 0x4012_d97c) | (ix == 0x4019_21fb);
+        let fixed = (ix <= 0x401c_463b) & !near_multiple;
+        let n_fixed = if ix <= 0x4002_d97c { 1.0 } else { 2.0 };
+        let n_fixed = if ix <= 0x400f_6a7a {
+            n_fixed
+        } else if ix <= 0x4015_fdbc {
+            3.0
+        } else {
+            4.0
+        };
+        let n_fixed = if x < 0.0 { -n_fixed } else { n_fixed };
+        let n_rounded = (x * INV_PIO2 + TO_INT) - TO_INT;
+        let f_n = if fixed { n_fixed } else { n_rounded };
+        let r = x - f_n * PIO2_1;
+        let w = f_n * PIO2_1T;
+        let head = r - w;
+        let tail = (r - head) - w;
+        let cancels = (ix >> 20) as i32 - (high_word_abs(head) >> 20) as i32 > 16;
+        // |x| <= pi/4: no reduction, and k_sin's formula for a tail of zero.
+        let unreduced = ix <= 0x3fe9_21fb;
+        in_domain[l] = (0x3e46_a09e..0x4139_21fb).contains(&ix) & (unreduced | fixed | !cancels);
+        let y0 = if unreduced { x } else { head };
+        let y1 = if unreduced { 0.0 } else { tail };
+        let z = y0 * y0;
+        let w = z * z;
+        let r = S2 + z * (S3 + z * S4) + z * w * (S5 + z * S6);
+        let v = z * y0;
+        let s_unreduced = y0 + v * (S1 + z * r);
+        let s_reduced = y0 - ((z * (0.5 * y1 - v * r) - y1) - v * S1);
+        let s = if unreduced { s_unreduced } else { s_reduced };
+        let r = z * (C1 + z * (C2 + z * C3)) + w * w * (C4 + z * (C5 + z * C6));
+        let hz = 0.5 * z;
+        let w = 1.0 - hz;
+        let c = w + (((1.0 - w) - hz) + (z * r - y0 * y1));
+        // n & 3 picks (s, c), (c, -s), (-s, -c) or (-c, s).
+        let q = if unreduced { 0 } else { (f_n as i32) & 3 };
+        let (s, c) = if q & 1 == 1 { (c, s) } else { (s, c) };
+        sin[l] = if q >= 2 { -s } else { s };
+        cos[l] = if q == 1 || q == 2 { -c } else { c };
     }
+    in_domain.iter().all(|&ok| ok).then_some((sin, cos))
 }
 
 const LN2HI: f64 = 6.93147180369123816490e-01;
@@ -379,12 +482,20 @@ mod tests {
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
+    /// A slice function's copies: as dispatched here, and the four-lane one.
+    type Copies = [(&'static str, fn(&mut [f64])); 2];
+
+    /// The slice function as it runs here (eight lanes where AVX-512 runs) and its four-lane
+    /// copy, against `std_normal_cdf` one at a time.
     fn assert_same_bits(zs: &[f64]) {
-        let mut batch = zs.to_vec();
-        std_normal_cdf_in_place(&mut batch);
-        for (z, got) in zs.iter().zip(&batch) {
-            let want = crate::std_normal_cdf(*z);
-            assert_eq!(got.to_bits(), want.to_bits(), "Phi({z:e}): batch {got:e}, one at a time {want:e}");
+        let copies: Copies = [("as dispatched", std_normal_cdf_in_place), ("four lanes", std_normal_cdf_in_place_four)];
+        for (copy, in_place) in copies {
+            let mut batch = zs.to_vec();
+            in_place(&mut batch);
+            for (z, got) in zs.iter().zip(&batch) {
+                let want = crate::std_normal_cdf(*z);
+                assert_eq!(got.to_bits(), want.to_bits(), "Phi({z:e}) {copy}: batch {got:e}, one at a time {want:e}");
+            }
         }
     }
 
@@ -473,13 +584,44 @@ mod tests {
     #[test]
     fn exp_in_place_equals_exp() {
         let mut rng = ChaCha8Rng::seed_from_u64(41);
-        for len in [0, 1, 3, 4, 5, 8, 11, 1000] {
+        for len in [0, 1, 3, 4, 5, 7, 8, 9, 11, 15, 16, 17, 1000] {
             let xs: Vec<f64> =
                 (0..len).map(|k| if k % 97 == 13 { 709.5 } else { rng.random_range(-745.0..709.0) }).collect();
-            let mut got = xs.clone();
-            exp_in_place(&mut got);
             let want: Vec<u64> = xs.iter().map(|&x| crate::exp(x).to_bits()).collect();
-            assert_eq!(got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), want, "length {len}");
+            let copies: Copies = [("as dispatched", exp_in_place), ("four lanes", exp_in_place_four)];
+            for (copy, in_place) in copies {
+                let mut got = xs.clone();
+                in_place(&mut got);
+                assert_eq!(got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), want, "length {len}, {copy}");
+            }
+        }
+    }
+
+    /// `exp_n` in eight lanes (as an AVX-512 caller inlines it) is `exp` lane by lane, in the
+    /// branch-free domain and out of it, compiled for AVX-512F where the processor has it.
+    #[test]
+    fn exp_n_in_eight_lanes_equals_exp() {
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx512f")]
+        fn exp8_avx512(x: [f64; 8]) -> [f64; 8] {
+            exp_n(x)
+        }
+        let exp8 = |x: [f64; 8]| {
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                // SAFETY: the processor has AVX-512F, checked just above.
+                return unsafe { exp8_avx512(x) };
+            }
+            exp_n(x)
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        for _ in 0..250_000 {
+            let x: [f64; 8] = std::array::from_fn(|_| rng.random_range(-720.0..712.0));
+            assert_eq!(exp8(x).map(f64::to_bits), x.map(crate::exp).map(f64::to_bits), "exp({x:?})");
+        }
+        for _ in 0..250_000 {
+            let x: [f64; 8] = std::array::from_fn(|_| rng.random_range(-40.0..1.0));
+            assert_eq!(exp8(x).map(f64::to_bits), x.map(crate::exp).map(f64::to_bits), "exp({x:?})");
         }
     }
 
@@ -497,37 +639,44 @@ mod tests {
         assert_eq!(exp4(odd).map(f64::to_bits), odd.map(crate::exp).map(f64::to_bits));
     }
 
-    /// `erfc4` is `erfc` lane by lane over both branches' domains.
+    /// `erfc_n` is `erfc` lane by lane over both branches' domains, in four lanes and eight.
     #[test]
-    fn erfc4_equals_erfc() {
+    fn erfc_n_equals_erfc() {
         let mut rng = ChaCha8Rng::seed_from_u64(6);
-        for _ in 0..500_000 {
-            let x: [f64; 4] = std::array::from_fn(|_| rng.random_range(-30.0..30.0));
-            for (l, got) in erfc4(x).into_iter().enumerate() {
-                assert_eq!(got.to_bits(), crate::erfc(x[l]).to_bits(), "erfc({:e})", x[l]);
-            }
+        for _ in 0..250_000 {
+            let x: [f64; 8] = std::array::from_fn(|_| rng.random_range(-30.0..30.0));
+            let want = x.map(crate::erfc).map(f64::to_bits);
+            assert_eq!(erfc_n(x).map(f64::to_bits), want, "erfc({x:?})");
+            let four: [f64; 4] = std::array::from_fn(|l| x[l]);
+            assert_eq!(erfc_n(four).map(f64::to_bits), want[..4], "erfc({four:?})");
         }
     }
 
+    /// [`sin_cos_each`] as it runs here (eight lanes where AVX-512 runs) and in four lanes,
+    /// against `sin_cos` one at a time, in order.
     fn assert_sin_cos_same_bits(xs: &[f64]) {
-        let mut next = 0;
-        sin_cos_each(
-            xs.len(),
-            |k| xs[k],
-            |k, sin, cos| {
+        for four_lanes in [false, true] {
+            let mut next = 0;
+            let check = |k: usize, sin: f64, cos: f64| {
                 assert_eq!(k, next, "in order");
                 next += 1;
                 let (s, c) = crate::sin_cos(xs[k]);
-                assert_eq!((sin.to_bits(), cos.to_bits()), (s.to_bits(), c.to_bits()), "sin_cos({:e})", xs[k]);
-            },
-        );
-        assert_eq!(next, xs.len());
+                let copy = if four_lanes { "four lanes" } else { "as dispatched" };
+                assert_eq!((sin.to_bits(), cos.to_bits()), (s.to_bits(), c.to_bits()), "sin_cos({:e}) {copy}", xs[k]);
+            };
+            if four_lanes {
+                sin_cos_each_by::<4>(xs.len(), |k| xs[k], check, sin_cos_n);
+            } else {
+                sin_cos_each(xs.len(), |k| xs[k], check);
+            }
+            assert_eq!(next, xs.len());
+        }
     }
 
-    /// `sin_cos4` is `sin_cos` lane by lane: random arguments at every scale the families
+    /// The lanes give `sin_cos` lane by lane: random arguments at every scale the families
     /// meet (RFF phases are tens to thousands), tiny and huge ones (the fallback).
     #[test]
-    fn sin_cos4_equals_sin_cos_on_random_points() {
+    fn sin_cos_lanes_equal_sin_cos_on_random_points() {
         let mut rng = ChaCha8Rng::seed_from_u64(7);
         let xs: Vec<f64> = (0..2_000_000)
             .map(|k| match k % 5 {
@@ -546,7 +695,7 @@ mod tests {
     /// rounded path, and arguments within a few ulps of multiples of pi/2 (where the first
     /// round cancels and a second is needed), from both sides and both signs.
     #[test]
-    fn sin_cos4_equals_sin_cos_at_the_branch_edges() {
+    fn sin_cos_lanes_equal_sin_cos_at_the_branch_edges() {
         let mut xs = vec![0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, f64::MIN_POSITIVE, 5e-324];
         let high_words: [u32; 11] = [
             0x3fe9_21fb,
@@ -580,7 +729,7 @@ mod tests {
                 above = f64::from_bits(above.to_bits() + 1);
             }
         }
-        // Groups of four that mix lanes of every kind.
+        // Groups of four and eight that mix lanes of every kind.
         let mixed: Vec<f64> = (0..400_000).map(|_| xs[rng.random_range(0..xs.len())]).collect();
         assert_sin_cos_same_bits(&xs);
         assert_sin_cos_same_bits(&mixed);
