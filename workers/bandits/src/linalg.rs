@@ -103,8 +103,8 @@ pub fn dot4_avx2(rows: &[f64], b: &[f64]) -> [f64; 4] {
 
 /// [`dot4`]'s sums for eight consecutive rows in AVX-512 registers, bit for bit: each register
 /// holds two rows' four accumulators (row `2k` in the low half, `2k + 1` in the high), against
-/// `b`'s four values in both halves; then `(a0 + a1) + (a2 + a3)` and the tail row by row, as
-/// [`dot4`] does.
+/// `b`'s four values in both halves; then `(a0 + a1) + (a2 + a3)` and the tail's products
+/// added one at a time, as [`dot4`] does, for the eight rows in one register.
 ///
 /// # Safety
 /// The processor must support AVX-512F (`armada_math::has_avx512`).
@@ -129,20 +129,28 @@ pub fn dot8_avx512(rows: &[f64], b: &[f64]) -> [f64; 8] {
             }
         }
     }
-    let mut lanes = [[0.0; 8]; 4];
-    for (l, a) in lanes.iter_mut().zip(acc) {
-        // SAFETY: `l` holds eight f64.
-        unsafe { _mm512_storeu_pd(l.as_mut_ptr(), a) };
+    // Lanes 0-3 of acc[k] are row 2k's accumulators, lanes 4-7 row 2k + 1's. Within each
+    // 128-bit quarter, unpacking acc[k] with acc[k + 1] and adding pairs accumulators 0 + 1 and
+    // 2 + 3 of rows (2k, 2k + 2) and (2k + 1, 2k + 3); the quarters' shuffles put each row's
+    // a0 + a1 beside its a2 + a3, their sum is (a0 + a1) + (a2 + a3) for rows 0 2 1 3 4 6 5 7,
+    // and one permutation puts row r in lane r.
+    let pairs = |x: __m512d, y: __m512d| _mm512_add_pd(_mm512_unpacklo_pd(x, y), _mm512_unpackhi_pd(x, y));
+    let (p0, p1) = (pairs(acc[0], acc[1]), pairs(acc[2], acc[3]));
+    // Quarters 0 and 2 of each (a0 + a1), then quarters 1 and 3 (a2 + a3).
+    let low = _mm512_shuffle_f64x2::<0b10_00_10_00>(p0, p1);
+    let high = _mm512_shuffle_f64x2::<0b11_01_11_01>(p0, p1);
+    let mut sums = _mm512_permutexvar_pd(_mm512_setr_epi64(0, 2, 1, 3, 4, 6, 5, 7), _mm512_add_pd(low, high));
+    // The tail, a product per row added in order, row r in lane r.
+    let d64 = d as i64;
+    let rows_at = _mm512_setr_epi64(0, d64, 2 * d64, 3 * d64, 4 * d64, 5 * d64, 6 * d64, 7 * d64);
+    for c in full..d {
+        // SAFETY: c < d, so each lane's index r d + c is inside row r of `rows`.
+        let x = unsafe { _mm512_i64gather_pd::<8>(rows_at, rows.as_ptr().add(c).cast()) };
+        sums = _mm512_add_pd(sums, _mm512_mul_pd(x, _mm512_set1_pd(b[c])));
     }
     let mut out = [0.0; 8];
-    for (r, o) in out.iter_mut().enumerate() {
-        let a = &lanes[r / 2][4 * (r % 2)..][..4];
-        let mut sum = (a[0] + a[1]) + (a[2] + a[3]);
-        for c in full..d {
-            sum += rows[r * d + c] * b[c];
-        }
-        *o = sum;
-    }
+    // SAFETY: `out` holds eight f64; one store, so the caller's load of it is forwarded whole.
+    unsafe { _mm512_storeu_pd(out.as_mut_ptr(), sums) };
     out
 }
 
