@@ -143,10 +143,10 @@ pub fn dot8_avx512(rows: &[f64], b: &[f64]) -> [f64; 8] {
     // The tail, a product per row added in order, row r in lane r.
     let d64 = d as i64;
     let rows_at = _mm512_setr_epi64(0, d64, 2 * d64, 3 * d64, 4 * d64, 5 * d64, 6 * d64, 7 * d64);
-    for c in full..d {
+    for (c, &y) in b.iter().enumerate().skip(full) {
         // SAFETY: c < d, so each lane's index r d + c is inside row r of `rows`.
         let x = unsafe { _mm512_i64gather_pd::<8>(rows_at, rows.as_ptr().add(c).cast()) };
-        sums = _mm512_add_pd(sums, _mm512_mul_pd(x, _mm512_set1_pd(b[c])));
+        sums = _mm512_add_pd(sums, _mm512_mul_pd(x, _mm512_set1_pd(y)));
     }
     let mut out = [0.0; 8];
     // SAFETY: `out` holds eight f64; one store, so the caller's load of it is forwarded whole.
