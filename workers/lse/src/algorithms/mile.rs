@@ -62,15 +62,7 @@ pub fn mile_af(cov: &CandidateCovariance, theta: f64, beta_sqrt: f64, excluded: 
     let n = cov.len();
     let (active, offset) = active_set(cov, theta, beta_sqrt);
     let mut af = vec![f64::NAN; n];
-    let mut scratch = BlockScratch::default();
-    let mut blocks = af.chunks_exact_mut(LANES);
-    for (b, block) in (&mut blocks).enumerate() {
-        let sums = af_block(cov, b * LANES, &active, beta_sqrt, &mut scratch);
-        for (l, a) in block.iter_mut().enumerate() {
-            *a = sums[l] + offset;
-        }
-    }
-    let tail_start = n - blocks.into_remainder().len();
+    let tail_start = fill_blocks(cov, &active, offset, beta_sqrt, &mut af);
     for (x, a) in af.iter_mut().enumerate().skip(tail_start) {
         *a = af_one(cov, x, &active, beta_sqrt) + offset;
     }
@@ -105,8 +97,48 @@ fn active_set(cov: &CandidateCovariance, theta: f64, beta_sqrt: f64) -> (ActiveS
     (active, n_always_one as f64 - n_confident as f64)
 }
 
-/// Candidates evaluated together by [`af_block`].
-const LANES: usize = 4;
+/// Fills `af` block by block ([`af_block`]): eight candidates a block in a copy compiled for
+/// AVX-512F where it runs ([`armada_math::has_avx512`]), four in a copy compiled for AVX2
+/// elsewhere (the baseline without it). Returns where the candidates that fill no block start.
+fn fill_blocks(cov: &CandidateCovariance, active: &ActiveSet, offset: f64, beta_sqrt: f64, af: &mut [f64]) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if armada_math::has_avx512() {
+        #[target_feature(enable = "avx512f")]
+        fn eight(cov: &CandidateCovariance, active: &ActiveSet, offset: f64, beta_sqrt: f64, af: &mut [f64]) -> usize {
+            fill_blocks_by::<8>(cov, active, offset, beta_sqrt, af)
+        }
+        // SAFETY: the processor has AVX-512F (has_avx512).
+        return unsafe { eight(cov, active, offset, beta_sqrt, af) };
+    }
+    fill_blocks_four(cov, active, offset, beta_sqrt, af)
+}
+
+armada_core::avx2_dispatch! {
+    fn fill_blocks_four(cov: &CandidateCovariance, active: &ActiveSet, offset: f64, beta_sqrt: f64, af: &mut [f64]) -> usize {
+        fill_blocks_by::<4>(cov, active, offset, beta_sqrt, af)
+    }
+}
+
+/// [`fill_blocks`] with `L` candidates a block.
+#[inline(always)]
+fn fill_blocks_by<const L: usize>(
+    cov: &CandidateCovariance,
+    active: &ActiveSet,
+    offset: f64,
+    beta_sqrt: f64,
+    af: &mut [f64],
+) -> usize {
+    let mut scratch = BlockScratch::default();
+    let whole = af.len() - af.len() % L;
+    let blocks = af[..whole].chunks_exact_mut(L);
+    for (b, block) in blocks.enumerate() {
+        let sums = af_block::<L>(cov, b * L, active, beta_sqrt, &mut scratch);
+        for (a, sum) in block.iter_mut().zip(sums) {
+            *a = sum + offset;
+        }
+    }
+    whole
+}
 
 /// The `x'` whose term depends on `x` (see [`mile_af`]), one array per quantity, read in
 /// step by the double loop.
@@ -175,35 +207,37 @@ fn af_one(cov: &CandidateCovariance, x: usize, active: &ActiveSet, beta_sqrt: f6
 /// Work space of [`af_block`], kept from block to block.
 #[derive(Default)]
 struct BlockScratch {
-    /// Term `i * LANES + l` is `p(x'_i | x_l)`, once its `Phi` is filled in.
+    /// Term `i * L + l` is `p(x'_i | x_l)`, once its `Phi` is filled in (`L` candidates a block).
     terms: Vec<f64>,
     /// `num_s` and `|c|` of every term (read for those that need `Phi`).
     num_s: Vec<f64>,
     abs_c: Vec<f64>,
-    /// Bit `i * LANES + l` is set where the term needs `Phi(num_s / |c|)`.
+    /// Bit `i * L + l` is set where the term needs `Phi(num_s / |c|)`.
     needs_phi: Vec<u64>,
     /// The terms that need `Phi`: where they go, and `z`, then `Phi(z)`.
     phi_at: Vec<usize>,
     phi: Vec<f64>,
 }
 
-/// [`af_one`] for the `LANES` candidates from `x0`, bit for bit: each lane does the same
+/// [`af_one`] for the `L` candidates from `x0`, bit for bit: each lane does the same
 /// floating-point operations in the same order, and a skipped term adds `+0.0`, which leaves
 /// a sum of non-negative terms unchanged. In three passes, the first and the last without
 /// branches (the candidates' rows read side by side, a lane per candidate in one vector):
 /// every term except those that need `Phi` (5% of them on the sinusoidal runs); then those,
-/// four at a time ([`std_normal_cdf_in_place`]); then each lane's sum, in `af_one`'s order.
-fn af_block(
+/// several at a time ([`std_normal_cdf_in_place`]); then each lane's sum, in `af_one`'s order.
+/// Inlined into the copy of [`fill_blocks`] that runs, so that its lanes fill its registers.
+#[inline(always)]
+fn af_block<const L: usize>(
     cov: &CandidateCovariance,
     x0: usize,
     active: &ActiveSet,
     beta_sqrt: f64,
     scratch: &mut BlockScratch,
-) -> [f64; LANES] {
+) -> [f64; L] {
     let n = cov.len();
-    let rows: [&[f64]; LANES] = std::array::from_fn(|l| &cov.cov_row(x0 + l)[..n]);
-    let s2: [f64; LANES] = std::array::from_fn(|l| cov.var()[x0 + l] + cov.noise_var());
-    let len = active.index.len() * LANES;
+    let rows: [&[f64]; L] = std::array::from_fn(|l| &cov.cov_row(x0 + l)[..n]);
+    let s2: [f64; L] = std::array::from_fn(|l| cov.var()[x0 + l] + cov.noise_var());
+    let len = active.index.len() * L;
     scratch.terms.resize(len, 0.0);
     scratch.num_s.resize(len, 0.0);
     scratch.abs_c.resize(len, 0.0);
@@ -226,61 +260,71 @@ fn af_block(
     for (&k, &p) in scratch.phi_at.iter().zip(&scratch.phi) {
         scratch.terms[k] = p;
     }
-    block_sums(&scratch.terms)
+    block_sums::<L>(&scratch.terms)
 }
 
-armada_core::avx2_dispatch! {
-    /// The first pass of [`af_block`].
-    fn block_terms(rows: [&[f64]; LANES], s2: [f64; LANES], active: &ActiveSet, beta_sqrt: f64, scratch: &mut BlockScratch) {
-        let s = s2.map(f64::sqrt);
-        let inv_s2 = s2.map(|v| 1.0 / v);
-        let len = active.index.len();
-        let (index, dmu, var) = (&active.index[..len], &active.dmu[..len], &active.var[..len]);
-        let (confident, margin) = (&active.confident[..len], &active.margin[..len]);
-        let terms = scratch.terms[..len * LANES].chunks_exact_mut(LANES);
-        let num_s_out = scratch.num_s[..len * LANES].chunks_exact_mut(LANES);
-        let abs_c_out = scratch.abs_c[..len * LANES].chunks_exact_mut(LANES);
-        for (i, ((term_out, num_s_out), abs_c_out)) in terms.zip(num_s_out).zip(abs_c_out).enumerate() {
-            let c: [f64; LANES] = std::array::from_fn(|l| rows[l][index[i]]);
-            let (dmu, var, confident, margin) = (dmu[i], var[i], confident[i], margin[i]);
-            // Lanes in local arrays, so the compiler keeps each in one vector.
-            let mut term = [0.0; LANES];
-            let mut num_s = [0.0; LANES];
-            let mut abs_c = [0.0; LANES];
-            let mut needs_phi = [false; LANES];
-            for l in 0..LANES {
-                abs_c[l] = c[l].abs();
-                let sigma_t = (var - c[l] * c[l] * inv_s2[l]).max(0.0).sqrt();
-                num_s[l] = (dmu - beta_sqrt * sigma_t) * s[l];
-                // The branches of `af_one`, in their order, as masks.
-                let tiny = abs_c[l] < C_TINY;
-                let surely_one = margin * s[l] >= Z_ONE * abs_c[l];
-                let surely_zero = dmu * s[l] <= -Z_ZERO * abs_c[l];
-                let one = surely_one | (!surely_zero & (num_s[l] >= Z_ONE * abs_c[l]));
-                term[l] = if tiny { confident } else if one { 1.0 } else { 0.0 };
-                needs_phi[l] = !tiny & !one & !surely_zero & (num_s[l] > -Z_ZERO * abs_c[l]);
-            }
-            term_out.copy_from_slice(&term);
-            num_s_out.copy_from_slice(&num_s);
-            abs_c_out.copy_from_slice(&abs_c);
-            let mask = needs_phi.iter().enumerate().fold(0u64, |m, (l, &b)| m | (u64::from(b) << l));
-            let k = i * LANES;
-            scratch.needs_phi[k / 64] |= mask << (k % 64);
+/// The first pass of [`af_block`].
+#[inline(always)]
+fn block_terms<const L: usize>(
+    rows: [&[f64]; L],
+    s2: [f64; L],
+    active: &ActiveSet,
+    beta_sqrt: f64,
+    scratch: &mut BlockScratch,
+) {
+    let s = s2.map(f64::sqrt);
+    let inv_s2 = s2.map(|v| 1.0 / v);
+    let len = active.index.len();
+    let (index, dmu, var) = (&active.index[..len], &active.dmu[..len], &active.var[..len]);
+    let (confident, margin) = (&active.confident[..len], &active.margin[..len]);
+    let terms = scratch.terms[..len * L].chunks_exact_mut(L);
+    let num_s_out = scratch.num_s[..len * L].chunks_exact_mut(L);
+    let abs_c_out = scratch.abs_c[..len * L].chunks_exact_mut(L);
+    for (i, ((term_out, num_s_out), abs_c_out)) in terms.zip(num_s_out).zip(abs_c_out).enumerate() {
+        let c: [f64; L] = std::array::from_fn(|l| rows[l][index[i]]);
+        let (dmu, var, confident, margin) = (dmu[i], var[i], confident[i], margin[i]);
+        // Lanes in local arrays, so the compiler keeps each in one vector.
+        let mut term = [0.0; L];
+        let mut num_s = [0.0; L];
+        let mut abs_c = [0.0; L];
+        let mut needs_phi = [false; L];
+        for l in 0..L {
+            abs_c[l] = c[l].abs();
+            let sigma_t = (var - c[l] * c[l] * inv_s2[l]).max(0.0).sqrt();
+            num_s[l] = (dmu - beta_sqrt * sigma_t) * s[l];
+            // The branches of `af_one`, in their order, as masks.
+            let tiny = abs_c[l] < C_TINY;
+            let surely_one = margin * s[l] >= Z_ONE * abs_c[l];
+            let surely_zero = dmu * s[l] <= -Z_ZERO * abs_c[l];
+            let one = surely_one | (!surely_zero & (num_s[l] >= Z_ONE * abs_c[l]));
+            term[l] = if tiny {
+                confident
+            } else if one {
+                1.0
+            } else {
+                0.0
+            };
+            needs_phi[l] = !tiny & !one & !surely_zero & (num_s[l] > -Z_ZERO * abs_c[l]);
         }
+        term_out.copy_from_slice(&term);
+        num_s_out.copy_from_slice(&num_s);
+        abs_c_out.copy_from_slice(&abs_c);
+        let mask = needs_phi.iter().enumerate().fold(0u64, |m, (l, &b)| m | (u64::from(b) << l));
+        let k = i * L;
+        scratch.needs_phi[k / 64] |= mask << (k % 64);
     }
 }
 
-armada_core::avx2_dispatch! {
-    /// The last pass of [`af_block`]: each lane's terms added in order.
-    fn block_sums(terms: &[f64]) -> [f64; LANES] {
-        let mut sum = [0.0; LANES];
-        for term in terms.chunks_exact(LANES) {
-            for l in 0..LANES {
-                sum[l] += term[l];
-            }
+/// The last pass of [`af_block`]: each lane's terms added in order.
+#[inline(always)]
+fn block_sums<const L: usize>(terms: &[f64]) -> [f64; L] {
+    let mut sum = [0.0; L];
+    for term in terms.chunks_exact(L) {
+        for l in 0..L {
+            sum[l] += term[l];
         }
-        sum
     }
+    sum
 }
 
 #[cfg(test)]
@@ -447,10 +491,18 @@ mod tests {
         for (theta, beta_sqrt) in [(0.5, 3.0), (0.0, 1.0), (1.5, 0.5)] {
             let af = mile_af(&cov, theta, beta_sqrt, None);
             let (active, offset) = active_set(&cov, theta, beta_sqrt);
+            // The four-lane copy too (the one above runs eight where AVX-512 runs); 103
+            // candidates leave a tail of 3 (7) that af_one fills in `mile_af`.
+            let mut four = vec![f64::NAN; af.len()];
+            let whole = fill_blocks_four(&cov, &active, offset, beta_sqrt, &mut four);
+            assert_eq!(whole, 100);
             let mut branches = [0usize; 4]; // c = 0, 1, 0, Phi
             for (x, &a) in af.iter().enumerate() {
                 let want = af_one(&cov, x, &active, beta_sqrt) + offset;
                 assert_eq!(a.to_bits(), want.to_bits(), "theta {theta}, x {x}: {a} vs {want}");
+                if x < whole {
+                    assert_eq!(four[x].to_bits(), want.to_bits(), "theta {theta}, x {x}, four lanes");
+                }
                 let s = (cov.var()[x] + noise).sqrt();
                 for i in 0..active.index.len() {
                     let c = cov.cov(active.index[i], x);
