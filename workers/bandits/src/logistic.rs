@@ -100,6 +100,11 @@ pub struct LogisticMle {
     trial_gradient: Vec<f64>,
     step: Vec<f64>,
     weighted_features: Vec<f64>,
+    /// `sigmoid(x_s^T theta)` of every sample, from the last gradient pass, and that `theta`:
+    /// the exact curvature at the same `theta` (GLM-TSL's, every round, at the estimate the
+    /// fit's last pass was made at) reuses them, the same bits without the dot products.
+    probabilities: Vec<f64>,
+    probabilities_at: Vec<f64>,
     /// History length at the last exact rebuild of `curvature`.
     rebuilt_at_len: usize,
     counters: FitCounters,
@@ -125,6 +130,8 @@ impl LogisticMle {
             trial_gradient: vec![0.0; dim],
             step: vec![0.0; dim],
             weighted_features: Vec::with_capacity(capacity * dim),
+            probabilities: Vec::with_capacity(capacity),
+            probabilities_at: vec![0.0; dim],
             rebuilt_at_len: 0,
             counters: FitCounters::default(),
         }
@@ -200,7 +207,12 @@ impl LogisticMle {
     pub fn exact_curvature(&mut self, out: &mut [f64]) {
         let (n, d) = (self.labels.len(), self.dim);
         self.weighted_features.resize(n * d, 0.0);
-        weigh_by_curvature(&self.features, &self.estimate, &mut self.weighted_features);
+        let same_theta = self.probabilities_at.iter().zip(&self.estimate).all(|(a, b)| a.to_bits() == b.to_bits());
+        if self.probabilities.len() == n && same_theta {
+            weigh_by_probabilities(&self.features, &self.probabilities, &mut self.weighted_features);
+        } else {
+            weigh_by_curvature(&self.features, &self.estimate, &mut self.weighted_features);
+        }
         if n == 0 {
             out.fill(0.0);
             return;
@@ -248,11 +260,13 @@ impl LogisticMle {
 
     /// Gradient only (no objective, so no logarithm) at `theta`. O(n d), the fit's hot loop
     /// ([`add_log_likelihood_gradient`]).
-    fn gradient_at(&self, theta: &[f64], gradient: &mut [f64]) {
+    fn gradient_at(&mut self, theta: &[f64], gradient: &mut [f64]) {
         for (g, t) in gradient.iter_mut().zip(theta) {
             *g = self.ridge * t;
         }
-        add_log_likelihood_gradient(&self.features, &self.labels, theta, gradient);
+        self.probabilities.resize(self.labels.len(), 0.0);
+        add_log_likelihood_gradient(&self.features, &self.labels, theta, gradient, &mut self.probabilities);
+        self.probabilities_at.copy_from_slice(theta);
     }
 
     /// Refits from the current estimate. Allocation-free once the history has its capacity.
@@ -291,7 +305,9 @@ impl LogisticMle {
                 for ((t, e), s) in self.trial.iter_mut().zip(&self.estimate).zip(&self.step) {
                     *t = e - s;
                 }
-                self.gradient_at(&self.trial, &mut trial_gradient);
+                let trial = std::mem::take(&mut self.trial);
+                self.gradient_at(&trial, &mut trial_gradient);
+                self.trial = trial;
                 accepted = -dot(&trial_gradient, &self.step) <= 0.5 * descent;
             }
             if !accepted {
@@ -375,8 +391,9 @@ macro_rules! dispatch_dot {
 
 dispatch_dot! {
     /// Adds `sum_s (sigmoid(x_s^T theta) - y_s) x_s` over the row-major history `features` (one
-    /// row of `theta.len()` per label) to `gradient` ([`gradient_pass`]).
-    fn add_log_likelihood_gradient(features: &[f64], labels: &[f64], theta: &[f64], gradient: &mut [f64]) => gradient_pass
+    /// row of `theta.len()` per label) to `gradient`, and writes each `sigmoid(x_s^T theta)` to
+    /// `probabilities` ([`gradient_pass`]).
+    fn add_log_likelihood_gradient(features: &[f64], labels: &[f64], theta: &[f64], gradient: &mut [f64], probabilities: &mut [f64]) => gradient_pass
 }
 
 dispatch_dot! {
@@ -430,19 +447,24 @@ fn gradient_pass<const G: usize>(
     labels: &[f64],
     theta: &[f64],
     gradient: &mut [f64],
+    probabilities: &mut [f64],
     dot_rows: impl Fn(&[f64], &[f64]) -> [f64; G],
 ) {
     let d = theta.len();
     let gradient = &mut gradient[..d];
     let whole = labels.len() / G * G;
     let mut residuals = [0.0; GRADIENT_CHUNK];
-    for (rows, y) in features[..whole * d].chunks(GRADIENT_CHUNK * d).zip(labels[..whole].chunks(GRADIENT_CHUNK)) {
+    let chunks = features[..whole * d].chunks(GRADIENT_CHUNK * d).zip(labels[..whole].chunks(GRADIENT_CHUNK));
+    for ((rows, y), probabilities) in chunks.zip(probabilities[..whole].chunks_mut(GRADIENT_CHUNK)) {
         let residuals = &mut residuals[..y.len()];
         for (r, block) in residuals.chunks_exact_mut(G).zip(rows.chunks_exact(G * d)) {
             r.copy_from_slice(&dot_rows(block, theta));
         }
-        for (r, y) in residuals.chunks_exact_mut(G).zip(y.chunks_exact(G)) {
+        for ((r, y), probabilities) in
+            residuals.chunks_exact_mut(G).zip(y.chunks_exact(G)).zip(probabilities.chunks_exact_mut(G))
+        {
             let p = sigmoid_n::<G>(std::array::from_fn(|s| r[s]));
+            probabilities.copy_from_slice(&p);
             for s in 0..G {
                 r[s] = p[s] - y[s];
             }
@@ -456,10 +478,26 @@ fn gradient_pass<const G: usize>(
             }
         }
     }
-    for (x, &y) in features[whole * d..].chunks_exact(d).zip(&labels[whole..]) {
-        let residual = sigmoid(dot(x, theta)) - y;
+    let tail = features[whole * d..].chunks_exact(d).zip(&labels[whole..]);
+    for ((x, &y), probability) in tail.zip(&mut probabilities[whole..]) {
+        *probability = sigmoid(dot(x, theta));
+        let residual = *probability - y;
         for (g, xi) in gradient.iter_mut().zip(x) {
             *g += residual * xi;
+        }
+    }
+}
+
+armada_math::avx2_dispatch! {
+    /// [`weigh_by_curvature`] from each row's `sigmoid(x_s^T theta)`, as the gradient pass at
+    /// that `theta` left them: `mu'` is `p (1 - p)`, as [`sigmoid_derivative`] forms it.
+    fn weigh_by_probabilities(features: &[f64], probabilities: &[f64], weighted: &mut [f64]) {
+        let d = features.len() / probabilities.len().max(1);
+        for ((o, x), &p) in weighted.chunks_exact_mut(d).zip(features.chunks_exact(d)).zip(probabilities) {
+            let w = p * (1.0 - p);
+            for (o, x) in o.iter_mut().zip(x) {
+                *o = w * x;
+            }
         }
     }
 }
@@ -537,38 +575,89 @@ mod tests {
         for (n, d) in [(0, 3), (1, 25), (7, 25), (64, 25), (103, 6), (9, 1), (130, 25), (259, 25), (200, 7), (77, 33)] {
             let (xs, ys) = synthetic_history(11 + n as u64, n, d);
             let theta: Vec<f64> = (0..d).map(|i| 0.3 - 0.07 * i as f64).collect();
-            let mut fast = vec![0.25; d];
-            add_log_likelihood_gradient(&xs, &ys, &theta, &mut fast);
-            // The baseline x86-64 path too (the one above runs AVX2 where the processor has it).
-            let mut portable = vec![0.25; d];
-            gradient_pass(&xs, &ys, &theta, &mut portable, dot4);
+            // Each copy's gradient and probabilities.
+            let run = |pass: &dyn Fn(&mut [f64], &mut [f64])| {
+                let (mut gradient, mut probabilities) = (vec![0.25; d], vec![f64::NAN; n]);
+                pass(&mut gradient, &mut probabilities);
+                (gradient, probabilities)
+            };
+            let fast = run(&|g, p| add_log_likelihood_gradient(&xs, &ys, &theta, g, p));
+            // The baseline x86-64 path too (the one above runs AVX2 or AVX-512 where the processor has it).
+            let portable = run(&|g, p| gradient_pass(&xs, &ys, &theta, g, p, dot4));
             // And the four-row pass compiled for AVX2 where AVX-512 took the dispatch above.
-            let mut four = vec![0.25; d];
-            #[cfg(target_arch = "x86_64")]
-            if std::arch::is_x86_feature_detected!("avx2") {
-                #[target_feature(enable = "avx2")]
-                fn avx2(xs: &[f64], ys: &[f64], theta: &[f64], out: &mut [f64]) {
-                    gradient_pass(xs, ys, theta, out, |rows, b| crate::linalg::dot4_avx2(rows, b));
+            let four = run(&|g, p| {
+                #[cfg(target_arch = "x86_64")]
+                if std::arch::is_x86_feature_detected!("avx2") {
+                    #[target_feature(enable = "avx2")]
+                    fn avx2(xs: &[f64], ys: &[f64], theta: &[f64], g: &mut [f64], p: &mut [f64]) {
+                        gradient_pass(xs, ys, theta, g, p, |rows, b| crate::linalg::dot4_avx2(rows, b));
+                    }
+                    // SAFETY: the processor has AVX2, checked just above.
+                    return unsafe { avx2(&xs, &ys, &theta, g, p) };
                 }
-                // SAFETY: the processor has AVX2, checked just above.
-                unsafe { avx2(&xs, &ys, &theta, &mut four) };
-            } else {
-                gradient_pass(&xs, &ys, &theta, &mut four, dot4);
-            }
-            #[cfg(not(target_arch = "x86_64"))]
-            gradient_pass(&xs, &ys, &theta, &mut four, dot4);
+                gradient_pass(&xs, &ys, &theta, g, p, dot4)
+            });
             let mut slow = vec![0.25; d];
+            let mut slow_probabilities = Vec::new();
             for (x, &y) in xs.chunks_exact(d).zip(&ys) {
+                slow_probabilities.push(sigmoid(dot(x, &theta)));
                 let residual = sigmoid(dot(x, &theta)) - y;
                 for (g, xi) in slow.iter_mut().zip(x) {
                     *g += residual * xi;
                 }
             }
             let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-            assert_eq!(bits(&fast), bits(&slow), "n = {n}, d = {d}");
-            assert_eq!(bits(&portable), bits(&slow), "n = {n}, d = {d}");
-            assert_eq!(bits(&four), bits(&slow), "n = {n}, d = {d}, four rows");
+            for (copy, (gradient, probabilities)) in
+                [("dispatched", &fast), ("baseline", &portable), ("four rows", &four)]
+            {
+                assert_eq!(bits(gradient), bits(&slow), "n = {n}, d = {d}, {copy}");
+                assert_eq!(bits(probabilities), bits(&slow_probabilities), "n = {n}, d = {d}, {copy}");
+            }
         }
+    }
+
+    /// The curvature from the probabilities the fit's last gradient pass left is the one
+    /// computed afresh, to the bit; and a stale memo (another estimate, a longer history) is
+    /// not used.
+    #[test]
+    fn curvature_from_the_last_pass_is_the_fresh_one() {
+        let d = 25;
+        let (xs, ys) = synthetic_history(31, 403, d);
+        let mut mle = LogisticMle::new(d, 1.0, 403);
+        let fresh = |mle: &LogisticMle| {
+            let mut weighted = vec![0.0; mle.len() * d];
+            weigh_by_curvature(&mle.features, &mle.estimate, &mut weighted);
+            let mut h = vec![0.0; d * d];
+            let lhs = MatRef::from_row_major_slice(&weighted, mle.len(), d);
+            let rhs = MatRef::from_row_major_slice(&mle.features, mle.len(), d);
+            matmul(MatMut::from_column_major_slice_mut(&mut h, d, d), Accum::Replace, lhs.transpose(), rhs, 1.0);
+            h
+        };
+        let mut reused = 0;
+        for s in 0..403 {
+            mle.push(&xs[s * d..(s + 1) * d], ys[s]);
+            if s < 2 * d {
+                continue;
+            }
+            let report = mle.fit();
+            let memo_holds = mle.probabilities.len() == mle.len()
+                && mle.probabilities_at.iter().zip(&mle.estimate).all(|(a, b)| a.to_bits() == b.to_bits());
+            reused += usize::from(memo_holds && report.iterations > 0);
+            let mut got = vec![0.0; d * d];
+            mle.exact_curvature(&mut got);
+            // exact_curvature symmetrises; so does this reference, the same way.
+            let mut want = fresh(&mle);
+            for i in 0..d {
+                for j in 0..i {
+                    let m = 0.5 * (want[i * d + j] + want[j * d + i]);
+                    want[i * d + j] = m;
+                    want[j * d + i] = m;
+                }
+            }
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got), bits(&want), "round {s}");
+        }
+        assert!(reused > 300, "the memo served {reused} of 353 fits");
     }
 
     /// Refitting warm after every one of 1,500 observations ends at the same point as a long Newton run
