@@ -40,11 +40,6 @@ pub fn matmul(mut dst: MatMut<'_, f64>, accum: Accum, a: MatRef<'_, f64>, b: Mat
     if m == 0 || n == 0 || k == 0 {
         return;
     }
-    #[cfg(target_arch = "x86_64")]
-    if armada_math::has_avx512() && m <= IN_PLACE_MAX && n <= IN_PLACE_MAX && a.row_stride() == 1 && b.col_stride() == 1
-    {
-        return product_in_place(dst, a, b, alpha);
-    }
     // Sized to this product's blocks (a small product must not clear megabytes first).
     let mut packed_b = vec![0.0; KC.min(k) * NC.min(n.div_ceil(NR) * NR)];
     let mut packed_a = vec![0.0; KC.min(k) * MC.min(m.div_ceil(MR) * MR)];
@@ -64,53 +59,6 @@ pub fn matmul(mut dst: MatMut<'_, f64>, accum: Accum, a: MatRef<'_, f64>, b: Mat
                 });
             }
         }
-    }
-}
-
-/// The largest `m` and `n` of a product whose full panels [`product_in_place`] reads where they
-/// are: each `k` then touches `m + n` values of a few cache lines, where a larger product
-/// needs its panels packed to stream them.
-const IN_PLACE_MAX: usize = 64;
-
-/// [`matmul`]'s accumulation (`dst` already cleared for `Accum::Replace`) for a thin product
-/// (`m, n <= IN_PLACE_MAX`) whose `a` has contiguous columns and `b` contiguous rows, as the
-/// logistic MLE's curvature `X^T W X` of row-major histories: the full panels are read in
-/// place, not copied (packing was as costly as the product on GLM-TSL's 25 x 25 x 14,000),
-/// and only the edge panels (fewer than `MR` rows, `NR` columns) are packed, zero-padded. The
-/// register blocks, their terms and the blocks' order are [`matmul`]'s, so are the bits.
-#[cfg(target_arch = "x86_64")]
-fn product_in_place(mut dst: MatMut<'_, f64>, a: MatRef<'_, f64>, b: MatRef<'_, f64>, alpha: f64) {
-    let (m, n, k) = (dst.nrows(), dst.ncols(), a.ncols());
-    let (a_stride, b_stride) = (a.col_stride(), b.row_stride());
-    assert!(a_stride >= 0 && b_stride >= 0, "in-place panels step forward in k");
-    let (a_stride, b_stride) = (a_stride as usize, b_stride as usize);
-    let (a_full, b_full) = (m / MR * MR, n / NR * NR);
-    let mut a_edge = vec![0.0; KC.min(k) * MR];
-    let mut b_edge = vec![0.0; KC.min(k) * NR];
-    for pc in (0..k).step_by(KC) {
-        let kc = KC.min(k - pc);
-        // SAFETY: the span from entry (i0, pc) to entry (i0 + MR - 1, pc + kc - 1) of `a`
-        // (or its transpose's for `b`) lies inside the view's memory; `in_place` is called
-        // only for panels whose entries all exist.
-        let in_place = |at: *const f64, stride: usize, width: usize| Panel {
-            values: unsafe { std::slice::from_raw_parts(at, (kc - 1) * stride + width) },
-            stride,
-        };
-        let mut a_panels: Vec<Panel<'_>> =
-            (0..a_full).step_by(MR).map(|i0| in_place(a.submatrix(i0, pc, MR, kc).as_ptr(), a_stride, MR)).collect();
-        if a_full < m {
-            pack::<MR>(&mut a_edge, a.submatrix(a_full, pc, m - a_full, kc));
-            a_panels.push(Panel { values: &a_edge[..kc * MR], stride: MR });
-        }
-        let mut b_panels: Vec<Panel<'_>> =
-            (0..b_full).step_by(NR).map(|j0| in_place(b.submatrix(pc, j0, kc, NR).as_ptr(), b_stride, NR)).collect();
-        if b_full < n {
-            pack::<NR>(&mut b_edge, b.submatrix(pc, b_full, kc, n - b_full).transpose());
-            b_panels.push(Panel { values: &b_edge[..kc * NR], stride: NR });
-        }
-        blocks_avx512(&a_panels, &b_panels, kc, |i, q, sums| {
-            add_block(dst.as_mut(), (i, q * NR), sums, (MR.min(m - i), NR.min(n - q * NR)), alpha);
-        });
     }
 }
 
@@ -194,45 +142,28 @@ pub(crate) fn for_each_block(
     let na = a_panels.len() / a_len.max(1);
     #[cfg(target_arch = "x86_64")]
     if armada_math::has_avx512() {
-        let a: Vec<Panel<'_>> =
-            a_panels.chunks_exact(a_len.max(1)).map(|values| Panel { values, stride: MR }).collect();
-        let b: Vec<Panel<'_>> = b_panels.iter().map(|&values| Panel { values, stride: NR }).collect();
-        blocks_avx512(&a, &b, kc, f);
+        for (jb, b) in b_panels.chunks(2).enumerate() {
+            let mut ib = 0;
+            while ib < na {
+                let tall = na - ib >= 2;
+                let a = &a_panels[ib * a_len..(ib + if tall { 2 } else { 1 }) * a_len];
+                let (i, q) = (ib * MR, 2 * jb);
+                // SAFETY (each call): the processor has AVX-512F (has_avx512).
+                match (tall, b) {
+                    (true, [b0, b1]) => each(unsafe { block_product_avx512::<2, 2>(a, [b0, b1]) }, i, q, &mut f),
+                    (true, [b0]) => each(unsafe { block_product_avx512::<2, 1>(a, [b0]) }, i, q, &mut f),
+                    (false, [b0, b1]) => each(unsafe { block_product_avx512::<1, 2>(a, [b0, b1]) }, i, q, &mut f),
+                    (false, [b0]) => each(unsafe { block_product_avx512::<1, 1>(a, [b0]) }, i, q, &mut f),
+                    _ => unreachable!("chunks of one or two panels"),
+                }
+                ib += if tall { 2 } else { 1 };
+            }
+        }
         return;
     }
     for (q, b) in b_panels.iter().enumerate() {
         for ib in 0..na {
             f(ib * MR, q, &block_product(&a_panels[ib * a_len..(ib + 1) * a_len], b));
-        }
-    }
-}
-
-/// Where the AVX-512 kernel reads a panel of `WIDTH` rows of `a` (`MR`) or columns of `b`
-/// (`NR`): its `WIDTH` values at step `k` are `values[k * stride..][..WIDTH]`. A packed panel
-/// has `stride = WIDTH`; a panel read in place the matrix's other stride.
-#[cfg(target_arch = "x86_64")]
-#[derive(Clone, Copy)]
-struct Panel<'a> {
-    values: &'a [f64],
-    stride: usize,
-}
-
-/// [`for_each_block`]'s AVX-512 register blocks: `2 MR x 2 NR` where two panels of each remain,
-/// smaller at the edges, `f(i, q, sums)` for each `MR x NR` block (`i`: its first row, `q`:
-/// its `b` panel).
-#[cfg(target_arch = "x86_64")]
-fn blocks_avx512(a: &[Panel<'_>], b: &[Panel<'_>], kc: usize, mut f: impl FnMut(usize, usize, &[[f64; NR]; MR])) {
-    for (jb, b) in b.chunks(2).enumerate() {
-        for (ib, a) in a.chunks(2).enumerate() {
-            let (i, q) = (2 * ib * MR, 2 * jb);
-            // SAFETY (each call): the processor has AVX-512F (has_avx512, checked by callers).
-            match (a, b) {
-                (&[a0, a1], &[b0, b1]) => each(unsafe { block_product_avx512([a0, a1], [b0, b1], kc) }, i, q, &mut f),
-                (&[a0, a1], &[b0]) => each(unsafe { block_product_avx512([a0, a1], [b0], kc) }, i, q, &mut f),
-                (&[a0], &[b0, b1]) => each(unsafe { block_product_avx512([a0], [b0, b1], kc) }, i, q, &mut f),
-                (&[a0], &[b0]) => each(unsafe { block_product_avx512([a0], [b0], kc) }, i, q, &mut f),
-                _ => unreachable!("chunks of one or two panels"),
-            }
         }
     }
 }
@@ -251,36 +182,29 @@ fn each<const A: usize, const B: usize>(
     }
 }
 
-/// [`block_product`] of `A` `a` panels against `B` `b` panels, `kc` deep, in AVX-512
-/// registers: one vector of `NR = 8` sums per row of each `MR x NR` block, each term
+/// [`block_product`] of `A` consecutive packed `a` panels against `B` packed `b` panels, in
+/// AVX-512 registers: one vector of `NR = 8` sums per row of each `MR x NR` block, each term
 /// `fma(a[k, i], b[k, j], acc)` in `k` order, as in the scalar kernel.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-fn block_product_avx512<const A: usize, const B: usize>(
-    a: [Panel<'_>; A],
-    b: [Panel<'_>; B],
-    kc: usize,
-) -> [[[[f64; NR]; MR]; B]; A] {
+fn block_product_avx512<const A: usize, const B: usize>(a: &[f64], b: [&[f64]; B]) -> [[[[f64; NR]; MR]; B]; A] {
     use std::arch::x86_64::{
         __m512d, _mm512_fmadd_pd, _mm512_loadu_pd, _mm512_set1_pd, _mm512_setzero_pd, _mm512_storeu_pd,
     };
     const { assert!(NR == 8, "one AVX-512 vector per row of a block") };
-    let holds = |p: &Panel<'_>, width: usize| kc == 0 || p.values.len() >= (kc - 1) * p.stride + width;
-    assert!(
-        a.iter().all(|p| holds(p, MR)) && b.iter().all(|p| holds(p, NR)),
-        "{A} a panels and {B} b panels, {kc} deep"
-    );
+    let kc = a.len() / (A * MR);
+    assert!(a.len() == A * MR * kc && b.iter().all(|b| b.len() == NR * kc), "{A} a panels and {B} b panels, {kc} deep");
     let mut acc: [[[__m512d; MR]; B]; A] = [[[_mm512_setzero_pd(); MR]; B]; A];
     for k in 0..kc {
         let mut bk = [_mm512_setzero_pd(); B];
-        for (v, b) in bk.iter_mut().zip(&b) {
-            // SAFETY: k stride + NR <= (kc - 1) stride + NR <= the panel's length, asserted above.
-            *v = unsafe { _mm512_loadu_pd(b.values.as_ptr().add(k * b.stride)) };
+        for (v, b) in bk.iter_mut().zip(b) {
+            // SAFETY: k NR + 8 <= NR kc = b.len(), asserted above.
+            *v = unsafe { _mm512_loadu_pd(b.as_ptr().add(k * NR)) };
         }
-        for (acc_p, a) in acc.iter_mut().zip(&a) {
+        for (p, acc_p) in acc.iter_mut().enumerate() {
             for i in 0..MR {
-                // SAFETY: k stride + i < (kc - 1) stride + MR <= the panel's length, asserted above.
-                let ai = _mm512_set1_pd(unsafe { *a.values.get_unchecked(k * a.stride + i) });
+                // SAFETY: p MR kc + k MR + i < A MR kc = a.len(), asserted above.
+                let ai = _mm512_set1_pd(unsafe { *a.get_unchecked(p * MR * kc + k * MR + i) });
                 for (acc_pq, bq) in acc_p.iter_mut().zip(&bk) {
                     acc_pq[i] = _mm512_fmadd_pd(ai, *bq, acc_pq[i]);
                 }
@@ -318,7 +242,7 @@ armada_math::avx2_dispatch! {
 mod tests {
     use super::*;
     use crate::testing::{naive_product, random, relative_gap};
-    use faer::Mat;
+    use faer::{Mat, MatRef};
 
     /// Shapes around every block edge, both accumulations, transposed operands: within
     /// rounding of the triple loop.
@@ -371,24 +295,16 @@ mod tests {
     }
 
     /// The documented order, every entry to the bit, on every path the processor takes (here
-    /// the AVX-512 register blocks where it has them, their edge shapes included).
+    /// the AVX-512 register blocks where it has them, their edge shapes included), for
+    /// column-major operands and for a `b` with contiguous rows (the logistic MLE's `X^T W X`
+    /// of row-major histories).
     #[test]
     fn products_follow_the_documented_order_to_the_bit() {
         for (m, n, k) in [(8, 8, 3), (12, 9, 300), (20, 20, 600), (33, 17, 257), (1, 5, 9), (130, 3, 40)] {
             assert_documented_order(random(m, k, 11).as_ref(), random(k, n, 12).as_ref(), 13);
         }
-    }
-
-    /// Thin products whose `b` has contiguous rows (and `a` contiguous columns), as the
-    /// logistic MLE's `X^T W X` of row-major histories: where AVX-512 runs their full panels
-    /// are read in place, the edges packed; the same bits, at and beyond `IN_PLACE_MAX`.
-    #[test]
-    fn in_place_panels_follow_the_documented_order_to_the_bit() {
-        for (m, n, k) in [(25, 25, 600), (8, 8, 3), (3, 5, 300), (33, 17, 257), (64, 64, 10), (65, 9, 5), (4, 16, 1)] {
-            let a = random(m, k, 21);
-            let b_transposed = random(n, k, 22);
-            assert_eq!((a.row_stride(), b_transposed.transpose().col_stride()), (1, 1));
-            assert_documented_order(a.as_ref(), b_transposed.transpose(), 23);
+        for (m, n, k) in [(25, 25, 600), (3, 5, 300), (65, 9, 5)] {
+            assert_documented_order(random(m, k, 21).as_ref(), random(n, k, 22).transpose(), 23);
         }
     }
 
@@ -408,11 +324,7 @@ mod tests {
                 (0..NR * kc).map(|p| ((p * 104_729 % 89) as f64 - 44.0) * 10f64.powi((p % 7) as i32 - 3)).collect();
             let reversed: Vec<f64> = b.iter().rev().copied().collect();
             // SAFETY: AVX-512F checked above.
-            fn panel(values: &[f64], stride: usize) -> Panel<'_> {
-                Panel { values, stride }
-            }
-            let panels_a = [panel(&a[..MR * kc], MR), panel(&a[MR * kc..], MR)];
-            let blocks = unsafe { block_product_avx512(panels_a, [panel(&b, NR), panel(&reversed, NR)], kc) };
+            let blocks = unsafe { block_product_avx512::<2, 2>(&a, [&b, &reversed]) };
             for (p, row) in blocks.iter().enumerate() {
                 for (q, got) in row.iter().enumerate() {
                     let a = &a[p * MR * kc..(p + 1) * MR * kc];
