@@ -139,12 +139,18 @@ crate::avx2_dispatch! {
 
 #[inline(always)]
 fn exp_in_place_by<const N: usize>(xs: &mut [f64]) {
+    map_in_place(xs, exp_n::<N>, crate::exp)
+}
+
+/// `xs[k] <- f(xs[k])`: `N` values at a time through `lanes`, the last `len % N` through `one`.
+#[inline(always)]
+fn map_in_place<const N: usize>(xs: &mut [f64], lanes: impl Fn([f64; N]) -> [f64; N], one: fn(f64) -> f64) {
     let mut chunks = xs.chunks_exact_mut(N);
     for chunk in &mut chunks {
         let x: [f64; N] = (&*chunk).try_into().expect("a chunk of N");
-        chunk.copy_from_slice(&exp_n(x));
+        chunk.copy_from_slice(&lanes(x));
     }
-    chunks.into_remainder().iter_mut().for_each(|x| *x = crate::exp(*x));
+    chunks.into_remainder().iter_mut().for_each(|x| *x = one(*x));
 }
 
 /// `zs[k] <- std_normal_cdf(zs[k])` for every `k`, bit for bit [`crate::std_normal_cdf`]:
@@ -166,15 +172,8 @@ crate::avx2_dispatch! {
 
 #[inline(always)]
 fn std_normal_cdf_in_place_by<const N: usize>(zs: &mut [f64]) {
-    let mut chunks = zs.chunks_exact_mut(N);
-    for chunk in &mut chunks {
-        let z: [f64; N] = (&*chunk).try_into().expect("a chunk of N");
-        let erfc = erfc_n(z.map(|z| -z * std::f64::consts::FRAC_1_SQRT_2));
-        for (out, e) in chunk.iter_mut().zip(erfc) {
-            *out = 0.5 * e;
-        }
-    }
-    chunks.into_remainder().iter_mut().for_each(|z| *z = crate::std_normal_cdf(*z));
+    let lanes = |z: [f64; N]| erfc_n(z.map(|z| -z * std::f64::consts::FRAC_1_SQRT_2)).map(|e| 0.5 * e);
+    map_in_place(zs, lanes, crate::std_normal_cdf)
 }
 
 /// The slice functions compiled for AVX-512F, eight lanes to a group: the same operations
