@@ -70,8 +70,9 @@ impl ArmSet {
     }
     /// Expected rewards `mu(x_a^T theta)` of a GLM with parameter `theta`, and their maximum.
     pub fn score_glm(&mut self, theta: &[f64]) {
-        for (e, x) in self.expected.iter_mut().zip(self.features.chunks_exact(self.dim)) {
-            *e = self.rewards.mean(crate::linalg::dot(x, theta));
+        crate::linalg::dots(&self.features, theta, &mut self.expected);
+        for e in self.expected.iter_mut() {
+            *e = self.rewards.mean(*e);
         }
         self.best = self.expected.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     }
@@ -231,10 +232,8 @@ impl Environment for SyntheticEnv {
         let features = self.arms.features_mut();
         match self.config.law {
             FeatureLaw::Cube => {
-                let h = self.config.half_width();
-                for f in features.iter_mut() {
-                    *f = h * (2.0 * self.context_stream.next_unit() - 1.0);
-                }
+                self.context_stream.fill_raw(features);
+                symmetric_from_raw(features, self.config.half_width());
             }
             FeatureLaw::Ball => {
                 for x in features.chunks_exact_mut(self.config.dim) {
@@ -302,9 +301,49 @@ impl Xoshiro256PlusPlus {
         result
     }
 
-    /// Uniform on `[0, 1)` with 53 random bits.
-    fn next_unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    /// The next `out.len()` outputs, each stored as the bits of an `f64`, for
+    /// [`symmetric_from_raw`]. Drawing them apart from their conversion, on a copy of the
+    /// state, keeps the state in registers (written back through `self` after every draw, as
+    /// the compiler must when the output might alias it, it cost five stores a value) and
+    /// leaves the conversions to vector registers.
+    fn fill_raw(&mut self, out: &mut [f64]) {
+        let mut generator = self.clone();
+        for o in out.iter_mut() {
+            *o = f64::from_bits(generator.next_u64());
+        }
+        *self = generator;
+    }
+}
+
+/// Uniform on `[0, 1)` from the top 53 bits of a raw output: `(raw >> 11) as f64 * 2^-53`.
+#[inline(always)]
+fn unit_from_raw(raw: u64) -> f64 {
+    exact_f64(raw >> 11) * (1.0 / (1u64 << 53) as f64)
+}
+
+/// `k as f64` for `k < 2^53`, exactly, in operations that vector registers have on every
+/// x86-64 (a vector conversion of 64-bit integers needs AVX-512DQ, and the compiler converted
+/// them one at a time): the high and low 32-bit halves written into the mantissas of 2^84 and
+/// 2^52, which are then subtracted; both subtractions and the sum are exact.
+#[inline(always)]
+fn exact_f64(k: u64) -> f64 {
+    debug_assert!(k < 1 << 53);
+    const TWO_84: u64 = 0x4530_0000_0000_0000;
+    const TWO_52: u64 = 0x4330_0000_0000_0000;
+    let high = f64::from_bits(TWO_84 | (k >> 32)) - f64::from_bits(TWO_84);
+    let low = f64::from_bits(TWO_52 | (k & 0xffff_ffff)) - f64::from_bits(TWO_52);
+    high + low
+}
+
+armada_math::avx2_dispatch! {
+    /// Overwrites each raw output of [`Xoshiro256PlusPlus::fill_raw`] in `values` with
+    /// `h (2u - 1)`, `u` its [`unit_from_raw`]: the same operations on each value as when the
+    /// values were drawn one at a time (the conversion of a 53-bit integer is exact), so the
+    /// same bits in any register width.
+    fn symmetric_from_raw(values: &mut [f64], h: f64) {
+        for v in values.iter_mut() {
+            *v = h * (2.0 * unit_from_raw(v.to_bits()) - 1.0);
+        }
     }
 }
 
@@ -326,6 +365,34 @@ mod tests {
     use super::*;
     use crate::linalg::norm;
     use rand::SeedableRng;
+
+    /// The vectorisable conversion is the language's, bit for bit, on the edges of both halves
+    /// and on random 53-bit integers.
+    #[test]
+    fn exact_f64_is_the_conversion_of_a_53_bit_integer() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+        let edges = [0u64, 1, (1 << 32) - 1, 1 << 32, (1 << 32) + 1, (1 << 52) - 1, 1 << 52, (1 << 53) - 1];
+        let random = (0..100_000).map(|_| rng.next_u64() >> 11);
+        for k in edges.into_iter().chain(random) {
+            assert_eq!(exact_f64(k).to_bits(), (k as f64).to_bits(), "k = {k}");
+        }
+    }
+
+    /// Drawing a round's uniforms in bulk gives the values drawn one at a time.
+    #[test]
+    fn bulk_draws_are_the_draws_one_at_a_time() {
+        let mut stream = Xoshiro256PlusPlus { state: [1, 2, 3, 4] };
+        let mut one_at_a_time = stream.clone();
+        let h = 0.2;
+        let mut bulk = vec![0.0; 3001];
+        stream.fill_raw(&mut bulk);
+        symmetric_from_raw(&mut bulk, h);
+        for (i, b) in bulk.iter().enumerate() {
+            let u = (one_at_a_time.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
+            assert_eq!(b.to_bits(), (h * (2.0 * u - 1.0)).to_bits(), "value {i}");
+        }
+        assert_eq!(stream.state, one_at_a_time.state);
+    }
 
     /// Reference outputs of xoshiro256++ for the state (1, 2, 3, 4), from the authors' C code.
     #[test]

@@ -9,7 +9,7 @@
 use crate::hyper::{Hyperparameter, TheoryConstants};
 use crate::linalg::{cholesky_in_place, dot, solve_lower_transpose_in_place, RidgeDesign};
 use crate::logistic::LogisticMle;
-use crate::{argmax_by, fill_standard_normal, optimistic_arm, point, random_arm, BottomBandit, Contexts};
+use crate::{fill_standard_normal, point, random_arm, ArmScores, BottomBandit, Contexts};
 use armada_math as math;
 use ndarray::{ArrayView1, ArrayView2};
 use rand::RngCore;
@@ -34,7 +34,7 @@ pub struct UcbGlm {
     theory: TheoryConstants,
     warmup: usize,
     /// Scratch: this round's `||x_a||^2_{V^{-1}}`.
-    widths: Vec<f64>,
+    scores: ArmScores,
 }
 
 impl UcbGlm {
@@ -47,7 +47,7 @@ impl UcbGlm {
             design: RidgeDesign::new(dim, theory.lambda),
             theory,
             warmup,
-            widths: Vec::new(),
+            scores: ArmScores::default(),
         }
     }
     pub fn mle(&self) -> &LogisticMle {
@@ -86,7 +86,7 @@ impl BottomBandit for UcbGlm {
         if self.mle.len() < self.warmup {
             return random_arm(arms.n_arms(), rng);
         }
-        optimistic_arm(&arms, self.mle.estimate(), &self.design, hp[0], &mut self.widths)
+        self.scores.optimistic(&arms, self.mle.estimate(), &self.design, hp[0])
     }
     fn observe(&mut self, x: ArrayView1<'_, f64>, y: f64, _hp: &[f64], _rng: &mut dyn RngCore) {
         let x = point(x);
@@ -110,6 +110,7 @@ pub struct GlmTsl {
     hessian_factor: Vec<f64>,
     scratch_factor: Vec<f64>,
     sample: Vec<f64>,
+    scores: ArmScores,
     numerical_failures: usize,
 }
 
@@ -129,6 +130,7 @@ impl GlmTsl {
             hessian_factor,
             scratch_factor: vec![0.0; dim * dim],
             sample: vec![0.0; dim],
+            scores: ArmScores::default(),
             numerical_failures: 0,
         }
     }
@@ -180,8 +182,7 @@ impl BottomBandit for GlmTsl {
         for (s, m) in self.sample.iter_mut().zip(self.mle.estimate()) {
             *s = m + hp[0] * *s;
         }
-        let sample = &self.sample;
-        argmax_by(arms.n_arms(), |a| dot(arms.arm(a), sample))
+        self.scores.greedy(&arms, &self.sample)
     }
     fn observe(&mut self, x: ArrayView1<'_, f64>, y: f64, _hp: &[f64], _rng: &mut dyn RngCore) {
         let x = point(x);

@@ -12,7 +12,7 @@ use crate::hyper::{Hyperparameter, TheoryConstants};
 use crate::linalg::RidgeDesign;
 use crate::linalg::{cholesky_in_place, dot, matvec, norm, solve_lower_in_place, solve_lower_transpose_in_place};
 use crate::logistic::sigmoid;
-use crate::{optimistic_arm, point, BottomBandit, Contexts};
+use crate::{point, ArmScores, BottomBandit, Contexts};
 use ndarray::{ArrayView1, ArrayView2};
 use rand::RngCore;
 
@@ -107,8 +107,7 @@ pub struct Gloc {
     prediction: OnsPrediction,
     theory: TheoryConstants,
     projections: usize,
-    /// Scratch: this round's `||x_a||^2_{V^{-1}}`.
-    widths: Vec<f64>,
+    scores: ArmScores,
 }
 
 impl Gloc {
@@ -125,7 +124,7 @@ impl Gloc {
             prediction,
             theory,
             projections: 0,
-            widths: Vec::new(),
+            scores: ArmScores::default(),
         }
     }
     pub fn ons_iterate(&self) -> &[f64] {
@@ -166,7 +165,7 @@ impl BottomBandit for Gloc {
     }
     fn choose(&mut self, arms: ArrayView2<'_, f64>, hp: &[f64], _rng: &mut dyn RngCore) -> usize {
         let arms = Contexts::new(arms);
-        optimistic_arm(&arms, self.regression.estimate(), &self.regression, hp[0], &mut self.widths)
+        self.scores.optimistic(&arms, self.regression.estimate(), &self.regression, hp[0])
     }
     fn observe(&mut self, x: ArrayView1<'_, f64>, y: f64, hp: &[f64], _rng: &mut dyn RngCore) {
         let x = point(x);

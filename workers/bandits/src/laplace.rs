@@ -14,7 +14,7 @@
 use crate::hyper::{Hyperparameter, TheoryConstants};
 use crate::linalg::dot;
 use crate::logistic::{sigmoid, sigmoid_derivative};
-use crate::{argmax_by, fill_standard_normal, point, BottomBandit, Contexts};
+use crate::{fill_standard_normal, point, ArmScores, BottomBandit, Contexts};
 use ndarray::{ArrayView1, ArrayView2};
 use rand::{Rng, RngCore};
 
@@ -33,6 +33,7 @@ pub struct LaplaceTs {
     iterate: Vec<f64>,
     gradient: Vec<f64>,
     sample: Vec<f64>,
+    scores: ArmScores,
     n_observed: usize,
     diverged_updates: usize,
     last_inner_iterations: usize,
@@ -46,6 +47,7 @@ impl LaplaceTs {
             iterate: vec![0.0; dim],
             gradient: vec![0.0; dim],
             sample: vec![0.0; dim],
+            scores: ArmScores::default(),
             n_observed: 0,
             diverged_updates: 0,
             last_inner_iterations: 0,
@@ -105,8 +107,7 @@ impl BottomBandit for LaplaceTs {
         for ((s, m), q) in self.sample.iter_mut().zip(&self.mean).zip(&self.precision) {
             *s = m + *s / q.sqrt();
         }
-        let sample = &self.sample;
-        argmax_by(arms.n_arms(), |a| dot(arms.arm(a), sample))
+        self.scores.greedy(&arms, &self.sample)
     }
     fn observe(&mut self, x: ArrayView1<'_, f64>, y: f64, hp: &[f64], rng: &mut dyn RngCore) {
         let x = point(x);

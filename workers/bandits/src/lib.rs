@@ -112,6 +112,7 @@ impl<'a> Contexts<'a> {
         &self.features
     }
     /// Feature vector `x_{t,a}`.
+    #[cfg(test)]
     pub(crate) fn arm(&self, a: usize) -> &[f64] {
         &self.features[a * self.dim..(a + 1) * self.dim]
     }
@@ -236,18 +237,38 @@ impl BottomKind {
 }
 
 /// Index of the largest score, ties to the lowest index (numpy `argmax`). NaN scores never win.
-/// The optimistic arm `argmax_a x_a^T theta + alpha ||x_a||_{V^{-1}}` (LinUCB, UCB-GLM, GLOC), bit
-/// for bit [`argmax_by`] of that index arm by arm, with every arm's width computed at once
-/// ([`linalg::RidgeDesign::widths_squared`]) into `widths`, a scratch buffer.
-pub(crate) fn optimistic_arm(
-    arms: &Contexts<'_>,
-    theta: &[f64],
-    design: &linalg::RidgeDesign,
-    alpha: f64,
-    widths: &mut Vec<f64>,
-) -> usize {
-    design.widths_squared(arms.features(), widths);
-    argmax_by(arms.n_arms(), |a| linalg::dot(arms.arm(a), theta) + alpha * widths[a].sqrt())
+/// A round's scores of the K arms, computed for all arms at once and kept between rounds so
+/// that choosing allocates nothing. Each score is bit for bit its one-arm formula, so the arm
+/// chosen is [`argmax_by`]'s of that formula arm by arm.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ArmScores {
+    means: Vec<f64>,
+    widths: Vec<f64>,
+}
+
+impl ArmScores {
+    /// The greedy arm `argmax_a x_a^T theta` (a Thompson sample's), the inner products from
+    /// [`linalg::dots`].
+    pub(crate) fn greedy(&mut self, arms: &Contexts<'_>, theta: &[f64]) -> usize {
+        self.means.resize(arms.n_arms(), 0.0);
+        linalg::dots(arms.features(), theta, &mut self.means);
+        argmax_by(self.means.len(), |a| self.means[a])
+    }
+
+    /// The optimistic arm `argmax_a x_a^T theta + alpha ||x_a||_{V^{-1}}` (LinUCB, UCB-GLM,
+    /// GLOC), the widths from [`linalg::RidgeDesign::widths_squared`].
+    pub(crate) fn optimistic(
+        &mut self,
+        arms: &Contexts<'_>,
+        theta: &[f64],
+        design: &linalg::RidgeDesign,
+        alpha: f64,
+    ) -> usize {
+        design.widths_squared(arms.features(), &mut self.widths);
+        self.means.resize(arms.n_arms(), 0.0);
+        linalg::dots(arms.features(), theta, &mut self.means);
+        argmax_by(self.means.len(), |a| self.means[a] + alpha * self.widths[a].sqrt())
+    }
 }
 
 pub(crate) fn argmax_by(n: usize, mut score: impl FnMut(usize) -> f64) -> usize {
@@ -299,6 +320,28 @@ mod tests {
         assert_eq!((ct.n_arms(), ct.arm(0), ct.arm(1)), (2, &[1.0, 2.0, 3.0][..], &[4.0, 5.0, 6.0][..]));
         assert_eq!(*point(t.row(1)), [2.0, 5.0]);
         assert_eq!(*point(t.column(1)), [4.0, 5.0, 6.0]);
+    }
+
+    /// The scores of all arms at once choose the arm that their one-arm formulas choose arm by
+    /// arm.
+    #[test]
+    fn arm_scores_choose_the_arm_of_the_one_arm_formulas() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        let (k, d) = (120, 25);
+        let mut design = linalg::RidgeDesign::new(d, 1.0);
+        let mut scores = ArmScores::default();
+        for round in 0..40 {
+            let features: Vec<f64> = (0..k * d).map(|_| rng.random::<f64>() * 0.4 - 0.2).collect();
+            let theta: Vec<f64> = (0..d).map(|_| rng.random::<f64>() - 0.5).collect();
+            let arms = Contexts::new(contexts_view(&features, d));
+            let alpha = round as f64 * 0.1;
+            let optimistic =
+                argmax_by(k, |a| linalg::dot(arms.arm(a), &theta) + alpha * design.width_squared(arms.arm(a)).sqrt());
+            assert_eq!(scores.optimistic(&arms, &theta, &design, alpha), optimistic, "round {round}");
+            assert_eq!(scores.greedy(&arms, &theta), argmax_by(k, |a| linalg::dot(arms.arm(a), &theta)));
+            design.observe(arms.features().chunks_exact(d).nth(round % k).unwrap(), rng.random());
+        }
     }
 
     /// Every bottom bandit chooses the same arms, and learns the same, from the column-major

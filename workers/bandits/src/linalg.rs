@@ -154,16 +154,66 @@ pub fn dot8_avx512(rows: &[f64], b: &[f64]) -> [f64; 8] {
     out
 }
 
+/// `out[i] = dot(row_i, b)` for every row of the row-major `rows` (`b.len()` columns each), bit
+/// for bit [`dot`]'s: eight rows at a time with [`dot8_avx512`] where the processor has
+/// AVX-512F, four with [`dot4_avx2`] where it has AVX2, else with [`dot4`], then the rows left
+/// over one at a time. One call per round serves all K arms' inner products.
+pub fn dots(rows: &[f64], b: &[f64], out: &mut [f64]) {
+    let d = b.len();
+    assert_eq!(rows.len(), out.len() * d, "dots: {} values for {} rows of {d}", rows.len(), out.len());
+    if d == 0 {
+        out.fill(dot(&[], &[]));
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx512f")]
+        fn avx512(rows: &[f64], b: &[f64], out: &mut [f64]) {
+            dots_in_groups::<8>(rows, b, out, |r, b| dot8_avx512(r, b))
+        }
+        #[target_feature(enable = "avx2")]
+        fn avx2(rows: &[f64], b: &[f64], out: &mut [f64]) {
+            dots_in_groups::<4>(rows, b, out, |r, b| dot4_avx2(r, b))
+        }
+        if armada_math::has_avx512() {
+            // SAFETY: the processor supports AVX-512F (has_avx512).
+            return unsafe { avx512(rows, b, out) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the processor supports AVX2, checked just above.
+            return unsafe { avx2(rows, b, out) };
+        }
+    }
+    dots_in_groups::<4>(rows, b, out, dot4)
+}
+
+/// [`dots`] in groups of `G` rows by `dot_rows`, then the rest one at a time.
+#[inline(always)]
+fn dots_in_groups<const G: usize>(
+    rows: &[f64],
+    b: &[f64],
+    out: &mut [f64],
+    dot_rows: impl Fn(&[f64], &[f64]) -> [f64; G],
+) {
+    let d = b.len();
+    let groups = rows.chunks_exact(G * d);
+    let rest = groups.remainder();
+    let mut outs = out.chunks_exact_mut(G);
+    for (group, o) in groups.zip(&mut outs) {
+        o.copy_from_slice(&dot_rows(group, b));
+    }
+    for (row, o) in rest.chunks_exact(d).zip(outs.into_remainder()) {
+        *o = dot(row, b);
+    }
+}
+
 pub fn norm(a: &[f64]) -> f64 {
     dot(a, a).sqrt()
 }
 
-/// `out = A x` for a row-major n x n matrix.
+/// `out = A x` for a row-major n x n matrix, each entry [`dot`]'s ([`dots`]).
 pub fn matvec(a: &[f64], x: &[f64], out: &mut [f64]) {
-    let n = x.len();
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = dot(&a[i * n..(i + 1) * n], x);
-    }
+    dots(a, x, out);
 }
 
 /// `x^T A x` for a row-major n x n matrix.
@@ -534,6 +584,24 @@ pub(crate) mod tests {
     /// Sixteen and eight rows at a time, bit for bit the one-row form, for orders with and without a
     /// remainder of the 4-wide chunks and row counts with and without partial groups of sixteen and eight
     /// (120 arms: seven groups of sixteen and one of eight where AVX-512 runs).
+    #[test]
+    fn dots_are_bit_for_bit_one_dot_per_row() {
+        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        // Row counts around the groups of four and eight, widths with and without a tail.
+        for d in [0usize, 1, 3, 4, 7, 25] {
+            for n in [0usize, 1, 3, 4, 7, 8, 9, 17, 120] {
+                let rows: Vec<f64> = (0..n * d).map(|_| rng.random::<f64>() * 2.0 - 1.0).collect();
+                let b: Vec<f64> = (0..d).map(|_| rng.random::<f64>() * 2.0 - 1.0).collect();
+                let mut out = vec![f64::NAN; n];
+                dots(&rows, &b, &mut out);
+                for i in 0..n {
+                    let one = dot(&rows[i * d..(i + 1) * d], &b);
+                    assert_eq!(out[i].to_bits(), one.to_bits(), "row {i} of {n}, d = {d}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn quadratic_forms_are_bit_for_bit_the_one_row_form() {
         let mut rng = ChaCha8Rng::seed_from_u64(7);

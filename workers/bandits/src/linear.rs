@@ -6,7 +6,7 @@
 
 use crate::hyper::{Hyperparameter, TheoryConstants};
 use crate::linalg::{dot, RidgeDesign};
-use crate::{argmax_by, fill_standard_normal, optimistic_arm, point, BottomBandit, Contexts};
+use crate::{fill_standard_normal, point, ArmScores, BottomBandit, Contexts};
 use armada_math as math;
 use ndarray::{ArrayView1, ArrayView2};
 use rand::RngCore;
@@ -24,13 +24,12 @@ pub fn linucb_theory_alpha(dim: usize, round: usize, c: &TheoryConstants) -> f64
 pub struct LinUcb {
     design: RidgeDesign,
     theory: TheoryConstants,
-    /// Scratch: this round's `||x_a||^2_{V^{-1}}`.
-    widths: Vec<f64>,
+    scores: ArmScores,
 }
 
 impl LinUcb {
     pub fn new(dim: usize, theory: TheoryConstants) -> Self {
-        LinUcb { design: RidgeDesign::new(dim, theory.lambda), theory, widths: Vec::new() }
+        LinUcb { design: RidgeDesign::new(dim, theory.lambda), theory, scores: ArmScores::default() }
     }
     /// The UCB index of feature `x` with exploration rate `alpha`.
     pub fn index(&self, x: &[f64], alpha: f64) -> f64 {
@@ -62,7 +61,7 @@ impl BottomBandit for LinUcb {
     }
     fn choose(&mut self, arms: ArrayView2<'_, f64>, hp: &[f64], _rng: &mut dyn RngCore) -> usize {
         let arms = Contexts::new(arms);
-        optimistic_arm(&arms, self.design.estimate(), &self.design, hp[0], &mut self.widths)
+        self.scores.optimistic(&arms, self.design.estimate(), &self.design, hp[0])
     }
     fn observe(&mut self, x: ArrayView1<'_, f64>, y: f64, _hp: &[f64], _rng: &mut dyn RngCore) {
         let x = point(x);
@@ -77,11 +76,17 @@ pub struct LinTs {
     design: RidgeDesign,
     theory: TheoryConstants,
     sample: Vec<f64>,
+    scores: ArmScores,
 }
 
 impl LinTs {
     pub fn new(dim: usize, theory: TheoryConstants) -> Self {
-        LinTs { design: RidgeDesign::with_factor(dim, theory.lambda), theory, sample: vec![0.0; dim] }
+        LinTs {
+            design: RidgeDesign::with_factor(dim, theory.lambda),
+            theory,
+            sample: vec![0.0; dim],
+            scores: ArmScores::default(),
+        }
     }
     /// Overwrites the standard normal `z` with `theta-hat + alpha L^{-T} z`, a draw of theta~.
     pub fn perturb(&self, alpha: f64, z: &mut [f64]) {
@@ -125,7 +130,7 @@ impl BottomBandit for LinTs {
         let mut sample = std::mem::take(&mut self.sample);
         fill_standard_normal(&mut sample, rng);
         self.perturb(hp[0], &mut sample);
-        let arm = argmax_by(arms.n_arms(), |a| dot(arms.arm(a), &sample));
+        let arm = self.scores.greedy(&arms, &sample);
         self.sample = sample;
         arm
     }

@@ -10,7 +10,7 @@ use crate::glm::TINY_RIDGE;
 use crate::hyper::{Hyperparameter, TheoryConstants};
 use crate::linalg::dot;
 use crate::logistic::{sigmoid, LogisticMle};
-use crate::{argmax_by, fill_standard_normal, point, random_arm, BottomBandit, Contexts};
+use crate::{fill_standard_normal, point, random_arm, ArmScores, BottomBandit, Contexts};
 use armada_math as math;
 use ndarray::{ArrayView1, ArrayView2};
 use rand::RngCore;
@@ -47,6 +47,7 @@ pub struct SgdTs {
     gradient: Vec<f64>,
     /// `theta_ts`, held for the epoch.
     sample: Vec<f64>,
+    scores: ArmScores,
     /// Last epoch whose step and sample were taken.
     epochs_done: usize,
     n_observed: usize,
@@ -67,6 +68,7 @@ impl SgdTs {
             average: vec![0.0; dim],
             gradient: vec![0.0; dim],
             sample: vec![0.0; dim],
+            scores: ArmScores::default(),
             epochs_done: 0,
             n_observed: 0,
             theory,
@@ -154,8 +156,7 @@ impl BottomBandit for SgdTs {
         if self.n_observed.is_multiple_of(self.tau) && j > self.epochs_done {
             self.start_epoch(j, hp[0], hp[1], rng);
         }
-        let sample = &self.sample;
-        argmax_by(arms.n_arms(), |a| dot(arms.arm(a), sample))
+        self.scores.greedy(&arms, &self.sample)
     }
     fn observe(&mut self, x: ArrayView1<'_, f64>, y: f64, _hp: &[f64], _rng: &mut dyn RngCore) {
         let x = point(x);
