@@ -154,37 +154,47 @@ pub fn dot8_avx512(rows: &[f64], b: &[f64]) -> [f64; 8] {
     out
 }
 
-/// `out[i] = dot(row_i, b)` for every row of the row-major `rows` (`b.len()` columns each), bit
-/// for bit [`dot`]'s: eight rows at a time with [`dot8_avx512`] where the processor has
-/// AVX-512F, four with [`dot4_avx2`] where it has AVX2, else with [`dot4`], then the rows left
-/// over one at a time. One call per round serves all K arms' inner products.
-pub fn dots(rows: &[f64], b: &[f64], out: &mut [f64]) {
-    let d = b.len();
-    assert_eq!(rows.len(), out.len() * d, "dots: {} values for {} rows of {d}", rows.len(), out.len());
-    if d == 0 {
-        out.fill(dot(&[], &[]));
-        return;
-    }
-    #[cfg(target_arch = "x86_64")]
-    {
-        #[target_feature(enable = "avx512f")]
-        fn avx512(rows: &[f64], b: &[f64], out: &mut [f64]) {
-            dots_in_groups::<8>(rows, b, out, |r, b| dot8_avx512(r, b))
+/// Defines `$name`, which runs `$pass` (a pass over groups of rows that takes the groups' dot
+/// products as its last argument) eight rows at a time with `dot8_avx512` in a copy compiled
+/// for AVX-512F where it runs ([`armada_math::has_avx512`]), four at a time with `dot4_avx2`
+/// in a copy compiled for AVX2 where the processor has it, and with [`dot4`] elsewhere. All
+/// give the same bits. (`avx2_dispatch!` compiles one body twice; these passes also need a
+/// different helper and group size in each copy.)
+macro_rules! dispatch_dot {
+    ($(#[$meta:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),*) => $pass:ident) => {
+        $(#[$meta])*
+        $vis fn $name($($arg: $ty),*) {
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx512f")]
+                fn avx512($($arg: $ty),*) {
+                    // The closure inherits this function's AVX-512F, so it may call dot8_avx512.
+                    $pass::<8>($($arg),*, |rows, b| $crate::linalg::dot8_avx512(rows, b))
+                }
+                #[target_feature(enable = "avx2")]
+                fn avx2($($arg: $ty),*) {
+                    $pass::<4>($($arg),*, |rows, b| $crate::linalg::dot4_avx2(rows, b))
+                }
+                if armada_math::has_avx512() {
+                    // SAFETY: the processor supports AVX-512F (has_avx512).
+                    return unsafe { avx512($($arg),*) };
+                }
+                if std::arch::is_x86_feature_detected!("avx2") {
+                    // SAFETY: the processor supports AVX2, checked just above.
+                    return unsafe { avx2($($arg),*) };
+                }
+            }
+            $pass::<4>($($arg),*, $crate::linalg::dot4)
         }
-        #[target_feature(enable = "avx2")]
-        fn avx2(rows: &[f64], b: &[f64], out: &mut [f64]) {
-            dots_in_groups::<4>(rows, b, out, |r, b| dot4_avx2(r, b))
-        }
-        if armada_math::has_avx512() {
-            // SAFETY: the processor supports AVX-512F (has_avx512).
-            return unsafe { avx512(rows, b, out) };
-        }
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the processor supports AVX2, checked just above.
-            return unsafe { avx2(rows, b, out) };
-        }
-    }
-    dots_in_groups::<4>(rows, b, out, dot4)
+    };
+}
+pub(crate) use dispatch_dot;
+
+dispatch_dot! {
+    /// `out[i] = dot(row_i, b)` for every row of the row-major `rows` (`b.len()` columns each),
+    /// bit for bit [`dot`]'s, then the rows left over one at a time. One call per round serves
+    /// all K arms' inner products.
+    pub fn dots(rows: &[f64], b: &[f64], out: &mut [f64]) => dots_in_groups
 }
 
 /// [`dots`] in groups of `G` rows by `dot_rows`, then the rest one at a time.
@@ -196,6 +206,11 @@ fn dots_in_groups<const G: usize>(
     dot_rows: impl Fn(&[f64], &[f64]) -> [f64; G],
 ) {
     let d = b.len();
+    assert_eq!(rows.len(), out.len() * d, "dots: {} values for {} rows of {d}", rows.len(), out.len());
+    if d == 0 {
+        out.fill(dot(&[], &[]));
+        return;
+    }
     let groups = rows.chunks_exact(G * d);
     let rest = groups.remainder();
     let mut outs = out.chunks_exact_mut(G);

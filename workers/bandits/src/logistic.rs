@@ -11,7 +11,7 @@
 //! solution is set by the stopping rule, not by `P`. Step halving guards against overshooting
 //! (Newton with step halving, at most 50 iterations, tolerance 1e-8).
 
-use crate::linalg::{cholesky_in_place, cholesky_solve_in_place, dot, dot4};
+use crate::linalg::{cholesky_in_place, cholesky_solve_in_place, dispatch_dot, dot};
 use armada_linalg::matmul;
 use armada_math as math;
 use faer::{Accum, MatMut, MatRef};
@@ -354,41 +354,6 @@ impl LogisticMle {
 /// (64 x 25 x 8 bytes at d = 25) stay in L1 between its first and last pass.
 const GRADIENT_CHUNK: usize = 64;
 
-/// Defines `$name`, which runs `$pass` (a pass over groups of rows that takes the groups' dot
-/// products as its last argument) eight rows at a time with `dot8_avx512` in a copy compiled
-/// for AVX-512F where it runs ([`armada_math::has_avx512`]), four at a time with `dot4_avx2`
-/// in a copy compiled for AVX2 where the processor has it, and with [`dot4`] elsewhere. All
-/// give the same bits. (`avx2_dispatch!` compiles one body twice; these passes also need a
-/// different helper and group size in each copy.)
-macro_rules! dispatch_dot {
-    ($(#[$meta:meta])* fn $name:ident($($arg:ident: $ty:ty),*) => $pass:ident) => {
-        $(#[$meta])*
-        fn $name($($arg: $ty),*) {
-            #[cfg(target_arch = "x86_64")]
-            {
-                #[target_feature(enable = "avx512f")]
-                fn avx512($($arg: $ty),*) {
-                    // The closure inherits this function's AVX-512F, so it may call dot8_avx512.
-                    $pass::<8>($($arg),*, |rows, b| crate::linalg::dot8_avx512(rows, b))
-                }
-                #[target_feature(enable = "avx2")]
-                fn avx2($($arg: $ty),*) {
-                    $pass::<4>($($arg),*, |rows, b| crate::linalg::dot4_avx2(rows, b))
-                }
-                if armada_math::has_avx512() {
-                    // SAFETY: the processor supports AVX-512F (has_avx512).
-                    return unsafe { avx512($($arg),*) };
-                }
-                if std::arch::is_x86_feature_detected!("avx2") {
-                    // SAFETY: the processor supports AVX2, checked just above.
-                    return unsafe { avx2($($arg),*) };
-                }
-            }
-            $pass::<4>($($arg),*, dot4)
-        }
-    };
-}
-
 dispatch_dot! {
     /// Adds `sum_s (sigmoid(x_s^T theta) - y_s) x_s` over the row-major history `features` (one
     /// row of `theta.len()` per label) to `gradient`, and writes each `sigmoid(x_s^T theta)` to
@@ -506,8 +471,8 @@ armada_math::avx2_dispatch! {
 #[allow(clippy::needless_range_loop)] // index loops mirror the formulas they check
 mod tests {
     use super::*;
-    use crate::linalg::matvec;
     use crate::linalg::tests::dense_inverse;
+    use crate::linalg::{dot4, matvec};
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
