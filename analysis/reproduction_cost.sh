@@ -8,7 +8,9 @@
 # SWEEP names under sweeps/ (default: every full sweep behind the papers' figures and
 # tables). Prints one line per sweep and the total; each sweep runs in a scratch directory,
 # removed afterwards. Run it on an otherwise idle machine: CPU time is what is measured,
-# but a busy machine's shared caches still lengthen it.
+# but a busy machine's shared caches still lengthen it. The CDT sweeps' MovieLens settings
+# need the ratings first (`python3 analysis/fetch_movielens.py`); a sweep with a failed job
+# stops the script with armada's message.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 armada=${1:-target/debug/armada}
