@@ -33,7 +33,6 @@ pub struct UcbGlm {
     design: RidgeDesign,
     theory: TheoryConstants,
     warmup: usize,
-    /// Scratch: this round's `||x_a||^2_{V^{-1}}`.
     scores: ArmScores,
 }
 

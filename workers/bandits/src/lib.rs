@@ -236,7 +236,6 @@ impl BottomKind {
     }
 }
 
-/// Index of the largest score, ties to the lowest index (numpy `argmax`). NaN scores never win.
 /// A round's scores of the K arms, computed for all arms at once and kept between rounds so
 /// that choosing allocates nothing. Each score is bit for bit its one-arm formula, so the arm
 /// chosen is [`argmax_by`]'s of that formula arm by arm.
@@ -250,8 +249,7 @@ impl ArmScores {
     /// The greedy arm `argmax_a x_a^T theta` (a Thompson sample's), the inner products from
     /// [`linalg::dots`].
     pub(crate) fn greedy(&mut self, arms: &Contexts<'_>, theta: &[f64]) -> usize {
-        self.means.resize(arms.n_arms(), 0.0);
-        linalg::dots(arms.features(), theta, &mut self.means);
+        self.fill_means(arms, theta);
         argmax_by(self.means.len(), |a| self.means[a])
     }
 
@@ -265,12 +263,18 @@ impl ArmScores {
         alpha: f64,
     ) -> usize {
         design.widths_squared(arms.features(), &mut self.widths);
+        self.fill_means(arms, theta);
+        argmax_by(self.means.len(), |a| self.means[a] + alpha * self.widths[a].sqrt())
+    }
+
+    /// Every arm's `x_a^T theta`, into `means`.
+    fn fill_means(&mut self, arms: &Contexts<'_>, theta: &[f64]) {
         self.means.resize(arms.n_arms(), 0.0);
         linalg::dots(arms.features(), theta, &mut self.means);
-        argmax_by(self.means.len(), |a| self.means[a] + alpha * self.widths[a].sqrt())
     }
 }
 
+/// Index of the largest score, ties to the lowest index (numpy `argmax`). NaN scores never win.
 pub(crate) fn argmax_by(n: usize, mut score: impl FnMut(usize) -> f64) -> usize {
     let mut best = 0;
     let mut best_score = f64::NEG_INFINITY;

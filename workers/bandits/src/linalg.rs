@@ -596,9 +596,6 @@ pub(crate) mod tests {
         }
     }
 
-    /// Sixteen and eight rows at a time, bit for bit the one-row form, for orders with and without a
-    /// remainder of the 4-wide chunks and row counts with and without partial groups of sixteen and eight
-    /// (120 arms: seven groups of sixteen and one of eight where AVX-512 runs).
     #[test]
     fn dots_are_bit_for_bit_one_dot_per_row() {
         let mut rng = ChaCha8Rng::seed_from_u64(11);
@@ -617,6 +614,9 @@ pub(crate) mod tests {
         }
     }
 
+    /// Sixteen and eight rows at a time, bit for bit the one-row form, for orders with and without a
+    /// remainder of the 4-wide chunks and row counts with and without partial groups of sixteen and eight
+    /// (120 arms: seven groups of sixteen and one of eight where AVX-512 runs).
     #[test]
     fn quadratic_forms_are_bit_for_bit_the_one_row_form() {
         let mut rng = ChaCha8Rng::seed_from_u64(7);
