@@ -12,9 +12,8 @@
 //! (Newton with step halving, at most 50 iterations, tolerance 1e-8).
 
 use crate::linalg::{cholesky_in_place, cholesky_solve_in_place, dispatch_dot, dot};
-use armada_linalg::matmul;
+use armada_linalg::weighted_gram;
 use armada_math as math;
-use faer::{Accum, MatMut, MatRef};
 
 /// `sigma(z) = 1/(1 + e^{-z})`, evaluated without overflow for any sign of `z`.
 pub fn sigmoid(z: f64) -> f64 {
@@ -99,7 +98,8 @@ pub struct LogisticMle {
     trial: Vec<f64>,
     trial_gradient: Vec<f64>,
     step: Vec<f64>,
-    weighted_features: Vec<f64>,
+    /// `mu'(x_s^T theta)` of every sample, the weights of the exact curvature.
+    curvature_weights: Vec<f64>,
     /// `sigmoid(x_s^T theta)` of every sample, from the last gradient pass, and that `theta`:
     /// the exact curvature at the same `theta` (GLM-TSL's, every round, at the estimate the
     /// fit's last pass was made at) reuses them, the same bits without the dot products.
@@ -129,7 +129,7 @@ impl LogisticMle {
             trial: vec![0.0; dim],
             trial_gradient: vec![0.0; dim],
             step: vec![0.0; dim],
-            weighted_features: Vec::with_capacity(capacity * dim),
+            curvature_weights: Vec::with_capacity(capacity),
             probabilities: Vec::with_capacity(capacity),
             probabilities_at: vec![0.0; dim],
             rebuilt_at_len: 0,
@@ -203,24 +203,17 @@ impl LogisticMle {
     }
 
     /// Overwrites `out` (row-major d x d) with the exact `sum_s mu'(x_s^T theta) x_s x_s^T` at the current
-    /// estimate: O(n d^2), done as one `(W X)^T X` product by faer, then symmetrised.
+    /// estimate: O(n d^2), done as one `X^T W X` product ([`weighted_gram`]), then symmetrised.
     pub fn exact_curvature(&mut self, out: &mut [f64]) {
         let (n, d) = (self.labels.len(), self.dim);
-        self.weighted_features.resize(n * d, 0.0);
+        self.curvature_weights.resize(n, 0.0);
         let same_theta = self.probabilities_at.iter().zip(&self.estimate).all(|(a, b)| a.to_bits() == b.to_bits());
         if self.probabilities.len() == n && same_theta {
-            weigh_by_probabilities(&self.features, &self.probabilities, &mut self.weighted_features);
+            weights_from_probabilities(&self.probabilities, &mut self.curvature_weights);
         } else {
-            weigh_by_curvature(&self.features, &self.estimate, &mut self.weighted_features);
+            curvature_weights(&self.features, &self.estimate, &mut self.curvature_weights);
         }
-        if n == 0 {
-            out.fill(0.0);
-            return;
-        }
-        let lhs = MatRef::from_row_major_slice(&self.weighted_features, n, d);
-        let rhs = MatRef::from_row_major_slice(&self.features, n, d);
-        let dst = MatMut::from_column_major_slice_mut(out, d, d);
-        matmul(dst, Accum::Replace, lhs.transpose(), rhs, 1.0);
+        weighted_gram(&self.features, d, &self.curvature_weights, out);
         for i in 0..d {
             for j in 0..i {
                 let s = 0.5 * (out[i * d + j] + out[j * d + i]);
@@ -362,39 +355,31 @@ dispatch_dot! {
 }
 
 dispatch_dot! {
-    /// Overwrites `weighted` with each row `x_s` of `features` times `mu'(x_s^T theta)`, the rows
-    /// of `W X` in the exact curvature `X^T W X` ([`curvature_weights_pass`]).
-    fn weigh_by_curvature(features: &[f64], theta: &[f64], weighted: &mut [f64]) => curvature_weights_pass
+    /// Overwrites `weights` with `mu'(x_s^T theta)` for each row `x_s` of `features`, the `W` of
+    /// the exact curvature `X^T W X` ([`curvature_weights_pass`]).
+    fn curvature_weights(features: &[f64], theta: &[f64], weights: &mut [f64]) => curvature_weights_pass
 }
 
-/// The pass of [`weigh_by_curvature`], `G` rows at a time given their dot products, bit for
-/// bit `sigmoid_derivative(dot(x, theta)) * x` row by row ([`sigmoid_n`] is [`sigmoid`]'s
-/// bits).
+/// The pass of [`curvature_weights`], `G` rows at a time given their dot products, bit for
+/// bit `sigmoid_derivative(dot(x, theta))` row by row ([`sigmoid_n`] is [`sigmoid`]'s bits).
 #[inline(always)]
 fn curvature_weights_pass<const G: usize>(
     features: &[f64],
     theta: &[f64],
-    weighted: &mut [f64],
+    weights: &mut [f64],
     dot_rows: impl Fn(&[f64], &[f64]) -> [f64; G],
 ) {
     let d = theta.len();
     let blocks = features.chunks_exact(G * d);
     let tail = blocks.remainder();
-    let mut out = weighted.chunks_exact_mut(G * d);
+    let mut out = weights.chunks_exact_mut(G);
     for (rows, out) in blocks.zip(&mut out) {
-        let p = sigmoid_n(dot_rows(rows, theta));
-        for ((o, x), p) in out.chunks_exact_mut(d).zip(rows.chunks_exact(d)).zip(p) {
-            let w = p * (1.0 - p);
-            for (o, x) in o.iter_mut().zip(x) {
-                *o = w * x;
-            }
+        for (w, p) in out.iter_mut().zip(sigmoid_n(dot_rows(rows, theta))) {
+            *w = p * (1.0 - p);
         }
     }
-    for (o, x) in out.into_remainder().chunks_exact_mut(d).zip(tail.chunks_exact(d)) {
-        let w = sigmoid_derivative(dot(x, theta));
-        for (o, x) in o.iter_mut().zip(x) {
-            *o = w * x;
-        }
+    for (w, x) in out.into_remainder().iter_mut().zip(tail.chunks_exact(d)) {
+        *w = sigmoid_derivative(dot(x, theta));
     }
 }
 
@@ -453,17 +438,11 @@ fn gradient_pass<const G: usize>(
     }
 }
 
-armada_math::avx2_dispatch! {
-    /// [`weigh_by_curvature`] from each row's `sigmoid(x_s^T theta)`, as the gradient pass at
-    /// that `theta` left them: `mu'` is `p (1 - p)`, as [`sigmoid_derivative`] forms it.
-    fn weigh_by_probabilities(features: &[f64], probabilities: &[f64], weighted: &mut [f64]) {
-        let d = features.len() / probabilities.len().max(1);
-        for ((o, x), &p) in weighted.chunks_exact_mut(d).zip(features.chunks_exact(d)).zip(probabilities) {
-            let w = p * (1.0 - p);
-            for (o, x) in o.iter_mut().zip(x) {
-                *o = w * x;
-            }
-        }
+/// [`curvature_weights`] from each row's `sigmoid(x_s^T theta)`, as the gradient pass at that
+/// `theta` left them: `mu'` is `p (1 - p)`, as [`sigmoid_derivative`] forms it.
+fn weights_from_probabilities(probabilities: &[f64], weights: &mut [f64]) {
+    for (w, &p) in weights.iter_mut().zip(probabilities) {
+        *w = p * (1.0 - p);
     }
 }
 
@@ -473,6 +452,7 @@ mod tests {
     use super::*;
     use crate::linalg::tests::dense_inverse;
     use crate::linalg::{dot4, matvec};
+    use armada_linalg::{matmul, Accum, MatMut, MatRef};
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
@@ -589,9 +569,16 @@ mod tests {
         let d = 25;
         let (xs, ys) = synthetic_history(31, 403, d);
         let mut mle = LogisticMle::new(d, 1.0, 403);
+        // The product of `W X`, formed row by row from the one-row formula, and `X`.
         let fresh = |mle: &LogisticMle| {
-            let mut weighted = vec![0.0; mle.len() * d];
-            weigh_by_curvature(&mle.features, &mle.estimate, &mut weighted);
+            let weighted: Vec<f64> = mle
+                .features
+                .chunks_exact(d)
+                .flat_map(|x| {
+                    let w = sigmoid_derivative(dot(x, &mle.estimate));
+                    x.iter().map(move |xi| w * xi)
+                })
+                .collect();
             let mut h = vec![0.0; d * d];
             let lhs = MatRef::from_row_major_slice(&weighted, mle.len(), d);
             let rhs = MatRef::from_row_major_slice(&mle.features, mle.len(), d);
@@ -660,16 +647,10 @@ mod tests {
         for (n, d) in [(0, 3), (1, 25), (7, 25), (64, 25), (103, 6), (9, 1), (13, 25), (8, 4)] {
             let (xs, _) = synthetic_history(21 + n as u64, n, d);
             let theta: Vec<f64> = (0..d).map(|i| 0.9 - 0.11 * i as f64).collect();
-            let expected: Vec<u64> = xs
-                .chunks_exact(d)
-                .flat_map(|x| {
-                    let w = sigmoid_derivative(dot(x, &theta));
-                    x.iter().map(move |xi| (w * xi).to_bits())
-                })
-                .collect();
-            let mut dispatched = vec![f64::NAN; n * d];
-            weigh_by_curvature(&xs, &theta, &mut dispatched);
-            let mut portable = vec![f64::NAN; n * d];
+            let expected: Vec<u64> = xs.chunks_exact(d).map(|x| sigmoid_derivative(dot(x, &theta)).to_bits()).collect();
+            let mut dispatched = vec![f64::NAN; n];
+            curvature_weights(&xs, &theta, &mut dispatched);
+            let mut portable = vec![f64::NAN; n];
             curvature_weights_pass(&xs, &theta, &mut portable, dot4);
             for got in [dispatched, portable] {
                 assert_eq!(got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), expected, "n = {n}, d = {d}");

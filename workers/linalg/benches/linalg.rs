@@ -5,7 +5,8 @@
 //! Run: cargo bench -p armada-linalg [-- WORD]   (WORD: only the kernels whose name has it)
 
 use armada_linalg::{
-    cholesky_in_place, matmul, solve_lower_in_place, solve_lower_transpose_in_place, Accum, LowerFactor, Mat, MatMut,
+    cholesky_in_place, matmul, solve_lower_in_place, solve_lower_transpose_in_place, weighted_gram, Accum, LowerFactor,
+    Mat, MatMut,
 };
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::Par;
@@ -95,6 +96,30 @@ fn main() {
         let mut c = Mat::zeros(d, d);
         let ours = best(REPS, || matmul(c.as_mut(), Accum::Replace, lhs.transpose(), rhs, 1.0));
         let theirs = best(REPS, || {
+            faer::linalg::matmul::matmul(c.as_mut(), Accum::Replace, lhs.transpose(), rhs, 1.0, Par::Seq)
+        });
+        report(what, ours, theirs);
+    }
+    // The same curvature from the history and its weights: `weighted_gram` against faer's
+    // product with `W X` formed first, as it must be for faer.
+    let what = "weighted_gram X^T W X: 25x25, 14000 rows";
+    if wanted(what) {
+        let (n, d) = (14_000, 25);
+        let x = random(n * d, 1, 6);
+        let x = x.col(0).try_as_col_major().unwrap().as_slice();
+        let w: Vec<f64> = random(n, 1, 8).col(0).iter().map(|v| v.abs()).collect();
+        let mut wx = vec![0.0; n * d];
+        let mut c = vec![0.0; d * d];
+        let ours = best(REPS, || weighted_gram(x, d, &w, &mut c));
+        let mut c = Mat::zeros(d, d);
+        let theirs = best(REPS, || {
+            for ((o, row), wk) in wx.chunks_exact_mut(d).zip(x.chunks_exact(d)).zip(&w) {
+                for (o, v) in o.iter_mut().zip(row) {
+                    *o = wk * v;
+                }
+            }
+            let lhs = faer::MatRef::from_row_major_slice(&wx, n, d);
+            let rhs = faer::MatRef::from_row_major_slice(x, n, d);
             faer::linalg::matmul::matmul(c.as_mut(), Accum::Replace, lhs.transpose(), rhs, 1.0, Par::Seq)
         });
         report(what, ours, theirs);
