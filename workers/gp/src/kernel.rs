@@ -196,9 +196,66 @@ impl Kernel {
 
     /// `out[j] = k(x, b_j)` into a caller-provided buffer (no allocation).
     pub(crate) fn cross_into(&self, x: &[f64], b: &Rows<'_>, out: &mut [f64]) {
-        debug_assert_eq!(out.len(), b.len());
-        for (o, bj) in out.iter_mut().zip(b.iter()) {
-            *o = self.eval(x, bj);
+        self.eval_rows_into(x, b.iter(), out);
+    }
+
+    /// `out[j] = k(x, b_j)` for the `j`-th of `rows`, bit for bit [`Kernel::eval`]: the
+    /// squared exponential's `exp`s in vector lanes ([`math::lanes::exp_in_place`], the same
+    /// bits as [`math::exp`]), the Matern kernels' one at a time.
+    ///
+    /// # Panics
+    /// If `rows` and `out` differ in length (programmer error).
+    pub fn eval_rows_into<'b>(&self, x: &[f64], rows: impl ExactSizeIterator<Item = &'b [f64]>, out: &mut [f64]) {
+        assert_eq!(rows.len(), out.len(), "Kernel::eval_rows_into: {} rows into {} values", rows.len(), out.len());
+        match self.kind {
+            KernelKind::SquaredExponential => {
+                // k_of_r2's operations in its order: -0.5 r^2, its exp, times the variance.
+                for (o, b) in out.iter_mut().zip(rows) {
+                    *o = -0.5 * self.scaled_sq_dist(x, b);
+                }
+                math::lanes::exp_in_place(out);
+                let v = self.variance;
+                out.iter_mut().for_each(|o| *o *= v);
+            }
+            KernelKind::Matern32 | KernelKind::Matern52 => {
+                for (o, b) in out.iter_mut().zip(rows) {
+                    *o = self.eval(x, b);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+
+    /// Every kind, to the bit [`Kernel::eval`] one point at a time: rows near `x` and far from
+    /// it (where `exp` underflows), an odd count (the lanes' tail), and none.
+    #[test]
+    fn rows_into_is_eval_to_the_bit() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+        let dim = 5;
+        let lengthscales: Vec<f64> = (0..dim).map(|i| 0.2 + 0.3 * i as f64).collect();
+        let kernels = [
+            Kernel::squared_exponential(1.7, lengthscales.clone()),
+            Kernel::matern32(0.4, lengthscales.clone()),
+            Kernel::matern52(2.5, lengthscales),
+        ];
+        let x: Vec<f64> = (0..dim).map(|_| rng.random::<f64>()).collect();
+        for n in [0, 1, 7, 1003] {
+            let rows: Vec<f64> = (0..n * dim)
+                .map(|p| x[p % dim] + (rng.random::<f64>() - 0.5) * 10f64.powi(2 * (p % 4) as i32 - 2))
+                .collect();
+            for kernel in &kernels {
+                let mut out = vec![f64::NAN; n];
+                kernel.eval_rows_into(&x, rows.chunks_exact(dim), &mut out);
+                for (j, (got, b)) in out.iter().zip(rows.chunks_exact(dim)).enumerate() {
+                    assert_eq!(got.to_bits(), kernel.eval(&x, b).to_bits(), "{:?}, n {n}, row {j}", kernel.kind);
+                }
+                assert!(n < 1000 || out.contains(&0.0), "the far rows reach exp's underflow");
+            }
         }
     }
 }

@@ -218,10 +218,7 @@ impl EvalSetMean {
             let (old, new) = block.split_at_mut(n_old * width);
             // k(x_r, X~) for the new observations r.
             for (r, row) in new.chunks_exact_mut(width).enumerate() {
-                let xr = x.row(n_old + r);
-                for (o, j) in row.iter_mut().zip(c0..) {
-                    *o = kernel.eval(xr, self.points.row(j));
-                }
+                kernel.eval_rows_into(x.row(n_old + r), self.points.iter().skip(c0).take(width), row);
             }
             // - sum over old rows i of L[r, i] V_i (each old row read once per block) ...
             subtract_old_rows(old, new, width, l.as_ref(), n_old);
