@@ -189,6 +189,9 @@ pub struct SetExpectation<'p> {
     g_all: Vec<f64>,
     /// Rms mode: the gradients, computed with the moments.
     rms_grad: (Vec<f64>, Vec<f64>),
+    /// [`SetExpectation::moments_many`]'s columns, kept between its solves (a fresh matrix of
+    /// up to [`COLUMNS_PER_SOLVE`] columns each time cost its zeroing and page faults).
+    many: Mat<f64>,
 }
 
 /// Number of (point, sample) columns solved at once when evaluating many points.
@@ -335,6 +338,7 @@ impl<'p> SetExpectation<'p> {
             inv_sigma: vec![0.0; ns],
             g_all: vec![0.0; n],
             rms_grad: (vec![0.0; ctrl.len()], vec![0.0; ctrl.len()]),
+            many: Mat::zeros(0, 0),
         }
     }
 
@@ -383,29 +387,36 @@ impl<'p> SetExpectation<'p> {
         let ns = self.n_sigma();
         let n_points = mu.len();
         let per_solve = (COLUMNS_PER_SOLVE / ns).max(1);
+        let mut many = std::mem::replace(&mut self.many, Mat::zeros(0, 0));
+        if many.nrows() != n || many.ncols() < per_solve.min(n_points) * ns {
+            many = Mat::zeros(n, per_solve.min(n_points) * ns);
+        }
         let mut start = 0;
         while start < n_points {
             let end = (start + per_solve).min(n_points);
-            let mut kc = Mat::zeros(n, (end - start) * ns);
+            // Every entry of these columns is written before the solve reads it.
+            let mut kc = many.as_mut().subcols_mut(0, (end - start) * ns);
             for p in start..end {
                 mu[p] = self.fill_a(&points[p * dim..(p + 1) * dim]);
                 for s in 0..ns {
                     let col = (p - start) * ns + s;
-                    kernel_column(self.post.s2, &self.a, self.b.col(s), kc.col_mut(col));
+                    kernel_column(self.post.s2, &self.a, self.b.col(s), kc.as_mut().col_mut(col));
                 }
             }
             self.post.l.solve_in_place(kc.as_mut());
             for p in start..end {
                 let mut sum = 0.0;
                 for s in 0..ns {
-                    let vv =
-                        squared_norm(kc.col((p - start) * ns + s).try_as_col_major().expect("contiguous").as_slice());
+                    let vv = squared_norm(
+                        kc.as_ref().col((p - start) * ns + s).try_as_col_major().expect("contiguous").as_slice(),
+                    );
                     sum += (self.post.s2 - vv).max(VAR_FLOOR).sqrt();
                 }
                 sigma[p] = sum / ns as f64;
             }
             start = end;
         }
+        self.many = many;
     }
 
     /// `(E[mu], E[sigma])` at `xc` with their gradients w.r.t. the controlled coordinates.
