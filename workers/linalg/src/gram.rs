@@ -5,6 +5,8 @@
 //! both operands before the first multiply-add, which at `d = 25` cost more than the products.
 //! Here the products are taken from the rows as they lie: the same terms, fused the same way,
 //! summed in the same order, so the same bits.
+//!
+//! [`matmul`]: crate::matmul
 
 use crate::gemm::KC;
 use armada_math::fma;
@@ -12,7 +14,7 @@ use armada_math::fma;
 /// `dst[i + j d] = sum_k (w_k x[k d + i]) x[k d + j]` (column-major `d x d`) for the row-major
 /// `n x d` matrix `x`, `n = w.len()`: bit for bit [`matmul`](crate::matmul) of `(W X)^T` and
 /// `X` into a column-major `dst` with `Accum::Replace` and `alpha = 1`. Each entry sums its
-/// terms by fused multiply-adds in blocks of [`KC`] rows, each block's sum from zero, the
+/// terms by fused multiply-adds in blocks of `KC` = 256 rows, each block's sum from zero, the
 /// blocks' sums added to the entry in order.
 pub fn weighted_gram(x: &[f64], d: usize, w: &[f64], dst: &mut [f64]) {
     let n = w.len();
@@ -40,41 +42,41 @@ fn gram_in_order(x: &[f64], d: usize, w: &[f64], dst: &mut [f64]) {
     }
 }
 
-/// [`weighted_gram`] in AVX2 registers, a lane per entry of a column of `dst`: for each block of
-/// [`KC`] rows of `x`, tiles of two vectors of four rows of `dst` by five columns (ten sums,
-/// two loaded `w_k x_k` vectors and a broadcast `x_kj`: 13 of the 16 registers), each summed
-/// over the block from zero in row order and then added to `dst`.
+/// [`weighted_gram`] in AVX2 registers. For each block of [`KC`] rows of `x`, the rows of `dst`
+/// in whole vectors of four go in tiles of two vectors by five columns, a lane per row (ten
+/// sums, two loaded `w_k x_k` vectors and a broadcast `x_kj`: 13 of the 16 registers); the last
+/// `d mod 4` rows go in tiles of up to three vectors of four columns, a lane per column (nine
+/// sums, three loaded `x_k` vectors and a broadcast `w_k x_ki`), where a lane per row would
+/// leave most lanes of a vector empty. Each sum runs over the block from zero in row order and
+/// is then added to `dst`.
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use super::KC;
     use std::arch::x86_64::*;
 
-    /// Vectors of four rows of `dst` per tile.
+    /// Vectors of four rows of `dst` per column tile.
     const TILE_VECTORS: usize = 2;
-    /// Columns of `dst` per tile.
+    /// Columns of `dst` per column tile.
     const TILE_COLUMNS: usize = 5;
+    /// Vectors of four columns of `dst` per row tile.
+    const ROW_TILE_VECTORS: usize = 3;
 
     #[target_feature(enable = "avx2,fma")]
     pub(super) fn gram(x: &[f64], d: usize, w: &[f64], dst: &mut [f64]) {
         dst.fill(0.0);
         let n = w.len();
-        let vectors = d.div_ceil(4);
+        let (whole, rest) = (d / 4, d % 4);
         for start in (0..n).step_by(KC) {
             let block = start..(start + KC).min(n);
-            for v0 in (0..vectors).step_by(TILE_VECTORS) {
-                let nv = TILE_VECTORS.min(vectors - v0);
-                // Only the last vector of rows may pass `d`: its lanes there are masked.
-                let masked = 4 * (v0 + nv) > d;
+            for v0 in (0..whole).step_by(TILE_VECTORS) {
                 for j0 in (0..d).step_by(TILE_COLUMNS) {
                     let tile = Tile { x, d, w, i0: 4 * v0, j0 };
                     macro_rules! sums_for {
                         ($($nj:literal)*) => {
-                            match (nv, TILE_COLUMNS.min(d - j0), masked) {
+                            match (TILE_VECTORS.min(whole - v0), TILE_COLUMNS.min(d - j0)) {
                                 $(
-                                    (1, $nj, false) => tile.add_sums::<1, $nj, false>(block.clone(), dst),
-                                    (1, $nj, true) => tile.add_sums::<1, $nj, true>(block.clone(), dst),
-                                    (2, $nj, false) => tile.add_sums::<2, $nj, false>(block.clone(), dst),
-                                    (2, $nj, true) => tile.add_sums::<2, $nj, true>(block.clone(), dst),
+                                    (1, $nj) => tile.column_sums::<1, $nj>(block.clone(), dst),
+                                    (2, $nj) => tile.column_sums::<2, $nj>(block.clone(), dst),
                                 )*
                                 _ => unreachable!("tiles of 1 or 2 vectors by 1 to 5 columns"),
                             }
@@ -83,10 +85,32 @@ mod avx2 {
                     sums_for!(1 2 3 4 5);
                 }
             }
+            let column_vectors = if rest > 0 { d.div_ceil(4) } else { 0 };
+            for c0 in (0..column_vectors).step_by(ROW_TILE_VECTORS) {
+                let nv = ROW_TILE_VECTORS.min(column_vectors - c0);
+                let tile = Tile { x, d, w, i0: 4 * whole, j0: 4 * c0 };
+                // Only the tile with the last column may pass `d`: its lanes there are masked.
+                macro_rules! sums_for {
+                    ($($rows:literal)*) => {
+                        match (rest, nv, 4 * (c0 + nv) > d) {
+                            $(
+                                ($rows, 1, false) => tile.row_sums::<$rows, 1, false>(block.clone(), dst),
+                                ($rows, 1, true) => tile.row_sums::<$rows, 1, true>(block.clone(), dst),
+                                ($rows, 2, false) => tile.row_sums::<$rows, 2, false>(block.clone(), dst),
+                                ($rows, 2, true) => tile.row_sums::<$rows, 2, true>(block.clone(), dst),
+                                ($rows, 3, false) => tile.row_sums::<$rows, 3, false>(block.clone(), dst),
+                                ($rows, 3, true) => tile.row_sums::<$rows, 3, true>(block.clone(), dst),
+                            )*
+                            _ => unreachable!("1 to 3 rows by 1 to 3 vectors"),
+                        }
+                    };
+                }
+                sums_for!(1 2 3);
+            }
         }
     }
 
-    /// Rows `i0..` (`NV` vectors of four, those below `d`) and columns `j0..j0 + NJ` of `dst`.
+    /// A tile of `dst` from row `i0` and column `j0`.
     struct Tile<'a> {
         x: &'a [f64],
         d: usize,
@@ -96,35 +120,24 @@ mod avx2 {
     }
 
     impl Tile<'_> {
-        /// Each entry `sum_k fma(w_k x_ki, x_kj, sum)` over the history rows `block` in order,
-        /// from zero, added to `dst` as [`matmul`](crate::matmul) adds a block's sum.
+        /// Rows `i0..i0 + 4 NV` by columns `j0..j0 + NJ`, a lane per row: each entry
+        /// `sum_k fma(w_k x_ki, x_kj, sum)` over the history rows `block` in order, from zero,
+        /// added to `dst` as [`matmul`](crate::matmul) adds a block's sum.
         #[target_feature(enable = "avx2,fma")]
-        fn add_sums<const NV: usize, const NJ: usize, const MASKED: bool>(
-            &self,
-            block: std::ops::Range<usize>,
-            dst: &mut [f64],
-        ) {
+        fn column_sums<const NV: usize, const NJ: usize>(&self, block: std::ops::Range<usize>, dst: &mut [f64]) {
             let (d, i0, j0) = (self.d, self.i0, self.j0);
-            assert!(i0 + 4 * (NV - 1) < d && j0 + NJ <= d && (MASKED || i0 + 4 * NV <= d));
+            assert!(i0 + 4 * NV <= d && j0 + NJ <= d);
             assert!(block.end <= self.w.len() && block.end * d <= self.x.len());
-            // Lane l of vector v loads row i0 + 4 v + l of `dst` where it is below `d`.
-            let masks: [__m256i; NV] = std::array::from_fn(|v| {
-                let lane = |l: usize| if i0 + 4 * v + l < d { -1 } else { 0 };
-                _mm256_setr_epi64x(lane(0), lane(1), lane(2), lane(3))
-            });
             let mut sums = [[_mm256_setzero_pd(); NJ]; NV];
             for k in block {
-                // SAFETY: k < w.len() and (k + 1) d <= x.len() (asserted above); every unmasked
-                // lane reads an entry i0 + 4 v + l < d or j0 + j < d of row k, and masked lanes
-                // are not read.
+                // SAFETY: k < w.len() and (k + 1) d <= x.len() (asserted above), and every
+                // load reads an entry i0 + 4 v + l < d or j0 + j < d of row k.
                 unsafe {
                     let row = self.x.as_ptr().add(k * d);
                     let wk = _mm256_set1_pd(*self.w.get_unchecked(k));
                     // The left operand's entries as `W X` holds them: one rounded product each.
-                    let a: [__m256d; NV] = std::array::from_fn(|v| {
-                        let at = row.add(i0 + 4 * v);
-                        _mm256_mul_pd(wk, if MASKED { _mm256_maskload_pd(at, masks[v]) } else { _mm256_loadu_pd(at) })
-                    });
+                    let a: [__m256d; NV] =
+                        std::array::from_fn(|v| _mm256_mul_pd(wk, _mm256_loadu_pd(row.add(i0 + 4 * v))));
                     for j in 0..NJ {
                         let b = _mm256_broadcast_sd(&*row.add(j0 + j));
                         for (sums_v, a_v) in sums.iter_mut().zip(&a) {
@@ -135,12 +148,66 @@ mod avx2 {
             }
             for (v, sums_v) in sums.iter().enumerate() {
                 for (j, sum) in sums_v.iter().enumerate() {
+                    let at = (j0 + j) * d + i0 + 4 * v;
+                    let lanes = &mut dst[at..at + 4];
+                    // SAFETY: `lanes` holds four f64.
+                    unsafe {
+                        _mm256_storeu_pd(lanes.as_mut_ptr(), _mm256_add_pd(_mm256_loadu_pd(lanes.as_ptr()), *sum))
+                    };
+                }
+            }
+        }
+
+        /// Rows `i0..i0 + ROWS` by columns `j0..` (`NV` vectors of four, those below `d`), a
+        /// lane per column: the same sums as [`Tile::column_sums`], each term's operands the
+        /// same (`fma` does not depend on their order).
+        #[target_feature(enable = "avx2,fma")]
+        fn row_sums<const ROWS: usize, const NV: usize, const MASKED: bool>(
+            &self,
+            block: std::ops::Range<usize>,
+            dst: &mut [f64],
+        ) {
+            let (d, i0, j0) = (self.d, self.i0, self.j0);
+            assert!(i0 + ROWS <= d && j0 + 4 * (NV - 1) < d && (MASKED || j0 + 4 * NV <= d));
+            assert!(block.end <= self.w.len() && block.end * d <= self.x.len());
+            // Lane l of vector v loads column j0 + 4 v + l where it is below `d`.
+            let masks: [__m256i; NV] = std::array::from_fn(|v| {
+                let lane = |l: usize| if j0 + 4 * v + l < d { -1 } else { 0 };
+                _mm256_setr_epi64x(lane(0), lane(1), lane(2), lane(3))
+            });
+            let mut sums = [[_mm256_setzero_pd(); NV]; ROWS];
+            for k in block {
+                // SAFETY: k < w.len() and (k + 1) d <= x.len() (asserted above); every unmasked
+                // lane reads an entry i0 + i < d or j0 + 4 v + l < d of row k, and masked lanes
+                // are not read.
+                unsafe {
+                    let row = self.x.as_ptr().add(k * d);
+                    let columns: [__m256d; NV] = std::array::from_fn(|v| {
+                        let at = row.add(j0 + 4 * v);
+                        if MASKED {
+                            _mm256_maskload_pd(at, masks[v])
+                        } else {
+                            _mm256_loadu_pd(at)
+                        }
+                    });
+                    let wk = *self.w.get_unchecked(k);
+                    for (i, sums_i) in sums.iter_mut().enumerate() {
+                        // The left operand's entry as `W X` holds it: one rounded product.
+                        let a = _mm256_set1_pd(wk * *row.add(i0 + i));
+                        for (sum, column) in sums_i.iter_mut().zip(&columns) {
+                            *sum = _mm256_fmadd_pd(a, *column, *sum);
+                        }
+                    }
+                }
+            }
+            for (i, sums_i) in sums.iter().enumerate() {
+                for (v, sum) in sums_i.iter().enumerate() {
                     let mut lanes = [0.0; 4];
                     // SAFETY: `lanes` holds four f64.
                     unsafe { _mm256_storeu_pd(lanes.as_mut_ptr(), *sum) };
-                    let (i, column) = (i0 + 4 * v, (j0 + j) * d);
-                    for (l, s) in lanes.iter().enumerate().take(d.saturating_sub(i).min(4)) {
-                        dst[column + i + l] += s; // alpha = 1
+                    let j = j0 + 4 * v;
+                    for (l, s) in lanes.iter().enumerate().take(d.saturating_sub(j).min(4)) {
+                        dst[(j + l) * d + i0 + i] += s; // alpha = 1
                     }
                 }
             }
