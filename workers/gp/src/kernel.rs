@@ -217,6 +217,7 @@ impl Kernel {
                 let v = self.variance;
                 out.iter_mut().for_each(|o| *o *= v);
             }
+            // Their factor in front of the exp needs `r` again after it: left one at a time.
             KernelKind::Matern32 | KernelKind::Matern52 => {
                 for (o, b) in out.iter_mut().zip(rows) {
                     *o = self.eval(x, b);

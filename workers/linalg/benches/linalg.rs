@@ -109,9 +109,9 @@ fn main() {
         let x = x.col(0).try_as_col_major().unwrap().as_slice();
         let w: Vec<f64> = random(n, 1, 8).col(0).iter().map(|v| v.abs()).collect();
         let mut wx = vec![0.0; n * d];
-        let mut c = vec![0.0; d * d];
-        let ours = best(REPS, || weighted_gram(x, d, &w, &mut c));
-        let mut c = Mat::zeros(d, d);
+        let mut gram = vec![0.0; d * d];
+        let ours = best(REPS, || weighted_gram(x, d, &w, &mut gram));
+        let mut product = Mat::zeros(d, d);
         let theirs = best(REPS, || {
             for ((o, row), wk) in wx.chunks_exact_mut(d).zip(x.chunks_exact(d)).zip(&w) {
                 for (o, v) in o.iter_mut().zip(row) {
@@ -120,7 +120,7 @@ fn main() {
             }
             let lhs = faer::MatRef::from_row_major_slice(&wx, n, d);
             let rhs = faer::MatRef::from_row_major_slice(x, n, d);
-            faer::linalg::matmul::matmul(c.as_mut(), Accum::Replace, lhs.transpose(), rhs, 1.0, Par::Seq)
+            faer::linalg::matmul::matmul(product.as_mut(), Accum::Replace, lhs.transpose(), rhs, 1.0, Par::Seq)
         });
         report(what, ours, theirs);
     }

@@ -85,6 +85,7 @@ mod avx2 {
                     sums_for!(1 2 3 4 5);
                 }
             }
+            // The last `d mod 4` rows, if any, a lane per column.
             let column_vectors = if rest > 0 { d.div_ceil(4) } else { 0 };
             for c0 in (0..column_vectors).step_by(ROW_TILE_VECTORS) {
                 let nv = ROW_TILE_VECTORS.min(column_vectors - c0);
