@@ -58,6 +58,12 @@ impl SweepCells {
         self.cells.len() * self.seeds.len()
     }
 
+    /// The sweep with every job made.
+    pub fn into_sweep(self) -> Sweep {
+        let (name, family, resolve) = (self.name.clone(), self.family.clone(), self.resolve.clone());
+        Sweep { name, family, jobs: self.into_jobs().collect(), resolve }
+    }
+
     /// Every job, cell by cell and seed by seed, each made as it is taken.
     pub fn into_jobs(self) -> impl Iterator<Item = ValidJob> {
         let seeds = std::sync::Arc::new(self.seeds);
@@ -130,9 +136,7 @@ pub fn parse_sweep_limited(
     registry: &Registry,
     max_jobs: usize,
 ) -> Result<Sweep, SpecError> {
-    let cells = parse_sweep_cells(text, default_name, registry, max_jobs)?;
-    let (name, family, resolve) = (cells.name.clone(), cells.family.clone(), cells.resolve.clone());
-    Ok(Sweep { name, family, jobs: cells.into_jobs().collect(), resolve })
+    Ok(parse_sweep_cells(text, default_name, registry, max_jobs)?.into_sweep())
 }
 
 /// [`parse_sweep_limited`], the sweep as its cells and seeds.

@@ -39,41 +39,45 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let text = std::fs::read_to_string(&args.sweep)
         .map_err(|e| anyhow::anyhow!("{}: cannot read sweep file: {e}", args.sweep.display()))?;
     let stem = args.sweep.file_stem().and_then(|s| s.to_str()).unwrap_or("sweep");
-    let mut sweep =
-        sweep::parse_sweep(&text, stem, &registry).map_err(|e| anyhow::anyhow!("{}: {e}", args.sweep.display()))?;
-    let resolving = sweep.resolve.is_some();
+    // As cells and seeds: the embedded coordinator makes the jobs itself, so here only their
+    // keys are needed (a job's spec is made only to run it in process).
+    let cells = sweep::parse_sweep_cells(&text, stem, &registry, sweep::DEFAULT_MAX_JOBS)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", args.sweep.display()))?;
+    let resolving = cells.resolve.is_some();
     if resolving && args.in_process {
         anyhow::bail!(
             "{}: resolve: a resolving sweep's rounds are run by a coordinator; run it without --in-process",
             args.sweep.display()
         );
     }
-    let sweep_dir = args.out.join(&sweep.name);
-    let keys: BTreeSet<String> = sweep.jobs.iter().map(|j| j.key.0.clone()).collect();
-    let n_sweep_jobs = sweep.jobs.len();
+    let sweep_dir = args.out.join(&cells.name);
+    let keys: BTreeSet<String> =
+        cells.cells.iter().flat_map(|(_, keys)| cells.seeds.iter().map(|&seed| keys.key(seed).0)).collect();
+    let n_sweep_jobs = cells.n_jobs();
+    let name = cells.name.clone();
     let n_jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
     let progress = !args.quiet && std::io::stderr().is_terminal();
     let (done_before, _, _) = done_keys(&sweep_dir, &keys)?;
     let started = std::time::Instant::now();
-    let family = registry.family(&sweep.family)?;
+    let family = registry.family(&cells.family)?;
     // In process, the summaries are built from the files here; the coordinator builds
     // them live, cell by cell, and has written them when the run ends.
     let (failures, coordinator_summary, counts, status) = if args.in_process {
         // The store's lock, as a coordinator holds it: one writer per results directory.
         let _lock = armada::coordinator::durable::store::Store::open(&args.out)?;
         let config = local::LocalConfig { n_threads: n_jobs, progress };
+        let sweep = cells.into_sweep();
         let report = local::run_sweep(&registry, &sweep, &sweep_dir, config)?;
         let failed: BTreeSet<&str> = report.failures.iter().map(|(job, _)| job.key.0.as_str()).collect();
         let counts =
             results::count_cells(sweep.jobs.iter().map(|j| (results::Cell::of(j), failed.contains(j.key.0.as_str()))));
         // The summaries need only the keys: a sweep's jobs (about 400 bytes each) go first.
-        sweep.jobs = Vec::new();
+        drop(sweep);
         let failures =
             report.failures.iter().map(|(job, error)| format!("failed: {}: {error}", job.describe())).collect();
         (failures, None, Some(counts), None)
     } else {
-        // The embedded coordinator parses the sweep itself: this copy of its jobs goes.
-        sweep.jobs = Vec::new();
+        drop(cells);
         let config = embedded::EmbeddedConfig {
             n_workers: n_jobs,
             progress,
@@ -91,7 +95,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             (n_sweep_jobs, done_after, n_other) = (status.n_jobs as usize, status.n_done as usize, 0);
             eprintln!(
                 "{}: {} jobs after its rounds, {} done, {} failed in {:.1} s",
-                sweep.name,
+                name,
                 n_sweep_jobs,
                 done_after,
                 n_sweep_jobs - done_after,
@@ -100,7 +104,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
         None => eprintln!(
             "{}: {} jobs, {} already done, {} run, {} failed in {:.1} s",
-            sweep.name,
+            name,
             n_sweep_jobs,
             done_before,
             done_after - done_before,
@@ -122,7 +126,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         for line in failures {
             eprintln!("{line}");
         }
-        eprintln!("no job of {} finished: nothing to summarize", sweep.name);
+        eprintln!("no job of {} finished: nothing to summarize", name);
         return Ok(ExitCode::from(1));
     }
     let (summary_path, final_path, n_summarized) = match coordinator_summary {
