@@ -20,7 +20,7 @@
 //! Every error names its field (`algorithms[1].params.beta_sqrt`) and what is allowed.
 
 use armada_core::{
-    check_param, check_params, find_component, validate_as, ComponentDef, Family, JobSpec, ParamValue, Params,
+    check_param, check_params, find_component, validate_as, ComponentDef, Family, JobKey, JobSpec, ParamValue, Params,
     Registry, SeedKeys, SpecError, ValidJob, MAX_HORIZON,
 };
 use std::collections::HashMap;
@@ -62,6 +62,11 @@ impl SweepCells {
     pub fn into_sweep(self) -> Sweep {
         let (name, family, resolve) = (self.name.clone(), self.family.clone(), self.resolve.clone());
         Sweep { name, family, jobs: self.into_jobs().collect(), resolve }
+    }
+
+    /// Every job's key, in [`SweepCells::into_jobs`]'s order, without making the jobs.
+    pub fn keys(&self) -> impl Iterator<Item = JobKey> + '_ {
+        self.cells.iter().flat_map(|(_, keys)| self.seeds.iter().map(|&seed| keys.key(seed)))
     }
 
     /// Every job, cell by cell and seed by seed, each made as it is taken.
@@ -589,6 +594,15 @@ name = "random"
         assert_eq!(s.jobs[6].spec.horizon, 20);
         let keys: std::collections::HashSet<_> = s.jobs.iter().map(|j| &j.key).collect();
         assert_eq!(keys.len(), 12);
+    }
+
+    #[test]
+    fn the_cells_keys_are_the_jobs_keys_in_order() {
+        let cells = parse_sweep_cells(GOOD, "good", &crate::registry(), DEFAULT_MAX_JOBS).unwrap();
+        let keys: Vec<JobKey> = cells.keys().collect();
+        let jobs: Vec<JobKey> = cells.into_jobs().map(|j| j.key).collect();
+        assert_eq!(keys.len(), 12);
+        assert_eq!(keys, jobs);
     }
 
     /// An extension's algorithm beside the family's own: checked against its schema,

@@ -51,8 +51,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let sweep_dir = args.out.join(&cells.name);
-    let keys: BTreeSet<String> =
-        cells.cells.iter().flat_map(|(_, keys)| cells.seeds.iter().map(|&seed| keys.key(seed).0)).collect();
+    let keys: BTreeSet<String> = cells.keys().map(|key| key.0).collect();
     let n_sweep_jobs = cells.n_jobs();
     let name = cells.name.clone();
     let n_jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
@@ -77,7 +76,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             report.failures.iter().map(|(job, error)| format!("failed: {}: {error}", job.describe())).collect();
         (failures, None, Some(counts), None)
     } else {
-        drop(cells);
+        drop(cells); // the coordinator makes the jobs from the file
         let config = embedded::EmbeddedConfig {
             n_workers: n_jobs,
             progress,
