@@ -389,7 +389,7 @@ impl Episode for BanditsEpisode {
 const DECLARATION: Declaration = Declaration {
     name: "bandits",
     // Raised whenever a job's results change; what each version changed: docs/changelog.md.
-    version: 4,
+    version: 5,
     doc: "online hyperparameter tuning of GLM contextual bandits: CDT and its baselines (Kang, Hsieh, Lee)",
     benchmarks: &BENCHMARKS,
     algorithms: &ALGORITHMS,

@@ -231,24 +231,49 @@ pub fn matvec(a: &[f64], x: &[f64], out: &mut [f64]) {
     dots(a, x, out);
 }
 
-/// `x^T A x` for a row-major n x n matrix.
+/// `x^T A x` for a symmetric row-major n x n matrix, from its upper triangle (the diagonal and
+/// the entries right of it; the rest is not read): `sum_i x_i (a_ii x_i + 2 s_i)` with
+/// `s_i = sum_{j>i} a_ij x_j`, half the multiply-adds of `x^T (A x)`. Each `s_i` runs over `j`
+/// in four accumulators (`j - i - 1` mod 4), chains of fused multiply-adds from zero, added
+/// pairwise, then the terms left over fused in one by one; the outer sum is a fused
+/// multiply-add per row. [`quadratic_forms`] computes exactly this, several rows at once.
 pub fn quadratic_form(a: &[f64], x: &[f64]) -> f64 {
     let n = x.len();
-    x.iter().enumerate().map(|(i, xi)| xi * dot(&a[i * n..(i + 1) * n], x)).sum()
+    debug_assert_eq!(a.len(), n * n);
+    let mut total = 0.0;
+    for i in 0..n {
+        let (right, x_right) = (&a[i * n + i + 1..(i + 1) * n], &x[i + 1..]);
+        let whole = right.len() / 4 * 4;
+        let mut acc = [0.0; 4];
+        for (ar, xr) in right[..whole].chunks_exact(4).zip(x_right[..whole].chunks_exact(4)) {
+            for k in 0..4 {
+                acc[k] = math::fma(ar[k], xr[k], acc[k]);
+            }
+        }
+        let mut sum = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+        for (aj, xj) in right[whole..].iter().zip(&x_right[whole..]) {
+            sum = math::fma(*aj, *xj, sum);
+        }
+        // `2 sum` is exact, so this is the row's term rounded once.
+        let row = a[i * n + i] * x[i] + 2.0 * sum;
+        total = math::fma(x[i], row, total);
+    }
+    total
 }
 
-/// `x^T A x` for every row `x` of the row-major `k x n` matrix `xs` (`n` = A's order), into `out`: each
-/// value bit for bit [`quadratic_form`]'s, computed for several rows at once. Each lane runs
-/// [`quadratic_form`]'s operations in its order (the same products, accumulators and sums), so the results
-/// cannot differ; the lanes are independent, so they fill the pipeline that one row's chain of dependent
-/// adds leaves idle, and sit side by side in SIMD registers: sixteen rows in two AVX-512 registers where the
-/// processor has them, else eight in two AVX2 registers (with four accumulators each, eight chains of adds
-/// in flight, 20% faster than one register on LinUCB), then the rows left over one at a time.
+/// `x^T A x` for every row `x` of the row-major `k x n` matrix `xs` (`n` = A's order, A symmetric), into
+/// `out`: each value bit for bit [`quadratic_form`]'s, computed for several rows at once. Each lane runs
+/// [`quadratic_form`]'s operations in its order (the same fused multiply-adds, accumulators and sums), so
+/// the results cannot differ; the lanes are independent, so they fill the pipeline that one row's chain of
+/// dependent adds leaves idle, and sit side by side in SIMD registers: sixteen rows in two AVX-512
+/// registers where the processor has them, else eight in two AVX2 registers (with four accumulators each,
+/// eight chains in flight), then the rows left over one at a time. Processors without FMA run the fused
+/// multiply-adds in software (the same bits, slower).
 pub fn quadratic_forms(a: &[f64], xs: &[f64], n: usize, out: &mut [f64]) {
     assert_eq!(xs.len(), out.len() * n, "quadratic_forms: {} values for {} rows of {n}", xs.len(), out.len());
     #[cfg(target_arch = "x86_64")]
     {
-        #[target_feature(enable = "avx512f")]
+        #[target_feature(enable = "avx512f,fma")]
         fn avx512(a: &[f64], xs: &[f64], n: usize, out: &mut [f64]) {
             forms_in_groups::<16>(a, xs, n, out)
         }
@@ -256,8 +281,8 @@ pub fn quadratic_forms(a: &[f64], xs: &[f64], n: usize, out: &mut [f64]) {
         fn avx2(a: &[f64], xs: &[f64], n: usize, out: &mut [f64]) {
             forms_in_groups::<8>(a, xs, n, out)
         }
-        if armada_math::has_avx512() {
-            // SAFETY: the processor has AVX-512F, checked just above.
+        if armada_math::has_avx512() && std::arch::is_x86_feature_detected!("fma") {
+            // SAFETY: the processor has AVX-512F and FMA, checked just above.
             return unsafe { avx512(a, xs, n, out) };
         }
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
@@ -283,8 +308,6 @@ fn forms_in_groups<const FIRST: usize>(a: &[f64], xs: &[f64], n: usize, out: &mu
 /// The forms of the whole groups of `LANES` rows, one row per lane; returns the rows done.
 #[inline(always)]
 fn forms_by_lanes<const LANES: usize>(a: &[f64], xs: &[f64], n: usize, out: &mut [f64]) -> usize {
-    // `Iterator::sum`'s starting value, so that each lane's total is the same fold.
-    let start: f64 = std::iter::empty::<f64>().sum();
     // The group's rows, lane-major: `lanes[j][l]` is coordinate j of row l.
     let mut lanes = vec![[0.0; LANES]; n];
     let groups = xs.chunks_exact(LANES * n);
@@ -295,15 +318,16 @@ fn forms_by_lanes<const LANES: usize>(a: &[f64], xs: &[f64], n: usize, out: &mut
                 *v = rows[l * n + j];
             }
         }
-        let mut total = [start; LANES];
-        for (i, row) in a.chunks_exact(n).enumerate() {
-            // dot(row, x) for the group's rows x, as `dot` computes it.
+        let mut total = [0.0; LANES];
+        for i in 0..n {
+            // s_i for the group's rows, as `quadratic_form` computes it.
+            let (right, x_right) = (&a[i * n + i + 1..(i + 1) * n], &lanes[i + 1..]);
+            let whole = right.len() / 4 * 4;
             let mut acc = [[0.0; LANES]; 4];
-            let whole = n / 4 * 4;
-            for (ar, xr) in row[..whole].chunks_exact(4).zip(lanes[..whole].chunks_exact(4)) {
+            for (ar, xr) in right[..whole].chunks_exact(4).zip(x_right[..whole].chunks_exact(4)) {
                 for k in 0..4 {
                     for l in 0..LANES {
-                        acc[k][l] += ar[k] * xr[k][l];
+                        acc[k][l] = math::fma(ar[k], xr[k][l], acc[k][l]);
                     }
                 }
             }
@@ -311,13 +335,15 @@ fn forms_by_lanes<const LANES: usize>(a: &[f64], xs: &[f64], n: usize, out: &mut
             for l in 0..LANES {
                 sum[l] = (acc[0][l] + acc[1][l]) + (acc[2][l] + acc[3][l]);
             }
-            for (aj, xj) in row[whole..].iter().zip(&lanes[whole..]) {
+            for (aj, xj) in right[whole..].iter().zip(&x_right[whole..]) {
                 for l in 0..LANES {
-                    sum[l] += aj * xj[l];
+                    sum[l] = math::fma(*aj, xj[l], sum[l]);
                 }
             }
+            let aii = a[i * n + i];
             for l in 0..LANES {
-                total[l] += lanes[i][l] * sum[l];
+                let row = aii * lanes[i][l] + 2.0 * sum[l];
+                total[l] = math::fma(lanes[i][l], row, total[l]);
             }
         }
         out.copy_from_slice(&total);
@@ -504,12 +530,12 @@ impl RidgeDesign {
     pub fn estimate(&self) -> &[f64] {
         &self.estimate
     }
-    /// `||x||^2_{V^{-1}} = x^T V^{-1} x`.
+    /// `||x||^2_{V^{-1}} = x^T V^{-1} x`, from `V^{-1}`'s upper triangle ([`quadratic_form`]).
     pub fn width_squared(&self, x: &[f64]) -> f64 {
         quadratic_form(&self.inverse, x).max(0.0)
     }
     /// [`Self::width_squared`] of every row of the row-major `K x d` `features`, into `out`, each
-    /// bit for bit the same, four arms at a time ([`quadratic_forms`]).
+    /// bit for bit the same, several arms at a time ([`quadratic_forms`]).
     pub fn widths_squared(&self, features: &[f64], out: &mut Vec<f64>) {
         out.clear();
         out.resize(features.len() / self.dim, 0.0);
@@ -616,7 +642,8 @@ pub(crate) mod tests {
 
     /// Sixteen and eight rows at a time, bit for bit the one-row form, for orders with and without a
     /// remainder of the 4-wide chunks and row counts with and without partial groups of sixteen and eight
-    /// (120 arms: seven groups of sixteen and one of eight where AVX-512 runs).
+    /// (120 arms: seven groups of sixteen and one of eight where AVX-512 runs). The baseline copy too
+    /// (compiled without FMA, its fused multiply-adds in software): the same bits as the dispatched one.
     #[test]
     fn quadratic_forms_are_bit_for_bit_the_one_row_form() {
         let mut rng = ChaCha8Rng::seed_from_u64(7);
@@ -625,8 +652,50 @@ pub(crate) mod tests {
             let xs: Vec<f64> = (0..k * n).map(|_| rng.random_range(-3.0..3.0)).collect();
             let mut out = vec![f64::NAN; k];
             quadratic_forms(&a, &xs, n, &mut out);
+            let mut baseline = vec![f64::NAN; k];
+            forms_in_groups::<8>(&a, &xs, n, &mut baseline);
             for (r, (x, o)) in xs.chunks_exact(n).zip(&out).enumerate() {
                 assert_eq!(o.to_bits(), quadratic_form(&a, x).to_bits(), "n = {n}, row {r} of {k}");
+                assert_eq!(o.to_bits(), baseline[r].to_bits(), "baseline copy: n = {n}, row {r} of {k}");
+            }
+        }
+    }
+
+    /// The form from the upper triangle is `x^T A x` of the symmetric matrix that triangle defines
+    /// (against the plain double sum over every entry, to rounding), and never reads below the
+    /// diagonal (NaN there would show).
+    #[test]
+    fn quadratic_form_is_the_plain_double_sum_from_the_upper_triangle() {
+        let mut rng = ChaCha8Rng::seed_from_u64(8);
+        for n in [1usize, 2, 5, 8, 25, 33] {
+            let mut full = vec![0.0; n * n];
+            for i in 0..n {
+                for j in i..n {
+                    let v = rng.random_range(-1.0..1.0);
+                    full[i * n + j] = v;
+                    full[j * n + i] = v;
+                }
+            }
+            let mut upper = full.clone();
+            for i in 0..n {
+                for j in 0..i {
+                    upper[i * n + j] = f64::NAN;
+                }
+            }
+            // 17 rows: groups of sixteen or eight and one alone.
+            let xs: Vec<f64> = (0..17 * n).map(|_| rng.random_range(-3.0..3.0)).collect();
+            let mut forms = vec![f64::NAN; 17];
+            quadratic_forms(&upper, &xs, n, &mut forms);
+            for (x, from_lanes) in xs.chunks_exact(n).zip(&forms) {
+                let plain: f64 =
+                    (0..n).flat_map(|i| (0..n).map(move |j| (i, j))).map(|(i, j)| x[i] * full[i * n + j] * x[j]).sum();
+                let scale: f64 = (0..n)
+                    .flat_map(|i| (0..n).map(move |j| (i, j)))
+                    .map(|(i, j)| (x[i] * full[i * n + j] * x[j]).abs())
+                    .sum();
+                let form = quadratic_form(&upper, x);
+                assert!((form - plain).abs() <= 1e-14 * scale, "n = {n}: {form} against {plain}");
+                assert_eq!(from_lanes.to_bits(), form.to_bits());
             }
         }
     }

@@ -150,7 +150,7 @@ impl Episode for CheckEpisode {
 const DECLARATION: Declaration = Declaration {
     name: "lipschitz-check",
     // Raised whenever a job's results change; what each version changed: docs/changelog.md.
-    version: 3,
+    version: 4,
     doc: "the CDT paper's Lipschitzness check (Appendix A.2, Figure 3): counterfactual rewards of fixed exploration values along a CDT run",
     benchmarks: std::slice::from_ref(&UNIT_BALL),
     algorithms: &ALGORITHMS,

@@ -12,7 +12,7 @@
 //! (Newton with step halving, at most 50 iterations, tolerance 1e-8).
 
 use crate::linalg::{cholesky_in_place, cholesky_solve_in_place, dispatch_dot, dot};
-use armada_linalg::weighted_gram;
+use armada_linalg::weighted_gram_symmetric;
 use armada_math as math;
 
 /// `sigma(z) = 1/(1 + e^{-z})`, evaluated without overflow for any sign of `z`.
@@ -203,7 +203,8 @@ impl LogisticMle {
     }
 
     /// Overwrites `out` (row-major d x d) with the exact `sum_s mu'(x_s^T theta) x_s x_s^T` at the current
-    /// estimate: O(n d^2), done as one `X^T W X` product ([`weighted_gram`]), then symmetrised.
+    /// estimate: O(n d^2), done as one `X^T W X` product from its upper triangle, mirrored
+    /// ([`weighted_gram_symmetric`]).
     pub fn exact_curvature(&mut self, out: &mut [f64]) {
         let (n, d) = (self.labels.len(), self.dim);
         self.curvature_weights.resize(n, 0.0);
@@ -213,14 +214,7 @@ impl LogisticMle {
         } else {
             curvature_weights(&self.features, &self.estimate, &mut self.curvature_weights);
         }
-        weighted_gram(&self.features, d, &self.curvature_weights, out);
-        for i in 0..d {
-            for j in 0..i {
-                let s = 0.5 * (out[i * d + j] + out[j * d + i]);
-                out[i * d + j] = s;
-                out[j * d + i] = s;
-            }
-        }
+        weighted_gram_symmetric(&self.features, d, &self.curvature_weights, out);
     }
 
     /// Replaces the Newton matrix by the exact curvature `sum_s mu'(x_s^T theta-hat) x_s x_s^T` at the
@@ -597,13 +591,12 @@ mod tests {
             reused += usize::from(memo_holds && report.iterations > 0);
             let mut got = vec![0.0; d * d];
             mle.exact_curvature(&mut got);
-            // exact_curvature symmetrises; so does this reference, the same way.
+            // exact_curvature keeps the product's (column-major) upper triangle and mirrors it;
+            // so does this reference.
             let mut want = fresh(&mle);
-            for i in 0..d {
-                for j in 0..i {
-                    let m = 0.5 * (want[i * d + j] + want[j * d + i]);
-                    want[i * d + j] = m;
-                    want[j * d + i] = m;
+            for j in 0..d {
+                for i in 0..j {
+                    want[j + i * d] = want[i + j * d];
                 }
             }
             let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
@@ -672,6 +665,7 @@ mod tests {
         let theta = mle.estimate().to_vec();
         for i in 0..d {
             for j in 0..d {
+                assert_eq!(h[i * d + j].to_bits(), h[j * d + i].to_bits(), "({i}, {j}): exactly symmetric");
                 let naive: f64 = xs
                     .chunks_exact(d)
                     .map(|x| sigmoid_derivative(x.iter().zip(&theta).map(|(a, b)| a * b).sum()) * x[i] * x[j])

@@ -5,8 +5,8 @@
 //! Run: cargo bench -p armada-linalg [-- WORD]   (WORD: only the kernels whose name has it)
 
 use armada_linalg::{
-    cholesky_in_place, matmul, solve_lower_in_place, solve_lower_transpose_in_place, weighted_gram, Accum, LowerFactor,
-    Mat, MatMut,
+    cholesky_in_place, matmul, solve_lower_in_place, solve_lower_transpose_in_place, weighted_gram,
+    weighted_gram_symmetric, Accum, LowerFactor, Mat, MatMut,
 };
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::Par;
@@ -123,6 +123,9 @@ fn main() {
             faer::linalg::matmul::matmul(product.as_mut(), Accum::Replace, lhs.transpose(), rhs, 1.0, Par::Seq)
         });
         report(what, ours, theirs);
+        // From one triangle (GLM-TSL's curvature since `bandits` 5), against faer's full product too.
+        let symmetric = best(REPS, || weighted_gram_symmetric(x, d, &w, &mut gram));
+        report("weighted_gram_symmetric X^T W X: 25x25, 14000 rows", symmetric, theirs);
     }
     for n in [100, 500, 1500] {
         if !wanted(&format!("cholesky {n}")) {

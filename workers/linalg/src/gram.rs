@@ -17,24 +17,43 @@ use armada_math::fma;
 /// terms by fused multiply-adds in blocks of `KC` = 256 rows, each block's sum from zero, the
 /// blocks' sums added to the entry in order.
 pub fn weighted_gram(x: &[f64], d: usize, w: &[f64], dst: &mut [f64]) {
+    gram::<false>(x, d, w, dst);
+}
+
+/// The symmetric `X^T W X` from one triangle: each entry `(i, j)` with `i <= j` is
+/// [`weighted_gram`]'s, bit for bit, and the entry `(j, i)` is a copy of it, so the result is
+/// exactly symmetric for about half the multiply-adds. ([`weighted_gram`]'s `(j, i)` rounds
+/// `(w_k x_kj) x_ki`, which can differ from `(w_k x_ki) x_kj` in the last bit.)
+pub fn weighted_gram_symmetric(x: &[f64], d: usize, w: &[f64], dst: &mut [f64]) {
+    gram::<true>(x, d, w, dst);
+    for j in 0..d {
+        for i in 0..j {
+            dst[j + i * d] = dst[i + j * d];
+        }
+    }
+}
+
+/// [`weighted_gram`], or with `UPPER` only the entries `i <= j` (and whatever else their tiles
+/// cover; the others are left at zero).
+fn gram<const UPPER: bool>(x: &[f64], d: usize, w: &[f64], dst: &mut [f64]) {
     let n = w.len();
     assert!(x.len() == n * d && dst.len() == d * d, "weighted_gram: x {} for {n} x {d}, dst {}", x.len(), dst.len());
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
         // SAFETY: the processor has AVX2 and FMA, checked just above.
-        return unsafe { avx2::gram(x, d, w, dst) };
+        return unsafe { avx2::gram::<UPPER>(x, d, w, dst) };
     }
-    gram_in_order(x, d, w, dst);
+    gram_in_order::<UPPER>(x, d, w, dst);
 }
 
 /// [`weighted_gram`] entry by entry, as its documentation states the order (the processors
 /// without AVX2; fused multiply-adds in software there, as in [`matmul`](crate::matmul)).
-fn gram_in_order(x: &[f64], d: usize, w: &[f64], dst: &mut [f64]) {
+fn gram_in_order<const UPPER: bool>(x: &[f64], d: usize, w: &[f64], dst: &mut [f64]) {
     dst.fill(0.0);
     let n = w.len();
     for start in (0..n).step_by(KC) {
         for i in 0..d {
-            for j in 0..d {
+            for j in if UPPER { i } else { 0 }..d {
                 let sum = (start..(start + KC).min(n)).fold(0.0, |sum, k| fma(w[k] * x[k * d + i], x[k * d + j], sum));
                 dst[i + j * d] += sum; // alpha = 1
             }
@@ -61,15 +80,18 @@ mod avx2 {
     /// Vectors of four columns of `dst` per row tile.
     const ROW_TILE_VECTORS: usize = 3;
 
+    /// With `UPPER`, a tile of rows starts at its first row's column, and the last rows' tiles
+    /// at the last rows' column vector: about half the products at `d = 25` (the tiles across
+    /// the diagonal compute some entries below it too).
     #[target_feature(enable = "avx2,fma")]
-    pub(super) fn gram(x: &[f64], d: usize, w: &[f64], dst: &mut [f64]) {
+    pub(super) fn gram<const UPPER: bool>(x: &[f64], d: usize, w: &[f64], dst: &mut [f64]) {
         dst.fill(0.0);
         let n = w.len();
         let (whole, rest) = (d / 4, d % 4);
         for start in (0..n).step_by(KC) {
             let block = start..(start + KC).min(n);
             for v0 in (0..whole).step_by(TILE_VECTORS) {
-                for j0 in (0..d).step_by(TILE_COLUMNS) {
+                for j0 in (if UPPER { 4 * v0 } else { 0 }..d).step_by(TILE_COLUMNS) {
                     let tile = Tile { x, d, w, i0: 4 * v0, j0 };
                     macro_rules! sums_for {
                         ($($nj:literal)*) => {
@@ -87,7 +109,7 @@ mod avx2 {
             }
             // The last `d mod 4` rows, if any, a lane per column.
             let column_vectors = if rest > 0 { d.div_ceil(4) } else { 0 };
-            for c0 in (0..column_vectors).step_by(ROW_TILE_VECTORS) {
+            for c0 in (if UPPER { whole } else { 0 }..column_vectors).step_by(ROW_TILE_VECTORS) {
                 let nv = ROW_TILE_VECTORS.min(column_vectors - c0);
                 let tile = Tile { x, d, w, i0: 4 * whole, j0: 4 * c0 };
                 // Only the tile with the last column may pass `d`: its lanes there are masked.
@@ -296,12 +318,35 @@ mod tests {
                     rhs,
                     1.0,
                 );
-                let shapes: [(&str, Kernel); 2] = [("dispatched", weighted_gram), ("in order", gram_in_order)];
+                let shapes: [(&str, Kernel); 2] = [("dispatched", weighted_gram), ("in order", gram_in_order::<false>)];
                 for (shape, kernel) in shapes {
                     let mut got = vec![f64::NAN; d * d];
                     kernel(&x, d, &w, &mut got);
                     for (p, (a, b)) in got.iter().zip(&product).enumerate() {
                         assert_eq!(a.to_bits(), b.to_bits(), "{shape}: n {n}, d {d}, entry {p}");
+                    }
+                }
+                // The symmetric form: the product's entries with i <= j, each mirrored.
+                let symmetric: [(&str, Kernel); 2] = [
+                    ("symmetric, dispatched", weighted_gram_symmetric),
+                    ("symmetric, in order", |x, d, w, dst| {
+                        gram_in_order::<true>(x, d, w, dst);
+                        for j in 0..d {
+                            for i in 0..j {
+                                dst[j + i * d] = dst[i + j * d];
+                            }
+                        }
+                    }),
+                ];
+                for (shape, kernel) in symmetric {
+                    let mut got = vec![f64::NAN; d * d];
+                    kernel(&x, d, &w, &mut got);
+                    for j in 0..d {
+                        for i in 0..d {
+                            let want = product[i.min(j) + i.max(j) * d];
+                            let at = i + j * d;
+                            assert_eq!(got[at].to_bits(), want.to_bits(), "{shape}: n {n}, d {d}, ({i}, {j})");
+                        }
                     }
                 }
             }

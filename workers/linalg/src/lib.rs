@@ -11,7 +11,8 @@
 //! instruction holds.
 //!
 //! - [`matmul`]: `dst = alpha a b` or `dst += alpha a b`, any strides (transposed views too);
-//! - [`weighted_gram`]: `X^T W X` of a row-major `X`, [`matmul`]'s bits without forming `W X`;
+//! - [`weighted_gram`]: `X^T W X` of a row-major `X`, [`matmul`]'s bits without forming `W X`
+//!   ([`weighted_gram_symmetric`]: from one triangle, mirrored);
 //! - [`cholesky_in_place`]: the lower Cholesky factor, blocked;
 //! - [`solve_lower_in_place`] and [`solve_lower_transpose_in_place`]: `L X = B` and
 //!   `L^T X = B` for a lower-triangular `L`; [`LowerFactor`] the same for a factor kept for
@@ -31,7 +32,7 @@ pub use cholesky::{cholesky_in_place, NotPositiveDefinite};
 pub use eigen::symmetric_eigen;
 pub use faer::{Accum, Mat, MatMut, MatRef};
 pub use gemm::matmul;
-pub use gram::weighted_gram;
+pub use gram::{weighted_gram, weighted_gram_symmetric};
 pub use triangular::{solve_lower_in_place, solve_lower_transpose_in_place, LowerFactor};
 
 /// `sum x_i^2`: four partial sums over `i mod 4`, then `(s0 + s1) + (s2 + s3)`, then the
