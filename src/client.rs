@@ -122,7 +122,9 @@ async fn watch_once(
     progress: bool,
 ) -> Result<Option<pb::SweepStatus>, tonic::Status> {
     use pb::sweep_event::Event;
-    let mut events = client.watch_sweep(pb::WatchSweepRequest { sweep_id: id.to_string() }).await?.into_inner();
+    // A bar needs only the counts: not two events for every job.
+    let request = pb::WatchSweepRequest { sweep_id: id.to_string(), counts_only: true };
+    let mut events = client.watch_sweep(request).await?.into_inner();
     let settled = |s: &pb::SweepStatus| u64::from(s.n_done + s.n_failed + s.n_cancelled);
     let mut refresh = tokio::time::interval(TABLE_REFRESH);
     let (mut n_done, mut n_shown) = (0u64, 0u64);
@@ -150,6 +152,12 @@ async fn watch_once(
                 bar.set_position(settled(&s));
                 n_done = u64::from(s.n_done);
             }
+            Some(Event::Progress(c)) => {
+                bar.set_length(u64::from(c.n_jobs));
+                bar.set_position(u64::from(c.n_done + c.n_failed + c.n_cancelled));
+                n_done = u64::from(c.n_done);
+            }
+            // From a coordinator older than `counts_only`, which sends every job's events.
             Some(Event::JobFinished(_)) => {
                 bar.inc(1);
                 n_done += 1;

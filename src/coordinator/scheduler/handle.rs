@@ -24,7 +24,7 @@ use super::requests::status::Status;
 use super::requests::submit::Submit;
 use super::requests::summary::Summary;
 use super::requests::sweep_keys::SweepKeys;
-use super::requests::watch::Watch;
+use super::requests::watch::{Watch, Watching};
 use super::requests::workers::Workers;
 use super::requests::{mail, tell, Mail, Reply, Request};
 use crate::coordinator::durable::catalog::Declarer;
@@ -35,7 +35,7 @@ use crate::coordinator::state::job_table::Cause;
 use crate::coordinator::state::jobs::{self, Submission};
 use crate::coordinator::state::metrics::Metrics;
 use crate::coordinator::state::replies::{
-    CommandError, Declared, JobFilter, JobInfo, Leases, Registered, Registration, Submitted, SummaryInputs, SweepEvent,
+    CommandError, Declared, JobFilter, JobInfo, Leases, Registered, Registration, Submitted, SummaryInputs,
     SweepStatus, WorkerInfo,
 };
 use crate::coordinator::state::sweeps::FailurePage;
@@ -44,7 +44,7 @@ use armada_proto::ids::{AttemptId, SessionId, SweepId};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot};
 
 /// The longest a heartbeat waits for the scheduler's answer (see [`SchedulerHandle::heartbeat`]).
 pub const HEARTBEAT_ANSWER: Duration = Duration::from_millis(20);
@@ -80,9 +80,10 @@ impl SchedulerHandle {
         self.call(Submit { submission }).await
     }
 
-    /// A sweep's status now, and its events from now on.
-    pub async fn watch(&self, sweep: SweepId) -> Result<(SweepStatus, broadcast::Receiver<SweepEvent>), CommandError> {
-        self.call(Watch { sweep }).await
+    /// A sweep's status now, and its events from now on: every job's (`in_detail`), or the
+    /// counts after each batch of jobs done instead of `JobStarted` and `JobFinished`.
+    pub async fn watch(&self, sweep: SweepId, in_detail: bool) -> Result<Watching, CommandError> {
+        self.call(Watch { sweep, in_detail }).await
     }
 
     /// A sweep's status, with the page of its failures asked for.

@@ -116,12 +116,25 @@ fn release_free_memory() {
     }
 }
 
+/// The watchers of one sweep: the channel of its events, and a count of those who want
+/// every job's events (each holds a clone of `in_detail`; see [`Scheduler::watched_in_detail`]).
+pub(in crate::coordinator) struct Watchers {
+    pub(in crate::coordinator) events: broadcast::Sender<SweepEvent>,
+    pub(in crate::coordinator) in_detail: Arc<()>,
+}
+
+impl Watchers {
+    fn new() -> Self {
+        Watchers { events: broadcast::channel(WATCH_EVENTS).0, in_detail: Arc::new(()) }
+    }
+}
+
 /// Drop the event channels no one watches any more, with their buffers (room for
 /// [`WATCH_EVENTS`] events: hundreds of KB): a finished sweep's watchers leave, and no event
 /// would come to drop its channel. Answers how many were dropped.
-fn prune_unwatched(watchers: &mut HashMap<SweepId, broadcast::Sender<SweepEvent>>) -> usize {
+fn prune_unwatched(watchers: &mut HashMap<SweepId, Watchers>) -> usize {
     let before = watchers.len();
-    watchers.retain(|_, events| events.receiver_count() > 0);
+    watchers.retain(|_, w| w.events.receiver_count() > 0);
     before - watchers.len()
 }
 
@@ -137,7 +150,7 @@ pub struct Scheduler {
     sweeps: Sweeps,
     /// Each watched sweep's events, made by the first watch and dropped with the last
     /// watcher: an unwatched sweep holds no buffer.
-    watchers: HashMap<SweepId, broadcast::Sender<SweepEvent>>,
+    watchers: HashMap<SweepId, Watchers>,
     /// The submission being stored, a chunk at a time between other commands, and those
     /// waiting for it.
     storing: Option<Storing>,
@@ -387,7 +400,7 @@ impl Scheduler {
                 Effect::Started { job: i, attempt, worker } => {
                     self.metrics.attempts_started.fetch_add(1, Relaxed);
                     let sweep = self.table.job(i).sweep.clone();
-                    if self.watched(&sweep) {
+                    if self.watched_in_detail(&sweep) {
                         let job = self.table.job(i);
                         let event = SweepEvent::JobStarted {
                             job_key: job.key.to_string(),
@@ -437,15 +450,21 @@ impl Scheduler {
     /// Someone watches `sweep`: events are worth building. Once the last watcher has left,
     /// the channel (and its buffer) is dropped until someone watches again.
     fn watched(&mut self, sweep: &str) -> bool {
-        if self.watchers.get(sweep).is_some_and(|tx| tx.receiver_count() == 0) {
+        if self.watchers.get(sweep).is_some_and(|w| w.events.receiver_count() == 0) {
             self.watchers.remove(sweep);
         }
         self.watchers.contains_key(sweep)
     }
 
+    /// Someone watches `sweep` who wants every job's events (`JobStarted`, `JobFinished`);
+    /// the others hear `Progress` instead, once a batch, and those events are not built.
+    fn watched_in_detail(&mut self, sweep: &str) -> bool {
+        self.watched(sweep) && Arc::strong_count(&self.watchers[sweep].in_detail) > 1
+    }
+
     fn emit(&mut self, sweep: &str, event: SweepEvent) {
         if self.watched(sweep) {
-            let _ = self.watchers[sweep].send(event);
+            let _ = self.watchers[sweep].events.send(event);
         }
     }
 

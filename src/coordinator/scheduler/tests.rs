@@ -230,7 +230,7 @@ async fn a_failed_part_write_requeues_the_job_and_a_later_attempt_commits() {
     let dir = tempfile::tempdir().unwrap();
     let s = start(dir.path(), Duration::from_secs(60)).await;
     s.submit(Submission::new("t".into(), "testkit".into(), vec![job(0)])).await.unwrap();
-    let (_, mut events) = s.watch("t".into()).await.unwrap();
+    let mut events = s.watch("t".into(), true).await.unwrap().events;
     // A file where the trajectories directory should be.
     let sweep_dir = dir.path().join("t");
     std::fs::create_dir_all(&sweep_dir).unwrap();
@@ -274,6 +274,48 @@ async fn a_failed_part_write_requeues_the_job_and_a_later_attempt_commits() {
         }
     }
     assert_eq!(told, vec![vec!["the trajectory parts of sweep t".to_string()], vec![]]);
+}
+
+/// Every job's events are built only while someone watches in detail: a watcher that
+/// asked for counts hears `Progress` after each part, ending at the sweep's counts; a
+/// watcher in detail hears each job start and finish, until its ticket is dropped.
+#[tokio::test]
+async fn job_events_are_built_only_for_watchers_in_detail_and_counts_come_per_part() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = start(dir.path(), Duration::from_secs(60)).await;
+    submit(&s, vec![job(0), job(1), job(2)]).await;
+    let counting = s.watch("t".into(), false).await.unwrap();
+    assert!(counting.in_detail.is_none());
+    let mut counts = counting.events;
+    let drain = |rx: &mut broadcast::Receiver<SweepEvent>| {
+        let mut heard = Vec::new();
+        while let Ok(event) = rx.try_recv() {
+            heard.push(match event {
+                SweepEvent::JobStarted { .. } => "started".to_string(),
+                SweepEvent::JobFinished { .. } => "finished".to_string(),
+                SweepEvent::Progress(c) => format!("progress {}/{}", c.n_done, c.n_jobs),
+                SweepEvent::SweepFinished(_) => "sweep finished".to_string(),
+                other => format!("{other:?}"),
+            });
+        }
+        heard
+    };
+    let w = register(&s).await;
+    let leased = lease(&s, &w).await;
+    assert_eq!(leased.len(), 3);
+    assert_eq!(upload_and_complete(&s, &w, leased[0].attempt_id, 1.0).await, Ok(true));
+    assert_eq!(drain(&mut counts), ["progress 1/3"], "no job event was built");
+    let detailed = s.watch("t".into(), true).await.unwrap();
+    let (mut details, ticket) = (detailed.events, detailed.in_detail.expect("a ticket"));
+    assert_eq!(upload_and_complete(&s, &w, leased[1].attempt_id, 1.0).await, Ok(true));
+    // One channel: the counting watcher's stream leaves out what the service filters.
+    assert_eq!(drain(&mut details), ["finished", "progress 2/3"]);
+    assert_eq!(drain(&mut counts), ["finished", "progress 2/3"]);
+    drop(ticket);
+    assert_eq!(upload_and_complete(&s, &w, leased[2].attempt_id, 1.0).await, Ok(true));
+    assert_eq!(drain(&mut details), ["progress 3/3", "sweep finished"]);
+    assert_eq!(drain(&mut counts), ["progress 3/3", "sweep finished"]);
+    assert_eq!(status(&s).await.n_done, 3);
 }
 
 /// The pause before an unwritten job is leased again doubles with the failures in a row,
@@ -1318,8 +1360,8 @@ async fn random_histories_killed_between_any_two_store_writes_recover() {
 #[test]
 fn unwatched_event_channels_are_dropped_and_watched_ones_kept() {
     let mut watchers = HashMap::new();
-    let (kept, _kept_rx) = broadcast::channel(WATCH_EVENTS);
-    let (left, left_rx) = broadcast::channel(WATCH_EVENTS);
+    let (kept, left) = (Watchers::new(), Watchers::new());
+    let (_kept_rx, left_rx) = (kept.events.subscribe(), left.events.subscribe());
     watchers.insert(SweepId::from("watched"), kept);
     watchers.insert(SweepId::from("finished"), left);
     assert_eq!(prune_unwatched(&mut watchers), 0, "both are watched");

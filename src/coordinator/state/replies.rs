@@ -213,6 +213,22 @@ pub enum SweepEvent {
     /// Writes that hold the sweep up began or stopped failing: those failing now (none:
     /// every write succeeds again).
     WriteTroubles(Vec<Trouble>),
+    /// Where the sweep's jobs stand after a batch of them was done: what a watcher that
+    /// asked for counts only hears instead of `JobStarted` and `JobFinished`.
+    Progress(SweepCounts),
+}
+
+/// How many of a sweep's jobs are in each state ([`SweepStatus`]'s counts alone).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SweepCounts {
+    pub n_jobs: u32,
+    pub n_queued: u32,
+    /// Running on a worker; `n_leased` more wait there, leased ahead.
+    pub n_running: u32,
+    pub n_leased: u32,
+    pub n_done: u32,
+    pub n_failed: u32,
+    pub n_cancelled: u32,
 }
 
 /// Why a command was not carried out: who must act (the kind) and the message, which

@@ -19,7 +19,7 @@
 use super::job_table::{Effect, JobTable};
 use super::jobs::base_family;
 use super::jobs::{plan_of, Job, JobIndex, Key, Plan, SweepKeys};
-use super::replies::{CommandError, JobFailed, JobFilter, JobInfo, SweepState, SweepStatus};
+use super::replies::{CommandError, JobFailed, JobFilter, JobInfo, SweepCounts, SweepState, SweepStatus};
 use super::stored::JobState;
 use armada_proto::ids::SweepId;
 use std::collections::{BTreeMap, HashSet};
@@ -288,6 +288,21 @@ impl Sweeps {
             n_failures_omitted: c.failed - failures.len() as u32,
             failures,
             write_troubles: Vec::new(),
+        })
+    }
+
+    /// Sweep `id`'s counts (None for a sweep not here): O(1), unlike [`Self::status`].
+    pub fn sweep_counts(&self, id: &str, table: &JobTable) -> Option<SweepCounts> {
+        let sweep = self.map.get(id)?;
+        let c = table.counts(id);
+        Some(SweepCounts {
+            n_jobs: sweep.jobs.len() as u32,
+            n_queued: c.queued,
+            n_running: c.running - c.leased,
+            n_leased: c.leased,
+            n_done: c.done,
+            n_failed: c.failed,
+            n_cancelled: c.cancelled,
         })
     }
 

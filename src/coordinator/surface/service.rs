@@ -173,12 +173,15 @@ impl pb::sweeps_server::Sweeps for Coordinator {
         &self,
         request: Request<pb::WatchSweepRequest>,
     ) -> Result<Response<Self::WatchSweepStream>, Status> {
-        let sweep = request.into_inner().sweep_id;
-        let (snapshot, mut events) = self.scheduler.watch(SweepId::from(sweep.clone())).await?;
+        let pb::WatchSweepRequest { sweep_id: sweep, counts_only } = request.into_inner();
+        let watching = self.scheduler.watch(SweepId::from(sweep.clone()), !counts_only).await?;
+        let (snapshot, mut events, in_detail) = (watching.status, watching.events, watching.in_detail);
         let (tx, rx) = mpsc::channel(WATCH_STREAM_CAPACITY);
         let scheduler = self.scheduler.clone();
         tokio::spawn(async move {
             use pb::sweep_event::Event;
+            // Held while this watcher is: the scheduler builds every job's events for it.
+            let _in_detail = in_detail;
             let over = snapshot.state != SweepState::Running;
             let snapshot = sweep_status(snapshot);
             let first = pb::SweepEvent { event: Some(Event::Snapshot(snapshot.clone())) };
@@ -191,6 +194,7 @@ impl pb::sweeps_server::Sweeps for Coordinator {
             }
             loop {
                 let event = match events.recv().await {
+                    Ok(e) if !heard_by(&e, counts_only) => continue,
                     Ok(e) => sweep_event(e),
                     // A slow watcher missed events: send where things stand instead.
                     Err(broadcast::error::RecvError::Lagged(_)) => {
@@ -811,6 +815,20 @@ fn job_lease(l: Lease) -> pb::JobLease {
     }
 }
 
+/// Whether a watcher hears `event`: one watching in detail hears every job's events, one
+/// that asked for counts only hears `Progress` instead (the others' events are built for
+/// the others).
+fn heard_by(event: &SweepEvent, counts_only: bool) -> bool {
+    match event {
+        SweepEvent::JobStarted { .. } | SweepEvent::JobFinished { .. } => !counts_only,
+        SweepEvent::Progress(_) => counts_only,
+        SweepEvent::JobFailed(_)
+        | SweepEvent::SweepFinished(_)
+        | SweepEvent::Snapshot(_)
+        | SweepEvent::WriteTroubles(_) => true,
+    }
+}
+
 fn sweep_event(e: SweepEvent) -> pb::SweepEvent {
     use pb::sweep_event::Event;
     let event = match e {
@@ -828,6 +846,15 @@ fn sweep_event(e: SweepEvent) -> pb::SweepEvent {
         SweepEvent::WriteTroubles(troubles) => {
             Event::WriteTroubles(pb::WriteTroubles { troubles: troubles.into_iter().map(write_trouble).collect() })
         }
+        SweepEvent::Progress(c) => Event::Progress(pb::SweepCounts {
+            n_jobs: c.n_jobs,
+            n_queued: c.n_queued,
+            n_running: c.n_running,
+            n_done: c.n_done,
+            n_failed: c.n_failed,
+            n_cancelled: c.n_cancelled,
+            n_leased: c.n_leased,
+        }),
     };
     pb::SweepEvent { event: Some(event) }
 }
@@ -949,5 +976,29 @@ mod tests {
                 assert_eq!(w.kind == pb::metric_info::Kind::Int as i32, int, "{}.{}", f.name(), m.name);
             }
         }
+    }
+
+    /// A counts-only watcher hears the counts and not the jobs' events, one in detail the
+    /// reverse; both hear failures, troubles and the sweep's end.
+    #[test]
+    fn each_watcher_hears_the_jobs_events_or_the_counts() {
+        use crate::coordinator::state::replies::SweepCounts;
+        let started = SweepEvent::JobStarted {
+            job_key: "k".into(),
+            description: "d".into(),
+            attempt_id: armada_proto::ids::AttemptId(1),
+            attempt: 1,
+            worker: "w1".into(),
+        };
+        let finished = SweepEvent::JobFinished { job_key: "k".into(), description: "d".into(), final_metrics: vec![] };
+        let progress = SweepEvent::Progress(SweepCounts { n_jobs: 2, n_done: 1, ..SweepCounts::default() });
+        let troubles = SweepEvent::WriteTroubles(vec![]);
+        let heard = |counts_only| [&started, &finished, &progress, &troubles].map(|e| heard_by(e, counts_only));
+        assert_eq!(heard(true), [false, false, true, true]);
+        assert_eq!(heard(false), [true, true, false, true]);
+        assert_eq!(
+            sweep_event(progress).event,
+            Some(pb::sweep_event::Event::Progress(pb::SweepCounts { n_jobs: 2, n_done: 1, ..Default::default() }))
+        );
     }
 }

@@ -61,11 +61,11 @@ impl Scheduler {
             return;
         }
         let (effects, reopen) = self.table.committed(&committed);
-        let watched = self.watched(&sweep);
+        let in_detail = self.watched_in_detail(&sweep);
         let mut locations = Vec::with_capacity(jobs.len());
         for mut c in jobs {
             locations.extend(c.location.take());
-            if watched {
+            if in_detail {
                 let job = self.table.job(c.job);
                 let final_metrics = self
                     .metrics_of(job.family())
@@ -87,6 +87,12 @@ impl Scheduler {
         self.live.committed(&sweep, locations);
         for sweep in reopen {
             self.open_live(&sweep);
+        }
+        // Before the effects, which may announce the sweep finished: its last event.
+        if self.watched(&sweep) {
+            if let Some(counts) = self.sweeps.sweep_counts(&sweep, &self.table) {
+                self.emit(&sweep, SweepEvent::Progress(counts));
+            }
         }
         self.apply(effects);
     }
