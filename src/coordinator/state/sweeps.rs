@@ -273,17 +273,19 @@ impl Sweeps {
                 is_final: true,
             })
             .collect();
+        let SweepCounts { n_jobs, n_queued, n_running, n_leased, n_done, n_failed, n_cancelled } =
+            self.sweep_counts(id, table).expect("the sweep is here");
         Ok(SweepStatus {
             sweep_id: sweep.id.clone(),
             family: sweep.family.clone(),
             state,
-            n_jobs: sweep.jobs.len() as u32,
-            n_queued: c.queued,
-            n_running: c.running - c.leased,
-            n_leased: c.leased,
-            n_done: c.done,
-            n_failed: c.failed,
-            n_cancelled: c.cancelled,
+            n_jobs,
+            n_queued,
+            n_running,
+            n_leased,
+            n_done,
+            n_failed,
+            n_cancelled,
             results_dir: self.dir(id),
             n_failures_omitted: c.failed - failures.len() as u32,
             failures,
