@@ -3,7 +3,7 @@
 //! loopback port, over a fresh data directory), submits one `testkit` sweep of `jobs` jobs
 //! of `steps` steps, and runs `sessions` sessions of `slots` slots each in this process,
 //! each a gRPC client of its own speaking the worker protocol as `armada worker` does:
-//! Register, Lease (ahead as the worker leases: up to 64 jobs a slot when they are short,
+//! Register, Lease (ahead as the worker leases: up to 512 jobs a slot when they are short,
 //! none when they take 250 ms or more), Heartbeat with the started attempts, records as
 //! columns (inline in the commit up to 64, else through UploadRecords first), and
 //! CompleteAttempts in batches. A job "runs" for a length drawn uniformly from the given

@@ -802,19 +802,19 @@ async fn sessions_that_never_asked_for_jobs_are_forgotten_after_a_minute() {
 }
 
 /// A lease answers at most what the session's slots and the prefetch depth justify
-/// (65 jobs a slot; one slot when it did not say), whatever it asks for.
+/// (513 jobs a slot; one slot when it did not say), whatever it asks for.
 #[tokio::test]
 async fn a_lease_takes_at_most_what_the_sessions_slots_justify() {
     let dir = tempfile::tempdir().unwrap();
     let s = start_with(dir.path(), SchedulerConfig::default());
-    submit(&s, (0..400).map(job).collect()).await;
+    submit(&s, (0..3000).map(job).collect()).await;
     let mut leased = Vec::new();
     for slots in [1, 2, 0] {
         let session = s.register(Registration { slots, ..registration(&["testkit"]) }).await.unwrap().session;
         leased.push(s.lease(session, u32::MAX).await.unwrap().leases.len());
     }
-    assert_eq!(leased, [65, 130, 65]);
-    assert_eq!(status(&s).await.n_queued, 400 - 260);
+    assert_eq!(leased, [513, 1026, 513]);
+    assert_eq!(status(&s).await.n_queued, 3000 - 2052);
 }
 
 /// A status lists a page of the failures (100 by default) and says how many it left

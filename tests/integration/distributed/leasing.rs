@@ -31,7 +31,7 @@ fn long_jobs_after_short_ones_are_shared_between_workers() {
     assert!(by_worker.len() == 2 && by_worker.values().all(|&n| n >= 2), "{by_worker:?}");
 }
 
-/// Short jobs are leased ahead by the work they hold, not by the 64: two 1-slot workers
+/// Short jobs are leased ahead by the work they hold, not by the cap of 512: two 1-slot workers
 /// share a sweep of 40 jobs of 30 ms to its end (each holds about 100 ms ahead). Leasing
 /// 64 ahead once a job measured short, the first worker took the rest of the sweep (39 of
 /// 40), and the other idled.

@@ -24,8 +24,10 @@ J = TypeVar("J")
 SHORT_JOB_NS = 250_000_000
 #: The work a slot holds leased ahead while its sweep's jobs are short...
 AHEAD_WORK_NS = 100_000_000
-#: ...in this many jobs at most.
-PREFETCH_PER_SLOT = 64
+#: ...in this many jobs at most...
+PREFETCH_PER_SLOT = 512
+#: ...run in batches of this many at most.
+BATCH_MOST = 64
 
 #: Finished attempts are committed in batches: sent when a batch holds this many attempts
 #: (or COMMIT_BATCH_VALUES inline values), COMMIT_BATCH_WAIT_NS after its first finished,
@@ -77,12 +79,13 @@ class JobLengths:
         return min(max(AHEAD_WORK_NS // max(mean, 1), 1), PREFETCH_PER_SLOT)
 
     def batch(self, sweep: str) -> Optional[int]:
-        """How many of ``sweep``'s jobs to run as one batch (what a slot holds ahead); None:
-        one at a time (a long job, one not measured yet, or a sweep that streams)."""
+        """How many of ``sweep``'s jobs to run as one batch (what a slot holds ahead, at most
+        BATCH_MOST); None: one at a time (a long job, one not measured yet, or a sweep that
+        streams)."""
         ahead = self.ahead(sweep)
         if ahead == 0 or sweep in self.streaming:
             return None
-        return ahead
+        return min(ahead, BATCH_MOST)
 
     def depth(self, sweep: str, slots: int) -> int:
         """Jobs of ``sweep`` worth holding on ``slots`` slots: one per slot, and what each

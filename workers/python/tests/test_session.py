@@ -69,7 +69,7 @@ def test_a_slot_holds_about_100_ms_of_short_jobs_ahead_and_runs_them_as_a_batch(
     lengths.record("s", 10 * MS)
     assert (lengths.batch("s"), lengths.depth("s", 2)) == (10, 22)
     lengths.record("t", 10_000)
-    assert lengths.batch("t") == s.PREFETCH_PER_SLOT, "at most the prefetch depth"
+    assert lengths.batch("t") == s.BATCH_MOST, "at most a batch's most"
     assert lengths.depth("t", 3) == 3 * (1 + s.PREFETCH_PER_SLOT)
     lengths.record("v", 40 * MS)
     assert (lengths.batch("v"), lengths.depth("v", 1)) == (2, 3), "100 ms is two 40 ms jobs"

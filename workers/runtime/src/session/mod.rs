@@ -159,7 +159,7 @@ impl JobLengths {
         match self.ahead(sweep) {
             0 => None,
             _ if self.streaming.contains(sweep) => None,
-            n => Some(n),
+            n => Some(n.min(armada_proto::lease::BATCH_MOST)),
         }
     }
 

@@ -2,7 +2,7 @@
 //! table (commit batches, the pending-commit cap), and to its invariants over random histories.
 
 use super::*;
-use armada_proto::lease::PREFETCH_PER_SLOT;
+use armada_proto::lease::{BATCH_MOST, PREFETCH_PER_SLOT};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 
@@ -210,7 +210,7 @@ impl World {
                     let sweep = &jobs[0].sweep;
                     assert!(jobs.iter().all(|j| &j.sweep == sweep), "{context}: a batch is one sweep's");
                     assert!(*batched || jobs.len() == 1, "{context}: {action:?}");
-                    assert!(jobs.len() <= PREFETCH_PER_SLOT, "{context}: {action:?}");
+                    assert!(jobs.len() <= BATCH_MOST, "{context}: {action:?}");
                     for job in jobs {
                         let (s, is) = self.attempts.get_mut(&job.attempt).expect("a started attempt is held");
                         assert_eq!((&*s, *is), (sweep, Is::Waiting), "{context}: started {}", job.attempt);
@@ -473,7 +473,7 @@ fn a_slot_holds_about_100_ms_of_short_jobs_ahead_and_runs_them_as_a_batch() {
     lengths.record("s", Duration::from_millis(10));
     assert_eq!((lengths.batch("s"), lengths.depth("s", 2)), (Some(10), 22));
     lengths.record("t", Duration::from_micros(10));
-    assert_eq!(lengths.batch("t"), Some(PREFETCH_PER_SLOT), "at most the prefetch depth");
+    assert_eq!(lengths.batch("t"), Some(BATCH_MOST), "held ahead deeper than a batch runs");
     assert_eq!(lengths.depth("t", 3), 3 * (1 + PREFETCH_PER_SLOT));
     lengths.record("v", Duration::from_millis(40));
     assert_eq!((lengths.batch("v"), lengths.depth("v", 1)), (Some(2), 3), "100 ms is two 40 ms jobs");
