@@ -51,17 +51,18 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let sweep_dir = args.out.join(&cells.name);
-    let keys: BTreeSet<String> = cells.keys().map(|key| key.0).collect();
     let n_sweep_jobs = cells.n_jobs();
     let name = cells.name.clone();
     let n_jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
     let progress = !args.quiet && std::io::stderr().is_terminal();
-    let (done_before, _, _) = done_keys(&sweep_dir, &keys)?;
     let started = std::time::Instant::now();
     let family = registry.family(&cells.family)?;
+    let sweep_keys = |cells: &sweep::SweepCells| cells.keys().map(|key| key.0).collect::<BTreeSet<String>>();
     // In process, the summaries are built from the files here; the coordinator builds
     // them live, cell by cell, and has written them when the run ends.
-    let (failures, coordinator_summary, counts, status) = if args.in_process {
+    let (keys, done_before, failures, coordinator_summary, counts, status) = if args.in_process {
+        let keys = sweep_keys(&cells);
+        let done_before = stored_keys(&sweep_dir)?.intersection(&keys).count();
         // The store's lock, as a coordinator holds it: one writer per results directory.
         let _lock = armada::coordinator::durable::store::Store::open(&args.out)?;
         let config = local::LocalConfig { n_threads: n_jobs, progress };
@@ -74,17 +75,27 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         drop(sweep);
         let failures =
             report.failures.iter().map(|(job, error)| format!("failed: {}: {error}", job.describe())).collect();
-        (failures, None, Some(counts), None)
+        (keys, done_before, failures, None, Some(counts), None)
     } else {
-        drop(cells); // the coordinator makes the jobs from the file
         let config = embedded::EmbeddedConfig {
             n_workers: n_jobs,
             progress,
             worker_exe: std::env::current_exe()?,
             dashboard: args.dashboard.0,
         };
-        let outcome = embedded::run_embedded(&text, stem, &args.out, &config)?;
-        (armada::client::failure_lines(&outcome.status, 20), outcome.summary, None, Some(outcome.status))
+        // The coordinator makes the jobs from the file; the keys (to count what the parts
+        // held before the run and hold after it) are made meanwhile, off the run's way.
+        let stored_before = stored_keys(&sweep_dir)?;
+        let (keys, outcome) = std::thread::scope(|scope| {
+            let keys = scope.spawn(move || sweep_keys(&cells));
+            let outcome = embedded::run_embedded(&text, stem, &args.out, &config);
+            (keys.join(), outcome)
+        });
+        let keys = keys.map_err(|_| anyhow::anyhow!("making the sweep's job keys failed"))?;
+        let outcome = outcome?;
+        let failures = armada::client::failure_lines(&outcome.status, 20);
+        let done_before = stored_before.intersection(&keys).count();
+        (keys, done_before, failures, outcome.summary, None, Some(outcome.status))
     };
     let (mut done_after, mut n_other, damaged) = done_keys(&sweep_dir, &keys)?;
     let mut n_sweep_jobs = n_sweep_jobs;
@@ -186,4 +197,12 @@ fn done_keys(
     let (stored, damaged) = results::stored_keys(sweep_dir)?;
     let done = stored.intersection(keys).count();
     Ok((done, stored.len() - done, damaged))
+}
+
+/// The keys in the sweep's readable parts (none before its first run).
+fn stored_keys(sweep_dir: &std::path::Path) -> anyhow::Result<BTreeSet<String>> {
+    if !results::trajectories_dir(sweep_dir).is_dir() {
+        return Ok(BTreeSet::new());
+    }
+    Ok(results::stored_keys(sweep_dir)?.0)
 }
