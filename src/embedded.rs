@@ -47,6 +47,21 @@ pub struct EmbeddedOutcome {
     pub summary: Option<pb::GetSummaryResponse>,
     /// How long the summary files took after the sweep's last job was settled.
     pub summary_wait: std::time::Duration,
+    /// The coordinator, closing.
+    pub closing: Closing,
+}
+
+/// The embedded coordinator's runtime shutting down on a thread of its own (its last step
+/// closes the store, which syncs it), so that the caller reads the results meanwhile.
+/// Dropping it waits for the end: the process never exits with the store open.
+pub struct Closing(Option<std::thread::JoinHandle<()>>);
+
+impl Drop for Closing {
+    fn drop(&mut self) {
+        if let Some(thread) = self.0.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 /// Submit the sweep text to an embedded coordinator storing under `out`, run it on
@@ -58,7 +73,7 @@ pub fn run_embedded(
     config: &EmbeddedConfig,
 ) -> anyhow::Result<EmbeddedOutcome> {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    runtime.block_on(async {
+    let outcome = runtime.block_on(async {
         let token = crate::secret::random_secret();
         let serve_config = ServeConfig {
             listen: "127.0.0.1:0".parse().expect("a valid address"),
@@ -125,19 +140,21 @@ pub fn run_embedded(
             Ok(status) if status.n_done > 0 => {
                 let request = pb::GetSummaryRequest { sweep_id: status.sweep_id.clone() };
                 match sweeps.get_summary(request).await {
-                    Ok(summary) => Ok(EmbeddedOutcome {
-                        status,
-                        summary: Some(summary.into_inner()),
-                        summary_wait: finished.elapsed(),
-                    }),
+                    Ok(summary) => Ok((status, Some(summary.into_inner()), finished.elapsed())),
                     Err(e) => Err(client::status_error(e)),
                 }
             }
-            Ok(status) => Ok(EmbeddedOutcome { status, summary: None, summary_wait: finished.elapsed() }),
+            Ok(status) => Ok((status, None, finished.elapsed())),
             Err(e) => Err(e),
         };
         let _ = stop_tx.send(());
         server.await??;
         outcome
-    })
+    });
+    let (status, summary, summary_wait) = outcome?;
+    let closing = std::thread::Builder::new()
+        .name("armada-closing".into())
+        .spawn(move || drop(runtime))
+        .map_err(|e| anyhow::anyhow!("starting a thread: {e}"))?;
+    Ok(EmbeddedOutcome { status, summary, summary_wait, closing: Closing(Some(closing)) })
 }

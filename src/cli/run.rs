@@ -4,6 +4,7 @@
 
 use anyhow::Context;
 use armada::{embedded, local, registry, results, sweep};
+use armada_proto::v1 as pb;
 use std::collections::BTreeSet;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -60,7 +61,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let sweep_keys = |cells: &sweep::SweepCells| cells.keys().map(|key| key.0).collect::<BTreeSet<String>>();
     // In process, the summaries are built from the files here; the coordinator builds
     // them live, cell by cell, and has written them when the run ends.
-    let (keys, done_before, failures, coordinator_summary, counts, status) = if args.in_process {
+    let Ran { keys, done_before, failures, coordinator_summary, counts, status, closing: _closing } = if args.in_process
+    {
         let keys = sweep_keys(&cells);
         let done_before = stored_keys(&sweep_dir)?.intersection(&keys).count();
         // The store's lock, as a coordinator holds it: one writer per results directory.
@@ -75,7 +77,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         drop(sweep);
         let failures =
             report.failures.iter().map(|(job, error)| format!("failed: {}: {error}", job.describe())).collect();
-        (keys, done_before, failures, None, Some(counts), None)
+        Ran {
+            keys,
+            done_before,
+            failures,
+            coordinator_summary: None,
+            counts: Some(counts),
+            status: None,
+            closing: None,
+        }
     } else {
         let config = embedded::EmbeddedConfig {
             n_workers: n_jobs,
@@ -95,7 +105,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         let outcome = outcome?;
         let failures = armada::client::failure_lines(&outcome.status, 20);
         let done_before = stored_before.intersection(&keys).count();
-        (keys, done_before, failures, outcome.summary, None, Some(outcome.status))
+        Ran {
+            keys,
+            done_before,
+            failures,
+            coordinator_summary: outcome.summary,
+            counts: None,
+            status: Some(outcome.status),
+            closing: Some(outcome.closing),
+        }
     };
     let (mut done_after, mut n_other, damaged) = done_keys(&sweep_dir, &keys)?;
     let mut n_sweep_jobs = n_sweep_jobs;
@@ -183,6 +201,22 @@ fn look_again(sweep_dir: &std::path::Path, out: &std::path::Path, in_process: bo
     if !in_process {
         eprintln!("dashboard again: armada serve --data {} (it prints the dashboard's address)", out.display());
     }
+}
+
+/// What running the jobs left to report.
+struct Ran {
+    /// The sweep's job keys.
+    keys: BTreeSet<String>,
+    /// Of them, those in a readable part before the run.
+    done_before: usize,
+    failures: Vec<String>,
+    /// The coordinator's summary (its files written), when it ran the jobs and some is done.
+    coordinator_summary: Option<pb::GetSummaryResponse>,
+    /// Jobs and failures per cell, when run in process.
+    counts: Option<std::collections::BTreeMap<results::Cell, results::CellJobs>>,
+    status: Option<pb::SweepStatus>,
+    /// The embedded coordinator closing while the results are read; waited for when dropped.
+    closing: Option<embedded::Closing>,
 }
 
 /// How many of `keys` are in a readable part in `sweep_dir`, how many other jobs are, and
