@@ -125,7 +125,12 @@ async fn watch_once(
     // A bar needs only the counts: not two events for every job.
     let request = pb::WatchSweepRequest { sweep_id: id.to_string(), counts_only: true };
     let mut events = client.watch_sweep(request).await?.into_inner();
-    let settled = |s: &pb::SweepStatus| u64::from(s.n_done + s.n_failed + s.n_cancelled);
+    // The counts on the bar (every settled job moves it); answers the jobs done.
+    let count = |n_jobs: u32, n_done: u32, n_failed: u32, n_cancelled: u32| {
+        bar.set_length(u64::from(n_jobs));
+        bar.set_position(u64::from(n_done + n_failed + n_cancelled));
+        u64::from(n_done)
+    };
     let mut refresh = tokio::time::interval(TABLE_REFRESH);
     let (mut n_done, mut n_shown) = (0u64, 0u64);
     loop {
@@ -148,15 +153,9 @@ async fn watch_once(
                 for line in trouble_lines(&s.write_troubles) {
                     bar.println(line);
                 }
-                bar.set_length(u64::from(s.n_jobs));
-                bar.set_position(settled(&s));
-                n_done = u64::from(s.n_done);
+                n_done = count(s.n_jobs, s.n_done, s.n_failed, s.n_cancelled);
             }
-            Some(Event::Progress(c)) => {
-                bar.set_length(u64::from(c.n_jobs));
-                bar.set_position(u64::from(c.n_done + c.n_failed + c.n_cancelled));
-                n_done = u64::from(c.n_done);
-            }
+            Some(Event::Progress(c)) => n_done = count(c.n_jobs, c.n_done, c.n_failed, c.n_cancelled),
             // From a coordinator older than `counts_only`, which sends every job's events.
             Some(Event::JobFinished(_)) => {
                 bar.inc(1);

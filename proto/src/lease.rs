@@ -5,17 +5,18 @@ use std::time::Duration;
 
 /// Jobs that take less than this are short: the worker then leases ahead, keeping about
 /// [`AHEAD_WORK`] of them per slot waiting (at most [`PREFETCH_PER_SLOT`]), so that a lease
-/// RPC serves many jobs and a slot never waits for one. Long jobs are leased one per free slot, so the end of a sweep stays
-/// balanced. Whether a sweep's jobs are short is measured per sweep, by the worker.
+/// RPC serves many jobs and a slot never waits for one. Long jobs are leased one per free
+/// slot, so the end of a sweep stays balanced. Whether a sweep's jobs are short is measured
+/// per sweep, by the worker.
 pub const SHORT_JOB: Duration = Duration::from_millis(250);
-/// The most jobs a slot holds leased ahead of the one it runs. Deep enough that jobs of a
-/// few microseconds do not drain it during a lease's round trip (at 64, 10,000 trivial
-/// jobs on two one-slot workers took 0.48 s against 0.42 s at 512: the workers waited).
+/// The most jobs a slot holds leased ahead of the one it runs: deep enough that jobs of a
+/// few microseconds do not drain it during a lease's round trip (at 64 the workers waited;
+/// docs/performance.md).
 pub const PREFETCH_PER_SLOT: usize = 512;
 /// The most short jobs run as one batch (what a slot holds ahead beyond it waits for the
 /// next batch): a batch keeps its jobs' records until their commit.
 pub const BATCH_MOST: usize = 64;
-/// The work a slot holds leased ahead, by the sweep's mean job length: 64 jobs of a few
+/// The work a slot holds leased ahead, by the sweep's mean job length: 512 jobs of a few
 /// microseconds (a lease per a few hundred jobs), but 2 of 40 ms, so that at a sweep's end no
 /// worker holds seconds of jobs while another idles. Short jobs waiting run in batches of up
 /// to [`BATCH_MOST`]: one task and one call on the blocking pool for all of them, their

@@ -74,6 +74,20 @@ impl Sweep {
 
 pub use super::job_table::Counts;
 
+/// A sweep of `n_jobs` jobs counted as `c`, as status and progress report it (the leased
+/// ahead apart from the running).
+fn counts_of(n_jobs: usize, c: Counts) -> SweepCounts {
+    SweepCounts {
+        n_jobs: n_jobs as u32,
+        n_queued: c.queued,
+        n_running: c.running - c.leased,
+        n_leased: c.leased,
+        n_done: c.done,
+        n_failed: c.failed,
+        n_cancelled: c.cancelled,
+    }
+}
+
 /// Which failures a status lists: a page, so that a reply stays small.
 #[derive(Clone, Copy, Debug)]
 pub struct FailurePage {
@@ -274,7 +288,7 @@ impl Sweeps {
             })
             .collect();
         let SweepCounts { n_jobs, n_queued, n_running, n_leased, n_done, n_failed, n_cancelled } =
-            self.sweep_counts(id, table).expect("the sweep is here");
+            counts_of(sweep.jobs.len(), c);
         Ok(SweepStatus {
             sweep_id: sweep.id.clone(),
             family: sweep.family.clone(),
@@ -296,16 +310,7 @@ impl Sweeps {
     /// Sweep `id`'s counts (None for a sweep not here): O(1), unlike [`Self::status`].
     pub fn sweep_counts(&self, id: &str, table: &JobTable) -> Option<SweepCounts> {
         let sweep = self.map.get(id)?;
-        let c = table.counts(id);
-        Some(SweepCounts {
-            n_jobs: sweep.jobs.len() as u32,
-            n_queued: c.queued,
-            n_running: c.running - c.leased,
-            n_leased: c.leased,
-            n_done: c.done,
-            n_failed: c.failed,
-            n_cancelled: c.cancelled,
-        })
+        Some(counts_of(sweep.jobs.len(), table.counts(id)))
     }
 
     /// What a submission of `keys` to sweep `name` of `family` would change; refused when
