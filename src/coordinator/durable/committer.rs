@@ -29,7 +29,9 @@ use std::sync::atomic::Ordering::Relaxed;
 pub struct CommitConfig {
     /// The longest the first attempt of a part waits for others to join it.
     pub linger: Duration,
-    /// A part is written as soon as it holds this many jobs...
+    /// A part is written as soon as it holds this many jobs (2,048: small enough that a
+    /// sweep's parts are written while its jobs still run, not all after its last one;
+    /// large enough that a million jobs make about 500 files)...
     pub max_jobs: usize,
     /// ...or this many trajectory rows.
     pub max_rows: u64,
@@ -40,7 +42,7 @@ pub struct CommitConfig {
 impl Default for CommitConfig {
     fn default() -> Self {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        CommitConfig { linger: Duration::from_millis(200), max_jobs: 8192, max_rows: 4 << 20, writers: cores }
+        CommitConfig { linger: Duration::from_millis(200), max_jobs: 2048, max_rows: 4 << 20, writers: cores }
     }
 }
 
