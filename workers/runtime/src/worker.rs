@@ -221,7 +221,15 @@ async fn registered_session(
                     Err(e) => break 'session e,
                 }
             }
-            _ = shutdown.changed(), if !draining => {
+            Some(joined) = io.leasing.join_next(), if !io.leasing.is_empty() => {
+                match lease_answered(joined) {
+                    Ok(leased) => events.push_back(leased),
+                    Err(e) => break 'session e,
+                }
+            }
+            // Seen once no lease is in flight: a drain releases what the worker holds, and
+            // the jobs a lease still brings would be held by a worker gone.
+            _ = shutdown.changed(), if !draining && io.leasing.is_empty() => {
                 draining = true;
                 info!("shutting down: no new leases; {} running task(s) will finish", machine.n_tasks());
                 events.push_back(Event::Drain);
@@ -253,6 +261,10 @@ struct Io {
     ready: HashMap<AttemptId, ReadyToCommit>,
     tasks: JoinSet<Vec<Finished>>,
     commits: JoinSet<Result<Vec<u64>, tonic::Status>>,
+    /// The lease request in flight (the session asks for one at a time): answered in the
+    /// loop, so that tasks end and the next start while it travels through a busy
+    /// coordinator, instead of the slot waiting for it.
+    leasing: JoinSet<Result<pb::LeaseResponse, tonic::Status>>,
     /// The attempts of each task and commit in flight (told to the session if one panics).
     in_flight: HashMap<tokio::task::Id, Vec<AttemptId>>,
 }
@@ -268,6 +280,7 @@ impl Io {
             ready: HashMap::new(),
             tasks: JoinSet::new(),
             commits: JoinSet::new(),
+            leasing: JoinSet::new(),
             in_flight: HashMap::new(),
         }
     }
@@ -279,11 +292,9 @@ impl Io {
         let then = match action {
             Action::Lease { max_jobs, wait_ms } => {
                 let request = pb::LeaseRequest { session: session(), max_jobs: max_jobs as u32, wait_ms };
-                let reply = self.client.lease(request).await?.into_inner();
-                let lease =
-                    |l: pb::JobLease| Lease { attempt: AttemptId(l.attempt_id), sweep: l.sweep_id.clone(), job: l };
-                let leases = reply.leases.into_iter().map(lease).collect();
-                Some(Event::Leased { leases, retry_after_ms: reply.retry_after_ms })
+                let mut client = self.client.clone();
+                self.leasing.spawn(async move { Ok(client.lease(request).await?.into_inner()) });
+                None
             }
             Action::Start { jobs, batched } => {
                 self.start(jobs, batched);
@@ -412,9 +423,21 @@ impl Io {
             }
         }
         while self.tasks.join_next().await.is_some() {}
+        // A lease answered now would be for a session gone: its jobs' leases expire.
+        self.leasing.abort_all();
         self.commits.abort_all();
         while self.commits.join_next().await.is_some() {}
     }
+}
+
+/// The lease in flight was answered (Err: the connection was lost).
+fn lease_answered(
+    joined: Result<Result<pb::LeaseResponse, tonic::Status>, tokio::task::JoinError>,
+) -> Result<Event<pb::JobLease>, tonic::Status> {
+    let reply = joined.map_err(|e| tonic::Status::internal(format!("a lease request ended abnormally: {e}")))??;
+    let lease = |l: pb::JobLease| Lease { attempt: AttemptId(l.attempt_id), sweep: l.sweep_id.clone(), job: l };
+    let leases = reply.leases.into_iter().map(lease).collect();
+    Ok(Event::Leased { leases, retry_after_ms: reply.retry_after_ms })
 }
 
 /// What a task's jobs came to, as the session weighs them: the records of those ready are
