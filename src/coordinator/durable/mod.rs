@@ -7,6 +7,7 @@
 pub mod backups;
 pub mod catalog;
 pub mod committer;
+pub mod job_chunks;
 pub mod rounds;
 pub mod spool;
 pub mod store;

@@ -9,6 +9,7 @@
 //! in a part the store does not know (a crash between the rename and the update) is marked
 //! done at startup.
 
+use super::job_chunks;
 use crate::coordinator::state::stored::{JobState, StoredJob};
 use crate::coordinator::state::trouble::{Place, WriteTroubles};
 use armada_core::JobKey;
@@ -49,6 +50,8 @@ pub enum StoreError {
     Declare { name: String, version: u32, cause: rusqlite::Error },
     #[error("unknown job state {0:?} in the store")]
     UnknownState(String),
+    #[error("{0}")]
+    DamagedChunk(String),
     /// Tests only: a write after the test's crash point.
     #[error("the coordinator died before this write (a test's crash point)")]
     Crashed,
@@ -161,6 +164,15 @@ CREATE TABLE IF NOT EXISTS declarations (
     declaration  BLOB NOT NULL,
     PRIMARY KEY (name, version, digest)
 );
+-- A submission's jobs a chunk at a time (`n` of them, see `job_chunks`), until something
+-- changes one of them otherwise and they become rows of `jobs` (see `materialize`).
+CREATE TABLE IF NOT EXISTS job_chunks (
+    sweep_id    TEXT NOT NULL,
+    generation  INTEGER NOT NULL,
+    n           INTEGER NOT NULL,
+    jobs        BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS job_chunks_sweep ON job_chunks (sweep_id);
 -- The attempts open when the coordinator last noted them (see `note_open_attempts`), a row
 -- per sweep, 24 bytes an attempt: its id (u64, little-endian) and its job's key (16 bytes).
 CREATE TABLE IF NOT EXISTS open_attempts (
@@ -229,6 +241,52 @@ fn read_done_in_parts(conn: &Connection, sweep: Option<&str>) -> rusqlite::Resul
         }
     }
     Ok(done)
+}
+
+/// Turn the job chunks of `sweep` (of every sweep: None) into rows of `jobs`, each job as
+/// it was submitted, in the caller's transaction: done before any statement that changes
+/// jobs one by one (or all of a sweep's in their rows), so that it finds them all.
+/// Answers how many jobs became rows.
+fn materialize(tx: &rusqlite::Transaction<'_>, sweep: Option<&str>) -> Result<usize> {
+    let chunks: Vec<(i64, String, i64, Vec<u8>)> = tx
+        .prepare_cached("SELECT rowid, sweep_id, generation, jobs FROM job_chunks WHERE ?1 IS NULL OR sweep_id = ?1")?
+        .query_map(params![sweep], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+        .collect::<Result<_, _>>()?;
+    let mut n = 0;
+    for (rowid, sweep_id, generation, blob) in chunks {
+        let jobs = job_chunks::decode(&SweepId::from(sweep_id.clone()), &blob).map_err(StoreError::DamagedChunk)?;
+        insert_rows(tx, &sweep_id, generation, &jobs)?;
+        tx.execute("DELETE FROM job_chunks WHERE rowid = ?1", params![rowid])?;
+        n += jobs.len();
+    }
+    Ok(n)
+}
+
+/// Jobs as rows of `jobs`, each as submitted (no attempt yet).
+fn insert_rows(conn: &Connection, id: &str, generation: i64, jobs: &[StoredJob]) -> Result<()> {
+    let mut insert = conn.prepare_cached(
+        "INSERT INTO jobs (sweep_id, key, ord, spec, state, attempts, generation)
+         VALUES (?1, ?2, ?3, ?4, ?5, 0, ?6)",
+    )?;
+    for j in jobs {
+        insert.execute(params![id, j.key, j.ord, j.spec, j.state.as_str(), generation])?;
+    }
+    Ok(())
+}
+
+/// The jobs in the committed chunks of `sweep` (its generation or older).
+fn chunk_jobs(conn: &Connection, sweep: &str) -> Result<Vec<StoredJob>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT c.jobs FROM job_chunks c JOIN sweeps s ON s.id = c.sweep_id
+         WHERE c.sweep_id = ?1 AND c.generation <= s.generation ORDER BY c.rowid",
+    )?;
+    let mut rows = stmt.query(params![sweep])?;
+    let (id, mut jobs) = (SweepId::from(sweep.to_string()), Vec::new());
+    while let Some(r) = rows.next()? {
+        let blob = r.get_ref(0)?.as_blob().map_err(rusqlite::Error::from)?;
+        jobs.extend(job_chunks::decode(&id, blob).map_err(StoreError::DamagedChunk)?);
+    }
+    Ok(jobs)
 }
 
 /// SQLite found the file damaged (not a database, or a malformed one), as opposed to busy.
@@ -362,6 +420,26 @@ impl Store {
             }
             jobs.push((*rank, StoredJob { sweep_id: sweep_id.clone(), key, ord, spec, state, attempts, error }));
         }
+        drop(rows);
+        let mut stmt =
+            self.conn.prepare_cached("SELECT sweep_id, generation, n, jobs FROM job_chunks ORDER BY rowid")?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let generation: i64 = r.get(1)?;
+            let sweep = sweeps.get(text(r, 0)?).filter(|(_, of_sweep, _)| generation <= *of_sweep);
+            let Some((rank, _, sweep_id)) = sweep else {
+                abandoned += r.get::<_, i64>(2)? as usize;
+                continue;
+            };
+            let blob = r.get_ref(3)?.as_blob().map_err(rusqlite::Error::from)?;
+            let done = in_parts.get(&**sweep_id);
+            for mut job in job_chunks::decode(sweep_id, blob).map_err(StoreError::DamagedChunk)? {
+                if let Some((_, n)) = done.and_then(|done| done.of(&job.key)) {
+                    (job.state, job.attempts) = (JobState::Done, n);
+                }
+                jobs.push((*rank, job));
+            }
+        }
         // A sweep submitted once is stored in order already.
         if !jobs.is_sorted_by_key(|(rank, job)| (*rank, job.ord)) {
             jobs.sort_unstable_by_key(|(rank, job)| (*rank, job.ord));
@@ -487,31 +565,22 @@ impl Store {
         })
     }
 
-    /// Add jobs of the submission `generation` of sweep `id`, in one transaction.
+    /// Add jobs of the submission `generation` of sweep `id`, as submitted, in one row of
+    /// `job_chunks` (a row per job cost a few microseconds each, on the way of every
+    /// submission).
     pub fn add_jobs(&mut self, id: &str, generation: i64, jobs: &[StoredJob]) -> Result<()> {
+        let blob = job_chunks::encode(jobs);
         self.write(|conn| {
             // Not synced: these rows count only once `commit_submission` commits, and syncing
             // the write-ahead log for that commit makes every frame before it durable too.
             conn.pragma_update(None, "synchronous", "NORMAL")?;
-            let added = Self::insert_jobs(conn, id, generation, jobs);
+            let added = conn
+                .prepare_cached("INSERT INTO job_chunks (sweep_id, generation, n, jobs) VALUES (?1, ?2, ?3, ?4)")
+                .and_then(|mut insert| insert.execute(params![id, generation, jobs.len() as i64, blob]));
             conn.pragma_update(None, "synchronous", "FULL")?;
-            added
+            added?;
+            Ok(())
         })
-    }
-
-    fn insert_jobs(conn: &mut Connection, id: &str, generation: i64, jobs: &[StoredJob]) -> Result<()> {
-        let tx = conn.transaction()?;
-        {
-            let mut insert = tx.prepare_cached(
-                "INSERT INTO jobs (sweep_id, key, ord, spec, state, attempts, generation)
-                 VALUES (?1, ?2, ?3, ?4, ?5, 0, ?6)",
-            )?;
-            for j in jobs {
-                insert.execute(params![id, j.key, j.ord, j.spec, j.state.as_str(), generation])?;
-            }
-        }
-        tx.commit()?;
-        Ok(())
     }
 
     /// Make submission `generation` the sweep, in one transaction: its added jobs count,
@@ -532,6 +601,7 @@ impl Store {
                 tx.commit()?;
                 return Ok(());
             }
+            materialize(&tx, Some(id))?;
             {
                 let mut delete = tx.prepare_cached("DELETE FROM jobs WHERE sweep_id = ?1 AND key = ?2")?;
                 for key in removed {
@@ -559,11 +629,19 @@ impl Store {
     pub fn abandon_submissions(&mut self) -> Result<usize> {
         self.write(|conn| {
             let tx = conn.transaction()?;
-            let n = tx.execute(
+            let mut n = tx.execute(
                 "DELETE FROM jobs WHERE generation >
                  COALESCE((SELECT s.generation FROM sweeps s WHERE s.id = jobs.sweep_id), -1)",
                 [],
             )?;
+            const UNCOMMITTED: &str =
+                "generation > COALESCE((SELECT s.generation FROM sweeps s WHERE s.id = job_chunks.sweep_id), -1)";
+            let in_chunks: i64 =
+                tx.query_row(&format!("SELECT COALESCE(SUM(n), 0) FROM job_chunks WHERE {UNCOMMITTED}"), [], |r| {
+                    r.get(0)
+                })?;
+            tx.execute(&format!("DELETE FROM job_chunks WHERE {UNCOMMITTED}"), [])?;
+            n += in_chunks as usize;
             tx.execute("DELETE FROM sweeps WHERE generation < 0", [])?;
             tx.commit()?;
             Ok(n)
@@ -596,11 +674,14 @@ impl Store {
         error: Option<&str>,
     ) -> Result<()> {
         self.write(|conn| {
-            conn.execute(
+            let tx = conn.transaction()?;
+            materialize(&tx, Some(job.0))?;
+            tx.execute(
                 "UPDATE jobs SET state = ?1, error = COALESCE(?2, error), attempts = ?3, last_attempt = MAX(last_attempt, ?4)
                  WHERE sweep_id = ?5 AND key = ?6",
                 params![state.as_str(), error, attempts, attempt.0 as i64, job.0, job.1],
             )?;
+            tx.commit()?;
             Ok(())
         })
     }
@@ -643,6 +724,7 @@ impl Store {
                 let mut in_parts: HashMap<String, DoneInParts> = HashMap::new();
                 for (sweep, entries) in &noted {
                     if !in_parts.contains_key(sweep) {
+                        materialize(&tx, Some(sweep))?;
                         let done = read_done_in_parts(&tx, Some(sweep))?.remove(sweep).unwrap_or_default();
                         in_parts.insert(sweep.clone(), done);
                     }
@@ -666,10 +748,13 @@ impl Store {
     /// Set one job's state and, if given, its error (no attempt involved: what startup finds).
     pub fn set_job_state(&mut self, sweep: &str, key: &str, state: JobState, error: Option<&str>) -> Result<()> {
         self.write(|conn| {
-            conn.execute(
+            let tx = conn.transaction()?;
+            materialize(&tx, Some(sweep))?;
+            tx.execute(
                 "UPDATE jobs SET state = ?1, error = COALESCE(?2, error) WHERE sweep_id = ?3 AND key = ?4",
                 params![state.as_str(), error, sweep, key],
             )?;
+            tx.commit()?;
             Ok(())
         })
     }
@@ -680,6 +765,7 @@ impl Store {
     pub fn commit_jobs(&mut self, sweep: &str, part: &str, jobs: &[(Option<(u32, u64)>, &str)]) -> Result<()> {
         self.write(|conn| {
             let tx = conn.transaction()?;
+            materialize(&tx, Some(sweep))?;
             {
                 let mut job = tx.prepare_cached(
                     "UPDATE jobs SET state = 'done', part = ?1, attempts = COALESCE(?2, attempts),
@@ -723,6 +809,7 @@ impl Store {
             tx.execute("DELETE FROM attempts WHERE sweep_id = ?1", params![sweep])?;
             tx.execute("DELETE FROM parts WHERE sweep_id = ?1", params![sweep])?;
             tx.execute("DELETE FROM jobs WHERE sweep_id = ?1", params![sweep])?;
+            tx.execute("DELETE FROM job_chunks WHERE sweep_id = ?1", params![sweep])?;
             tx.execute("DELETE FROM sweeps WHERE id = ?1", params![sweep])?;
             tx.commit()?;
             Ok(())
@@ -817,6 +904,17 @@ impl Store {
                 done.push((key, r.get(1)?));
             }
         }
+        let chunked = chunk_jobs(&self.conn, sweep)?;
+        if !chunked.is_empty() {
+            for job in chunked {
+                if let Some((part, _)) = in_parts.of(&job.key) {
+                    done.push((job.key, Some(part.to_string())));
+                } else if job.state == JobState::Done {
+                    done.push((job.key, None));
+                }
+            }
+            done.sort_unstable();
+        }
         Ok(done)
     }
 
@@ -830,6 +928,9 @@ impl Store {
         while let Some(r) = rows.next()? {
             n += usize::from(in_parts.of(text(r, 0)?).is_none());
         }
+        for job in chunk_jobs(&self.conn, sweep)? {
+            n += usize::from(job.state == JobState::Queued && in_parts.of(&job.key).is_none());
+        }
         Ok(n)
     }
 
@@ -838,6 +939,7 @@ impl Store {
     pub fn requeue_lost(&mut self, sweep: &str, keys: &[String]) -> Result<usize> {
         self.write(|conn| {
             let tx = conn.transaction()?;
+            materialize(&tx, Some(sweep))?;
             let mut n = 0;
             {
                 let mut job = tx.prepare_cached(
@@ -880,6 +982,7 @@ impl Store {
         self.write(|conn| {
             let tx = conn.transaction()?;
             tx.execute("UPDATE sweeps SET cancelled = 1 WHERE id = ?1", params![sweep])?;
+            materialize(&tx, Some(sweep))?;
             tx.execute(
                 "UPDATE jobs SET state = 'cancelled' WHERE sweep_id = ?1 AND state IN ('queued', 'running')",
                 params![sweep],
@@ -896,6 +999,7 @@ impl Store {
         self.write(|conn| {
             let tx = conn.transaction()?;
             tx.execute("UPDATE attempts SET state = 'void' WHERE state = 'running'", [])?;
+            // A job in a chunk was never running: only rows can be.
             let n = tx.execute("UPDATE jobs SET state = 'queued' WHERE state = 'running'", [])?;
             tx.commit()?;
             Ok(n)
@@ -1023,6 +1127,85 @@ mod tests {
         // again), it is not charged twice.
         note(&mut store, &[(10, 1)]);
         assert_eq!(store.charge_open_attempts().unwrap(), 0);
+    }
+
+    /// A submission's jobs are a row per chunk, no row per job: every reading sees them as
+    /// submitted (queued, or done when in a part), across a restart too; an uncommitted
+    /// chunk is abandoned and counted; the first write about one job turns its sweep's
+    /// chunks into rows (one transaction) and every reading stays the same but that job.
+    #[test]
+    fn a_submission_is_stored_a_chunk_a_row_and_rows_made_only_when_a_job_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = |i: u8| [i; 16];
+        let hex = |i: u8| JobKey::of_bytes(&key(i)).0;
+        let count = |store: &Store, table: &str| -> i64 {
+            store.conn.query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0)).unwrap()
+        };
+        let mut store = Store::open(dir.path()).unwrap();
+        let generation = store.begin_submission("s", "testkit", 1).unwrap();
+        let mut jobs: Vec<StoredJob> = (1..=6).map(|i| job(&hex(i), i64::from(i))).collect();
+        jobs[5].state = JobState::Done;
+        store.add_jobs("s", generation, &jobs[..4]).unwrap();
+        store.add_jobs("s", generation, &jobs[4..]).unwrap();
+        assert!(store.jobs().unwrap().is_empty(), "not committed: not the sweep's");
+        store.commit_submission("s", generation, &Commit::of("testkit")).unwrap();
+        assert_eq!((count(&store, "job_chunks"), count(&store, "jobs")), (2, 0));
+        store.commit_part("s", "part-a.parquet", &[(key(2), 1)]).unwrap();
+        // A second sweep's submission never committed (the coordinator died storing it).
+        let other = store.begin_submission("t", "testkit", 2).unwrap();
+        store.add_jobs("t", other, &[StoredJob { sweep_id: "t".into(), ..job(&hex(9), 0) }]).unwrap();
+        drop(store);
+
+        let mut store = Store::open(dir.path()).unwrap();
+        let (read, abandoned) = store.jobs_and_abandoned().unwrap();
+        let mut want = jobs.clone();
+        (want[1].state, want[1].attempts) = (JobState::Done, 1);
+        assert_eq!((read, abandoned), (want.clone(), 1));
+        assert_eq!(store.unsettled("s").unwrap(), 4, "jobs 1, 3, 4 and 5");
+        let done = store.done_jobs("s").unwrap();
+        assert_eq!(done, vec![(hex(2), Some("part-a.parquet".to_string())), (hex(6), None)]);
+        assert_eq!(store.abandon_submissions().unwrap(), 1);
+        assert_eq!((count(&store, "job_chunks"), count(&store, "jobs")), (2, 0));
+
+        store.end_attempt(AttemptId(7), ("s", &hex(3)), JobState::Failed, 3, Some("boom")).unwrap();
+        assert_eq!((count(&store, "job_chunks"), count(&store, "jobs")), (0, 6));
+        (want[2].state, want[2].attempts, want[2].error) = (JobState::Failed, 3, Some("boom".into()));
+        assert_eq!(store.jobs().unwrap(), want);
+        assert_eq!(store.unsettled("s").unwrap(), 3);
+        assert_eq!(store.done_jobs("s").unwrap(), done);
+        store.cancel("s").unwrap();
+        let states: Vec<JobState> = store.jobs().unwrap().iter().map(|j| j.state).collect();
+        use JobState::{Cancelled, Done, Failed};
+        assert_eq!(states, [Cancelled, Done, Failed, Cancelled, Cancelled, Done]);
+    }
+
+    /// A sweep still in chunks is cancelled, resubmitted (a job dropped, the cancelled
+    /// queued again) and deleted as one stored a row per job is.
+    #[test]
+    fn a_sweep_in_chunks_is_cancelled_resubmitted_and_deleted_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let hex = |i: u8| JobKey::of_bytes(&[i; 16]).0;
+        let mut store = Store::open(dir.path()).unwrap();
+        let generation = store.begin_submission("s", "testkit", 1).unwrap();
+        let jobs: Vec<StoredJob> = (1..=3).map(|i| job(&hex(i), i64::from(i))).collect();
+        store.add_jobs("s", generation, &jobs).unwrap();
+        store.commit_submission("s", generation, &Commit::of("testkit")).unwrap();
+        store.cancel("s").unwrap();
+        let states = |store: &Store| -> Vec<(String, JobState)> {
+            store.jobs().unwrap().into_iter().map(|j| (j.key, j.state)).collect()
+        };
+        use JobState::{Cancelled, Queued};
+        assert_eq!(states(&store), [(hex(1), Cancelled), (hex(2), Cancelled), (hex(3), Cancelled)]);
+        let again = store.begin_submission("s", "testkit", 2).unwrap();
+        store.add_jobs("s", again, &[job(&hex(4), 4)]).unwrap();
+        let removed = [hex(2)];
+        let commit = Commit { removed: &removed, ..Commit::of("testkit") };
+        store.commit_submission("s", again, &commit).unwrap();
+        assert_eq!(states(&store), [(hex(1), Queued), (hex(3), Queued), (hex(4), Queued)]);
+        store.delete_sweep("s").unwrap();
+        assert!(store.jobs().unwrap().is_empty());
+        let chunks: i64 = store.conn.query_row("SELECT COUNT(*) FROM job_chunks", [], |r| r.get(0)).unwrap();
+        assert_eq!(chunks, 0);
     }
 
     /// A part's jobs are recorded in one row: each is done with its count of attempts in

@@ -142,7 +142,7 @@ impl SpecTemplate {
 }
 
 /// One stored job.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct StoredJob {
     /// One allocation shared by the jobs of a sweep.
     pub sweep_id: SweepId,
