@@ -1,9 +1,9 @@
 //! A submission's jobs as the store keeps them first: a `job_chunks` row holds a chunk of
-//! them (thousands) as they were submitted, instead of a `jobs` row each. A chunk's jobs
-//! become `jobs` rows only when something is about to change one of them otherwise (an
-//! attempt ends without a result, the sweep is cancelled or submitted again, a repair:
-//! see `Store::materialize`); a job done is recorded by its part's row either way, so a
-//! sweep that runs to its end writes no row per job at all.
+//! them (4,096) as they were submitted, instead of a `jobs` row each. A chunk becomes
+//! `jobs` rows only when one of its jobs is about to change alone (an attempt ends without
+//! a result, a restart charges an attempt, a repair); a cancel or a resubmission changes the
+//! chunks in place. A job done is recorded by its part's row either way, so a sweep that
+//! runs to its end writes no row per job at all.
 
 use crate::coordinator::state::stored::{JobState, StoredJob};
 use armada_proto::ids::SweepId;
@@ -16,7 +16,6 @@ pub fn encode(jobs: &[StoredJob]) -> Vec<u8> {
     let size: usize = jobs.iter().map(|j| 1 + j.key.len() + 8 + 1 + j.state.as_str().len() + 4 + j.spec.len()).sum();
     let mut blob = Vec::with_capacity(size);
     for job in jobs {
-        debug_assert!(job.attempts == 0 && job.error.is_none(), "a job is stored in a chunk as submitted");
         let state = job.state.as_str();
         blob.push(u8::try_from(job.key.len()).expect("a job key is 32 hex digits"));
         blob.extend_from_slice(job.key.as_bytes());
@@ -45,6 +44,30 @@ pub fn decode(sweep: &SweepId, blob: &[u8]) -> Result<Vec<StoredJob>, String> {
         jobs.push(StoredJob { sweep_id: sweep.clone(), key, ord, spec, state, attempts: 0, error: None });
     }
     Ok(jobs)
+}
+
+/// Whether one of `keys` is a job of the chunk `blob` (its entries walked, not decoded: a
+/// sweep of a million jobs is searched a chunk at a time). A damaged blob holds none.
+pub fn holds_any(blob: &[u8], keys: &std::collections::HashSet<&str>) -> bool {
+    let mut rest = blob;
+    let mut entry = || -> Option<bool> {
+        let len = take::<1>(&mut rest)?[0] as usize;
+        let key = std::str::from_utf8(bytes(&mut rest, len)?).ok()?;
+        let found = keys.contains(key);
+        bytes(&mut rest, 8)?;
+        let len = take::<1>(&mut rest)?[0] as usize;
+        bytes(&mut rest, len)?;
+        let len = take::<4>(&mut rest).map(u32::from_le_bytes)? as usize;
+        bytes(&mut rest, len)?;
+        Some(found)
+    };
+    loop {
+        match entry() {
+            Some(true) => return true,
+            Some(false) => {}
+            None => return false,
+        }
+    }
 }
 
 fn bytes<'b>(rest: &mut &'b [u8], n: usize) -> Option<&'b [u8]> {
@@ -97,6 +120,15 @@ mod tests {
                 Err(e) => assert!(e.starts_with("a job chunk of sweep s is damaged at byte "), "{e}"),
             }
         }
+        let (fs, ones) = ("f".repeat(32), "1".repeat(32));
+        let wanted =
+            |keys: &[&str]| -> std::collections::HashSet<String> { keys.iter().map(|k| k.to_string()).collect() };
+        let holds = |blob: &[u8], keys: &std::collections::HashSet<String>| {
+            holds_any(blob, &keys.iter().map(String::as_str).collect())
+        };
+        assert!(holds(&blob, &wanted(&["ab"])) && holds(&blob, &wanted(&["x", &fs])));
+        assert!(!holds(&blob, &wanted(&["a", "abc", &ones])) && !holds(&blob, &wanted(&[])));
+        assert!(!holds(&blob[..blob.len() - 1], &wanted(&["ab"])), "the last entry cut short");
         let mut unknown = encode(&jobs[..1]);
         unknown[1 + 32 + 8 + 1] = b'Q';
         assert_eq!(

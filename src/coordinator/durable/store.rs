@@ -164,8 +164,9 @@ CREATE TABLE IF NOT EXISTS declarations (
     declaration  BLOB NOT NULL,
     PRIMARY KEY (name, version, digest)
 );
--- A submission's jobs a chunk at a time (`n` of them, see `job_chunks`), until something
--- changes one of them otherwise and they become rows of `jobs` (see `materialize`).
+-- A submission's jobs a chunk at a time (`n` of them, see `job_chunks`): a chunk becomes
+-- rows of `jobs` when one of its jobs is changed alone (see `materialize`); a cancel or a
+-- resubmission changes the chunks in place (see `rewrite_chunks`).
 CREATE TABLE IF NOT EXISTS job_chunks (
     sweep_id    TEXT NOT NULL,
     generation  INTEGER NOT NULL,
@@ -243,23 +244,68 @@ fn read_done_in_parts(conn: &Connection, sweep: Option<&str>) -> rusqlite::Resul
     Ok(done)
 }
 
-/// Turn the job chunks of `sweep` (of every sweep: None) into rows of `jobs`, each job as
-/// it was submitted, in the caller's transaction: done before any statement that changes
-/// jobs one by one (or all of a sweep's in their rows), so that it finds them all.
-/// Answers how many jobs became rows.
-fn materialize(tx: &rusqlite::Transaction<'_>, sweep: Option<&str>) -> Result<usize> {
-    let chunks: Vec<(i64, String, i64, Vec<u8>)> = tx
-        .prepare_cached("SELECT rowid, sweep_id, generation, jobs FROM job_chunks WHERE ?1 IS NULL OR sweep_id = ?1")?
-        .query_map(params![sweep], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
-        .collect::<Result<_, _>>()?;
-    let mut n = 0;
-    for (rowid, sweep_id, generation, blob) in chunks {
-        let jobs = job_chunks::decode(&SweepId::from(sweep_id.clone()), &blob).map_err(StoreError::DamagedChunk)?;
-        insert_rows(tx, &sweep_id, generation, &jobs)?;
-        tx.execute("DELETE FROM job_chunks WHERE rowid = ?1", params![rowid])?;
-        n += jobs.len();
+/// Turn the chunks of `sweep` that hold one of `keys` into rows of `jobs`, each job as it
+/// was submitted, in the caller's transaction: done before a statement that changes those
+/// jobs one by one, so that it finds their rows. Only those chunks (4,096 jobs each, where
+/// the sweep may have millions), and no search at all for keys that have rows already.
+fn materialize<'k>(tx: &rusqlite::Transaction<'_>, sweep: &str, keys: impl IntoIterator<Item = &'k str>) -> Result<()> {
+    let mut has_row = tx.prepare_cached("SELECT EXISTS (SELECT 1 FROM jobs WHERE sweep_id = ?1 AND key = ?2)")?;
+    let mut wanted = std::collections::HashSet::new();
+    for key in keys {
+        if !has_row.query_row(params![sweep, key], |r| r.get::<_, bool>(0))? {
+            wanted.insert(key);
+        }
     }
-    Ok(n)
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    let mut chunks = tx.prepare_cached("SELECT rowid, generation, jobs FROM job_chunks WHERE sweep_id = ?1")?;
+    let mut rows = chunks.query(params![sweep])?;
+    let id = SweepId::from(sweep.to_string());
+    let mut made = Vec::new();
+    while let Some(r) = rows.next()? {
+        let blob = r.get_ref(2)?.as_blob().map_err(rusqlite::Error::from)?;
+        if job_chunks::holds_any(blob, &wanted) {
+            let jobs = job_chunks::decode(&id, blob).map_err(StoreError::DamagedChunk)?;
+            made.push((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, jobs));
+        }
+    }
+    drop(rows);
+    for (rowid, generation, jobs) in made {
+        insert_rows(tx, sweep, generation, &jobs)?;
+        tx.execute("DELETE FROM job_chunks WHERE rowid = ?1", params![rowid])?;
+    }
+    Ok(())
+}
+
+/// Change the jobs in `sweep`'s chunks where they are: `change` answers whether it changed
+/// a chunk's jobs (a chunk left with none goes). What a statement over all of a sweep's
+/// rows does to its chunks, without making them rows.
+fn rewrite_chunks(
+    tx: &rusqlite::Transaction<'_>,
+    sweep: &str,
+    mut change: impl FnMut(&mut Vec<StoredJob>) -> bool,
+) -> Result<()> {
+    let chunks: Vec<(i64, Vec<u8>)> = tx
+        .prepare_cached("SELECT rowid, jobs FROM job_chunks WHERE sweep_id = ?1")?
+        .query_map(params![sweep], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<_, _>>()?;
+    let id = SweepId::from(sweep.to_string());
+    for (rowid, blob) in chunks {
+        let mut jobs = job_chunks::decode(&id, &blob).map_err(StoreError::DamagedChunk)?;
+        if !change(&mut jobs) {
+            continue;
+        }
+        if jobs.is_empty() {
+            tx.execute("DELETE FROM job_chunks WHERE rowid = ?1", params![rowid])?;
+        } else {
+            tx.execute(
+                "UPDATE job_chunks SET n = ?2, jobs = ?3 WHERE rowid = ?1",
+                params![rowid, jobs.len() as i64, job_chunks::encode(&jobs)],
+            )?;
+        }
+    }
+    Ok(())
 }
 
 /// Jobs as rows of `jobs`, each as submitted (no attempt yet).
@@ -601,7 +647,18 @@ impl Store {
                 tx.commit()?;
                 return Ok(());
             }
-            materialize(&tx, Some(id))?;
+            // The same to the jobs still in chunks: the removed go, the cancelled and failed
+            // are queued.
+            let gone: std::collections::HashSet<&str> = removed.iter().map(String::as_str).collect();
+            rewrite_chunks(&tx, id, |jobs| {
+                let n = jobs.len();
+                jobs.retain(|j| !gone.contains(j.key.as_str()));
+                let mut changed = jobs.len() < n;
+                for job in jobs.iter_mut().filter(|j| matches!(j.state, JobState::Cancelled | JobState::Failed)) {
+                    (job.state, changed) = (JobState::Queued, true);
+                }
+                changed
+            })?;
             {
                 let mut delete = tx.prepare_cached("DELETE FROM jobs WHERE sweep_id = ?1 AND key = ?2")?;
                 for key in removed {
@@ -675,7 +732,7 @@ impl Store {
     ) -> Result<()> {
         self.write(|conn| {
             let tx = conn.transaction()?;
-            materialize(&tx, Some(job.0))?;
+            materialize(&tx, job.0, [job.1])?;
             tx.execute(
                 "UPDATE jobs SET state = ?1, error = COALESCE(?2, error), attempts = ?3, last_attempt = MAX(last_attempt, ?4)
                  WHERE sweep_id = ?5 AND key = ?6",
@@ -723,8 +780,12 @@ impl Store {
                 )?;
                 let mut in_parts: HashMap<String, DoneInParts> = HashMap::new();
                 for (sweep, entries) in &noted {
+                    let keys: Vec<String> = entries
+                        .chunks_exact(24)
+                        .map(|e| JobKey::of_bytes(e[8..].try_into().expect("16 bytes")).0)
+                        .collect();
+                    materialize(&tx, sweep, keys.iter().map(String::as_str))?;
                     if !in_parts.contains_key(sweep) {
-                        materialize(&tx, Some(sweep))?;
                         let done = read_done_in_parts(&tx, Some(sweep))?.remove(sweep).unwrap_or_default();
                         in_parts.insert(sweep.clone(), done);
                     }
@@ -749,7 +810,7 @@ impl Store {
     pub fn set_job_state(&mut self, sweep: &str, key: &str, state: JobState, error: Option<&str>) -> Result<()> {
         self.write(|conn| {
             let tx = conn.transaction()?;
-            materialize(&tx, Some(sweep))?;
+            materialize(&tx, sweep, [key])?;
             tx.execute(
                 "UPDATE jobs SET state = ?1, error = COALESCE(?2, error) WHERE sweep_id = ?3 AND key = ?4",
                 params![state.as_str(), error, sweep, key],
@@ -765,7 +826,7 @@ impl Store {
     pub fn commit_jobs(&mut self, sweep: &str, part: &str, jobs: &[(Option<(u32, u64)>, &str)]) -> Result<()> {
         self.write(|conn| {
             let tx = conn.transaction()?;
-            materialize(&tx, Some(sweep))?;
+            materialize(&tx, sweep, jobs.iter().map(|(_, key)| *key))?;
             {
                 let mut job = tx.prepare_cached(
                     "UPDATE jobs SET state = 'done', part = ?1, attempts = COALESCE(?2, attempts),
@@ -939,7 +1000,7 @@ impl Store {
     pub fn requeue_lost(&mut self, sweep: &str, keys: &[String]) -> Result<usize> {
         self.write(|conn| {
             let tx = conn.transaction()?;
-            materialize(&tx, Some(sweep))?;
+            materialize(&tx, sweep, keys.iter().map(String::as_str))?;
             let mut n = 0;
             {
                 let mut job = tx.prepare_cached(
@@ -982,7 +1043,13 @@ impl Store {
         self.write(|conn| {
             let tx = conn.transaction()?;
             tx.execute("UPDATE sweeps SET cancelled = 1 WHERE id = ?1", params![sweep])?;
-            materialize(&tx, Some(sweep))?;
+            rewrite_chunks(&tx, sweep, |jobs| {
+                let mut changed = false;
+                for job in jobs.iter_mut().filter(|j| j.state == JobState::Queued) {
+                    (job.state, changed) = (JobState::Cancelled, true);
+                }
+                changed
+            })?;
             tx.execute(
                 "UPDATE jobs SET state = 'cancelled' WHERE sweep_id = ?1 AND state IN ('queued', 'running')",
                 params![sweep],
@@ -1131,8 +1198,9 @@ mod tests {
 
     /// A submission's jobs are a row per chunk, no row per job: every reading sees them as
     /// submitted (queued, or done when in a part), across a restart too; an uncommitted
-    /// chunk is abandoned and counted; the first write about one job turns its sweep's
-    /// chunks into rows (one transaction) and every reading stays the same but that job.
+    /// chunk is abandoned and counted; a write about one job turns its chunk, and only its
+    /// chunk, into rows, and every reading stays the same but for that job; a cancel
+    /// changes the chunks in place.
     #[test]
     fn a_submission_is_stored_a_chunk_a_row_and_rows_made_only_when_a_job_changes() {
         let dir = tempfile::tempdir().unwrap();
@@ -1168,19 +1236,24 @@ mod tests {
         assert_eq!((count(&store, "job_chunks"), count(&store, "jobs")), (2, 0));
 
         store.end_attempt(AttemptId(7), ("s", &hex(3)), JobState::Failed, 3, Some("boom")).unwrap();
-        assert_eq!((count(&store, "job_chunks"), count(&store, "jobs")), (0, 6));
+        assert_eq!((count(&store, "job_chunks"), count(&store, "jobs")), (1, 4), "jobs 1-4 are rows");
         (want[2].state, want[2].attempts, want[2].error) = (JobState::Failed, 3, Some("boom".into()));
         assert_eq!(store.jobs().unwrap(), want);
         assert_eq!(store.unsettled("s").unwrap(), 3);
         assert_eq!(store.done_jobs("s").unwrap(), done);
+        // Job 1 again: a row already, no chunk searched or made rows.
+        store.end_attempt(AttemptId(8), ("s", &hex(1)), JobState::Queued, 1, None).unwrap();
+        assert_eq!((count(&store, "job_chunks"), count(&store, "jobs")), (1, 4));
         store.cancel("s").unwrap();
-        let states: Vec<JobState> = store.jobs().unwrap().iter().map(|j| j.state).collect();
+        assert_eq!((count(&store, "job_chunks"), count(&store, "jobs")), (1, 4));
+        let states: Vec<(JobState, u32)> = store.jobs().unwrap().iter().map(|j| (j.state, j.attempts)).collect();
         use JobState::{Cancelled, Done, Failed};
-        assert_eq!(states, [Cancelled, Done, Failed, Cancelled, Cancelled, Done]);
+        assert_eq!(states, [(Cancelled, 1), (Done, 1), (Failed, 3), (Cancelled, 0), (Cancelled, 0), (Done, 0)]);
     }
 
     /// A sweep still in chunks is cancelled, resubmitted (a job dropped, the cancelled
-    /// queued again) and deleted as one stored a row per job is.
+    /// queued again) and deleted as one stored a row per job is, its chunks changed in
+    /// place (no row per job made).
     #[test]
     fn a_sweep_in_chunks_is_cancelled_resubmitted_and_deleted_whole() {
         let dir = tempfile::tempdir().unwrap();
@@ -1202,10 +1275,19 @@ mod tests {
         let commit = Commit { removed: &removed, ..Commit::of("testkit") };
         store.commit_submission("s", again, &commit).unwrap();
         assert_eq!(states(&store), [(hex(1), Queued), (hex(3), Queued), (hex(4), Queued)]);
+        let count = |store: &Store, table: &str| -> i64 {
+            store.conn.query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0)).unwrap()
+        };
+        assert_eq!((count(&store, "job_chunks"), count(&store, "jobs")), (2, 0));
+        // A chunk all of whose jobs leave goes.
+        let last = store.begin_submission("s", "testkit", 3).unwrap();
+        let removed = [hex(4)];
+        store.commit_submission("s", last, &Commit { removed: &removed, ..Commit::of("testkit") }).unwrap();
+        assert_eq!(states(&store), [(hex(1), Queued), (hex(3), Queued)]);
+        assert_eq!((count(&store, "job_chunks"), count(&store, "jobs")), (1, 0));
         store.delete_sweep("s").unwrap();
         assert!(store.jobs().unwrap().is_empty());
-        let chunks: i64 = store.conn.query_row("SELECT COUNT(*) FROM job_chunks", [], |r| r.get(0)).unwrap();
-        assert_eq!(chunks, 0);
+        assert_eq!(count(&store, "job_chunks"), 0);
     }
 
     /// A part's jobs are recorded in one row: each is done with its count of attempts in
