@@ -780,23 +780,24 @@ impl Store {
                 )?;
                 let mut in_parts: HashMap<String, DoneInParts> = HashMap::new();
                 for (sweep, entries) in &noted {
-                    let keys: Vec<String> = entries
-                        .chunks_exact(24)
-                        .map(|e| JobKey::of_bytes(e[8..].try_into().expect("16 bytes")).0)
-                        .collect();
-                    materialize(&tx, sweep, keys.iter().map(String::as_str))?;
                     if !in_parts.contains_key(sweep) {
                         let done = read_done_in_parts(&tx, Some(sweep))?.remove(sweep).unwrap_or_default();
                         in_parts.insert(sweep.clone(), done);
                     }
                     let done = &in_parts[sweep];
-                    for entry in entries.chunks_exact(24) {
-                        if done.jobs.contains_key(&entry[8..]) {
-                            continue;
-                        }
-                        let id = u64::from_le_bytes(entry[..8].try_into().expect("8 bytes"));
-                        let key = JobKey::of_bytes(entry[8..].try_into().expect("16 bytes"));
-                        charged += charge.execute(params![id as i64, sweep, key.to_string()])?;
+                    // The attempts of jobs not done, with their keys' text: those jobs' rows
+                    // are made first, then charged.
+                    let open: Vec<(u64, String)> = entries
+                        .chunks_exact(24)
+                        .filter(|entry| !done.jobs.contains_key(&entry[8..]))
+                        .map(|entry| {
+                            let id = u64::from_le_bytes(entry[..8].try_into().expect("8 bytes"));
+                            (id, JobKey::of_bytes(entry[8..].try_into().expect("16 bytes")).0)
+                        })
+                        .collect();
+                    materialize(&tx, sweep, open.iter().map(|(_, key)| key.as_str()))?;
+                    for (id, key) in &open {
+                        charged += charge.execute(params![*id as i64, sweep, key])?;
                     }
                 }
             }
@@ -1155,6 +1156,11 @@ mod tests {
         }
     }
 
+    /// Rows in `table`.
+    fn count(store: &Store, table: &str) -> i64 {
+        store.conn.query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0)).unwrap()
+    }
+
     fn keys(store: &Store) -> Vec<String> {
         store.jobs().unwrap().into_iter().map(|j| j.key).collect()
     }
@@ -1206,9 +1212,6 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let key = |i: u8| [i; 16];
         let hex = |i: u8| JobKey::of_bytes(&key(i)).0;
-        let count = |store: &Store, table: &str| -> i64 {
-            store.conn.query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0)).unwrap()
-        };
         let mut store = Store::open(dir.path()).unwrap();
         let generation = store.begin_submission("s", "testkit", 1).unwrap();
         let mut jobs: Vec<StoredJob> = (1..=6).map(|i| job(&hex(i), i64::from(i))).collect();
@@ -1275,9 +1278,6 @@ mod tests {
         let commit = Commit { removed: &removed, ..Commit::of("testkit") };
         store.commit_submission("s", again, &commit).unwrap();
         assert_eq!(states(&store), [(hex(1), Queued), (hex(3), Queued), (hex(4), Queued)]);
-        let count = |store: &Store, table: &str| -> i64 {
-            store.conn.query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0)).unwrap()
-        };
         assert_eq!((count(&store, "job_chunks"), count(&store, "jobs")), (2, 0));
         // A chunk all of whose jobs leave goes.
         let last = store.begin_submission("s", "testkit", 3).unwrap();
