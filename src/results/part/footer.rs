@@ -7,8 +7,9 @@ use std::collections::{BTreeMap, HashMap};
 /// The footer metadata key of a part's index.
 pub const INDEX_KEY: &str = "armada.jobs";
 
-/// The footer metadata key of who produced each job of a part: a JSON object from job key
-/// to [`Provenance`] (DuckDB: `parquet_kv_metadata`; polars: `read_parquet_metadata`).
+/// The footer metadata key of who produced each job of a part: a JSON object of the part's
+/// workers' records and, per job key, its worker and attempt ([`provenance_json`]; DuckDB:
+/// `parquet_kv_metadata`; polars: `read_parquet_metadata`).
 pub const PROVENANCE_KEY: &str = "armada.provenance";
 
 /// The footer metadata key of what the family's metrics mean: a JSON object from metric
@@ -54,7 +55,9 @@ pub struct Provenance {
     /// before workers said it).
     #[serde(default)]
     pub processor: String,
-    /// The attempt that committed it.
+    /// The attempt that committed it (a part's footer holds it beside the job's key, not in
+    /// the worker's record).
+    #[serde(default)]
     pub attempt_id: u64,
     /// The digest of the family's declaration, for a declared family (empty for a built-in
     /// one: the coordinator's build decides it).
@@ -106,7 +109,9 @@ pub fn read_index(path: &Path) -> Result<Vec<StoredRows>> {
 }
 
 /// Who produced each job of one part, from its footer (empty for a part written in
-/// process, or by an armada older than provenance).
+/// process, or by an armada older than provenance). Reads both layouts: each worker's
+/// record once with (worker, attempt) per job, and the per-job records of parts written
+/// before 2026-12-04.
 pub fn read_provenance(path: &Path) -> Result<BTreeMap<String, Provenance>> {
     let file = File::open(path).map_err(io("opening", path))?;
     let metadata = ParquetReader::new(file).get_metadata().map_err(damaged("reading the footer of", path))?.clone();
@@ -115,51 +120,71 @@ pub fn read_provenance(path: &Path) -> Result<BTreeMap<String, Provenance>> {
         .as_ref()
         .and_then(|kv| kv.iter().find(|e| e.key == PROVENANCE_KEY))
         .and_then(|e| e.value.clone());
-    match entry {
-        None => Ok(BTreeMap::new()),
-        Some(json) => serde_json::from_str(&json).map_err(damaged("reading the provenance of", path)),
+    let Some(json) = entry else { return Ok(BTreeMap::new()) };
+    let value: serde_json::Value = serde_json::from_str(&json).map_err(damaged("reading the provenance of", path))?;
+    if !value.get("workers").is_some_and(|w| w.is_array()) {
+        return serde_json::from_value(value).map_err(damaged("reading the provenance of", path));
     }
+    let part: PartProvenance = serde_json::from_value(value).map_err(damaged("reading the provenance of", path))?;
+    part.jobs
+        .into_iter()
+        .map(|(key, (worker, attempt_id))| match part.workers.get(worker) {
+            Some(record) => Ok((key, Provenance { attempt_id, ..record.clone() })),
+            None => {
+                let why = format!(
+                    "{}: job {key}'s provenance names worker {worker} of {}",
+                    path.display(),
+                    part.workers.len()
+                );
+                Err(not_armadas(path, why))
+            }
+        })
+        .collect()
 }
 
-/// [`PROVENANCE_KEY`]'s value for `jobs` (None when none has provenance): the bytes
-/// serde_json gives for the map from job key to record, but each worker's record is
-/// serialized once per part around its attempt id, not once per job (a part of short jobs
-/// holds thousands of jobs from a few workers).
+/// [`PROVENANCE_KEY`]'s value as read: each worker's record once (its `attempt_id` left
+/// out), and per job key the index of its worker's record and the attempt that committed it.
+#[derive(Deserialize)]
+struct PartProvenance {
+    workers: Vec<Provenance>,
+    jobs: BTreeMap<String, (usize, u64)>,
+}
+
+/// [`PROVENANCE_KEY`]'s value for `jobs` (None when none has provenance):
+/// `{"workers":[record, ...],"jobs":{key:[worker,attempt_id], ...}}`, each worker's record
+/// once per part (without `attempt_id`), the jobs in key order, the workers in the order of
+/// their first job. A part of short jobs holds thousands of jobs from a few workers: a
+/// record per job made the footer several times the size of the data.
 pub(super) fn provenance_json(jobs: &[PartJob<'_>]) -> Option<String> {
+    use std::fmt::Write;
     let mut records: Vec<(&str, &Arc<Provenance>, u64)> =
         jobs.iter().filter_map(|j| j.provenance.as_ref().map(|(p, attempt)| (j.key.as_str(), p, *attempt))).collect();
     if records.is_empty() {
         return None;
     }
     records.sort_unstable_by_key(|(key, ..)| *key);
-    // Per worker record, its JSON before and after the attempt id.
-    let mut halves: HashMap<*const Provenance, (String, String)> = HashMap::new();
-    let mut out = String::with_capacity(64 * records.len());
-    out.push('{');
+    let mut workers: Vec<serde_json::Value> = Vec::new();
+    let mut worker_of: HashMap<*const Provenance, usize> = HashMap::new();
+    let mut entries = String::with_capacity(48 * records.len());
     for (i, (key, record, attempt)) in records.iter().enumerate() {
+        let worker = *worker_of.entry(Arc::as_ptr(record)).or_insert_with(|| {
+            let mut json = serde_json::to_value(&**record).expect("provenance serializes");
+            json.as_object_mut().expect("a record is an object").remove("attempt_id");
+            workers.push(json);
+            workers.len() - 1
+        });
         if i > 0 {
-            out.push(',');
+            entries.push(',');
         }
         if key.bytes().all(|b| b.is_ascii_alphanumeric()) {
-            out.extend(['"'].into_iter().chain(key.chars()).chain(['"']));
+            entries.extend(['"'].into_iter().chain(key.chars()).chain(['"']));
         } else {
-            out.push_str(&serde_json::to_string(key).expect("a key serializes"));
+            entries.push_str(&serde_json::to_string(key).expect("a key serializes"));
         }
-        out.push(':');
-        let (before, after) = halves.entry(Arc::as_ptr(record)).or_insert_with(|| {
-            let json = serde_json::to_string(&Provenance { attempt_id: 0, ..Provenance::clone(record) })
-                .expect("provenance serializes");
-            // A field name: never inside a string value, whose quotes are escaped.
-            const ID: &str = ",\"attempt_id\":0";
-            let at = json.find(ID).expect("the record has an attempt id") + ID.len() - 1;
-            (json[..at].to_string(), json[at + 1..].to_string())
-        });
-        out.push_str(before);
-        out.push_str(&attempt.to_string());
-        out.push_str(after);
+        write!(entries, ":[{worker},{attempt}]").expect("writing to a string");
     }
-    out.push('}');
-    Some(out)
+    let workers = serde_json::to_string(&workers).expect("records serialize");
+    Some(format!("{{\"workers\":{workers},\"jobs\":{{{entries}}}}}"))
 }
 
 impl PartIndex {

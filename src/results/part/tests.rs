@@ -22,12 +22,8 @@ fn part_job(job: &ValidJob, records: &[StepRecord]) -> PartJob<'static> {
     PartJob::of(job, owned.len(), owned.into_iter().map(Ok))
 }
 
-/// A part's provenance is the bytes serde_json gives for the key -> record map, each
-/// worker's record written once around its attempt ids: workers with the same session
-/// and other fields, names that look like JSON, jobs without provenance left out.
-#[test]
-fn provenance_is_serde_jsons_map_with_each_workers_record_written_once() {
-    let record = |worker: &str, name: &str, attempt_id: u64, code: &str| Provenance {
+fn provenance_record(worker: &str, name: &str, attempt_id: u64, code: &str) -> Provenance {
+    Provenance {
         worker: worker.into(),
         name: name.into(),
         host: "h\"ost\\,\"attempt_id\":0".into(),
@@ -39,41 +35,115 @@ fn provenance_is_serde_jsons_map_with_each_workers_record_written_once() {
         token: "lab".into(),
         peer: "127.0.0.1:5".into(),
         registered_ms: 1_700_000_000_000,
-    };
+    }
+}
+
+/// A part's provenance lists each worker's record once (without an attempt id) and, per
+/// job in key order, the index of its worker's record and its attempt: the bytes serde_json
+/// gives for that structure, for workers with the same session and other fields, names that
+/// look like JSON, a record shared and the same record unshared, jobs without provenance
+/// left out. Written into a part, it reads back as each job's full record.
+#[test]
+fn provenance_lists_each_workers_record_once_and_each_jobs_worker_and_attempt() {
     // Workers' records as the coordinator shares them (one per worker and family),
-    // and one record twice, unshared.
+    // and one record many times, unshared.
     let shared = [
-        record("w1", "a", 0, ""),
-        record("w1", "a", 0, "c0de"),
-        record("w2", "b\u{e9}\n", 0, ""),
-        record("w3", "c", 0, ""),
+        provenance_record("w1", "a", 0, ""),
+        provenance_record("w1", "a", 0, "c0de"),
+        provenance_record("w2", "b\u{e9}\n", 0, ""),
+        provenance_record("w3", "c", 0, ""),
     ]
     .map(Arc::new);
-    let jobs: Vec<PartJob<'static>> = (0..40u64)
-        .map(|seed| {
-            let mut part = part_job(&job("lse", "sinusoidal", "straddle", seed), &records(1, 0.0));
-            part.provenance = match seed % 5 {
-                0 => None,
-                1 => Some((shared[0].clone(), 1000 + seed)),
-                2 => Some((shared[1].clone(), 2000 + seed)),
-                3 => Some((shared[2].clone(), u64::MAX - seed)),
-                _ if seed % 2 == 0 => Some((Arc::new(record("w3", "c", 7, "")), 0)),
-                _ => Some((shared[3].clone(), 0)),
-            };
-            part
-        })
-        .collect();
-    let records: Vec<(&str, Provenance)> = jobs
-        .iter()
-        .filter_map(|j| {
-            let (record, attempt_id) = j.provenance.as_ref()?;
-            Some((j.key.as_str(), Provenance { attempt_id: *attempt_id, ..Provenance::clone(record) }))
-        })
-        .collect();
-    let map: BTreeMap<&str, &Provenance> = records.iter().map(|(key, p)| (*key, p)).collect();
-    assert_eq!(map.len(), 32);
-    assert_eq!(provenance_json(&jobs).unwrap(), serde_json::to_string(&map).unwrap());
+    let jobs = || -> Vec<PartJob<'static>> {
+        (0..40u64)
+            .map(|seed| {
+                let mut part = part_job(&job("lse", "sinusoidal", "straddle", seed), &records(1, 0.0));
+                part.provenance = match seed % 5 {
+                    0 => None,
+                    1 => Some((shared[0].clone(), 1000 + seed)),
+                    2 => Some((shared[1].clone(), 2000 + seed)),
+                    3 => Some((shared[2].clone(), u64::MAX - seed)),
+                    _ if seed % 2 == 0 => Some((Arc::new(provenance_record("w3", "c", 7, "")), 0)),
+                    _ => Some((shared[3].clone(), 0)),
+                };
+                part
+            })
+            .collect()
+    };
+    let jobs = jobs();
+    // The expected value, built apart: the jobs by key, each worker's record numbered in
+    // the order of its first job.
+    let by_key: BTreeMap<&str, (&Arc<Provenance>, u64)> =
+        jobs.iter().filter_map(|j| j.provenance.as_ref().map(|(p, a)| (j.key.as_str(), (p, *a)))).collect();
+    assert_eq!(by_key.len(), 32);
+    #[derive(serde::Serialize)]
+    struct Expected<'a> {
+        workers: Vec<serde_json::Value>,
+        jobs: BTreeMap<&'a str, (usize, u64)>,
+    }
+    let mut expected = Expected { workers: Vec::new(), jobs: BTreeMap::new() };
+    let mut seen: Vec<&Arc<Provenance>> = Vec::new();
+    for (key, (record, attempt)) in &by_key {
+        let worker = match seen.iter().position(|s| Arc::ptr_eq(s, record)) {
+            Some(i) => i,
+            None => {
+                seen.push(record);
+                let mut json = serde_json::to_value(&***record).unwrap();
+                json.as_object_mut().unwrap().remove("attempt_id");
+                expected.workers.push(json);
+                seen.len() - 1
+            }
+        };
+        expected.jobs.insert(key, (worker, *attempt));
+    }
+    assert_eq!(expected.workers.len(), 8, "four shared records and four copies of one");
+    let json = provenance_json(&jobs).unwrap();
+    assert_eq!(json, serde_json::to_string(&expected).unwrap());
+    assert_eq!(json.matches("\"registered_ms\"").count(), 8, "each record once: {json}");
     assert_eq!(provenance_json(&jobs[..1]), None, "seed 0 has none");
+
+    // Read back from a part: every job's full record with its attempt.
+    let full: BTreeMap<String, Provenance> = by_key
+        .iter()
+        .map(|(key, (record, attempt_id))| {
+            (key.to_string(), Provenance { attempt_id: *attempt_id, ..(***record).clone() })
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let written = write_part(dir.path(), &METRICS, jobs).unwrap();
+    assert_eq!(read_provenance(&written.path).unwrap(), full);
+}
+
+/// Parts written before 2026-12-04 hold a full record per job, and read back the same; a
+/// job that names a worker the part does not list is refused, naming the job.
+#[test]
+fn provenance_of_the_older_per_job_layout_reads_back_and_a_missing_worker_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let write_footer = |name: &str, provenance: String| {
+        let path = dir.path().join(name);
+        let mut df = df!("x" => [1i64]).unwrap();
+        let metadata = KeyValueMetadata::from_static(vec![(PROVENANCE_KEY.to_owned(), provenance)]);
+        let file = File::create(&path).unwrap();
+        ParquetWriter::new(file).with_key_value_metadata(Some(metadata)).finish(&mut df).unwrap();
+        path
+    };
+    let older: BTreeMap<String, Provenance> = [
+        ("0a".repeat(16), provenance_record("w1", "a", 3, "")),
+        ("0b".repeat(16), provenance_record("w2", "b", 4, "c0de")),
+        ("0c".repeat(16), provenance_record("w1", "a", 5, "")),
+    ]
+    .into_iter()
+    .collect();
+    let path = write_footer("older.parquet", serde_json::to_string(&older).unwrap());
+    assert_eq!(read_provenance(&path).unwrap(), older);
+
+    let mut worker = serde_json::to_value(provenance_record("w1", "a", 0, "")).unwrap();
+    worker.as_object_mut().unwrap().remove("attempt_id");
+    let key = "0d".repeat(16);
+    let damaged = format!(r#"{{"workers":[{worker}],"jobs":{{"{key}":[1,9]}}}}"#);
+    let path = write_footer("damaged.parquet", damaged);
+    let error = format!("{:#}", read_provenance(&path).unwrap_err());
+    assert!(error.contains(&format!("job {key}'s provenance names worker 1 of 1")), "{error}");
 }
 
 #[test]

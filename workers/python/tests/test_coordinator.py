@@ -348,7 +348,8 @@ def test_an_edited_method_runs_again_and_a_doc_edit_needs_no_new_version(tmp_pat
         codes = {}
         for part in (tmp_path / "data" / "edited" / "trajectories").glob("*.parquet"):
             provenance = json.loads(pl.read_parquet_metadata(part)["armada.provenance"])
-            codes.update({key: record["code"] for key, record in provenance.items()})
+            workers = provenance["workers"]
+            codes.update({key: workers[w]["code"] for key, (w, _attempt) in provenance["jobs"].items()})
         assert {codes[k] for k in values} == {code} and {codes[k] for k in edited} == {edited_code}
 
 
