@@ -76,6 +76,10 @@ T = TypeVar("T")
 #: Trajectories longer than this are uploaded in batches of this many records before the
 #: commit; shorter ones ride on the commit (a batch of commits in one CompleteAttempts).
 UPLOAD_BATCH = 4096
+#: CompleteAttempts calls in flight at most. The coordinator answers each after its commit
+#: linger (200 ms by default): one at a time capped a worker at one batch per linger. The
+#: session machine bounds the attempts they carry (MAX_PENDING_COMMITS).
+COMMITS_IN_FLIGHT = 16
 JOB = service_pb2.FAILURE_CAUSE_JOB
 WORKER = service_pb2.FAILURE_CAUSE_WORKER
 
@@ -227,11 +231,16 @@ class Worker:
         #: Whether a Register was ever answered: until then an odd answer is a wrong URL.
         self.registered = False
         self.pool: Optional[cf.ProcessPoolExecutor] = None
-        #: Commit batches for the committer thread (None: stop)...
-        self.outbox: queue.Queue[Optional[list[tuple[int, list[Record]]]]] = queue.Queue()
-        #: ...and the attempts of those it answered (a thread-safe queue back to the loop).
+        #: The threads that send commit batches (``run`` starts them)...
+        self.committer: Optional[cf.ThreadPoolExecutor] = None
+        #: ...and the attempts of those answered (a thread-safe queue back to the loop).
         self.settled: queue.Queue[list[int]] = queue.Queue()
+        #: Done once something was put in ``settled`` since the loop last looked, so that the
+        #: loop's wait for its slots also ends when a commit is answered (the machine may be
+        #: waiting for that to lease again), not at its next 50 ms turn.
+        self.settled_signal: cf.Future[None] = cf.Future()
         self.done = 0
+        self.done_lock = threading.Lock()
 
     # ---- calls, retried while the coordinator is out of reach
 
@@ -296,8 +305,7 @@ class Worker:
         """Register, then carry out what the session machine asks (lease, run, heartbeat,
         commit) until drained. Raises an ArmadaError when the coordinator refuses the
         worker or the URL reaches another server."""
-        committer = threading.Thread(target=self._commits, name="committer", daemon=True)
-        committer.start()
+        self.committer = cf.ThreadPoolExecutor(COMMITS_IN_FLIGHT, thread_name_prefix="commit")
         gave_up = False
         self.pool = self._new_pool()
         try:
@@ -318,6 +326,10 @@ class Worker:
                     if time.monotonic_ns() >= next_heartbeat:
                         self.events.append(HeartbeatDue())
                         next_heartbeat = time.monotonic_ns() + int(self.heartbeat_every * 1e9)
+                    # A fresh signal before the queue is read: whatever is put after this
+                    # read ends the next wait.
+                    if self.settled_signal.done():
+                        self.settled_signal = cf.Future()
                     while not self.settled.empty():
                         self.events.append(Committed(self.settled.get()))
                     if self._carry_out():
@@ -347,9 +359,9 @@ class Worker:
         except BaseException:
             # Refused, or a wrong server: nothing to finish (the slots exit with the worker).
             self.pool.shutdown(wait=False, cancel_futures=True)
+            self.committer.shutdown(wait=False, cancel_futures=True)
             raise
-        self.outbox.put(None)
-        committer.join()
+        self.committer.shutdown()
         self.pool.shutdown()
         if gave_up:
             log.info("exiting after %d jobs, without reaching the coordinator", self.done)
@@ -374,7 +386,8 @@ class Worker:
                 elif isinstance(action, Cancel):
                     self._stop([action])
                 elif isinstance(action, Commit):
-                    self.outbox.put([(attempt, self.ready.pop(attempt)) for attempt in action.attempts])
+                    assert self.committer is not None, "run() starts the committer"
+                    self.committer.submit(self._commit_and_settle, [(attempt, self.ready.pop(attempt)) for attempt in action.attempts])
                 elif isinstance(action, Release):
                     release = service_pb2.ReleaseAttemptsRequest(session=self.session, attempt_ids=action.attempts)
                     reply = self._call("ReleaseAttempts", lambda: self.workers.ReleaseAttempts(release, metadata=self.metadata, timeout=30))
@@ -419,14 +432,14 @@ class Worker:
             self.held[leased.attempt] = Held(leased.job[0], future, index)
 
     def _settle(self, timeout: float) -> None:
-        """Wait for a task to end (at most ``timeout`` seconds), and tell the machine what
-        each ended task's jobs came to."""
-        if not self.tasks:
-            time.sleep(timeout)
-            return
-        done, _ = cf.wait(list(self.tasks), timeout=timeout, return_when=cf.FIRST_COMPLETED)
+        """Wait for a task to end or a commit to be answered (at most ``timeout`` seconds),
+        and tell the machine what each ended task's jobs came to."""
+        waited: list[cf.Future[Any]] = [*self.tasks, self.settled_signal]
+        done, _ = cf.wait(waited, timeout=timeout, return_when=cf.FIRST_COMPLETED)
         broken = False
         for future in done:
+            if future is self.settled_signal:
+                continue  # the loop reads ``settled`` next
             ran = []
             for attempt in self.tasks.pop(future):
                 held = self.held.pop(attempt)
@@ -462,22 +475,22 @@ class Worker:
         n_values = 0 if len(records) > UPLOAD_BATCH else sum(len(r.values) + 2 for r in records)
         return SessionRan(attempt, Ready(n_values), round(ran.seconds * 1e9))
 
-    def _commits(self) -> None:
-        """The committer thread: each batch the machine made goes in one CompleteAttempts
-        call (long trajectories uploaded first), so that the loop keeps leasing and running
-        while the coordinator groups commits into parts (it answers after its commit
-        linger); the batch's attempts are then settled, committed or not."""
-        while True:
-            batch = self.outbox.get()
-            if batch is None:
-                return
-            try:
-                self._commit(batch)
-            except (errors.ArmadaError, SessionLost, Unreachable) as e:
-                # The jobs were cancelled or failed meanwhile, the records refused, or the
-                # session is gone: the coordinator decides; this worker goes on.
-                log.warning("%d attempt(s) not committed: %s", len(batch), e)
-            self.settled.put([attempt for attempt, _ in batch])
+    def _commit_and_settle(self, batch: list[tuple[int, list[Record]]]) -> None:
+        """On a committer thread: one batch the machine made in one CompleteAttempts call
+        (long trajectories uploaded first), so that the loop keeps leasing and running while
+        the coordinator groups commits into parts (it answers after its commit linger); the
+        batch's attempts are then settled, committed or not."""
+        try:
+            self._commit(batch)
+        except (errors.ArmadaError, SessionLost, Unreachable) as e:
+            # The jobs were cancelled or failed meanwhile, the records refused, or the
+            # session is gone: the coordinator decides; this worker goes on.
+            log.warning("%d attempt(s) not committed: %s", len(batch), e)
+        self.settled.put([attempt for attempt, _ in batch])
+        try:
+            self.settled_signal.set_result(None)
+        except cf.InvalidStateError:
+            pass  # already done: the loop has not looked since
 
     def _commit(self, finished: list[tuple[int, list[Record]]]) -> None:
         if not finished:
@@ -501,7 +514,8 @@ class Worker:
             elif not outcome.committed:
                 log.info("attempt %d: another attempt had committed its job first", outcome.attempt_id)
             else:
-                self.done += 1
+                with self.done_lock:
+                    self.done += 1
 
     def _fail(self, attempt: int, error: str, cause: int) -> None:
         """Report a failed attempt: ``cause`` JOB when the job's own code raised (it fails

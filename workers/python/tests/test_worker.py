@@ -4,6 +4,9 @@ leases and tasks, and the cause it gives for a failed attempt."""
 
 import collections
 import concurrent.futures as cf
+import queue
+import threading
+import time
 import types
 from concurrent.futures.process import BrokenProcessPool
 
@@ -93,6 +96,7 @@ def bare_worker(stub, slots: int = 1) -> worker.Worker:
         workers=stub, metadata=(), session="s", coordinator="http://c:1", draining=False, registered=True, key_salt="salt",
         machine=session.Session(slots), epoch=0, events=collections.deque(), held={}, tasks={}, cancelled=set(), ready={},
         slots=slots, pool=types.SimpleNamespace(shutdown=lambda **_: None),
+        settled=queue.Queue(), settled_signal=cf.Future(), done=0, done_lock=threading.Lock(),
     )
     return w
 
@@ -202,3 +206,39 @@ def test_a_batch_is_cancelled_before_it_starts_only_when_all_its_attempts_are():
     assert not future.cancelled(), "attempt 2 of the batch still runs"
     w._stop([session.Cancel([2])])
     assert future.cancelled()
+
+
+class Committing(Workers):
+    """A Workers stub whose CompleteAttempts answers only once `together` calls are in
+    flight at once (as a coordinator answers each after its commit linger)."""
+
+    def __init__(self, together: int):
+        super().__init__()
+        self.barrier = threading.Barrier(together, timeout=20)
+
+    def CompleteAttempts(self, request, **_):
+        self.barrier.wait()
+        outcomes = [service_pb2.AttemptOutcome(attempt_id=a.attempt_id, committed=True) for a in request.attempts]
+        return service_pb2.CompleteAttemptsResponse(outcomes=outcomes)
+
+
+def test_commit_batches_are_in_flight_together_and_each_answer_wakes_the_loop():
+    """Each CompleteAttempts waits for the coordinator's commit linger: the batches go
+    side by side (one at a time, the stub's barrier would break), and an answered batch
+    ends the loop's wait for its slots at once, not at its next turn."""
+    batches = 4
+    stub = Committing(together=batches)
+    w = bare_worker(stub)
+    committer = cf.ThreadPoolExecutor(worker.COMMITS_IN_FLIGHT)
+    running: cf.Future[list[Ran]] = cf.Future()  # a slot's task that does not end
+    w.tasks[running] = [99]
+    futures = [committer.submit(w._commit_and_settle, [(attempt, [])]) for attempt in range(batches)]
+    started = time.monotonic()
+    w._settle(timeout=60)
+    assert time.monotonic() - started < 30, "woken by the first answer, not the timeout"
+    for f in futures:
+        f.result(timeout=30)
+    committer.shutdown()
+    assert not stub.barrier.broken
+    assert sorted(w.settled.get_nowait()[0] for _ in range(batches)) == list(range(batches))
+    assert w.done == batches and w.events == collections.deque() and running in w.tasks
