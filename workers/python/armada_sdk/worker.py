@@ -98,6 +98,13 @@ def _slot_init(worker_pid: int) -> None:
     threading.Thread(target=watch, name="watch-worker", daemon=True).start()
 
 
+def _slot_warm(family_spec: str) -> None:
+    """Sent to each slot as its pool is made, so that the slot's process starts and imports
+    the family while the worker registers and waits for jobs (about half a second for a
+    spawned interpreter), not when the first job comes."""
+    load_family(family_spec)
+
+
 def job_of(spec: job_pb2.JobSpec) -> Job:
     """A lease's spec as a Job."""
 
@@ -299,7 +306,11 @@ class Worker:
 
     def _new_pool(self) -> cf.ProcessPoolExecutor:
         context = multiprocessing.get_context("spawn")
-        return cf.ProcessPoolExecutor(self.slots, context, initializer=_slot_init, initargs=(os.getpid(),))
+        pool = cf.ProcessPoolExecutor(self.slots, context, initializer=_slot_init, initargs=(os.getpid(),))
+        # A pool starts a process per task submitted while none is idle, up to its slots.
+        for _ in range(self.slots):
+            pool.submit(_slot_warm, self.family_spec)
+        return pool
 
     def run(self) -> None:
         """Register, then carry out what the session machine asks (lease, run, heartbeat,

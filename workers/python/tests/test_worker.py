@@ -242,3 +242,15 @@ def test_commit_batches_are_in_flight_together_and_each_answer_wakes_the_loop():
     assert not stub.barrier.broken
     assert sorted(w.settled.get_nowait()[0] for _ in range(batches)) == list(range(batches))
     assert w.done == batches and w.events == collections.deque() and running in w.tasks
+
+
+def test_a_new_pool_starts_every_slot_before_any_job():
+    """The slots' processes start (and import the family) as the pool is made, not when
+    the first job comes."""
+    w = bare_worker(Workers(), slots=2)
+    w.family_spec = "armada_sdk.examples.echo:FAMILY"
+    pool = worker.Worker._new_pool(w)
+    try:
+        assert len(pool._processes) == 2
+    finally:
+        pool.shutdown()
