@@ -240,6 +240,10 @@ class Worker:
         self.pool: Optional[cf.ProcessPoolExecutor] = None
         #: The threads that send commit batches (``run`` starts them)...
         self.committer: Optional[cf.ThreadPoolExecutor] = None
+        #: The thread that sends Lease requests, and the one in flight (the machine asks for
+        #: one at a time): the loop sees tasks end and commits answered while it travels.
+        self.leaser: Optional[cf.ThreadPoolExecutor] = None
+        self.lease_call: Optional[cf.Future[service_pb2.LeaseResponse]] = None
         #: ...and the attempts of those answered (a thread-safe queue back to the loop).
         self.settled: queue.Queue[list[int]] = queue.Queue()
         #: Done once something was put in ``settled`` since the loop last looked, so that the
@@ -317,6 +321,7 @@ class Worker:
         commit) until drained. Raises an ArmadaError when the coordinator refuses the
         worker or the URL reaches another server."""
         self.committer = cf.ThreadPoolExecutor(COMMITS_IN_FLIGHT, thread_name_prefix="commit")
+        self.leaser = cf.ThreadPoolExecutor(1, thread_name_prefix="lease")
         gave_up = False
         self.pool = self._new_pool()
         try:
@@ -331,7 +336,8 @@ class Worker:
                         self.events = collections.deque([Wake()])
                         # A phase of its own: workers started together do not heartbeat together.
                         next_heartbeat = time.monotonic_ns() + int(random.random() * self.heartbeat_every * 1e9)
-                    if self.draining and not drain_told:
+                    # A drain is told once no lease is in flight: the jobs it brings are held.
+                    if self.draining and not drain_told and self.lease_call is None:
                         drain_told = True
                         self.events.append(Drain())
                     if time.monotonic_ns() >= next_heartbeat:
@@ -360,6 +366,7 @@ class Worker:
                     self.held.clear()
                     self.ready.clear()
                     self.cancelled.clear()
+                    self.lease_call = None
                     if lost_while_draining:
                         held = len(self.held)
                         log.warning("%s: giving up the %d job(s) it held (queued again when their leases expire)", e, held)
@@ -371,8 +378,10 @@ class Worker:
             # Refused, or a wrong server: nothing to finish (the slots exit with the worker).
             self.pool.shutdown(wait=False, cancel_futures=True)
             self.committer.shutdown(wait=False, cancel_futures=True)
+            self.leaser.shutdown(wait=False, cancel_futures=True)
             raise
         self.committer.shutdown()
+        self.leaser.shutdown()
         self.pool.shutdown()
         if gave_up:
             log.info("exiting after %d jobs, without reaching the coordinator", self.done)
@@ -421,8 +430,14 @@ class Worker:
                 future.cancel()
 
     def _lease(self, action: Lease) -> None:
+        """Send the Lease request on the leasing thread; ``_settle`` takes its answer."""
         request = service_pb2.LeaseRequest(session=self.session, max_jobs=action.max_jobs, wait_ms=action.wait_ms)
-        reply = self._call("Lease", lambda: self.workers.Lease(request, metadata=self.metadata, timeout=30))
+        assert self.leaser is not None and self.lease_call is None, "run() starts the leaser; one lease at a time"
+        self.lease_call = self.leaser.submit(self._call, "Lease", lambda: self.workers.Lease(request, metadata=self.metadata, timeout=30))
+
+    def _leased(self, reply: service_pb2.LeaseResponse) -> None:
+        """Tell the machine what a Lease brought (a job whose key this worker computes
+        otherwise fails as its trouble, and is not held)."""
         jobs = []
         for lease in reply.leases:
             job = job_of(lease.spec)
@@ -443,14 +458,21 @@ class Worker:
             self.held[leased.attempt] = Held(leased.job[0], future, index)
 
     def _settle(self, timeout: float) -> None:
-        """Wait for a task to end or a commit to be answered (at most ``timeout`` seconds),
-        and tell the machine what each ended task's jobs came to."""
+        """Wait for a task to end, a lease or a commit to be answered (at most ``timeout``
+        seconds), and tell the machine what each ended task's jobs came to and what the
+        lease brought."""
         waited: list[cf.Future[Any]] = [*self.tasks, self.settled_signal]
+        if self.lease_call is not None:
+            waited.append(self.lease_call)
         done, _ = cf.wait(waited, timeout=timeout, return_when=cf.FIRST_COMPLETED)
         broken = False
         for future in done:
             if future is self.settled_signal:
                 continue  # the loop reads ``settled`` next
+            if future is self.lease_call:
+                self.lease_call = None
+                self._leased(future.result())  # a lost session or a refusal raises here
+                continue
             ran = []
             for attempt in self.tasks.pop(future):
                 held = self.held.pop(attempt)

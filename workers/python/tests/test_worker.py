@@ -97,6 +97,7 @@ def bare_worker(stub, slots: int = 1) -> worker.Worker:
         machine=session.Session(slots), epoch=0, events=collections.deque(), held={}, tasks={}, cancelled=set(), ready={},
         slots=slots, pool=types.SimpleNamespace(shutdown=lambda **_: None),
         settled=queue.Queue(), settled_signal=cf.Future(), done=0, done_lock=threading.Lock(),
+        leaser=cf.ThreadPoolExecutor(1), lease_call=None,
     )
     return w
 
@@ -172,7 +173,10 @@ def test_a_lease_is_asked_as_the_machine_says_and_its_jobs_told_to_it():
     stub = Leasing(leases("short", 3))
     w = bare_worker(stub)
     w._lease(session.Lease(2, 500))
+    assert w.events == collections.deque(), "answered on the leasing thread"
+    w._settle(timeout=30)
     [leased] = w.events
+    assert w.lease_call is None
     assert stub.asked == [(2, 500)]
     assert [(j.attempt, j.sweep, j.job[0].attempt_id) for j in leased.jobs] == [(1, "short", 1), (2, "short", 2)]
     assert leased.jobs[0].job[1] == worker.job_of(stub.leases[0].spec), "with the job it names"
@@ -182,6 +186,7 @@ def test_a_lease_whose_key_this_worker_computes_otherwise_fails_as_its_trouble_a
     stub = Leasing(leases("s", 1, salt="another family's") + leases("s", 1, first=2))
     w = bare_worker(stub)
     w._lease(session.Lease(2, 0))
+    w._settle(timeout=30)
     [failed] = stub.failed
     assert (failed.attempt_id, failed.cause) == (1, service_pb2.FAILURE_CAUSE_WORKER)
     assert "its family is not the one the sweep was keyed by" in failed.error
@@ -254,3 +259,36 @@ def test_a_new_pool_starts_every_slot_before_any_job():
         assert len(pool._processes) == 2
     finally:
         pool.shutdown()
+
+
+class Holding(Leasing):
+    """A Leasing stub whose Lease answers only once ``release`` is set."""
+
+    def __init__(self, leases):
+        super().__init__(leases)
+        self.release = threading.Event()
+
+    def Lease(self, request, **kwargs):
+        assert self.release.wait(20)
+        return super().Lease(request, **kwargs)
+
+
+def test_a_task_that_ends_while_a_lease_travels_is_seen_before_its_answer():
+    """The loop does not wait for a Lease's answer: a slot's task that ends meanwhile is
+    told to the machine at once, and the lease's jobs when it is answered."""
+    stub = Holding(leases("short", 2))
+    w = bare_worker(stub)
+    running: cf.Future[list[Ran]] = cf.Future()
+    lease = service_pb2.JobLease(attempt_id=7, sweep_id="sweep")
+    w.held[7] = worker.Held(lease, running, 0)
+    w.tasks[running] = [7]
+    w._lease(session.Lease(2, 0))
+    running.set_result([Ran([], 0.001)])
+    w._settle(timeout=30)
+    [ended] = w.events
+    assert [r.attempt for r in ended.ran] == [7] and w.lease_call is not None
+    w.events.clear()
+    stub.release.set()
+    w._settle(timeout=30)
+    [leased] = w.events
+    assert [j.attempt for j in leased.jobs] == [1, 2] and w.lease_call is None
